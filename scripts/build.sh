@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Configure and build ringtrain.
+#   scripts/build.sh                 # build/ (CUDA and RDMA parts when present)
+#   scripts/build.sh --sanitize      # build-asan/ with ASan+UBSan, CPU only
+#   BUILD_DIR=dir scripts/build.sh   # another folder
+# Extra arguments after -- go to cmake's configure step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sanitize=0
+extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --sanitize) sanitize=1 ;;
+    --) shift; extra+=("$@"); break ;;
+    *) echo "build.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+args=(-DRINGTRAIN_WERROR=ON)
+if [ $sanitize -eq 1 ]; then
+  BUILD_DIR=${BUILD_DIR:-build-asan}
+  # The CUDA runtime and ASan's shadow memory do not mix; the sanitizer build
+  # checks the CPU code paths, which are the reference for the CUDA ones.
+  args+=(-DRINGTRAIN_SANITIZE=address,undefined -DRINGTRAIN_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug)
+else
+  BUILD_DIR=${BUILD_DIR:-build}
+fi
+cmake -S . -B "$BUILD_DIR" "${args[@]}" "${extra[@]}" >/dev/null
+cmake --build "$BUILD_DIR" -j"$(nproc)"
+echo "build.sh: built in $BUILD_DIR"

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Install ringtrain's build and test dependencies from Debian's packages.
+# Skips apt entirely when everything is already installed.  The CUDA toolkit
+# (nvcc, cuBLAS, NCCL) is not a Debian package: when it is installed under
+# /usr/local/cuda the build picks it up, otherwise the CPU build is made.
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake pkg-config
+  libevent-dev libssl-dev openssl zlib1g-dev libsqlite3-dev libinih-dev
+  libopenblas-dev libibverbs-dev libsystemd-dev libcmocka-dev
+  clang libclang-rt-dev          # libFuzzer targets
+  systemd                        # systemd-analyze verify in the unit-file test
+  gzip procps iproute2 ca-certificates
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

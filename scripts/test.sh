@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Build ringtrain and run its whole test suite (the README's test command).
+#   scripts/test.sh              # build/ and every test; GPU/RDMA tests skip without hardware
+#   scripts/test.sh --sanitize   # the same tests in the ASan+UBSan build (build-asan/)
+# Arguments after -- go to ctest (e.g. -- -R config).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build_args=()
+ctest_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --sanitize) build_args+=(--sanitize) ;;
+    --) shift; ctest_args+=("$@"); break ;;
+    *) echo "test.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+bash scripts/build.sh "${build_args[@]}"
+if [ ${#build_args[@]} -gt 0 ]; then
+  dir=${BUILD_DIR:-build-asan}
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+else
+  dir=${BUILD_DIR:-build}
+fi
+# unset so that OpenBLAS picks its kernels as on a user's machine
+env -u OPENBLAS_CORETYPE ctest --test-dir "$dir" --output-on-failure -j"$(nproc)" "${ctest_args[@]}"
