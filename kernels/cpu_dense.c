@@ -1,0 +1,105 @@
+/* cpu_dense.c — dense layer forward/backward on the CPU: sgemm from
+ * OpenBLAS for the three GEMMs, and one pass each for the fused epilogues
+ * (bias + ReLU forward; ReLU mask + bias gradient backward).
+ *
+ * Row-major throughout: x (B, in), w (out, in), y (B, out).
+ *   forward   y  = x · wᵀ            sgemm(N, T), then y = act(y + b)
+ *   backward  dz = dy ⊙ act'(y), db = Σ_rows dz      (one pass)
+ *             dw = dzᵀ · x           sgemm(T, N)
+ *             dx = dz · w            sgemm(N, N) */
+#include <cblas.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "kctx_impl.h"
+
+#define PAR_MIN 32768
+#define COL_BLOCK 512
+
+void rt_cpu_set_threads(int threads) { openblas_set_num_threads(threads); }
+
+void rt_cpu_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act, rt_view y)
+{
+    const int64_t B = x.rows, in = x.cols, out = y.cols;
+    if (B == 0 || out == 0)
+        return;
+    float *yp = RT_F(y);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)B, (blasint)out, (blasint)in,
+                1.0f, RT_F(x), (blasint)x.ld, w, (blasint)in, 0.0f, yp, (blasint)y.ld);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (B * out > PAR_MIN)
+    for (int64_t r = 0; r < B; r++) {
+        float *row = yp + r * y.ld;
+        if (act == RT_ACT_RELU) {
+            for (int64_t j = 0; j < out; j++) {
+                float v = row[j] + b[j];
+                row[j] = v > 0.0f ? v : 0.0f;
+            }
+        } else {
+            for (int64_t j = 0; j < out; j++)
+                row[j] += b[j];
+        }
+    }
+}
+
+/* dz = dy * act'(y) in place and db = column sums of dz.  Threads own
+ * column ranges, so each db[j] is summed by one thread in row order:
+ * deterministic for a given thread count. */
+static void mask_and_bias_grad(rt_kctx *ctx, rt_view y, rt_act act, rt_view dy, float *db)
+{
+    const int64_t B = dy.rows, out = dy.cols;
+    const int nthr = B * out > PAR_MIN ? ctx->threads : 1;
+#pragma omp parallel num_threads(nthr)
+    {
+        int t = 0, nt = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        nt = omp_get_num_threads();
+#endif
+        int64_t c0 = out * t / nt, c1 = out * (t + 1) / nt;
+        double acc[COL_BLOCK];
+        for (int64_t cb = c0; cb < c1; cb += COL_BLOCK) {
+            int64_t ce = cb + COL_BLOCK < c1 ? cb + COL_BLOCK : c1;
+            for (int64_t j = cb; j < ce; j++)
+                acc[j - cb] = 0.0;
+            for (int64_t r = 0; r < B; r++) {
+                float *g = RT_F(dy) + r * dy.ld;
+                const float *yr = RT_F(y) + r * y.ld;
+                if (act == RT_ACT_RELU) {
+                    for (int64_t j = cb; j < ce; j++) {
+                        float v = yr[j] > 0.0f ? g[j] : 0.0f;
+                        g[j] = v;
+                        acc[j - cb] += v;
+                    }
+                } else {
+                    for (int64_t j = cb; j < ce; j++)
+                        acc[j - cb] += g[j];
+                }
+            }
+            for (int64_t j = cb; j < ce; j++)
+                db[j] = (float)acc[j - cb];
+        }
+    }
+}
+
+void rt_cpu_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, rt_view dy,
+                      float *dw, float *db, rt_view dx)
+{
+    const int64_t B = x.rows, in = x.cols, out = dy.cols;
+    if (B == 0) {
+        memset(dw, 0, (size_t)(out * in) * sizeof(float));
+        memset(db, 0, (size_t)out * sizeof(float));
+        if (dx.p)
+            for (int64_t r = 0; r < dx.rows; r++)
+                memset(RT_F(dx) + r * dx.ld, 0, (size_t)in * sizeof(float));
+        return;
+    }
+    mask_and_bias_grad(ctx, y, act, dy, db);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)out, (blasint)in, (blasint)B,
+                1.0f, RT_F(dy), (blasint)dy.ld, RT_F(x), (blasint)x.ld, 0.0f, dw, (blasint)in);
+    if (dx.p)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)B, (blasint)in,
+                    (blasint)out, 1.0f, RT_F(dy), (blasint)dy.ld, w, (blasint)in, 0.0f, RT_F(dx),
+                    (blasint)dx.ld);
+}

@@ -1,0 +1,254 @@
+/* cpu_ops.c — CPU implementations of the elementwise and reduction ops:
+ * embedding gather/scatter-add, batch norm, dropout, scaled-sigmoid head,
+ * MAE, exp-RMSPE and Adam (contracts in rt_kernels.h).
+ *
+ * These are the reference the CUDA kernels are tested against, so they are
+ * written plainly: fixed iteration orders (bitwise deterministic for a given
+ * thread count: every parallel loop partitions the output, never a shared
+ * accumulator), double accumulators for sums, OpenMP over the outer loop
+ * where the work is large enough to pay for it. */
+#include <math.h>
+#include <string.h>
+
+#include "kctx_impl.h"
+#include "rt_rng.h"
+
+/* below this many elements a loop runs on the calling thread */
+#define PAR_MIN 32768
+
+void rt_cpu_embed_fwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view table, rt_view out)
+{
+    const int64_t B = idx.rows, C = idx.cols, d = table.cols;
+    const int32_t *ix = RT_I(idx);
+    const float *tab = RT_F(table);
+    float *o = RT_F(out);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (B * C * d > PAR_MIN)
+    for (int64_t b = 0; b < B; b++) {
+        for (int64_t c = 0; c < C; c++) {
+            int64_t row = (int64_t)rowbase[c] + ix[b * idx.ld + c];
+            RT_ASSERT(row >= 0 && row < table.rows);
+            const float *src = tab + row * table.ld;
+            float *dst = o + b * out.ld + c * d;
+            for (int64_t j = 0; j < d; j++)
+                dst[j] = src[j];
+        }
+    }
+}
+
+void rt_cpu_embed_bwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view dout, rt_view dtable)
+{
+    const int64_t B = idx.rows, C = idx.cols, d = dtable.cols;
+    const int32_t *ix = RT_I(idx);
+    const float *g = RT_F(dout);
+    float *dt = RT_F(dtable);
+    memset(dt, 0, (size_t)(dtable.rows * dtable.ld) * sizeof(float));
+    /* each column's table is its own block of rows, so columns can run in
+     * parallel without races; within a column rows are added in order */
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (B * C * d > PAR_MIN)
+    for (int64_t c = 0; c < C; c++) {
+        for (int64_t b = 0; b < B; b++) {
+            int64_t row = (int64_t)rowbase[c] + ix[b * idx.ld + c];
+            RT_ASSERT(row >= 0 && row < dtable.rows);
+            float *dst = dt + row * dtable.ld;
+            const float *src = g + b * dout.ld + c * d;
+            for (int64_t j = 0; j < d; j++)
+                dst[j] += src[j];
+        }
+    }
+}
+
+/* Features are processed in blocks so the per-feature accumulators live on
+ * the stack whatever F is. */
+#define BN_BLOCK 64
+
+void rt_cpu_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float *run_mean,
+                   float *run_var, float momentum, float eps, bool train, float *save_mean,
+                   float *save_invstd, rt_view y)
+{
+    (void)ctx;
+    const int64_t B = x.rows, F = x.cols;
+    const float *xp = RT_F(x);
+    float *yp = RT_F(y);
+    for (int64_t f0 = 0; f0 < F; f0 += BN_BLOCK) {
+        int64_t nf = F - f0 < BN_BLOCK ? F - f0 : BN_BLOCK;
+        double mean[BN_BLOCK], var[BN_BLOCK];
+        /* y = (x - center) * scale + beta, the subtraction in double: keeps
+         * precision for features with a large offset and small spread */
+        double center[BN_BLOCK], scale[BN_BLOCK], shift[BN_BLOCK];
+        if (train) {
+            for (int64_t f = 0; f < nf; f++)
+                mean[f] = var[f] = 0.0;
+            for (int64_t b = 0; b < B; b++)
+                for (int64_t f = 0; f < nf; f++)
+                    mean[f] += xp[b * x.ld + f0 + f];
+            for (int64_t f = 0; f < nf; f++)
+                mean[f] = B > 0 ? mean[f] / (double)B : 0.0;
+            for (int64_t b = 0; b < B; b++)
+                for (int64_t f = 0; f < nf; f++) {
+                    double dv = xp[b * x.ld + f0 + f] - mean[f];
+                    var[f] += dv * dv;
+                }
+            for (int64_t f = 0; f < nf; f++) {
+                var[f] = B > 0 ? var[f] / (double)B : 0.0;
+                double invstd = 1.0 / sqrt(var[f] + eps);
+                save_mean[f0 + f] = (float)mean[f];
+                save_invstd[f0 + f] = (float)invstd;
+                run_mean[f0 + f] = (float)(run_mean[f0 + f] * momentum + mean[f] * (1.0 - momentum));
+                run_var[f0 + f] = (float)(run_var[f0 + f] * momentum + var[f] * (1.0 - momentum));
+                center[f] = mean[f];
+                scale[f] = gamma[f0 + f] * invstd;
+                shift[f] = beta[f0 + f];
+            }
+        } else {
+            for (int64_t f = 0; f < nf; f++) {
+                double invstd = 1.0 / sqrt((double)run_var[f0 + f] + eps);
+                center[f] = run_mean[f0 + f];
+                scale[f] = gamma[f0 + f] * invstd;
+                shift[f] = beta[f0 + f];
+            }
+        }
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t f = 0; f < nf; f++)
+                yp[b * y.ld + f0 + f] =
+                    (float)(((double)xp[b * x.ld + f0 + f] - center[f]) * scale[f] + shift[f]);
+    }
+}
+
+void rt_cpu_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const float *save_mean,
+                   const float *save_invstd, float *dgamma, float *dbeta, rt_view dx)
+{
+    (void)ctx;
+    const int64_t B = x.rows, F = x.cols;
+    const float *xp = RT_F(x), *g = RT_F(dy);
+    for (int64_t f0 = 0; f0 < F; f0 += BN_BLOCK) {
+        int64_t nf = F - f0 < BN_BLOCK ? F - f0 : BN_BLOCK;
+        double sg[BN_BLOCK] = {0}, sgx[BN_BLOCK] = {0};
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t f = 0; f < nf; f++) {
+                double xhat = (xp[b * x.ld + f0 + f] - save_mean[f0 + f]) * (double)save_invstd[f0 + f];
+                double gv = g[b * dy.ld + f0 + f];
+                sg[f] += gv;
+                sgx[f] += gv * xhat;
+            }
+        for (int64_t f = 0; f < nf; f++) {
+            dbeta[f0 + f] = (float)sg[f];
+            dgamma[f0 + f] = (float)sgx[f];
+        }
+        if (!dx.p || B == 0)
+            continue;
+        float *dxp = RT_F(dx);
+        /* dx = gamma*invstd/B * (B*dy - sum(dy) - xhat*sum(dy*xhat)) */
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t f = 0; f < nf; f++) {
+                double is = save_invstd[f0 + f];
+                double xhat = (xp[b * x.ld + f0 + f] - save_mean[f0 + f]) * is;
+                double v = (double)B * g[b * dy.ld + f0 + f] - sg[f] - xhat * sgx[f];
+                dxp[b * dx.ld + f0 + f] = (float)(gamma[f0 + f] * is / (double)B * v);
+            }
+    }
+}
+
+void rt_cpu_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t stream,
+                    const int64_t *step)
+{
+    const int64_t R = x.rows, C = x.cols;
+    const uint64_t t = (uint64_t)*step;
+    const float keep_scale = 1.0f / (1.0f - rate);
+    float *p = RT_F(x);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (R * C > PAR_MIN / 8)
+    for (int64_t r = 0; r < R; r++) {
+        float *row = p + r * x.ld;
+        int64_t j = 0;
+        uint64_t e = (uint64_t)(r * C);
+        /* one Philox block serves four consecutive elements */
+        while (j < C) {
+            uint64_t q = e >> 2;
+            rt_u32x4 c = {{(uint32_t)q, (uint32_t)(q >> 32), (uint32_t)t, (uint32_t)(t >> 32)}};
+            rt_u32x4 bits = rt_philox4x32(c, (uint32_t)seed ^ stream, (uint32_t)(seed >> 32));
+            for (unsigned w = (unsigned)(e & 3); w < 4 && j < C; w++, j++, e++) {
+                float u = (float)(bits.v[w] >> 8) * (1.0f / 16777216.0f);
+                row[j] = u >= rate ? row[j] * keep_scale : 0.0f;
+            }
+        }
+    }
+}
+
+void rt_cpu_head_fwd(rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred)
+{
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++)
+        pred[i] = scale / (1.0f + expf(-z[i]));
+}
+
+void rt_cpu_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64_t n, float scale,
+                     float *dz)
+{
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++) {
+        float s = pred[i] / scale;
+        dz[i] = dpred[i] * scale * s * (1.0f - s);
+    }
+}
+
+void rt_cpu_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred, double *acc)
+{
+    (void)ctx;
+    double sum = 0.0;
+    const float inv = n > 0 ? 1.0f / (float)n : 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)pred[i] - (double)y[i];
+        sum += fabs(d);
+        if (dpred)
+            dpred[i] = d > 0.0 ? inv : (d < 0.0 ? -inv : 0.0f);
+    }
+    acc[0] += sum;
+    acc[1] += (double)n;
+}
+
+void rt_cpu_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc)
+{
+    (void)ctx;
+    double sum = 0.0, count = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        if (y[i] > 0.001f) {
+            double r = 1.0 - exp((double)pred[i] - (double)y[i]); /* (e^y - e^p) / e^y */
+            sum += r * r;
+            count += 1.0;
+        }
+    }
+    acc[0] += sum;
+    acc[1] += count;
+}
+
+void rt_cpu_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
+                 const rt_adam_seg *segs, int nseg, rt_adam_hp hp, const int64_t *step)
+{
+    /* bias correction folded into the step size: lr * sqrt(1 - b2^t) / (1 - b1^t) */
+    const double t = (double)(*step + 1);
+    const float lrt = (float)(hp.lr * sqrt(1.0 - pow(hp.beta2, t)) / (1.0 - pow(hp.beta1, t)));
+    const float b1 = hp.beta1, b2 = hp.beta2, eps = hp.eps, gs = hp.grad_scale;
+    int64_t covered = 0;
+    for (int s = 0; s < nseg; s++) {
+        const int64_t lo = segs[s].off, hi = segs[s].off + segs[s].len;
+        RT_ASSERT(lo == covered && hi <= n);
+        covered = hi;
+        const float l2x2 = 2.0f * segs[s].l2;
+#pragma omp parallel for simd schedule(static) num_threads(ctx->threads) if (hi - lo > PAR_MIN)
+        for (int64_t i = lo; i < hi; i++) {
+            float gi = g[i] * gs + l2x2 * p[i];
+            float mi = b1 * m[i] + (1.0f - b1) * gi;
+            float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+            m[i] = mi;
+            v[i] = vi;
+            p[i] -= lrt * mi / (sqrtf(vi) + eps);
+        }
+    }
+    RT_ASSERT(covered == n);
+}
+
+void rt_cpu_scale(rt_kctx *ctx, float *p, int64_t n, float s)
+{
+#pragma omp parallel for simd schedule(static) num_threads(ctx->threads) if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        p[i] *= s;
+}

@@ -1,0 +1,333 @@
+/* rt_kernels.c — kernel contexts, memory, and the op dispatcher: every public
+ * op checks its shapes once here and calls the CPU or CUDA backend. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kctx_impl.h"
+#include "rt_log.h"
+
+#ifdef RT_HAVE_CUDA
+#define ON_CUDA(ctx) ((ctx)->dev == RT_DEVICE_CUDA)
+#else
+#define ON_CUDA(ctx) 0
+#endif
+
+rt_status rt_kctx_create(rt_device dev, int threads, rt_kctx **out, char *err)
+{
+    *out = NULL;
+    rt_kctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    ctx->dev = dev;
+    if (dev == RT_DEVICE_CPU) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        ctx->threads = threads > 0 ? threads : (int)(cores > 0 ? cores : 1);
+        rt_cpu_set_threads(ctx->threads);
+        *out = ctx;
+        return RT_OK;
+    }
+#ifdef RT_HAVE_CUDA
+    if (rt_cuda_device_count() <= 0) {
+        free(ctx);
+        return rt_err(err, RT_ERR_UNSUPPORTED, "no CUDA device is visible");
+    }
+    rt_status st = rt_cuda_ctx_init(ctx, err);
+    if (st != RT_OK) {
+        free(ctx);
+        return st;
+    }
+    *out = ctx;
+    return RT_OK;
+#else
+    free(ctx);
+    return rt_err(err, RT_ERR_UNSUPPORTED, "this build has no CUDA support");
+#endif
+}
+
+void rt_kctx_destroy(rt_kctx *ctx)
+{
+    if (!ctx)
+        return;
+#ifdef RT_HAVE_CUDA
+    if (ctx->dev == RT_DEVICE_CUDA)
+        rt_cuda_ctx_fini(ctx);
+#endif
+    free(ctx);
+}
+
+rt_device rt_kctx_device(const rt_kctx *ctx) { return ctx->dev; }
+int rt_kctx_threads(const rt_kctx *ctx) { return ctx->threads; }
+void *rt_kctx_stream(rt_kctx *ctx) { return ctx->stream; }
+void rt_kctx_set_tf32(rt_kctx *ctx, bool on) { ctx->tf32 = on; }
+
+rt_status rt_kctx_sync(rt_kctx *ctx, char *err)
+{
+#ifdef RT_HAVE_CUDA
+    if (ON_CUDA(ctx))
+        return rt_cuda_sync(ctx, err);
+#endif
+    (void)ctx;
+    (void)err;
+    return RT_OK;
+}
+
+rt_status rt_kctx_check(rt_kctx *ctx, char *err)
+{
+#ifdef RT_HAVE_CUDA
+    if (ON_CUDA(ctx))
+        return rt_cuda_check(ctx, err);
+#endif
+    (void)ctx;
+    (void)err;
+    return RT_OK;
+}
+
+bool rt_cuda_available(void)
+{
+#ifdef RT_HAVE_CUDA
+    return rt_cuda_device_count() > 0;
+#else
+    return false;
+#endif
+}
+
+const char *rt_cuda_device_name(char *buf, size_t len)
+{
+#ifdef RT_HAVE_CUDA
+    if (rt_cuda_device_count() > 0) {
+        rt_cuda_name(buf, len);
+        return buf;
+    }
+#endif
+    snprintf(buf, len, "none");
+    return buf;
+}
+
+rt_status rt_kmalloc(rt_kctx *ctx, size_t bytes, void **out)
+{
+    *out = NULL;
+#ifdef RT_HAVE_CUDA
+    if (ON_CUDA(ctx))
+        return rt_cuda_malloc(bytes, out);
+#endif
+    (void)ctx;
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    *out = aligned_alloc(64, rounded ? rounded : 64);
+    return *out ? RT_OK : RT_ERR_NOMEM;
+}
+
+void rt_kfree(rt_kctx *ctx, void *p)
+{
+    if (!p)
+        return;
+#ifdef RT_HAVE_CUDA
+    if (ON_CUDA(ctx)) {
+        rt_cuda_free(p);
+        return;
+    }
+#endif
+    (void)ctx;
+    free(p);
+}
+
+rt_status rt_kmalloc_host(rt_kctx *ctx, size_t bytes, void **out)
+{
+#ifdef RT_HAVE_CUDA
+    if (ON_CUDA(ctx))
+        return rt_cuda_malloc_host(bytes, out);
+#endif
+    return rt_kmalloc(ctx, bytes, out);
+}
+
+void rt_kfree_host(rt_kctx *ctx, void *p)
+{
+    if (!p)
+        return;
+#ifdef RT_HAVE_CUDA
+    if (ON_CUDA(ctx)) {
+        rt_cuda_free_host(p);
+        return;
+    }
+#endif
+    rt_kfree(ctx, p);
+}
+
+void rt_kmemcpy(rt_kctx *ctx, void *dst, const void *src, size_t bytes, rt_copy kind)
+{
+    if (bytes == 0)
+        return;
+#ifdef RT_HAVE_CUDA
+    if (ON_CUDA(ctx)) {
+        rt_cuda_memcpy(ctx, dst, src, bytes, kind);
+        return;
+    }
+#endif
+    (void)ctx;
+    (void)kind;
+    memmove(dst, src, bytes);
+}
+
+void rt_kmemset(rt_kctx *ctx, void *p, int value, size_t bytes)
+{
+    if (bytes == 0)
+        return;
+#ifdef RT_HAVE_CUDA
+    if (ON_CUDA(ctx)) {
+        rt_cuda_memset(ctx, p, value, bytes);
+        return;
+    }
+#endif
+    (void)ctx;
+    memset(p, value, bytes);
+}
+
+/* ---- shape checks ------------------------------------------------------ */
+
+static void check_view(const rt_kctx *ctx, rt_view v, rt_dtype t)
+{
+    RT_ASSERT(v.dtype == t);
+    RT_ASSERT(v.dev == ctx->dev);
+    RT_ASSERT(v.rows >= 0 && v.cols >= 0 && v.ld >= v.cols);
+    RT_ASSERT(v.p != NULL || v.rows == 0 || v.cols == 0);
+}
+
+#define DISPATCH(ctx, name, ...)                                                          \
+    do {                                                                                  \
+        if (ON_CUDA(ctx))                                                                 \
+            CUDA_CALL(name, __VA_ARGS__);                                                 \
+        else                                                                              \
+            rt_cpu_##name(__VA_ARGS__);                                                   \
+    } while (0)
+#ifdef RT_HAVE_CUDA
+#define CUDA_CALL(name, ...) rt_cuda_##name(__VA_ARGS__)
+#else
+#define CUDA_CALL(name, ...) RT_ASSERT(!"CUDA context in a build without CUDA")
+#endif
+
+void rt_k_embed_fwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view table, rt_view out)
+{
+    check_view(ctx, idx, RT_I32);
+    check_view(ctx, table, RT_F32);
+    check_view(ctx, out, RT_F32);
+    RT_ASSERT(out.rows == idx.rows && out.cols >= idx.cols * table.cols);
+    DISPATCH(ctx, embed_fwd, ctx, idx, rowbase, table, out);
+}
+
+void rt_k_embed_bwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view dout, rt_view dtable)
+{
+    check_view(ctx, idx, RT_I32);
+    check_view(ctx, dtable, RT_F32);
+    check_view(ctx, dout, RT_F32);
+    RT_ASSERT(dout.rows == idx.rows && dout.cols >= idx.cols * dtable.cols);
+    RT_ASSERT(dtable.ld == dtable.cols);
+    DISPATCH(ctx, embed_bwd, ctx, idx, rowbase, dout, dtable);
+}
+
+void rt_k_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float *run_mean,
+                 float *run_var, float momentum, float eps, bool train, float *save_mean,
+                 float *save_invstd, rt_view y)
+{
+    check_view(ctx, x, RT_F32);
+    check_view(ctx, y, RT_F32);
+    RT_ASSERT(x.rows == y.rows && x.cols == y.cols);
+    RT_ASSERT(!train || (save_mean && save_invstd));
+    DISPATCH(ctx, bn_fwd, ctx, x, gamma, beta, run_mean, run_var, momentum, eps, train, save_mean,
+             save_invstd, y);
+}
+
+void rt_k_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const float *save_mean,
+                 const float *save_invstd, float *dgamma, float *dbeta, rt_view dx)
+{
+    check_view(ctx, x, RT_F32);
+    check_view(ctx, dy, RT_F32);
+    RT_ASSERT(x.rows == dy.rows && x.cols == dy.cols);
+    if (dx.p) {
+        check_view(ctx, dx, RT_F32);
+        RT_ASSERT(dx.rows == x.rows && dx.cols == x.cols);
+    }
+    DISPATCH(ctx, bn_bwd, ctx, x, dy, gamma, save_mean, save_invstd, dgamma, dbeta, dx);
+}
+
+void rt_k_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act, rt_view y)
+{
+    check_view(ctx, x, RT_F32);
+    check_view(ctx, y, RT_F32);
+    RT_ASSERT(x.rows == y.rows);
+    DISPATCH(ctx, dense_fwd, ctx, x, w, b, act, y);
+}
+
+void rt_k_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, rt_view dy,
+                    float *dw, float *db, rt_view dx)
+{
+    check_view(ctx, x, RT_F32);
+    check_view(ctx, y, RT_F32);
+    check_view(ctx, dy, RT_F32);
+    RT_ASSERT(x.rows == y.rows && dy.rows == y.rows && dy.cols == y.cols);
+    if (dx.p) {
+        check_view(ctx, dx, RT_F32);
+        RT_ASSERT(dx.rows == x.rows && dx.cols == x.cols);
+    }
+    DISPATCH(ctx, dense_bwd, ctx, x, w, y, act, dy, dw, db, dx);
+}
+
+void rt_k_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t stream,
+                  const int64_t *step)
+{
+    check_view(ctx, x, RT_F32);
+    RT_ASSERT(rate >= 0.0f && rate < 1.0f);
+    if (rate == 0.0f)
+        return;
+    DISPATCH(ctx, dropout, ctx, x, rate, seed, stream, step);
+}
+
+void rt_k_head_fwd(rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred)
+{
+    RT_ASSERT(n >= 0);
+    DISPATCH(ctx, head_fwd, ctx, z, n, scale, pred);
+}
+
+void rt_k_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64_t n, float scale,
+                   float *dz)
+{
+    RT_ASSERT(n >= 0 && scale > 0);
+    DISPATCH(ctx, head_bwd, ctx, pred, dpred, n, scale, dz);
+}
+
+void rt_k_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred, double *acc)
+{
+    RT_ASSERT(n >= 0);
+    DISPATCH(ctx, mae, ctx, pred, y, n, dpred, acc);
+}
+
+void rt_k_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc)
+{
+    RT_ASSERT(n >= 0);
+    DISPATCH(ctx, rmspe, ctx, pred, y, n, acc);
+}
+
+void rt_k_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
+               const rt_adam_seg *segs, int nseg, rt_adam_hp hp, const int64_t *step)
+{
+    RT_ASSERT(n >= 0 && nseg >= 0);
+    DISPATCH(ctx, adam, ctx, p, g, m, v, n, segs, nseg, hp, step);
+}
+
+void rt_k_step_incr(rt_kctx *ctx, int64_t *step)
+{
+#ifdef RT_HAVE_CUDA
+    if (ON_CUDA(ctx)) {
+        rt_cuda_step_incr(ctx, step);
+        return;
+    }
+#endif
+    (void)ctx;
+    (*step)++;
+}
+
+void rt_k_scale(rt_kctx *ctx, float *p, int64_t n, float s)
+{
+    RT_ASSERT(n >= 0);
+    DISPATCH(ctx, scale, ctx, p, n, s);
+}

@@ -1,0 +1,153 @@
+/* rt_model.h — the tabular model runtime (Horovod's Rossmann Keras model,
+ * generalised by config):
+ *
+ *   categorical c -> Embedding(V_c, d) ─┐
+ *   continuous   -> BatchNorm(n_cont) ──┴─ concat (F0 = C*d + n_cont)
+ *     -> Dense(h_1, ReLU) -> ... -> Dense(h_k, ReLU)   (L2 on kernels)
+ *     -> Dropout(p) -> Dense(1) -> head_scale * sigmoid
+ *   loss: MAE on log(label); metric: exp-RMSPE.
+ *
+ * Parameters, gradients and the two Adam moments each live in one flat
+ * allocation carved by the same offsets table (rt_param_info), so a
+ * gradient bucket is a range of elements.  Backward runs in reverse layer
+ * order and calls a hook as each layer's gradient range is final, so the
+ * trainer can start allreducing it while backward continues.  On CUDA every
+ * step call only enqueues work (no sync, no allocation): forward, loss,
+ * backward and apply can be captured in one CUDA graph.
+ * (Model: llm.c malloc_and_point_parameters / gpt2_backward.) */
+#ifndef RT_MODEL_H
+#define RT_MODEL_H
+
+#include <stdio.h>
+
+#include "rt_kernels.h"
+
+#define RT_MODEL_MAX_CAT 64
+#define RT_MODEL_MAX_HIDDEN 8
+#define RT_MODEL_NAME_LEN 40
+/* RNG stream of the dropout masks (element b*units + j, at the model step) */
+#define RT_MODEL_DROPOUT_STREAM 0x7000u
+
+typedef struct rt_model_spec {
+    int n_cat;                                   /* categorical columns */
+    int32_t vocab[RT_MODEL_MAX_CAT];             /* rows of each embedding table */
+    char cat_names[RT_MODEL_MAX_CAT][RT_MODEL_NAME_LEN]; /* optional, for summaries */
+    int emb_dim;                                 /* d */
+    int n_cont;                                  /* continuous columns (batch-normalised) */
+    int n_hidden;
+    int hidden[RT_MODEL_MAX_HIDDEN];             /* units of each ReLU layer */
+    float dropout;                               /* rate after the last hidden layer */
+    float l2;                                    /* loss += l2 * sum(w^2) per hidden kernel */
+    float head_scale;                            /* pred = head_scale * sigmoid(z) */
+    float bn_momentum, bn_eps;
+    uint64_t seed;                               /* initialisation (and default dropout) seed */
+} rt_model_spec;
+
+/* The Rossmann defaults (d = 10, 1000-1000-1000-500, dropout 0.5, L2 5e-5,
+ * BN momentum 0.99 / eps 1e-3); the caller fills columns and head_scale. */
+void rt_model_spec_defaults(rt_model_spec *spec);
+/* Check a spec; RT_ERR_INVALID with a sentence in err. */
+rt_status rt_model_spec_check(const rt_model_spec *spec, char *err);
+
+typedef struct rt_param_info {
+    char name[RT_MODEL_NAME_LEN + 16]; /* "emb_Store", "dense_1/kernel", ... */
+    int64_t off, count;                /* elements in the flat buffers */
+    int64_t rows, cols;
+    float l2;
+    bool trainable;                    /* false: BN moving statistics (own buffer) */
+} rt_param_info;
+
+typedef struct rt_model rt_model;
+
+/* Create the model on ctx's device with activations for up to max_batch
+ * rows, and initialise it (Keras defaults from the seed: Glorot-uniform
+ * kernels, zero biases, uniform(-0.05, 0.05) embeddings, BN gamma 1, beta 0,
+ * moving mean 0, variance 1).  Initial values are drawn on the host from the
+ * counter-based RNG, so CPU and CUDA models start identical.  The model
+ * borrows ctx (which must outlive it). */
+rt_status rt_model_create(const rt_model_spec *spec, rt_kctx *ctx, int64_t max_batch,
+                          rt_model **out, char *err);
+void rt_model_destroy(rt_model *m);
+const rt_model_spec *rt_model_get_spec(const rt_model *m);
+rt_kctx *rt_model_kctx(rt_model *m);
+int64_t rt_model_max_batch(const rt_model *m);
+
+/* Trainable parameter count (the flat buffer length) and the count of
+ * non-trainable values (BN moving mean and variance). */
+int64_t rt_model_num_params(const rt_model *m);
+int64_t rt_model_num_buffers(const rt_model *m);
+/* Parameter table: trainable tensors in buffer order, then the
+ * non-trainable ones (offsets into the buffer of rt_model_buffers()). */
+const rt_param_info *rt_model_param_table(const rt_model *m, int *n);
+/* Keras-style summary: one line per tensor, then the totals. */
+void rt_model_summary(const rt_model *m, FILE *f);
+
+/* Flat buffers in the context's memory (owned by the model). */
+float *rt_model_params(rt_model *m);
+float *rt_model_grads(rt_model *m);
+float *rt_model_buffers(rt_model *m); /* BN moving mean (n_cont) then variance (n_cont) */
+
+/* Input buffers in the context's memory, max_batch rows each:
+ * cat (B, n_cat) i32, cont (B, n_cont) f32, label (B) f32. */
+typedef struct rt_model_inputs {
+    int32_t *cat;
+    float *cont;
+    float *label;
+} rt_model_inputs;
+rt_model_inputs rt_model_input_buffers(rt_model *m);
+/* Copy n host rows into the input buffers (enqueued on CUDA). */
+void rt_model_set_batch(rt_model *m, const int32_t *cat, const float *cont, const float *label,
+                        int64_t n);
+
+/* ---- the step ------------------------------------------------------------ */
+
+/* Forward over the first n input rows; train enables dropout and batch
+ * statistics (and updates the BN moving statistics). */
+void rt_model_forward(rt_model *m, int64_t n, bool train);
+/* Loss and metrics of the last forward into the accumulators; with_grad
+ * also writes d(loss)/d(pred) for backward. */
+void rt_model_loss(rt_model *m, int64_t n, bool with_grad);
+
+/* Called during backward when the gradients of [off, off+count) elements
+ * are final (enqueued, on CUDA: work on the context's stream after this
+ * call sees them).  Ranges arrive from the end of the buffer to the start
+ * and cover it exactly once. */
+typedef void (*rt_grad_hook)(void *user, int64_t off, int64_t count);
+void rt_model_backward(rt_model *m, int64_t n, rt_grad_hook hook, void *user);
+
+/* One Adam step over all parameters (grad_scale folds in 1/world), then the
+ * step counter advances. */
+void rt_model_apply(rt_model *m, const rt_adam_hp *hp);
+
+/* forward(train) + loss + backward + apply, for one process. */
+void rt_model_train_step(rt_model *m, int64_t n, const rt_adam_hp *hp);
+
+/* Seed of the dropout masks (defaults to spec.seed); ranks use different
+ * seeds so their masks differ. */
+void rt_model_set_dropout_seed(rt_model *m, uint64_t seed);
+
+/* Metrics accumulated since the last reset: [0] sum |pred - y|, [1] rows,
+ * [2] sum of squared percentage errors, [3] rows counted for RMSPE
+ * (label > 0.001).  Reading synchronises the context. */
+#define RT_MODEL_NMETRICS 4
+void rt_model_metrics_reset(rt_model *m);
+rt_status rt_model_metrics_read(rt_model *m, double out[RT_MODEL_NMETRICS], char *err);
+
+/* L2 penalty sum(l2 * w^2) over the kernels (synchronises; for reporting). */
+rt_status rt_model_l2_penalty(rt_model *m, double *out, char *err);
+
+/* Predictions of the last forward, n values to host memory (synchronises). */
+rt_status rt_model_read_pred(rt_model *m, float *host, int64_t n, char *err);
+
+/* ---- state --------------------------------------------------------------- */
+
+/* Host copies of the state (synchronise).  NULL pointers are skipped.
+ * params/adam_m/adam_v: num_params floats; buffers: num_buffers floats. */
+rt_status rt_model_get_state(rt_model *m, float *params, float *adam_m, float *adam_v,
+                             float *buffers, int64_t *step, char *err);
+rt_status rt_model_set_state(rt_model *m, const float *params, const float *adam_m,
+                             const float *adam_v, const float *buffers, const int64_t *step,
+                             char *err);
+int64_t rt_model_step(rt_model *m); /* synchronises on CUDA */
+
+#endif
