@@ -13,6 +13,7 @@
 #include <omp.h>
 #endif
 
+#include "cpu_simd.h"
 #include "kctx_impl.h"
 
 #define PAR_MIN 32768
@@ -28,18 +29,12 @@ void rt_cpu_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, r
     float *yp = RT_F(y);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)B, (blasint)out, (blasint)in,
                 1.0f, RT_F(x), (blasint)x.ld, w, (blasint)in, 0.0f, yp, (blasint)y.ld);
+    /* rows in blocks of 16 per call: the epilogue is memory-bound */
+    const int64_t nblk = (B + 15) / 16;
 #pragma omp parallel for schedule(static) num_threads(ctx->threads) if (B * out > PAR_MIN)
-    for (int64_t r = 0; r < B; r++) {
-        float *row = yp + r * y.ld;
-        if (act == RT_ACT_RELU) {
-            for (int64_t j = 0; j < out; j++) {
-                float v = row[j] + b[j];
-                row[j] = v > 0.0f ? v : 0.0f;
-            }
-        } else {
-            for (int64_t j = 0; j < out; j++)
-                row[j] += b[j];
-        }
+    for (int64_t k = 0; k < nblk; k++) {
+        int64_t r0 = k * 16, nr = B - r0 < 16 ? B - r0 : 16;
+        rt_simd_bias_act(yp + r0 * y.ld, y.ld, nr, out, b, act == RT_ACT_RELU);
     }
 }
 
@@ -63,20 +58,8 @@ static void mask_and_bias_grad(rt_kctx *ctx, rt_view y, rt_act act, rt_view dy, 
             int64_t ce = cb + COL_BLOCK < c1 ? cb + COL_BLOCK : c1;
             for (int64_t j = cb; j < ce; j++)
                 acc[j - cb] = 0.0;
-            for (int64_t r = 0; r < B; r++) {
-                float *g = RT_F(dy) + r * dy.ld;
-                const float *yr = RT_F(y) + r * y.ld;
-                if (act == RT_ACT_RELU) {
-                    for (int64_t j = cb; j < ce; j++) {
-                        float v = yr[j] > 0.0f ? g[j] : 0.0f;
-                        g[j] = v;
-                        acc[j - cb] += v;
-                    }
-                } else {
-                    for (int64_t j = cb; j < ce; j++)
-                        acc[j - cb] += g[j];
-                }
-            }
+            rt_simd_mask_colsum(RT_F(dy) + cb, dy.ld, RT_F(y) + cb, y.ld, B, ce - cb,
+                                act == RT_ACT_RELU, acc);
             for (int64_t j = cb; j < ce; j++)
                 db[j] = (float)acc[j - cb];
         }

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cpu_simd.h"
 #include "kctx_impl.h"
 #include "rt_rng.h"
 
@@ -153,24 +154,12 @@ void rt_cpu_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t
 {
     const int64_t R = x.rows, C = x.cols;
     const uint64_t t = (uint64_t)*step;
-    const float keep_scale = 1.0f / (1.0f - rate);
     float *p = RT_F(x);
+    /* element numbering is r*C + j whatever the row stride (see rt_rng_u32) */
 #pragma omp parallel for schedule(static) num_threads(ctx->threads) if (R * C > PAR_MIN / 8)
-    for (int64_t r = 0; r < R; r++) {
-        float *row = p + r * x.ld;
-        int64_t j = 0;
-        uint64_t e = (uint64_t)(r * C);
-        /* one Philox block serves four consecutive elements */
-        while (j < C) {
-            uint64_t q = e >> 2;
-            rt_u32x4 c = {{(uint32_t)q, (uint32_t)(q >> 32), (uint32_t)t, (uint32_t)(t >> 32)}};
-            rt_u32x4 bits = rt_philox4x32(c, (uint32_t)seed ^ stream, (uint32_t)(seed >> 32));
-            for (unsigned w = (unsigned)(e & 3); w < 4 && j < C; w++, j++, e++) {
-                float u = (float)(bits.v[w] >> 8) * (1.0f / 16777216.0f);
-                row[j] = u >= rate ? row[j] * keep_scale : 0.0f;
-            }
-        }
-    }
+    for (int64_t r = 0; r < R; r++)
+        rt_simd_dropout(p + r * x.ld, C, (uint64_t)(r * C), rate, (uint32_t)seed ^ stream,
+                        (uint32_t)(seed >> 32), t);
 }
 
 void rt_cpu_head_fwd(rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred)
@@ -226,21 +215,19 @@ void rt_cpu_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int
     /* bias correction folded into the step size: lr * sqrt(1 - b2^t) / (1 - b1^t) */
     const double t = (double)(*step + 1);
     const float lrt = (float)(hp.lr * sqrt(1.0 - pow(hp.beta2, t)) / (1.0 - pow(hp.beta1, t)));
-    const float b1 = hp.beta1, b2 = hp.beta2, eps = hp.eps, gs = hp.grad_scale;
     int64_t covered = 0;
     for (int s = 0; s < nseg; s++) {
-        const int64_t lo = segs[s].off, hi = segs[s].off + segs[s].len;
-        RT_ASSERT(lo == covered && hi <= n);
-        covered = hi;
+        const int64_t lo = segs[s].off, len = segs[s].len;
+        RT_ASSERT(lo == covered && lo + len <= n);
+        covered = lo + len;
         const float l2x2 = 2.0f * segs[s].l2;
-#pragma omp parallel for simd schedule(static) num_threads(ctx->threads) if (hi - lo > PAR_MIN)
-        for (int64_t i = lo; i < hi; i++) {
-            float gi = g[i] * gs + l2x2 * p[i];
-            float mi = b1 * m[i] + (1.0f - b1) * gi;
-            float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
-            m[i] = mi;
-            v[i] = vi;
-            p[i] -= lrt * mi / (sqrtf(vi) + eps);
+        /* chunks of 16K elements: enough work per thread, cache-sized */
+        const int64_t chunk = 16384, nchunks = (len + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (len > PAR_MIN)
+        for (int64_t c = 0; c < nchunks; c++) {
+            int64_t i = lo + c * chunk, k = len - c * chunk < chunk ? len - c * chunk : chunk;
+            rt_simd_adam(p + i, g + i, m + i, v + i, k, hp.grad_scale, l2x2, hp.beta1, hp.beta2,
+                         lrt, hp.eps);
         }
     }
     RT_ASSERT(covered == n);

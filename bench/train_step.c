@@ -1,0 +1,227 @@
+/* train_step — samples/s of one training step (forward + backward + Adam) of
+ * the Rossmann model, next to the GEMM rate measured in the same run.
+ *
+ *   train_step [--device cpu|cuda] [--threads T] [--batch B] [--seconds S] [--json]
+ *
+ * Without --device/--threads/--batch it runs every configuration: CPU with 1
+ * and 2 threads (or the given count) and, when a GPU is present, CUDA, each at
+ * batch 100, 1024 and 8192.  GFLOP/s counts the dense layers' GEMM work:
+ * 2·B·Σ(in·out) forward and twice that backward (dW and dX, the first layer's
+ * dX included since it feeds the embeddings) — 16.19 MFLOP per sample for the
+ * Rossmann model.  gemm_peak_gflops is sgemm (cuBLAS on CUDA) on the model's
+ * dominant shape B x 1000 x 1000, same threads, measured right before. */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_model.h"
+#include "rt_time.h"
+#include "train_step_gpu.h"
+
+/* Realistic Rossmann vocabulary sizes (18 categorical columns). */
+static const int32_t VOCAB[18] = {1116, 13, 8, 4, 13, 32, 53, 26, 27, 5, 4, 4, 24, 9, 22, 3, 5, 3};
+
+typedef struct result {
+    const char *device;
+    int threads;
+    long batch;
+    double samples_per_s, gflops, gemm_peak;
+    double step_us;
+} result;
+
+static double flops_per_sample(const rt_model_spec *s)
+{
+    double in = (double)s->n_cat * s->emb_dim + s->n_cont, sum = 0;
+    for (int l = 0; l < s->n_hidden; l++) {
+        sum += in * s->hidden[l];
+        in = s->hidden[l];
+    }
+    sum += in; /* output layer */
+    return 6.0 * sum;
+}
+
+static double cpu_sgemm_gflops(long B, double seconds)
+{
+    const int M = (int)B, N = 1000, K = 1000;
+    float *a = malloc((size_t)M * K * 4), *b = malloc((size_t)N * K * 4), *c = malloc((size_t)M * N * 4);
+    for (long i = 0; i < (long)M * K; i++)
+        a[i] = (float)(i % 13) * 0.01f;
+    for (long i = 0; i < (long)N * K; i++)
+        b[i] = (float)(i % 7) * 0.01f;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1, a, K, b, K, 0, c, N);
+    double best = 1e30, deadline = rt_now_s() + seconds;
+    int reps = 0;
+    while (rt_now_s() < deadline || reps < 3) {
+        double t = rt_now_s();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1, a, K, b, K, 0, c, N);
+        t = rt_now_s() - t;
+        best = t < best ? t : best;
+        reps++;
+    }
+    free(a);
+    free(b);
+    free(c);
+    return 2.0 * M * N * K / best / 1e9;
+}
+
+static void make_spec(rt_model_spec *s)
+{
+    rt_model_spec_defaults(s);
+    s->n_cat = 18;
+    for (int c = 0; c < 18; c++)
+        s->vocab[c] = VOCAB[c];
+    s->n_cont = 18;
+    s->head_scale = (float)(log(41551.0) * 1.2);
+}
+
+static int run_one(rt_device dev, int threads, long batch, double seconds, result *r)
+{
+    char err[RT_ERR_LEN];
+    rt_kctx *ctx;
+    if (rt_kctx_create(dev, threads, &ctx, err) != RT_OK) {
+        fprintf(stderr, "train_step: %s\n", err);
+        return 1;
+    }
+    rt_model_spec s;
+    make_spec(&s);
+    rt_model *m;
+    if (rt_model_create(&s, ctx, batch, &m, err) != RT_OK) {
+        fprintf(stderr, "train_step: %s\n", err);
+        rt_kctx_destroy(ctx);
+        return 1;
+    }
+    /* one random batch, reused: the data path is not what is measured */
+    int32_t *cat = malloc((size_t)batch * 18 * 4);
+    float *cont = malloc((size_t)batch * 18 * 4), *label = malloc((size_t)batch * 4);
+    uint64_t x = 88172645463325252ull;
+    for (long i = 0; i < batch; i++) {
+        for (int c = 0; c < 18; c++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            cat[i * 18 + c] = (int32_t)(x % (uint64_t)VOCAB[c]);
+            cont[i * 18 + c] = (float)(x % 1000) * 0.01f;
+        }
+        label[i] = 7.0f + (float)(x % 100) * 0.02f;
+    }
+    rt_model_set_batch(m, cat, cont, label, batch);
+    rt_adam_hp hp = {1e-4f, 0.9f, 0.999f, 1e-3f, 1.0f};
+    r->device = dev == RT_DEVICE_CPU ? "cpu" : "cuda";
+    r->threads = dev == RT_DEVICE_CPU ? rt_kctx_threads(ctx) : 0;
+    r->batch = batch;
+    if (dev == RT_DEVICE_CPU) {
+        r->gemm_peak = cpu_sgemm_gflops(batch, seconds / 4);
+        for (int i = 0; i < 3; i++)
+            rt_model_train_step(m, batch, &hp);
+        /* median of per-step times over the measuring window */
+        int cap = 100000, n = 0;
+        double *t = malloc((size_t)cap * sizeof(double));
+        double deadline = rt_now_s() + seconds;
+        while ((rt_now_s() < deadline || n < 5) && n < cap) {
+            double t0 = rt_now_s();
+            rt_model_train_step(m, batch, &hp);
+            t[n++] = rt_now_s() - t0;
+        }
+        for (int i = 1; i < n; i++) /* insertion sort: n is small */
+            for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+                double tmp = t[j];
+                t[j] = t[j - 1];
+                t[j - 1] = tmp;
+            }
+        r->step_us = t[n / 2] * 1e6;
+        free(t);
+    } else if (rt_train_step_gpu(m, batch, &hp, seconds, &r->step_us, &r->gemm_peak, err) != 0) {
+        fprintf(stderr, "train_step: %s\n", err);
+        return 1;
+    }
+    r->samples_per_s = (double)batch / (r->step_us * 1e-6);
+    r->gflops = flops_per_sample(&s) * r->samples_per_s / 1e9;
+    free(cat);
+    free(cont);
+    free(label);
+    rt_model_destroy(m);
+    rt_kctx_destroy(ctx);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *device = NULL;
+    int threads = 0, json = 0;
+    long batch = 0;
+    double seconds = 3.0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
+            device = argv[++i];
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
+            batch = atol(argv[++i]);
+        else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+            seconds = atof(argv[++i]);
+        else if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else {
+            fprintf(stderr, "usage: train_step [--device cpu|cuda] [--threads T] [--batch B] "
+                            "[--seconds S] [--json]\n");
+            return 2;
+        }
+    }
+    if (device && strcmp(device, "cpu") != 0 && strcmp(device, "cuda") != 0) {
+        fprintf(stderr, "train_step: --device must be cpu or cuda\n");
+        return 2;
+    }
+    if (device && strcmp(device, "cuda") == 0 && !rt_cuda_available()) {
+        fprintf(stderr, "train_step: no CUDA device\n");
+        return 77;
+    }
+    long batches[3] = {100, 1024, 8192};
+    int nb = 3;
+    if (batch > 0) {
+        batches[0] = batch;
+        nb = 1;
+    }
+    struct {
+        rt_device dev;
+        int threads;
+    } cfg[4];
+    int nc = 0;
+    if (!device || strcmp(device, "cpu") == 0) {
+        if (threads > 0) {
+            cfg[nc].dev = RT_DEVICE_CPU;
+            cfg[nc++].threads = threads;
+        } else {
+            cfg[nc].dev = RT_DEVICE_CPU;
+            cfg[nc++].threads = 1;
+            cfg[nc].dev = RT_DEVICE_CPU;
+            cfg[nc++].threads = 2;
+        }
+    }
+    if ((!device && rt_cuda_available()) || (device && strcmp(device, "cuda") == 0)) {
+        cfg[nc].dev = RT_DEVICE_CUDA;
+        cfg[nc++].threads = 0;
+    }
+    char name[128];
+    if (!json)
+        printf("%-6s %7s %6s %12s %10s %9s %10s %6s\n", "device", "threads", "batch", "samples/s",
+               "step_us", "GFLOP/s", "gemm_peak", "ratio");
+    for (int c = 0; c < nc; c++)
+        for (int b = 0; b < nb; b++) {
+            result r;
+            if (run_one(cfg[c].dev, cfg[c].threads, batches[b], seconds, &r) != 0)
+                return 1;
+            if (json)
+                printf("{\"device\":\"%s\",\"threads\":%d,\"batch\":%ld,\"samples_per_s\":%.1f,"
+                       "\"gflops\":%.2f,\"gemm_peak_gflops\":%.2f,\"step_us\":%.1f}\n",
+                       r.device, r.threads, r.batch, r.samples_per_s, r.gflops, r.gemm_peak,
+                       r.step_us);
+            else
+                printf("%-6s %7d %6ld %12.0f %10.1f %9.1f %10.1f %5.0f%%\n", r.device, r.threads,
+                       r.batch, r.samples_per_s, r.step_us, r.gflops, r.gemm_peak,
+                       100.0 * r.gflops / r.gemm_peak);
+            fflush(stdout);
+        }
+    if (!json && rt_cuda_available())
+        printf("gpu: %s\n", rt_cuda_device_name(name, sizeof name));
+    return 0;
+}

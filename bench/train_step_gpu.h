@@ -1,0 +1,12 @@
+/* train_step_gpu.h — the CUDA half of bench/train_step: the step captured as
+ * a CUDA graph and timed with events, and cuBLAS's sgemm rate on the same
+ * shape.  Without CUDA in the build the function reports that and fails. */
+#ifndef RT_BENCH_TRAIN_STEP_GPU_H
+#define RT_BENCH_TRAIN_STEP_GPU_H
+
+#include "rt_model.h"
+
+int rt_train_step_gpu(rt_model *m, long batch, const rt_adam_hp *hp, double seconds,
+                      double *step_us, double *gemm_peak_gflops, char *err);
+
+#endif

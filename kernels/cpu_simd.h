@@ -1,0 +1,28 @@
+/* cpu_simd.h — private to kernels/: the CPU backend's hot inner loops, each
+ * built for x86-64-v4 (AVX-512), v3 (AVX2/FMA) and the baseline, chosen at
+ * load time (GCC/Clang target_clones).  The binary stays portable and a
+ * user's AVX-512 machine runs 16-wide.  Callers do the threading. */
+#ifndef RT_CPU_SIMD_H
+#define RT_CPU_SIMD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* y[r, j] = act(y[r, j] + b[j]) for rows x n. */
+void rt_simd_bias_act(float *y, int64_t ldy, int64_t rows, int64_t n, const float *b, bool relu);
+
+/* g[r, j] = relu ? (y[r, j] > 0 ? g[r, j] : 0) : g[r, j]; acc[j] += g[r, j]
+ * for rows x n (column j of the strip). */
+void rt_simd_mask_colsum(float *g, int64_t ldg, const float *y, int64_t ldy, int64_t rows,
+                         int64_t n, bool relu, double *acc);
+
+/* Adam+L2 on n elements (see rt_k_adam); lrt has the bias correction. */
+void rt_simd_adam(float *p, const float *g, float *m, float *v, int64_t n, float grad_scale,
+                  float l2x2, float b1, float b2, float lrt, float eps);
+
+/* Inverted dropout of n consecutive elements numbered e0, e0+1, ... with the
+ * Philox key (k0, k1) at `step` (same numbers as rt_rng_uniform). */
+void rt_simd_dropout(float *x, int64_t n, uint64_t e0, float rate, uint32_t k0, uint32_t k1,
+                     uint64_t step);
+
+#endif
