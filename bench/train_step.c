@@ -1,7 +1,7 @@
 /* train_step — samples/s of one training step (forward + backward + Adam) of
  * the Rossmann model, next to the GEMM rate measured in the same run.
  *
- *   train_step [--device cpu|cuda] [--threads T] [--batch B] [--seconds S] [--json]
+ *   train_step [--device cpu|cuda] [--threads T] [--batch B] [--seconds S] [--tf32] [--json]
  *
  * Without --device/--threads/--batch it runs every configuration: CPU with 1
  * and 2 threads (or the given count) and, when a GPU is present, CUDA, each at
@@ -9,7 +9,9 @@
  * 2·B·Σ(in·out) forward and twice that backward (dW and dX, the first layer's
  * dX included since it feeds the embeddings) — 16.19 MFLOP per sample for the
  * Rossmann model.  gemm_peak_gflops is sgemm (cuBLAS on CUDA) on the model's
- * dominant shape B x 1000 x 1000, same threads, measured right before. */
+ * dominant shape B x 1000 x 1000, same threads, measured right before.
+ * --tf32 runs the CUDA GEMMs (model and reference alike) on TF32 tensor
+ * cores; the default is exact fp32 on both sides. */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -76,7 +78,7 @@ static void make_spec(rt_model_spec *s)
     s->head_scale = (float)(log(41551.0) * 1.2);
 }
 
-static int run_one(rt_device dev, int threads, long batch, double seconds, result *r)
+static int run_one(rt_device dev, int threads, long batch, double seconds, bool tf32, result *r)
 {
     char err[RT_ERR_LEN];
     rt_kctx *ctx;
@@ -84,6 +86,7 @@ static int run_one(rt_device dev, int threads, long batch, double seconds, resul
         fprintf(stderr, "train_step: %s\n", err);
         return 1;
     }
+    rt_kctx_set_tf32(ctx, tf32);
     rt_model_spec s;
     make_spec(&s);
     rt_model *m;
@@ -130,7 +133,7 @@ static int run_one(rt_device dev, int threads, long batch, double seconds, resul
             }
         r->step_us = t[n / 2] * 1e6;
         free(t);
-    } else if (rt_train_step_gpu(m, batch, &hp, seconds, &r->step_us, &r->gemm_peak, err) != 0) {
+    } else if (rt_train_step_gpu(m, batch, &hp, seconds, tf32, &r->step_us, &r->gemm_peak, err) != 0) {
         fprintf(stderr, "train_step: %s\n", err);
         return 1;
     }
@@ -148,6 +151,7 @@ int main(int argc, char **argv)
 {
     const char *device = NULL;
     int threads = 0, json = 0;
+    bool tf32 = false;
     long batch = 0;
     double seconds = 3.0;
     for (int i = 1; i < argc; i++) {
@@ -161,9 +165,11 @@ int main(int argc, char **argv)
             seconds = atof(argv[++i]);
         else if (strcmp(argv[i], "--json") == 0)
             json = 1;
+        else if (strcmp(argv[i], "--tf32") == 0)
+            tf32 = true;
         else {
             fprintf(stderr, "usage: train_step [--device cpu|cuda] [--threads T] [--batch B] "
-                            "[--seconds S] [--json]\n");
+                            "[--seconds S] [--tf32] [--json]\n");
             return 2;
         }
     }
@@ -208,13 +214,14 @@ int main(int argc, char **argv)
     for (int c = 0; c < nc; c++)
         for (int b = 0; b < nb; b++) {
             result r;
-            if (run_one(cfg[c].dev, cfg[c].threads, batches[b], seconds, &r) != 0)
+            if (run_one(cfg[c].dev, cfg[c].threads, batches[b], seconds, tf32, &r) != 0)
                 return 1;
             if (json)
                 printf("{\"device\":\"%s\",\"threads\":%d,\"batch\":%ld,\"samples_per_s\":%.1f,"
-                       "\"gflops\":%.2f,\"gemm_peak_gflops\":%.2f,\"step_us\":%.1f}\n",
+                       "\"gflops\":%.2f,\"gemm_peak_gflops\":%.2f,\"step_us\":%.1f,"
+                       "\"tf32\":%s}\n",
                        r.device, r.threads, r.batch, r.samples_per_s, r.gflops, r.gemm_peak,
-                       r.step_us);
+                       r.step_us, strcmp(r.device, "cuda") == 0 && tf32 ? "true" : "false");
             else
                 printf("%-6s %7d %6ld %12.0f %10.1f %9.1f %10.1f %5.0f%%\n", r.device, r.threads,
                        r.batch, r.samples_per_s, r.step_us, r.gflops, r.gemm_peak,

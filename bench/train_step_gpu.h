@@ -4,9 +4,18 @@
 #ifndef RT_BENCH_TRAIN_STEP_GPU_H
 #define RT_BENCH_TRAIN_STEP_GPU_H
 
+#include <stdbool.h>
+
 #include "rt_model.h"
 
-int rt_train_step_gpu(rt_model *m, long batch, const rt_adam_hp *hp, double seconds,
-                      double *step_us, double *gemm_peak_gflops, char *err);
+#ifdef __cplusplus
+extern "C" {
+#endif
 
+int rt_train_step_gpu(rt_model *m, long batch, const rt_adam_hp *hp, double seconds,
+                      bool tf32, double *step_us, double *gemm_peak_gflops, char *err);
+
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -12,6 +12,10 @@
 
 #include "rt_status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum rt_log_level {
     RT_LL_ERROR = 0,
     RT_LL_WARN = 1,
@@ -62,5 +66,9 @@ void rt_log_detect_journal(void);
  * forward their own log.  The sink is called with no lock held. */
 typedef void (*rt_log_sink_fn)(void *user, rt_log_level lvl, const char *line);
 void rt_log_set_sink(rt_log_sink_fn fn, void *user);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -10,6 +10,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum rt_status {
     RT_OK = 0,
     RT_ERR_INVALID = -1,     /* bad argument, bad input, bad config */
@@ -53,5 +57,9 @@ void rt_assert_fail(const char *expr, const char *file, int line, const char *fu
     } while (0)
 
 #define RT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

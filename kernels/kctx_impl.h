@@ -13,14 +13,10 @@ extern "C" {
 
 struct rt_kctx {
     rt_device dev;
-    int threads;        /* CPU worker threads */
-    bool tf32;          /* CUDA: TF32 tensor cores for fp32 GEMMs */
-    void *stream;       /* cudaStream_t */
-    void *cublas;       /* cublasHandle_t */
-    void *cublaslt;     /* cublasLtHandle_t */
-    void *lt_workspace; /* cuBLASLt workspace (device) */
-    size_t lt_workspace_bytes;
-    int cuda_device;
+    int threads;  /* CPU worker threads */
+    bool tf32;    /* CUDA: TF32 tensor cores for fp32 GEMMs */
+    void *stream; /* cudaStream_t (CUDA) */
+    void *cuda;   /* the CUDA backend's state (cuda_common.cuh), NULL on the CPU */
 };
 
 /* CPU backend (cpu_ops.c, cpu_dense.c) */
@@ -54,6 +50,10 @@ rt_status rt_cuda_sync(rt_kctx *ctx, char *err);
 rt_status rt_cuda_check(rt_kctx *ctx, char *err);
 int rt_cuda_device_count(void);
 void rt_cuda_name(char *buf, size_t len);
+rt_status rt_cuda_capture_begin(rt_kctx *ctx, char *err);
+rt_status rt_cuda_capture_end(rt_kctx *ctx, void **graph_exec, char *err);
+rt_status rt_cuda_graph_launch(rt_kctx *ctx, void *graph_exec, char *err);
+void rt_cuda_graph_destroy(void *graph_exec);
 rt_status rt_cuda_malloc(size_t bytes, void **out);
 void rt_cuda_free(void *p);
 rt_status rt_cuda_malloc_host(size_t bytes, void **out);

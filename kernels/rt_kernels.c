@@ -84,6 +84,62 @@ rt_status rt_kctx_check(rt_kctx *ctx, char *err)
     return RT_OK;
 }
 
+struct rt_kgraph {
+    void *exec; /* cudaGraphExec_t */
+};
+
+rt_status rt_kctx_capture_begin(rt_kctx *ctx, char *err)
+{
+#ifdef RT_HAVE_CUDA
+    if (ON_CUDA(ctx))
+        return rt_cuda_capture_begin(ctx, err);
+#endif
+    (void)ctx;
+    return rt_err(err, RT_ERR_UNSUPPORTED, "graph capture needs a CUDA context");
+}
+
+rt_status rt_kctx_capture_end(rt_kctx *ctx, rt_kgraph **out, char *err)
+{
+    *out = NULL;
+#ifdef RT_HAVE_CUDA
+    if (ON_CUDA(ctx)) {
+        rt_kgraph *g = calloc(1, sizeof *g);
+        if (!g)
+            return rt_err(err, RT_ERR_NOMEM, "out of memory");
+        rt_status st = rt_cuda_capture_end(ctx, &g->exec, err);
+        if (st != RT_OK) {
+            free(g);
+            return st;
+        }
+        *out = g;
+        return RT_OK;
+    }
+#endif
+    (void)ctx;
+    return rt_err(err, RT_ERR_UNSUPPORTED, "graph capture needs a CUDA context");
+}
+
+rt_status rt_kgraph_launch(rt_kctx *ctx, rt_kgraph *g, char *err)
+{
+#ifdef RT_HAVE_CUDA
+    if (ON_CUDA(ctx))
+        return rt_cuda_graph_launch(ctx, g->exec, err);
+#endif
+    (void)ctx;
+    (void)g;
+    return rt_err(err, RT_ERR_UNSUPPORTED, "graph capture needs a CUDA context");
+}
+
+void rt_kgraph_destroy(rt_kgraph *g)
+{
+    if (!g)
+        return;
+#ifdef RT_HAVE_CUDA
+    rt_cuda_graph_destroy(g->exec);
+#endif
+    free(g);
+}
+
 bool rt_cuda_available(void)
 {
 #ifdef RT_HAVE_CUDA

@@ -22,6 +22,10 @@
 
 #include "rt_status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum rt_device { RT_DEVICE_CPU = 0, RT_DEVICE_CUDA = 1 } rt_device;
 typedef enum rt_dtype { RT_F32 = 0, RT_I32 = 1 } rt_dtype;
 
@@ -83,6 +87,16 @@ rt_status rt_kctx_sync(rt_kctx *ctx, char *err);
 rt_status rt_kctx_check(rt_kctx *ctx, char *err);
 /* Use TF32 tensor cores for fp32 GEMMs on CUDA (default off: exact fp32). */
 void rt_kctx_set_tf32(rt_kctx *ctx, bool on);
+
+/* CUDA graphs: everything enqueued on ctx between begin and end is recorded
+ * (nothing runs), then replayed by rt_kgraph_launch.  RT_ERR_UNSUPPORTED on
+ * a CPU context.  Ops, rt_kmemcpy/rt_kmemset and the model's step calls are
+ * all capturable. */
+typedef struct rt_kgraph rt_kgraph;
+rt_status rt_kctx_capture_begin(rt_kctx *ctx, char *err);
+rt_status rt_kctx_capture_end(rt_kctx *ctx, rt_kgraph **out, char *err);
+rt_status rt_kgraph_launch(rt_kctx *ctx, rt_kgraph *g, char *err);
+void rt_kgraph_destroy(rt_kgraph *g);
 
 /* True when CUDA is built in and at least one device is visible. */
 bool rt_cuda_available(void);
@@ -192,5 +206,9 @@ void rt_k_step_incr(rt_kctx *ctx, int64_t *step);
 
 /* Scale n floats in place: p *= s. */
 void rt_k_scale(rt_kctx *ctx, float *p, int64_t n, float s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -22,6 +22,10 @@
 
 #include "rt_kernels.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define RT_MODEL_MAX_CAT 64
 #define RT_MODEL_MAX_HIDDEN 8
 #define RT_MODEL_NAME_LEN 40
@@ -149,5 +153,9 @@ rt_status rt_model_set_state(rt_model *m, const float *params, const float *adam
                              const float *adam_v, const float *buffers, const int64_t *step,
                              char *err);
 int64_t rt_model_step(rt_model *m); /* synchronises on CUDA */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,0 +1,425 @@
+/* test_kernels_cuda.c — every CUDA op against the CPU implementation on the
+ * same random inputs, outputs poisoned (NaN) before each run, worst element
+ * reported; then the whole training step on both devices, and the step
+ * captured as a CUDA graph against the same step launched op by op.
+ * Exits 77 (skipped) when no CUDA device is present or CUDA is not built in.
+ *
+ * Tolerances |gpu - cpu| <= atol + rtol*|cpu|, per op:
+ *   exact      embedding gather, dropout (same Philox numbers, same multiply)
+ *   1e-5       embedding scatter-add (atomics: a different summation order
+ *              of O(1) values), batch norm (double statistics on both sides)
+ *   ~1e-5·√k   GEMMs in fp32: cuBLAS and OpenBLAS sum k products in
+ *              different orders; float rounding grows like √k
+ *   1e-6 rel   head (expf vs expf), Adam (IEEE sqrt and divide, double pow)
+ *   1e-9 rel   MAE / RMSPE sums (double accumulation in another order) */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rt_model.h"
+#include "test_util.h"
+
+static rt_kctx *cpu, *gpu;
+
+static int setup(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN];
+    if (rt_kctx_create(RT_DEVICE_CPU, 2, &cpu, err) != RT_OK)
+        return -1;
+    if (rt_kctx_create(RT_DEVICE_CUDA, 0, &gpu, err) != RT_OK) {
+        fprintf(stderr, "cuda context: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+static int teardown(void **state)
+{
+    (void)state;
+    rt_kctx_destroy(gpu);
+    rt_kctx_destroy(cpu);
+    return 0;
+}
+
+/* device copy of n bytes of host memory */
+static void *up(const void *h, size_t bytes)
+{
+    void *d;
+    assert_int_equal(rt_kmalloc(gpu, bytes ? bytes : 4, &d), RT_OK);
+    rt_kmemcpy(gpu, d, h, bytes, RT_H2D);
+    return d;
+}
+/* device buffer of n floats, poisoned with NaN */
+static float *dpoison(size_t n)
+{
+    float *h = malloc((n ? n : 1) * 4);
+    tu_poison(h, n);
+    float *d = up(h, n * 4);
+    free(h);
+    return d;
+}
+/* host copy of n floats of device memory (synchronises) */
+static float *down(const void *d, size_t n)
+{
+    float *h = malloc((n ? n : 1) * 4);
+    rt_kmemcpy(gpu, h, d, n * 4, RT_D2H);
+    char err[RT_ERR_LEN];
+    if (rt_kctx_sync(gpu, err) != RT_OK)
+        fail_msg("cuda: %s", err);
+    return h;
+}
+static rt_view hv(float *p, int64_t r, int64_t c, int64_t ld) { return rt_vf32(p, r, c, ld, RT_DEVICE_CPU); }
+static rt_view gv(float *p, int64_t r, int64_t c, int64_t ld) { return rt_vf32(p, r, c, ld, RT_DEVICE_CUDA); }
+
+static void test_embedding(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(21);
+    const int64_t B = tu_int(&g, 1, 3000), C = tu_int(&g, 1, 18), d = tu_int(&g, 1, 16);
+    int32_t vocab[18], rowbase[18], R = 0;
+    for (int c = 0; c < C; c++) {
+        vocab[c] = (int32_t)tu_int(&g, 1, 40);
+        rowbase[c] = R;
+        R += vocab[c];
+    }
+    const int64_t ld = C * d + 3;
+    int32_t *idx = malloc((size_t)(B * C) * 4);
+    for (int64_t b = 0; b < B; b++)
+        for (int c = 0; c < C; c++)
+            idx[b * C + c] = (int32_t)tu_int(&g, 0, vocab[c] - 1);
+    float *tab = malloc((size_t)(R * d) * 4), *dout = malloc((size_t)(B * ld) * 4);
+    float *out = malloc((size_t)(B * ld) * 4), *dtab = malloc((size_t)(R * d) * 4);
+    tu_fill(&g, tab, (size_t)(R * d), -1, 1);
+    tu_fill(&g, dout, (size_t)(B * ld), -1, 1);
+    tu_poison(out, (size_t)(B * ld));
+    int32_t *d_idx = up(idx, (size_t)(B * C) * 4), *d_rb = up(rowbase, (size_t)C * 4);
+    float *d_tab = up(tab, (size_t)(R * d) * 4), *d_dout = up(dout, (size_t)(B * ld) * 4);
+    float *d_out = dpoison((size_t)(B * ld)), *d_dtab = dpoison((size_t)(R * d));
+    rt_k_embed_fwd(cpu, rt_vi32(idx, B, C, C, RT_DEVICE_CPU), rowbase, hv(tab, R, d, d), hv(out, B, C * d, ld));
+    rt_k_embed_fwd(gpu, rt_vi32(d_idx, B, C, C, RT_DEVICE_CUDA), d_rb, gv(d_tab, R, d, d), gv(d_out, B, C * d, ld));
+    float *got = down(d_out, (size_t)(B * ld));
+    for (int64_t b = 0; b < B; b++)
+        assert_true(tu_close_f("embed_fwd", got + b * ld, out + b * ld, (size_t)(C * d), 0, 0));
+    free(got);
+    rt_k_embed_bwd(cpu, rt_vi32(idx, B, C, C, RT_DEVICE_CPU), rowbase, hv(dout, B, C * d, ld), hv(dtab, R, d, d));
+    rt_k_embed_bwd(gpu, rt_vi32(d_idx, B, C, C, RT_DEVICE_CUDA), d_rb, gv(d_dout, B, C * d, ld), gv(d_dtab, R, d, d));
+    got = down(d_dtab, (size_t)(R * d));
+    assert_true(tu_close_f("embed_bwd", got, dtab, (size_t)(R * d), 1e-5 * sqrt((double)B), 1e-5));
+    free(got);
+    free(idx); free(tab); free(dout); free(out); free(dtab);
+    rt_kfree(gpu, d_idx); rt_kfree(gpu, d_rb); rt_kfree(gpu, d_tab); rt_kfree(gpu, d_dout);
+    rt_kfree(gpu, d_out); rt_kfree(gpu, d_dtab);
+}
+
+static void test_batchnorm(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(22);
+    const int64_t B = tu_int(&g, 2, 9000), F = tu_int(&g, 1, 40);
+    const size_t n = (size_t)(B * F);
+    float *x = malloc(n * 4), *dy = malloc(n * 4), *y = malloc(n * 4), *dx = malloc(n * 4);
+    float gam[40], bet[40], rm[40], rv[40], sm[40], si[40], dg[40], db[40];
+    tu_fill(&g, x, n, -20, 60);
+    tu_fill(&g, dy, n, -1, 1);
+    tu_fill(&g, gam, (size_t)F, 0.5, 1.5);
+    tu_fill(&g, bet, (size_t)F, -1, 1);
+    tu_fill(&g, rm, (size_t)F, -1, 1);
+    tu_fill(&g, rv, (size_t)F, 0.5, 2);
+    float *d_x = up(x, n * 4), *d_dy = up(dy, n * 4), *d_g = up(gam, (size_t)F * 4);
+    float *d_b = up(bet, (size_t)F * 4), *d_rm = up(rm, (size_t)F * 4), *d_rv = up(rv, (size_t)F * 4);
+    float *d_y = dpoison(n), *d_dx = dpoison(n), *d_sm = dpoison((size_t)F), *d_si = dpoison((size_t)F);
+    float *d_dg = dpoison((size_t)F), *d_db = dpoison((size_t)F);
+    for (int train = 1; train >= 0; train--) {
+        rt_k_bn_fwd(cpu, hv(x, B, F, F), gam, bet, rm, rv, 0.99f, 1e-3f, train, sm, si, hv(y, B, F, F));
+        rt_k_bn_fwd(gpu, gv(d_x, B, F, F), d_g, d_b, d_rm, d_rv, 0.99f, 1e-3f, train, d_sm, d_si,
+                    gv(d_y, B, F, F));
+        float *got = down(d_y, n);
+        assert_true(tu_close_f(train ? "bn_fwd train" : "bn_fwd eval", got, y, n, 1e-5, 1e-5));
+        free(got);
+        got = down(d_rm, (size_t)F);
+        assert_true(tu_close_f("bn moving mean", got, rm, (size_t)F, 1e-5, 1e-6));
+        free(got);
+        got = down(d_rv, (size_t)F);
+        assert_true(tu_close_f("bn moving var", got, rv, (size_t)F, 1e-5, 1e-6));
+        free(got);
+    }
+    rt_k_bn_fwd(cpu, hv(x, B, F, F), gam, bet, rm, rv, 0.99f, 1e-3f, true, sm, si, hv(y, B, F, F));
+    rt_k_bn_fwd(gpu, gv(d_x, B, F, F), d_g, d_b, d_rm, d_rv, 0.99f, 1e-3f, true, d_sm, d_si, gv(d_y, B, F, F));
+    rt_k_bn_bwd(cpu, hv(x, B, F, F), hv(dy, B, F, F), gam, sm, si, dg, db, hv(dx, B, F, F));
+    rt_k_bn_bwd(gpu, gv(d_x, B, F, F), gv(d_dy, B, F, F), d_g, d_sm, d_si, d_dg, d_db, gv(d_dx, B, F, F));
+    float *got = down(d_dx, n);
+    assert_true(tu_close_f("bn_bwd dx", got, dx, n, 1e-5, 1e-4));
+    free(got);
+    got = down(d_dg, (size_t)F);
+    assert_true(tu_close_f("bn_bwd dgamma", got, dg, (size_t)F, 1e-4 * sqrt((double)B), 1e-5));
+    free(got);
+    got = down(d_db, (size_t)F);
+    assert_true(tu_close_f("bn_bwd dbeta", got, db, (size_t)F, 1e-4 * sqrt((double)B), 1e-5));
+    free(got);
+    free(x); free(dy); free(y); free(dx);
+    float *bufs[] = {d_x, d_dy, d_g, d_b, d_rm, d_rv, d_y, d_dx, d_sm, d_si, d_dg, d_db};
+    for (size_t i = 0; i < RT_ARRAY_LEN(bufs); i++)
+        rt_kfree(gpu, bufs[i]);
+}
+
+static void dense_case(tu_rng *g, bool tf32)
+{
+    const int64_t B = tu_int(g, 1, 3000), in = tu_int(g, 1, 1100), out = tu_int(g, 1, 1100);
+    const int64_t xld = in + tu_int(g, 0, 4);
+    rt_act act = tu_int(g, 0, 1) ? RT_ACT_RELU : RT_ACT_NONE;
+    const size_t nx = (size_t)(B * xld), ny = (size_t)(B * out), nw = (size_t)(out * in);
+    float *x = malloc(nx * 4), *w = malloc(nw * 4), *b = malloc((size_t)out * 4), *y = malloc(ny * 4);
+    float *dy = malloc(ny * 4), *dw = malloc(nw * 4), *db = malloc((size_t)out * 4), *dx = malloc(nx * 4);
+    tu_fill(g, x, nx, -1, 1);
+    tu_fill(g, w, nw, -0.1, 0.1);
+    tu_fill(g, b, (size_t)out, -0.1, 0.1);
+    tu_fill(g, dy, ny, -1, 1);
+    tu_poison(dx, nx);
+    float *d_x = up(x, nx * 4), *d_w = up(w, nw * 4), *d_b = up(b, (size_t)out * 4);
+    float *d_dy = up(dy, ny * 4), *d_y = dpoison(ny), *d_dw = dpoison(nw), *d_db = dpoison((size_t)out);
+    float *d_dx = dpoison(nx);
+    rt_kctx_set_tf32(gpu, tf32);
+    rt_k_dense_fwd(cpu, hv(x, B, in, xld), w, b, act, hv(y, B, out, out));
+    rt_k_dense_fwd(gpu, gv(d_x, B, in, xld), d_w, d_b, act, gv(d_y, B, out, out));
+    /* Sums of k products of size t: fp32 rounding grows like eps·t·√k with
+     * eps = 6e-8; TF32 rounds inputs to 10 mantissa bits (5e-4 relative).
+     * The absolute bounds below are those estimates with a 4-20x margin:
+     * forward and dX terms are |x·w| <= 0.1, dW terms |x·dy| <= 1. */
+    const double k_in = sqrt((double)in), k_b = sqrt((double)B), k_out = sqrt((double)out);
+    const double e = tf32 ? 2e-3 : 1e-6, fr = tf32 ? 3e-3 : 1e-4;
+    float *got = down(d_y, ny);
+    assert_true(tu_close_f(tf32 ? "dense_fwd tf32" : "dense_fwd", got, y, ny, e * k_in, fr));
+    free(got);
+    rt_k_dense_bwd(cpu, hv(x, B, in, xld), w, hv(y, B, out, out), act, hv(dy, B, out, out), dw, db,
+                   hv(dx, B, in, xld));
+    rt_k_dense_bwd(gpu, gv(d_x, B, in, xld), d_w, gv(d_y, B, out, out), act, gv(d_dy, B, out, out),
+                   d_dw, d_db, gv(d_dx, B, in, xld));
+    got = down(d_dy, ny);
+    assert_true(tu_close_f("dense_bwd dz", got, dy, ny, 1e-5, 1e-5));
+    free(got);
+    got = down(d_db, (size_t)out);
+    assert_true(tu_close_f("dense_bwd db", got, db, (size_t)out, 1e-5 * k_b, 1e-5));
+    free(got);
+    got = down(d_dw, nw);
+    assert_true(tu_close_f(tf32 ? "dense_bwd dw tf32" : "dense_bwd dw", got, dw, nw, 10 * e * k_b, fr));
+    free(got);
+    got = down(d_dx, nx);
+    for (int64_t r = 0; r < B; r++)
+        if (!tu_close_f(tf32 ? "dense_bwd dx tf32" : "dense_bwd dx", got + r * xld, dx + r * xld,
+                        (size_t)in, e * k_out, fr))
+            fail_msg("row %lld", (long long)r);
+    free(got);
+    rt_kctx_set_tf32(gpu, false);
+    free(x); free(w); free(b); free(y); free(dy); free(dw); free(db); free(dx);
+    float *bufs[] = {d_x, d_w, d_b, d_dy, d_y, d_dw, d_db, d_dx};
+    for (size_t i = 0; i < RT_ARRAY_LEN(bufs); i++)
+        rt_kfree(gpu, bufs[i]);
+}
+
+static void test_dense(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(23);
+    for (int rep = 0; rep < 4; rep++)
+        dense_case(&g, false);
+    dense_case(&g, true);
+}
+
+static void test_dropout_head_losses_adam(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(24);
+    /* dropout: identical masks, identical values */
+    const int64_t R = tu_int(&g, 1, 4000), C = tu_int(&g, 1, 600), ld = C + 2;
+    float *x = malloc((size_t)(R * ld) * 4);
+    tu_fill(&g, x, (size_t)(R * ld), -1, 1);
+    float *d_x = up(x, (size_t)(R * ld) * 4);
+    int64_t step = tu_int(&g, 0, 1 << 20);
+    int64_t *d_step = up(&step, 8);
+    rt_k_dropout(cpu, hv(x, R, C, ld), 0.5f, 77, 5, &step);
+    rt_k_dropout(gpu, gv(d_x, R, C, ld), 0.5f, 77, 5, d_step);
+    float *got = down(d_x, (size_t)(R * ld));
+    assert_true(tu_close_f("dropout", got, x, (size_t)(R * ld), 0, 0));
+    free(got);
+    free(x);
+    rt_kfree(gpu, d_x);
+
+    /* head, MAE, RMSPE */
+    const int64_t n = tu_int(&g, 1, 9000);
+    float *z = malloc((size_t)n * 4), *p = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
+    float *dp = malloc((size_t)n * 4), *dz = malloc((size_t)n * 4);
+    tu_fill(&g, z, (size_t)n, -5, 5);
+    for (int64_t i = 0; i < n; i++)
+        y[i] = i % 9 == 0 ? 0.0f : (float)tu_range(&g, 1, 12);
+    float *d_z = up(z, (size_t)n * 4), *d_y = up(y, (size_t)n * 4), *d_p = dpoison((size_t)n);
+    float *d_dp = dpoison((size_t)n), *d_dz = dpoison((size_t)n);
+    double acc[4] = {0, 0, 0, 0};
+    double *d_acc = up(acc, sizeof acc);
+    rt_k_head_fwd(cpu, z, n, 12.7f, p);
+    rt_k_head_fwd(gpu, d_z, n, 12.7f, d_p);
+    got = down(d_p, (size_t)n);
+    assert_true(tu_close_f("head_fwd", got, p, (size_t)n, 1e-6, 1e-6));
+    free(got);
+    rt_k_mae(cpu, p, y, n, dp, acc);
+    rt_k_mae(gpu, d_p, d_y, n, d_dp, d_acc);
+    rt_k_rmspe(cpu, p, y, n, acc + 2);
+    rt_k_rmspe(gpu, d_p, d_y, n, d_acc + 2);
+    got = down(d_dp, (size_t)n);
+    assert_true(tu_close_f("mae grad", got, dp, (size_t)n, 0, 1e-6));
+    free(got);
+    double gacc[4];
+    rt_kmemcpy(gpu, gacc, d_acc, sizeof gacc, RT_D2H);
+    assert_int_equal(rt_kctx_sync(gpu, NULL), RT_OK);
+    assert_true(tu_close_d("mae/rmspe sums", gacc, acc, 4, 1e-9, 1e-9));
+    rt_k_head_bwd(cpu, p, dp, n, 12.7f, dz);
+    rt_k_head_bwd(gpu, d_p, d_dp, n, 12.7f, d_dz);
+    got = down(d_dz, (size_t)n);
+    assert_true(tu_close_f("head_bwd", got, dz, (size_t)n, 1e-9, 1e-5));
+    free(got);
+    free(z); free(p); free(y); free(dp); free(dz);
+    float *bufs[] = {d_z, d_y, d_p, d_dp, d_dz};
+    for (size_t i = 0; i < RT_ARRAY_LEN(bufs); i++)
+        rt_kfree(gpu, bufs[i]);
+    rt_kfree(gpu, d_acc);
+
+    /* Adam over segments with and without L2 */
+    rt_adam_seg segs[5];
+    int64_t total = 0;
+    for (int s = 0; s < 5; s++) {
+        segs[s] = (rt_adam_seg){total, tu_int(&g, 0, 300000), s % 2 ? 5e-5f : 0.0f};
+        total += segs[s].len;
+    }
+    float *pp = malloc((size_t)total * 4 + 4), *gg = malloc((size_t)total * 4 + 4);
+    float *mm = calloc((size_t)total + 1, 4), *vv = calloc((size_t)total + 1, 4);
+    tu_fill(&g, pp, (size_t)total, -1, 1);
+    float *d_pp = up(pp, (size_t)total * 4), *d_gg = dpoison((size_t)total);
+    float *d_mm = up(mm, (size_t)total * 4), *d_vv = up(vv, (size_t)total * 4);
+    rt_adam_seg *d_segs = up(segs, sizeof segs);
+    int64_t st = 0, *d_st = up(&st, 8);
+    rt_adam_hp hp = {1e-3f, 0.9f, 0.999f, 1e-3f, 0.5f};
+    for (int it = 0; it < 3; it++) {
+        tu_fill(&g, gg, (size_t)total, -1, 1);
+        rt_kmemcpy(gpu, d_gg, gg, (size_t)total * 4, RT_H2D);
+        rt_k_adam(cpu, pp, gg, mm, vv, total, segs, 5, hp, &st);
+        rt_k_adam(gpu, d_pp, d_gg, d_mm, d_vv, total, d_segs, 5, hp, d_st);
+        rt_k_step_incr(cpu, &st);
+        rt_k_step_incr(gpu, d_st);
+    }
+    got = down(d_pp, (size_t)total);
+    assert_true(tu_close_f("adam params", got, pp, (size_t)total, 1e-7, 1e-6));
+    free(got);
+    int64_t gst;
+    rt_kmemcpy(gpu, &gst, d_st, 8, RT_D2H);
+    rt_kctx_sync(gpu, NULL);
+    assert_int_equal(gst, 3);
+    free(pp); free(gg); free(mm); free(vv);
+    rt_kfree(gpu, d_pp); rt_kfree(gpu, d_gg); rt_kfree(gpu, d_mm); rt_kfree(gpu, d_vv);
+    rt_kfree(gpu, d_segs); rt_kfree(gpu, d_st); rt_kfree(gpu, d_step);
+}
+
+/* ---- whole step ------------------------------------------------------------ */
+
+static void rossmann_spec(rt_model_spec *s)
+{
+    static const int32_t vocab[18] = {1116, 13, 8, 4, 13, 32, 53, 26, 27, 5, 4, 4, 24, 9, 22, 3, 5, 3};
+    rt_model_spec_defaults(s);
+    s->n_cat = 18;
+    for (int c = 0; c < 18; c++)
+        s->vocab[c] = vocab[c];
+    s->n_cont = 18;
+    s->head_scale = 12.75f;
+}
+
+static void make_batch(tu_rng *g, const rt_model_spec *s, int64_t n, int32_t *cat, float *cont, float *lab)
+{
+    for (int64_t i = 0; i < n; i++) {
+        for (int c = 0; c < s->n_cat; c++)
+            cat[i * s->n_cat + c] = (int32_t)tu_int(g, 0, s->vocab[c] - 1);
+        for (int f = 0; f < s->n_cont; f++)
+            cont[i * s->n_cont + f] = (float)tu_range(g, -2, 2);
+        lab[i] = (float)tu_range(g, 7, 10);
+    }
+}
+
+static void test_whole_step(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(25);
+    rt_model_spec s;
+    rossmann_spec(&s);
+    const int64_t n = 512;
+    rt_model *mc, *mg, *mgraph;
+    assert_int_equal(rt_model_create(&s, cpu, n, &mc, NULL), RT_OK);
+    assert_int_equal(rt_model_create(&s, gpu, n, &mg, NULL), RT_OK);
+    assert_int_equal(rt_model_create(&s, gpu, n, &mgraph, NULL), RT_OK);
+    int32_t *cat = malloc((size_t)(n * 18) * 4);
+    float *cont = malloc((size_t)(n * 18) * 4), *lab = malloc((size_t)n * 4);
+    rt_adam_hp hp = {1e-3f, 0.9f, 0.999f, 1e-3f, 1.0f};
+    const int64_t P = rt_model_num_params(mc);
+    /* identical initial values on both devices (host-side counter RNG) */
+    float *pc = malloc((size_t)P * 4), *pg = malloc((size_t)P * 4);
+    rt_model_get_state(mc, pc, NULL, NULL, NULL, NULL, NULL);
+    rt_model_get_state(mg, pg, NULL, NULL, NULL, NULL, NULL);
+    assert_memory_equal(pc, pg, (size_t)P * 4);
+
+    /* capture one step of the third model as a graph; inputs are read from
+     * its input buffers, which are refilled before each launch */
+    char err[RT_ERR_LEN];
+    rt_kgraph *graph;
+    assert_int_equal(rt_kctx_capture_begin(gpu, err), RT_OK);
+    rt_model_train_step(mgraph, n, &hp);
+    assert_int_equal(rt_kctx_capture_end(gpu, &graph, err), RT_OK);
+
+    for (int step = 0; step < 5; step++) {
+        make_batch(&g, &s, n, cat, cont, lab);
+        rt_model_set_batch(mc, cat, cont, lab, n);
+        rt_model_set_batch(mg, cat, cont, lab, n);
+        rt_model_set_batch(mgraph, cat, cont, lab, n);
+        rt_model_train_step(mc, n, &hp);
+        rt_model_train_step(mg, n, &hp);
+        assert_int_equal(rt_kgraph_launch(gpu, graph, err), RT_OK);
+        assert_int_equal(rt_kctx_sync(gpu, err), RT_OK);
+    }
+    float *pgr = malloc((size_t)P * 4);
+    rt_model_get_state(mc, pc, NULL, NULL, NULL, NULL, NULL);
+    rt_model_get_state(mg, pg, NULL, NULL, NULL, NULL, NULL);
+    rt_model_get_state(mgraph, pgr, NULL, NULL, NULL, NULL, NULL);
+    /* five Adam steps of size <= lr: differences stay a small part of lr */
+    assert_true(tu_close_f("params after 5 steps, cuda vs cpu", pg, pc, (size_t)P, 1e-4, 1e-4));
+    assert_true(tu_close_f("params after 5 steps, graph vs ops", pgr, pg, (size_t)P, 1e-5, 1e-5));
+    assert_int_equal(rt_model_step(mgraph), 5);
+    double mcm[4], mgm[4];
+    rt_model_metrics_read(mc, mcm, NULL);
+    rt_model_metrics_read(mg, mgm, NULL);
+    assert_true(tu_close_d("metrics", mgm, mcm, 4, 1e-3, 1e-4));
+    rt_kgraph_destroy(graph);
+    free(cat); free(cont); free(lab); free(pc); free(pg); free(pgr);
+    rt_model_destroy(mc);
+    rt_model_destroy(mg);
+    rt_model_destroy(mgraph);
+}
+
+int main(void)
+{
+    if (!rt_cuda_available()) {
+        printf("no CUDA device (or CUDA not built in): skipping\n");
+        return 77;
+    }
+    char name[128];
+    printf("device: %s\n", rt_cuda_device_name(name, sizeof name));
+    tu_seed();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_batchnorm),
+        cmocka_unit_test(test_dense),
+        cmocka_unit_test(test_dropout_head_losses_adam),
+        cmocka_unit_test(test_whole_step),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
