@@ -1,0 +1,66 @@
+/* reduce.c — the element-wise reductions of the collectives, dst = dst op
+ * src, cloned for AVX-512 / AVX2 / baseline at load time. */
+#include "reduce.h"
+
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define RT_MV __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define RT_MV
+#endif
+
+#define DEFINE_REDUCE(NAME, T)                                                                    \
+    RT_MV static void NAME##_sum(T *restrict d, const T *restrict s, size_t n)                  \
+    {                                                                                             \
+        for (size_t i = 0; i < n; i++)                                                            \
+            d[i] += s[i];                                                                         \
+    }                                                                                             \
+    RT_MV static void NAME##_max(T *restrict d, const T *restrict s, size_t n)                  \
+    {                                                                                             \
+        for (size_t i = 0; i < n; i++)                                                            \
+            d[i] = s[i] > d[i] ? s[i] : d[i];                                                     \
+    }                                                                                             \
+    RT_MV static void NAME##_min(T *restrict d, const T *restrict s, size_t n)                  \
+    {                                                                                             \
+        for (size_t i = 0; i < n; i++)                                                            \
+            d[i] = s[i] < d[i] ? s[i] : d[i];                                                     \
+    }                                                                                             \
+    RT_MV static void NAME##_scale(T *restrict d, size_t n, double f)                           \
+    {                                                                                             \
+        for (size_t i = 0; i < n; i++) /* in double: integer averages truncate once */           \
+            d[i] = (T)((double)d[i] * f);                                                         \
+    }
+
+DEFINE_REDUCE(f32, float)
+DEFINE_REDUCE(f64, double)
+DEFINE_REDUCE(i32, int32_t)
+DEFINE_REDUCE(i64, int64_t)
+
+void rt_reduce(void *dst, const void *src, size_t n, rt_ctype t, rt_redop op)
+{
+    switch (t) {
+#define CASE(TAG, NAME, T)                                                                        \
+    case TAG:                                                                                     \
+        if (op == RT_MAX)                                                                         \
+            NAME##_max((T *)dst, (const T *)src, n);                                              \
+        else if (op == RT_MIN)                                                                    \
+            NAME##_min((T *)dst, (const T *)src, n);                                              \
+        else                                                                                      \
+            NAME##_sum((T *)dst, (const T *)src, n);                                              \
+        break;
+        CASE(RT_C_F32, f32, float)
+        CASE(RT_C_F64, f64, double)
+        CASE(RT_C_I32, i32, int32_t)
+        CASE(RT_C_I64, i64, int64_t)
+#undef CASE
+    }
+}
+
+void rt_scale(void *dst, size_t n, rt_ctype t, double f)
+{
+    switch (t) {
+    case RT_C_F32: f32_scale((float *)dst, n, f); break;
+    case RT_C_F64: f64_scale((double *)dst, n, f); break;
+    case RT_C_I32: i32_scale((int32_t *)dst, n, f); break;
+    case RT_C_I64: i64_scale((int64_t *)dst, n, f); break;
+    }
+}

@@ -1,0 +1,438 @@
+/* ring.c — the collectives, written once against the transport interface.
+ *
+ * Everything runs on one engine, ring_run(): this rank sends a stream of
+ * frames to its right neighbour and receives a stream from its left.  A plan
+ * says which buffer each frame comes from or lands in, and which received
+ * frame a send waits for.  Up to RT_RING_WINDOW frames are posted ahead in
+ * each direction; frames that must be reduced land in one of RT_RING_TMP
+ * temporary buffers and are reduced as soon as they arrive, while the
+ * transport keeps the next ones moving (double buffering).
+ *
+ * Allreduce (Gloo's AllreduceRingChunked, Patarasuk & Yuan 2009): the buffer
+ * is cut into `size` chunks, each chunk into nseg >= 2 segments.
+ *   reduce-scatter, steps s = 0..n-2: send chunk (r - s), receive chunk
+ *     (r - s - 1) and reduce it in; after it rank r holds chunk r+1 summed;
+ *   allgather, steps s = 0..n-2: send chunk (r + 1 - s), receive chunk (r - s)
+ *     in place.
+ * Frame f is segment f % nseg of step f / nseg.  Send f >= nseg forwards what
+ * receive f - nseg delivered, so it waits for exactly that frame: segments
+ * of consecutive steps overlap.  Each chunk is reduced in one fixed order
+ * around the ring and then copied, so every rank ends with the same bits,
+ * run after run.  Small buffers (<= small_bytes) instead allgather whole
+ * buffers (n-1 frames instead of 2(n-1)) and reduce them in rank order. */
+#include <stdio.h>
+#include <string.h>
+
+#include "reduce.h"
+#include "rt_log.h"
+#include "rt_transport.h"
+
+typedef struct ring_plan {
+    size_t nsend, nrecv; /* frames sent / received by this rank */
+    size_t nfirst;       /* sends [0, nfirst) depend on nothing received */
+    size_t dep;          /* send f >= nfirst waits for receive f - dep */
+    void *u;
+    void (*send_at)(void *u, size_t f, const void **p, size_t *len);
+    /* *tmp: land in a temporary buffer and call reduce() on arrival */
+    void (*recv_at)(void *u, size_t f, void **p, size_t *len, bool *tmp);
+    void (*reduce)(void *u, size_t f, const void *buf, size_t len);
+} ring_plan;
+
+static void fmt_duration(int64_t us, char *buf, size_t len)
+{
+    if (us % 1000000 == 0)
+        snprintf(buf, len, "%llds", (long long)(us / 1000000));
+    else
+        snprintf(buf, len, "%.3gs", (double)us / 1e6);
+}
+
+/* Turn a transport failure into the communicator's error, with the best
+ * attribution available: an abort record from another rank if one arrives
+ * shortly, else this rank's own view of its left neighbour. */
+static rt_status ring_failure(rt_comm *c, rt_status st, const char *msg, size_t recvd,
+                              uint32_t seq)
+{
+    if (c->broken)
+        return c->broken_st;
+    char left[160], dur[32];
+    rt_comm_peer_name(c, c->left, left, sizeof left);
+    fmt_duration(c->timeout_us, dur, sizeof dur);
+    bool local_view_weak = (st == RT_ERR_TIMEOUT && recvd > 0) ||
+                           (st == RT_ERR_IO && c->fail_culprit == c->left);
+    if (st != RT_ERR_ABORTED && local_view_weak && c->ops->await_abort) {
+        /* the left neighbour arrived (or just went away): a rank nearer the
+         * real failure may be sending a better diagnosis round the ring */
+        int64_t grace = c->timeout_us / 20 < 500000 ? c->timeout_us / 20 : 500000;
+        if (c->ops->await_abort(c, rt_deadline_in_us(grace)) == RT_ERR_ABORTED)
+            st = RT_ERR_ABORTED;
+    }
+    if (st == RT_ERR_ABORTED) {
+        rt_abort_info a = c->abort_in; /* the transport may reuse abort_in */
+        return rt_comm_fail_forward(c, &a);
+    }
+    if (st == RT_ERR_TIMEOUT) {
+        if (recvd == 0)
+            return rt_comm_fail(c, st, c->left,
+                                "%s did not arrive at collective #%u within %s", left, seq, dur);
+        return rt_comm_fail(c, st, c->left,
+                            "collective #%u timed out after %s waiting for %s, which arrived "
+                            "but stalled (a rank further round the ring did not arrive)",
+                            seq, dur, left);
+    }
+    return rt_comm_fail(c, st, c->fail_culprit, "%s", msg);
+}
+
+static rt_status ring_run_posted(rt_comm *c, const ring_plan *p);
+
+/* Run a plan; whatever happens, nothing stays posted on return. */
+static rt_status ring_run(rt_comm *c, const ring_plan *p)
+{
+    rt_status st = ring_run_posted(c, p);
+    if (st != RT_OK)
+        c->ops->cancel(c);
+    return st;
+}
+
+static rt_status ring_run_posted(rt_comm *c, const ring_plan *p)
+{
+    const uint32_t seq = ++c->seq;
+    const rt_deadline_t dl = rt_deadline_in_us(c->timeout_us);
+    size_t sp = 0, sd = 0, rp = 0, rd = 0;
+    size_t tmp_posted = 0, tmp_done = 0;
+    signed char slot_of[RT_RING_WINDOW];
+    char msg[RT_ERR_LEN];
+    c->recv_frames = 0;
+    while (sd < p->nsend || rd < p->nrecv) {
+        while (rp < p->nrecv && rp - rd < RT_RING_WINDOW) {
+            void *buf;
+            size_t len;
+            bool tmp;
+            p->recv_at(p->u, rp, &buf, &len, &tmp);
+            int slot = -1;
+            if (tmp) {
+                if (tmp_posted - tmp_done >= RT_RING_TMP)
+                    break;
+                RT_ASSERT(len <= c->tmp_bytes);
+                slot = (int)(tmp_posted++ % RT_RING_TMP);
+                buf = c->tmp[slot];
+            }
+            slot_of[rp % RT_RING_WINDOW] = (signed char)slot;
+            rt_status st = c->ops->post_recv(c, buf, len, seq, (uint32_t)rp);
+            if (st != RT_OK)
+                return ring_failure(c, st, "cannot post a receive", rd, seq);
+            rp++;
+        }
+        while (sp < p->nsend && sp - sd < RT_RING_WINDOW &&
+               (sp < p->nfirst || (sp >= p->dep && sp - p->dep < rd))) {
+            const void *buf;
+            size_t len;
+            p->send_at(p->u, sp, &buf, &len);
+            rt_status st = c->ops->post_send(c, buf, len, seq, (uint32_t)sp);
+            if (st != RT_OK)
+                return ring_failure(c, st, "cannot post a send", rd, seq);
+            sp++;
+        }
+        int ns = 0, nr = 0;
+        c->fail_culprit = -1;
+        rt_status st = c->ops->wait(c, dl, &ns, &nr, msg);
+        if (st != RT_OK)
+            return ring_failure(c, st, msg, rd, seq);
+        for (int k = 0; k < nr; k++) {
+            size_t f = rd + (size_t)k;
+            int slot = slot_of[f % RT_RING_WINDOW];
+            if (slot >= 0) {
+                void *buf;
+                size_t len;
+                bool tmp;
+                p->recv_at(p->u, f, &buf, &len, &tmp);
+                p->reduce(p->u, f, c->tmp[slot], len);
+                tmp_done++;
+            }
+        }
+        rd += (size_t)nr;
+        sd += (size_t)ns;
+        c->recv_frames = rd;
+    }
+    return RT_OK;
+}
+
+static size_t mod(long a, long n) { return (size_t)(((a % n) + n) % n); }
+
+/* ---- chunked reduce-scatter + allgather ----------------------------------- */
+
+typedef struct chunked {
+    rt_comm *c;
+    char *buf;
+    size_t count, es, nseg;
+    size_t block;   /* > 0: chunk k is [k*block, (k+1)*block) (reduce-scatter);
+                       0: balanced split of count (allreduce) */
+    long shift;     /* reduce-scatter ends with rank r owning chunk r + 1 + shift */
+    size_t rs_frames; /* frames of the reduce-scatter phase */
+    rt_ctype t;
+    rt_redop op;
+} chunked;
+
+/* element range of segment j of chunk k */
+static void seg_range(const chunked *u, size_t k, size_t j, size_t *off, size_t *len)
+{
+    size_t coff, clen;
+    if (u->block) {
+        coff = k * u->block;
+        clen = u->block;
+    } else {
+        rt_split(u->count, (size_t)u->c->size, k, &coff, &clen);
+    }
+    size_t soff, slen;
+    rt_split(clen, u->nseg, j, &soff, &slen);
+    *off = coff + soff;
+    *len = slen;
+}
+
+/* chunk sent / received in frame f */
+static size_t chunk_of(const chunked *u, size_t f, bool sending)
+{
+    const long n = u->c->size, r = u->c->rank;
+    if (f < u->rs_frames) {
+        long s = (long)(f / u->nseg);
+        return mod(r + u->shift - s - (sending ? 0 : 1), n);
+    }
+    long s = (long)((f - u->rs_frames) / u->nseg);
+    return mod(r + 1 + u->shift - s - (sending ? 0 : 1), n);
+}
+
+static void chunked_send(void *vu, size_t f, const void **p, size_t *len)
+{
+    chunked *u = vu;
+    size_t off, n;
+    seg_range(u, chunk_of(u, f, true), f % u->nseg, &off, &n);
+    *p = u->buf + off * u->es;
+    *len = n * u->es;
+}
+
+static void chunked_recv(void *vu, size_t f, void **p, size_t *len, bool *tmp)
+{
+    chunked *u = vu;
+    size_t off, n;
+    seg_range(u, chunk_of(u, f, false), f % u->nseg, &off, &n);
+    *p = u->buf + off * u->es;
+    *len = n * u->es;
+    *tmp = f < u->rs_frames;
+}
+
+static void chunked_reduce(void *vu, size_t f, const void *src, size_t len)
+{
+    chunked *u = vu;
+    size_t off, n;
+    seg_range(u, chunk_of(u, f, false), f % u->nseg, &off, &n);
+    RT_ASSERT(n * u->es == len);
+    rt_reduce(u->buf + off * u->es, src, n, u->t, u->op);
+}
+
+/* segments per chunk: at least two (one moving while one is reduced), and
+ * none larger than max_segment_bytes */
+static size_t plan_nseg(const rt_comm *c, size_t chunk_elems, size_t es)
+{
+    size_t per = c->o.max_segment_bytes / es;
+    size_t nseg = (chunk_elems + per - 1) / per;
+    return nseg < 2 ? 2 : nseg;
+}
+
+static rt_status ring_chunked(rt_comm *c, chunked *u, bool with_allgather)
+{
+    const size_t n = (size_t)c->size;
+    u->rs_frames = (n - 1) * u->nseg;
+    ring_plan p = {.nsend = u->rs_frames * (with_allgather ? 2 : 1),
+                   .nfirst = u->nseg,
+                   .dep = u->nseg,
+                   .u = u,
+                   .send_at = chunked_send,
+                   .recv_at = chunked_recv,
+                   .reduce = chunked_reduce};
+    p.nrecv = p.nsend;
+    return ring_run(c, &p);
+}
+
+/* ---- allgather of equal blocks ----------------------------------------------- */
+
+typedef struct gather {
+    rt_comm *c;
+    char *buf; /* size blocks of `bytes` */
+    size_t bytes, nseg;
+} gather;
+
+static void gather_range(const gather *u, size_t f, bool sending, size_t *off, size_t *len)
+{
+    const long n = u->c->size, r = u->c->rank;
+    long s = (long)(f / u->nseg);
+    size_t blk = mod(r - s - (sending ? 0 : 1), n);
+    size_t soff, slen;
+    rt_split(u->bytes, u->nseg, f % u->nseg, &soff, &slen);
+    *off = blk * u->bytes + soff;
+    *len = slen;
+}
+
+static void gather_send(void *vu, size_t f, const void **p, size_t *len)
+{
+    gather *u = vu;
+    size_t off;
+    gather_range(u, f, true, &off, len);
+    *p = u->buf + off;
+}
+
+static void gather_recv(void *vu, size_t f, void **p, size_t *len, bool *tmp)
+{
+    gather *u = vu;
+    size_t off;
+    gather_range(u, f, false, &off, len);
+    *p = u->buf + off;
+    *tmp = false;
+}
+
+static rt_status ring_gather(rt_comm *c, char *buf, size_t bytes)
+{
+    gather u = {c, buf, bytes, 1};
+    if (bytes > c->o.max_segment_bytes)
+        u.nseg = (bytes + c->o.max_segment_bytes - 1) / c->o.max_segment_bytes;
+    ring_plan p = {.nsend = ((size_t)c->size - 1) * u.nseg, .nfirst = u.nseg, .dep = u.nseg,
+                   .u = &u, .send_at = gather_send, .recv_at = gather_recv};
+    p.nrecv = p.nsend;
+    return ring_run(c, &p);
+}
+
+/* ---- public collectives --------------------------------------------------------- */
+
+static rt_status check_usable(rt_comm *c)
+{
+    if (c->broken)
+        return c->broken_st == RT_OK ? RT_ERR_BROKEN : RT_ERR_BROKEN;
+    return RT_OK;
+}
+
+rt_status rt_allreduce(rt_comm *c, void *buf, size_t count, rt_ctype t, rt_redop op)
+{
+    rt_status st = check_usable(c);
+    if (st != RT_OK)
+        return st;
+    const size_t es = rt_ctype_size(t), n = (size_t)c->size;
+    if (es == 0)
+        return RT_ERR_INVALID;
+    if (n == 1 || count == 0)
+        return RT_OK;
+    const size_t bytes = count * es;
+    if (bytes <= c->o.small_bytes) {
+        /* gather every rank's buffer, then reduce in rank order */
+        char *all = c->small;
+        memcpy(all + (size_t)c->rank * bytes, buf, bytes);
+        st = ring_gather(c, all, bytes);
+        if (st != RT_OK)
+            return st;
+        memcpy(buf, all, bytes);
+        for (size_t k = 1; k < n; k++)
+            rt_reduce(buf, all + k * bytes, count, t, op);
+    } else {
+        chunked u = {.c = c, .buf = buf, .count = count, .es = es, .t = t, .op = op, .shift = 0};
+        u.nseg = plan_nseg(c, (count + n - 1) / n, es);
+        st = ring_chunked(c, &u, true);
+        if (st != RT_OK)
+            return st;
+    }
+    if (op == RT_AVG)
+        rt_scale(buf, count, t, 1.0 / (double)n);
+    return RT_OK;
+}
+
+rt_status rt_reduce_scatter(rt_comm *c, void *buf, void *out, size_t count, rt_ctype t,
+                            rt_redop op)
+{
+    rt_status st = check_usable(c);
+    if (st != RT_OK)
+        return st;
+    const size_t es = rt_ctype_size(t), n = (size_t)c->size;
+    if (es == 0)
+        return RT_ERR_INVALID;
+    char *mine = (char *)buf + (size_t)c->rank * count * es;
+    if (n > 1 && count > 0) {
+        /* shift -1: the reduce-scatter ends with rank r owning block r */
+        chunked u = {.c = c, .buf = buf, .count = count * n, .es = es, .block = count,
+                     .shift = -1, .t = t, .op = op};
+        u.nseg = plan_nseg(c, count, es);
+        st = ring_chunked(c, &u, false);
+        if (st != RT_OK)
+            return st;
+    }
+    if (op == RT_AVG)
+        rt_scale(mine, count, t, 1.0 / (double)n);
+    if (out && out != mine)
+        memcpy(out, mine, count * es);
+    return RT_OK;
+}
+
+rt_status rt_allgather(rt_comm *c, const void *send, void *recv, size_t bytes)
+{
+    rt_status st = check_usable(c);
+    if (st != RT_OK)
+        return st;
+    char *mine = (char *)recv + (size_t)c->rank * bytes;
+    if (send && send != mine)
+        memmove(mine, send, bytes);
+    if (c->size == 1 || bytes == 0)
+        return RT_OK;
+    return ring_gather(c, recv, bytes);
+}
+
+/* ---- broadcast: a pipelined chain from the root round the ring -------------- */
+
+typedef struct bcast {
+    char *buf;
+    size_t bytes, nseg;
+} bcast;
+
+static void bcast_at(const bcast *u, size_t f, void **p, size_t *len)
+{
+    size_t off;
+    rt_split(u->bytes, u->nseg, f, &off, len);
+    *p = u->buf + off;
+}
+static void bcast_send(void *vu, size_t f, const void **p, size_t *len)
+{
+    void *q;
+    bcast_at(vu, f, &q, len);
+    *p = q;
+}
+static void bcast_recv(void *vu, size_t f, void **p, size_t *len, bool *tmp)
+{
+    bcast_at(vu, f, p, len);
+    *tmp = false;
+}
+
+rt_status rt_broadcast(rt_comm *c, void *buf, size_t bytes, int root)
+{
+    rt_status st = check_usable(c);
+    if (st != RT_OK)
+        return st;
+    if (root < 0 || root >= c->size)
+        return RT_ERR_INVALID;
+    if (c->size == 1 || bytes == 0)
+        return RT_OK;
+    bcast u = {buf, bytes, (bytes + c->o.max_segment_bytes - 1) / c->o.max_segment_bytes};
+    const bool is_root = c->rank == root;
+    const bool is_last = c->right == root; /* end of the chain */
+    ring_plan p = {.nsend = is_last ? 0 : u.nseg,
+                   .nrecv = is_root ? 0 : u.nseg,
+                   .nfirst = is_root ? u.nseg : 0,
+                   .dep = 0,
+                   .u = &u,
+                   .send_at = bcast_send,
+                   .recv_at = bcast_recv};
+    return ring_run(c, &p);
+}
+
+rt_status rt_barrier(rt_comm *c)
+{
+    int32_t one = 1;
+    rt_status st = rt_allreduce(c, &one, 1, RT_C_I32, RT_SUM);
+    if (st == RT_OK && one != c->size)
+        return rt_comm_fail(c, RT_ERR_PROTO, -1, "barrier counted %d ranks, expected %d", one,
+                            c->size);
+    return st;
+}

@@ -1,0 +1,144 @@
+/* rt_comm.h — the communicator and its collectives: allreduce, broadcast,
+ * allgather, reduce-scatter, barrier, and the bucketed fused allreduce the
+ * trainer uses for gradients.
+ *
+ * The ring algorithms are written once (ring.c) against a small transport
+ * interface (rt_transport.h) implemented by TCP, RDMA (libibverbs, when
+ * built in) and an in-process loopback (ranks as threads, for tests).
+ * Every data-plane connection is authenticated with a versioned hello and a
+ * mutual HMAC-SHA256 challenge over the per-job key; payloads can be
+ * encrypted with AES-256-GCM.
+ *
+ * Failure semantics: every wait has a deadline.  A timeout, a dead peer or
+ * an abort arriving from another rank makes the collective return
+ * RT_ERR_TIMEOUT, RT_ERR_IO or RT_ERR_ABORTED with a message naming the
+ * rank (and address) that failed; the abort travels around the ring so
+ * every rank returns promptly.  The communicator is then broken: later
+ * calls return RT_ERR_BROKEN with the first message.  A communicator is used
+ * by one thread at a time.
+ * (Model: Gloo's AllreduceRing/transport::Pair; UCC's init/post/test.) */
+#ifndef RT_COMM_H
+#define RT_COMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rt_comm rt_comm;
+typedef struct rt_loopback_world rt_loopback_world;
+
+typedef enum rt_transport_kind {
+    RT_TRANSPORT_TCP = 0,
+    RT_TRANSPORT_LOOPBACK = 1,
+    RT_TRANSPORT_RDMA = 2,
+} rt_transport_kind;
+
+#define RT_COMM_KEY_LEN 32
+
+typedef struct rt_comm_opts {
+    int rank, size;
+    rt_transport_kind transport;
+    /* TCP/RDMA: "host:port" of every rank, in ring (rank) order.  Rank r
+     * listens on peers[r] (or on listen_fd) and connects to peers[r+1]. */
+    const char *const *peers;
+    int listen_fd;                 /* an already listening socket, or -1 */
+    rt_loopback_world *world;      /* LOOPBACK: the shared in-process world */
+    uint64_t job_id;
+    uint8_t key[RT_COMM_KEY_LEN];  /* per-job secret for HMAC (and AES-GCM) */
+    bool encrypt;                  /* AES-256-GCM on every frame */
+    int sockets;                   /* TCP connections per neighbour (>= 1) */
+    size_t max_segment_bytes;      /* pipelining unit (>= 4 KiB) */
+    size_t small_bytes;            /* allreduce at or below this: allgather+reduce */
+    int64_t connect_timeout_us;    /* ring set-up deadline */
+    int64_t timeout_us;            /* collective_timeout: each collective's deadline */
+    int64_t spin_us;               /* busy-poll this long before sleeping in poll() */
+    size_t socket_buffer;          /* SO_SNDBUF/SO_RCVBUF; 0 keeps the kernel's autotuning */
+} rt_comm_opts;
+
+/* Defaults: TCP, 1 socket, 512 KiB segments, 64 KiB small threshold,
+ * 60 s connect and collective timeouts, 50 us spin, autotuned buffers. */
+void rt_comm_opts_defaults(rt_comm_opts *o);
+
+/* Build the communicator: listen (unless listen_fd is given), connect to
+ * the right neighbour and accept the left one (authenticated; strangers are
+ * dropped and logged), allocate every buffer the collectives need.  Blocks
+ * until connected or connect_timeout_us passes. */
+rt_status rt_comm_create(const rt_comm_opts *o, rt_comm **out, char *err);
+/* Close connections and free everything; NULL is fine. */
+void rt_comm_destroy(rt_comm *c);
+
+int rt_comm_rank(const rt_comm *c);
+int rt_comm_size(const rt_comm *c);
+bool rt_comm_broken(const rt_comm *c);
+/* The first error's message ("" when none). */
+const char *rt_comm_last_error(const rt_comm *c);
+/* Listening address actually bound ("127.0.0.1:40123"), TCP only. */
+const char *rt_comm_listen_addr(const rt_comm *c);
+/* Change the collective deadline (e.g. short in tests). */
+void rt_comm_set_timeout(rt_comm *c, int64_t timeout_us);
+
+typedef enum rt_ctype { RT_C_F32 = 0, RT_C_F64 = 1, RT_C_I32 = 2, RT_C_I64 = 3 } rt_ctype;
+typedef enum rt_redop { RT_SUM = 0, RT_AVG = 1, RT_MAX = 2, RT_MIN = 3 } rt_redop;
+size_t rt_ctype_size(rt_ctype t);
+
+/* In place: buf (count elements) becomes the reduction over all ranks.
+ * Bitwise identical on every rank, and from run to run for a fixed size
+ * (fixed reduction order).  RT_AVG divides by the size (float types). */
+rt_status rt_allreduce(rt_comm *c, void *buf, size_t count, rt_ctype t, rt_redop op);
+/* buf (bytes) on every rank becomes root's. */
+rt_status rt_broadcast(rt_comm *c, void *buf, size_t bytes, int root);
+/* recv (size * bytes) gets every rank's send block in rank order; send may
+ * alias recv + rank*bytes. */
+rt_status rt_allgather(rt_comm *c, const void *send, void *recv, size_t bytes);
+/* buf holds size blocks of count elements and is used as workspace; out
+ * (count elements) receives the reduction of block `rank` over all ranks. */
+rt_status rt_reduce_scatter(rt_comm *c, void *buf, void *out, size_t count, rt_ctype t,
+                            rt_redop op);
+/* Returns when every rank has entered it. */
+rt_status rt_barrier(rt_comm *c);
+
+/* ---- fused, bucketed allreduce of one flat float buffer ------------------
+ * The buffer is cut into buckets of bucket_bytes from its end (gradients
+ * become ready from the last layer back), each bucket allreduced (sum) on a
+ * communication thread as soon as all its elements have been marked ready,
+ * in the order they became ready.  Backward keeps running meanwhile. */
+typedef struct rt_fusion rt_fusion;
+
+rt_status rt_fusion_create(rt_comm *c, float *buf, size_t count, size_t bucket_bytes,
+                           rt_fusion **out, char *err);
+void rt_fusion_destroy(rt_fusion *f);
+/* Start a round: every element is not ready. */
+void rt_fusion_begin(rt_fusion *f);
+/* Elements [off, off+count) are final; buckets they complete start.  Thread:
+ * the one that called rt_fusion_begin. */
+void rt_fusion_ready(rt_fusion *f, size_t off, size_t count);
+/* Wait for every bucket of the round; the first error of the round. */
+rt_status rt_fusion_wait(rt_fusion *f, char *err);
+/* Number of buckets (for logs and tests). */
+int rt_fusion_buckets(const rt_fusion *f);
+
+/* ---- in-process loopback world (tests, single-process runs) -------------- */
+rt_status rt_loopback_world_create(int size, rt_loopback_world **out);
+void rt_loopback_world_destroy(rt_loopback_world *w);
+
+/* ---- helpers exposed for tests and benchmarks ------------------------------ */
+
+/* Balanced split of total into parts: part i is [*off, *off + *len).  Parts
+ * differ in length by at most one; a length of 0 is an ordinary case. */
+void rt_split(size_t total, size_t parts, size_t i, size_t *off, size_t *len);
+
+/* Bind and listen on host:port (port 0 picks one); *addr_out gets
+ * "host:port" (caller frees).  For launchers that must know the addresses
+ * before starting ranks. */
+rt_status rt_listen_tcp(const char *host, int port, int *fd_out, char **addr_out, char *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

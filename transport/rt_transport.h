@@ -1,0 +1,94 @@
+/* rt_transport.h — private to transport/: the communicator's struct and the
+ * small interface every transport implements.  The ring algorithms (ring.c)
+ * see only this table, never a socket or a queue pair.
+ *
+ * A transport moves framed messages between this rank and its two ring
+ * neighbours: sends go to the right neighbour, receives come from the left.
+ * Operations are posted (at most RT_RING_WINDOW outstanding per direction)
+ * and complete in the order they were posted; wait() makes progress until
+ * something completes or the deadline passes.  Each frame carries the
+ * collective's sequence number and the frame index, which the receiver
+ * checks against what it posted.
+ * (Model: Redis ConnectionType, Gloo transport::Pair.) */
+#ifndef RT_TRANSPORT_H
+#define RT_TRANSPORT_H
+
+#include "rt_comm.h"
+#include "rt_time.h"
+#include "wire.h"
+
+#define RT_RING_WINDOW 64 /* frames posted ahead in each direction */
+#define RT_RING_TMP 2     /* reduce-scatter receive buffers: one filling, one reducing */
+
+typedef struct rt_transport_ops {
+    const char *name;
+    /* Connect to both neighbours before dl. */
+    rt_status (*connect)(rt_comm *c, rt_deadline_t dl, char *err);
+    /* Queue one frame of len bytes to the right neighbour; buf must stay
+     * untouched until the send completes. */
+    rt_status (*post_send)(rt_comm *c, const void *buf, size_t len, uint32_t seq, uint32_t seg);
+    /* Queue receipt of the next frame from the left neighbour into buf: it
+     * must be tagged (seq, seg) and carry exactly len bytes. */
+    rt_status (*post_recv)(rt_comm *c, void *buf, size_t len, uint32_t seq, uint32_t seg);
+    /* Progress until at least one posted operation completes (counts added
+     * to *nsend, *nrecv) or dl passes (RT_ERR_TIMEOUT).  On a failure: the
+     * status, a message in err, and c->fail_culprit set to the rank blamed;
+     * RT_ERR_ABORTED means an abort record from another rank is in
+     * c->abort_in. */
+    rt_status (*wait)(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, char *err);
+    /* Wait only for an abort record from another rank until dl: RT_ERR_ABORTED
+     * with c->abort_in filled, or RT_ERR_TIMEOUT.  Used after a local
+     * failure, to prefer a better-placed rank's diagnosis. */
+    rt_status (*await_abort)(rt_comm *c, rt_deadline_t dl);
+    /* Withdraw every posted operation: after a failed collective the
+     * caller's buffers may go away, and no peer may write into them. */
+    void (*cancel)(rt_comm *c);
+    /* Best effort, never blocks: pass an abort record on to the neighbours. */
+    void (*abort)(rt_comm *c, const rt_abort_info *info);
+    /* Release everything; called once, also after a failed connect. */
+    void (*close)(rt_comm *c);
+} rt_transport_ops;
+
+extern const rt_transport_ops rt_tcp_ops;
+extern const rt_transport_ops rt_loopback_ops;
+#ifdef RT_HAVE_IBVERBS
+extern const rt_transport_ops rt_verbs_ops;
+#endif
+
+struct rt_comm {
+    rt_comm_opts o;
+    char **peers; /* owned copies of o.peers (TCP/RDMA) */
+    int rank, size, left, right;
+    const rt_transport_ops *ops;
+    void *tp; /* the transport's state */
+    bool connected;
+
+    /* failure state: the first error sticks */
+    bool broken;
+    rt_status broken_st;
+    char err[RT_ERR_LEN];
+    int fail_culprit;       /* set by wait() on failure */
+    rt_abort_info abort_in; /* set by wait() on RT_ERR_ABORTED */
+
+    uint32_t seq;          /* collective sequence number */
+    int64_t timeout_us;
+    uint64_t recv_frames;  /* frames received in the current collective */
+
+    /* buffers allocated at create: the collectives allocate nothing */
+    void *tmp[RT_RING_TMP];
+    size_t tmp_bytes;
+    void *small; /* size * small_bytes, for small allreduces */
+    char listen_addr[96];
+};
+
+/* Record the first failure (message, status, culprit), mark the
+ * communicator broken, pass an abort record on, log it; returns st. */
+rt_status rt_comm_fail(rt_comm *c, rt_status st, int culprit, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Same for an abort record received from another rank: the message says
+ * who reported it, and the record is passed on unchanged. */
+rt_status rt_comm_fail_forward(rt_comm *c, const rt_abort_info *a);
+/* "rank 3 (127.0.0.1:4000)" or "rank 3" when there is no address. */
+const char *rt_comm_peer_name(const rt_comm *c, int rank, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,777 @@
+/* tcp.c — the TCP transport.
+ *
+ * Rank r opens `sockets` connections to its right neighbour (it is the
+ * initiator of the handshake on those) and accepts as many from its left.
+ * Frames go out on the right connections and come in on the left ones;
+ * frame i uses connection i % sockets, so several streams can fill a link.
+ * The reverse direction of each connection carries only abort records, so
+ * an abort never has to wait for a frame boundary: it travels leftwards,
+ * rank to rank, while data flows rightwards.
+ *
+ * The data path is non-blocking: wait() tries every connection that has
+ * work (receives first, so the sender is never held up by us), spins for
+ * spin_us on would-block before sleeping in poll(), and hands whole frames
+ * to sendmsg/recvmsg as header + payload iovecs.  After the ring is up a
+ * thread keeps answering late connections on the listening socket with a
+ * refusal and a log line, so a stranger probing the port never disturbs a
+ * collective. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "rt_log.h"
+#include "rt_transport.h"
+#include "sock.h"
+
+#define MAX_SOCKETS 16
+#define SALT_FWD 0x30445746u /* "FWD0" */
+#define SALT_REV 0x30564552u /* "REV0" */
+
+typedef struct tcp_op {
+    void *p;
+    size_t len;
+    uint32_t seq, seg;
+    bool done;
+} tcp_op;
+
+/* what the receiving side of a connection is in the middle of */
+typedef enum { RD_DATA, RD_SKIP, RD_ABORT } rd_mode;
+
+typedef struct tcp_conn {
+    int fd;
+    rt_gcm *seal; /* frames this side writes */
+    rt_gcm *open; /* frames this side reads */
+    /* the frame in progress on the data direction */
+    uint64_t next;   /* index of the next op this connection carries */
+    size_t done;     /* bytes of it moved so far (header + payload [+ tag]) */
+    uint8_t hdr[RT_FRAME_HDR_LEN];
+    uint8_t *cipher; /* sealed payload + tag (encryption only) */
+    /* receiving side: an unposted data frame being skipped, or an abort
+     * record that arrived in place of a data frame */
+    rd_mode mode;
+    size_t need;  /* payload bytes of the frame being read (RD_SKIP / RD_ABORT) */
+    uint8_t *scratch; /* frame_cap + tag bytes: where skipped payloads go */
+    uint8_t abuf[RT_ABORT_MAX_LEN + RT_GCM_TAG_LEN];
+    /* reverse direction: an abort record being read */
+    uint8_t rev[RT_FRAME_HDR_LEN + RT_ABORT_MAX_LEN + RT_GCM_TAG_LEN];
+    size_t rev_fill;
+    bool bye;    /* the peer closed its communicator normally */
+    bool closed; /* ... and its end of stream has been read */
+} tcp_conn;
+
+typedef struct tcp_state {
+    int listen_fd;
+    bool own_listen;
+    int n; /* connections per neighbour */
+    tcp_conn out[MAX_SOCKETS], in[MAX_SOCKETS];
+    tcp_op sq[RT_RING_WINDOW], rq[RT_RING_WINDOW];
+    uint64_t s_post, s_done, s_seen, r_post, r_done, r_seen;
+    size_t frame_cap; /* largest payload a frame may carry */
+    rt_hs_params hs;
+    pthread_t acceptor;
+    bool acceptor_running;
+    int stop_pipe[2];
+    char left_name[160], right_name[160];
+} tcp_state;
+
+/* ---- connect ------------------------------------------------------------- */
+
+typedef struct connector {
+    rt_comm *c;
+    rt_deadline_t dl;
+    rt_status st;
+    char err[RT_ERR_LEN];
+} connector;
+
+static rt_status set_ciphers(rt_comm *c, tcp_conn *k, const rt_hs_result *r, bool initiator,
+                             char *err)
+{
+    tcp_state *s = c->tp;
+    if (!c->o.encrypt)
+        return RT_OK;
+    /* the initiator writes data forward and reads aborts back */
+    const uint8_t *wkey = initiator ? r->key_fwd : r->key_rev;
+    const uint8_t *rkey = initiator ? r->key_rev : r->key_fwd;
+    rt_status st = rt_gcm_create(wkey, initiator ? SALT_FWD : SALT_REV, &k->seal, err);
+    if (st == RT_OK)
+        st = rt_gcm_create(rkey, initiator ? SALT_REV : SALT_FWD, &k->open, err);
+    if (st == RT_OK && !(k->cipher = malloc(s->frame_cap + RT_GCM_TAG_LEN)))
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    return st;
+}
+
+static rt_status alloc_scratch(rt_comm *c, tcp_conn *k, char *err)
+{
+    tcp_state *s = c->tp;
+    if (!(k->scratch = malloc(s->frame_cap + RT_GCM_TAG_LEN)))
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    return RT_OK;
+}
+
+static void *connect_right(void *arg)
+{
+    connector *w = arg;
+    rt_comm *c = w->c;
+    tcp_state *s = c->tp;
+    char sub[RT_ERR_LEN];
+    w->st = RT_OK;
+    for (int k = 0; k < s->n && w->st == RT_OK; k++) {
+        int fd = -1;
+        rt_hs_result r;
+        w->st = rt_sock_connect(c->peers[c->right], w->dl, &fd, sub);
+        if (w->st == RT_OK)
+            w->st = rt_handshake_initiate(fd, &s->hs, c->right, (uint32_t)k, w->dl, &r, sub);
+        if (w->st != RT_OK) {
+            if (fd >= 0)
+                close(fd);
+            snprintf(w->err, sizeof w->err, "connecting to right neighbour %s: %s", s->right_name,
+                     sub);
+            break;
+        }
+        rt_sock_tune(fd, c->o.socket_buffer);
+        s->out[k].fd = fd;
+        w->st = set_ciphers(c, &s->out[k], &r, true, w->err);
+    }
+    return NULL;
+}
+
+/* Accept `n` authenticated connections from the left neighbour; strangers
+ * are refused and logged, and do not count. */
+static rt_status accept_left(rt_comm *c, rt_deadline_t dl, char *err)
+{
+    tcp_state *s = c->tp;
+    int got = 0;
+    while (got < s->n) {
+        struct pollfd p = {.fd = s->listen_fd, .events = POLLIN};
+        int ms = rt_deadline_ms_left(dl);
+        int r = poll(&p, 1, ms);
+        if (r == 0 || (ms == 0 && rt_now_ns() >= dl))
+            return rt_err(err, RT_ERR_TIMEOUT,
+                          "%s did not connect before the deadline (%d of %d connections)",
+                          s->left_name, got, s->n);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return rt_err(err, RT_ERR_IO, "poll on the listening socket: %s", strerror(errno));
+        }
+        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            continue;
+        char who[96], why[RT_ERR_LEN];
+        rt_sock_peer_str(fd, who, sizeof who);
+        /* a stranger gets a few seconds at most to say who it is */
+        rt_deadline_t hdl = rt_now_ns() + 5000000000LL < dl ? rt_now_ns() + 5000000000LL : dl;
+        rt_hs_result res;
+        rt_status st = rt_handshake_respond(fd, &s->hs, c->left, false, hdl, &res, why);
+        if (st == RT_OK && s->in[res.conn].fd >= 0)
+            st = rt_err(why, RT_ERR_PROTO, "duplicate connection %u from the left neighbour",
+                        res.conn);
+        if (st != RT_OK) {
+            RT_WARN("tcp", "rank %d: rejected connection from %s: %s", c->rank, who, why);
+            close(fd);
+            continue;
+        }
+        rt_sock_tune(fd, c->o.socket_buffer);
+        s->in[res.conn].fd = fd;
+        if ((st = set_ciphers(c, &s->in[res.conn], &res, false, err)) != RT_OK ||
+            (st = alloc_scratch(c, &s->in[res.conn], err)) != RT_OK)
+            return st;
+        got++;
+    }
+    return RT_OK;
+}
+
+/* After the ring is up: refuse and log every further connection. */
+static void *late_acceptor(void *arg)
+{
+    rt_comm *c = arg;
+    tcp_state *s = c->tp;
+    for (;;) {
+        struct pollfd p[2] = {{.fd = s->listen_fd, .events = POLLIN},
+                              {.fd = s->stop_pipe[0], .events = POLLIN}};
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            return NULL;
+        if (p[1].revents)
+            return NULL;
+        if (!(p[0].revents & POLLIN))
+            continue;
+        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            continue;
+        char who[96], why[RT_ERR_LEN];
+        rt_sock_peer_str(fd, who, sizeof who);
+        rt_hs_result res;
+        rt_handshake_respond(fd, &s->hs, -1, true, rt_deadline_in_us(2000000), &res, why);
+        RT_WARN("tcp", "rank %d: rejected connection from %s: %s", c->rank, who, why);
+        close(fd);
+    }
+}
+
+static rt_status tcp_connect(rt_comm *c, rt_deadline_t dl, char *err)
+{
+    tcp_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    c->tp = s;
+    s->n = c->o.sockets;
+    s->stop_pipe[0] = s->stop_pipe[1] = -1;
+    for (int k = 0; k < MAX_SOCKETS; k++) {
+        s->out[k].fd = s->in[k].fd = -1;
+        s->out[k].next = s->in[k].next = (uint64_t)k; /* connection k carries frames k, k+n, ... */
+    }
+    s->frame_cap = c->o.max_segment_bytes;
+    s->hs = (rt_hs_params){.job_id = c->o.job_id, .key = c->o.key, .encrypt = c->o.encrypt,
+                           .rank = c->rank, .world = c->size, .nconn = s->n};
+    rt_comm_peer_name(c, c->left, s->left_name, sizeof s->left_name);
+    rt_comm_peer_name(c, c->right, s->right_name, sizeof s->right_name);
+    rt_status st;
+    if (c->o.listen_fd >= 0) {
+        s->listen_fd = c->o.listen_fd;
+        fcntl(s->listen_fd, F_SETFL, fcntl(s->listen_fd, F_GETFL, 0) | O_NONBLOCK);
+        snprintf(c->listen_addr, sizeof c->listen_addr, "%s", c->peers[c->rank]);
+    } else {
+        char host[256], port[16], *addr = NULL;
+        st = rt_sock_parse(c->peers[c->rank], host, sizeof host, port, sizeof port, err);
+        if (st == RT_OK)
+            st = rt_listen_tcp(host, atoi(port), &s->listen_fd, &addr, err);
+        if (st != RT_OK)
+            return st;
+        s->own_listen = true;
+        snprintf(c->listen_addr, sizeof c->listen_addr, "%s", addr);
+        free(addr);
+    }
+    connector w = {.c = c, .dl = dl};
+    pthread_t th;
+    if (pthread_create(&th, NULL, connect_right, &w) != 0)
+        return rt_err(err, RT_ERR_IO, "cannot start the connector thread");
+    st = accept_left(c, dl, err);
+    pthread_join(th, NULL);
+    if (st == RT_OK && w.st != RT_OK)
+        st = rt_err(err, w.st, "%s", w.err);
+    if (st != RT_OK)
+        return st;
+    if (pipe2(s->stop_pipe, O_CLOEXEC) == 0 &&
+        pthread_create(&s->acceptor, NULL, late_acceptor, c) == 0)
+        s->acceptor_running = true;
+    return RT_OK;
+}
+
+static void tcp_close(rt_comm *c)
+{
+    tcp_state *s = c->tp;
+    if (!s)
+        return;
+    /* a normal departure: tell the left neighbour before its end of stream */
+    uint8_t bye[RT_FRAME_HDR_LEN];
+    rt_frame_hdr h = {RT_FRAME_BYE, 0, c->seq, 0, 0};
+    rt_frame_encode(&h, bye);
+    for (int k = 0; k < s->n && !c->broken; k++)
+        if (s->in[k].fd >= 0) {
+            ssize_t r = send(s->in[k].fd, bye, sizeof bye, MSG_NOSIGNAL | MSG_DONTWAIT);
+            (void)r;
+        }
+    if (s->acceptor_running) {
+        ssize_t r = write(s->stop_pipe[1], "x", 1);
+        (void)r;
+        pthread_join(s->acceptor, NULL);
+    }
+    for (int i = 0; i < 2; i++)
+        if (s->stop_pipe[i] >= 0)
+            close(s->stop_pipe[i]);
+    for (int k = 0; k < MAX_SOCKETS; k++) {
+        tcp_conn *cs[2] = {&s->out[k], &s->in[k]};
+        for (int j = 0; j < 2; j++) {
+            if (cs[j]->fd >= 0)
+                close(cs[j]->fd);
+            rt_gcm_destroy(cs[j]->seal);
+            rt_gcm_destroy(cs[j]->open);
+            free(cs[j]->cipher);
+            free(cs[j]->scratch);
+        }
+    }
+    if (s->own_listen && s->listen_fd >= 0)
+        close(s->listen_fd);
+    free(s);
+    c->tp = NULL;
+}
+
+/* ---- data path ---------------------------------------------------------- */
+
+static rt_status tcp_post_send(rt_comm *c, const void *buf, size_t len, uint32_t seq, uint32_t seg)
+{
+    tcp_state *s = c->tp;
+    RT_ASSERT(s->s_post - s->s_done < RT_RING_WINDOW && len <= s->frame_cap);
+    s->sq[s->s_post % RT_RING_WINDOW] = (tcp_op){(void *)buf, len, seq, seg, false};
+    s->s_post++;
+    return RT_OK;
+}
+
+static rt_status tcp_post_recv(rt_comm *c, void *buf, size_t len, uint32_t seq, uint32_t seg)
+{
+    tcp_state *s = c->tp;
+    RT_ASSERT(s->r_post - s->r_done < RT_RING_WINDOW && len <= s->frame_cap);
+    s->rq[s->r_post % RT_RING_WINDOW] = (tcp_op){buf, len, seq, seg, false};
+    s->r_post++;
+    return RT_OK;
+}
+
+static rt_status io_error(rt_comm *c, int side, int e, char *err)
+{
+    tcp_state *s = c->tp;
+    const bool left = side < 0;
+    c->fail_culprit = left ? c->left : c->right;
+    const char *who = left ? s->left_name : s->right_name;
+    if (e == 0)
+        return rt_err(err, RT_ERR_IO, "%s closed the connection (process gone?)", who);
+    if (e == EPIPE || e == ECONNRESET)
+        return rt_err(err, RT_ERR_IO, "lost the connection to %s (%s): the process died or its "
+                                      "host went away", who, strerror(e));
+    return rt_err(err, RT_ERR_IO, "connection to %s failed: %s", who, strerror(e));
+}
+
+/* Push the current frame of connection k; *moved if any byte went. */
+static rt_status send_progress(rt_comm *c, int k, bool *moved, char *err)
+{
+    tcp_state *s = c->tp;
+    tcp_conn *cn = &s->out[k];
+    if (cn->bye && cn->next < s->s_post) {
+        c->fail_culprit = c->right;
+        return rt_err(err, RT_ERR_IO,
+                      "%s closed its communicator while this rank still had data for it (did "
+                      "the ranks call different collectives?)",
+                      s->right_name);
+    }
+    while (cn->next < s->s_post) {
+        tcp_op *op = &s->sq[cn->next % RT_RING_WINDOW];
+        const bool sealed = cn->seal != NULL;
+        const size_t plen = op->len + (sealed ? RT_GCM_TAG_LEN : 0);
+        if (cn->done == 0) {
+            rt_frame_hdr h = {RT_FRAME_DATA, sealed ? RT_FRAME_SEALED : 0, op->seq, op->seg,
+                              (uint32_t)op->len};
+            rt_frame_encode(&h, cn->hdr);
+            if (sealed && rt_gcm_seal(cn->seal, cn->hdr, op->p, op->len, cn->cipher) != RT_OK)
+                return rt_err(err, RT_ERR_IO, "encryption failed");
+        }
+        const uint8_t *payload = sealed ? cn->cipher : op->p;
+        struct iovec iov[2];
+        int niov = 0;
+        if (cn->done < RT_FRAME_HDR_LEN) {
+            iov[niov++] = (struct iovec){cn->hdr + cn->done, RT_FRAME_HDR_LEN - cn->done};
+            if (plen)
+                iov[niov++] = (struct iovec){(void *)payload, plen};
+        } else {
+            size_t off = cn->done - RT_FRAME_HDR_LEN;
+            iov[niov++] = (struct iovec){(void *)(payload + off), plen - off};
+        }
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
+        ssize_t r = sendmsg(cn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (r < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+                return RT_OK;
+            return io_error(c, +1, errno, err);
+        }
+        *moved = true;
+        cn->done += (size_t)r;
+        if (cn->done < RT_FRAME_HDR_LEN + plen)
+            return RT_OK;
+        op->done = true;
+        cn->done = 0;
+        cn->next += (uint64_t)s->n;
+    }
+    return RT_OK;
+}
+
+/* An abort record (in abuf, need bytes) arrived from the left in place of
+ * a data frame: decode it into c->abort_in. */
+static rt_status left_abort(rt_comm *c, tcp_conn *cn, char *err)
+{
+    tcp_state *s = c->tp;
+    uint8_t plain[RT_ABORT_MAX_LEN];
+    const uint8_t *body = cn->abuf;
+    size_t len = cn->need - (cn->open ? RT_GCM_TAG_LEN : 0);
+    c->fail_culprit = c->left;
+    if (cn->open) {
+        if (rt_gcm_open(cn->open, cn->hdr, cn->abuf, len, plain) != RT_OK)
+            return rt_err(err, RT_ERR_AUTH, "an abort record from %s failed authentication",
+                          s->left_name);
+        body = plain;
+    }
+    char why[RT_ERR_LEN];
+    if (rt_abort_decode(body, len, &c->abort_in, why) != RT_OK)
+        return rt_err(err, RT_ERR_PROTO, "bad abort record from %s: %s", s->left_name, why);
+    return rt_err(err, RT_ERR_ABORTED, "%s", c->abort_in.reason);
+}
+
+/* Read frames from the left on connection k.  Posted receives land in their
+ * buffers (header and payload in one recvmsg); with `drain`, frames nobody
+ * posted are read and dropped, so an abort behind them can be seen; an abort
+ * record in place of a data frame ends the read with RT_ERR_ABORTED. */
+static rt_status recv_progress(rt_comm *c, int k, bool drain, bool *moved, char *err)
+{
+    tcp_state *s = c->tp;
+    tcp_conn *cn = &s->in[k];
+    for (;;) {
+        const bool posted = cn->next < s->r_post;
+        tcp_op *op = posted ? &s->rq[cn->next % RT_RING_WINDOW] : NULL;
+        const bool sealed = cn->open != NULL;
+        struct iovec iov[2];
+        int niov = 0;
+        size_t total; /* bytes of the current frame, header included */
+        if (cn->mode == RD_DATA) {
+            if (!posted && !drain)
+                return RT_OK;
+            if (posted) {
+                size_t plen = op->len + (sealed ? RT_GCM_TAG_LEN : 0);
+                uint8_t *payload = sealed ? cn->cipher : op->p;
+                total = RT_FRAME_HDR_LEN + plen;
+                if (cn->done < RT_FRAME_HDR_LEN) {
+                    iov[niov++] = (struct iovec){cn->hdr + cn->done, RT_FRAME_HDR_LEN - cn->done};
+                    if (plen)
+                        iov[niov++] = (struct iovec){payload, plen};
+                } else {
+                    size_t off = cn->done - RT_FRAME_HDR_LEN;
+                    iov[niov++] = (struct iovec){payload + off, plen - off};
+                }
+            } else { /* draining: the header alone, then we know the size */
+                total = RT_FRAME_HDR_LEN;
+                iov[niov++] = (struct iovec){cn->hdr + cn->done, RT_FRAME_HDR_LEN - cn->done};
+            }
+        } else {
+            uint8_t *dst = cn->mode == RD_ABORT ? cn->abuf : cn->scratch;
+            size_t off = cn->done - RT_FRAME_HDR_LEN;
+            total = RT_FRAME_HDR_LEN + cn->need;
+            iov[niov++] = (struct iovec){dst + off, cn->need - off};
+        }
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
+        ssize_t r = total > cn->done ? recvmsg(cn->fd, &mh, MSG_DONTWAIT) : 0;
+        if (total > cn->done && r == 0)
+            return io_error(c, -1, 0, err);
+        if (r < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+                return RT_OK;
+            return io_error(c, -1, errno, err);
+        }
+        *moved = *moved || r > 0;
+        size_t before = cn->done;
+        cn->done += (size_t)r;
+        if (cn->mode == RD_DATA && before < RT_FRAME_HDR_LEN && cn->done >= RT_FRAME_HDR_LEN) {
+            rt_frame_hdr h;
+            char why[RT_ERR_LEN];
+            c->fail_culprit = c->left;
+            if (rt_frame_decode(cn->hdr, RT_FRAME_HDR_LEN, &h, why) != RT_OK)
+                return rt_err(err, RT_ERR_PROTO, "bad frame from %s: %s", s->left_name, why);
+            const size_t tag = (h.flags & RT_FRAME_SEALED) ? RT_GCM_TAG_LEN : 0;
+            if (h.op == RT_FRAME_ABORT) {
+                /* whatever followed the header went into the data buffer */
+                size_t early = cn->done - RT_FRAME_HDR_LEN;
+                cn->mode = RD_ABORT;
+                cn->need = h.len + tag;
+                if (early > cn->need)
+                    return rt_err(err, RT_ERR_PROTO, "bad abort frame from %s", s->left_name);
+                if (early)
+                    memcpy(cn->abuf, sealed ? cn->cipher : op->p, early);
+            } else if (h.op != RT_FRAME_DATA || ((h.flags & RT_FRAME_SEALED) != 0) != sealed) {
+                return rt_err(err, RT_ERR_PROTO, "unexpected frame (op %u) from %s", h.op,
+                              s->left_name);
+            } else if (!posted) {
+                if (h.len > s->frame_cap)
+                    return rt_err(err, RT_ERR_PROTO, "oversized frame from %s", s->left_name);
+                cn->mode = RD_SKIP;
+                cn->need = h.len + tag;
+            } else if (h.seq != op->seq || h.seg != op->seg || h.len != op->len) {
+                return rt_err(err, RT_ERR_PROTO,
+                              "%s sent frame %u of collective #%u (%u bytes), expected frame %u "
+                              "of #%u (%zu bytes): the ranks called different collectives",
+                              s->left_name, h.seg, h.seq, h.len, op->seg, op->seq, op->len);
+            }
+            continue;
+        }
+        if (cn->done < total)
+            continue;
+        /* a whole frame is in */
+        rd_mode m = cn->mode;
+        cn->done = 0;
+        cn->mode = RD_DATA;
+        if (m == RD_ABORT)
+            return left_abort(c, cn, err);
+        if (m == RD_SKIP) {
+            if (sealed)
+                rt_gcm_skip(cn->open);
+            continue;
+        }
+        if (sealed && rt_gcm_open(cn->open, cn->hdr, cn->cipher, op->len, op->p) != RT_OK) {
+            c->fail_culprit = c->left;
+            return rt_err(err, RT_ERR_AUTH, "a frame from %s failed authentication",
+                          s->left_name);
+        }
+        op->done = true;
+        cn->next += (uint64_t)s->n;
+    }
+}
+
+/* Read what the right neighbour sent back on connection k: only an abort
+ * record may come; end of stream means it is gone. */
+static rt_status reverse_read(rt_comm *c, int k, char *err)
+{
+    tcp_state *s = c->tp;
+    tcp_conn *cn = &s->out[k];
+    for (;;) {
+        size_t want = RT_FRAME_HDR_LEN;
+        rt_frame_hdr h = {0};
+        if (cn->rev_fill >= RT_FRAME_HDR_LEN) {
+            char why[RT_ERR_LEN];
+            if (rt_frame_decode(cn->rev, RT_FRAME_HDR_LEN, &h, why) == RT_OK &&
+                h.op == RT_FRAME_BYE) {
+                cn->bye = true;
+                cn->rev_fill = 0;
+                continue;
+            }
+            if (rt_frame_decode(cn->rev, RT_FRAME_HDR_LEN, &h, why) != RT_OK ||
+                h.op != RT_FRAME_ABORT) {
+                c->fail_culprit = c->right;
+                return rt_err(err, RT_ERR_PROTO, "%s sent unexpected data back: %s",
+                              s->right_name, h.op == RT_FRAME_DATA ? "a data frame" : why);
+            }
+            want += h.len + ((h.flags & RT_FRAME_SEALED) ? RT_GCM_TAG_LEN : 0);
+        }
+        if (cn->rev_fill == want && want > RT_FRAME_HDR_LEN) {
+            uint8_t plain[RT_ABORT_MAX_LEN];
+            const uint8_t *body = cn->rev + RT_FRAME_HDR_LEN;
+            if (h.flags & RT_FRAME_SEALED) {
+                if (!cn->open || rt_gcm_open(cn->open, cn->rev, body, h.len, plain) != RT_OK) {
+                    c->fail_culprit = c->right;
+                    return rt_err(err, RT_ERR_AUTH, "an abort record from %s failed "
+                                                    "authentication", s->right_name);
+                }
+                body = plain;
+            }
+            char why[RT_ERR_LEN];
+            if (rt_abort_decode(body, h.len, &c->abort_in, why) != RT_OK) {
+                c->fail_culprit = c->right;
+                return rt_err(err, RT_ERR_PROTO, "bad abort record from %s: %s", s->right_name,
+                              why);
+            }
+            cn->rev_fill = 0;
+            return rt_err(err, RT_ERR_ABORTED, "%s", c->abort_in.reason);
+        }
+        if (cn->closed)
+            return RT_OK;
+        ssize_t r = recv(cn->fd, cn->rev + cn->rev_fill, want - cn->rev_fill, MSG_DONTWAIT);
+        if (r == 0 && cn->bye) {
+            cn->closed = true; /* a normal departure */
+            return RT_OK;
+        }
+        if (r == 0)
+            return io_error(c, +1, 0, err);
+        if (r < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+                return RT_OK;
+            if (cn->bye && (errno == ECONNRESET || errno == EPIPE)) {
+                cn->closed = true;
+                return RT_OK;
+            }
+            return io_error(c, +1, errno, err);
+        }
+        cn->rev_fill += (size_t)r;
+    }
+}
+
+static uint64_t advance(tcp_op *q, uint64_t done, uint64_t posted)
+{
+    while (done < posted && q[done % RT_RING_WINDOW].done)
+        done++;
+    return done;
+}
+
+static rt_status tcp_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, char *err)
+{
+    tcp_state *s = c->tp;
+    const int64_t spin_end = rt_now_ns() + c->o.spin_us * 1000;
+    for (;;) {
+        bool moved = false;
+        rt_status st = RT_OK;
+        for (int k = 0; k < s->n && st == RT_OK; k++)
+            st = recv_progress(c, k, false, &moved, err);
+        for (int k = 0; k < s->n && st == RT_OK; k++)
+            st = send_progress(c, k, &moved, err);
+        if (st != RT_OK)
+            return st;
+        s->s_done = advance(s->sq, s->s_done, s->s_post);
+        s->r_done = advance(s->rq, s->r_done, s->r_post);
+        if (s->s_done > s->s_seen || s->r_done > s->r_seen) {
+            *nsend += (int)(s->s_done - s->s_seen);
+            *nrecv += (int)(s->r_done - s->r_seen);
+            s->s_seen = s->s_done;
+            s->r_seen = s->r_done;
+            return RT_OK;
+        }
+        if (moved || rt_now_ns() < spin_end)
+            continue;
+        /* nothing moves: sleep until a socket is ready, an abort or end of
+         * stream arrives from the right, or the deadline */
+        struct pollfd p[2 * MAX_SOCKETS];
+        int np = 0;
+        for (int k = 0; k < s->n; k++) {
+            bool sending = s->out[k].next < s->s_post;
+            short ev = (short)((s->out[k].closed ? 0 : POLLIN) | (sending ? POLLOUT : 0));
+            p[np++] = (struct pollfd){s->out[k].fd, ev, 0};
+        }
+        for (int k = 0; k < s->n; k++)
+            if (s->in[k].next < s->r_post)
+                p[np++] = (struct pollfd){s->in[k].fd, POLLIN, 0};
+        int ms = rt_deadline_ms_left(dl);
+        if (ms == 0 && rt_now_ns() >= dl)
+            return rt_err(err, RT_ERR_TIMEOUT, "timed out");
+        int r = poll(p, (nfds_t)np, ms);
+        if (r < 0 && errno != EINTR)
+            return rt_err(err, RT_ERR_IO, "poll: %s", strerror(errno));
+        for (int k = 0; k < s->n && r > 0; k++)
+            if (p[k].revents & (POLLIN | POLLHUP | POLLERR)) {
+                if ((st = reverse_read(c, k, err)) != RT_OK)
+                    return st;
+                if (s->out[k].bye && s->out[k].next < s->s_post)
+                    return send_progress(c, k, &moved, err); /* reports the departure */
+            }
+    }
+}
+
+static rt_status tcp_await_abort(rt_comm *c, rt_deadline_t dl)
+{
+    tcp_state *s = c->tp;
+    char err[RT_ERR_LEN];
+    bool left_gone = false, right_gone = false;
+    for (;;) {
+        /* from the left: data frames still in flight (dropped), then maybe an
+         * abort; from the right: an abort on the reverse direction */
+        bool moved = false;
+        for (int k = 0; k < s->n && !left_gone; k++) {
+            rt_status st = recv_progress(c, k, true, &moved, err);
+            if (st == RT_ERR_ABORTED)
+                return st;
+            left_gone = st != RT_OK;
+        }
+        struct pollfd p[2 * MAX_SOCKETS];
+        for (int k = 0; k < s->n; k++) {
+            p[k] = (struct pollfd){(s->out[k].closed || right_gone) ? -1 : s->out[k].fd, POLLIN, 0};
+            p[s->n + k] = (struct pollfd){left_gone ? -1 : s->in[k].fd, POLLIN, 0};
+        }
+        if (left_gone && right_gone)
+            return RT_ERR_TIMEOUT; /* nobody left to tell us anything */
+        int ms = rt_deadline_ms_left(dl);
+        if (ms == 0)
+            return RT_ERR_TIMEOUT;
+        if (moved)
+            continue;
+        if (poll(p, (nfds_t)(2 * s->n), ms) <= 0)
+            continue;
+        for (int k = 0; k < s->n; k++)
+            if (p[k].revents) {
+                rt_status st = reverse_read(c, k, err);
+                if (st == RT_ERR_ABORTED)
+                    return st;
+                right_gone = right_gone || st != RT_OK;
+            }
+    }
+}
+
+/* Finish the frame in progress on connection k (any bytes will do: the
+ * collective is lost) so that an abort record can follow it; never longer
+ * than until dl. */
+static bool finish_frame(rt_comm *c, int k, rt_deadline_t dl)
+{
+    tcp_state *s = c->tp;
+    tcp_conn *cn = &s->out[k];
+    if (cn->done == 0)
+        return true;
+    const tcp_op *op = &s->sq[cn->next % RT_RING_WINDOW];
+    const uint8_t *payload = cn->seal ? cn->cipher : op->p;
+    const size_t total = RT_FRAME_HDR_LEN + op->len + (cn->seal ? RT_GCM_TAG_LEN : 0);
+    while (cn->done < total) {
+        const uint8_t *from = cn->done < RT_FRAME_HDR_LEN ? cn->hdr + cn->done
+                                                           : payload + (cn->done - RT_FRAME_HDR_LEN);
+        size_t n = cn->done < RT_FRAME_HDR_LEN ? RT_FRAME_HDR_LEN - cn->done : total - cn->done;
+        ssize_t r = send(cn->fd, from, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (r > 0) {
+            cn->done += (size_t)r;
+            continue;
+        }
+        if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return false;
+        struct pollfd p = {cn->fd, POLLOUT, 0};
+        int ms = rt_deadline_ms_left(dl);
+        if (ms == 0 || poll(&p, 1, ms) <= 0)
+            return false;
+    }
+    cn->done = 0;
+    cn->next += (uint64_t)s->n;
+    return true;
+}
+
+static void send_abort_frame(tcp_conn *cn, uint32_t seq, const uint8_t *body, size_t blen)
+{
+    uint8_t frame[RT_FRAME_HDR_LEN + RT_ABORT_MAX_LEN + RT_GCM_TAG_LEN];
+    rt_frame_hdr h = {RT_FRAME_ABORT, cn->seal ? RT_FRAME_SEALED : 0, seq, 0, (uint32_t)blen};
+    rt_frame_encode(&h, frame);
+    size_t flen = RT_FRAME_HDR_LEN + blen;
+    if (cn->seal) {
+        if (rt_gcm_seal(cn->seal, frame, body, blen, frame + RT_FRAME_HDR_LEN) != RT_OK)
+            return;
+        flen += RT_GCM_TAG_LEN;
+    } else {
+        memcpy(frame + RT_FRAME_HDR_LEN, body, blen);
+    }
+    ssize_t r = send(cn->fd, frame, flen, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)r;
+}
+
+/* Pass an abort record on in both directions: back to the left on the
+ * reverse direction of its connections (always possible), and on to the
+ * right in place of the next data frame, after finishing the one in
+ * progress (possible unless the right stopped reading; bounded to 50 ms).
+ * Both ways matter: a rank that is alive but never arrived forwards nothing,
+ * so the news must be able to go round it the other way. */
+static void tcp_abort(rt_comm *c, const rt_abort_info *info)
+{
+    tcp_state *s = c->tp;
+    if (!s)
+        return;
+    uint8_t body[RT_ABORT_MAX_LEN];
+    size_t blen = rt_abort_encode(info, body);
+    for (int k = 0; k < s->n; k++)
+        if (s->in[k].fd >= 0)
+            send_abort_frame(&s->in[k], c->seq, body, blen);
+    rt_deadline_t dl = rt_deadline_in_us(50000);
+    for (int k = 0; k < s->n; k++)
+        if (s->out[k].fd >= 0 && !s->out[k].bye && finish_frame(c, k, dl))
+            send_abort_frame(&s->out[k], c->seq, body, blen);
+}
+
+/* Posted operations only live in this rank's queues; the kernel never writes
+ * into them.  Forget them (the communicator is broken anyway). */
+static void tcp_cancel(rt_comm *c)
+{
+    tcp_state *s = c->tp;
+    if (!s)
+        return;
+    s->s_done = s->s_seen = s->s_post;
+    s->r_done = s->r_seen = s->r_post;
+}
+
+const rt_transport_ops rt_tcp_ops = {
+    .name = "tcp",
+    .connect = tcp_connect,
+    .post_send = tcp_post_send,
+    .post_recv = tcp_post_recv,
+    .wait = tcp_wait,
+    .await_abort = tcp_await_abort,
+    .cancel = tcp_cancel,
+    .abort = tcp_abort,
+    .close = tcp_close,
+};
