@@ -21,6 +21,7 @@
 #include "rt_log.h"
 #include "sock.h"
 #include "test_util.h"
+#include "diag.h"
 #include "wire.h"
 
 static rt_comm_opts base_opts(size_t seg)
@@ -57,6 +58,37 @@ static void test_split(void **state)
             assert_int_equal(next, totals[t]); /* covers everything */
             assert_true(mx - mn <= 1);         /* balanced */
         }
+}
+
+/* the anti-diagonal frame order against a brute-force enumeration */
+static void test_diag_order(void **state)
+{
+    (void)state;
+    const size_t dims[] = {1, 2, 3, 5, 7, 14, 40};
+    for (size_t a = 0; a < RT_ARRAY_LEN(dims); a++)
+        for (size_t b = 0; b < RT_ARRAY_LEN(dims); b++) {
+            const size_t S = dims[a], J = dims[b];
+            size_t f = 0;
+            for (size_t d = 0; d + 1 < S + J; d++)
+                for (size_t s = 0; s < S; s++) {
+                    if (d < s || d - s >= J)
+                        continue;
+                    size_t gs, gj;
+                    rt_diag_frame(S, J, f, &gs, &gj);
+                    if (gs != s || gj != d - s || rt_diag_index(S, J, s, d - s) != f)
+                        fail_msg("S=%zu J=%zu frame %zu: got (%zu,%zu) want (%zu,%zu)", S, J, f,
+                                 gs, gj, s, d - s);
+                    f++;
+                }
+            assert_int_equal(f, S * J);
+        }
+    /* large shapes: the closed form stays exact (round trip) */
+    const size_t S = 14, J = 100000;
+    for (size_t f = 0; f < S * J; f += 997) {
+        size_t s, j;
+        rt_diag_frame(S, J, f, &s, &j);
+        assert_int_equal(rt_diag_index(S, J, s, j), f);
+    }
 }
 
 static void test_wire_roundtrip(void **state)
@@ -290,6 +322,7 @@ int main(void)
     rt_log_set_level(RT_LL_ERROR);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split),
+        cmocka_unit_test(test_diag_order),
         cmocka_unit_test(test_wire_roundtrip),
         cmocka_unit_test(test_conformance_loopback),
         cmocka_unit_test(test_conformance_tcp),

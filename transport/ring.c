@@ -14,15 +14,16 @@
  *     (r - s - 1) and reduce it in; after it rank r holds chunk r+1 summed;
  *   allgather, steps s = 0..n-2: send chunk (r + 1 - s), receive chunk (r - s)
  *     in place.
- * Frame f is segment f % nseg of step f / nseg.  Send f >= nseg forwards what
- * receive f - nseg delivered, so it waits for exactly that frame: segments
- * of consecutive steps overlap.  Each chunk is reduced in one fixed order
+ * Frames go out by anti-diagonal (diag.h): segment j of step s right after
+ * segment j of step s-1 arrived and was reduced, so the segment is passed
+ * on while still in cache and consecutive steps overlap.  Each chunk is reduced in one fixed order
  * around the ring and then copied, so every rank ends with the same bits,
  * run after run.  Small buffers (<= small_bytes) instead allgather whole
  * buffers (n-1 frames instead of 2(n-1)) and reduce them in rank order. */
 #include <stdio.h>
 #include <string.h>
 
+#include "diag.h"
 #include "reduce.h"
 #include "rt_log.h"
 #include "rt_transport.h"
@@ -30,7 +31,9 @@
 typedef struct ring_plan {
     size_t nsend, nrecv; /* frames sent / received by this rank */
     size_t nfirst;       /* sends [0, nfirst) depend on nothing received */
-    size_t dep;          /* send f >= nfirst waits for receive f - dep */
+    size_t dep;          /* send f >= nfirst waits for receive f - dep ... */
+    /* ... unless given: the receive send f waits for, SIZE_MAX for none */
+    size_t (*dep_of)(void *u, size_t f);
     void *u;
     void (*send_at)(void *u, size_t f, const void **p, size_t *len);
     /* *tmp: land in a temporary buffer and call reduce() on arrival */
@@ -122,8 +125,14 @@ static rt_status ring_run_posted(rt_comm *c, const ring_plan *p)
                 return ring_failure(c, st, "cannot post a receive", rd, seq);
             rp++;
         }
-        while (sp < p->nsend && sp - sd < RT_RING_WINDOW &&
-               (sp < p->nfirst || (sp >= p->dep && sp - p->dep < rd))) {
+        while (sp < p->nsend && sp - sd < RT_RING_WINDOW) {
+            if (p->dep_of) {
+                size_t need = p->dep_of(p->u, sp);
+                if (need != SIZE_MAX && need >= rd)
+                    break;
+            } else if (!(sp < p->nfirst || (sp >= p->dep && sp - p->dep < rd))) {
+                break;
+            }
             const void *buf;
             size_t len;
             p->send_at(p->u, sp, &buf, &len);
@@ -167,7 +176,7 @@ typedef struct chunked {
     size_t block;   /* > 0: chunk k is [k*block, (k+1)*block) (reduce-scatter);
                        0: balanced split of count (allreduce) */
     long shift;     /* reduce-scatter ends with rank r owning chunk r + 1 + shift */
-    size_t rs_frames; /* frames of the reduce-scatter phase */
+    size_t steps;   /* n-1 (reduce-scatter) or 2(n-1) (with the allgather) */
     rt_ctype t;
     rt_redop op;
 } chunked;
@@ -188,23 +197,26 @@ static void seg_range(const chunked *u, size_t k, size_t j, size_t *off, size_t 
     *len = slen;
 }
 
-/* chunk sent / received in frame f */
-static size_t chunk_of(const chunked *u, size_t f, bool sending)
+/* Element range moved by frame f, and whether it is a reduce-scatter frame.
+ * Reduce-scatter step s sends chunk r+shift-s and receives r+shift-s-1;
+ * allgather step s' = s-(n-1) sends chunk r+1+shift-s' and receives the one
+ * before it. */
+static bool frame_range(const chunked *u, size_t f, bool sending, size_t *off, size_t *len)
 {
     const long n = u->c->size, r = u->c->rank;
-    if (f < u->rs_frames) {
-        long s = (long)(f / u->nseg);
-        return mod(r + u->shift - s - (sending ? 0 : 1), n);
-    }
-    long s = (long)((f - u->rs_frames) / u->nseg);
-    return mod(r + 1 + u->shift - s - (sending ? 0 : 1), n);
+    size_t s, j;
+    rt_diag_frame(u->steps, u->nseg, f, &s, &j);
+    const bool rs = s < (size_t)(n - 1);
+    long base = rs ? r + u->shift - (long)s : r + 1 + u->shift - (long)(s - (size_t)(n - 1));
+    seg_range(u, mod(base - (sending ? 0 : 1), n), j, off, len);
+    return rs;
 }
 
 static void chunked_send(void *vu, size_t f, const void **p, size_t *len)
 {
     chunked *u = vu;
     size_t off, n;
-    seg_range(u, chunk_of(u, f, true), f % u->nseg, &off, &n);
+    frame_range(u, f, true, &off, &n);
     *p = u->buf + off * u->es;
     *len = n * u->es;
 }
@@ -213,19 +225,27 @@ static void chunked_recv(void *vu, size_t f, void **p, size_t *len, bool *tmp)
 {
     chunked *u = vu;
     size_t off, n;
-    seg_range(u, chunk_of(u, f, false), f % u->nseg, &off, &n);
+    *tmp = frame_range(u, f, false, &off, &n);
     *p = u->buf + off * u->es;
     *len = n * u->es;
-    *tmp = f < u->rs_frames;
 }
 
 static void chunked_reduce(void *vu, size_t f, const void *src, size_t len)
 {
     chunked *u = vu;
     size_t off, n;
-    seg_range(u, chunk_of(u, f, false), f % u->nseg, &off, &n);
+    frame_range(u, f, false, &off, &n);
     RT_ASSERT(n * u->es == len);
     rt_reduce(u->buf + off * u->es, src, n, u->t, u->op);
+}
+
+/* step 0 sends this rank's own data; step s forwards what step s-1 brought */
+static size_t chunked_dep(void *vu, size_t f)
+{
+    chunked *u = vu;
+    size_t s, j;
+    rt_diag_frame(u->steps, u->nseg, f, &s, &j);
+    return s == 0 ? SIZE_MAX : rt_diag_index(u->steps, u->nseg, s - 1, j);
 }
 
 /* segments per chunk: at least two (one moving while one is reduced), and
@@ -240,10 +260,9 @@ static size_t plan_nseg(const rt_comm *c, size_t chunk_elems, size_t es)
 static rt_status ring_chunked(rt_comm *c, chunked *u, bool with_allgather)
 {
     const size_t n = (size_t)c->size;
-    u->rs_frames = (n - 1) * u->nseg;
-    ring_plan p = {.nsend = u->rs_frames * (with_allgather ? 2 : 1),
-                   .nfirst = u->nseg,
-                   .dep = u->nseg,
+    u->steps = (n - 1) * (with_allgather ? 2 : 1);
+    ring_plan p = {.nsend = u->steps * u->nseg,
+                   .dep_of = chunked_dep,
                    .u = u,
                    .send_at = chunked_send,
                    .recv_at = chunked_recv,

@@ -1,0 +1,268 @@
+/* allreduce — the allreduce benchmark (nccl-tests style):
+ *
+ *   allreduce --np N [--bytes B | sweep] [--iters K] [--transport tcp|loopback|rdma|nccl]
+ *             [--sockets S] [--segment BYTES] [--spin-us US] [--encrypt] [--json]
+ *
+ * Launches N ranks on 127.0.0.1 (processes; threads for --transport
+ * loopback), runs K timed float32 sum allreduces per size after warm-up,
+ * and prints per size the median microseconds per iteration (the slowest
+ * rank's median), algbw = bytes / time and busbw = algbw * 2(n-1)/n, the
+ * nccl-tests definition: the per-link rate a ring must sustain.  With a
+ * single --bytes the last line is usec_per_iter=X; --json prints one object
+ * per size instead of the table.  Ranks busy-poll for 50 us before sleeping
+ * when each can have a core, not when oversubscribed (--spin-us overrides). */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_launch.h"
+#include "rt_comm.h"
+#include "rt_log.h"
+#include "rt_time.h"
+
+#define MAX_SIZES 24
+
+typedef struct cfg {
+    int np, iters, sockets, nsizes;
+    int64_t spin_us; /* -1: spin only when every rank can have a core */
+    size_t sizes[MAX_SIZES];
+    size_t segment;
+    bool encrypt, json;
+    rt_transport_kind kind;
+} cfg;
+
+typedef struct rec {
+    int ok;
+    double median_us[MAX_SIZES];
+    char err[256];
+} rec;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int iters_for(const cfg *c, size_t bytes)
+{
+    if (c->iters > 0)
+        return c->iters;
+    /* about a second of work per size, between 5 and 2000 iterations */
+    double est_us = 20.0 + (double)bytes / 1000.0; /* ~1 GB/s guess */
+    int k = (int)(1e6 / est_us);
+    return k < 5 ? 5 : (k > 2000 ? 2000 : k);
+}
+
+static void run_sizes(rt_comm *comm, const cfg *c, rec *out)
+{
+    size_t maxb = 0;
+    for (int s = 0; s < c->nsizes; s++)
+        maxb = c->sizes[s] > maxb ? c->sizes[s] : maxb;
+    float *buf = malloc(maxb + 4);
+    for (size_t i = 0; i < maxb / 4; i++)
+        buf[i] = (float)(i % 100) * 0.01f;
+    for (int s = 0; s < c->nsizes; s++) {
+        size_t count = c->sizes[s] / 4;
+        int k = iters_for(c, c->sizes[s]);
+        double *t = malloc((size_t)k * sizeof(double));
+        for (int w = 0; w < 3; w++)
+            if (rt_allreduce(comm, buf, count, RT_C_F32, RT_SUM) != RT_OK)
+                goto fail;
+        for (int i = 0; i < k; i++) {
+            int64_t t0 = rt_now_ns();
+            if (rt_allreduce(comm, buf, count, RT_C_F32, RT_SUM) != RT_OK) {
+                free(t);
+                goto fail;
+            }
+            t[i] = (double)(rt_now_ns() - t0) / 1e3;
+        }
+        qsort(t, (size_t)k, sizeof *t, cmp_double);
+        out->median_us[s] = t[k / 2];
+        free(t);
+    }
+    out->ok = 1;
+    free(buf);
+    return;
+fail:
+    snprintf(out->err, sizeof out->err, "%s", rt_comm_last_error(comm));
+    free(buf);
+}
+
+static void base_opts(const cfg *c, rt_comm_opts *o)
+{
+    rt_comm_opts_defaults(o);
+    o->job_id = 1;
+    memset(o->key, 3, sizeof o->key);
+    o->sockets = c->sockets;
+    o->encrypt = c->encrypt;
+    if (c->segment)
+        o->max_segment_bytes = c->segment;
+    o->timeout_us = 120000000;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    o->spin_us = c->spin_us >= 0 ? c->spin_us : (c->np <= cores ? 50 : 0);
+}
+
+static int tcp_rank(int r, int n, int listen_fd, char **addrs, void *vrec, void *arg)
+{
+    const cfg *c = arg;
+    rec *out = vrec;
+    rt_comm_opts o;
+    base_opts(c, &o);
+    o.transport = c->kind;
+    o.rank = r;
+    o.size = n;
+    o.peers = (const char *const *)addrs;
+    o.listen_fd = listen_fd;
+    rt_comm *comm;
+    if (rt_comm_create(&o, &comm, out->err) != RT_OK)
+        return 1;
+    run_sizes(comm, c, out);
+    rt_comm_destroy(comm);
+    return out->ok ? 0 : 1;
+}
+
+typedef struct lb_arg {
+    const cfg *c;
+    rt_loopback_world *w;
+    int rank;
+    rec out;
+} lb_arg;
+
+static void *lb_rank(void *p)
+{
+    lb_arg *a = p;
+    rt_comm_opts o;
+    base_opts(a->c, &o);
+    o.transport = RT_TRANSPORT_LOOPBACK;
+    o.world = a->w;
+    o.rank = a->rank;
+    o.size = a->c->np;
+    rt_comm *comm;
+    if (rt_comm_create(&o, &comm, a->out.err) == RT_OK) {
+        run_sizes(comm, a->c, &a->out);
+        rt_comm_destroy(comm);
+    }
+    return NULL;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: allreduce --np N [--bytes B] [--iters K] [--transport tcp|loopback|"
+                    "rdma|nccl] [--sockets S] [--segment BYTES] [--spin-us US] [--encrypt] [--json]\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    cfg c = {.np = 2, .sockets = 1, .kind = RT_TRANSPORT_TCP, .spin_us = -1};
+    const char *transport = "tcp";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--np") && v) {
+            c.np = atoi(v);
+            i++;
+        } else if (!strcmp(a, "--bytes") && v) {
+            if (c.nsizes < MAX_SIZES)
+                c.sizes[c.nsizes++] = (size_t)strtoull(v, NULL, 0);
+            i++;
+        } else if (!strcmp(a, "--iters") && v) {
+            c.iters = atoi(v);
+            i++;
+        } else if (!strcmp(a, "--sockets") && v) {
+            c.sockets = atoi(v);
+            i++;
+        } else if (!strcmp(a, "--segment") && v) {
+            c.segment = (size_t)strtoull(v, NULL, 0);
+            i++;
+        } else if (!strcmp(a, "--transport") && v) {
+            transport = v;
+            i++;
+        } else if (!strcmp(a, "--spin-us") && v) {
+            c.spin_us = atoll(v);
+            i++;
+        } else if (!strcmp(a, "--encrypt")) {
+            c.encrypt = true;
+        } else if (!strcmp(a, "--json")) {
+            c.json = true;
+        } else {
+            return usage();
+        }
+    }
+    if (c.np < 1 || c.np > 256)
+        return usage();
+    if (!strcmp(transport, "loopback"))
+        c.kind = RT_TRANSPORT_LOOPBACK;
+    else if (!strcmp(transport, "rdma"))
+        c.kind = RT_TRANSPORT_RDMA;
+    else if (!strcmp(transport, "nccl")) {
+        fprintf(stderr, "allreduce: the nccl transport needs a CUDA build and a GPU per rank\n");
+        return 77;
+    } else if (strcmp(transport, "tcp") != 0)
+        return usage();
+    if (c.nsizes == 0) /* sweep 4 KiB .. 256 MiB */
+        for (size_t b = 4096; b <= (256u << 20) && c.nsizes < MAX_SIZES; b *= 4)
+            c.sizes[c.nsizes++] = b;
+    for (int s = 0; s < c.nsizes; s++)
+        c.sizes[s] = c.sizes[s] / 4 * 4;
+    rt_log_set_level(RT_LL_ERROR);
+
+    rec *recs = calloc((size_t)c.np, sizeof *recs);
+    int status;
+    if (c.kind == RT_TRANSPORT_LOOPBACK) {
+        rt_loopback_world *w;
+        rt_loopback_world_create(c.np, &w);
+        lb_arg *la = calloc((size_t)c.np, sizeof *la);
+        pthread_t *th = calloc((size_t)c.np, sizeof *th);
+        for (int r = 0; r < c.np; r++) {
+            la[r] = (lb_arg){&c, w, r, {0}};
+            pthread_create(&th[r], NULL, lb_rank, &la[r]);
+        }
+        status = 0;
+        for (int r = 0; r < c.np; r++) {
+            pthread_join(th[r], NULL);
+            recs[r] = la[r].out;
+            status |= !recs[r].ok;
+        }
+        rt_loopback_world_destroy(w);
+        free(la);
+        free(th);
+    } else {
+        status = bl_launch(c.np, tcp_rank, &c, recs, sizeof *recs, 3600);
+    }
+    for (int r = 0; r < c.np; r++)
+        if (!recs[r].ok) {
+            fprintf(stderr, "allreduce: rank %d failed: %s\n", r, recs[r].err);
+            return 1;
+        }
+    if (status)
+        return 1;
+    if (!c.json)
+        printf("# allreduce float32 sum, np=%d, transport=%s, sockets=%d%s\n"
+               "%12s %12s %10s %10s\n",
+               c.np, transport, c.sockets, c.encrypt ? ", encrypted" : "", "bytes", "usec",
+               "algbw GB/s", "busbw GB/s");
+    double last = 0;
+    for (int s = 0; s < c.nsizes; s++) {
+        double us = 0;
+        for (int r = 0; r < c.np; r++)
+            us = recs[r].median_us[s] > us ? recs[r].median_us[s] : us;
+        double algbw = (double)c.sizes[s] / (us * 1e-6) / 1e9;
+        double busbw = algbw * 2.0 * (c.np - 1) / c.np;
+        last = us;
+        if (c.json)
+            printf("{\"np\":%d,\"transport\":\"%s\",\"sockets\":%d,\"encrypt\":%s,\"bytes\":%zu,"
+                   "\"usec\":%.2f,\"algbw_gbps\":%.4f,\"busbw_gbps\":%.4f}\n",
+                   c.np, transport, c.sockets, c.encrypt ? "true" : "false", c.sizes[s], us,
+                   algbw, busbw);
+        else
+            printf("%12zu %12.1f %10.3f %10.3f\n", c.sizes[s], us, algbw, busbw);
+    }
+    if (c.nsizes == 1 && !c.json)
+        printf("usec_per_iter=%.2f\n", last);
+    free(recs);
+    return 0;
+}
