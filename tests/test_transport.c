@@ -19,6 +19,7 @@
 #include "rank_harness.h"
 #include "rt_comm.h"
 #include "rt_log.h"
+#include "rt_time.h"
 #include "sock.h"
 #include "test_util.h"
 #include "diag.h"
@@ -316,6 +317,74 @@ static void test_tcp_encrypted_multi_socket(void **state)
     }
 }
 
+/* ---- fused bucketed allreduce ------------------------------------------------ */
+
+typedef struct fusion_arg {
+    size_t count, bucket;
+} fusion_arg;
+
+static void fusion_body(rt_comm *c, int r, void *varg, rh_result *res)
+{
+    fusion_arg *a = varg;
+    const int n = rt_comm_size(c);
+    float *buf = malloc(a->count * 4 + 4);
+    rt_fusion *f;
+    char err[RT_ERR_LEN];
+    RH_CHECK(res, rt_fusion_create(c, buf, a->count, a->bucket, &f, err) == RT_OK, "%s", err);
+    const int nb = rt_fusion_buckets(f);
+    for (int round = 0; round < 3; round++) {
+        for (size_t i = 0; i < a->count; i++)
+            buf[i] = val(r + round, i);
+        rt_fusion_begin(f);
+        /* "layers" of uneven sizes become ready from the end of the buffer;
+         * every rank cuts them differently: bucketing must not care */
+        tu_rng g = {tu_seed() * 31 + (uint64_t)r * 7 + (uint64_t)round};
+        size_t end = a->count;
+        bool first = true;
+        while (end > 0) {
+            size_t len = (size_t)tu_int(&g, 1, (int64_t)(a->count / 5 + 1));
+            len = len > end ? end : len;
+            rt_fusion_ready(f, end - len, len);
+            end -= len;
+            if (first && nb > 1 && end > 0 && end <= a->count - a->bucket / 4) {
+                /* the last bucket is complete: it must go out now, before the
+                 * rest of the buffer is even reported (overlap with backward) */
+                int64_t dl = rt_now_ns() + 10000000000LL;
+                while (rt_fusion_completed(f) < 1 && rt_now_ns() < dl)
+                    ;
+                RH_CHECK(res, rt_fusion_completed(f) >= 1, "first bucket did not start early");
+                first = false;
+            }
+        }
+        RH_CHECK(res, rt_fusion_wait(f, err) == RT_OK, "round %d: %s", round, err);
+        for (size_t i = 0; i < a->count; i++) {
+            float want = 0;
+            for (int k = 0; k < n; k++)
+                want += val(k + round, i);
+            RH_CHECK(res, buf[i] == want, "round %d [%zu] = %g, want %g", round, i, buf[i], want);
+        }
+    }
+    rt_fusion_destroy(f);
+    free(buf);
+}
+
+static void test_fusion(void **state)
+{
+    (void)state;
+    const rt_transport_kind kinds[] = {RT_TRANSPORT_LOOPBACK, RT_TRANSPORT_TCP};
+    const size_t counts[] = {1, 1000, 300007};
+    for (int k = 0; k < 2; k++)
+        for (int n = 1; n <= 4; n += 3)
+            for (size_t ci = 0; ci < RT_ARRAY_LEN(counts); ci++) {
+                fusion_arg a = {counts[ci], 64u << 10};
+                rt_comm_opts o = base_opts(256u << 10);
+                rh_result fail;
+                if (!rh_run(n, kinds[k], &o, fusion_body, &a, &fail))
+                    fail_msg("fusion %s n=%d count=%zu: %s", k ? "tcp" : "loopback", n,
+                             counts[ci], fail.msg);
+            }
+}
+
 int main(void)
 {
     tu_seed();
@@ -327,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_conformance_loopback),
         cmocka_unit_test(test_conformance_tcp),
         cmocka_unit_test(test_tcp_encrypted_multi_socket),
+        cmocka_unit_test(test_fusion),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -120,8 +120,38 @@ void rt_fusion_begin(rt_fusion *f);
 void rt_fusion_ready(rt_fusion *f, size_t off, size_t count);
 /* Wait for every bucket of the round; the first error of the round. */
 rt_status rt_fusion_wait(rt_fusion *f, char *err);
-/* Number of buckets (for logs and tests). */
+/* Number of buckets, and of buckets completed in this round (tests, logs). */
 int rt_fusion_buckets(const rt_fusion *f);
+int rt_fusion_completed(rt_fusion *f);
+
+/* ---- device buffers (CUDA builds) ----------------------------------------
+ * NCCL for GPU buffers when every rank has a GPU and NCCL is built in: the
+ * NCCL communicator is created from a ncclUniqueId that rank 0 draws and
+ * sends to the others over our own authenticated ring (never MPI).
+ * Operations are enqueued on the given cudaStream_t; rt_nccl_wait() is the
+ * deadline-bounded wait (a timeout aborts the NCCL communicator). */
+typedef struct rt_nccl rt_nccl;
+
+/* True when NCCL is built in and a GPU is visible. */
+bool rt_nccl_available(void);
+/* Collective over c (every rank): NCCL communicator on the current device. */
+rt_status rt_nccl_create(rt_comm *c, void *cuda_stream, rt_nccl **out, char *err);
+void rt_nccl_destroy(rt_nccl *n);
+/* In place on device memory; enqueued on the stream given at create. */
+rt_status rt_nccl_allreduce(rt_nccl *n, void *dev_buf, size_t count, rt_ctype t, rt_redop op,
+                            char *err);
+rt_status rt_nccl_broadcast(rt_nccl *n, void *dev_buf, size_t bytes, int root, char *err);
+/* Wait for everything enqueued on the stream, at most timeout_us; on timeout
+ * or an asynchronous NCCL error the communicator is aborted (broken). */
+rt_status rt_nccl_wait(rt_nccl *n, int64_t timeout_us, char *err);
+
+/* Allreduce of device memory over c's host transport, staging through
+ * pinned host buffers in pipelined chunks (copy-out of chunk i+1 and
+ * copy-in of chunk i-1 overlap the network reduction of chunk i).  For GPUs
+ * without NCCL (or NCCL disabled).  Synchronous; RT_ERR_UNSUPPORTED in a
+ * build without CUDA. */
+rt_status rt_allreduce_device(rt_comm *c, void *dev_buf, size_t count, rt_ctype t, rt_redop op,
+                              void *cuda_stream, char *err);
 
 /* ---- in-process loopback world (tests, single-process runs) -------------- */
 rt_status rt_loopback_world_create(int size, rt_loopback_world **out);

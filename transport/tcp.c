@@ -28,9 +28,10 @@
 
 #include "rt_log.h"
 #include "rt_transport.h"
+#include "link.h"
 #include "sock.h"
 
-#define MAX_SOCKETS 16
+#define MAX_SOCKETS RT_MAX_SOCKETS
 #define SALT_FWD 0x30445746u /* "FWD0" */
 #define SALT_REV 0x30564552u /* "REV0" */
 
@@ -67,28 +68,16 @@ typedef struct tcp_conn {
 } tcp_conn;
 
 typedef struct tcp_state {
-    int listen_fd;
-    bool own_listen;
-    int n; /* connections per neighbour */
+    rt_links links; /* the sockets, the listener, the late acceptor */
+    int n;          /* connections per neighbour */
     tcp_conn out[MAX_SOCKETS], in[MAX_SOCKETS];
     tcp_op sq[RT_RING_WINDOW], rq[RT_RING_WINDOW];
     uint64_t s_post, s_done, s_seen, r_post, r_done, r_seen;
     size_t frame_cap; /* largest payload a frame may carry */
-    rt_hs_params hs;
-    pthread_t acceptor;
-    bool acceptor_running;
-    int stop_pipe[2];
     char left_name[160], right_name[160];
 } tcp_state;
 
 /* ---- connect ------------------------------------------------------------- */
-
-typedef struct connector {
-    rt_comm *c;
-    rt_deadline_t dl;
-    rt_status st;
-    char err[RT_ERR_LEN];
-} connector;
 
 static rt_status set_ciphers(rt_comm *c, tcp_conn *k, const rt_hs_result *r, bool initiator,
                              char *err)
@@ -107,113 +96,6 @@ static rt_status set_ciphers(rt_comm *c, tcp_conn *k, const rt_hs_result *r, boo
     return st;
 }
 
-static rt_status alloc_scratch(rt_comm *c, tcp_conn *k, char *err)
-{
-    tcp_state *s = c->tp;
-    if (!(k->scratch = malloc(s->frame_cap + RT_GCM_TAG_LEN)))
-        return rt_err(err, RT_ERR_NOMEM, "out of memory");
-    return RT_OK;
-}
-
-static void *connect_right(void *arg)
-{
-    connector *w = arg;
-    rt_comm *c = w->c;
-    tcp_state *s = c->tp;
-    char sub[RT_ERR_LEN];
-    w->st = RT_OK;
-    for (int k = 0; k < s->n && w->st == RT_OK; k++) {
-        int fd = -1;
-        rt_hs_result r;
-        w->st = rt_sock_connect(c->peers[c->right], w->dl, &fd, sub);
-        if (w->st == RT_OK)
-            w->st = rt_handshake_initiate(fd, &s->hs, c->right, (uint32_t)k, w->dl, &r, sub);
-        if (w->st != RT_OK) {
-            if (fd >= 0)
-                close(fd);
-            snprintf(w->err, sizeof w->err, "connecting to right neighbour %s: %s", s->right_name,
-                     sub);
-            break;
-        }
-        rt_sock_tune(fd, c->o.socket_buffer);
-        s->out[k].fd = fd;
-        w->st = set_ciphers(c, &s->out[k], &r, true, w->err);
-    }
-    return NULL;
-}
-
-/* Accept `n` authenticated connections from the left neighbour; strangers
- * are refused and logged, and do not count. */
-static rt_status accept_left(rt_comm *c, rt_deadline_t dl, char *err)
-{
-    tcp_state *s = c->tp;
-    int got = 0;
-    while (got < s->n) {
-        struct pollfd p = {.fd = s->listen_fd, .events = POLLIN};
-        int ms = rt_deadline_ms_left(dl);
-        int r = poll(&p, 1, ms);
-        if (r == 0 || (ms == 0 && rt_now_ns() >= dl))
-            return rt_err(err, RT_ERR_TIMEOUT,
-                          "%s did not connect before the deadline (%d of %d connections)",
-                          s->left_name, got, s->n);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return rt_err(err, RT_ERR_IO, "poll on the listening socket: %s", strerror(errno));
-        }
-        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            continue;
-        char who[96], why[RT_ERR_LEN];
-        rt_sock_peer_str(fd, who, sizeof who);
-        /* a stranger gets a few seconds at most to say who it is */
-        rt_deadline_t hdl = rt_now_ns() + 5000000000LL < dl ? rt_now_ns() + 5000000000LL : dl;
-        rt_hs_result res;
-        rt_status st = rt_handshake_respond(fd, &s->hs, c->left, false, hdl, &res, why);
-        if (st == RT_OK && s->in[res.conn].fd >= 0)
-            st = rt_err(why, RT_ERR_PROTO, "duplicate connection %u from the left neighbour",
-                        res.conn);
-        if (st != RT_OK) {
-            RT_WARN("tcp", "rank %d: rejected connection from %s: %s", c->rank, who, why);
-            close(fd);
-            continue;
-        }
-        rt_sock_tune(fd, c->o.socket_buffer);
-        s->in[res.conn].fd = fd;
-        if ((st = set_ciphers(c, &s->in[res.conn], &res, false, err)) != RT_OK ||
-            (st = alloc_scratch(c, &s->in[res.conn], err)) != RT_OK)
-            return st;
-        got++;
-    }
-    return RT_OK;
-}
-
-/* After the ring is up: refuse and log every further connection. */
-static void *late_acceptor(void *arg)
-{
-    rt_comm *c = arg;
-    tcp_state *s = c->tp;
-    for (;;) {
-        struct pollfd p[2] = {{.fd = s->listen_fd, .events = POLLIN},
-                              {.fd = s->stop_pipe[0], .events = POLLIN}};
-        if (poll(p, 2, -1) < 0 && errno != EINTR)
-            return NULL;
-        if (p[1].revents)
-            return NULL;
-        if (!(p[0].revents & POLLIN))
-            continue;
-        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            continue;
-        char who[96], why[RT_ERR_LEN];
-        rt_sock_peer_str(fd, who, sizeof who);
-        rt_hs_result res;
-        rt_handshake_respond(fd, &s->hs, -1, true, rt_deadline_in_us(2000000), &res, why);
-        RT_WARN("tcp", "rank %d: rejected connection from %s: %s", c->rank, who, why);
-        close(fd);
-    }
-}
-
 static rt_status tcp_connect(rt_comm *c, rt_deadline_t dl, char *err)
 {
     tcp_state *s = calloc(1, sizeof *s);
@@ -221,46 +103,26 @@ static rt_status tcp_connect(rt_comm *c, rt_deadline_t dl, char *err)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     c->tp = s;
     s->n = c->o.sockets;
-    s->stop_pipe[0] = s->stop_pipe[1] = -1;
+    s->frame_cap = c->o.max_segment_bytes;
     for (int k = 0; k < MAX_SOCKETS; k++) {
         s->out[k].fd = s->in[k].fd = -1;
         s->out[k].next = s->in[k].next = (uint64_t)k; /* connection k carries frames k, k+n, ... */
     }
-    s->frame_cap = c->o.max_segment_bytes;
-    s->hs = (rt_hs_params){.job_id = c->o.job_id, .key = c->o.key, .encrypt = c->o.encrypt,
-                           .rank = c->rank, .world = c->size, .nconn = s->n};
-    rt_comm_peer_name(c, c->left, s->left_name, sizeof s->left_name);
-    rt_comm_peer_name(c, c->right, s->right_name, sizeof s->right_name);
-    rt_status st;
-    if (c->o.listen_fd >= 0) {
-        s->listen_fd = c->o.listen_fd;
-        fcntl(s->listen_fd, F_SETFL, fcntl(s->listen_fd, F_GETFL, 0) | O_NONBLOCK);
-        snprintf(c->listen_addr, sizeof c->listen_addr, "%s", c->peers[c->rank]);
-    } else {
-        char host[256], port[16], *addr = NULL;
-        st = rt_sock_parse(c->peers[c->rank], host, sizeof host, port, sizeof port, err);
-        if (st == RT_OK)
-            st = rt_listen_tcp(host, atoi(port), &s->listen_fd, &addr, err);
-        if (st != RT_OK)
-            return st;
-        s->own_listen = true;
-        snprintf(c->listen_addr, sizeof c->listen_addr, "%s", addr);
-        free(addr);
-    }
-    connector w = {.c = c, .dl = dl};
-    pthread_t th;
-    if (pthread_create(&th, NULL, connect_right, &w) != 0)
-        return rt_err(err, RT_ERR_IO, "cannot start the connector thread");
-    st = accept_left(c, dl, err);
-    pthread_join(th, NULL);
-    if (st == RT_OK && w.st != RT_OK)
-        st = rt_err(err, w.st, "%s", w.err);
+    rt_status st = rt_links_open(c, s->n, dl, &s->links, err);
     if (st != RT_OK)
         return st;
-    if (pipe2(s->stop_pipe, O_CLOEXEC) == 0 &&
-        pthread_create(&s->acceptor, NULL, late_acceptor, c) == 0)
-        s->acceptor_running = true;
-    return RT_OK;
+    snprintf(s->left_name, sizeof s->left_name, "%s", s->links.left_name);
+    snprintf(s->right_name, sizeof s->right_name, "%s", s->links.right_name);
+    for (int k = 0; k < s->n && st == RT_OK; k++) {
+        s->out[k].fd = s->links.out[k];
+        s->in[k].fd = s->links.in[k];
+        st = set_ciphers(c, &s->out[k], &s->links.out_hs[k], true, err);
+        if (st == RT_OK)
+            st = set_ciphers(c, &s->in[k], &s->links.in_hs[k], false, err);
+        if (st == RT_OK && !(s->in[k].scratch = malloc(s->frame_cap + RT_GCM_TAG_LEN)))
+            st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
+    return st;
 }
 
 static void tcp_close(rt_comm *c)
@@ -277,27 +139,16 @@ static void tcp_close(rt_comm *c)
             ssize_t r = send(s->in[k].fd, bye, sizeof bye, MSG_NOSIGNAL | MSG_DONTWAIT);
             (void)r;
         }
-    if (s->acceptor_running) {
-        ssize_t r = write(s->stop_pipe[1], "x", 1);
-        (void)r;
-        pthread_join(s->acceptor, NULL);
-    }
-    for (int i = 0; i < 2; i++)
-        if (s->stop_pipe[i] >= 0)
-            close(s->stop_pipe[i]);
+    rt_links_close(&s->links); /* closes the sockets too */
     for (int k = 0; k < MAX_SOCKETS; k++) {
         tcp_conn *cs[2] = {&s->out[k], &s->in[k]};
         for (int j = 0; j < 2; j++) {
-            if (cs[j]->fd >= 0)
-                close(cs[j]->fd);
             rt_gcm_destroy(cs[j]->seal);
             rt_gcm_destroy(cs[j]->open);
             free(cs[j]->cipher);
             free(cs[j]->scratch);
         }
     }
-    if (s->own_listen && s->listen_fd >= 0)
-        close(s->listen_fd);
     free(s);
     c->tp = NULL;
 }
