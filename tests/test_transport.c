@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "conformance.h"
 #include "rank_harness.h"
 #include "rt_comm.h"
 #include "rt_log.h"
@@ -24,20 +25,6 @@
 #include "test_util.h"
 #include "diag.h"
 #include "wire.h"
-
-static rt_comm_opts base_opts(size_t seg)
-{
-    rt_comm_opts o;
-    rt_comm_opts_defaults(&o);
-    o.job_id = 0xC0FFEE;
-    memset(o.key, 0x5a, sizeof o.key);
-    o.max_segment_bytes = seg;
-    o.small_bytes = seg < (64u << 10) ? seg : (64u << 10);
-    o.timeout_us = 30000000;
-    o.connect_timeout_us = 30000000;
-    o.spin_us = 20;
-    return o;
-}
 
 /* ---- helpers under test -------------------------------------------------- */
 
@@ -145,144 +132,6 @@ static void test_wire_roundtrip(void **state)
     assert_int_equal(rt_gcm_open(o, fb, sealed, 100, back), RT_ERR_AUTH);
     rt_gcm_destroy(s);
     rt_gcm_destroy(o);
-}
-
-/* ---- conformance ----------------------------------------------------------- */
-
-static float val(int r, size_t i) { return (float)((int)((r * 131 + i * 7) % 61) - 30); }
-
-typedef struct conf_arg {
-    size_t count;
-    uint64_t seed;
-    float *rand_out[8]; /* each rank's allreduce of random data */
-} conf_arg;
-
-static void conf_body(rt_comm *c, int r, void *varg, rh_result *res)
-{
-    conf_arg *a = varg;
-    const int n = rt_comm_size(c);
-    const size_t count = a->count;
-    float *buf = malloc((count ? count : 1) * 4);
-
-    /* allreduce sum of integer-valued floats: exact */
-    for (size_t i = 0; i < count; i++)
-        buf[i] = val(r, i);
-    RH_CHECK(res, rt_allreduce(c, buf, count, RT_C_F32, RT_SUM) == RT_OK, "allreduce: %s",
-             rt_comm_last_error(c));
-    for (size_t i = 0; i < count; i++) {
-        float want = 0;
-        for (int k = 0; k < n; k++)
-            want += val(k, i);
-        RH_CHECK(res, buf[i] == want, "allreduce sum [%zu] = %g, want %g", i, buf[i], want);
-    }
-    /* other types and operations */
-    int32_t *ib = malloc((count ? count : 1) * 4);
-    double *db = malloc((count ? count : 1) * 8);
-    int64_t *lb = malloc((count ? count : 1) * 8);
-    for (size_t i = 0; i < count; i++) {
-        ib[i] = (int32_t)val(r, i);
-        db[i] = val(r, i) + 0.25;
-        lb[i] = (int64_t)val(r, i) * 1000000007LL;
-    }
-    RH_CHECK(res, rt_allreduce(c, ib, count, RT_C_I32, RT_MAX) == RT_OK, "max");
-    RH_CHECK(res, rt_allreduce(c, db, count, RT_C_F64, RT_MIN) == RT_OK, "min");
-    RH_CHECK(res, rt_allreduce(c, lb, count, RT_C_I64, RT_SUM) == RT_OK, "i64 sum");
-    for (size_t i = 0; i < count; i++) {
-        int32_t mx = INT32_MIN;
-        double mn = 1e300;
-        int64_t sm = 0;
-        for (int k = 0; k < n; k++) {
-            mx = (int32_t)val(k, i) > mx ? (int32_t)val(k, i) : mx;
-            mn = val(k, i) + 0.25 < mn ? val(k, i) + 0.25 : mn;
-            sm += (int64_t)val(k, i) * 1000000007LL;
-        }
-        RH_CHECK(res, ib[i] == mx && db[i] == mn && lb[i] == sm, "max/min/i64 sum at %zu", i);
-    }
-    /* average: the sum scaled by 1/n the way rt_allreduce does it */
-    for (size_t i = 0; i < count; i++)
-        buf[i] = val(r, i);
-    RH_CHECK(res, rt_allreduce(c, buf, count, RT_C_F32, RT_AVG) == RT_OK, "avg");
-    for (size_t i = 0; i < count; i++) {
-        float s = 0;
-        for (int k = 0; k < n; k++)
-            s += val(k, i);
-        RH_CHECK(res, buf[i] == (float)((double)s * (1.0 / n)), "avg at %zu", i);
-    }
-    /* broadcast from the first and the last rank */
-    for (int root = 0; root < n; root += (n > 1 ? n - 1 : 1)) {
-        for (size_t i = 0; i < count; i++)
-            buf[i] = r == root ? val(root + 1, i) : -1.0f;
-        RH_CHECK(res, rt_broadcast(c, buf, count * 4, root) == RT_OK, "broadcast: %s",
-                 rt_comm_last_error(c));
-        for (size_t i = 0; i < count; i++)
-            RH_CHECK(res, buf[i] == val(root + 1, i), "broadcast from %d [%zu]", root, i);
-    }
-    /* allgather of count/n + 1 floats per rank (send aliased into recv) */
-    size_t blk = count / (size_t)n + 1;
-    float *all = malloc(blk * (size_t)n * 4);
-    for (size_t i = 0; i < blk; i++)
-        all[(size_t)r * blk + i] = val(r, i);
-    RH_CHECK(res, rt_allgather(c, all + (size_t)r * blk, all, blk * 4) == RT_OK, "allgather");
-    for (int k = 0; k < n; k++)
-        for (size_t i = 0; i < blk; i++)
-            RH_CHECK(res, all[(size_t)k * blk + i] == val(k, i), "allgather block %d [%zu]", k, i);
-    /* reduce-scatter: block r of the sum */
-    for (int k = 0; k < n; k++)
-        for (size_t i = 0; i < blk; i++)
-            all[(size_t)k * blk + i] = val(r, (size_t)k * blk + i);
-    float *mine = malloc(blk * 4);
-    RH_CHECK(res, rt_reduce_scatter(c, all, mine, blk, RT_C_F32, RT_SUM) == RT_OK,
-             "reduce_scatter: %s", rt_comm_last_error(c));
-    for (size_t i = 0; i < blk; i++) {
-        float want = 0;
-        for (int k = 0; k < n; k++)
-            want += val(k, (size_t)r * blk + i);
-        RH_CHECK(res, mine[i] == want, "reduce_scatter [%zu] = %g want %g", i, mine[i], want);
-    }
-    RH_CHECK(res, rt_barrier(c) == RT_OK, "barrier");
-    /* random data: same bits on every rank (checked by the caller) */
-    tu_rng g = {a->seed ^ (uint64_t)(r + 1) * 0x9E3779B97F4A7C15ull};
-    tu_fill(&g, buf, count, -1, 1);
-    RH_CHECK(res, rt_allreduce(c, buf, count, RT_C_F32, RT_SUM) == RT_OK, "random allreduce");
-    memcpy(a->rand_out[r], buf, count * 4);
-    free(buf); free(ib); free(db); free(lb); free(all); free(mine);
-}
-
-static void conformance(rt_transport_kind kind)
-{
-    const int ranks[] = {1, 2, 3, 5, 8};
-    const size_t counts[] = {0, 1, 63, 1000, 1u << 20};
-    const size_t segs[] = {4096, 512u << 10};
-    for (size_t ri = 0; ri < RT_ARRAY_LEN(ranks); ri++)
-        for (size_t ci = 0; ci < RT_ARRAY_LEN(counts); ci++)
-            for (size_t si = 0; si < RT_ARRAY_LEN(segs); si++) {
-                const int n = ranks[ri];
-                conf_arg a = {.count = counts[ci], .seed = tu_seed() + ci};
-                float *first = NULL;
-                for (int run = 0; run < (counts[ci] >= 1000 ? 2 : 1); run++) {
-                    for (int r = 0; r < n; r++)
-                        a.rand_out[r] = calloc(counts[ci] + 1, 4);
-                    rt_comm_opts o = base_opts(segs[si]);
-                    rh_result fail;
-                    if (!rh_run(n, kind, &o, conf_body, &a, &fail))
-                        fail_msg("%s n=%d count=%zu seg=%zu: %s",
-                                 kind == RT_TRANSPORT_TCP ? "tcp" : "loopback", n, counts[ci],
-                                 segs[si], fail.msg);
-                    for (int r = 1; r < n; r++)
-                        if (memcmp(a.rand_out[r], a.rand_out[0], counts[ci] * 4) != 0)
-                            fail_msg("n=%d count=%zu: rank %d's result differs from rank 0's", n,
-                                     counts[ci], r);
-                    if (run == 0) {
-                        first = a.rand_out[0];
-                        a.rand_out[0] = NULL;
-                    } else if (memcmp(first, a.rand_out[0], counts[ci] * 4) != 0) {
-                        fail_msg("n=%d count=%zu: two runs gave different bits", n, counts[ci]);
-                    }
-                    for (int r = 0; r < n; r++)
-                        free(a.rand_out[r]);
-                }
-                free(first);
-            }
 }
 
 static void test_conformance_loopback(void **state)

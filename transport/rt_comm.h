@@ -153,6 +153,9 @@ rt_status rt_nccl_wait(rt_nccl *n, int64_t timeout_us, char *err);
 rt_status rt_allreduce_device(rt_comm *c, void *dev_buf, size_t count, rt_ctype t, rt_redop op,
                               void *cuda_stream, char *err);
 
+/* True when the RDMA transport is built in and a verbs device is present. */
+bool rt_rdma_available(void);
+
 /* ---- in-process loopback world (tests, single-process runs) -------------- */
 rt_status rt_loopback_world_create(int size, rt_loopback_world **out);
 void rt_loopback_world_destroy(rt_loopback_world *w);

@@ -1,0 +1,26 @@
+/* conformance.h — the collectives conformance suite, shared by every
+ * transport's test: {ranks 1,2,3,5,8} x {counts 0,1,63,1000,1<<20} x
+ * {segments 4K, 512K}, each collective against a serial reference (bitwise
+ * for integer-valued data), random data identical on every rank and across
+ * two runs. */
+#ifndef RT_CONFORMANCE_H
+#define RT_CONFORMANCE_H
+
+#include "rank_harness.h"
+#include "rt_comm.h"
+
+rt_comm_opts base_opts(size_t seg);
+float val(int r, size_t i);
+
+typedef struct conf_arg {
+    size_t count;
+    uint64_t seed;
+    float *rand_out[8]; /* each rank's allreduce of random data */
+} conf_arg;
+
+/* The per-rank body: every collective once, checked. */
+void conf_body(rt_comm *c, int r, void *varg, rh_result *res);
+/* The whole matrix over one transport; fails the cmocka test on error. */
+void conformance(rt_transport_kind kind);
+
+#endif
