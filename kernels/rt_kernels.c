@@ -149,6 +149,15 @@ bool rt_cuda_available(void)
 #endif
 }
 
+int rt_cuda_device_count_visible(void)
+{
+#ifdef RT_HAVE_CUDA
+    return rt_cuda_device_count();
+#else
+    return 0;
+#endif
+}
+
 const char *rt_cuda_device_name(char *buf, size_t len)
 {
 #ifdef RT_HAVE_CUDA

@@ -100,6 +100,8 @@ void rt_kgraph_destroy(rt_kgraph *g);
 
 /* True when CUDA is built in and at least one device is visible. */
 bool rt_cuda_available(void);
+/* Number of visible CUDA devices (0 without CUDA). */
+int rt_cuda_device_count_visible(void);
 const char *rt_cuda_device_name(char *buf, size_t len);
 
 /* Memory of the context's device; host memory is 64-byte aligned.

@@ -160,6 +160,27 @@ bool rt_rdma_available(void);
 rt_status rt_loopback_world_create(int size, rt_loopback_world **out);
 void rt_loopback_world_destroy(rt_loopback_world *w);
 
+/* ---- the Run API: joining a job's ring from a program an agent started ----
+ * The agent passes the rank's place in the job in the environment (RT_RANK,
+ * RT_SIZE, RT_LOCAL_RANK, RT_LOCAL_SIZE, RT_CROSS_RANK, RT_CROSS_SIZE,
+ * RT_JOB_ID, RT_ATTEMPT), the peers and the job key in RT_RENDEZVOUS_FILE,
+ * the already bound data-plane socket as RT_LISTEN_FD and a channel to the
+ * agent as RT_CONTROL_FD.  (Horovod's hvd.init(), torchrun's env://.) */
+typedef struct rt_rank_info {
+    int rank, size, local_rank, local_size, cross_rank, cross_size;
+    int64_t job_id, attempt;
+    char transport[16]; /* tcp, rdma or nccl (NCCL runs over the ring's bootstrap) */
+    int64_t collective_timeout_us;
+} rt_rank_info;
+
+/* Build this rank's communicator (blocks until the ring is connected or the
+ * collective timeout passes).  RT_ERR_NOTFOUND when not started by an agent. */
+rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err);
+/* Send one JSON object (a single line, no newline) to the agent, which
+ * relays it to the coordinator as progress; non-blocking, best effort.
+ * A no-op when not started by an agent. */
+void rt_report_progress(const char *json_object);
+
 /* ---- helpers exposed for tests and benchmarks ------------------------------ */
 
 /* Balanced split of total into parts: part i is [*off, *off + *len).  Parts

@@ -1,0 +1,130 @@
+/* agent.h — private to agent/: the agent's model and the functions its
+ * files share.
+ *
+ *   agent_core.c   connection to the coordinator (TLS, hello, heartbeats,
+ *                  reconnect with backoff), messages, systemd notifications
+ *   agent_proc.c   workers: prepare (bind the rank's data socket), start
+ *                  (fork/exec in its own process group with the rendezvous
+ *                  environment), output capture, reaping, abort
+ *   agent_logs.c   per-rank log files with rotation, streaming to the
+ *                  coordinator, the tail kept for failure reports
+ *   hostid.c       the host hash
+ *
+ * One libevent thread. */
+#ifndef RT_AGENT_H
+#define RT_AGENT_H
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <openssl/ssl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "rt_json.h"
+#include "rt_net.h"
+#include "rt_schemas.h"
+
+#define TAIL_LINES 20
+#define TAIL_LINE_LEN 240
+
+typedef struct agentd agentd;
+
+typedef struct worker {
+    agentd *ag;
+    int64_t job, attempt;
+    int rank, size, local_rank, local_size, cross_rank, cross_size;
+    int listen_fd; /* bound at prepare, handed to the worker */
+    char addr[96];
+    pid_t pid;     /* 0 until started */
+    bool started, reaped, out_eof, reported;
+    int code, sig;
+    int out_fd, ctl_fd;
+    struct event *out_ev, *ctl_ev;
+    /* output */
+    FILE *log;
+    char log_path[512];
+    uint64_t log_bytes;
+    char tail[TAIL_LINES][TAIL_LINE_LEN];
+    int tail_next, tail_count;
+    char partial[TAIL_LINE_LEN]; /* the last line, not yet ended */
+    size_t partial_len;
+    /* control messages (JSON lines) from the worker */
+    char ctl_buf[65536];
+    size_t ctl_fill;
+    int64_t kill_at_ns; /* SIGKILL after SIGTERM, when nonzero */
+    int64_t reaped_ns;
+    char workdir[512];
+    struct worker *next;
+} worker;
+
+typedef struct log_req {
+    int64_t req, job, attempt;
+    int rank;
+    bool follow, prefix;
+    int fd;
+    char path[512];
+    char line[4096]; /* prefix mode: the line being assembled */
+    size_t line_len;
+    struct log_req *next;
+} log_req;
+
+struct agentd {
+    rt_agent_cfg cfg;
+    char token[RT_TOKEN_HEX + 1];
+    char host_id[80], name[80], hostname[256];
+    char coord_host[256], server_name[256];
+    int coord_port;
+    struct event_base *base;
+    SSL_CTX *ssl;
+    struct bufferevent *bev;
+    bool connected, welcomed;
+    int64_t heartbeat_ms;
+    int64_t backoff_us;
+    int attempts;
+    struct event *reconnect, *heartbeat, *tick, *sigterm, *sigint, *sigchld;
+    char data_addr[96];
+    int slots, gpus;
+    bool cuda, nccl, rdma;
+    worker *workers;
+    log_req *logs;
+    char *exited_backlog; /* JSON array items of exits not yet reported */
+    bool stopping;
+    int64_t stop_deadline_ns;
+    char self_exe[1024];
+};
+
+/* agent_core.c */
+rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err);
+int agent_run(agentd *ag);
+void agent_destroy(agentd *ag);
+/* Send to the coordinator; while disconnected the message is dropped, and
+ * exits are kept for the next hello instead (see proc_report_exit). */
+bool agent_send(agentd *ag, rt_jw *w);
+
+/* agent_proc.c */
+void proc_prepare(agentd *ag, const rt_json *m);
+void proc_start(agentd *ag, const rt_json *m);
+void proc_abort(agentd *ag, int64_t job, int64_t attempt, const char *reason);
+void proc_reap(agentd *ag);
+void proc_tick(agentd *ag);
+void proc_stop_all(agentd *ag);
+int proc_live(const agentd *ag);
+/* {"job":..,"attempt":..,"rank":..,"pid":..} of every running worker */
+void proc_running_json(agentd *ag, rt_jw *w);
+void worker_free(worker *w);
+
+/* agent_logs.c */
+rt_status log_open(worker *w, char *err);
+void log_write(worker *w, const char *data, size_t n);
+void log_tail_json(const worker *w, rt_jw *jw);
+void logs_request(agentd *ag, const rt_json *m);
+void logs_cancel(agentd *ag, int64_t req);
+void logs_pump(agentd *ag); /* send what is new to every open stream */
+void logs_drop_all(agentd *ag);
+
+/* hostid.c */
+void rt_host_id(char *out, size_t len);
+
+#endif

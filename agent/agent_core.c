@@ -1,0 +1,399 @@
+/* agent_core.c — the agent's link to the coordinator and its event loop.
+ *
+ * The agent connects over TLS (the coordinator's certificate must chain to
+ * the cluster CA and name server_name), sends a hello with the cluster
+ * token, its host id, slots, capabilities, the workers it is running and the
+ * exits the coordinator has not heard of, then heartbeats.  When the link
+ * drops it retries with exponential backoff (0.5 s doubling up to
+ * reconnect_max); its workers keep running meanwhile.  Under systemd it
+ * reports READY=1 at start, STATUS= lines, WATCHDOG=1 at half the watchdog
+ * interval and STOPPING=1 on SIGTERM, when it stops its workers (SIGTERM,
+ * then SIGKILL after kill_grace), reports their exits and leaves. */
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
+#include <netdb.h>
+#include <openssl/err.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "rt_comm.h"
+#include "rt_kernels.h"
+#include "rt_log.h"
+#include "rt_time.h"
+
+#define CONNECT_TIMEOUT_S 10
+#define TICK_US 200000
+
+static void schedule_reconnect(agentd *ag, const char *why);
+
+bool agent_send(agentd *ag, rt_jw *w)
+{
+    if (!ag->bev || !ag->welcomed) {
+        rt_jw_free(w);
+        return false;
+    }
+    return rt_frame_push(ag->bev, w) == RT_OK;
+}
+
+static void status(agentd *ag, const char *state)
+{
+    sd_notifyf(0, "STATUS=%s; %d workers running", state, proc_live(ag));
+}
+
+static void send_hello(agentd *ag)
+{
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    rt_jw_kstr(&w, "type", "hello");
+    rt_jw_kstr(&w, "token", ag->token);
+    rt_jw_kstr(&w, "host_id", ag->host_id);
+    rt_jw_kstr(&w, "name", ag->name);
+    rt_jw_kstr(&w, "hostname", ag->hostname);
+    rt_jw_kint(&w, "slots", ag->slots);
+    rt_jw_kstr(&w, "address", ag->data_addr);
+    rt_jw_kstr(&w, "version", "0.1.0");
+    rt_jw_key(&w, "caps");
+    rt_jw_obj(&w);
+    rt_jw_kbool(&w, "cuda", ag->cuda);
+    rt_jw_kbool(&w, "nccl", ag->nccl);
+    rt_jw_kbool(&w, "rdma", ag->rdma);
+    rt_jw_kint(&w, "gpus", ag->gpus);
+    rt_jw_obj_end(&w);
+    rt_jw_key(&w, "running");
+    proc_running_json(ag, &w);
+    rt_jw_key(&w, "exited");
+    rt_jw_raw(&w, ag->exited_backlog ? ag->exited_backlog : "[]");
+    rt_jw_obj_end(&w);
+    rt_frame_push(ag->bev, &w);
+}
+
+static void on_welcome(agentd *ag, const rt_json *m)
+{
+    int64_t hb = 2000;
+    rt_json_get_int(m, "heartbeat_ms", &hb);
+    ag->heartbeat_ms = hb < 10 ? 10 : hb;
+    ag->welcomed = true;
+    ag->backoff_us = 0;
+    ag->attempts = 0;
+    free(ag->exited_backlog); /* the hello carried them */
+    ag->exited_backlog = NULL;
+    struct timeval tv = {ag->heartbeat_ms / 1000, (ag->heartbeat_ms % 1000) * 1000};
+    event_add(ag->heartbeat, &tv);
+    RT_INFO("agent", "registered with the coordinator at %s:%d as %s", ag->coord_host,
+            ag->coord_port, rt_json_str(rt_json_get(m, "agent"), "?"));
+    char st[300];
+    snprintf(st, sizeof st, "connected to %s:%d", ag->coord_host, ag->coord_port);
+    status(ag, st);
+}
+
+static void dispatch(agentd *ag, const rt_json *m)
+{
+    const char *type = rt_json_get_str(m, "type");
+    int64_t job = 0, att = 0, req = 0;
+    if (strcmp(type, "welcome") == 0) {
+        on_welcome(ag, m);
+    } else if (strcmp(type, "error") == 0) {
+        RT_ERROR("agent", "the coordinator refused this agent: %s",
+                 rt_json_str(rt_json_get(m, "reason"), "?"));
+    } else if (!ag->welcomed) {
+        RT_WARN("agent", "'%s' from the coordinator before welcome: ignored", type);
+    } else if (strcmp(type, "prepare") == 0) {
+        proc_prepare(ag, m);
+    } else if (strcmp(type, "start") == 0) {
+        proc_start(ag, m);
+    } else if (strcmp(type, "abort") == 0) {
+        if (rt_json_get_int(m, "job", &job) && rt_json_get_int(m, "attempt", &att))
+            proc_abort(ag, job, att, rt_json_str(rt_json_get(m, "reason"), "aborted"));
+    } else if (strcmp(type, "logs") == 0) {
+        logs_request(ag, m);
+    } else if (strcmp(type, "logs_cancel") == 0) {
+        if (rt_json_get_int(m, "req", &req))
+            logs_cancel(ag, req);
+    } else {
+        RT_WARN("agent", "unknown message '%s' from the coordinator: ignored", type);
+    }
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    agentd *ag = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    for (;;) {
+        rt_json *m = NULL;
+        char err[RT_ERR_LEN];
+        int r = rt_frame_pull(in, &m, err);
+        if (r == 0)
+            return;
+        if (r < 0) {
+            schedule_reconnect(ag, err);
+            return;
+        }
+        dispatch(ag, m);
+        rt_json_free(m);
+        if (!ag->bev)
+            return;
+    }
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    agentd *ag = arg;
+    if (what & BEV_EVENT_CONNECTED) {
+        ag->connected = true;
+        bufferevent_set_timeouts(bev, NULL, NULL);
+        if (!ag->cfg.data_address || !*ag->cfg.data_address) {
+            /* the address the coordinator reaches us on is the one peers use */
+            struct sockaddr_storage ss;
+            socklen_t sl = sizeof ss;
+            char ip[INET6_ADDRSTRLEN] = "127.0.0.1";
+            if (getsockname(bufferevent_getfd(bev), (struct sockaddr *)&ss, &sl) == 0) {
+                if (ss.ss_family == AF_INET)
+                    inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, ip, sizeof ip);
+                else if (ss.ss_family == AF_INET6)
+                    inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, ip, sizeof ip);
+            }
+            snprintf(ag->data_addr, sizeof ag->data_addr, "%s", ip);
+        }
+        send_hello(ag);
+        return;
+    }
+    char why[300];
+    unsigned long e = bufferevent_get_openssl_error(bev);
+    if (e) {
+        char buf[256];
+        ERR_error_string_n(e, buf, sizeof buf);
+        snprintf(why, sizeof why, "TLS: %s (is ca = the cluster CA, and server_name right?)", buf);
+    } else if (what & BEV_EVENT_TIMEOUT) {
+        snprintf(why, sizeof why, "timed out connecting");
+    } else if (what & BEV_EVENT_EOF) {
+        snprintf(why, sizeof why, "the coordinator closed the connection");
+    } else {
+        snprintf(why, sizeof why, "%s", evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    }
+    schedule_reconnect(ag, why);
+}
+
+static void connect_now(evutil_socket_t fd, short what, void *arg)
+{
+    agentd *ag = arg;
+    (void)fd;
+    (void)what;
+    if (ag->stopping)
+        return;
+    ag->attempts++;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    char port[16];
+    snprintf(port, sizeof port, "%d", ag->coord_port);
+    int g = getaddrinfo(ag->coord_host, port, &hints, &res);
+    if (g != 0) {
+        char why[300];
+        snprintf(why, sizeof why, "cannot resolve %s: %s", ag->coord_host, gai_strerror(g));
+        schedule_reconnect(ag, why);
+        return;
+    }
+    SSL *ssl = rt_tls_client_ssl(ag->ssl, ag->server_name);
+    ag->bev = bufferevent_openssl_socket_new(ag->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                             BEV_OPT_CLOSE_ON_FREE);
+    bufferevent_setcb(ag->bev, on_read, NULL, on_event, ag);
+    struct timeval tv = {CONNECT_TIMEOUT_S, 0};
+    bufferevent_set_timeouts(ag->bev, &tv, &tv);
+    bufferevent_setwatermark(ag->bev, EV_READ, 0, RT_FRAME_MAX + 8);
+    bufferevent_enable(ag->bev, EV_READ | EV_WRITE);
+    if (bufferevent_socket_connect(ag->bev, res->ai_addr, (int)res->ai_addrlen) != 0) {
+        freeaddrinfo(res);
+        schedule_reconnect(ag, "connect failed");
+        return;
+    }
+    freeaddrinfo(res);
+}
+
+static void schedule_reconnect(agentd *ag, const char *why)
+{
+    if (ag->bev) {
+        bufferevent_free(ag->bev);
+        ag->bev = NULL;
+    }
+    bool was_up = ag->welcomed;
+    ag->connected = ag->welcomed = false;
+    event_del(ag->heartbeat);
+    logs_drop_all(ag);
+    if (ag->stopping)
+        return;
+    ag->backoff_us = ag->backoff_us ? ag->backoff_us * 2 : 500000;
+    if (ag->backoff_us > ag->cfg.reconnect_max_us)
+        ag->backoff_us = ag->cfg.reconnect_max_us;
+    /* a little jitter, so a restarted coordinator is not hit by every agent at once */
+    int64_t us = ag->backoff_us - ag->backoff_us / 8 + (int64_t)(rand() % (int)(ag->backoff_us / 4 + 1));
+    if (was_up || ag->attempts <= 1 || ag->attempts % 10 == 0)
+        RT_WARN("agent", "lost the coordinator at %s:%d (%s); retrying in %.1f s", ag->coord_host,
+                ag->coord_port, why, (double)us / 1e6);
+    char st[400];
+    snprintf(st, sizeof st, "reconnecting to %s:%d: %s", ag->coord_host, ag->coord_port, why);
+    status(ag, st);
+    struct timeval tv = {us / 1000000, us % 1000000};
+    event_add(ag->reconnect, &tv);
+}
+
+static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
+{
+    agentd *ag = arg;
+    (void)fd;
+    (void)what;
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    rt_jw_kstr(&w, "type", "heartbeat");
+    rt_jw_kint(&w, "workers", proc_live(ag));
+    rt_jw_obj_end(&w);
+    agent_send(ag, &w);
+    struct timeval tv = {ag->heartbeat_ms / 1000, (ag->heartbeat_ms % 1000) * 1000};
+    event_add(ag->heartbeat, &tv);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    agentd *ag = arg;
+    (void)fd;
+    (void)what;
+    proc_tick(ag);
+    logs_pump(ag);
+    static int64_t last_wd;
+    uint64_t wd = 0;
+    int64_t now = rt_now_ns();
+    if (sd_watchdog_enabled(0, &wd) > 0 && (now - last_wd) / 1000 > (int64_t)wd / 2) {
+        sd_notify(0, "WATCHDOG=1");
+        last_wd = now;
+    }
+    if (ag->stopping && (proc_live(ag) == 0 || now > ag->stop_deadline_ns)) {
+        if (ag->bev)
+            bufferevent_flush(ag->bev, EV_WRITE, BEV_FLUSH);
+        event_base_loopexit(ag->base, NULL);
+    }
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    agentd *ag = arg;
+    (void)what;
+    if (sig == SIGCHLD) {
+        proc_reap(ag);
+        return;
+    }
+    if (ag->stopping)
+        return;
+    RT_INFO("agent", "signal %d: stopping %d workers", (int)sig, proc_live(ag));
+    sd_notify(0, "STOPPING=1");
+    ag->stopping = true;
+    ag->stop_deadline_ns = rt_now_ns() + 2 * ag->cfg.kill_grace_us * 1000 + 2000000000LL;
+    proc_stop_all(ag);
+}
+
+static rt_status split_hostport(const char *s, char *host, size_t hl, int *port, char *err)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || (size_t)(colon - s) >= hl || atoi(colon + 1) <= 0)
+        return rt_err(err, RT_ERR_INVALID, "coordinator address '%s' is not host:port", s);
+    snprintf(host, hl, "%.*s", (int)(colon - s), s);
+    if (host[0] == '[') {
+        memmove(host, host + 1, strlen(host));
+        host[strlen(host) - 1] = '\0';
+    }
+    *port = atoi(colon + 1);
+    return RT_OK;
+}
+
+rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
+{
+    *out = NULL;
+    agentd *ag = calloc(1, sizeof *ag);
+    if (!ag)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    ag->cfg = *cfg;
+    rt_status st = rt_token_load(cfg->token_file, ag->token, err);
+    if (st == RT_OK)
+        st = split_hostport(cfg->coordinator, ag->coord_host, sizeof ag->coord_host,
+                            &ag->coord_port, err);
+    if (st == RT_OK && !(ag->ssl = rt_tls_client_ctx(cfg->ca, err)))
+        st = RT_ERR_IO;
+    if (st != RT_OK) {
+        agent_destroy(ag);
+        return st;
+    }
+    snprintf(ag->server_name, sizeof ag->server_name, "%s",
+             cfg->server_name && *cfg->server_name ? cfg->server_name : ag->coord_host);
+    gethostname(ag->hostname, sizeof ag->hostname - 1);
+    if (cfg->host_id && *cfg->host_id)
+        snprintf(ag->host_id, sizeof ag->host_id, "%s", cfg->host_id);
+    else
+        rt_host_id(ag->host_id, sizeof ag->host_id);
+    snprintf(ag->name, sizeof ag->name, "%s", cfg->name && *cfg->name ? cfg->name : ag->hostname);
+    if (cfg->data_address && *cfg->data_address)
+        snprintf(ag->data_addr, sizeof ag->data_addr, "%s", cfg->data_address);
+    char nm[128];
+    ag->cuda = rt_cuda_available();
+    ag->gpus = ag->cuda ? rt_cuda_device_count_visible() : 0;
+    ag->nccl = rt_nccl_available();
+    ag->rdma = rt_rdma_available();
+    ag->slots = cfg->slots > 0 ? (int)cfg->slots : (ag->gpus > 0 ? ag->gpus : 1);
+    ssize_t n = readlink("/proc/self/exe", ag->self_exe, sizeof ag->self_exe - 1);
+    ag->self_exe[n > 0 ? n : 0] = '\0';
+    ag->base = event_base_new();
+    ag->reconnect = evtimer_new(ag->base, connect_now, ag);
+    ag->heartbeat = evtimer_new(ag->base, on_heartbeat, ag);
+    ag->tick = event_new(ag->base, -1, EV_PERSIST, on_tick, ag);
+    ag->sigterm = evsignal_new(ag->base, SIGTERM, on_signal, ag);
+    ag->sigint = evsignal_new(ag->base, SIGINT, on_signal, ag);
+    ag->sigchld = evsignal_new(ag->base, SIGCHLD, on_signal, ag);
+    struct timeval tv = {0, TICK_US};
+    event_add(ag->tick, &tv);
+    event_add(ag->sigterm, NULL);
+    event_add(ag->sigint, NULL);
+    event_add(ag->sigchld, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    RT_INFO("agent", "agent %s/%s: %d slot%s%s%s, coordinator %s:%d", ag->host_id, ag->name,
+            ag->slots, ag->slots == 1 ? "" : "s", ag->cuda ? ", GPU " : "",
+            ag->cuda ? rt_cuda_device_name(nm, sizeof nm) : "", ag->coord_host, ag->coord_port);
+    *out = ag;
+    return RT_OK;
+}
+
+int agent_run(agentd *ag)
+{
+    sd_notify(0, "READY=1");
+    status(ag, "connecting");
+    connect_now(-1, 0, ag);
+    event_base_dispatch(ag->base);
+    return 0;
+}
+
+void agent_destroy(agentd *ag)
+{
+    if (!ag)
+        return;
+    logs_drop_all(ag);
+    while (ag->workers) {
+        worker *w = ag->workers;
+        ag->workers = w->next;
+        worker_free(w);
+    }
+    struct event *evs[] = {ag->reconnect, ag->heartbeat, ag->tick,
+                           ag->sigterm,   ag->sigint,    ag->sigchld};
+    for (size_t i = 0; i < RT_ARRAY_LEN(evs); i++)
+        if (evs[i])
+            event_free(evs[i]);
+    if (ag->bev)
+        bufferevent_free(ag->bev);
+    if (ag->base)
+        event_base_free(ag->base);
+    if (ag->ssl)
+        SSL_CTX_free(ag->ssl);
+    free(ag->exited_backlog);
+    free(ag);
+}

@@ -1,0 +1,256 @@
+/* agent_logs.c — each rank's output: appended to
+ * log_dir/job-J/attempt-A/rank-R.log, rotated past log_max_bytes (rank-R.log.1
+ * ... .log_keep), the last TAIL_LINES lines kept in memory for the failure
+ * report, and streamed to the coordinator on request (from the start of the
+ * current file; with follow, until the rank has exited and everything is
+ * sent; with prefix, whole lines led by "[R] "). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "rt_log.h"
+
+#define CHUNK 49152 /* raw bytes per frame: far below the 1 MiB limit once escaped */
+
+static void log_path(const agentd *ag, int64_t job, int64_t attempt, int rank, char *out,
+                     size_t len)
+{
+    snprintf(out, len, "%s/job-%lld/attempt-%lld/rank-%d.log", ag->cfg.log_dir, (long long)job,
+             (long long)attempt, rank);
+}
+
+rt_status log_open(worker *w, char *err)
+{
+    log_path(w->ag, w->job, w->attempt, w->rank, w->log_path, sizeof w->log_path);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", w->log_path);
+    char *slash = strrchr(dir, '/');
+    *slash = '\0';
+    for (char *p = dir + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(dir, 0755);
+            *p = '/';
+        }
+    mkdir(dir, 0755);
+    w->log = fopen(w->log_path, "a");
+    if (!w->log)
+        return rt_err(err, RT_ERR_IO, "cannot open %s: %s", w->log_path, strerror(errno));
+    struct stat st;
+    w->log_bytes = fstat(fileno(w->log), &st) == 0 ? (uint64_t)st.st_size : 0;
+    return RT_OK;
+}
+
+static void rotate(worker *w)
+{
+    const agentd *ag = w->ag;
+    fclose(w->log);
+    char from[600], to[600];
+    for (int64_t k = ag->cfg.log_keep - 1; k >= 1; k--) {
+        snprintf(from, sizeof from, "%s.%lld", w->log_path, (long long)k);
+        snprintf(to, sizeof to, "%s.%lld", w->log_path, (long long)k + 1);
+        rename(from, to);
+    }
+    if (ag->cfg.log_keep > 0) {
+        snprintf(to, sizeof to, "%s.1", w->log_path);
+        rename(w->log_path, to);
+    }
+    w->log = fopen(w->log_path, ag->cfg.log_keep > 0 ? "a" : "w");
+    w->log_bytes = 0;
+}
+
+static void tail_push(worker *w, const char *line, size_t n)
+{
+    if (n >= TAIL_LINE_LEN)
+        n = TAIL_LINE_LEN - 1;
+    memcpy(w->tail[w->tail_next], line, n);
+    w->tail[w->tail_next][n] = '\0';
+    w->tail_next = (w->tail_next + 1) % TAIL_LINES;
+    if (w->tail_count < TAIL_LINES)
+        w->tail_count++;
+}
+
+void log_write(worker *w, const char *data, size_t n)
+{
+    if (w->log) {
+        fwrite(data, 1, n, w->log);
+        fflush(w->log); /* followers read the file */
+        w->log_bytes += n;
+        if (w->log_bytes > w->ag->cfg.log_max_bytes)
+            rotate(w);
+    }
+    /* the last lines, for the failure report */
+    for (size_t i = 0; i < n; i++) {
+        if (data[i] == '\n') {
+            tail_push(w, w->partial, w->partial_len);
+            w->partial_len = 0;
+        } else if (w->partial_len < TAIL_LINE_LEN - 1) {
+            w->partial[w->partial_len++] = data[i];
+        }
+    }
+}
+
+void log_tail_json(const worker *w, rt_jw *jw)
+{
+    rt_jw_arr(jw);
+    int first = (w->tail_next - w->tail_count + TAIL_LINES) % TAIL_LINES;
+    for (int i = 0; i < w->tail_count; i++)
+        rt_jw_str(jw, w->tail[(first + i) % TAIL_LINES]);
+    if (w->partial_len)
+        rt_jw_strn(jw, w->partial, w->partial_len);
+    rt_jw_arr_end(jw);
+}
+
+/* ---- streams ----------------------------------------------------------------- */
+
+static void send_chunk(agentd *ag, log_req *r, const char *data, size_t n, bool eof,
+                       const char *error)
+{
+    rt_jw jw;
+    rt_jw_init(&jw);
+    rt_jw_obj(&jw);
+    rt_jw_kstr(&jw, "type", "logs");
+    rt_jw_kint(&jw, "req", r->req);
+    rt_jw_kint(&jw, "rank", r->rank);
+    if (n)
+        rt_jw_key(&jw, "data"), rt_jw_strn(&jw, data, n);
+    if (error)
+        rt_jw_kstr(&jw, "error", error);
+    rt_jw_kbool(&jw, "eof", eof);
+    rt_jw_obj_end(&jw);
+    agent_send(ag, &jw);
+}
+
+static void remove_req(agentd *ag, log_req *r)
+{
+    for (log_req **p = &ag->logs; *p; p = &(*p)->next)
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
+    if (r->fd >= 0)
+        close(r->fd);
+    free(r);
+}
+
+void logs_request(agentd *ag, const rt_json *m)
+{
+    log_req *r = calloc(1, sizeof *r);
+    if (!r)
+        return;
+    int64_t rank = 0;
+    rt_json_get_int(m, "req", &r->req);
+    rt_json_get_int(m, "job", &r->job);
+    rt_json_get_int(m, "attempt", &r->attempt);
+    rt_json_get_int(m, "rank", &rank);
+    r->rank = (int)rank;
+    r->follow = rt_json_bool(rt_json_get(m, "follow"), false);
+    r->prefix = rt_json_bool(rt_json_get(m, "prefix"), false);
+    log_path(ag, r->job, r->attempt, r->rank, r->path, sizeof r->path);
+    r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
+    r->next = ag->logs;
+    ag->logs = r;
+    if (r->fd < 0) {
+        char why[700];
+        snprintf(why, sizeof why, "no output of rank %d here (%s)", r->rank, strerror(errno));
+        send_chunk(ag, r, NULL, 0, true, why);
+        remove_req(ag, r);
+        return;
+    }
+    logs_pump(ag);
+}
+
+void logs_cancel(agentd *ag, int64_t req)
+{
+    for (log_req *r = ag->logs; r; r = r->next)
+        if (r->req == req) {
+            remove_req(ag, r);
+            return;
+        }
+}
+
+void logs_drop_all(agentd *ag)
+{
+    while (ag->logs)
+        remove_req(ag, ag->logs);
+}
+
+static bool rank_running(agentd *ag, const log_req *r)
+{
+    for (worker *w = ag->workers; w; w = w->next)
+        if (w->job == r->job && w->attempt == r->attempt && w->rank == r->rank)
+            return !w->reported;
+    return false;
+}
+
+/* Whole lines led by "[R] " (the aggregated stream of all ranks). */
+static void send_prefixed(agentd *ag, log_req *r, const char *data, size_t n, bool flush)
+{
+    char out[CHUNK * 2];
+    size_t o = 0;
+    char pre[24];
+    int pl = snprintf(pre, sizeof pre, "[%d] ", r->rank);
+    for (size_t i = 0; i < n; i++) {
+        if (r->line_len < sizeof r->line - 2)
+            r->line[r->line_len++] = data[i];
+        if (data[i] == '\n' || r->line_len >= sizeof r->line - 2) {
+            if (r->line[r->line_len - 1] != '\n')
+                r->line[r->line_len++] = '\n';
+            if (o + (size_t)pl + r->line_len > sizeof out) {
+                send_chunk(ag, r, out, o, false, NULL);
+                o = 0;
+            }
+            memcpy(out + o, pre, (size_t)pl);
+            memcpy(out + o + (size_t)pl, r->line, r->line_len);
+            o += (size_t)pl + r->line_len;
+            r->line_len = 0;
+        }
+    }
+    if (flush && r->line_len) {
+        memcpy(out + o, pre, (size_t)pl);
+        memcpy(out + o + (size_t)pl, r->line, r->line_len);
+        o += (size_t)pl + r->line_len;
+        out[o++] = '\n';
+        r->line_len = 0;
+    }
+    if (o)
+        send_chunk(ag, r, out, o, false, NULL);
+}
+
+void logs_pump(agentd *ag)
+{
+    for (log_req *r = ag->logs, *next; r; r = next) {
+        next = r->next;
+        char buf[CHUNK];
+        int rounds = 0;
+        ssize_t n = 0;
+        bool running = rank_running(ag, r);
+        while (rounds++ < 8 && (n = read(r->fd, buf, sizeof buf)) > 0) {
+            if (r->prefix)
+                send_prefixed(ag, r, buf, (size_t)n, false);
+            else
+                send_chunk(ag, r, buf, (size_t)n, false, NULL);
+        }
+        if (n > 0)
+            continue; /* more next tick: do not starve the event loop */
+        /* at the end of the file: rotated under us, still growing, or done */
+        struct stat a, b;
+        if (fstat(r->fd, &a) == 0 && stat(r->path, &b) == 0 && a.st_ino != b.st_ino) {
+            close(r->fd);
+            r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
+            if (r->fd >= 0)
+                continue;
+        }
+        if (r->follow && running)
+            continue;
+        if (r->prefix)
+            send_prefixed(ag, r, NULL, 0, true);
+        send_chunk(ag, r, NULL, 0, true, NULL);
+        remove_req(ag, r);
+    }
+}

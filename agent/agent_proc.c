@@ -1,0 +1,607 @@
+/* agent_proc.c — the agent's workers.
+ *
+ * prepare: bind a listening socket on the data address for each of the
+ *   agent's ranks and report the addresses (gang start: nobody runs until
+ *   every rank has one).
+ * start: per rank, write the rendezvous file (mode 0600: peers and the
+ *   job key) and fork/exec the program in a process group of its own, with
+ *   fd 0 /dev/null, fds 1 and 2 a pipe into the rank's log, fd 3 the bound
+ *   listening socket (RT_LISTEN_FD) and fd 4 a control socket for progress
+ *   reports (RT_CONTROL_FD), and the rank environment (RT_RANK, RT_SIZE,
+ *   RT_LOCAL_RANK, ... RT_RENDEZVOUS_FILE).  PR_SET_PDEATHSIG kills a worker
+ *   if the agent itself dies: no orphans.
+ * abort / stop: SIGTERM to the process group, SIGKILL after kill_grace.
+ * exit: reported with the code or signal and the last lines of output, once
+ *   the output pipe is drained (or 1 s after the process is reaped). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "rt_comm.h"
+#include "rt_log.h"
+#include "rt_time.h"
+
+extern char **environ;
+
+void worker_free(worker *w)
+{
+    if (!w)
+        return;
+    if (w->out_ev)
+        event_free(w->out_ev);
+    if (w->ctl_ev)
+        event_free(w->ctl_ev);
+    if (w->out_fd >= 0)
+        close(w->out_fd);
+    if (w->ctl_fd >= 0)
+        close(w->ctl_fd);
+    if (w->listen_fd >= 0)
+        close(w->listen_fd);
+    if (w->log)
+        fclose(w->log);
+    free(w);
+}
+
+static void unlink_worker(agentd *ag, worker *w)
+{
+    for (worker **p = &ag->workers; *p; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            return;
+        }
+}
+
+int proc_live(const agentd *ag)
+{
+    int n = 0;
+    for (const worker *w = ag->workers; w; w = w->next)
+        n += w->started && !w->reaped;
+    return n;
+}
+
+void proc_running_json(agentd *ag, rt_jw *jw)
+{
+    rt_jw_arr(jw);
+    for (worker *w = ag->workers; w; w = w->next)
+        if (w->started && !w->reaped) {
+            rt_jw_obj(jw);
+            rt_jw_kint(jw, "job", w->job);
+            rt_jw_kint(jw, "attempt", w->attempt);
+            rt_jw_kint(jw, "rank", w->rank);
+            rt_jw_kint(jw, "pid", w->pid);
+            rt_jw_obj_end(jw);
+        }
+    rt_jw_arr_end(jw);
+}
+
+static rt_status mkdirs(const char *path, char *err)
+{
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+                return rt_err(err, RT_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+            *p = '/';
+        }
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+        return rt_err(err, RT_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+    return RT_OK;
+}
+
+static worker *find(agentd *ag, int64_t job, int64_t attempt, int rank)
+{
+    for (worker *w = ag->workers; w; w = w->next)
+        if (w->job == job && w->attempt == attempt && w->rank == rank)
+            return w;
+    return NULL;
+}
+
+/* ---- reporting ---------------------------------------------------------------- */
+
+static void report_exit(agentd *ag, worker *w)
+{
+    w->reported = true;
+    char line[160];
+    if (w->sig)
+        snprintf(line, sizeof line, "[agent] rank %d was killed by signal %d (%s)\n", w->rank,
+                 w->sig, strsignal(w->sig));
+    else
+        snprintf(line, sizeof line, "[agent] rank %d exited with code %d\n", w->rank, w->code);
+    if (w->started)
+        log_write(w, line, strlen(line));
+    rt_jw jw;
+    rt_jw_init(&jw);
+    rt_jw_obj(&jw);
+    rt_jw_kstr(&jw, "type", "exited");
+    rt_jw_kint(&jw, "job", w->job);
+    rt_jw_kint(&jw, "attempt", w->attempt);
+    rt_jw_kint(&jw, "rank", w->rank);
+    rt_jw_kint(&jw, "code", w->code);
+    rt_jw_kint(&jw, "signal", w->sig);
+    rt_jw_key(&jw, "tail");
+    log_tail_json(w, &jw);
+    rt_jw_obj_end(&jw);
+    RT_INFO("agent", "job %lld rank %d: %s", (long long)w->job, w->rank, line + 8);
+    if (ag->welcomed) {
+        agent_send(ag, &jw);
+        return;
+    }
+    /* the coordinator is away: keep the exit for the next hello */
+    char *item = rt_jw_take(&jw, NULL);
+    if (!item)
+        return;
+    size_t old = ag->exited_backlog ? strlen(ag->exited_backlog) : 0;
+    char *b = realloc(ag->exited_backlog, old + strlen(item) + 3);
+    if (b) {
+        if (old == 0)
+            snprintf(b, strlen(item) + 3, "[%s]", item);
+        else {
+            b[old - 1] = ',';
+            memcpy(b + old, item, strlen(item));
+            b[old + strlen(item)] = ']';
+            b[old + strlen(item) + 1] = '\0';
+        }
+        ag->exited_backlog = b;
+    }
+    free(item);
+}
+
+/* ---- prepare -------------------------------------------------------------------- */
+
+void proc_prepare(agentd *ag, const rt_json *m)
+{
+    int64_t job = 0, attempt = 0, size = 0;
+    rt_json_get_int(m, "job", &job);
+    rt_json_get_int(m, "attempt", &attempt);
+    rt_json_get_int(m, "size", &size);
+    const rt_json *ranks = rt_json_get(m, "ranks");
+    rt_jw jw;
+    rt_jw_init(&jw);
+    rt_jw_obj(&jw);
+    rt_jw_kstr(&jw, "type", "prepared");
+    rt_jw_kint(&jw, "job", job);
+    rt_jw_kint(&jw, "attempt", attempt);
+    rt_jw_key(&jw, "ranks");
+    rt_jw_arr(&jw);
+    char err[RT_ERR_LEN] = "";
+    rt_status st = RT_OK;
+    for (size_t i = 0; i < rt_json_len(ranks) && st == RT_OK; i++) {
+        const rt_json *r = rt_json_at(ranks, i);
+        int64_t rank = -1, v;
+        rt_json_get_int(r, "rank", &rank);
+        worker *w = find(ag, job, attempt, (int)rank);
+        if (!w) {
+            w = calloc(1, sizeof *w);
+            if (!w) {
+                st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+                break;
+            }
+            w->ag = ag;
+            w->job = job;
+            w->attempt = attempt;
+            w->rank = (int)rank;
+            w->size = (int)size;
+            w->out_fd = w->ctl_fd = w->listen_fd = -1;
+            w->local_rank = rt_json_get_int(r, "local_rank", &v) ? (int)v : 0;
+            w->local_size = rt_json_get_int(r, "local_size", &v) ? (int)v : 1;
+            w->cross_rank = rt_json_get_int(r, "cross_rank", &v) ? (int)v : 0;
+            w->cross_size = rt_json_get_int(r, "cross_size", &v) ? (int)v : 1;
+            char *addr = NULL;
+            st = rt_listen_tcp(ag->data_addr, 0, &w->listen_fd, &addr, err);
+            if (st != RT_OK) {
+                worker_free(w);
+                break;
+            }
+            snprintf(w->addr, sizeof w->addr, "%s", addr);
+            free(addr);
+            w->next = ag->workers;
+            ag->workers = w;
+        }
+        rt_jw_obj(&jw);
+        rt_jw_kint(&jw, "rank", w->rank);
+        rt_jw_kstr(&jw, "addr", w->addr);
+        rt_jw_obj_end(&jw);
+    }
+    rt_jw_arr_end(&jw);
+    if (st != RT_OK) {
+        rt_jw_kstr(&jw, "error", err);
+        proc_abort(ag, job, attempt, err);
+    }
+    rt_jw_obj_end(&jw);
+    agent_send(ag, &jw);
+}
+
+/* ---- start ---------------------------------------------------------------------- */
+
+static void on_output(evutil_socket_t fd, short what, void *arg)
+{
+    worker *w = arg;
+    (void)what;
+    char buf[65536];
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+        log_write(w, buf, (size_t)n);
+        return;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    w->out_eof = true;
+    event_del(w->out_ev);
+}
+
+static void on_control(evutil_socket_t fd, short what, void *arg)
+{
+    worker *w = arg;
+    (void)what;
+    ssize_t n = read(fd, w->ctl_buf + w->ctl_fill, sizeof w->ctl_buf - 1 - w->ctl_fill);
+    if (n <= 0) {
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        event_del(w->ctl_ev);
+        return;
+    }
+    w->ctl_fill += (size_t)n;
+    char *start = w->ctl_buf, *nl;
+    while ((nl = memchr(start, '\n', w->ctl_fill - (size_t)(start - w->ctl_buf)))) {
+        rt_json *data = NULL;
+        char err[RT_ERR_LEN];
+        if (rt_json_parse(start, (size_t)(nl - start), &data, err) == RT_OK &&
+            rt_json_type_of(data) == RT_JSON_OBJECT) {
+            rt_jw jw;
+            rt_jw_init(&jw);
+            rt_jw_obj(&jw);
+            rt_jw_kstr(&jw, "type", "progress");
+            rt_jw_kint(&jw, "job", w->job);
+            rt_jw_kint(&jw, "attempt", w->attempt);
+            rt_jw_kint(&jw, "rank", w->rank);
+            rt_jw_key(&jw, "data");
+            rt_jw_value(&jw, data);
+            rt_jw_obj_end(&jw);
+            agent_send(w->ag, &jw);
+        } else {
+            RT_WARN("agent", "job %lld rank %d sent a malformed progress line: %s",
+                    (long long)w->job, w->rank, err);
+        }
+        rt_json_free(data);
+        start = nl + 1;
+    }
+    size_t rest = w->ctl_fill - (size_t)(start - w->ctl_buf);
+    memmove(w->ctl_buf, start, rest);
+    w->ctl_fill = rest;
+    if (w->ctl_fill == sizeof w->ctl_buf - 1)
+        w->ctl_fill = 0; /* a line longer than the buffer: dropped */
+}
+
+static bool inherit(const char *entry)
+{
+    static const char *const drop[] = {"NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID=",
+                                       "LISTEN_FDS=",    "LISTEN_PID=",    "LISTEN_FDNAMES=",
+                                       "INVOCATION_ID="};
+    for (size_t i = 0; i < RT_ARRAY_LEN(drop); i++)
+        if (strncmp(entry, drop[i], strlen(drop[i])) == 0)
+            return false;
+    return strncmp(entry, "RT_", 3) != 0;
+}
+
+typedef struct strv {
+    char **v;
+    int n, cap;
+} strv;
+
+static void strv_add(strv *s, char *item)
+{
+    if (!item)
+        return;
+    if (s->n + 2 > s->cap) {
+        int nc = s->cap ? s->cap * 2 : 32;
+        char **v = realloc(s->v, (size_t)nc * sizeof *v);
+        if (!v) {
+            free(item);
+            return;
+        }
+        s->v = v;
+        s->cap = nc;
+    }
+    s->v[s->n++] = item;
+    s->v[s->n] = NULL;
+}
+
+static void strv_free(strv *s)
+{
+    for (int i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+}
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+    char *out = NULL;
+    va_list ap;
+    va_start(ap, f);
+    if (vasprintf(&out, f, ap) < 0)
+        out = NULL;
+    va_end(ap);
+    return out;
+}
+
+static rt_status write_rendezvous(worker *w, const rt_json *m, const char *path, char *err)
+{
+    rt_jw jw;
+    rt_jw_init(&jw);
+    rt_jw_obj(&jw);
+    rt_jw_kint(&jw, "job", w->job);
+    rt_jw_kint(&jw, "attempt", w->attempt);
+    rt_jw_kint(&jw, "rank", w->rank);
+    rt_jw_kint(&jw, "size", w->size);
+    rt_jw_kint(&jw, "local_rank", w->local_rank);
+    rt_jw_kint(&jw, "local_size", w->local_size);
+    rt_jw_kint(&jw, "cross_rank", w->cross_rank);
+    rt_jw_kint(&jw, "cross_size", w->cross_size);
+    const char *copy[] = {"peers", "key", "transport", "sockets", "collective_timeout_ms", "encrypt"};
+    for (size_t i = 0; i < RT_ARRAY_LEN(copy); i++) {
+        rt_jw_key(&jw, copy[i]);
+        rt_jw_value(&jw, rt_json_get(m, copy[i]));
+    }
+    rt_jw_obj_end(&jw);
+    size_t len;
+    char *text = rt_jw_take(&jw, &len);
+    int fd = text ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+    bool ok = fd >= 0 && write(fd, text, len) == (ssize_t)len;
+    if (fd >= 0)
+        close(fd);
+    free(text);
+    return ok ? RT_OK : rt_err(err, RT_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+}
+
+static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
+{
+    const char *type = rt_json_str(rt_json_get(m, "job_type"), "exec");
+    snprintf(w->workdir, sizeof w->workdir, "%s/job-%lld", ag->cfg.work_dir, (long long)w->job);
+    rt_status st = mkdirs(w->workdir, err);
+    if (st != RT_OK)
+        return st;
+    char rdv[600], cfgpath[600];
+    snprintf(rdv, sizeof rdv, "%s/rank-%d.rendezvous", w->workdir, w->rank);
+    if ((st = write_rendezvous(w, m, rdv, err)) != RT_OK)
+        return st;
+    strv argv = {0}, env = {0};
+    if (strcmp(type, "train") == 0) {
+        snprintf(cfgpath, sizeof cfgpath, "%s/job.ini", w->workdir);
+        const char *cfg = rt_json_str(rt_json_get(m, "config"), "");
+        FILE *f = fopen(cfgpath, "w");
+        if (!f || fputs(cfg, f) < 0) {
+            if (f)
+                fclose(f);
+            return rt_err(err, RT_ERR_IO, "cannot write %s", cfgpath);
+        }
+        fclose(f);
+        strv_add(&argv, strdup(ag->self_exe));
+        strv_add(&argv, strdup("worker"));
+        strv_add(&argv, strdup(cfgpath));
+    } else {
+        const rt_json *a = rt_json_get(m, "argv");
+        for (size_t i = 0; i < rt_json_len(a); i++)
+            strv_add(&argv, strdup(rt_json_str(rt_json_at(a, i), "")));
+    }
+    if (argv.n == 0)
+        return rt_err(err, RT_ERR_INVALID, "no program to run");
+    for (char **e = environ; *e; e++)
+        if (inherit(*e))
+            strv_add(&env, strdup(*e));
+    const rt_json *jenv = rt_json_get(m, "env");
+    for (size_t i = 0; i < rt_json_len(jenv); i++)
+        strv_add(&env, fmt("%s=%s", rt_json_key_at(jenv, i),
+                           rt_json_str(rt_json_value_at(jenv, i), "")));
+    strv_add(&env, fmt("RT_JOB_ID=%lld", (long long)w->job));
+    strv_add(&env, fmt("RT_ATTEMPT=%lld", (long long)w->attempt));
+    strv_add(&env, fmt("RT_RANK=%d", w->rank));
+    strv_add(&env, fmt("RT_SIZE=%d", w->size));
+    strv_add(&env, fmt("RT_LOCAL_RANK=%d", w->local_rank));
+    strv_add(&env, fmt("RT_LOCAL_SIZE=%d", w->local_size));
+    strv_add(&env, fmt("RT_CROSS_RANK=%d", w->cross_rank));
+    strv_add(&env, fmt("RT_CROSS_SIZE=%d", w->cross_size));
+    strv_add(&env, fmt("RT_RENDEZVOUS_FILE=%s", rdv));
+    strv_add(&env, fmt("RT_LISTEN_FD=3"));
+    strv_add(&env, fmt("RT_CONTROL_FD=4"));
+    strv_add(&env, fmt("RT_WORK_DIR=%s", w->workdir));
+    if ((st = log_open(w, err)) != RT_OK) {
+        strv_free(&argv);
+        strv_free(&env);
+        return st;
+    }
+    int out[2], ctl[2];
+    if (pipe2(out, O_CLOEXEC) != 0) {
+        strv_free(&argv);
+        strv_free(&env);
+        return rt_err(err, RT_ERR_IO, "pipe: %s", strerror(errno));
+    }
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) != 0) {
+        close(out[0]);
+        close(out[1]);
+        strv_free(&argv);
+        strv_free(&env);
+        return rt_err(err, RT_ERR_IO, "socketpair: %s", strerror(errno));
+    }
+    const pid_t parent = getpid();
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* the child: async-signal-safe calls only until exec */
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(126);
+        int o = fcntl(out[1], F_DUPFD, 10), l = fcntl(w->listen_fd, F_DUPFD, 10),
+            c = fcntl(ctl[1], F_DUPFD, 10);
+        dup2(devnull, 0);
+        dup2(o, 1);
+        dup2(o, 2);
+        dup2(l, 3);
+        dup2(c, 4);
+        close_range(5, ~0U, 0);
+        if (chdir(w->workdir) != 0)
+            _exit(126);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execvpe(argv.v[0], argv.v, env.v);
+        const char *msg = "[agent] cannot run the program: ";
+        ssize_t r = write(2, msg, strlen(msg));
+        r = write(2, argv.v[0], strlen(argv.v[0]));
+        r = write(2, ": ", 2);
+        r = write(2, strerror(errno), strlen(strerror(errno)));
+        r = write(2, "\n", 1);
+        (void)r;
+        _exit(127);
+    }
+    int e = errno;
+    close(devnull);
+    close(out[1]);
+    close(ctl[1]);
+    strv_free(&argv);
+    strv_free(&env);
+    if (pid < 0) {
+        close(out[0]);
+        close(ctl[0]);
+        return rt_err(err, RT_ERR_IO, "fork: %s", strerror(e));
+    }
+    setpgid(pid, pid); /* also here: no race with a kill before the child ran */
+    close(w->listen_fd); /* the worker owns it now */
+    w->listen_fd = -1;
+    w->pid = pid;
+    w->started = true;
+    w->out_fd = out[0];
+    w->ctl_fd = ctl[0];
+    fcntl(w->out_fd, F_SETFL, O_NONBLOCK);
+    fcntl(w->ctl_fd, F_SETFL, O_NONBLOCK);
+    w->out_ev = event_new(ag->base, w->out_fd, EV_READ | EV_PERSIST, on_output, w);
+    w->ctl_ev = event_new(ag->base, w->ctl_fd, EV_READ | EV_PERSIST, on_control, w);
+    event_add(w->out_ev, NULL);
+    event_add(w->ctl_ev, NULL);
+    return RT_OK;
+}
+
+void proc_start(agentd *ag, const rt_json *m)
+{
+    int64_t job = 0, attempt = 0;
+    rt_json_get_int(m, "job", &job);
+    rt_json_get_int(m, "attempt", &attempt);
+    for (worker *w = ag->workers; w; w = w->next) {
+        if (w->job != job || w->attempt != attempt || w->started || w->reported)
+            continue;
+        char err[RT_ERR_LEN];
+        rt_status st = spawn(ag, w, m, err);
+        if (st != RT_OK) {
+            RT_ERROR("agent", "job %lld rank %d: %s", (long long)job, w->rank, err);
+            w->reaped = w->out_eof = true;
+            w->code = 127;
+            snprintf(w->tail[0], TAIL_LINE_LEN, "[agent] %s", err);
+            w->tail_count = 1;
+            w->tail_next = 1;
+            report_exit(ag, w);
+            continue;
+        }
+        rt_jw jw;
+        rt_jw_init(&jw);
+        rt_jw_obj(&jw);
+        rt_jw_kstr(&jw, "type", "started");
+        rt_jw_kint(&jw, "job", job);
+        rt_jw_kint(&jw, "attempt", attempt);
+        rt_jw_kint(&jw, "rank", w->rank);
+        rt_jw_kint(&jw, "pid", w->pid);
+        rt_jw_obj_end(&jw);
+        agent_send(ag, &jw);
+        RT_INFO("agent", "job %lld attempt %lld: rank %d started (pid %d)", (long long)job,
+                (long long)attempt, w->rank, (int)w->pid);
+    }
+}
+
+/* ---- stop ----------------------------------------------------------------------- */
+
+static void terminate(agentd *ag, worker *w, const char *reason)
+{
+    if (w->reaped || w->reported)
+        return;
+    if (!w->started) { /* prepared only: nothing runs, release the socket */
+        w->reaped = w->out_eof = true;
+        w->sig = SIGTERM;
+        report_exit(ag, w);
+        return;
+    }
+    if (w->kill_at_ns)
+        return;
+    char line[300];
+    snprintf(line, sizeof line, "[agent] stopping rank %d: %s\n", w->rank, reason);
+    log_write(w, line, strlen(line));
+    kill(-w->pid, SIGTERM);
+    w->kill_at_ns = rt_now_ns() + ag->cfg.kill_grace_us * 1000;
+}
+
+void proc_abort(agentd *ag, int64_t job, int64_t attempt, const char *reason)
+{
+    for (worker *w = ag->workers; w; w = w->next)
+        if (w->job == job && w->attempt == attempt)
+            terminate(ag, w, reason);
+}
+
+void proc_stop_all(agentd *ag)
+{
+    for (worker *w = ag->workers; w; w = w->next)
+        terminate(ag, w, "the agent is stopping");
+}
+
+void proc_reap(agentd *ag)
+{
+    for (;;) {
+        int status = 0;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0)
+            return;
+        for (worker *w = ag->workers; w; w = w->next) {
+            if (w->pid != pid || w->reaped)
+                continue;
+            w->reaped = true;
+            w->reaped_ns = rt_now_ns();
+            w->code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+            w->sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+            kill(-pid, SIGKILL); /* whatever the worker left behind in its group */
+            break;
+        }
+    }
+}
+
+void proc_tick(agentd *ag)
+{
+    const int64_t now = rt_now_ns();
+    for (worker *w = ag->workers, *next; w; w = next) {
+        next = w->next;
+        if (w->started && !w->reaped && w->kill_at_ns && now > w->kill_at_ns) {
+            kill(-w->pid, SIGKILL);
+            w->kill_at_ns = 0;
+        }
+        /* report once the output is drained, or a second after the reap (a
+         * grandchild may hold the pipe open) */
+        if (w->reaped && !w->reported && (w->out_eof || now - w->reaped_ns > 1000000000LL)) {
+            if (!w->out_eof)
+                on_output(w->out_fd, EV_READ, w); /* whatever is buffered */
+            report_exit(ag, w);
+        }
+        if (w->reported) {
+            unlink_worker(ag, w);
+            worker_free(w);
+        }
+    }
+}

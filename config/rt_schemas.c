@@ -1,0 +1,113 @@
+/* rt_schemas.c — the tables of ringtrain's configuration files (see
+ * rt_schemas.h).  Durations bounded to sane ranges; paths relative to the
+ * file that names them. */
+#include "rt_schemas.h"
+
+#include <string.h>
+
+#define NO_LO RT_CFG_NOLIMIT_LO
+#define NO_HI RT_CFG_NOLIMIT_HI
+
+static const rt_cfg_key coord_keys[] = {
+    RT_CFG_S("coordinator", "listen", "0.0.0.0:7070", rt_coord_cfg, listen,
+             "address:port for the agents' control channel (TLS)"),
+    RT_CFG_S("coordinator", "http_listen", "127.0.0.1:7071", rt_coord_cfg, http_listen,
+             "address:port of the HTTP API, dashboard and /metrics (TLS)"),
+    RT_CFG_P("coordinator", "cert", "coordinator.crt", rt_coord_cfg, cert,
+             "certificate of the coordinator, signed by the cluster CA"),
+    RT_CFG_P("coordinator", "key", "coordinator.key", rt_coord_cfg, key,
+             "private key of that certificate"),
+    RT_CFG_P("coordinator", "token_file", "token", rt_coord_cfg, token_file,
+             "file holding the cluster token that agents and API clients present"),
+    RT_CFG_P("coordinator", "state_db", "state.db", rt_coord_cfg, state_db,
+             "SQLite database with agents, jobs, attempts, events and metrics"),
+    RT_CFG_D("coordinator", "heartbeat_interval", "2s", 10000, 60e6, rt_coord_cfg,
+             heartbeat_interval_us, "how often agents report in"),
+    RT_CFG_D("coordinator", "heartbeat_timeout", "10s", 50000, 600e6, rt_coord_cfg,
+             heartbeat_timeout_us, "an agent silent this long is declared lost"),
+    RT_CFG_D("coordinator", "prepare_timeout", "30s", 100000, 600e6, rt_coord_cfg,
+             prepare_timeout_us, "how long agents get to set up a job's ranks"),
+    RT_CFG_D("jobs", "default_start_timeout", "5m", 0, 7 * 86400e6, rt_coord_cfg,
+             default_start_timeout_us, "how long a job waits for free slots unless it says"),
+    RT_CFG_I("jobs", "default_max_restarts", "0", 0, 1000, rt_coord_cfg, default_max_restarts,
+             "restarts after a failure unless the job says"),
+    RT_CFG_I("jobs", "log_tail_lines", "20", 0, 1000, rt_coord_cfg, log_tail_lines,
+             "lines of a failed rank's output kept in the job record"),
+    RT_CFG_E("logging", "level", "info", RT_LOG_LEVEL_CHOICES, rt_coord_cfg, log_level,
+             "least important log level written"),
+};
+const rt_cfg_schema rt_coord_schema = {"coordinator.conf", coord_keys, RT_ARRAY_LEN(coord_keys),
+                                       sizeof(rt_coord_cfg), NULL};
+
+static const rt_cfg_key agent_keys[] = {
+    RT_CFG_KEY("agent", "coordinator", RT_CFG_STRING, NULL, 0, 0, NULL, rt_agent_cfg, coordinator,
+               "host:port of the coordinator's control channel", RT_CFG_REQUIRED),
+    RT_CFG_S("agent", "server_name", NULL, rt_agent_cfg, server_name,
+             "name the coordinator's certificate must carry (default: the host above)"),
+    RT_CFG_P("agent", "ca", "ca.crt", rt_agent_cfg, ca, "the cluster CA certificate"),
+    RT_CFG_P("agent", "token_file", "token", rt_agent_cfg, token_file, "file holding the cluster token"),
+    RT_CFG_S("agent", "name", NULL, rt_agent_cfg, name,
+             "this agent's name, unique on its host (default: the hostname)"),
+    RT_CFG_S("agent", "host_id", NULL, rt_agent_cfg, host_id,
+             "host identity for placement (default: hash of hostname and namespaces)"),
+    RT_CFG_S("agent", "data_address", NULL, rt_agent_cfg, data_address,
+             "IP address ranks listen on (default: this end of the control connection)"),
+    RT_CFG_I("agent", "slots", "0", 0, 4096, rt_agent_cfg, slots,
+             "ranks this node runs at once (0: one per GPU, or 1 without GPUs)"),
+    RT_CFG_P("agent", "work_dir", "work", rt_agent_cfg, work_dir,
+             "per-job working folders and rendezvous files"),
+    RT_CFG_P("agent", "log_dir", "logs", rt_agent_cfg, log_dir, "per-rank output of the workers"),
+    RT_CFG_Z("agent", "log_max_bytes", "64M", 4096, 1e12, rt_agent_cfg, log_max_bytes,
+             "a rank's log file is rotated beyond this size"),
+    RT_CFG_I("agent", "log_keep", "3", 0, 100, rt_agent_cfg, log_keep, "rotated log files kept"),
+    RT_CFG_D("agent", "reconnect_max", "30s", 100000, 3600e6, rt_agent_cfg, reconnect_max_us,
+             "longest pause between attempts to reach the coordinator"),
+    RT_CFG_D("agent", "kill_grace", "3s", 0, 600e6, rt_agent_cfg, kill_grace_us,
+             "time between SIGTERM and SIGKILL when stopping workers"),
+    RT_CFG_E("logging", "level", "info", RT_LOG_LEVEL_CHOICES, rt_agent_cfg, log_level,
+             "least important log level written"),
+};
+const rt_cfg_schema rt_agent_schema = {"agent.conf", agent_keys, RT_ARRAY_LEN(agent_keys),
+                                       sizeof(rt_agent_cfg), NULL};
+
+static rt_status job_validate(const void *obj, const char *fname, rt_cfg_errors *errs)
+{
+    const rt_job_cfg *j = obj;
+    rt_status st = RT_OK;
+    if (j->min_np > j->np) {
+        rt_cfg_errors_add(errs, "%s: [job] min_np: %lld is larger than np (%lld)", fname,
+                          (long long)j->min_np, (long long)j->np);
+        st = RT_ERR_INVALID;
+    }
+    if (j->type == RT_JOB_EXEC && j->command.n == 0) {
+        rt_cfg_errors_add(errs, "%s: [job] command: an exec job needs a command", fname);
+        st = RT_ERR_INVALID;
+    }
+    return st;
+}
+
+static const rt_cfg_key job_keys[] = {
+    RT_CFG_S("job", "name", "job", rt_job_cfg, name, "a name for listings"),
+    RT_CFG_E("job", "type", "train", "train|exec", rt_job_cfg, type,
+             "train: the built-in trainer; exec: run `command` on every rank"),
+    RT_CFG_I("job", "np", "1", 1, 65536, rt_job_cfg, np, "number of ranks"),
+    RT_CFG_I("job", "min_np", "0", 0, 65536, rt_job_cfg, min_np,
+             "after a failure, restart on as few as this many ranks (0: np)"),
+    RT_CFG_I("job", "max_restarts", "0", 0, 1000, rt_job_cfg, max_restarts,
+             "restarts after a failure before the job fails"),
+    RT_CFG_D("job", "start_timeout", "5m", 0, 7 * 86400e6, rt_job_cfg, start_timeout_us,
+             "how long to wait for enough free slots"),
+    RT_CFG_D("job", "deadline", "0s", 0, 365 * 86400e6, rt_job_cfg, deadline_us,
+             "longest run time of the whole job (0: none)"),
+    RT_CFG_E("job", "transport", "auto", "tcp|rdma|nccl|auto", rt_job_cfg, transport,
+             "data plane: auto uses NCCL when every rank has a GPU, RDMA when present, else TCP"),
+    RT_CFG_I("job", "sockets", "1", 1, 16, rt_job_cfg, sockets,
+             "TCP connections per ring neighbour"),
+    RT_CFG_D("job", "collective_timeout", "60s", 1000, 86400e6, rt_job_cfg, collective_timeout_us,
+             "deadline of every collective; a rank that does not arrive is named"),
+    RT_CFG_B("job", "encrypt", "false", rt_job_cfg, encrypt, "AES-256-GCM on the data plane"),
+    RT_CFG_L("job", "command", NULL, rt_job_cfg, command,
+             "exec jobs: the program and its arguments, comma-separated"),
+};
+const rt_cfg_schema rt_job_schema = {"job file", job_keys, RT_ARRAY_LEN(job_keys),
+                                     sizeof(rt_job_cfg), job_validate};

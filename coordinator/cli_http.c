@@ -1,0 +1,314 @@
+/* cli_http.c — a small HTTP/1.1 client over TLS for the CLI: connect with a
+ * timeout, verify the coordinator's certificate against the cluster CA and
+ * its name, send one request with the bearer token, read a Content-Length,
+ * chunked, or read-until-close body.  Blocking, with socket timeouts so no
+ * call waits forever. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <openssl/err.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "rt_time.h"
+
+typedef struct conn {
+    int fd;
+    SSL_CTX *ctx;
+    SSL *ssl;
+    char buf[16384];
+    size_t have, pos;
+} conn;
+
+static void conn_close(conn *k)
+{
+    if (k->ssl) {
+        SSL_shutdown(k->ssl);
+        SSL_free(k->ssl);
+    }
+    if (k->ctx)
+        SSL_CTX_free(k->ctx);
+    if (k->fd >= 0)
+        close(k->fd);
+}
+
+static rt_status conn_open(conn *k, const cli_conn *c, int rcv_timeout_ms, char *err)
+{
+    memset(k, 0, sizeof *k);
+    k->fd = -1;
+    char port[16];
+    snprintf(port, sizeof port, "%d", c->port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    int g = getaddrinfo(c->host, port, &hints, &res);
+    if (g != 0)
+        return rt_err(err, RT_ERR_IO, "cannot resolve the coordinator %s: %s", c->host,
+                      gai_strerror(g));
+    k->fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int r = k->fd >= 0 ? connect(k->fd, res->ai_addr, res->ai_addrlen) : -1;
+    freeaddrinfo(res);
+    if (r != 0 && errno == EINPROGRESS) {
+        struct pollfd p = {k->fd, POLLOUT, 0};
+        int so = ETIMEDOUT;
+        if (poll(&p, 1, c->timeout_ms) > 0) {
+            socklen_t sl = sizeof so;
+            getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &so, &sl);
+        }
+        r = so ? -1 : 0;
+        errno = so;
+    }
+    if (r != 0) {
+        int e = errno;
+        conn_close(k);
+        return rt_err(err, RT_ERR_IO, "cannot reach the coordinator at %s:%d: %s", c->host,
+                      c->port, strerror(e));
+    }
+    fcntl(k->fd, F_SETFL, fcntl(k->fd, F_GETFL, 0) & ~O_NONBLOCK);
+    struct timeval tv = {rcv_timeout_ms / 1000, (rcv_timeout_ms % 1000) * 1000};
+    setsockopt(k->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct timeval sv = {c->timeout_ms / 1000, (c->timeout_ms % 1000) * 1000};
+    setsockopt(k->fd, SOL_SOCKET, SO_SNDTIMEO, &sv, sizeof sv);
+    if (!(k->ctx = rt_tls_client_ctx(c->ca, err))) {
+        conn_close(k);
+        return RT_ERR_IO;
+    }
+    k->ssl = rt_tls_client_ssl(k->ctx, c->server_name);
+    SSL_set_fd(k->ssl, k->fd);
+    if (SSL_connect(k->ssl) != 1) {
+        char why[256];
+        long v = SSL_get_verify_result(k->ssl);
+        if (v != X509_V_OK)
+            snprintf(why, sizeof why, "certificate check failed: %s (is --ca the cluster CA, "
+                     "and does the coordinator's certificate name %s?)",
+                     X509_verify_cert_error_string(v), c->server_name);
+        else
+            rt_tls_error(why, sizeof why);
+        conn_close(k);
+        return rt_err(err, RT_ERR_AUTH, "TLS handshake with the coordinator at %s:%d failed: %s",
+                      c->host, c->port, why);
+    }
+    return RT_OK;
+}
+
+/* Next byte of the response; -1 at end or error, -2 on a receive timeout. */
+static int next_byte(conn *k)
+{
+    if (k->pos == k->have) {
+        int n = SSL_read(k->ssl, k->buf, sizeof k->buf);
+        if (n <= 0) {
+            int e = SSL_get_error(k->ssl, n);
+            if (e == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK))
+                return -2;
+            return -1;
+        }
+        k->have = (size_t)n;
+        k->pos = 0;
+    }
+    return (unsigned char)k->buf[k->pos++];
+}
+
+static int read_line(conn *k, char *line, size_t len)
+{
+    size_t n = 0;
+    for (;;) {
+        int b = next_byte(k);
+        if (b < 0)
+            return b;
+        if (b == '\n')
+            break;
+        if (b != '\r' && n + 1 < len)
+            line[n++] = (char)b;
+    }
+    line[n] = '\0';
+    return (int)n;
+}
+
+static rt_status send_request(conn *k, const cli_conn *c, const char *method, const char *path,
+                              const char *body, char *err)
+{
+    char head[2048];
+    size_t blen = body ? strlen(body) : 0;
+    int n = snprintf(head, sizeof head,
+                     "%s %s HTTP/1.1\r\nHost: %s:%d\r\nAuthorization: Bearer %s\r\n"
+                     "User-Agent: ringtrain-cli\r\nConnection: close\r\n%s"
+                     "Content-Length: %zu\r\n\r\n",
+                     method, path, c->server_name, c->port, c->token,
+                     body ? "Content-Type: application/json\r\n" : "", blen);
+    if (SSL_write(k->ssl, head, n) != n || (blen && SSL_write(k->ssl, body, (int)blen) != (int)blen))
+        return rt_err(err, RT_ERR_IO, "sending the request to the coordinator failed");
+    return RT_OK;
+}
+
+typedef struct body_state {
+    bool chunked;
+    long long length; /* -1: until close */
+} body_state;
+
+static rt_status read_head(conn *k, int *status, body_state *b, char *err)
+{
+    char line[4096];
+    int n = read_line(k, line, sizeof line);
+    if (n < 0 || sscanf(line, "HTTP/%*d.%*d %d", status) != 1)
+        return rt_err(err, RT_ERR_PROTO, "the coordinator sent no HTTP response");
+    b->chunked = false;
+    b->length = -1;
+    while ((n = read_line(k, line, sizeof line)) > 0) {
+        if (strncasecmp(line, "Content-Length:", 15) == 0)
+            b->length = atoll(line + 15);
+        else if (strncasecmp(line, "Transfer-Encoding:", 18) == 0 && strstr(line, "chunked"))
+            b->chunked = true;
+    }
+    return n < 0 ? rt_err(err, RT_ERR_PROTO, "truncated HTTP response") : RT_OK;
+}
+
+/* Deliver the body to fn; returns when done, fn asks to stop, or *stop. */
+static rt_status read_body(conn *k, body_state *b, http_chunk_fn fn, void *user,
+                           volatile sig_atomic_t *stop, char *err)
+{
+    char buf[8192];
+    for (;;) {
+        long long want = b->length;
+        if (b->chunked) {
+            char line[64];
+            int n;
+            while ((n = read_line(k, line, sizeof line)) == -2)
+                if (stop && *stop)
+                    return RT_OK;
+            if (n < 0)
+                return rt_err(err, RT_ERR_PROTO, "truncated chunked response");
+            want = strtoll(line, NULL, 16);
+            if (want == 0)
+                return RT_OK;
+        }
+        long long got = 0;
+        while (want < 0 || got < want) {
+            size_t n = 0;
+            while (n < sizeof buf && (want < 0 || got + (long long)n < want)) {
+                int c = next_byte(k);
+                if (c == -2) {
+                    if (n)
+                        break;
+                    if (stop && *stop)
+                        return RT_OK;
+                    continue;
+                }
+                if (c < 0) {
+                    if (n && fn(user, buf, n))
+                        return RT_OK;
+                    return want < 0 ? RT_OK
+                                    : rt_err(err, RT_ERR_PROTO, "the response was cut short");
+                }
+                buf[n++] = (char)c;
+                /* hand over what has arrived instead of waiting for a full buffer */
+                if (k->pos == k->have)
+                    break;
+            }
+            got += (long long)n;
+            if (n && fn(user, buf, n))
+                return RT_OK;
+        }
+        if (!b->chunked)
+            return RT_OK;
+        char crlf[8];
+        read_line(k, crlf, sizeof crlf);
+    }
+}
+
+typedef struct collect {
+    char *buf;
+    size_t len, cap;
+} collect;
+
+static int collect_fn(void *user, const char *d, size_t n)
+{
+    collect *c = user;
+    if (c->len + n + 1 > c->cap) {
+        size_t nc = c->cap ? c->cap * 2 : 4096;
+        while (nc < c->len + n + 1)
+            nc *= 2;
+        char *b = realloc(c->buf, nc);
+        if (!b)
+            return 1;
+        c->buf = b;
+        c->cap = nc;
+    }
+    memcpy(c->buf + c->len, d, n);
+    c->len += n;
+    c->buf[c->len] = '\0';
+    return 0;
+}
+
+rt_status http_request(const cli_conn *c, const char *method, const char *path, const char *body,
+                       http_resp *out, char *err)
+{
+    memset(out, 0, sizeof *out);
+    conn k;
+    rt_status st = conn_open(&k, c, c->timeout_ms, err);
+    if (st != RT_OK)
+        return st;
+    body_state b;
+    collect col = {0};
+    st = send_request(&k, c, method, path, body, err);
+    if (st == RT_OK)
+        st = read_head(&k, &out->status, &b, err);
+    if (st == RT_OK)
+        st = read_body(&k, &b, collect_fn, &col, NULL, err);
+    conn_close(&k);
+    if (st != RT_OK) {
+        free(col.buf);
+        return st;
+    }
+    out->body = col.buf ? col.buf : strdup("");
+    out->len = col.len;
+    return RT_OK;
+}
+
+rt_status http_stream(const cli_conn *c, const char *path, http_chunk_fn fn, void *user,
+                      volatile sig_atomic_t *stop, int *status, char *err)
+{
+    conn k;
+    rt_status st = conn_open(&k, c, 1000, err);
+    if (st != RT_OK)
+        return st;
+    body_state b;
+    st = send_request(&k, c, "GET", path, NULL, err);
+    if (st == RT_OK)
+        st = read_head(&k, status, &b, err);
+    if (st == RT_OK && *status == 200)
+        st = read_body(&k, &b, fn, user, stop, err);
+    else if (st == RT_OK) {
+        collect col = {0};
+        read_body(&k, &b, collect_fn, &col, NULL, err);
+        http_resp r = {*status, col.buf, col.len};
+        char buf[512];
+        rt_err(err, RT_ERR_IO, "%s", http_error_text(&r, buf, sizeof buf));
+        free(col.buf);
+        st = RT_ERR_IO;
+    }
+    conn_close(&k);
+    return st;
+}
+
+const char *http_error_text(const http_resp *r, char *buf, size_t len)
+{
+    rt_json *j = NULL;
+    char err[RT_ERR_LEN];
+    if (r->body && rt_json_parse(r->body, r->len, &j, err) == RT_OK &&
+        rt_json_get_str(j, "error")) {
+        snprintf(buf, len, "%s", rt_json_get_str(j, "error"));
+    } else if (r->status == 401) {
+        snprintf(buf, len, "the coordinator refused the token");
+    } else {
+        snprintf(buf, len, "HTTP %d: %.200s", r->status, r->body ? r->body : "");
+    }
+    if (r->status == 401 && !strstr(buf, "token"))
+        snprintf(buf + strlen(buf), len - strlen(buf), " (token refused)");
+    rt_json_free(j);
+    return buf;
+}

@@ -1,0 +1,401 @@
+/* cli_jobs.c — submitting and following jobs.
+ *
+ * Following an exec job prints every rank's output as it comes, each line
+ * led by "[rank] " (like horovodrun), across restarts, and ends with the
+ * job's outcome: on failure one line naming the first failing rank, its host
+ * and its exit code or signal, and the CLI exits with that code (128+signal
+ * for a signal).  Following a training job shows a live progress line on a
+ * terminal (epoch, step, rate, ETA, latest metrics) and plain lines
+ * otherwise.  Ctrl-C while following cancels the job. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "rt_json.h"
+#include "rt_schemas.h"
+#include "rt_time.h"
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+static rt_json *get_job(const cli_conn *c, int64_t id, char *err)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    http_resp r;
+    if (http_request(c, "GET", path, NULL, &r, err) != RT_OK)
+        return NULL;
+    rt_json *j = NULL;
+    if (r.status != 200) {
+        char buf[512];
+        rt_err(err, RT_ERR_NOTFOUND, "%s", http_error_text(&r, buf, sizeof buf));
+    } else {
+        rt_json_parse(r.body, r.len, &j, err);
+    }
+    free(r.body);
+    return j;
+}
+
+static int stream_out(void *user, const char *data, size_t n)
+{
+    (void)user;
+    fwrite(data, 1, n, stdout);
+    fflush(stdout);
+    return interrupted ? 1 : 0;
+}
+
+static bool terminal(const char *state)
+{
+    return !strcmp(state, "succeeded") || !strcmp(state, "failed") || !strcmp(state, "cancelled");
+}
+
+static void progress_line(const rt_json *p, bool tty, char *last, size_t lastlen)
+{
+    if (!p)
+        return;
+    char line[512];
+    int64_t epoch = 0, epochs = 0, step = 0, steps = 0;
+    rt_json_get_int(p, "epoch", &epoch);
+    rt_json_get_int(p, "epochs", &epochs);
+    rt_json_get_int(p, "step", &step);
+    rt_json_get_int(p, "steps", &steps);
+    double rate = rt_json_num(rt_json_get(p, "steps_per_s"), 0);
+    double frac = epochs > 0 && steps > 0
+                      ? ((double)(epoch > 0 ? epoch - 1 : 0) + (double)step / (double)steps) / (double)epochs
+                      : (steps > 0 ? (double)step / (double)steps : 0);
+    double eta = rate > 0 && steps > 0
+                     ? ((double)(epochs > 0 ? epochs : 1) * (double)steps * (1.0 - frac)) / rate
+                     : -1;
+    char bar[24];
+    int fill = (int)(frac * 20 + 0.5);
+    for (int i = 0; i < 20; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[20] = '\0';
+    int n = snprintf(line, sizeof line, "epoch %lld/%lld step %lld/%lld [%s] %3.0f%% %.1f steps/s",
+                     (long long)epoch, (long long)epochs, (long long)step, (long long)steps, bar,
+                     100 * frac, rate);
+    if (eta >= 0)
+        n += snprintf(line + n, sizeof line - (size_t)n, " ETA %d:%02d", (int)eta / 60,
+                      (int)eta % 60);
+    const char *metrics[] = {"loss", "val_loss", "val_exp_rmspe"};
+    for (size_t i = 0; i < RT_ARRAY_LEN(metrics); i++) {
+        const rt_json *v = rt_json_get(p, metrics[i]);
+        if (rt_json_type_of(v) == RT_JSON_NUMBER)
+            n += snprintf(line + n, sizeof line - (size_t)n, " %s %.4f", metrics[i],
+                          rt_json_num(v, 0));
+    }
+    if (tty) {
+        printf("\r%-120s", line);
+        fflush(stdout);
+    } else if (strcmp(line, last) != 0 && (strcmp(rt_json_str(rt_json_get(p, "kind"), ""), "epoch") == 0)) {
+        printf("%s\n", line);
+        fflush(stdout);
+    }
+    snprintf(last, lastlen, "%s", line);
+}
+
+/* Exit status for the outcome: 0, or the first failing rank's code. */
+static int outcome(const rt_json *job, int64_t id)
+{
+    const char *state = rt_json_str(rt_json_get(job, "state"), "?");
+    const char *reason = rt_json_str(rt_json_get(job, "reason"), "");
+    if (!strcmp(state, "succeeded")) {
+        fprintf(stderr, "ringtrain: job %lld succeeded\n", (long long)id);
+        return 0;
+    }
+    fprintf(stderr, "ringtrain: job %lld %s: %s\n", (long long)id, state, reason);
+    const rt_json *ff = rt_json_get(job, "first_failure");
+    int64_t code = 0, sig = 0;
+    rt_json_get_int(ff, "exit_code", &code);
+    rt_json_get_int(ff, "signal", &sig);
+    if (sig > 0)
+        return 128 + (int)sig;
+    if (code > 0 && code < 256)
+        return (int)code;
+    return 1;
+}
+
+static int follow(const cli_conn *c, int64_t id, bool exec_output)
+{
+    char err[RT_ERR_LEN], last[512] = "";
+    bool tty = isatty(STDOUT_FILENO);
+    int64_t seen_attempt = 0;
+    bool cancelled = false;
+    for (;;) {
+        if (interrupted && !cancelled) {
+            char path[64];
+            snprintf(path, sizeof path, "/v1/jobs/%lld/cancel", (long long)id);
+            http_resp r;
+            if (http_request(c, "POST", path, NULL, &r, err) == RT_OK)
+                free(r.body);
+            fprintf(stderr, "\nringtrain: interrupted: job %lld cancelled\n", (long long)id);
+            cancelled = true;
+        }
+        rt_json *d = get_job(c, id, err);
+        if (!d) {
+            fprintf(stderr, "ringtrain: %s\n", err);
+            return 1;
+        }
+        const rt_json *job = rt_json_get(d, "job");
+        const char *state = rt_json_str(rt_json_get(job, "state"), "?");
+        int64_t attempt = 0;
+        rt_json_get_int(job, "attempt", &attempt);
+        if (attempt > seen_attempt && attempt > 1 && !terminal(state))
+            fprintf(stderr, "ringtrain: job %lld attempt %lld: %s\n", (long long)id,
+                    (long long)attempt, rt_json_str(rt_json_get(job, "reason"), ""));
+        if (terminal(state) && exec_output && attempt > seen_attempt && !interrupted) {
+            /* it ended before we saw it run: its output is still on the agents */
+            seen_attempt = attempt;
+            char path[96];
+            snprintf(path, sizeof path, "/v1/jobs/%lld/logs?rank=all&follow=0", (long long)id);
+            int status = 0;
+            http_stream(c, path, stream_out, NULL, &interrupted, &status, err);
+        }
+        if (terminal(state)) {
+            if (tty && !exec_output && last[0])
+                printf("\n");
+            int rc = outcome(job, id);
+            rt_json_free(d);
+            return cancelled ? 130 : rc;
+        }
+        if (exec_output && !strcmp(state, "running") && attempt > seen_attempt) {
+            seen_attempt = attempt;
+            rt_json_free(d);
+            char path[96];
+            snprintf(path, sizeof path, "/v1/jobs/%lld/logs?rank=all&follow=1", (long long)id);
+            int status = 0;
+            rt_status st = http_stream(c, path, stream_out, NULL, &interrupted, &status, err);
+            if (st != RT_OK && !interrupted)
+                fprintf(stderr, "ringtrain: output of job %lld: %s\n", (long long)id, err);
+            continue;
+        }
+        if (!exec_output)
+            progress_line(rt_json_get(job, "progress"), tty, last, sizeof last);
+        rt_json_free(d);
+        struct timespec ts = {0, 300000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+int cli_submit_and_follow(const cli_conn *c, const char *body, bool do_follow, bool exec_output,
+                          bool json)
+{
+    http_resp r;
+    char err[RT_ERR_LEN];
+    if (http_request(c, "POST", "/v1/jobs", body, &r, err) != RT_OK) {
+        fprintf(stderr, "ringtrain: %s\n", err);
+        return 1;
+    }
+    if (r.status != 201) {
+        char buf[RT_ERR_LEN];
+        fprintf(stderr, "ringtrain: the coordinator refused the job:\n%s\n",
+                http_error_text(&r, buf, sizeof buf));
+        free(r.body);
+        return 2;
+    }
+    rt_json *j = NULL;
+    int64_t id = 0;
+    if (rt_json_parse(r.body, r.len, &j, err) == RT_OK)
+        rt_json_get_int(j, "id", &id);
+    rt_json_free(j);
+    if (json)
+        printf("%s\n", r.body);
+    else
+        fprintf(stderr, "ringtrain: submitted job %lld\n", (long long)id);
+    free(r.body);
+    if (!do_follow)
+        return 0;
+    struct sigaction sa = {.sa_handler = on_sigint};
+    sigaction(SIGINT, &sa, NULL);
+    return follow(c, id, exec_output);
+}
+
+/* ---- job descriptions ------------------------------------------------------ */
+
+static const char *const TRANSPORTS[] = {"tcp", "rdma", "nccl", "auto"};
+
+static void job_fields(rt_jw *w, const rt_job_cfg *j)
+{
+    rt_jw_kstr(w, "type", j->type == RT_JOB_EXEC ? "exec" : "train");
+    rt_jw_kstr(w, "name", j->name);
+    rt_jw_kint(w, "np", j->np);
+    rt_jw_kint(w, "min_np", j->min_np);
+    rt_jw_kint(w, "max_restarts", j->max_restarts);
+    rt_jw_kint(w, "start_timeout_ms", j->start_timeout_us / 1000);
+    rt_jw_kint(w, "deadline_ms", j->deadline_us / 1000);
+    rt_jw_kstr(w, "transport", TRANSPORTS[j->transport]);
+    rt_jw_kint(w, "sockets", j->sockets);
+    rt_jw_kint(w, "collective_timeout_ms", j->collective_timeout_us / 1000);
+    rt_jw_kbool(w, "encrypt", j->encrypt);
+}
+
+int cli_job_body_from_file(int argc, char **argv, char **body)
+{
+    *body = NULL;
+    const char *file = NULL;
+    const char *sets[64];
+    int nsets = 0;
+    const char *np = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--set") && i + 1 < argc && nsets < 64)
+            sets[nsets++] = argv[++i];
+        else if (!strcmp(argv[i], "--np") && i + 1 < argc)
+            np = argv[++i];
+        else if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f") ||
+                 !strcmp(argv[i], "--json"))
+            continue;
+        else if (argv[i][0] != '-' && !file)
+            file = argv[i];
+        else {
+            fprintf(stderr, "ringtrain %s: unexpected argument '%s'\n", argv[0], argv[i]);
+            return 2;
+        }
+    }
+    if (!file) {
+        fprintf(stderr, "ringtrain %s: a job file is needed\n", argv[0]);
+        return 2;
+    }
+    rt_job_cfg j;
+    rt_cfg_errors e = {0};
+    rt_status st = rt_cfg_load_file(&rt_job_schema, file, &j, &e);
+    for (int i = 0; i < nsets; i++) {
+        char key[256];
+        const char *eq = strchr(sets[i], '=');
+        if (!eq || (size_t)(eq - sets[i]) >= sizeof key) {
+            rt_cfg_errors_add(&e, "command line: --set %s: expected SECTION.KEY=VALUE", sets[i]);
+            st = RT_ERR_INVALID;
+            continue;
+        }
+        snprintf(key, sizeof key, "%.*s", (int)(eq - sets[i]), sets[i]);
+        if (rt_cfg_set(&rt_job_schema, &j, key, eq + 1, &e) != RT_OK)
+            st = RT_ERR_INVALID;
+    }
+    if (np && rt_cfg_set(&rt_job_schema, &j, "job.np", np, &e) != RT_OK)
+        st = RT_ERR_INVALID;
+    if (st == RT_OK && rt_job_schema.validate && rt_job_schema.validate(&j, file, &e) != RT_OK)
+        st = RT_ERR_INVALID;
+    if (st != RT_OK) {
+        fprintf(stderr, "ringtrain: %s is not a valid job file; nothing was submitted:\n", file);
+        rt_cfg_errors_print(&e, stderr);
+        rt_cfg_errors_free(&e);
+        rt_cfg_free(&rt_job_schema, &j);
+        return 2;
+    }
+    char *text = rt_cfg_print_string(&rt_job_schema, &j);
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    job_fields(&w, &j);
+    rt_jw_kstr(&w, "config", text);
+    if (j.type == RT_JOB_EXEC) {
+        rt_jw_key(&w, "argv");
+        rt_jw_arr(&w);
+        for (size_t i = 0; i < j.command.n; i++)
+            rt_jw_str(&w, j.command.items[i]);
+        rt_jw_arr_end(&w);
+    }
+    rt_jw_obj_end(&w);
+    free(text);
+    rt_cfg_free(&rt_job_schema, &j);
+    *body = rt_jw_take(&w, NULL);
+    return *body ? 0 : 1;
+}
+
+int cli_job_body_from_exec(int argc, char **argv, char **body)
+{
+    *body = NULL;
+    rt_job_cfg j;
+    rt_cfg_init(&rt_job_schema, &j);
+    rt_cfg_errors e = {0};
+    const char *envs[64];
+    int nenv = 0, prog = -1;
+    rt_cfg_set(&rt_job_schema, &j, "job.type", "exec", &e);
+    rt_cfg_set(&rt_job_schema, &j, "job.name", "exec", &e);
+    rt_cfg_set(&rt_job_schema, &j, "job.transport", "tcp", &e);
+    static const struct {
+        const char *flag, *key;
+    } map[] = {{"--np", "job.np"},
+               {"--name", "job.name"},
+               {"--max-restarts", "job.max_restarts"},
+               {"--min-np", "job.min_np"},
+               {"--transport", "job.transport"},
+               {"--sockets", "job.sockets"},
+               {"--start-timeout", "job.start_timeout"},
+               {"--deadline", "job.deadline"},
+               {"--collective-timeout", "job.collective_timeout"}};
+    bool bad = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) {
+            prog = i + 1;
+            break;
+        }
+        if (!strcmp(argv[i], "--env") && i + 1 < argc && nenv < 64) {
+            envs[nenv++] = argv[++i];
+            continue;
+        }
+        if (!strcmp(argv[i], "--encrypt")) {
+            j.encrypt = true;
+            continue;
+        }
+        if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "--follow"))
+            continue;
+        size_t k = 0;
+        while (k < RT_ARRAY_LEN(map) && strcmp(argv[i], map[k].flag))
+            k++;
+        if (k == RT_ARRAY_LEN(map) || i + 1 >= argc) {
+            fprintf(stderr, "ringtrain exec: unexpected argument '%s' (the program goes after --)\n",
+                    argv[i]);
+            rt_cfg_free(&rt_job_schema, &j);
+            return 2;
+        }
+        if (rt_cfg_set(&rt_job_schema, &j, map[k].key, argv[++i], &e) != RT_OK)
+            bad = true;
+    }
+    if (prog < 0 || prog >= argc) {
+        fprintf(stderr, "ringtrain exec: no program: ringtrain exec --np N -- PROGRAM ARGS...\n");
+        rt_cfg_free(&rt_job_schema, &j);
+        return 2;
+    }
+    if (bad) {
+        rt_cfg_errors_print(&e, stderr);
+        rt_cfg_errors_free(&e);
+        rt_cfg_free(&rt_job_schema, &j);
+        return 2;
+    }
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    job_fields(&w, &j);
+    rt_jw_key(&w, "argv");
+    rt_jw_arr(&w);
+    for (int i = prog; i < argc; i++)
+        rt_jw_str(&w, argv[i]);
+    rt_jw_arr_end(&w);
+    rt_jw_key(&w, "env");
+    rt_jw_obj(&w);
+    for (int i = 0; i < nenv; i++) {
+        const char *eq = strchr(envs[i], '=');
+        if (!eq || eq == envs[i]) {
+            fprintf(stderr, "ringtrain exec: --env %s: expected NAME=VALUE\n", envs[i]);
+            rt_jw_free(&w);
+            rt_cfg_free(&rt_job_schema, &j);
+            return 2;
+        }
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(eq - envs[i]), envs[i]);
+        rt_jw_kstr(&w, name, eq + 1);
+    }
+    rt_jw_obj_end(&w);
+    rt_jw_obj_end(&w);
+    rt_cfg_free(&rt_job_schema, &j);
+    *body = rt_jw_take(&w, NULL);
+    return *body ? 0 : 1;
+}

@@ -1,0 +1,239 @@
+/* cli_local.c — `ringtrain run JOB.INI [--np N] [--set ...] [--keep]` and
+ * `ringtrain exec --local --np N -- PROGRAM ARGS...`: a whole cluster on this
+ * machine for one job.  Fresh TLS material and token (init-cluster) and a
+ * state database go into a temporary folder; ringtrain-coordinator and one
+ * ringtrain-agent with N slots are started on 127.0.0.1 as child processes
+ * (they die with this one); the job is submitted and followed exactly as on
+ * a cluster; then both daemons are stopped.  The folder is removed unless
+ * the job failed or --keep was given; its daemon logs are in it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "rt_json.h"
+#include "rt_time.h"
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &l) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* The daemon next to this binary (installed), in the build tree, or on PATH. */
+static bool find_binary(const char *name, char *out, size_t len)
+{
+    char self[1024];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        const char *dir = dirname(self);
+        const char *rel[] = {"", "../agent/", "../coordinator/"};
+        for (size_t i = 0; i < 3; i++) {
+            snprintf(out, len, "%s/%s%s", dir, rel[i], name);
+            if (access(out, X_OK) == 0)
+                return true;
+        }
+    }
+    const char *path = getenv("PATH");
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path ? path : "/usr/local/bin:/usr/bin:/bin");
+    for (char *save, *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(out, len, "%s/%s", d, name);
+        if (access(out, X_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+static pid_t spawn_daemon(const char *bin, const char *conf, const char *logpath)
+{
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(1);
+        int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        unsetenv("NOTIFY_SOCKET");
+        execl(bin, bin, "--config", conf, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void stop_daemon(pid_t pid)
+{
+    if (pid <= 0)
+        return;
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 200; i++) { /* 10 s for a clean stop */
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return;
+        struct timespec ts = {0, 50000000};
+        nanosleep(&ts, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+static int rm_one(const char *p, const struct stat *s, int f, struct FTW *w)
+{
+    (void)s, (void)f, (void)w;
+    return remove(p);
+}
+
+static bool write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return false;
+    bool ok = fputs(text, f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+int cli_local(int argc, char **argv, bool is_exec)
+{
+    /* the job first: a bad job file costs nothing */
+    bool keep = false;
+    int out = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) {
+            while (i < argc)
+                argv[out++] = argv[i++];
+            break;
+        }
+        if (!strcmp(argv[i], "--keep"))
+            keep = true;
+        else if (strcmp(argv[i], "--local") != 0)
+            argv[out++] = argv[i];
+    }
+    argc = out;
+    char *body = NULL;
+    int rc = is_exec ? cli_job_body_from_exec(argc, argv, &body)
+                     : cli_job_body_from_file(argc, argv, &body);
+    if (rc != 0)
+        return rc;
+    rt_json *bj = NULL;
+    int64_t np = 1;
+    char err[RT_ERR_LEN];
+    if (rt_json_parse(body, strlen(body), &bj, err) == RT_OK)
+        rt_json_get_int(bj, "np", &np);
+    bool exec_job = !strcmp(rt_json_str(rt_json_get(bj, "type"), ""), "exec");
+    rt_json_free(bj);
+
+    char coord_bin[1100], agent_bin[1100];
+    if (!find_binary("ringtrain-coordinator", coord_bin, sizeof coord_bin) ||
+        !find_binary("ringtrain-agent", agent_bin, sizeof agent_bin)) {
+        fprintf(stderr, "ringtrain: cannot find ringtrain-coordinator and ringtrain-agent next "
+                        "to this program or on PATH\n");
+        free(body);
+        return 1;
+    }
+    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/ringtrain-run-XXXXXX", tmp);
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "ringtrain: cannot create a temporary folder in %s: %s\n", tmp,
+                strerror(errno));
+        free(body);
+        return 1;
+    }
+    if (rt_make_cluster(dir, NULL, 0, true, err) != RT_OK) {
+        fprintf(stderr, "ringtrain: %s\n", err);
+        free(body);
+        return 1;
+    }
+    int cport = free_port(), hport = free_port();
+    char path[700], text[2048], ccfg[700], acfg[700];
+    snprintf(ccfg, sizeof ccfg, "%s/coordinator.conf", dir);
+    snprintf(text, sizeof text,
+             "[coordinator]\nlisten = 127.0.0.1:%d\nhttp_listen = 127.0.0.1:%d\n"
+             "cert = coordinator.crt\nkey = coordinator.key\ntoken_file = token\n"
+             "state_db = state.db\nheartbeat_interval = 1s\nheartbeat_timeout = 10s\n"
+             "[jobs]\ndefault_start_timeout = 1m\n",
+             cport, hport);
+    bool ok = write_file(ccfg, text);
+    snprintf(acfg, sizeof acfg, "%s/agent.conf", dir);
+    snprintf(text, sizeof text,
+             "[agent]\ncoordinator = 127.0.0.1:%d\nca = ca.crt\ntoken_file = token\n"
+             "name = local\nhost_id = local\ndata_address = 127.0.0.1\nslots = %lld\n"
+             "work_dir = work\nlog_dir = logs\nreconnect_max = 1s\n",
+             cport, (long long)np);
+    ok = ok && write_file(acfg, text);
+    if (!ok) {
+        fprintf(stderr, "ringtrain: cannot write the configuration into %s\n", dir);
+        free(body);
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/coordinator.log", dir);
+    pid_t coord = spawn_daemon(coord_bin, ccfg, path);
+    snprintf(path, sizeof path, "%s/agent.log", dir);
+    pid_t agent = spawn_daemon(agent_bin, acfg, path);
+
+    cli_conn c = {0};
+    snprintf(c.host, sizeof c.host, "127.0.0.1");
+    c.port = hport;
+    snprintf(c.server_name, sizeof c.server_name, "127.0.0.1");
+    snprintf(c.ca, sizeof c.ca, "%s/ca.crt", dir);
+    snprintf(path, sizeof path, "%s/token", dir);
+    c.timeout_ms = 15000;
+    rc = rt_token_load(path, c.token, err) == RT_OK ? 0 : 1;
+    /* wait for the agent to register (20 s at most) */
+    bool ready = false;
+    for (int i = 0; rc == 0 && i < 200 && !ready; i++) {
+        http_resp r;
+        if (http_request(&c, "GET", "/v1/nodes", NULL, &r, err) == RT_OK) {
+            ready = r.status == 200 && strstr(r.body, "\"state\":\"up\"");
+            free(r.body);
+        }
+        if (!ready) {
+            struct timespec ts = {0, 100000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (!ready) {
+        fprintf(stderr, "ringtrain: the local coordinator and agent did not come up (logs in "
+                        "%s: coordinator.log, agent.log)\n", dir);
+        rc = 1;
+        keep = true;
+    } else {
+        rc = cli_submit_and_follow(&c, body, true, exec_job, false);
+    }
+    free(body);
+    stop_daemon(agent);
+    stop_daemon(coord);
+    if (rc != 0 || keep) {
+        fprintf(stderr, "ringtrain: the local cluster's files are in %s (logs/ has every rank's "
+                        "output)\n", dir);
+    } else {
+        nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    return rc;
+}

@@ -1,0 +1,132 @@
+/* rt_init.c — the Run API (see rt_comm.h): a program started by an agent
+ * joins its job's ring from the environment and the rendezvous file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rt_comm.h"
+#include "rt_json.h"
+#include "wire_hex.h"
+
+static bool env_int(const char *name, int64_t *out)
+{
+    const char *v = getenv(name);
+    char *end;
+    if (!v || !*v)
+        return false;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (*end || errno)
+        return false;
+    *out = x;
+    return true;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = malloc(1 << 20);
+    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    if (buf)
+        buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
+{
+    *out = NULL;
+    memset(info, 0, sizeof *info);
+    int64_t v[8];
+    const char *names[] = {"RT_RANK",       "RT_SIZE",       "RT_LOCAL_RANK", "RT_LOCAL_SIZE",
+                           "RT_CROSS_RANK", "RT_CROSS_SIZE", "RT_JOB_ID",     "RT_ATTEMPT"};
+    for (int i = 0; i < 8; i++)
+        if (!env_int(names[i], &v[i]))
+            return rt_err(err, RT_ERR_NOTFOUND,
+                          "%s is not set: this program was not started by a ringtrain agent "
+                          "(use `ringtrain exec`)",
+                          names[i]);
+    info->rank = (int)v[0];
+    info->size = (int)v[1];
+    info->local_rank = (int)v[2];
+    info->local_size = (int)v[3];
+    info->cross_rank = (int)v[4];
+    info->cross_size = (int)v[5];
+    info->job_id = v[6];
+    info->attempt = v[7];
+    const char *path = getenv("RT_RENDEZVOUS_FILE");
+    size_t len = 0;
+    char *text = path ? slurp(path, &len) : NULL;
+    if (!text)
+        return rt_err(err, RT_ERR_NOTFOUND, "cannot read the rendezvous file %s: %s",
+                      path ? path : "(RT_RENDEZVOUS_FILE unset)", strerror(errno));
+    rt_json *r = NULL;
+    rt_status st = rt_json_parse(text, len, &r, err);
+    free(text);
+    if (st != RT_OK) {
+        rt_err_prefix(err, "rendezvous file %s", path);
+        return st;
+    }
+    rt_comm_opts o;
+    rt_comm_opts_defaults(&o);
+    o.rank = info->rank;
+    o.size = info->size;
+    const rt_json *peers = rt_json_get(r, "peers");
+    int64_t fr = -1, fs = -1, sockets = 1, tmo = 60000;
+    rt_json_get_int(r, "rank", &fr);
+    rt_json_get_int(r, "size", &fs);
+    rt_json_get_int(r, "sockets", &sockets);
+    rt_json_get_int(r, "collective_timeout_ms", &tmo);
+    const char *key = rt_json_get_str(r, "key");
+    if (fr != info->rank || fs != info->size || (int64_t)rt_json_len(peers) != fs || !key ||
+        rt_hex_decode(key, o.key, sizeof o.key) != RT_OK) {
+        rt_json_free(r);
+        return rt_err(err, RT_ERR_INVALID, "rendezvous file %s does not match this rank", path);
+    }
+    snprintf(info->transport, sizeof info->transport, "%s",
+             rt_json_str(rt_json_get(r, "transport"), "tcp"));
+    info->collective_timeout_us = tmo * 1000;
+    const char **addrs = calloc((size_t)fs, sizeof *addrs);
+    for (int64_t i = 0; addrs && i < fs; i++)
+        addrs[i] = rt_json_str(rt_json_at(peers, (size_t)i), "");
+    o.peers = addrs;
+    o.job_id = ((uint64_t)info->job_id << 16) ^ (uint64_t)info->attempt;
+    o.encrypt = rt_json_bool(rt_json_get(r, "encrypt"), false);
+    o.sockets = (int)sockets;
+    o.timeout_us = tmo * 1000;
+    o.connect_timeout_us = tmo * 1000;
+    o.transport = strcmp(info->transport, "rdma") == 0 ? RT_TRANSPORT_RDMA : RT_TRANSPORT_TCP;
+    int64_t lfd = -1;
+    o.listen_fd = env_int("RT_LISTEN_FD", &lfd) ? (int)lfd : -1;
+    /* ranks busy-poll only when each has a core of its own */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    o.spin_us = info->local_size <= cores ? 50 : 0;
+    st = addrs ? rt_comm_create(&o, out, err) : rt_err(err, RT_ERR_NOMEM, "out of memory");
+    free(addrs);
+    rt_json_free(r);
+    return st;
+}
+
+void rt_report_progress(const char *json_object)
+{
+    int64_t fd;
+    if (!env_int("RT_CONTROL_FD", &fd) || fd < 0)
+        return;
+    size_t n = strlen(json_object);
+    char *line = malloc(n + 2);
+    if (!line)
+        return;
+    memcpy(line, json_object, n);
+    line[n] = '\n';
+    /* one datagram-sized write keeps lines whole; a full pipe drops it */
+    ssize_t r = send((int)fd, line, n + 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)r;
+    free(line);
+}
