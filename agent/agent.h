@@ -80,6 +80,8 @@ struct agentd {
     SSL_CTX *ssl;
     struct bufferevent *bev;
     bool connected, welcomed;
+    char status_text[400]; /* the last STATUS= line's state, and its worker count */
+    int status_live;
     int64_t heartbeat_ms;
     int64_t backoff_us;
     int attempts;
@@ -92,6 +94,7 @@ struct agentd {
     char *exited_backlog; /* JSON array items of exits not yet reported */
     bool stopping;
     int64_t stop_deadline_ns;
+    int64_t bye_deadline_ns; /* set once "bye" is queued: exit when written */
     char self_exe[1024];
 };
 
@@ -111,6 +114,7 @@ void proc_reap(agentd *ag);
 void proc_tick(agentd *ag);
 void proc_stop_all(agentd *ag);
 int proc_live(const agentd *ag);
+int proc_unreported(const agentd *ag); /* started workers whose exit is not sent yet */
 /* {"job":..,"attempt":..,"rank":..,"pid":..} of every running worker */
 void proc_running_json(agentd *ag, rt_jw *w);
 void worker_free(worker *w);

@@ -41,9 +41,15 @@ bool agent_send(agentd *ag, rt_jw *w)
     return rt_frame_push(ag->bev, w) == RT_OK;
 }
 
+/* STATUS= for systemctl status: the connection state (NULL: unchanged) and
+ * the number of running workers, which on_tick keeps current. */
 static void status(agentd *ag, const char *state)
 {
-    sd_notifyf(0, "STATUS=%s; %d workers running", state, proc_live(ag));
+    if (state)
+        snprintf(ag->status_text, sizeof ag->status_text, "%s", state);
+    ag->status_live = proc_live(ag);
+    sd_notifyf(0, "STATUS=%s; %d worker%s running", ag->status_text, ag->status_live,
+               ag->status_live == 1 ? "" : "s");
 }
 
 static void send_hello(agentd *ag)
@@ -264,6 +270,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     proc_tick(ag);
     logs_pump(ag);
+    if (proc_live(ag) != ag->status_live)
+        status(ag, NULL);
     static int64_t last_wd;
     uint64_t wd = 0;
     int64_t now = rt_now_ns();
@@ -271,11 +279,23 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         sd_notify(0, "WATCHDOG=1");
         last_wd = now;
     }
-    if (ag->stopping && (proc_live(ag) == 0 || now > ag->stop_deadline_ns)) {
-        if (ag->bev)
-            bufferevent_flush(ag->bev, EV_WRITE, BEV_FLUSH);
-        event_base_loopexit(ag->base, NULL);
+    /* stopping: once every worker's exit is sent (or the deadline passed),
+     * say goodbye and leave when that is written (at most 2 s later) */
+    if (ag->stopping && !ag->bye_deadline_ns &&
+        (proc_unreported(ag) == 0 || now > ag->stop_deadline_ns)) {
+        rt_jw w;
+        rt_jw_init(&w);
+        rt_jw_obj(&w);
+        rt_jw_kstr(&w, "type", "bye");
+        rt_jw_kstr(&w, "reason", "the agent is stopping");
+        rt_jw_obj_end(&w);
+        agent_send(ag, &w);
+        ag->bye_deadline_ns = now + 2000000000LL;
     }
+    if (ag->bye_deadline_ns &&
+        (!ag->bev || evbuffer_get_length(bufferevent_get_output(ag->bev)) == 0 ||
+         now > ag->bye_deadline_ns))
+        event_base_loopexit(ag->base, NULL);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)

@@ -69,6 +69,14 @@ int proc_live(const agentd *ag)
     return n;
 }
 
+int proc_unreported(const agentd *ag)
+{
+    int n = 0;
+    for (const worker *w = ag->workers; w; w = w->next)
+        n += w->started && !w->reported;
+    return n;
+}
+
 void proc_running_json(agentd *ag, rt_jw *jw)
 {
     rt_jw_arr(jw);
@@ -133,7 +141,8 @@ static void report_exit(agentd *ag, worker *w)
     rt_jw_key(&jw, "tail");
     log_tail_json(w, &jw);
     rt_jw_obj_end(&jw);
-    RT_INFO("agent", "job %lld rank %d: %s", (long long)w->job, w->rank, line + 8);
+    RT_INFO("agent", "job %lld attempt %lld: %.*s", (long long)w->job, (long long)w->attempt,
+            (int)strlen(line) - 9, line + 8); /* without "[agent] " and the newline */
     if (ag->welcomed) {
         agent_send(ag, &jw);
         return;
@@ -378,6 +387,14 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
     if ((st = write_rendezvous(w, m, rdv, err)) != RT_OK)
         return st;
     strv argv = {0}, env = {0};
+    /* like horovodrun: an exec job runs in the submitter's folder where this
+     * node has it, else in the job's work folder */
+    char cwd[4096] = "";
+    const char *jcwd = rt_json_get_str(m, "cwd");
+    struct stat sb;
+    if (jcwd && jcwd[0] == '/' && strlen(jcwd) < sizeof cwd && stat(jcwd, &sb) == 0 &&
+        S_ISDIR(sb.st_mode))
+        snprintf(cwd, sizeof cwd, "%s", jcwd);
     if (strcmp(type, "train") == 0) {
         snprintf(cfgpath, sizeof cfgpath, "%s/job.ini", w->workdir);
         const char *cfg = rt_json_str(rt_json_get(m, "config"), "");
@@ -452,7 +469,7 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
         dup2(l, 3);
         dup2(c, 4);
         close_range(5, ~0U, 0);
-        if (chdir(w->workdir) != 0)
+        if ((!cwd[0] || chdir(cwd) != 0) && chdir(w->workdir) != 0)
             _exit(126);
         sigset_t none;
         sigemptyset(&none);

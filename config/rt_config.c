@@ -526,6 +526,15 @@ static rt_status parse_text(const rt_cfg_schema *s, const char *text, size_t len
         if ((k->flags & RT_CFG_REQUIRED) && !c.set_line[i])
             rt_cfg_errors_add(errs, "%s: [%s] %s: required key is missing (%s)", c.fname,
                               k->section, k->name, k->help);
+        /* a default path is relative to the file too, like a written one */
+        char **pv = k->type == RT_CFG_PATH && !c.set_line[i] ? field(obj, k) : NULL;
+        if (pv && *pv && (*pv)[0]) {
+            char *joined = join_path(basedir, *pv);
+            if (joined) {
+                free(*pv);
+                *pv = joined;
+            }
+        }
     }
     free(c.set_line);
     if (errs->n + errs->dropped == before && s->validate)

@@ -379,6 +379,9 @@ int cli_job_body_from_exec(int argc, char **argv, char **body)
     for (int i = prog; i < argc; i++)
         rt_jw_str(&w, argv[i]);
     rt_jw_arr_end(&w);
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd))
+        rt_jw_kstr(&w, "cwd", cwd);
     rt_jw_key(&w, "env");
     rt_jw_obj(&w);
     for (int i = 0; i < nenv; i++) {

@@ -77,6 +77,7 @@ typedef struct job {
     int np, min_np, cur_np;
     int state;
     char reason[1024];
+    char last_failure[700]; /* why the last attempt failed (kept through a restart) */
     int attempt, restarts, max_restarts;
     int64_t start_timeout_us, deadline_us;
     double created, started, finished; /* unix seconds */
@@ -93,6 +94,7 @@ typedef struct job {
 } job;
 
 typedef struct log_stream log_stream;
+typedef struct closing_conn closing_conn;
 
 struct coord {
     rt_coord_cfg cfg;
@@ -109,6 +111,7 @@ struct coord {
     log_stream *streams;
     uint64_t next_stream_id;
     int64_t rejected_connections;
+    closing_conn *closing; /* rejected connections still writing their reason */
     bool stopping;
 };
 

@@ -80,6 +80,37 @@ static void drop_connection(agent *a, const char *why, bool lost)
     }
 }
 
+/* A rejected connection that is still writing the reason it was rejected. */
+struct closing_conn {
+    coord *co;
+    struct bufferevent *bev;
+    closing_conn *next;
+};
+
+static void closing_free(closing_conn *c)
+{
+    for (closing_conn **p = &c->co->closing; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    bufferevent_free(c->bev);
+    free(c);
+}
+
+static void close_when_written(struct bufferevent *bev, void *arg)
+{
+    if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+        closing_free(arg);
+}
+
+static void close_on_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    (void)what;
+    closing_free(arg);
+}
+
 static void bev_setcb(agent *a);
 static void reject(agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void reject(agent *a, const char *fmt, ...)
@@ -92,26 +123,44 @@ static void reject(agent *a, const char *fmt, ...)
     a->co->rejected_connections++;
     RT_WARN("coord", "closing connection from %s%s%s: %s", a->peer, a->authed ? " agent " : "",
             a->authed ? a->key : "", why);
-    if (a->bev && !a->authed) { /* tell an honest but misconfigured agent why */
+    if (a->bev && !a->authed) {
+        /* tell an honest but misconfigured agent why: the connection leaves
+         * the agent record and closes once the reason is written (or in 2 s) */
+        struct bufferevent *bev = a->bev;
+        a->bev = NULL;
+        closing_conn *cc = calloc(1, sizeof *cc);
+        if (!cc) {
+            bufferevent_free(bev);
+            drop_connection(a, why, true);
+            return;
+        }
+        *cc = (closing_conn){a->co, bev, a->co->closing};
+        a->co->closing = cc;
         rt_jw w;
         rt_jw_init(&w);
         rt_jw_obj(&w);
         rt_jw_kstr(&w, "type", "error");
         rt_jw_kstr(&w, "reason", why);
         rt_jw_obj_end(&w);
-        rt_frame_push(a->bev, &w);
-        bufferevent_flush(a->bev, EV_WRITE, BEV_FLUSH);
+        bufferevent_disable(bev, EV_READ);
+        bufferevent_setcb(bev, NULL, close_when_written, close_on_event, cc);
+        struct timeval tv = {2, 0};
+        bufferevent_set_timeouts(bev, NULL, &tv);
+        if (rt_frame_push(bev, &w) != RT_OK)
+            closing_free(cc);
     }
     drop_connection(a, why, true);
 }
 
-static void on_hello(agent *a, const rt_json *m)
+/* The record now holding the connection (a reconnecting agent's known
+ * record takes it over), or NULL when the hello was rejected. */
+static agent *on_hello(agent *a, const rt_json *m)
 {
     coord *co = a->co;
     const char *token = rt_json_get_str(m, "token");
     if (!rt_token_equal(token, co->token)) {
         reject(a, "wrong cluster token");
-        return;
+        return NULL;
     }
     const char *host_id = rt_json_get_str(m, "host_id"), *name = rt_json_get_str(m, "name");
     int64_t slots = 0;
@@ -119,14 +168,14 @@ static void on_hello(agent *a, const rt_json *m)
         strlen(name) >= sizeof a->name || !rt_json_get_int(m, "slots", &slots) || slots < 0 ||
         slots > 4096) {
         reject(a, "hello without a valid host_id, name and slots");
-        return;
+        return NULL;
     }
     char key[200];
     snprintf(key, sizeof key, "%s/%s", host_id, name);
     agent *known = coord_agent_by_key(co, key);
     if (known && known->up) {
         reject(a, "an agent named %s is already connected from host %s", name, host_id);
-        return;
+        return NULL;
     }
     if (known) { /* a reconnect: the known record takes over this connection */
         known->bev = a->bev;
@@ -167,22 +216,31 @@ static void on_hello(agent *a, const rt_json *m)
     const rt_json *exited = rt_json_get(m, "exited");
     for (size_t i = 0; i < rt_json_len(exited); i++)
         sched_on_exited(co, a, rt_json_at(exited, i));
+    return a;
 }
 
-static void dispatch(agent *a, const rt_json *m)
+/* Handle one message; the record holding the connection afterwards, or
+ * NULL when an unauthenticated record was rejected (and freed). */
+static agent *dispatch(agent *a, const rt_json *m)
 {
     const char *type = rt_json_get_str(m, "type");
     if (!a->authed) {
         if (strcmp(type, "hello") == 0)
-            on_hello(a, m);
-        else
-            reject(a, "'%s' before hello", type);
-        return;
+            return on_hello(a, m);
+        reject(a, "'%s' before hello", type);
+        return NULL;
     }
     coord *co = a->co;
     a->last_seen_ns = rt_now_ns();
     if (strcmp(type, "heartbeat") == 0)
-        return;
+        return a;
+    if (strcmp(type, "bye") == 0) { /* a clean stop: not counted as rejected */
+        char why[300];
+        snprintf(why, sizeof why, "stopped (%s)",
+                 rt_json_str(rt_json_get(m, "reason"), "no reason given"));
+        drop_connection(a, why, true);
+        return a;
+    }
     if (strcmp(type, "prepared") == 0)
         sched_on_prepared(co, a, m);
     else if (strcmp(type, "started") == 0)
@@ -195,6 +253,7 @@ static void dispatch(agent *a, const rt_json *m)
         http_on_logs(co, a, m);
     else
         reject(a, "unknown message type '%s'", type);
+    return a;
 }
 
 static void on_read(struct bufferevent *bev, void *arg)
@@ -211,14 +270,12 @@ static void on_read(struct bufferevent *bev, void *arg)
             reject(a, "bad frame: %s", err);
             return;
         }
-        /* dispatch may close the connection, free an unauthenticated record, or
-         * hand the connection to the known record of a reconnecting agent:
-         * stop reading through this callback's argument in every such case */
-        struct bufferevent *before = bev;
-        bool was_authed = a->authed;
-        dispatch(a, m);
+        /* dispatch may close the connection (and free an unauthenticated
+         * record) or hand it to the known record of a reconnecting agent:
+         * go on with the record that holds it, if any */
+        a = dispatch(a, m);
         rt_json_free(m);
-        if (!was_authed || a->bev != before)
+        if (!a || a->bev != bev)
             return;
     }
 }
@@ -234,7 +291,9 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         snprintf(why, sizeof why, "no hello within %d s", HELLO_TIMEOUT_S);
     else if (what & BEV_EVENT_ERROR) {
         unsigned long e = bufferevent_get_openssl_error(bev);
-        if (e)
+        if (e && ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
+            snprintf(why, sizeof why, "connection closed abruptly");
+        else if (e)
             ERR_error_string_n(e, why, sizeof why);
         else
             snprintf(why, sizeof why, "connection error");
@@ -454,6 +513,8 @@ void coord_destroy(coord *co)
         free(a);
         a = n;
     }
+    while (co->closing)
+        closing_free(co->closing);
     for (job *j = co->jobs; j;) {
         job *n = j->next;
         job_free(j);

@@ -79,6 +79,9 @@ rt_status sched_submit(coord *co, const char *body, size_t len, int64_t *id, cha
         for (size_t i = 0; st == RT_OK && i < rt_json_len(argv); i++)
             if (!rt_json_str(rt_json_at(argv, i), NULL))
                 st = rt_err(err, RT_ERR_INVALID, "\"argv\" must hold strings");
+        const rt_json *cwd = rt_json_get(s, "cwd");
+        if (st == RT_OK && cwd && (!rt_json_str(cwd, NULL) || rt_json_str(cwd, "")[0] != '/'))
+            st = rt_err(err, RT_ERR_INVALID, "\"cwd\" must be an absolute path");
     } else {
         /* a training job carries its whole configuration: check it here too,
          * so nothing malformed reaches the agents */
@@ -258,10 +261,14 @@ static void send_abort(coord *co, job *j, const char *reason)
 
 static void finish(coord *co, job *j, int state, const char *reason)
 {
+    /* the attempt's own record ends too, unless it already ended (a job
+     * that never started, or one waiting to restart) */
+    bool attempt_live = j->state == JOB_STARTING || j->state == JOB_RUNNING;
     j->state = state;
     snprintf(j->reason, sizeof j->reason, "%s", reason);
     j->finished = coord_unix_now();
-    cdb_attempt(co, j, job_state_name(state), reason);
+    if (attempt_live)
+        cdb_attempt(co, j, job_state_name(state), reason);
     cdb_job_update(co, j);
     cdb_event(co, j->id, job_state_name(state), "%s", reason);
 }
@@ -271,6 +278,7 @@ static void attempt_failed(coord *co, job *j, const char *reason)
 {
     send_abort(co, j, reason);
     cdb_attempt(co, j, "failed", reason);
+    snprintf(j->last_failure, sizeof j->last_failure, "%s", reason);
     if (j->restarts < j->max_restarts) {
         j->restarts++;
         j->state = JOB_RESTARTING;
@@ -283,6 +291,7 @@ static void attempt_failed(coord *co, job *j, const char *reason)
         char why[1100];
         snprintf(why, sizeof why, "%s%s", reason,
                  j->max_restarts ? " (no restarts left)" : "");
+        j->state = JOB_RESTARTING; /* the attempt's record is written above */
         finish(co, j, JOB_FAILED, why);
     }
 }
@@ -378,7 +387,7 @@ static void send_start(coord *co, job *j)
         for (int q = 0; q < j->cur_np; q++)
             rt_jw_str(&w, j->ranks[q].addr);
         rt_jw_arr_end(&w);
-        const char *fields[] = {"argv", "env", "config"};
+        const char *fields[] = {"argv", "env", "cwd", "config"};
         for (size_t f = 0; f < RT_ARRAY_LEN(fields); f++) {
             const rt_json *v = rt_json_get(j->specj, fields[f]);
             if (v) {
@@ -688,9 +697,14 @@ static void try_start(coord *co, job *j)
         return;
     }
     if (j->start_timeout_us > 0 && rt_now_ns() - j->queued_ns > j->start_timeout_us * 1000) {
-        char reason[512];
-        snprintf(reason, sizeof reason, "could not start within %.0f s: %s",
-                 (double)j->start_timeout_us / 1e6, why);
+        char reason[1100];
+        if (j->attempt > 0)
+            snprintf(reason, sizeof reason,
+                     "could not restart within %.0f s: %s; attempt %d had failed: %s",
+                     (double)j->start_timeout_us / 1e6, why, j->attempt, j->last_failure);
+        else
+            snprintf(reason, sizeof reason, "could not start within %.0f s: %s",
+                     (double)j->start_timeout_us / 1e6, why);
         finish(co, j, JOB_FAILED, reason);
     } else if (strcmp(j->reason, why) != 0) {
         snprintf(j->reason, sizeof j->reason, "waiting: %s", why);

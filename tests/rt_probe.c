@@ -5,7 +5,10 @@
  *   --fail-rank R --code C   rank R exits with code C after the allreduce
  *   --sleep S                every rank sleeps S seconds before exiting
  *   --sleep-rank R           ... only rank R sleeps (others finish)
- *   --rounds K               K allreduces, one per 100 ms (progress each) */
+ *   --sleep-attempt A        ... only in attempt A (a restarted job finishes)
+ *   --rounds K               K allreduces, one per 100 ms (progress each)
+ * Unknown option pairs are ignored: the cluster tests pass a marker string
+ * that finds leftover probes in /proc. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +19,7 @@
 
 int main(int argc, char **argv)
 {
-    int fail_rank = -1, code = 0, sleep_rank = -1, rounds = 1;
+    int fail_rank = -1, code = 0, sleep_rank = -1, sleep_attempt = -1, rounds = 1;
     double sleep_s = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--fail-rank"))
@@ -27,6 +30,8 @@ int main(int argc, char **argv)
             sleep_s = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--sleep-rank"))
             sleep_rank = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--sleep-attempt"))
+            sleep_attempt = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--rounds"))
             rounds = atoi(argv[i + 1]);
     }
@@ -66,7 +71,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "probe: rank %d failing on purpose with code %d\n", info.rank, code);
         return code;
     }
-    if (sleep_s > 0 && (sleep_rank < 0 || sleep_rank == info.rank)) {
+    if (sleep_s > 0 && (sleep_rank < 0 || sleep_rank == info.rank) &&
+        (sleep_attempt < 0 || sleep_attempt == info.attempt)) {
         struct timespec ts = {(time_t)sleep_s, (long)((sleep_s - (time_t)sleep_s) * 1e9)};
         nanosleep(&ts, NULL);
     }

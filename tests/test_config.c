@@ -22,6 +22,7 @@ typedef struct tcfg {
     int transport;
     char *dataset;
     char *label;
+    char *cache;
     rt_strlist columns;
 } tcfg;
 
@@ -36,6 +37,7 @@ static const rt_cfg_key keys[] = {
     RT_CFG_KEY("data", "dataset", RT_CFG_PATH, NULL, 0, 0, NULL, tcfg, dataset,
                "prepared dataset folder", RT_CFG_REQUIRED),
     RT_CFG_S("data", "label", "Sales", tcfg, label, "label column"),
+    RT_CFG_P("data", "cache", "cache", tcfg, cache, "cache folder"),
     RT_CFG_L("data", "columns", "Store, DayOfWeek", tcfg, columns, "categorical columns"),
 };
 static const rt_cfg_schema schema = {"test file", keys, RT_ARRAY_LEN(keys), sizeof(tcfg), NULL};
@@ -82,6 +84,7 @@ static void test_valid_and_defaults(void **state)
     assert_int_equal(c.timeout_us, 500000);
     assert_int_equal(c.transport, 2);
     assert_string_equal(c.dataset, "/jobs/prepared/rossmann");
+    assert_string_equal(c.cache, "/jobs/cache"); /* a default path is relative to the file too */
     assert_string_equal(c.label, "Sales");
     assert_int_equal(c.columns.n, 3);
     assert_string_equal(c.columns.items[1], "Year");

@@ -1,0 +1,79 @@
+/* cluster_harness.h — real clusters on loopback for the cluster tests: a
+ * temporary folder with fresh TLS material (`ringtrain init-cluster`), the
+ * coordinator and agents started as processes from this build, the CLI run
+ * as a process with its output captured, the HTTP API read as JSON, and the
+ * /proc scan that proves no worker outlived its job.  Every wait is bounded. */
+#ifndef RT_CLUSTER_HARNESS_H
+#define RT_CLUSTER_HARNESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cli.h"
+#include "rt_json.h"
+
+#define CL_MAX_AGENTS 8
+
+typedef struct cl_daemon {
+    pid_t pid;
+    char conf[512];
+    char log[512];
+} cl_daemon;
+
+typedef struct cluster {
+    char dir[256];
+    char marker[64]; /* passed to every probe: finds leftovers in /proc */
+    int cport, hport;
+    cl_daemon coord;
+    cl_daemon agent[CL_MAX_AGENTS];
+    int nagents;
+    cli_conn conn;
+} cluster;
+
+/* mkdtemp + init-cluster + ports; false (and a message) on failure. */
+bool cl_init(cluster *c, const char *tag);
+/* Write coordinator.conf (extra lines appended to [coordinator]) and start
+ * it; env: extra NAME=VALUE entries (NULL-terminated) or NULL.  Starting it
+ * again after a kill reuses the same configuration and state database. */
+bool cl_start_coord(cluster *c, const char *extra, const char *const *env);
+/* Agent i: write its agent.conf and start it. */
+bool cl_start_agent(cluster *c, int i, const char *name, const char *host_id, int slots,
+                    const char *const *env);
+/* Signal a daemon and wait for it (SIGKILL after 10 s); its wait status,
+ * or -1 when it had to be killed. */
+int cl_stop(cl_daemon *d, int sig);
+/* Until n agents are up (per /v1/nodes), at most timeout_ms. */
+bool cl_wait_agents_up(cluster *c, int n, int timeout_ms);
+
+/* Run `ringtrain ARGS...` (NULL-terminated) against this cluster; its
+ * stdout+stderr in *out (caller frees); the exit code, or -1 on timeout. */
+int cl_cli(cluster *c, char **out, int timeout_s, const char *const *args);
+/* GET path and parse the JSON answer (NULL on any failure, printed). */
+rt_json *cl_get(cluster *c, const char *path);
+/* POST a JSON body to /v1/jobs; the new job's id, or -1. */
+int64_t cl_submit(cluster *c, const char *body);
+/* Until the job's state is `state` (or any terminal state when NULL); the
+ * job document (caller frees) or NULL on timeout. */
+rt_json *cl_wait_job(cluster *c, int64_t id, const char *state, int timeout_ms);
+/* The job's state string inside a /v1/jobs/ID document. */
+const char *cl_job_state(const rt_json *doc);
+
+/* Processes whose command line holds the marker (the probes of this cluster). */
+int cl_count_marker(const cluster *c);
+/* Until no such process is left, at most timeout_ms; the count left. */
+int cl_wait_no_marker(const cluster *c, int timeout_ms);
+
+/* Stop every daemon with SIGTERM; false when one did not exit 0 or a
+ * sanitizer reported in a daemon's log.  Prints the logs' last lines and
+ * keeps the folder when `dump` or on such a failure; else removes it unless
+ * RT_TEST_KEEP is set. */
+bool cl_destroy(cluster *c, bool dump);
+
+/* Sleep for ms milliseconds. */
+void cl_sleep_ms(int ms);
+
+/* Paths of this build's programs. */
+extern const char *const CL_PROBE;
+
+#endif

@@ -1,0 +1,463 @@
+/* test_cluster.c — one real cluster on loopback (coordinator + 3 agents on
+ * host ids A, A, B with 2, 1, 2 slots) shared by these tests:
+ *   - an exec job with np = 5 gets Horovod's placement and every rank reads
+ *     it and completes an allreduce through rt_init_from_env();
+ *   - a rank exiting 3 fails the job with the rank, host and code named, the
+ *     other ranks are stopped at once and no process is left;
+ *   - an invalid job file is reported with file:line and nothing is submitted;
+ *   - wrong token, plain TCP, random bytes, oversized frame, bad JSON and an
+ *     unknown message on the control port, and bad API tokens, are rejected
+ *     while the coordinator keeps serving. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "cluster_harness.h"
+#include "rt_time.h"
+
+static cluster C;
+static bool failed_once;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (!cl_init(&C, "cluster"))
+        return -1;
+    if (!cl_start_coord(&C, NULL, NULL) || !cl_start_agent(&C, 0, "a1", "A", 2, NULL) ||
+        !cl_start_agent(&C, 1, "a2", "A", 1, NULL) || !cl_start_agent(&C, 2, "b1", "B", 2, NULL))
+        return -1;
+    if (!cl_wait_agents_up(&C, 3, 20000)) {
+        cl_destroy(&C, true);
+        return -1;
+    }
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    return cl_destroy(&C, failed_once) ? 0 : -1;
+}
+
+/* Fails the test and keeps the cluster's files and logs for a look. */
+#define CHECK(cond)                                                                            \
+    do {                                                                                       \
+        bool ok_ = (cond);                                                                     \
+        if (!ok_)                                                                              \
+            failed_once = true;                                                                \
+        assert_true(ok_ && #cond);                                                             \
+    } while (0)
+
+static int njobs(void)
+{
+    rt_json *j = cl_get(&C, "/v1/jobs");
+    int n = j ? (int)rt_json_len(rt_json_get(j, "jobs")) : -1;
+    rt_json_free(j);
+    return n;
+}
+
+/* ---- placement ----------------------------------------------------------------- */
+
+static void test_placement_np5(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *agent;
+        int local_rank, local_size, cross_rank, cross_size;
+    } want[5] = {{"A/a1", 0, 3, 0, 2},
+                 {"A/a1", 1, 3, 0, 2},
+                 {"A/a2", 2, 3, 0, 1}, /* only host A has a local rank 2 */
+                 {"B/b1", 0, 2, 1, 2},
+                 {"B/b1", 1, 2, 1, 2}};
+    char *out = NULL;
+    const char *args[] = {"exec", "--np", "5", "--name", "placement", "--", CL_PROBE,
+                          "--marker", C.marker, NULL};
+    int rc = cl_cli(&C, &out, 60, args);
+    if (rc != 0)
+        fprintf(stderr, "exec output:\n%s\n", out);
+    CHECK(rc == 0);
+    /* each rank printed what rt_init_from_env() handed it, under its prefix */
+    int seen = 0;
+    char *copy = strdup(out);
+    for (char *line = copy; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        int pr, r, size, lr, ls, cr, cs;
+        if (sscanf(line, "[%d] rank=%d size=%d local_rank=%d local_size=%d cross_rank=%d "
+                         "cross_size=%d",
+                   &pr, &r, &size, &lr, &ls, &cr, &cs) == 7) {
+            CHECK(pr == r && r >= 0 && r < 5);
+            CHECK(size == 5);
+            CHECK(lr == want[r].local_rank && ls == want[r].local_size);
+            CHECK(cr == want[r].cross_rank && cs == want[r].cross_size);
+            seen |= 1 << r;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    free(copy);
+    CHECK(seen == 0x1f);
+    for (int r = 0; r < 5; r++) { /* every rank's allreduce of rank+1 gave 15 */
+        char want_line[64];
+        snprintf(want_line, sizeof want_line, "[%d] allreduce ok: sum 15", r);
+        CHECK(strstr(out, want_line) != NULL);
+    }
+    free(out);
+
+    /* the coordinator's record agrees, and every slot is free again */
+    rt_json *jobs = cl_get(&C, "/v1/jobs");
+    const rt_json *list = rt_json_get(jobs, "jobs");
+    int64_t id = 0;
+    CHECK(rt_json_len(list) >= 1);
+    rt_json_get_int(rt_json_at(list, rt_json_len(list) - 1), "id", &id);
+    rt_json_free(jobs);
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    rt_json *doc = cl_get(&C, path);
+    CHECK(doc != NULL);
+    CHECK(!strcmp(cl_job_state(doc), "succeeded"));
+    const rt_json *pl = rt_json_get(doc, "placement");
+    CHECK(rt_json_len(pl) == 5);
+    for (size_t i = 0; i < rt_json_len(pl); i++) {
+        const rt_json *p = rt_json_at(pl, i);
+        int64_t r = -1, lr = -1, cr = -1, code = -1;
+        rt_json_get_int(p, "rank", &r);
+        rt_json_get_int(p, "local_rank", &lr);
+        rt_json_get_int(p, "cross_rank", &cr);
+        rt_json_get_int(p, "exit_code", &code);
+        CHECK(r == (int64_t)i);
+        CHECK(!strcmp(rt_json_get_str(p, "agent"), want[i].agent));
+        CHECK(lr == want[i].local_rank && cr == want[i].cross_rank);
+        CHECK(code == 0);
+    }
+    rt_json_free(doc);
+    rt_json *nodes = cl_get(&C, "/v1/nodes");
+    const rt_json *nl = rt_json_get(nodes, "nodes");
+    CHECK(rt_json_len(nl) == 3);
+    for (size_t i = 0; i < rt_json_len(nl); i++) {
+        int64_t used = -1;
+        rt_json_get_int(rt_json_at(nl, i), "used", &used);
+        CHECK(used == 0);
+    }
+    rt_json_free(nodes);
+
+    /* the CLI's views of the same job */
+    char idtxt[32];
+    snprintf(idtxt, sizeof idtxt, "%lld", (long long)id);
+    const char *st_args[] = {"status", idtxt, "--json", NULL};
+    CHECK(cl_cli(&C, &out, 30, st_args) == 0);
+    rt_json *sj = NULL;
+    char err[RT_ERR_LEN];
+    CHECK(rt_json_parse(out, strlen(out), &sj, err) == RT_OK);
+    CHECK(!strcmp(cl_job_state(sj), "succeeded"));
+    rt_json_free(sj);
+    free(out);
+    const char *log_args[] = {"logs", idtxt, "--rank", "3", NULL};
+    CHECK(cl_cli(&C, &out, 30, log_args) == 0);
+    CHECK(strstr(out, "rank=3 size=5") != NULL);
+    CHECK(strstr(out, "rank=2 size=5") == NULL);
+    free(out);
+    CHECK(cl_count_marker(&C) == 0);
+}
+
+/* ---- a failing rank ------------------------------------------------------------- */
+
+static void test_rank_failure(void **state)
+{
+    (void)state;
+    /* rank 2 exits 3; the others would sleep 60 s if nobody stopped them */
+    char *out = NULL;
+    const char *args[] = {"exec", "--np", "5", "--name", "fails", "--", CL_PROBE,
+                          "--fail-rank", "2", "--code", "3", "--sleep", "60",
+                          "--marker", C.marker, NULL};
+    int64_t t0 = rt_now_ns();
+    int rc = cl_cli(&C, &out, 60, args);
+    double secs = (double)(rt_now_ns() - t0) / 1e9;
+    fprintf(stderr, "exec with a failing rank returned %d after %.1f s\n", rc, secs);
+    CHECK(rc == 3); /* like horovodrun: the first failure's code */
+    CHECK(secs < 30);
+    CHECK(strstr(out, "rank 2 on host") != NULL);
+    CHECK(strstr(out, "(agent A/a2) exited with code 3") != NULL);
+    free(out);
+    CHECK(cl_wait_no_marker(&C, 10000) == 0); /* no orphans */
+
+    rt_json *jobs = cl_get(&C, "/v1/jobs");
+    const rt_json *list = rt_json_get(jobs, "jobs");
+    int64_t id = 0;
+    rt_json_get_int(rt_json_at(list, rt_json_len(list) - 1), "id", &id);
+    rt_json_free(jobs);
+    /* the job is failed at the first failure; the stopped ranks' exits are
+     * recorded as the agents report them */
+    rt_json *doc = NULL;
+    for (int tries = 0; tries < 100; tries++) {
+        rt_json_free(doc);
+        doc = cl_wait_job(&C, id, NULL, 10000);
+        CHECK(doc != NULL);
+        const rt_json *pl = rt_json_get(doc, "placement");
+        int exited = 0;
+        for (size_t i = 0; i < rt_json_len(pl); i++)
+            exited += !strcmp(rt_json_str(rt_json_get(rt_json_at(pl, i), "state"), ""), "exited");
+        if (exited == 5)
+            break;
+        cl_sleep_ms(100);
+    }
+    CHECK(!strcmp(cl_job_state(doc), "failed"));
+    const rt_json *job = rt_json_get(doc, "job");
+    const char *reason = rt_json_get_str(job, "reason");
+    fprintf(stderr, "reason: %s\n", reason);
+    CHECK(strstr(reason, "rank 2") && strstr(reason, "code 3"));
+    const rt_json *ff = rt_json_get(job, "first_failure");
+    int64_t frank = -1, fcode = -1;
+    rt_json_get_int(ff, "rank", &frank);
+    rt_json_get_int(ff, "exit_code", &fcode);
+    CHECK(frank == 2 && fcode == 3);
+    const rt_json *tail = rt_json_get(ff, "tail"); /* the rank's last output lines */
+    bool said = false;
+    for (size_t i = 0; i < rt_json_len(tail); i++)
+        said |= strstr(rt_json_str(rt_json_at(tail, i), ""), "failing on purpose") != NULL;
+    CHECK(said);
+    /* the other ranks were stopped by a signal, not left to finish */
+    const rt_json *pl = rt_json_get(doc, "placement");
+    int stopped = 0;
+    for (size_t i = 0; i < rt_json_len(pl); i++) {
+        int64_t sig = 0;
+        rt_json_get_int(rt_json_at(pl, i), "signal", &sig);
+        stopped += sig > 0;
+    }
+    CHECK(stopped == 4);
+    rt_json_free(doc);
+}
+
+/* ---- an invalid job file -------------------------------------------------------- */
+
+static void test_invalid_job_file(void **state)
+{
+    (void)state;
+    char path[400];
+    snprintf(path, sizeof path, "%s/bad.ini", C.dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs("[job]\nname = typo\ntype = exec\nnp = 0\nmax_restrats = 2\ndeadline = 5 parsecs\n", f);
+    fclose(f);
+    int before = njobs();
+    char *out = NULL;
+    const char *args[] = {"submit", path, NULL};
+    int rc = cl_cli(&C, &out, 30, args);
+    fprintf(stderr, "submit of a bad job file (rc %d):\n%s", rc, out);
+    CHECK(rc == 2);
+    CHECK(strstr(out, "bad.ini:4") != NULL); /* np out of range */
+    CHECK(strstr(out, "bad.ini:5") != NULL && strstr(out, "max_restarts") != NULL);
+    CHECK(strstr(out, "bad.ini:6") != NULL); /* not a duration */
+    free(out);
+    CHECK(njobs() == before);
+}
+
+/* ---- hostile clients on the control port ------------------------------------------ */
+
+static int tcp_connect(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Send raw bytes over plain TCP; true when the coordinator closes on us
+ * within 5 s (read gives EOF or a reset, not a timeout). */
+static bool plain_rejected(const void *bytes, size_t n)
+{
+    int fd = tcp_connect(C.cport);
+    if (fd < 0)
+        return false;
+    ssize_t w = write(fd, bytes, n);
+    (void)w;
+    char buf[4096];
+    ssize_t r;
+    while ((r = read(fd, buf, sizeof buf)) > 0) {
+    }
+    bool closed = r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+    close(fd);
+    return closed;
+}
+
+/* Over TLS (the real CA and name): send a frame, collect what comes back
+ * until the coordinator closes; true when it closed within 5 s. */
+static bool tls_rejected(const void *frame, size_t n, char *reply, size_t rlen)
+{
+    char err[RT_ERR_LEN];
+    SSL_CTX *ctx = rt_tls_client_ctx(C.conn.ca, err);
+    int fd = tcp_connect(C.cport);
+    if (!ctx || fd < 0)
+        return false;
+    SSL *ssl = rt_tls_client_ssl(ctx, "127.0.0.1");
+    SSL_set_fd(ssl, fd);
+    bool closed = false;
+    size_t got = 0;
+    if (SSL_connect(ssl) == 1 && SSL_write(ssl, frame, (int)n) > 0) {
+        for (;;) {
+            int r = SSL_read(ssl, reply + got, (int)(rlen - 1 - got));
+            if (r > 0) {
+                got += (size_t)r;
+                if (got + 1 >= rlen)
+                    break;
+                continue;
+            }
+            int e = SSL_get_error(ssl, r);
+            closed = e == SSL_ERROR_ZERO_RETURN ||
+                     (e == SSL_ERROR_SYSCALL && errno != EAGAIN && errno != EWOULDBLOCK) ||
+                     e == SSL_ERROR_SSL;
+            break;
+        }
+    }
+    reply[got] = '\0';
+    if (got < 4)
+        memset(reply, 0, 5);
+    ERR_clear_error();
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    close(fd);
+    return closed;
+}
+
+static size_t make_frame(char *buf, const char *json)
+{
+    uint32_t n = (uint32_t)strlen(json);
+    buf[0] = (char)(n & 0xff);
+    buf[1] = (char)(n >> 8 & 0xff);
+    buf[2] = (char)(n >> 16 & 0xff);
+    buf[3] = (char)(n >> 24);
+    memcpy(buf + 4, json, n);
+    return n + 4;
+}
+
+static int64_t metric(const char *name)
+{
+    http_resp r = {0};
+    char err[RT_ERR_LEN];
+    int64_t v = -1;
+    if (http_request(&C.conn, "GET", "/metrics", NULL, &r, err) == RT_OK && r.body) {
+        char key[128];
+        snprintf(key, sizeof key, "\n%s ", name);
+        const char *p = strstr(r.body, key);
+        if (p)
+            v = strtoll(p + strlen(key), NULL, 10);
+    }
+    free(r.body);
+    return v;
+}
+
+static void test_hostile_clients(void **state)
+{
+    (void)state;
+    int64_t rejected0 = metric("ringtrain_rejected_connections_total");
+    CHECK(rejected0 >= 0);
+    char buf[8192], reply[4096];
+
+    /* plain TCP to the TLS port: an HTTP request, then random bytes */
+    const char http[] = "GET /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n";
+    CHECK(plain_rejected(http, sizeof http - 1));
+    char rnd[2048];
+    FILE *ur = fopen("/dev/urandom", "r");
+    CHECK(ur && fread(rnd, 1, sizeof rnd, ur) == sizeof rnd);
+    fclose(ur);
+    CHECK(plain_rejected(rnd, sizeof rnd));
+
+    /* TLS, then: a hello with the wrong token (told why, then closed) */
+    size_t n = make_frame(buf, "{\"type\":\"hello\",\"token\":\"00000000000000000000000000000000"
+                               "00000000000000000000000000000000\",\"host_id\":\"X\",\"name\":"
+                               "\"x\",\"slots\":64}");
+    CHECK(tls_rejected(buf, n, reply, sizeof reply));
+    CHECK(strstr(reply + 4, "wrong cluster token") != NULL); /* after the length */
+    /* a length above the 1 MiB limit */
+    memcpy(buf, "\x00\x00\x20\x00", 4); /* 2 MiB */
+    memset(buf + 4, 'x', 100);
+    CHECK(tls_rejected(buf, 104, reply, sizeof reply));
+    /* a frame that is not JSON, and one that is JSON but not an object */
+    n = make_frame(buf, "{\"type\":\"hello\",\"token\":");
+    CHECK(tls_rejected(buf, n, reply, sizeof reply));
+    n = make_frame(buf, "[1,2,3]");
+    CHECK(tls_rejected(buf, n, reply, sizeof reply));
+    /* a well-formed message of a type nobody sends before hello */
+    n = make_frame(buf, "{\"type\":\"exited\",\"job\":1,\"attempt\":1,\"rank\":0,\"code\":0}");
+    CHECK(tls_rejected(buf, n, reply, sizeof reply));
+    CHECK(strstr(reply + 4, "before hello") != NULL);
+    /* the right token from a stranger who then speaks nonsense: closed, and
+     * the impostor agent is down, not the real ones */
+    char hello[512];
+    snprintf(hello, sizeof hello,
+             "{\"type\":\"hello\",\"token\":\"%s\",\"host_id\":\"Z\",\"name\":\"z\",\"slots\":1}",
+             C.conn.token);
+    n = make_frame(buf, hello);
+    n += make_frame(buf + n, "{\"type\":\"teleport\"}");
+    CHECK(tls_rejected(buf, n, reply, sizeof reply));
+
+    /* the coordinator counted them, still serves, and its agents still work */
+    cl_sleep_ms(300);
+    int64_t rejected = metric("ringtrain_rejected_connections_total");
+    fprintf(stderr, "rejected connections: %lld -> %lld\n", (long long)rejected0,
+            (long long)rejected);
+    CHECK(rejected - rejected0 >= 8);
+    CHECK(metric("ringtrain_agents_up") == 3);
+    char *out = NULL;
+    const char *args[] = {"exec", "--np", "5", "--", CL_PROBE, "--marker", C.marker, NULL};
+    CHECK(cl_cli(&C, &out, 60, args) == 0);
+    free(out);
+
+    /* the HTTP API: no token, a wrong token */
+    cli_conn bad = C.conn;
+    memset(bad.token, 'f', RT_TOKEN_HEX);
+    http_resp r = {0};
+    char err[RT_ERR_LEN];
+    CHECK(http_request(&bad, "GET", "/v1/jobs", NULL, &r, err) == RT_OK);
+    CHECK(r.status == 401);
+    free(r.body);
+    bad.token[0] = '\0';
+    CHECK(http_request(&bad, "GET", "/v1/nodes", NULL, &r, err) == RT_OK);
+    CHECK(r.status == 401);
+    free(r.body);
+    /* and the CLI says so plainly */
+    char tokpath[400];
+    snprintf(tokpath, sizeof tokpath, "%s/wrong-token", C.dir);
+    FILE *tf = fopen(tokpath, "w");
+    fprintf(tf, "%.64s\n", "abababababababababababababababababababababababababababababababab");
+    fclose(tf);
+    chmod(tokpath, 0600);
+    const char *jargs[] = {"jobs", "--token-file", tokpath, NULL};
+    CHECK(cl_cli(&C, &out, 30, jargs) != 0);
+    fprintf(stderr, "jobs with a wrong token: %s", out);
+    CHECK(strstr(out, "token") != NULL);
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_placement_np5),
+        cmocka_unit_test(test_rank_failure),
+        cmocka_unit_test(test_invalid_job_file),
+        cmocka_unit_test(test_hostile_clients),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

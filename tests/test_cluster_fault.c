@@ -1,0 +1,372 @@
+/* test_cluster_fault.c — what a cluster does when its daemons die, each
+ * case on a fresh cluster on loopback:
+ *   - kill -9 of an agent mid-job: detected, the job restarts on the slots
+ *     left (max_restarts = 1) and succeeds; when too few slots are left it
+ *     fails with "needs N slots, M free ..." after start_timeout;
+ *   - kill -9 of the coordinator mid-job and a restart: the job, its events
+ *     and the exits that happened meanwhile are all there, the outcome is
+ *     recorded, the agents registered again;
+ *   - sd_notify through a real NOTIFY_SOCKET: READY=1, STATUS=, WATCHDOG=1
+ *     at half WATCHDOG_USEC, STOPPING=1, all from the daemon's own pid; and
+ *     SIGTERM to an agent with a running worker stops the worker and reports
+ *     its exit before the agent leaves. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cluster_harness.h"
+#include "rt_time.h"
+
+#define CHECK(cond)                                                                            \
+    do {                                                                                       \
+        bool ok_ = (cond);                                                                     \
+        if (!ok_)                                                                              \
+            *failed = true;                                                                    \
+        assert_true(ok_ && #cond);                                                             \
+    } while (0)
+
+/* Each test owns one cluster; teardown keeps its files when a check failed. */
+typedef struct fixture {
+    cluster c;
+    bool failed;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    *state = f;
+    return f ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    bool ok = cl_destroy(&f->c, f->failed);
+    free(f);
+    return ok ? 0 : -1;
+}
+
+static char *exec_body(const cluster *c, int np, int max_restarts, int start_timeout_ms,
+                       const char *probe_args)
+{
+    char *b = NULL;
+    char cwd[1024];
+    if (!getcwd(cwd, sizeof cwd))
+        snprintf(cwd, sizeof cwd, "/");
+    /* probe_args is a JSON list fragment: "\"--sleep\",\"60\"" */
+    if (asprintf(&b,
+                 "{\"type\":\"exec\",\"name\":\"fault\",\"np\":%d,\"max_restarts\":%d,"
+                 "\"start_timeout_ms\":%d,\"transport\":\"tcp\",\"collective_timeout_ms\":10000,"
+                 "\"cwd\":\"%s\",\"argv\":[\"%s\",%s,\"--marker\",\"%s\"]}",
+                 np, max_restarts, start_timeout_ms, cwd, CL_PROBE, probe_args, c->marker) < 0)
+        return NULL;
+    return b;
+}
+
+static const rt_json *placement_of(const rt_json *doc, int rank)
+{
+    const rt_json *pl = rt_json_get(doc, "placement");
+    return rank < (int)rt_json_len(pl) ? rt_json_at(pl, (size_t)rank) : NULL;
+}
+
+/* ---- kill -9 of an agent ------------------------------------------------------------- */
+
+static void test_agent_killed(void **state)
+{
+    fixture *fx = *state;
+    bool *failed = &fx->failed;
+    cluster *c = &fx->c;
+    CHECK(cl_init(c, "agentkill"));
+    CHECK(cl_start_coord(c, NULL, NULL));
+    CHECK(cl_start_agent(c, 0, "a1", "A", 2, NULL) && cl_start_agent(c, 1, "a2", "A", 1, NULL) &&
+          cl_start_agent(c, 2, "b1", "B", 2, NULL));
+    CHECK(cl_wait_agents_up(c, 3, 20000));
+
+    /* np = 3 lands on A/a1 (ranks 0, 1) and A/a2 (rank 2); attempt 1 sleeps */
+    char *body = exec_body(c, 3, 1, 20000, "\"--sleep\",\"60\",\"--sleep-attempt\",\"1\"");
+    int64_t id = cl_submit(c, body);
+    free(body);
+    CHECK(id > 0);
+    rt_json *doc = cl_wait_job(c, id, "running", 20000);
+    CHECK(doc != NULL);
+    CHECK(!strcmp(rt_json_get_str(placement_of(doc, 0), "agent"), "A/a1"));
+    CHECK(!strcmp(rt_json_get_str(placement_of(doc, 2), "agent"), "A/a2"));
+    rt_json_free(doc);
+    cl_sleep_ms(300); /* the probes are past their allreduce, asleep */
+
+    int64_t t0 = rt_now_ns();
+    cl_stop(&c->agent[0], SIGKILL);
+    /* detected, the attempt failed, restarted on A/a2 + B/b1, finished */
+    doc = cl_wait_job(c, id, NULL, 30000);
+    double secs = (double)(rt_now_ns() - t0) / 1e9;
+    CHECK(doc != NULL);
+    fprintf(stderr, "after kill -9 of A/a1: job %s in %.1f s\n", cl_job_state(doc), secs);
+    CHECK(!strcmp(cl_job_state(doc), "succeeded"));
+    int64_t attempt = 0, restarts = 0;
+    rt_json_get_int(rt_json_get(doc, "job"), "attempt", &attempt);
+    rt_json_get_int(rt_json_get(doc, "job"), "restarts", &restarts);
+    CHECK(attempt == 2 && restarts == 1);
+    const rt_json *atts = rt_json_get(doc, "attempts");
+    CHECK(rt_json_len(atts) == 2);
+    const char *why1 = rt_json_get_str(rt_json_at(atts, 0), "reason");
+    fprintf(stderr, "attempt 1: %s\n", why1);
+    CHECK(strstr(why1, "A/a1") && strstr(why1, "lost"));
+    CHECK(!strcmp(rt_json_get_str(placement_of(doc, 0), "agent"), "A/a2"));
+    CHECK(!strcmp(rt_json_get_str(placement_of(doc, 1), "agent"), "B/b1"));
+    CHECK(!strcmp(rt_json_get_str(placement_of(doc, 2), "agent"), "B/b1"));
+    rt_json_free(doc);
+    CHECK(cl_wait_no_marker(c, 10000) == 0);
+
+    /* now 3 slots are left (A/a2, B/b1); lose B/b1 mid-job: a restart
+     * needs 3 slots, 1 is free, and after start_timeout the job fails */
+    body = exec_body(c, 3, 1, 2000, "\"--sleep\",\"60\"");
+    id = cl_submit(c, body);
+    free(body);
+    CHECK(id > 0);
+    doc = cl_wait_job(c, id, "running", 20000);
+    CHECK(doc != NULL);
+    rt_json_free(doc);
+    cl_sleep_ms(300);
+    cl_stop(&c->agent[2], SIGKILL);
+    doc = cl_wait_job(c, id, NULL, 30000);
+    CHECK(doc != NULL);
+    const char *reason = rt_json_get_str(rt_json_get(doc, "job"), "reason");
+    fprintf(stderr, "too few slots: %s: %s\n", cl_job_state(doc), reason);
+    CHECK(!strcmp(cl_job_state(doc), "failed"));
+    CHECK(strstr(reason, "needs 3 slots, 1 free on 1 agent") != NULL);
+    CHECK(strstr(reason, "attempt 1 had failed: agent B/b1") != NULL);
+    atts = rt_json_get(doc, "attempts");
+    CHECK(strstr(rt_json_get_str(rt_json_at(atts, 0), "reason"), "B/b1") != NULL);
+    rt_json_free(doc);
+    CHECK(cl_wait_no_marker(c, 10000) == 0);
+    rt_json *nodes = cl_get(c, "/v1/nodes");
+    int64_t used = -1;
+    for (size_t i = 0; i < rt_json_len(rt_json_get(nodes, "nodes")); i++) {
+        const rt_json *n = rt_json_at(rt_json_get(nodes, "nodes"), i);
+        if (!strcmp(rt_json_get_str(n, "agent"), "A/a2"))
+            rt_json_get_int(n, "used", &used);
+    }
+    rt_json_free(nodes);
+    CHECK(used == 0); /* the surviving agent's slot is free again */
+}
+
+/* ---- kill -9 of the coordinator ------------------------------------------------------ */
+
+static void test_coordinator_restart(void **state)
+{
+    fixture *fx = *state;
+    bool *failed = &fx->failed;
+    cluster *c = &fx->c;
+    CHECK(cl_init(c, "coordkill"));
+    CHECK(cl_start_coord(c, NULL, NULL));
+    CHECK(cl_start_agent(c, 0, "a1", "A", 2, NULL) && cl_start_agent(c, 1, "b1", "B", 1, NULL));
+    CHECK(cl_wait_agents_up(c, 2, 20000));
+
+    /* the ranks finish 2 s in, while the coordinator is away */
+    char *body = exec_body(c, 3, 0, 20000, "\"--sleep\",\"2\"");
+    int64_t id = cl_submit(c, body);
+    free(body);
+    CHECK(id > 0);
+    rt_json *doc = cl_wait_job(c, id, "running", 20000);
+    CHECK(doc != NULL);
+    size_t nevents = rt_json_len(rt_json_get(doc, "events"));
+    char *before = NULL;
+    {
+        rt_jw w;
+        rt_jw_init(&w);
+        rt_jw_value(&w, rt_json_get(doc, "events"));
+        before = rt_jw_take(&w, NULL);
+    }
+    rt_json_free(doc);
+    cl_stop(&c->coord, SIGKILL);
+    cl_sleep_ms(3500);
+    CHECK(cl_count_marker(c) == 0); /* they finished meanwhile */
+    CHECK(cl_start_coord(c, NULL, NULL));
+    CHECK(cl_wait_agents_up(c, 2, 20000));
+    doc = cl_wait_job(c, id, NULL, 20000);
+    CHECK(doc != NULL);
+    fprintf(stderr, "after the coordinator restart: job %s (%s)\n", cl_job_state(doc),
+            rt_json_get_str(rt_json_get(doc, "job"), "reason"));
+    CHECK(!strcmp(cl_job_state(doc), "succeeded"));
+    int64_t attempt = 0;
+    rt_json_get_int(rt_json_get(doc, "job"), "attempt", &attempt);
+    CHECK(attempt == 1);
+    /* the events from before the crash are all there, in order, and more */
+    const rt_json *ev = rt_json_get(doc, "events");
+    CHECK(rt_json_len(ev) > nevents);
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_arr(&w);
+    for (size_t i = 0; i < nevents; i++)
+        rt_jw_value(&w, rt_json_at(ev, i));
+    rt_jw_arr_end(&w);
+    char *after = rt_jw_take(&w, NULL);
+    CHECK(!strcmp(before, after));
+    free(before);
+    free(after);
+    for (int r = 0; r < 3; r++) {
+        int64_t code = -1;
+        rt_json_get_int(placement_of(doc, r), "exit_code", &code);
+        CHECK(code == 0 && !strcmp(rt_json_get_str(placement_of(doc, r), "state"), "exited"));
+    }
+    rt_json_free(doc);
+
+    /* and the restarted coordinator runs new jobs on the same agents */
+    char *out = NULL;
+    const char *args[] = {"exec", "--np", "3", "--", CL_PROBE, "--marker", c->marker, NULL};
+    CHECK(cl_cli(c, &out, 60, args) == 0);
+    free(out);
+}
+
+/* ---- sd_notify and SIGTERM ----------------------------------------------------------- */
+
+typedef struct note {
+    pid_t pid;
+    char text[512];
+    int64_t t_ns;
+} note;
+
+/* Collect datagrams for ms milliseconds; sender pid from SCM_CREDENTIALS. */
+static int collect(int fd, note *notes, int max, int n, int ms)
+{
+    int64_t end = rt_now_ns() + (int64_t)ms * 1000000;
+    while (n < max && rt_now_ns() < end) {
+        struct timeval tv = {0, 50000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        char buf[512];
+        char ctl[CMSG_SPACE(sizeof(struct ucred))];
+        struct iovec iov = {buf, sizeof buf - 1};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+                            .msg_controllen = sizeof ctl};
+        ssize_t r = recvmsg(fd, &mh, 0);
+        if (r <= 0)
+            continue;
+        buf[r] = '\0';
+        note *nt = &notes[n++];
+        nt->pid = -1;
+        nt->t_ns = rt_now_ns();
+        snprintf(nt->text, sizeof nt->text, "%s", buf);
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_CREDENTIALS) {
+                struct ucred uc;
+                memcpy(&uc, CMSG_DATA(cm), sizeof uc);
+                nt->pid = uc.pid;
+            }
+    }
+    return n;
+}
+
+static int count_notes(const note *notes, int n, pid_t pid, const char *prefix)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        k += notes[i].pid == pid && strstr(notes[i].text, prefix) != NULL;
+    return k;
+}
+
+static void test_sd_notify_and_sigterm(void **state)
+{
+    fixture *fx = *state;
+    bool *failed = &fx->failed;
+    cluster *c = &fx->c;
+    CHECK(cl_init(c, "notify"));
+    char sock[300], env_sock[320];
+    snprintf(sock, sizeof sock, "%s/notify", c->dir);
+    snprintf(env_sock, sizeof env_sock, "NOTIFY_SOCKET=%s", sock);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
+    int one = 1;
+    CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0);
+    CHECK(setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) == 0);
+    /* a 2 s watchdog: WATCHDOG=1 is due every second */
+    const char *env[] = {env_sock, "WATCHDOG_USEC=2000000", NULL};
+    CHECK(cl_start_coord(c, NULL, env));
+    CHECK(cl_start_agent(c, 0, "a1", "A", 1, env));
+    CHECK(cl_wait_agents_up(c, 1, 20000));
+    static note notes[512];
+    int n = collect(fd, notes, 512, 0, 3500);
+    pid_t cp = c->coord.pid, ap = c->agent[0].pid;
+    for (int i = 0; i < n; i++)
+        if (strncmp(notes[i].text, "WATCHDOG", 8) != 0)
+            fprintf(stderr, "notify from %s: %s\n",
+                    notes[i].pid == cp ? "coordinator" : notes[i].pid == ap ? "agent" : "?",
+                    notes[i].text);
+    for (int k = 0; k < 2; k++) {
+        pid_t p = k ? ap : cp;
+        CHECK(count_notes(notes, n, p, "READY=1") == 1);
+        CHECK(count_notes(notes, n, p, "STATUS=") >= 1);
+        int wd = count_notes(notes, n, p, "WATCHDOG=1");
+        fprintf(stderr, "%s: %d WATCHDOG=1 in 3.5 s\n", k ? "agent" : "coordinator", wd);
+        CHECK(wd >= 3 && wd <= 8);
+        /* never more than the 2 s watchdog apart (and at most ~1.2 s) */
+        int64_t last = 0;
+        for (int i = 0; i < n; i++)
+            if (notes[i].pid == p && strstr(notes[i].text, "WATCHDOG=1")) {
+                if (last)
+                    CHECK(notes[i].t_ns - last < 1400000000LL);
+                last = notes[i].t_ns;
+            }
+    }
+    CHECK(count_notes(notes, n, -1, "") == 0); /* every message came from a daemon */
+    /* the agent's STATUS tracks its workers */
+    char *body = exec_body(c, 1, 0, 20000, "\"--sleep\",\"60\"");
+    int64_t id = cl_submit(c, body);
+    free(body);
+    rt_json *doc = cl_wait_job(c, id, "running", 20000);
+    CHECK(doc != NULL);
+    rt_json_free(doc);
+    n = collect(fd, notes, 512, 0, 500);
+    CHECK(count_notes(notes, n, ap, "1 worker running") >= 1);
+
+    /* SIGTERM: STOPPING=1, the worker is stopped and its exit reported, the
+     * agent exits 0 well within its stop timeout */
+    kill(ap, SIGTERM);
+    int64_t t0 = rt_now_ns();
+    int st = -1;
+    while (waitpid(ap, &st, WNOHANG) == 0 && rt_now_ns() - t0 < 10000000000LL)
+        cl_sleep_ms(20);
+    double secs = (double)(rt_now_ns() - t0) / 1e9;
+    c->agent[0].pid = 0;
+    fprintf(stderr, "agent stopped by SIGTERM in %.2f s, status %d\n", secs, st);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(secs < 5);
+    CHECK(cl_count_marker(c) == 0);
+    n = collect(fd, notes, 512, 0, 300);
+    CHECK(count_notes(notes, n, ap, "STOPPING=1") == 1);
+    doc = cl_wait_job(c, id, NULL, 10000);
+    CHECK(doc != NULL);
+    const char *reason = rt_json_get_str(rt_json_get(doc, "job"), "reason");
+    fprintf(stderr, "job after the agent's SIGTERM: %s: %s\n", cl_job_state(doc), reason);
+    CHECK(!strcmp(cl_job_state(doc), "failed"));
+    CHECK(strstr(reason, "signal 15") != NULL); /* the worker's exit, not a lost agent */
+    rt_json_free(doc);
+
+    int cst = cl_stop(&c->coord, SIGTERM);
+    CHECK(WIFEXITED(cst) && WEXITSTATUS(cst) == 0);
+    n = collect(fd, notes, 512, 0, 300);
+    CHECK(count_notes(notes, n, cp, "STOPPING=1") == 1);
+    close(fd);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_agent_killed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_coordinator_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sd_notify_and_sigterm, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
