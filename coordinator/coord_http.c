@@ -359,10 +359,12 @@ static void handle(struct evhttp_request *req, void *arg)
         snprintf(rest, sizeof rest, "%s", path + n);
         if (rest[0] == '\0' && method == EVHTTP_REQ_GET) {
             char *doc = cdb_job_detail(co, id);
+            char msg[64];
+            snprintf(msg, sizeof msg, "job %lld not found", id);
             if (doc)
                 reply_json(req, 200, doc);
             else
-                reply_error(req, 404, "no such job");
+                reply_error(req, 404, msg);
             return;
         }
         if (strcmp(rest, "/cancel") == 0 && method == EVHTTP_REQ_POST) {

@@ -451,6 +451,48 @@ static void test_hostile_clients(void **state)
     free(out);
 }
 
+/* ---- the CLI's errors ------------------------------------------------------------------ */
+
+static void test_cli_errors(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    const char *nf[] = {"status", "999", NULL};
+    CHECK(cl_cli(&C, &out, 30, nf) != 0);
+    fprintf(stderr, "status 999: %s", out);
+    CHECK(strstr(out, "999") && strstr(out, "not found"));
+    free(out);
+
+    const char *down[] = {"jobs", "--coordinator", "127.0.0.1:1", NULL};
+    CHECK(cl_cli(&C, &out, 30, down) != 0);
+    fprintf(stderr, "unreachable: %s", out);
+    CHECK(strstr(out, "127.0.0.1:1") != NULL);
+    free(out);
+
+    /* the CA of another cluster: the coordinator's certificate does not verify */
+    char other[400];
+    snprintf(other, sizeof other, "%s/other", C.dir);
+    const char *mk[] = {"init-cluster", other, NULL};
+    CHECK(cl_cli(&C, &out, 60, mk) == 0);
+    free(out);
+    char ca[450];
+    snprintf(ca, sizeof ca, "%s/ca.crt", other);
+    const char *tls[] = {"nodes", "--ca", ca, NULL};
+    CHECK(cl_cli(&C, &out, 30, tls) != 0);
+    fprintf(stderr, "other CA: %s", out);
+    CHECK(strstr(out, "certificate") != NULL);
+    free(out);
+    /* the right CA, but a name the certificate does not carry */
+    const char *name[] = {"nodes", "--server-name", "evil.example.com", NULL};
+    CHECK(cl_cli(&C, &out, 30, name) != 0);
+    fprintf(stderr, "wrong name: %s", out);
+    CHECK(strstr(out, "certificate") != NULL);
+    free(out);
+    const char *bad[] = {"frobnicate", NULL};
+    CHECK(cl_cli(&C, &out, 30, bad) == 2);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -458,6 +500,7 @@ int main(void)
         cmocka_unit_test(test_rank_failure),
         cmocka_unit_test(test_invalid_job_file),
         cmocka_unit_test(test_hostile_clients),
+        cmocka_unit_test(test_cli_errors),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
