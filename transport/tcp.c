@@ -65,6 +65,8 @@ typedef struct tcp_conn {
     size_t rev_fill;
     bool bye;    /* the peer closed its communicator normally */
     bool closed; /* ... and its end of stream has been read */
+    bool gone;   /* the right neighbour went away without a goodbye */
+    int gone_errno;
 } tcp_conn;
 
 typedef struct tcp_state {
@@ -192,6 +194,8 @@ static rt_status send_progress(rt_comm *c, int k, bool *moved, char *err)
 {
     tcp_state *s = c->tp;
     tcp_conn *cn = &s->out[k];
+    if (cn->gone && cn->next < s->s_post)
+        return io_error(c, +1, cn->gone_errno, err);
     if (cn->bye && cn->next < s->s_post) {
         c->fail_culprit = c->right;
         return rt_err(err, RT_ERR_IO,
@@ -419,16 +423,22 @@ static rt_status reverse_read(rt_comm *c, int k, char *err)
             cn->closed = true; /* a normal departure */
             return RT_OK;
         }
-        if (r == 0)
-            return io_error(c, +1, 0, err);
-        if (r < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-                return RT_OK;
-            if (cn->bye && (errno == ECONNRESET || errno == EPIPE)) {
-                cn->closed = true;
-                return RT_OK;
-            }
-            return io_error(c, +1, errno, err);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return RT_OK;
+        if (r < 0 && cn->bye && (errno == ECONNRESET || errno == EPIPE)) {
+            cn->closed = true;
+            return RT_OK;
+        }
+        if (r <= 0) {
+            /* gone without a goodbye: an error now only if this rank still
+             * has data for it; a neighbour that finished the collective and
+             * exited does not fail what can still complete (the next send
+             * to it will report the departure) */
+            cn->closed = cn->gone = true;
+            cn->gone_errno = r == 0 ? 0 : errno;
+            if (cn->next < s->s_post)
+                return io_error(c, +1, cn->gone_errno, err);
+            return RT_OK;
         }
         cn->rev_fill += (size_t)r;
     }
