@@ -4,7 +4,10 @@
 
 #include <math.h>
 
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(RT_NO_MULTIVERSION)
+/* GCC only: clang's target_clones does not take the x86-64-vN levels, and
+ * sanitizer builds (clang's fuzzers included) need no clones */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(RT_NO_MULTIVERSION)
 #define RT_MV __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define RT_MV
