@@ -28,6 +28,7 @@
 
 #include "agent.h"
 #include "rt_comm.h"
+#include "rt_file.h"
 #include "rt_log.h"
 #include "rt_time.h"
 
@@ -90,22 +91,6 @@ void proc_running_json(agentd *ag, rt_jw *jw)
             rt_jw_obj_end(jw);
         }
     rt_jw_arr_end(jw);
-}
-
-static rt_status mkdirs(const char *path, char *err)
-{
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-                return rt_err(err, RT_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
-            *p = '/';
-        }
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-        return rt_err(err, RT_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
-    return RT_OK;
 }
 
 static worker *find(agentd *ag, int64_t job, int64_t attempt, int rank)
@@ -379,7 +364,7 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
 {
     const char *type = rt_json_str(rt_json_get(m, "job_type"), "exec");
     snprintf(w->workdir, sizeof w->workdir, "%s/job-%lld", ag->cfg.work_dir, (long long)w->job);
-    rt_status st = mkdirs(w->workdir, err);
+    rt_status st = rt_mkdirs(w->workdir, err);
     if (st != RT_OK)
         return st;
     char rdv[600], cfgpath[600];

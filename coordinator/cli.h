@@ -45,6 +45,9 @@ int cli_init_cluster(int argc, char **argv);
 rt_status rt_make_cluster(const char *dir, const char *const *sans, int nsans, bool force,
                           char *err);
 
+/* cli_data.c: local data commands. */
+int cli_prep(int argc, char **argv);
+
 /* cli_local.c: `run` and `exec --local`. */
 int cli_local(int argc, char **argv, bool is_exec);
 

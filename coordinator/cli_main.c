@@ -103,6 +103,7 @@ static void usage(void)
             "  logs JOB [--rank R] [--follow]\n"
             "  cancel JOB\n"
             "  init-cluster DIR [--san HOSTNAME-OR-IP]... [--force]\n"
+            "  prep --input DIR --sql FILE --out DIR [--partitions N] [--skip-bad-rows]\n"
 
             "connection: --coordinator HOST:PORT --ca FILE --token-file FILE --server-name NAME\n");
 }
@@ -285,6 +286,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "init-cluster"))
         return cli_init_cluster(argc - 1, argv + 1);
+    if (!strcmp(cmd, "prep"))
+        return cli_prep(argc - 1, argv + 1);
     if (!strcmp(cmd, "run"))
         return cli_local(argc - 1, argv + 1, false);
     if (!strcmp(cmd, "exec"))

@@ -1,0 +1,127 @@
+/* rt_file.c — see rt_file.h. */
+#include "rt_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static rt_status write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return RT_ERR_IO;
+        c += w;
+        n -= (size_t)w;
+    }
+    return RT_OK;
+}
+
+rt_status rt_write_atomic(const char *path, const rt_iov *parts, int nparts, char *err)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid()) >= (int)sizeof tmp)
+        return rt_err(err, RT_ERR_INVALID, "%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return rt_err(err, RT_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+    rt_status st = RT_OK;
+    for (int i = 0; i < nparts && st == RT_OK; i++)
+        st = write_all(fd, parts[i].p, parts[i].n);
+    if (st != RT_OK)
+        rt_err(err, RT_ERR_IO, "cannot write %s: %s", tmp, strerror(errno ? errno : EIO));
+    else if (fsync(fd) != 0)
+        st = rt_err(err, RT_ERR_IO, "cannot fsync %s: %s", tmp, strerror(errno));
+    if (close(fd) != 0 && st == RT_OK)
+        st = rt_err(err, RT_ERR_IO, "cannot close %s: %s", tmp, strerror(errno));
+    if (st == RT_OK && rename(tmp, path) != 0)
+        st = rt_err(err, RT_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    if (st != RT_OK) {
+        unlink(tmp);
+        return st;
+    }
+    /* the rename itself must survive a crash: sync the folder */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return RT_OK;
+}
+
+rt_status rt_read_file(const char *path, size_t max, char **data, size_t *len, char *err)
+{
+    *data = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return rt_err(err, errno == ENOENT ? RT_ERR_NOTFOUND : RT_ERR_IO, "cannot open %s: %s",
+                      path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return rt_err(err, RT_ERR_IO, "%s is not a regular file", path);
+    }
+    if ((uint64_t)sb.st_size > max) {
+        close(fd);
+        return rt_err(err, RT_ERR_INVALID, "%s is %lld bytes, more than the %zu allowed", path,
+                      (long long)sb.st_size, max);
+    }
+    size_t n = (size_t)sb.st_size;
+    char *buf = malloc(n + 1);
+    if (!buf) {
+        close(fd);
+        return rt_err(err, RT_ERR_NOMEM, "%s: out of memory for %zu bytes", path, n);
+    }
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (got != n) {
+        free(buf);
+        return rt_err(err, RT_ERR_IO, "cannot read %s: %s", path,
+                      got < n ? "file shrank while reading" : strerror(errno));
+    }
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return RT_OK;
+}
+
+rt_status rt_mkdirs(const char *path, char *err)
+{
+    char p[4096];
+    if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p)
+        return rt_err(err, RT_ERR_INVALID, "%s: path too long", path);
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, 0755) != 0 && errno != EEXIST)
+                return rt_err(err, RT_ERR_IO, "cannot create folder %s: %s", p, strerror(errno));
+            *s = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return rt_err(err, RT_ERR_IO, "%s exists and is not a folder", path);
+    return RT_OK;
+}

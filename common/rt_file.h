@@ -1,0 +1,34 @@
+/* rt_file.h — whole-file I/O with the guarantees checkpoints, shards and
+ * predictions need: a write is atomic (a temporary file beside the target,
+ * written, fsync'ed, renamed over it, the folder fsync'ed) so a reader sees
+ * the old file or the new one, never a torn one; a read is bounded. */
+#ifndef RT_FILE_H
+#define RT_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Write the pieces (in order) as path, atomically. */
+typedef struct rt_iov {
+    const void *p;
+    size_t n;
+} rt_iov;
+rt_status rt_write_atomic(const char *path, const rt_iov *parts, int nparts, char *err);
+
+/* Read all of path (at most max bytes, else RT_ERR_INVALID); *data is
+ * malloc'ed with a NUL after the *len bytes. */
+rt_status rt_read_file(const char *path, size_t max, char **data, size_t *len, char *err);
+
+/* mkdir -p with mode 0755 (existing folders are fine). */
+rt_status rt_mkdirs(const char *path, char *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

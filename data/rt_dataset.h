@@ -1,0 +1,87 @@
+/* rt_dataset.h — a prepared dataset: a folder with manifest.json and shard
+ * files (rt_shard.h).  The manifest names every column with its role and
+ * type, the vocabulary of each categorical column (index = position), the
+ * label's transform and maximum, and the row counts of every partition:
+ *
+ *   {"format": "ringtrain-dataset", "version": 1,
+ *    "label": "Sales", "label_transform": "log", "max_label": 41551,
+ *    "validation": "Validation", "id": "Id", "date": "Date",
+ *    "columns": [{"name": "Store", "role": "categorical", "type": "i32",
+ *                 "vocab": ["1", "10", ...]}, ...],
+ *    "partitions": [{"file": "train-00000.rts", "rows": 422000,
+ *                    "validation_rows": 20000}, ...],
+ *    "test": [{"file": "test-00000.rts", "rows": 41088}],
+ *    "rows": {"train": ..., "validation": ..., "test": ...}, "source": {...}}
+ *
+ * Training partitions hold the training and the validation rows (flagged
+ * by the validation column); test partitions have the id column instead of
+ * the label.  The manifest is written last: a folder without one is an
+ * unfinished prep. */
+#ifndef RT_DATASET_H
+#define RT_DATASET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rt_shard.h"
+#include "rt_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum rt_col_role {
+    RT_ROLE_CATEGORICAL = 0,
+    RT_ROLE_CONTINUOUS,
+    RT_ROLE_LABEL,
+    RT_ROLE_VALIDATION,
+    RT_ROLE_ID,
+    RT_ROLE_DATE,
+} rt_col_role;
+const char *rt_col_role_name(rt_col_role r);
+
+typedef struct rt_ds_column {
+    char name[RT_SHARD_NAME_LEN];
+    rt_col_role role;
+    rt_col_type type;
+    int32_t vocab_size; /* categorical: indices are 0 .. vocab_size-1 */
+    char **vocab;       /* the values (NULL entries were SQL NULL) */
+} rt_ds_column;
+
+typedef struct rt_ds_part {
+    char file[128];
+    int64_t rows, validation_rows;
+} rt_ds_part;
+
+typedef struct rt_dataset {
+    char dir[1024];
+    int ncols;
+    rt_ds_column *cols;
+    char label[RT_SHARD_NAME_LEN], validation[RT_SHARD_NAME_LEN], id[RT_SHARD_NAME_LEN],
+        date[RT_SHARD_NAME_LEN];
+    char label_transform[16]; /* "log" or "none" */
+    double max_label;         /* before the transform */
+    int nparts, ntest;
+    rt_ds_part *parts, *test;
+    int64_t train_rows, validation_rows, test_rows;
+    char *source_json; /* where it came from (a JSON object), or NULL */
+} rt_dataset;
+
+/* Read dir/manifest.json; errors name the file and what is wrong. */
+rt_status rt_dataset_open(const char *dir, rt_dataset **out, char *err);
+/* Write ds->dir/manifest.json atomically. */
+rt_status rt_dataset_write_manifest(const rt_dataset *ds, char *err);
+void rt_dataset_free(rt_dataset *ds);
+const rt_ds_column *rt_dataset_column(const rt_dataset *ds, const char *name);
+/* Columns of a role, in manifest order; returns the count. */
+int rt_dataset_columns(const rt_dataset *ds, rt_col_role role, const rt_ds_column **out, int max);
+/* Read a partition (test: a test partition) and check it against the
+ * manifest: every column the manifest expects, with its type, and the row
+ * count. */
+rt_status rt_dataset_read_part(const rt_dataset *ds, int part, bool test, rt_shard **out,
+                               char *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

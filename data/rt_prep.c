@@ -1,0 +1,464 @@
+/* rt_prep.c — see rt_prep.h: importing the CSV files, the SQL functions
+ * the feature script can call, running the script, reading its meta. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "prep_internal.h"
+#include "rt_csv.h"
+#include "rt_file.h"
+#include "rt_time.h"
+
+typedef struct prep {
+    sqlite3 *db;
+    const rt_prep_opts *o;
+    rt_prep_report *rep;
+    char files[RT_PREP_MAX_TABLES][300]; /* file name of each table, for messages */
+} prep;
+
+const char *prep_ident(const char *name, char *buf, size_t len)
+{
+    size_t k = 0;
+    if (len < 3)
+        return "\"\"";
+    buf[k++] = '"';
+    for (const char *p = name; *p && k + 3 < len; p++) {
+        if (*p == '"')
+            buf[k++] = '"';
+        buf[k++] = *p;
+    }
+    buf[k++] = '"';
+    buf[k] = '\0';
+    return buf;
+}
+
+/* ---- import ------------------------------------------------------------------------ */
+
+static rt_status import_csv(prep *p, const char *path, const char *table, int slot, char *err)
+{
+    rt_csv *csv = NULL;
+    rt_status st = rt_csv_open(path, &csv, err);
+    if (st != RT_OK)
+        return st;
+    int r = rt_csv_next(csv, err);
+    if (r <= 0) {
+        rt_csv_close(csv);
+        return r < 0 ? RT_ERR_INVALID : rt_err(err, RT_ERR_INVALID, "%s is empty (no header)", path);
+    }
+    size_t nf = rt_csv_nfields(csv);
+    if (nf > PREP_MAX_COLS) {
+        rt_csv_close(csv);
+        return rt_err(err, RT_ERR_INVALID, "%s:1: %zu columns (at most %d)", path, nf,
+                      PREP_MAX_COLS);
+    }
+    /* CREATE TABLE "t" ("_line" INTEGER, "c1", ...): no declared type, so
+     * values stay exactly the text of the file */
+    size_t cap = 256 + nf * 140;
+    char *create = malloc(cap), *insert = malloc(cap), id[140];
+    size_t cl = (size_t)snprintf(create, cap, "CREATE TABLE %s (\"_line\" INTEGER",
+                                 prep_ident(table, id, sizeof id));
+    size_t il = (size_t)snprintf(insert, cap, "INSERT INTO %s VALUES (?", id);
+    for (size_t i = 0; i < nf; i++) {
+        size_t len;
+        const char *name = rt_csv_field(csv, i, &len);
+        bool dup = false;
+        for (size_t k = 0; k < i && !dup; k++)
+            dup = strcmp(rt_csv_field(csv, k, NULL), name) == 0;
+        if (len == 0 || len > 60 || dup || !strcmp(name, "_line")) {
+            st = rt_err(err, RT_ERR_INVALID, "%s:1: column %zu of the header is %s", path, i + 1,
+                        len == 0 ? "empty" : len > 60 ? "longer than 60 characters"
+                                   : dup          ? "a repeated name"
+                                                  : "the reserved name _line");
+            break;
+        }
+        cl += (size_t)snprintf(create + cl, cap - cl, ", %s", prep_ident(name, id, sizeof id));
+        il += (size_t)snprintf(insert + il, cap - il, ", ?");
+    }
+    snprintf(create + cl, cap - cl, ")");
+    snprintf(insert + il, cap - il, ")");
+    char *emsg = NULL;
+    sqlite3_stmt *ins = NULL;
+    if (st == RT_OK && sqlite3_exec(p->db, create, NULL, NULL, &emsg) != SQLITE_OK)
+        st = rt_err(err, RT_ERR_INVALID, "%s: cannot create table %s: %s", path, table, emsg);
+    if (st == RT_OK && sqlite3_prepare_v2(p->db, insert, -1, &ins, NULL) != SQLITE_OK)
+        st = rt_err(err, RT_ERR_IO, "%s: %s", path, sqlite3_errmsg(p->db));
+    free(create);
+    free(insert);
+    sqlite3_free(emsg);
+    sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL);
+    int64_t rows = 0, skipped = 0;
+    while (st == RT_OK && (r = rt_csv_next(csv, err)) == 1) {
+        if (rt_csv_nfields(csv) != nf) {
+            if (p->o->skip_bad_rows) {
+                skipped++;
+                continue;
+            }
+            st = rt_err(err, RT_ERR_INVALID,
+                        "%s:%lld: %zu fields, the header has %zu (--skip-bad-rows skips such "
+                        "rows and counts them)",
+                        path, (long long)rt_csv_line(csv), rt_csv_nfields(csv), nf);
+            break;
+        }
+        sqlite3_bind_int64(ins, 1, rt_csv_line(csv));
+        for (size_t i = 0; i < nf; i++) {
+            size_t len;
+            const char *v = rt_csv_field(csv, i, &len);
+            if (len == 0) /* empty, quoted or not: NULL, as Spark reads it */
+                sqlite3_bind_null(ins, (int)i + 2);
+            else
+                sqlite3_bind_text(ins, (int)i + 2, v, (int)len, SQLITE_STATIC);
+        }
+        if (sqlite3_step(ins) != SQLITE_DONE)
+            st = rt_err(err, RT_ERR_IO, "%s:%lld: %s", path, (long long)rt_csv_line(csv),
+                        sqlite3_errmsg(p->db));
+        sqlite3_reset(ins);
+        rows++;
+    }
+    if (st == RT_OK && r < 0)
+        st = RT_ERR_INVALID; /* the reader's message (file:line) is in err */
+    sqlite3_exec(p->db, st == RT_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_finalize(ins);
+    rt_csv_close(csv);
+    p->rep->rows_in[slot] = rows;
+    p->rep->skipped[slot] = skipped;
+    return st;
+}
+
+/* train.csv or train.csv.gz -> "train"; NULL for other files. */
+static bool table_name(const char *file, char *out, size_t len)
+{
+    size_t n = strlen(file);
+    size_t stem = n > 7 && !strcmp(file + n - 7, ".csv.gz") ? n - 7
+                  : n > 4 && !strcmp(file + n - 4, ".csv")  ? n - 4
+                                                             : 0;
+    if (stem == 0 || stem >= len)
+        return false;
+    for (size_t i = 0; i < stem; i++) {
+        char c = file[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_'))
+            return false;
+    }
+    memcpy(out, file, stem);
+    out[stem] = '\0';
+    return true;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static rt_status import_all(prep *p, char *err)
+{
+    DIR *d = opendir(p->o->input_dir);
+    if (!d)
+        return rt_err(err, RT_ERR_NOTFOUND, "cannot open the input folder %s", p->o->input_dir);
+    char *names[256];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 256) {
+        char t[64];
+        if (table_name(e->d_name, t, sizeof t))
+            names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    rt_status st = RT_OK;
+    if (n == 0)
+        st = rt_err(err, RT_ERR_NOTFOUND, "%s holds no .csv or .csv.gz files", p->o->input_dir);
+    for (int i = 0; i < n && st == RT_OK; i++) {
+        char t[64];
+        table_name(names[i], t, sizeof t);
+        for (int k = 0; k < p->rep->ntables; k++)
+            if (!strcmp(p->rep->table[k], t))
+                st = rt_err(err, RT_ERR_INVALID, "%s holds both %s and %s: which one is table %s?",
+                            p->o->input_dir, p->files[k], names[i], t);
+        if (st != RT_OK)
+            break;
+        if (p->rep->ntables == RT_PREP_MAX_TABLES) {
+            st = rt_err(err, RT_ERR_INVALID, "more than %d input files", RT_PREP_MAX_TABLES);
+            break;
+        }
+        int slot = p->rep->ntables++;
+        snprintf(p->rep->table[slot], sizeof p->rep->table[slot], "%s", t);
+        snprintf(p->files[slot], sizeof p->files[slot], "%s", names[i]);
+        char path[1400];
+        snprintf(path, sizeof path, "%s/%s", p->o->input_dir, names[i]);
+        double t0 = rt_now_s();
+        st = import_csv(p, path, t, slot, err);
+        if (st == RT_OK && !p->o->quiet)
+            fprintf(stderr, "prep: %-20s %9lld rows%s (%.1f s)\n", names[i],
+                    (long long)p->rep->rows_in[slot],
+                    p->rep->skipped[slot] ? " (some malformed rows skipped)" : "",
+                    rt_now_s() - t0);
+    }
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    return st;
+}
+
+/* ---- SQL functions ----------------------------------------------------------------- */
+
+static void fn_iso_week(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const char *s = (const char *)sqlite3_value_text(argv[0]);
+    int w = s ? rt_iso_week(s) : -1;
+    if (w < 0)
+        sqlite3_result_null(ctx);
+    else
+        sqlite3_result_int(ctx, w);
+}
+
+static void fn_valid_date(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const char *s = (const char *)sqlite3_value_text(argv[0]);
+    int32_t d;
+    sqlite3_result_int(ctx, s && rt_parse_date(s, &d));
+}
+
+static void fn_check(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    if (sqlite3_value_type(argv[0]) != SQLITE_NULL && sqlite3_value_int(argv[0])) {
+        sqlite3_result_int(ctx, 1);
+        return;
+    }
+    const char *msg = (const char *)sqlite3_value_text(argv[1]);
+    sqlite3_result_error(ctx, msg ? msg : "a check failed", -1);
+}
+
+static void fn_bad_rows(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    (void)argv;
+    prep *p = sqlite3_user_data(ctx);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(p->db, "SELECT tbl, line, why FROM bad_rows ORDER BY tbl, line", -1,
+                           &st, NULL) != SQLITE_OK) {
+        sqlite3_result_error(ctx, sqlite3_errmsg(p->db), -1);
+        return;
+    }
+    int64_t n = 0;
+    char msg[2048] = "";
+    size_t ml = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (n < 5 && !p->o->skip_bad_rows) {
+            const char *tbl = (const char *)sqlite3_column_text(st, 0);
+            const char *file = tbl;
+            for (int k = 0; tbl && k < p->rep->ntables; k++)
+                if (!strcmp(p->rep->table[k], tbl))
+                    file = p->files[k];
+            ml += (size_t)snprintf(msg + ml, sizeof msg - ml, "%s%s:%lld: %s", n ? "\n" : "",
+                                   file ? file : "?", (long long)sqlite3_column_int64(st, 1),
+                                   sqlite3_column_text(st, 2) ? (const char *)sqlite3_column_text(st, 2) : "bad row");
+            if (ml >= sizeof msg)
+                ml = sizeof msg - 1;
+        }
+        n++;
+    }
+    sqlite3_finalize(st);
+    if (n > 0 && !p->o->skip_bad_rows) {
+        snprintf(msg + ml, sizeof msg - ml,
+                 "\n(%lld bad row%s in all; --skip-bad-rows drops them and counts them)",
+                 (long long)n, n == 1 ? "" : "s");
+        sqlite3_result_error(ctx, msg, -1);
+        return;
+    }
+    p->rep->bad_rows_skipped += n;
+    sqlite3_result_int64(ctx, n);
+}
+
+/* ---- the script ---------------------------------------------------------------------- */
+
+static int line_of(const char *text, const char *at)
+{
+    /* the statement's first token: past blanks and -- comments */
+    for (;;) {
+        while (*at == ' ' || *at == '\t' || *at == '\n' || *at == '\r')
+            at++;
+        if (at[0] == '-' && at[1] == '-') {
+            while (*at && *at != '\n')
+                at++;
+            continue;
+        }
+        break;
+    }
+    int line = 1;
+    for (const char *c = text; c < at; c++)
+        line += *c == '\n';
+    return line;
+}
+
+static rt_status run_script(prep *p, const char *path, char *err)
+{
+    char *sql = NULL;
+    size_t len = 0;
+    rt_status st = rt_read_file(path, 16u << 20, &sql, &len, err);
+    if (st != RT_OK)
+        return st;
+    const char *tail = sql;
+    while (st == RT_OK && *tail) {
+        const char *start = tail;
+        sqlite3_stmt *stmt = NULL;
+        int rc = sqlite3_prepare_v2(p->db, start, -1, &stmt, &tail);
+        if (rc == SQLITE_OK && stmt) {
+            double t0 = rt_now_s();
+            while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+            }
+            if (rc == SQLITE_DONE)
+                rc = SQLITE_OK;
+            if (!p->o->quiet && rt_now_s() - t0 > 1.0)
+                fprintf(stderr, "prep: %s:%d took %.1f s\n", path, line_of(sql, start),
+                        rt_now_s() - t0);
+        }
+        if (rc != SQLITE_OK) {
+            const char *msg = sqlite3_errmsg(p->db);
+            char hint[200] = "";
+            if (!strncmp(msg, "no such table: ", 15))
+                snprintf(hint, sizeof hint, " (is %.60s.csv or %.60s.csv.gz in %s?)", msg + 15,
+                         msg + 15, p->o->input_dir);
+            st = rt_err(err, RT_ERR_INVALID, "%s:%d: %s%s", path, line_of(sql, start), msg, hint);
+        }
+        sqlite3_finalize(stmt);
+        if (tail == start)
+            break;
+    }
+    free(sql);
+    return st;
+}
+
+static void split_list(const char *s, char out[][64], int *n)
+{
+    *n = 0;
+    while (s && *s && *n < PREP_MAX_COLS) {
+        while (*s == ' ' || *s == ',')
+            s++;
+        const char *e = s;
+        while (*e && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > s && t[-1] == ' ')
+            t--;
+        if (t > s) {
+            snprintf(out[*n], 64, "%.*s", (int)(t - s), s);
+            (*n)++;
+        }
+        s = e;
+    }
+}
+
+static rt_status read_meta(prep *p, prep_meta *m, char *err)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->label_transform, sizeof m->label_transform, "none");
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(p->db, "SELECT key, value FROM meta", -1, &st, NULL) != SQLITE_OK)
+        return rt_err(err, RT_ERR_INVALID, "%s: the script must leave a table meta(key, value) "
+                                           "naming its result (%s)", p->o->sql_path,
+                      sqlite3_errmsg(p->db));
+    bool have_max = false;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(st, 0);
+        const char *v = (const char *)sqlite3_column_text(st, 1);
+        if (!k || !v)
+            continue;
+        struct {
+            const char *key;
+            char *dst;
+            size_t len;
+        } map[] = {{"train_table", m->train_table, sizeof m->train_table},
+                   {"test_table", m->test_table, sizeof m->test_table},
+                   {"label", m->label, sizeof m->label},
+                   {"label_transform", m->label_transform, sizeof m->label_transform},
+                   {"validation", m->validation, sizeof m->validation},
+                   {"id", m->id, sizeof m->id},
+                   {"date", m->date, sizeof m->date}};
+        for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+            if (!strcmp(k, map[i].key))
+                snprintf(map[i].dst, map[i].len, "%s", v);
+        if (!strcmp(k, "categorical"))
+            split_list(v, m->cat, &m->ncat);
+        else if (!strcmp(k, "continuous"))
+            split_list(v, m->cont, &m->ncont);
+        else if (!strcmp(k, "max_label")) {
+            m->max_label = sqlite3_column_double(st, 1);
+            have_max = true;
+        }
+    }
+    sqlite3_finalize(st);
+    const char *missing = !m->train_table[0]              ? "train_table"
+                          : !m->label[0]                  ? "label"
+                          : !have_max || !(m->max_label > 0) ? "max_label (a positive number)"
+                          : m->ncat + m->ncont == 0       ? "categorical or continuous"
+                          : m->test_table[0] && !m->id[0] ? "id (the test table needs one)"
+                                                          : NULL;
+    if (missing)
+        return rt_err(err, RT_ERR_INVALID, "%s: its meta table does not name %s",
+                      p->o->sql_path, missing);
+    if (strcmp(m->label_transform, "log") != 0 && strcmp(m->label_transform, "none") != 0)
+        return rt_err(err, RT_ERR_INVALID, "%s: meta label_transform is '%s' (log or none)",
+                      p->o->sql_path, m->label_transform);
+    return RT_OK;
+}
+
+rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
+{
+    memset(rep, 0, sizeof *rep);
+    double t0 = rt_now_s();
+    if (o->partitions < 1 || o->partitions > 100000)
+        return rt_err(err, RT_ERR_INVALID, "--partitions must be 1 to 100000, not %d",
+                      o->partitions);
+    prep p = {.o = o, .rep = rep};
+    const char *dbp = o->db_path ? o->db_path : ":memory:";
+    if (o->db_path)
+        remove(o->db_path);
+    if (sqlite3_open(dbp, &p.db) != SQLITE_OK) {
+        rt_status st = rt_err(err, RT_ERR_IO, "cannot open SQLite database %s: %s", dbp,
+                              sqlite3_errmsg(p.db));
+        sqlite3_close(p.db);
+        return st;
+    }
+    sqlite3_exec(p.db,
+                 "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA temp_store=MEMORY;"
+                 "PRAGMA cache_size=-262144;",
+                 NULL, NULL, NULL);
+    sqlite3_create_function(p.db, "iso_week", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
+                            fn_iso_week, NULL, NULL);
+    sqlite3_create_function(p.db, "valid_date", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
+                            fn_valid_date, NULL, NULL);
+    sqlite3_create_function(p.db, "rt_check", 2, SQLITE_UTF8, NULL, fn_check, NULL, NULL);
+    sqlite3_create_function(p.db, "rt_bad_rows", 0, SQLITE_UTF8, &p, fn_bad_rows, NULL, NULL);
+    char opts[200];
+    snprintf(opts, sizeof opts,
+             "CREATE TABLE prep_options(skip_bad_rows INTEGER); INSERT INTO prep_options "
+             "VALUES(%d); CREATE TABLE bad_rows(tbl TEXT, line INTEGER, why TEXT);",
+             o->skip_bad_rows ? 1 : 0);
+    sqlite3_exec(p.db, opts, NULL, NULL, NULL);
+    rt_status st = rt_mkdirs(o->out_dir, err);
+    if (st == RT_OK) { /* a dataset being replaced is not a dataset meanwhile */
+        char mf[1200];
+        snprintf(mf, sizeof mf, "%s/manifest.json", o->out_dir);
+        remove(mf);
+    }
+    if (st == RT_OK)
+        st = import_all(&p, err);
+    double t1 = rt_now_s();
+    if (st == RT_OK)
+        st = run_script(&p, o->sql_path, err);
+    if (st == RT_OK && !o->quiet)
+        fprintf(stderr, "prep: %s ran in %.1f s\n", o->sql_path, rt_now_s() - t1);
+    prep_meta m;
+    if (st == RT_OK)
+        st = read_meta(&p, &m, err);
+    if (st == RT_OK)
+        st = prep_write_dataset(p.db, &m, o, rep, err);
+    sqlite3_close(p.db);
+    rep->seconds = rt_now_s() - t0;
+    return st;
+}

@@ -1,0 +1,77 @@
+/* rt_prep.h — `ringtrain prep`: CSV files in, a dataset (rt_dataset.h) out.
+ *
+ * 1. Every *.csv / *.csv.gz of the input folder becomes a table named after
+ *    the file (train.csv -> train): one column per header field, values as
+ *    text, empty fields NULL, plus `_line` (the record's line in the file).
+ *    A malformed record is an error naming file and line; with
+ *    skip_bad_rows a record with the wrong number of fields is skipped and
+ *    counted instead (a quoting error still stops the prep: the rest of the
+ *    file cannot be read reliably).
+ * 2. The feature SQL script runs over them (SQLite, statement by
+ *    statement; an error names the statement's line in the script).  It can
+ *    call functions ringtrain adds:
+ *      iso_week(date)            ISO 8601 week number (Spark's weekofyear)
+ *      valid_date(text)          1 for a real YYYY-MM-DD date, else 0
+ *      rt_check(ok, message)     stops the prep with message unless ok
+ *      rt_bad_rows()             call after filling table bad_rows(tbl,
+ *                                line, why): stops the prep naming the
+ *                                first bad rows, or, with skip_bad_rows,
+ *                                returns their count (the script deletes
+ *                                them; table prep_options(skip_bad_rows)
+ *                                tells it whether to)
+ *    and must leave a table meta(key, value) naming its result:
+ *      train_table, test_table   the feature tables (test is optional)
+ *      categorical, continuous   comma-separated column lists
+ *      label, label_transform (log|none), max_label, validation, id, date
+ * 3. Vocabularies of the categorical columns over train and test together,
+ *    sorted as SQLite orders the values (NULL first), then the rows, in the
+ *    tables' row order, dealt round-robin into `partitions` training shards
+ *    and one test shard, and manifest.json last. */
+#ifndef RT_PREP_H
+#define RT_PREP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rt_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rt_prep_opts {
+    const char *input_dir;
+    const char *sql_path;
+    const char *out_dir;
+    int partitions;          /* training shards (>= 1) */
+    bool skip_bad_rows;
+    int64_t rows_per_group;  /* shard row groups (0: 65536) */
+    const char *db_path;     /* keep the SQLite database here (NULL: in memory) */
+    bool quiet;              /* no progress lines on stderr */
+} rt_prep_opts;
+
+#define RT_PREP_MAX_TABLES 32
+typedef struct rt_prep_report {
+    int ntables;
+    char table[RT_PREP_MAX_TABLES][64];
+    int64_t rows_in[RT_PREP_MAX_TABLES];   /* records imported */
+    int64_t skipped[RT_PREP_MAX_TABLES];   /* malformed records skipped */
+    int64_t bad_rows_skipped;              /* rows the script dropped via rt_bad_rows() */
+    int64_t train_rows, validation_rows, test_rows;
+    double seconds;
+} rt_prep_report;
+
+rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err);
+
+/* ISO 8601 week of a 'YYYY-MM-DD' date (1..53), or -1 when it is not one. */
+int rt_iso_week(const char *date);
+/* Days since 1970-01-01 of a 'YYYY-MM-DD' date; false when it is not a
+ * valid date. */
+bool rt_parse_date(const char *s, int32_t *days);
+/* 'YYYY-MM-DD' of days since 1970-01-01 (buf: 11 bytes). */
+void rt_format_date(int32_t days, char *buf);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

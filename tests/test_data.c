@@ -1,0 +1,347 @@
+/* test_data.c — the data layer: the CSV reader on the Rossmann files'
+ * quirks and on malformed input, the shard format (round trip, and damage
+ * of every kind detected), the manifest, dates and ISO weeks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "rt_csv.h"
+#include "rt_dataset.h"
+#include "rt_file.h"
+#include "rt_prep.h"
+#include "rt_shard.h"
+#include "test_util.h"
+
+/* ---- CSV ------------------------------------------------------------------------------ */
+
+static rt_csv *mem(const char *text)
+{
+    rt_csv *c = NULL;
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_csv_open_mem(text, strlen(text), "t.csv", &c, err), RT_OK);
+    return c;
+}
+
+static void expect_fields(rt_csv *c, int n, ...)
+{
+    char err[RT_ERR_LEN];
+    int r = rt_csv_next(c, err);
+    if (r != 1)
+        fail_msg("expected a record, got %d (%s)", r, r < 0 ? err : "end");
+    assert_int_equal(rt_csv_nfields(c), n);
+    va_list ap;
+    va_start(ap, n);
+    for (int i = 0; i < n; i++)
+        assert_string_equal(rt_csv_field(c, (size_t)i, NULL), va_arg(ap, const char *));
+    va_end(ap);
+}
+
+static void test_csv_quirks(void **state)
+{
+    (void)state;
+    /* quoted header, quoted strings with commas, empty fields, NA, CRLF,
+     * blank lines between blocks, "" inside quotes, a newline in quotes */
+    rt_csv *c = mem("\"Store\",\"PromoInterval\",\"State\"\r\n"
+                    "1,\"Jan,Apr,Jul,Oct\",\"HB,NI\"\r\n"
+                    "\r\n"
+                    "2,,NA\n"
+                    "\n\n"
+                    "3,\"say \"\"hi\"\"\",\"two\nlines\"\n"
+                    "4,\"\",x");
+    expect_fields(c, 3, "Store", "PromoInterval", "State");
+    assert_int_equal(rt_csv_line(c), 1);
+    assert_true(rt_csv_quoted(c, 0));
+    expect_fields(c, 3, "1", "Jan,Apr,Jul,Oct", "HB,NI");
+    assert_int_equal(rt_csv_line(c), 2);
+    expect_fields(c, 3, "2", "", "NA");
+    assert_int_equal(rt_csv_line(c), 4);
+    assert_false(rt_csv_quoted(c, 1));
+    expect_fields(c, 3, "3", "say \"hi\"", "two\nlines");
+    assert_int_equal(rt_csv_line(c), 7);
+    expect_fields(c, 3, "4", "", "x"); /* no newline at the end */
+    assert_int_equal(rt_csv_line(c), 9);
+    assert_true(rt_csv_quoted(c, 1));
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_csv_next(c, err), 0);
+    assert_int_equal(rt_csv_next(c, err), 0);
+    rt_csv_close(c);
+}
+
+static void expect_error_n(const char *text, size_t len, const char *want)
+{
+    rt_csv *c = NULL;
+    char err[RT_ERR_LEN] = "";
+    assert_int_equal(rt_csv_open_mem(text, len, "t.csv", &c, err), RT_OK);
+    int r;
+    while ((r = rt_csv_next(c, err)) == 1) {
+    }
+    if (r != -1 || !strstr(err, want))
+        fail_msg("for %s: got %d '%s', wanted an error with '%s'", text, r, err, want);
+    rt_csv_close(c);
+}
+
+static void expect_error(const char *text, const char *want)
+{
+    expect_error_n(text, strlen(text), want);
+}
+
+static void test_csv_errors(void **state)
+{
+    (void)state;
+    expect_error("a,b\n1,\"open\n2,3\n", "t.csv:2: the quoted field opened on line 2 is never closed");
+    expect_error("a,b\n1,x\"y\n", "t.csv:2: a quote inside the unquoted field 2");
+    expect_error("a,b\n1,\"x\"y\n", "t.csv:2: text after the closing quote of field 2");
+    expect_error_n("a,b\n1,2\n3,\0\n", 11, "t.csv:3: a NUL byte");
+    size_t big = RT_CSV_MAX_RECORD + 10;
+    char *huge = malloc(big + 8);
+    memcpy(huge, "a\n", 2);
+    memset(huge + 2, 'x', big);
+    huge[big + 2] = '\0';
+    expect_error(huge, "t.csv:2: a record longer than");
+    free(huge);
+}
+
+static void test_csv_gzip(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/rt_csv_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    gzFile gz = gzopen(path, "wb");
+    for (int i = 0; i < 20000; i++)
+        gzprintf(gz, "%d,\"s%d\",%d.5\r\n", i, i, i);
+    gzclose(gz);
+    rt_csv *c = NULL;
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_csv_open(path, &c, err), RT_OK);
+    for (int i = 0; i < 20000; i++) {
+        char a[16], b[16], d[16];
+        snprintf(a, sizeof a, "%d", i);
+        snprintf(b, sizeof b, "s%d", i);
+        snprintf(d, sizeof d, "%d.5", i);
+        expect_fields(c, 3, a, b, d);
+        assert_int_equal(rt_csv_line(c), i + 1);
+    }
+    assert_int_equal(rt_csv_next(c, err), 0);
+    rt_csv_close(c);
+    unlink(path);
+    assert_int_equal(rt_csv_open("/nonexistent/x.csv", &c, err), RT_ERR_NOTFOUND);
+    assert_non_null(strstr(err, "/nonexistent/x.csv"));
+}
+
+/* ---- shards ----------------------------------------------------------------------------- */
+
+static void make_cols(rt_shard_col *cols, int64_t n, tu_rng *r)
+{
+    int32_t *a = malloc((size_t)n * 4);
+    float *b = malloc((size_t)n * 4);
+    uint8_t *c = malloc((size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+        a[i] = (int32_t)tu_int(r, 0, 1000);
+        b[i] = (float)tu_range(r, -5, 5);
+        c[i] = (uint8_t)tu_int(r, 0, 1);
+    }
+    cols[0] = (rt_shard_col){"Store", RT_COL_I32, a};
+    cols[1] = (rt_shard_col){"CompetitionDistance", RT_COL_F32, b};
+    cols[2] = (rt_shard_col){"Validation", RT_COL_U8, c};
+}
+
+static void test_shard_roundtrip(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_make(11);
+    char path[] = "/tmp/rt_shard_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    int64_t sizes[] = {0, 1, 999, 1000, 1001, 25000};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        int64_t n = sizes[k];
+        rt_shard_col cols[3];
+        make_cols(cols, n, &r);
+        char err[RT_ERR_LEN];
+        assert_int_equal(rt_shard_write(path, cols, 3, n, 1000, err), RT_OK);
+        rt_shard *s = NULL;
+        if (rt_shard_read(path, &s, err) != RT_OK)
+            fail_msg("%s", err);
+        assert_int_equal(s->nrows, n);
+        assert_int_equal(s->ncols, 3);
+        for (int c = 0; c < 3; c++) {
+            const rt_shard_col *sc = rt_shard_find(s, cols[c].name);
+            assert_non_null(sc);
+            assert_int_equal(sc->type, cols[c].type);
+            assert_memory_equal(sc->data, cols[c].data,
+                                (size_t)n * rt_col_type_size(cols[c].type) + 0 * (n == 0));
+            free(cols[c].data);
+        }
+        assert_null(rt_shard_find(s, "Nope"));
+        rt_shard_free(s);
+    }
+    unlink(path);
+}
+
+/* Every truncation and every flipped byte of a shard is reported, never
+ * returned as data. */
+static void test_shard_damage(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_make(12);
+    char path[] = "/tmp/rt_shard_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    rt_shard_col cols[3];
+    make_cols(cols, 3000, &r);
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_shard_write(path, cols, 3, 3000, 1000, err), RT_OK);
+    for (int c = 0; c < 3; c++)
+        free(cols[c].data);
+    char *data = NULL;
+    size_t len = 0;
+    assert_int_equal(rt_read_file(path, 1 << 30, &data, &len, err), RT_OK);
+    rt_shard *s = NULL;
+    for (size_t cut = 0; cut < len; cut += (cut < 64 ? 1 : 97)) {
+        assert_int_equal(rt_shard_parse(data, cut, "cut.rts", &s, err), RT_ERR_INVALID);
+        assert_null(s);
+    }
+    assert_int_equal(rt_shard_parse(data, len - 1, "cut.rts", &s, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "truncated"));
+    int caught_crc = 0;
+    for (size_t i = 0; i < len; i += (i < 200 ? 1 : 13)) {
+        data[i] ^= 0x20;
+        rt_status st = rt_shard_parse(data, len, "flip.rts", &s, err);
+        data[i] ^= 0x20;
+        if (st == RT_OK)
+            fail_msg("a flipped byte at %zu of %zu went unnoticed", i, len);
+        assert_null(s);
+        caught_crc += strstr(err, "CRC mismatch") != NULL;
+        assert_non_null(strstr(err, "flip.rts"));
+    }
+    assert_true(caught_crc > 0);
+    /* a damaged column chunk names its row group and column */
+    size_t mid = len / 2;
+    data[mid] ^= 0xff;
+    assert_int_equal(rt_shard_parse(data, len, "mid.rts", &s, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "row group"));
+    free(data);
+    unlink(path);
+}
+
+/* ---- manifest ---------------------------------------------------------------------- */
+
+static void test_manifest(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rt_ds_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char err[RT_ERR_LEN];
+    rt_dataset *ds = NULL;
+    assert_int_equal(rt_dataset_open(dir, &ds, err), RT_ERR_NOTFOUND);
+    assert_non_null(strstr(err, "no manifest.json"));
+    /* write one by hand, with a partition of two rows */
+    char *vocab[3] = {NULL, "a", "b"};
+    rt_ds_column cols[4] = {{"Type", RT_ROLE_CATEGORICAL, RT_COL_I32, 3, vocab},
+                            {"Dist", RT_ROLE_CONTINUOUS, RT_COL_F32, 0, NULL},
+                            {"Sales", RT_ROLE_LABEL, RT_COL_F32, 0, NULL},
+                            {"Validation", RT_ROLE_VALIDATION, RT_COL_U8, 0, NULL}};
+    rt_ds_part part = {"train-00000.rts", 2, 1};
+    rt_dataset w = {0};
+    snprintf(w.dir, sizeof w.dir, "%s", dir);
+    w.ncols = 4;
+    w.cols = cols;
+    snprintf(w.label, sizeof w.label, "Sales");
+    snprintf(w.validation, sizeof w.validation, "Validation");
+    snprintf(w.label_transform, sizeof w.label_transform, "log");
+    w.max_label = 41551;
+    w.nparts = 1;
+    w.parts = &part;
+    assert_int_equal(rt_dataset_write_manifest(&w, err), RT_OK);
+    assert_int_equal(rt_dataset_open(dir, &ds, err), RT_OK);
+    assert_int_equal(ds->ncols, 4);
+    assert_int_equal(ds->cols[0].vocab_size, 3);
+    assert_null(ds->cols[0].vocab[0]);
+    assert_string_equal(ds->cols[0].vocab[2], "b");
+    assert_true(ds->max_label == 41551);
+    assert_int_equal(ds->train_rows, 1);
+    assert_int_equal(ds->validation_rows, 1);
+    /* the partition: a vocabulary index out of range is caught */
+    int32_t t[2] = {1, 3};
+    float d[2] = {1, 2}, y[2] = {3, 4};
+    uint8_t v[2] = {0, 1};
+    rt_shard_col sc[4] = {{"Type", RT_COL_I32, t}, {"Dist", RT_COL_F32, d},
+                          {"Sales", RT_COL_F32, y}, {"Validation", RT_COL_U8, v}};
+    char path[1200];
+    snprintf(path, sizeof path, "%s/train-00000.rts", dir);
+    assert_int_equal(rt_shard_write(path, sc, 4, 2, 0, err), RT_OK);
+    rt_shard *s = NULL;
+    assert_int_equal(rt_dataset_read_part(ds, 0, false, &s, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "outside its vocabulary"));
+    t[1] = 2;
+    assert_int_equal(rt_shard_write(path, sc, 3, 2, 0, err), RT_OK); /* no Validation */
+    assert_int_equal(rt_dataset_read_part(ds, 0, false, &s, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "no column Validation"));
+    assert_int_equal(rt_shard_write(path, sc, 4, 2, 0, err), RT_OK);
+    assert_int_equal(rt_dataset_read_part(ds, 0, false, &s, err), RT_OK);
+    rt_shard_free(s);
+    rt_dataset_free(ds);
+    /* a damaged manifest is named */
+    char mf[1200];
+    snprintf(mf, sizeof mf, "%s/manifest.json", dir);
+    FILE *f = fopen(mf, "w");
+    fputs("{\"format\":\"ringtrain-dataset\",\"version\":1,\"label\":\"Sales\",\"max_label\":-1}", f);
+    fclose(f);
+    assert_int_equal(rt_dataset_open(dir, &ds, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "max_label"));
+    unlink(mf);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* ---- dates ------------------------------------------------------------------------- */
+
+static void test_dates(void **state)
+{
+    (void)state;
+    int32_t d;
+    assert_true(rt_parse_date("1970-01-01", &d) && d == 0);
+    assert_true(rt_parse_date("2013-01-01", &d) && d == 15706);
+    assert_true(rt_parse_date("2015-07-31", &d) && d == 16647);
+    assert_true(rt_parse_date("2016-02-29", &d));
+    assert_false(rt_parse_date("2015-02-29", &d));
+    assert_false(rt_parse_date("2015-13-01", &d));
+    assert_false(rt_parse_date("2015-1-01", &d));
+    assert_false(rt_parse_date("2015-01-01x", &d));
+    char buf[11];
+    for (int32_t k = -1000; k < 30000; k += 7) {
+        rt_format_date(k, buf);
+        assert_true(rt_parse_date(buf, &d) && d == k);
+    }
+    /* ISO weeks (Spark's weekofyear) across year ends */
+    assert_int_equal(rt_iso_week("2013-01-01"), 1);
+    assert_int_equal(rt_iso_week("2013-12-30"), 1);  /* Monday of 2014's week 1 */
+    assert_int_equal(rt_iso_week("2014-12-29"), 1);
+    assert_int_equal(rt_iso_week("2015-12-31"), 53);
+    assert_int_equal(rt_iso_week("2016-01-03"), 53);
+    assert_int_equal(rt_iso_week("2012-12-30"), 52); /* a Sunday: googletrend's week start */
+    assert_int_equal(rt_iso_week("2015-07-31"), 31);
+    assert_int_equal(rt_iso_week("nope"), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_csv_quirks),    cmocka_unit_test(test_csv_errors),
+        cmocka_unit_test(test_csv_gzip),      cmocka_unit_test(test_shard_roundtrip),
+        cmocka_unit_test(test_shard_damage),  cmocka_unit_test(test_manifest),
+        cmocka_unit_test(test_dates),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
