@@ -571,11 +571,20 @@ rt_status rt_cfg_load_file(const rt_cfg_schema *s, const char *path, void *obj,
         return bad ? RT_ERR_IO : RT_ERR_INVALID;
     }
     buf[n] = '\0';
+    /* relative paths in the file are relative to its folder, made absolute
+     * so that the values still hold where the file's text travels (a job's
+     * configuration reaches workers in another folder) */
     char *dir = strdup(path);
     char *slash = dir ? strrchr(dir, '/') : NULL;
     const char *basedir = ".";
     if (slash) {
         slash[slash == dir ? 1 : 0] = '\0';
+        basedir = dir;
+    }
+    char *abs = realpath(basedir, NULL);
+    if (abs) {
+        free(dir);
+        dir = abs;
         basedir = dir;
     }
     rt_status st = parse_text(s, buf, n, path, basedir, obj, errs);

@@ -3,6 +3,7 @@
  * file that names them. */
 #include "rt_schemas.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define NO_LO RT_CFG_NOLIMIT_LO
@@ -83,6 +84,36 @@ static rt_status job_validate(const void *obj, const char *fname, rt_cfg_errors 
         rt_cfg_errors_add(errs, "%s: [job] command: an exec job needs a command", fname);
         st = RT_ERR_INVALID;
     }
+    if (j->type == RT_JOB_TRAIN) {
+        if (!j->dataset) {
+            rt_cfg_errors_add(errs, "%s: [data] dataset: a training job needs the prepared "
+                                    "dataset's folder (ringtrain prep --out)", fname);
+            st = RT_ERR_INVALID;
+        }
+        if (!j->store) {
+            rt_cfg_errors_add(errs, "%s: [output] store: a training job needs a folder for "
+                                    "checkpoints, history and predictions", fname);
+            st = RT_ERR_INVALID;
+        }
+    }
+    if (j->hidden.n == 0 || j->hidden.n > 8) {
+        rt_cfg_errors_add(errs, "%s: [model] hidden: 1 to 8 layer widths, not %zu", fname,
+                          j->hidden.n);
+        st = RT_ERR_INVALID;
+    }
+    for (size_t i = 0; i < j->hidden.n; i++) {
+        char *end;
+        long v = strtol(j->hidden.items[i], &end, 10);
+        if (*end || v < 1 || v > 65536) {
+            rt_cfg_errors_add(errs, "%s: [model] hidden: '%s' is not a layer width (1 to 65536)",
+                              fname, j->hidden.items[i]);
+            st = RT_ERR_INVALID;
+        }
+    }
+    if (j->beta1 >= 1 || j->beta2 >= 1) {
+        rt_cfg_errors_add(errs, "%s: [train] beta1 and beta2 must be below 1", fname);
+        st = RT_ERR_INVALID;
+    }
     return st;
 }
 
@@ -108,6 +139,74 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_B("job", "encrypt", "false", rt_job_cfg, encrypt, "AES-256-GCM on the data plane"),
     RT_CFG_L("job", "command", NULL, rt_job_cfg, command,
              "exec jobs: the program and its arguments, comma-separated"),
+
+    RT_CFG_P("data", "dataset", NULL, rt_job_cfg, dataset,
+             "prepared dataset folder (ringtrain prep --out), on every node"),
+    RT_CFG_S("data", "label", NULL, rt_job_cfg, label, "label column (default: the manifest's)"),
+    RT_CFG_L("data", "categorical", NULL, rt_job_cfg, categorical,
+             "categorical columns (default: the manifest's; none: no columns)"),
+    RT_CFG_L("data", "continuous", NULL, rt_job_cfg, continuous,
+             "continuous columns (default: the manifest's; none: no columns)"),
+    RT_CFG_S("data", "validation", NULL, rt_job_cfg, validation,
+             "0/1 column marking validation rows (default: the manifest's)"),
+
+    RT_CFG_I("model", "embedding_dim", "10", 1, 1024, rt_job_cfg, embedding_dim,
+             "width of every categorical embedding"),
+    RT_CFG_L("model", "hidden", "1000, 1000, 1000, 500", rt_job_cfg, hidden,
+             "widths of the ReLU layers"),
+    RT_CFG_F("model", "dropout", "0.5", 0, 0.99, rt_job_cfg, dropout,
+             "dropout rate after the last hidden layer"),
+    RT_CFG_F("model", "l2", "5e-5", 0, 1, rt_job_cfg, l2, "L2 penalty on the dense kernels"),
+    RT_CFG_F("model", "head_scale_factor", "1.2", 0.01, 100, rt_job_cfg, head_scale_factor,
+             "output = factor * max label (in the label's transform) * sigmoid(z)"),
+    RT_CFG_F("model", "bn_momentum", "0.99", 0, 1, rt_job_cfg, bn_momentum,
+             "batch-norm moving-average momentum"),
+    RT_CFG_F("model", "bn_eps", "1e-3", 1e-12, 1, rt_job_cfg, bn_eps, "batch-norm epsilon"),
+    RT_CFG_E("model", "device", "auto", "auto|cpu|cuda", rt_job_cfg, device,
+             "auto: the rank's GPU (local_rank) when there is one, else the CPU"),
+    RT_CFG_I("model", "threads", "0", 0, 1024, rt_job_cfg, threads,
+             "CPU threads per rank (0: the node's cores shared by its ranks)"),
+    RT_CFG_B("model", "tf32", "false", rt_job_cfg, tf32, "TF32 tensor cores for GPU GEMMs"),
+
+    RT_CFG_I("train", "batch_size", "100", 1, 1 << 20, rt_job_cfg, batch_size,
+             "rows per step on each rank"),
+    RT_CFG_I("train", "epochs", "100", 1, 1000000, rt_job_cfg, epochs, "passes over the data"),
+    RT_CFG_I("train", "steps_per_epoch", "0", 0, 1LL << 40, rt_job_cfg, steps_per_epoch,
+             "0: enough for every rank to see each of its rows once"),
+    RT_CFG_E("train", "optimizer", "adam", "adam", rt_job_cfg, optimizer,
+             "Adam with L2 (the seed's)"),
+    RT_CFG_F("train", "learning_rate", "1e-4", 0, 10, rt_job_cfg, learning_rate, "Adam's step size"),
+    RT_CFG_F("train", "beta1", "0.9", 0, 1, rt_job_cfg, beta1, "Adam beta1"),
+    RT_CFG_F("train", "beta2", "0.999", 0, 1, rt_job_cfg, beta2, "Adam beta2"),
+    RT_CFG_F("train", "epsilon", "1e-3", 1e-12, 1, rt_job_cfg, epsilon, "Adam epsilon (the seed's 1e-3)"),
+    RT_CFG_B("train", "scale_lr", "false", rt_job_cfg, scale_lr,
+             "multiply the learning rate by the number of ranks"),
+    RT_CFG_E("train", "lr_schedule", "constant", "constant|cosine", rt_job_cfg, lr_schedule,
+             "constant (the seed's), or cosine decay to lr_min over the epochs"),
+    RT_CFG_F("train", "lr_min", "0", 0, 10, rt_job_cfg, lr_min, "where cosine decay ends"),
+    RT_CFG_F("train", "warmup_epochs", "0", 0, 1000, rt_job_cfg, warmup_epochs,
+             "linear warmup from learning_rate/ranks (Horovod's LearningRateWarmupCallback)"),
+    RT_CFG_I("train", "seed", "42", 0, NO_HI, rt_job_cfg, seed,
+             "initialisation, shuffling and dropout"),
+    RT_CFG_Z("train", "bucket_size", "25M", 4096, 1e12, rt_job_cfg, bucket_bytes,
+             "gradient allreduce bucket (fusion) size"),
+    RT_CFG_I("train", "eval_batch_size", "4096", 1, 1 << 22, rt_job_cfg, eval_batch_size,
+             "rows per forward pass in validation and prediction"),
+    RT_CFG_E("train", "checkpoint", "best", "best|last|none", rt_job_cfg, checkpoint,
+             "best: best.ckpt by validation loss and last.ckpt each epoch; last: only "
+             "last.ckpt; none: neither (no resume)"),
+    RT_CFG_E("train", "resume", "auto", "auto|never", rt_job_cfg, resume,
+             "auto: continue from the store's last.ckpt when there is one"),
+    RT_CFG_D("train", "progress_every", "1s", 10000, 3600e6, rt_job_cfg, progress_every_us,
+             "how often rank 0 reports the step to the coordinator"),
+
+    RT_CFG_P("output", "store", NULL, rt_job_cfg, store,
+             "folder for checkpoints, history.jsonl and predictions (shared by the ranks' "
+             "rank 0 node)"),
+    RT_CFG_B("output", "predict", "true", rt_job_cfg, predict,
+             "write predictions for the test rows with the best model at the end"),
+    RT_CFG_P("output", "predictions", NULL, rt_job_cfg, predictions,
+             "predictions file (default: STORE/submission.csv)"),
 };
 const rt_cfg_schema rt_job_schema = {"job file", job_keys, RT_ARRAY_LEN(job_keys),
                                      sizeof(rt_job_cfg), job_validate};

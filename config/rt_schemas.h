@@ -41,10 +41,14 @@ typedef struct rt_agent_cfg {
 } rt_agent_cfg;
 extern const rt_cfg_schema rt_agent_schema;
 
-/* ---- job files: [job] (every job); the training sections come from the
- * training issue and extend the same table ----------------------------------- */
+/* ---- job files: [job] for every job; [data], [model], [train] and [output]
+ * for training jobs (the trainer's Estimator parameters) ----------------------- */
 enum { RT_JOB_TRAIN = 0, RT_JOB_EXEC = 1 };
 enum { RT_TP_TCP = 0, RT_TP_RDMA = 1, RT_TP_NCCL = 2, RT_TP_AUTO = 3 };
+enum { RT_DEV_AUTO = 0, RT_DEV_CPU = 1, RT_DEV_CUDA = 2 };
+enum { RT_CKPT_BEST = 0, RT_CKPT_LAST = 1, RT_CKPT_NONE = 2 };
+enum { RT_RESUME_AUTO = 0, RT_RESUME_NEVER = 1 };
+enum { RT_LR_CONSTANT = 0, RT_LR_COSINE = 1 };
 
 typedef struct rt_job_cfg {
     /* [job] */
@@ -57,6 +61,29 @@ typedef struct rt_job_cfg {
     int64_t collective_timeout_us;
     bool encrypt;
     rt_strlist command; /* exec jobs: the program and its arguments */
+    /* [data] */
+    char *dataset;
+    char *label, *validation;           /* NULL: the manifest's */
+    rt_strlist categorical, continuous; /* empty: the manifest's; "none": no columns */
+    /* [model] */
+    int64_t embedding_dim;
+    rt_strlist hidden;
+    double dropout, l2, head_scale_factor, bn_momentum, bn_eps;
+    int device;
+    int64_t threads;
+    bool tf32;
+    /* [train] */
+    int64_t batch_size, epochs, steps_per_epoch, eval_batch_size, seed;
+    int optimizer;
+    double learning_rate, beta1, beta2, epsilon, lr_min, warmup_epochs;
+    int lr_schedule;
+    bool scale_lr;
+    uint64_t bucket_bytes;
+    int checkpoint, resume;
+    int64_t progress_every_us;
+    /* [output] */
+    char *store, *predictions;
+    bool predict;
 } rt_job_cfg;
 extern const rt_cfg_schema rt_job_schema;
 

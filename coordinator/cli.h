@@ -47,6 +47,8 @@ rt_status rt_make_cluster(const char *dir, const char *const *sans, int nsans, b
 
 /* cli_data.c: local data commands. */
 int cli_prep(int argc, char **argv);
+int cli_predict(int argc, char **argv);
+int cli_model(int argc, char **argv);
 
 /* cli_local.c: `run` and `exec --local`. */
 int cli_local(int argc, char **argv, bool is_exec);

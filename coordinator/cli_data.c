@@ -2,13 +2,16 @@
  *
  *   ringtrain prep --input DIR --sql FILE --out DIR [--partitions N]
  *                  [--skip-bad-rows] [--keep-db FILE] [--rows-per-group N] [--quiet]
- */
+ *   ringtrain predict --model CKPT --dataset DIR --out FILE [--threads N] [--batch N]
+ *   ringtrain model summary CKPT */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "rt_ckpt.h"
 #include "rt_prep.h"
+#include "trainer.h"
 
 static bool parse_int(const char *s, long lo, long hi, long *out)
 {
@@ -75,3 +78,72 @@ int cli_prep(int argc, char **argv)
     return 0;
 }
 
+int cli_predict(int argc, char **argv)
+{
+    const char *model = NULL, *dataset = NULL, *out = NULL;
+    long threads = 0, batch = 4096;
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (v && !strcmp(argv[i], "--model"))
+            model = argv[++i];
+        else if (v && !strcmp(argv[i], "--dataset"))
+            dataset = argv[++i];
+        else if (v && !strcmp(argv[i], "--out"))
+            out = argv[++i];
+        else if (v && !strcmp(argv[i], "--threads") && parse_int(v, 0, 1024, &threads))
+            i++;
+        else if (v && !strcmp(argv[i], "--batch") && parse_int(v, 1, 1 << 22, &batch))
+            i++;
+        else {
+            fprintf(stderr, "ringtrain predict: unexpected or invalid argument '%s'\n"
+                            "usage: ringtrain predict --model CKPT --dataset DIR --out FILE "
+                            "[--threads N] [--batch N]\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!model || !dataset || !out) {
+        fprintf(stderr, "ringtrain predict: --model, --dataset and --out are needed\n");
+        return 2;
+    }
+    int64_t rows = 0;
+    char err[RT_ERR_LEN];
+    if (rt_predict_checkpoint(model, dataset, out, (int)threads, batch, &rows, err) != RT_OK) {
+        fprintf(stderr, "ringtrain predict: %s\n", err);
+        return 1;
+    }
+    printf("wrote %lld predictions to %s\n", (long long)rows, out);
+    return 0;
+}
+
+int cli_model(int argc, char **argv)
+{
+    if (argc != 3 || strcmp(argv[1], "summary") != 0) {
+        fprintf(stderr, "usage: ringtrain model summary CKPT\n");
+        return 2;
+    }
+    rt_ckpt ck;
+    char err[RT_ERR_LEN];
+    if (rt_ckpt_read(argv[2], &ck, err) != RT_OK) {
+        fprintf(stderr, "ringtrain model: %s\n", err);
+        return 1;
+    }
+    printf("%s: after epoch %lld (step %lld, %lld rank%s); best epoch %lld, val_loss %.6f\n",
+           argv[2], (long long)ck.epoch, (long long)ck.step, (long long)ck.world_size,
+           ck.world_size == 1 ? "" : "s", (long long)ck.best_epoch, ck.best_val_loss);
+    printf("label %s (%s, max %.6g); %d categorical, %d continuous columns\n", ck.label,
+           ck.label_transform, ck.max_label, ck.spec.n_cat, ck.n_cont);
+    rt_kctx *ctx = NULL;
+    rt_model *m = NULL;
+    int rc = 0;
+    if (rt_kctx_create(RT_DEVICE_CPU, 1, &ctx, err) != RT_OK ||
+        rt_model_create(&ck.spec, ctx, 1, &m, err) != RT_OK) {
+        fprintf(stderr, "ringtrain model: %s\n", err);
+        rc = 1;
+    } else {
+        rt_model_summary(m, stdout);
+    }
+    rt_model_destroy(m);
+    rt_kctx_destroy(ctx);
+    rt_ckpt_free(&ck);
+    return rc;
+}

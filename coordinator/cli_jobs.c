@@ -103,7 +103,7 @@ static void progress_line(const rt_json *p, bool tty, char *last, size_t lastlen
 }
 
 /* Exit status for the outcome: 0, or the first failing rank's code. */
-static int outcome(const rt_json *job, int64_t id)
+static int outcome(const rt_json *job, int64_t id, bool show_tail)
 {
     const char *state = rt_json_str(rt_json_get(job, "state"), "?");
     const char *reason = rt_json_str(rt_json_get(job, "reason"), "");
@@ -113,6 +113,15 @@ static int outcome(const rt_json *job, int64_t id)
     }
     fprintf(stderr, "ringtrain: job %lld %s: %s\n", (long long)id, state, reason);
     const rt_json *ff = rt_json_get(job, "first_failure");
+    const rt_json *tail = rt_json_get(ff, "tail");
+    size_t nt = rt_json_len(tail);
+    if (show_tail && nt > 0) { /* the failing rank's last words */
+        int64_t fr = -1;
+        rt_json_get_int(ff, "rank", &fr);
+        fprintf(stderr, "ringtrain: the last lines of rank %lld:\n", (long long)fr);
+        for (size_t i = nt > 10 ? nt - 10 : 0; i < nt; i++)
+            fprintf(stderr, "  %s\n", rt_json_str(rt_json_at(tail, i), ""));
+    }
     int64_t code = 0, sig = 0;
     rt_json_get_int(ff, "exit_code", &code);
     rt_json_get_int(ff, "signal", &sig);
@@ -162,7 +171,7 @@ static int follow(const cli_conn *c, int64_t id, bool exec_output)
         if (terminal(state)) {
             if (tty && !exec_output && last[0])
                 printf("\n");
-            int rc = outcome(job, id);
+            int rc = outcome(job, id, !exec_output);
             rt_json_free(d);
             return cancelled ? 130 : rc;
         }

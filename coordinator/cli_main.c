@@ -104,6 +104,8 @@ static void usage(void)
             "  cancel JOB\n"
             "  init-cluster DIR [--san HOSTNAME-OR-IP]... [--force]\n"
             "  prep --input DIR --sql FILE --out DIR [--partitions N] [--skip-bad-rows]\n"
+            "  predict --model CKPT --dataset DIR --out FILE [--threads N]\n"
+            "  model summary CKPT\n"
 
             "connection: --coordinator HOST:PORT --ca FILE --token-file FILE --server-name NAME\n");
 }
@@ -288,6 +290,10 @@ int main(int argc, char **argv)
         return cli_init_cluster(argc - 1, argv + 1);
     if (!strcmp(cmd, "prep"))
         return cli_prep(argc - 1, argv + 1);
+    if (!strcmp(cmd, "predict"))
+        return cli_predict(argc - 1, argv + 1);
+    if (!strcmp(cmd, "model"))
+        return cli_model(argc - 1, argv + 1);
     if (!strcmp(cmd, "run"))
         return cli_local(argc - 1, argv + 1, false);
     if (!strcmp(cmd, "exec"))

@@ -21,6 +21,15 @@ int rt_cuda_device_count(void)
     return n;
 }
 
+int rt_cuda_select(int dev)
+{
+    if (cudaSetDevice(dev) != cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+    }
+    return 0;
+}
+
 void rt_cuda_name(char *buf, size_t len)
 {
     cudaDeviceProp p;

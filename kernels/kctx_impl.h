@@ -49,6 +49,7 @@ void rt_cuda_ctx_fini(rt_kctx *ctx);
 rt_status rt_cuda_sync(rt_kctx *ctx, char *err);
 rt_status rt_cuda_check(rt_kctx *ctx, char *err);
 int rt_cuda_device_count(void);
+int rt_cuda_select(int dev); /* cudaSetDevice; 0 or -1 */
 void rt_cuda_name(char *buf, size_t len);
 rt_status rt_cuda_capture_begin(rt_kctx *ctx, char *err);
 rt_status rt_cuda_capture_end(rt_kctx *ctx, void **graph_exec, char *err);

@@ -158,6 +158,19 @@ int rt_cuda_device_count_visible(void)
 #endif
 }
 
+rt_status rt_cuda_set_device(int dev, char *err)
+{
+#ifdef RT_HAVE_CUDA
+    int n = rt_cuda_device_count();
+    if (dev < 0 || dev >= n || rt_cuda_select(dev) != 0)
+        return rt_err(err, RT_ERR_INVALID, "cannot use CUDA device %d (%d visible)", dev, n);
+    return RT_OK;
+#else
+    (void)dev;
+    return rt_err(err, RT_ERR_UNSUPPORTED, "this build has no CUDA");
+#endif
+}
+
 const char *rt_cuda_device_name(char *buf, size_t len)
 {
 #ifdef RT_HAVE_CUDA

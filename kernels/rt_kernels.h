@@ -103,6 +103,8 @@ bool rt_cuda_available(void);
 /* Number of visible CUDA devices (0 without CUDA). */
 int rt_cuda_device_count_visible(void);
 const char *rt_cuda_device_name(char *buf, size_t len);
+/* Make device `dev` current for this thread (before rt_kctx_create). */
+rt_status rt_cuda_set_device(int dev, char *err);
 
 /* Memory of the context's device; host memory is 64-byte aligned.
  * rt_kmalloc_host returns pinned memory on CUDA (for async copies). */

@@ -1,0 +1,315 @@
+/* rt_ckpt.c — see rt_ckpt.h. */
+#include "rt_ckpt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "rt_file.h"
+#include "rt_json.h"
+
+static const char MAGIC[8] = {'R', 'T', 'C', 'K', 'P', 'T', '1', 0};
+static const char END[8] = {'R', 'T', 'C', 'K', 'E', 'N', 'D', 0};
+#define MAX_FILE (16ull << 30)
+
+void rt_ckpt_free(rt_ckpt *c)
+{
+    free(c->params);
+    free(c->adam_m);
+    free(c->adam_v);
+    free(c->buffers);
+    c->params = c->adam_m = c->adam_v = c->buffers = NULL;
+}
+
+rt_status rt_ckpt_from_model(rt_ckpt *c, rt_model *m, char *err)
+{
+    c->spec = *rt_model_get_spec(m);
+    c->nparams = rt_model_num_params(m);
+    c->nbuffers = rt_model_num_buffers(m);
+    c->params = malloc((size_t)c->nparams * 4);
+    c->adam_m = malloc((size_t)c->nparams * 4);
+    c->adam_v = malloc((size_t)c->nparams * 4);
+    c->buffers = malloc((size_t)(c->nbuffers ? c->nbuffers : 1) * 4);
+    if (!c->params || !c->adam_m || !c->adam_v || !c->buffers) {
+        rt_ckpt_free(c);
+        return rt_err(err, RT_ERR_NOMEM, "out of memory for a checkpoint");
+    }
+    return rt_model_get_state(m, c->params, c->adam_m, c->adam_v, c->buffers, &c->step, err);
+}
+
+rt_status rt_ckpt_to_model(const rt_ckpt *c, rt_model *m, char *err)
+{
+    return rt_model_set_state(m, c->params, c->adam_m, c->adam_v, c->buffers, &c->step, err);
+}
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    put_u32(p, (uint32_t)v);
+    put_u32(p + 4, (uint32_t)(v >> 32));
+}
+static uint32_t get_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get_u64(const unsigned char *p) { return get_u32(p) | (uint64_t)get_u32(p + 4) << 32; }
+
+static char *header_json(const rt_ckpt *c)
+{
+    const rt_model_spec *s = &c->spec;
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    rt_jw_kstr(&w, "format", "ringtrain-checkpoint");
+    rt_jw_kint(&w, "epoch", c->epoch);
+    rt_jw_kint(&w, "step", c->step);
+    rt_jw_kint(&w, "world_size", c->world_size);
+    if (isfinite(c->best_val_loss))
+        rt_jw_knum(&w, "best_val_loss", c->best_val_loss);
+    rt_jw_kint(&w, "best_epoch", c->best_epoch);
+    rt_jw_knum(&w, "max_label", c->max_label);
+    rt_jw_kstr(&w, "label_transform", c->label_transform);
+    rt_jw_kstr(&w, "label", c->label);
+    rt_jw_key(&w, "categorical");
+    rt_jw_arr(&w);
+    for (int i = 0; i < s->n_cat; i++) {
+        rt_jw_obj(&w);
+        rt_jw_kstr(&w, "name", s->cat_names[i]);
+        rt_jw_kint(&w, "vocab", s->vocab[i]);
+        rt_jw_obj_end(&w);
+    }
+    rt_jw_arr_end(&w);
+    rt_jw_key(&w, "continuous");
+    rt_jw_arr(&w);
+    for (int i = 0; i < c->n_cont; i++)
+        rt_jw_str(&w, c->cont_names[i]);
+    rt_jw_arr_end(&w);
+    rt_jw_key(&w, "model");
+    rt_jw_obj(&w);
+    rt_jw_kint(&w, "embedding_dim", s->emb_dim);
+    rt_jw_key(&w, "hidden");
+    rt_jw_arr(&w);
+    for (int i = 0; i < s->n_hidden; i++)
+        rt_jw_int(&w, s->hidden[i]);
+    rt_jw_arr_end(&w);
+    rt_jw_knum(&w, "dropout", s->dropout);
+    rt_jw_knum(&w, "l2", s->l2);
+    rt_jw_knum(&w, "head_scale", s->head_scale);
+    rt_jw_knum(&w, "bn_momentum", s->bn_momentum);
+    rt_jw_knum(&w, "bn_eps", s->bn_eps);
+    rt_jw_kint(&w, "seed", (int64_t)s->seed);
+    rt_jw_obj_end(&w);
+    rt_jw_kint(&w, "params", c->nparams);
+    rt_jw_kint(&w, "buffers", c->nbuffers);
+    rt_jw_obj_end(&w);
+    return rt_jw_take(&w, NULL);
+}
+
+rt_status rt_ckpt_write(const char *path, const rt_ckpt *c, char *err)
+{
+    char *hdr = header_json(c);
+    size_t np = (size_t)c->nparams * 4, nb = (size_t)c->nbuffers * 4;
+    size_t raw_len = 3 * np + nb;
+    unsigned char *raw = malloc(raw_len ? raw_len : 1);
+    uLong bound = compressBound((uLong)raw_len);
+    unsigned char *comp = malloc(bound + 32);
+    if (!hdr || !raw || !comp) {
+        free(hdr);
+        free(raw);
+        free(comp);
+        return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", path);
+    }
+    memcpy(raw, c->params, np);
+    memcpy(raw + np, c->adam_m, np);
+    memcpy(raw + 2 * np, c->adam_v, np);
+    if (nb)
+        memcpy(raw + 3 * np, c->buffers, nb);
+    uLongf clen = bound;
+    int zr = compress2(comp, &clen, raw, (uLong)raw_len, 1);
+    free(raw);
+    if (zr != Z_OK) {
+        free(hdr);
+        free(comp);
+        return rt_err(err, RT_ERR_IO, "%s: zlib failed (%d)", path, zr);
+    }
+    size_t hl = strlen(hdr);
+    unsigned char head[16], lens[16], tail[12];
+    memcpy(head, MAGIC, 8);
+    put_u32(head + 8, 1);
+    put_u32(head + 12, (uint32_t)hl);
+    put_u64(lens, raw_len);
+    put_u64(lens + 8, clen);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    crc = crc32(crc, head, 16);
+    crc = crc32(crc, (const Bytef *)hdr, (uInt)hl);
+    crc = crc32(crc, lens, 16);
+    for (uLong off = 0; off < clen; off += 1u << 30) /* crc32 takes uInt lengths */
+        crc = crc32(crc, comp + off, (uInt)(clen - off < (1u << 30) ? clen - off : (1u << 30)));
+    put_u32(tail, (uint32_t)crc);
+    memcpy(tail + 4, END, 8);
+    rt_iov iov[5] = {{head, 16}, {hdr, hl}, {lens, 16}, {comp, clen}, {tail, 12}};
+    rt_status st = rt_write_atomic(path, iov, 5, err);
+    free(hdr);
+    free(comp);
+    return st;
+}
+
+static rt_status damaged(char *err, const char *name, const char *what)
+{
+    return rt_err(err, RT_ERR_INVALID, "checkpoint %s is damaged: %s; it was not loaded", name,
+                  what);
+}
+
+static rt_status parse_header(const rt_json *h, rt_ckpt *c, const char *name, char *err)
+{
+    rt_model_spec *s = &c->spec;
+    rt_model_spec_defaults(s);
+    const rt_json *m = rt_json_get(h, "model"), *cats = rt_json_get(h, "categorical"),
+                  *conts = rt_json_get(h, "continuous"), *hid = rt_json_get(m, "hidden");
+    int64_t v;
+    if (strcmp(rt_json_str(rt_json_get(h, "format"), ""), "ringtrain-checkpoint") != 0 ||
+        !rt_json_get_int(h, "epoch", &c->epoch) || !rt_json_get_int(h, "step", &c->step) ||
+        !rt_json_get_int(h, "params", &c->nparams) || !rt_json_get_int(h, "buffers", &c->nbuffers) ||
+        rt_json_len(cats) > RT_MODEL_MAX_CAT || rt_json_len(conts) > RT_CKPT_MAX_COLS ||
+        rt_json_len(hid) == 0 || rt_json_len(hid) > RT_MODEL_MAX_HIDDEN ||
+        !rt_json_get_int(m, "embedding_dim", &v))
+        return damaged(err, name, "its header is not a ringtrain checkpoint header");
+    s->emb_dim = (int)v;
+    rt_json_get_int(h, "world_size", &c->world_size);
+    rt_json_get_int(h, "best_epoch", &c->best_epoch);
+    c->best_val_loss = rt_json_num(rt_json_get(h, "best_val_loss"), INFINITY);
+    c->max_label = rt_json_num(rt_json_get(h, "max_label"), 0);
+    snprintf(c->label_transform, sizeof c->label_transform, "%s",
+             rt_json_str(rt_json_get(h, "label_transform"), "none"));
+    snprintf(c->label, sizeof c->label, "%s", rt_json_str(rt_json_get(h, "label"), ""));
+    s->n_cat = (int)rt_json_len(cats);
+    for (int i = 0; i < s->n_cat; i++) {
+        const rt_json *e = rt_json_at(cats, (size_t)i);
+        snprintf(s->cat_names[i], sizeof s->cat_names[i], "%s", rt_json_str(rt_json_get(e, "name"), ""));
+        if (!rt_json_get_int(e, "vocab", &v) || v < 1 || v > INT32_MAX)
+            return damaged(err, name, "a categorical column without a vocabulary size");
+        s->vocab[i] = (int32_t)v;
+    }
+    c->n_cont = s->n_cont = (int)rt_json_len(conts);
+    for (int i = 0; i < c->n_cont; i++)
+        snprintf(c->cont_names[i], sizeof c->cont_names[i], "%s",
+                 rt_json_str(rt_json_at(conts, (size_t)i), ""));
+    s->n_hidden = (int)rt_json_len(hid);
+    for (int i = 0; i < s->n_hidden; i++) {
+        if (!rt_json_int(rt_json_at(hid, (size_t)i), &v) || v < 1 || v > 65536)
+            return damaged(err, name, "a hidden layer without a width");
+        s->hidden[i] = (int)v;
+    }
+    s->dropout = (float)rt_json_num(rt_json_get(m, "dropout"), 0);
+    s->l2 = (float)rt_json_num(rt_json_get(m, "l2"), 0);
+    s->head_scale = (float)rt_json_num(rt_json_get(m, "head_scale"), 1);
+    s->bn_momentum = (float)rt_json_num(rt_json_get(m, "bn_momentum"), 0.99);
+    s->bn_eps = (float)rt_json_num(rt_json_get(m, "bn_eps"), 1e-3);
+    if (rt_json_get_int(m, "seed", &v))
+        s->seed = (uint64_t)v;
+    char why[RT_ERR_LEN];
+    if (rt_model_spec_check(s, why) != RT_OK)
+        return damaged(err, name, why);
+    if (c->nparams <= 0 || c->nbuffers < 0 || c->nbuffers > c->nparams)
+        return damaged(err, name, "impossible tensor sizes in its header");
+    return RT_OK;
+}
+
+rt_status rt_ckpt_parse(const void *data, size_t len, const char *name, rt_ckpt *c, char *err)
+{
+    memset(c, 0, sizeof *c);
+    const unsigned char *p = data;
+    if (len < 16 || memcmp(p, MAGIC, 8) != 0)
+        return rt_err(err, RT_ERR_INVALID, "%s is not a ringtrain checkpoint", name);
+    if (get_u32(p + 8) != 1)
+        return rt_err(err, RT_ERR_INVALID, "%s: checkpoint version %u, this build reads 1", name,
+                      get_u32(p + 8));
+    if (len < 16 + 16 + 12 || memcmp(p + len - 8, END, 8) != 0)
+        return damaged(err, name, "it is truncated (no end marker)");
+    size_t hl = get_u32(p + 12);
+    if (hl > len - 44)
+        return damaged(err, name, "its header length is impossible");
+    const unsigned char *lens = p + 16 + hl;
+    uint64_t raw_len = get_u64(lens), clen = get_u64(lens + 8);
+    if (clen != len - 16 - hl - 16 - 12)
+        return damaged(err, name, "its length does not match its contents (truncated?)");
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (size_t off = 0; off < len - 12; off += 1u << 30)
+        crc = crc32(crc, p + off, (uInt)(len - 12 - off < (1u << 30) ? len - 12 - off : (1u << 30)));
+    if ((uint32_t)crc != get_u32(p + len - 12))
+        return damaged(err, name, "CRC mismatch");
+    rt_json *h = NULL;
+    char jerr[RT_ERR_LEN];
+    if (rt_json_parse((const char *)p + 16, hl, &h, jerr) != RT_OK)
+        return damaged(err, name, jerr);
+    rt_status st = parse_header(h, c, name, err);
+    rt_json_free(h);
+    if (st != RT_OK)
+        return st;
+    if (raw_len != (uint64_t)(3 * c->nparams + c->nbuffers) * 4)
+        return damaged(err, name, "its tensors do not have the sizes its header gives");
+    unsigned char *raw = malloc(raw_len);
+    uLongf got = (uLongf)raw_len;
+    if (!raw || uncompress(raw, &got, lens + 16, (uLong)clen) != Z_OK || got != raw_len) {
+        free(raw);
+        return damaged(err, name, "its tensors do not decompress");
+    }
+    size_t np = (size_t)c->nparams * 4, nb = (size_t)c->nbuffers * 4;
+    c->params = malloc(np);
+    c->adam_m = malloc(np);
+    c->adam_v = malloc(np);
+    c->buffers = malloc(nb ? nb : 1);
+    if (!c->params || !c->adam_m || !c->adam_v || !c->buffers) {
+        free(raw);
+        rt_ckpt_free(c);
+        return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", name);
+    }
+    memcpy(c->params, raw, np);
+    memcpy(c->adam_m, raw + np, np);
+    memcpy(c->adam_v, raw + 2 * np, np);
+    memcpy(c->buffers, raw + 3 * np, nb);
+    free(raw);
+    return RT_OK;
+}
+
+rt_status rt_ckpt_read(const char *path, rt_ckpt *c, char *err)
+{
+    char *data = NULL;
+    size_t len = 0;
+    rt_status st = rt_read_file(path, MAX_FILE, &data, &len, err);
+    if (st != RT_OK)
+        return st;
+    st = rt_ckpt_parse(data, len, path, c, err);
+    free(data);
+    return st;
+}
+
+rt_status rt_ckpt_compatible(const rt_ckpt *c, const rt_model_spec *s, char *err)
+{
+    const rt_model_spec *k = &c->spec;
+    char what[160] = "";
+    if (k->n_cat != s->n_cat || k->n_cont != s->n_cont)
+        snprintf(what, sizeof what, "%d categorical and %d continuous columns, the job has %d and %d",
+                 k->n_cat, k->n_cont, s->n_cat, s->n_cont);
+    for (int i = 0; !what[0] && i < s->n_cat; i++)
+        if (k->vocab[i] != s->vocab[i] || strcmp(k->cat_names[i], s->cat_names[i]) != 0)
+            snprintf(what, sizeof what, "column %d is %s with %d values, the job's is %s with %d", i,
+                     k->cat_names[i], k->vocab[i], s->cat_names[i], s->vocab[i]);
+    if (!what[0] && k->emb_dim != s->emb_dim)
+        snprintf(what, sizeof what, "embedding_dim %d, the job's is %d", k->emb_dim, s->emb_dim);
+    if (!what[0] && k->n_hidden != s->n_hidden)
+        snprintf(what, sizeof what, "%d hidden layers, the job has %d", k->n_hidden, s->n_hidden);
+    for (int i = 0; !what[0] && i < s->n_hidden; i++)
+        if (k->hidden[i] != s->hidden[i])
+            snprintf(what, sizeof what, "hidden layer %d has %d units, the job's %d", i + 1,
+                     k->hidden[i], s->hidden[i]);
+    if (what[0])
+        return rt_err(err, RT_ERR_INVALID, "the checkpoint is of another model: %s", what);
+    return RT_OK;
+}

@@ -1,0 +1,53 @@
+/* rt_ckpt.h — training checkpoints: the model spec, the flat parameters,
+ * Adam's two moments and step, the batch-norm statistics, where training
+ * stands (epochs done, best validation loss) and what the model needs from
+ * the data (column names, label transform and maximum).
+ *
+ *   "RTCKPT1\0", u32 version (1), u32 header length, header (JSON),
+ *   u64 raw length, u64 compressed length, zlib(params | m | v | buffers),
+ *   u32 CRC32 of everything before it, "RTCKEND\0"
+ *
+ * Written atomically (temp file, fsync, rename, fsync of the folder); read
+ * back only when magic, lengths, CRC and sizes all agree, so a torn or
+ * damaged file is reported (naming the file and what is wrong) and never
+ * loaded.  Resuming is exact: the shuffles and dropout masks are functions
+ * of (seed, epoch, rank, step). */
+#ifndef RT_CKPT_H
+#define RT_CKPT_H
+
+#include <stdint.h>
+
+#include "rt_model.h"
+
+#define RT_CKPT_MAX_COLS 256
+
+typedef struct rt_ckpt {
+    rt_model_spec spec;
+    int64_t epoch;        /* epochs completed */
+    int64_t step;         /* Adam's step (the model's step counter) */
+    int64_t world_size;   /* ranks that trained it (informative) */
+    double best_val_loss; /* of the best epoch so far (INFINITY when none) */
+    int64_t best_epoch;
+    double max_label;
+    char label_transform[16];
+    char label[64];
+    int n_cont;
+    char cont_names[RT_CKPT_MAX_COLS][64]; /* categorical names are in spec.cat_names */
+    int64_t nparams, nbuffers;
+    float *params, *adam_m, *adam_v, *buffers; /* owned */
+} rt_ckpt;
+
+/* Fill c from a model (state copied to host) and the given bookkeeping. */
+rt_status rt_ckpt_from_model(rt_ckpt *c, rt_model *m, char *err);
+rt_status rt_ckpt_write(const char *path, const rt_ckpt *c, char *err);
+/* RT_ERR_NOTFOUND when there is no file; RT_ERR_INVALID (a sentence naming
+ * the file) when it is damaged. */
+rt_status rt_ckpt_read(const char *path, rt_ckpt *c, char *err);
+rt_status rt_ckpt_parse(const void *data, size_t len, const char *name, rt_ckpt *c, char *err);
+void rt_ckpt_free(rt_ckpt *c);
+/* Whether a model built from `spec` can take c's state; else a sentence. */
+rt_status rt_ckpt_compatible(const rt_ckpt *c, const rt_model_spec *spec, char *err);
+/* Load c's state into m (params, moments, step, buffers). */
+rt_status rt_ckpt_to_model(const rt_ckpt *c, rt_model *m, char *err);
+
+#endif

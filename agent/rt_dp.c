@@ -1,0 +1,204 @@
+/* rt_dp.c — see rt_dp.h. */
+#include "rt_dp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct rt_dp {
+    rt_kctx *ctx;
+    rt_model *model;
+    rt_comm *comm;
+    int size;
+    rt_fusion *fusion; /* CPU, size > 1 */
+    rt_nccl *nccl;     /* CUDA with NCCL, size > 1 */
+    float *zeros;      /* labels for inference without labels */
+    float *host;       /* scratch for state exchange */
+    int64_t nhost;
+};
+
+static void on_grads_ready(void *user, int64_t off, int64_t count)
+{
+    rt_dp *d = user;
+    rt_fusion_ready(d->fusion, (size_t)off, (size_t)count);
+}
+
+rt_status rt_dp_create(const rt_model_spec *spec, rt_device device, int threads, bool tf32,
+                       rt_comm *comm, size_t bucket_bytes, int64_t max_batch, rt_dp **out,
+                       char *err)
+{
+    *out = NULL;
+    rt_dp *d = calloc(1, sizeof *d);
+    if (!d)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    d->comm = comm;
+    d->size = comm ? rt_comm_size(comm) : 1;
+    rt_status st = rt_kctx_create(device, threads, &d->ctx, err);
+    if (st == RT_OK) {
+        rt_kctx_set_tf32(d->ctx, tf32);
+        st = rt_model_create(spec, d->ctx, max_batch, &d->model, err);
+    }
+    if (st == RT_OK) {
+        /* every rank draws its own dropout masks */
+        int rank = comm ? rt_comm_rank(comm) : 0;
+        rt_model_set_dropout_seed(d->model, spec->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(rank + 1)));
+        d->nhost = rt_model_num_params(d->model) > rt_model_num_buffers(d->model)
+                       ? rt_model_num_params(d->model)
+                       : rt_model_num_buffers(d->model);
+        d->host = malloc((size_t)d->nhost * sizeof *d->host);
+        d->zeros = calloc((size_t)max_batch, sizeof *d->zeros);
+        if (!d->host || !d->zeros)
+            st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
+    if (st == RT_OK && d->size > 1 && device == RT_DEVICE_CPU)
+        st = rt_fusion_create(comm, rt_model_grads(d->model), (size_t)rt_model_num_params(d->model),
+                              bucket_bytes, &d->fusion, err);
+    if (st == RT_OK && d->size > 1 && device == RT_DEVICE_CUDA && rt_nccl_available())
+        st = rt_nccl_create(comm, rt_kctx_stream(d->ctx), &d->nccl, err);
+    if (st != RT_OK) {
+        rt_dp_destroy(d);
+        return st;
+    }
+    *out = d;
+    return RT_OK;
+}
+
+void rt_dp_destroy(rt_dp *d)
+{
+    if (!d)
+        return;
+    rt_fusion_destroy(d->fusion);
+    if (d->nccl)
+        rt_nccl_destroy(d->nccl);
+    rt_model_destroy(d->model);
+    rt_kctx_destroy(d->ctx);
+    free(d->zeros);
+    free(d->host);
+    free(d);
+}
+
+rt_model *rt_dp_model(rt_dp *d) { return d->model; }
+int rt_dp_buckets(const rt_dp *d) { return d->fusion ? rt_fusion_buckets(d->fusion) : 1; }
+
+static rt_status comm_error(rt_dp *d, rt_status st, char *err)
+{
+    return rt_err(err, st, "%s", d->comm ? rt_comm_last_error(d->comm) : "communication failed");
+}
+
+/* Broadcast one host copy of a state part (which: 0 params, 1 m, 2 v, 3 buffers). */
+static rt_status bcast_part(rt_dp *d, int which, int64_t n, int root, char *err)
+{
+    rt_model *m = d->model;
+    float *p[4] = {NULL, NULL, NULL, NULL};
+    p[which] = d->host;
+    rt_status st = rt_model_get_state(m, p[0], p[1], p[2], p[3], NULL, err);
+    if (st == RT_OK && (st = rt_broadcast(d->comm, d->host, (size_t)n * 4, root)) != RT_OK)
+        return comm_error(d, st, err);
+    if (st == RT_OK)
+        st = rt_model_set_state(m, p[0], p[1], p[2], p[3], NULL, err);
+    return st;
+}
+
+rt_status rt_dp_broadcast_state(rt_dp *d, int root, bool optimizer, char *err)
+{
+    if (d->size == 1)
+        return RT_OK;
+    int64_t np = rt_model_num_params(d->model), nb = rt_model_num_buffers(d->model);
+    rt_status st = bcast_part(d, 0, np, root, err);
+    if (st == RT_OK && nb > 0)
+        st = bcast_part(d, 3, nb, root, err);
+    if (st == RT_OK && optimizer) {
+        st = bcast_part(d, 1, np, root, err);
+        if (st == RT_OK)
+            st = bcast_part(d, 2, np, root, err);
+        int64_t step = 0;
+        if (st == RT_OK)
+            st = rt_model_get_state(d->model, NULL, NULL, NULL, NULL, &step, err);
+        if (st == RT_OK && (st = rt_broadcast(d->comm, &step, sizeof step, root)) != RT_OK)
+            return comm_error(d, st, err);
+        if (st == RT_OK)
+            st = rt_model_set_state(d->model, NULL, NULL, NULL, NULL, &step, err);
+    }
+    return st;
+}
+
+rt_status rt_dp_step(rt_dp *d, const int32_t *cat, const float *cont, const float *label,
+                     int64_t n, const rt_adam_hp *hp, char *err)
+{
+    rt_model *m = d->model;
+    rt_model_set_batch(m, cat, cont, label, n);
+    rt_model_forward(m, n, true);
+    rt_model_loss(m, n, true);
+    rt_adam_hp h = *hp;
+    h.grad_scale = hp->grad_scale / (float)d->size; /* the sum becomes the average */
+    if (d->fusion) {
+        rt_fusion_begin(d->fusion);
+        rt_model_backward(m, n, on_grads_ready, d);
+        rt_status st = rt_fusion_wait(d->fusion, err);
+        if (st != RT_OK)
+            return st;
+    } else {
+        rt_model_backward(m, n, NULL, NULL);
+        if (d->size > 1) { /* CUDA: the whole buffer once backward is done */
+            size_t count = (size_t)rt_model_num_params(m);
+            rt_status st;
+            if (d->nccl) {
+                st = rt_nccl_allreduce(d->nccl, rt_model_grads(m), count, RT_C_F32, RT_SUM, err);
+                if (st == RT_OK)
+                    st = rt_nccl_wait(d->nccl, 600000000, err);
+            } else {
+                st = rt_allreduce_device(d->comm, rt_model_grads(m), count, RT_C_F32, RT_SUM,
+                                         rt_kctx_stream(d->ctx), err);
+            }
+            if (st != RT_OK)
+                return st;
+        }
+    }
+    rt_model_apply(m, &h);
+    return rt_kctx_check(d->ctx, err);
+}
+
+rt_status rt_dp_sync_buffers(rt_dp *d, char *err)
+{
+    int64_t nb = rt_model_num_buffers(d->model);
+    if (d->size == 1 || nb == 0)
+        return RT_OK;
+    rt_status st = rt_model_get_state(d->model, NULL, NULL, NULL, d->host, NULL, err);
+    if (st != RT_OK)
+        return st;
+    if ((st = rt_allreduce(d->comm, d->host, (size_t)nb, RT_C_F32, RT_AVG)) != RT_OK)
+        return comm_error(d, st, err);
+    return rt_model_set_state(d->model, NULL, NULL, NULL, d->host, NULL, err);
+}
+
+rt_status rt_dp_forward_eval(rt_dp *d, const int32_t *cat, const float *cont, const float *label,
+                             int64_t n, float *pred, char *err)
+{
+    rt_model *m = d->model;
+    const rt_model_spec *s = rt_model_get_spec(m);
+    int64_t B = rt_model_max_batch(m);
+    for (int64_t off = 0; off < n; off += B) {
+        int64_t k = n - off < B ? n - off : B;
+        rt_model_set_batch(m, cat + off * s->n_cat, cont + off * s->n_cont,
+                           label ? label + off : d->zeros, k);
+        rt_model_forward(m, k, false);
+        if (label)
+            rt_model_loss(m, k, false);
+        if (pred) {
+            rt_status st = rt_model_read_pred(m, pred + off, k, err);
+            if (st != RT_OK)
+                return st;
+        }
+    }
+    return rt_kctx_check(d->ctx, err);
+}
+
+rt_status rt_dp_metrics_allreduce(rt_dp *d, double out[RT_MODEL_NMETRICS], char *err)
+{
+    rt_status st = rt_model_metrics_read(d->model, out, err);
+    if (st != RT_OK)
+        return st;
+    rt_model_metrics_reset(d->model);
+    if (d->size > 1 && (st = rt_allreduce(d->comm, out, RT_MODEL_NMETRICS, RT_C_F64, RT_SUM)) != RT_OK)
+        return comm_error(d, st, err);
+    return RT_OK;
+}

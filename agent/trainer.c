@@ -1,0 +1,462 @@
+/* trainer.c — see trainer.h: setting up (columns, rows, model, resume),
+ * the epochs, the history, the checkpoints and the final predictions. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rt_ckpt.h"
+#include "rt_file.h"
+#include "rt_json.h"
+#include "rt_log.h"
+#include "rt_time.h"
+#include "trainer.h"
+
+typedef struct trainer {
+    const rt_job_cfg *cfg;
+    const rt_trainer_env *env;
+    rt_dataset *ds;
+    rt_columns cols;
+    rt_rows train, val;
+    rt_model_spec spec;
+    rt_dp *dp;
+    rt_adam_hp hp;
+    int64_t steps, start_epoch;
+    double best_val_loss;
+    int64_t best_epoch;
+    char path_last[1200], path_best[1200], path_hist[1200];
+} trainer;
+
+/* ---- set-up ------------------------------------------------------------------------ */
+
+static int default_threads(const rt_trainer_env *env)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int per = (int)(cores > 0 ? cores : 1) / (env->local_size > 0 ? env->local_size : 1);
+    return per > 0 ? per : 1;
+}
+
+static rt_status build_spec(trainer *t, char *err)
+{
+    const rt_job_cfg *cfg = t->cfg;
+    rt_model_spec *s = &t->spec;
+    rt_model_spec_defaults(s);
+    s->n_cat = t->cols.ncat;
+    for (int i = 0; i < s->n_cat; i++) {
+        s->vocab[i] = t->cols.vocab[i];
+        snprintf(s->cat_names[i], sizeof s->cat_names[i], "%s", t->cols.cat[i]);
+    }
+    s->emb_dim = (int)cfg->embedding_dim;
+    s->n_cont = t->cols.ncont;
+    s->n_hidden = (int)cfg->hidden.n;
+    for (int i = 0; i < s->n_hidden; i++)
+        s->hidden[i] = atoi(cfg->hidden.items[i]);
+    s->dropout = (float)cfg->dropout;
+    s->l2 = (float)cfg->l2;
+    double top = strcmp(t->ds->label_transform, "log") == 0 ? log(t->ds->max_label) : t->ds->max_label;
+    s->head_scale = (float)(cfg->head_scale_factor * top);
+    s->bn_momentum = (float)cfg->bn_momentum;
+    s->bn_eps = (float)cfg->bn_eps;
+    s->seed = (uint64_t)cfg->seed;
+    return rt_model_spec_check(s, err);
+}
+
+static rt_status pick_device(const trainer *t, rt_device *dev, char *err)
+{
+    int dc = t->cfg->device;
+    bool gpu = rt_cuda_available() && rt_cuda_device_count_visible() > 0;
+    if (dc == RT_DEV_CUDA && !gpu)
+        return rt_err(err, RT_ERR_UNSUPPORTED, "[model] device = cuda, but %s",
+                      rt_cuda_available() ? "no GPU is visible" : "this build has no CUDA");
+    *dev = (dc == RT_DEV_CPU || !gpu) ? RT_DEVICE_CPU : RT_DEVICE_CUDA;
+    if (*dev == RT_DEVICE_CUDA)
+        return rt_cuda_set_device(t->env->local_rank % rt_cuda_device_count_visible(), err);
+    return RT_OK;
+}
+
+/* ---- history ------------------------------------------------------------------------- */
+
+/* Keep the history's lines of epochs <= upto (all of them when upto < 0 is
+ * not wanted: upto 0 empties it). */
+static rt_status history_cut(const char *path, int64_t upto, char *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    rt_status st = rt_read_file(path, 1u << 30, &text, &len, err);
+    if (st == RT_ERR_NOTFOUND)
+        return RT_OK;
+    if (st != RT_OK)
+        return st;
+    char *out = malloc(len + 1);
+    size_t ol = 0;
+    for (char *line = text; out && line < text + len;) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        size_t ll = nl ? (size_t)(nl - line) : (size_t)(text + len - line);
+        rt_json *j = NULL;
+        char jerr[RT_ERR_LEN];
+        int64_t e = -1;
+        if (rt_json_parse(line, ll, &j, jerr) == RT_OK && rt_json_get_int(j, "epoch", &e) &&
+            e <= upto) {
+            memcpy(out + ol, line, ll);
+            ol += ll;
+            out[ol++] = '\n';
+        }
+        rt_json_free(j);
+        line += ll + 1;
+    }
+    free(text);
+    if (!out)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    rt_iov iov = {out, ol};
+    st = rt_write_atomic(path, &iov, 1, err);
+    free(out);
+    return st;
+}
+
+static rt_status history_append(const char *path, const char *line, char *err)
+{
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return rt_err(err, RT_ERR_IO, "cannot append to %s", path);
+    bool ok = fprintf(f, "%s\n", line) > 0 && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (fclose(f) != 0 || !ok)
+        return rt_err(err, RT_ERR_IO, "cannot write %s", path);
+    return RT_OK;
+}
+
+/* ---- resume or start --------------------------------------------------------------- */
+
+/* What rank 0 found, sent to every rank. */
+typedef struct start_msg {
+    int32_t status; /* 0 fine, 1 failed */
+    int32_t resumed;
+    int64_t epoch, best_epoch;
+    double best_val_loss;
+    char why[RT_ERR_LEN]; /* rank 0's reason: every rank reports it, whichever is seen first */
+} start_msg;
+
+static rt_status bcast(trainer *t, void *buf, size_t n, char *err)
+{
+    if (!t->env->comm || t->env->size == 1)
+        return RT_OK;
+    rt_status st = rt_broadcast(t->env->comm, buf, n, 0);
+    return st == RT_OK ? RT_OK : rt_err(err, st, "%s", rt_comm_last_error(t->env->comm));
+}
+
+static rt_status resume_or_start(trainer *t, char *err)
+{
+    start_msg msg = {0, 0, 0, 0, INFINITY, ""};
+    rt_status st = RT_OK;
+    char *why = msg.why;
+    if (t->env->rank == 0) {
+        rt_ckpt ck = {0};
+        bool want = t->cfg->resume == RT_RESUME_AUTO && t->cfg->checkpoint != RT_CKPT_NONE;
+        rt_status r = want ? rt_ckpt_read(t->path_last, &ck, why) : RT_ERR_NOTFOUND;
+        if (r == RT_OK && (r = rt_ckpt_compatible(&ck, &t->spec, why)) != RT_OK) {
+            char more[RT_ERR_LEN];
+            snprintf(more, sizeof more, "%s: %s (use another store, or resume = never)",
+                     t->path_last, why);
+            snprintf(why, RT_ERR_LEN, "%s", more);
+        }
+        if (r == RT_OK)
+            r = rt_ckpt_to_model(&ck, rt_dp_model(t->dp), why);
+        if (r == RT_OK) {
+            msg.resumed = 1;
+            msg.epoch = ck.epoch;
+            msg.best_epoch = ck.best_epoch;
+            msg.best_val_loss = ck.best_val_loss;
+            r = history_cut(t->path_hist, ck.epoch, why);
+        } else if (r == RT_ERR_NOTFOUND) {
+            r = history_cut(t->path_hist, 0, why); /* a fresh start: a fresh history */
+        }
+        msg.status = r == RT_OK ? 0 : 1;
+        rt_ckpt_free(&ck);
+    }
+    if ((st = bcast(t, &msg, sizeof msg, err)) != RT_OK)
+        return st;
+    if (msg.status != 0)
+        return t->env->rank == 0 ? rt_err(err, RT_ERR_INVALID, "%s", msg.why)
+                                 : rt_err(err, RT_ERR_INVALID, "rank 0 could not start: %s", msg.why);
+    t->start_epoch = msg.epoch + 1;
+    t->best_val_loss = msg.best_val_loss;
+    t->best_epoch = msg.best_epoch;
+    /* like hvd.broadcast_variables: everyone starts from rank 0's state */
+    return rt_dp_broadcast_state(t->dp, 0, msg.resumed != 0, err);
+}
+
+static rt_status setup(trainer *t, char *err)
+{
+    const rt_job_cfg *cfg = t->cfg;
+    const rt_trainer_env *env = t->env;
+    rt_status st = rt_dataset_open(cfg->dataset, &t->ds, err);
+    if (st == RT_OK)
+        st = rt_columns_resolve(t->ds, cfg, &t->cols, err);
+    if (st == RT_OK)
+        st = rt_rows_load(t->ds, &t->cols, env->rank, env->size, &t->train, &t->val, err);
+    if (st == RT_OK)
+        st = build_spec(t, err);
+    rt_device dev = RT_DEVICE_CPU;
+    if (st == RT_OK)
+        st = pick_device(t, &dev, err);
+    int threads = cfg->threads > 0 ? (int)cfg->threads : default_threads(env);
+    int64_t maxb = cfg->batch_size > cfg->eval_batch_size ? cfg->batch_size : cfg->eval_batch_size;
+    if (st == RT_OK)
+        st = rt_dp_create(&t->spec, dev, threads, cfg->tf32, env->size > 1 ? env->comm : NULL,
+                          (size_t)cfg->bucket_bytes, maxb, &t->dp, err);
+    if (st != RT_OK)
+        return st;
+    if (env->rank == 0 && (st = rt_mkdirs(cfg->store, err)) != RT_OK)
+        return st;
+    snprintf(t->path_last, sizeof t->path_last, "%s/last.ckpt", cfg->store);
+    snprintf(t->path_best, sizeof t->path_best, "%s/best.ckpt", cfg->store);
+    snprintf(t->path_hist, sizeof t->path_hist, "%s/history.jsonl", cfg->store);
+    /* steps per epoch: enough for the rank with the most rows */
+    int64_t most = t->train.n;
+    if (env->size > 1 && (st = rt_allreduce(env->comm, &most, 1, RT_C_I64, RT_MAX)) != RT_OK)
+        return rt_err(err, st, "%s", rt_comm_last_error(env->comm));
+    if (most == 0)
+        return rt_err(err, RT_ERR_INVALID, "%s has no training rows", cfg->dataset);
+    if (t->train.n == 0)
+        return rt_err(err, RT_ERR_INVALID, "rank %d has no training rows (its partitions of %s "
+                                           "hold only validation rows)", env->rank, cfg->dataset);
+    t->steps = cfg->steps_per_epoch > 0 ? cfg->steps_per_epoch
+                                        : (most + cfg->batch_size - 1) / cfg->batch_size;
+    t->hp = (rt_adam_hp){(float)(cfg->learning_rate * (cfg->scale_lr ? env->size : 1)),
+                         (float)cfg->beta1, (float)cfg->beta2, (float)cfg->epsilon, 1.0f};
+    if (env->rank == 0 && env->log)
+        fprintf(env->log,
+                "trainer: %d rank%s, %lld training + %lld validation rows on rank 0, %lld steps "
+                "of %lld rows per epoch, %lld parameters, %s%s, %d gradient bucket%s\n",
+                env->size, env->size == 1 ? "" : "s", (long long)t->train.n, (long long)t->val.n,
+                (long long)t->steps, (long long)cfg->batch_size,
+                (long long)rt_model_num_params(rt_dp_model(t->dp)),
+                dev == RT_DEVICE_CUDA ? "CUDA" : "CPU", dev == RT_DEVICE_CUDA ? "" : "",
+                rt_dp_buckets(t->dp), rt_dp_buckets(t->dp) == 1 ? "" : "s");
+    return resume_or_start(t, err);
+}
+
+/* ---- one epoch ------------------------------------------------------------------------ */
+
+typedef struct epoch_stats {
+    double mae, val_mae, val_rmspe, l2, seconds, samples_per_s;
+    int64_t val_rows;
+} epoch_stats;
+
+static void report_step(trainer *t, int64_t epoch, int64_t step, double rate)
+{
+    char buf[300];
+    snprintf(buf, sizeof buf,
+             "{\"kind\":\"step\",\"epoch\":%lld,\"epochs\":%lld,\"step\":%lld,\"steps\":%lld,"
+             "\"steps_per_s\":%.3f}",
+             (long long)epoch, (long long)t->cfg->epochs, (long long)step, (long long)t->steps,
+             rate);
+    rt_report_progress(buf);
+}
+
+/* The learning rate at step k of epoch e (1-based epochs). */
+static float lr_at(const trainer *t, int64_t e, int64_t k)
+{
+    const rt_job_cfg *c = t->cfg;
+    double lr = c->learning_rate * (c->scale_lr ? t->env->size : 1);
+    double done = (double)(e - 1) + (double)k / (double)t->steps; /* epochs done, fractional */
+    if (c->lr_schedule == RT_LR_COSINE)
+        lr = c->lr_min + 0.5 * (lr - c->lr_min) * (1 + cos(M_PI * done / (double)c->epochs));
+    if (done < c->warmup_epochs) {
+        double from = 1.0 / t->env->size;
+        lr *= from + (1 - from) * done / c->warmup_epochs;
+    }
+    return (float)lr;
+}
+
+static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bcat, float *bcont,
+                           float *blabel, int64_t *idx, epoch_stats *es, char *err)
+{
+    const int64_t B = t->cfg->batch_size, n = t->train.n;
+    rt_shuffle(perm, n, (uint64_t)t->cfg->seed, epoch, t->env->rank);
+    double t0 = rt_now_s(), last_report = t0;
+    rt_status st = RT_OK;
+    for (int64_t k = 0; k < t->steps && st == RT_OK; k++) {
+        for (int64_t b = 0; b < B; b++) /* wrap around the shuffled rows */
+            idx[b] = perm[(k * B + b) % n];
+        rt_rows_gather(&t->train, idx, B, bcat, bcont, blabel);
+        t->hp.lr = lr_at(t, epoch, k);
+        st = rt_dp_step(t->dp, bcat, bcont, blabel, B, &t->hp, err);
+        double now = rt_now_s();
+        if (t->env->rank == 0 && now - last_report >= (double)t->cfg->progress_every_us / 1e6) {
+            report_step(t, epoch, k + 1, (double)(k + 1) / (now - t0));
+            last_report = now;
+        }
+    }
+    if (st != RT_OK)
+        return st;
+    double m[RT_MODEL_NMETRICS];
+    if ((st = rt_dp_metrics_allreduce(t->dp, m, err)) != RT_OK)
+        return st;
+    es->mae = m[1] > 0 ? m[0] / m[1] : NAN;
+    es->seconds = rt_now_s() - t0;
+    es->samples_per_s = (double)(t->steps * B * t->env->size) / es->seconds;
+    /* epoch end: the ranks' batch-norm statistics agree, then validation */
+    if ((st = rt_dp_sync_buffers(t->dp, err)) != RT_OK)
+        return st;
+    if ((st = rt_dp_forward_eval(t->dp, t->val.cat, t->val.cont, t->val.label, t->val.n, NULL,
+                                 err)) != RT_OK)
+        return st;
+    if ((st = rt_dp_metrics_allreduce(t->dp, m, err)) != RT_OK)
+        return st;
+    es->val_rows = (int64_t)m[1];
+    es->val_mae = m[1] > 0 ? m[0] / m[1] : NAN;
+    es->val_rmspe = m[3] > 0 ? sqrt(m[2] / m[3]) : NAN;
+    return rt_model_l2_penalty(rt_dp_model(t->dp), &es->l2, err);
+}
+
+/* Rank 0 after an epoch: history, checkpoints, progress, a log line. */
+static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, char *err)
+{
+    double loss = es->mae + es->l2;
+    /* no validation rows: the training loss picks the best model */
+    double val_loss = es->val_rows > 0 ? es->val_mae + es->l2 : loss;
+    bool best = val_loss < t->best_val_loss;
+    if (best) {
+        t->best_val_loss = val_loss;
+        t->best_epoch = epoch;
+    }
+    rt_jw w; /* non-finite numbers (no validation rows) are written as null */
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    rt_jw_kstr(&w, "kind", "epoch");
+    rt_jw_kint(&w, "epoch", epoch);
+    rt_jw_kint(&w, "epochs", t->cfg->epochs);
+    rt_jw_kint(&w, "step", t->steps);
+    rt_jw_kint(&w, "steps", t->steps);
+    rt_jw_knum(&w, "loss", loss);
+    rt_jw_knum(&w, "mae", es->mae);
+    rt_jw_knum(&w, "l2", es->l2);
+    rt_jw_knum(&w, "val_loss", val_loss);
+    rt_jw_knum(&w, "val_mae", es->val_rows > 0 ? es->val_mae : NAN);
+    rt_jw_knum(&w, "val_exp_rmspe", es->val_rows > 0 ? es->val_rmspe : NAN);
+    rt_jw_knum(&w, "seconds", es->seconds);
+    rt_jw_knum(&w, "samples_per_s", es->samples_per_s);
+    rt_jw_knum(&w, "steps_per_s", (double)t->steps / es->seconds);
+    rt_jw_kint(&w, "world_size", t->env->size);
+    rt_jw_kint(&w, "attempt", t->env->attempt);
+    rt_jw_kbool(&w, "best", best);
+    rt_jw_obj_end(&w);
+    char *line = rt_jw_take(&w, NULL);
+    if (!line)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    rt_status st = history_append(t->path_hist, line, err);
+    if (st == RT_OK && t->cfg->checkpoint != RT_CKPT_NONE) {
+        rt_ckpt ck = {0};
+        st = rt_ckpt_from_model(&ck, rt_dp_model(t->dp), err);
+        ck.epoch = epoch;
+        ck.world_size = t->env->size;
+        ck.best_val_loss = t->best_val_loss;
+        ck.best_epoch = t->best_epoch;
+        ck.max_label = t->ds->max_label;
+        snprintf(ck.label_transform, sizeof ck.label_transform, "%s", t->ds->label_transform);
+        snprintf(ck.label, sizeof ck.label, "%s", t->cols.label);
+        ck.n_cont = t->cols.ncont;
+        for (int i = 0; i < ck.n_cont; i++)
+            snprintf(ck.cont_names[i], sizeof ck.cont_names[i], "%s", t->cols.cont[i]);
+        if (st == RT_OK && best && t->cfg->checkpoint == RT_CKPT_BEST)
+            st = rt_ckpt_write(t->path_best, &ck, err);
+        if (st == RT_OK)
+            st = rt_ckpt_write(t->path_last, &ck, err);
+        rt_ckpt_free(&ck);
+    }
+    rt_report_progress(line);
+    free(line);
+    if (t->env->log) {
+        fprintf(t->env->log,
+                "epoch %lld/%lld: loss %.4f val_loss %.4f val_exp_rmspe %.4f (%.0f samples/s, "
+                "%.1f s)%s\n",
+                (long long)epoch, (long long)t->cfg->epochs, loss, val_loss, es->val_rmspe,
+                es->samples_per_s, es->seconds, best ? " *" : "");
+        fflush(t->env->log);
+    }
+    return st;
+}
+
+static rt_status predict_end(trainer *t, rt_train_result *res, char *err)
+{
+    if (!t->cfg->predict || t->ds->ntest == 0)
+        return RT_OK;
+    char path[1200];
+    if (t->cfg->predictions && *t->cfg->predictions)
+        snprintf(path, sizeof path, "%s", t->cfg->predictions);
+    else
+        snprintf(path, sizeof path, "%s/submission.csv", t->cfg->store);
+    /* the best model: its checkpoint, else the model as it is */
+    rt_ckpt ck = {0};
+    rt_status st = RT_OK;
+    if (t->cfg->checkpoint == RT_CKPT_BEST && rt_ckpt_read(t->path_best, &ck, err) == RT_OK) {
+        st = rt_ckpt_to_model(&ck, rt_dp_model(t->dp), err);
+        rt_ckpt_free(&ck);
+    }
+    rt_rows test = {0};
+    if (st == RT_OK)
+        st = rt_rows_load_test(t->ds, &t->cols, &test, err);
+    if (st == RT_OK)
+        st = rt_predict_rows(t->dp, &test, t->cols.label, t->ds->label_transform, path, err);
+    if (st == RT_OK) {
+        res->predictions = test.n;
+        if (t->env->log)
+            fprintf(t->env->log, "predictions: %lld rows to %s (best epoch %lld)\n",
+                    (long long)test.n, path, (long long)t->best_epoch);
+    }
+    rt_rows_free(&test);
+    return st;
+}
+
+rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_result *res,
+                   char *err)
+{
+    memset(res, 0, sizeof *res);
+    trainer t = {.cfg = cfg, .env = env, .best_val_loss = INFINITY};
+    rt_status st = setup(&t, err);
+    const int64_t B = cfg->batch_size;
+    int64_t *perm = malloc((size_t)(t.train.n ? t.train.n : 1) * sizeof *perm);
+    int64_t *idx = malloc((size_t)B * sizeof *idx);
+    int32_t *bcat = malloc((size_t)B * (size_t)(t.cols.ncat ? t.cols.ncat : 1) * 4);
+    float *bcont = malloc((size_t)B * (size_t)(t.cols.ncont ? t.cols.ncont : 1) * 4);
+    float *blabel = malloc((size_t)B * 4);
+    if (st == RT_OK && (!perm || !idx || !bcat || !bcont || !blabel))
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory for the batches");
+    res->first_epoch = t.start_epoch;
+    double samples = 0, seconds = 0;
+    if (st == RT_OK && env->rank == 0 && env->log && t.start_epoch > 1)
+        fprintf(env->log, "trainer: resumed from %s after epoch %lld\n", t.path_last,
+                (long long)(t.start_epoch - 1));
+    for (int64_t e = t.start_epoch; st == RT_OK && e <= cfg->epochs; e++) {
+        epoch_stats es;
+        st = run_epoch(&t, e, perm, bcat, bcont, blabel, idx, &es, err);
+        if (st == RT_OK && env->rank == 0)
+            st = after_epoch(&t, e, &es, err);
+        else if (st == RT_OK && es.val_mae + es.l2 < t.best_val_loss) {
+            t.best_val_loss = es.val_mae + es.l2;
+            t.best_epoch = e;
+        }
+        if (st == RT_OK && (t.best_epoch == e)) {
+            res->best_val_exp_rmspe = es.val_rmspe;
+        }
+        samples += es.samples_per_s * es.seconds;
+        seconds += es.seconds;
+        res->epochs = e;
+    }
+    res->best_val_loss = t.best_val_loss;
+    res->best_epoch = t.best_epoch;
+    res->samples_per_s = seconds > 0 ? samples / seconds : 0;
+    if (st == RT_OK && env->rank == 0)
+        st = predict_end(&t, res, err);
+    free(perm);
+    free(idx);
+    free(bcat);
+    free(bcont);
+    free(blabel);
+    rt_dp_destroy(t.dp);
+    rt_rows_free(&t.train);
+    rt_rows_free(&t.val);
+    rt_dataset_free(t.ds);
+    return st;
+}

@@ -1,0 +1,100 @@
+/* trainer.h — the training job (the Estimator): what every rank of a job
+ * of type `train` runs, and prediction from a checkpoint.
+ *
+ * Data: rank r of N reads the dataset's training partitions p with
+ * p mod N = r (so any N up to the partition count works, also after an
+ * elastic restart), keeps the validation rows apart, and each epoch walks
+ * its training rows in an order shuffled from (seed, epoch, rank).  Every
+ * rank runs the same number of steps: steps_per_epoch, or by default
+ * ceil(largest rank's rows / batch_size); a rank with fewer rows (and the
+ * last batch) wraps around its shuffled rows, so every row is seen at
+ * least once an epoch and none is dropped, and every batch is full (equal
+ * batches keep the averaged gradient exact).
+ *
+ * Each epoch: train loss (MAE + L2, as Keras reports it), validation loss
+ * and exp-RMSPE summed over the ranks; rank 0 appends them to
+ * STORE/history.jsonl, reports them to the coordinator, and writes
+ * STORE/best.ckpt when the validation loss improved and STORE/last.ckpt
+ * (both atomically).  A job that starts again (a restart after a failure,
+ * or the same store submitted again) resumes from last.ckpt: the next
+ * epoch, the optimizer state, the best loss so far, the history cut back
+ * to the checkpoint's epochs.  At the end rank 0 writes the predictions of
+ * the best model for the test rows. */
+#ifndef RT_TRAINER_H
+#define RT_TRAINER_H
+
+#include <stdio.h>
+
+#include "rt_comm.h"
+#include "rt_dataset.h"
+#include "rt_dp.h"
+#include "rt_schemas.h"
+
+/* ---- rows in memory (trainer_data.c) ---------------------------------------- */
+
+typedef struct rt_columns {
+    int ncat, ncont;
+    char cat[RT_MODEL_MAX_CAT][64];
+    int32_t vocab[RT_MODEL_MAX_CAT];
+    char cont[256][64];
+    char label[64], validation[64], id[64];
+} rt_columns;
+
+/* Row-major rows: cat (n x ncat), cont (n x ncont), label, id (test rows). */
+typedef struct rt_rows {
+    int ncat, ncont;
+    int64_t n, cap;
+    int32_t *cat;
+    float *cont;
+    float *label;
+    int32_t *id;
+} rt_rows;
+
+/* The job's columns (or the manifest's), checked against the manifest. */
+rt_status rt_columns_resolve(const rt_dataset *ds, const rt_job_cfg *cfg, rt_columns *cols,
+                             char *err);
+/* This rank's training and validation rows (partitions p = rank mod size). */
+rt_status rt_rows_load(const rt_dataset *ds, const rt_columns *cols, int rank, int size,
+                       rt_rows *train, rt_rows *val, char *err);
+/* Every test row, with its id. */
+rt_status rt_rows_load_test(const rt_dataset *ds, const rt_columns *cols, rt_rows *test,
+                            char *err);
+void rt_rows_free(rt_rows *r);
+/* Copy rows idx[0..n) into contiguous batch buffers. */
+void rt_rows_gather(const rt_rows *r, const int64_t *idx, int64_t n, int32_t *cat, float *cont,
+                    float *label);
+/* The epoch's order of n rows: a permutation from (seed, epoch, rank). */
+void rt_shuffle(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch, int rank);
+
+/* ---- training (trainer.c) --------------------------------------------------- */
+
+typedef struct rt_trainer_env {
+    rt_comm *comm; /* NULL: one process */
+    int rank, size, local_rank, local_size;
+    int64_t attempt;
+    FILE *log;     /* human-readable epoch lines (rank 0), or NULL */
+} rt_trainer_env;
+
+typedef struct rt_train_result {
+    int64_t first_epoch, epochs;      /* this run trained epochs first_epoch..epochs */
+    double best_val_loss, best_val_exp_rmspe;
+    int64_t best_epoch;
+    double samples_per_s;             /* all ranks, over this run's epochs */
+    int64_t predictions;              /* rows written (rank 0) */
+} rt_train_result;
+
+rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_result *res,
+                   char *err);
+
+/* ---- prediction (predict.c) ----------------------------------------------------- */
+
+/* Predictions of the model in d for the test rows, as CSV "Id,<label>"
+ * sorted by id (exp() applied when the label was log-transformed), written
+ * atomically to path. */
+rt_status rt_predict_rows(rt_dp *d, const rt_rows *test, const char *label,
+                          const char *label_transform, const char *path, char *err);
+/* `ringtrain predict`: a checkpoint and a dataset in, the CSV out. */
+rt_status rt_predict_checkpoint(const char *ckpt_path, const char *dataset_dir, const char *path,
+                                int threads, int64_t batch, int64_t *rows, char *err);
+
+#endif

@@ -1,0 +1,224 @@
+/* trainer_data.c — the trainer's rows: which columns, which partitions,
+ * row-major copies for batching, the per-epoch shuffle. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer.h"
+
+void rt_rows_free(rt_rows *r)
+{
+    free(r->cat);
+    free(r->cont);
+    free(r->label);
+    free(r->id);
+    memset(r, 0, sizeof *r);
+}
+
+static bool is_none(const rt_strlist *l)
+{
+    return l->n == 1 && strcmp(l->items[0], "none") == 0;
+}
+
+rt_status rt_columns_resolve(const rt_dataset *ds, const rt_job_cfg *cfg, rt_columns *c,
+                             char *err)
+{
+    memset(c, 0, sizeof *c);
+    const rt_ds_column *cols[RT_SHARD_MAX_COLS];
+    /* categorical */
+    if (is_none(&cfg->categorical)) {
+        c->ncat = 0;
+    } else if (cfg->categorical.n > 0) {
+        if (cfg->categorical.n > RT_MODEL_MAX_CAT)
+            return rt_err(err, RT_ERR_INVALID, "[data] categorical: at most %d columns",
+                          RT_MODEL_MAX_CAT);
+        for (size_t i = 0; i < cfg->categorical.n; i++)
+            snprintf(c->cat[c->ncat++], 64, "%s", cfg->categorical.items[i]);
+    } else {
+        int n = rt_dataset_columns(ds, RT_ROLE_CATEGORICAL, cols, RT_SHARD_MAX_COLS);
+        if (n > RT_MODEL_MAX_CAT)
+            return rt_err(err, RT_ERR_INVALID, "%s has %d categorical columns, at most %d fit a "
+                                               "model", ds->dir, n, RT_MODEL_MAX_CAT);
+        for (int i = 0; i < n; i++)
+            snprintf(c->cat[c->ncat++], 64, "%s", cols[i]->name);
+    }
+    for (int i = 0; i < c->ncat; i++) {
+        const rt_ds_column *dc = rt_dataset_column(ds, c->cat[i]);
+        if (!dc || dc->role != RT_ROLE_CATEGORICAL)
+            return rt_err(err, RT_ERR_INVALID, "[data] categorical: %s is not a categorical "
+                                               "column of %s", c->cat[i], ds->dir);
+        c->vocab[i] = dc->vocab_size;
+    }
+    /* continuous */
+    if (is_none(&cfg->continuous)) {
+        c->ncont = 0;
+    } else if (cfg->continuous.n > 0) {
+        if (cfg->continuous.n > 256)
+            return rt_err(err, RT_ERR_INVALID, "[data] continuous: at most 256 columns");
+        for (size_t i = 0; i < cfg->continuous.n; i++)
+            snprintf(c->cont[c->ncont++], 64, "%s", cfg->continuous.items[i]);
+    } else {
+        int n = rt_dataset_columns(ds, RT_ROLE_CONTINUOUS, cols, RT_SHARD_MAX_COLS);
+        for (int i = 0; i < n && i < 256; i++)
+            snprintf(c->cont[c->ncont++], 64, "%s", cols[i]->name);
+    }
+    for (int i = 0; i < c->ncont; i++) {
+        const rt_ds_column *dc = rt_dataset_column(ds, c->cont[i]);
+        if (!dc || dc->role != RT_ROLE_CONTINUOUS)
+            return rt_err(err, RT_ERR_INVALID, "[data] continuous: %s is not a continuous "
+                                               "column of %s", c->cont[i], ds->dir);
+    }
+    if (c->ncat + c->ncont == 0)
+        return rt_err(err, RT_ERR_INVALID, "[data]: the model needs at least one column");
+    snprintf(c->label, sizeof c->label, "%s", cfg->label && *cfg->label ? cfg->label : ds->label);
+    const rt_ds_column *lc = rt_dataset_column(ds, c->label);
+    if (!lc || lc->role != RT_ROLE_LABEL)
+        return rt_err(err, RT_ERR_INVALID, "[data] label: %s is not the label of %s", c->label,
+                      ds->dir);
+    snprintf(c->validation, sizeof c->validation, "%s",
+             cfg->validation && *cfg->validation ? cfg->validation : ds->validation);
+    if (c->validation[0]) {
+        const rt_ds_column *vc = rt_dataset_column(ds, c->validation);
+        if (!vc || vc->role != RT_ROLE_VALIDATION)
+            return rt_err(err, RT_ERR_INVALID, "[data] validation: %s is not a validation "
+                                               "column of %s", c->validation, ds->dir);
+    }
+    snprintf(c->id, sizeof c->id, "%s", ds->id);
+    return RT_OK;
+}
+
+static bool grow(rt_rows *r, int64_t need)
+{
+    if (need <= r->cap)
+        return true;
+    int64_t cap = r->cap ? r->cap : 1024;
+    while (cap < need)
+        cap *= 2;
+    int32_t *cat = realloc(r->cat, (size_t)cap * (size_t)(r->ncat ? r->ncat : 1) * 4);
+    if (cat)
+        r->cat = cat;
+    float *cont = realloc(r->cont, (size_t)cap * (size_t)(r->ncont ? r->ncont : 1) * 4);
+    if (cont)
+        r->cont = cont;
+    float *label = realloc(r->label, (size_t)cap * 4);
+    if (label)
+        r->label = label;
+    int32_t *id = realloc(r->id, (size_t)cap * 4);
+    if (id)
+        r->id = id;
+    if (!cat || !cont || !label || !id)
+        return false;
+    r->cap = cap;
+    return true;
+}
+
+/* Append the rows of shard s (those whose validation flag equals want_val,
+ * or all when vflag is NULL) to r. */
+static rt_status append(rt_rows *r, const rt_shard *s, const rt_columns *c, const uint8_t *vflag,
+                        int want_val, const char *what, char *err)
+{
+    const rt_shard_col *cat[RT_MODEL_MAX_CAT], *cont[256];
+    for (int i = 0; i < c->ncat; i++)
+        cat[i] = rt_shard_find(s, c->cat[i]);
+    for (int i = 0; i < c->ncont; i++)
+        cont[i] = rt_shard_find(s, c->cont[i]);
+    const rt_shard_col *label = rt_shard_find(s, c->label), *id = rt_shard_find(s, c->id);
+    int64_t count = 0;
+    for (int64_t k = 0; k < s->nrows; k++)
+        count += !vflag || vflag[k] == want_val;
+    if (!grow(r, r->n + count))
+        return rt_err(err, RT_ERR_NOMEM, "out of memory for %lld %s rows",
+                      (long long)(r->n + count), what);
+    for (int64_t k = 0; k < s->nrows; k++) {
+        if (vflag && vflag[k] != want_val)
+            continue;
+        int64_t o = r->n++;
+        for (int i = 0; i < c->ncat; i++)
+            r->cat[o * c->ncat + i] = ((const int32_t *)cat[i]->data)[k];
+        for (int i = 0; i < c->ncont; i++)
+            r->cont[o * c->ncont + i] = ((const float *)cont[i]->data)[k];
+        r->label[o] = label ? ((const float *)label->data)[k] : 0.0f;
+        r->id[o] = id ? ((const int32_t *)id->data)[k] : (int32_t)o;
+    }
+    return RT_OK;
+}
+
+rt_status rt_rows_load(const rt_dataset *ds, const rt_columns *c, int rank, int size,
+                       rt_rows *train, rt_rows *val, char *err)
+{
+    memset(train, 0, sizeof *train);
+    memset(val, 0, sizeof *val);
+    train->ncat = val->ncat = c->ncat;
+    train->ncont = val->ncont = c->ncont;
+    if (ds->nparts < size)
+        return rt_err(err, RT_ERR_INVALID,
+                      "%s has %d training partition%s for %d ranks: prep it again with "
+                      "--partitions %d (or a multiple)",
+                      ds->dir, ds->nparts, ds->nparts == 1 ? "" : "s", size, size);
+    rt_status st = RT_OK;
+    for (int p = rank; p < ds->nparts && st == RT_OK; p += size) {
+        rt_shard *s = NULL;
+        st = rt_dataset_read_part(ds, p, false, &s, err);
+        if (st != RT_OK)
+            break;
+        const rt_shard_col *v = c->validation[0] ? rt_shard_find(s, c->validation) : NULL;
+        st = append(train, s, c, v ? v->data : NULL, 0, "training", err);
+        if (st == RT_OK && v)
+            st = append(val, s, c, v->data, 1, "validation", err);
+        rt_shard_free(s);
+    }
+    return st;
+}
+
+rt_status rt_rows_load_test(const rt_dataset *ds, const rt_columns *c, rt_rows *test, char *err)
+{
+    memset(test, 0, sizeof *test);
+    test->ncat = c->ncat;
+    test->ncont = c->ncont;
+    rt_status st = RT_OK;
+    for (int p = 0; p < ds->ntest && st == RT_OK; p++) {
+        rt_shard *s = NULL;
+        st = rt_dataset_read_part(ds, p, true, &s, err);
+        if (st == RT_OK && !rt_shard_find(s, c->id))
+            st = rt_err(err, RT_ERR_INVALID, "%s: test partition %d has no id column %s",
+                        ds->dir, p, c->id);
+        if (st == RT_OK)
+            st = append(test, s, c, NULL, 0, "test", err);
+        rt_shard_free(s);
+    }
+    return st;
+}
+
+void rt_rows_gather(const rt_rows *r, const int64_t *idx, int64_t n, int32_t *cat, float *cont,
+                    float *label)
+{
+    for (int64_t b = 0; b < n; b++) {
+        int64_t k = idx[b];
+        if (r->ncat)
+            memcpy(cat + b * r->ncat, r->cat + k * r->ncat, (size_t)r->ncat * 4);
+        if (r->ncont)
+            memcpy(cont + b * r->ncont, r->cont + k * r->ncont, (size_t)r->ncont * 4);
+        label[b] = r->label[k];
+    }
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void rt_shuffle(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch, int rank)
+{
+    uint64_t s = seed ^ 0x5bd1e995ull * (uint64_t)(epoch + 1) ^ 0xc2b2ae35ull * (uint64_t)(rank + 1);
+    splitmix(&s);
+    for (int64_t i = 0; i < n; i++)
+        perm[i] = i;
+    for (int64_t i = n - 1; i > 0; i--) { /* Fisher-Yates */
+        int64_t j = (int64_t)(splitmix(&s) % (uint64_t)(i + 1));
+        int64_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
