@@ -696,6 +696,48 @@ void rt_cfg_print(const rt_cfg_schema *s, const void *obj, FILE *f, bool with_he
     }
 }
 
+static const char *type_word(const rt_cfg_key *k)
+{
+    static const char *const w[] = {"integer", "number", "bool", "string", "path",
+                                    "list",    "size",   "duration", "choice"};
+    return (unsigned)k->type < sizeof w / sizeof *w ? w[k->type] : "?";
+}
+
+void rt_cfg_print_reference(const rt_cfg_schema *s, FILE *f)
+{
+    for (size_t i = 0; i < s->nkeys; i++) {
+        const char *sec = s->keys[i].section;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strcmp(s->keys[j].section, sec) == 0;
+        if (seen)
+            continue;
+        fprintf(f, "\n`[%s]`\n\n| key | type | default | meaning |\n| --- | --- | --- | --- |\n", sec);
+        for (size_t j = i; j < s->nkeys; j++) {
+            const rt_cfg_key *k = &s->keys[j];
+            if (strcmp(k->section, sec) != 0)
+                continue;
+            char range[160] = "";
+            if (k->type == RT_CFG_ENUM) { /* `a` / `b`: a bare | would split the table */
+                size_t n = (size_t)snprintf(range, sizeof range, ": `");
+                for (const char *c = k->choices; *c && n + 8 < sizeof range; c++)
+                    n += (size_t)snprintf(range + n, sizeof range - n, "%s",
+                                          *c == '|' ? "` / `" : (char[]){*c, 0});
+                snprintf(range + n, sizeof range - n, "`");
+            }
+            else if ((k->type == RT_CFG_INT || k->type == RT_CFG_FLOAT) &&
+                     (k->min > RT_CFG_NOLIMIT_LO || k->max < RT_CFG_NOLIMIT_HI))
+                snprintf(range, sizeof range, " (%g to %g)", k->min, k->max);
+            const char *def = (k->flags & RT_CFG_REQUIRED) ? "required"
+                              : k->def && k->def[0]         ? k->def
+                                                            : "";
+            fprintf(f, "| `%s` | %s%s | %s%s%s | %s |\n", k->name, type_word(k), range,
+                    def[0] && strcmp(def, "required") ? "`" : "", def,
+                    def[0] && strcmp(def, "required") ? "`" : "", k->help);
+        }
+    }
+}
+
 char *rt_cfg_print_string(const rt_cfg_schema *s, const void *obj)
 {
     char *buf = NULL;

@@ -132,6 +132,8 @@ rt_status rt_cfg_set(const rt_cfg_schema *s, void *obj, const char *dotted,
 void rt_cfg_print(const rt_cfg_schema *s, const void *obj, FILE *f, bool with_help);
 /* Same into a malloc'd string (caller frees); NULL on allocation failure. */
 char *rt_cfg_print_string(const rt_cfg_schema *s, const void *obj);
+/* The schema as Markdown tables, one per section (docs/config.md). */
+void rt_cfg_print_reference(const rt_cfg_schema *s, FILE *f);
 
 /* Release owned strings and lists; the struct itself is the caller's. */
 void rt_cfg_free(const rt_cfg_schema *s, void *obj);
