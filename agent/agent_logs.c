@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "rt_file.h"
 #include "rt_log.h"
 
 #define CHUNK 49152 /* raw bytes per frame: far below the 1 MiB limit once escaped */
@@ -30,14 +31,11 @@ rt_status log_open(worker *w, char *err)
     char dir[512];
     snprintf(dir, sizeof dir, "%s", w->log_path);
     char *slash = strrchr(dir, '/');
-    *slash = '\0';
-    for (char *p = dir + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(dir, 0755);
-            *p = '/';
-        }
-    mkdir(dir, 0755);
+    if (slash)
+        *slash = '\0';
+    rt_status st0 = slash ? rt_mkdirs(dir, err) : RT_OK;
+    if (st0 != RT_OK)
+        return st0;
     w->log = fopen(w->log_path, "a");
     if (!w->log)
         return rt_err(err, RT_ERR_IO, "cannot open %s: %s", w->log_path, strerror(errno));
@@ -152,7 +150,15 @@ void logs_request(agentd *ag, const rt_json *m)
     r->follow = rt_json_bool(rt_json_get(m, "follow"), false);
     r->prefix = rt_json_bool(rt_json_get(m, "prefix"), false);
     log_path(ag, r->job, r->attempt, r->rank, r->path, sizeof r->path);
-    r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
+    /* from the oldest rotated file kept, so that a stream shows all there is */
+    r->fd = -1;
+    for (int64_t k = ag->cfg.log_keep; k >= 1 && r->fd < 0; k--) {
+        char old[600];
+        snprintf(old, sizeof old, "%s.%lld", r->path, (long long)k);
+        r->fd = open(old, O_RDONLY | O_CLOEXEC);
+    }
+    if (r->fd < 0)
+        r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
     r->next = ag->logs;
     ag->logs = r;
     if (r->fd < 0) {
@@ -222,6 +228,40 @@ static void send_prefixed(agentd *ag, log_req *r, const char *data, size_t n, bo
         send_chunk(ag, r, out, o, false, NULL);
 }
 
+/* The file written after the one r has read to its end, when that one has
+ * been rotated: path.(j-1) when it is path.j now (path itself after path.1);
+ * when it was rotated out of the kept files, the oldest kept one. -1 when
+ * r's file is still the current one. */
+static int next_file(agentd *ag, log_req *r)
+{
+    struct stat mine, cur;
+    if (fstat(r->fd, &mine) != 0 || stat(r->path, &cur) != 0)
+        return -1;
+    if (mine.st_ino == cur.st_ino) {
+        /* log_keep = 0 rotates by truncating in place: start over */
+        if (lseek(r->fd, 0, SEEK_CUR) > cur.st_size)
+            lseek(r->fd, 0, SEEK_SET);
+        return -1;
+    }
+    char p[600];
+    int64_t found = -1, oldest = 0;
+    for (int64_t k = 1; k <= ag->cfg.log_keep; k++) {
+        struct stat sb;
+        snprintf(p, sizeof p, "%s.%lld", r->path, (long long)k);
+        if (stat(p, &sb) != 0)
+            break;
+        oldest = k;
+        if (sb.st_ino == mine.st_ino)
+            found = k;
+    }
+    int64_t want = found > 0 ? found - 1 : oldest;
+    if (want == 0)
+        snprintf(p, sizeof p, "%s", r->path);
+    else
+        snprintf(p, sizeof p, "%s.%lld", r->path, (long long)want);
+    return open(p, O_RDONLY | O_CLOEXEC);
+}
+
 void logs_pump(agentd *ag)
 {
     for (log_req *r = ag->logs, *next; r; r = next) {
@@ -238,13 +278,14 @@ void logs_pump(agentd *ag)
         }
         if (n > 0)
             continue; /* more next tick: do not starve the event loop */
-        /* at the end of the file: rotated under us, still growing, or done */
-        struct stat a, b;
-        if (fstat(r->fd, &a) == 0 && stat(r->path, &b) == 0 && a.st_ino != b.st_ino) {
+        /* at the end of the file: rotated under us (go on with the next
+         * newer file), still growing, or done */
+        int nfd = next_file(ag, r);
+        if (nfd >= 0) {
             close(r->fd);
-            r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
-            if (r->fd >= 0)
-                continue;
+            r->fd = nfd;
+            next = r; /* read it now */
+            continue;
         }
         if (r->follow && running)
             continue;

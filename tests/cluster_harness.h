@@ -29,6 +29,7 @@ typedef struct cluster {
     cl_daemon agent[CL_MAX_AGENTS];
     int nagents;
     cli_conn conn;
+    const char *agent_extra; /* more [agent] lines for the agents started next, or NULL */
 } cluster;
 
 /* mkdtemp + init-cluster + ports; false (and a message) on failure. */

@@ -9,7 +9,9 @@
  *   - sd_notify through a real NOTIFY_SOCKET: READY=1, STATUS=, WATCHDOG=1
  *     at half WATCHDOG_USEC, STOPPING=1, all from the daemon's own pid; and
  *     SIGTERM to an agent with a running worker stops the worker and reports
- *     its exit before the agent leaves. */
+ *     its exit before the agent leaves;
+ *   - a rank's output is rotated at log_max_bytes, log_keep files kept, and
+ *     `ringtrain logs` still serves it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -361,12 +364,77 @@ static void test_sd_notify_and_sigterm(void **state)
     close(fd);
 }
 
+/* ---- log rotation ---------------------------------------------------------------- */
+
+static long file_size(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+static void test_log_rotation(void **state)
+{
+    fixture *fx = *state;
+    bool *failed = &fx->failed;
+    cluster *c = &fx->c;
+    CHECK(cl_init(c, "logs"));
+    CHECK(cl_start_coord(c, NULL, NULL));
+    c->agent_extra = "log_max_bytes = 8K\nlog_keep = 2\n";
+    CHECK(cl_start_agent(c, 0, "a1", "A", 1, NULL));
+    CHECK(cl_wait_agents_up(c, 1, 20000));
+    /* 3000 lines of 32 bytes: 96 KB through an 8 KB log with 2 kept */
+    char *out = NULL;
+    const char *args[] = {"exec", "--np", "1", "--", "/bin/sh", "-c",
+                          "i=0; while [ $i -lt 3000 ]; do printf 'line %05d xxxxxxxxxxxxxxxxxxx\\n' "
+                          "$i; i=$((i+1)); done; echo done-marker",
+                          NULL};
+    CHECK(cl_cli(c, &out, 60, args) == 0);
+    CHECK(strstr(out, "[0] done-marker") != NULL);
+    /* the stream followed the output across the rotations: from where it
+     * started (the oldest file kept when it began) no line is missing */
+    int first = -1, last = -1, gaps = 0;
+    for (const char *p = out; (p = strstr(p, "[0] line ")); p += 9) {
+        int n = atoi(p + 9);
+        if (first < 0)
+            first = n;
+        else if (n != last + 1)
+            gaps++;
+        last = n;
+    }
+    fprintf(stderr, "exec output: lines %d..%d, %d gaps\n", first, last, gaps);
+    CHECK(first >= 0 && last == 2999 && gaps == 0);
+    free(out);
+    char base[600], path[700];
+    snprintf(base, sizeof base, "%s/logs-a1/job-1/attempt-1/rank-0.log", c->dir);
+    long total = 0;
+    for (int k = 0; k <= 3; k++) {
+        if (k == 0)
+            snprintf(path, sizeof path, "%s", base);
+        else
+            snprintf(path, sizeof path, "%s.%d", base, k);
+        long n = file_size(path);
+        fprintf(stderr, "%s: %ld bytes\n", path, n);
+        if (k <= 2)
+            CHECK(n >= 0 && n <= 8192 + 65536); /* at most one pipe read beyond the limit */
+        else
+            CHECK(n < 0); /* only log_keep rotated files */
+        total += n > 0 ? n : 0;
+    }
+    CHECK(total < 96000); /* older output was dropped */
+    /* the newest output is in the current file, and `ringtrain logs` serves it */
+    const char *largs[] = {"logs", "1", "--rank", "0", NULL};
+    CHECK(cl_cli(c, &out, 30, largs) == 0);
+    CHECK(strstr(out, "done-marker") != NULL);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_agent_killed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coordinator_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sd_notify_and_sigterm, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_rotation, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
