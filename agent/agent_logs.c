@@ -79,8 +79,12 @@ void log_write(worker *w, const char *data, size_t n)
         fwrite(data, 1, n, w->log);
         fflush(w->log); /* followers read the file */
         w->log_bytes += n;
-        if (w->log_bytes > w->ag->cfg.log_max_bytes)
+        if (w->log_bytes > w->ag->cfg.log_max_bytes) {
+            /* followers take what they have not read yet before the file
+             * moves: output faster than the tick then loses nothing */
+            logs_pump(w->ag);
             rotate(w);
+        }
     }
     /* the last lines, for the failure report */
     for (size_t i = 0; i < n; i++) {
