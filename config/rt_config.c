@@ -671,15 +671,21 @@ static void print_value(const rt_cfg_key *k, const void *obj, FILE *f)
     }
 }
 
+/* Whether key i is the first of its section in the table (sections print
+ * in order of first appearance). */
+static bool opens_section(const rt_cfg_schema *s, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (strcmp(s->keys[j].section, s->keys[i].section) == 0)
+            return false;
+    return true;
+}
+
 void rt_cfg_print(const rt_cfg_schema *s, const void *obj, FILE *f, bool with_help)
 {
-    /* sections in order of first appearance in the table */
     for (size_t i = 0; i < s->nkeys; i++) {
         const char *sec = s->keys[i].section;
-        bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = strcmp(s->keys[j].section, sec) == 0;
-        if (seen)
+        if (!opens_section(s, i))
             continue;
         if (sec[0])
             fprintf(f, "%s[%s]\n", i ? "\n" : "", sec);
@@ -707,10 +713,7 @@ void rt_cfg_print_reference(const rt_cfg_schema *s, FILE *f)
 {
     for (size_t i = 0; i < s->nkeys; i++) {
         const char *sec = s->keys[i].section;
-        bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = strcmp(s->keys[j].section, sec) == 0;
-        if (seen)
+        if (!opens_section(s, i))
             continue;
         fprintf(f, "\n`[%s]`\n\n| key | type | default | meaning |\n| --- | --- | --- | --- |\n", sec);
         for (size_t j = i; j < s->nkeys; j++) {

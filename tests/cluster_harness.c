@@ -125,15 +125,22 @@ bool cl_init(cluster *c, const char *tag)
     return c->cport > 0 && c->hport > 0;
 }
 
+/* A daemon's DIR/STEM.conf and DIR/STEM.log (dir may lie in the same
+ * cluster struct as d: built on the side, then copied). */
+static void daemon_files(cl_daemon *d, const char *dir, const char *stem)
+{
+    char conf[sizeof d->conf], log[sizeof d->log];
+    snprintf(conf, sizeof conf, "%s/%s.conf", dir, stem);
+    snprintf(log, sizeof log, "%s/%s.log", dir, stem);
+    memcpy(d->conf, conf, sizeof conf);
+    memcpy(d->log, log, sizeof log);
+}
+
 bool cl_start_coord(cluster *c, const char *extra, const char *const *env)
 {
     cl_daemon *d = &c->coord;
     if (!d->conf[0]) {
-        char conf[sizeof d->conf], log[sizeof d->log];
-        snprintf(conf, sizeof conf, "%s/coordinator.conf", c->dir);
-        snprintf(log, sizeof log, "%s/coordinator.log", c->dir);
-        memcpy(d->conf, conf, sizeof conf);
-        memcpy(d->log, log, sizeof log);
+        daemon_files(d, c->dir, "coordinator");
         char text[4096];
         snprintf(text, sizeof text,
                  "[coordinator]\nlisten = 127.0.0.1:%d\nhttp_listen = 127.0.0.1:%d\n"
@@ -156,11 +163,9 @@ bool cl_start_agent(cluster *c, int i, const char *name, const char *host_id, in
     cl_daemon *d = &c->agent[i];
     if (i >= c->nagents)
         c->nagents = i + 1;
-    char conf[sizeof d->conf], log[sizeof d->log];
-    snprintf(conf, sizeof conf, "%s/agent-%s.conf", c->dir, name);
-    snprintf(log, sizeof log, "%s/agent-%s.log", c->dir, name);
-    memcpy(d->conf, conf, sizeof conf);
-    memcpy(d->log, log, sizeof log);
+    char stem[80];
+    snprintf(stem, sizeof stem, "agent-%s", name);
+    daemon_files(d, c->dir, stem);
     char text[2048];
     snprintf(text, sizeof text,
              "[agent]\ncoordinator = 127.0.0.1:%d\nname = %s\nhost_id = %s\n"

@@ -71,6 +71,16 @@ int cl_wait_no_marker(const cluster *c, int timeout_ms);
  * RT_TEST_KEEP is set. */
 bool cl_destroy(cluster *c, bool dump);
 
+/* cmocka's assert_true that also sets *failed (a test's flag: its cluster's
+ * files and logs are kept and printed when a check failed). */
+#define CL_CHECK(failed, cond)                                                                 \
+    do {                                                                                       \
+        bool ok_ = (cond);                                                                     \
+        if (!ok_)                                                                              \
+            *(failed) = true;                                                                  \
+        assert_true(ok_ && #cond);                                                             \
+    } while (0)
+
 /* Sleep for ms milliseconds. */
 void cl_sleep_ms(int ms);
 

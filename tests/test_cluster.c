@@ -55,13 +55,7 @@ static int group_teardown(void **state)
 }
 
 /* Fails the test and keeps the cluster's files and logs for a look. */
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        bool ok_ = (cond);                                                                     \
-        if (!ok_)                                                                              \
-            failed_once = true;                                                                \
-        assert_true(ok_ && #cond);                                                             \
-    } while (0)
+#define CHECK(cond) CL_CHECK(&failed_once, cond)
 
 static int njobs(void)
 {

@@ -32,13 +32,7 @@
 #include "cluster_harness.h"
 #include "rt_time.h"
 
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        bool ok_ = (cond);                                                                     \
-        if (!ok_)                                                                              \
-            *failed = true;                                                                    \
-        assert_true(ok_ && #cond);                                                             \
-    } while (0)
+#define CHECK(cond) CL_CHECK(failed, cond)
 
 /* Each test owns one cluster; teardown keeps its files when a check failed. */
 typedef struct fixture {

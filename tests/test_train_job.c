@@ -28,13 +28,7 @@ static cluster C;
 static bool failed_once;
 static char ds_dir[300];
 
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        bool ok_ = (cond);                                                                     \
-        if (!ok_)                                                                              \
-            failed_once = true;                                                                \
-        assert_true(ok_ && #cond);                                                             \
-    } while (0)
+#define CHECK(cond) CL_CHECK(&failed_once, cond)
 
 static int run_cmd(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int run_cmd(const char *fmt, ...)

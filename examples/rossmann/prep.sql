@@ -81,17 +81,22 @@ CREATE INDEX store_s_key ON store_s(Store);
 
 -- ---- prepare_df() on train and test ----------------------------------------------
 -- expand_date, booleans, the joins, the null fixes, competition and promo2
--- durations; one view body for both tables (test has Id and no Sales).
-CREATE TABLE train_p AS
+-- durations: once, over both tables (`part` says which; test has Id and no
+-- Sales), as the seed applies one function to both.
+CREATE TABLE prepared AS
 WITH d AS (
-  SELECT t.Store, t.DayOfWeek, t.Date, t.Sales, t.Customers,
+  SELECT part, t.Id, t.Store, t.DayOfWeek, t.Date, t.Sales, t.Customers,
          t.Open != '0' AS Open, t.Promo != '0' AS Promo,
          t.StateHoliday != '0' AS StateHoliday, t.SchoolHoliday != '0' AS SchoolHoliday,
          CAST(strftime('%Y', t.Date) AS INTEGER) AS Year,
          CAST(strftime('%m', t.Date) AS INTEGER) AS Month,
          iso_week(t.Date) AS Week,
          CAST(strftime('%d', t.Date) AS INTEGER) AS Day
-    FROM train t),
+    FROM (SELECT 'train' AS part, NULL AS Id, Store, DayOfWeek, Date, Sales, Customers, Open,
+                 Promo, StateHoliday, SchoolHoliday FROM train
+          UNION ALL
+          SELECT 'test', Id, Store, DayOfWeek, Date, NULL, NULL, Open, Promo, StateHoliday,
+                 SchoolHoliday FROM test) t),
 j AS (
   SELECT d.*, s.StoreType, s.Assortment, s.CompetitionDistance,
          COALESCE(s.CompetitionOpenSinceMonth, '1') AS CompetitionOpenSinceMonth,
@@ -119,44 +124,8 @@ SELECT j.*,
                    printf('%+d days', (CAST(Promo2SinceWeek AS INTEGER) - 1) * 7))) AS INTEGER)))
             ELSE 0 END / 7 AS Promo2Weeks
   FROM j;
-
-CREATE TABLE test_p AS
-WITH d AS (
-  SELECT t.Id, t.Store, t.DayOfWeek, t.Date,
-         t.Open != '0' AS Open, t.Promo != '0' AS Promo,
-         t.StateHoliday != '0' AS StateHoliday, t.SchoolHoliday != '0' AS SchoolHoliday,
-         CAST(strftime('%Y', t.Date) AS INTEGER) AS Year,
-         CAST(strftime('%m', t.Date) AS INTEGER) AS Month,
-         iso_week(t.Date) AS Week,
-         CAST(strftime('%d', t.Date) AS INTEGER) AS Day
-    FROM test t),
-j AS (
-  SELECT d.*, s.StoreType, s.Assortment, s.CompetitionDistance,
-         COALESCE(s.CompetitionOpenSinceMonth, '1') AS CompetitionOpenSinceMonth,
-         COALESCE(s.CompetitionOpenSinceYear, '1900') AS CompetitionOpenSinceYear,
-         s.Promo2, COALESCE(s.Promo2SinceWeek, '1') AS Promo2SinceWeek,
-         COALESCE(s.Promo2SinceYear, '1900') AS Promo2SinceYear, s.PromoInterval, s.State,
-         tr.trend, de.trend_de,
-         w.Max_TemperatureC, w.Mean_TemperatureC, w.Min_TemperatureC, w.Max_Humidity,
-         w.Mean_Humidity, w.Min_Humidity, w.Max_Wind_SpeedKm_h, w.Mean_Wind_SpeedKm_h,
-         w.CloudCover, w.Events
-    FROM d
-    JOIN store_s s ON s.Store = d.Store
-    JOIN trend_s tr ON tr.State = s.State AND tr.Year = d.Year AND tr.Week = d.Week
-    JOIN trend_de de ON de.Year = d.Year AND de.Week = d.Week
-    JOIN weather_s w ON w.State = s.State AND w.Date = d.Date)
-SELECT j.*,
-       CASE WHEN CAST(CompetitionOpenSinceYear AS INTEGER) > 1900
-            THEN MAX(0, MIN(720, CAST(julianday(Date) - julianday(printf('%04d-%02d-15',
-                   CAST(CompetitionOpenSinceYear AS INTEGER),
-                   CAST(CompetitionOpenSinceMonth AS INTEGER))) AS INTEGER)))
-            ELSE 0 END / 30 AS CompetitionMonthsOpen,
-       CASE WHEN CAST(Promo2SinceYear AS INTEGER) > 1900
-            THEN MAX(0, MIN(175, CAST(julianday(Date) - julianday(date(printf('%04d-01-01',
-                   CAST(Promo2SinceYear AS INTEGER)),
-                   printf('%+d days', (CAST(Promo2SinceWeek AS INTEGER) - 1) * 7))) AS INTEGER)))
-            ELSE 0 END / 7 AS Promo2Weeks
-  FROM j;
+CREATE TABLE train_p AS SELECT * FROM prepared WHERE part = 'train';
+CREATE TABLE test_p AS SELECT * FROM prepared WHERE part = 'test';
 
 -- the seed's `assert num_rows == df.count(), 'lost rows in joins'`
 SELECT rt_check((SELECT count(*) FROM train_p) = (SELECT count(*) FROM train),
