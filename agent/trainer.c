@@ -227,11 +227,11 @@ static rt_status setup(trainer *t, char *err)
     if (env->rank == 0 && env->log)
         fprintf(env->log,
                 "trainer: %d rank%s, %lld training + %lld validation rows on rank 0, %lld steps "
-                "of %lld rows per epoch, %lld parameters, %s%s, %d gradient bucket%s\n",
+                "of %lld rows per epoch, %lld parameters, %s, %d gradient bucket%s\n",
                 env->size, env->size == 1 ? "" : "s", (long long)t->train.n, (long long)t->val.n,
                 (long long)t->steps, (long long)cfg->batch_size,
                 (long long)rt_model_num_params(rt_dp_model(t->dp)),
-                dev == RT_DEVICE_CUDA ? "CUDA" : "CPU", dev == RT_DEVICE_CUDA ? "" : "",
+                dev == RT_DEVICE_CUDA ? "CUDA" : "CPU",
                 rt_dp_buckets(t->dp), rt_dp_buckets(t->dp) == 1 ? "" : "s");
     return resume_or_start(t, err);
 }
@@ -430,16 +430,12 @@ rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_re
                 (long long)(t.start_epoch - 1));
     for (int64_t e = t.start_epoch; st == RT_OK && e <= cfg->epochs; e++) {
         epoch_stats es;
-        st = run_epoch(&t, e, perm, bcat, bcont, blabel, idx, &es, err);
-        if (st == RT_OK && env->rank == 0)
+        if ((st = run_epoch(&t, e, perm, bcat, bcont, blabel, idx, &es, err)) != RT_OK)
+            break;
+        if (env->rank == 0) /* the history, the checkpoints and the best epoch are rank 0's */
             st = after_epoch(&t, e, &es, err);
-        else if (st == RT_OK && es.val_mae + es.l2 < t.best_val_loss) {
-            t.best_val_loss = es.val_mae + es.l2;
-            t.best_epoch = e;
-        }
-        if (st == RT_OK && (t.best_epoch == e)) {
+        if (t.best_epoch == e)
             res->best_val_exp_rmspe = es.val_rmspe;
-        }
         samples += es.samples_per_s * es.seconds;
         seconds += es.seconds;
         res->epochs = e;

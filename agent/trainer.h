@@ -75,6 +75,7 @@ typedef struct rt_trainer_env {
     FILE *log;     /* human-readable epoch lines (rank 0), or NULL */
 } rt_trainer_env;
 
+/* What a run did; the best-epoch fields are rank 0's (it keeps the history). */
 typedef struct rt_train_result {
     int64_t first_epoch, epochs;      /* this run trained epochs first_epoch..epochs */
     double best_val_loss, best_val_exp_rmspe;
