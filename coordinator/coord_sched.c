@@ -296,6 +296,27 @@ static void attempt_failed(coord *co, job *j, const char *reason)
     }
 }
 
+/* Whether rank r is the first of the job's ranks on its agent (one
+ * message per agent lists all of that agent's ranks). */
+static bool first_of_agent(const job *j, int r)
+{
+    for (int q = 0; q < r; q++)
+        if (j->ranks[q].ag == j->ranks[r].ag)
+            return false;
+    return true;
+}
+
+/* {"type": type, "job", "attempt", "size", ... (the caller ends the object) */
+static void msg_begin(rt_jw *w, const char *type, const job *j, int size)
+{
+    rt_jw_init(w);
+    rt_jw_obj(w);
+    rt_jw_kstr(w, "type", type);
+    rt_jw_kint(w, "job", j->id);
+    rt_jw_kint(w, "attempt", j->attempt);
+    rt_jw_kint(w, "size", size);
+}
+
 static void start_attempt(coord *co, job *j, int np)
 {
     j->attempt++;
@@ -312,18 +333,10 @@ static void start_attempt(coord *co, job *j, int np)
     /* one prepare per agent, listing its ranks */
     for (int r = 0; r < np; r++) {
         agent *a = j->ranks[r].ag;
-        bool first = true;
-        for (int q = 0; q < r && first; q++)
-            first = j->ranks[q].ag != a;
-        if (!first)
+        if (!first_of_agent(j, r))
             continue;
         rt_jw w;
-        rt_jw_init(&w);
-        rt_jw_obj(&w);
-        rt_jw_kstr(&w, "type", "prepare");
-        rt_jw_kint(&w, "job", j->id);
-        rt_jw_kint(&w, "attempt", j->attempt);
-        rt_jw_kint(&w, "size", np);
+        msg_begin(&w, "prepare", j, np);
         rt_jw_key(&w, "ranks");
         rt_jw_arr(&w);
         for (int q = r; q < np; q++)
@@ -364,18 +377,10 @@ static void send_start(coord *co, job *j)
     const char *transport = resolve_transport(j);
     for (int r = 0; r < j->cur_np; r++) {
         agent *a = j->ranks[r].ag;
-        bool first = true;
-        for (int q = 0; q < r && first; q++)
-            first = j->ranks[q].ag != a;
-        if (!first)
+        if (!first_of_agent(j, r))
             continue;
         rt_jw w;
-        rt_jw_init(&w);
-        rt_jw_obj(&w);
-        rt_jw_kstr(&w, "type", "start");
-        rt_jw_kint(&w, "job", j->id);
-        rt_jw_kint(&w, "attempt", j->attempt);
-        rt_jw_kint(&w, "size", j->cur_np);
+        msg_begin(&w, "start", j, j->cur_np);
         rt_jw_kstr(&w, "job_type", j->type == RT_JOB_EXEC ? "exec" : "train");
         rt_jw_kstr(&w, "key", key);
         rt_jw_kstr(&w, "transport", transport);
