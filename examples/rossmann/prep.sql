@@ -170,37 +170,35 @@ FROM w;
 CREATE INDEX elapsed_key ON elapsed(Store, Date);
 
 -- ---- the selected features: zero sales dropped, Sales -> log, validation -----------
+-- The 36 feature columns once, for train and test rows together; the two
+-- result tables add what differs (extra columns are not read by prep).
 -- The test period shifted back one year (365 days) is the validation set:
 -- Date > min(test.Date) - 365 and Date <= max(test.Date) - 365.
-CREATE TABLE train_features AS
-SELECT p.Store, p.State, p.DayOfWeek, p.Year, p.Month, p.Day, p.Week, p.CompetitionMonthsOpen,
+CREATE TABLE features AS
+SELECT p.part, p.Sales AS RawSales, p.Id AS RawId,
+       p.Store, p.State, p.DayOfWeek, p.Year, p.Month, p.Day, p.Week, p.CompetitionMonthsOpen,
        p.Promo2Weeks, p.StoreType, p.Assortment, p.PromoInterval, p.CompetitionOpenSinceYear,
        p.Promo2SinceYear, p.Events, p.Promo, p.StateHoliday, p.SchoolHoliday,
        p.CompetitionDistance, p.Max_TemperatureC, p.Mean_TemperatureC, p.Min_TemperatureC,
        p.Max_Humidity, p.Mean_Humidity, p.Min_Humidity, p.Max_Wind_SpeedKm_h,
        p.Mean_Wind_SpeedKm_h, p.CloudCover, p.trend, p.trend_de,
        e.BeforePromo, e.AfterPromo, e.AfterStateHoliday, e.BeforeStateHoliday,
-       e.BeforeSchoolHoliday, e.AfterSchoolHoliday,
-       ln(CAST(p.Sales AS REAL)) AS Sales,
-       (p.Date > date((SELECT MIN(Date) FROM test), '-365 days')
-        AND p.Date <= date((SELECT MAX(Date) FROM test), '-365 days')) AS Validation,
-       p.Date
-  FROM train_p p JOIN elapsed e ON e.Store = p.Store AND e.Date = p.Date
- WHERE CAST(p.Sales AS INTEGER) > 0
- ORDER BY p.Date, CAST(p.Store AS INTEGER);
+       e.BeforeSchoolHoliday, e.AfterSchoolHoliday, p.Date
+  FROM prepared p JOIN elapsed e ON e.Store = p.Store AND e.Date = p.Date;
+
+CREATE TABLE train_features AS
+SELECT f.*, ln(CAST(f.RawSales AS REAL)) AS Sales,
+       (f.Date > date((SELECT MIN(Date) FROM test), '-365 days')
+        AND f.Date <= date((SELECT MAX(Date) FROM test), '-365 days')) AS Validation
+  FROM features f
+ WHERE f.part = 'train' AND CAST(f.RawSales AS INTEGER) > 0
+ ORDER BY f.Date, CAST(f.Store AS INTEGER);
 
 CREATE TABLE test_features AS
-SELECT p.Store, p.State, p.DayOfWeek, p.Year, p.Month, p.Day, p.Week, p.CompetitionMonthsOpen,
-       p.Promo2Weeks, p.StoreType, p.Assortment, p.PromoInterval, p.CompetitionOpenSinceYear,
-       p.Promo2SinceYear, p.Events, p.Promo, p.StateHoliday, p.SchoolHoliday,
-       p.CompetitionDistance, p.Max_TemperatureC, p.Mean_TemperatureC, p.Min_TemperatureC,
-       p.Max_Humidity, p.Mean_Humidity, p.Min_Humidity, p.Max_Wind_SpeedKm_h,
-       p.Mean_Wind_SpeedKm_h, p.CloudCover, p.trend, p.trend_de,
-       e.BeforePromo, e.AfterPromo, e.AfterStateHoliday, e.BeforeStateHoliday,
-       e.BeforeSchoolHoliday, e.AfterSchoolHoliday,
-       CAST(p.Id AS INTEGER) AS Id, p.Date
-  FROM test_p p JOIN elapsed e ON e.Store = p.Store AND e.Date = p.Date
- ORDER BY CAST(p.Id AS INTEGER);
+SELECT f.*, CAST(f.RawId AS INTEGER) AS Id
+  FROM features f
+ WHERE f.part = 'test'
+ ORDER BY CAST(f.RawId AS INTEGER);
 
 SELECT rt_check((SELECT count(*) FROM test_features) = (SELECT count(*) FROM test),
                 'lost test rows joining the elapsed times');
