@@ -33,13 +33,13 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/rt-bench-train-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 "$build/examples/rossmann/rossmann-gen" --out "$work/data" --stores "$stores" --quiet
-"$build/coordinator/ringtrain" prep --input "$work/data" --sql "$root/examples/rossmann/prep.sql" \
+"$build/bin/ringtrain" prep --input "$work/data" --sql "$root/examples/rossmann/prep.sql" \
   --out "$work/ds" --partitions 2 --quiet > /dev/null
 
 # run NAME NP THREADS DEVICE: prints samples/s of epoch 2
 run() {
   local name=$1 np=$2 threads=$3 device=$4
-  "$build/coordinator/ringtrain" run "$root/examples/rossmann/job.ini" --np "$np" \
+  "$build/bin/ringtrain" run "$root/examples/rossmann/job.ini" --np "$np" \
     --set data.dataset="$work/ds" --set output.store="$work/$name" \
     --set model.hidden="$hidden" --set model.threads="$threads" --set model.device="$device" \
     --set train.batch_size="$batch" --set train.steps_per_epoch="$steps" --set train.epochs=2 \

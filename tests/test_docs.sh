@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # docs/config.md is what `ringtrain config-reference` prints from the
 # parser's tables: a key added or changed without regenerating it fails here
-# (regenerate: build/coordinator/ringtrain config-reference > docs/config.md).
+# (regenerate: build/bin/ringtrain config-reference > docs/config.md).
 # Usage: test_docs.sh RINGTRAIN SOURCE_DIR
 set -euo pipefail
 if ! diff -u "$2/docs/config.md" <("$1" config-reference); then

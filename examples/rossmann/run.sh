@@ -40,9 +40,9 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-ringtrain=$build/coordinator/ringtrain
+ringtrain=$build/bin/ringtrain
 gen=$build/examples/rossmann/rossmann-gen
-for b in "$ringtrain" "$gen" "$build/agent/ringtrain-agent" "$build/coordinator/ringtrain-coordinator"; do
+for b in "$ringtrain" "$gen" "$build/bin/ringtrain-agent" "$build/bin/ringtrain-coordinator"; do
   if [ ! -x "$b" ]; then
     echo "run.sh: $b is missing: build first (bash scripts/build.sh) or set RINGTRAIN_BUILD" >&2
     exit 1
