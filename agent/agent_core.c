@@ -64,7 +64,7 @@ static void send_hello(agentd *ag)
     rt_jw_kstr(&w, "hostname", ag->hostname);
     rt_jw_kint(&w, "slots", ag->slots);
     rt_jw_kstr(&w, "address", ag->data_addr);
-    rt_jw_kstr(&w, "version", "0.1.0");
+    rt_jw_kstr(&w, "version", RT_VERSION);
     rt_jw_key(&w, "caps");
     rt_jw_obj(&w);
     rt_jw_kbool(&w, "cuda", ag->cuda);

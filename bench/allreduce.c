@@ -18,14 +18,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifdef RT_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
 #include "bench_launch.h"
 #include "rt_comm.h"
 #include "rt_log.h"
 #include "rt_time.h"
+
+#ifdef RT_HAVE_CUDA /* from rt_build_config.h */
+#include <cuda_runtime_api.h>
+#endif
 
 #define MAX_SIZES 24
 

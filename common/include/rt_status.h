@@ -10,6 +10,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#include "rt_build_config.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
