@@ -189,6 +189,20 @@ static rt_status io_error(rt_comm *c, int side, int e, char *err)
     return rt_err(err, RT_ERR_IO, "connection to %s failed: %s", who, strerror(e));
 }
 
+static rt_status reverse_read(rt_comm *c, int k, char *err);
+
+/* A send to the right neighbour failed with errno e.  A neighbour that saw
+ * a failure first sends an abort record back and may then exit, and its
+ * exit resets this connection: the record, already in our receive buffer,
+ * names the rank really at fault, so it wins over blaming the neighbour. */
+static rt_status send_failed(rt_comm *c, int k, int e, char *err)
+{
+    tcp_state *s = c->tp;
+    if (!s->out[k].closed && reverse_read(c, k, err) == RT_ERR_ABORTED)
+        return RT_ERR_ABORTED;
+    return io_error(c, +1, e, err);
+}
+
 /* Push the current frame of connection k; *moved if any byte went. */
 static rt_status send_progress(rt_comm *c, int k, bool *moved, char *err)
 {
@@ -230,7 +244,7 @@ static rt_status send_progress(rt_comm *c, int k, bool *moved, char *err)
         if (r < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
                 return RT_OK;
-            return io_error(c, +1, errno, err);
+            return send_failed(c, k, errno, err);
         }
         *moved = true;
         cn->done += (size_t)r;
