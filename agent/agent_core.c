@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "rt_addr.h"
 #include "rt_comm.h"
 #include "rt_kernels.h"
 #include "rt_log.h"
@@ -315,20 +316,6 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     proc_stop_all(ag);
 }
 
-static rt_status split_hostport(const char *s, char *host, size_t hl, int *port, char *err)
-{
-    const char *colon = strrchr(s, ':');
-    if (!colon || colon == s || (size_t)(colon - s) >= hl || atoi(colon + 1) <= 0)
-        return rt_err(err, RT_ERR_INVALID, "coordinator address '%s' is not host:port", s);
-    snprintf(host, hl, "%.*s", (int)(colon - s), s);
-    if (host[0] == '[') {
-        memmove(host, host + 1, strlen(host));
-        host[strlen(host) - 1] = '\0';
-    }
-    *port = atoi(colon + 1);
-    return RT_OK;
-}
-
 rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
 {
     *out = NULL;
@@ -338,8 +325,10 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
     ag->cfg = *cfg;
     rt_status st = rt_token_load(cfg->token_file, ag->token, err);
     if (st == RT_OK)
-        st = split_hostport(cfg->coordinator, ag->coord_host, sizeof ag->coord_host,
-                            &ag->coord_port, err);
+        st = rt_addr_parse(cfg->coordinator, false, ag->coord_host, sizeof ag->coord_host,
+                           &ag->coord_port, err);
+    if (st != RT_OK)
+        rt_err_prefix(err, "[agent] coordinator");
     if (st == RT_OK && !(ag->ssl = rt_tls_client_ctx(cfg->ca, err)))
         st = RT_ERR_IO;
     if (st != RT_OK) {

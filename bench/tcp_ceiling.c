@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "bench_launch.h"
+#include "rt_addr.h"
 #include "rt_comm.h"
 #include "rt_time.h"
 
@@ -56,8 +57,11 @@ static int tune(int fd)
 
 static int connect_to(const char *addr)
 {
-    const char *colon = strrchr(addr, ':');
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1)),
+    char host[64];
+    int port = 0;
+    if (rt_addr_parse(addr, false, host, sizeof host, &port, NULL) != RT_OK)
+        return -1;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     for (int tries = 0; tries < 500; tries++) {
         int fd = socket(AF_INET, SOCK_STREAM, 0);

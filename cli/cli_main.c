@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "rt_addr.h"
 #include "rt_json.h"
 #include "rt_schemas.h"
 
@@ -72,13 +73,10 @@ rt_status cli_conn_load(cli_conn *c, const char *coordinator, const char *ca,
     const char *sn = server_name ? server_name : getenv("RINGTRAIN_SERVER_NAME")
                                                      ? getenv("RINGTRAIN_SERVER_NAME")
                                                      : f.server_name;
-    const char *colon = coord ? strrchr(coord, ':') : NULL;
-    if (!colon || colon == coord || atoi(colon + 1) <= 0)
-        st = rt_err(err, RT_ERR_INVALID, "coordinator address '%s' is not host:port",
-                    coord ? coord : "");
-    else {
-        snprintf(c->host, sizeof c->host, "%.*s", (int)(colon - coord), coord);
-        c->port = atoi(colon + 1);
+    if (rt_addr_parse(coord, false, c->host, sizeof c->host, &c->port, err) != RT_OK) {
+        rt_err_prefix(err, "coordinator address");
+        st = RT_ERR_INVALID;
+    } else {
         snprintf(c->server_name, sizeof c->server_name, "%s", sn && *sn ? sn : c->host);
         snprintf(c->ca, sizeof c->ca, "%s", caf ? caf : "ca.crt");
         const char *tok = getenv("RINGTRAIN_TOKEN");

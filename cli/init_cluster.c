@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "wire_hex.h"
+#include "rt_hex.h"
 
 static FILE *create(const char *dir, const char *name, mode_t mode, bool force, char *err)
 {

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "coord.h"
+#include "rt_addr.h"
 #include "rt_log.h"
 #include "rt_time.h"
 
@@ -409,15 +410,12 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 static rt_status parse_listen(const char *addr, struct sockaddr_storage *ss, int *len, char *err)
 {
     char host[256], port[16];
-    const char *colon = strrchr(addr, ':');
-    if (!colon || colon == addr || (size_t)(colon - addr) >= sizeof host)
-        return rt_err(err, RT_ERR_INVALID, "bad listen address '%s' (expected host:port)", addr);
-    snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
-    snprintf(port, sizeof port, "%s", colon + 1);
-    if (host[0] == '[') { /* [v6] */
-        memmove(host, host + 1, strlen(host));
-        host[strlen(host) - 1] = '\0';
+    int portn = 0;
+    if (rt_addr_parse(addr, true, host, sizeof host, &portn, err) != RT_OK) {
+        rt_err_prefix(err, "[coordinator] listen");
+        return RT_ERR_INVALID;
     }
+    snprintf(port, sizeof port, "%d", portn);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *res;
     int g = getaddrinfo(host, port, &hints, &res);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "coord.h"
+#include "rt_addr.h"
 #include "dashboard.h"
 #include "rt_log.h"
 
@@ -396,11 +397,12 @@ rt_status http_start(coord *co, char *err)
     evhttp_set_timeout(co->http, 60);
     evhttp_set_allowed_methods(co->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
     char host[256];
-    const char *colon = strrchr(co->cfg.http_listen, ':');
-    if (!colon || colon == co->cfg.http_listen)
-        return rt_err(err, RT_ERR_INVALID, "bad http_listen address '%s'", co->cfg.http_listen);
-    snprintf(host, sizeof host, "%.*s", (int)(colon - co->cfg.http_listen), co->cfg.http_listen);
-    if (evhttp_bind_socket(co->http, host, (ev_uint16_t)atoi(colon + 1)) != 0)
+    int port = 0;
+    if (rt_addr_parse(co->cfg.http_listen, true, host, sizeof host, &port, err) != RT_OK) {
+        rt_err_prefix(err, "[coordinator] http_listen");
+        return RT_ERR_INVALID;
+    }
+    if (evhttp_bind_socket(co->http, host, (ev_uint16_t)port) != 0)
         return rt_err(err, RT_ERR_IO, "cannot listen on %s for the API: %m", co->cfg.http_listen);
     return RT_OK;
 }

@@ -25,7 +25,7 @@
 #include "coord.h"
 #include "rt_log.h"
 #include "rt_time.h"
-#include "wire_hex.h"
+#include "rt_hex.h"
 
 static const char *const STATE_NAMES[] = {"queued",    "starting", "running",  "restarting",
                                           "succeeded", "failed",   "cancelled"};

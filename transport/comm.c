@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rt_addr.h"
 #include "rt_log.h"
 #include "rt_transport.h"
 
@@ -119,9 +120,14 @@ static rt_status check_opts(const rt_comm_opts *o, char *err)
         if (o->size > 1 && !o->peers)
             return rt_err(err, RT_ERR_INVALID, "the %s transport needs the peer addresses",
                           o->transport == RT_TRANSPORT_TCP ? "tcp" : "rdma");
-        for (int i = 0; o->size > 1 && i < o->size; i++)
-            if (!o->peers[i] || !strchr(o->peers[i], ':'))
-                return rt_err(err, RT_ERR_INVALID, "peer address of rank %d is not host:port", i);
+        for (int i = 0; o->size > 1 && i < o->size; i++) {
+            char host[256];
+            int port;
+            if (rt_addr_parse(o->peers[i], i == o->rank, host, sizeof host, &port, err) != RT_OK) {
+                rt_err_prefix(err, "peer address of rank %d", i);
+                return RT_ERR_INVALID;
+            }
+        }
         break;
     default:
         return rt_err(err, RT_ERR_INVALID, "unknown transport %d", (int)o->transport);

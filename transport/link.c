@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rt_addr.h"
 #include "rt_log.h"
 
 typedef struct connector {
@@ -136,10 +137,11 @@ rt_status rt_links_open(rt_comm *c, int n, rt_deadline_t dl, rt_links *L, char *
         fcntl(L->listen_fd, F_SETFL, fcntl(L->listen_fd, F_GETFL, 0) | O_NONBLOCK);
         snprintf(c->listen_addr, sizeof c->listen_addr, "%s", c->peers[c->rank]);
     } else {
-        char host[256], port[16], *addr = NULL;
-        st = rt_sock_parse(c->peers[c->rank], host, sizeof host, port, sizeof port, err);
+        char host[256], *addr = NULL;
+        int port = 0;
+        st = rt_addr_parse(c->peers[c->rank], true, host, sizeof host, &port, err);
         if (st == RT_OK)
-            st = rt_listen_tcp(host, atoi(port), &L->listen_fd, &addr, err);
+            st = rt_listen_tcp(host, port, &L->listen_fd, &addr, err);
         if (st != RT_OK)
             return st;
         L->own_listen = true;

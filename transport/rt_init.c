@@ -10,7 +10,7 @@
 
 #include "rt_comm.h"
 #include "rt_json.h"
-#include "wire_hex.h"
+#include "rt_hex.h"
 
 static bool env_int(const char *name, int64_t *out)
 {

@@ -15,34 +15,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rt_addr.h"
 #include "rt_comm.h"
-
-rt_status rt_sock_parse(const char *addr, char *host, size_t hostlen, char *port, size_t portlen,
-                        char *err)
-{
-    const char *colon;
-    const char *h = addr;
-    size_t hl;
-    if (addr[0] == '[') {
-        const char *close = strchr(addr, ']');
-        if (!close || close[1] != ':')
-            return rt_err(err, RT_ERR_INVALID, "bad address '%s' (expected [v6]:port)", addr);
-        h = addr + 1;
-        hl = (size_t)(close - h);
-        colon = close + 1;
-    } else {
-        colon = strrchr(addr, ':');
-        if (!colon)
-            return rt_err(err, RT_ERR_INVALID, "bad address '%s' (expected host:port)", addr);
-        hl = (size_t)(colon - addr);
-    }
-    if (hl == 0 || hl >= hostlen || strlen(colon + 1) == 0 || strlen(colon + 1) >= portlen)
-        return rt_err(err, RT_ERR_INVALID, "bad address '%s' (expected host:port)", addr);
-    memcpy(host, h, hl);
-    host[hl] = '\0';
-    snprintf(port, portlen, "%s", colon + 1);
-    return RT_OK;
-}
 
 static void set_nonblock(int fd)
 {
@@ -126,9 +100,11 @@ rt_status rt_listen_tcp(const char *host, int port, int *fd_out, char **addr_out
 rt_status rt_sock_connect(const char *addr, rt_deadline_t dl, int *fd_out, char *err)
 {
     char host[256], port[16];
-    rt_status st = rt_sock_parse(addr, host, sizeof host, port, sizeof port, err);
+    int portn = 0;
+    rt_status st = rt_addr_parse(addr, false, host, sizeof host, &portn, err);
     if (st != RT_OK)
         return st;
+    snprintf(port, sizeof port, "%d", portn);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICSERV};
     struct addrinfo *res = NULL;

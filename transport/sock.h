@@ -12,9 +12,6 @@
 #include "rt_time.h"
 #include "wire.h"
 
-/* Split "host:port" or "[v6]:port". */
-rt_status rt_sock_parse(const char *addr, char *host, size_t hostlen, char *port, size_t portlen,
-                        char *err);
 /* Non-blocking connected socket to addr; retries refused connections (the
  * peer may not listen yet) until dl. */
 rt_status rt_sock_connect(const char *addr, rt_deadline_t dl, int *fd_out, char *err);

@@ -1,0 +1,26 @@
+/* rt_addr.h — the one parser of "host:port" addresses (configuration keys,
+ * command-line flags, the peers of a ring): "name:7070", "10.0.0.5:7070",
+ * "[fe80::1]:7070".  The host is returned without brackets. */
+#ifndef RT_ADDR_H
+#define RT_ADDR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rt_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Split addr into host (hostlen bytes) and port.  The port must be a
+ * decimal number in [1, 65535], or 0 too when allow_port0 (listen on any
+ * port).  RT_ERR_INVALID with "'ADDR' is not host:port (...)" otherwise;
+ * callers prefix what the address is for. */
+rt_status rt_addr_parse(const char *addr, bool allow_port0, char *host, size_t hostlen, int *port,
+                        char *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

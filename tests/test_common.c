@@ -1,0 +1,84 @@
+/* test_common.c — the small shared helpers: the host:port parser every
+ * address goes through, and hex encoding of secrets. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rt_addr.h"
+#include "rt_hex.h"
+
+static void addr_ok(const char *a, bool port0, const char *host, int port)
+{
+    char h[64] = "", err[RT_ERR_LEN] = "";
+    int p = -1;
+    if (rt_addr_parse(a, port0, h, sizeof h, &p, err) != RT_OK)
+        fail_msg("'%s' rejected: %s", a, err);
+    assert_string_equal(h, host);
+    assert_int_equal(p, port);
+}
+
+static void addr_bad(const char *a, bool port0, const char *why)
+{
+    char h[64] = "", err[RT_ERR_LEN] = "";
+    int p = -1;
+    assert_int_equal(rt_addr_parse(a, port0, h, sizeof h, &p, err), RT_ERR_INVALID);
+    if (!strstr(err, why))
+        fail_msg("'%s': error '%s' does not say '%s'", a ? a : "(null)", err, why);
+    assert_int_equal(p, -1); /* nothing written on failure */
+}
+
+static void test_addr(void **state)
+{
+    (void)state;
+    addr_ok("coordinator.example.com:7070", false, "coordinator.example.com", 7070);
+    addr_ok("10.0.0.5:1", false, "10.0.0.5", 1);
+    addr_ok("[fe80::1]:65535", false, "fe80::1", 65535);
+    addr_ok("127.0.0.1:0", true, "127.0.0.1", 0);
+    addr_ok("[::]:0", true, "::", 0);
+    addr_bad("127.0.0.1:0", false, "the port must be 1 to 65535");
+    addr_bad("host", false, "no port");
+    addr_bad(":7070", false, "no host");
+    addr_bad("host:", false, "the port must be");
+    addr_bad("host:65536", false, "the port must be");
+    addr_bad("host:70x", false, "the port must be");
+    addr_bad("host:-1", false, "the port must be");
+    addr_bad("host:1234567", false, "the port must be");
+    addr_bad("fe80::1:7070", false, "IPv6 address in brackets");
+    addr_bad("[fe80::1]7070", false, "[v6-address]:port");
+    addr_bad("[fe80::1", false, "[v6-address]:port");
+    addr_bad("", false, "no port");
+    addr_bad(NULL, false, "no port");
+    char longname[200];
+    memset(longname, 'a', sizeof longname);
+    snprintf(longname + 150, 50, ":80");
+    addr_bad(longname, false, "too long");
+}
+
+static void test_hex(void **state)
+{
+    (void)state;
+    uint8_t in[5] = {0x00, 0x0f, 0xa5, 0xff, 0x10}, out[5];
+    char hex[11];
+    rt_hex_encode(in, 5, hex);
+    assert_string_equal(hex, "000fa5ff10");
+    assert_int_equal(rt_hex_decode("000FA5ff10", out, 5), RT_OK);
+    assert_memory_equal(in, out, 5);
+    assert_int_equal(rt_hex_decode("000fa5ff1", out, 5), RT_ERR_INVALID);  /* short */
+    assert_int_equal(rt_hex_decode("000fa5ff100", out, 5), RT_ERR_INVALID); /* long */
+    assert_int_equal(rt_hex_decode("000fa5ff1g", out, 5), RT_ERR_INVALID);  /* not hex */
+    assert_int_equal(rt_hex_decode(NULL, out, 5), RT_ERR_INVALID);
+    uint8_t a[32] = {0}, b[32] = {0};
+    rt_random_bytes(a, sizeof a);
+    rt_random_bytes(b, sizeof b);
+    assert_memory_not_equal(a, b, sizeof a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_addr), cmocka_unit_test(test_hex)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
