@@ -2,14 +2,18 @@
  * files share.
  *
  *   agent_core.c   connection to the coordinator (TLS, hello, heartbeats,
- *                  reconnect with backoff), messages, systemd notifications
+ *                  reconnect with backoff), one handler per protocol
+ *                  message, the node probe, systemd notifications
  *   agent_proc.c   workers: prepare (bind the rank's data socket), start
  *                  (fork/exec in its own process group with the rendezvous
  *                  environment), output capture, reaping, abort
  *   agent_logs.c   per-rank log files with rotation, streaming to the
  *                  coordinator, the tail kept for failure reports
+ *   agent_link.c   the bottom: frames to the coordinator, and the exits
+ *                  kept while it is away
  *   hostid.c       the host hash
  *
+ * core uses proc and logs; proc and logs use link; nothing uses core.
  * One libevent thread. */
 #ifndef RT_AGENT_H
 #define RT_AGENT_H
@@ -24,6 +28,7 @@
 
 #include "rt_json.h"
 #include "rt_net.h"
+#include "rt_proto.h"
 #include "rt_schemas.h"
 
 #define TAIL_LINES 20
@@ -89,22 +94,34 @@ struct agentd {
     char data_addr[96];
     int slots, gpus;
     bool cuda, nccl, rdma;
+    char *caps;  /* the node's capabilities (the worker's probe), a JSON object */
+    char worker_exe[1024];
     worker *workers;
     log_req *logs;
     char *exited_backlog; /* JSON array items of exits not yet reported */
     bool stopping;
     int64_t stop_deadline_ns;
     int64_t bye_deadline_ns; /* set once "bye" is queued: exit when written */
-    char self_exe[1024];
 };
 
 /* agent_core.c */
 rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err);
 int agent_run(agentd *ag);
 void agent_destroy(agentd *ag);
-/* Send to the coordinator; while disconnected the message is dropped, and
- * exits are kept for the next hello instead (see proc_report_exit). */
+/* The receivers of the messages the coordinator sends, indexed by rt_msg
+ * (NULL for those an agent never receives); test_protocol checks it. */
+typedef void (*agent_handler)(agentd *ag, const rt_json *m);
+extern const agent_handler agent_handlers[RT_MSG_COUNT];
+
+/* agent_link.c */
+/* Send to the coordinator (consumes w); while disconnected it is dropped. */
 bool agent_send(agentd *ag, rt_jw *w);
+/* An exit report: sent, or kept for the next hello while disconnected. */
+void agent_send_exit(agentd *ag, rt_jw *w);
+/* The kept exits as a JSON array (into w), and forgetting them once the
+ * coordinator has them. */
+void agent_backlog_json(const agentd *ag, rt_jw *w);
+void agent_backlog_clear(agentd *ag);
 
 /* agent_proc.c */
 void proc_prepare(agentd *ag, const rt_json *m);
@@ -127,6 +144,10 @@ void logs_request(agentd *ag, const rt_json *m);
 void logs_cancel(agentd *ag, int64_t req);
 void logs_pump(agentd *ag); /* send what is new to every open stream */
 void logs_drop_all(agentd *ag);
+
+/* agent_probe.c: the node's capabilities (ag->caps, cuda, nccl, gpus, rdma),
+ * from `WORKER --probe` */
+void agent_probe(agentd *ag);
 
 /* hostid.c */
 void rt_host_id(char *out, size_t len);

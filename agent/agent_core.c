@@ -24,7 +24,6 @@
 #include "agent.h"
 #include "rt_addr.h"
 #include "rt_comm.h"
-#include "rt_kernels.h"
 #include "rt_log.h"
 #include "rt_time.h"
 
@@ -32,15 +31,6 @@
 #define TICK_US 200000
 
 static void schedule_reconnect(agentd *ag, const char *why);
-
-bool agent_send(agentd *ag, rt_jw *w)
-{
-    if (!ag->bev || !ag->welcomed) {
-        rt_jw_free(w);
-        return false;
-    }
-    return rt_frame_push(ag->bev, w) == RT_OK;
-}
 
 /* STATUS= for systemctl status: the connection state (NULL: unchanged) and
  * the number of running workers, which on_tick keeps current. */
@@ -58,25 +48,21 @@ static void send_hello(agentd *ag)
     rt_jw w;
     rt_jw_init(&w);
     rt_jw_obj(&w);
-    rt_jw_kstr(&w, "type", "hello");
-    rt_jw_kstr(&w, "token", ag->token);
-    rt_jw_kstr(&w, "host_id", ag->host_id);
-    rt_jw_kstr(&w, "name", ag->name);
-    rt_jw_kstr(&w, "hostname", ag->hostname);
-    rt_jw_kint(&w, "slots", ag->slots);
-    rt_jw_kstr(&w, "address", ag->data_addr);
-    rt_jw_kstr(&w, "version", RT_VERSION);
-    rt_jw_key(&w, "caps");
-    rt_jw_obj(&w);
-    rt_jw_kbool(&w, "cuda", ag->cuda);
-    rt_jw_kbool(&w, "nccl", ag->nccl);
-    rt_jw_kbool(&w, "rdma", ag->rdma);
-    rt_jw_kint(&w, "gpus", ag->gpus);
-    rt_jw_obj_end(&w);
-    rt_jw_key(&w, "running");
+    rt_jw_kstr(&w, RT_F_TYPE, rt_msg_name(RT_MSG_HELLO));
+    rt_jw_kstr(&w, RT_F_TOKEN, ag->token);
+    rt_jw_kstr(&w, RT_F_HOST_ID, ag->host_id);
+    rt_jw_kstr(&w, RT_F_NAME, ag->name);
+    rt_jw_kstr(&w, RT_F_HOSTNAME, ag->hostname);
+    rt_jw_kint(&w, RT_F_SLOTS, ag->slots);
+    rt_jw_kstr(&w, RT_F_ADDRESS, ag->data_addr);
+    rt_jw_kint(&w, RT_F_PROTO, RT_PROTO_VERSION);
+    rt_jw_kstr(&w, RT_F_VERSION, RT_VERSION);
+    rt_jw_key(&w, RT_F_CAPS);
+    rt_jw_raw(&w, ag->caps);
+    rt_jw_key(&w, RT_F_RUNNING);
     proc_running_json(ag, &w);
-    rt_jw_key(&w, "exited");
-    rt_jw_raw(&w, ag->exited_backlog ? ag->exited_backlog : "[]");
+    rt_jw_key(&w, RT_F_EXITED);
+    agent_backlog_json(ag, &w);
     rt_jw_obj_end(&w);
     rt_frame_push(ag->bev, &w);
 }
@@ -84,48 +70,64 @@ static void send_hello(agentd *ag)
 static void on_welcome(agentd *ag, const rt_json *m)
 {
     int64_t hb = 2000;
-    rt_json_get_int(m, "heartbeat_ms", &hb);
+    rt_json_get_int(m, RT_F_HEARTBEAT_MS, &hb);
     ag->heartbeat_ms = hb < 10 ? 10 : hb;
     ag->welcomed = true;
     ag->backoff_us = 0;
     ag->attempts = 0;
-    free(ag->exited_backlog); /* the hello carried them */
-    ag->exited_backlog = NULL;
+    agent_backlog_clear(ag); /* the hello carried them */
     struct timeval tv = {ag->heartbeat_ms / 1000, (ag->heartbeat_ms % 1000) * 1000};
     event_add(ag->heartbeat, &tv);
     RT_INFO("agent", "registered with the coordinator at %s:%d as %s", ag->coord_host,
-            ag->coord_port, rt_json_str(rt_json_get(m, "agent"), "?"));
+            ag->coord_port, rt_json_str(rt_json_get(m, RT_F_AGENT), "?"));
     char st[300];
     snprintf(st, sizeof st, "connected to %s:%d", ag->coord_host, ag->coord_port);
     status(ag, st);
 }
 
-static void dispatch(agentd *ag, const rt_json *m)
+static void on_refused(agentd *ag, const rt_json *m)
 {
-    const char *type = rt_json_get_str(m, "type");
-    int64_t job = 0, att = 0, req = 0;
-    if (strcmp(type, "welcome") == 0) {
-        on_welcome(ag, m);
-    } else if (strcmp(type, "error") == 0) {
-        RT_ERROR("agent", "the coordinator refused this agent: %s",
-                 rt_json_str(rt_json_get(m, "reason"), "?"));
-    } else if (!ag->welcomed) {
-        RT_WARN("agent", "'%s' from the coordinator before welcome: ignored", type);
-    } else if (strcmp(type, "prepare") == 0) {
-        proc_prepare(ag, m);
-    } else if (strcmp(type, "start") == 0) {
-        proc_start(ag, m);
-    } else if (strcmp(type, "abort") == 0) {
-        if (rt_json_get_int(m, "job", &job) && rt_json_get_int(m, "attempt", &att))
-            proc_abort(ag, job, att, rt_json_str(rt_json_get(m, "reason"), "aborted"));
-    } else if (strcmp(type, "logs") == 0) {
-        logs_request(ag, m);
-    } else if (strcmp(type, "logs_cancel") == 0) {
-        if (rt_json_get_int(m, "req", &req))
-            logs_cancel(ag, req);
-    } else {
-        RT_WARN("agent", "unknown message '%s' from the coordinator: ignored", type);
+    (void)ag;
+    RT_ERROR("agent", "the coordinator refused this agent: %s",
+             rt_json_str(rt_json_get(m, RT_F_REASON), "?"));
+}
+
+static void on_abort(agentd *ag, const rt_json *m)
+{
+    int64_t job = 0, att = 0;
+    rt_json_get_int(m, RT_F_JOB, &job);
+    rt_json_get_int(m, RT_F_ATTEMPT, &att);
+    proc_abort(ag, job, att, rt_json_get_str(m, RT_F_REASON));
+}
+
+static void on_log_close(agentd *ag, const rt_json *m)
+{
+    int64_t req = 0;
+    rt_json_get_int(m, RT_F_REQ, &req);
+    logs_cancel(ag, req);
+}
+
+const agent_handler agent_handlers[RT_MSG_COUNT] = {
+    [RT_MSG_WELCOME] = on_welcome,     [RT_MSG_ERROR] = on_refused,
+    [RT_MSG_PREPARE] = proc_prepare,   [RT_MSG_START] = proc_start,
+    [RT_MSG_ABORT] = on_abort,         [RT_MSG_LOG_OPEN] = logs_request,
+    [RT_MSG_LOG_CLOSE] = on_log_close,
+};
+
+/* A frame from the coordinator; false when it breaks the protocol (the
+ * connection is then dropped and made again). */
+static bool dispatch(agentd *ag, const rt_json *m, char *err)
+{
+    rt_msg t = rt_msg_check(m, RT_TO_AGENT, err);
+    if (t == RT_MSG_COUNT)
+        return false;
+    if (!ag->welcomed && t != RT_MSG_WELCOME && t != RT_MSG_ERROR) {
+        RT_WARN("agent", "'%s' from the coordinator before welcome: ignored", rt_msg_name(t));
+        return true;
     }
+    RT_TRACE("agent", "<- %s", rt_msg_name(t));
+    agent_handlers[t](ag, m);
+    return true;
 }
 
 static void on_read(struct bufferevent *bev, void *arg)
@@ -138,11 +140,11 @@ static void on_read(struct bufferevent *bev, void *arg)
         int r = rt_frame_pull(in, &m, err);
         if (r == 0)
             return;
-        if (r < 0) {
+        if (r < 0 || !dispatch(ag, m, err)) {
+            rt_json_free(m);
             schedule_reconnect(ag, err);
             return;
         }
-        dispatch(ag, m);
         rt_json_free(m);
         if (!ag->bev)
             return;
@@ -256,8 +258,8 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
     rt_jw w;
     rt_jw_init(&w);
     rt_jw_obj(&w);
-    rt_jw_kstr(&w, "type", "heartbeat");
-    rt_jw_kint(&w, "workers", proc_live(ag));
+    rt_jw_kstr(&w, RT_F_TYPE, rt_msg_name(RT_MSG_HEARTBEAT));
+    rt_jw_kint(&w, RT_F_WORKERS, proc_live(ag));
     rt_jw_obj_end(&w);
     agent_send(ag, &w);
     struct timeval tv = {ag->heartbeat_ms / 1000, (ag->heartbeat_ms % 1000) * 1000};
@@ -287,8 +289,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         rt_jw w;
         rt_jw_init(&w);
         rt_jw_obj(&w);
-        rt_jw_kstr(&w, "type", "bye");
-        rt_jw_kstr(&w, "reason", "the agent is stopping");
+        rt_jw_kstr(&w, RT_F_TYPE, rt_msg_name(RT_MSG_BYE));
+        rt_jw_kstr(&w, RT_F_REASON, "the agent is stopping");
         rt_jw_obj_end(&w);
         agent_send(ag, &w);
         ag->bye_deadline_ns = now + 2000000000LL;
@@ -345,14 +347,20 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
     snprintf(ag->name, sizeof ag->name, "%s", cfg->name && *cfg->name ? cfg->name : ag->hostname);
     if (cfg->data_address && *cfg->data_address)
         snprintf(ag->data_addr, sizeof ag->data_addr, "%s", cfg->data_address);
-    char nm[128];
-    ag->cuda = rt_cuda_available();
-    ag->gpus = ag->cuda ? rt_cuda_device_count_visible() : 0;
-    ag->nccl = rt_nccl_available();
-    ag->rdma = rt_rdma_available();
+    /* the worker program: configured, or beside this one */
+    if (cfg->worker && *cfg->worker) {
+        snprintf(ag->worker_exe, sizeof ag->worker_exe, "%s", cfg->worker);
+    } else {
+        char self[900];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        self[n > 0 ? n : 0] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash)
+            *slash = '\0';
+        snprintf(ag->worker_exe, sizeof ag->worker_exe, "%s/ringtrain-worker", slash ? self : ".");
+    }
+    agent_probe(ag);
     ag->slots = cfg->slots > 0 ? (int)cfg->slots : (ag->gpus > 0 ? ag->gpus : 1);
-    ssize_t n = readlink("/proc/self/exe", ag->self_exe, sizeof ag->self_exe - 1);
-    ag->self_exe[n > 0 ? n : 0] = '\0';
     ag->base = event_base_new();
     ag->reconnect = evtimer_new(ag->base, connect_now, ag);
     ag->heartbeat = evtimer_new(ag->base, on_heartbeat, ag);
@@ -366,9 +374,9 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
     event_add(ag->sigint, NULL);
     event_add(ag->sigchld, NULL);
     signal(SIGPIPE, SIG_IGN);
-    RT_INFO("agent", "agent %s/%s: %d slot%s%s%s, coordinator %s:%d", ag->host_id, ag->name,
-            ag->slots, ag->slots == 1 ? "" : "s", ag->cuda ? ", GPU " : "",
-            ag->cuda ? rt_cuda_device_name(nm, sizeof nm) : "", ag->coord_host, ag->coord_port);
+    RT_INFO("agent", "ringtrain %s agent %s/%s: %d slot%s, %d GPU%s, coordinator %s:%d; node: %s",
+            RT_VERSION, ag->host_id, ag->name, ag->slots, ag->slots == 1 ? "" : "s", ag->gpus,
+            ag->gpus == 1 ? "" : "s", ag->coord_host, ag->coord_port, ag->caps);
     *out = ag;
     return RT_OK;
 }
@@ -404,5 +412,6 @@ void agent_destroy(agentd *ag)
     if (ag->ssl)
         SSL_CTX_free(ag->ssl);
     free(ag->exited_backlog);
+    free(ag->caps);
     free(ag);
 }

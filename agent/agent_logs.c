@@ -116,14 +116,14 @@ static void send_chunk(agentd *ag, log_req *r, const char *data, size_t n, bool 
     rt_jw jw;
     rt_jw_init(&jw);
     rt_jw_obj(&jw);
-    rt_jw_kstr(&jw, "type", "logs");
-    rt_jw_kint(&jw, "req", r->req);
-    rt_jw_kint(&jw, "rank", r->rank);
+    rt_jw_kstr(&jw, RT_F_TYPE, rt_msg_name(RT_MSG_LOG_DATA));
+    rt_jw_kint(&jw, RT_F_REQ, r->req);
+    rt_jw_kint(&jw, RT_F_RANK, r->rank);
     if (n)
-        rt_jw_key(&jw, "data"), rt_jw_strn(&jw, data, n);
+        rt_jw_key(&jw, RT_F_DATA), rt_jw_strn(&jw, data, n);
     if (error)
-        rt_jw_kstr(&jw, "error", error);
-    rt_jw_kbool(&jw, "eof", eof);
+        rt_jw_kstr(&jw, RT_F_ERROR, error);
+    rt_jw_kbool(&jw, RT_F_EOF, eof);
     rt_jw_obj_end(&jw);
     agent_send(ag, &jw);
 }
@@ -146,13 +146,13 @@ void logs_request(agentd *ag, const rt_json *m)
     if (!r)
         return;
     int64_t rank = 0;
-    rt_json_get_int(m, "req", &r->req);
-    rt_json_get_int(m, "job", &r->job);
-    rt_json_get_int(m, "attempt", &r->attempt);
-    rt_json_get_int(m, "rank", &rank);
+    rt_json_get_int(m, RT_F_REQ, &r->req);
+    rt_json_get_int(m, RT_F_JOB, &r->job);
+    rt_json_get_int(m, RT_F_ATTEMPT, &r->attempt);
+    rt_json_get_int(m, RT_F_RANK, &rank);
     r->rank = (int)rank;
-    r->follow = rt_json_bool(rt_json_get(m, "follow"), false);
-    r->prefix = rt_json_bool(rt_json_get(m, "prefix"), false);
+    r->follow = rt_json_bool(rt_json_get(m, RT_F_FOLLOW), false);
+    r->prefix = rt_json_bool(rt_json_get(m, RT_F_PREFIX), false);
     log_path(ag, r->job, r->attempt, r->rank, r->path, sizeof r->path);
     /* from the oldest rotated file kept, so that a stream shows all there is */
     r->fd = -1;

@@ -84,10 +84,10 @@ void proc_running_json(agentd *ag, rt_jw *jw)
     for (worker *w = ag->workers; w; w = w->next)
         if (w->started && !w->reaped) {
             rt_jw_obj(jw);
-            rt_jw_kint(jw, "job", w->job);
-            rt_jw_kint(jw, "attempt", w->attempt);
-            rt_jw_kint(jw, "rank", w->rank);
-            rt_jw_kint(jw, "pid", w->pid);
+            rt_jw_kint(jw, RT_F_JOB, w->job);
+            rt_jw_kint(jw, RT_F_ATTEMPT, w->attempt);
+            rt_jw_kint(jw, RT_F_RANK, w->rank);
+            rt_jw_kint(jw, RT_F_PID, w->pid);
             rt_jw_obj_end(jw);
         }
     rt_jw_arr_end(jw);
@@ -117,39 +117,18 @@ static void report_exit(agentd *ag, worker *w)
     rt_jw jw;
     rt_jw_init(&jw);
     rt_jw_obj(&jw);
-    rt_jw_kstr(&jw, "type", "exited");
-    rt_jw_kint(&jw, "job", w->job);
-    rt_jw_kint(&jw, "attempt", w->attempt);
-    rt_jw_kint(&jw, "rank", w->rank);
-    rt_jw_kint(&jw, "code", w->code);
-    rt_jw_kint(&jw, "signal", w->sig);
-    rt_jw_key(&jw, "tail");
+    rt_jw_kstr(&jw, RT_F_TYPE, rt_msg_name(RT_MSG_EXITED));
+    rt_jw_kint(&jw, RT_F_JOB, w->job);
+    rt_jw_kint(&jw, RT_F_ATTEMPT, w->attempt);
+    rt_jw_kint(&jw, RT_F_RANK, w->rank);
+    rt_jw_kint(&jw, RT_F_CODE, w->code);
+    rt_jw_kint(&jw, RT_F_SIGNAL, w->sig);
+    rt_jw_key(&jw, RT_F_TAIL);
     log_tail_json(w, &jw);
     rt_jw_obj_end(&jw);
     RT_INFO("agent", "job %lld attempt %lld: %.*s", (long long)w->job, (long long)w->attempt,
             (int)strlen(line) - 9, line + 8); /* without "[agent] " and the newline */
-    if (ag->welcomed) {
-        agent_send(ag, &jw);
-        return;
-    }
-    /* the coordinator is away: keep the exit for the next hello */
-    char *item = rt_jw_take(&jw, NULL);
-    if (!item)
-        return;
-    size_t old = ag->exited_backlog ? strlen(ag->exited_backlog) : 0;
-    char *b = realloc(ag->exited_backlog, old + strlen(item) + 3);
-    if (b) {
-        if (old == 0)
-            snprintf(b, strlen(item) + 3, "[%s]", item);
-        else {
-            b[old - 1] = ',';
-            memcpy(b + old, item, strlen(item));
-            b[old + strlen(item)] = ']';
-            b[old + strlen(item) + 1] = '\0';
-        }
-        ag->exited_backlog = b;
-    }
-    free(item);
+    agent_send_exit(ag, &jw); /* kept for the next hello while the coordinator is away */
 }
 
 /* ---- prepare -------------------------------------------------------------------- */
@@ -157,24 +136,24 @@ static void report_exit(agentd *ag, worker *w)
 void proc_prepare(agentd *ag, const rt_json *m)
 {
     int64_t job = 0, attempt = 0, size = 0;
-    rt_json_get_int(m, "job", &job);
-    rt_json_get_int(m, "attempt", &attempt);
-    rt_json_get_int(m, "size", &size);
-    const rt_json *ranks = rt_json_get(m, "ranks");
+    rt_json_get_int(m, RT_F_JOB, &job);
+    rt_json_get_int(m, RT_F_ATTEMPT, &attempt);
+    rt_json_get_int(m, RT_F_SIZE, &size);
+    const rt_json *ranks = rt_json_get(m, RT_F_RANKS);
     rt_jw jw;
     rt_jw_init(&jw);
     rt_jw_obj(&jw);
-    rt_jw_kstr(&jw, "type", "prepared");
-    rt_jw_kint(&jw, "job", job);
-    rt_jw_kint(&jw, "attempt", attempt);
-    rt_jw_key(&jw, "ranks");
+    rt_jw_kstr(&jw, RT_F_TYPE, rt_msg_name(RT_MSG_PREPARED));
+    rt_jw_kint(&jw, RT_F_JOB, job);
+    rt_jw_kint(&jw, RT_F_ATTEMPT, attempt);
+    rt_jw_key(&jw, RT_F_RANKS);
     rt_jw_arr(&jw);
     char err[RT_ERR_LEN] = "";
     rt_status st = RT_OK;
     for (size_t i = 0; i < rt_json_len(ranks) && st == RT_OK; i++) {
         const rt_json *r = rt_json_at(ranks, i);
         int64_t rank = -1, v;
-        rt_json_get_int(r, "rank", &rank);
+        rt_json_get_int(r, RT_F_RANK, &rank);
         worker *w = find(ag, job, attempt, (int)rank);
         if (!w) {
             w = calloc(1, sizeof *w);
@@ -188,10 +167,10 @@ void proc_prepare(agentd *ag, const rt_json *m)
             w->rank = (int)rank;
             w->size = (int)size;
             w->out_fd = w->ctl_fd = w->listen_fd = -1;
-            w->local_rank = rt_json_get_int(r, "local_rank", &v) ? (int)v : 0;
-            w->local_size = rt_json_get_int(r, "local_size", &v) ? (int)v : 1;
-            w->cross_rank = rt_json_get_int(r, "cross_rank", &v) ? (int)v : 0;
-            w->cross_size = rt_json_get_int(r, "cross_size", &v) ? (int)v : 1;
+            w->local_rank = rt_json_get_int(r, RT_F_LOCAL_RANK, &v) ? (int)v : 0;
+            w->local_size = rt_json_get_int(r, RT_F_LOCAL_SIZE, &v) ? (int)v : 1;
+            w->cross_rank = rt_json_get_int(r, RT_F_CROSS_RANK, &v) ? (int)v : 0;
+            w->cross_size = rt_json_get_int(r, RT_F_CROSS_SIZE, &v) ? (int)v : 1;
             char *addr = NULL;
             st = rt_listen_tcp(ag->data_addr, 0, &w->listen_fd, &addr, err);
             if (st != RT_OK) {
@@ -204,13 +183,13 @@ void proc_prepare(agentd *ag, const rt_json *m)
             ag->workers = w;
         }
         rt_jw_obj(&jw);
-        rt_jw_kint(&jw, "rank", w->rank);
-        rt_jw_kstr(&jw, "addr", w->addr);
+        rt_jw_kint(&jw, RT_F_RANK, w->rank);
+        rt_jw_kstr(&jw, RT_F_ADDR, w->addr);
         rt_jw_obj_end(&jw);
     }
     rt_jw_arr_end(&jw);
     if (st != RT_OK) {
-        rt_jw_kstr(&jw, "error", err);
+        rt_jw_kstr(&jw, RT_F_ERROR, err);
         proc_abort(ag, job, attempt, err);
     }
     rt_jw_obj_end(&jw);
@@ -256,11 +235,11 @@ static void on_control(evutil_socket_t fd, short what, void *arg)
             rt_jw jw;
             rt_jw_init(&jw);
             rt_jw_obj(&jw);
-            rt_jw_kstr(&jw, "type", "progress");
-            rt_jw_kint(&jw, "job", w->job);
-            rt_jw_kint(&jw, "attempt", w->attempt);
-            rt_jw_kint(&jw, "rank", w->rank);
-            rt_jw_key(&jw, "data");
+            rt_jw_kstr(&jw, RT_F_TYPE, rt_msg_name(RT_MSG_PROGRESS));
+            rt_jw_kint(&jw, RT_F_JOB, w->job);
+            rt_jw_kint(&jw, RT_F_ATTEMPT, w->attempt);
+            rt_jw_kint(&jw, RT_F_RANK, w->rank);
+            rt_jw_key(&jw, RT_F_DATA);
             rt_jw_value(&jw, data);
             rt_jw_obj_end(&jw);
             agent_send(w->ag, &jw);
@@ -336,15 +315,16 @@ static rt_status write_rendezvous(worker *w, const rt_json *m, const char *path,
     rt_jw jw;
     rt_jw_init(&jw);
     rt_jw_obj(&jw);
-    rt_jw_kint(&jw, "job", w->job);
-    rt_jw_kint(&jw, "attempt", w->attempt);
-    rt_jw_kint(&jw, "rank", w->rank);
-    rt_jw_kint(&jw, "size", w->size);
-    rt_jw_kint(&jw, "local_rank", w->local_rank);
-    rt_jw_kint(&jw, "local_size", w->local_size);
-    rt_jw_kint(&jw, "cross_rank", w->cross_rank);
-    rt_jw_kint(&jw, "cross_size", w->cross_size);
-    const char *copy[] = {"peers", "key", "transport", "sockets", "collective_timeout_ms", "encrypt"};
+    rt_jw_kint(&jw, RT_F_JOB, w->job);
+    rt_jw_kint(&jw, RT_F_ATTEMPT, w->attempt);
+    rt_jw_kint(&jw, RT_F_RANK, w->rank);
+    rt_jw_kint(&jw, RT_F_SIZE, w->size);
+    rt_jw_kint(&jw, RT_F_LOCAL_RANK, w->local_rank);
+    rt_jw_kint(&jw, RT_F_LOCAL_SIZE, w->local_size);
+    rt_jw_kint(&jw, RT_F_CROSS_RANK, w->cross_rank);
+    rt_jw_kint(&jw, RT_F_CROSS_SIZE, w->cross_size);
+    const char *copy[] = {RT_F_PEERS,   RT_F_KEY, RT_F_TRANSPORT, RT_F_SOCKETS, RT_F_COLLECTIVE_TIMEOUT_MS,
+                          RT_F_ENCRYPT};
     for (size_t i = 0; i < RT_ARRAY_LEN(copy); i++) {
         rt_jw_key(&jw, copy[i]);
         rt_jw_value(&jw, rt_json_get(m, copy[i]));
@@ -362,7 +342,7 @@ static rt_status write_rendezvous(worker *w, const rt_json *m, const char *path,
 
 static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
 {
-    const char *type = rt_json_str(rt_json_get(m, "job_type"), "exec");
+    const char *type = rt_json_str(rt_json_get(m, RT_F_JOB_TYPE), "exec");
     snprintf(w->workdir, sizeof w->workdir, "%s/job-%lld", ag->cfg.work_dir, (long long)w->job);
     rt_status st = rt_mkdirs(w->workdir, err);
     if (st != RT_OK)
@@ -375,14 +355,14 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
     /* like horovodrun: an exec job runs in the submitter's folder where this
      * node has it, else in the job's work folder */
     char cwd[4096] = "";
-    const char *jcwd = rt_json_get_str(m, "cwd");
+    const char *jcwd = rt_json_get_str(m, RT_F_CWD);
     struct stat sb;
     if (jcwd && jcwd[0] == '/' && strlen(jcwd) < sizeof cwd && stat(jcwd, &sb) == 0 &&
         S_ISDIR(sb.st_mode))
         snprintf(cwd, sizeof cwd, "%s", jcwd);
     if (strcmp(type, "train") == 0) {
         snprintf(cfgpath, sizeof cfgpath, "%s/job.ini", w->workdir);
-        const char *cfg = rt_json_str(rt_json_get(m, "config"), "");
+        const char *cfg = rt_json_str(rt_json_get(m, RT_F_CONFIG), "");
         FILE *f = fopen(cfgpath, "w");
         if (!f || fputs(cfg, f) < 0) {
             if (f)
@@ -390,11 +370,10 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
             return rt_err(err, RT_ERR_IO, "cannot write %s", cfgpath);
         }
         fclose(f);
-        strv_add(&argv, strdup(ag->self_exe));
-        strv_add(&argv, strdup("worker"));
+        strv_add(&argv, strdup(ag->worker_exe));
         strv_add(&argv, strdup(cfgpath));
     } else {
-        const rt_json *a = rt_json_get(m, "argv");
+        const rt_json *a = rt_json_get(m, RT_F_ARGV);
         for (size_t i = 0; i < rt_json_len(a); i++)
             strv_add(&argv, strdup(rt_json_str(rt_json_at(a, i), "")));
     }
@@ -403,22 +382,22 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
     for (char **e = environ; *e; e++)
         if (inherit(*e))
             strv_add(&env, strdup(*e));
-    const rt_json *jenv = rt_json_get(m, "env");
+    const rt_json *jenv = rt_json_get(m, RT_F_ENV);
     for (size_t i = 0; i < rt_json_len(jenv); i++)
         strv_add(&env, fmt("%s=%s", rt_json_key_at(jenv, i),
                            rt_json_str(rt_json_value_at(jenv, i), "")));
-    strv_add(&env, fmt("RT_JOB_ID=%lld", (long long)w->job));
-    strv_add(&env, fmt("RT_ATTEMPT=%lld", (long long)w->attempt));
-    strv_add(&env, fmt("RT_RANK=%d", w->rank));
-    strv_add(&env, fmt("RT_SIZE=%d", w->size));
-    strv_add(&env, fmt("RT_LOCAL_RANK=%d", w->local_rank));
-    strv_add(&env, fmt("RT_LOCAL_SIZE=%d", w->local_size));
-    strv_add(&env, fmt("RT_CROSS_RANK=%d", w->cross_rank));
-    strv_add(&env, fmt("RT_CROSS_SIZE=%d", w->cross_size));
-    strv_add(&env, fmt("RT_RENDEZVOUS_FILE=%s", rdv));
-    strv_add(&env, fmt("RT_LISTEN_FD=3"));
-    strv_add(&env, fmt("RT_CONTROL_FD=4"));
-    strv_add(&env, fmt("RT_WORK_DIR=%s", w->workdir));
+    strv_add(&env, fmt("%s=%lld", RT_ENV_JOB_ID, (long long)w->job));
+    strv_add(&env, fmt("%s=%lld", RT_ENV_ATTEMPT, (long long)w->attempt));
+    strv_add(&env, fmt("%s=%d", RT_ENV_RANK, w->rank));
+    strv_add(&env, fmt("%s=%d", RT_ENV_SIZE, w->size));
+    strv_add(&env, fmt("%s=%d", RT_ENV_LOCAL_RANK, w->local_rank));
+    strv_add(&env, fmt("%s=%d", RT_ENV_LOCAL_SIZE, w->local_size));
+    strv_add(&env, fmt("%s=%d", RT_ENV_CROSS_RANK, w->cross_rank));
+    strv_add(&env, fmt("%s=%d", RT_ENV_CROSS_SIZE, w->cross_size));
+    strv_add(&env, fmt("%s=%s", RT_ENV_RENDEZVOUS_FILE, rdv));
+    strv_add(&env, fmt("%s=%d", RT_ENV_LISTEN_FD, RT_LISTEN_FD_NUM));
+    strv_add(&env, fmt("%s=%d", RT_ENV_CONTROL_FD, RT_CONTROL_FD_NUM));
+    strv_add(&env, fmt("%s=%s", RT_ENV_WORK_DIR, w->workdir));
     if ((st = log_open(w, err)) != RT_OK) {
         strv_free(&argv);
         strv_free(&env);
@@ -451,9 +430,9 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
         dup2(devnull, 0);
         dup2(o, 1);
         dup2(o, 2);
-        dup2(l, 3);
-        dup2(c, 4);
-        close_range(5, ~0U, 0);
+        dup2(l, RT_LISTEN_FD_NUM);
+        dup2(c, RT_CONTROL_FD_NUM);
+        close_range(RT_CONTROL_FD_NUM + 1, ~0U, 0);
         if ((!cwd[0] || chdir(cwd) != 0) && chdir(w->workdir) != 0)
             _exit(126);
         sigset_t none;
@@ -499,8 +478,8 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
 void proc_start(agentd *ag, const rt_json *m)
 {
     int64_t job = 0, attempt = 0;
-    rt_json_get_int(m, "job", &job);
-    rt_json_get_int(m, "attempt", &attempt);
+    rt_json_get_int(m, RT_F_JOB, &job);
+    rt_json_get_int(m, RT_F_ATTEMPT, &attempt);
     for (worker *w = ag->workers; w; w = w->next) {
         if (w->job != job || w->attempt != attempt || w->started || w->reported)
             continue;
@@ -519,11 +498,11 @@ void proc_start(agentd *ag, const rt_json *m)
         rt_jw jw;
         rt_jw_init(&jw);
         rt_jw_obj(&jw);
-        rt_jw_kstr(&jw, "type", "started");
-        rt_jw_kint(&jw, "job", job);
-        rt_jw_kint(&jw, "attempt", attempt);
-        rt_jw_kint(&jw, "rank", w->rank);
-        rt_jw_kint(&jw, "pid", w->pid);
+        rt_jw_kstr(&jw, RT_F_TYPE, rt_msg_name(RT_MSG_STARTED));
+        rt_jw_kint(&jw, RT_F_JOB, job);
+        rt_jw_kint(&jw, RT_F_ATTEMPT, attempt);
+        rt_jw_kint(&jw, RT_F_RANK, w->rank);
+        rt_jw_kint(&jw, RT_F_PID, w->pid);
         rt_jw_obj_end(&jw);
         agent_send(ag, &jw);
         RT_INFO("agent", "job %lld attempt %lld: rank %d started (pid %d)", (long long)job,

@@ -7,6 +7,7 @@
  * for a signal).  Following a training job shows a live progress line on a
  * terminal (epoch, step, rate, ETA, latest metrics) and plain lines
  * otherwise.  Ctrl-C while following cancels the job. */
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,14 +232,26 @@ int cli_submit_and_follow(const cli_conn *c, const char *body, bool do_follow, b
 
 static const char *const TRANSPORTS[] = {"tcp", "rdma", "nccl", "auto"};
 
+/* Who submits: the login name of this process's user. */
+static const char *submitter(void)
+{
+    const struct passwd *pw = getpwuid(getuid());
+    if (pw && pw->pw_name)
+        return pw->pw_name;
+    const char *u = getenv("USER");
+    return u && *u ? u : "?";
+}
+
 static void job_fields(rt_jw *w, const rt_job_cfg *j)
 {
+    rt_jw_kstr(w, "user", submitter());
     rt_jw_kstr(w, "type", j->type == RT_JOB_EXEC ? "exec" : "train");
     rt_jw_kstr(w, "name", j->name);
     rt_jw_kint(w, "np", j->np);
     rt_jw_kint(w, "min_np", j->min_np);
     rt_jw_kint(w, "max_restarts", j->max_restarts);
-    rt_jw_kint(w, "start_timeout_ms", j->start_timeout_us / 1000);
+    rt_jw_kint(w, "priority", j->priority);
+    rt_jw_kint(w, "queue_timeout_ms", j->queue_timeout_us / 1000);
     rt_jw_kint(w, "deadline_ms", j->deadline_us / 1000);
     rt_jw_kstr(w, "transport", TRANSPORTS[j->transport]);
     rt_jw_kint(w, "sockets", j->sockets);
@@ -337,7 +350,8 @@ int cli_job_body_from_exec(int argc, char **argv, char **body)
                {"--min-np", "job.min_np"},
                {"--transport", "job.transport"},
                {"--sockets", "job.sockets"},
-               {"--start-timeout", "job.start_timeout"},
+               {"--priority", "job.priority"},
+               {"--queue-timeout", "job.queue_timeout"},
                {"--deadline", "job.deadline"},
                {"--collective-timeout", "job.collective_timeout"}};
     bool bad = false;

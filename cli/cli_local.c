@@ -176,8 +176,7 @@ int cli_local(int argc, char **argv, bool is_exec)
     snprintf(text, sizeof text,
              "[coordinator]\nlisten = 127.0.0.1:%d\nhttp_listen = 127.0.0.1:%d\n"
              "cert = coordinator.crt\nkey = coordinator.key\ntoken_file = token\n"
-             "state_db = state.db\nheartbeat_interval = 1s\nheartbeat_timeout = 10s\n"
-             "[jobs]\ndefault_start_timeout = 1m\n",
+             "state_db = state.db\nheartbeat_interval = 1s\nheartbeat_timeout = 10s\n",
              cport, hport);
     bool ok = write_file(ccfg, text);
     snprintf(acfg, sizeof acfg, "%s/agent.conf", dir);

@@ -149,20 +149,24 @@ int rt_frame_pull(struct evbuffer *in, rt_json **out, char *err)
     return 1;
 }
 
+rt_status rt_frame_push_text(struct bufferevent *bev, const char *text, size_t len)
+{
+    if (len > RT_FRAME_MAX)
+        return RT_ERR_INVALID;
+    unsigned char h[4] = {(unsigned char)len, (unsigned char)(len >> 8),
+                          (unsigned char)(len >> 16), (unsigned char)(len >> 24)};
+    struct evbuffer *out = bufferevent_get_output(bev);
+    int r = evbuffer_add(out, h, 4) | evbuffer_add(out, text, len);
+    return r == 0 ? RT_OK : RT_ERR_NOMEM;
+}
+
 rt_status rt_frame_push(struct bufferevent *bev, rt_jw *w)
 {
     size_t len;
     char *text = rt_jw_take(w, &len);
     if (!text)
         return RT_ERR_NOMEM;
-    if (len > RT_FRAME_MAX) {
-        free(text);
-        return RT_ERR_INVALID;
-    }
-    unsigned char h[4] = {(unsigned char)len, (unsigned char)(len >> 8),
-                          (unsigned char)(len >> 16), (unsigned char)(len >> 24)};
-    struct evbuffer *out = bufferevent_get_output(bev);
-    int r = evbuffer_add(out, h, 4) | evbuffer_add(out, text, len);
+    rt_status st = rt_frame_push_text(bev, text, len);
     free(text);
-    return r == 0 ? RT_OK : RT_ERR_NOMEM;
+    return st;
 }

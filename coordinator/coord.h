@@ -1,11 +1,12 @@
-/* coord.h — private to coordinator/: the coordinator's in-memory model and
- * the functions its files share.
+/* coord.h — private to coordinator/: the coordinator daemon around the
+ * scheduler (scheduler.h), and the functions its files share.
  *
- *   coord_core.c   event loop, the agents' control channel, messages
- *   coord_sched.c  placement (Horovod host-by-host), gang start, job life
- *                  cycle, failures, restarts, deadlines
- *   coord_db.c     SQLite state: every change is written before it is acted
- *                  on, so a restart loses nothing
+ *   sched*.c       the model and every decision (no I/O)
+ *   coord_core.c   event loop, the agents' control connections, one
+ *                  handler per protocol message, performing the
+ *                  scheduler's actions
+ *   coord_db.c     SQLite: the only file that speaks SQL; every change is
+ *                  committed before anyone is told of it
  *   coord_http.c   HTTP API, /metrics, dashboard, log streaming
  *
  * Everything runs on one libevent thread. */
@@ -23,78 +24,24 @@
 
 #include "rt_json.h"
 #include "rt_net.h"
+#include "rt_proto.h"
 #include "rt_schemas.h"
+#include "scheduler.h"
 
 typedef struct coord coord;
-typedef struct agent agent;
-typedef struct job job;
-
-typedef struct agent {
-    coord *co;
-    struct bufferevent *bev; /* NULL while disconnected */
-    bool authed;
-    char key[200];           /* host_id/name: unique */
-    char host_id[80], name[80], hostname[256], addr[96];
-    int slots, used;
-    bool cuda, nccl, rdma;
-    int gpus;
-    int64_t last_seen_ns;
-    bool up;
-    char peer[96];           /* remote address of the connection */
-    agent *next;
-} agent;
-
-enum job_state {
-    JOB_QUEUED,
-    JOB_STARTING,
-    JOB_RUNNING,
-    JOB_RESTARTING,
-    JOB_SUCCEEDED,
-    JOB_FAILED,
-    JOB_CANCELLED,
-};
-const char *job_state_name(int state);
-bool job_state_terminal(int state);
-
-enum rank_state { RS_NONE, RS_PREPARING, RS_PREPARED, RS_STARTING, RS_RUNNING, RS_EXITED };
-
-typedef struct rank_slot {
-    agent *ag;
-    char agent_key[200], host_id[80], hostname[256];
-    int local_rank, local_size, cross_rank, cross_size;
-    char addr[96];
-    int64_t pid;
-    int state;
-    int exit_code, exit_signal;
-} rank_slot;
-
-typedef struct job {
-    int64_t id;
-    char name[128];
-    int type;        /* RT_JOB_TRAIN / RT_JOB_EXEC */
-    char *spec;      /* the submission as JSON text (kept and stored) */
-    rt_json *specj;  /* parsed */
-    int np, min_np, cur_np;
-    int state;
-    char reason[1024];
-    char last_failure[700]; /* why the last attempt failed (kept through a restart) */
-    int attempt, restarts, max_restarts;
-    int64_t start_timeout_us, deadline_us;
-    double created, started, finished; /* unix seconds */
-    int64_t queued_ns, attempt_ns, prepare_deadline_ns;
-    uint8_t key[32]; /* data-plane secret of the current attempt */
-    rank_slot *ranks; /* cur_np of them */
-    int prepared, running, exited_ok;
-    bool have_failure;
-    char *first_failure; /* JSON object */
-    char *progress;      /* latest progress JSON from rank 0 */
-    double steps_per_s;
-    bool reconciling;    /* loaded after a coordinator restart */
-    job *next;
-} job;
-
 typedef struct log_stream log_stream;
 typedef struct closing_conn closing_conn;
+
+/* One control connection; bound to an agent record once its hello passed. */
+typedef struct conn {
+    coord *co;
+    struct bufferevent *bev;
+    sc_agent *ag;             /* NULL until registered */
+    char peer[96];            /* remote address */
+    int64_t hello_deadline_ns; /* absolute: the hello must be in by then */
+    int64_t last_seen_ns;
+    struct conn *next;
+} conn;
 
 struct coord {
     rt_coord_cfg cfg;
@@ -104,13 +51,13 @@ struct coord {
     struct evconnlistener *listener;
     struct evhttp *http;
     sqlite3 *db;
-    agent *agents;
-    job *jobs;
+    sched S;
+    conn *conns;
     struct event *tick, *sigint, *sigterm;
-    int64_t reconcile_until_ns;
     log_stream *streams;
     uint64_t next_stream_id;
     int64_t rejected_connections;
+    int64_t db_errors;
     closing_conn *closing; /* rejected connections still writing their reason */
     bool stopping;
 };
@@ -119,44 +66,46 @@ struct coord {
 rt_status coord_create(const rt_coord_cfg *cfg, coord **out, char *err);
 int coord_run(coord *co);
 void coord_destroy(coord *co);
-rt_status coord_send(agent *a, rt_jw *w); /* consumes w */
-agent *coord_agent_by_key(coord *co, const char *key);
-double coord_unix_now(void);
+sc_clock coord_now(void);
+/* Perform the scheduler's pending actions: every write in one transaction,
+ * then the frames to the agents.  RT_ERR_IO when the writes failed (the
+ * caller must not report success). */
+rt_status coord_flush(coord *co);
+/* Send a frame to a registered agent (consumes w); RT_ERR_IO when it is not
+ * connected. */
+rt_status coord_send(coord *co, const sc_agent *a, rt_jw *w);
 
-/* coord_sched.c */
-void sched_tick(coord *co);
-rt_status sched_submit(coord *co, const char *body, size_t len, int64_t *id, char *err);
-rt_status sched_cancel(coord *co, int64_t id, char *err);
-job *sched_job(coord *co, int64_t id);
-void sched_on_prepared(coord *co, agent *a, const rt_json *msg);
-void sched_on_started(coord *co, agent *a, const rt_json *msg);
-void sched_on_exited(coord *co, agent *a, const rt_json *msg);
-void sched_on_progress(coord *co, agent *a, const rt_json *msg);
-void sched_on_agent_lost(coord *co, agent *a, const char *why);
-void sched_on_agent_hello(coord *co, agent *a, const rt_json *running);
-void job_free(job *j);
+/* The receivers of the messages agents send, indexed by rt_msg (NULL for
+ * the messages a coordinator never receives); test_protocol checks it. */
+typedef void (*coord_handler)(coord *co, conn *c, const rt_json *m);
+extern const coord_handler coord_handlers[RT_MSG_COUNT];
 
 /* coord_db.c */
 rt_status cdb_open(coord *co, const char *path, char *err);
 void cdb_close(coord *co);
-void cdb_event(coord *co, int64_t job_id, const char *kind, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-void cdb_agent(coord *co, const agent *a);
-rt_status cdb_job_insert(coord *co, job *j);
-void cdb_job_update(coord *co, const job *j);
-void cdb_attempt(coord *co, const job *j, const char *state, const char *reason);
-void cdb_placement(coord *co, const job *j);
-void cdb_rank(coord *co, const job *j, int rank);
-void cdb_metric(coord *co, const job *j, const char *json);
-rt_status cdb_load_jobs(coord *co, char *err);
-/* JSON documents for the API, from the database (terminal jobs too). */
-char *cdb_job_list(coord *co);
+/* The writes among the actions, in one transaction. */
+rt_status cdb_apply(coord *co, const sc_action *acts, int n);
+/* Known agents and unfinished jobs into the scheduler. */
+rt_status cdb_load(coord *co, sc_clock now, char *err);
+/* JSON documents for the API, from the database (finished jobs too). */
+typedef struct cdb_job_filter {
+    const char *state, *user;
+    double since; /* submitted at or after (unix seconds), 0: any */
+    int64_t limit, before_id; /* newest first; before_id 0: from the newest */
+} cdb_job_filter;
+char *cdb_job_list(coord *co, const cdb_job_filter *f);
 char *cdb_job_detail(coord *co, int64_t id);
+int cdb_job_counts(coord *co, int counts[JOB_CANCELLED + 1]);
+/* The agent holding each rank of the latest attempt of job id (rank < 0:
+ * all): fn(user, rank, agent_key, attempt); false when the job is unknown. */
+bool cdb_job_ranks(coord *co, int64_t id, int rank,
+                   void (*fn)(void *user, int rank, const char *agent, int64_t attempt),
+                   void *user);
 
 /* coord_http.c */
 rt_status http_start(coord *co, char *err);
 void http_stop(coord *co);
-void http_on_logs(coord *co, agent *a, const rt_json *msg);
-void http_on_agent_gone(coord *co, agent *a);
+void http_on_log_data(coord *co, conn *c, const rt_json *m);
+void http_on_agent_gone(coord *co, const sc_agent *a);
 
 #endif

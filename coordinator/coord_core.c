@@ -1,14 +1,20 @@
 /* coord_core.c — the coordinator's event loop and the agents' control
- * channel: TLS on every connection (bufferevent_openssl), a hello carrying
- * the cluster token within 10 s, then length-prefixed JSON frames.  A
- * connection that fails TLS, sends an oversized or malformed frame, a wrong
- * token or an unknown message type is closed and logged; nothing it sent is
- * acted on, and the coordinator keeps serving everyone else. */
+ * channel: TLS on every connection (bufferevent_openssl), a hello with the
+ * cluster token before an absolute deadline, then length-prefixed JSON
+ * frames checked against the protocol table (rt_proto.h) and handed to one
+ * handler per message.  A connection that fails TLS, sends an oversized or
+ * malformed frame, a wrong token or a message it may not send is closed and
+ * logged; nothing it sent is acted on, and everyone else is served on.
+ *
+ * Every event goes to the scheduler (scheduler.h), whose actions are then
+ * performed by coord_flush: the writes first, committed in one
+ * transaction, then the frames — so nothing is announced that a crash
+ * could take back. */
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent_ssl.h>
-#include <openssl/err.h>
 #include <netdb.h>
+#include <openssl/err.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,66 +25,88 @@
 
 #include "coord.h"
 #include "rt_addr.h"
+#include "rt_hex.h"
 #include "rt_log.h"
 #include "rt_time.h"
 
 #define HELLO_TIMEOUT_S 10
 #define TICK_US 200000
 
-double coord_unix_now(void)
+sc_clock coord_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+    return (sc_clock){rt_now_ns(), (double)ts.tv_sec + ts.tv_nsec * 1e-9};
 }
 
-agent *coord_agent_by_key(coord *co, const char *key)
+rt_status coord_send(coord *co, const sc_agent *a, rt_jw *w)
 {
-    for (agent *a = co->agents; a; a = a->next)
-        if (a->authed && strcmp(a->key, key) == 0)
-            return a;
-    return NULL;
-}
-
-rt_status coord_send(agent *a, rt_jw *w)
-{
-    if (!a || !a->bev) {
+    (void)co;
+    conn *c = a ? a->conn : NULL;
+    if (!c || !c->bev) {
         rt_jw_free(w);
         return RT_ERR_IO;
     }
-    return rt_frame_push(a->bev, w);
+    return rt_frame_push(c->bev, w);
 }
 
-static void agent_unlink(coord *co, agent *a)
+rt_status coord_flush(coord *co)
 {
-    for (agent **p = &co->agents; *p; p = &(*p)->next)
-        if (*p == a) {
-            *p = a->next;
+    int n;
+    const sc_action *acts = sched_actions(&co->S, &n);
+    if (n == 0)
+        return RT_OK;
+    rt_status st = cdb_apply(co, acts, n);
+    for (int i = 0; i < n; i++) {
+        const sc_action *a = &acts[i];
+        if (a->kind == SC_EVENT) {
+            RT_INFO("coord", "job %lld %s: %s", (long long)a->job, a->tag, a->text ? a->text : "");
+        } else if (a->kind == SC_SEND && a->text) {
+            sc_agent *ag = sched_agent(&co->S, a->agent);
+            conn *c = ag ? ag->conn : NULL;
+            if (!c || !c->bev) {
+                RT_DEBUG("coord", "frame for %s dropped: not connected", a->agent);
+                continue;
+            }
+            if (rt_frame_push_text(c->bev, a->text, strlen(a->text)) != RT_OK)
+                RT_ERROR("coord", "a frame for agent %s is larger than %u bytes and was not sent",
+                         a->agent, RT_FRAME_MAX);
+            RT_TRACE("coord", "-> %s: %.200s", a->agent, a->text);
+        }
+    }
+    sched_actions_clear(&co->S);
+    return st;
+}
+
+/* ---- connections ------------------------------------------------------------ */
+
+static void conn_unlink(coord *co, conn *c)
+{
+    for (conn **p = &co->conns; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
             break;
         }
 }
 
-/* Close the connection; an authenticated agent stays known, marked down. */
-static void drop_connection(agent *a, const char *why, bool lost)
+/* Close the connection; its agent (if registered) is down. */
+static void drop_connection(conn *c, const char *why)
 {
-    coord *co = a->co;
-    if (a->bev) {
-        bufferevent_free(a->bev);
-        a->bev = NULL;
+    coord *co = c->co;
+    if (c->bev) {
+        bufferevent_free(c->bev);
+        c->bev = NULL;
     }
-    if (!a->authed) {
-        agent_unlink(co, a);
-        free(a);
+    conn_unlink(co, c);
+    sc_agent *a = c->ag;
+    free(c);
+    if (!a)
         return;
-    }
-    if (a->up) {
-        a->up = false;
-        cdb_agent(co, a);
-        RT_WARN("coord", "agent %s (%s) is down: %s", a->key, a->peer, why);
-        http_on_agent_gone(co, a);
-        if (lost)
-            sched_on_agent_lost(co, a, why);
-    }
+    a->conn = NULL;
+    RT_WARN("coord", "agent %s is down: %s", a->key, why);
+    http_on_agent_gone(co, a);
+    sched_agent_down(&co->S, a, why, coord_now());
+    coord_flush(co);
 }
 
 /* A rejected connection that is still writing the reason it was rejected. */
@@ -112,154 +140,169 @@ static void close_on_event(struct bufferevent *bev, short what, void *arg)
     closing_free(arg);
 }
 
-static void bev_setcb(agent *a);
-static void reject(agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void reject(agent *a, const char *fmt, ...)
+static void reject(conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reject(conn *c, const char *fmt, ...)
 {
     char why[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    a->co->rejected_connections++;
-    RT_WARN("coord", "closing connection from %s%s%s: %s", a->peer, a->authed ? " agent " : "",
-            a->authed ? a->key : "", why);
-    if (a->bev && !a->authed) {
-        /* tell an honest but misconfigured agent why: the connection leaves
-         * the agent record and closes once the reason is written (or in 2 s) */
-        struct bufferevent *bev = a->bev;
-        a->bev = NULL;
+    coord *co = c->co;
+    co->rejected_connections++;
+    RT_WARN("coord", "closing connection from %s%s%s: %s", c->peer, c->ag ? " agent " : "",
+            c->ag ? c->ag->key : "", why);
+    if (c->bev && !c->ag) {
+        /* tell an honest but misconfigured agent why: the connection closes
+         * once the reason is written (or in 2 s) */
+        struct bufferevent *bev = c->bev;
+        c->bev = NULL;
         closing_conn *cc = calloc(1, sizeof *cc);
         if (!cc) {
             bufferevent_free(bev);
-            drop_connection(a, why, true);
-            return;
+        } else {
+            *cc = (closing_conn){co, bev, co->closing};
+            co->closing = cc;
+            rt_jw w;
+            rt_jw_init(&w);
+            rt_jw_obj(&w);
+            rt_jw_kstr(&w, RT_F_TYPE, rt_msg_name(RT_MSG_ERROR));
+            rt_jw_kstr(&w, RT_F_REASON, why);
+            rt_jw_obj_end(&w);
+            bufferevent_disable(bev, EV_READ);
+            bufferevent_setcb(bev, NULL, close_when_written, close_on_event, cc);
+            struct timeval tv = {2, 0};
+            bufferevent_set_timeouts(bev, NULL, &tv);
+            if (rt_frame_push(bev, &w) != RT_OK)
+                closing_free(cc);
         }
-        *cc = (closing_conn){a->co, bev, a->co->closing};
-        a->co->closing = cc;
-        rt_jw w;
-        rt_jw_init(&w);
-        rt_jw_obj(&w);
-        rt_jw_kstr(&w, "type", "error");
-        rt_jw_kstr(&w, "reason", why);
-        rt_jw_obj_end(&w);
-        bufferevent_disable(bev, EV_READ);
-        bufferevent_setcb(bev, NULL, close_when_written, close_on_event, cc);
-        struct timeval tv = {2, 0};
-        bufferevent_set_timeouts(bev, NULL, &tv);
-        if (rt_frame_push(bev, &w) != RT_OK)
-            closing_free(cc);
     }
-    drop_connection(a, why, true);
+    drop_connection(c, why);
 }
 
-/* The record now holding the connection (a reconnecting agent's known
- * record takes it over), or NULL when the hello was rejected. */
-static agent *on_hello(agent *a, const rt_json *m)
+/* ---- the messages agents send ---------------------------------------------------- */
+
+/* The first message of a connection: checked here (who may connect), then
+ * the scheduler decides (a known agent reconnecting, a name clash). */
+static bool on_hello(coord *co, conn *c, const rt_json *m)
 {
-    coord *co = a->co;
-    const char *token = rt_json_get_str(m, "token");
+    const char *token = rt_json_get_str(m, RT_F_TOKEN);
     if (!rt_token_equal(token, co->token)) {
-        reject(a, "wrong cluster token");
-        return NULL;
+        reject(c, "wrong cluster token");
+        return false;
     }
-    const char *host_id = rt_json_get_str(m, "host_id"), *name = rt_json_get_str(m, "name");
-    int64_t slots = 0;
-    if (!host_id || !name || !*host_id || !*name || strlen(host_id) >= sizeof a->host_id ||
-        strlen(name) >= sizeof a->name || !rt_json_get_int(m, "slots", &slots) || slots < 0 ||
-        slots > 4096) {
-        reject(a, "hello without a valid host_id, name and slots");
-        return NULL;
+    char err[RT_ERR_LEN];
+    if (rt_msg_check(m, RT_TO_COORD, err) != RT_MSG_HELLO) {
+        reject(c, "%s", err);
+        return false;
     }
-    char key[200];
-    snprintf(key, sizeof key, "%s/%s", host_id, name);
-    agent *known = coord_agent_by_key(co, key);
-    if (known && known->up) {
-        reject(a, "an agent named %s is already connected from host %s", name, host_id);
-        return NULL;
+    int64_t proto = 0;
+    rt_json_get_int(m, RT_F_PROTO, &proto);
+    if (proto != RT_PROTO_VERSION) {
+        reject(c, "the agent speaks control protocol %lld, this coordinator %d: install the same "
+                  "ringtrain version on both", (long long)proto, RT_PROTO_VERSION);
+        return false;
     }
-    if (known) { /* a reconnect: the known record takes over this connection */
-        known->bev = a->bev;
-        snprintf(known->peer, sizeof known->peer, "%s", a->peer);
-        agent_unlink(co, a);
-        free(a);
-        a = known;
-        bev_setcb(a);
+    sc_agent *a = sched_agent_up(&co->S, m, coord_now(), err);
+    if (!a) {
+        coord_flush(co);
+        reject(c, "%s", err);
+        return false;
     }
-    a->authed = true;
-    a->up = true;
-    a->last_seen_ns = rt_now_ns();
-    snprintf(a->key, sizeof a->key, "%s", key);
-    snprintf(a->host_id, sizeof a->host_id, "%s", host_id);
-    snprintf(a->name, sizeof a->name, "%s", name);
-    snprintf(a->hostname, sizeof a->hostname, "%s", rt_json_str(rt_json_get(m, "hostname"), "?"));
-    snprintf(a->addr, sizeof a->addr, "%s", rt_json_str(rt_json_get(m, "address"), ""));
-    a->slots = (int)slots;
-    const rt_json *caps = rt_json_get(m, "caps");
-    a->cuda = rt_json_bool(rt_json_get(caps, "cuda"), false);
-    a->nccl = rt_json_bool(rt_json_get(caps, "nccl"), false);
-    a->rdma = rt_json_bool(rt_json_get(caps, "rdma"), false);
-    int64_t g = 0;
-    a->gpus = rt_json_get_int(caps, "gpus", &g) ? (int)g : 0;
-    bufferevent_set_timeouts(a->bev, NULL, NULL); /* heartbeats are checked by the tick */
-    cdb_agent(co, a);
-    RT_INFO("coord", "agent %s up (%s, %d slots%s)", a->key, a->peer, a->slots,
+    c->ag = a;
+    a->conn = c;
+    c->last_seen_ns = rt_now_ns();
+    RT_INFO("coord", "agent %s up (%s, %s, %d slot%s%s)", a->key, c->peer,
+            rt_json_str(rt_json_get(m, RT_F_VERSION), "?"), a->slots, a->slots == 1 ? "" : "s",
             a->cuda ? ", CUDA" : "");
     rt_jw w;
     rt_jw_init(&w);
     rt_jw_obj(&w);
-    rt_jw_kstr(&w, "type", "welcome");
-    rt_jw_kstr(&w, "agent", a->key);
-    rt_jw_kint(&w, "heartbeat_ms", co->cfg.heartbeat_interval_us / 1000);
+    rt_jw_kstr(&w, RT_F_TYPE, rt_msg_name(RT_MSG_WELCOME));
+    rt_jw_kstr(&w, RT_F_AGENT, a->key);
+    rt_jw_kint(&w, RT_F_HEARTBEAT_MS, co->cfg.heartbeat_interval_us / 1000);
     rt_jw_obj_end(&w);
-    coord_send(a, &w);
-    sched_on_agent_hello(co, a, rt_json_get(m, "running"));
-    const rt_json *exited = rt_json_get(m, "exited");
-    for (size_t i = 0; i < rt_json_len(exited); i++)
-        sched_on_exited(co, a, rt_json_at(exited, i));
-    return a;
+    coord_send(co, a, &w);
+    coord_flush(co); /* after the welcome: aborts of leftovers, starts */
+    return true;
 }
 
-/* Handle one message; the record holding the connection afterwards, or
- * NULL when an unauthenticated record was rejected (and freed). */
-static agent *dispatch(agent *a, const rt_json *m)
+static void on_hello_again(coord *co, conn *c, const rt_json *m)
 {
-    const char *type = rt_json_get_str(m, "type");
-    if (!a->authed) {
-        if (strcmp(type, "hello") == 0)
-            return on_hello(a, m);
-        reject(a, "'%s' before hello", type);
-        return NULL;
+    (void)co;
+    (void)m;
+    reject(c, "a second hello on the same connection");
+}
+
+static void on_heartbeat(coord *co, conn *c, const rt_json *m)
+{
+    (void)co;
+    (void)c;
+    (void)m; /* every frame counts as a sign of life */
+}
+
+static void on_bye(coord *co, conn *c, const rt_json *m)
+{
+    (void)co;
+    char why[300];
+    snprintf(why, sizeof why, "stopped (%s)", rt_json_str(rt_json_get(m, RT_F_REASON), "?"));
+    drop_connection(c, why); /* a clean stop: not counted as rejected */
+}
+
+#define SCHED_HANDLER(name, fn)                                                                    \
+    static void name(coord *co, conn *c, const rt_json *m)                                          \
+    {                                                                                              \
+        fn(&co->S, c->ag, m, coord_now());                                                         \
+        coord_flush(co);                                                                           \
     }
-    coord *co = a->co;
-    a->last_seen_ns = rt_now_ns();
-    if (strcmp(type, "heartbeat") == 0)
-        return a;
-    if (strcmp(type, "bye") == 0) { /* a clean stop: not counted as rejected */
-        char why[300];
-        snprintf(why, sizeof why, "stopped (%s)",
-                 rt_json_str(rt_json_get(m, "reason"), "no reason given"));
-        drop_connection(a, why, true);
-        return a;
+SCHED_HANDLER(on_prepared, sched_on_prepared)
+SCHED_HANDLER(on_started, sched_on_started)
+SCHED_HANDLER(on_exited, sched_on_exited)
+SCHED_HANDLER(on_progress, sched_on_progress)
+
+const coord_handler coord_handlers[RT_MSG_COUNT] = {
+    [RT_MSG_HELLO] = on_hello_again,
+    [RT_MSG_HEARTBEAT] = on_heartbeat,
+    [RT_MSG_BYE] = on_bye,
+    [RT_MSG_PREPARED] = on_prepared,
+    [RT_MSG_STARTED] = on_started,
+    [RT_MSG_EXITED] = on_exited,
+    [RT_MSG_PROGRESS] = on_progress,
+    [RT_MSG_LOG_DATA] = http_on_log_data,
+};
+
+/* One frame; false when the connection was closed. */
+static bool dispatch(coord *co, conn *c, const rt_json *m)
+{
+    const char *type = rt_json_get_str(m, RT_F_TYPE);
+    if (!c->ag) {
+        if (strcmp(type, rt_msg_name(RT_MSG_HELLO)) != 0) {
+            reject(c, "'%.40s' before hello", type);
+            return false;
+        }
+        return on_hello(co, c, m);
     }
-    if (strcmp(type, "prepared") == 0)
-        sched_on_prepared(co, a, m);
-    else if (strcmp(type, "started") == 0)
-        sched_on_started(co, a, m);
-    else if (strcmp(type, "exited") == 0)
-        sched_on_exited(co, a, m);
-    else if (strcmp(type, "progress") == 0)
-        sched_on_progress(co, a, m);
-    else if (strcmp(type, "logs") == 0)
-        http_on_logs(co, a, m);
-    else
-        reject(a, "unknown message type '%s'", type);
-    return a;
+    c->last_seen_ns = rt_now_ns();
+    char err[RT_ERR_LEN];
+    rt_msg t = rt_msg_check(m, RT_TO_COORD, err);
+    if (t == RT_MSG_COUNT) {
+        reject(c, "%s", err);
+        return false;
+    }
+    RT_TRACE("coord", "<- %s: %s", c->ag->key, type);
+    struct bufferevent *bev = c->bev;
+    coord_handlers[t](co, c, m);
+    /* the handler may have closed the connection: only then is the bev gone */
+    for (conn *k = co->conns; k; k = k->next)
+        if (k == c && k->bev == bev)
+            return true;
+    return false;
 }
 
 static void on_read(struct bufferevent *bev, void *arg)
 {
-    agent *a = arg;
+    conn *c = arg;
+    coord *co = c->co;
     struct evbuffer *in = bufferevent_get_input(bev);
     for (;;) {
         rt_json *m = NULL;
@@ -268,29 +311,23 @@ static void on_read(struct bufferevent *bev, void *arg)
         if (r == 0)
             return;
         if (r < 0) {
-            reject(a, "bad frame: %s", err);
+            reject(c, "bad frame: %s", err);
             return;
         }
-        /* dispatch may close the connection (and free an unauthenticated
-         * record) or hand it to the known record of a reconnecting agent:
-         * go on with the record that holds it, if any */
-        a = dispatch(a, m);
+        bool open = dispatch(co, c, m);
         rt_json_free(m);
-        if (!a || a->bev != bev)
+        if (!open)
             return;
     }
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
-    agent *a = arg;
-    (void)bev;
+    conn *c = arg;
     if (what & BEV_EVENT_CONNECTED)
         return;
     char why[256];
-    if (what & BEV_EVENT_TIMEOUT)
-        snprintf(why, sizeof why, "no hello within %d s", HELLO_TIMEOUT_S);
-    else if (what & BEV_EVENT_ERROR) {
+    if (what & BEV_EVENT_ERROR) {
         unsigned long e = bufferevent_get_openssl_error(bev);
         if (e && ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
             snprintf(why, sizeof why, "connection closed abruptly");
@@ -298,16 +335,15 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
             ERR_error_string_n(e, why, sizeof why);
         else
             snprintf(why, sizeof why, "connection error");
-    } else
+    } else {
         snprintf(why, sizeof why, "connection closed");
-    if (!a->authed) {
-        a->co->rejected_connections++;
-        RT_WARN("coord", "rejected connection from %s: %s", a->peer, why);
     }
-    drop_connection(a, why, true);
+    if (!c->ag) {
+        c->co->rejected_connections++;
+        RT_WARN("coord", "rejected connection from %s: %s", c->peer, why);
+    }
+    drop_connection(c, why);
 }
-
-static void bev_setcb(agent *a) { bufferevent_setcb(a->bev, on_read, NULL, on_event, a); }
 
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
                       void *arg)
@@ -319,15 +355,15 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         evutil_closesocket(fd);
         return;
     }
-    agent *a = calloc(1, sizeof *a);
+    conn *c = calloc(1, sizeof *c);
     SSL *ssl = SSL_new(co->ssl);
-    if (!a || !ssl) {
-        free(a);
+    if (!c || !ssl) {
+        free(c);
         SSL_free(ssl);
         evutil_closesocket(fd);
         return;
     }
-    a->co = co;
+    c->co = co;
     char host[INET6_ADDRSTRLEN] = "?";
     int port = 0;
     if (sa->sa_family == AF_INET) {
@@ -337,30 +373,33 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, host, sizeof host);
         port = ntohs(((struct sockaddr_in6 *)sa)->sin6_port);
     }
-    snprintf(a->peer, sizeof a->peer, "%s:%d", host, port);
-    a->bev = bufferevent_openssl_socket_new(co->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+    snprintf(c->peer, sizeof c->peer, "%s:%d", host, port);
+    c->bev = bufferevent_openssl_socket_new(co->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
                                             BEV_OPT_CLOSE_ON_FREE);
-    if (!a->bev) {
-        free(a);
+    if (!c->bev) {
+        free(c);
         evutil_closesocket(fd);
         return;
     }
-    a->next = co->agents;
-    co->agents = a;
-    bev_setcb(a);
-    struct timeval tv = {HELLO_TIMEOUT_S, 0};
-    bufferevent_set_timeouts(a->bev, &tv, NULL);
+    c->next = co->conns;
+    co->conns = c;
+    /* an absolute deadline for the hello: bytes trickling in do not extend it */
+    c->hello_deadline_ns = rt_now_ns() + HELLO_TIMEOUT_S * 1000000000LL;
+    bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
     /* a frame is at most 1 MiB: stop reading until the frame is consumed */
-    bufferevent_setwatermark(a->bev, EV_READ, 0, RT_FRAME_MAX + 8);
-    bufferevent_enable(a->bev, EV_READ | EV_WRITE);
+    bufferevent_setwatermark(c->bev, EV_READ, 0, RT_FRAME_MAX + 8);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    RT_DEBUG("coord", "connection from %s", c->peer);
 }
+
+/* ---- the loop ------------------------------------------------------------------ */
 
 static void status_line(coord *co)
 {
     int up = 0, running = 0, queued = 0;
-    for (agent *a = co->agents; a; a = a->next)
+    for (sc_agent *a = co->S.agents; a; a = a->next)
         up += a->up;
-    for (job *j = co->jobs; j; j = j->next) {
+    for (sc_job *j = co->S.jobs; j; j = j->next) {
         running += j->state == JOB_RUNNING || j->state == JOB_STARTING;
         queued += j->state == JOB_QUEUED || j->state == JOB_RESTARTING;
     }
@@ -373,17 +412,19 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     const int64_t now = rt_now_ns();
-    for (agent *a = co->agents; a;) {
-        agent *next = a->next;
-        if (a->authed && a->up && now - a->last_seen_ns > co->cfg.heartbeat_timeout_us * 1000) {
+    for (conn *c = co->conns, *next; c; c = next) {
+        next = c->next;
+        if (!c->ag && now > c->hello_deadline_ns) {
+            reject(c, "no hello within %d s", HELLO_TIMEOUT_S);
+        } else if (c->ag && now - c->last_seen_ns > co->cfg.heartbeat_timeout_us * 1000) {
             char why[128];
             snprintf(why, sizeof why, "no heartbeat for %.1f s",
-                     (double)(now - a->last_seen_ns) / 1e9);
-            drop_connection(a, why, true);
+                     (double)(now - c->last_seen_ns) / 1e9);
+            drop_connection(c, why);
         }
-        a = next;
     }
-    sched_tick(co);
+    sched_tick(&co->S, coord_now());
+    coord_flush(co);
     static int64_t last_status, last_watchdog;
     if (now - last_status > 5000000000LL) {
         status_line(co);
@@ -435,6 +476,12 @@ rt_status coord_create(const rt_coord_cfg *cfg, coord **out, char *err)
     if (!co)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     co->cfg = *cfg;
+    sc_config sc = {.prepare_timeout_us = cfg->prepare_timeout_us,
+                    .reconcile_timeout_us = cfg->reconcile_timeout_us,
+                    .default_max_restarts = (int)cfg->default_max_restarts,
+                    .default_queue_timeout_us = cfg->default_queue_timeout_us,
+                    .random = rt_random_bytes};
+    sched_init(&co->S, &sc);
     rt_status st = rt_token_load(cfg->token_file, co->token, err);
     if (st != RT_OK)
         goto fail;
@@ -444,8 +491,9 @@ rt_status coord_create(const rt_coord_cfg *cfg, coord **out, char *err)
     }
     if ((st = cdb_open(co, cfg->state_db, err)) != RT_OK)
         goto fail;
-    if ((st = cdb_load_jobs(co, err)) != RT_OK)
+    if ((st = cdb_load(co, coord_now(), err)) != RT_OK)
         goto fail;
+    coord_flush(co); /* what loading decided (a stored job that no longer reads) */
     co->base = event_base_new();
     if (!co->base) {
         st = rt_err(err, RT_ERR_NOMEM, "event_base_new failed");
@@ -465,8 +513,6 @@ rt_status coord_create(const rt_coord_cfg *cfg, coord **out, char *err)
     }
     if ((st = http_start(co, err)) != RT_OK)
         goto fail;
-    /* jobs restored from the database get until then to be found again */
-    co->reconcile_until_ns = rt_now_ns() + 2 * cfg->heartbeat_timeout_us * 1000;
     co->tick = event_new(co->base, -1, EV_PERSIST, on_tick, co);
     struct timeval tv = {0, TICK_US};
     event_add(co->tick, &tv);
@@ -484,7 +530,8 @@ fail:
 
 int coord_run(coord *co)
 {
-    RT_INFO("coord", "listening for agents on %s, API on %s", co->cfg.listen, co->cfg.http_listen);
+    RT_INFO("coord", "ringtrain %s: listening for agents on %s, API on %s", RT_VERSION,
+            co->cfg.listen, co->cfg.http_listen);
     sd_notify(0, "READY=1");
     status_line(co);
     event_base_dispatch(co->base);
@@ -504,22 +551,20 @@ void coord_destroy(coord *co)
         event_free(co->sigterm);
     if (co->listener)
         evconnlistener_free(co->listener);
-    for (agent *a = co->agents; a;) {
-        agent *n = a->next;
-        if (a->bev)
-            bufferevent_free(a->bev);
-        free(a);
-        a = n;
+    while (co->conns) {
+        conn *c = co->conns;
+        co->conns = c->next;
+        if (c->bev)
+            bufferevent_free(c->bev);
+        if (c->ag)
+            c->ag->conn = NULL;
+        free(c);
     }
     while (co->closing)
         closing_free(co->closing);
-    for (job *j = co->jobs; j;) {
-        job *n = j->next;
-        job_free(j);
-        j = n;
-    }
     if (co->base)
         event_base_free(co->base);
+    sched_free(&co->S);
     cdb_close(co);
     if (co->ssl)
         SSL_CTX_free(co->ssl);

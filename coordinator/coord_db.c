@@ -1,7 +1,10 @@
-/* coord_db.c — the coordinator's state in SQLite (write-ahead log): agents,
- * jobs, attempts, rank placement, events and metrics.  Every change is
- * written when it happens; after a restart cdb_load_jobs() brings back the
- * jobs that had not finished. */
+/* coord_db.c — the coordinator's state in SQLite (write-ahead log,
+ * synchronous=FULL: a commit survives a power cut): agents, jobs, attempts,
+ * rank placement, events and metrics.  The only file that speaks SQL.  The
+ * scheduler's writes of one event are applied in one transaction, before
+ * any frame or reply about them goes out; after a restart cdb_load() brings
+ * back the known agents and the unfinished jobs.  Job ids are never reused:
+ * the next one is stored. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,9 +13,11 @@
 #include "coord.h"
 #include "rt_log.h"
 
-static const char *SCHEMA =
-    "PRAGMA journal_mode=WAL;"
-    "PRAGMA synchronous=NORMAL;"
+/* version 1: the first schema; version 2 adds the queue (user, priority,
+ * held, queue times and position), drained agents and the stored next id */
+#define SCHEMA_VERSION 2
+
+static const char *SCHEMA_V1 =
     "CREATE TABLE IF NOT EXISTS agents(key TEXT PRIMARY KEY, host_id TEXT, name TEXT,"
     " hostname TEXT, address TEXT, slots INTEGER, caps TEXT, state TEXT, last_seen REAL);"
     "CREATE TABLE IF NOT EXISTS jobs(id INTEGER PRIMARY KEY, name TEXT, type TEXT, np INTEGER,"
@@ -30,6 +35,29 @@ static const char *SCHEMA =
     "CREATE INDEX IF NOT EXISTS events_job ON events(job_id);"
     "CREATE INDEX IF NOT EXISTS metrics_job ON metrics(job_id);";
 
+static const char *MIGRATE_V2 =
+    "ALTER TABLE jobs ADD COLUMN user TEXT;"
+    "ALTER TABLE jobs ADD COLUMN priority INTEGER DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN held INTEGER DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN queued_at REAL;"
+    "ALTER TABLE jobs ADD COLUMN attempt_started REAL;"
+    "ALTER TABLE jobs ADD COLUMN queue_pos INTEGER DEFAULT 0;"
+    "ALTER TABLE agents ADD COLUMN draining INTEGER DEFAULT 0;"
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER);"
+    "INSERT OR IGNORE INTO meta(key, value) SELECT 'next_job_id', COALESCE(MAX(id), 0) + 1"
+    " FROM jobs;"
+    "CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);";
+
+static rt_status run(coord *co, const char *sql, const char *what, char *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(co->db, sql, NULL, NULL, &msg) == SQLITE_OK)
+        return RT_OK;
+    rt_err(err, RT_ERR_IO, "state database: %s: %s", what, msg ? msg : sqlite3_errmsg(co->db));
+    sqlite3_free(msg);
+    return RT_ERR_IO;
+}
+
 rt_status cdb_open(coord *co, const char *path, char *err)
 {
     if (sqlite3_open_v2(path, &co->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
@@ -41,15 +69,35 @@ rt_status cdb_open(coord *co, const char *path, char *err)
         return RT_ERR_IO;
     }
     sqlite3_busy_timeout(co->db, 5000);
-    char *msg = NULL;
-    if (sqlite3_exec(co->db, SCHEMA, NULL, NULL, &msg) != SQLITE_OK) {
-        rt_err(err, RT_ERR_IO, "state database %s: %s", path, msg ? msg : "?");
-        sqlite3_free(msg);
+    rt_status st = run(co, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", "settings", err);
+    int version = 0;
+    sqlite3_stmt *v = NULL;
+    if (st == RT_OK && sqlite3_prepare_v2(co->db, "PRAGMA user_version", -1, &v, NULL) == SQLITE_OK &&
+        sqlite3_step(v) == SQLITE_ROW)
+        version = sqlite3_column_int(v, 0);
+    sqlite3_finalize(v);
+    if (st == RT_OK && version > SCHEMA_VERSION)
+        st = rt_err(err, RT_ERR_INVALID,
+                    "state database %s is of a newer ringtrain (schema %d; this one knows %d)",
+                    path, version, SCHEMA_VERSION);
+    if (st == RT_OK && version < 2) {
+        st = run(co, "BEGIN", "migration", err);
+        if (st == RT_OK)
+            st = run(co, SCHEMA_V1, "schema", err);
+        if (st == RT_OK)
+            st = run(co, MIGRATE_V2, "migration to schema 2", err);
+        if (st == RT_OK)
+            st = run(co, "PRAGMA user_version = 2; COMMIT", "migration", err);
+        if (st != RT_OK)
+            sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
+        else if (version > 0)
+            RT_INFO("db", "state database %s upgraded to schema %d", path, SCHEMA_VERSION);
+    }
+    if (st != RT_OK) {
         sqlite3_close(co->db);
         co->db = NULL;
-        return RT_ERR_IO;
     }
-    return RT_OK;
+    return st;
 }
 
 void cdb_close(coord *co)
@@ -59,14 +107,15 @@ void cdb_close(coord *co)
     co->db = NULL;
 }
 
-/* Prepare, bind with a tiny format ("i" int64, "d" double, "t" text, "n"
- * null), step once; logs failures (the coordinator keeps serving). */
-static void exec(coord *co, const char *sql, const char *types, ...)
+/* Prepare, bind with a tiny format ("i" int64, "d" double, "t" text,
+ * "n" null), step once; false (counted and logged) when it failed. */
+static bool exec(coord *co, const char *sql, const char *types, ...)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(co->db, sql, -1, &st, NULL) != SQLITE_OK) {
         RT_ERROR("db", "prepare failed: %s (%s)", sqlite3_errmsg(co->db), sql);
-        return;
+        co->db_errors++;
+        return false;
     }
     va_list ap;
     va_start(ap, types);
@@ -87,212 +136,197 @@ static void exec(coord *co, const char *sql, const char *types, ...)
     }
     va_end(ap);
     int r = sqlite3_step(st);
-    if (r != SQLITE_DONE && r != SQLITE_ROW)
-        RT_ERROR("db", "write failed: %s", sqlite3_errmsg(co->db));
     sqlite3_finalize(st);
+    if (r != SQLITE_DONE && r != SQLITE_ROW) {
+        RT_ERROR("db", "write failed: %s", sqlite3_errmsg(co->db));
+        co->db_errors++;
+        return false;
+    }
+    return true;
 }
 
-void cdb_event(coord *co, int64_t job_id, const char *kind, const char *fmt, ...)
+/* ---- writes ------------------------------------------------------------------- */
+
+static bool save_agent(coord *co, const sc_agent *a)
 {
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    RT_INFO("coord", "job %lld %s: %s", (long long)job_id, kind, msg);
-    exec(co, "INSERT INTO events(job_id,time,kind,message) VALUES(?,?,?,?)", "idtt", job_id,
-         coord_unix_now(), kind, msg);
+    return exec(co,
+                "INSERT INTO agents(key,host_id,name,hostname,address,slots,caps,state,last_seen,"
+                "draining) VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(key) DO UPDATE SET"
+                " host_id=excluded.host_id, name=excluded.name, hostname=excluded.hostname,"
+                " address=excluded.address, slots=excluded.slots, caps=excluded.caps,"
+                " state=excluded.state, last_seen=excluded.last_seen, draining=excluded.draining",
+                "tttttittdi", a->key, a->host_id, a->name, a->hostname, a->addr, (int64_t)a->slots,
+                a->caps ? a->caps : "{}", a->up ? "up" : "down", a->since, (int64_t)a->draining);
 }
 
-void cdb_agent(coord *co, const agent *a)
+static bool save_job(coord *co, const sc_job *j)
 {
-    char caps[128];
-    snprintf(caps, sizeof caps, "{\"cuda\":%s,\"nccl\":%s,\"rdma\":%s,\"gpus\":%d}",
-             a->cuda ? "true" : "false", a->nccl ? "true" : "false", a->rdma ? "true" : "false",
-             a->gpus);
-    exec(co,
-         "INSERT INTO agents(key,host_id,name,hostname,address,slots,caps,state,last_seen)"
-         " VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(key) DO UPDATE SET host_id=excluded.host_id,"
-         " name=excluded.name, hostname=excluded.hostname, address=excluded.address,"
-         " slots=excluded.slots, caps=excluded.caps, state=excluded.state,"
-         " last_seen=excluded.last_seen",
-         "tttttittd", a->key, a->host_id, a->name, a->hostname, a->addr, (int64_t)a->slots, caps,
-         a->up ? "up" : "down", coord_unix_now());
+    return exec(co,
+                "INSERT INTO jobs(id,name,type,np,state,reason,spec,attempt,restarts,created,"
+                "started,finished,first_failure,progress,user,priority,held,queued_at,"
+                "attempt_started,queue_pos) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT(id) DO UPDATE SET state=excluded.state, reason=excluded.reason,"
+                " attempt=excluded.attempt, restarts=excluded.restarts, started=excluded.started,"
+                " finished=excluded.finished, first_failure=excluded.first_failure,"
+                " progress=excluded.progress, held=excluded.held, queued_at=excluded.queued_at,"
+                " attempt_started=excluded.attempt_started, queue_pos=excluded.queue_pos",
+                "ittitttiidddtttiiddi", j->id, j->name, j->type == JOB_EXEC ? "exec" : "train",
+                (int64_t)j->np, job_state_name(j->state), j->reason, j->spec, (int64_t)j->attempt,
+                (int64_t)j->restarts, j->created, j->started, j->finished, j->first_failure,
+                j->progress, j->user, (int64_t)j->priority, (int64_t)j->held, j->queued_at,
+                j->attempt_started, (int64_t)j->queue_pos) &&
+           exec(co, "INSERT OR REPLACE INTO meta(key,value) VALUES('next_job_id',?)", "i",
+                co->S.next_id);
 }
 
-static const char *type_name(int t) { return t == RT_JOB_EXEC ? "exec" : "train"; }
-
-rt_status cdb_job_insert(coord *co, job *j)
+static bool save_rank(coord *co, const sc_job *j, int r)
 {
-    exec(co, "INSERT INTO jobs(name,type,np,state,reason,spec,attempt,restarts,created)"
-             " VALUES(?,?,?,?,?,?,?,?,?)",
-         "ttitttiid", j->name, type_name(j->type), (int64_t)j->np, job_state_name(j->state),
-         j->reason, j->spec, (int64_t)j->attempt, (int64_t)j->restarts, j->created);
-    j->id = sqlite3_last_insert_rowid(co->db);
-    return j->id > 0 ? RT_OK : RT_ERR_IO;
+    const sc_rank *s = &j->ranks[r];
+    return exec(co,
+                "INSERT OR REPLACE INTO placement(job_id,attempt,rank,agent,host_id,hostname,"
+                "local_rank,local_size,cross_rank,cross_size,address,pid,state,exit_code,signal)"
+                " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "iiitttiiiititii", j->id, (int64_t)j->attempt, (int64_t)r, s->agent_key,
+                s->host_id, s->hostname, (int64_t)s->local_rank, (int64_t)s->local_size,
+                (int64_t)s->cross_rank, (int64_t)s->cross_size, s->addr, s->pid,
+                rank_state_name(s->state), (int64_t)s->exit_code, (int64_t)s->exit_signal);
 }
 
-void cdb_job_update(coord *co, const job *j)
+static bool apply_one(coord *co, const sc_action *a, double wall)
 {
-    exec(co, "UPDATE jobs SET state=?, reason=?, attempt=?, restarts=?, started=?, finished=?,"
-             " first_failure=?, progress=?, np=? WHERE id=?",
-         "ttiiddttii", job_state_name(j->state), j->reason, (int64_t)j->attempt,
-         (int64_t)j->restarts, j->started, j->finished, j->first_failure, j->progress,
-         (int64_t)j->np, j->id);
+    sc_job *j = a->job ? sched_job(&co->S, a->job) : NULL;
+    switch (a->kind) {
+    case SC_SEND: return true;
+    case SC_SAVE_AGENT: {
+        const sc_agent *ag = sched_agent(&co->S, a->agent);
+        return !ag || save_agent(co, ag);
+    }
+    case SC_SAVE_JOB: return !j || save_job(co, j);
+    case SC_SAVE_ATTEMPT: {
+        bool done = strcmp(a->tag, "running") != 0 && strcmp(a->tag, "starting") != 0;
+        return exec(co,
+                    "INSERT INTO attempts(job_id,attempt,np,state,reason,started,finished)"
+                    " VALUES(?,?,?,?,?,?,?) ON CONFLICT(job_id,attempt) DO UPDATE SET"
+                    " state=excluded.state, reason=excluded.reason, finished=excluded.finished,"
+                    " np=excluded.np",
+                    "iiittdd", a->job, (int64_t)a->attempt, (int64_t)(j ? j->cur_np : 0), a->tag,
+                    a->text, wall, done ? wall : 0.0);
+    }
+    case SC_SAVE_RANKS: {
+        bool ok = true;
+        for (int r = 0; j && r < j->cur_np; r++)
+            ok = save_rank(co, j, r) && ok;
+        return ok;
+    }
+    case SC_SAVE_RANK: return !j || a->rank < 0 || a->rank >= j->cur_np || save_rank(co, j, a->rank);
+    case SC_EVENT:
+        return exec(co, "INSERT INTO events(job_id,time,kind,message) VALUES(?,?,?,?)", "idtt",
+                    a->job, wall, a->tag, a->text ? a->text : "");
+    case SC_METRIC:
+        return exec(co, "INSERT INTO metrics(job_id,attempt,time,data) VALUES(?,?,?,?)", "iidt",
+                    a->job, (int64_t)a->attempt, wall, a->text);
+    }
+    return true;
 }
 
-void cdb_attempt(coord *co, const job *j, const char *state, const char *reason)
+rt_status cdb_apply(coord *co, const sc_action *acts, int n)
 {
-    bool done = strcmp(state, "running") != 0 && strcmp(state, "starting") != 0;
-    exec(co,
-         "INSERT INTO attempts(job_id,attempt,np,state,reason,started,finished) VALUES(?,?,?,?,?,?,?)"
-         " ON CONFLICT(job_id,attempt) DO UPDATE SET state=excluded.state,"
-         " reason=excluded.reason, finished=excluded.finished, np=excluded.np",
-         "iiittdd", j->id, (int64_t)j->attempt, (int64_t)j->cur_np, state, reason,
-         coord_unix_now(), done ? coord_unix_now() : 0.0);
+    int writes = 0;
+    for (int i = 0; i < n; i++)
+        writes += acts[i].kind != SC_SEND;
+    if (writes == 0)
+        return RT_OK;
+    double wall = coord_now().wall;
+    bool ok = exec(co, "BEGIN IMMEDIATE", "");
+    for (int i = 0; ok && i < n; i++)
+        ok = apply_one(co, &acts[i], wall);
+    if (ok && exec(co, "COMMIT", ""))
+        return RT_OK;
+    sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
+    RT_ERROR("db", "the state database could not record %d change%s: they live only in memory "
+                   "until the next write succeeds", writes, writes == 1 ? "" : "s");
+    return RT_ERR_IO;
 }
 
-static const char *rank_state_name(int s)
-{
-    static const char *n[] = {"none", "preparing", "prepared", "starting", "running", "exited"};
-    return s >= 0 && s <= RS_EXITED ? n[s] : "?";
-}
+/* ---- loading ----------------------------------------------------------------------- */
 
-void cdb_rank(coord *co, const job *j, int r)
-{
-    const rank_slot *s = &j->ranks[r];
-    exec(co,
-         "INSERT OR REPLACE INTO placement(job_id,attempt,rank,agent,host_id,hostname,local_rank,"
-         "local_size,cross_rank,cross_size,address,pid,state,exit_code,signal)"
-         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-         "iiitttiiiititii", j->id, (int64_t)j->attempt, (int64_t)r, s->agent_key, s->host_id,
-         s->hostname, (int64_t)s->local_rank, (int64_t)s->local_size, (int64_t)s->cross_rank,
-         (int64_t)s->cross_size, s->addr, s->pid, rank_state_name(s->state),
-         (int64_t)s->exit_code, (int64_t)s->exit_signal);
-}
-
-void cdb_placement(coord *co, const job *j)
-{
-    exec(co, "BEGIN", "");
-    for (int r = 0; r < j->cur_np; r++)
-        cdb_rank(co, j, r);
-    exec(co, "COMMIT", "");
-}
-
-void cdb_metric(coord *co, const job *j, const char *json)
-{
-    exec(co, "INSERT INTO metrics(job_id,attempt,time,data) VALUES(?,?,?,?)", "iidt", j->id,
-         (int64_t)j->attempt, coord_unix_now(), json);
-}
-
-static int state_of(const char *name)
-{
-    for (int s = JOB_QUEUED; s <= JOB_CANCELLED; s++)
-        if (strcmp(job_state_name(s), name) == 0)
-            return s;
-    return JOB_FAILED;
-}
-
-static char *dup_col(sqlite3_stmt *st, int c)
+static const char *col(sqlite3_stmt *st, int c)
 {
     const unsigned char *t = sqlite3_column_text(st, c);
-    return t ? strdup((const char *)t) : NULL;
+    return t ? (const char *)t : NULL;
 }
 
-rt_status cdb_load_jobs(coord *co, char *err)
+rt_status cdb_load(coord *co, sc_clock now, char *err)
 {
     sqlite3_stmt *st = NULL;
-    const char *sql = "SELECT id,name,type,np,state,reason,spec,attempt,restarts,created,started,"
-                      "first_failure,progress FROM jobs WHERE state NOT IN"
+    if (sqlite3_prepare_v2(co->db,
+                           "SELECT key,host_id,name,hostname,slots,draining FROM agents ORDER BY key",
+                           -1, &st, NULL) != SQLITE_OK)
+        return rt_err(err, RT_ERR_IO, "loading agents: %s", sqlite3_errmsg(co->db));
+    while (sqlite3_step(st) == SQLITE_ROW)
+        if (col(st, 0))
+            sched_restore_agent(&co->S, col(st, 0), col(st, 1), col(st, 2), col(st, 3),
+                                sqlite3_column_int(st, 4), sqlite3_column_int(st, 5) != 0);
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(co->db, "SELECT value FROM meta WHERE key='next_job_id'", -1, &st,
+                           NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        co->S.next_id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    const char *sql = "SELECT id,spec,user,state,reason,attempt,restarts,held,created,started,"
+                      "queued_at,attempt_started FROM jobs WHERE state NOT IN"
                       " ('succeeded','failed','cancelled') ORDER BY id";
     if (sqlite3_prepare_v2(co->db, sql, -1, &st, NULL) != SQLITE_OK)
         return rt_err(err, RT_ERR_IO, "loading jobs: %s", sqlite3_errmsg(co->db));
-    job **tail = &co->jobs;
-    while (*tail)
-        tail = &(*tail)->next;
     int n = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        job *j = calloc(1, sizeof *j);
-        if (!j)
-            break;
-        j->id = sqlite3_column_int64(st, 0);
-        snprintf(j->name, sizeof j->name, "%s", (const char *)sqlite3_column_text(st, 1));
-        j->type = strcmp((const char *)sqlite3_column_text(st, 2), "exec") == 0 ? RT_JOB_EXEC
-                                                                               : RT_JOB_TRAIN;
-        j->np = sqlite3_column_int(st, 3);
-        j->state = state_of((const char *)sqlite3_column_text(st, 4));
-        const unsigned char *why = sqlite3_column_text(st, 5);
-        snprintf(j->reason, sizeof j->reason, "%s", why ? (const char *)why : "");
-        j->spec = dup_col(st, 6);
-        j->attempt = sqlite3_column_int(st, 7);
-        j->restarts = sqlite3_column_int(st, 8);
-        j->created = sqlite3_column_double(st, 9);
-        j->started = sqlite3_column_double(st, 10);
-        j->first_failure = dup_col(st, 11);
-        j->progress = dup_col(st, 12);
-        char perr[RT_ERR_LEN];
-        if (!j->spec || rt_json_parse(j->spec, strlen(j->spec), &j->specj, perr) != RT_OK) {
-            cdb_event(co, j->id, "failed", "stored job specification is unreadable");
-            j->state = JOB_FAILED;
-            snprintf(j->reason, sizeof j->reason, "stored job specification is unreadable");
-            cdb_job_update(co, j);
-            job_free(j);
+        int64_t id = sqlite3_column_int64(st, 0);
+        int state = job_state_parse(col(st, 3));
+        char why[RT_ERR_LEN] = "";
+        sc_job *j = state < 0 ? NULL
+                              : sched_restore_job(&co->S, id, col(st, 1), col(st, 2), state,
+                                                  col(st, 4), sqlite3_column_int(st, 5),
+                                                  sqlite3_column_int(st, 6),
+                                                  sqlite3_column_int(st, 7) != 0,
+                                                  sqlite3_column_double(st, 8),
+                                                  sqlite3_column_double(st, 9),
+                                                  sqlite3_column_double(st, 10),
+                                                  sqlite3_column_double(st, 11), now, why);
+        if (!j) {
+            RT_ERROR("db", "job %lld cannot be restored (%s): marked failed", (long long)id,
+                     why[0] ? why : "unknown state");
+            exec(co, "UPDATE jobs SET state='failed', reason=?, finished=? WHERE id=?", "tdi",
+                 "its stored record is unreadable", now.wall, id);
             continue;
         }
-        /* jobs that were placed are reconciled with the agents' reports */
-        j->reconciling = j->state == JOB_STARTING || j->state == JOB_RUNNING;
-        *tail = j;
-        tail = &j->next;
         n++;
     }
     sqlite3_finalize(st);
-    /* placement of the jobs being reconciled */
-    for (job *j = co->jobs; j; j = j->next) {
+    /* the placement of the jobs being reconciled */
+    for (sc_job *j = co->S.jobs; j; j = j->next) {
         if (!j->reconciling)
             continue;
         sqlite3_stmt *ps = NULL;
         sqlite3_prepare_v2(co->db,
                            "SELECT rank,agent,host_id,hostname,local_rank,local_size,cross_rank,"
-                           "cross_size,address,pid,state FROM placement WHERE job_id=? AND "
-                           "attempt=? ORDER BY rank",
+                           "cross_size,address,pid FROM placement WHERE job_id=? AND attempt=?"
+                           " ORDER BY rank",
                            -1, &ps, NULL);
         sqlite3_bind_int64(ps, 1, j->id);
         sqlite3_bind_int64(ps, 2, j->attempt);
-        int count = 0;
-        rank_slot *slots = NULL;
-        while (sqlite3_step(ps) == SQLITE_ROW) {
-            int r = sqlite3_column_int(ps, 0);
-            if (r >= count) {
-                rank_slot *g = realloc(slots, (size_t)(r + 1) * sizeof *g);
-                if (!g)
-                    break;
-                memset(g + count, 0, (size_t)(r + 1 - count) * sizeof *g);
-                slots = g;
-                count = r + 1;
-            }
-            rank_slot *s = &slots[r];
-            snprintf(s->agent_key, sizeof s->agent_key, "%s", sqlite3_column_text(ps, 1));
-            snprintf(s->host_id, sizeof s->host_id, "%s", sqlite3_column_text(ps, 2));
-            snprintf(s->hostname, sizeof s->hostname, "%s", sqlite3_column_text(ps, 3));
-            s->local_rank = sqlite3_column_int(ps, 4);
-            s->local_size = sqlite3_column_int(ps, 5);
-            s->cross_rank = sqlite3_column_int(ps, 6);
-            s->cross_size = sqlite3_column_int(ps, 7);
-            snprintf(s->addr, sizeof s->addr, "%s",
-                     sqlite3_column_text(ps, 8) ? (const char *)sqlite3_column_text(ps, 8) : "");
-            s->pid = sqlite3_column_int64(ps, 9);
-            s->state = RS_NONE; /* unknown until an agent reports it */
-        }
+        while (sqlite3_step(ps) == SQLITE_ROW)
+            sched_restore_rank(&co->S, j, sqlite3_column_int(ps, 0), col(ps, 1), col(ps, 2),
+                               col(ps, 3), sqlite3_column_int(ps, 4), sqlite3_column_int(ps, 5),
+                               sqlite3_column_int(ps, 6), sqlite3_column_int(ps, 7), col(ps, 8),
+                               sqlite3_column_int64(ps, 9));
         sqlite3_finalize(ps);
-        j->ranks = slots;
-        j->cur_np = count;
     }
     if (n)
         RT_INFO("coord", "restored %d unfinished job(s) from the state database", n);
     return RT_OK;
 }
 
-/* ---- API documents ------------------------------------------------------------- */
+/* ---- API documents ------------------------------------------------------------------ */
 
 static void row_to_json(rt_jw *w, sqlite3_stmt *st)
 {
@@ -305,7 +339,7 @@ static void row_to_json(rt_jw *w, sqlite3_stmt *st)
         case SQLITE_FLOAT: rt_jw_num(w, sqlite3_column_double(st, c)); break;
         case SQLITE_NULL: rt_jw_null(w); break;
         default: {
-            const char *t = (const char *)sqlite3_column_text(st, c);
+            const char *t = col(st, c);
             /* stored JSON documents are inlined, everything else is text */
             bool is_json = (!strcmp(name, "first_failure") || !strcmp(name, "progress") ||
                             !strcmp(name, "data") || !strcmp(name, "caps")) &&
@@ -335,15 +369,42 @@ static void rows(coord *co, rt_jw *w, const char *key, const char *sql, int64_t 
     rt_jw_arr_end(w);
 }
 
-char *cdb_job_list(coord *co)
+#define JOB_COLUMNS                                                                                \
+    "id,name,type,np,state,reason,attempt,restarts,created,started,finished,user,priority,held," \
+    "queue_pos,progress"
+
+char *cdb_job_list(coord *co, const cdb_job_filter *f)
 {
+    sqlite3_stmt *st = NULL;
+    const char *sql = "SELECT " JOB_COLUMNS " FROM jobs WHERE (?1 IS NULL OR state=?1) AND"
+                      " (?2 IS NULL OR user=?2) AND created>=?3 AND (?4=0 OR id<?4)"
+                      " ORDER BY id DESC LIMIT ?5";
     rt_jw w;
     rt_jw_init(&w);
     rt_jw_obj(&w);
-    rows(co, &w, "jobs",
-         "SELECT id,name,type,np,state,reason,attempt,restarts,created,started,finished,progress"
-         " FROM jobs ORDER BY id",
-         -1);
+    rt_jw_key(&w, "jobs");
+    rt_jw_arr(&w);
+    int64_t last = 0;
+    int count = 0;
+    if (sqlite3_prepare_v2(co->db, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (f->state)
+            sqlite3_bind_text(st, 1, f->state, -1, SQLITE_TRANSIENT);
+        if (f->user)
+            sqlite3_bind_text(st, 2, f->user, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_double(st, 3, f->since);
+        sqlite3_bind_int64(st, 4, f->before_id);
+        sqlite3_bind_int64(st, 5, f->limit > 0 ? f->limit : 100);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            row_to_json(&w, st);
+            last = sqlite3_column_int64(st, 0);
+            count++;
+        }
+        sqlite3_finalize(st);
+    }
+    rt_jw_arr_end(&w);
+    /* the next page: the jobs older than the last one listed */
+    if (count == (f->limit > 0 ? f->limit : 100))
+        rt_jw_kint(&w, "next_before", last);
     rt_jw_obj_end(&w);
     return rt_jw_take(&w, NULL);
 }
@@ -352,9 +413,8 @@ char *cdb_job_detail(coord *co, int64_t id)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(co->db,
-                           "SELECT id,name,type,np,state,reason,attempt,restarts,created,started,"
-                           "finished,first_failure,progress FROM jobs WHERE id=?",
-                           -1, &st, NULL) != SQLITE_OK)
+                           "SELECT " JOB_COLUMNS ",first_failure,spec FROM jobs WHERE id=?", -1,
+                           &st, NULL) != SQLITE_OK)
         return NULL;
     sqlite3_bind_int64(st, 1, id);
     if (sqlite3_step(st) != SQLITE_ROW) {
@@ -381,4 +441,48 @@ char *cdb_job_detail(coord *co, int64_t id)
          "SELECT attempt,time,data FROM metrics WHERE job_id=? ORDER BY rowid", id);
     rt_jw_obj_end(&w);
     return rt_jw_take(&w, NULL);
+}
+
+int cdb_job_counts(coord *co, int counts[JOB_CANCELLED + 1])
+{
+    memset(counts, 0, sizeof(int) * (JOB_CANCELLED + 1));
+    sqlite3_stmt *st = NULL;
+    int total = 0;
+    if (sqlite3_prepare_v2(co->db, "SELECT state, COUNT(*) FROM jobs GROUP BY state", -1, &st,
+                           NULL) != SQLITE_OK)
+        return 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int s = job_state_parse(col(st, 0));
+        if (s >= 0) {
+            counts[s] = sqlite3_column_int(st, 1);
+            total += counts[s];
+        }
+    }
+    sqlite3_finalize(st);
+    return total;
+}
+
+bool cdb_job_ranks(coord *co, int64_t id, int rank,
+                   void (*fn)(void *user, int rank, const char *agent, int64_t attempt),
+                   void *user)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(co->db,
+                           "SELECT j.id, p.rank, p.agent, j.attempt FROM jobs j LEFT JOIN placement"
+                           " p ON j.id=p.job_id AND j.attempt=p.attempt WHERE j.id=?"
+                           " ORDER BY p.rank",
+                           -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_int64(st, 1, id);
+    bool found = false;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        found = true;
+        if (sqlite3_column_type(st, 1) == SQLITE_NULL)
+            continue; /* a job that never started */
+        int r = sqlite3_column_int(st, 1);
+        if (rank < 0 || r == rank)
+            fn(user, r, col(st, 2), sqlite3_column_int64(st, 3));
+    }
+    sqlite3_finalize(st);
+    return found;
 }

@@ -1,15 +1,17 @@
 /* coord_http.c — the HTTP API (libevent evhttp over TLS, bearer token):
  *
- *   GET  /v1/nodes                 agents, slots, capabilities
- *   GET  /v1/jobs                  every job
- *   POST /v1/jobs                  submit (JSON body; 201 {"id": N})
- *   GET  /v1/jobs/ID               status, attempts, placement, events, metrics
- *   POST /v1/jobs/ID/cancel
+ *   GET  /v1/nodes                         agents, slots, capabilities, drain state
+ *   POST /v1/nodes/drain, /v1/nodes/resume {"agent": KEY-OR-NAME}
+ *   GET  /v1/jobs?state=&user=&since=&limit=&before=   newest first, paginated
+ *   POST /v1/jobs                          submit (JSON body; 201 {"id": N})
+ *   GET  /v1/jobs/ID                       status, attempts, placement, events, metrics
+ *   POST /v1/jobs/ID/cancel | /hold | /release
  *   GET  /v1/jobs/ID/logs?rank=R|all&follow=1   output, streamed from the agents
- *   GET  /metrics                  Prometheus text format
- *   GET  /                         the dashboard (asks for the token itself)
+ *   GET  /metrics                          Prometheus text format
+ *   GET  /                                 the dashboard (asks for the token itself)
  *
- * Errors are JSON {"error": "..."} with a fitting status code. */
+ * Errors are JSON {"error": "..."} with a fitting status code.  A reply
+ * that reports a change is sent only after the change is committed. */
 #include <event2/buffer.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/keyvalq_struct.h>
@@ -18,8 +20,8 @@
 #include <string.h>
 
 #include "coord.h"
-#include "rt_addr.h"
 #include "dashboard.h"
+#include "rt_addr.h"
 #include "rt_log.h"
 
 struct log_stream {
@@ -27,7 +29,7 @@ struct log_stream {
     coord *co;
     struct evhttp_request *req;
     int pending;          /* ranks still streaming */
-    char agents[64][200]; /* agents asked (for cancel and loss) */
+    char agents[64][SC_KEY_LEN]; /* agents asked (for cancel and loss) */
     int nagents;
     log_stream *next;
 };
@@ -66,10 +68,36 @@ static void reply_error(struct evhttp_request *req, int code, const char *msg)
     reply_json(req, code, rt_jw_take(&w, NULL));
 }
 
+/* The reply to a change: its status, once the change is committed. */
+static void reply_change(coord *co, struct evhttp_request *req, rt_status st, const char *err,
+                         const char *ok_json, int ok_code)
+{
+    rt_status written = coord_flush(co);
+    if (st == RT_OK && written != RT_OK)
+        reply_error(req, 503, "the change could not be recorded in the state database (see "
+                              "the coordinator's log)");
+    else if (st == RT_OK)
+        reply_text(req, ok_code, "application/json", ok_json);
+    else
+        reply_error(req, st == RT_ERR_NOTFOUND ? 404 : st == RT_ERR_INVALID ? 409 : 500, err);
+}
+
 static bool authorized(coord *co, struct evhttp_request *req)
 {
     const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
     return h && strncmp(h, "Bearer ", 7) == 0 && rt_token_equal(h + 7, co->token);
+}
+
+static char *body_text(struct evhttp_request *req, size_t *len)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    *len = evbuffer_get_length(in);
+    char *body = malloc(*len + 1);
+    if (body) {
+        evbuffer_copyout(in, body, *len);
+        body[*len] = '\0';
+    }
+    return body;
 }
 
 static void nodes(coord *co, struct evhttp_request *req)
@@ -79,9 +107,7 @@ static void nodes(coord *co, struct evhttp_request *req)
     rt_jw_obj(&w);
     rt_jw_key(&w, "nodes");
     rt_jw_arr(&w);
-    for (agent *a = co->agents; a; a = a->next) {
-        if (!a->authed)
-            continue;
+    for (sc_agent *a = co->S.agents; a; a = a->next) {
         rt_jw_obj(&w);
         rt_jw_kstr(&w, "agent", a->key);
         rt_jw_kstr(&w, "host_id", a->host_id);
@@ -89,12 +115,16 @@ static void nodes(coord *co, struct evhttp_request *req)
         rt_jw_kstr(&w, "hostname", a->hostname);
         rt_jw_kstr(&w, "address", a->addr);
         rt_jw_kstr(&w, "state", a->up ? "up" : "down");
+        rt_jw_kbool(&w, "draining", a->draining);
+        rt_jw_knum(&w, "since", a->since);
         rt_jw_kint(&w, "slots", a->slots);
         rt_jw_kint(&w, "used", a->used);
         rt_jw_kbool(&w, "cuda", a->cuda);
         rt_jw_kbool(&w, "nccl", a->nccl);
         rt_jw_kbool(&w, "rdma", a->rdma);
         rt_jw_kint(&w, "gpus", a->gpus);
+        rt_jw_key(&w, "caps");
+        rt_jw_raw(&w, a->caps ? a->caps : "{}");
         rt_jw_obj_end(&w);
     }
     rt_jw_arr_end(&w);
@@ -102,44 +132,55 @@ static void nodes(coord *co, struct evhttp_request *req)
     reply_json(req, 200, rt_jw_take(&w, NULL));
 }
 
+static void drain(coord *co, struct evhttp_request *req, bool on)
+{
+    size_t len;
+    char *body = body_text(req, &len), err[RT_ERR_LEN];
+    rt_json *j = NULL;
+    const char *who = NULL;
+    if (body && rt_json_parse(body, len, &j, err) == RT_OK)
+        who = rt_json_get_str(j, "agent");
+    if (!who)
+        reply_error(req, 400, "the body must be {\"agent\": \"HOST_ID/NAME or NAME\"}");
+    else
+        reply_change(co, req, sched_drain(&co->S, who, on, coord_now(), err), err,
+                     on ? "{\"draining\":true}" : "{\"draining\":false}", 200);
+    rt_json_free(j);
+    free(body);
+}
+
 static void metrics(coord *co, struct evhttp_request *req)
 {
-    int up = 0, known = 0, slots = 0, used = 0;
-    for (agent *a = co->agents; a; a = a->next)
-        if (a->authed) {
-            known++;
-            if (a->up) {
-                up++;
-                slots += a->slots;
-                used += a->used;
-            }
+    int up = 0, known = 0, slots = 0, used = 0, draining = 0;
+    for (sc_agent *a = co->S.agents; a; a = a->next) {
+        known++;
+        if (a->up) {
+            up++;
+            slots += a->slots;
+            used += a->used;
+            draining += a->draining;
         }
+    }
     struct evbuffer *b = evbuffer_new();
     evbuffer_add_printf(b,
                         "# HELP ringtrain_agents_up Agents connected to the coordinator.\n"
                         "# TYPE ringtrain_agents_up gauge\nringtrain_agents_up %d\n"
                         "# HELP ringtrain_agents_known Agents ever registered.\n"
                         "# TYPE ringtrain_agents_known gauge\nringtrain_agents_known %d\n"
+                        "# HELP ringtrain_agents_draining Connected agents taking no new ranks.\n"
+                        "# TYPE ringtrain_agents_draining gauge\nringtrain_agents_draining %d\n"
                         "# HELP ringtrain_slots Slots of connected agents.\n"
                         "# TYPE ringtrain_slots gauge\nringtrain_slots{state=\"free\"} %d\n"
                         "ringtrain_slots{state=\"used\"} %d\n",
-                        up, known, slots - used, used);
+                        up, known, draining, slots - used, used);
+    int counts[JOB_CANCELLED + 1];
+    cdb_job_counts(co, counts);
     evbuffer_add_printf(b, "# HELP ringtrain_jobs Jobs by state.\n# TYPE ringtrain_jobs gauge\n");
-    sqlite3_stmt *st = NULL;
-    int counts[JOB_CANCELLED + 1] = {0};
-    if (sqlite3_prepare_v2(co->db, "SELECT state, COUNT(*) FROM jobs GROUP BY state", -1, &st,
-                           NULL) == SQLITE_OK) {
-        while (sqlite3_step(st) == SQLITE_ROW)
-            for (int s = 0; s <= JOB_CANCELLED; s++)
-                if (strcmp((const char *)sqlite3_column_text(st, 0), job_state_name(s)) == 0)
-                    counts[s] = sqlite3_column_int(st, 1);
-        sqlite3_finalize(st);
-    }
     for (int s = 0; s <= JOB_CANCELLED; s++)
         evbuffer_add_printf(b, "ringtrain_jobs{state=\"%s\"} %d\n", job_state_name(s), counts[s]);
     evbuffer_add_printf(b, "# HELP ringtrain_job_steps_per_second Training steps per second.\n"
                            "# TYPE ringtrain_job_steps_per_second gauge\n");
-    for (job *j = co->jobs; j; j = j->next)
+    for (sc_job *j = co->S.jobs; j; j = j->next)
         if (j->state == JOB_RUNNING)
             evbuffer_add_printf(b, "ringtrain_job_steps_per_second{job=\"%lld\"} %.3f\n",
                                 (long long)j->id, j->steps_per_s);
@@ -147,8 +188,11 @@ static void metrics(coord *co, struct evhttp_request *req)
                         "# HELP ringtrain_rejected_connections_total Control connections "
                         "refused (TLS, token, frames).\n"
                         "# TYPE ringtrain_rejected_connections_total counter\n"
-                        "ringtrain_rejected_connections_total %lld\n",
-                        (long long)co->rejected_connections);
+                        "ringtrain_rejected_connections_total %lld\n"
+                        "# HELP ringtrain_db_errors_total Failed writes to the state database.\n"
+                        "# TYPE ringtrain_db_errors_total counter\n"
+                        "ringtrain_db_errors_total %lld\n",
+                        (long long)co->rejected_connections, (long long)co->db_errors);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                       "text/plain; version=0.0.4");
     evhttp_send_reply(req, 200, NULL, b);
@@ -173,16 +217,16 @@ static void stream_closed(struct evhttp_connection *conn, void *arg)
     coord *co = s->co;
     (void)conn;
     for (int i = 0; i < s->nagents; i++) {
-        agent *a = coord_agent_by_key(co, s->agents[i]);
+        sc_agent *a = sched_agent(&co->S, s->agents[i]);
         if (!a || !a->up)
             continue;
         rt_jw w;
         rt_jw_init(&w);
         rt_jw_obj(&w);
-        rt_jw_kstr(&w, "type", "logs_cancel");
-        rt_jw_kint(&w, "req", (int64_t)s->id);
+        rt_jw_kstr(&w, RT_F_TYPE, rt_msg_name(RT_MSG_LOG_CLOSE));
+        rt_jw_kint(&w, RT_F_REQ, (int64_t)s->id);
         rt_jw_obj_end(&w);
-        coord_send(a, &w);
+        coord_send(co, a, &w);
     }
     stream_free(co, s);
 }
@@ -194,31 +238,30 @@ static void stream_done(log_stream *s)
     stream_free(s->co, s);
 }
 
-void http_on_logs(coord *co, agent *a, const rt_json *m)
+void http_on_log_data(coord *co, conn *c, const rt_json *m)
 {
-    int64_t id;
-    if (!rt_json_get_int(m, "req", &id))
-        return;
+    int64_t id = 0;
+    rt_json_get_int(m, RT_F_REQ, &id);
     for (log_stream *s = co->streams; s; s = s->next) {
         if (s->id != (uint64_t)id)
             continue;
-        const char *data = rt_json_get_str(m, "data");
-        const char *error = rt_json_get_str(m, "error");
+        const char *data = rt_json_get_str(m, RT_F_DATA);
+        const char *error = rt_json_get_str(m, RT_F_ERROR);
         struct evbuffer *b = evbuffer_new();
         if (data)
             evbuffer_add(b, data, strlen(data));
         if (error)
-            evbuffer_add_printf(b, "[agent %s: %s]\n", a->key, error);
+            evbuffer_add_printf(b, "[agent %s: %s]\n", c->ag->key, error);
         if (evbuffer_get_length(b))
             evhttp_send_reply_chunk(s->req, b);
         evbuffer_free(b);
-        if (rt_json_bool(rt_json_get(m, "eof"), false) && --s->pending == 0)
+        if (rt_json_bool(rt_json_get(m, RT_F_EOF), false) && --s->pending == 0)
             stream_done(s);
         return;
     }
 }
 
-void http_on_agent_gone(coord *co, agent *a)
+void http_on_agent_gone(coord *co, const sc_agent *a)
 {
     for (log_stream *s = co->streams, *next; s; s = next) {
         next = s->next;
@@ -235,64 +278,93 @@ void http_on_agent_gone(coord *co, agent *a)
     }
 }
 
+typedef struct log_ask {
+    coord *co;
+    log_stream *s;
+    int64_t job;
+    bool follow, all;
+    int asked, ranks;
+} log_ask;
+
+static void ask_rank(void *user, int rank, const char *key, int64_t attempt)
+{
+    log_ask *q = user;
+    q->ranks++;
+    sc_agent *a = sched_agent(&q->co->S, key);
+    if (!a || !a->up)
+        return;
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    rt_jw_kstr(&w, RT_F_TYPE, rt_msg_name(RT_MSG_LOG_OPEN));
+    rt_jw_kint(&w, RT_F_REQ, (int64_t)q->s->id);
+    rt_jw_kint(&w, RT_F_JOB, q->job);
+    rt_jw_kint(&w, RT_F_ATTEMPT, attempt);
+    rt_jw_kint(&w, RT_F_RANK, rank);
+    rt_jw_kbool(&w, RT_F_FOLLOW, q->follow);
+    rt_jw_kbool(&w, RT_F_PREFIX, q->all);
+    rt_jw_obj_end(&w);
+    if (coord_send(q->co, a, &w) != RT_OK)
+        return;
+    q->asked++;
+    log_stream *s = q->s;
+    bool known = false;
+    for (int i = 0; i < s->nagents && !known; i++)
+        known = strcmp(s->agents[i], key) == 0;
+    if (!known && s->nagents < 64)
+        snprintf(s->agents[s->nagents++], sizeof s->agents[0], "%s", key);
+}
+
 static void logs(coord *co, struct evhttp_request *req, int64_t id, const char *query)
 {
     struct evkeyvalq q;
     evhttp_parse_query_str(query ? query : "", &q);
     const char *rank_s = evhttp_find_header(&q, "rank");
-    bool follow = evhttp_find_header(&q, "follow") && strcmp(evhttp_find_header(&q, "follow"), "0");
-    long want = rank_s && strcmp(rank_s, "all") != 0 ? strtol(rank_s, NULL, 10) : -1;
+    const char *follow_s = evhttp_find_header(&q, "follow");
     bool all = !rank_s || strcmp(rank_s, "all") == 0;
-    evhttp_clear_headers(&q);
-    /* placement of the latest attempt, from the database: finished jobs too */
-    sqlite3_stmt *st = NULL;
-    sqlite3_prepare_v2(co->db,
-                       "SELECT p.rank, p.agent, j.attempt FROM placement p JOIN jobs j ON "
-                       "j.id=p.job_id AND j.attempt=p.attempt WHERE p.job_id=? ORDER BY p.rank",
-                       -1, &st, NULL);
-    sqlite3_bind_int64(st, 1, id);
+    long want = -1;
+    char *end = NULL;
+    if (!all) {
+        want = strtol(rank_s, &end, 10);
+        if (!*rank_s || *end || want < 0 || want > 65535) {
+            evhttp_clear_headers(&q);
+            reply_error(req, 400, "rank must be a rank number or \"all\"");
+            return;
+        }
+    }
     log_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        evhttp_clear_headers(&q);
+        reply_error(req, 500, "out of memory");
+        return;
+    }
     s->id = ++co->next_stream_id;
     s->co = co;
     s->req = req;
-    int asked = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int r = sqlite3_column_int(st, 0);
-        const char *key = (const char *)sqlite3_column_text(st, 1);
-        int64_t attempt = sqlite3_column_int64(st, 2);
-        if (!all && r != want)
-            continue;
-        agent *a = coord_agent_by_key(co, key);
-        if (!a || !a->up)
-            continue;
-        rt_jw w;
-        rt_jw_init(&w);
-        rt_jw_obj(&w);
-        rt_jw_kstr(&w, "type", "logs");
-        rt_jw_kint(&w, "req", (int64_t)s->id);
-        rt_jw_kint(&w, "job", id);
-        rt_jw_kint(&w, "attempt", attempt);
-        rt_jw_kint(&w, "rank", r);
-        rt_jw_kbool(&w, "follow", follow);
-        rt_jw_kbool(&w, "prefix", all);
-        rt_jw_obj_end(&w);
-        if (coord_send(a, &w) != RT_OK)
-            continue;
-        asked++;
-        bool known = false;
-        for (int i = 0; i < s->nagents && !known; i++)
-            known = strcmp(s->agents[i], key) == 0;
-        if (!known && s->nagents < 64)
-            snprintf(s->agents[s->nagents++], sizeof s->agents[0], "%s", key);
-    }
-    sqlite3_finalize(st);
-    if (asked == 0) {
+    log_ask ask = {co, s, id, follow_s && strcmp(follow_s, "0") != 0, all, 0, 0};
+    evhttp_clear_headers(&q);
+    char msg[160];
+    if (!cdb_job_ranks(co, id, all ? -1 : (int)want, ask_rank, &ask)) {
         free(s);
-        reply_error(req, 404, all ? "no agent holding this job's logs is connected"
-                                  : "no connected agent holds that rank's logs");
+        snprintf(msg, sizeof msg, "job %lld not found", (long long)id);
+        reply_error(req, 404, msg);
         return;
     }
-    s->pending = asked;
+    if (ask.asked == 0) {
+        free(s);
+        if (ask.ranks == 0 && all)
+            snprintf(msg, sizeof msg, "job %lld has not started: no output yet", (long long)id);
+        else if (ask.ranks == 0)
+            snprintf(msg, sizeof msg, "job %lld has no rank %ld in its latest attempt",
+                     (long long)id, want);
+        else
+            snprintf(msg, sizeof msg, "the agent%s holding the output of job %lld%s %s not "
+                     "connected", all ? "s" : "", (long long)id, all ? "" : "'s rank",
+                     all ? "are" : "is");
+        reply_error(req, 404, msg);
+        return;
+    }
+    s->pending = ask.asked;
     s->next = co->streams;
     co->streams = s;
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
@@ -303,15 +375,66 @@ static void logs(coord *co, struct evhttp_request *req, int64_t id, const char *
 
 /* ---- routing ------------------------------------------------------------------- */
 
+static void jobs_get(coord *co, struct evhttp_request *req, const char *query)
+{
+    struct evkeyvalq q;
+    evhttp_parse_query_str(query ? query : "", &q);
+    cdb_job_filter f = {0};
+    f.state = evhttp_find_header(&q, "state");
+    f.user = evhttp_find_header(&q, "user");
+    const char *since = evhttp_find_header(&q, "since"), *limit = evhttp_find_header(&q, "limit"),
+               *before = evhttp_find_header(&q, "before");
+    char *e1 = NULL, *e2 = NULL, *e3 = NULL;
+    f.since = since ? strtod(since, &e1) : 0;
+    f.limit = limit ? strtoll(limit, &e2, 10) : 100;
+    f.before_id = before ? strtoll(before, &e3, 10) : 0;
+    if ((f.state && job_state_parse(f.state) < 0) || (e1 && *e1) || (e2 && *e2) || (e3 && *e3) ||
+        f.limit < 1 || f.limit > 10000) {
+        reply_error(req, 400, "filters: state=queued|starting|running|restarting|succeeded|"
+                              "failed|cancelled, user=NAME, since=UNIX-SECONDS, limit=1..10000, "
+                              "before=JOB-ID");
+    } else {
+        reply_json(req, 200, cdb_job_list(co, &f));
+    }
+    evhttp_clear_headers(&q);
+}
+
+static void jobs_post(coord *co, struct evhttp_request *req)
+{
+    size_t len;
+    char *body = body_text(req, &len), err[RT_ERR_LEN];
+    if (!body) {
+        reply_error(req, 500, "out of memory");
+        return;
+    }
+    rt_json *j = NULL;
+    const char *user = "?";
+    if (rt_json_parse(body, len, &j, err) == RT_OK)
+        user = rt_json_str(rt_json_get(j, "user"), "?");
+    int64_t id = 0;
+    rt_status st = sched_submit(&co->S, body, len, user, coord_now(), &id, err);
+    rt_json_free(j);
+    free(body);
+    if (st != RT_OK) {
+        coord_flush(co);
+        reply_error(req, st == RT_ERR_INVALID ? 400 : 500, err);
+        return;
+    }
+    char out[64];
+    snprintf(out, sizeof out, "{\"id\":%lld}", (long long)id);
+    reply_change(co, req, RT_OK, NULL, out, 201);
+}
+
 static void handle(struct evhttp_request *req, void *arg)
 {
     coord *co = arg;
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = evhttp_uri_get_path(uri);
     enum evhttp_cmd_type method = evhttp_request_get_command(req);
+    bool get = method == EVHTTP_REQ_GET, post = method == EVHTTP_REQ_POST;
     if (!path)
         path = "/";
-    if (strcmp(path, "/") == 0 && method == EVHTTP_REQ_GET) {
+    if (strcmp(path, "/") == 0 && get) {
         reply_text(req, 200, "text/html; charset=utf-8", RT_DASHBOARD_HTML);
         return;
     }
@@ -320,45 +443,27 @@ static void handle(struct evhttp_request *req, void *arg)
         reply_error(req, 401, "missing or wrong bearer token");
         return;
     }
-    if (strcmp(path, "/metrics") == 0 && method == EVHTTP_REQ_GET) {
-        metrics(co, req);
-        return;
-    }
-    if (strcmp(path, "/v1/nodes") == 0 && method == EVHTTP_REQ_GET) {
-        nodes(co, req);
-        return;
-    }
-    if (strcmp(path, "/v1/jobs") == 0) {
-        if (method == EVHTTP_REQ_GET) {
-            reply_json(req, 200, cdb_job_list(co));
-        } else if (method == EVHTTP_REQ_POST) {
-            struct evbuffer *in = evhttp_request_get_input_buffer(req);
-            size_t len = evbuffer_get_length(in);
-            char *body = malloc(len + 1);
-            evbuffer_copyout(in, body, len);
-            body[len] = '\0';
-            int64_t id = 0;
-            char err[RT_ERR_LEN];
-            rt_status st = sched_submit(co, body, len, &id, err);
-            free(body);
-            if (st != RT_OK) {
-                reply_error(req, st == RT_ERR_INVALID ? 400 : 500, err);
-                return;
-            }
-            char out[64];
-            snprintf(out, sizeof out, "{\"id\":%lld}", (long long)id);
-            reply_text(req, 201, "application/json", out);
-        } else {
-            reply_error(req, 405, "use GET or POST on /v1/jobs");
-        }
-        return;
-    }
-    long long id;
-    int n = 0;
-    char rest[32] = "";
-    if (sscanf(path, "/v1/jobs/%lld%n", &id, &n) == 1 && id > 0) {
-        snprintf(rest, sizeof rest, "%s", path + n);
-        if (rest[0] == '\0' && method == EVHTTP_REQ_GET) {
+    char err[RT_ERR_LEN];
+    if (strcmp(path, "/metrics") == 0 && get)
+        return metrics(co, req);
+    if (strcmp(path, "/v1/nodes") == 0 && get)
+        return nodes(co, req);
+    if (strcmp(path, "/v1/nodes/drain") == 0 && post)
+        return drain(co, req, true);
+    if (strcmp(path, "/v1/nodes/resume") == 0 && post)
+        return drain(co, req, false);
+    if (strcmp(path, "/v1/jobs") == 0 && get)
+        return jobs_get(co, req, evhttp_uri_get_query(uri));
+    if (strcmp(path, "/v1/jobs") == 0 && post)
+        return jobs_post(co, req);
+    /* /v1/jobs/ID[/action]: the id is digits only */
+    const char *p = strncmp(path, "/v1/jobs/", 9) == 0 ? path + 9 : NULL;
+    size_t digits = p ? strspn(p, "0123456789") : 0;
+    if (digits > 0 && digits < 19) {
+        long long id = strtoll(p, NULL, 10);
+        const char *rest = p + digits;
+        sc_clock now = coord_now();
+        if (!*rest && get) {
             char *doc = cdb_job_detail(co, id);
             char msg[64];
             snprintf(msg, sizeof msg, "job %lld not found", id);
@@ -368,19 +473,17 @@ static void handle(struct evhttp_request *req, void *arg)
                 reply_error(req, 404, msg);
             return;
         }
-        if (strcmp(rest, "/cancel") == 0 && method == EVHTTP_REQ_POST) {
-            char err[RT_ERR_LEN];
-            rt_status st = sched_cancel(co, id, err);
-            if (st == RT_OK)
-                reply_text(req, 200, "application/json", "{\"cancelled\":true}");
-            else
-                reply_error(req, st == RT_ERR_NOTFOUND ? 404 : 409, err);
-            return;
-        }
-        if (strcmp(rest, "/logs") == 0 && method == EVHTTP_REQ_GET) {
-            logs(co, req, id, evhttp_uri_get_query(uri));
-            return;
-        }
+        if (!strcmp(rest, "/cancel") && post)
+            return reply_change(co, req, sched_cancel(&co->S, id, now, err), err,
+                                "{\"cancelled\":true}", 200);
+        if (!strcmp(rest, "/hold") && post)
+            return reply_change(co, req, sched_hold(&co->S, id, true, now, err), err,
+                                "{\"held\":true}", 200);
+        if (!strcmp(rest, "/release") && post)
+            return reply_change(co, req, sched_hold(&co->S, id, false, now, err), err,
+                                "{\"held\":false}", 200);
+        if (!strcmp(rest, "/logs") && get)
+            return logs(co, req, id, evhttp_uri_get_query(uri));
     }
     reply_error(req, 404, "no such endpoint");
 }

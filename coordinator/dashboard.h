@@ -26,7 +26,7 @@
     "nodes.innerHTML=row(['agent','host','state','slots','used','gpus'],1)+d.nodes.map(n=>"        \
     "row([esc(n.agent),esc(n.hostname),n.state,n.slots,n.used,n.gpus])).join('')}).catch(()=>"    \
     "{login.style.display=''});api('/v1/jobs').then(d=>{jobs.innerHTML=row(['id','name','type',"   \
-    "'np','state','attempt','progress','reason'],1)+d.jobs.slice().reverse().map(j=>row(["         \
+    "'np','state','attempt','progress','reason'],1)+d.jobs.map(j=>row(["         \
     "'<a href=# onclick=show('+j.id+')>'+j.id+'</a>',esc(j.name),j.type,j.np,'<span class='+"     \
     "j.state+'>'+j.state+'</span>',j.attempt,esc(j.progress?JSON.stringify(j.progress):''),"      \
     "esc(j.reason)])).join('')})}go();setInterval(go,2000)</script></body></html>"

@@ -118,7 +118,7 @@ static void test_placement_np5(void **state)
     const rt_json *list = rt_json_get(jobs, "jobs");
     int64_t id = 0;
     CHECK(rt_json_len(list) >= 1);
-    rt_json_get_int(rt_json_at(list, rt_json_len(list) - 1), "id", &id);
+    rt_json_get_int(rt_json_at(list, 0), "id", &id); /* newest first */
     rt_json_free(jobs);
     char path[64];
     snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
@@ -193,7 +193,7 @@ static void test_rank_failure(void **state)
     rt_json *jobs = cl_get(&C, "/v1/jobs");
     const rt_json *list = rt_json_get(jobs, "jobs");
     int64_t id = 0;
-    rt_json_get_int(rt_json_at(list, rt_json_len(list) - 1), "id", &id);
+    rt_json_get_int(rt_json_at(list, 0), "id", &id); /* newest first */
     rt_json_free(jobs);
     /* the job is failed at the first failure; the stopped ranks' exits are
      * recorded as the agents report them */

@@ -2,7 +2,7 @@
  * case on a fresh cluster on loopback:
  *   - kill -9 of an agent mid-job: detected, the job restarts on the slots
  *     left (max_restarts = 1) and succeeds; when too few slots are left it
- *     fails with "needs N slots, M free ..." after start_timeout;
+ *     fails with "needs N slots, M free ..." after queue_timeout;
  *   - kill -9 of the coordinator mid-job and a restart: the job, its events
  *     and the exits that happened meanwhile are all there, the outcome is
  *     recorded, the agents registered again;
@@ -55,7 +55,7 @@ static int teardown(void **state)
     return ok ? 0 : -1;
 }
 
-static char *exec_body(const cluster *c, int np, int max_restarts, int start_timeout_ms,
+static char *exec_body(const cluster *c, int np, int max_restarts, int queue_timeout_ms,
                        const char *probe_args)
 {
     char *b = NULL;
@@ -65,9 +65,9 @@ static char *exec_body(const cluster *c, int np, int max_restarts, int start_tim
     /* probe_args is a JSON list fragment: "\"--sleep\",\"60\"" */
     if (asprintf(&b,
                  "{\"type\":\"exec\",\"name\":\"fault\",\"np\":%d,\"max_restarts\":%d,"
-                 "\"start_timeout_ms\":%d,\"transport\":\"tcp\",\"collective_timeout_ms\":10000,"
+                 "\"queue_timeout_ms\":%d,\"transport\":\"tcp\",\"collective_timeout_ms\":10000,"
                  "\"cwd\":\"%s\",\"argv\":[\"%s\",%s,\"--marker\",\"%s\"]}",
-                 np, max_restarts, start_timeout_ms, cwd, CL_PROBE, probe_args, c->marker) < 0)
+                 np, max_restarts, queue_timeout_ms, cwd, CL_PROBE, probe_args, c->marker) < 0)
         return NULL;
     return b;
 }
@@ -127,7 +127,7 @@ static void test_agent_killed(void **state)
     CHECK(cl_wait_no_marker(c, 10000) == 0);
 
     /* now 3 slots are left (A/a2, B/b1); lose B/b1 mid-job: a restart
-     * needs 3 slots, 1 is free, and after start_timeout the job fails */
+     * needs 3 slots, 1 is free, and after queue_timeout the job fails */
     body = exec_body(c, 3, 1, 2000, "\"--sleep\",\"60\"");
     id = cl_submit(c, body);
     free(body);

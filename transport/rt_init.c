@@ -10,6 +10,7 @@
 
 #include "rt_comm.h"
 #include "rt_json.h"
+#include "rt_proto.h"
 #include "rt_hex.h"
 
 static bool env_int(const char *name, int64_t *out)
@@ -45,8 +46,9 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
     *out = NULL;
     memset(info, 0, sizeof *info);
     int64_t v[8];
-    const char *names[] = {"RT_RANK",       "RT_SIZE",       "RT_LOCAL_RANK", "RT_LOCAL_SIZE",
-                           "RT_CROSS_RANK", "RT_CROSS_SIZE", "RT_JOB_ID",     "RT_ATTEMPT"};
+    const char *names[] = {RT_ENV_RANK,       RT_ENV_SIZE,       RT_ENV_LOCAL_RANK,
+                           RT_ENV_LOCAL_SIZE, RT_ENV_CROSS_RANK, RT_ENV_CROSS_SIZE,
+                           RT_ENV_JOB_ID,     RT_ENV_ATTEMPT};
     for (int i = 0; i < 8; i++)
         if (!env_int(names[i], &v[i]))
             return rt_err(err, RT_ERR_NOTFOUND,
@@ -61,12 +63,12 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
     info->cross_size = (int)v[5];
     info->job_id = v[6];
     info->attempt = v[7];
-    const char *path = getenv("RT_RENDEZVOUS_FILE");
+    const char *path = getenv(RT_ENV_RENDEZVOUS_FILE);
     size_t len = 0;
     char *text = path ? slurp(path, &len) : NULL;
     if (!text)
         return rt_err(err, RT_ERR_NOTFOUND, "cannot read the rendezvous file %s: %s",
-                      path ? path : "(RT_RENDEZVOUS_FILE unset)", strerror(errno));
+                      path ? path : "(" RT_ENV_RENDEZVOUS_FILE " unset)", strerror(errno));
     rt_json *r = NULL;
     rt_status st = rt_json_parse(text, len, &r, err);
     free(text);
@@ -78,33 +80,33 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
     rt_comm_opts_defaults(&o);
     o.rank = info->rank;
     o.size = info->size;
-    const rt_json *peers = rt_json_get(r, "peers");
+    const rt_json *peers = rt_json_get(r, RT_F_PEERS);
     int64_t fr = -1, fs = -1, sockets = 1, tmo = 60000;
-    rt_json_get_int(r, "rank", &fr);
-    rt_json_get_int(r, "size", &fs);
-    rt_json_get_int(r, "sockets", &sockets);
-    rt_json_get_int(r, "collective_timeout_ms", &tmo);
-    const char *key = rt_json_get_str(r, "key");
+    rt_json_get_int(r, RT_F_RANK, &fr);
+    rt_json_get_int(r, RT_F_SIZE, &fs);
+    rt_json_get_int(r, RT_F_SOCKETS, &sockets);
+    rt_json_get_int(r, RT_F_COLLECTIVE_TIMEOUT_MS, &tmo);
+    const char *key = rt_json_get_str(r, RT_F_KEY);
     if (fr != info->rank || fs != info->size || (int64_t)rt_json_len(peers) != fs || !key ||
         rt_hex_decode(key, o.key, sizeof o.key) != RT_OK) {
         rt_json_free(r);
         return rt_err(err, RT_ERR_INVALID, "rendezvous file %s does not match this rank", path);
     }
     snprintf(info->transport, sizeof info->transport, "%s",
-             rt_json_str(rt_json_get(r, "transport"), "tcp"));
+             rt_json_str(rt_json_get(r, RT_F_TRANSPORT), "tcp"));
     info->collective_timeout_us = tmo * 1000;
     const char **addrs = calloc((size_t)fs, sizeof *addrs);
     for (int64_t i = 0; addrs && i < fs; i++)
         addrs[i] = rt_json_str(rt_json_at(peers, (size_t)i), "");
     o.peers = addrs;
     o.job_id = ((uint64_t)info->job_id << 16) ^ (uint64_t)info->attempt;
-    o.encrypt = rt_json_bool(rt_json_get(r, "encrypt"), false);
+    o.encrypt = rt_json_bool(rt_json_get(r, RT_F_ENCRYPT), false);
     o.sockets = (int)sockets;
     o.timeout_us = tmo * 1000;
     o.connect_timeout_us = tmo * 1000;
     o.transport = strcmp(info->transport, "rdma") == 0 ? RT_TRANSPORT_RDMA : RT_TRANSPORT_TCP;
     int64_t lfd = -1;
-    o.listen_fd = env_int("RT_LISTEN_FD", &lfd) ? (int)lfd : -1;
+    o.listen_fd = env_int(RT_ENV_LISTEN_FD, &lfd) ? (int)lfd : -1;
     /* ranks busy-poll only when each has a core of its own */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     o.spin_us = info->local_size <= cores ? 50 : 0;
@@ -117,7 +119,7 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
 void rt_report_progress(const char *json_object)
 {
     int64_t fd;
-    if (!env_int("RT_CONTROL_FD", &fd) || fd < 0)
+    if (!env_int(RT_ENV_CONTROL_FD, &fd) || fd < 0)
         return;
     size_t n = strlen(json_object);
     char *line = malloc(n + 2);

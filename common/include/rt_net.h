@@ -43,8 +43,11 @@ bool rt_token_equal(const char *a, const char *b);
  * bytes are needed, -1 when the stream is bad (oversized, not JSON, not an
  * object, no string "type") with the reason in err. */
 int rt_frame_pull(struct evbuffer *in, rt_json **out, char *err);
-/* Queue the writer's JSON as one frame; consumes w. */
+/* Queue the writer's JSON as one frame; consumes w.  RT_ERR_INVALID when
+ * it is larger than RT_FRAME_MAX (nothing is queued). */
 rt_status rt_frame_push(struct bufferevent *bev, rt_jw *w);
+/* The same for JSON text already written. */
+rt_status rt_frame_push_text(struct bufferevent *bev, const char *text, size_t len);
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,8 @@ typedef struct rt_coord_cfg {
     char *state_db;    /* SQLite database */
     int64_t heartbeat_interval_us, heartbeat_timeout_us;
     int64_t prepare_timeout_us;
-    int64_t default_start_timeout_us;
+    int64_t reconcile_timeout_us;
+    int64_t default_queue_timeout_us;
     int64_t default_max_restarts;
     int64_t log_tail_lines;
     int log_level;
@@ -33,6 +34,7 @@ typedef struct rt_agent_cfg {
     char *data_address; /* address ranks listen on (default: this end of the control connection) */
     int64_t slots;     /* 0: one per GPU, or one if there is none */
     char *work_dir, *log_dir;
+    char *worker;      /* the training worker program (default: beside the agent) */
     uint64_t log_max_bytes;
     int64_t log_keep;
     int64_t reconnect_max_us;
@@ -54,8 +56,8 @@ typedef struct rt_job_cfg {
     /* [job] */
     char *name;
     int type;
-    int64_t np, min_np, max_restarts;
-    int64_t start_timeout_us, deadline_us;
+    int64_t np, min_np, max_restarts, priority;
+    int64_t queue_timeout_us, deadline_us;
     int transport;
     int64_t sockets;
     int64_t collective_timeout_us;

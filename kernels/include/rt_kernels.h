@@ -85,6 +85,9 @@ void *rt_kctx_stream(rt_kctx *ctx);
 rt_status rt_kctx_sync(rt_kctx *ctx, char *err);
 /* Report (and clear) a launch error without waiting. */
 rt_status rt_kctx_check(rt_kctx *ctx, char *err);
+/* The name of the CPU kernels the BLAS library chose ("Zen", "SkylakeX",
+ * "Haswell", "Prescott", ...). */
+const char *rt_cpu_blas_core(void);
 /* Use TF32 tensor cores for fp32 GEMMs on CUDA (default off: exact fp32). */
 void rt_kctx_set_tf32(rt_kctx *ctx, bool on);
 

@@ -1,0 +1,144 @@
+/* rt_proto.h — the control protocol, written once: every message between
+ * an agent and the coordinator (its wire name, direction and required
+ * fields), the field names, the environment an agent gives a rank and the
+ * keys of a rank's rendezvous file.  Both sides of every process boundary
+ * use these names; docs/protocol.md describes each message and a test keeps
+ * the two in step and checks that every message has a receiver.
+ *
+ * Frames (rt_net.h): a 4-byte little-endian length, then a JSON object with
+ * a string "type".  Unknown fields are ignored; a frame whose type is
+ * unknown, or that lacks a required field or has it with the wrong JSON
+ * type, is a protocol error: the connection is closed and the reason
+ * logged. */
+#ifndef RT_PROTO_H
+#define RT_PROTO_H
+
+#include <stdbool.h>
+
+#include "rt_json.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of the control protocol (the agent's hello carries it; the
+ * coordinator refuses another). */
+#define RT_PROTO_VERSION 2
+
+typedef enum rt_msg {
+    /* agent -> coordinator */
+    RT_MSG_HELLO = 0, /* register: token, identity, slots, capabilities, ranks running */
+    RT_MSG_HEARTBEAT, /* alive */
+    RT_MSG_BYE,       /* stopping on purpose */
+    RT_MSG_PREPARED,  /* the ranks of an attempt have data-plane sockets (or an error) */
+    RT_MSG_STARTED,   /* one rank's process runs */
+    RT_MSG_EXITED,    /* one rank's process ended: code or signal, last lines */
+    RT_MSG_PROGRESS,  /* a rank's progress report (relayed from the rank) */
+    RT_MSG_LOG_DATA,  /* a chunk of a rank's output for an open log stream */
+    /* coordinator -> agent */
+    RT_MSG_WELCOME,   /* registered */
+    RT_MSG_ERROR,     /* refused: the reason; the connection closes */
+    RT_MSG_PREPARE,   /* bind data-plane sockets for these ranks of an attempt */
+    RT_MSG_START,     /* start the prepared ranks: peers, key, program */
+    RT_MSG_ABORT,     /* stop every rank of an attempt */
+    RT_MSG_LOG_OPEN,  /* stream a rank's output */
+    RT_MSG_LOG_CLOSE, /* stop streaming */
+    RT_MSG_COUNT
+} rt_msg;
+
+typedef enum rt_msg_dir { RT_TO_COORD = 1, RT_TO_AGENT = 2 } rt_msg_dir;
+
+typedef struct rt_msg_info {
+    const char *name;   /* the "type" on the wire */
+    rt_msg_dir dir;
+    /* Required fields with their JSON type, space-separated "name:t" where
+     * t is i (integer), n (number), s (string), b (bool), a (array) or o
+     * (object). */
+    const char *fields;
+    const char *purpose; /* one line, for docs and logs */
+} rt_msg_info;
+
+/* The table, indexed by rt_msg. */
+extern const rt_msg_info rt_msgs[RT_MSG_COUNT];
+
+/* Wire name -> message; RT_MSG_COUNT when unknown (or name is NULL). */
+rt_msg rt_msg_parse(const char *name);
+const char *rt_msg_name(rt_msg m);
+/* The message's type, if it is a known message travelling in direction dir
+ * with every required field of the right type; otherwise RT_MSG_COUNT and a
+ * sentence in err ("'prepared' without an integer \"attempt\""). */
+rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
+
+/* ---- field names ------------------------------------------------------------ */
+#define RT_F_TYPE "type"
+#define RT_F_TOKEN "token"
+#define RT_F_PROTO "proto"
+#define RT_F_VERSION "version"
+#define RT_F_HOST_ID "host_id"
+#define RT_F_NAME "name"
+#define RT_F_HOSTNAME "hostname"
+#define RT_F_SLOTS "slots"
+#define RT_F_ADDRESS "address"
+#define RT_F_CAPS "caps"       /* {cuda, nccl, rdma, gpus, gpu_names, cpu, ...} */
+#define RT_F_RUNNING "running" /* [{job, attempt, rank, pid}] */
+#define RT_F_EXITED "exited"   /* [exited messages the coordinator missed] */
+#define RT_F_AGENT "agent"
+#define RT_F_HEARTBEAT_MS "heartbeat_ms"
+#define RT_F_REASON "reason"
+#define RT_F_WORKERS "workers"
+#define RT_F_JOB "job"
+#define RT_F_ATTEMPT "attempt"
+#define RT_F_SIZE "size"
+#define RT_F_RANK "rank"
+#define RT_F_RANKS "ranks" /* prepare: [{rank, local_rank, ...}]; prepared: [{rank, addr}] */
+#define RT_F_LOCAL_RANK "local_rank"
+#define RT_F_LOCAL_SIZE "local_size"
+#define RT_F_CROSS_RANK "cross_rank"
+#define RT_F_CROSS_SIZE "cross_size"
+#define RT_F_ADDR "addr"
+#define RT_F_ERROR "error"
+#define RT_F_JOB_TYPE "job_type" /* "train" or "exec" */
+#define RT_F_KEY "key"           /* the attempt's data-plane secret, hex */
+#define RT_F_TRANSPORT "transport"
+#define RT_F_SOCKETS "sockets"
+#define RT_F_COLLECTIVE_TIMEOUT_MS "collective_timeout_ms"
+#define RT_F_ENCRYPT "encrypt"
+#define RT_F_PEERS "peers"
+#define RT_F_ARGV "argv"
+#define RT_F_ENV "env"
+#define RT_F_CWD "cwd"
+#define RT_F_CONFIG "config"
+#define RT_F_PID "pid"
+#define RT_F_CODE "code"
+#define RT_F_SIGNAL "signal"
+#define RT_F_TAIL "tail"
+#define RT_F_DATA "data"
+#define RT_F_REQ "req"
+#define RT_F_FOLLOW "follow"
+#define RT_F_PREFIX "prefix"
+#define RT_F_EOF "eof"
+
+/* ---- what an agent gives each rank it starts --------------------------------- */
+#define RT_ENV_RANK "RT_RANK"
+#define RT_ENV_SIZE "RT_SIZE"
+#define RT_ENV_LOCAL_RANK "RT_LOCAL_RANK"
+#define RT_ENV_LOCAL_SIZE "RT_LOCAL_SIZE"
+#define RT_ENV_CROSS_RANK "RT_CROSS_RANK"
+#define RT_ENV_CROSS_SIZE "RT_CROSS_SIZE"
+#define RT_ENV_JOB_ID "RT_JOB_ID"
+#define RT_ENV_ATTEMPT "RT_ATTEMPT"
+#define RT_ENV_RENDEZVOUS_FILE "RT_RENDEZVOUS_FILE" /* JSON, mode 0600: the keys below */
+#define RT_ENV_LISTEN_FD "RT_LISTEN_FD"             /* the bound data-plane socket (3) */
+#define RT_ENV_CONTROL_FD "RT_CONTROL_FD"           /* progress lines to the agent (4) */
+#define RT_ENV_WORK_DIR "RT_WORK_DIR"
+#define RT_LISTEN_FD_NUM 3
+#define RT_CONTROL_FD_NUM 4
+
+/* The rendezvous file: {job, attempt, rank, size, local_rank, local_size,
+ * cross_rank, cross_size, peers, key, transport, sockets,
+ * collective_timeout_ms, encrypt} — the RT_F_ names above. */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

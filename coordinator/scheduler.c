@@ -1,0 +1,703 @@
+/* scheduler.c — the scheduler's model and the job life cycle (see scheduler.h):
+ * submissions, agents coming and going, the agents' reports, failures and
+ * restarts, timers.  Placement and the queue are in scheduler_queue.c. */
+#include "scheduler.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_hex.h"
+#include "rt_proto.h"
+#include "rt_schemas.h"
+#include "scheduler_impl.h"
+
+static const char *const STATE_NAMES[] = {"queued",    "starting", "running",  "restarting",
+                                          "succeeded", "failed",   "cancelled"};
+static const char *const RANK_STATES[] = {"none",     "preparing", "prepared",
+                                          "starting", "running",   "exited"};
+
+const char *job_state_name(int s) { return s >= 0 && s <= JOB_CANCELLED ? STATE_NAMES[s] : "?"; }
+bool job_state_terminal(int s) { return s == JOB_SUCCEEDED || s == JOB_FAILED || s == JOB_CANCELLED; }
+const char *rank_state_name(int s) { return s >= 0 && s <= RS_EXITED ? RANK_STATES[s] : "?"; }
+
+int job_state_parse(const char *name)
+{
+    for (int s = 0; name && s <= JOB_CANCELLED; s++)
+        if (strcmp(STATE_NAMES[s], name) == 0)
+            return s;
+    return -1;
+}
+
+int rank_state_parse(const char *name)
+{
+    for (int s = 0; name && s <= RS_EXITED; s++)
+        if (strcmp(RANK_STATES[s], name) == 0)
+            return s;
+    return RS_NONE;
+}
+
+/* ---- the model -------------------------------------------------------------- */
+
+void sched_init(sched *S, const sc_config *cfg)
+{
+    memset(S, 0, sizeof *S);
+    S->cfg = *cfg;
+    S->next_id = 1;
+}
+
+void sc_job_free(sc_job *j)
+{
+    if (!j)
+        return;
+    free(j->spec);
+    rt_json_free(j->specj);
+    free(j->ranks);
+    free(j->first_failure);
+    free(j->progress);
+    free(j);
+}
+
+void sched_free(sched *S)
+{
+    while (S->agents) {
+        sc_agent *a = S->agents;
+        S->agents = a->next;
+        free(a->caps);
+        free(a);
+    }
+    while (S->jobs) {
+        sc_job *j = S->jobs;
+        S->jobs = j->next;
+        sc_job_free(j);
+    }
+    sched_actions_clear(S);
+    free(S->out);
+    S->out = NULL;
+    S->capout = 0;
+}
+
+sc_job *sched_job(sched *S, int64_t id)
+{
+    for (sc_job *j = S->jobs; j; j = j->next)
+        if (j->id == id)
+            return j;
+    return NULL;
+}
+
+sc_agent *sched_agent(sched *S, const char *key)
+{
+    for (sc_agent *a = S->agents; a; a = a->next)
+        if (strcmp(a->key, key) == 0)
+            return a;
+    return NULL;
+}
+
+int sched_total_slots(const sched *S)
+{
+    int n = 0;
+    for (const sc_agent *a = S->agents; a; a = a->next)
+        n += a->slots;
+    return n;
+}
+
+int sched_free_slots(const sched *S)
+{
+    int n = 0;
+    for (const sc_agent *a = S->agents; a; a = a->next)
+        if (a->up && !a->draining && a->slots > a->used)
+            n += a->slots - a->used;
+    return n;
+}
+
+/* A rank holds a slot of its agent until it has exited. */
+void sc_rank_bind(sc_rank *s, sc_agent *a)
+{
+    if (s->ag == a)
+        return;
+    if (s->ag && s->state != RS_EXITED && s->ag->used > 0)
+        s->ag->used--;
+    s->ag = a;
+    if (a && s->state != RS_EXITED)
+        a->used++;
+}
+
+void sc_rank_exit(sc_rank *s)
+{
+    if (s->ag && s->state != RS_EXITED && s->ag->used > 0)
+        s->ag->used--;
+    s->state = RS_EXITED;
+}
+
+/* ---- actions ---------------------------------------------------------------- */
+
+const sc_action *sched_actions(const sched *S, int *n)
+{
+    *n = S->nout;
+    return S->out;
+}
+
+void sched_actions_clear(sched *S)
+{
+    for (int i = 0; i < S->nout; i++)
+        free(S->out[i].text);
+    S->nout = 0;
+}
+
+void sc_emit(sched *S, sc_act_kind kind, int64_t job, const char *agent, const char *tag,
+             char *text)
+{
+    if (S->nout == S->capout) {
+        int nc = S->capout ? 2 * S->capout : 64;
+        sc_action *o = realloc(S->out, (size_t)nc * sizeof *o);
+        RT_ASSERT(o); /* a few hundred bytes: out of memory here is fatal anyway */
+        S->out = o;
+        S->capout = nc;
+    }
+    sc_action *a = &S->out[S->nout++];
+    memset(a, 0, sizeof *a);
+    a->kind = kind;
+    a->job = job;
+    a->rank = -1;
+    if (agent)
+        snprintf(a->agent, sizeof a->agent, "%s", agent);
+    if (tag)
+        snprintf(a->tag, sizeof a->tag, "%s", tag);
+    a->text = text;
+}
+
+void sc_event(sched *S, const sc_job *j, const char *kind, const char *fmt, ...)
+{
+    char *msg = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
+    va_end(ap);
+    sc_emit(S, SC_EVENT, j->id, NULL, kind, msg);
+    S->out[S->nout - 1].attempt = j->attempt;
+}
+
+void sc_job_saved(sched *S, const sc_job *j) { sc_emit(S, SC_SAVE_JOB, j->id, NULL, NULL, NULL); }
+
+void sc_attempt_saved(sched *S, const sc_job *j, const char *state, const char *reason)
+{
+    sc_emit(S, SC_SAVE_ATTEMPT, j->id, NULL, state, strdup(reason ? reason : ""));
+    S->out[S->nout - 1].attempt = j->attempt;
+}
+
+void sc_rank_saved(sched *S, const sc_job *j, int r)
+{
+    sc_emit(S, SC_SAVE_RANK, j->id, NULL, NULL, NULL);
+    S->out[S->nout - 1].rank = r;
+    S->out[S->nout - 1].attempt = j->attempt;
+}
+
+void sc_agent_saved(sched *S, const sc_agent *a)
+{
+    sc_emit(S, SC_SAVE_AGENT, 0, a->key, NULL, NULL);
+}
+
+static void send(sched *S, const sc_agent *a, rt_jw *w)
+{
+    char *text = rt_jw_take(w, NULL);
+    if (text)
+        sc_emit(S, SC_SEND, 0, a->key, NULL, text);
+}
+
+/* ---- messages to agents ----------------------------------------------------- */
+
+/* {"type": type, "job", "attempt"[, "size"] ... (the caller ends the object) */
+static void msg_begin(rt_jw *w, rt_msg type, const sc_job *j, int size)
+{
+    rt_jw_init(w);
+    rt_jw_obj(w);
+    rt_jw_kstr(w, RT_F_TYPE, rt_msg_name(type));
+    rt_jw_kint(w, RT_F_JOB, j->id);
+    rt_jw_kint(w, RT_F_ATTEMPT, j->attempt);
+    if (size >= 0)
+        rt_jw_kint(w, RT_F_SIZE, size);
+}
+
+void sc_send_abort_attempt(sched *S, const sc_agent *a, int64_t job, int64_t attempt,
+                               const char *reason)
+{
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    rt_jw_kstr(&w, RT_F_TYPE, rt_msg_name(RT_MSG_ABORT));
+    rt_jw_kint(&w, RT_F_JOB, job);
+    rt_jw_kint(&w, RT_F_ATTEMPT, attempt);
+    rt_jw_kstr(&w, RT_F_REASON, reason);
+    rt_jw_obj_end(&w);
+    send(S, a, &w);
+}
+
+/* Whether rank r is the first of the attempt's ranks on its agent (one
+ * message per agent lists all of that agent's ranks). */
+static bool first_of_agent(const sc_job *j, int r)
+{
+    for (int q = 0; q < r; q++)
+        if (j->ranks[q].ag == j->ranks[r].ag)
+            return false;
+    return true;
+}
+
+void sc_send_abort(sched *S, sc_job *j, const char *reason)
+{
+    for (int r = 0; r < j->cur_np; r++) {
+        sc_agent *a = j->ranks[r].ag;
+        if (!a || !a->up || j->ranks[r].state == RS_EXITED)
+            continue;
+        bool sent = false; /* once per agent: it stops all its ranks of the attempt */
+        for (int q = 0; q < r && !sent; q++)
+            sent = j->ranks[q].ag == a && j->ranks[q].state != RS_EXITED;
+        if (!sent)
+            sc_send_abort_attempt(S, a, j->id, j->attempt, reason);
+    }
+}
+
+static const char *resolve_transport(const sc_job *j)
+{
+    const char *t = rt_json_str(rt_json_get(j->specj, RT_F_TRANSPORT), "auto");
+    if (strcmp(t, "auto") != 0)
+        return t;
+    bool all_gpu = j->type == JOB_TRAIN, all_rdma = true;
+    for (int r = 0; r < j->cur_np; r++) {
+        const sc_agent *a = j->ranks[r].ag;
+        all_gpu = all_gpu && a && a->cuda && a->nccl;
+        all_rdma = all_rdma && a && a->rdma;
+    }
+    return all_gpu ? "nccl" : all_rdma ? "rdma" : "tcp";
+}
+
+static int64_t spec_int(const sc_job *j, const char *key, int64_t def)
+{
+    int64_t v;
+    return rt_json_get_int(j->specj, key, &v) ? v : def;
+}
+
+void sc_send_start(sched *S, sc_job *j)
+{
+    char key[65];
+    rt_hex_encode(j->key, sizeof j->key, key);
+    const char *transport = resolve_transport(j);
+    for (int r = 0; r < j->cur_np; r++) {
+        sc_agent *a = j->ranks[r].ag;
+        if (!first_of_agent(j, r))
+            continue;
+        rt_jw w;
+        msg_begin(&w, RT_MSG_START, j, j->cur_np);
+        rt_jw_kstr(&w, RT_F_JOB_TYPE, j->type == JOB_EXEC ? "exec" : "train");
+        rt_jw_kstr(&w, RT_F_KEY, key);
+        rt_jw_kstr(&w, RT_F_TRANSPORT, transport);
+        rt_jw_kint(&w, RT_F_SOCKETS, spec_int(j, RT_F_SOCKETS, 1));
+        rt_jw_kint(&w, RT_F_COLLECTIVE_TIMEOUT_MS, spec_int(j, RT_F_COLLECTIVE_TIMEOUT_MS, 60000));
+        rt_jw_kbool(&w, RT_F_ENCRYPT, rt_json_bool(rt_json_get(j->specj, RT_F_ENCRYPT), false));
+        rt_jw_key(&w, RT_F_PEERS);
+        rt_jw_arr(&w);
+        for (int q = 0; q < j->cur_np; q++)
+            rt_jw_str(&w, j->ranks[q].addr);
+        rt_jw_arr_end(&w);
+        const char *fields[] = {RT_F_ARGV, RT_F_ENV, RT_F_CWD, RT_F_CONFIG};
+        for (size_t f = 0; f < RT_ARRAY_LEN(fields); f++) {
+            const rt_json *v = rt_json_get(j->specj, fields[f]);
+            if (v) {
+                rt_jw_key(&w, fields[f]);
+                rt_jw_value(&w, v);
+            }
+        }
+        rt_jw_obj_end(&w);
+        send(S, a, &w);
+        for (int q = r; q < j->cur_np; q++)
+            if (j->ranks[q].ag == a)
+                j->ranks[q].state = RS_STARTING;
+    }
+    sc_event(S, j, "launching", "attempt %d: all %d ranks prepared, transport %s", j->attempt,
+             j->cur_np, transport);
+}
+
+void sc_start_attempt(sched *S, sc_job *j, int np, sc_clock now)
+{
+    j->attempt++;
+    j->prepared = j->running = j->exited_ok = 0;
+    j->have_failure = false;
+    j->reconciling = false;
+    j->queue_pos = 0;
+    j->prepare_deadline_ns = now.mono_ns + S->cfg.prepare_timeout_us * 1000;
+    S->cfg.random(j->key, sizeof j->key);
+    j->state = JOB_STARTING;
+    j->reason[0] = '\0';
+    sc_attempt_saved(S, j, "starting", "");
+    sc_emit(S, SC_SAVE_RANKS, j->id, NULL, NULL, NULL);
+    S->out[S->nout - 1].attempt = j->attempt;
+    sc_job_saved(S, j);
+    char hosts[256] = "";
+    size_t hl = 0;
+    for (int r = 0; r < np && hl < sizeof hosts - 40; r++)
+        if (r == 0 || strcmp(j->ranks[r].host_id, j->ranks[r - 1].host_id) != 0)
+            hl += (size_t)snprintf(hosts + hl, sizeof hosts - hl, "%s%s", hl ? ", " : "",
+                                   j->ranks[r].hostname);
+    sc_event(S, j, "starting", "attempt %d on %d ranks (hosts: %s)", j->attempt, np, hosts);
+    /* one prepare per agent, listing its ranks */
+    for (int r = 0; r < np; r++) {
+        sc_agent *a = j->ranks[r].ag;
+        if (!first_of_agent(j, r))
+            continue;
+        rt_jw w;
+        msg_begin(&w, RT_MSG_PREPARE, j, np);
+        rt_jw_key(&w, RT_F_RANKS);
+        rt_jw_arr(&w);
+        for (int q = r; q < np; q++)
+            if (j->ranks[q].ag == a) {
+                const sc_rank *s = &j->ranks[q];
+                rt_jw_obj(&w);
+                rt_jw_kint(&w, RT_F_RANK, q);
+                rt_jw_kint(&w, RT_F_LOCAL_RANK, s->local_rank);
+                rt_jw_kint(&w, RT_F_LOCAL_SIZE, s->local_size);
+                rt_jw_kint(&w, RT_F_CROSS_RANK, s->cross_rank);
+                rt_jw_kint(&w, RT_F_CROSS_SIZE, s->cross_size);
+                rt_jw_obj_end(&w);
+            }
+        rt_jw_arr_end(&w);
+        rt_jw_obj_end(&w);
+        send(S, a, &w);
+    }
+}
+
+/* ---- outcomes ------------------------------------------------------------------ */
+
+void sc_finish(sched *S, sc_job *j, int state, const char *reason, sc_clock now)
+{
+    /* the attempt's record ends too, unless it already ended (a job that
+     * never started, or one waiting to restart) */
+    bool attempt_live = j->state == JOB_STARTING || j->state == JOB_RUNNING;
+    j->state = state;
+    j->queue_pos = 0;
+    j->reconciling = false;
+    snprintf(j->reason, sizeof j->reason, "%s", reason);
+    j->finished = now.wall;
+    if (attempt_live)
+        sc_attempt_saved(S, j, job_state_name(state), reason);
+    sc_job_saved(S, j);
+    sc_event(S, j, job_state_name(state), "%s", reason);
+}
+
+/* The attempt failed: stop every rank, then restart or fail the job.  A
+ * restart counts against max_restarts unless `counted` is false (the
+ * coordinator itself interrupted the attempt). */
+void sc_attempt_failed(sched *S, sc_job *j, const char *reason, bool counted, sc_clock now)
+{
+    sc_send_abort(S, j, reason);
+    sc_attempt_saved(S, j, "failed", reason);
+    snprintf(j->last_failure, sizeof j->last_failure, "%s", reason);
+    j->reconciling = false;
+    if (!counted || j->restarts < j->max_restarts) {
+        if (counted)
+            j->restarts++;
+        j->state = JOB_RESTARTING;
+        j->queued_at = now.wall;
+        if (counted)
+            snprintf(j->reason, sizeof j->reason, "%s; restarting (%d of %d)", reason,
+                     j->restarts, j->max_restarts);
+        else
+            snprintf(j->reason, sizeof j->reason, "%s; starting again", reason);
+        sc_job_saved(S, j);
+        sc_event(S, j, "restarting", "%s", j->reason);
+    } else {
+        char why[1100];
+        snprintf(why, sizeof why, "%s%s", reason, j->max_restarts ? " (no restarts left)" : "");
+        j->state = JOB_RESTARTING; /* the attempt's record is written above */
+        sc_finish(S, j, JOB_FAILED, why, now);
+    }
+}
+
+/* The first failure of the attempt, kept as a JSON object. */
+void sc_set_first_failure(sc_job *j, rt_jw *w)
+{
+    free(j->first_failure);
+    j->first_failure = rt_jw_take(w, NULL);
+    j->have_failure = true;
+}
+
+/* ---- submissions --------------------------------------------------------------- */
+
+/* The job's settings from its submission; everything checked here so that
+ * nothing malformed reaches the agents (and a stored job reads back). */
+static rt_status parse_spec(sched *S, sc_job *j, const rt_json *s, char *err)
+{
+    const char *type = rt_json_get_str(s, RT_F_TYPE);
+    int64_t v;
+    if (rt_json_type_of(s) != RT_JSON_OBJECT)
+        return rt_err(err, RT_ERR_INVALID, "a job is a JSON object");
+    if (!type || (strcmp(type, "exec") != 0 && strcmp(type, "train") != 0))
+        return rt_err(err, RT_ERR_INVALID, "\"type\" must be \"exec\" or \"train\"");
+    j->type = strcmp(type, "exec") == 0 ? JOB_EXEC : JOB_TRAIN;
+    if (!rt_json_get_int(s, "np", &v) || v < 1 || v > 65536)
+        return rt_err(err, RT_ERR_INVALID, "\"np\" must be an integer in [1, 65536]");
+    j->np = (int)v;
+    j->min_np = 0;
+    if (rt_json_get(s, "min_np") && (!rt_json_get_int(s, "min_np", &v) || v < 0 || v > j->np))
+        return rt_err(err, RT_ERR_INVALID, "\"min_np\" must be an integer in [0, np]");
+    else if (rt_json_get(s, "min_np"))
+        j->min_np = (int)v;
+    j->max_restarts = S->cfg.default_max_restarts;
+    if (rt_json_get(s, "max_restarts")) {
+        if (!rt_json_get_int(s, "max_restarts", &v) || v < 0 || v > 1000)
+            return rt_err(err, RT_ERR_INVALID, "\"max_restarts\" must be an integer in [0, 1000]");
+        j->max_restarts = (int)v;
+    }
+    j->priority = 0;
+    if (rt_json_get(s, "priority")) {
+        if (!rt_json_get_int(s, "priority", &v) || v < -1000 || v > 1000)
+            return rt_err(err, RT_ERR_INVALID, "\"priority\" must be an integer in [-1000, 1000]");
+        j->priority = (int)v;
+    }
+    j->queue_timeout_us = S->cfg.default_queue_timeout_us;
+    if (rt_json_get(s, "queue_timeout_ms")) {
+        if (!rt_json_get_int(s, "queue_timeout_ms", &v) || v < 0)
+            return rt_err(err, RT_ERR_INVALID, "\"queue_timeout_ms\" must be an integer >= 0");
+        j->queue_timeout_us = v * 1000;
+    }
+    j->deadline_us = 0;
+    if (rt_json_get(s, "deadline_ms")) {
+        if (!rt_json_get_int(s, "deadline_ms", &v) || v < 0)
+            return rt_err(err, RT_ERR_INVALID, "\"deadline_ms\" must be an integer >= 0");
+        j->deadline_us = v * 1000;
+    }
+    snprintf(j->name, sizeof j->name, "%s", rt_json_str(rt_json_get(s, "name"), type));
+    if (j->type == JOB_EXEC) {
+        const rt_json *argv = rt_json_get(s, RT_F_ARGV);
+        if (rt_json_len(argv) == 0 || rt_json_type_of(argv) != RT_JSON_ARRAY)
+            return rt_err(err, RT_ERR_INVALID, "an exec job needs a non-empty \"argv\" array");
+        for (size_t i = 0; i < rt_json_len(argv); i++)
+            if (!rt_json_str(rt_json_at(argv, i), NULL))
+                return rt_err(err, RT_ERR_INVALID, "\"argv\" must hold strings");
+        const rt_json *env = rt_json_get(s, RT_F_ENV);
+        if (env && rt_json_type_of(env) != RT_JSON_OBJECT)
+            return rt_err(err, RT_ERR_INVALID, "\"env\" must be an object of strings");
+        for (size_t i = 0; i < rt_json_len(env); i++)
+            if (!rt_json_str(rt_json_value_at(env, i), NULL))
+                return rt_err(err, RT_ERR_INVALID, "\"env\" must be an object of strings");
+        const rt_json *cwd = rt_json_get(s, RT_F_CWD);
+        if (cwd && (!rt_json_str(cwd, NULL) || rt_json_str(cwd, "")[0] != '/'))
+            return rt_err(err, RT_ERR_INVALID, "\"cwd\" must be an absolute path");
+        return RT_OK;
+    }
+    /* a training job carries its whole configuration: check it here too */
+    const char *cfg = rt_json_get_str(s, RT_F_CONFIG);
+    if (!cfg)
+        return rt_err(err, RT_ERR_INVALID, "a train job needs its \"config\" text");
+    rt_job_cfg jc;
+    rt_cfg_errors e = {0};
+    rt_status st = RT_OK;
+    if (rt_cfg_load_string(&rt_job_schema, cfg, strlen(cfg), "job", NULL, &jc, &e) != RT_OK) {
+        char all[RT_ERR_LEN];
+        rt_cfg_errors_join(&e, all, sizeof all);
+        st = rt_err(err, RT_ERR_INVALID, "%s", all);
+    }
+    rt_cfg_free(&rt_job_schema, &jc);
+    rt_cfg_errors_free(&e);
+    return st;
+}
+
+rt_status sched_submit(sched *S, const char *body, size_t len, const char *user, sc_clock now,
+                       int64_t *id, char *err)
+{
+    rt_json *s = NULL;
+    rt_status st = rt_json_parse(body, len, &s, err);
+    if (st != RT_OK)
+        return st;
+    sc_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        rt_json_free(s);
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
+    j->specj = s;
+    st = parse_spec(S, j, s, err);
+    int total = sched_total_slots(S), nagents = 0;
+    for (const sc_agent *a = S->agents; a; a = a->next)
+        nagents++;
+    if (st == RT_OK && j->np > total)
+        st = nagents == 0 ? rt_err(err, RT_ERR_INVALID,
+                                   "the job asks for %d ranks but no agent has registered yet",
+                                   j->np)
+                          : rt_err(err, RT_ERR_INVALID,
+                                   "the job asks for %d ranks but the whole cluster has %d slots "
+                                   "(%d agent%s)",
+                                   j->np, total, nagents, nagents == 1 ? "" : "s");
+    if (st == RT_OK && !(j->spec = strndup(body, len)))
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    if (st != RT_OK) {
+        sc_job_free(j);
+        return st;
+    }
+    snprintf(j->user, sizeof j->user, "%s", user && *user ? user : "?");
+    j->held = rt_json_bool(rt_json_get(s, "hold"), false);
+    j->id = S->next_id++;
+    j->state = JOB_QUEUED;
+    j->created = j->queued_at = now.wall;
+    sc_job **tail = &S->jobs;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = j;
+    sc_job_saved(S, j);
+    sc_event(S, j, "submitted", "%s job '%s' for %d ranks by %s%s",
+             j->type == JOB_EXEC ? "exec" : "train", j->name, j->np, j->user,
+             j->held ? " (held)" : "");
+    *id = j->id;
+    sc_queue_pass(S, now);
+    return RT_OK;
+}
+
+rt_status sched_cancel(sched *S, int64_t id, sc_clock now, char *err)
+{
+    sc_job *j = sched_job(S, id);
+    if (!j || job_state_terminal(j->state))
+        return rt_err(err, j ? RT_ERR_INVALID : RT_ERR_NOTFOUND,
+                      j ? "job %lld has already %s" : "job %lld is not running or queued",
+                      (long long)id, j ? job_state_name(j->state) : "");
+    sc_send_abort(S, j, "cancelled");
+    sc_finish(S, j, JOB_CANCELLED, "cancelled by request", now);
+    sc_queue_pass(S, now);
+    return RT_OK;
+}
+
+rt_status sched_hold(sched *S, int64_t id, bool hold, sc_clock now, char *err)
+{
+    sc_job *j = sched_job(S, id);
+    if (!j)
+        return rt_err(err, RT_ERR_NOTFOUND, "job %lld is not running or queued", (long long)id);
+    if (j->state != JOB_QUEUED)
+        return rt_err(err, RT_ERR_INVALID, "job %lld is %s: only a queued job can be %s",
+                      (long long)id, job_state_name(j->state), hold ? "held" : "released");
+    if (j->held == hold)
+        return RT_OK;
+    j->held = hold;
+    sc_job_saved(S, j);
+    sc_event(S, j, hold ? "held" : "released", hold ? "held: it will not start until released"
+                                                    : "released: it may start");
+    sc_queue_pass(S, now);
+    return RT_OK;
+}
+
+rt_status sched_drain(sched *S, const char *who, bool drain, sc_clock now, char *err)
+{
+    sc_agent *a = sched_agent(S, who);
+    int matches = 0;
+    if (!a)
+        for (sc_agent *b = S->agents; b; b = b->next)
+            if (strcmp(b->name, who) == 0 || strcmp(b->hostname, who) == 0) {
+                a = b;
+                matches++;
+            }
+    if (!a)
+        return rt_err(err, RT_ERR_NOTFOUND, "no agent %s (use `ringtrain nodes`)", who);
+    if (matches > 1)
+        return rt_err(err, RT_ERR_INVALID, "%d agents are called %s: give its host_id/name",
+                      matches, who);
+    if (a->draining != drain) {
+        a->draining = drain;
+        sc_agent_saved(S, a);
+    }
+    sc_queue_pass(S, now);
+    return RT_OK;
+}
+
+sc_agent *sc_agent_new(sched *S, const char *key)
+{
+    sc_agent *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    snprintf(a->key, sizeof a->key, "%s", key);
+    sc_agent **tail = &S->agents;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = a;
+    return a;
+}
+
+/* ---- restoring ------------------------------------------------------------------- */
+
+sc_agent *sched_restore_agent(sched *S, const char *key, const char *host_id, const char *name,
+                              const char *hostname, int slots, bool draining)
+{
+    sc_agent *a = sched_agent(S, key);
+    if (!a && !(a = sc_agent_new(S, key)))
+        return NULL;
+    snprintf(a->host_id, sizeof a->host_id, "%s", host_id ? host_id : "");
+    snprintf(a->name, sizeof a->name, "%s", name ? name : "");
+    snprintf(a->hostname, sizeof a->hostname, "%s", hostname ? hostname : "");
+    a->slots = slots;
+    a->draining = draining;
+    a->up = false;
+    return a;
+}
+
+sc_job *sched_restore_job(sched *S, int64_t id, const char *spec, const char *user, int state,
+                          const char *reason, int attempt, int restarts, bool held,
+                          double created, double started, double queued_at,
+                          double attempt_started, sc_clock now, char *err)
+{
+    sc_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        rt_err(err, RT_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    if (!spec || rt_json_parse(spec, strlen(spec), &j->specj, err) != RT_OK ||
+        parse_spec(S, j, j->specj, err) != RT_OK || !(j->spec = strdup(spec))) {
+        sc_job_free(j);
+        return NULL;
+    }
+    j->id = id;
+    snprintf(j->user, sizeof j->user, "%s", user ? user : "?");
+    j->state = state;
+    snprintf(j->reason, sizeof j->reason, "%s", reason ? reason : "");
+    j->attempt = attempt;
+    j->restarts = restarts;
+    j->held = held;
+    j->created = created;
+    j->started = started;
+    j->queued_at = queued_at > 0 ? queued_at : created;
+    j->attempt_started = attempt_started;
+    /* placed jobs are reconciled with the agents' reports */
+    j->reconciling = state == JOB_STARTING || state == JOB_RUNNING;
+    if (j->reconciling)
+        S->reconcile_until_ns = now.mono_ns + S->cfg.reconcile_timeout_us * 1000;
+    if (id >= S->next_id)
+        S->next_id = id + 1;
+    sc_job **tail = &S->jobs;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = j;
+    return j;
+}
+
+void sched_restore_rank(sched *S, sc_job *j, int rank, const char *agent_key, const char *host_id,
+                        const char *hostname, int local_rank, int local_size, int cross_rank,
+                        int cross_size, const char *addr, int64_t pid)
+{
+    if (rank < 0 || rank >= 65536)
+        return;
+    if (rank >= j->cur_np) {
+        sc_rank *g = realloc(j->ranks, (size_t)(rank + 1) * sizeof *g);
+        RT_ASSERT(g);
+        memset(g + j->cur_np, 0, (size_t)(rank + 1 - j->cur_np) * sizeof *g);
+        j->ranks = g;
+        j->cur_np = rank + 1;
+    }
+    sc_rank *s = &j->ranks[rank];
+    snprintf(s->agent_key, sizeof s->agent_key, "%s", agent_key ? agent_key : "");
+    snprintf(s->host_id, sizeof s->host_id, "%s", host_id ? host_id : "");
+    snprintf(s->hostname, sizeof s->hostname, "%s", hostname ? hostname : "");
+    snprintf(s->addr, sizeof s->addr, "%s", addr ? addr : "");
+    s->local_rank = local_rank;
+    s->local_size = local_size;
+    s->cross_rank = cross_rank;
+    s->cross_size = cross_size;
+    s->pid = pid;
+    s->state = RS_NONE; /* unknown until its agent reports */
+    sc_rank_bind(s, sched_agent(S, s->agent_key));
+}

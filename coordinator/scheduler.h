@@ -1,0 +1,227 @@
+/* scheduler.h — private to coordinator/: the cluster's model (agents, jobs,
+ * ranks) and the scheduler that decides over it.  The scheduler is a pure
+ * state machine: it takes events (a submission, an agent's hello, a rank's
+ * exit, the clock ticking) with the time passed in, changes the model and
+ * appends what must happen as actions — frames to send to agents, rows to
+ * write, events to record.  It opens no socket, runs no SQL and reads no
+ * clock; the coordinator's core performs the actions (writes first, in one
+ * transaction, then sends), and tests drive it in-process.
+ * (Model: etcd's raft library, which hands its caller a Ready batch.)
+ *
+ * Placement (Horovod's get_host_assignments): agents are grouped by host
+ * id; hosts are taken in order, each filled with as many ranks as its free
+ * slots allow, so ranks are contiguous per host and the ring's hops stay
+ * local.  local_rank/local_size: position and count on the host;
+ * cross_rank/cross_size: position and count of the host among the hosts
+ * that have a rank with that local_rank.
+ *
+ * Gang start: every agent of an attempt first binds its ranks' data-plane
+ * sockets ("prepare", answered with the addresses); only when all have
+ * answered does any rank start ("start", with every address and the
+ * attempt's key).
+ *
+ * The queue: waiting jobs in order — restarting jobs first (they were
+ * running), then by priority (higher first), then by submission (FIFO).
+ * Held jobs are skipped.  The first job that cannot start is the head; a
+ * later job may start before it (backfill) only when that cannot delay the
+ * head: the head's start time is estimated from the deadlines of the
+ * running jobs (EASY backfill, as Slurm's), and a later job may use free
+ * slots if it has a deadline and ends before that time, or if it needs no
+ * more slots than the head will leave over then.  With no estimate (a
+ * running job without a deadline blocks the head) nothing overtakes it.
+ * A job waits without limit unless it has a queue_timeout; a job that asks
+ * for more slots than the whole cluster has is refused when submitted.
+ *
+ * Life cycle: queued -> starting -> running -> succeeded | failed |
+ * cancelled, with restarting in between when a failure leaves restarts
+ * (elastic: down to min_np ranks).  The first failure of an attempt (rank,
+ * host, exit code or signal, last lines) is kept; the other ranks are
+ * aborted.  After a coordinator restart the unfinished jobs come back from
+ * the database and are reconciled with what the agents report when they
+ * reconnect. */
+#ifndef RT_SCHEDULER_H
+#define RT_SCHEDULER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rt_json.h"
+#include "rt_status.h"
+
+#define SC_KEY_LEN 200 /* "host_id/name" */
+
+typedef struct sc_clock {
+    int64_t mono_ns; /* CLOCK_MONOTONIC: in-memory timers */
+    double wall;     /* unix seconds: what is stored (queue times, deadlines) */
+} sc_clock;
+
+typedef struct sc_agent {
+    char key[SC_KEY_LEN]; /* host_id/name, unique */
+    char host_id[80], name[80], hostname[256], addr[96];
+    int slots, used;
+    bool up, draining;
+    bool cuda, nccl, rdma;
+    int gpus;
+    char *caps; /* the hello's capabilities object, as JSON text */
+    double since; /* wall time of the last up/down change */
+    void *conn;   /* the core's connection; never touched here */
+    struct sc_agent *next;
+} sc_agent;
+
+enum job_state {
+    JOB_QUEUED,
+    JOB_STARTING,
+    JOB_RUNNING,
+    JOB_RESTARTING,
+    JOB_SUCCEEDED,
+    JOB_FAILED,
+    JOB_CANCELLED,
+};
+const char *job_state_name(int state);
+int job_state_parse(const char *name); /* -1 when unknown */
+bool job_state_terminal(int state);
+
+enum job_type { JOB_TRAIN = 0, JOB_EXEC = 1 };
+
+enum rank_state { RS_NONE, RS_PREPARING, RS_PREPARED, RS_STARTING, RS_RUNNING, RS_EXITED };
+const char *rank_state_name(int state);
+int rank_state_parse(const char *name);
+
+typedef struct sc_rank {
+    sc_agent *ag; /* NULL while its agent is unknown (after a restart) */
+    char agent_key[SC_KEY_LEN], host_id[80], hostname[256];
+    int local_rank, local_size, cross_rank, cross_size;
+    char addr[96];
+    int64_t pid;
+    int state;
+    int exit_code, exit_signal; /* exit_signal -1: lost with its agent */
+} sc_rank;
+
+typedef struct sc_job {
+    int64_t id;
+    char name[128], user[64];
+    int type;       /* enum job_type */
+    char *spec;     /* the submission, JSON text (stored) */
+    rt_json *specj; /* parsed */
+    /* from the submission */
+    int np, min_np, max_restarts, priority;
+    int64_t queue_timeout_us, deadline_us; /* 0: none */
+    /* state */
+    int state;
+    bool held;
+    char reason[1024];
+    char last_failure[700]; /* why the last attempt failed (kept through a restart) */
+    int attempt, restarts, cur_np;
+    double created, started, finished; /* wall; started: first attempt running */
+    double queued_at;       /* wall: waiting since (submission, or the failure) */
+    double attempt_started; /* wall: this attempt running (deadline) */
+    int queue_pos;          /* 1-based among waiting jobs; 0 otherwise */
+    int64_t prepare_deadline_ns;
+    uint8_t key[32]; /* data-plane secret of the current attempt */
+    sc_rank *ranks;  /* cur_np of them */
+    int prepared, running, exited_ok;
+    bool have_failure;
+    bool reconciling;   /* restored after a coordinator restart */
+    char *first_failure; /* JSON object */
+    char *progress;      /* latest progress JSON from rank 0 */
+    double steps_per_s;
+    struct sc_job *next;
+} sc_job;
+
+/* ---- actions -------------------------------------------------------------- */
+
+typedef enum sc_act_kind {
+    SC_SEND,       /* agent, text: a frame for that agent (dropped if it is down) */
+    SC_SAVE_AGENT, /* agent */
+    SC_SAVE_JOB,   /* job: the job's row */
+    SC_SAVE_ATTEMPT, /* job, attempt, tag = state, text = reason */
+    SC_SAVE_RANKS,   /* job: the placement of its current attempt */
+    SC_SAVE_RANK,    /* job, rank */
+    SC_EVENT,        /* job, tag = kind, text = message */
+    SC_METRIC,       /* job, attempt, text = the epoch's JSON */
+} sc_act_kind;
+
+typedef struct sc_action {
+    sc_act_kind kind;
+    int64_t job;
+    int attempt, rank;
+    char agent[SC_KEY_LEN];
+    char tag[24];
+    char *text; /* owned by the action list */
+} sc_action;
+
+typedef struct sc_config {
+    int64_t prepare_timeout_us;   /* agents' time to prepare an attempt's ranks */
+    int64_t reconcile_timeout_us; /* agents' time to report back after a coordinator restart */
+    int default_max_restarts;
+    int64_t default_queue_timeout_us; /* 0: wait as long as it takes */
+    /* random bytes for the attempts' keys (tests may make them predictable) */
+    void (*random)(uint8_t *out, size_t len);
+} sc_config;
+
+typedef struct sched {
+    sc_config cfg;
+    sc_agent *agents;
+    sc_job *jobs;       /* unfinished jobs, and finished ones until retired */
+    int64_t next_id;    /* the next job's id (never reused: stored) */
+    int64_t reconcile_until_ns;
+    sc_action *out;
+    int nout, capout;
+} sched;
+
+void sched_init(sched *S, const sc_config *cfg);
+void sched_free(sched *S);
+/* The actions appended since the last clear, in order. */
+const sc_action *sched_actions(const sched *S, int *n);
+void sched_actions_clear(sched *S);
+
+sc_job *sched_job(sched *S, int64_t id);
+sc_agent *sched_agent(sched *S, const char *key);
+/* Slots of all known agents (up or down), and the free slots of the up,
+ * undrained ones. */
+int sched_total_slots(const sched *S);
+int sched_free_slots(const sched *S);
+
+/* ---- events ---------------------------------------------------------------- */
+
+/* A submission (the JSON the CLI sends); the job is queued or refused
+ * (RT_ERR_INVALID with the reason). */
+rt_status sched_submit(sched *S, const char *body, size_t len, const char *user, sc_clock now,
+                       int64_t *id, char *err);
+rt_status sched_cancel(sched *S, int64_t id, sc_clock now, char *err);
+/* Keep a waiting job from starting (hold) or let it start again. */
+rt_status sched_hold(sched *S, int64_t id, bool hold, sc_clock now, char *err);
+/* No new ranks on the agent (running ones finish), or undo that.  `who` is
+ * the agent's key or its name when that is unique. */
+rt_status sched_drain(sched *S, const char *who, bool drain, sc_clock now, char *err);
+
+/* A hello that passed the core's checks (credential, fields): the agent's
+ * record, created or brought up; NULL with the reason when it is refused. */
+sc_agent *sched_agent_up(sched *S, const rt_json *hello, sc_clock now, char *err);
+/* The agent's connection is gone (lost: a failure for its ranks) or it left
+ * on purpose with a bye (its ranks' exits were reported before). */
+void sched_agent_down(sched *S, sc_agent *a, const char *why, sc_clock now);
+void sched_on_prepared(sched *S, sc_agent *a, const rt_json *m, sc_clock now);
+void sched_on_started(sched *S, sc_agent *a, const rt_json *m, sc_clock now);
+void sched_on_exited(sched *S, sc_agent *a, const rt_json *m, sc_clock now);
+void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now);
+/* Timers: queue pass, prepare and queue timeouts, deadlines, reconciling. */
+void sched_tick(sched *S, sc_clock now);
+
+/* ---- restoring (coord_db.c) ---------------------------------------------------- */
+
+/* A known agent from the database: down until it says hello. */
+sc_agent *sched_restore_agent(sched *S, const char *key, const char *host_id, const char *name,
+                              const char *hostname, int slots, bool draining);
+/* An unfinished job from the database; its spec is parsed again (NULL and
+ * the reason when it cannot be).  Jobs that were placed get their ranks
+ * from sched_restore_rank and are reconciled for reconcile_timeout. */
+sc_job *sched_restore_job(sched *S, int64_t id, const char *spec, const char *user, int state,
+                          const char *reason, int attempt, int restarts, bool held,
+                          double created, double started, double queued_at,
+                          double attempt_started, sc_clock now, char *err);
+void sched_restore_rank(sched *S, sc_job *j, int rank, const char *agent_key, const char *host_id,
+                        const char *hostname, int local_rank, int local_size, int cross_rank,
+                        int cross_size, const char *addr, int64_t pid);
+
+#endif

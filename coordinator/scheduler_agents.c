@@ -1,0 +1,425 @@
+/* scheduler_agents.c — the scheduler's side of the agents (see scheduler.h): an
+ * agent coming up (its hello, reconciling restored jobs with what it runs)
+ * or going down, its reports on the ranks (prepared, started, exited,
+ * progress), and the timers. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_proto.h"
+#include "scheduler.h"
+#include "scheduler_impl.h"
+
+/* ---- agents ---------------------------------------------------------------------- */
+
+/* A rank of a restored job that its agent did not account for: gone. */
+static void rank_unaccounted(sched *S, sc_job *j, int r, const char *why, sc_clock now)
+{
+    sc_rank *s = &j->ranks[r];
+    sc_rank_exit(s);
+    s->exit_signal = -1;
+    sc_rank_saved(S, j, r);
+    if (job_state_terminal(j->state) || j->have_failure || j->state == JOB_RESTARTING)
+        return;
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    rt_jw_kint(&w, RT_F_ATTEMPT, j->attempt);
+    rt_jw_kint(&w, RT_F_RANK, r);
+    rt_jw_kstr(&w, "host", s->hostname);
+    rt_jw_kstr(&w, RT_F_AGENT, s->agent_key);
+    rt_jw_kstr(&w, "cause", why);
+    rt_jw_obj_end(&w);
+    sc_set_first_failure(j, &w);
+    char reason[700];
+    snprintf(reason, sizeof reason, "rank %d (agent %s) %s", r, s->agent_key, why);
+    /* an attempt that never ran was interrupted, not failed: no restart used */
+    sc_attempt_failed(S, j, reason, j->state != JOB_STARTING, now);
+}
+
+/* A restored job is reconciled once every rank is accounted for. */
+static void reconcile_check(sched *S, sc_job *j)
+{
+    if (!j->reconciling)
+        return;
+    for (int r = 0; r < j->cur_np; r++)
+        if (j->ranks[r].state == RS_NONE)
+            return;
+    j->reconciling = false;
+    if (job_state_terminal(j->state) || j->state == JOB_RESTARTING)
+        return;
+    if (j->running == j->cur_np && j->state != JOB_RUNNING) {
+        j->state = JOB_RUNNING;
+        sc_job_saved(S, j);
+    }
+    sc_event(S, j, "reconciled", "all %d ranks found after the coordinator restart", j->cur_np);
+}
+
+sc_agent *sched_agent_up(sched *S, const rt_json *m, sc_clock now, char *err)
+{
+    const char *host_id = rt_json_get_str(m, RT_F_HOST_ID), *name = rt_json_get_str(m, RT_F_NAME);
+    int64_t slots = 0;
+    rt_json_get_int(m, RT_F_SLOTS, &slots);
+    if (!host_id || !name || !*host_id || !*name || strlen(host_id) >= 80 || strlen(name) >= 80 ||
+        strchr(host_id, '/') || strchr(name, '/') || slots < 0 || slots > 4096) {
+        rt_err(err, RT_ERR_INVALID, "hello without a valid host_id, name and slots");
+        return NULL;
+    }
+    char key[SC_KEY_LEN];
+    snprintf(key, sizeof key, "%s/%s", host_id, name);
+    sc_agent *a = sched_agent(S, key);
+    if (a && a->up) {
+        rt_err(err, RT_ERR_EXISTS, "an agent named %s is already connected from host %s", name,
+               host_id);
+        return NULL;
+    }
+    if (!a && !(a = sc_agent_new(S, key))) {
+        rt_err(err, RT_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    snprintf(a->host_id, sizeof a->host_id, "%s", host_id);
+    snprintf(a->name, sizeof a->name, "%s", name);
+    snprintf(a->hostname, sizeof a->hostname, "%s", rt_json_str(rt_json_get(m, RT_F_HOSTNAME), "?"));
+    snprintf(a->addr, sizeof a->addr, "%s", rt_json_str(rt_json_get(m, RT_F_ADDRESS), ""));
+    a->slots = (int)slots;
+    const rt_json *caps = rt_json_get(m, RT_F_CAPS);
+    a->cuda = rt_json_bool(rt_json_get(caps, "cuda"), false);
+    a->nccl = rt_json_bool(rt_json_get(caps, "nccl"), false);
+    a->rdma = rt_json_bool(rt_json_get(caps, "rdma"), false);
+    int64_t g = 0;
+    a->gpus = rt_json_get_int(caps, "gpus", &g) ? (int)g : 0;
+    rt_jw w;
+    rt_jw_init(&w);
+    if (caps)
+        rt_jw_value(&w, caps);
+    else
+        rt_jw_raw(&w, "{}");
+    free(a->caps);
+    a->caps = rt_jw_take(&w, NULL);
+    a->up = true;
+    a->since = now.wall;
+    sc_agent_saved(S, a);
+
+    /* what the agent runs: ours if the job and attempt are current, else
+     * leftovers to stop */
+    const rt_json *running = rt_json_get(m, RT_F_RUNNING);
+    for (size_t i = 0; i < rt_json_len(running); i++) {
+        const rt_json *e = rt_json_at(running, i);
+        int64_t id, att, r, pid = 0;
+        if (!rt_json_get_int(e, RT_F_JOB, &id) || !rt_json_get_int(e, RT_F_ATTEMPT, &att) ||
+            !rt_json_get_int(e, RT_F_RANK, &r))
+            continue;
+        rt_json_get_int(e, RT_F_PID, &pid);
+        sc_job *j = sched_job(S, id);
+        bool ours = j && !job_state_terminal(j->state) && att == j->attempt && r >= 0 &&
+                    r < j->cur_np && strcmp(j->ranks[r].agent_key, a->key) == 0 &&
+                    j->ranks[r].state != RS_EXITED;
+        if (!ours) {
+            sc_send_abort_attempt(S, a, id, att, "the job's attempt is over");
+            continue;
+        }
+        sc_rank *s = &j->ranks[r];
+        sc_rank_bind(s, a);
+        if (s->state != RS_RUNNING) {
+            s->state = RS_RUNNING;
+            j->running++;
+        }
+        s->pid = pid;
+        sc_rank_saved(S, j, (int)r);
+    }
+    const rt_json *exited = rt_json_get(m, RT_F_EXITED);
+    for (size_t i = 0; i < rt_json_len(exited); i++)
+        sched_on_exited(S, a, rt_json_at(exited, i), now);
+    /* restored jobs: a rank of this agent it neither runs nor reported is gone */
+    for (sc_job *j = S->jobs; j; j = j->next) {
+        if (!j->reconciling)
+            continue;
+        for (int r = 0; r < j->cur_np; r++)
+            if (j->ranks[r].state == RS_NONE && strcmp(j->ranks[r].agent_key, a->key) == 0)
+                rank_unaccounted(S, j, r,
+                                 "was not running when its agent reconnected after the "
+                                 "coordinator restart",
+                                 now);
+        reconcile_check(S, j);
+    }
+    sc_queue_pass(S, now);
+    return a;
+}
+
+void sched_agent_down(sched *S, sc_agent *a, const char *why, sc_clock now)
+{
+    if (!a->up)
+        return;
+    a->up = false;
+    a->since = now.wall;
+    sc_agent_saved(S, a);
+    for (sc_job *j = S->jobs; j; j = j->next) {
+        if (!j->ranks)
+            continue;
+        int lost = -1;
+        for (int r = 0; r < j->cur_np; r++)
+            if (j->ranks[r].ag == a && j->ranks[r].state != RS_EXITED) {
+                sc_rank_exit(&j->ranks[r]);
+                j->ranks[r].exit_signal = -1;
+                sc_rank_saved(S, j, r);
+                if (lost < 0)
+                    lost = r;
+            }
+        if (lost < 0 || job_state_terminal(j->state) || j->have_failure ||
+            j->state == JOB_RESTARTING || j->state == JOB_QUEUED)
+            continue;
+        char reason[700];
+        snprintf(reason, sizeof reason, "agent %s on host %s was lost (%s) with rank %d", a->key,
+                 a->hostname, why, lost);
+        rt_jw w;
+        rt_jw_init(&w);
+        rt_jw_obj(&w);
+        rt_jw_kint(&w, RT_F_ATTEMPT, j->attempt);
+        rt_jw_kint(&w, RT_F_RANK, lost);
+        rt_jw_kstr(&w, "host", a->hostname);
+        rt_jw_kstr(&w, RT_F_AGENT, a->key);
+        rt_jw_kstr(&w, "cause", why);
+        rt_jw_obj_end(&w);
+        sc_set_first_failure(j, &w);
+        sc_attempt_failed(S, j, reason, true, now);
+    }
+    a->used = 0;
+    sc_queue_pass(S, now);
+}
+
+/* ---- reports from agents --------------------------------------------------------- */
+
+/* The job and rank a message refers to, when it is this agent's rank of
+ * the current attempt (of a live job unless any_state). */
+static sc_job *msg_job(sched *S, sc_agent *a, const rt_json *m, int *rank, bool any_state)
+{
+    int64_t id, att, r = -1;
+    if (!rt_json_get_int(m, RT_F_JOB, &id) || !rt_json_get_int(m, RT_F_ATTEMPT, &att))
+        return NULL;
+    sc_job *j = sched_job(S, id);
+    if (!j || att != j->attempt || (!any_state && job_state_terminal(j->state)))
+        return NULL;
+    if (rank) {
+        if (!rt_json_get_int(m, RT_F_RANK, &r) || r < 0 || r >= j->cur_np ||
+            strcmp(j->ranks[r].agent_key, a->key) != 0)
+            return NULL;
+        *rank = (int)r;
+    }
+    return j;
+}
+
+void sched_on_prepared(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
+{
+    sc_job *j = msg_job(S, a, m, NULL, false);
+    if (!j || j->state != JOB_STARTING)
+        return;
+    const char *error = rt_json_get_str(m, RT_F_ERROR);
+    if (error) {
+        char why[700];
+        snprintf(why, sizeof why, "agent %s could not prepare its ranks: %s", a->key, error);
+        j->have_failure = true;
+        sc_attempt_failed(S, j, why, true, now);
+        return;
+    }
+    const rt_json *addrs = rt_json_get(m, RT_F_RANKS);
+    for (size_t i = 0; i < rt_json_len(addrs); i++) {
+        const rt_json *e = rt_json_at(addrs, i);
+        int64_t r;
+        const char *addr = rt_json_get_str(e, RT_F_ADDR);
+        if (!rt_json_get_int(e, RT_F_RANK, &r) || r < 0 || r >= j->cur_np || !addr ||
+            strlen(addr) >= sizeof j->ranks[r].addr ||
+            strcmp(j->ranks[r].agent_key, a->key) != 0 || j->ranks[r].state != RS_PREPARING)
+            continue;
+        snprintf(j->ranks[r].addr, sizeof j->ranks[r].addr, "%s", addr);
+        j->ranks[r].state = RS_PREPARED;
+        j->prepared++;
+        sc_rank_saved(S, j, (int)r);
+    }
+    if (j->prepared == j->cur_np)
+        sc_send_start(S, j);
+}
+
+void sched_on_started(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
+{
+    int r;
+    sc_job *j = msg_job(S, a, m, &r, false);
+    if (!j || j->ranks[r].state != RS_STARTING)
+        return;
+    int64_t pid = 0;
+    rt_json_get_int(m, RT_F_PID, &pid);
+    j->ranks[r].pid = pid;
+    j->ranks[r].state = RS_RUNNING;
+    sc_rank_saved(S, j, r);
+    if (++j->running == j->cur_np && j->state == JOB_STARTING) {
+        j->state = JOB_RUNNING;
+        j->attempt_started = now.wall;
+        if (j->started == 0)
+            j->started = now.wall;
+        sc_attempt_saved(S, j, "running", "");
+        sc_job_saved(S, j);
+        sc_event(S, j, "running", "attempt %d: all %d ranks started", j->attempt, j->cur_np);
+    }
+}
+
+static void describe_exit(char *buf, size_t len, int code, int sig)
+{
+    if (sig > 0)
+        snprintf(buf, len, "was killed by signal %d (%s)", sig, strsignal(sig));
+    else if (sig < 0)
+        snprintf(buf, len, "was lost with its agent");
+    else
+        snprintf(buf, len, "exited with code %d", code);
+}
+
+void sched_on_exited(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
+{
+    int r;
+    /* an exit always frees its slot, even after the job has ended (its
+     * ranks are stopped after a failure or a cancel) */
+    sc_job *j = msg_job(S, a, m, &r, true);
+    if (!j)
+        return;
+    sc_rank *s = &j->ranks[r];
+    if (s->state == RS_EXITED)
+        return;
+    int64_t code = 0, sig = 0;
+    rt_json_get_int(m, RT_F_CODE, &code);
+    rt_json_get_int(m, RT_F_SIGNAL, &sig);
+    sc_rank_bind(s, a);
+    if (s->state == RS_RUNNING && j->running > 0)
+        j->running--;
+    sc_rank_exit(s);
+    s->exit_code = (int)code;
+    s->exit_signal = (int)sig;
+    sc_rank_saved(S, j, r);
+    reconcile_check(S, j);
+    if (job_state_terminal(j->state)) {
+        sc_queue_pass(S, now); /* a stopped rank's slot is free again */
+        return;
+    }
+    if (code == 0 && sig == 0) {
+        if (++j->exited_ok == j->cur_np && !j->have_failure) {
+            sc_finish(S, j, JOB_SUCCEEDED, "all ranks exited with code 0", now);
+            sc_queue_pass(S, now); /* its slots may start the next job */
+        }
+        return;
+    }
+    if (j->have_failure || j->state == JOB_RESTARTING) {
+        sc_queue_pass(S, now); /* a failed attempt's slot is free again */
+        return; /* a rank stopped by the abort of an attempt that already failed */
+    }
+    char how[128], why[700];
+    describe_exit(how, sizeof how, (int)code, (int)sig);
+    snprintf(why, sizeof why, "rank %d on host %s (agent %s) %s", r, s->hostname, a->key, how);
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    rt_jw_kint(&w, RT_F_ATTEMPT, j->attempt);
+    rt_jw_kint(&w, RT_F_RANK, r);
+    rt_jw_kstr(&w, "host", s->hostname);
+    rt_jw_kstr(&w, RT_F_HOST_ID, s->host_id);
+    rt_jw_kstr(&w, RT_F_AGENT, a->key);
+    rt_jw_kint(&w, "exit_code", code);
+    rt_jw_kint(&w, RT_F_SIGNAL, sig);
+    rt_jw_key(&w, RT_F_TAIL);
+    const rt_json *tail = rt_json_get(m, RT_F_TAIL);
+    if (tail)
+        rt_jw_value(&w, tail);
+    else
+        rt_jw_null(&w);
+    rt_jw_obj_end(&w);
+    sc_set_first_failure(j, &w);
+    sc_attempt_failed(S, j, why, true, now);
+}
+
+void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
+{
+    int r;
+    (void)now;
+    sc_job *j = msg_job(S, a, m, &r, false);
+    const rt_json *data = rt_json_get(m, RT_F_DATA);
+    if (!j || rt_json_type_of(data) != RT_JSON_OBJECT)
+        return;
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_value(&w, data);
+    char *text = rt_jw_take(&w, NULL);
+    if (!text)
+        return;
+    const char *kind = rt_json_get_str(data, "kind");
+    if (kind && strcmp(kind, "epoch") == 0) {
+        sc_emit(S, SC_METRIC, j->id, NULL, NULL, strdup(text)); /* the history */
+        S->out[S->nout - 1].attempt = j->attempt;
+    }
+    if (r != 0) {
+        free(text);
+        return;
+    }
+    j->steps_per_s = rt_json_num(rt_json_get(data, "steps_per_s"), j->steps_per_s);
+    free(j->progress);
+    j->progress = text;
+    sc_job_saved(S, j);
+}
+
+/* ---- timers ---------------------------------------------------------------------- */
+
+/* Finished jobs stay in memory while a rank still holds a slot and for a
+ * minute after; then their record lives on in the database only. */
+static void retire(sched *S, sc_clock now)
+{
+    for (sc_job **p = &S->jobs; *p;) {
+        sc_job *j = *p;
+        bool holding = false;
+        for (int r = 0; r < j->cur_np && !holding; r++)
+            holding = j->ranks[r].state != RS_EXITED && j->ranks[r].ag && j->ranks[r].ag->up;
+        if (job_state_terminal(j->state) && !holding && now.wall - j->finished > 60.0) {
+            *p = j->next;
+            for (int r = 0; r < j->cur_np; r++)
+                sc_rank_exit(&j->ranks[r]);
+            sc_job_free(j);
+        } else {
+            p = &j->next;
+        }
+    }
+}
+
+void sched_tick(sched *S, sc_clock now)
+{
+    for (sc_job *j = S->jobs; j; j = j->next) {
+        if (j->state == JOB_STARTING && !j->reconciling && now.mono_ns > j->prepare_deadline_ns &&
+            j->prepared < j->cur_np) {
+            for (int r = 0; r < j->cur_np; r++)
+                if (j->ranks[r].state == RS_PREPARING) {
+                    char why[512];
+                    snprintf(why, sizeof why, "agent %s did not prepare rank %d in time",
+                             j->ranks[r].agent_key, r);
+                    j->have_failure = true;
+                    sc_attempt_failed(S, j, why, true, now);
+                    break;
+                }
+        }
+        if (!job_state_terminal(j->state) && j->deadline_us > 0 && j->started > 0 &&
+            now.wall - j->started > (double)j->deadline_us / 1e6) {
+            char why[256];
+            snprintf(why, sizeof why, "deadline of %.0f s exceeded", (double)j->deadline_us / 1e6);
+            sc_send_abort(S, j, why);
+            sc_finish(S, j, JOB_FAILED, why, now);
+        }
+        /* after a coordinator restart: ranks whose agents never came back */
+        if (j->reconciling && now.mono_ns > S->reconcile_until_ns) {
+            for (int r = 0; r < j->cur_np && j->reconciling; r++)
+                if (j->ranks[r].state == RS_NONE) {
+                    char why[256];
+                    snprintf(why, sizeof why,
+                             "was not reported: its agent did not reconnect within %.0f s of the "
+                             "coordinator restart",
+                             (double)S->cfg.reconcile_timeout_us / 1e6);
+                    rank_unaccounted(S, j, r, why, now);
+                }
+            reconcile_check(S, j);
+        }
+    }
+    sc_queue_pass(S, now);
+    retire(S, now);
+}

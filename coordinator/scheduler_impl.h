@@ -1,0 +1,48 @@
+/* scheduler_impl.h — private to the scheduler (scheduler*.c): the helpers its
+ * three files share.  Each appends actions (scheduler.h) and changes the model;
+ * none does I/O. */
+#ifndef RT_SCHEDULER_IMPL_H
+#define RT_SCHEDULER_IMPL_H
+
+#include "scheduler.h"
+
+/* actions */
+void sc_emit(sched *S, sc_act_kind kind, int64_t job, const char *agent, const char *tag,
+             char *text);
+void sc_event(sched *S, const sc_job *j, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void sc_job_saved(sched *S, const sc_job *j);
+void sc_attempt_saved(sched *S, const sc_job *j, const char *state, const char *reason);
+void sc_rank_saved(sched *S, const sc_job *j, int r);
+void sc_agent_saved(sched *S, const sc_agent *a);
+
+/* a rank holds a slot of its agent until it has exited */
+void sc_rank_bind(sc_rank *s, sc_agent *a);
+void sc_rank_exit(sc_rank *s);
+sc_agent *sc_agent_new(sched *S, const char *key);
+void sc_job_free(sc_job *j);
+
+/* messages to agents */
+void sc_send_abort(sched *S, sc_job *j, const char *reason);
+void sc_send_abort_attempt(sched *S, const sc_agent *a, int64_t job, int64_t attempt,
+                           const char *reason);
+void sc_send_start(sched *S, sc_job *j);
+
+/* outcomes */
+void sc_start_attempt(sched *S, sc_job *j, int np, sc_clock now);
+void sc_finish(sched *S, sc_job *j, int state, const char *reason, sc_clock now);
+/* The attempt failed: stop every rank, then restart or fail the job; the
+ * restart counts against max_restarts unless `counted` is false. */
+void sc_attempt_failed(sched *S, sc_job *j, const char *reason, bool counted, sc_clock now);
+/* The attempt's first failure, a JSON object (consumes w). */
+void sc_set_first_failure(sc_job *j, rt_jw *w);
+
+/* placement and the queue (scheduler_queue.c) */
+/* Place np ranks host by host on up, undrained agents' free slots; false
+ * with the reason ("needs 4 slots, 3 free on 2 agents (3 known)"). */
+bool sc_place(sched *S, sc_job *j, int np, char *why, size_t whylen);
+/* Start what can start, in queue order, with backfill; queue positions,
+ * reasons and queue timeouts. */
+void sc_queue_pass(sched *S, sc_clock now);
+
+#endif

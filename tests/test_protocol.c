@@ -1,0 +1,156 @@
+/* test_protocol.c — the control protocol is written once and kept so: the
+ * message table is well formed, every message has a receiver on the side
+ * it is sent to (the coordinator's and the agent's handler tables) and none
+ * on the other, rt_msg_check accepts and refuses what it should, and
+ * docs/protocol.md describes every message with its required fields and
+ * every variable a rank receives. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "agent.h"
+#include "coord.h"
+#include "rt_file.h"
+#include "rt_proto.h"
+
+static void test_table(void **state)
+{
+    (void)state;
+    for (int m = 0; m < RT_MSG_COUNT; m++) {
+        const rt_msg_info *i = &rt_msgs[m];
+        assert_non_null(i->name);
+        assert_true(i->dir == RT_TO_COORD || i->dir == RT_TO_AGENT);
+        assert_int_equal(rt_msg_parse(i->name), m);
+        for (int k = 0; k < m; k++)
+            assert_string_not_equal(rt_msgs[k].name, i->name);
+        /* "name:t name:t ...", t one of inbsao */
+        for (const char *f = i->fields; *f;) {
+            size_t n = strcspn(f, ":");
+            assert_true(n > 0 && f[n] == ':' && strchr("inbsao", f[n + 1]) && f[n + 1]);
+            f += n + 2;
+            assert_true(*f == ' ' || *f == '\0');
+            while (*f == ' ')
+                f++;
+        }
+    }
+    assert_int_equal(rt_msg_parse("teleport"), RT_MSG_COUNT);
+    assert_int_equal(rt_msg_parse(NULL), RT_MSG_COUNT);
+}
+
+static void test_every_message_has_a_receiver(void **state)
+{
+    (void)state;
+    for (int m = 0; m < RT_MSG_COUNT; m++) {
+        bool to_coord = rt_msgs[m].dir == RT_TO_COORD;
+        if (to_coord != (coord_handlers[m] != NULL))
+            fail_msg("'%s': %s", rt_msgs[m].name,
+                     to_coord ? "the coordinator has no handler for it"
+                              : "the coordinator handles a message it is never sent");
+        if (!to_coord != (agent_handlers[m] != NULL))
+            fail_msg("'%s': %s", rt_msgs[m].name,
+                     !to_coord ? "the agent has no handler for it"
+                               : "the agent handles a message it is never sent");
+    }
+}
+
+static rt_json *parse(const char *text)
+{
+    rt_json *j = NULL;
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_json_parse(text, strlen(text), &j, err), RT_OK);
+    return j;
+}
+
+static void check_refused(const char *text, rt_msg_dir dir, const char *why)
+{
+    char err[RT_ERR_LEN] = "";
+    rt_json *j = parse(text);
+    assert_int_equal(rt_msg_check(j, dir, err), RT_MSG_COUNT);
+    if (!strstr(err, why))
+        fail_msg("%s: error '%s' does not say '%s'", text, err, why);
+    rt_json_free(j);
+}
+
+static void test_check(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN];
+    rt_json *j = parse("{\"type\":\"started\",\"job\":1,\"attempt\":2,\"rank\":0,\"pid\":77,"
+                       "\"extra\":\"ignored\"}");
+    assert_int_equal(rt_msg_check(j, RT_TO_COORD, err), RT_MSG_STARTED);
+    rt_json_free(j);
+    check_refused("{\"type\":\"started\",\"job\":1,\"attempt\":2,\"rank\":0}", RT_TO_COORD,
+                  "'started' without an integer \"pid\"");
+    check_refused("{\"type\":\"started\",\"job\":1,\"attempt\":2.5,\"rank\":0,\"pid\":1}",
+                  RT_TO_COORD, "integer \"attempt\"");
+    check_refused("{\"type\":\"started\",\"job\":\"1\",\"attempt\":2,\"rank\":0,\"pid\":1}",
+                  RT_TO_COORD, "integer \"job\"");
+    check_refused("{\"type\":\"abort\",\"job\":1,\"attempt\":1,\"reason\":\"x\"}", RT_TO_COORD,
+                  "unknown message type 'abort'"); /* right message, wrong direction */
+    check_refused("{\"type\":\"teleport\"}", RT_TO_AGENT, "unknown message type 'teleport'");
+    check_refused("{\"job\":1}", RT_TO_AGENT, "unknown message type '(none)'");
+    check_refused("{\"type\":\"log_data\",\"req\":1,\"rank\":0,\"eof\":1}", RT_TO_COORD,
+                  "a boolean \"eof\"");
+    check_refused("{\"type\":\"prepare\",\"job\":1,\"attempt\":1,\"size\":2,\"ranks\":{}}",
+                  RT_TO_AGENT, "an array \"ranks\"");
+}
+
+/* docs/protocol.md: a "#### `name`" section per message naming each of
+ * its required fields, and every RT_ENV_ variable. */
+static void test_documented(void **state)
+{
+    (void)state;
+    char *doc = NULL;
+    size_t len = 0;
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_read_file(RT_DOCS_DIR "/protocol.md", 1 << 20, &doc, &len, err), RT_OK);
+    for (int m = 0; m < RT_MSG_COUNT; m++) {
+        char head[64];
+        snprintf(head, sizeof head, "#### `%s`\n", rt_msgs[m].name);
+        const char *sec = strstr(doc, head);
+        if (!sec)
+            fail_msg("docs/protocol.md has no section %s", head);
+        const char *end = strstr(sec + strlen(head), "\n#");
+        size_t slen = end ? (size_t)(end - sec) : strlen(sec);
+        for (const char *f = rt_msgs[m].fields; *f;) {
+            size_t n = strcspn(f, ":");
+            char want[64];
+            snprintf(want, sizeof want, "`%.*s`", (int)n, f);
+            char *s = strndup(sec, slen);
+            if (!strstr(s, want))
+                fail_msg("docs/protocol.md: the section of '%s' does not name its field %s",
+                         rt_msgs[m].name, want);
+            free(s);
+            f += n + 2;
+            while (*f == ' ')
+                f++;
+        }
+    }
+    const char *env[] = {RT_ENV_RANK,       RT_ENV_SIZE,       RT_ENV_LOCAL_RANK,
+                         RT_ENV_LOCAL_SIZE, RT_ENV_CROSS_RANK, RT_ENV_CROSS_SIZE,
+                         RT_ENV_JOB_ID,     RT_ENV_ATTEMPT,    RT_ENV_RENDEZVOUS_FILE,
+                         RT_ENV_LISTEN_FD,  RT_ENV_CONTROL_FD, RT_ENV_WORK_DIR};
+    for (size_t i = 0; i < sizeof env / sizeof *env; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "`%s`", env[i]);
+        if (!strstr(doc, want))
+            fail_msg("docs/protocol.md does not describe %s", want);
+    }
+    free(doc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_every_message_has_a_receiver),
+        cmocka_unit_test(test_check),
+        cmocka_unit_test(test_documented),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
