@@ -13,8 +13,8 @@
 #include <omp.h>
 #endif
 
+#include "cpu_backend.h"
 #include "cpu_simd.h"
-#include "kctx_impl.h"
 
 #define PAR_MIN 32768
 #define COL_BLOCK 512

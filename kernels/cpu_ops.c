@@ -8,8 +8,12 @@
  * accumulator), double accumulators for sums, OpenMP over the outer loop
  * where the work is large enough to pay for it. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cpu_backend.h"
 #include "cpu_simd.h"
 #include "kctx_impl.h"
 #include "rt_rng.h"
@@ -17,7 +21,7 @@
 /* below this many elements a loop runs on the calling thread */
 #define PAR_MIN 32768
 
-void rt_cpu_embed_fwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view table, rt_view out)
+static void cpu_embed_fwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view table, rt_view out)
 {
     const int64_t B = idx.rows, C = idx.cols, d = table.cols;
     const int32_t *ix = RT_I(idx);
@@ -36,7 +40,7 @@ void rt_cpu_embed_fwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view
     }
 }
 
-void rt_cpu_embed_bwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view dout, rt_view dtable)
+static void cpu_embed_bwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view dout, rt_view dtable)
 {
     const int64_t B = idx.rows, C = idx.cols, d = dtable.cols;
     const int32_t *ix = RT_I(idx);
@@ -62,7 +66,7 @@ void rt_cpu_embed_bwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view
  * the stack whatever F is. */
 #define BN_BLOCK 64
 
-void rt_cpu_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float *run_mean,
+static void cpu_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float *run_mean,
                    float *run_var, float momentum, float eps, bool train, float *save_mean,
                    float *save_invstd, rt_view y)
 {
@@ -115,7 +119,7 @@ void rt_cpu_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *bet
     }
 }
 
-void rt_cpu_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const float *save_mean,
+static void cpu_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const float *save_mean,
                    const float *save_invstd, float *dgamma, float *dbeta, rt_view dx)
 {
     (void)ctx;
@@ -149,7 +153,7 @@ void rt_cpu_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, cons
     }
 }
 
-void rt_cpu_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t stream,
+static void cpu_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t stream,
                     const int64_t *step)
 {
     const int64_t R = x.rows, C = x.cols;
@@ -162,14 +166,14 @@ void rt_cpu_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t
                         (uint32_t)(seed >> 32), t);
 }
 
-void rt_cpu_head_fwd(rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred)
+static void cpu_head_fwd(rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred)
 {
     (void)ctx;
     for (int64_t i = 0; i < n; i++)
         pred[i] = scale / (1.0f + expf(-z[i]));
 }
 
-void rt_cpu_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64_t n, float scale,
+static void cpu_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64_t n, float scale,
                      float *dz)
 {
     (void)ctx;
@@ -179,7 +183,7 @@ void rt_cpu_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64_
     }
 }
 
-void rt_cpu_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred, double *acc)
+static void cpu_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred, double *acc)
 {
     (void)ctx;
     double sum = 0.0;
@@ -194,7 +198,7 @@ void rt_cpu_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, floa
     acc[1] += (double)n;
 }
 
-void rt_cpu_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc)
+static void cpu_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc)
 {
     (void)ctx;
     double sum = 0.0, count = 0.0;
@@ -209,7 +213,7 @@ void rt_cpu_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, do
     acc[1] += count;
 }
 
-void rt_cpu_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
+static void cpu_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                  const rt_adam_seg *segs, int nseg, rt_adam_hp hp, const int64_t *step)
 {
     /* bias correction folded into the step size: lr * sqrt(1 - b2^t) / (1 - b1^t) */
@@ -233,9 +237,93 @@ void rt_cpu_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int
     RT_ASSERT(covered == n);
 }
 
-void rt_cpu_scale(rt_kctx *ctx, float *p, int64_t n, float s)
+static void cpu_scale(rt_kctx *ctx, float *p, int64_t n, float s)
 {
 #pragma omp parallel for simd schedule(static) num_threads(ctx->threads) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++)
         p[i] *= s;
 }
+
+/* ---- context and memory ------------------------------------------------------ */
+
+static int cpu_count(void) { return 1; }
+static int cpu_select(int dev) { return dev == 0 ? 0 : -1; }
+static void cpu_name(char *buf, size_t len) { snprintf(buf, len, "cpu"); }
+
+static rt_status cpu_init(rt_kctx *ctx, char *err)
+{
+    (void)err;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ctx->threads <= 0)
+        ctx->threads = (int)(cores > 0 ? cores : 1);
+    rt_cpu_set_threads(ctx->threads);
+    return RT_OK;
+}
+
+static void cpu_fini(rt_kctx *ctx) { (void)ctx; }
+
+static rt_status cpu_done(rt_kctx *ctx, char *err)
+{
+    (void)ctx;
+    (void)err;
+    return RT_OK; /* every CPU op has finished when it returns */
+}
+
+static rt_status cpu_malloc(size_t bytes, void **out)
+{
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    *out = aligned_alloc(64, rounded ? rounded : 64);
+    return *out ? RT_OK : RT_ERR_NOMEM;
+}
+
+static void cpu_free(void *p) { free(p); }
+
+static void cpu_memcpy(rt_kctx *ctx, void *dst, const void *src, size_t bytes, rt_copy kind)
+{
+    (void)ctx;
+    (void)kind;
+    memmove(dst, src, bytes);
+}
+
+static void cpu_memset(rt_kctx *ctx, void *p, int value, size_t bytes)
+{
+    (void)ctx;
+    memset(p, value, bytes);
+}
+
+static void cpu_step_incr(rt_kctx *ctx, int64_t *step)
+{
+    (void)ctx;
+    (*step)++;
+}
+
+const rt_kernel_ops rt_cpu_kernel_ops = {
+    .name = "CPU",
+    .device_count = cpu_count,
+    .select_device = cpu_select,
+    .device_name = cpu_name,
+    .init = cpu_init,
+    .fini = cpu_fini,
+    .sync = cpu_done,
+    .check = cpu_done,
+    .malloc_dev = cpu_malloc,
+    .free_dev = cpu_free,
+    .malloc_host = cpu_malloc,
+    .free_host = cpu_free,
+    .memcpy_async = cpu_memcpy,
+    .memset_async = cpu_memset,
+    .embed_fwd = cpu_embed_fwd,
+    .embed_bwd = cpu_embed_bwd,
+    .bn_fwd = cpu_bn_fwd,
+    .bn_bwd = cpu_bn_bwd,
+    .dense_fwd = rt_cpu_dense_fwd,
+    .dense_bwd = rt_cpu_dense_bwd,
+    .dropout = cpu_dropout,
+    .head_fwd = cpu_head_fwd,
+    .head_bwd = cpu_head_bwd,
+    .mae = cpu_mae,
+    .rmspe = cpu_rmspe,
+    .adam = cpu_adam,
+    .step_incr = cpu_step_incr,
+    .scale = cpu_scale,
+};

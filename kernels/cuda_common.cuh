@@ -41,6 +41,30 @@ struct cuda_state {
 
 static inline cuda_state *CS(rt_kctx *ctx) { return (cuda_state *)ctx->cuda; }
 
+/* What cuda_ops.cu and cuda_dense.cu give the ops table in cuda_ctx.cu
+ * (contracts: the rt_k_ functions of rt_kernels.h). */
+void rt_cuda_embed_fwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view table, rt_view out);
+void rt_cuda_embed_bwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view dout, rt_view dtable);
+void rt_cuda_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float *run_mean,
+                    float *run_var, float momentum, float eps, bool train, float *save_mean,
+                    float *save_invstd, rt_view y);
+void rt_cuda_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const float *save_mean,
+                    const float *save_invstd, float *dgamma, float *dbeta, rt_view dx);
+void rt_cuda_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act, rt_view y);
+void rt_cuda_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, rt_view dy,
+                       float *dw, float *db, rt_view dx);
+void rt_cuda_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t stream,
+                     const int64_t *step);
+void rt_cuda_head_fwd(rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred);
+void rt_cuda_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64_t n, float scale,
+                      float *dz);
+void rt_cuda_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred, double *acc);
+void rt_cuda_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc);
+void rt_cuda_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
+                  const rt_adam_seg *segs, int nseg, rt_adam_hp hp, const int64_t *step);
+void rt_cuda_step_incr(rt_kctx *ctx, int64_t *step);
+void rt_cuda_scale(rt_kctx *ctx, float *p, int64_t n, float s);
+
 static inline void record_blas(cuda_state *s, cublasStatus_t st, const char *what)
 {
     if (st != CUBLAS_STATUS_SUCCESS && s->blas_err == 0) {

@@ -11,7 +11,7 @@ static rt_status cuda_fail(char *err, cudaError_t e, const char *what)
     return rt_err(err, RT_ERR_DEVICE, "%s: %s", what, cudaGetErrorString(e));
 }
 
-int rt_cuda_device_count(void)
+static int rt_cuda_device_count(void)
 {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -21,7 +21,7 @@ int rt_cuda_device_count(void)
     return n;
 }
 
-int rt_cuda_select(int dev)
+static int rt_cuda_select(int dev)
 {
     if (cudaSetDevice(dev) != cudaSuccess) {
         cudaGetLastError();
@@ -30,7 +30,7 @@ int rt_cuda_select(int dev)
     return 0;
 }
 
-void rt_cuda_name(char *buf, size_t len)
+static void rt_cuda_name(char *buf, size_t len)
 {
     cudaDeviceProp p;
     int dev = 0;
@@ -42,7 +42,7 @@ void rt_cuda_name(char *buf, size_t len)
         snprintf(buf, len, "unknown CUDA device");
 }
 
-rt_status rt_cuda_ctx_init(rt_kctx *ctx, char *err)
+static rt_status rt_cuda_ctx_init(rt_kctx *ctx, char *err)
 {
     cuda_state *s = (cuda_state *)calloc(1, sizeof(cuda_state));
     if (!s)
@@ -91,7 +91,7 @@ err_stream:
     return st;
 }
 
-void rt_cuda_ctx_fini(rt_kctx *ctx)
+static void rt_cuda_ctx_fini(rt_kctx *ctx)
 {
     cuda_state *s = CS(ctx);
     if (!s)
@@ -116,7 +116,7 @@ void rt_cuda_ctx_fini(rt_kctx *ctx)
     ctx->stream = NULL;
 }
 
-rt_status rt_cuda_check(rt_kctx *ctx, char *err)
+static rt_status rt_cuda_check(rt_kctx *ctx, char *err)
 {
     cuda_state *s = CS(ctx);
     record_launch(s);
@@ -133,7 +133,7 @@ rt_status rt_cuda_check(rt_kctx *ctx, char *err)
     return RT_OK;
 }
 
-rt_status rt_cuda_sync(rt_kctx *ctx, char *err)
+static rt_status rt_cuda_sync(rt_kctx *ctx, char *err)
 {
     cudaError_t e = cudaStreamSynchronize(CS(ctx)->stream);
     if (e != cudaSuccess)
@@ -141,13 +141,13 @@ rt_status rt_cuda_sync(rt_kctx *ctx, char *err)
     return rt_cuda_check(ctx, err);
 }
 
-rt_status rt_cuda_capture_begin(rt_kctx *ctx, char *err)
+static rt_status rt_cuda_capture_begin(rt_kctx *ctx, char *err)
 {
     cudaError_t e = cudaStreamBeginCapture(CS(ctx)->stream, cudaStreamCaptureModeThreadLocal);
     return e == cudaSuccess ? RT_OK : cuda_fail(err, e, "cudaStreamBeginCapture");
 }
 
-rt_status rt_cuda_capture_end(rt_kctx *ctx, void **graph_exec, char *err)
+static rt_status rt_cuda_capture_end(rt_kctx *ctx, void **graph_exec, char *err)
 {
     cudaGraph_t g = NULL;
     cudaGraphExec_t x = NULL;
@@ -162,33 +162,33 @@ rt_status rt_cuda_capture_end(rt_kctx *ctx, void **graph_exec, char *err)
     return st;
 }
 
-rt_status rt_cuda_graph_launch(rt_kctx *ctx, void *graph_exec, char *err)
+static rt_status rt_cuda_graph_launch(rt_kctx *ctx, void *graph_exec, char *err)
 {
     cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)graph_exec, CS(ctx)->stream);
     return e == cudaSuccess ? RT_OK : cuda_fail(err, e, "cudaGraphLaunch");
 }
 
-void rt_cuda_graph_destroy(void *graph_exec)
+static void rt_cuda_graph_destroy(void *graph_exec)
 {
     if (graph_exec)
         cudaGraphExecDestroy((cudaGraphExec_t)graph_exec);
 }
 
-rt_status rt_cuda_malloc(size_t bytes, void **out)
+static rt_status rt_cuda_malloc(size_t bytes, void **out)
 {
     return cudaMalloc(out, bytes) == cudaSuccess ? RT_OK : RT_ERR_NOMEM;
 }
 
-void rt_cuda_free(void *p) { cudaFree(p); }
+static void rt_cuda_free(void *p) { cudaFree(p); }
 
-rt_status rt_cuda_malloc_host(size_t bytes, void **out)
+static rt_status rt_cuda_malloc_host(size_t bytes, void **out)
 {
     return cudaMallocHost(out, bytes) == cudaSuccess ? RT_OK : RT_ERR_NOMEM;
 }
 
-void rt_cuda_free_host(void *p) { cudaFreeHost(p); }
+static void rt_cuda_free_host(void *p) { cudaFreeHost(p); }
 
-void rt_cuda_memcpy(rt_kctx *ctx, void *dst, const void *src, size_t bytes, rt_copy kind)
+static void rt_cuda_memcpy(rt_kctx *ctx, void *dst, const void *src, size_t bytes, rt_copy kind)
 {
     cudaMemcpyKind k = kind == RT_H2D ? cudaMemcpyHostToDevice
                        : kind == RT_D2H ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice;
@@ -197,9 +197,44 @@ void rt_cuda_memcpy(rt_kctx *ctx, void *dst, const void *src, size_t bytes, rt_c
         CS(ctx)->cuda_err = e;
 }
 
-void rt_cuda_memset(rt_kctx *ctx, void *p, int value, size_t bytes)
+static void rt_cuda_memset(rt_kctx *ctx, void *p, int value, size_t bytes)
 {
     cudaError_t e = cudaMemsetAsync(p, value, bytes, CS(ctx)->stream);
     if (e != cudaSuccess && CS(ctx)->cuda_err == cudaSuccess)
         CS(ctx)->cuda_err = e;
 }
+
+const rt_kernel_ops rt_cuda_kernel_ops = {
+    .name = "CUDA",
+    .device_count = rt_cuda_device_count,
+    .select_device = rt_cuda_select,
+    .device_name = rt_cuda_name,
+    .init = rt_cuda_ctx_init,
+    .fini = rt_cuda_ctx_fini,
+    .sync = rt_cuda_sync,
+    .check = rt_cuda_check,
+    .capture_begin = rt_cuda_capture_begin,
+    .capture_end = rt_cuda_capture_end,
+    .graph_launch = rt_cuda_graph_launch,
+    .graph_destroy = rt_cuda_graph_destroy,
+    .malloc_dev = rt_cuda_malloc,
+    .free_dev = rt_cuda_free,
+    .malloc_host = rt_cuda_malloc_host,
+    .free_host = rt_cuda_free_host,
+    .memcpy_async = rt_cuda_memcpy,
+    .memset_async = rt_cuda_memset,
+    .embed_fwd = rt_cuda_embed_fwd,
+    .embed_bwd = rt_cuda_embed_bwd,
+    .bn_fwd = rt_cuda_bn_fwd,
+    .bn_bwd = rt_cuda_bn_bwd,
+    .dense_fwd = rt_cuda_dense_fwd,
+    .dense_bwd = rt_cuda_dense_bwd,
+    .dropout = rt_cuda_dropout,
+    .head_fwd = rt_cuda_head_fwd,
+    .head_bwd = rt_cuda_head_bwd,
+    .mae = rt_cuda_mae,
+    .rmspe = rt_cuda_rmspe,
+    .adam = rt_cuda_adam,
+    .step_incr = rt_cuda_step_incr,
+    .scale = rt_cuda_scale,
+};

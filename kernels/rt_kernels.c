@@ -1,59 +1,53 @@
 /* rt_kernels.c — kernel contexts, memory, and the op dispatcher: every public
- * op checks its shapes once here and calls the CPU or CUDA backend. */
+ * op checks its shapes once here and calls the context's backend through
+ * its ops table (kctx_impl.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "kctx_impl.h"
 #include "rt_log.h"
 
+/* The backend of a device kind; NULL when this build has none. */
+static const rt_kernel_ops *backend(rt_device dev)
+{
+    if (dev == RT_DEVICE_CPU)
+        return &rt_cpu_kernel_ops;
 #ifdef RT_HAVE_CUDA
-#define ON_CUDA(ctx) ((ctx)->dev == RT_DEVICE_CUDA)
-#else
-#define ON_CUDA(ctx) 0
+    if (dev == RT_DEVICE_CUDA)
+        return &rt_cuda_kernel_ops;
 #endif
+    return NULL;
+}
 
 rt_status rt_kctx_create(rt_device dev, int threads, rt_kctx **out, char *err)
 {
     *out = NULL;
+    const rt_kernel_ops *ops = backend(dev);
+    if (!ops)
+        return rt_err(err, RT_ERR_UNSUPPORTED, "this build has no CUDA support");
+    if (ops->device_count() <= 0)
+        return rt_err(err, RT_ERR_UNSUPPORTED, "no %s device is visible", ops->name);
     rt_kctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     ctx->dev = dev;
-    if (dev == RT_DEVICE_CPU) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        ctx->threads = threads > 0 ? threads : (int)(cores > 0 ? cores : 1);
-        rt_cpu_set_threads(ctx->threads);
-        *out = ctx;
-        return RT_OK;
-    }
-#ifdef RT_HAVE_CUDA
-    if (rt_cuda_device_count() <= 0) {
-        free(ctx);
-        return rt_err(err, RT_ERR_UNSUPPORTED, "no CUDA device is visible");
-    }
-    rt_status st = rt_cuda_ctx_init(ctx, err);
+    ctx->ops = ops;
+    ctx->threads = threads;
+    rt_status st = ops->init(ctx, err);
     if (st != RT_OK) {
         free(ctx);
         return st;
     }
     *out = ctx;
     return RT_OK;
-#else
-    free(ctx);
-    return rt_err(err, RT_ERR_UNSUPPORTED, "this build has no CUDA support");
-#endif
 }
 
 void rt_kctx_destroy(rt_kctx *ctx)
 {
     if (!ctx)
         return;
-#ifdef RT_HAVE_CUDA
-    if (ctx->dev == RT_DEVICE_CUDA)
-        rt_cuda_ctx_fini(ctx);
-#endif
+    ctx->ops->fini(ctx);
     free(ctx);
 }
 
@@ -61,204 +55,122 @@ rt_device rt_kctx_device(const rt_kctx *ctx) { return ctx->dev; }
 int rt_kctx_threads(const rt_kctx *ctx) { return ctx->threads; }
 void *rt_kctx_stream(rt_kctx *ctx) { return ctx->stream; }
 void rt_kctx_set_tf32(rt_kctx *ctx, bool on) { ctx->tf32 = on; }
-
-rt_status rt_kctx_sync(rt_kctx *ctx, char *err)
-{
-#ifdef RT_HAVE_CUDA
-    if (ON_CUDA(ctx))
-        return rt_cuda_sync(ctx, err);
-#endif
-    (void)ctx;
-    (void)err;
-    return RT_OK;
-}
-
-rt_status rt_kctx_check(rt_kctx *ctx, char *err)
-{
-#ifdef RT_HAVE_CUDA
-    if (ON_CUDA(ctx))
-        return rt_cuda_check(ctx, err);
-#endif
-    (void)ctx;
-    (void)err;
-    return RT_OK;
-}
+rt_status rt_kctx_sync(rt_kctx *ctx, char *err) { return ctx->ops->sync(ctx, err); }
+rt_status rt_kctx_check(rt_kctx *ctx, char *err) { return ctx->ops->check(ctx, err); }
 
 struct rt_kgraph {
+    const rt_kernel_ops *ops;
     void *exec; /* cudaGraphExec_t */
 };
 
 rt_status rt_kctx_capture_begin(rt_kctx *ctx, char *err)
 {
-#ifdef RT_HAVE_CUDA
-    if (ON_CUDA(ctx))
-        return rt_cuda_capture_begin(ctx, err);
-#endif
-    (void)ctx;
-    return rt_err(err, RT_ERR_UNSUPPORTED, "graph capture needs a CUDA context");
+    if (!ctx->ops->capture_begin)
+        return rt_err(err, RT_ERR_UNSUPPORTED, "graph capture needs a CUDA context");
+    return ctx->ops->capture_begin(ctx, err);
 }
 
 rt_status rt_kctx_capture_end(rt_kctx *ctx, rt_kgraph **out, char *err)
 {
     *out = NULL;
-#ifdef RT_HAVE_CUDA
-    if (ON_CUDA(ctx)) {
-        rt_kgraph *g = calloc(1, sizeof *g);
-        if (!g)
-            return rt_err(err, RT_ERR_NOMEM, "out of memory");
-        rt_status st = rt_cuda_capture_end(ctx, &g->exec, err);
-        if (st != RT_OK) {
-            free(g);
-            return st;
-        }
-        *out = g;
-        return RT_OK;
+    if (!ctx->ops->capture_end)
+        return rt_err(err, RT_ERR_UNSUPPORTED, "graph capture needs a CUDA context");
+    rt_kgraph *g = calloc(1, sizeof *g);
+    if (!g)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    g->ops = ctx->ops;
+    rt_status st = ctx->ops->capture_end(ctx, &g->exec, err);
+    if (st != RT_OK) {
+        free(g);
+        return st;
     }
-#endif
-    (void)ctx;
-    return rt_err(err, RT_ERR_UNSUPPORTED, "graph capture needs a CUDA context");
+    *out = g;
+    return RT_OK;
 }
 
 rt_status rt_kgraph_launch(rt_kctx *ctx, rt_kgraph *g, char *err)
 {
-#ifdef RT_HAVE_CUDA
-    if (ON_CUDA(ctx))
-        return rt_cuda_graph_launch(ctx, g->exec, err);
-#endif
-    (void)ctx;
-    (void)g;
-    return rt_err(err, RT_ERR_UNSUPPORTED, "graph capture needs a CUDA context");
+    if (!ctx->ops->graph_launch || g->ops != ctx->ops)
+        return rt_err(err, RT_ERR_UNSUPPORTED, "graph capture needs a CUDA context");
+    return ctx->ops->graph_launch(ctx, g->exec, err);
 }
 
 void rt_kgraph_destroy(rt_kgraph *g)
 {
     if (!g)
         return;
-#ifdef RT_HAVE_CUDA
-    rt_cuda_graph_destroy(g->exec);
-#endif
+    if (g->ops->graph_destroy)
+        g->ops->graph_destroy(g->exec);
     free(g);
 }
 
-bool rt_cuda_available(void)
-{
-#ifdef RT_HAVE_CUDA
-    return rt_cuda_device_count() > 0;
-#else
-    return false;
-#endif
-}
+/* ---- devices ----------------------------------------------------------------- */
+
+bool rt_cuda_available(void) { return rt_cuda_device_count_visible() > 0; }
 
 int rt_cuda_device_count_visible(void)
 {
-#ifdef RT_HAVE_CUDA
-    return rt_cuda_device_count();
-#else
-    return 0;
-#endif
+    const rt_kernel_ops *cuda = backend(RT_DEVICE_CUDA);
+    return cuda ? cuda->device_count() : 0;
 }
 
 rt_status rt_cuda_set_device(int dev, char *err)
 {
-#ifdef RT_HAVE_CUDA
-    int n = rt_cuda_device_count();
-    if (dev < 0 || dev >= n || rt_cuda_select(dev) != 0)
+    const rt_kernel_ops *cuda = backend(RT_DEVICE_CUDA);
+    if (!cuda)
+        return rt_err(err, RT_ERR_UNSUPPORTED, "this build has no CUDA");
+    int n = cuda->device_count();
+    if (dev < 0 || dev >= n || cuda->select_device(dev) != 0)
         return rt_err(err, RT_ERR_INVALID, "cannot use CUDA device %d (%d visible)", dev, n);
     return RT_OK;
-#else
-    (void)dev;
-    return rt_err(err, RT_ERR_UNSUPPORTED, "this build has no CUDA");
-#endif
 }
 
 const char *rt_cuda_device_name(char *buf, size_t len)
 {
-#ifdef RT_HAVE_CUDA
-    if (rt_cuda_device_count() > 0) {
-        rt_cuda_name(buf, len);
-        return buf;
-    }
-#endif
-    snprintf(buf, len, "none");
+    const rt_kernel_ops *cuda = backend(RT_DEVICE_CUDA);
+    if (cuda && cuda->device_count() > 0)
+        cuda->device_name(buf, len);
+    else
+        snprintf(buf, len, "none");
     return buf;
 }
+
+/* ---- memory ------------------------------------------------------------------- */
 
 rt_status rt_kmalloc(rt_kctx *ctx, size_t bytes, void **out)
 {
     *out = NULL;
-#ifdef RT_HAVE_CUDA
-    if (ON_CUDA(ctx))
-        return rt_cuda_malloc(bytes, out);
-#endif
-    (void)ctx;
-    size_t rounded = (bytes + 63) & ~(size_t)63;
-    *out = aligned_alloc(64, rounded ? rounded : 64);
-    return *out ? RT_OK : RT_ERR_NOMEM;
+    return ctx->ops->malloc_dev(bytes, out);
 }
 
 void rt_kfree(rt_kctx *ctx, void *p)
 {
-    if (!p)
-        return;
-#ifdef RT_HAVE_CUDA
-    if (ON_CUDA(ctx)) {
-        rt_cuda_free(p);
-        return;
-    }
-#endif
-    (void)ctx;
-    free(p);
+    if (p)
+        ctx->ops->free_dev(p);
 }
 
 rt_status rt_kmalloc_host(rt_kctx *ctx, size_t bytes, void **out)
 {
-#ifdef RT_HAVE_CUDA
-    if (ON_CUDA(ctx))
-        return rt_cuda_malloc_host(bytes, out);
-#endif
-    return rt_kmalloc(ctx, bytes, out);
+    *out = NULL;
+    return ctx->ops->malloc_host(bytes, out);
 }
 
 void rt_kfree_host(rt_kctx *ctx, void *p)
 {
-    if (!p)
-        return;
-#ifdef RT_HAVE_CUDA
-    if (ON_CUDA(ctx)) {
-        rt_cuda_free_host(p);
-        return;
-    }
-#endif
-    rt_kfree(ctx, p);
+    if (p)
+        ctx->ops->free_host(p);
 }
 
 void rt_kmemcpy(rt_kctx *ctx, void *dst, const void *src, size_t bytes, rt_copy kind)
 {
-    if (bytes == 0)
-        return;
-#ifdef RT_HAVE_CUDA
-    if (ON_CUDA(ctx)) {
-        rt_cuda_memcpy(ctx, dst, src, bytes, kind);
-        return;
-    }
-#endif
-    (void)ctx;
-    (void)kind;
-    memmove(dst, src, bytes);
+    if (bytes)
+        ctx->ops->memcpy_async(ctx, dst, src, bytes, kind);
 }
 
 void rt_kmemset(rt_kctx *ctx, void *p, int value, size_t bytes)
 {
-    if (bytes == 0)
-        return;
-#ifdef RT_HAVE_CUDA
-    if (ON_CUDA(ctx)) {
-        rt_cuda_memset(ctx, p, value, bytes);
-        return;
-    }
-#endif
-    (void)ctx;
-    memset(p, value, bytes);
+    if (bytes)
+        ctx->ops->memset_async(ctx, p, value, bytes);
 }
 
 /* ---- shape checks ------------------------------------------------------ */
@@ -271,26 +183,13 @@ static void check_view(const rt_kctx *ctx, rt_view v, rt_dtype t)
     RT_ASSERT(v.p != NULL || v.rows == 0 || v.cols == 0);
 }
 
-#define DISPATCH(ctx, name, ...)                                                          \
-    do {                                                                                  \
-        if (ON_CUDA(ctx))                                                                 \
-            CUDA_CALL(name, __VA_ARGS__);                                                 \
-        else                                                                              \
-            rt_cpu_##name(__VA_ARGS__);                                                   \
-    } while (0)
-#ifdef RT_HAVE_CUDA
-#define CUDA_CALL(name, ...) rt_cuda_##name(__VA_ARGS__)
-#else
-#define CUDA_CALL(name, ...) RT_ASSERT(!"CUDA context in a build without CUDA")
-#endif
-
 void rt_k_embed_fwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view table, rt_view out)
 {
     check_view(ctx, idx, RT_I32);
     check_view(ctx, table, RT_F32);
     check_view(ctx, out, RT_F32);
     RT_ASSERT(out.rows == idx.rows && out.cols >= idx.cols * table.cols);
-    DISPATCH(ctx, embed_fwd, ctx, idx, rowbase, table, out);
+    ctx->ops->embed_fwd(ctx, idx, rowbase, table, out);
 }
 
 void rt_k_embed_bwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view dout, rt_view dtable)
@@ -300,7 +199,7 @@ void rt_k_embed_bwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view d
     check_view(ctx, dout, RT_F32);
     RT_ASSERT(dout.rows == idx.rows && dout.cols >= idx.cols * dtable.cols);
     RT_ASSERT(dtable.ld == dtable.cols);
-    DISPATCH(ctx, embed_bwd, ctx, idx, rowbase, dout, dtable);
+    ctx->ops->embed_bwd(ctx, idx, rowbase, dout, dtable);
 }
 
 void rt_k_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float *run_mean,
@@ -311,8 +210,8 @@ void rt_k_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta,
     check_view(ctx, y, RT_F32);
     RT_ASSERT(x.rows == y.rows && x.cols == y.cols);
     RT_ASSERT(!train || (save_mean && save_invstd));
-    DISPATCH(ctx, bn_fwd, ctx, x, gamma, beta, run_mean, run_var, momentum, eps, train, save_mean,
-             save_invstd, y);
+    ctx->ops->bn_fwd(ctx, x, gamma, beta, run_mean, run_var, momentum, eps, train, save_mean,
+                     save_invstd, y);
 }
 
 void rt_k_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const float *save_mean,
@@ -325,7 +224,7 @@ void rt_k_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const 
         check_view(ctx, dx, RT_F32);
         RT_ASSERT(dx.rows == x.rows && dx.cols == x.cols);
     }
-    DISPATCH(ctx, bn_bwd, ctx, x, dy, gamma, save_mean, save_invstd, dgamma, dbeta, dx);
+    ctx->ops->bn_bwd(ctx, x, dy, gamma, save_mean, save_invstd, dgamma, dbeta, dx);
 }
 
 void rt_k_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act, rt_view y)
@@ -333,7 +232,7 @@ void rt_k_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_
     check_view(ctx, x, RT_F32);
     check_view(ctx, y, RT_F32);
     RT_ASSERT(x.rows == y.rows);
-    DISPATCH(ctx, dense_fwd, ctx, x, w, b, act, y);
+    ctx->ops->dense_fwd(ctx, x, w, b, act, y);
 }
 
 void rt_k_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, rt_view dy,
@@ -347,7 +246,7 @@ void rt_k_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act a
         check_view(ctx, dx, RT_F32);
         RT_ASSERT(dx.rows == x.rows && dx.cols == x.cols);
     }
-    DISPATCH(ctx, dense_bwd, ctx, x, w, y, act, dy, dw, db, dx);
+    ctx->ops->dense_bwd(ctx, x, w, y, act, dy, dw, db, dx);
 }
 
 void rt_k_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t stream,
@@ -357,55 +256,45 @@ void rt_k_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t s
     RT_ASSERT(rate >= 0.0f && rate < 1.0f);
     if (rate == 0.0f)
         return;
-    DISPATCH(ctx, dropout, ctx, x, rate, seed, stream, step);
+    ctx->ops->dropout(ctx, x, rate, seed, stream, step);
 }
 
 void rt_k_head_fwd(rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred)
 {
     RT_ASSERT(n >= 0);
-    DISPATCH(ctx, head_fwd, ctx, z, n, scale, pred);
+    ctx->ops->head_fwd(ctx, z, n, scale, pred);
 }
 
 void rt_k_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64_t n, float scale,
                    float *dz)
 {
     RT_ASSERT(n >= 0 && scale > 0);
-    DISPATCH(ctx, head_bwd, ctx, pred, dpred, n, scale, dz);
+    ctx->ops->head_bwd(ctx, pred, dpred, n, scale, dz);
 }
 
 void rt_k_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred, double *acc)
 {
     RT_ASSERT(n >= 0);
-    DISPATCH(ctx, mae, ctx, pred, y, n, dpred, acc);
+    ctx->ops->mae(ctx, pred, y, n, dpred, acc);
 }
 
 void rt_k_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc)
 {
     RT_ASSERT(n >= 0);
-    DISPATCH(ctx, rmspe, ctx, pred, y, n, acc);
+    ctx->ops->rmspe(ctx, pred, y, n, acc);
 }
 
 void rt_k_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                const rt_adam_seg *segs, int nseg, rt_adam_hp hp, const int64_t *step)
 {
     RT_ASSERT(n >= 0 && nseg >= 0);
-    DISPATCH(ctx, adam, ctx, p, g, m, v, n, segs, nseg, hp, step);
+    ctx->ops->adam(ctx, p, g, m, v, n, segs, nseg, hp, step);
 }
 
-void rt_k_step_incr(rt_kctx *ctx, int64_t *step)
-{
-#ifdef RT_HAVE_CUDA
-    if (ON_CUDA(ctx)) {
-        rt_cuda_step_incr(ctx, step);
-        return;
-    }
-#endif
-    (void)ctx;
-    (*step)++;
-}
+void rt_k_step_incr(rt_kctx *ctx, int64_t *step) { ctx->ops->step_incr(ctx, step); }
 
 void rt_k_scale(rt_kctx *ctx, float *p, int64_t n, float s)
 {
     RT_ASSERT(n >= 0);
-    DISPATCH(ctx, scale, ctx, p, n, s);
+    ctx->ops->scale(ctx, p, n, s);
 }
