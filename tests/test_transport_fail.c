@@ -4,7 +4,10 @@
  * collectives, a broken communicator refusing further work, and strangers
  * on the data port (wrong key, wrong job id, truncated hello, random bytes)
  * both while the ring connects and while collectives run: they are refused
- * and logged, and the collectives complete with correct results. */
+ * and logged, and the collectives complete with correct results; and
+ * control records forged into an encrypted connection after the handshake
+ * (unsealed, too short for a tag) are refused with an error, never acted
+ * on and never a crash. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -443,6 +446,83 @@ static void test_refusal_reasons(void **state)
     free(addr);
 }
 
+/* ---- forged control records on an encrypted ring ------------------------------ */
+
+typedef struct victim {
+    rt_comm_opts o;
+    rt_status st;
+    char msg[RT_ERR_LEN];
+} victim;
+
+static void *victim_run(void *p)
+{
+    victim *v = p;
+    rt_comm *c = NULL;
+    v->st = rt_comm_create(&v->o, &c, v->msg);
+    if (v->st == RT_OK) {
+        float buf[1024] = {0};
+        v->st = rt_allreduce(c, buf, 1024, RT_C_F32, RT_SUM);
+        snprintf(v->msg, sizeof v->msg, "%s", rt_comm_last_error(c));
+    }
+    rt_comm_destroy(c);
+    return NULL;
+}
+
+/* Rank 1 of 2 is real and encrypts; the test plays rank 0 (it holds the key,
+ * like someone injecting into the TCP stream after the handshake) and,
+ * instead of data, sends an unsealed ABORT of 3 bytes on the forward
+ * direction (forward) or back on rank 1's own connection (reverse). */
+static void forged_abort(bool forward)
+{
+    int fds[2];
+    char *addrs[2];
+    rh_listeners(2, fds, addrs);
+    victim v = {.o = base_opts()};
+    v.o.rank = 1;
+    v.o.size = 2;
+    v.o.peers = (const char *const *)addrs;
+    v.o.listen_fd = fds[1];
+    v.o.encrypt = true;
+    v.o.timeout_us = 5000000;
+    pthread_t th;
+    pthread_create(&th, NULL, victim_run, &v);
+    rt_hs_params p = {.job_id = v.o.job_id, .key = v.o.key, .encrypt = true, .rank = 0, .world = 2,
+                      .nconn = 1};
+    char err[RT_ERR_LEN];
+    /* rank 1 connects to us (its right), and we connect to it (its left) */
+    struct pollfd pf = {.fd = fds[0], .events = POLLIN};
+    assert_true(poll(&pf, 1, 10000) == 1);
+    int back = accept4(fds[0], NULL, NULL, SOCK_NONBLOCK);
+    rt_hs_result r1, r2;
+    assert_int_equal(rt_handshake_respond(back, &p, 1, false, rt_deadline_in_us(5000000), &r1, err),
+                     RT_OK);
+    int fwd = -1;
+    assert_int_equal(rt_sock_connect(addrs[1], rt_deadline_in_us(5000000), &fwd, err), RT_OK);
+    assert_int_equal(rt_handshake_initiate(fwd, &p, 1, 0, rt_deadline_in_us(5000000), &r2, err),
+                     RT_OK);
+    uint8_t frame[RT_FRAME_HDR_LEN + 3] = {0};
+    rt_frame_hdr h = {RT_FRAME_ABORT, 0, 0, 0, 3};
+    rt_frame_encode(&h, frame);
+    assert_int_equal(rt_sock_write_full(forward ? fwd : back, frame, sizeof frame,
+                                        rt_deadline_in_us(2000000), err),
+                     RT_OK);
+    pthread_join(th, NULL);
+    printf("forged %s abort: status %d: %s\n", forward ? "forward" : "reverse", v.st, v.msg);
+    assert_int_equal(v.st, RT_ERR_AUTH);
+    assert_non_null(strstr(v.msg, "unsealed control record"));
+    assert_non_null(strstr(v.msg, "rank 0"));
+    close(back);
+    close(fwd);
+    rh_close_listeners(2, fds, addrs);
+}
+
+static void test_forged_control_records(void **state)
+{
+    (void)state;
+    forged_abort(true);
+    forged_abort(false);
+}
+
 int main(void)
 {
     tu_seed();
@@ -452,6 +532,7 @@ int main(void)
         cmocka_unit_test(test_mismatched_collectives),
         cmocka_unit_test(test_strangers),
         cmocka_unit_test(test_refusal_reasons),
+        cmocka_unit_test(test_forged_control_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

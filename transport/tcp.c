@@ -26,21 +26,15 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "ctl.h"
+#include "link.h"
 #include "rt_log.h"
 #include "rt_transport.h"
-#include "link.h"
 #include "sock.h"
 
 #define MAX_SOCKETS RT_MAX_SOCKETS
 #define SALT_FWD 0x30445746u /* "FWD0" */
 #define SALT_REV 0x30564552u /* "REV0" */
-
-typedef struct tcp_op {
-    void *p;
-    size_t len;
-    uint32_t seq, seg;
-    bool done;
-} tcp_op;
 
 /* what the receiving side of a connection is in the middle of */
 typedef enum { RD_DATA, RD_SKIP, RD_ABORT } rd_mode;
@@ -58,10 +52,11 @@ typedef struct tcp_conn {
      * record that arrived in place of a data frame */
     rd_mode mode;
     size_t need;  /* payload bytes of the frame being read (RD_SKIP / RD_ABORT) */
+    rt_frame_hdr ctl; /* RD_ABORT: the record's header */
     uint8_t *scratch; /* frame_cap + tag bytes: where skipped payloads go */
     uint8_t abuf[RT_ABORT_MAX_LEN + RT_GCM_TAG_LEN];
-    /* reverse direction: an abort record being read */
-    uint8_t rev[RT_FRAME_HDR_LEN + RT_ABORT_MAX_LEN + RT_GCM_TAG_LEN];
+    /* reverse direction: a control record being read */
+    uint8_t rev[RT_CTL_MAX];
     size_t rev_fill;
     bool bye;    /* the peer closed its communicator normally */
     bool closed; /* ... and its end of stream has been read */
@@ -73,8 +68,7 @@ typedef struct tcp_state {
     rt_links links; /* the sockets, the listener, the late acceptor */
     int n;          /* connections per neighbour */
     tcp_conn out[MAX_SOCKETS], in[MAX_SOCKETS];
-    tcp_op sq[RT_RING_WINDOW], rq[RT_RING_WINDOW];
-    uint64_t s_post, s_done, s_seen, r_post, r_done, r_seen;
+    rt_postq sq, rq; /* sends to the right, receives from the left */
     size_t frame_cap; /* largest payload a frame may carry */
     char left_name[160], right_name[160];
 } tcp_state;
@@ -133,12 +127,11 @@ static void tcp_close(rt_comm *c)
     if (!s)
         return;
     /* a normal departure: tell the left neighbour before its end of stream */
-    uint8_t bye[RT_FRAME_HDR_LEN];
-    rt_frame_hdr h = {RT_FRAME_BYE, 0, c->seq, 0, 0};
-    rt_frame_encode(&h, bye);
     for (int k = 0; k < s->n && !c->broken; k++)
         if (s->in[k].fd >= 0) {
-            ssize_t r = send(s->in[k].fd, bye, sizeof bye, MSG_NOSIGNAL | MSG_DONTWAIT);
+            uint8_t bye[RT_CTL_MAX];
+            size_t n = rt_ctl_encode(bye, c->seq, NULL, s->in[k].seal);
+            ssize_t r = n ? send(s->in[k].fd, bye, n, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
             (void)r;
         }
     rt_links_close(&s->links); /* closes the sockets too */
@@ -160,18 +153,16 @@ static void tcp_close(rt_comm *c)
 static rt_status tcp_post_send(rt_comm *c, const void *buf, size_t len, uint32_t seq, uint32_t seg)
 {
     tcp_state *s = c->tp;
-    RT_ASSERT(s->s_post - s->s_done < RT_RING_WINDOW && len <= s->frame_cap);
-    s->sq[s->s_post % RT_RING_WINDOW] = (tcp_op){(void *)buf, len, seq, seg, false};
-    s->s_post++;
+    RT_ASSERT(len <= s->frame_cap);
+    rt_postq_push(&s->sq, (void *)buf, len, seq, seg);
     return RT_OK;
 }
 
 static rt_status tcp_post_recv(rt_comm *c, void *buf, size_t len, uint32_t seq, uint32_t seg)
 {
     tcp_state *s = c->tp;
-    RT_ASSERT(s->r_post - s->r_done < RT_RING_WINDOW && len <= s->frame_cap);
-    s->rq[s->r_post % RT_RING_WINDOW] = (tcp_op){buf, len, seq, seg, false};
-    s->r_post++;
+    RT_ASSERT(len <= s->frame_cap);
+    rt_postq_push(&s->rq, buf, len, seq, seg);
     return RT_OK;
 }
 
@@ -208,17 +199,17 @@ static rt_status send_progress(rt_comm *c, int k, bool *moved, char *err)
 {
     tcp_state *s = c->tp;
     tcp_conn *cn = &s->out[k];
-    if (cn->gone && cn->next < s->s_post)
+    if (cn->gone && cn->next < s->sq.posted)
         return io_error(c, +1, cn->gone_errno, err);
-    if (cn->bye && cn->next < s->s_post) {
+    if (cn->bye && cn->next < s->sq.posted) {
         c->fail_culprit = c->right;
         return rt_err(err, RT_ERR_IO,
                       "%s closed its communicator while this rank still had data for it (did "
                       "the ranks call different collectives?)",
                       s->right_name);
     }
-    while (cn->next < s->s_post) {
-        tcp_op *op = &s->sq[cn->next % RT_RING_WINDOW];
+    while (cn->next < s->sq.posted) {
+        rt_post *op = rt_postq_at(&s->sq, cn->next);
         const bool sealed = cn->seal != NULL;
         const size_t plen = op->len + (sealed ? RT_GCM_TAG_LEN : 0);
         if (cn->done == 0) {
@@ -262,19 +253,12 @@ static rt_status send_progress(rt_comm *c, int k, bool *moved, char *err)
 static rt_status left_abort(rt_comm *c, tcp_conn *cn, char *err)
 {
     tcp_state *s = c->tp;
-    uint8_t plain[RT_ABORT_MAX_LEN];
-    const uint8_t *body = cn->abuf;
-    size_t len = cn->need - (cn->open ? RT_GCM_TAG_LEN : 0);
-    c->fail_culprit = c->left;
-    if (cn->open) {
-        if (rt_gcm_open(cn->open, cn->hdr, cn->abuf, len, plain) != RT_OK)
-            return rt_err(err, RT_ERR_AUTH, "an abort record from %s failed authentication",
-                          s->left_name);
-        body = plain;
-    }
     char why[RT_ERR_LEN];
-    if (rt_abort_decode(body, len, &c->abort_in, why) != RT_OK)
-        return rt_err(err, RT_ERR_PROTO, "bad abort record from %s: %s", s->left_name, why);
+    c->fail_culprit = c->left;
+    rt_status st = rt_ctl_decode(&cn->ctl, cn->hdr, cn->abuf, cn->need, cn->open, &c->abort_in,
+                                 why);
+    if (st != RT_OK)
+        return rt_err(err, st, "%s from %s", why, s->left_name);
     return rt_err(err, RT_ERR_ABORTED, "%s", c->abort_in.reason);
 }
 
@@ -287,8 +271,8 @@ static rt_status recv_progress(rt_comm *c, int k, bool drain, bool *moved, char 
     tcp_state *s = c->tp;
     tcp_conn *cn = &s->in[k];
     for (;;) {
-        const bool posted = cn->next < s->r_post;
-        tcp_op *op = posted ? &s->rq[cn->next % RT_RING_WINDOW] : NULL;
+        const bool posted = cn->next < s->rq.posted;
+        rt_post *op = posted ? rt_postq_at(&s->rq, cn->next) : NULL;
         const bool sealed = cn->open != NULL;
         struct iovec iov[2];
         int niov = 0;
@@ -340,8 +324,10 @@ static rt_status recv_progress(rt_comm *c, int k, bool drain, bool *moved, char 
             if (h.op == RT_FRAME_ABORT) {
                 /* whatever followed the header went into the data buffer */
                 size_t early = cn->done - RT_FRAME_HDR_LEN;
+                rt_status st = rt_ctl_body_len(cn->hdr, sealed, &cn->ctl, &cn->need, why);
+                if (st != RT_OK)
+                    return rt_err(err, st, "%s from %s", why, s->left_name);
                 cn->mode = RD_ABORT;
-                cn->need = h.len + tag;
                 if (early > cn->need)
                     return rt_err(err, RT_ERR_PROTO, "bad abort frame from %s", s->left_name);
                 if (early)
@@ -392,42 +378,30 @@ static rt_status reverse_read(rt_comm *c, int k, char *err)
     tcp_state *s = c->tp;
     tcp_conn *cn = &s->out[k];
     for (;;) {
-        size_t want = RT_FRAME_HDR_LEN;
+        /* only control records come back: BYE, or an ABORT */
+        size_t want = RT_FRAME_HDR_LEN, body = 0;
         rt_frame_hdr h = {0};
+        char why[RT_ERR_LEN];
         if (cn->rev_fill >= RT_FRAME_HDR_LEN) {
-            char why[RT_ERR_LEN];
-            if (rt_frame_decode(cn->rev, RT_FRAME_HDR_LEN, &h, why) == RT_OK &&
-                h.op == RT_FRAME_BYE) {
+            rt_status st = rt_ctl_body_len(cn->rev, cn->open != NULL, &h, &body, why);
+            if (st != RT_OK) {
+                c->fail_culprit = c->right;
+                return rt_err(err, st, "%s sent unexpected data back: %s", s->right_name, why);
+            }
+            want += body;
+        }
+        if (cn->rev_fill == want && cn->rev_fill >= RT_FRAME_HDR_LEN) {
+            c->fail_culprit = c->right;
+            rt_status st = rt_ctl_decode(&h, cn->rev, cn->rev + RT_FRAME_HDR_LEN, body, cn->open,
+                                         &c->abort_in, why);
+            cn->rev_fill = 0;
+            if (st != RT_OK)
+                return rt_err(err, st, "%s from %s", why, s->right_name);
+            if (h.op == RT_FRAME_BYE) {
+                c->fail_culprit = -1;
                 cn->bye = true;
-                cn->rev_fill = 0;
                 continue;
             }
-            if (rt_frame_decode(cn->rev, RT_FRAME_HDR_LEN, &h, why) != RT_OK ||
-                h.op != RT_FRAME_ABORT) {
-                c->fail_culprit = c->right;
-                return rt_err(err, RT_ERR_PROTO, "%s sent unexpected data back: %s",
-                              s->right_name, h.op == RT_FRAME_DATA ? "a data frame" : why);
-            }
-            want += h.len + ((h.flags & RT_FRAME_SEALED) ? RT_GCM_TAG_LEN : 0);
-        }
-        if (cn->rev_fill == want && want > RT_FRAME_HDR_LEN) {
-            uint8_t plain[RT_ABORT_MAX_LEN];
-            const uint8_t *body = cn->rev + RT_FRAME_HDR_LEN;
-            if (h.flags & RT_FRAME_SEALED) {
-                if (!cn->open || rt_gcm_open(cn->open, cn->rev, body, h.len, plain) != RT_OK) {
-                    c->fail_culprit = c->right;
-                    return rt_err(err, RT_ERR_AUTH, "an abort record from %s failed "
-                                                    "authentication", s->right_name);
-                }
-                body = plain;
-            }
-            char why[RT_ERR_LEN];
-            if (rt_abort_decode(body, h.len, &c->abort_in, why) != RT_OK) {
-                c->fail_culprit = c->right;
-                return rt_err(err, RT_ERR_PROTO, "bad abort record from %s: %s", s->right_name,
-                              why);
-            }
-            cn->rev_fill = 0;
             return rt_err(err, RT_ERR_ABORTED, "%s", c->abort_in.reason);
         }
         if (cn->closed)
@@ -450,19 +424,12 @@ static rt_status reverse_read(rt_comm *c, int k, char *err)
              * to it will report the departure) */
             cn->closed = cn->gone = true;
             cn->gone_errno = r == 0 ? 0 : errno;
-            if (cn->next < s->s_post)
+            if (cn->next < s->sq.posted)
                 return io_error(c, +1, cn->gone_errno, err);
             return RT_OK;
         }
         cn->rev_fill += (size_t)r;
     }
-}
-
-static uint64_t advance(tcp_op *q, uint64_t done, uint64_t posted)
-{
-    while (done < posted && q[done % RT_RING_WINDOW].done)
-        done++;
-    return done;
 }
 
 static rt_status tcp_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, char *err)
@@ -478,13 +445,12 @@ static rt_status tcp_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, 
             st = send_progress(c, k, &moved, err);
         if (st != RT_OK)
             return st;
-        s->s_done = advance(s->sq, s->s_done, s->s_post);
-        s->r_done = advance(s->rq, s->r_done, s->r_post);
-        if (s->s_done > s->s_seen || s->r_done > s->r_seen) {
-            *nsend += (int)(s->s_done - s->s_seen);
-            *nrecv += (int)(s->r_done - s->r_seen);
-            s->s_seen = s->s_done;
-            s->r_seen = s->r_done;
+        rt_postq_advance(&s->sq);
+        rt_postq_advance(&s->rq);
+        int ns = rt_postq_report(&s->sq), nr = rt_postq_report(&s->rq);
+        if (ns || nr) {
+            *nsend += ns;
+            *nrecv += nr;
             return RT_OK;
         }
         if (moved || rt_now_ns() < spin_end)
@@ -494,12 +460,12 @@ static rt_status tcp_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, 
         struct pollfd p[2 * MAX_SOCKETS];
         int np = 0;
         for (int k = 0; k < s->n; k++) {
-            bool sending = s->out[k].next < s->s_post;
+            bool sending = s->out[k].next < s->sq.posted;
             short ev = (short)((s->out[k].closed ? 0 : POLLIN) | (sending ? POLLOUT : 0));
             p[np++] = (struct pollfd){s->out[k].fd, ev, 0};
         }
         for (int k = 0; k < s->n; k++)
-            if (s->in[k].next < s->r_post)
+            if (s->in[k].next < s->rq.posted)
                 p[np++] = (struct pollfd){s->in[k].fd, POLLIN, 0};
         int ms = rt_deadline_ms_left(dl);
         if (ms == 0 && rt_now_ns() >= dl)
@@ -511,7 +477,7 @@ static rt_status tcp_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, 
             if (p[k].revents & (POLLIN | POLLHUP | POLLERR)) {
                 if ((st = reverse_read(c, k, err)) != RT_OK)
                     return st;
-                if (s->out[k].bye && s->out[k].next < s->s_post)
+                if (s->out[k].bye && s->out[k].next < s->sq.posted)
                     return send_progress(c, k, &moved, err); /* reports the departure */
             }
     }
@@ -565,7 +531,7 @@ static bool finish_frame(rt_comm *c, int k, rt_deadline_t dl)
     tcp_conn *cn = &s->out[k];
     if (cn->done == 0)
         return true;
-    const tcp_op *op = &s->sq[cn->next % RT_RING_WINDOW];
+    const rt_post *op = rt_postq_at(&s->sq, cn->next);
     const uint8_t *payload = cn->seal ? cn->cipher : op->p;
     const size_t total = RT_FRAME_HDR_LEN + op->len + (cn->seal ? RT_GCM_TAG_LEN : 0);
     while (cn->done < total) {
@@ -589,20 +555,11 @@ static bool finish_frame(rt_comm *c, int k, rt_deadline_t dl)
     return true;
 }
 
-static void send_abort_frame(tcp_conn *cn, uint32_t seq, const uint8_t *body, size_t blen)
+static void send_abort_frame(tcp_conn *cn, uint32_t seq, const rt_abort_info *info)
 {
-    uint8_t frame[RT_FRAME_HDR_LEN + RT_ABORT_MAX_LEN + RT_GCM_TAG_LEN];
-    rt_frame_hdr h = {RT_FRAME_ABORT, cn->seal ? RT_FRAME_SEALED : 0, seq, 0, (uint32_t)blen};
-    rt_frame_encode(&h, frame);
-    size_t flen = RT_FRAME_HDR_LEN + blen;
-    if (cn->seal) {
-        if (rt_gcm_seal(cn->seal, frame, body, blen, frame + RT_FRAME_HDR_LEN) != RT_OK)
-            return;
-        flen += RT_GCM_TAG_LEN;
-    } else {
-        memcpy(frame + RT_FRAME_HDR_LEN, body, blen);
-    }
-    ssize_t r = send(cn->fd, frame, flen, MSG_NOSIGNAL | MSG_DONTWAIT);
+    uint8_t frame[RT_CTL_MAX];
+    size_t n = rt_ctl_encode(frame, seq, info, cn->seal);
+    ssize_t r = n ? send(cn->fd, frame, n, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
     (void)r;
 }
 
@@ -617,15 +574,13 @@ static void tcp_abort(rt_comm *c, const rt_abort_info *info)
     tcp_state *s = c->tp;
     if (!s)
         return;
-    uint8_t body[RT_ABORT_MAX_LEN];
-    size_t blen = rt_abort_encode(info, body);
     for (int k = 0; k < s->n; k++)
         if (s->in[k].fd >= 0)
-            send_abort_frame(&s->in[k], c->seq, body, blen);
+            send_abort_frame(&s->in[k], c->seq, info);
     rt_deadline_t dl = rt_deadline_in_us(50000);
     for (int k = 0; k < s->n; k++)
         if (s->out[k].fd >= 0 && !s->out[k].bye && finish_frame(c, k, dl))
-            send_abort_frame(&s->out[k], c->seq, body, blen);
+            send_abort_frame(&s->out[k], c->seq, info);
 }
 
 /* Posted operations only live in this rank's queues; the kernel never writes
@@ -635,8 +590,8 @@ static void tcp_cancel(rt_comm *c)
     tcp_state *s = c->tp;
     if (!s)
         return;
-    s->s_done = s->s_seen = s->s_post;
-    s->r_done = s->r_seen = s->r_post;
+    rt_postq_cancel(&s->sq);
+    rt_postq_cancel(&s->rq);
 }
 
 const rt_transport_ops rt_tcp_ops = {

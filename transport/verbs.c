@@ -35,6 +35,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ctl.h"
 #include "link.h"
 #include "rt_log.h"
 
@@ -43,7 +44,8 @@
 #define WR_DATA 1u  /* wr_id tags */
 #define WR_CREDIT 2u
 #define SALT_FWD 0x30445746u
-#define SALT_REV 0x30564552u
+#define SALT_CFWD 0x30574643u /* control records on the TCP links, rightwards */
+#define SALT_CREV 0x30565243u /* ... and leftwards */
 
 typedef struct vb_info {
     uint32_t qpn, psn;
@@ -53,12 +55,6 @@ typedef struct vb_info {
     uint32_t rkey;
     uint32_t nslots, slot_bytes;
 } vb_info;
-
-typedef struct vb_op {
-    void *p;
-    size_t len;
-    uint32_t seq, seg;
-} vb_op;
 
 typedef struct vb_state {
     rt_links links;
@@ -77,13 +73,14 @@ typedef struct vb_state {
     uint64_t *credit_out; /* our consumed count, written to the left */
     struct ibv_mr *credit_in_mr, *credit_out_mr;
     vb_info right, left; /* the neighbours' records */
-    rt_gcm *seal, *open;
-    /* send side */
-    vb_op sq[RT_RING_WINDOW];
-    uint64_t s_post, s_issued, s_wr_done, s_seen, credit;
-    /* receive side */
-    vb_op rq[RT_RING_WINDOW];
-    uint64_t r_post, r_arrived, r_done, r_seen;
+    rt_gcm *seal, *open; /* data frames */
+    rt_gcm *ctl_seal_right, *ctl_open_right, *ctl_seal_left, *ctl_open_left;
+    /* send side: sq.done counts frames issued (copied to staging) */
+    rt_postq sq;
+    uint64_t s_wr_done, credit;
+    /* receive side: rq.done counts frames consumed */
+    rt_postq rq;
+    uint64_t r_arrived;
     int cq_events; /* to acknowledge */
     bool right_bye, right_closed;
     char left_name[160], right_name[160];
@@ -230,8 +227,10 @@ static void vb_release(vb_state *s)
     free(s->sslots);
     free(s->credit_in);
     free(s->credit_out);
-    rt_gcm_destroy(s->seal);
-    rt_gcm_destroy(s->open);
+    rt_gcm *g[] = {s->seal, s->open, s->ctl_seal_right, s->ctl_open_right, s->ctl_seal_left,
+                   s->ctl_open_left};
+    for (size_t i = 0; i < RT_ARRAY_LEN(g); i++)
+        rt_gcm_destroy(g[i]);
 }
 
 /* Open the device and everything that does not depend on the neighbours
@@ -302,9 +301,18 @@ static rt_status vb_connect(rt_comm *c, rt_deadline_t dl, char *err)
     snprintf(s->left_name, sizeof s->left_name, "%s", s->links.left_name);
     snprintf(s->right_name, sizeof s->right_name, "%s", s->links.right_name);
     if (c->o.encrypt) {
-        st = rt_gcm_create(s->links.out_hs[0].key_fwd, SALT_FWD, &s->seal, err);
+        const rt_hs_result *right = &s->links.out_hs[0], *left = &s->links.in_hs[0];
+        st = rt_gcm_create(right->key_fwd, SALT_FWD, &s->seal, err);
         if (st == RT_OK)
-            st = rt_gcm_create(s->links.in_hs[0].key_fwd, SALT_FWD, &s->open, err);
+            st = rt_gcm_create(left->key_fwd, SALT_FWD, &s->open, err);
+        if (st == RT_OK)
+            st = rt_gcm_create(right->key_fwd, SALT_CFWD, &s->ctl_seal_right, err);
+        if (st == RT_OK)
+            st = rt_gcm_create(right->key_rev, SALT_CREV, &s->ctl_open_right, err);
+        if (st == RT_OK)
+            st = rt_gcm_create(left->key_rev, SALT_CREV, &s->ctl_seal_left, err);
+        if (st == RT_OK)
+            st = rt_gcm_create(left->key_fwd, SALT_CFWD, &s->ctl_open_left, err);
         if (st != RT_OK)
             return st;
     }
@@ -376,11 +384,10 @@ static void vb_close(rt_comm *c)
     vb_state *s = c->tp;
     if (!s)
         return;
-    uint8_t bye[RT_FRAME_HDR_LEN];
-    rt_frame_hdr h = {RT_FRAME_BYE, 0, c->seq, 0, 0};
-    rt_frame_encode(&h, bye);
     if (!c->broken && s->links.in[0] >= 0) {
-        ssize_t r = send(s->links.in[0], bye, sizeof bye, MSG_NOSIGNAL | MSG_DONTWAIT);
+        uint8_t bye[RT_CTL_MAX];
+        size_t n = rt_ctl_encode(bye, c->seq, NULL, s->ctl_seal_left);
+        ssize_t r = n ? send(s->links.in[0], bye, n, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
         (void)r;
     }
     rt_links_close(&s->links);
@@ -392,16 +399,16 @@ static void vb_close(rt_comm *c)
 static rt_status vb_post_send(rt_comm *c, const void *buf, size_t len, uint32_t seq, uint32_t seg)
 {
     vb_state *s = c->tp;
-    RT_ASSERT(s->s_post - s->s_seen < RT_RING_WINDOW && len <= c->o.max_segment_bytes);
-    s->sq[s->s_post++ % RT_RING_WINDOW] = (vb_op){(void *)buf, len, seq, seg};
+    RT_ASSERT(len <= c->o.max_segment_bytes);
+    rt_postq_push(&s->sq, (void *)buf, len, seq, seg);
     return RT_OK;
 }
 
 static rt_status vb_post_recv(rt_comm *c, void *buf, size_t len, uint32_t seq, uint32_t seg)
 {
     vb_state *s = c->tp;
-    RT_ASSERT(s->r_post - s->r_seen < RT_RING_WINDOW && len <= c->o.max_segment_bytes);
-    s->rq[s->r_post++ % RT_RING_WINDOW] = (vb_op){buf, len, seq, seg};
+    RT_ASSERT(len <= c->o.max_segment_bytes);
+    rt_postq_push(&s->rq, buf, len, seq, seg);
     return RT_OK;
 }
 
@@ -409,10 +416,10 @@ static rt_status vb_post_recv(rt_comm *c, void *buf, size_t len, uint32_t seq, u
 static rt_status issue_sends(rt_comm *c, char *err)
 {
     vb_state *s = c->tp;
-    while (s->s_issued < s->s_post && s->s_issued - s->credit < NSLOTS &&
-           s->s_issued - s->s_wr_done < NSLOTS) {
-        const vb_op *op = &s->sq[s->s_issued % RT_RING_WINDOW];
-        size_t slot = s->s_issued % NSLOTS;
+    while (s->sq.done < s->sq.posted && s->sq.done - s->credit < NSLOTS &&
+           s->sq.done - s->s_wr_done < NSLOTS) {
+        const rt_post *op = rt_postq_at(&s->sq, s->sq.done);
+        size_t slot = s->sq.done % NSLOTS;
         uint8_t *dst = s->sslots + slot * s->slot_bytes;
         rt_frame_hdr h = {RT_FRAME_DATA, s->seal ? RT_FRAME_SEALED : 0, op->seq, op->seg,
                           (uint32_t)op->len};
@@ -430,7 +437,7 @@ static rt_status issue_sends(rt_comm *c, char *err)
         struct ibv_send_wr wr = {.wr_id = WR_DATA, .sg_list = &sge, .num_sge = 1,
                                  .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
                                  .send_flags = IBV_SEND_SIGNALED,
-                                 .imm_data = htonl((uint32_t)s->s_issued)},
+                                 .imm_data = htonl((uint32_t)s->sq.done)},
                            *bad;
         wr.wr.rdma.remote_addr = s->right.addr + slot * s->slot_bytes;
         wr.wr.rdma.rkey = s->right.rkey;
@@ -438,7 +445,7 @@ static rt_status issue_sends(rt_comm *c, char *err)
             c->fail_culprit = c->right;
             return rt_err(err, RT_ERR_DEVICE, "ibv_post_send to %s failed", s->right_name);
         }
-        s->s_issued++; /* the caller's buffer is free: its bytes are in the staging slot */
+        s->sq.done++; /* the caller's buffer is free: its bytes are in the staging slot */
     }
     return RT_OK;
 }
@@ -447,12 +454,12 @@ static rt_status issue_sends(rt_comm *c, char *err)
 static rt_status send_credit(rt_comm *c, char *err)
 {
     vb_state *s = c->tp;
-    *s->credit_out = s->r_done;
+    *s->credit_out = s->rq.done;
     struct ibv_sge sge = {.addr = (uintptr_t)s->credit_out, .length = 8,
                           .lkey = s->credit_out_mr->lkey};
     struct ibv_send_wr wr = {.wr_id = WR_CREDIT, .sg_list = &sge, .num_sge = 1,
                              .opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .send_flags = IBV_SEND_SIGNALED,
-                             .imm_data = htonl((uint32_t)s->r_done)},
+                             .imm_data = htonl((uint32_t)s->rq.done)},
                        *bad;
     wr.wr.rdma.remote_addr = s->left.addr;
     wr.wr.rdma.rkey = s->left.rkey;
@@ -468,9 +475,9 @@ static rt_status consume(rt_comm *c, char *err)
 {
     vb_state *s = c->tp;
     bool any = false;
-    while (s->r_done < s->r_arrived && s->r_done < s->r_post) {
-        const vb_op *op = &s->rq[s->r_done % RT_RING_WINDOW];
-        const uint8_t *src = s->rslots + (s->r_done % NSLOTS) * s->slot_bytes;
+    while (s->rq.done < s->r_arrived && s->rq.done < s->rq.posted) {
+        const rt_post *op = rt_postq_at(&s->rq, s->rq.done);
+        const uint8_t *src = s->rslots + (s->rq.done % NSLOTS) * s->slot_bytes;
         rt_frame_hdr h;
         char why[RT_ERR_LEN];
         c->fail_culprit = c->left;
@@ -488,7 +495,7 @@ static rt_status consume(rt_comm *c, char *err)
         } else if (op->len) {
             memcpy(op->p, src + RT_FRAME_HDR_LEN, op->len);
         }
-        s->r_done++;
+        s->rq.done++;
         any = true;
     }
     return any ? send_credit(c, err) : RT_OK;
@@ -535,7 +542,7 @@ static int poll_cq(rt_comm *c, rt_status *st, char *err)
 static rt_status read_link(rt_comm *c, int fd, bool right, char *err)
 {
     vb_state *s = c->tp;
-    uint8_t buf[RT_FRAME_HDR_LEN + RT_ABORT_MAX_LEN];
+    uint8_t buf[RT_CTL_MAX];
     ssize_t r = recv(fd, buf, RT_FRAME_HDR_LEN, MSG_DONTWAIT | MSG_PEEK);
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return RT_OK;
@@ -553,27 +560,29 @@ static rt_status read_link(rt_comm *c, int fd, bool right, char *err)
     if (r < RT_FRAME_HDR_LEN)
         return RT_OK; /* the rest is on its way */
     rt_frame_hdr h;
+    size_t body = 0;
     char why[RT_ERR_LEN];
-    if (rt_frame_decode(buf, RT_FRAME_HDR_LEN, &h, why) != RT_OK || h.op == RT_FRAME_DATA)
-        return rt_err(err, RT_ERR_PROTO, "unexpected bytes from %s on its control link", who);
-    if (rt_sock_read_full(fd, buf, RT_FRAME_HDR_LEN + h.len, rt_deadline_in_us(1000000), why) !=
+    rt_status st = rt_ctl_body_len(buf, c->o.encrypt, &h, &body, why);
+    if (st != RT_OK)
+        return rt_err(err, st, "%s sent unexpected bytes on its control link: %s", who, why);
+    if (rt_sock_read_full(fd, buf, RT_FRAME_HDR_LEN + body, rt_deadline_in_us(1000000), why) !=
         RT_OK)
         return rt_err(err, RT_ERR_IO, "reading a control record from %s: %s", who, why);
+    st = rt_ctl_decode(&h, buf, buf + RT_FRAME_HDR_LEN, body,
+                       right ? s->ctl_open_right : s->ctl_open_left, &c->abort_in, why);
+    if (st != RT_OK)
+        return rt_err(err, st, "%s from %s", why, who);
     if (h.op == RT_FRAME_BYE) {
         s->right_bye = s->right_bye || right;
         return RT_OK;
     }
-    if (rt_abort_decode(buf + RT_FRAME_HDR_LEN, h.len, &c->abort_in, why) != RT_OK)
-        return rt_err(err, RT_ERR_PROTO, "bad abort record from %s: %s", who, why);
     return rt_err(err, RT_ERR_ABORTED, "%s", c->abort_in.reason);
 }
 
 static void report(vb_state *s, int *nsend, int *nrecv)
 {
-    *nsend += (int)(s->s_issued - s->s_seen);
-    *nrecv += (int)(s->r_done - s->r_seen);
-    s->s_seen = s->s_issued;
-    s->r_seen = s->r_done;
+    *nsend += rt_postq_report(&s->sq);
+    *nrecv += rt_postq_report(&s->rq);
 }
 
 static rt_status vb_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, char *err)
@@ -589,12 +598,12 @@ static rt_status vb_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, c
             st = issue_sends(c, err);
         if (st != RT_OK)
             return st;
-        if (s->right_bye && s->s_issued < s->s_post) {
+        if (s->right_bye && s->sq.done < s->sq.posted) {
             c->fail_culprit = c->right;
             return rt_err(err, RT_ERR_IO, "%s closed its communicator while this rank still had "
                                           "data for it", s->right_name);
         }
-        if (s->s_issued > s->s_seen || s->r_done > s->r_seen) {
+        if (s->sq.done > s->sq.seen || s->rq.done > s->rq.seen) {
             report(s, nsend, nrecv);
             return RT_OK;
         }
@@ -656,8 +665,8 @@ static void vb_cancel(rt_comm *c)
         return;
     /* data is copied out of our slots only into posted buffers; forgetting
      * the posts keeps later arrivals out of the caller's memory */
-    s->s_seen = s->s_issued = s->s_post;
-    s->r_seen = s->r_done = s->r_post;
+    rt_postq_cancel(&s->sq);
+    rt_postq_cancel(&s->rq);
 }
 
 /* Abort records go on the TCP links, in both directions: no frame boundary
@@ -667,14 +676,13 @@ static void vb_abort(rt_comm *c, const rt_abort_info *info)
     vb_state *s = c->tp;
     if (!s)
         return;
-    uint8_t frame[RT_FRAME_HDR_LEN + RT_ABORT_MAX_LEN];
-    size_t blen = rt_abort_encode(info, frame + RT_FRAME_HDR_LEN);
-    rt_frame_hdr h = {RT_FRAME_ABORT, 0, c->seq, 0, (uint32_t)blen};
-    rt_frame_encode(&h, frame);
     int fds[2] = {s->links.in[0], s->links.out[0]};
+    rt_gcm *seal[2] = {s->ctl_seal_left, s->ctl_seal_right};
     for (int i = 0; i < 2; i++)
         if (fds[i] >= 0) {
-            ssize_t r = send(fds[i], frame, RT_FRAME_HDR_LEN + blen, MSG_NOSIGNAL | MSG_DONTWAIT);
+            uint8_t frame[RT_CTL_MAX];
+            size_t n = rt_ctl_encode(frame, c->seq, info, seal[i]);
+            ssize_t r = n ? send(fds[i], frame, n, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
             (void)r;
         }
 }

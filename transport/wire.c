@@ -194,7 +194,7 @@ rt_status rt_frame_decode(const uint8_t *in, size_t len, rt_frame_hdr *h, char *
     h->len = get32(in + 12);
     if (h->op != RT_FRAME_DATA && h->op != RT_FRAME_ABORT && h->op != RT_FRAME_BYE)
         return rt_err(err, RT_ERR_PROTO, "unknown frame op %u", h->op);
-    if (h->op == RT_FRAME_BYE && (h->len != 0 || h->flags != 0))
+    if (h->op == RT_FRAME_BYE && h->len != 0) /* sealed, it carries only the tag */
         return rt_err(err, RT_ERR_PROTO, "bye frame with a payload");
     if (in[2] != 0 || in[3] != 0 || (h->flags & ~RT_FRAME_SEALED))
         return rt_err(err, RT_ERR_PROTO, "frame header has unknown flags or reserved bits");

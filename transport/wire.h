@@ -24,6 +24,8 @@
  *     an abort may also replace the next data frame in the forward direction;
  *     op BYE (no payload, reverse direction) says the sender closed its
  *     communicator normally, so the end of stream that follows is not a crash.
+ *     With encryption every frame is sealed, ABORT and BYE too (a BYE then
+ *     carries only the tag); an unsealed one is refused (ctl.h).
  *   ABORT payload: origin i32 | culprit i32 | status i32 | reason_len u16 |
  *     reason (UTF-8, at most 400 bytes, not NUL-terminated). */
 #ifndef RT_WIRE_H
