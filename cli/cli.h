@@ -1,12 +1,81 @@
-/* cli.h — private to the `ringtrain` CLI (coordinator/cli_*.c). */
+/* cli.h — private to the `ringtrain` CLI (cli/cli_*.c).
+ *
+ *   cli_main.c    the command table, main, the commands that read the
+ *                 coordinator's state (nodes, jobs, status, logs) or change a
+ *                 job or node (cancel, hold, release, drain, resume)
+ *   cli_args.c    the one argument parser every command goes through
+ *   cli_show.c    how nodes, jobs and a job's status are printed
+ *   cli_jobs.c    job descriptions from job files and exec's arguments;
+ *                 submitting and following
+ *   cli_local.c   `run` and `exec --local`: a one-machine cluster
+ *   cli_http.c    the HTTP/TLS client
+ *   cli_data.c    prep, predict, model summary
+ *   init_cluster.c  the cluster's CA, certificates and token */
 #ifndef RT_CLI_H
 #define RT_CLI_H
 
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "rt_net.h"
+
+/* ---- commands and their arguments (cli_args.c) ------------------------------- */
+
+typedef enum cli_flag_kind { CLI_SWITCH, CLI_VALUE, CLI_LIST } cli_flag_kind;
+
+typedef struct cli_flag {
+    const char *name; /* "--np" */
+    cli_flag_kind kind;
+    const char *metavar; /* "N" */
+    const char *help;
+    const char *alias; /* "-f" or NULL */
+} cli_flag;
+
+#define CLI_MAX_FLAGS 40
+#define CLI_MAX_LIST 64
+
+typedef struct cli_args cli_args;
+typedef struct cli_cmd {
+    const char *name, *usage, *summary;
+    const cli_flag *flags; /* terminated by a NULL name */
+    int min_pos, max_pos;  /* positional arguments (max -1: any number) */
+    bool rest;             /* takes PROGRAM ARGS... after -- */
+    bool rest_required;
+    bool connects;         /* talks to the coordinator: accepts the connection flags */
+    int (*run)(const cli_args *a);
+} cli_cmd;
+
+struct cli_args {
+    const cli_cmd *cmd;
+    const char *value[CLI_MAX_FLAGS]; /* CLI_VALUE: the value; CLI_SWITCH: "1" when given */
+    const char *list[CLI_MAX_FLAGS][CLI_MAX_LIST];
+    int nlist[CLI_MAX_FLAGS];
+    char **pos;
+    int npos;
+    char **rest; /* after -- */
+    int nrest;
+    bool help;   /* --help was given and printed */
+};
+
+/* Parse argv (after the command's name) against cmd's flags: 0, or 2 with
+ * the problem printed (unknown flag with a suggestion, missing value,
+ * wrong number of arguments). */
+int cli_parse(const cli_cmd *cmd, int argc, char **argv, cli_args *a);
+void cli_args_free(cli_args *a);
+void cli_usage(const cli_cmd *cmd, FILE *f);
+/* A flag's value (NULL when not given), whether a switch was given, and
+ * every value of a repeatable flag. */
+const char *cli_value(const cli_args *a, const char *name);
+bool cli_switch(const cli_args *a, const char *name);
+int cli_list(const cli_args *a, const char *name, const char *const **items);
+/* An integer flag: 1 and *out, 0 when not given, -1 (printed) when it is
+ * not a whole number in [lo, hi]. */
+int cli_int(const cli_args *a, const char *name, int64_t lo, int64_t hi, int64_t *out);
+/* The first positional argument as a job id; -1 (printed) when it is not. */
+int cli_job_id(const cli_args *a, int64_t *id);
 
 /* Where the coordinator's API is and how to prove who we are. */
 typedef struct cli_conn {
@@ -36,28 +105,37 @@ rt_status http_stream(const cli_conn *c, const char *path, http_chunk_fn fn, voi
 /* The "error" member of a JSON error body, or the body itself. */
 const char *http_error_text(const http_resp *r, char *buf, size_t len);
 
-/* Connection settings from flags, environment and ~/.config/ringtrain/cli.conf. */
-rt_status cli_conn_load(cli_conn *c, const char *coordinator, const char *ca,
-                        const char *token_file, const char *server_name, char *err);
+/* Connection settings from the connection flags of a, the environment and
+ * ~/.config/ringtrain/cli.conf. */
+rt_status cli_conn_load(cli_conn *c, const cli_args *a, char *err);
+/* The configuration reference of cli.conf (for config-reference). */
+void cli_conf_reference(FILE *f);
 
 /* init_cluster.c: CA, coordinator certificate, token, example configs. */
-int cli_init_cluster(int argc, char **argv);
+int cli_init_cluster(const cli_args *a);
 rt_status rt_make_cluster(const char *dir, const char *const *sans, int nsans, bool force,
                           char *err);
 
 /* cli_data.c: local data commands. */
-int cli_prep(int argc, char **argv);
-int cli_predict(int argc, char **argv);
-int cli_model(int argc, char **argv);
+int cli_prep(const cli_args *a);
+int cli_predict(const cli_args *a);
+int cli_model(const cli_args *a);
 
 /* cli_local.c: `run` and `exec --local`. */
-int cli_local(int argc, char **argv, bool is_exec);
+int cli_local(const cli_args *a, bool is_exec);
 
 /* cli_jobs.c: the JSON job description from a job file (errors printed
  * with file:line; returns 2 and submits nothing) or from exec's arguments. */
-int cli_job_body_from_file(int argc, char **argv, char **body);
-int cli_job_body_from_exec(int argc, char **argv, char **body);
+int cli_job_body_from_file(const cli_args *a, char **body);
+int cli_job_body_from_exec(const cli_args *a, char **body);
 int cli_submit_and_follow(const cli_conn *c, const char *body, bool follow, bool exec_output,
                           bool json);
+
+/* cli_show.c: the coordinator's documents as tables; exit status. */
+int cli_show_nodes(const rt_json *d);
+int cli_show_jobs(const rt_json *d);
+int cli_show_job(const rt_json *d);
+/* "3m04s", "2h05m", "4d03h" */
+void cli_fmt_duration(double seconds, char *buf, size_t len);
 
 #endif

@@ -13,50 +13,27 @@
 #include "rt_prep.h"
 #include "trainer.h"
 
-static bool parse_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
-}
-
-int cli_prep(int argc, char **argv)
+int cli_prep(const cli_args *a)
 {
     rt_prep_opts o = {.partitions = 1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long n;
-        if (!strcmp(a, "--skip-bad-rows"))
-            o.skip_bad_rows = true;
-        else if (!strcmp(a, "--quiet"))
-            o.quiet = true;
-        else if (v && !strcmp(a, "--input"))
-            o.input_dir = argv[++i];
-        else if (v && !strcmp(a, "--sql"))
-            o.sql_path = argv[++i];
-        else if (v && !strcmp(a, "--out"))
-            o.out_dir = argv[++i];
-        else if (v && !strcmp(a, "--keep-db"))
-            o.db_path = argv[++i];
-        else if (v && !strcmp(a, "--partitions") && parse_int(v, 1, 100000, &n)) {
-            o.partitions = (int)n;
-            i++;
-        } else if (v && !strcmp(a, "--rows-per-group") && parse_int(v, 1, 1 << 24, &n)) {
-            o.rows_per_group = n;
-            i++;
-        } else {
-            fprintf(stderr, "ringtrain prep: unexpected or invalid argument '%s'\n"
-                            "usage: ringtrain prep --input DIR --sql FILE --out DIR "
-                            "[--partitions N] [--skip-bad-rows] [--keep-db FILE]\n", a);
-            return 2;
-        }
-    }
+    int64_t n;
+    o.skip_bad_rows = cli_switch(a, "--skip-bad-rows");
+    o.quiet = cli_switch(a, "--quiet");
+    o.input_dir = cli_value(a, "--input");
+    o.sql_path = cli_value(a, "--sql");
+    o.out_dir = cli_value(a, "--out");
+    o.db_path = cli_value(a, "--keep-db");
+    int r1 = cli_int(a, "--partitions", 1, 100000, &n);
+    if (r1 > 0)
+        o.partitions = (int)n;
+    int r2 = cli_int(a, "--rows-per-group", 1, 1 << 24, &n);
+    if (r2 > 0)
+        o.rows_per_group = n;
+    if (r1 < 0 || r2 < 0)
+        return 2;
     if (!o.input_dir || !o.sql_path || !o.out_dir) {
         fprintf(stderr, "ringtrain prep: --input, --sql and --out are needed\n");
+        cli_usage(a->cmd, stderr);
         return 2;
     }
     rt_prep_report rep;
@@ -78,31 +55,17 @@ int cli_prep(int argc, char **argv)
     return 0;
 }
 
-int cli_predict(int argc, char **argv)
+int cli_predict(const cli_args *a)
 {
-    const char *model = NULL, *dataset = NULL, *out = NULL;
-    long threads = 0, batch = 4096;
-    for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (v && !strcmp(argv[i], "--model"))
-            model = argv[++i];
-        else if (v && !strcmp(argv[i], "--dataset"))
-            dataset = argv[++i];
-        else if (v && !strcmp(argv[i], "--out"))
-            out = argv[++i];
-        else if (v && !strcmp(argv[i], "--threads") && parse_int(v, 0, 1024, &threads))
-            i++;
-        else if (v && !strcmp(argv[i], "--batch") && parse_int(v, 1, 1 << 22, &batch))
-            i++;
-        else {
-            fprintf(stderr, "ringtrain predict: unexpected or invalid argument '%s'\n"
-                            "usage: ringtrain predict --model CKPT --dataset DIR --out FILE "
-                            "[--threads N] [--batch N]\n", argv[i]);
-            return 2;
-        }
-    }
+    const char *model = cli_value(a, "--model"), *dataset = cli_value(a, "--dataset"),
+               *out = cli_value(a, "--out");
+    int64_t threads = 0, batch = 4096;
+    if (cli_int(a, "--threads", 0, 1024, &threads) < 0 ||
+        cli_int(a, "--batch", 1, 1 << 22, &batch) < 0)
+        return 2;
     if (!model || !dataset || !out) {
         fprintf(stderr, "ringtrain predict: --model, --dataset and --out are needed\n");
+        cli_usage(a->cmd, stderr);
         return 2;
     }
     int64_t rows = 0;
@@ -115,20 +78,22 @@ int cli_predict(int argc, char **argv)
     return 0;
 }
 
-int cli_model(int argc, char **argv)
+int cli_model(const cli_args *a)
 {
-    if (argc != 3 || strcmp(argv[1], "summary") != 0) {
-        fprintf(stderr, "usage: ringtrain model summary CKPT\n");
+    if (strcmp(a->pos[0], "summary") != 0) {
+        fprintf(stderr, "ringtrain model: no subcommand '%s': ringtrain model summary CKPT\n",
+                a->pos[0]);
         return 2;
     }
+    const char *path = a->pos[1];
     rt_ckpt ck;
     char err[RT_ERR_LEN];
-    if (rt_ckpt_read(argv[2], &ck, err) != RT_OK) {
+    if (rt_ckpt_read(path, &ck, err) != RT_OK) {
         fprintf(stderr, "ringtrain model: %s\n", err);
         return 1;
     }
     printf("%s: after epoch %lld (step %lld, %lld rank%s); best epoch %lld, val_loss %.6f\n",
-           argv[2], (long long)ck.epoch, (long long)ck.step, (long long)ck.world_size,
+           path, (long long)ck.epoch, (long long)ck.step, (long long)ck.world_size,
            ck.world_size == 1 ? "" : "s", (long long)ck.best_epoch, ck.best_val_loss);
     printf("label %s (%s, max %.6g); %d categorical, %d continuous columns\n", ck.label,
            ck.label_transform, ck.max_label, ck.spec.n_cat, ck.n_cont);

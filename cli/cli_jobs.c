@@ -259,32 +259,13 @@ static void job_fields(rt_jw *w, const rt_job_cfg *j)
     rt_jw_kbool(w, "encrypt", j->encrypt);
 }
 
-int cli_job_body_from_file(int argc, char **argv, char **body)
+int cli_job_body_from_file(const cli_args *a, char **body)
 {
     *body = NULL;
-    const char *file = NULL;
-    const char *sets[64];
-    int nsets = 0;
-    const char *np = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--set") && i + 1 < argc && nsets < 64)
-            sets[nsets++] = argv[++i];
-        else if (!strcmp(argv[i], "--np") && i + 1 < argc)
-            np = argv[++i];
-        else if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f") ||
-                 !strcmp(argv[i], "--json"))
-            continue;
-        else if (argv[i][0] != '-' && !file)
-            file = argv[i];
-        else {
-            fprintf(stderr, "ringtrain %s: unexpected argument '%s'\n", argv[0], argv[i]);
-            return 2;
-        }
-    }
-    if (!file) {
-        fprintf(stderr, "ringtrain %s: a job file is needed\n", argv[0]);
-        return 2;
-    }
+    const char *file = a->pos[0];
+    const char *const *sets;
+    int nsets = cli_list(a, "--set", &sets);
+    const char *np = cli_value(a, "--np");
     rt_job_cfg j;
     rt_cfg_errors e = {0};
     rt_status st = rt_cfg_load_file(&rt_job_schema, file, &j, &e);
@@ -331,17 +312,18 @@ int cli_job_body_from_file(int argc, char **argv, char **body)
     return *body ? 0 : 1;
 }
 
-int cli_job_body_from_exec(int argc, char **argv, char **body)
+int cli_job_body_from_exec(const cli_args *a, char **body)
 {
     *body = NULL;
     rt_job_cfg j;
     rt_cfg_init(&rt_job_schema, &j);
     rt_cfg_errors e = {0};
-    const char *envs[64];
-    int nenv = 0, prog = -1;
+    const char *const *envs;
+    int nenv = cli_list(a, "--env", &envs);
     rt_cfg_set(&rt_job_schema, &j, "job.type", "exec", &e);
     rt_cfg_set(&rt_job_schema, &j, "job.name", "exec", &e);
     rt_cfg_set(&rt_job_schema, &j, "job.transport", "tcp", &e);
+    /* the flags are job-file keys: the same parser checks their values */
     static const struct {
         const char *flag, *key;
     } map[] = {{"--np", "job.np"},
@@ -355,52 +337,28 @@ int cli_job_body_from_exec(int argc, char **argv, char **body)
                {"--deadline", "job.deadline"},
                {"--collective-timeout", "job.collective_timeout"}};
     bool bad = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--")) {
-            prog = i + 1;
-            break;
-        }
-        if (!strcmp(argv[i], "--env") && i + 1 < argc && nenv < 64) {
-            envs[nenv++] = argv[++i];
-            continue;
-        }
-        if (!strcmp(argv[i], "--encrypt")) {
-            j.encrypt = true;
-            continue;
-        }
-        if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "--follow"))
-            continue;
-        size_t k = 0;
-        while (k < RT_ARRAY_LEN(map) && strcmp(argv[i], map[k].flag))
-            k++;
-        if (k == RT_ARRAY_LEN(map) || i + 1 >= argc) {
-            fprintf(stderr, "ringtrain exec: unexpected argument '%s' (the program goes after --)\n",
-                    argv[i]);
-            rt_cfg_free(&rt_job_schema, &j);
-            return 2;
-        }
-        if (rt_cfg_set(&rt_job_schema, &j, map[k].key, argv[++i], &e) != RT_OK)
+    for (size_t k = 0; k < RT_ARRAY_LEN(map); k++) {
+        const char *v = cli_value(a, map[k].flag);
+        if (v && rt_cfg_set(&rt_job_schema, &j, map[k].key, v, &e) != RT_OK)
             bad = true;
     }
-    if (prog < 0 || prog >= argc) {
-        fprintf(stderr, "ringtrain exec: no program: ringtrain exec --np N -- PROGRAM ARGS...\n");
-        rt_cfg_free(&rt_job_schema, &j);
-        return 2;
-    }
+    j.encrypt = cli_switch(a, "--encrypt");
     if (bad) {
+        fprintf(stderr, "ringtrain exec: bad flags; nothing was submitted:\n");
         rt_cfg_errors_print(&e, stderr);
         rt_cfg_errors_free(&e);
         rt_cfg_free(&rt_job_schema, &j);
         return 2;
     }
+    rt_cfg_errors_free(&e);
     rt_jw w;
     rt_jw_init(&w);
     rt_jw_obj(&w);
     job_fields(&w, &j);
     rt_jw_key(&w, "argv");
     rt_jw_arr(&w);
-    for (int i = prog; i < argc; i++)
-        rt_jw_str(&w, argv[i]);
+    for (int i = 0; i < a->nrest; i++)
+        rt_jw_str(&w, a->rest[i]);
     rt_jw_arr_end(&w);
     char cwd[4096];
     if (getcwd(cwd, sizeof cwd))

@@ -41,7 +41,7 @@ static int free_port(void)
     return ntohs(a.sin_port);
 }
 
-/* The daemon next to this binary (installed), in the build tree, or on PATH. */
+/* The daemon beside this program (installed, or build/bin), or on PATH. */
 static bool find_binary(const char *name, char *out, size_t len)
 {
     char self[1024];
@@ -49,12 +49,9 @@ static bool find_binary(const char *name, char *out, size_t len)
     if (n > 0) {
         self[n] = '\0';
         const char *dir = dirname(self);
-        const char *rel[] = {"", "../agent/", "../coordinator/"};
-        for (size_t i = 0; i < 3; i++) {
-            snprintf(out, len, "%s/%s%s", dir, rel[i], name);
-            if (access(out, X_OK) == 0)
-                return true;
-        }
+        snprintf(out, len, "%s/%s", dir, name);
+        if (access(out, X_OK) == 0)
+            return true;
     }
     const char *path = getenv("PATH");
     char buf[4096];
@@ -118,26 +115,12 @@ static bool write_file(const char *path, const char *text)
     return fclose(f) == 0 && ok;
 }
 
-int cli_local(int argc, char **argv, bool is_exec)
+int cli_local(const cli_args *a, bool is_exec)
 {
     /* the job first: a bad job file costs nothing */
-    bool keep = false;
-    int out = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--")) {
-            while (i < argc)
-                argv[out++] = argv[i++];
-            break;
-        }
-        if (!strcmp(argv[i], "--keep"))
-            keep = true;
-        else if (strcmp(argv[i], "--local") != 0)
-            argv[out++] = argv[i];
-    }
-    argc = out;
+    bool keep = cli_switch(a, "--keep");
     char *body = NULL;
-    int rc = is_exec ? cli_job_body_from_exec(argc, argv, &body)
-                     : cli_job_body_from_file(argc, argv, &body);
+    int rc = is_exec ? cli_job_body_from_exec(a, &body) : cli_job_body_from_file(a, &body);
     if (rc != 0)
         return rc;
     rt_json *bj = NULL;

@@ -1,23 +1,20 @@
 /* cli_main.c — `ringtrain`, the command line of a ringtrain cluster.
  *
- *   ringtrain submit JOB.INI [--np N] [--set SECTION.KEY=VALUE]... [--follow] [--json]
- *   ringtrain exec [--np N] [--name NAME] [--max-restarts K] [--min-np M] [--env K=V]...
- *                  [--transport T] [--start-timeout D] [--deadline D] [--local] -- PROGRAM ARGS...
- *   ringtrain run JOB.INI [--np N] [--set ...]       one machine: embedded coordinator + agent
- *   ringtrain jobs | nodes [--json]
- *   ringtrain status JOB [--json]
- *   ringtrain logs JOB [--rank R] [--follow]
- *   ringtrain cancel JOB
- *   ringtrain init-cluster DIR [--san NAME]... [--force]
+ *   ringtrain COMMAND [FLAGS] [ARGS]    (ringtrain help, ringtrain COMMAND --help)
  *
- * Where the coordinator is: --coordinator HOST:PORT, --ca FILE, --token-file
- * FILE, --server-name NAME; else RINGTRAIN_COORDINATOR, RINGTRAIN_CA,
- * RINGTRAIN_TOKEN_FILE (or RINGTRAIN_TOKEN), RINGTRAIN_SERVER_NAME; else
- * ~/.config/ringtrain/cli.conf (or RINGTRAIN_CLI_CONFIG). */
+ * Every command is a row of the table at the end: its name, usage, flags
+ * and handler; one parser (cli_args.c) refuses unknown flags and bad values
+ * before anything is contacted.  Where the coordinator is: --coordinator
+ * HOST:PORT, --ca FILE, --token-file FILE, --server-name NAME; else
+ * RINGTRAIN_COORDINATOR, RINGTRAIN_CA, RINGTRAIN_TOKEN_FILE (or
+ * RINGTRAIN_TOKEN), RINGTRAIN_SERVER_NAME; else ~/.config/ringtrain/cli.conf
+ * (or RINGTRAIN_CLI_CONFIG). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "rt_config.h"
 
 #include "cli.h"
 #include "rt_addr.h"
@@ -39,9 +36,11 @@ static const rt_cfg_key cli_keys[] = {
 static const rt_cfg_schema cli_schema = {"cli.conf", cli_keys, RT_ARRAY_LEN(cli_keys),
                                          sizeof(cli_cfg), NULL};
 
-rt_status cli_conn_load(cli_conn *c, const char *coordinator, const char *ca,
-                        const char *token_file, const char *server_name, char *err)
+rt_status cli_conn_load(cli_conn *c, const cli_args *a, char *err)
 {
+    const char *coordinator = cli_value(a, "--coordinator"), *ca = cli_value(a, "--ca"),
+               *token_file = cli_value(a, "--token-file"),
+               *server_name = cli_value(a, "--server-name");
     memset(c, 0, sizeof *c);
     c->timeout_ms = 15000;
     cli_cfg f;
@@ -89,157 +88,162 @@ rt_status cli_conn_load(cli_conn *c, const char *coordinator, const char *ca,
     return st;
 }
 
-static void usage(void)
-{
-    fprintf(stderr,
-            "usage: ringtrain COMMAND ...\n"
-            "  submit JOB.INI [--np N] [--set SECTION.KEY=VALUE]... [--follow] [--json]\n"
-            "  exec [--np N] [--local] [--name NAME] [--max-restarts K] [--env K=V]... -- PROG ARGS...\n"
-            "  run JOB.INI [--np N] [--set SECTION.KEY=VALUE]...   (one machine, nothing to set up)\n"
-            "  jobs | nodes [--json]\n"
-            "  status JOB [--json]\n"
-            "  logs JOB [--rank R] [--follow]\n"
-            "  cancel JOB\n"
-            "  init-cluster DIR [--san HOSTNAME-OR-IP]... [--force]\n"
-            "  prep --input DIR --sql FILE --out DIR [--partitions N] [--skip-bad-rows]\n"
-            "  predict --model CKPT --dataset DIR --out FILE [--threads N]\n"
-            "  model summary CKPT\n"
-            "  config-reference    (every configuration key, as Markdown)\n"
 
-            "connection: --coordinator HOST:PORT --ca FILE --token-file FILE --server-name NAME\n");
+void cli_conf_reference(FILE *f) { rt_cfg_print_reference(&cli_schema, f); }
+
+/* ---- talking to the coordinator -------------------------------------------------- */
+
+static bool connect_or_say(const cli_args *a, cli_conn *c)
+{
+    char err[RT_ERR_LEN];
+    if (cli_conn_load(c, a, err) == RT_OK)
+        return true;
+    fprintf(stderr, "ringtrain: %s\n", err);
+    return false;
 }
 
-static double age(double t)
+/* GET path: the parsed document (or, with --json, the text printed and
+ * *doc NULL).  The exit status on failure: 3 for "not found", else 1. */
+static int get_doc(const cli_args *a, const char *path, rt_json **doc)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return t > 0 ? (double)ts.tv_sec - t : 0;
-}
-
-static int get_and_print(const cli_conn *c, const char *path, bool json, int kind)
-{
+    *doc = NULL;
+    cli_conn c;
+    if (!connect_or_say(a, &c))
+        return 1;
     http_resp r;
     char err[RT_ERR_LEN];
-    if (http_request(c, "GET", path, NULL, &r, err) != RT_OK) {
+    if (http_request(&c, "GET", path, NULL, &r, err) != RT_OK) {
         fprintf(stderr, "ringtrain: %s\n", err);
         return 1;
     }
+    int rc = 0;
     if (r.status != 200) {
         char buf[RT_ERR_LEN];
         fprintf(stderr, "ringtrain: %s\n", http_error_text(&r, buf, sizeof buf));
-        free(r.body);
-        return r.status == 404 ? 3 : 1;
-    }
-    if (json) {
+        rc = r.status == 404 ? 3 : 1;
+    } else if (cli_switch(a, "--json")) {
         printf("%s\n", r.body);
-        free(r.body);
-        return 0;
+    } else if (rt_json_parse(r.body, r.len, doc, err) != RT_OK) {
+        fprintf(stderr, "ringtrain: the coordinator's answer is not JSON: %s\n", err);
+        rc = 1;
     }
-    rt_json *d = NULL;
-    rt_json_parse(r.body, r.len, &d, err);
     free(r.body);
-    if (kind == 0) { /* nodes */
-        const rt_json *n = rt_json_get(d, "nodes");
-        printf("%-28s %-20s %-5s %5s %5s %4s %s\n", "AGENT", "HOST", "STATE", "SLOTS", "USED",
-               "GPUS", "CAPS");
-        for (size_t i = 0; i < rt_json_len(n); i++) {
-            const rt_json *a = rt_json_at(n, i);
-            int64_t s = 0, u = 0, g = 0;
-            rt_json_get_int(a, "slots", &s);
-            rt_json_get_int(a, "used", &u);
-            rt_json_get_int(a, "gpus", &g);
-            printf("%-28s %-20s %-5s %5lld %5lld %4lld %s%s%s\n", rt_json_get_str(a, "agent"),
-                   rt_json_get_str(a, "hostname"), rt_json_get_str(a, "state"), (long long)s,
-                   (long long)u, (long long)g, rt_json_bool(rt_json_get(a, "cuda"), 0) ? "cuda " : "",
-                   rt_json_bool(rt_json_get(a, "nccl"), 0) ? "nccl " : "",
-                   rt_json_bool(rt_json_get(a, "rdma"), 0) ? "rdma" : "");
-        }
-    } else if (kind == 1) { /* jobs */
-        const rt_json *n = rt_json_get(d, "jobs");
-        printf("%5s %-16s %-5s %4s %-10s %7s %8s  %s\n", "ID", "NAME", "TYPE", "NP", "STATE",
-               "ATTEMPT", "AGE", "REASON");
-        for (size_t i = 0; i < rt_json_len(n); i++) {
-            const rt_json *j = rt_json_at(n, i);
-            int64_t id = 0, np = 0, at = 0;
-            rt_json_get_int(j, "id", &id);
-            rt_json_get_int(j, "np", &np);
-            rt_json_get_int(j, "attempt", &at);
-            printf("%5lld %-16.16s %-5s %4lld %-10s %7lld %7.0fs  %s\n", (long long)id,
-                   rt_json_get_str(j, "name"), rt_json_get_str(j, "type"), (long long)np,
-                   rt_json_get_str(j, "state"), (long long)at,
-                   age(rt_json_num(rt_json_get(j, "created"), 0)),
-                   rt_json_str(rt_json_get(j, "reason"), ""));
-        }
-    } else { /* one job */
-        const rt_json *j = rt_json_get(d, "job");
-        int64_t id = 0, np = 0, at = 0, rs = 0;
-        rt_json_get_int(j, "id", &id);
-        rt_json_get_int(j, "np", &np);
-        rt_json_get_int(j, "attempt", &at);
-        rt_json_get_int(j, "restarts", &rs);
-        printf("job %lld '%s' (%s, %lld ranks): %s, attempt %lld, %lld restart%s\n", (long long)id,
-               rt_json_get_str(j, "name"), rt_json_get_str(j, "type"), (long long)np,
-               rt_json_get_str(j, "state"), (long long)at, (long long)rs, rs == 1 ? "" : "s");
-        const char *reason = rt_json_str(rt_json_get(j, "reason"), "");
-        if (*reason)
-            printf("  reason: %s\n", reason);
-        const rt_json *ff = rt_json_get(j, "first_failure");
-        if (rt_json_type_of(ff) == RT_JSON_OBJECT) {
-            const rt_json *tail = rt_json_get(ff, "tail");
-            printf("  first failure, last output:\n");
-            for (size_t i = 0; i < rt_json_len(tail); i++)
-                printf("    | %s\n", rt_json_str(rt_json_at(tail, i), ""));
-        }
-        const rt_json *pl = rt_json_get(d, "placement");
-        if (rt_json_len(pl)) {
-            printf("  %4s  %-20s %-24s %5s %5s %-22s %8s %-8s %s\n", "RANK", "HOST", "AGENT",
-                   "LOCAL", "CROSS", "ADDRESS", "PID", "STATE", "EXIT");
-            for (size_t i = 0; i < rt_json_len(pl); i++) {
-                const rt_json *p = rt_json_at(pl, i);
-                int64_t v[7] = {0};
-                const char *k[] = {"rank", "local_rank", "local_size", "cross_rank",
-                                   "cross_size", "pid", "exit_code"};
-                for (int q = 0; q < 7; q++)
-                    rt_json_get_int(p, k[q], &v[q]);
-                int64_t sig = 0;
-                rt_json_get_int(p, "signal", &sig);
-                char lr[16], cr[16], ex[32] = "";
-                snprintf(lr, sizeof lr, "%lld/%lld", (long long)v[1], (long long)v[2]);
-                snprintf(cr, sizeof cr, "%lld/%lld", (long long)v[3], (long long)v[4]);
-                if (!strcmp(rt_json_str(rt_json_get(p, "state"), ""), "exited"))
-                    snprintf(ex, sizeof ex, sig ? "signal %lld" : "code %lld",
-                             (long long)(sig ? sig : v[6]));
-                printf("  %4lld  %-20s %-24s %5s %5s %-22s %8lld %-8s %s\n", (long long)v[0],
-                       rt_json_str(rt_json_get(p, "hostname"), ""),
-                       rt_json_str(rt_json_get(p, "agent"), ""), lr, cr,
-                       rt_json_str(rt_json_get(p, "address"), ""), (long long)v[5],
-                       rt_json_str(rt_json_get(p, "state"), ""), ex);
-            }
-        }
-        const rt_json *ev = rt_json_get(d, "events");
-        size_t ne = rt_json_len(ev), from = ne > 12 ? ne - 12 : 0;
-        if (ne)
-            printf("  events:\n");
-        for (size_t i = from; i < ne; i++) {
-            const rt_json *e = rt_json_at(ev, i);
-            time_t t = (time_t)rt_json_num(rt_json_get(e, "time"), 0);
-            struct tm tm;
-            localtime_r(&t, &tm);
-            printf("    %02d:%02d:%02d %-10s %s\n", tm.tm_hour, tm.tm_min, tm.tm_sec,
-                   rt_json_str(rt_json_get(e, "kind"), ""), rt_json_str(rt_json_get(e, "message"), ""));
-        }
-        const rt_json *pr = rt_json_get(j, "progress");
-        if (pr) {
-            rt_jw w;
-            rt_jw_init(&w);
-            rt_jw_value(&w, pr);
-            char *t = rt_jw_take(&w, NULL);
-            printf("  progress: %s\n", t ? t : "");
-            free(t);
+    return rc;
+}
+
+/* POST a change; prints `done` on success.  3 for "not found". */
+static int post_change(const cli_args *a, const char *path, const char *body, const char *done)
+{
+    cli_conn c;
+    if (!connect_or_say(a, &c))
+        return 1;
+    http_resp r;
+    char err[RT_ERR_LEN];
+    if (http_request(&c, "POST", path, body, &r, err) != RT_OK) {
+        fprintf(stderr, "ringtrain: %s\n", err);
+        return 1;
+    }
+    int rc = r.status == 200 ? 0 : r.status == 404 ? 3 : 1;
+    char buf[RT_ERR_LEN];
+    if (rc)
+        fprintf(stderr, "ringtrain: %s\n", http_error_text(&r, buf, sizeof buf));
+    else
+        printf("%s\n", done);
+    free(r.body);
+    return rc;
+}
+
+static int show(const cli_args *a, const char *path, int (*fn)(const rt_json *))
+{
+    rt_json *d = NULL;
+    int rc = get_doc(a, path, &d);
+    if (rc == 0 && d)
+        rc = fn(d);
+    rt_json_free(d);
+    return rc;
+}
+
+/* ---- commands ---------------------------------------------------------------------- */
+
+static int cmd_nodes(const cli_args *a) { return show(a, "/v1/nodes", cli_show_nodes); }
+
+/* --since: "2h" (that long ago), "2026-11-24", "2026-11-24 14:00", or unix seconds. */
+static bool parse_since(const char *v, double *out)
+{
+    int64_t us;
+    char err[RT_ERR_LEN];
+    if (rt_parse_duration(v, &us, err) == RT_OK) {
+        *out = (double)time(NULL) - (double)us / 1e6;
+        return true;
+    }
+    struct tm tm;
+    const char *fmts[] = {"%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d"};
+    for (size_t i = 0; i < 3; i++) {
+        memset(&tm, 0, sizeof tm);
+        const char *end = strptime(v, fmts[i], &tm);
+        if (end && !*end) {
+            tm.tm_isdst = -1;
+            *out = (double)mktime(&tm);
+            return true;
         }
     }
-    rt_json_free(d);
-    return 0;
+    return false;
+}
+
+static int cmd_jobs(const cli_args *a)
+{
+    char path[512];
+    size_t n = (size_t)snprintf(path, sizeof path, "/v1/jobs?");
+    const char *state = cli_value(a, "--state"), *user = cli_value(a, "--user"),
+               *since = cli_value(a, "--since");
+    if (state) {
+        static const char *const states[] = {"queued",    "starting", "running",  "restarting",
+                                             "succeeded", "failed",   "cancelled"};
+        bool ok = false;
+        for (size_t i = 0; i < 7; i++)
+            ok = ok || !strcmp(state, states[i]);
+        if (!ok) {
+            fprintf(stderr, "ringtrain jobs: --state %s: one of queued, starting, running, "
+                            "restarting, succeeded, failed, cancelled\n", state);
+            return 2;
+        }
+        n += (size_t)snprintf(path + n, sizeof path - n, "state=%s&", state);
+    }
+    if (user) {
+        for (const char *p = user; *p; p++)
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                  *p == '_' || *p == '-' || *p == '.')) {
+                fprintf(stderr, "ringtrain jobs: --user %s: not a user name\n", user);
+                return 2;
+            }
+        n += (size_t)snprintf(path + n, sizeof path - n, "user=%s&", user);
+    }
+    if (since) {
+        double t;
+        if (!parse_since(since, &t)) {
+            fprintf(stderr, "ringtrain jobs: --since %s: a duration (2h, 3d) or a date "
+                            "(2026-11-24, \"2026-11-24 14:00\")\n", since);
+            return 2;
+        }
+        n += (size_t)snprintf(path + n, sizeof path - n, "since=%.0f&", t);
+    }
+    int64_t limit = 100, before = 0;
+    if (cli_int(a, "--limit", 1, 10000, &limit) < 0 || cli_int(a, "--before", 1, INT64_MAX, &before) < 0)
+        return 2;
+    n += (size_t)snprintf(path + n, sizeof path - n, "limit=%lld", (long long)limit);
+    if (before)
+        snprintf(path + n, sizeof path - n, "&before=%lld", (long long)before);
+    return show(a, path, cli_show_jobs);
+}
+
+static int cmd_status(const cli_args *a)
+{
+    int64_t id;
+    if (cli_job_id(a, &id) < 0)
+        return 2;
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    return show(a, path, cli_show_job);
 }
 
 static int logs_out(void *user, const char *data, size_t n)
@@ -250,150 +254,283 @@ static int logs_out(void *user, const char *data, size_t n)
     return 0;
 }
 
-/* Parse the connection flags out of argv (they may appear anywhere). */
-typedef struct conn_flags {
-    const char *coordinator, *ca, *token_file, *server_name;
-} conn_flags;
-
-static int strip_conn_flags(int argc, char **argv, conn_flags *f)
+static int cmd_logs(const cli_args *a)
 {
-    int out = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--")) {
-            while (i < argc)
-                argv[out++] = argv[i++];
-            break;
-        }
-        const char **slot = !strcmp(argv[i], "--coordinator")   ? &f->coordinator
-                            : !strcmp(argv[i], "--ca")          ? &f->ca
-                            : !strcmp(argv[i], "--token-file")  ? &f->token_file
-                            : !strcmp(argv[i], "--server-name") ? &f->server_name
-                                                                : NULL;
-        if (slot && i + 1 < argc) {
-            *slot = argv[++i];
-            continue;
-        }
-        argv[out++] = argv[i];
+    int64_t id, rank = -1;
+    if (cli_job_id(a, &id) < 0 || cli_int(a, "--rank", 0, 65535, &rank) < 0)
+        return 2;
+    cli_conn c;
+    if (!connect_or_say(a, &c))
+        return 1;
+    char path[160], rs[24] = "all", err[RT_ERR_LEN];
+    if (rank >= 0)
+        snprintf(rs, sizeof rs, "%lld", (long long)rank);
+    snprintf(path, sizeof path, "/v1/jobs/%lld/logs?rank=%s&follow=%d", (long long)id, rs,
+             cli_switch(a, "--follow"));
+    int status = 0;
+    if (http_stream(&c, path, logs_out, NULL, NULL, &status, err) != RT_OK) {
+        fprintf(stderr, "ringtrain: %s\n", err);
+        return status == 404 ? 3 : 1;
     }
-    return out;
+    return 0;
+}
+
+static int job_action(const cli_args *a, const char *action, const char *done)
+{
+    int64_t id;
+    if (cli_job_id(a, &id) < 0)
+        return 2;
+    char path[96], msg[96];
+    snprintf(path, sizeof path, "/v1/jobs/%lld/%s", (long long)id, action);
+    snprintf(msg, sizeof msg, "job %lld %s", (long long)id, done);
+    return post_change(a, path, NULL, msg);
+}
+
+static int cmd_cancel(const cli_args *a) { return job_action(a, "cancel", "cancelled"); }
+static int cmd_hold(const cli_args *a) { return job_action(a, "hold", "held"); }
+static int cmd_release(const cli_args *a) { return job_action(a, "release", "released"); }
+
+static int node_action(const cli_args *a, bool drain)
+{
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    rt_jw_kstr(&w, "agent", a->pos[0]);
+    rt_jw_obj_end(&w);
+    char *body = rt_jw_take(&w, NULL), msg[300];
+    snprintf(msg, sizeof msg, drain ? "%s is draining: no new ranks; running ones finish"
+                                    : "%s takes ranks again", a->pos[0]);
+    int rc = body ? post_change(a, drain ? "/v1/nodes/drain" : "/v1/nodes/resume", body, msg) : 1;
+    free(body);
+    return rc;
+}
+
+static int cmd_drain(const cli_args *a) { return node_action(a, true); }
+static int cmd_resume(const cli_args *a) { return node_action(a, false); }
+
+static int cmd_submit(const cli_args *a)
+{
+    char *body = NULL;
+    int rc = cli_job_body_from_file(a, &body); /* a bad job file costs no connection */
+    if (rc != 0)
+        return rc;
+    cli_conn c;
+    if (!connect_or_say(a, &c)) {
+        free(body);
+        return 1;
+    }
+    bool exec_job = strstr(body, "\"type\":\"exec\"") != NULL;
+    rc = cli_submit_and_follow(&c, body, cli_switch(a, "--follow"), exec_job,
+                               cli_switch(a, "--json"));
+    free(body);
+    return rc;
+}
+
+static int cmd_exec(const cli_args *a)
+{
+    if (cli_switch(a, "--local"))
+        return cli_local(a, true);
+    char *body = NULL;
+    int rc = cli_job_body_from_exec(a, &body);
+    if (rc != 0)
+        return rc;
+    cli_conn c;
+    if (!connect_or_say(a, &c)) {
+        free(body);
+        return 1;
+    }
+    rc = cli_submit_and_follow(&c, body, true, true, cli_switch(a, "--json"));
+    free(body);
+    return rc;
+}
+
+static int cmd_run(const cli_args *a) { return cli_local(a, false); }
+
+static int cmd_config_reference(const cli_args *a)
+{
+    (void)a;
+    /* docs/config.md is this output (a test keeps them equal) */
+    printf("# Configuration reference\n\nGenerated by `ringtrain config-reference` from the "
+           "tables the programs parse with; every key, its type, default and meaning. "
+           "Relative paths are relative to the file that names them.\n");
+    const struct {
+        const char *title;
+        const rt_cfg_schema *s;
+    } all[] = {{"Job files (`ringtrain submit`, `ringtrain run`)", &rt_job_schema},
+               {"`agent.conf` (`ringtrain-agent`)", &rt_agent_schema},
+               {"`coordinator.conf` (`ringtrain-coordinator`)", &rt_coord_schema}};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+        printf("\n## %s\n", all[i].title);
+        rt_cfg_print_reference(all[i].s, stdout);
+    }
+    printf("\n## `cli.conf` (`~/.config/ringtrain/cli.conf`)\n");
+    cli_conf_reference(stdout);
+    return 0;
+}
+
+static int cmd_version(const cli_args *a)
+{
+    (void)a;
+    printf("ringtrain %s\n", RT_VERSION);
+    return 0;
+}
+
+static int cmd_help(const cli_args *a);
+
+/* ---- the table ------------------------------------------------------------------------ */
+
+#define END {NULL, 0, NULL, NULL, NULL}
+static const cli_flag F_JSON = {"--json", CLI_SWITCH, NULL, "print the coordinator's JSON", NULL};
+
+static const cli_flag SUBMIT_FLAGS[] = {
+    {"--np", CLI_VALUE, "N", "number of ranks (the job file's [job] np)", NULL},
+    {"--set", CLI_LIST, "SECTION.KEY=VALUE", "override a key of the job file", NULL},
+    {"--follow", CLI_SWITCH, NULL, "show the job's progress or output until it ends", "-f"},
+    {"--json", CLI_SWITCH, NULL, "print the coordinator's answer as JSON", NULL},
+    END};
+static const cli_flag RUN_FLAGS[] = {
+    {"--np", CLI_VALUE, "N", "number of ranks (the job file's [job] np)", NULL},
+    {"--set", CLI_LIST, "SECTION.KEY=VALUE", "override a key of the job file", NULL},
+    {"--keep", CLI_SWITCH, NULL, "keep the temporary cluster's folder (logs) after success", NULL},
+    END};
+static const cli_flag EXEC_FLAGS[] = {
+    {"--np", CLI_VALUE, "N", "number of ranks", NULL},
+    {"--local", CLI_SWITCH, NULL, "on this machine: a coordinator and an agent just for it", NULL},
+    {"--name", CLI_VALUE, "NAME", "a name for listings", NULL},
+    {"--max-restarts", CLI_VALUE, "K", "restarts after a failure", NULL},
+    {"--min-np", CLI_VALUE, "M", "restart on as few as M ranks", NULL},
+    {"--env", CLI_LIST, "NAME=VALUE", "an environment variable for every rank", NULL},
+    {"--transport", CLI_VALUE, "tcp|rdma|nccl|auto", "the data plane", NULL},
+    {"--sockets", CLI_VALUE, "N", "TCP connections per ring neighbour", NULL},
+    {"--priority", CLI_VALUE, "P", "queue order (higher first)", NULL},
+    {"--queue-timeout", CLI_VALUE, "DURATION", "longest wait in the queue (default: none)", NULL},
+    {"--deadline", CLI_VALUE, "DURATION", "longest run time", NULL},
+    {"--collective-timeout", CLI_VALUE, "DURATION", "deadline of every collective", NULL},
+    {"--encrypt", CLI_SWITCH, NULL, "AES-256-GCM on the data plane", NULL},
+    {"--keep", CLI_SWITCH, NULL, "with --local: keep the cluster's folder", NULL},
+    {"--json", CLI_SWITCH, NULL, "print the coordinator's answer as JSON", NULL},
+    END};
+static const cli_flag JOBS_FLAGS[] = {
+    {"--state", CLI_VALUE, "STATE", "only jobs in this state", NULL},
+    {"--user", CLI_VALUE, "USER", "only this user's jobs", NULL},
+    {"--since", CLI_VALUE, "WHEN", "submitted since (2h, 3d, 2026-11-24)", NULL},
+    {"--limit", CLI_VALUE, "N", "at most N jobs, newest first (default 100)", NULL},
+    {"--before", CLI_VALUE, "ID", "jobs older than job ID (the next page)", NULL},
+    F_JSON, END};
+static const cli_flag JSON_FLAGS[] = {F_JSON, END};
+static const cli_flag LOGS_FLAGS[] = {
+    {"--rank", CLI_VALUE, "R", "only rank R (default: every rank, lines led by [rank])", NULL},
+    {"--follow", CLI_SWITCH, NULL, "keep following until the ranks have exited", "-f"},
+    END};
+static const cli_flag INIT_FLAGS[] = {
+    {"--san", CLI_LIST, "HOSTNAME-OR-IP", "a name the coordinator's certificate holds", NULL},
+    {"--force", CLI_SWITCH, NULL, "overwrite existing material", NULL},
+    END};
+static const cli_flag PREP_FLAGS[] = {
+    {"--input", CLI_VALUE, "DIR", "folder of *.csv / *.csv.gz files, one table each", NULL},
+    {"--sql", CLI_VALUE, "FILE", "the feature SQL script", NULL},
+    {"--out", CLI_VALUE, "DIR", "the dataset folder to write", NULL},
+    {"--partitions", CLI_VALUE, "N", "training partitions (default 1)", NULL},
+    {"--skip-bad-rows", CLI_SWITCH, NULL, "drop and count malformed rows instead of stopping", NULL},
+    {"--keep-db", CLI_VALUE, "FILE", "keep the SQLite database the SQL ran in", NULL},
+    {"--rows-per-group", CLI_VALUE, "N", "rows per shard row group", NULL},
+    {"--quiet", CLI_SWITCH, NULL, "no progress lines", NULL},
+    END};
+static const cli_flag PREDICT_FLAGS[] = {
+    {"--model", CLI_VALUE, "CKPT", "the checkpoint", NULL},
+    {"--dataset", CLI_VALUE, "DIR", "the prepared dataset with the test rows", NULL},
+    {"--out", CLI_VALUE, "FILE", "the CSV to write", NULL},
+    {"--threads", CLI_VALUE, "N", "CPU threads (default: all cores)", NULL},
+    {"--batch", CLI_VALUE, "N", "rows per forward pass", NULL},
+    END};
+
+static const cli_cmd COMMANDS[] = {
+    {"submit", "JOB.INI", "queue a job on the cluster", SUBMIT_FLAGS, 1, 1, false, false, true,
+     cmd_submit},
+    {"exec", "[FLAGS] -- PROGRAM ARGS...",
+     "run a program on N ranks with ringtrain's rendezvous (like horovodrun); Ctrl-C cancels it",
+     EXEC_FLAGS, 0, 0, true, true, true, cmd_exec},
+    {"run", "JOB.INI", "run a job on this machine: coordinator and agent just for it", RUN_FLAGS, 1,
+     1, false, false, false, cmd_run},
+    {"jobs", "", "list jobs, newest first", JOBS_FLAGS, 0, 0, false, false, true, cmd_jobs},
+    {"status", "JOB", "a job's state, placement, failure and events", JSON_FLAGS, 1, 1, false,
+     false, true, cmd_status},
+    {"logs", "JOB", "the output of a job's ranks", LOGS_FLAGS, 1, 1, false, false, true, cmd_logs},
+    {"cancel", "JOB", "stop a job", NULL, 1, 1, false, false, true, cmd_cancel},
+    {"hold", "JOB", "keep a queued job from starting", NULL, 1, 1, false, false, true, cmd_hold},
+    {"release", "JOB", "let a held job start", NULL, 1, 1, false, false, true, cmd_release},
+    {"nodes", "", "the agents, their slots, CPUs, memory and GPUs", JSON_FLAGS, 0, 0, false, false,
+     true, cmd_nodes},
+    {"drain", "NODE", "no new ranks on NODE (host_id/name or name); running ones finish", NULL, 1,
+     1, false, false, true, cmd_drain},
+    {"resume", "NODE", "let a drained NODE take ranks again", NULL, 1, 1, false, false, true,
+     cmd_resume},
+    {"init-cluster", "DIR", "make a cluster's CA, coordinator certificate, token and configs",
+     INIT_FLAGS, 1, 1, false, false, false, cli_init_cluster},
+    {"prep", "--input DIR --sql FILE --out DIR", "turn CSV files into a dataset", PREP_FLAGS, 0, 0,
+     false, false, false, cli_prep},
+    {"predict", "--model CKPT --dataset DIR --out FILE", "predictions from a checkpoint",
+     PREDICT_FLAGS, 0, 0, false, false, false, cli_predict},
+    {"model", "summary CKPT", "what a checkpoint holds", NULL, 2, 2, false, false, false, cli_model},
+    {"config-reference", "", "every configuration key, as Markdown", NULL, 0, 0, false, false,
+     false, cmd_config_reference},
+    {"version", "", "ringtrain's version", NULL, 0, 0, false, false, false, cmd_version},
+    {"help", "[COMMAND]", "the commands, or one command's flags", NULL, 0, 1, false, false, false,
+     cmd_help},
+};
+
+static const cli_cmd *find_command(const char *name)
+{
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++)
+        if (!strcmp(COMMANDS[i].name, name))
+            return &COMMANDS[i];
+    return NULL;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: ringtrain COMMAND [FLAGS] [ARGS]\n\n");
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++)
+        fprintf(f, "  %-17s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+    fprintf(f, "\n`ringtrain COMMAND --help` lists a command's flags.\n");
+}
+
+static int cmd_help(const cli_args *a)
+{
+    if (a->npos == 0) {
+        usage(stdout);
+        return 0;
+    }
+    const cli_cmd *c = find_command(a->pos[0]);
+    if (!c) {
+        fprintf(stderr, "ringtrain help: no command '%s'\n", a->pos[0]);
+        return 2;
+    }
+    cli_usage(c, stdout);
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage();
-        return argc < 2 ? 2 : 0;
-    }
-    const char *cmd = argv[1];
-    if (!strcmp(cmd, "init-cluster"))
-        return cli_init_cluster(argc - 1, argv + 1);
-    if (!strcmp(cmd, "prep"))
-        return cli_prep(argc - 1, argv + 1);
-    if (!strcmp(cmd, "config-reference")) {
-        /* docs/config.md is this output (a test keeps them equal) */
-        printf("# Configuration reference\n\nGenerated by `ringtrain config-reference` from the "
-               "tables the programs parse with; every key, its type, default and meaning. "
-               "Relative paths are relative to the file that names them.\n");
-        const struct {
-            const char *title;
-            const rt_cfg_schema *s;
-        } all[] = {{"Job files (`ringtrain submit`, `ringtrain run`)", &rt_job_schema},
-                   {"`agent.conf` (`ringtrain-agent`)", &rt_agent_schema},
-                   {"`coordinator.conf` (`ringtrain-coordinator`)", &rt_coord_schema},
-                   {"`cli.conf` (`~/.config/ringtrain/cli.conf`)", &cli_schema}};
-        for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
-            printf("\n## %s\n", all[i].title);
-            rt_cfg_print_reference(all[i].s, stdout);
-        }
-        return 0;
-    }
-    if (!strcmp(cmd, "predict"))
-        return cli_predict(argc - 1, argv + 1);
-    if (!strcmp(cmd, "model"))
-        return cli_model(argc - 1, argv + 1);
-    if (!strcmp(cmd, "run"))
-        return cli_local(argc - 1, argv + 1, false);
-    if (!strcmp(cmd, "exec"))
-        for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
-            if (!strcmp(argv[i], "--local"))
-                return cli_local(argc - 1, argv + 1, true);
-    conn_flags cf = {0};
-    argc = strip_conn_flags(argc, argv, &cf);
-    bool json = false, follow = false;
-    int64_t rank = -1;
-    for (int i = 2; i < argc && strcmp(argv[i], "--"); i++) {
-        if (!strcmp(argv[i], "--json"))
-            json = true;
-        else if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f"))
-            follow = true;
-        else if (!strcmp(argv[i], "--rank") && i + 1 < argc)
-            rank = atoll(argv[++i]);
-    }
-    cli_conn c;
-    char err[RT_ERR_LEN];
-    /* job files are checked before the coordinator is contacted at all */
-    char *body = NULL;
-    bool exec_job = false;
-    if (!strcmp(cmd, "submit") || !strcmp(cmd, "exec")) {
-        int rc = !strcmp(cmd, "submit") ? cli_job_body_from_file(argc - 1, argv + 1, &body)
-                                        : cli_job_body_from_exec(argc - 1, argv + 1, &body);
-        if (rc != 0)
-            return rc;
-        exec_job = !strcmp(cmd, "exec") || strstr(body, "\"type\":\"exec\"") != NULL;
-    }
-    if (cli_conn_load(&c, cf.coordinator, cf.ca, cf.token_file, cf.server_name, err) != RT_OK) {
-        fprintf(stderr, "ringtrain: %s\n", err);
-        free(body);
-        return 1;
-    }
-    if (body) {
-        int rc = cli_submit_and_follow(&c, body, follow || !strcmp(cmd, "exec"), exec_job, json);
-        free(body);
-        return rc;
-    }
-    if (!strcmp(cmd, "nodes"))
-        return get_and_print(&c, "/v1/nodes", json, 0);
-    if (!strcmp(cmd, "jobs"))
-        return get_and_print(&c, "/v1/jobs", json, 1);
-    long long id = argc > 2 ? atoll(argv[2]) : 0;
-    if ((!strcmp(cmd, "status") || !strcmp(cmd, "logs") || !strcmp(cmd, "cancel")) && id <= 0) {
-        fprintf(stderr, "ringtrain %s: a job id is needed\n", cmd);
+    if (argc < 2) {
+        usage(stderr);
         return 2;
     }
-    char path[128];
-    if (!strcmp(cmd, "status")) {
-        snprintf(path, sizeof path, "/v1/jobs/%lld", id);
-        return get_and_print(&c, path, json, 2);
-    }
-    if (!strcmp(cmd, "cancel")) {
-        snprintf(path, sizeof path, "/v1/jobs/%lld/cancel", id);
-        http_resp r;
-        if (http_request(&c, "POST", path, NULL, &r, err) != RT_OK) {
-            fprintf(stderr, "ringtrain: %s\n", err);
-            return 1;
-        }
-        int rc = r.status == 200 ? 0 : r.status == 404 ? 3 : 1;
-        char buf[RT_ERR_LEN];
-        if (rc)
-            fprintf(stderr, "ringtrain: %s\n", http_error_text(&r, buf, sizeof buf));
-        else
-            printf("job %lld cancelled\n", id);
-        free(r.body);
-        return rc;
-    }
-    if (!strcmp(cmd, "logs")) {
-        if (rank >= 0)
-            snprintf(path, sizeof path, "/v1/jobs/%lld/logs?rank=%lld&follow=%d", id,
-                     (long long)rank, follow);
-        else
-            snprintf(path, sizeof path, "/v1/jobs/%lld/logs?rank=all&follow=%d", id, follow);
-        int status = 0;
-        if (http_stream(&c, path, logs_out, NULL, NULL, &status, err) != RT_OK) {
-            fprintf(stderr, "ringtrain: %s\n", err);
-            return status == 404 ? 3 : 1;
-        }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(stdout);
         return 0;
     }
-    usage();
-    return 2;
+    if (!strcmp(argv[1], "--version"))
+        return cmd_version(NULL);
+    const cli_cmd *cmd = find_command(argv[1]);
+    if (!cmd) {
+        fprintf(stderr, "ringtrain: no command '%s' (ringtrain help lists them)\n", argv[1]);
+        return 2;
+    }
+    cli_args a;
+    int rc = cli_parse(cmd, argc - 2, argv + 2, &a);
+    if (rc == 0 && !a.help)
+        rc = cmd->run(&a);
+    cli_args_free(&a);
+    return rc;
 }

@@ -173,28 +173,12 @@ rt_status rt_make_cluster(const char *dir, const char *const *sans, int nsans, b
     return RT_OK;
 }
 
-int cli_init_cluster(int argc, char **argv)
+int cli_init_cluster(const cli_args *a)
 {
-    const char *dir = NULL;
-    const char *sans[32];
-    int nsans = 0;
-    bool force = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--san") && i + 1 < argc && nsans < 32)
-            sans[nsans++] = argv[++i];
-        else if (!strcmp(argv[i], "--force"))
-            force = true;
-        else if (argv[i][0] != '-' && !dir)
-            dir = argv[i];
-        else {
-            fprintf(stderr, "usage: ringtrain init-cluster DIR [--san HOSTNAME-OR-IP]... [--force]\n");
-            return 2;
-        }
-    }
-    if (!dir) {
-        fprintf(stderr, "usage: ringtrain init-cluster DIR [--san HOSTNAME-OR-IP]... [--force]\n");
-        return 2;
-    }
+    const char *dir = a->pos[0];
+    const char *const *sans;
+    int nsans = cli_list(a, "--san", &sans);
+    bool force = cli_switch(a, "--force");
     char err[RT_ERR_LEN];
     if (rt_make_cluster(dir, sans, nsans, force, err) != RT_OK) {
         fprintf(stderr, "ringtrain init-cluster: %s\n", err);

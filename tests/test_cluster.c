@@ -482,8 +482,33 @@ static void test_cli_errors(void **state)
     fprintf(stderr, "wrong name: %s", out);
     CHECK(strstr(out, "certificate") != NULL);
     free(out);
-    const char *bad[] = {"frobnicate", NULL};
-    CHECK(cl_cli(&C, &out, 30, bad) == 2);
+    /* mistakes on the command line are named before anything is contacted
+     * (the coordinator given is unreachable: none of these may try it) */
+    const struct {
+        const char *args[8];
+        const char *says;
+    } cases[] = {
+        {{"frobnicate", "--coordinator", "127.0.0.1:1", NULL}, "no command 'frobnicate'"},
+        {{"jobs", "--jsn", "--coordinator", "127.0.0.1:1", NULL}, "unknown flag '--jsn'; did you mean --json?"},
+        {{"logs", "1", "--rank", "x", "--coordinator", "127.0.0.1:1", NULL}, "--rank x: expected a whole number"},
+        {{"status", "2abc", "--coordinator", "127.0.0.1:1", NULL}, "'2abc' is not a job id"},
+        {{"cancel", "--coordinator", "127.0.0.1:1", NULL}, "missing arguments"},
+        {{"exec", "--np", "2", "--coordinator", "127.0.0.1:1", NULL}, "no program"},
+        {{"jobs", "--state", "sleeping", "--coordinator", "127.0.0.1:1", NULL}, "one of queued"},
+        {{"submit", "x.ini", "--np", "--coordinator", "127.0.0.1:1", NULL}, "unexpected argument"},
+    };
+    for (size_t i = 0; i < RT_ARRAY_LEN(cases); i++) {
+        CHECK(cl_cli(&C, &out, 30, cases[i].args) == 2);
+        if (!strstr(out, cases[i].says))
+            fprintf(stderr, "%s: %s", cases[i].args[0], out);
+        CHECK(strstr(out, cases[i].says) != NULL);
+        CHECK(strstr(out, "cannot reach") == NULL);
+        free(out);
+    }
+    /* --help is an answer, on standard output */
+    const char *help[] = {"logs", "--help", NULL};
+    CHECK(cl_cli(&C, &out, 30, help) == 0);
+    CHECK(strstr(out, "--follow") != NULL);
     free(out);
 }
 

@@ -1,0 +1,254 @@
+/* cli_show.c — the coordinator's documents as tables for people: nodes,
+ * the job list and one job's status.  Times are local, durations read
+ * "3m04s", nothing absent is printed as null. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "rt_json.h"
+
+void cli_fmt_duration(double s, char *buf, size_t len)
+{
+    if (!(s >= 0) || !isfinite(s))
+        s = 0;
+    long long t = (long long)(s + 0.5);
+    if (t < 60)
+        snprintf(buf, len, "%llds", t);
+    else if (t < 3600)
+        snprintf(buf, len, "%lldm%02llds", t / 60, t % 60);
+    else if (t < 86400)
+        snprintf(buf, len, "%lldh%02lldm", t / 3600, t % 3600 / 60);
+    else
+        snprintf(buf, len, "%lldd%02lldh", t / 86400, t % 86400 / 3600);
+}
+
+static double now_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* "14:05:09" today, "11-23 14:05" before, "-" for none. */
+static void fmt_time(double t, char *buf, size_t len)
+{
+    if (!(t > 0)) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    time_t tt = (time_t)t, now = (time_t)now_wall();
+    struct tm a, b;
+    localtime_r(&tt, &a);
+    localtime_r(&now, &b);
+    if (a.tm_year == b.tm_year && a.tm_yday == b.tm_yday)
+        strftime(buf, len, "%H:%M:%S", &a);
+    else
+        strftime(buf, len, "%m-%d %H:%M", &a);
+}
+
+static const char *str(const rt_json *o, const char *k) { return rt_json_str(rt_json_get(o, k), ""); }
+
+static int64_t num(const rt_json *o, const char *k)
+{
+    int64_t v = 0;
+    rt_json_get_int(o, k, &v);
+    return v;
+}
+
+static void fmt_bytes(double b, char *buf, size_t len)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (b >= 1024 && i < 4) {
+        b /= 1024;
+        i++;
+    }
+    snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+}
+
+int cli_show_nodes(const rt_json *d)
+{
+    const rt_json *n = rt_json_get(d, "nodes");
+    printf("%-24s %-16s %-8s %5s %4s %-22s %9s %s\n", "AGENT", "HOST", "STATE", "SLOTS", "USED",
+           "CPU", "MEMORY", "GPUS / CAPS");
+    for (size_t i = 0; i < rt_json_len(n); i++) {
+        const rt_json *a = rt_json_at(n, i), *caps = rt_json_get(a, "caps");
+        char mem[32] = "-", gpus[256] = "";
+        double mb = rt_json_num(rt_json_get(caps, "memory_bytes"), 0);
+        if (mb > 0)
+            fmt_bytes(mb, mem, sizeof mem);
+        const rt_json *names = rt_json_get(caps, "gpu_names");
+        size_t gl = 0;
+        if (rt_json_len(names))
+            gl += (size_t)snprintf(gpus, sizeof gpus, "%zux %s ", rt_json_len(names),
+                                   rt_json_str(rt_json_at(names, 0), "GPU"));
+        const char *capn[] = {"nccl", "rdma"};
+        for (size_t k = 0; k < 2 && gl < sizeof gpus; k++)
+            if (rt_json_bool(rt_json_get(caps, capn[k]), false))
+                gl += (size_t)snprintf(gpus + gl, sizeof gpus - gl, "%s ", capn[k]);
+        const char *blas = str(caps, "blas_core");
+        if (*blas && gl < sizeof gpus)
+            snprintf(gpus + gl, sizeof gpus - gl, "blas:%s", blas);
+        bool drain = rt_json_bool(rt_json_get(a, "draining"), false);
+        char state[16];
+        snprintf(state, sizeof state, "%s%s", str(a, "state"), drain ? ",drain" : "");
+        printf("%-24s %-16.16s %-8s %5lld %4lld %-22.22s %9s %s\n", str(a, "agent"),
+               str(a, "hostname"), state, (long long)num(a, "slots"), (long long)num(a, "used"),
+               *str(caps, "cpu") ? str(caps, "cpu") : "-", mem, gpus);
+    }
+    return 0;
+}
+
+static double elapsed(const rt_json *j)
+{
+    double st = rt_json_num(rt_json_get(j, "started"), 0),
+           fin = rt_json_num(rt_json_get(j, "finished"), 0);
+    if (!(st > 0))
+        return -1;
+    return (fin > 0 ? fin : now_wall()) - st;
+}
+
+int cli_show_jobs(const rt_json *d)
+{
+    const rt_json *n = rt_json_get(d, "jobs");
+    printf("%5s %-14s %-10s %-10s %4s %3s %-11s %8s  %s\n", "ID", "NAME", "USER", "STATE", "NP",
+           "ATT", "SUBMITTED", "ELAPSED", "REASON");
+    for (size_t i = 0; i < rt_json_len(n); i++) {
+        const rt_json *j = rt_json_at(n, i);
+        char sub[32], el[32] = "-", state[24];
+        fmt_time(rt_json_num(rt_json_get(j, "created"), 0), sub, sizeof sub);
+        double e = elapsed(j);
+        if (e >= 0)
+            cli_fmt_duration(e, el, sizeof el);
+        int64_t pos = num(j, "queue_pos");
+        if (pos > 0)
+            snprintf(state, sizeof state, "%s#%lld", str(j, "state"), (long long)pos);
+        else
+            snprintf(state, sizeof state, "%s%s", str(j, "state"),
+                     rt_json_bool(rt_json_get(j, "held"), false) ? ",held" : "");
+        printf("%5lld %-14.14s %-10.10s %-10s %4lld %3lld %-11s %8s  %s\n", (long long)num(j, "id"),
+               str(j, "name"), str(j, "user"), state, (long long)num(j, "np"),
+               (long long)num(j, "attempt"), sub, el, str(j, "reason"));
+    }
+    if (rt_json_get(d, "next_before"))
+        printf("(more: --before %lld)\n", (long long)num(d, "next_before"));
+    return 0;
+}
+
+static void describe_exit(const rt_json *p, char *buf, size_t len)
+{
+    int64_t sig = num(p, "signal"), code = num(p, "exit_code");
+    if (strcmp(str(p, "state"), "exited") != 0)
+        snprintf(buf, len, "-");
+    else if (sig < 0)
+        snprintf(buf, len, "lost with its agent");
+    else if (sig > 0)
+        snprintf(buf, len, "signal %lld (%s)", (long long)sig, strsignal((int)sig));
+    else
+        snprintf(buf, len, "code %lld", (long long)code);
+}
+
+/* A progress report, for people: "epoch 3/20 step 120/288, 161 steps/s, loss 0.4498". */
+static void show_progress(const rt_json *p)
+{
+    if (rt_json_type_of(p) != RT_JSON_OBJECT)
+        return;
+    char line[512];
+    size_t n = 0;
+    int64_t epoch = num(p, "epoch"), epochs = num(p, "epochs"), step = num(p, "step"),
+            steps = num(p, "steps");
+    if (epochs > 0)
+        n += (size_t)snprintf(line + n, sizeof line - n, "epoch %lld/%lld ", (long long)epoch,
+                              (long long)epochs);
+    if (steps > 0)
+        n += (size_t)snprintf(line + n, sizeof line - n, "step %lld/%lld ", (long long)step,
+                              (long long)steps);
+    for (size_t i = 0; i < rt_json_len(p) && n < sizeof line - 40; i++) {
+        const char *k = rt_json_key_at(p, i);
+        const rt_json *v = rt_json_value_at(p, i);
+        if (!strcmp(k, "epoch") || !strcmp(k, "epochs") || !strcmp(k, "step") ||
+            !strcmp(k, "steps") || !strcmp(k, "kind") || rt_json_type_of(v) != RT_JSON_NUMBER)
+            continue;
+        n += (size_t)snprintf(line + n, sizeof line - n, "%s %.4g ", k, rt_json_num(v, 0));
+    }
+    if (n)
+        printf("  progress:  %s\n", line);
+}
+
+int cli_show_job(const rt_json *d)
+{
+    const rt_json *j = rt_json_get(d, "job");
+    char t1[32], t2[32], t3[32], el[32] = "-";
+    printf("job %lld '%s' (%s, %lld ranks) of %s: %s", (long long)num(j, "id"), str(j, "name"),
+           str(j, "type"), (long long)num(j, "np"), str(j, "user"), str(j, "state"));
+    if (num(j, "queue_pos") > 0)
+        printf(", position %lld in the queue", (long long)num(j, "queue_pos"));
+    if (num(j, "attempt") > 0)
+        printf(", attempt %lld", (long long)num(j, "attempt"));
+    if (num(j, "restarts") > 0)
+        printf(" (%lld restart%s)", (long long)num(j, "restarts"), num(j, "restarts") == 1 ? "" : "s");
+    printf("\n");
+    fmt_time(rt_json_num(rt_json_get(j, "created"), 0), t1, sizeof t1);
+    fmt_time(rt_json_num(rt_json_get(j, "started"), 0), t2, sizeof t2);
+    fmt_time(rt_json_num(rt_json_get(j, "finished"), 0), t3, sizeof t3);
+    if (elapsed(j) >= 0)
+        cli_fmt_duration(elapsed(j), el, sizeof el);
+    printf("  submitted %s, started %s, ended %s, elapsed %s\n", t1, t2, t3, el);
+    /* what it runs, from its submission */
+    rt_json *spec = NULL;
+    const char *spec_text = str(j, "spec");
+    char perr[RT_ERR_LEN];
+    if (*spec_text && rt_json_parse(spec_text, strlen(spec_text), &spec, perr) == RT_OK) {
+        const rt_json *argv = rt_json_get(spec, "argv");
+        if (rt_json_len(argv)) {
+            printf("  command:  ");
+            for (size_t i = 0; i < rt_json_len(argv); i++)
+                printf(" %s", rt_json_str(rt_json_at(argv, i), ""));
+            printf("\n");
+        }
+        if (*str(spec, "cwd"))
+            printf("  cwd:       %s\n", str(spec, "cwd"));
+    }
+    rt_json_free(spec);
+    if (*str(j, "reason"))
+        printf("  reason:    %s\n", str(j, "reason"));
+    show_progress(rt_json_get(j, "progress"));
+    const rt_json *ff = rt_json_get(j, "first_failure");
+    const rt_json *tail = rt_json_get(ff, "tail");
+    if (rt_json_len(tail)) {
+        printf("  first failure: rank %lld, its last output:\n", (long long)num(ff, "rank"));
+        for (size_t i = 0; i < rt_json_len(tail); i++)
+            printf("    | %s\n", rt_json_str(rt_json_at(tail, i), ""));
+    }
+    const rt_json *pl = rt_json_get(d, "placement");
+    if (rt_json_len(pl)) {
+        printf("  %4s  %-16s %-20s %5s %5s %-21s %8s %-9s %s\n", "RANK", "HOST", "AGENT", "LOCAL",
+               "CROSS", "ADDRESS", "PID", "STATE", "EXIT");
+        for (size_t i = 0; i < rt_json_len(pl); i++) {
+            const rt_json *p = rt_json_at(pl, i);
+            char lr[16], cr[16], ex[64];
+            snprintf(lr, sizeof lr, "%lld/%lld", (long long)num(p, "local_rank"),
+                     (long long)num(p, "local_size"));
+            snprintf(cr, sizeof cr, "%lld/%lld", (long long)num(p, "cross_rank"),
+                     (long long)num(p, "cross_size"));
+            describe_exit(p, ex, sizeof ex);
+            printf("  %4lld  %-16.16s %-20.20s %5s %5s %-21s %8lld %-9s %s\n",
+                   (long long)num(p, "rank"), str(p, "hostname"), str(p, "agent"), lr, cr,
+                   str(p, "address"), (long long)num(p, "pid"), str(p, "state"), ex);
+        }
+    }
+    const rt_json *ev = rt_json_get(d, "events");
+    size_t ne = rt_json_len(ev), from = ne > 15 ? ne - 15 : 0;
+    if (ne)
+        printf("  events%s:\n", from ? " (the last 15)" : "");
+    for (size_t i = from; i < ne; i++) {
+        const rt_json *e = rt_json_at(ev, i);
+        char t[32];
+        fmt_time(rt_json_num(rt_json_get(e, "time"), 0), t, sizeof t);
+        printf("    %-11s %-10s %s\n", t, str(e, "kind"), str(e, "message"));
+    }
+    return 0;
+}
