@@ -8,7 +8,12 @@
  *   --sleep-attempt A        ... only in attempt A (a restarted job finishes)
  *   --rounds K               K allreduces, one per 100 ms (progress each)
  * Unknown option pairs are ignored: the cluster tests pass a marker string
- * that finds leftover probes in /proc. */
+ * that finds leftover probes in /proc.
+ *
+ * It is also the example of the Run API: it includes nothing of ringtrain
+ * but rt_comm.h, and tests/test_install.sh builds it outside the tree with
+ * `cc rt_probe.c $(pkg-config --cflags --libs ringtrain)`. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep: it builds with -std=c17 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

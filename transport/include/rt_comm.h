@@ -181,6 +181,10 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err);
  * A no-op when not started by an agent. */
 void rt_report_progress(const char *json_object);
 
+/* The version of the library in use ("0.1.0"); RT_VERSION (rt_build_config.h)
+ * is the one a program was compiled against. */
+const char *rt_version(void);
+
 /* ---- helpers exposed for tests and benchmarks ------------------------------ */
 
 /* Balanced split of total into parts: part i is [*off, *off + *len).  Parts

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# test_install.sh BUILD_DIR SOURCE_DIR [CFLAGS] — the Run API as a user gets it:
+# `cmake --install` into a temporary prefix, tests/rt_probe.c built outside
+# the tree with `pkg-config --cflags --libs ringtrain` only, the library
+# checked to export exactly the symbols of transport/ringtrain.map, and the
+# probe run on three ranks by the *installed* `ringtrain exec --local`.
+# CFLAGS: extra flags for the probe (the sanitizer build's, which an
+# instrumented library needs in the program too).
+set -euo pipefail
+build=$1
+src=$2
+extra=${3:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log"
+pc=$(find "$tmp/prefix" -name ringtrain.pc | head -1)
+[ -n "$pc" ] || { echo "FAIL: no ringtrain.pc installed"; exit 1; }
+export PKG_CONFIG_PATH
+PKG_CONFIG_PATH=$(dirname "$pc")
+flags=$(pkg-config --cflags --libs ringtrain)
+libdir=$(pkg-config --variable=libdir ringtrain)
+echo "pkg-config --cflags --libs ringtrain: $flags"
+for h in rt_comm.h rt_status.h rt_build_config.h; do
+  [ -f "$(pkg-config --variable=includedir ringtrain)/ringtrain/$h" ] ||
+    { echo "FAIL: $h is not installed"; exit 1; }
+done
+
+# a user's program, outside the tree
+mkdir "$tmp/user"
+cp "$src/tests/rt_probe.c" "$tmp/user/probe.c"
+(cd "$tmp/user" && cc -std=c17 -Wall -Wextra -Werror $extra probe.c $flags -Wl,-rpath,"$libdir" -o probe)
+
+# the library exports the Run API and nothing else
+exported=$(nm -D --defined-only "$libdir/libringtrain.so" | awk '$2 == "T" {print $3}' |
+           sed 's/@.*//' | sort)
+declared=$(sed -n '/global:/,/local:/p' "$src/transport/ringtrain.map" | tr ' ;' '\n\n' |
+           grep '^rt_' | sort)
+if [ "$exported" != "$declared" ]; then
+  echo "FAIL: libringtrain.so exports other symbols than ringtrain.map declares:"
+  diff <(echo "$declared") <(echo "$exported") || true
+  exit 1
+fi
+echo "libringtrain.so exports $(echo "$exported" | wc -l) symbols, soname" \
+     "$(objdump -p "$libdir/libringtrain.so" | awk '/SONAME/ {print $2}')"
+
+# run it with the installed programs
+out=$(cd "$tmp/user" && timeout 120 "$tmp/prefix/bin/ringtrain" exec --local --np 3 -- ./probe 2>&1) ||
+  { echo "FAIL: ringtrain exec --local failed:"; echo "$out"; exit 1; }
+ok=$(echo "$out" | grep -c "allreduce ok: sum 6" || true)
+if [ "$ok" != 3 ]; then
+  echo "FAIL: expected three ranks to report 'allreduce ok: sum 6':"
+  echo "$out"
+  exit 1
+fi
+echo "$out" | grep "rank=" | sort
+echo "test_install: passed"
