@@ -258,6 +258,7 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
     rt_jw w;
     rt_jw_init(&w);
     rt_jw_obj(&w);
+    RT_TRACE("agent", "heartbeat: %d workers", proc_live(ag));
     rt_jw_kstr(&w, RT_F_TYPE, rt_msg_name(RT_MSG_HEARTBEAT));
     rt_jw_kint(&w, RT_F_WORKERS, proc_live(ag));
     rt_jw_obj_end(&w);

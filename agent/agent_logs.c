@@ -165,6 +165,8 @@ void logs_request(agentd *ag, const rt_json *m)
         r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
     r->next = ag->logs;
     ag->logs = r;
+    RT_DEBUG("agent", "log stream %lld: job %lld attempt %lld rank %d%s", (long long)r->req,
+             (long long)r->job, (long long)r->attempt, r->rank, r->follow ? ", following" : "");
     if (r->fd < 0) {
         char why[700];
         snprintf(why, sizeof why, "no output of rank %d here (%s)", r->rank, strerror(errno));

@@ -189,8 +189,13 @@ void proc_prepare(agentd *ag, const rt_json *m)
     }
     rt_jw_arr_end(&jw);
     if (st != RT_OK) {
+        RT_ERROR("agent", "job %lld attempt %lld: cannot prepare its ranks: %s", (long long)job,
+                 (long long)attempt, err);
         rt_jw_kstr(&jw, RT_F_ERROR, err);
         proc_abort(ag, job, attempt, err);
+    } else {
+        RT_DEBUG("agent", "job %lld attempt %lld: %zu rank%s prepared", (long long)job,
+                 (long long)attempt, rt_json_len(ranks), rt_json_len(ranks) == 1 ? "" : "s");
     }
     rt_jw_obj_end(&jw);
     agent_send(ag, &jw);
@@ -533,6 +538,12 @@ static void terminate(agentd *ag, worker *w, const char *reason)
 
 void proc_abort(agentd *ag, int64_t job, int64_t attempt, const char *reason)
 {
+    int n = 0;
+    for (worker *w = ag->workers; w; w = w->next)
+        n += w->job == job && w->attempt == attempt && !w->reported;
+    if (n)
+        RT_INFO("agent", "job %lld attempt %lld: stopping %d rank%s: %s", (long long)job,
+                (long long)attempt, n, n == 1 ? "" : "s", reason);
     for (worker *w = ag->workers; w; w = w->next)
         if (w->job == job && w->attempt == attempt)
             terminate(ag, w, reason);

@@ -61,6 +61,12 @@ rt_status coord_flush(coord *co)
         const sc_action *a = &acts[i];
         if (a->kind == SC_EVENT) {
             RT_INFO("coord", "job %lld %s: %s", (long long)a->job, a->tag, a->text ? a->text : "");
+        } else if (a->kind == SC_SAVE_AGENT) {
+            sc_agent *ag = sched_agent(&co->S, a->agent);
+            if (ag && ag->up)
+                RT_INFO("coord", "agent %s: %d slot%s, %s", ag->key, ag->slots,
+                        ag->slots == 1 ? "" : "s", ag->draining ? "draining (no new ranks)"
+                                                                : "taking ranks");
         } else if (a->kind == SC_SEND && a->text) {
             sc_agent *ag = sched_agent(&co->S, a->agent);
             conn *c = ag ? ag->conn : NULL;
@@ -71,7 +77,7 @@ rt_status coord_flush(coord *co)
             if (rt_frame_push_text(c->bev, a->text, strlen(a->text)) != RT_OK)
                 RT_ERROR("coord", "a frame for agent %s is larger than %u bytes and was not sent",
                          a->agent, RT_FRAME_MAX);
-            RT_TRACE("coord", "-> %s: %.200s", a->agent, a->text);
+            RT_DEBUG("coord", "-> %s: %.160s", a->agent, a->text);
         }
     }
     sched_actions_clear(&co->S);
@@ -289,7 +295,7 @@ static bool dispatch(coord *co, conn *c, const rt_json *m)
         reject(c, "%s", err);
         return false;
     }
-    RT_TRACE("coord", "<- %s: %s", c->ag->key, type);
+    RT_DEBUG("coord", "<- %s: %s", c->ag->key, type);
     struct bufferevent *bev = c->bev;
     coord_handlers[t](co, c, m);
     /* the handler may have closed the connection: only then is the bev gone */

@@ -434,11 +434,18 @@ static void handle(struct evhttp_request *req, void *arg)
     bool get = method == EVHTTP_REQ_GET, post = method == EVHTTP_REQ_POST;
     if (!path)
         path = "/";
+    char *peer = NULL;
+    ev_uint16_t port = 0;
+    evhttp_connection_get_peer(evhttp_request_get_connection(req), &peer, &port);
+    RT_DEBUG("http", "%s %s from %s:%u", get ? "GET" : post ? "POST" : "?", path,
+             peer ? peer : "?", (unsigned)port);
     if (strcmp(path, "/") == 0 && get) {
         reply_text(req, 200, "text/html; charset=utf-8", RT_DASHBOARD_HTML);
         return;
     }
     if (!authorized(co, req)) {
+        RT_WARN("http", "%s %s from %s: missing or wrong bearer token", get ? "GET" : "POST", path,
+                peer ? peer : "?");
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
         reply_error(req, 401, "missing or wrong bearer token");
         return;

@@ -224,15 +224,22 @@ static rt_status setup(trainer *t, char *err)
                                         : (most + cfg->batch_size - 1) / cfg->batch_size;
     t->hp = (rt_adam_hp){(float)(cfg->learning_rate * (cfg->scale_lr ? env->size : 1)),
                          (float)cfg->beta1, (float)cfg->beta2, (float)cfg->epsilon, 1.0f};
-    if (env->rank == 0 && env->log)
+    if (env->rank == 0 && env->log) {
+        char where[200];
+        rt_kctx *kc = rt_model_kctx(rt_dp_model(t->dp));
+        if (dev == RT_DEVICE_CUDA)
+            rt_cuda_device_name(where, sizeof where);
+        else
+            snprintf(where, sizeof where, "CPU, %d thread%s, BLAS kernels %s",
+                     rt_kctx_threads(kc), rt_kctx_threads(kc) == 1 ? "" : "s", rt_cpu_blas_core());
         fprintf(env->log,
                 "trainer: %d rank%s, %lld training + %lld validation rows on rank 0, %lld steps "
-                "of %lld rows per epoch, %lld parameters, %s, %d gradient bucket%s\n",
+                "of %lld rows per epoch, %lld parameters, %d gradient bucket%s; %s\n",
                 env->size, env->size == 1 ? "" : "s", (long long)t->train.n, (long long)t->val.n,
                 (long long)t->steps, (long long)cfg->batch_size,
-                (long long)rt_model_num_params(rt_dp_model(t->dp)),
-                dev == RT_DEVICE_CUDA ? "CUDA" : "CPU",
-                rt_dp_buckets(t->dp), rt_dp_buckets(t->dp) == 1 ? "" : "s");
+                (long long)rt_model_num_params(rt_dp_model(t->dp)), rt_dp_buckets(t->dp),
+                rt_dp_buckets(t->dp) == 1 ? "" : "s", where);
+    }
     return resume_or_start(t, err);
 }
 
