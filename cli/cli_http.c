@@ -1,8 +1,11 @@
 /* cli_http.c — a small HTTP/1.1 client over TLS for the CLI: connect with a
  * timeout, verify the coordinator's certificate against the cluster CA and
  * its name, send one request with the bearer token, read a Content-Length,
- * chunked, or read-until-close body.  Blocking, with socket timeouts so no
- * call waits forever. */
+ * chunked, or read-until-close body.  Blocking, with socket timeouts: a
+ * request fails when the coordinator is silent for the request timeout; a
+ * stream (logs --follow) waits through any silence — a rank may print
+ * nothing for days — waking every second to see whether the caller wants
+ * to stop, with TCP keep-alive so a dead peer is still noticed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -25,6 +28,8 @@ typedef struct conn {
     SSL *ssl;
     char buf[16384];
     size_t have, pos;
+    bool stream;                 /* silence is not an error */
+    volatile sig_atomic_t *stop; /* a stream ends when this becomes true */
 } conn;
 
 static void conn_close(conn *k)
@@ -70,6 +75,8 @@ static rt_status conn_open(conn *k, const cli_conn *c, int rcv_timeout_ms, char 
                       c->port, strerror(e));
     }
     fcntl(k->fd, F_SETFL, fcntl(k->fd, F_GETFL, 0) & ~O_NONBLOCK);
+    int one = 1;
+    setsockopt(k->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     struct timeval tv = {rcv_timeout_ms / 1000, (rcv_timeout_ms % 1000) * 1000};
     setsockopt(k->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     struct timeval sv = {c->timeout_ms / 1000, (c->timeout_ms % 1000) * 1000};
@@ -96,22 +103,36 @@ static rt_status conn_open(conn *k, const cli_conn *c, int rcv_timeout_ms, char 
     return RT_OK;
 }
 
-/* Next byte of the response; -1 at end or error, -2 on a receive timeout. */
+/* Whether the read that returned n timed out (the socket's receive
+ * timeout): OpenSSL reports it as want-read, or as a system-call error with
+ * EAGAIN, depending on where in a record it was. */
+static bool timed_out(conn *k, int n)
+{
+    int e = SSL_get_error(k->ssl, n);
+    return e == SSL_ERROR_WANT_READ ||
+           (e == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
+}
+
+/* Next byte of the response; -1 at the end or on an error (a request's
+ * timeout included), -2 when a stream's caller asked to stop. */
 static int next_byte(conn *k)
 {
-    if (k->pos == k->have) {
+    while (k->pos == k->have) {
+        if (k->stream && k->stop && *k->stop)
+            return -2;
         int n = SSL_read(k->ssl, k->buf, sizeof k->buf);
-        if (n <= 0) {
-            int e = SSL_get_error(k->ssl, n);
-            if (e == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK))
-                return -2;
+        if (n > 0) {
+            k->have = (size_t)n;
+            k->pos = 0;
+        } else if (!(k->stream && timed_out(k, n))) {
             return -1;
-        }
-        k->have = (size_t)n;
-        k->pos = 0;
+        } /* a stream: silence; look at *stop and wait on */
     }
     return (unsigned char)k->buf[k->pos++];
 }
+
+/* Whether a byte can be had without waiting. */
+static bool buffered(const conn *k) { return k->pos < k->have || SSL_pending(k->ssl) > 0; }
 
 static int read_line(conn *k, char *line, size_t len)
 {
@@ -154,8 +175,13 @@ static rt_status read_head(conn *k, int *status, body_state *b, char *err)
 {
     char line[4096];
     int n = read_line(k, line, sizeof line);
-    if (n < 0 || sscanf(line, "HTTP/%*d.%*d %d", status) != 1)
+    /* "HTTP/1.1 200 OK" */
+    char *end = NULL;
+    long code = n > 9 && !strncmp(line, "HTTP/1.", 7) && line[8] == ' '
+                    ? strtol(line + 9, &end, 10) : 0;
+    if (code < 100 || code > 599 || (end && *end && *end != ' '))
         return rt_err(err, RT_ERR_PROTO, "the coordinator sent no HTTP response");
+    *status = (int)code;
     b->chunked = false;
     b->length = -1;
     while ((n = read_line(k, line, sizeof line)) > 0) {
@@ -167,21 +193,21 @@ static rt_status read_head(conn *k, int *status, body_state *b, char *err)
     return n < 0 ? rt_err(err, RT_ERR_PROTO, "truncated HTTP response") : RT_OK;
 }
 
-/* Deliver the body to fn; returns when done, fn asks to stop, or *stop. */
-static rt_status read_body(conn *k, body_state *b, http_chunk_fn fn, void *user,
-                           volatile sig_atomic_t *stop, char *err)
+/* Deliver the body to fn; returns when done, fn asks to stop, or *stop
+ * (k->stop, a stream). */
+static rt_status read_body(conn *k, body_state *b, http_chunk_fn fn, void *user, char *err)
 {
     char buf[8192];
     for (;;) {
         long long want = b->length;
         if (b->chunked) {
             char line[64];
-            int n;
-            while ((n = read_line(k, line, sizeof line)) == -2)
-                if (stop && *stop)
-                    return RT_OK;
+            int n = read_line(k, line, sizeof line);
+            if (n == -2)
+                return RT_OK;
             if (n < 0)
-                return rt_err(err, RT_ERR_PROTO, "truncated chunked response");
+                return rt_err(err, RT_ERR_PROTO, "the coordinator's answer was cut short (a "
+                                                 "chunk header is missing)");
             want = strtoll(line, NULL, 16);
             if (want == 0)
                 return RT_OK;
@@ -189,34 +215,28 @@ static rt_status read_body(conn *k, body_state *b, http_chunk_fn fn, void *user,
         long long got = 0;
         while (want < 0 || got < want) {
             size_t n = 0;
-            while (n < sizeof buf && (want < 0 || got + (long long)n < want)) {
-                int c = next_byte(k);
-                if (c == -2) {
-                    if (n)
-                        break;
-                    if (stop && *stop)
-                        return RT_OK;
-                    continue;
-                }
-                if (c < 0) {
-                    if (n && fn(user, buf, n))
-                        return RT_OK;
-                    return want < 0 ? RT_OK
-                                    : rt_err(err, RT_ERR_PROTO, "the response was cut short");
-                }
-                buf[n++] = (char)c;
-                /* hand over what has arrived instead of waiting for a full buffer */
-                if (k->pos == k->have)
+            int c = 0;
+            /* hand over what has arrived instead of waiting for a full buffer */
+            while (n < sizeof buf && (want < 0 || got + (long long)n < want) &&
+                   (n == 0 || buffered(k))) {
+                if ((c = next_byte(k)) < 0)
                     break;
+                buf[n++] = (char)c;
             }
             got += (long long)n;
             if (n && fn(user, buf, n))
                 return RT_OK;
+            if (c == -2)
+                return RT_OK;
+            if (c == -1)
+                return want < 0 ? RT_OK
+                                : rt_err(err, RT_ERR_PROTO, "the coordinator's answer was cut short");
         }
         if (!b->chunked)
             return RT_OK;
         char crlf[8];
-        read_line(k, crlf, sizeof crlf);
+        if (read_line(k, crlf, sizeof crlf) == -2)
+            return RT_OK;
     }
 }
 
@@ -258,7 +278,7 @@ rt_status http_request(const cli_conn *c, const char *method, const char *path, 
     if (st == RT_OK)
         st = read_head(&k, &out->status, &b, err);
     if (st == RT_OK)
-        st = read_body(&k, &b, collect_fn, &col, NULL, err);
+        st = read_body(&k, &b, collect_fn, &col, err);
     conn_close(&k);
     if (st != RT_OK) {
         free(col.buf);
@@ -278,13 +298,15 @@ rt_status http_stream(const cli_conn *c, const char *path, http_chunk_fn fn, voi
         return st;
     body_state b;
     st = send_request(&k, c, "GET", path, NULL, err);
+    k.stream = true; /* the head may be slow too: it comes when the agents answer */
+    k.stop = stop;
     if (st == RT_OK)
         st = read_head(&k, status, &b, err);
     if (st == RT_OK && *status == 200)
-        st = read_body(&k, &b, fn, user, stop, err);
+        st = read_body(&k, &b, fn, user, err);
     else if (st == RT_OK) {
         collect col = {0};
-        read_body(&k, &b, collect_fn, &col, NULL, err);
+        read_body(&k, &b, collect_fn, &col, err);
         http_resp r = {*status, col.buf, col.len};
         char buf[512];
         rt_err(err, RT_ERR_IO, "%s", http_error_text(&r, buf, sizeof buf));

@@ -167,7 +167,9 @@ static int follow(const cli_conn *c, int64_t id, bool exec_output)
             char path[96];
             snprintf(path, sizeof path, "/v1/jobs/%lld/logs?rank=all&follow=0", (long long)id);
             int status = 0;
-            http_stream(c, path, stream_out, NULL, &interrupted, &status, err);
+            if (http_stream(c, path, stream_out, NULL, &interrupted, &status, err) != RT_OK)
+                fprintf(stderr, "ringtrain: the output of job %lld is incomplete: %s\n",
+                        (long long)id, err);
         }
         if (terminal(state)) {
             if (tty && !exec_output && last[0])

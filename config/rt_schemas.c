@@ -26,6 +26,8 @@ static const rt_cfg_key coord_keys[] = {
              heartbeat_interval_us, "how often agents report in"),
     RT_CFG_D("coordinator", "heartbeat_timeout", "10s", 50000, 600e6, rt_coord_cfg,
              heartbeat_timeout_us, "an agent silent this long is declared lost"),
+    RT_CFG_D("coordinator", "http_timeout", "60s", 100000, 3600e6, rt_coord_cfg, http_timeout_us,
+             "an API client silent this long in a request is dropped (log streams never are)"),
     RT_CFG_D("coordinator", "prepare_timeout", "30s", 100000, 600e6, rt_coord_cfg,
              prepare_timeout_us, "how long agents get to set up a job's ranks"),
     RT_CFG_D("coordinator", "reconcile_timeout", "60s", 1000000, 3600e6, rt_coord_cfg,

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "coord.h"
 #include "dashboard.h"
@@ -370,7 +371,14 @@ static void logs(coord *co, struct evhttp_request *req, int64_t id, const char *
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                       "text/plain; charset=utf-8");
     evhttp_send_reply_start(req, 200, "OK");
-    evhttp_connection_set_closecb(evhttp_request_get_connection(req), stream_closed, s);
+    struct evhttp_connection *evc = evhttp_request_get_connection(req);
+    evhttp_connection_set_closecb(evc, stream_closed, s);
+    /* a stream may be silent for days: no idle timeout, but TCP keep-alive
+     * so that a vanished client is still noticed */
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evc);
+    bufferevent_set_timeouts(bev, NULL, NULL);
+    int one = 1;
+    setsockopt(bufferevent_getfd(bev), SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
 }
 
 /* ---- routing ------------------------------------------------------------------- */
@@ -504,7 +512,8 @@ rt_status http_start(coord *co, char *err)
     evhttp_set_gencb(co->http, handle, co);
     evhttp_set_max_body_size(co->http, RT_FRAME_MAX);
     evhttp_set_max_headers_size(co->http, 16384);
-    evhttp_set_timeout(co->http, 60);
+    struct timeval tmo = {co->cfg.http_timeout_us / 1000000, co->cfg.http_timeout_us % 1000000};
+    evhttp_set_timeout_tv(co->http, &tmo);
     evhttp_set_allowed_methods(co->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
     char host[256];
     int port = 0;

@@ -145,7 +145,7 @@ bool cl_start_coord(cluster *c, const char *extra, const char *const *env)
         snprintf(text, sizeof text,
                  "[coordinator]\nlisten = 127.0.0.1:%d\nhttp_listen = 127.0.0.1:%d\n"
                  "state_db = state.db\nheartbeat_interval = 200ms\nheartbeat_timeout = 2s\n"
-                 "[logging]\nlevel = debug\n%s",
+                 "%s[logging]\nlevel = debug\n",
                  c->cport, c->hport, extra ? extra : "");
         if (!write_text(d->conf, text))
             return false;

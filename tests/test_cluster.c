@@ -38,7 +38,8 @@ static int group_setup(void **state)
     (void)state;
     if (!cl_init(&C, "cluster"))
         return -1;
-    if (!cl_start_coord(&C, NULL, NULL) || !cl_start_agent(&C, 0, "a1", "A", 2, NULL) ||
+    /* a short HTTP timeout: log streams must outlive it (test_silent_program) */
+    if (!cl_start_coord(&C, "http_timeout = 1s\n", NULL) || !cl_start_agent(&C, 0, "a1", "A", 2, NULL) ||
         !cl_start_agent(&C, 1, "a2", "A", 1, NULL) || !cl_start_agent(&C, 2, "b1", "B", 2, NULL))
         return -1;
     if (!cl_wait_agents_up(&C, 3, 20000)) {
@@ -105,6 +106,8 @@ static void test_placement_np5(void **state)
         line = nl ? nl + 1 : NULL;
     }
     free(copy);
+    if (seen != 0x1f)
+        fprintf(stderr, "ranks seen 0x%x; exec output:\n%s\n", seen, out);
     CHECK(seen == 0x1f);
     for (int r = 0; r < 5; r++) { /* every rank's allreduce of rank+1 gave 15 */
         char want_line[64];
@@ -512,6 +515,49 @@ static void test_cli_errors(void **state)
     free(out);
 }
 
+/* ---- output after silence --------------------------------------------------------- */
+
+/* A program silent for 3 s (three times the coordinator's HTTP timeout, and
+ * three of the CLI's 1 s receive timeouts) is followed to its end by exec,
+ * submit --follow and logs --follow: nothing is lost or cut short. */
+static void test_silent_program(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    const char *ex[] = {"exec", "--np", "2", "--", "sh", "-c", "echo before; sleep 3; echo after",
+                        NULL};
+    CHECK(cl_cli(&C, &out, 60, ex) == 0);
+    CHECK(strstr(out, "[0] before") && strstr(out, "[0] after") && strstr(out, "[1] after"));
+    CHECK(strstr(out, "incomplete") == NULL && strstr(out, "cut short") == NULL);
+    free(out);
+    /* a job file, followed; then its logs followed again while it is silent */
+    char ini[400];
+    snprintf(ini, sizeof ini, "%s/silent.ini", C.dir);
+    FILE *f = fopen(ini, "w");
+    CHECK(f != NULL);
+    fprintf(f, "[job]\ntype = exec\nname = silent\nnp = 1\n"
+               "command = sh, -c, echo start; sleep 3; echo end\n");
+    fclose(f);
+    const char *sub[] = {"submit", ini, "--follow", NULL};
+    CHECK(cl_cli(&C, &out, 60, sub) == 0);
+    CHECK(strstr(out, "[0] start") && strstr(out, "[0] end"));
+    free(out);
+    const char *sub2[] = {"submit", ini, NULL};
+    CHECK(cl_cli(&C, &out, 30, sub2) == 0);
+    free(out);
+    rt_json *jobs = cl_get(&C, "/v1/jobs?limit=1");
+    int64_t id = 0;
+    rt_json_get_int(rt_json_at(rt_json_get(jobs, "jobs"), 0), "id", &id);
+    rt_json_free(jobs);
+    rt_json_free(cl_wait_job(&C, id, "running", 20000));
+    char ids[32];
+    snprintf(ids, sizeof ids, "%lld", (long long)id);
+    const char *lg[] = {"logs", ids, "--follow", NULL};
+    CHECK(cl_cli(&C, &out, 60, lg) == 0);
+    CHECK(strstr(out, "[0] end") != NULL);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -520,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_invalid_job_file),
         cmocka_unit_test(test_hostile_clients),
         cmocka_unit_test(test_cli_errors),
+        cmocka_unit_test(test_silent_program),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -15,6 +15,7 @@ typedef struct rt_coord_cfg {
     char *token_file;  /* cluster token (agents and API clients) */
     char *state_db;    /* SQLite database */
     int64_t heartbeat_interval_us, heartbeat_timeout_us;
+    int64_t http_timeout_us;
     int64_t prepare_timeout_us;
     int64_t reconcile_timeout_us;
     int64_t default_queue_timeout_us;
