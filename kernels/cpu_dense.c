@@ -1,6 +1,7 @@
-/* cpu_dense.c — dense layer forward/backward on the CPU: sgemm from
- * OpenBLAS for the three GEMMs, and one pass each for the fused epilogues
- * (bias + ReLU forward; ReLU mask + bias gradient backward).
+/* cpu_dense.c — dense layer forward/backward on the CPU: ringtrain's GEMM
+ * (cpu_gemm.h: results independent of batch size and threads) for the three
+ * products, and one pass each for the fused epilogues (bias + ReLU forward;
+ * ReLU mask + bias gradient backward).
  *
  * Row-major throughout: x (B, in), w (out, in), y (B, out).
  *   forward   y  = x · wᵀ            sgemm(N, T), then y = act(y + b)
@@ -14,6 +15,7 @@
 #endif
 
 #include "cpu_backend.h"
+#include "cpu_gemm.h"
 #include "cpu_simd.h"
 
 #define PAR_MIN 32768
@@ -29,8 +31,7 @@ void rt_cpu_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, r
     if (B == 0 || out == 0)
         return;
     float *yp = RT_F(y);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)B, (blasint)out, (blasint)in,
-                1.0f, RT_F(x), (blasint)x.ld, w, (blasint)in, 0.0f, yp, (blasint)y.ld);
+    rt_gemm(ctx, false, true, B, out, in, RT_F(x), x.ld, w, in, yp, y.ld);
     /* rows in blocks of 16 per call: the epilogue is memory-bound */
     const int64_t nblk = (B + 15) / 16;
 #pragma omp parallel for schedule(static) num_threads(ctx->threads) if (B * out > PAR_MIN)
@@ -81,10 +82,7 @@ void rt_cpu_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act
         return;
     }
     mask_and_bias_grad(ctx, y, act, dy, db);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)out, (blasint)in, (blasint)B,
-                1.0f, RT_F(dy), (blasint)dy.ld, RT_F(x), (blasint)x.ld, 0.0f, dw, (blasint)in);
+    rt_gemm(ctx, true, false, out, in, B, RT_F(dy), dy.ld, RT_F(x), x.ld, dw, in);
     if (dx.p)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)B, (blasint)in,
-                    (blasint)out, 1.0f, RT_F(dy), (blasint)dy.ld, w, (blasint)in, 0.0f, RT_F(dx),
-                    (blasint)dx.ld);
+        rt_gemm(ctx, false, false, B, in, out, RT_F(dy), dy.ld, w, in, RT_F(dx), dx.ld);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cpu_backend.h"
+#include "cpu_gemm.h"
 #include "cpu_simd.h"
 #include "kctx_impl.h"
 #include "rt_rng.h"
@@ -186,7 +187,9 @@ static void cpu_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, in
 static void cpu_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred, double *acc)
 {
     (void)ctx;
-    double sum = 0.0;
+    /* each row adds into the running sum: the total is the same however the
+     * rows were cut into batches (evaluation and prediction batch sizes) */
+    double sum = acc[0];
     const float inv = n > 0 ? 1.0f / (float)n : 0.0f;
     for (int64_t i = 0; i < n; i++) {
         double d = (double)pred[i] - (double)y[i];
@@ -194,14 +197,14 @@ static void cpu_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, 
         if (dpred)
             dpred[i] = d > 0.0 ? inv : (d < 0.0 ? -inv : 0.0f);
     }
-    acc[0] += sum;
+    acc[0] = sum;
     acc[1] += (double)n;
 }
 
 static void cpu_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc)
 {
     (void)ctx;
-    double sum = 0.0, count = 0.0;
+    double sum = acc[0], count = acc[1]; /* batch-independent, as in cpu_mae */
     for (int64_t i = 0; i < n; i++) {
         if (y[i] > 0.001f) {
             double r = 1.0 - exp((double)pred[i] - (double)y[i]); /* (e^y - e^p) / e^y */
@@ -209,8 +212,8 @@ static void cpu_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n
             count += 1.0;
         }
     }
-    acc[0] += sum;
-    acc[1] += count;
+    acc[0] = sum;
+    acc[1] = count;
 }
 
 static void cpu_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
@@ -260,7 +263,7 @@ static rt_status cpu_init(rt_kctx *ctx, char *err)
     return RT_OK;
 }
 
-static void cpu_fini(rt_kctx *ctx) { (void)ctx; }
+static void cpu_fini(rt_kctx *ctx) { rt_gemm_free(ctx); }
 
 static rt_status cpu_done(rt_kctx *ctx, char *err)
 {

@@ -23,6 +23,8 @@ struct rt_kctx {
     bool tf32;    /* CUDA: TF32 tensor cores for fp32 GEMMs */
     void *stream; /* cudaStream_t (CUDA) */
     void *cuda;   /* the CUDA backend's state (cuda_common.cuh), NULL on the CPU */
+    float *ws;    /* CPU: the GEMM's packing buffers (cpu_gemm.c), grown on demand */
+    size_t ws_floats;
 };
 
 /* Every entry has the contract of the public function of the same name in

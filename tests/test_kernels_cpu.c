@@ -18,6 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "cpu_gemm.h"
 #include "rt_kernels.h"
 #include "rt_rng.h"
 #include "test_util.h"
@@ -514,6 +515,100 @@ static void test_adam(void **state)
     free(p); free(gr); free(m); free(v); free(pd); free(md); free(vd); free(pg);
 }
 
+/* ---- the GEMM: the plain chain, whatever the kernel, threads and rows ---------- */
+
+/* c[i][j] = fma chain over k of op(A)[i][k] * op(B)[k][j], from 0 */
+static void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
+                     int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc)
+{
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            float c = 0.0f;
+            for (int64_t k = 0; k < K; k++)
+                c = fmaf(ta ? A[k * lda + i] : A[i * lda + k], tb ? B[j * ldb + k] : B[k * ldb + j],
+                         c);
+            C[i * ldc + j] = c;
+        }
+}
+
+static void test_gemm_bits(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_make(21);
+    const char *kernels[RT_GEMM_MAX_KERNELS];
+    int nk = rt_gemm_kernels(kernels);
+    char err[RT_ERR_LEN];
+    rt_kctx *ctx1, *ctx3;
+    assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, 1, &ctx1, err), RT_OK);
+    assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, 3, &ctx3, err), RT_OK);
+    printf("GEMM kernels on this CPU:");
+    for (int k = 0; k < nk; k++)
+        printf(" %s", kernels[k]);
+    printf("\n");
+    for (int trial = 0; trial < 40; trial++) {
+        /* edges: empty, single, odd, past the blocks (K > KC, N > NC panels) */
+        int64_t M = trial < 3 ? trial : tu_int(&r, 1, trial % 7 == 0 ? 300 : 70);
+        int64_t N = trial == 3 ? 0 : tu_int(&r, 1, trial % 5 == 0 ? 260 : 70);
+        int64_t K = trial == 4 ? 0 : tu_int(&r, 1, trial % 3 == 0 ? 600 : 50);
+        bool ta = trial & 1, tb = (trial >> 1) & 1;
+        int64_t lda = (ta ? M : K) + tu_int(&r, 0, 3), ldb = (tb ? K : N) + tu_int(&r, 0, 3);
+        int64_t ldc = N + tu_int(&r, 0, 3);
+        size_t na = (size_t)((ta ? K : M) * lda + 1), nb = (size_t)((tb ? N : K) * ldb + 1);
+        size_t nc = (size_t)(M * ldc + 1);
+        float *A = malloc(na * 4), *B = malloc(nb * 4), *C = malloc(nc * 4), *R = malloc(nc * 4);
+        tu_fill(&r, A, na, -1, 1);
+        tu_fill(&r, B, nb, -1, 1);
+        gemm_ref(ta, tb, M, N, K, A, lda, B, ldb, R, ldc);
+        for (int k = 0; k < nk; k++)
+            for (int t = 0; t < 3; t++) {
+                assert_true(rt_gemm_force(kernels[k]));
+                tu_poison(C, nc);
+                rt_gemm(t == 0 ? ctx1 : t == 1 ? ctx : ctx3, ta, tb, M, N, K, A, lda, B, ldb, C,
+                        ldc);
+                for (int64_t i = 0; i < M; i++)
+                    if (memcmp(C + i * ldc, R + i * ldc, (size_t)N * 4) != 0)
+                        fail_msg("GEMM %s, %d threads, %s%s M=%lld N=%lld K=%lld: row %lld is not "
+                                 "the plain fma chain",
+                                 kernels[k], t == 0 ? 1 : t == 1 ? 2 : 3, ta ? "T" : "N",
+                                 tb ? "T" : "N", (long long)M, (long long)N, (long long)K,
+                                 (long long)i);
+            }
+        free(A);
+        free(B);
+        free(C);
+        free(R);
+    }
+    assert_true(rt_gemm_force(kernels[0]));
+    rt_kctx_destroy(ctx1);
+    rt_kctx_destroy(ctx3);
+}
+
+/* A row's result does not depend on the rows around it: the rows of a big
+ * product equal the same rows computed alone and in other batch sizes. */
+static void test_gemm_rows_alone(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_make(22);
+    const int64_t M = 517, N = 333, K = 700;
+    float *A = malloc(M * K * 4), *W = malloc(N * K * 4), *C = malloc(M * N * 4),
+          *S = malloc(M * N * 4);
+    tu_fill(&r, A, (size_t)(M * K), -1, 1);
+    tu_fill(&r, W, (size_t)(N * K), -1, 1);
+    rt_gemm(ctx, false, true, M, N, K, A, K, W, K, C, N);
+    const int64_t batches[] = {1, 7, 64, 100, 256};
+    for (size_t b = 0; b < sizeof batches / sizeof *batches; b++)
+        for (int64_t off = 0; off < M; off += batches[b]) {
+            int64_t n = M - off < batches[b] ? M - off : batches[b];
+            rt_gemm(ctx, false, true, n, N, K, A + off * K, K, W, K, S + off * N, N);
+            if (off + n == M)
+                assert_memory_equal(C, S, (size_t)(M * N) * 4);
+        }
+    free(A);
+    free(W);
+    free(C);
+    free(S);
+}
+
 int main(void)
 {
     tu_seed();
@@ -521,7 +616,8 @@ int main(void)
         cmocka_unit_test(test_philox_kat),    cmocka_unit_test(test_dropout_mask),
         cmocka_unit_test(test_embedding),     cmocka_unit_test(test_batchnorm),
         cmocka_unit_test(test_dense),         cmocka_unit_test(test_head_and_losses),
-        cmocka_unit_test(test_adam),
+        cmocka_unit_test(test_adam),          cmocka_unit_test(test_gemm_bits),
+        cmocka_unit_test(test_gemm_rows_alone),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,9 +1,11 @@
 /* test_train_job.c — training jobs end to end on a real cluster on loopback
  * (coordinator + one agent with 2 slots), on a small synthetic Rossmann
  * bundle from rossmann-gen, prepped with examples/rossmann/prep.sql:
- *   - determinism: the same job twice gives bitwise-identical history
- *     (timings aside), checkpoints and predictions; `ringtrain predict`
- *     from best.ckpt reproduces submission.csv;
+ *   - determinism: the same job twice, once with 1 CPU thread per rank and
+ *     evaluation batches of 4096, once with 2 threads and batches of 50,
+ *     gives bitwise-identical history (timings aside), checkpoints and
+ *     predictions; `ringtrain predict` from best.ckpt reproduces
+ *     submission.csv with other thread counts and batch sizes too;
  *   - a worker killed mid-training (max_restarts = 1): the job resumes from
  *     the last checkpoint and its history continues instead of restarting;
  *   - a damaged checkpoint or shard fails the job with a message naming the
@@ -67,7 +69,8 @@ static int group_teardown(void **state)
 }
 
 /* A job file for store `name` with `epochs`; returns its path. */
-static const char *job_file(const char *name, int epochs)
+/* threads per rank and evaluation batch: results must not depend on them */
+static const char *job_file_with(const char *name, int epochs, int threads, int eval_batch)
 {
     static char path[400];
     snprintf(path, sizeof path, "%s/%s.ini", C.dir, name);
@@ -75,12 +78,18 @@ static const char *job_file(const char *name, int epochs)
     fprintf(f,
             "[job]\nname = %s\ntype = train\nnp = 2\nmax_restarts = 1\n"
             "[data]\ndataset = %s\n"
-            "[model]\nhidden = 128, 64\nembedding_dim = 8\ndropout = 0.2\nthreads = 1\n"
+            "[model]\nhidden = 128, 64\nembedding_dim = 8\ndropout = 0.2\nthreads = %d\n"
             "[train]\nbatch_size = 64\nepochs = %d\nlearning_rate = 1e-3\nseed = 5\n"
+            "eval_batch_size = %d\n"
             "[output]\nstore = %s/%s\n",
-            name, ds_dir, epochs, C.dir, name);
+            name, ds_dir, threads, epochs, eval_batch, C.dir, name);
     fclose(f);
     return path;
+}
+
+static const char *job_file(const char *name, int epochs)
+{
+    return job_file_with(name, epochs, 1, 4096);
 }
 
 /* Submit without following; the job's id. */
@@ -135,7 +144,7 @@ static int count_lines(const char *s)
 static void test_determinism_and_predict(void **state)
 {
     (void)state;
-    int64_t a = submit(job_file("runA", 3)), b = submit(job_file("runB", 3));
+    int64_t a = submit(job_file("runA", 3)), b = submit(job_file_with("runB", 3, 2, 50));
     CHECK(a > 0 && b > 0);
     rt_json *ja = cl_wait_job(&C, a, NULL, 120000), *jb = cl_wait_job(&C, b, NULL, 120000);
     CHECK(ja && jb);
@@ -165,6 +174,11 @@ static void test_determinism_and_predict(void **state)
     char *out = NULL;
     const char *pargs[] = {"predict", "--model", best, "--dataset", ds_dir, "--out", csv, NULL};
     CHECK(cl_cli(&C, &out, 60, pargs) == 0);
+    free(out);
+    CHECK(run_cmd("cmp -s %s %s", csv, sub) == 0);
+    const char *pargs2[] = {"predict", "--model", best,     "--dataset", ds_dir, "--out", csv,
+                            "--threads", "1", "--batch", "77", NULL};
+    CHECK(cl_cli(&C, &out, 60, pargs2) == 0);
     free(out);
     CHECK(run_cmd("cmp -s %s %s", csv, sub) == 0);
     char *s = slurp(sub);

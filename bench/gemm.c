@@ -1,0 +1,160 @@
+/* gemm.c — ringtrain's GEMM (kernels/cpu_gemm.c) against OpenBLAS sgemm on
+ * the three products of a dense layer of the Rossmann model, in one run:
+ *
+ *   forward  Y (B x out) = X (B x in) · Wᵀ        (N, T)
+ *   dW       (out x in)  = dZᵀ (out x B) · X       (T, N)
+ *   dX       (B x in)    = dZ (B x out) · W        (N, N)
+ *
+ * for batch 100 (the seed's) and 1024, in = out = 1000.  The two run
+ * alternately, each timing the best of several rounds, so a noisy machine
+ * affects both alike; the ratio is what to read.  Also checks that every
+ * kernel this CPU has gives the same bits as plain fmaf chains.
+ *
+ *   bench/gemm [--threads N] [--rounds R] [--json]
+ * OPENBLAS_CORETYPE is left as the caller set it; say so when reporting.
+ * With one thread the time measured is the process's CPU time, which a
+ * virtual machine's stolen time does not inflate; with more, wall time. */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <time.h>
+
+#include "cpu_gemm.h"
+#include "rt_time.h"
+
+static int threads = 1;
+
+static double now(void)
+{
+    if (threads > 1)
+        return rt_now_s();
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct shape {
+    const char *name;
+    bool ta, tb;
+    int64_t M, N, K;
+} shape;
+
+static void fill(float *p, int64_t n, unsigned seed)
+{
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        p[i] = (float)((seed >> 8) & 0xffff) / 65536.0f - 0.5f;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = 7;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+            rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--json"))
+            json = true;
+        else {
+            fprintf(stderr, "usage: gemm [--threads N] [--rounds R] [--json]\n");
+            return 2;
+        }
+    }
+    rt_kctx *ctx;
+    char err[RT_ERR_LEN];
+    if (rt_kctx_create(RT_DEVICE_CPU, threads, &ctx, err) != RT_OK) {
+        fprintf(stderr, "gemm: %s\n", err);
+        return 1;
+    }
+    openblas_set_num_threads(threads);
+    const int64_t D = 1000;
+    const shape shapes[] = {
+        {"forward B=100", false, true, 100, D, D},   {"dW B=100", true, false, D, D, 100},
+        {"dX B=100", false, false, 100, D, D},       {"forward B=1024", false, true, 1024, D, D},
+        {"dW B=1024", true, false, D, D, 1024},      {"dX B=1024", false, false, 1024, D, D},
+    };
+    const int ns = (int)(sizeof shapes / sizeof *shapes);
+    const char *kernels[RT_GEMM_MAX_KERNELS];
+    int nk = rt_gemm_kernels(kernels);
+    if (!json)
+        printf("ringtrain GEMM (%s) vs OpenBLAS %s (%s kernels), %d thread%s, best of %d\n",
+               rt_gemm_kernel_name(), openblas_get_config(), openblas_get_corename(), threads,
+               threads == 1 ? "" : "s", rounds);
+    else
+        printf("{\"threads\":%d,\"kernel\":\"%s\",\"blas_core\":\"%s\",\"shapes\":[", threads,
+               rt_gemm_kernel_name(), openblas_get_corename());
+    double sum_rt = 0, sum_ob = 0;
+    for (int s = 0; s < ns; s++) {
+        const shape *sh = &shapes[s];
+        int64_t M = sh->M, N = sh->N, K = sh->K;
+        int64_t lda = sh->ta ? M : K, ldb = sh->tb ? K : N;
+        float *A = malloc((size_t)(M * K) * 4), *B = malloc((size_t)(N * K) * 4),
+              *C = malloc((size_t)(M * N) * 4), *R = malloc((size_t)(M * N) * 4);
+        fill(A, M * K, 1 + (unsigned)s);
+        fill(B, N * K, 99 + (unsigned)s);
+        int reps = (int)(4e8 / (2.0 * (double)(M * N * K))) + 1;
+        double best_rt = 1e30, best_ob = 1e30;
+        for (int r = 0; r < rounds; r++) {
+            double t0 = now();
+            for (int k = 0; k < reps; k++)
+                cblas_sgemm(CblasRowMajor, sh->ta ? CblasTrans : CblasNoTrans,
+                            sh->tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
+                            (blasint)K, 1.0f, A, (blasint)lda, B, (blasint)ldb, 0.0f, R,
+                            (blasint)N);
+            double t1 = now();
+            for (int k = 0; k < reps; k++)
+                rt_gemm(ctx, sh->ta, sh->tb, M, N, K, A, lda, B, ldb, C, N);
+            double t2 = now();
+            best_ob = fmin(best_ob, (t1 - t0) / reps);
+            best_rt = fmin(best_rt, (t2 - t1) / reps);
+        }
+        /* every kernel gives the bits of the plain chain (sampled rows) */
+        const char *mismatch = NULL;
+        for (int kk = 0; kk < nk && !mismatch; kk++) {
+            rt_gemm_force(kernels[kk]);
+            rt_gemm(ctx, sh->ta, sh->tb, M, N, K, A, lda, B, ldb, C, N);
+            for (int64_t i = 0; i < M && !mismatch; i += 97)
+                for (int64_t j = 0; j < N; j++) {
+                    float c = 0.0f;
+                    for (int64_t k = 0; k < K; k++)
+                        c = fmaf(sh->ta ? A[k * lda + i] : A[i * lda + k],
+                                 sh->tb ? B[j * ldb + k] : B[k * ldb + j], c);
+                    if (memcmp(&c, &C[i * N + j], 4) != 0) {
+                        mismatch = kernels[kk];
+                        break;
+                    }
+                }
+        }
+        rt_gemm_force(kernels[0]);
+        double fl = 2.0 * (double)(M * N * K);
+        sum_rt += best_rt;
+        sum_ob += best_ob;
+        if (json)
+            printf("%s{\"name\":\"%s\",\"openblas_gflops\":%.2f,\"ringtrain_gflops\":%.2f,"
+                   "\"ratio\":%.3f,\"bitwise_reference\":%s}",
+                   s ? "," : "", sh->name, fl / best_ob / 1e9, fl / best_rt / 1e9,
+                   best_ob / best_rt, mismatch ? "false" : "true");
+        else
+            printf("  %-16s OpenBLAS %6.1f GFLOP/s  ringtrain %6.1f GFLOP/s  ratio %.2f%s%s\n",
+                   sh->name, fl / best_ob / 1e9, fl / best_rt / 1e9, best_ob / best_rt,
+                   mismatch ? "  MISMATCH in kernel " : "", mismatch ? mismatch : "");
+        free(A);
+        free(B);
+        free(C);
+        free(R);
+        if (mismatch)
+            return 1;
+    }
+    if (json)
+        printf("],\"time_ratio\":%.3f}\n", sum_ob / sum_rt);
+    else
+        printf("  all six: ringtrain at %.2fx OpenBLAS's speed\n", sum_ob / sum_rt);
+    rt_kctx_destroy(ctx);
+    return 0;
+}

@@ -1,0 +1,444 @@
+/* cpu_gemm.c — ringtrain's single-precision matrix multiply (see
+ * cpu_gemm.h for why it exists).
+ *
+ * C = op(A) · op(B) is computed in blocks (GotoBLAS/BLIS): for a block of
+ * KC k-values, a block of B (KC x NC) is packed into panels of NR columns
+ * and a block of A (MC x KC) into panels of MR rows; a micro-kernel then
+ * runs the fused multiply-add chains of an MR x NR tile of C over the KC
+ * values, held in registers.  The first k-block starts the chains from
+ * zero; later ones load the tile from C and continue — a float in memory
+ * continues a chain exactly as the register would, so the blocking does not
+ * change the result.  Edge tiles go through a small buffer, padded with
+ * zeros that contribute nothing to the elements kept.
+ *
+ * One micro-kernel body, instantiated for AVX-512 (12 x 32), AVX2+FMA
+ * (6 x 16) and plain C with fmaf (4 x 8); all compute the same chains, so
+ * all give the same bits (test_kernels_cpu compares them).  The best one the
+ * CPU supports is chosen at first use from CPUID (RT_GEMM_KERNEL=avx512|
+ * avx2|scalar overrides).  Threads take disjoint blocks of rows or columns
+ * of C; none splits k. */
+#include "cpu_gemm.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+typedef void (*micro_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                         bool load);
+
+typedef struct kernel {
+    const char *name;
+    int mr, nr;     /* the register tile */
+    int64_t kc, mc; /* the block of A kept in L2: MC x KC; a B panel KC x NR stays in L1 */
+    micro_fn fn;
+} kernel;
+
+#define NC 4096 /* columns of B packed at once (the per-thread L3 block) */
+#define MAX_MR 12
+#define MAX_NR 32
+
+/* ---- micro-kernels -----------------------------------------------------------
+ * acc[r][v] holds row r, columns v*VW .. v*VW+VW-1 of the tile.  For each k:
+ * load the two vectors of B's panel row, and for each row broadcast a[r]
+ * and fuse-multiply-add. */
+
+#define MICRO_BODY(MR, VEC, ZERO, LOADU, LOADA, STOREU, BCAST, FMA, VW)                           \
+    VEC acc[MR][2];                                                                                \
+    _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++)                                          \
+    {                                                                                              \
+        acc[r][0] = load ? LOADU(c + r * ldc) : ZERO();                                           \
+        acc[r][1] = load ? LOADU(c + r * ldc + VW) : ZERO();                                      \
+    }                                                                                              \
+    _Pragma("GCC unroll 4") for (int64_t k = 0; k < kc; k++) {                                     \
+        VEC b0 = LOADA(b), b1 = LOADA(b + VW);                                                     \
+        _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++)                                      \
+        {                                                                                          \
+            VEC ar = BCAST(a + r);                                                                 \
+            acc[r][0] = FMA(ar, b0, acc[r][0]);                                                    \
+            acc[r][1] = FMA(ar, b1, acc[r][1]);                                                    \
+        }                                                                                          \
+        a += MR;                                                                                   \
+        b += 2 * VW;                                                                               \
+    }                                                                                              \
+    _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++)                                          \
+    {                                                                                              \
+        STOREU(c + r * ldc, acc[r][0]);                                                            \
+        STOREU(c + r * ldc + VW, acc[r][1]);                                                       \
+    }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx512f"), always_inline)) static inline __m512 bcast512(const float *p)
+{
+    return _mm512_set1_ps(*p);
+}
+
+__attribute__((target("avx512f"))) static void micro_avx512(int64_t kc, const float *a,
+                                                            const float *b, float *c, int64_t ldc,
+                                                            bool load)
+{
+    MICRO_BODY(12, __m512, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_load_ps, _mm512_storeu_ps,
+               bcast512, _mm512_fmadd_ps, 16)
+}
+
+__attribute__((target("avx2,fma"))) static void micro_avx2(int64_t kc, const float *a,
+                                                           const float *b, float *c, int64_t ldc,
+                                                           bool load)
+{
+    MICRO_BODY(6, __m256, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_load_ps, _mm256_storeu_ps,
+               _mm256_broadcast_ss, _mm256_fmadd_ps, 8)
+}
+#endif
+
+/* The reference for the vector kernels, and what runs without them: the
+ * same chains with fmaf (exact fused multiply-add, in hardware or libm). */
+typedef struct v4 {
+    float v[4];
+} v4;
+static inline v4 s_zero(void) { return (v4){{0, 0, 0, 0}}; }
+static inline v4 s_load(const float *p) { return (v4){{p[0], p[1], p[2], p[3]}}; }
+static inline void s_store(float *p, v4 x) { memcpy(p, x.v, sizeof x.v); }
+static inline v4 s_bcast(const float *p) { return (v4){{*p, *p, *p, *p}}; }
+static inline v4 s_fma(v4 a, v4 b, v4 c)
+{
+    for (int i = 0; i < 4; i++)
+        c.v[i] = fmaf(a.v[i], b.v[i], c.v[i]);
+    return c;
+}
+
+static void micro_scalar(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                         bool load)
+{
+    MICRO_BODY(4, v4, s_zero, s_load, s_load, s_store, s_bcast, s_fma, 4)
+}
+
+/* The AVX-512 kernel's shape (12 x 32 tile, its block sizes) in plain C:
+ * never chosen to run, but tested everywhere, so that a machine without
+ * AVX-512 still checks the packing and edges the AVX-512 kernel relies on. */
+typedef struct v16 {
+    float v[16];
+} v16;
+static inline v16 s16_zero(void) { return (v16){{0}}; }
+static inline v16 s16_load(const float *p)
+{
+    v16 x;
+    memcpy(x.v, p, sizeof x.v);
+    return x;
+}
+static inline void s16_store(float *p, v16 x) { memcpy(p, x.v, sizeof x.v); }
+static inline v16 s16_bcast(const float *p)
+{
+    v16 x;
+    for (int i = 0; i < 16; i++)
+        x.v[i] = *p;
+    return x;
+}
+static inline v16 s16_fma(v16 a, v16 b, v16 c)
+{
+    for (int i = 0; i < 16; i++)
+        c.v[i] = fmaf(a.v[i], b.v[i], c.v[i]);
+    return c;
+}
+
+static void micro_scalar_12x32(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                               bool load)
+{
+    MICRO_BODY(12, v16, s16_zero, s16_load, s16_load, s16_store, s16_bcast, s16_fma, 16)
+}
+
+static const kernel KERNELS[] = {
+#if defined(__x86_64__) && defined(__GNUC__)
+    {"avx512", 12, 32, 128, 96, micro_avx512},
+    {"avx2", 6, 16, 256, 120, micro_avx2},
+#endif
+    {"scalar", 4, 8, 256, 128, micro_scalar},
+    {"scalar-12x32", 12, 32, 128, 96, micro_scalar_12x32}, /* tests only: never chosen */
+};
+#define NKERNELS ((int)(sizeof KERNELS / sizeof *KERNELS))
+
+static bool cpu_can(const kernel *k)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (!strcmp(k->name, "avx512"))
+        return __builtin_cpu_supports("avx512f");
+    if (!strcmp(k->name, "avx2"))
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    return true;
+}
+
+static const kernel *chosen;
+static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
+static bool use_avx2_transpose; /* packing with AVX2 (set with the kernel's choice) */
+
+static void choose(void)
+{
+    const char *want = getenv("RT_GEMM_KERNEL");
+    for (int i = 0; i < NKERNELS && !chosen; i++)
+        if (cpu_can(&KERNELS[i]) && (!want || !*want || !strcmp(want, KERNELS[i].name)) &&
+            (strcmp(KERNELS[i].name, "scalar-12x32") != 0 || (want && *want)))
+            chosen = &KERNELS[i];
+    if (!chosen) /* the plain one */
+        for (int i = 0; i < NKERNELS && !chosen; i++)
+            if (!strcmp(KERNELS[i].name, "scalar"))
+                chosen = &KERNELS[i];
+#if defined(__x86_64__) && defined(__GNUC__)
+    use_avx2_transpose = __builtin_cpu_supports("avx2");
+#endif
+}
+
+static const kernel *current(void)
+{
+    pthread_once(&choose_once, choose);
+    return chosen;
+}
+
+int rt_gemm_kernels(const char *names[RT_GEMM_MAX_KERNELS])
+{
+    int n = 0;
+    for (int i = 0; i < NKERNELS; i++)
+        if (cpu_can(&KERNELS[i]))
+            names[n++] = KERNELS[i].name;
+    return n;
+}
+
+bool rt_gemm_force(const char *name)
+{
+    current();
+    for (int i = 0; i < NKERNELS; i++)
+        if (!strcmp(KERNELS[i].name, name) && cpu_can(&KERNELS[i])) {
+            chosen = &KERNELS[i];
+            return true;
+        }
+    return false;
+}
+
+const char *rt_gemm_kernel_name(void) { return current()->name; }
+
+/* ---- packing -------------------------------------------------------------------- */
+
+/* Rows [i0, i0+mc) of op(A) over k in [p0, p0+kc), as panels of mr rows:
+ * element (row ip+r, k) of the block at ap[ip*kc + k*mr + r]. */
+static void pack_a(const float *A, int64_t lda, bool ta, int64_t i0, int64_t mc, int64_t p0,
+                   int64_t kc, int mr, float *ap)
+{
+    for (int64_t ip = 0; ip < mc; ip += mr) {
+        int64_t m = mc - ip < mr ? mc - ip : mr;
+        float *dst = ap + ip * kc;
+        if (!ta) { /* A is M x K: each row is contiguous in k */
+            for (int64_t r = 0; r < mr; r++) {
+                const float *src = A + (i0 + ip + r) * lda + p0;
+                if (r < m)
+                    for (int64_t k = 0; k < kc; k++)
+                        dst[k * mr + r] = src[k];
+                else
+                    for (int64_t k = 0; k < kc; k++)
+                        dst[k * mr + r] = 0.0f;
+            }
+        } else { /* A is K x M: a panel's rows are contiguous for each k */
+            for (int64_t k = 0; k < kc; k++) {
+                const float *src = A + (p0 + k) * lda + i0 + ip;
+                float *d = dst + k * mr;
+                for (int64_t r = 0; r < m; r++)
+                    d[r] = src[r];
+                for (int64_t r = m; r < mr; r++)
+                    d[r] = 0.0f;
+            }
+        }
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* A whole panel of a transposed B: rows j = 0..nr-1 of src (each kc
+ * floats, stride ld) become dst[k*nr + j], 8 x 8 blocks at a time through
+ * registers.  Only moves floats: the bits are those of the plain loop. */
+__attribute__((target("avx2"))) static void pack_bt_avx2(const float *src, int64_t ld, int64_t kc,
+                                                          int nr, float *dst)
+{
+    int64_t k = 0;
+    for (; k + 8 <= kc; k += 8)
+        for (int j = 0; j < nr; j += 8) {
+            __m256 r[8], t[8];
+            for (int i = 0; i < 8; i++)
+                r[i] = _mm256_loadu_ps(src + (j + i) * ld + k);
+            /* the classic 8 x 8 transpose: unpack, shuffle, swap halves */
+            for (int i = 0; i < 8; i += 2) {
+                t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+                t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+            }
+            for (int i = 0; i < 8; i += 4) {
+                r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+                r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+                r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+                r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+            }
+            for (int i = 0; i < 4; i++) {
+                t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+                t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
+            }
+            for (int i = 0; i < 8; i++)
+                _mm256_storeu_ps(dst + (k + i) * nr + j, t[i]);
+        }
+    for (; k < kc; k++)
+        for (int j = 0; j < nr; j++)
+            dst[k * nr + j] = src[j * ld + k];
+}
+#endif
+
+/* Columns [j0, j0+nc) of op(B) over k in [p0, p0+kc), as panels of nr
+ * columns: element (k, column jp+j) at bp[jp*kc + k*nr + j]. */
+static void pack_b(const float *B, int64_t ldb, bool tb, int64_t j0, int64_t nc, int64_t p0,
+                   int64_t kc, int nr, float *bp)
+{
+    for (int64_t jp = 0; jp < nc; jp += nr) {
+        int64_t n = nc - jp < nr ? nc - jp : nr;
+        float *dst = bp + jp * kc;
+        if (!tb) { /* B is K x N: each k's columns are contiguous */
+            for (int64_t k = 0; k < kc; k++) {
+                const float *src = B + (p0 + k) * ldb + j0 + jp;
+                float *d = dst + k * nr;
+                memcpy(d, src, (size_t)n * sizeof *d);
+                for (int64_t j = n; j < nr; j++)
+                    d[j] = 0.0f;
+            }
+        } else { /* B is N x K (a weight matrix, out x in): each column is a row */
+#if defined(__x86_64__) && defined(__GNUC__)
+            if (n == nr && nr % 8 == 0 && use_avx2_transpose) {
+                pack_bt_avx2(B + (j0 + jp) * ldb + p0, ldb, kc, nr, dst);
+                continue;
+            }
+#endif
+            for (int64_t j = 0; j < nr; j++) {
+                if (j < n) {
+                    const float *src = B + (j0 + jp + j) * ldb + p0;
+                    for (int64_t k = 0; k < kc; k++)
+                        dst[k * nr + j] = src[k];
+                } else {
+                    for (int64_t k = 0; k < kc; k++)
+                        dst[k * nr + j] = 0.0f;
+                }
+            }
+        }
+    }
+}
+
+/* ---- the blocked product over one block of C ------------------------------------- */
+
+typedef struct job {
+    const kernel *kn;
+    bool ta, tb;
+    int64_t M, N, K, lda, ldb, ldc;
+    const float *A, *B;
+    float *C;
+} job;
+
+static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float *ap,
+                  float *bp)
+{
+    const kernel *kn = g->kn;
+    const int mr = kn->mr, nr = kn->nr;
+    if (g->K == 0) {
+        for (int64_t i = m0; i < m1; i++)
+            memset(g->C + i * g->ldc + n0, 0, (size_t)(n1 - n0) * sizeof(float));
+        return;
+    }
+    float tile[MAX_MR * MAX_NR] __attribute__((aligned(64)));
+    for (int64_t jc = n0; jc < n1; jc += NC) {
+        int64_t nc = n1 - jc < NC ? n1 - jc : NC;
+        for (int64_t pc = 0; pc < g->K; pc += kn->kc) {
+            int64_t kc = g->K - pc < kn->kc ? g->K - pc : kn->kc;
+            bool load = pc > 0; /* continue the chains after the first k-block */
+            for (int64_t ic = m0; ic < m1; ic += kn->mc) {
+                int64_t mc = m1 - ic < kn->mc ? m1 - ic : kn->mc;
+                pack_a(g->A, g->lda, g->ta, ic, mc, pc, kc, mr, ap);
+                for (int64_t jr = 0; jr < nc; jr += nr) {
+                    int64_t n = nc - jr < nr ? nc - jr : nr;
+                    /* each B panel is packed just before its first use, while
+                     * it is hot in L1; later row blocks reuse it */
+                    if (ic == m0)
+                        pack_b(g->B, g->ldb, g->tb, jc + jr, n, pc, kc, nr, bp + jr * kc);
+                    for (int64_t ir = 0; ir < mc; ir += mr) {
+                        int64_t m = mc - ir < mr ? mc - ir : mr;
+                        float *c = g->C + (ic + ir) * g->ldc + jc + jr;
+                        const float *a = ap + ir * kc, *b = bp + jr * kc;
+                        if (m == mr && n == nr) {
+                            kn->fn(kc, a, b, c, g->ldc, load);
+                            continue;
+                        }
+                        /* an edge tile: through the buffer */
+                        if (load)
+                            for (int64_t r = 0; r < m; r++)
+                                memcpy(tile + r * nr, c + r * g->ldc, (size_t)n * sizeof *c);
+                        kn->fn(kc, a, b, tile, nr, load);
+                        for (int64_t r = 0; r < m; r++)
+                            memcpy(c + r * g->ldc, tile + r * nr, (size_t)n * sizeof *c);
+                    }
+                }
+            }
+        }
+    }
+}
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* below this many multiply-adds the work stays on one thread */
+#define PAR_MIN_FMAS (1 << 20)
+
+void rt_gemm(rt_kctx *ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
+             int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    const kernel *kn = current();
+    job g = {kn, ta, tb, M, N, K, lda, ldb, ldc, A, B, C};
+    /* threads take whole panels of columns, or of rows when there are too
+     * few column panels; never a share of k */
+    int64_t npan = round_up(N, kn->nr) / kn->nr, mpan = round_up(M, kn->mr) / kn->mr;
+    int nt = ctx->threads > 0 ? ctx->threads : 1;
+    if (M * N * (K > 0 ? K : 1) < PAR_MIN_FMAS)
+        nt = 1;
+    bool by_cols = npan >= nt || npan >= mpan;
+    int64_t pans = by_cols ? npan : mpan;
+    if (nt > pans)
+        nt = (int)pans;
+    int64_t nc_max = round_up(by_cols ? (npan + nt - 1) / nt * kn->nr : N, kn->nr);
+    if (nc_max > NC)
+        nc_max = NC;
+    size_t a_floats = (size_t)(kn->mc * kn->kc), b_floats = (size_t)(kn->kc * nc_max);
+    size_t per = (a_floats + b_floats + 15) & ~(size_t)15; /* keeps each piece 64-byte aligned */
+    if (ctx->ws_floats < per * (size_t)nt) {
+        free(ctx->ws);
+        ctx->ws = aligned_alloc(64, per * (size_t)nt * sizeof(float));
+        ctx->ws_floats = ctx->ws ? per * (size_t)nt : 0;
+        RT_ASSERT(ctx->ws); /* a few MB: out of memory here is fatal anyway */
+    }
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        int64_t p0 = pans * t / nt, p1 = pans * (t + 1) / nt;
+        float *ap = ctx->ws + per * (size_t)t, *bp = ap + a_floats;
+        if (by_cols) {
+            int64_t n0 = p0 * kn->nr, n1 = p1 * kn->nr < N ? p1 * kn->nr : N;
+            if (n0 < n1)
+                block(&g, 0, M, n0, n1, ap, bp);
+        } else {
+            int64_t m0 = p0 * kn->mr, m1 = p1 * kn->mr < M ? p1 * kn->mr : M;
+            if (m0 < m1)
+                block(&g, m0, m1, 0, N, ap, bp);
+        }
+    }
+}
+
+void rt_gemm_free(rt_kctx *ctx)
+{
+    free(ctx->ws);
+    ctx->ws = NULL;
+    ctx->ws_floats = 0;
+}
