@@ -2,16 +2,20 @@
 # Configure and build ringtrain.
 #   scripts/build.sh                 # build/ (CUDA and RDMA parts when present)
 #   scripts/build.sh --sanitize      # build-asan/ with ASan+UBSan, CPU only
+#   scripts/build.sh --gpu-emu       # build-gpu-emu/: the CUDA code run on the CPU
+#                                    # (tools/cudaemu), with ASan+UBSan
 #   BUILD_DIR=dir scripts/build.sh   # another folder
 # Extra arguments after -- go to cmake's configure step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sanitize=0
+gpu_emu=0
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --sanitize) sanitize=1 ;;
+    --gpu-emu) gpu_emu=1 ;;
     --) shift; extra+=("$@"); break ;;
     *) echo "build.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -19,7 +23,13 @@ while [ $# -gt 0 ]; do
 done
 
 args=(-DRINGTRAIN_WERROR=ON)
-if [ $sanitize -eq 1 ]; then
+if [ $gpu_emu -eq 1 ]; then
+  BUILD_DIR=${BUILD_DIR:-build-gpu-emu}
+  args+=(-DRINGTRAIN_CUDA=EMU -DRINGTRAIN_VERBS=OFF)
+  if [ $sanitize -eq 1 ]; then
+    args+=(-DRINGTRAIN_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug)
+  fi
+elif [ $sanitize -eq 1 ]; then
   BUILD_DIR=${BUILD_DIR:-build-asan}
   # The CUDA runtime and ASan's shadow memory do not mix; the sanitizer build
   # checks the CPU code paths, which are the reference for the CUDA ones.
