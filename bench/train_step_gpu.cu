@@ -67,9 +67,14 @@ int rt_train_step_gpu(rt_model *m, long batch, const rt_adam_hp *hp, double seco
         rt_model_train_step(m, batch, hp);
     if (rt_kctx_sync(ctx, err) != RT_OK)
         return 1;
+    /* the hyper-parameters live in device memory, set outside the graph */
+    rt_model_set_hparams(m, hp);
     if (rt_kctx_capture_begin(ctx, err) != RT_OK)
         return 1;
-    rt_model_train_step(m, batch, hp);
+    rt_model_forward(m, batch, true);
+    rt_model_loss(m, batch, true);
+    rt_model_backward(m, batch, NULL, NULL);
+    rt_model_update(m);
     if (rt_kctx_capture_end(ctx, &g, err) != RT_OK)
         return 1;
     struct step_arg sa = {ctx, g};

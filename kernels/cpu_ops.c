@@ -217,8 +217,9 @@ static void cpu_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n
 }
 
 static void cpu_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-                 const rt_adam_seg *segs, int nseg, rt_adam_hp hp, const int64_t *step)
+                 const rt_adam_seg *segs, int nseg, const rt_adam_hp *hpp, const int64_t *step)
 {
+    const rt_adam_hp hp = *hpp;
     /* bias correction folded into the step size: lr * sqrt(1 - b2^t) / (1 - b1^t) */
     const double t = (double)(*step + 1);
     const float lrt = (float)(hp.lr * sqrt(1.0 - pow(hp.beta2, t)) / (1.0 - pow(hp.beta1, t)));

@@ -1,5 +1,13 @@
 /* cuda_common.cuh — private to the CUDA backend: its state behind
- * rt_kctx.cuda, error recording, and launch-size helpers. */
+ * rt_kctx.cuda, error recording, and launch-size helpers.
+ *
+ * Errors: every CUDA, cuBLAS and cuBLASLt return is checked where it
+ * happens and the first failure is kept with the name of the call (or
+ * kernel) that failed; rt_kctx_check/sync report it as
+ * "<call>: <CUDA message>".  With RINGTRAIN_CUDA_SYNC=1 in the environment
+ * the backend synchronises after every op (outside graph capture), so an
+ * asynchronous fault is reported against the op that caused it — the
+ * debugging mode CUDA_LAUNCH_BLOCKING gives for the runtime. */
 #ifndef RT_CUDA_COMMON_CUH
 #define RT_CUDA_COMMON_CUH
 
@@ -9,34 +17,42 @@
 
 #include "kctx_impl.h"
 
-/* a cached cuBLASLt plan for one GEMM shape (descriptors + chosen algorithm) */
+/* a cached cuBLASLt plan for one GEMM shape and pointer alignment */
 struct lt_plan {
     bool valid, ok;
     int64_t m, n, k, lda, ldb, ldc;
     int epilogue; /* cublasLtEpilogue_t */
     bool tf32;
+    uint32_t align[5]; /* A, B, C/D, bias: the alignments the plan was made for */
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
+    size_t workspace;
 };
 
 #define RT_LT_CACHE 32
 #define RT_CUDA_WORKSPACE (32u << 20)       /* cuBLAS/cuBLASLt workspace, as NVIDIA suggests for Hopper */
-#define RT_CUDA_PARTIALS (1u << 19)         /* doubles for two-stage column sums (4 MiB) */
+#define RT_CUDA_PARTIALS (1u << 19)         /* doubles for two-stage reductions (4 MiB) */
 
 struct cuda_state {
     int device;
-    cudaStream_t stream;
+    cudaStream_t stream, comm;
+    cudaEvent_t fork_ev, join_ev;
     cublasHandle_t blas;
     cublasLtHandle_t lt;
     void *workspace;
     double *partials;
+    unsigned *maxbits;       /* embedding backward: max |gradient| as float bits */
+    long long *emb_acc;      /* embedding backward: fixed-point accumulators */
+    size_t emb_acc_len;
     lt_plan plans[RT_LT_CACHE];
     int next_plan;
-    /* first error seen since the last check: CUDA or cuBLAS */
+    bool capturing;
+    bool sync_each;          /* RINGTRAIN_CUDA_SYNC=1 */
+    /* first error seen since the last check */
     cudaError_t cuda_err;
     int blas_err;
-    const char *blas_what;
+    const char *err_what;
 };
 
 static inline cuda_state *CS(rt_kctx *ctx) { return (cuda_state *)ctx->cuda; }
@@ -61,24 +77,37 @@ void rt_cuda_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64
 void rt_cuda_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred, double *acc);
 void rt_cuda_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc);
 void rt_cuda_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-                  const rt_adam_seg *segs, int nseg, rt_adam_hp hp, const int64_t *step);
+                  const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, const int64_t *step);
 void rt_cuda_step_incr(rt_kctx *ctx, int64_t *step);
 void rt_cuda_scale(rt_kctx *ctx, float *p, int64_t n, float s);
+void rt_cuda_free_lt_plans(cuda_state *s);
 
-static inline void record_blas(cuda_state *s, cublasStatus_t st, const char *what)
+/* After an op (the call named `what`): keep the first error; in debug mode
+ * wait for the op so that a fault is blamed on it. */
+static inline void after_op(cuda_state *s, cudaError_t e, const char *what)
 {
-    if (st != CUBLAS_STATUS_SUCCESS && s->blas_err == 0) {
-        s->blas_err = (int)st;
-        s->blas_what = what;
+    if (e == cudaSuccess)
+        e = cudaGetLastError(); /* a launch's configuration error */
+    if (e == cudaSuccess && s->sync_each && !s->capturing)
+        e = cudaStreamSynchronize(s->stream);
+    if (e != cudaSuccess && s->cuda_err == cudaSuccess && s->blas_err == 0) {
+        s->cuda_err = e;
+        s->err_what = what;
     }
 }
 
-static inline void record_launch(cuda_state *s)
+static inline void record_blas(cuda_state *s, cublasStatus_t st, const char *what)
 {
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess && s->cuda_err == cudaSuccess)
-        s->cuda_err = e;
+    if (st != CUBLAS_STATUS_SUCCESS && s->blas_err == 0 && s->cuda_err == cudaSuccess) {
+        s->blas_err = (int)st;
+        s->err_what = what;
+        return;
+    }
+    after_op(s, cudaSuccess, what);
 }
+
+/* A kernel launch just enqueued. */
+#define LAUNCHED(s, name) after_op((s), cudaSuccess, name)
 
 /* Grid for a grid-stride loop over n items. */
 static inline unsigned grid_for(int64_t n, int threads)
@@ -106,6 +135,27 @@ __device__ __forceinline__ double block_sum(double v, double *shm)
     double r = shm[0];
     __syncthreads();
     return r;
+}
+
+/* Row chunks for a two-stage column reduction of a (B, n) matrix: enough
+ * chunks to fill the GPU, within the partials buffer (per doubles_per_col
+ * doubles per column and chunk). */
+static inline int64_t chunks_for(int64_t B, int64_t n, int64_t doubles_per_col, int64_t *rows_per_chunk)
+{
+    int64_t chunks = (B + 255) / 256;
+    int64_t cap = (int64_t)RT_CUDA_PARTIALS / (n * doubles_per_col > 0 ? n * doubles_per_col : 1);
+    if (chunks > 64)
+        chunks = 64;
+    if (chunks > cap)
+        chunks = cap;
+    if (chunks < 1)
+        chunks = 1;
+    *rows_per_chunk = (B + chunks - 1) / chunks;
+    if (*rows_per_chunk < 1)
+        *rows_per_chunk = 1;
+    chunks = B > 0 ? (B + *rows_per_chunk - 1) / *rows_per_chunk : 1;
+    RT_ASSERT(chunks * n * doubles_per_col <= (int64_t)RT_CUDA_PARTIALS);
+    return chunks;
 }
 
 #endif

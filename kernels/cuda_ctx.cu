@@ -1,14 +1,18 @@
-/* cuda_ctx.cu — the CUDA backend's context: stream, cuBLAS and cuBLASLt
- * handles with one workspace (set explicitly so that GEMMs are capturable in
- * a graph), memory, error reporting and graph capture. */
+/* cuda_ctx.cu — the CUDA backend's context: the compute and communication
+ * streams with the events that order them, cuBLAS and cuBLASLt handles with
+ * one workspace (set explicitly so that GEMMs are capturable in a graph),
+ * memory, error reporting and graph capture. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_common.cuh"
 
 static rt_status cuda_fail(char *err, cudaError_t e, const char *what)
 {
-    return rt_err(err, RT_ERR_DEVICE, "%s: %s", what, cudaGetErrorString(e));
+    cudaGetLastError(); /* the error is reported here; do not leave it for the next check */
+    return rt_err(err, e == cudaErrorMemoryAllocation ? RT_ERR_NOMEM : RT_ERR_DEVICE, "%s: %s (%s)",
+                  what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 static int rt_cuda_device_count(void)
@@ -50,41 +54,67 @@ static rt_status rt_cuda_ctx_init(rt_kctx *ctx, char *err)
     cudaError_t e;
     cublasStatus_t b;
     rt_status st = RT_OK;
+    const char *dbg = getenv("RINGTRAIN_CUDA_SYNC");
+    s->sync_each = dbg && strcmp(dbg, "1") == 0;
     cudaGetDevice(&s->device);
     if ((e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking)) != cudaSuccess) {
-        st = cuda_fail(err, e, "cudaStreamCreate");
+        st = cuda_fail(err, e, "cudaStreamCreateWithFlags");
         goto err_stream;
     }
+    if ((e = cudaStreamCreateWithFlags(&s->comm, cudaStreamNonBlocking)) != cudaSuccess) {
+        st = cuda_fail(err, e, "cudaStreamCreateWithFlags (communication)");
+        goto err_comm;
+    }
+    if ((e = cudaEventCreateWithFlags(&s->fork_ev, cudaEventDisableTiming)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&s->join_ev, cudaEventDisableTiming)) != cudaSuccess) {
+        st = cuda_fail(err, e, "cudaEventCreateWithFlags");
+        goto err_events;
+    }
     if ((e = cudaMalloc(&s->workspace, RT_CUDA_WORKSPACE)) != cudaSuccess) {
-        st = cuda_fail(err, e, "cudaMalloc(workspace)");
+        st = cuda_fail(err, e, "cudaMalloc (cuBLAS workspace, 32 MiB)");
         goto err_ws;
     }
-    if ((e = cudaMalloc(&s->partials, RT_CUDA_PARTIALS * sizeof(double))) != cudaSuccess) {
-        st = cuda_fail(err, e, "cudaMalloc(partials)");
+    if ((e = cudaMalloc(&s->partials, RT_CUDA_PARTIALS * sizeof(double))) != cudaSuccess ||
+        (e = cudaMalloc(&s->maxbits, sizeof(unsigned))) != cudaSuccess) {
+        st = cuda_fail(err, e, "cudaMalloc (reduction scratch)");
         goto err_partials;
     }
     if ((b = cublasCreate(&s->blas)) != CUBLAS_STATUS_SUCCESS) {
-        st = rt_err(err, RT_ERR_DEVICE, "cublasCreate failed (%d)", (int)b);
+        st = rt_err(err, RT_ERR_DEVICE, "cublasCreate: %s", cublasGetStatusString(b));
         goto err_blas;
     }
-    cublasSetStream(s->blas, s->stream);
-    cublasSetWorkspace(s->blas, s->workspace, RT_CUDA_WORKSPACE);
+    /* an explicit workspace: cuBLAS allocates nothing during graph capture */
+    if ((b = cublasSetStream(s->blas, s->stream)) != CUBLAS_STATUS_SUCCESS ||
+        (b = cublasSetWorkspace(s->blas, s->workspace, RT_CUDA_WORKSPACE)) != CUBLAS_STATUS_SUCCESS) {
+        st = rt_err(err, RT_ERR_DEVICE, "cublasSetStream/cublasSetWorkspace: %s",
+                    cublasGetStatusString(b));
+        goto err_lt;
+    }
     if ((b = cublasLtCreate(&s->lt)) != CUBLAS_STATUS_SUCCESS) {
-        st = rt_err(err, RT_ERR_DEVICE, "cublasLtCreate failed (%d)", (int)b);
+        st = rt_err(err, RT_ERR_DEVICE, "cublasLtCreate: %s", cublasGetStatusString(b));
         goto err_lt;
     }
     ctx->cuda = s;
     ctx->stream = s->stream;
+    ctx->comm_stream = s->comm;
     ctx->threads = 0;
     return RT_OK;
 
 err_lt:
     cublasDestroy(s->blas);
 err_blas:
-    cudaFree(s->partials);
 err_partials:
+    cudaFree(s->maxbits);
+    cudaFree(s->partials);
     cudaFree(s->workspace);
 err_ws:
+err_events:
+    if (s->fork_ev)
+        cudaEventDestroy(s->fork_ev);
+    if (s->join_ev)
+        cudaEventDestroy(s->join_ev);
+    cudaStreamDestroy(s->comm);
+err_comm:
     cudaStreamDestroy(s->stream);
 err_stream:
     free(s);
@@ -97,54 +127,64 @@ static void rt_cuda_ctx_fini(rt_kctx *ctx)
     if (!s)
         return;
     cudaStreamSynchronize(s->stream);
-    for (int i = 0; i < RT_LT_CACHE; i++) {
-        lt_plan *p = &s->plans[i];
-        if (!p->valid)
-            continue;
-        cublasLtMatrixLayoutDestroy(p->a);
-        cublasLtMatrixLayoutDestroy(p->b);
-        cublasLtMatrixLayoutDestroy(p->c);
-        cublasLtMatmulDescDestroy(p->desc);
-    }
+    cudaStreamSynchronize(s->comm);
+    rt_cuda_free_lt_plans(s);
     cublasLtDestroy(s->lt);
     cublasDestroy(s->blas);
+    cudaFree(s->emb_acc);
+    cudaFree(s->maxbits);
     cudaFree(s->partials);
     cudaFree(s->workspace);
+    cudaEventDestroy(s->fork_ev);
+    cudaEventDestroy(s->join_ev);
+    cudaStreamDestroy(s->comm);
     cudaStreamDestroy(s->stream);
     free(s);
     ctx->cuda = NULL;
     ctx->stream = NULL;
+    ctx->comm_stream = NULL;
 }
 
 static rt_status rt_cuda_check(rt_kctx *ctx, char *err)
 {
     cuda_state *s = CS(ctx);
-    record_launch(s);
+    after_op(s, cudaSuccess, "a kernel launch");
+    const char *what = s->err_what ? s->err_what : "CUDA";
     if (s->cuda_err != cudaSuccess) {
         cudaError_t e = s->cuda_err;
         s->cuda_err = cudaSuccess;
-        return cuda_fail(err, e, "CUDA kernel");
+        s->err_what = NULL;
+        return rt_err(err, RT_ERR_DEVICE, "%s: %s (%s)%s", what, cudaGetErrorString(e),
+                      cudaGetErrorName(e),
+                      s->sync_each ? "" : "; set RINGTRAIN_CUDA_SYNC=1 to find the op that failed");
     }
     if (s->blas_err) {
         int b = s->blas_err;
         s->blas_err = 0;
-        return rt_err(err, RT_ERR_DEVICE, "%s failed (cuBLAS status %d)", s->blas_what, b);
+        s->err_what = NULL;
+        return rt_err(err, RT_ERR_DEVICE, "%s: %s", what, cublasGetStatusString((cublasStatus_t)b));
     }
     return RT_OK;
 }
 
 static rt_status rt_cuda_sync(rt_kctx *ctx, char *err)
 {
-    cudaError_t e = cudaStreamSynchronize(CS(ctx)->stream);
+    cuda_state *s = CS(ctx);
+    cudaError_t e = cudaStreamSynchronize(s->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(s->comm);
     if (e != cudaSuccess)
-        return cuda_fail(err, e, "cudaStreamSynchronize");
+        after_op(s, e, "cudaStreamSynchronize");
     return rt_cuda_check(ctx, err);
 }
 
 static rt_status rt_cuda_capture_begin(rt_kctx *ctx, char *err)
 {
     cudaError_t e = cudaStreamBeginCapture(CS(ctx)->stream, cudaStreamCaptureModeThreadLocal);
-    return e == cudaSuccess ? RT_OK : cuda_fail(err, e, "cudaStreamBeginCapture");
+    if (e != cudaSuccess)
+        return cuda_fail(err, e, "cudaStreamBeginCapture");
+    CS(ctx)->capturing = true;
+    return RT_OK;
 }
 
 static rt_status rt_cuda_capture_end(rt_kctx *ctx, void **graph_exec, char *err)
@@ -152,12 +192,14 @@ static rt_status rt_cuda_capture_end(rt_kctx *ctx, void **graph_exec, char *err)
     cudaGraph_t g = NULL;
     cudaGraphExec_t x = NULL;
     cudaError_t e = cudaStreamEndCapture(CS(ctx)->stream, &g);
-    if (e != cudaSuccess)
-        return cuda_fail(err, e, "cudaStreamEndCapture");
-    rt_status st = rt_cuda_check(ctx, err);
+    CS(ctx)->capturing = false;
+    rt_status st = rt_cuda_check(ctx, err); /* the first error inside the capture, if any */
+    if (st == RT_OK && e != cudaSuccess)
+        st = cuda_fail(err, e, "cudaStreamEndCapture");
     if (st == RT_OK && (e = cudaGraphInstantiate(&x, g, 0)) != cudaSuccess)
         st = cuda_fail(err, e, "cudaGraphInstantiate");
-    cudaGraphDestroy(g);
+    if (g)
+        cudaGraphDestroy(g);
     *graph_exec = st == RT_OK ? (void *)x : NULL;
     return st;
 }
@@ -165,7 +207,10 @@ static rt_status rt_cuda_capture_end(rt_kctx *ctx, void **graph_exec, char *err)
 static rt_status rt_cuda_graph_launch(rt_kctx *ctx, void *graph_exec, char *err)
 {
     cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)graph_exec, CS(ctx)->stream);
-    return e == cudaSuccess ? RT_OK : cuda_fail(err, e, "cudaGraphLaunch");
+    if (e != cudaSuccess)
+        return cuda_fail(err, e, "cudaGraphLaunch");
+    after_op(CS(ctx), cudaSuccess, "the step's CUDA graph");
+    return RT_OK;
 }
 
 static void rt_cuda_graph_destroy(void *graph_exec)
@@ -174,16 +219,62 @@ static void rt_cuda_graph_destroy(void *graph_exec)
         cudaGraphExecDestroy((cudaGraphExec_t)graph_exec);
 }
 
+static rt_status rt_cuda_event_create(rt_kctx *ctx, void **ev, char *err)
+{
+    (void)ctx;
+    cudaEvent_t e = NULL;
+    cudaError_t r = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    *ev = e;
+    return r == cudaSuccess ? RT_OK : cuda_fail(err, r, "cudaEventCreateWithFlags");
+}
+
+static void rt_cuda_event_destroy(void *ev) { cudaEventDestroy((cudaEvent_t)ev); }
+
+static void rt_cuda_event_record(rt_kctx *ctx, void *ev)
+{
+    after_op(CS(ctx), cudaEventRecord((cudaEvent_t)ev, CS(ctx)->stream), "cudaEventRecord");
+}
+
+static rt_status rt_cuda_event_sync(rt_kctx *ctx, void *ev, char *err)
+{
+    cudaError_t e = cudaEventSynchronize((cudaEvent_t)ev);
+    if (e != cudaSuccess)
+        after_op(CS(ctx), e, "cudaEventSynchronize");
+    return rt_cuda_check(ctx, err);
+}
+
+static void rt_cuda_fork(rt_kctx *ctx)
+{
+    cuda_state *s = CS(ctx);
+    after_op(s, cudaEventRecord(s->fork_ev, s->stream), "cudaEventRecord (fork)");
+    after_op(s, cudaStreamWaitEvent(s->comm, s->fork_ev, 0), "cudaStreamWaitEvent (fork)");
+}
+
+static void rt_cuda_join(rt_kctx *ctx)
+{
+    cuda_state *s = CS(ctx);
+    after_op(s, cudaEventRecord(s->join_ev, s->comm), "cudaEventRecord (join)");
+    after_op(s, cudaStreamWaitEvent(s->stream, s->join_ev, 0), "cudaStreamWaitEvent (join)");
+}
+
 static rt_status rt_cuda_malloc(size_t bytes, void **out)
 {
-    return cudaMalloc(out, bytes) == cudaSuccess ? RT_OK : RT_ERR_NOMEM;
+    cudaError_t e = cudaMalloc(out, bytes);
+    if (e == cudaSuccess)
+        return RT_OK;
+    cudaGetLastError();
+    return e == cudaErrorMemoryAllocation ? RT_ERR_NOMEM : RT_ERR_DEVICE;
 }
 
 static void rt_cuda_free(void *p) { cudaFree(p); }
 
 static rt_status rt_cuda_malloc_host(size_t bytes, void **out)
 {
-    return cudaMallocHost(out, bytes) == cudaSuccess ? RT_OK : RT_ERR_NOMEM;
+    cudaError_t e = cudaMallocHost(out, bytes);
+    if (e == cudaSuccess)
+        return RT_OK;
+    cudaGetLastError();
+    return e == cudaErrorMemoryAllocation ? RT_ERR_NOMEM : RT_ERR_DEVICE;
 }
 
 static void rt_cuda_free_host(void *p) { cudaFreeHost(p); }
@@ -192,16 +283,14 @@ static void rt_cuda_memcpy(rt_kctx *ctx, void *dst, const void *src, size_t byte
 {
     cudaMemcpyKind k = kind == RT_H2D ? cudaMemcpyHostToDevice
                        : kind == RT_D2H ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice;
-    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, k, CS(ctx)->stream);
-    if (e != cudaSuccess && CS(ctx)->cuda_err == cudaSuccess)
-        CS(ctx)->cuda_err = e;
+    after_op(CS(ctx), cudaMemcpyAsync(dst, src, bytes, k, CS(ctx)->stream),
+             kind == RT_H2D ? "cudaMemcpyAsync (host to device)"
+             : kind == RT_D2H ? "cudaMemcpyAsync (device to host)" : "cudaMemcpyAsync (device to device)");
 }
 
 static void rt_cuda_memset(rt_kctx *ctx, void *p, int value, size_t bytes)
 {
-    cudaError_t e = cudaMemsetAsync(p, value, bytes, CS(ctx)->stream);
-    if (e != cudaSuccess && CS(ctx)->cuda_err == cudaSuccess)
-        CS(ctx)->cuda_err = e;
+    after_op(CS(ctx), cudaMemsetAsync(p, value, bytes, CS(ctx)->stream), "cudaMemsetAsync");
 }
 
 const rt_kernel_ops rt_cuda_kernel_ops = {
@@ -217,6 +306,12 @@ const rt_kernel_ops rt_cuda_kernel_ops = {
     .capture_end = rt_cuda_capture_end,
     .graph_launch = rt_cuda_graph_launch,
     .graph_destroy = rt_cuda_graph_destroy,
+    .event_create = rt_cuda_event_create,
+    .event_destroy = rt_cuda_event_destroy,
+    .event_record = rt_cuda_event_record,
+    .event_sync = rt_cuda_event_sync,
+    .fork = rt_cuda_fork,
+    .join = rt_cuda_join,
     .malloc_dev = rt_cuda_malloc,
     .free_dev = rt_cuda_free,
     .malloc_host = rt_cuda_malloc_host,

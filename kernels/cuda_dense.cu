@@ -4,8 +4,9 @@
  * Yc (out, B) = Wcᵀ · Xc with Wc (in, out) ld=in and Xc (in, B) ld=ldx.
  *   forward   cuBLASLt matmul (transa = T) with the BIAS or RELU_BIAS
  *             epilogue: bias and activation fused into the GEMM; plans are
- *             cached per shape.  Plain cuBLAS + our epilogue kernel if
- *             cuBLASLt offers no algorithm.
+ *             cached per shape and pointer alignment (see get_plan).
+ *             Plain cuBLAS + our epilogue kernel if cuBLASLt offers no
+ *             algorithm or a matmul fails.
  *   backward  our kernel: dz = dy ⊙ relu'(y) in place and the bias gradient
  *             as two-stage column sums (fixed order: deterministic);
  *             dWc (in, out) = Xc · dZcᵀ   (N, T)
@@ -15,51 +16,101 @@
 
 #include "cuda_common.cuh"
 
-static const lt_plan *get_plan(cuda_state *s, int64_t m, int64_t n, int64_t k, int64_t lda,
-                               int64_t ldb, int64_t ldc, cublasLtEpilogue_t epi, bool tf32)
+static uint32_t alignment_of(const void *p)
 {
+    uintptr_t a = (uintptr_t)p;
+    uint32_t al = 4;
+    while (al < 256 && a % (al * 2) == 0)
+        al *= 2;
+    return al;
+}
+
+static void plan_free(lt_plan *p)
+{
+    if (!p->valid)
+        return;
+    if (p->a)
+        cublasLtMatrixLayoutDestroy(p->a);
+    if (p->b)
+        cublasLtMatrixLayoutDestroy(p->b);
+    if (p->c)
+        cublasLtMatrixLayoutDestroy(p->c);
+    if (p->desc)
+        cublasLtMatmulDescDestroy(p->desc);
+    memset(p, 0, sizeof *p);
+}
+
+void rt_cuda_free_lt_plans(cuda_state *s)
+{
+    for (int i = 0; i < RT_LT_CACHE; i++)
+        plan_free(&s->plans[i]);
+}
+
+/* The cuBLASLt plan for D (m, n) = op(A) B + bias with these pointers: made
+ * once per shape and alignment.  cublasLtMatmulAlgoGetHeuristic assumes
+ * 256-byte aligned matrices unless told otherwise, and takes the bias
+ * alignment from the bias pointer on the descriptor, so both are set to
+ * what this call really has before asking.  NULL when cuBLASLt has no
+ * algorithm (the caller falls back to cublasSgemm + our epilogue). */
+static lt_plan *get_plan(cuda_state *s, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda,
+                         const float *B, int64_t ldb, float *C, int64_t ldc, const float *bias,
+                         cublasLtEpilogue_t epi, bool tf32)
+{
+    const uint32_t al[5] = {alignment_of(A), alignment_of(B), alignment_of(C), alignment_of(C),
+                            alignment_of(bias)};
     for (int i = 0; i < RT_LT_CACHE; i++) {
         lt_plan *p = &s->plans[i];
         if (p->valid && p->m == m && p->n == n && p->k == k && p->lda == lda && p->ldb == ldb &&
-            p->ldc == ldc && p->epilogue == (int)epi && p->tf32 == tf32)
+            p->ldc == ldc && p->epilogue == (int)epi && p->tf32 == tf32 &&
+            memcmp(p->align, al, sizeof al) == 0)
             return p->ok ? p : NULL;
     }
     lt_plan *p = &s->plans[s->next_plan];
     s->next_plan = (s->next_plan + 1) % RT_LT_CACHE;
-    if (p->valid) {
-        cublasLtMatrixLayoutDestroy(p->a);
-        cublasLtMatrixLayoutDestroy(p->b);
-        cublasLtMatrixLayoutDestroy(p->c);
-        cublasLtMatmulDescDestroy(p->desc);
-    }
-    memset(p, 0, sizeof *p);
+    plan_free(p);
     p->valid = true;
     p->m = m, p->n = n, p->k = k, p->lda = lda, p->ldb = ldb, p->ldc = ldc;
     p->epilogue = (int)epi;
     p->tf32 = tf32;
+    memcpy(p->align, al, sizeof al);
     cublasOperation_t opT = CUBLAS_OP_T, opN = CUBLAS_OP_N;
     cublasComputeType_t ct = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    if (cublasLtMatmulDescCreate(&p->desc, ct, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS)
-        return NULL;
-    cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT);
-    cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN);
-    cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
-    /* A is stored (k, m) and transposed; B (k, n); C = D (m, n) */
-    cublasLtMatrixLayoutCreate(&p->a, CUDA_R_32F, (uint64_t)k, (uint64_t)m, lda);
-    cublasLtMatrixLayoutCreate(&p->b, CUDA_R_32F, (uint64_t)k, (uint64_t)n, ldb);
-    cublasLtMatrixLayoutCreate(&p->c, CUDA_R_32F, (uint64_t)m, (uint64_t)n, ldc);
-    cublasLtMatmulPreference_t pref;
-    cublasLtMatmulPreferenceCreate(&pref);
-    uint64_t ws = RT_CUDA_WORKSPACE;
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    cublasLtMatmulPreference_t pref = NULL;
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(s->lt, p->desc, p->a, p->b, p->c, p->c, pref,
-                                                       1, &res, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS || found == 0)
-        return NULL; /* p stays valid with ok = false: the fallback is used */
+    uint64_t ws = RT_CUDA_WORKSPACE;
+    bool ok = cublasLtMatmulDescCreate(&p->desc, ct, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT) ==
+                  CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN) ==
+                  CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi) ==
+                  CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                             sizeof bias) == CUBLAS_STATUS_SUCCESS &&
+              /* A is stored (k, m) and transposed; B (k, n); C = D (m, n) */
+              cublasLtMatrixLayoutCreate(&p->a, CUDA_R_32F, (uint64_t)k, (uint64_t)m, lda) ==
+                  CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatrixLayoutCreate(&p->b, CUDA_R_32F, (uint64_t)k, (uint64_t)n, ldb) ==
+                  CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatrixLayoutCreate(&p->c, CUDA_R_32F, (uint64_t)m, (uint64_t)n, ldc) ==
+                  CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                                   sizeof ws) == CUBLAS_STATUS_SUCCESS;
+    for (int i = 0; ok && i < 4; i++) /* A, B, C, D */
+        ok = cublasLtMatmulPreferenceSetAttribute(
+                 pref, (cublasLtMatmulPreferenceAttributes_t)(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES + i),
+                 &al[i], sizeof al[i]) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && cublasLtMatmulAlgoGetHeuristic(s->lt, p->desc, p->a, p->b, p->c, p->c, pref, 1, &res,
+                                              &found) == CUBLAS_STATUS_SUCCESS &&
+         found > 0 && res.workspaceSize <= RT_CUDA_WORKSPACE;
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    if (!ok)
+        return NULL; /* stays cached with ok = false: the fallback is used */
     p->algo = res.algo;
+    p->workspace = res.workspaceSize;
     p->ok = true;
     return p;
 }
@@ -70,13 +121,14 @@ __global__ void k_bias_act(float *y, int64_t ldy, int64_t rows, int64_t n, const
          t += (int64_t)gridDim.x * blockDim.x) {
         int64_t r = t / n, j = t - r * n;
         float v = y[r * ldy + j] + b[j];
-        y[r * ldy + j] = relu && v < 0.0f ? 0.0f : v;
+        y[r * ldy + j] = relu && !(v > 0.0f) ? 0.0f : v; /* NaN -> 0, as on the CPU */
     }
 }
 
 static void set_math(cuda_state *s, bool tf32)
 {
-    cublasSetMathMode(s->blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+    record_blas(s, cublasSetMathMode(s->blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+                "cublasSetMathMode");
 }
 
 void rt_cuda_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act, rt_view y)
@@ -87,14 +139,19 @@ void rt_cuda_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, 
         return;
     const float one = 1.0f, zero = 0.0f;
     cublasLtEpilogue_t epi = act == RT_ACT_RELU ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-    const lt_plan *p = in > 0 ? get_plan(s, out, B, in, in, x.ld, y.ld, epi, ctx->tf32) : NULL;
+    lt_plan *p = in > 0 ? get_plan(s, out, B, in, w, in, RT_F(x), x.ld, RT_F(y), y.ld, b, epi, ctx->tf32)
+                        : NULL;
     if (p) {
-        cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b, sizeof b);
-        record_blas(s,
-                    cublasLtMatmul(s->lt, p->desc, &one, w, p->a, x.p, p->b, &zero, y.p, p->c, y.p,
-                                   p->c, &p->algo, s->workspace, RT_CUDA_WORKSPACE, s->stream),
-                    "cublasLtMatmul");
-        return;
+        cublasStatus_t st = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                           &b, sizeof b);
+        if (st == CUBLAS_STATUS_SUCCESS)
+            st = cublasLtMatmul(s->lt, p->desc, &one, w, p->a, x.p, p->b, &zero, y.p, p->c, y.p, p->c,
+                                &p->algo, s->workspace, RT_CUDA_WORKSPACE, s->stream);
+        if (st == CUBLAS_STATUS_SUCCESS) {
+            after_op(s, cudaSuccess, "cublasLtMatmul (dense forward)");
+            return;
+        }
+        p->ok = false; /* this shape and alignment use the fallback from now on */
     }
     set_math(s, ctx->tf32);
     record_blas(s,
@@ -103,12 +160,12 @@ void rt_cuda_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, 
                 "cublasSgemm (dense forward)");
     k_bias_act<<<grid_for(B * out, 256), 256, 0, s->stream>>>(RT_F(y), y.ld, B, out, b,
                                                                act == RT_ACT_RELU);
-    record_launch(s);
+    LAUNCHED(s, "k_bias_act");
 }
 
 /* Stage 1: a (32 x 8) block masks a 32-column tile over one chunk of rows
  * and writes the tile's partial column sums for that chunk. */
-__global__ void k_mask_colsum(float *g, int64_t ldg, const float *y, int64_t ldy, int64_t B,
+__global__ void __launch_bounds__(256) k_mask_colsum(float *g, int64_t ldg, const float *y, int64_t ldy, int64_t B,
                               int64_t n, int relu, int64_t rows_per_chunk, double *partials)
 {
     __shared__ double shm[8][33];
@@ -154,26 +211,20 @@ void rt_cuda_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_ac
     cuda_state *s = CS(ctx);
     const int64_t B = x.rows, in = x.cols, out = dy.cols;
     if (B == 0) {
-        cudaMemsetAsync(dw, 0, (size_t)(out * in) * sizeof(float), s->stream);
-        cudaMemsetAsync(db, 0, (size_t)out * sizeof(float), s->stream);
+        after_op(s, cudaMemsetAsync(dw, 0, (size_t)(out * in) * sizeof(float), s->stream), "cudaMemsetAsync");
+        after_op(s, cudaMemsetAsync(db, 0, (size_t)out * sizeof(float), s->stream), "cudaMemsetAsync");
         return;
     }
     if (out > 0) {
-        /* enough row chunks to fill the GPU, within the partials buffer */
-        int64_t chunks = (B + 255) / 256;
-        int64_t cap = (int64_t)RT_CUDA_PARTIALS / out;
-        if (chunks > 64)
-            chunks = 64;
-        if (chunks > cap)
-            chunks = cap > 0 ? cap : 1;
-        int64_t rows_per_chunk = (B + chunks - 1) / chunks;
-        chunks = (B + rows_per_chunk - 1) / rows_per_chunk;
+        int64_t rows_per_chunk;
+        int64_t chunks = chunks_for(B, out, 1, &rows_per_chunk);
         dim3 grid((unsigned)((out + 31) / 32), (unsigned)chunks), block(32, 8);
         k_mask_colsum<<<grid, block, 0, s->stream>>>(RT_F(dy), dy.ld, RT_F(y), y.ld, B, out,
                                                       act == RT_ACT_RELU, rows_per_chunk,
                                                       s->partials);
+        LAUNCHED(s, "k_mask_colsum");
         k_colsum_final<<<grid_for(out, 256), 256, 0, s->stream>>>(s->partials, chunks, out, db);
-        record_launch(s);
+        LAUNCHED(s, "k_colsum_final");
     }
     set_math(s, ctx->tf32);
     const float one = 1.0f, zero = 0.0f;

@@ -2,9 +2,11 @@
  * contracts as the CPU reference in cpu_ops.c; compared against it by
  * tests/test_kernels_cuda.c).  Every launch is on the context's stream,
  * allocates nothing and never synchronises, so it can be graph-captured.
- * Reductions that feed reported values (MAE, RMSPE, batch-norm statistics)
- * use fixed-order block trees: deterministic run to run.  The embedding
- * backward uses atomics: its summation order, and so its last bits, vary. */
+ * Every reduction is deterministic run to run: MAE, RMSPE and the
+ * batch-norm statistics use fixed-order trees and chunk partials, and the
+ * embedding backward sums in fixed point (integer addition does not depend
+ * on the order the atomics land in), so a GPU run is bitwise reproducible
+ * for a fixed number of ranks, as a CPU run is. */
 #include <math.h>
 
 #include "cuda_common.cuh"
@@ -28,18 +30,62 @@ __global__ void k_embed_fwd(const int32_t *idx, int64_t ldi, const int32_t *rowb
     }
 }
 
-__global__ void k_embed_bwd(const int32_t *idx, int64_t ldi, const int32_t *rowbase,
-                            const float *g, int64_t ldg, float *dtab, int64_t ldt, int64_t B,
-                            int C, int d)
+/* Embedding backward in fixed point.  k_absmax finds m = max |g|; every
+ * contribution is then scaled by 2^e with e chosen so that any sum of B of
+ * them stays below 2^62 (e = 61 - ilogb(m) - ceil(log2(B + 1))), rounded to
+ * an integer and added with 64-bit integer atomics, whose result does not
+ * depend on their order; k_fixed_to_float scales back.  The rounding error
+ * per term is 2^-e, below m * 2^-52 / B: far under float precision. */
+__global__ void __launch_bounds__(256) k_absmax(const float *g, int64_t ldg, int64_t B, int64_t cols,
+                                                unsigned *maxbits)
 {
+    unsigned local = 0;
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < B * cols;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = t / cols, j = t - b * cols;
+        unsigned u = __float_as_uint(fabsf(g[b * ldg + j])); /* ordered like the values */
+        local = u > local ? u : local;
+    }
+    if (local)
+        atomicMax(maxbits, local);
+}
+
+__device__ __forceinline__ int fixed_exponent(const unsigned *maxbits, int64_t B)
+{
+    float m = __uint_as_float(*maxbits);
+    if (!(m > 0.0f) || !isfinite(m))
+        return 0;
+    int lb = 0;
+    while (((int64_t)1 << lb) < B + 1)
+        lb++;
+    return 61 - ilogbf(m) - lb;
+}
+
+__global__ void __launch_bounds__(256) k_embed_bwd_fixed(const int32_t *idx, int64_t ldi,
+                                                         const int32_t *rowbase, const float *g,
+                                                         int64_t ldg, long long *acc, int64_t ldt,
+                                                         int64_t B, int C, int d, const unsigned *maxbits)
+{
+    const int e = fixed_exponent(maxbits, B);
     const int64_t per_row = (int64_t)C * d, total = B * per_row;
     for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total;
          t += (int64_t)gridDim.x * blockDim.x) {
         int64_t b = t / per_row, rem = t - b * per_row;
         int c = (int)(rem / d), j = (int)(rem - (int64_t)c * d);
         int64_t row = (int64_t)rowbase[c] + idx[b * ldi + c];
-        atomicAdd(&dtab[row * ldt + j], g[b * ldg + rem]);
+        long long q = llrint(ldexp((double)g[b * ldg + rem], e));
+        if (q)
+            atomicAdd((unsigned long long *)&acc[row * ldt + j], (unsigned long long)q);
     }
+}
+
+__global__ void __launch_bounds__(256) k_fixed_to_float(const long long *acc, int64_t n, float *out,
+                                                        int64_t B, const unsigned *maxbits)
+{
+    const int e = fixed_exponent(maxbits, B);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        out[i] = (float)ldexp((double)acc[i], -e);
 }
 
 void rt_cuda_embed_fwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view table, rt_view out)
@@ -50,49 +96,129 @@ void rt_cuda_embed_fwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_vie
     k_embed_fwd<<<grid_for(total, T256), T256, 0, CS(ctx)->stream>>>(
         RT_I(idx), idx.ld, rowbase, RT_F(table), table.ld, RT_F(out), out.ld, idx.rows,
         (int)idx.cols, (int)table.cols);
-    record_launch(CS(ctx));
+    LAUNCHED(CS(ctx), "k_embed_fwd");
 }
 
 void rt_cuda_embed_bwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view dout, rt_view dtable)
 {
-    cudaMemsetAsync(dtable.p, 0, (size_t)(dtable.rows * dtable.ld) * sizeof(float), CS(ctx)->stream);
-    const int64_t total = idx.rows * idx.cols * dtable.cols;
-    if (total == 0)
+    cuda_state *s = CS(ctx);
+    const size_t n = (size_t)(dtable.rows * dtable.ld);
+    if (n == 0)
         return;
-    k_embed_bwd<<<grid_for(total, T256), T256, 0, CS(ctx)->stream>>>(
-        RT_I(idx), idx.ld, rowbase, RT_F(dout), dout.ld, RT_F(dtable), dtable.ld, idx.rows,
-        (int)idx.cols, (int)dtable.cols);
-    record_launch(CS(ctx));
+    if (s->emb_acc_len < n) {
+        /* the accumulators: made on the first (uncaptured) step, as the
+         * trainer runs a step before it captures one */
+        if (s->capturing) {
+            after_op(s, cudaErrorStreamCaptureUnsupported,
+                     "embedding backward (first run inside a graph capture)");
+            return;
+        }
+        cudaFree(s->emb_acc);
+        s->emb_acc = NULL;
+        s->emb_acc_len = 0;
+        cudaError_t e = cudaMalloc(&s->emb_acc, n * sizeof(long long));
+        if (e != cudaSuccess) {
+            after_op(s, e, "cudaMalloc (embedding gradient accumulators)");
+            return;
+        }
+        s->emb_acc_len = n;
+    }
+    const int64_t cols = idx.cols * dtable.cols, total = idx.rows * cols;
+    after_op(s, cudaMemsetAsync(s->emb_acc, 0, n * sizeof(long long), s->stream), "cudaMemsetAsync");
+    after_op(s, cudaMemsetAsync(s->maxbits, 0, sizeof(unsigned), s->stream), "cudaMemsetAsync");
+    if (total > 0) {
+        k_absmax<<<grid_for(total, T256), T256, 0, s->stream>>>(RT_F(dout), dout.ld, idx.rows, cols,
+                                                                s->maxbits);
+        LAUNCHED(s, "k_absmax");
+        k_embed_bwd_fixed<<<grid_for(total, T256), T256, 0, s->stream>>>(
+            RT_I(idx), idx.ld, rowbase, RT_F(dout), dout.ld, s->emb_acc, dtable.ld, idx.rows,
+            (int)idx.cols, (int)dtable.cols, s->maxbits);
+        LAUNCHED(s, "k_embed_bwd_fixed");
+    }
+    k_fixed_to_float<<<grid_for((int64_t)n, T256), T256, 0, s->stream>>>(s->emb_acc, (int64_t)n,
+                                                                          RT_F(dtable), idx.rows, s->maxbits);
+    LAUNCHED(s, "k_fixed_to_float");
 }
 
-/* ---- batch norm: one block per feature ------------------------------------- */
+/* ---- batch norm: tiled, two-stage, deterministic ----------------------------
+ * A (32 x 8) block covers 32 features (coalesced along a row) over one chunk
+ * of rows; each thread keeps Welford statistics (or sums) of its rows, the 8
+ * row groups and then the chunks are merged in a fixed order (Chan et al.'s
+ * pairwise update), and an elementwise kernel applies the result.  The
+ * partials buffer holds 2 doubles per feature of finished statistics, then
+ * the chunks' partials. */
 
-__global__ void k_bn_fwd_train(const float *x, int64_t ldx, int64_t B, const float *gamma,
-                               const float *beta, float *rm, float *rv, float mom, float eps,
-                               float *smean, float *sinv, float *y, int64_t ldy)
+__device__ __forceinline__ void wf_merge(double &n, double &mean, double &m2, double nb, double meanb,
+                                         double m2b)
 {
-    __shared__ double shm[T256];
-    const int f = blockIdx.x;
-    double s = 0.0;
-    for (int64_t b = threadIdx.x; b < B; b += T256)
-        s += x[b * ldx + f];
-    const double mean = B > 0 ? block_sum<T256>(s, shm) / (double)B : 0.0;
-    double v = 0.0;
-    for (int64_t b = threadIdx.x; b < B; b += T256) {
-        double dv = x[b * ldx + f] - mean;
-        v += dv * dv;
+    if (nb == 0.0)
+        return;
+    double nn = n + nb, d = meanb - mean;
+    mean += d * nb / nn;
+    m2 += m2b + d * d * n * nb / nn;
+    n = nn;
+}
+
+__global__ void __launch_bounds__(256) k_bn_stats(const float *x, int64_t ldx, int64_t B, int64_t F,
+                                                  int64_t rows_per_chunk, double *part)
+{
+    __shared__ double sh[3][8][33];
+    const int64_t f = blockIdx.x * 32 + threadIdx.x;
+    const int64_t r0 = blockIdx.y * rows_per_chunk;
+    const int64_t r1 = r0 + rows_per_chunk < B ? r0 + rows_per_chunk : B;
+    double n = 0.0, mean = 0.0, m2 = 0.0;
+    if (f < F)
+        for (int64_t r = r0 + threadIdx.y; r < r1; r += 8) {
+            double v = x[r * ldx + f];
+            n += 1.0;
+            double dv = v - mean;
+            mean += dv / n;
+            m2 += dv * (v - mean);
+        }
+    sh[0][threadIdx.y][threadIdx.x] = n;
+    sh[1][threadIdx.y][threadIdx.x] = mean;
+    sh[2][threadIdx.y][threadIdx.x] = m2;
+    __syncthreads();
+    if (threadIdx.y == 0 && f < F) {
+        double N = sh[0][0][threadIdx.x], M = sh[1][0][threadIdx.x], Q = sh[2][0][threadIdx.x];
+        for (int k = 1; k < 8; k++)
+            wf_merge(N, M, Q, sh[0][k][threadIdx.x], sh[1][k][threadIdx.x], sh[2][k][threadIdx.x]);
+        double *p = part + (blockIdx.y * F + f) * 3;
+        p[0] = N;
+        p[1] = M;
+        p[2] = Q;
     }
-    const double var = B > 0 ? block_sum<T256>(v, shm) / (double)B : 0.0;
-    const double invstd = 1.0 / sqrt(var + eps);
-    if (threadIdx.x == 0) {
-        smean[f] = (float)mean;
+}
+
+__global__ void k_bn_finalize(const double *part, int64_t chunks, int64_t F, float mom, float eps,
+                              float *rm, float *rv, float *smean, float *sinv, double *stats)
+{
+    for (int64_t f = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; f < F;
+         f += (int64_t)gridDim.x * blockDim.x) {
+        double N = 0.0, M = 0.0, Q = 0.0;
+        for (int64_t c = 0; c < chunks; c++) {
+            const double *p = part + (c * F + f) * 3;
+            wf_merge(N, M, Q, p[0], p[1], p[2]);
+        }
+        const double var = N > 0.0 ? Q / N : 0.0, invstd = 1.0 / sqrt(var + eps);
+        smean[f] = (float)M;
         sinv[f] = (float)invstd;
-        rm[f] = (float)(rm[f] * (double)mom + mean * (1.0 - mom));
+        rm[f] = (float)(rm[f] * (double)mom + M * (1.0 - mom));
         rv[f] = (float)(rv[f] * (double)mom + var * (1.0 - mom));
+        stats[2 * f] = M;
+        stats[2 * f + 1] = invstd;
     }
-    const double scale = gamma[f] * invstd, shift = beta[f];
-    for (int64_t b = threadIdx.x; b < B; b += T256)
-        y[b * ldy + f] = (float)((x[b * ldx + f] - mean) * scale + shift);
+}
+
+__global__ void k_bn_apply(const float *x, int64_t ldx, int64_t B, int64_t F, const float *gamma,
+                           const float *beta, const double *stats, float *y, int64_t ldy)
+{
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < B * F;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = t / F, f = t - b * F;
+        const double scale = gamma[f] * stats[2 * f + 1];
+        y[b * ldy + f] = (float)((x[b * ldx + f] - stats[2 * f]) * scale + beta[f]);
+    }
 }
 
 __global__ void k_bn_fwd_eval(const float *x, int64_t ldx, int64_t B, int64_t F, const float *gamma,
@@ -107,31 +233,65 @@ __global__ void k_bn_fwd_eval(const float *x, int64_t ldx, int64_t B, int64_t F,
     }
 }
 
-__global__ void k_bn_bwd(const float *x, int64_t ldx, const float *dy, int64_t ldg, int64_t B,
-                         const float *gamma, const float *smean, const float *sinv, float *dgamma,
-                         float *dbeta, float *dx, int64_t lddx)
+__global__ void __launch_bounds__(256) k_bn_bwd_sums(const float *x, int64_t ldx, const float *dy,
+                                                     int64_t ldg, int64_t B, int64_t F,
+                                                     const float *smean, const float *sinv,
+                                                     int64_t rows_per_chunk, double *part)
 {
-    __shared__ double shm[T256];
-    const int f = blockIdx.x;
-    const double mu = smean[f], is = sinv[f];
+    __shared__ double sh[2][8][33];
+    const int64_t f = blockIdx.x * 32 + threadIdx.x;
+    const int64_t r0 = blockIdx.y * rows_per_chunk;
+    const int64_t r1 = r0 + rows_per_chunk < B ? r0 + rows_per_chunk : B;
     double sg = 0.0, sgx = 0.0;
-    for (int64_t b = threadIdx.x; b < B; b += T256) {
-        double g = dy[b * ldg + f];
-        sg += g;
-        sgx += g * (x[b * ldx + f] - mu) * is;
+    if (f < F) {
+        const double mu = smean[f], is = sinv[f];
+        for (int64_t r = r0 + threadIdx.y; r < r1; r += 8) {
+            double g = dy[r * ldg + f];
+            sg += g;
+            sgx += g * (x[r * ldx + f] - mu) * is;
+        }
     }
-    sg = block_sum<T256>(sg, shm);
-    sgx = block_sum<T256>(sgx, shm);
-    if (threadIdx.x == 0) {
+    sh[0][threadIdx.y][threadIdx.x] = sg;
+    sh[1][threadIdx.y][threadIdx.x] = sgx;
+    __syncthreads();
+    if (threadIdx.y == 0 && f < F) {
+        double a = 0.0, b = 0.0;
+        for (int k = 0; k < 8; k++) {
+            a += sh[0][k][threadIdx.x];
+            b += sh[1][k][threadIdx.x];
+        }
+        part[(blockIdx.y * F + f) * 2] = a;
+        part[(blockIdx.y * F + f) * 2 + 1] = b;
+    }
+}
+
+__global__ void k_bn_bwd_final(const double *part, int64_t chunks, int64_t F, float *dgamma,
+                               float *dbeta, double *stats)
+{
+    for (int64_t f = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; f < F;
+         f += (int64_t)gridDim.x * blockDim.x) {
+        double sg = 0.0, sgx = 0.0;
+        for (int64_t c = 0; c < chunks; c++) {
+            sg += part[(c * F + f) * 2];
+            sgx += part[(c * F + f) * 2 + 1];
+        }
         dbeta[f] = (float)sg;
         dgamma[f] = (float)sgx;
+        stats[2 * f] = sg;
+        stats[2 * f + 1] = sgx;
     }
-    if (!dx || B == 0)
-        return;
-    const double k = gamma[f] * is / (double)B;
-    for (int64_t b = threadIdx.x; b < B; b += T256) {
-        double xhat = (x[b * ldx + f] - mu) * is;
-        dx[b * lddx + f] = (float)(k * ((double)B * dy[b * ldg + f] - sg - xhat * sgx));
+}
+
+__global__ void k_bn_bwd_dx(const float *x, int64_t ldx, const float *dy, int64_t ldg, int64_t B,
+                            int64_t F, const float *gamma, const float *smean, const float *sinv,
+                            const double *stats, float *dx, int64_t lddx)
+{
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < B * F;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = t / F, f = t - b * F;
+        const double mu = smean[f], is = sinv[f], k = gamma[f] * is / (double)B;
+        const double xhat = (x[b * ldx + f] - mu) * is;
+        dx[b * lddx + f] = (float)(k * ((double)B * dy[b * ldg + f] - stats[2 * f] - xhat * stats[2 * f + 1]));
     }
 }
 
@@ -139,28 +299,56 @@ void rt_cuda_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *be
                     float *run_var, float momentum, float eps, bool train, float *save_mean,
                     float *save_invstd, rt_view y)
 {
-    if (x.cols == 0)
+    cuda_state *s = CS(ctx);
+    const int64_t B = x.rows, F = x.cols;
+    if (F == 0)
         return;
-    cudaStream_t st = CS(ctx)->stream;
-    if (train)
-        k_bn_fwd_train<<<(unsigned)x.cols, T256, 0, st>>>(RT_F(x), x.ld, x.rows, gamma, beta,
-                                                          run_mean, run_var, momentum, eps,
-                                                          save_mean, save_invstd, RT_F(y), y.ld);
-    else if (x.rows > 0)
-        k_bn_fwd_eval<<<grid_for(x.rows * x.cols, T256), T256, 0, st>>>(
-            RT_F(x), x.ld, x.rows, x.cols, gamma, beta, run_mean, run_var, eps, RT_F(y), y.ld);
-    record_launch(CS(ctx));
+    if (!train) {
+        if (B > 0) {
+            k_bn_fwd_eval<<<grid_for(B * F, T256), T256, 0, s->stream>>>(
+                RT_F(x), x.ld, B, F, gamma, beta, run_mean, run_var, eps, RT_F(y), y.ld);
+            LAUNCHED(s, "k_bn_fwd_eval");
+        }
+        return;
+    }
+    int64_t rows_per_chunk;
+    const int64_t chunks = chunks_for(B, F, 5, &rows_per_chunk);
+    double *stats = s->partials, *part = s->partials + 2 * F;
+    dim3 grid((unsigned)((F + 31) / 32), (unsigned)chunks), block(32, 8);
+    k_bn_stats<<<grid, block, 0, s->stream>>>(RT_F(x), x.ld, B, F, rows_per_chunk, part);
+    LAUNCHED(s, "k_bn_stats");
+    k_bn_finalize<<<grid_for(F, T256), T256, 0, s->stream>>>(part, chunks, F, momentum, eps, run_mean,
+                                                             run_var, save_mean, save_invstd, stats);
+    LAUNCHED(s, "k_bn_finalize");
+    if (B > 0) {
+        k_bn_apply<<<grid_for(B * F, T256), T256, 0, s->stream>>>(RT_F(x), x.ld, B, F, gamma, beta, stats,
+                                                                 RT_F(y), y.ld);
+        LAUNCHED(s, "k_bn_apply");
+    }
 }
 
 void rt_cuda_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const float *save_mean,
                     const float *save_invstd, float *dgamma, float *dbeta, rt_view dx)
 {
-    if (x.cols == 0)
+    cuda_state *s = CS(ctx);
+    const int64_t B = x.rows, F = x.cols;
+    if (F == 0)
         return;
-    k_bn_bwd<<<(unsigned)x.cols, T256, 0, CS(ctx)->stream>>>(
-        RT_F(x), x.ld, RT_F(dy), dy.ld, x.rows, gamma, save_mean, save_invstd, dgamma, dbeta,
-        dx.p ? RT_F(dx) : NULL, dx.ld);
-    record_launch(CS(ctx));
+    int64_t rows_per_chunk;
+    const int64_t chunks = chunks_for(B, F, 5, &rows_per_chunk);
+    double *stats = s->partials, *part = s->partials + 2 * F;
+    dim3 grid((unsigned)((F + 31) / 32), (unsigned)chunks), block(32, 8);
+    k_bn_bwd_sums<<<grid, block, 0, s->stream>>>(RT_F(x), x.ld, RT_F(dy), dy.ld, B, F, save_mean,
+                                                  save_invstd, rows_per_chunk, part);
+    LAUNCHED(s, "k_bn_bwd_sums");
+    k_bn_bwd_final<<<grid_for(F, T256), T256, 0, s->stream>>>(part, chunks, F, dgamma, dbeta, stats);
+    LAUNCHED(s, "k_bn_bwd_final");
+    if (dx.p && B > 0) {
+        k_bn_bwd_dx<<<grid_for(B * F, T256), T256, 0, s->stream>>>(RT_F(x), x.ld, RT_F(dy), dy.ld, B, F,
+                                                                  gamma, save_mean, save_invstd, stats,
+                                                                  RT_F(dx), dx.ld);
+        LAUNCHED(s, "k_bn_bwd_dx");
+    }
 }
 
 /* ---- dropout: one thread per Philox block of four elements ---------------- */
@@ -195,7 +383,7 @@ void rt_cuda_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_
         return;
     k_dropout<<<grid_for((int64_t)((total + 3) / 4), T256), T256, 0, CS(ctx)->stream>>>(
         RT_F(x), x.cols, x.ld, total, rate, (uint32_t)seed ^ stream, (uint32_t)(seed >> 32), step);
-    record_launch(CS(ctx));
+    LAUNCHED(CS(ctx), "k_dropout");
 }
 
 /* ---- head ---------------------------------------------------------------------- */
@@ -221,7 +409,7 @@ void rt_cuda_head_fwd(rt_kctx *ctx, const float *z, int64_t n, float scale, floa
     if (n == 0)
         return;
     k_head_fwd<<<grid_for(n, T256), T256, 0, CS(ctx)->stream>>>(z, n, scale, pred);
-    record_launch(CS(ctx));
+    LAUNCHED(CS(ctx), "k_head_fwd");
 }
 
 void rt_cuda_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64_t n, float scale,
@@ -230,14 +418,14 @@ void rt_cuda_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64
     if (n == 0)
         return;
     k_head_bwd<<<grid_for(n, T256), T256, 0, CS(ctx)->stream>>>(pred, dpred, n, scale, dz);
-    record_launch(CS(ctx));
+    LAUNCHED(CS(ctx), "k_head_bwd");
 }
 
 /* ---- loss and metric: one block, fixed-order reduction ---------------------- */
 
 #define T1K 1024
 
-__global__ void k_mae(const float *pred, const float *y, int64_t n, float *dpred, double *acc)
+__global__ void __launch_bounds__(T1K) k_mae(const float *pred, const float *y, int64_t n, float *dpred, double *acc)
 {
     __shared__ double shm[T1K];
     const float inv = n > 0 ? 1.0f / (float)n : 0.0f;
@@ -255,7 +443,7 @@ __global__ void k_mae(const float *pred, const float *y, int64_t n, float *dpred
     }
 }
 
-__global__ void k_rmspe(const float *pred, const float *y, int64_t n, double *acc)
+__global__ void __launch_bounds__(T1K) k_rmspe(const float *pred, const float *y, int64_t n, double *acc)
 {
     __shared__ double shm[T1K];
     double s = 0.0, c = 0.0;
@@ -277,22 +465,24 @@ __global__ void k_rmspe(const float *pred, const float *y, int64_t n, double *ac
 void rt_cuda_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred, double *acc)
 {
     k_mae<<<1, T1K, 0, CS(ctx)->stream>>>(pred, y, n, dpred, acc);
-    record_launch(CS(ctx));
+    LAUNCHED(CS(ctx), "k_mae");
 }
 
 void rt_cuda_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc)
 {
     k_rmspe<<<1, T1K, 0, CS(ctx)->stream>>>(pred, y, n, acc);
-    record_launch(CS(ctx));
+    LAUNCHED(CS(ctx), "k_rmspe");
 }
 
 /* ---- Adam over the flat buffer: one launch, segments in shared memory ------- */
 
 #define MAX_SEGS 256
 
-__global__ void k_adam(float *p, const float *g, float *m, float *v, int64_t n,
-                       const rt_adam_seg *segs, int nseg, rt_adam_hp hp, const int64_t *step)
+__global__ void __launch_bounds__(T256) k_adam(float *p, const float *g, float *m, float *v, int64_t n,
+                                               const rt_adam_seg *segs, int nseg, const rt_adam_hp *hpp,
+                                               const int64_t *step)
 {
+    const rt_adam_hp hp = *hpp; /* read when the kernel runs: a replayed graph sees new values */
     __shared__ int64_t s_end[MAX_SEGS];
     __shared__ float s_l2x2[MAX_SEGS];
     __shared__ float s_lrt;
@@ -332,13 +522,13 @@ __global__ void k_adam(float *p, const float *g, float *m, float *v, int64_t n,
 }
 
 void rt_cuda_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-                  const rt_adam_seg *segs, int nseg, rt_adam_hp hp, const int64_t *step)
+                  const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, const int64_t *step)
 {
     RT_ASSERT(nseg <= MAX_SEGS);
     if (n == 0 || nseg == 0)
         return;
     k_adam<<<grid_for(n, T256), T256, 0, CS(ctx)->stream>>>(p, g, m, v, n, segs, nseg, hp, step);
-    record_launch(CS(ctx));
+    LAUNCHED(CS(ctx), "k_adam");
 }
 
 __global__ void k_step_incr(int64_t *step) { *step += 1; }
@@ -346,7 +536,7 @@ __global__ void k_step_incr(int64_t *step) { *step += 1; }
 void rt_cuda_step_incr(rt_kctx *ctx, int64_t *step)
 {
     k_step_incr<<<1, 1, 0, CS(ctx)->stream>>>(step);
-    record_launch(CS(ctx));
+    LAUNCHED(CS(ctx), "k_step_incr");
 }
 
 __global__ void k_scale(float *p, int64_t n, float s)
@@ -361,5 +551,5 @@ void rt_cuda_scale(rt_kctx *ctx, float *p, int64_t n, float s)
     if (n == 0)
         return;
     k_scale<<<grid_for(n, T256), T256, 0, CS(ctx)->stream>>>(p, n, s);
-    record_launch(CS(ctx));
+    LAUNCHED(CS(ctx), "k_scale");
 }

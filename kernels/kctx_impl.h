@@ -22,6 +22,7 @@ struct rt_kctx {
     int threads;  /* CPU worker threads */
     bool tf32;    /* CUDA: TF32 tensor cores for fp32 GEMMs */
     void *stream; /* cudaStream_t (CUDA) */
+    void *comm_stream; /* cudaStream_t for collectives (CUDA) */
     void *cuda;   /* the CUDA backend's state (cuda_common.cuh), NULL on the CPU */
     float *ws;    /* CPU: the GEMM's packing buffers (cpu_gemm.c), grown on demand */
     size_t ws_floats;
@@ -45,6 +46,13 @@ struct rt_kernel_ops {
     rt_status (*capture_end)(rt_kctx *ctx, void **graph, char *err);
     rt_status (*graph_launch)(rt_kctx *ctx, void *graph, char *err);
     void (*graph_destroy)(void *graph);
+    /* events and the communication stream (NULL on the CPU: no-ops) */
+    rt_status (*event_create)(rt_kctx *ctx, void **ev, char *err);
+    void (*event_destroy)(void *ev);
+    void (*event_record)(rt_kctx *ctx, void *ev);
+    rt_status (*event_sync)(rt_kctx *ctx, void *ev, char *err);
+    void (*fork)(rt_kctx *ctx);
+    void (*join)(rt_kctx *ctx);
     /* memory */
     rt_status (*malloc_dev)(size_t bytes, void **out);
     void (*free_dev)(void *p);
@@ -76,7 +84,7 @@ struct rt_kernel_ops {
                 double *acc);
     void (*rmspe)(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc);
     void (*adam)(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-                 const rt_adam_seg *segs, int nseg, rt_adam_hp hp, const int64_t *step);
+                 const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, const int64_t *step);
     void (*step_incr)(rt_kctx *ctx, int64_t *step);
     void (*scale)(rt_kctx *ctx, float *p, int64_t n, float s);
 };

@@ -57,6 +57,57 @@ void *rt_kctx_stream(rt_kctx *ctx) { return ctx->stream; }
 void rt_kctx_set_tf32(rt_kctx *ctx, bool on) { ctx->tf32 = on; }
 rt_status rt_kctx_sync(rt_kctx *ctx, char *err) { return ctx->ops->sync(ctx, err); }
 rt_status rt_kctx_check(rt_kctx *ctx, char *err) { return ctx->ops->check(ctx, err); }
+void *rt_kctx_comm_stream(rt_kctx *ctx) { return ctx->comm_stream; }
+
+void rt_kctx_fork(rt_kctx *ctx)
+{
+    if (ctx->ops->fork)
+        ctx->ops->fork(ctx);
+}
+
+void rt_kctx_join(rt_kctx *ctx)
+{
+    if (ctx->ops->join)
+        ctx->ops->join(ctx);
+}
+
+/* An event is the backend's handle; a CPU event is a non-NULL placeholder. */
+struct rt_kevent {
+    void *h;
+};
+
+rt_status rt_kevent_create(rt_kctx *ctx, rt_kevent **out, char *err)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    rt_status st = ctx->ops->event_create ? ctx->ops->event_create(ctx, &(*out)->h, err) : RT_OK;
+    if (st != RT_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+void rt_kevent_destroy(rt_kctx *ctx, rt_kevent *ev)
+{
+    if (!ev)
+        return;
+    if (ctx->ops->event_destroy)
+        ctx->ops->event_destroy(ev->h);
+    free(ev);
+}
+
+void rt_kevent_record(rt_kctx *ctx, rt_kevent *ev)
+{
+    if (ctx->ops->event_record)
+        ctx->ops->event_record(ctx, ev->h);
+}
+
+rt_status rt_kevent_sync(rt_kctx *ctx, rt_kevent *ev, char *err)
+{
+    return ctx->ops->event_sync ? ctx->ops->event_sync(ctx, ev->h, err) : RT_OK;
+}
 
 struct rt_kgraph {
     const rt_kernel_ops *ops;
@@ -285,7 +336,7 @@ void rt_k_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, doub
 }
 
 void rt_k_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-               const rt_adam_seg *segs, int nseg, rt_adam_hp hp, const int64_t *step)
+               const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, const int64_t *step)
 {
     RT_ASSERT(n >= 0 && nseg >= 0);
     ctx->ops->adam(ctx, p, g, m, v, n, segs, nseg, hp, step);

@@ -26,13 +26,14 @@ struct rt_model {
 
     rt_param_info *info; /* trainable tensors, then the two BN buffers */
     int ninfo;
-    int64_t n_params, n_buffers;
+    int64_t n_params, n_buffers, arena;
     int64_t off_emb, off_gamma, off_beta;
     int64_t off_w[RT_MODEL_MAX_HIDDEN + 1], off_b[RT_MODEL_MAX_HIDDEN + 1];
     int64_t in_dim[RT_MODEL_MAX_HIDDEN + 1], out_dim[RT_MODEL_MAX_HIDDEN + 1];
 
     /* flat buffers and small device tables */
     float *params, *grads, *adam_m, *adam_v, *buffers;
+    rt_adam_hp *hp; /* the hyper-parameters of the next update */
     rt_adam_seg *segs;
     int nseg;
     int32_t *rowbase;
@@ -122,17 +123,30 @@ static void add_info(rt_model *m, const char *name, int64_t off, int64_t rows, i
     pi->rows = rows;
     pi->cols = cols;
     pi->count = rows * cols;
+    pi->pos = trainable ? m->n_params : off;
     pi->l2 = l2;
     pi->trainable = trainable;
+    if (trainable)
+        m->n_params += pi->count;
+}
+
+/* The next tensor's offset: past off + count, on an RT_MODEL_ALIGN boundary. */
+static int64_t next_off(int64_t off, int64_t count)
+{
+    return (off + count + RT_MODEL_ALIGN - 1) / RT_MODEL_ALIGN * RT_MODEL_ALIGN;
 }
 
 /* Lay out the flat buffer in forward order: embeddings, BN gamma/beta, then
- * each dense layer's kernel and bias, the output layer last. */
+ * each dense layer's kernel and bias, the output layer last; every tensor
+ * aligned (see rt_model.h), except that the embedding tables follow each
+ * other without a gap: the gather and scatter kernels see them as one
+ * matrix with a row base per column. */
 static void plan_layout(rt_model *m)
 {
     const rt_model_spec *s = &m->spec;
     int64_t off = 0;
     char name[RT_MODEL_NAME_LEN + 16];
+    m->n_params = 0;
     m->off_emb = 0;
     for (int c = 0; c < s->n_cat; c++) {
         if (s->cat_names[c][0])
@@ -140,14 +154,15 @@ static void plan_layout(rt_model *m)
         else
             snprintf(name, sizeof name, "emb_%d", c);
         add_info(m, name, off, s->vocab[c], s->emb_dim, 0.0f, true);
-        off += (int64_t)s->vocab[c] * s->emb_dim;
+        off += (int64_t)s->vocab[c] * s->emb_dim; /* the tables are one (rows, d) matrix */
     }
+    off = next_off(off, 0);
     m->off_gamma = off;
     add_info(m, "batch_norm/gamma", off, 1, s->n_cont, 0.0f, true);
-    off += s->n_cont;
+    off = next_off(off, s->n_cont);
     m->off_beta = off;
     add_info(m, "batch_norm/beta", off, 1, s->n_cont, 0.0f, true);
-    off += s->n_cont;
+    off = next_off(off, s->n_cont);
     int64_t in = m->f0;
     for (int l = 0; l <= s->n_hidden; l++) {
         bool last = l == s->n_hidden;
@@ -160,17 +175,17 @@ static void plan_layout(rt_model *m)
             snprintf(name, sizeof name, "dense_%d/kernel", l + 1);
         m->off_w[l] = off;
         add_info(m, name, off, out, in, last ? 0.0f : s->l2, true);
-        off += out * in;
+        off = next_off(off, out * in);
         if (last)
             snprintf(name, sizeof name, "output/bias");
         else
             snprintf(name, sizeof name, "dense_%d/bias", l + 1);
         m->off_b[l] = off;
         add_info(m, name, off, 1, out, 0.0f, true);
-        off += out;
+        off = next_off(off, out);
         in = out;
     }
-    m->n_params = off;
+    m->arena = off;
     add_info(m, "batch_norm/moving_mean", 0, 1, s->n_cont, 0.0f, false);
     add_info(m, "batch_norm/moving_variance", s->n_cont, 1, s->n_cont, 0.0f, false);
     m->n_buffers = 2 * (int64_t)s->n_cont;
@@ -236,7 +251,7 @@ rt_status rt_model_create(const rt_model_spec *spec, rt_kctx *ctx, int64_t max_b
     }
     plan_layout(m);
 
-    const size_t P = (size_t)m->n_params, Bm = (size_t)max_batch;
+    const size_t P = (size_t)m->arena, Bm = (size_t)max_batch;
     int maxh = 1;
     for (int l = 0; l < spec->n_hidden; l++)
         maxh = spec->hidden[l] > maxh ? spec->hidden[l] : maxh;
@@ -249,6 +264,7 @@ rt_status rt_model_create(const rt_model_spec *spec, rt_kctx *ctx, int64_t max_b
     for (int t = 0; t < m->ninfo; t++)
         m->nseg += m->info[t].trainable;
     m->segs = alloc_dev(m, (size_t)m->nseg * sizeof(rt_adam_seg), &st);
+    m->hp = alloc_dev(m, sizeof(rt_adam_hp), &st);
     m->rowbase = alloc_dev(m, (size_t)(spec->n_cat ? spec->n_cat : 1) * 4, &st);
     m->step = alloc_dev(m, sizeof(int64_t), &st);
     m->metrics = alloc_dev(m, RT_MODEL_NMETRICS * sizeof(double), &st);
@@ -275,7 +291,7 @@ rt_status rt_model_create(const rt_model_spec *spec, rt_kctx *ctx, int64_t max_b
     }
 
     /* host-side tables and initial values, copied once */
-    float *hp = malloc(P * 4 + (size_t)m->n_buffers * 4 + 4);
+    float *hp = calloc(P + (size_t)m->n_buffers + 1, 4);
     rt_adam_seg *segs = malloc((size_t)m->nseg * sizeof *segs + sizeof *segs);
     int32_t *rowbase = malloc((size_t)(spec->n_cat + 1) * 4);
     if (!hp || !segs || !rowbase) {
@@ -287,10 +303,14 @@ rt_status rt_model_create(const rt_model_spec *spec, rt_kctx *ctx, int64_t max_b
     }
     float *hbuf = hp + P;
     init_host(m, hp, hbuf);
+    /* Adam's segments cover the arena without gaps: each tensor's takes the
+     * padding after it (zero parameters with zero gradients stay zero) */
     int k = 0;
     for (int t = 0; t < m->ninfo; t++)
-        if (m->info[t].trainable)
-            segs[k++] = (rt_adam_seg){m->info[t].off, m->info[t].count, m->info[t].l2};
+        if (m->info[t].trainable) {
+            int64_t end = k + 1 < m->nseg ? m->info[t + 1].off : m->arena;
+            segs[k++] = (rt_adam_seg){m->info[t].off, end - m->info[t].off, m->info[t].l2};
+        }
     int32_t base = 0;
     for (int c = 0; c < spec->n_cat; c++) {
         rowbase[c] = base;
@@ -333,6 +353,7 @@ rt_kctx *rt_model_kctx(rt_model *m) { return m->ctx; }
 int64_t rt_model_max_batch(const rt_model *m) { return m->max_batch; }
 int64_t rt_model_num_params(const rt_model *m) { return m->n_params; }
 int64_t rt_model_num_buffers(const rt_model *m) { return m->n_buffers; }
+int64_t rt_model_arena_len(const rt_model *m) { return m->arena; }
 float *rt_model_params(rt_model *m) { return m->params; }
 float *rt_model_grads(rt_model *m) { return m->grads; }
 float *rt_model_buffers(rt_model *m) { return m->buffers; }
@@ -447,7 +468,7 @@ void rt_model_backward(rt_model *m, int64_t n, rt_grad_hook hook, void *user)
                    mat(m, m->dz, n, 1), g + m->off_w[L], g + m->off_b[L],
                    mat(m, gcur, n, s->hidden[L - 1]));
     if (hook)
-        hook(user, m->off_w[L], m->n_params - m->off_w[L]);
+        hook(user, m->off_w[L], m->arena - m->off_w[L]);
     if (s->dropout > 0.0f)
         rt_k_dropout(ctx, mat(m, gcur, n, s->hidden[L - 1]), s->dropout, m->dropout_seed,
                      DROPOUT_STREAM, m->step);
@@ -461,7 +482,7 @@ void rt_model_backward(rt_model *m, int64_t n, rt_grad_hook hook, void *user)
                        RT_ACT_RELU, mat(m, gcur, n, s->hidden[l]), g + m->off_w[l],
                        g + m->off_b[l], dx);
         if (hook)
-            hook(user, m->off_w[l], m->off_b[l] + s->hidden[l] - m->off_w[l]);
+            hook(user, m->off_w[l], m->off_w[l + 1] - m->off_w[l]); /* with the padding */
         float *t = gcur;
         gcur = gnext;
         gnext = t;
@@ -481,11 +502,22 @@ void rt_model_backward(rt_model *m, int64_t n, rt_grad_hook hook, void *user)
         hook(user, 0, m->off_w[0]);
 }
 
+void rt_model_set_hparams(rt_model *m, const rt_adam_hp *hp)
+{
+    rt_kmemcpy(m->ctx, m->hp, hp, sizeof *hp, RT_H2D);
+}
+
+void rt_model_update(rt_model *m)
+{
+    rt_k_adam(m->ctx, m->params, m->grads, m->adam_m, m->adam_v, m->arena, m->segs, m->nseg, m->hp,
+              m->step);
+    rt_k_step_incr(m->ctx, m->step);
+}
+
 void rt_model_apply(rt_model *m, const rt_adam_hp *hp)
 {
-    rt_k_adam(m->ctx, m->params, m->grads, m->adam_m, m->adam_v, m->n_params, m->segs, m->nseg,
-              *hp, m->step);
-    rt_k_step_incr(m->ctx, m->step);
+    rt_model_set_hparams(m, hp);
+    rt_model_update(m);
 }
 
 void rt_model_train_step(rt_model *m, int64_t n, const rt_adam_hp *hp)
@@ -530,7 +562,7 @@ rt_status rt_model_l2_penalty(rt_model *m, double *out, char *err)
             continue;
         double s2 = 0.0;
         for (int64_t e = 0; e < pi->count; e++)
-            s2 += (double)p[pi->off + e] * p[pi->off + e];
+            s2 += (double)p[pi->pos + e] * p[pi->pos + e];
         total += pi->l2 * s2;
     }
     free(p);
@@ -538,16 +570,30 @@ rt_status rt_model_l2_penalty(rt_model *m, double *out, char *err)
     return st;
 }
 
+/* Copy each trainable tensor between the packed host state and the arena. */
+static void copy_tensors(rt_model *m, float *host, float *arena, rt_copy kind)
+{
+    for (int t = 0; t < m->ninfo; t++) {
+        const rt_param_info *pi = &m->info[t];
+        if (!pi->trainable)
+            continue;
+        size_t bytes = (size_t)pi->count * 4;
+        if (kind == RT_D2H)
+            rt_kmemcpy(m->ctx, host + pi->pos, arena + pi->off, bytes, RT_D2H);
+        else
+            rt_kmemcpy(m->ctx, arena + pi->off, host + pi->pos, bytes, RT_H2D);
+    }
+}
+
 rt_status rt_model_get_state(rt_model *m, float *params, float *adam_m, float *adam_v,
                              float *buffers, int64_t *step, char *err)
 {
-    size_t P = (size_t)m->n_params * 4;
     if (params)
-        rt_kmemcpy(m->ctx, params, m->params, P, RT_D2H);
+        copy_tensors(m, params, m->params, RT_D2H);
     if (adam_m)
-        rt_kmemcpy(m->ctx, adam_m, m->adam_m, P, RT_D2H);
+        copy_tensors(m, adam_m, m->adam_m, RT_D2H);
     if (adam_v)
-        rt_kmemcpy(m->ctx, adam_v, m->adam_v, P, RT_D2H);
+        copy_tensors(m, adam_v, m->adam_v, RT_D2H);
     if (buffers)
         rt_kmemcpy(m->ctx, buffers, m->buffers, (size_t)m->n_buffers * 4, RT_D2H);
     if (step)
@@ -559,13 +605,12 @@ rt_status rt_model_set_state(rt_model *m, const float *params, const float *adam
                              const float *adam_v, const float *buffers, const int64_t *step,
                              char *err)
 {
-    size_t P = (size_t)m->n_params * 4;
     if (params)
-        rt_kmemcpy(m->ctx, m->params, params, P, RT_H2D);
+        copy_tensors(m, (float *)params, m->params, RT_H2D);
     if (adam_m)
-        rt_kmemcpy(m->ctx, m->adam_m, adam_m, P, RT_H2D);
+        copy_tensors(m, (float *)adam_m, m->adam_m, RT_H2D);
     if (adam_v)
-        rt_kmemcpy(m->ctx, m->adam_v, adam_v, P, RT_H2D);
+        copy_tensors(m, (float *)adam_v, m->adam_v, RT_H2D);
     if (buffers)
         rt_kmemcpy(m->ctx, m->buffers, buffers, (size_t)m->n_buffers * 4, RT_H2D);
     if (step)

@@ -1,25 +1,40 @@
 #!/usr/bin/env bash
 # Build ringtrain and run its whole test suite (the README's test command).
 #   scripts/test.sh              # build/ and every test; GPU/RDMA tests skip without hardware
-#   scripts/test.sh --sanitize   # the same tests in the ASan+UBSan build (build-asan/)
+#   scripts/test.sh --sanitize   # the same tests in the ASan+UBSan build (build-asan/),
+#                                # but for the long Rossmann quality run
+#   scripts/test.sh --gpu-emu    # the GPU tests (CTest label gpu-emu) with the CUDA code
+#                                # run on the CPU by tools/cudaemu, ASan+UBSan (build-gpu-emu/)
 # Arguments after -- go to ctest (e.g. -- -R config).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build_args=()
 ctest_args=()
+gpu_emu=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --sanitize) build_args+=(--sanitize) ;;
+    --gpu-emu) gpu_emu=1 ;;
     --) shift; ctest_args+=("$@"); break ;;
     *) echo "test.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
 done
 
+if [ $gpu_emu -eq 1 ]; then
+  bash scripts/build.sh --gpu-emu --sanitize
+  dir=${BUILD_DIR:-build-gpu-emu}
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  exec env -u OPENBLAS_CORETYPE ctest --test-dir "$dir" --output-on-failure -L gpu-emu "${ctest_args[@]}"
+fi
 bash scripts/build.sh "${build_args[@]}"
 if [ ${#build_args[@]} -gt 0 ]; then
   dir=${BUILD_DIR:-build-asan}
+  # the Rossmann quality run (label long) takes 9 minutes under ASan and runs
+  # the same code as test_train_job: it runs in the plain build only
+  ctest_args=(-LE long "${ctest_args[@]}")
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 else

@@ -87,7 +87,7 @@ __global__ void k_early_exit(int live, int *out)
         *out = s[0];
 }
 
-static void test_barrier_early_exit(void **state)
+static void test_exec_barrier_early_exit(void **state)
 {
     (void)state;
     int *d = dalloc<int>(1), h = 0;
@@ -125,7 +125,7 @@ __global__ void k_warp0_sum(const float *in, float *out)
     }
 }
 
-static void test_warp_ops(void **state)
+static void test_exec_warp_ops(void **state)
 {
     (void)state;
     float *d = dalloc<float>(32), h[32];
@@ -188,7 +188,7 @@ static void run_lane_exits(void)
     cudaDeviceSynchronize();
 }
 
-static void test_hangs_detected(void **state)
+static void test_exec_hangs_detected(void **state)
 {
     (void)state;
     expect_abort("deadlock", "deadlock");
@@ -198,7 +198,7 @@ static void test_hangs_detected(void **state)
 
 __global__ void k_nothing(int *p) { (void)p; }
 
-static void test_launch_errors(void **state)
+static void test_exec_launch_errors(void **state)
 {
     (void)state;
     k_nothing<<<1, 2048>>>(NULL);
@@ -224,7 +224,7 @@ __global__ void k_scatter(const int *idx, int n, float *bins)
         atomicAdd(&bins[idx[i]], buf[(t + 1) % blockDim.x]);
 }
 
-static void test_shared_and_atomics(void **state)
+static void test_exec_shared_and_atomics(void **state)
 {
     (void)state;
     const int n = 512 * 64;
@@ -265,7 +265,7 @@ __global__ void k_axpy_dev(float *y, const float *x, int n, const float *a)
         y[i] += *a * x[i];
 }
 
-static void test_streams_events(void **state)
+static void test_stream_events(void **state)
 {
     (void)state;
     const int n = 4096;
@@ -297,7 +297,7 @@ static void test_streams_events(void **state)
     cudaFree(y);
 }
 
-static void test_graph_replay(void **state)
+static void test_stream_graph_replay(void **state)
 {
     (void)state;
     const int n = 256;
@@ -384,7 +384,7 @@ static void ref_gemm(bool ta, bool tb, int m, int n, int k, const float *A, int 
         }
 }
 
-static void test_cublas(void **state)
+static void test_lib_cublas(void **state)
 {
     (void)state;
     cublasHandle_t h;
@@ -543,7 +543,7 @@ static void run_ranks(int n, int mode, const int *devices, nrank *r)
         pthread_join(th[i], NULL);
 }
 
-static void test_nccl(void **state)
+static void test_lib_nccl(void **state)
 {
     (void)state;
     const int devs[3] = {0, 1, 2};
@@ -578,7 +578,7 @@ static void run_abort_after_destroy(void)
     ncclCommAbort(c);
 }
 
-static void test_nccl_use_after_free(void **state)
+static void test_lib_nccl_use_after_free(void **state)
 {
     (void)state;
     expect_abort("abort-twice", "not a live communicator");
@@ -601,17 +601,19 @@ int main(int argc, char **argv)
                 c.fn();
         return 0;
     }
+    if (argc == 2) /* one group: test_exec_*, test_stream_*, test_lib_* */
+        cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_barrier_early_exit),
-        cmocka_unit_test(test_warp_ops),
-        cmocka_unit_test(test_hangs_detected),
-        cmocka_unit_test(test_launch_errors),
-        cmocka_unit_test(test_shared_and_atomics),
-        cmocka_unit_test(test_streams_events),
-        cmocka_unit_test(test_graph_replay),
-        cmocka_unit_test(test_cublas),
-        cmocka_unit_test(test_nccl),
-        cmocka_unit_test(test_nccl_use_after_free),
+        cmocka_unit_test(test_exec_barrier_early_exit),
+        cmocka_unit_test(test_exec_warp_ops),
+        cmocka_unit_test(test_exec_hangs_detected),
+        cmocka_unit_test(test_exec_launch_errors),
+        cmocka_unit_test(test_exec_shared_and_atomics),
+        cmocka_unit_test(test_stream_events),
+        cmocka_unit_test(test_stream_graph_replay),
+        cmocka_unit_test(test_lib_cublas),
+        cmocka_unit_test(test_lib_nccl),
+        cmocka_unit_test(test_lib_nccl_use_after_free),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

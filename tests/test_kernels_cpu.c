@@ -495,7 +495,7 @@ static void test_adam(void **state)
     int64_t step = 0;
     for (int it = 0; it < 5; it++) {
         tu_fill(&g, gr, (size_t)n, -1, 1);
-        rt_k_adam(ctx, p, gr, m, v, n, segs, nseg, hp, &step);
+        rt_k_adam(ctx, p, gr, m, v, n, segs, nseg, &hp, &step);
         double t = (double)(step + 1);
         double lrt = hp.lr * sqrt(1 - pow(hp.beta2, t)) / (1 - pow(hp.beta1, t));
         for (int s = 0; s < nseg; s++)

@@ -108,8 +108,11 @@ rt_status rt_predict_checkpoint(const char *ckpt_path, const char *dataset_dir, 
     if (st == RT_OK) {
         rt_model_spec spec = ck.spec;
         spec.dropout = 0;
-        st = rt_dp_create(&spec, RT_DEVICE_CPU, threads, false, NULL, 0,
-                          batch > 0 ? batch : 4096, &d, err);
+        rt_dp_opts o;
+        rt_dp_opts_defaults(&o);
+        o.threads = threads;
+        o.max_batch = batch > 0 ? batch : 4096;
+        st = rt_dp_create(&spec, &o, NULL, &d, err);
     }
     if (st == RT_OK)
         st = rt_ckpt_to_model(&ck, rt_dp_model(d), err);

@@ -4,17 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct rt_dp {
-    rt_kctx *ctx;
-    rt_model *model;
-    rt_comm *comm;
-    int size;
-    rt_fusion *fusion; /* CPU, size > 1 */
-    rt_nccl *nccl;     /* CUDA with NCCL, size > 1 */
-    float *zeros;      /* labels for inference without labels */
-    float *host;       /* scratch for state exchange */
-    int64_t nhost;
-};
+#include "dp_impl.h"
+#include "rt_log.h"
 
 static void on_grads_ready(void *user, int64_t off, int64_t count)
 {
@@ -22,20 +13,35 @@ static void on_grads_ready(void *user, int64_t off, int64_t count)
     rt_fusion_ready(d->fusion, (size_t)off, (size_t)count);
 }
 
-rt_status rt_dp_create(const rt_model_spec *spec, rt_device device, int threads, bool tf32,
-                       rt_comm *comm, size_t bucket_bytes, int64_t max_batch, rt_dp **out,
+void rt_dp_opts_defaults(rt_dp_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->device = RT_DEVICE_CPU;
+    o->bucket_bytes = 25u << 20;
+    o->max_batch = 1024;
+    o->nccl = true;
+    o->graphs = true;
+    o->timeout_us = 60000000;
+}
+
+rt_status rt_dp_create(const rt_model_spec *spec, const rt_dp_opts *o, rt_comm *comm, rt_dp **out,
                        char *err)
 {
     *out = NULL;
     rt_dp *d = calloc(1, sizeof *d);
     if (!d)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    d->o = *o;
+    if (d->o.bucket_bytes == 0)
+        d->o.bucket_bytes = 25u << 20;
+    if (d->o.timeout_us <= 0)
+        d->o.timeout_us = 60000000;
     d->comm = comm;
     d->size = comm ? rt_comm_size(comm) : 1;
-    rt_status st = rt_kctx_create(device, threads, &d->ctx, err);
+    rt_status st = rt_kctx_create(o->device, o->threads, &d->ctx, err);
     if (st == RT_OK) {
-        rt_kctx_set_tf32(d->ctx, tf32);
-        st = rt_model_create(spec, d->ctx, max_batch, &d->model, err);
+        rt_kctx_set_tf32(d->ctx, o->tf32);
+        st = rt_model_create(spec, d->ctx, o->max_batch, &d->model, err);
     }
     if (st == RT_OK) {
         /* every rank draws its own dropout masks */
@@ -45,15 +51,15 @@ rt_status rt_dp_create(const rt_model_spec *spec, rt_device device, int threads,
                        ? rt_model_num_params(d->model)
                        : rt_model_num_buffers(d->model);
         d->host = malloc((size_t)d->nhost * sizeof *d->host);
-        d->zeros = calloc((size_t)max_batch, sizeof *d->zeros);
+        d->zeros = calloc((size_t)o->max_batch, sizeof *d->zeros);
         if (!d->host || !d->zeros)
             st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     }
-    if (st == RT_OK && d->size > 1 && device == RT_DEVICE_CPU)
-        st = rt_fusion_create(comm, rt_model_grads(d->model), (size_t)rt_model_num_params(d->model),
-                              bucket_bytes, &d->fusion, err);
-    if (st == RT_OK && d->size > 1 && device == RT_DEVICE_CUDA && rt_nccl_available())
-        st = rt_nccl_create(comm, rt_kctx_stream(d->ctx), &d->nccl, err);
+    if (st == RT_OK && d->size > 1 && o->device == RT_DEVICE_CPU)
+        st = rt_fusion_create(comm, rt_model_grads(d->model), (size_t)rt_model_arena_len(d->model),
+                              d->o.bucket_bytes, &d->fusion, err);
+    if (st == RT_OK && o->device == RT_DEVICE_CUDA)
+        st = rt_dp_gpu_init(d, err);
     if (st != RT_OK) {
         rt_dp_destroy(d);
         return st;
@@ -67,8 +73,7 @@ void rt_dp_destroy(rt_dp *d)
     if (!d)
         return;
     rt_fusion_destroy(d->fusion);
-    if (d->nccl)
-        rt_nccl_destroy(d->nccl);
+    rt_dp_gpu_fini(d);
     rt_model_destroy(d->model);
     rt_kctx_destroy(d->ctx);
     free(d->zeros);
@@ -77,7 +82,16 @@ void rt_dp_destroy(rt_dp *d)
 }
 
 rt_model *rt_dp_model(rt_dp *d) { return d->model; }
-int rt_dp_buckets(const rt_dp *d) { return d->fusion ? rt_fusion_buckets(d->fusion) : 1; }
+int rt_dp_buckets(const rt_dp *d)
+{
+    return d->fusion ? rt_fusion_buckets(d->fusion) : d->nccl && d->buckets > 0 ? d->buckets : 1;
+}
+
+const char *rt_dp_gradient_path(const rt_dp *d)
+{
+    return d->size == 1 ? "none" : d->fusion ? "fused ring allreduce" : d->nccl ? "NCCL"
+                                                                           : "staged through pinned memory";
+}
 
 static rt_status comm_error(rt_dp *d, rt_status st, char *err)
 {
@@ -124,6 +138,8 @@ rt_status rt_dp_broadcast_state(rt_dp *d, int root, bool optimizer, char *err)
 rt_status rt_dp_step(rt_dp *d, const int32_t *cat, const float *cont, const float *label,
                      int64_t n, const rt_adam_hp *hp, char *err)
 {
+    if (rt_kctx_device(d->ctx) == RT_DEVICE_CUDA)
+        return rt_dp_gpu_step(d, cat, cont, label, n, hp, err);
     rt_model *m = d->model;
     rt_model_set_batch(m, cat, cont, label, n);
     rt_model_forward(m, n, true);
@@ -138,20 +154,6 @@ rt_status rt_dp_step(rt_dp *d, const int32_t *cat, const float *cont, const floa
             return st;
     } else {
         rt_model_backward(m, n, NULL, NULL);
-        if (d->size > 1) { /* CUDA: the whole buffer once backward is done */
-            size_t count = (size_t)rt_model_num_params(m);
-            rt_status st;
-            if (d->nccl) {
-                st = rt_nccl_allreduce(d->nccl, rt_model_grads(m), count, RT_C_F32, RT_SUM, err);
-                if (st == RT_OK)
-                    st = rt_nccl_wait(d->nccl, 600000000, err);
-            } else {
-                st = rt_allreduce_device(d->comm, rt_model_grads(m), count, RT_C_F32, RT_SUM,
-                                         rt_kctx_stream(d->ctx), err);
-            }
-            if (st != RT_OK)
-                return st;
-        }
     }
     rt_model_apply(m, &h);
     return rt_kctx_check(d->ctx, err);

@@ -62,16 +62,38 @@ static rt_status build_spec(trainer *t, char *err)
     return rt_model_spec_check(s, err);
 }
 
+/* The device, the same on every rank: with device = auto the job uses its
+ * GPUs only if every rank has one; with device = cuda a rank without one
+ * fails the job on every rank, naming it. */
 static rt_status pick_device(const trainer *t, rt_device *dev, char *err)
 {
     int dc = t->cfg->device;
-    bool gpu = rt_cuda_available() && rt_cuda_device_count_visible() > 0;
-    if (dc == RT_DEV_CUDA && !gpu)
-        return rt_err(err, RT_ERR_UNSUPPORTED, "[model] device = cuda, but %s",
-                      rt_cuda_available() ? "no GPU is visible" : "this build has no CUDA");
-    *dev = (dc == RT_DEV_CPU || !gpu) ? RT_DEVICE_CPU : RT_DEVICE_CUDA;
+    const rt_trainer_env *env = t->env;
+    int32_t gpu = rt_cuda_available() && rt_cuda_device_count_visible() > 0;
+    int32_t *all = calloc((size_t)env->size, sizeof *all);
+    if (!all)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    rt_status st = RT_OK;
+    if (env->size > 1 && (st = rt_allgather(env->comm, &gpu, all, sizeof gpu)) != RT_OK) {
+        free(all);
+        return rt_err(err, st, "agreeing on the device: %s", rt_comm_last_error(env->comm));
+    }
+    if (env->size == 1)
+        all[0] = gpu;
+    int missing = -1;
+    for (int r = 0; r < env->size && missing < 0; r++)
+        if (!all[r])
+            missing = r;
+    free(all);
+    if (dc == RT_DEV_CUDA && missing >= 0)
+        return rt_err(err, RT_ERR_UNSUPPORTED, "[model] device = cuda, but rank %d has %s", missing,
+                      rt_cuda_available() || missing != env->rank ? "no visible GPU"
+                                                                  : "a build without CUDA");
+    *dev = (dc == RT_DEV_CPU || missing >= 0) ? RT_DEVICE_CPU : RT_DEVICE_CUDA;
+    if (dc == RT_DEV_AUTO && missing >= 0 && env->rank == 0 && env->log && gpu)
+        fprintf(env->log, "trainer: rank %d has no GPU: every rank trains on its CPU\n", missing);
     if (*dev == RT_DEVICE_CUDA)
-        return rt_cuda_set_device(t->env->local_rank % rt_cuda_device_count_visible(), err);
+        return rt_cuda_set_device(env->local_rank % rt_cuda_device_count_visible(), err);
     return RT_OK;
 }
 
@@ -201,9 +223,17 @@ static rt_status setup(trainer *t, char *err)
         st = pick_device(t, &dev, err);
     int threads = cfg->threads > 0 ? (int)cfg->threads : default_threads(env);
     int64_t maxb = cfg->batch_size > cfg->eval_batch_size ? cfg->batch_size : cfg->eval_batch_size;
+    rt_dp_opts o;
+    rt_dp_opts_defaults(&o);
+    o.device = dev;
+    o.threads = threads;
+    o.tf32 = cfg->tf32;
+    o.bucket_bytes = (size_t)cfg->bucket_bytes;
+    o.max_batch = maxb;
+    o.nccl = env->transport && strcmp(env->transport, "nccl") == 0;
+    o.timeout_us = env->collective_timeout_us;
     if (st == RT_OK)
-        st = rt_dp_create(&t->spec, dev, threads, cfg->tf32, env->size > 1 ? env->comm : NULL,
-                          (size_t)cfg->bucket_bytes, maxb, &t->dp, err);
+        st = rt_dp_create(&t->spec, &o, env->size > 1 ? env->comm : NULL, &t->dp, err);
     if (st != RT_OK)
         return st;
     if (env->rank == 0 && (st = rt_mkdirs(cfg->store, err)) != RT_OK)
@@ -227,8 +257,11 @@ static rt_status setup(trainer *t, char *err)
     if (env->rank == 0 && env->log) {
         char where[200];
         rt_kctx *kc = rt_model_kctx(rt_dp_model(t->dp));
-        if (dev == RT_DEVICE_CUDA)
-            rt_cuda_device_name(where, sizeof where);
+        if (dev == RT_DEVICE_CUDA) {
+            char name[160];
+            snprintf(where, sizeof where, "%s, gradients %s%s", rt_cuda_device_name(name, sizeof name),
+                     rt_dp_gradient_path(t->dp), cfg->tf32 ? ", TF32" : "");
+        }
         else
             snprintf(where, sizeof where, "CPU, %d thread%s, BLAS kernels %s",
                      rt_kctx_threads(kc), rt_kctx_threads(kc) == 1 ? "" : "s", rt_cpu_blas_core());

@@ -136,7 +136,8 @@ int main(int argc, char **argv)
     rt_train_result res;
     if (st == RT_OK) {
         rt_trainer_env env = {comm, info.rank, info.size, info.local_rank, info.local_size,
-                              info.attempt, info.rank == 0 ? stdout : NULL};
+                              info.attempt, info.rank == 0 ? stdout : NULL,
+                              info.transport[0] ? info.transport : NULL, info.collective_timeout_us};
         st = rt_train(&cfg, &env, &res, err);
     }
     if (st != RT_OK)

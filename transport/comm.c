@@ -210,6 +210,7 @@ void rt_comm_destroy(rt_comm *c)
     for (int i = 0; i < RT_RING_TMP; i++)
         free(c->tmp[i]);
     free(c->small);
+    rt_device_stage_free(c);
     free(c);
 }
 

@@ -1,6 +1,8 @@
 /* nodevice.c — builds without CUDA: device-memory collectives report that
  * they are not available. */
-#include "rt_comm.h"
+#include "rt_transport.h"
+
+void rt_device_stage_free(rt_comm *c) { (void)c; }
 
 bool rt_nccl_available(void) { return false; }
 
@@ -22,6 +24,12 @@ rt_status rt_nccl_allreduce(rt_nccl *n, void *b, size_t c, rt_ctype t, rt_redop 
 rt_status rt_nccl_broadcast(rt_nccl *n, void *b, size_t bytes, int root, char *err)
 {
     (void)n, (void)b, (void)bytes, (void)root;
+    return rt_err(err, RT_ERR_UNSUPPORTED, "this build has no CUDA/NCCL support");
+}
+
+rt_status rt_nccl_wait_stream(rt_nccl *n, void *s, int64_t t, char *err)
+{
+    (void)n, (void)s, (void)t;
     return rt_err(err, RT_ERR_UNSUPPORTED, "this build has no CUDA/NCCL support");
 }
 

@@ -78,6 +78,7 @@ struct rt_comm {
     void *tmp[RT_RING_TMP];
     size_t tmp_bytes;
     void *small; /* size * small_bytes, for small allreduces */
+    void *stage; /* device.c: pinned buffers of rt_allreduce_device, made on first use */
     char listen_addr[96];
 };
 
@@ -88,6 +89,8 @@ rt_status rt_comm_fail(rt_comm *c, rt_status st, int culprit, const char *fmt, .
 /* Same for an abort record received from another rank: the message says
  * who reported it, and the record is passed on unchanged. */
 rt_status rt_comm_fail_forward(rt_comm *c, const rt_abort_info *a);
+/* Free c->stage (device.c; nothing in builds without CUDA). */
+void rt_device_stage_free(rt_comm *c);
 /* "rank 3 (127.0.0.1:4000)" or "rank 3" when there is no address. */
 const char *rt_comm_peer_name(const rt_comm *c, int rank, char *buf, size_t len);
 

@@ -91,6 +91,24 @@ const char *rt_cpu_blas_core(void);
 /* Use TF32 tensor cores for fp32 GEMMs on CUDA (default off: exact fp32). */
 void rt_kctx_set_tf32(rt_kctx *ctx, bool on);
 
+/* Events: a point in the context's stream.  Recording enqueues it;
+ * rt_kevent_sync waits on the host until the work before it is done.  On the
+ * CPU (where every op has finished when it returns) both do nothing. */
+typedef struct rt_kevent rt_kevent;
+rt_status rt_kevent_create(rt_kctx *ctx, rt_kevent **out, char *err);
+void rt_kevent_destroy(rt_kctx *ctx, rt_kevent *ev);
+void rt_kevent_record(rt_kctx *ctx, rt_kevent *ev);
+rt_status rt_kevent_sync(rt_kctx *ctx, rt_kevent *ev, char *err);
+
+/* The communication stream of a CUDA context (NULL on the CPU): collectives
+ * run there so that they overlap the compute stream.  rt_kctx_fork makes
+ * the communication stream wait for the work enqueued on the compute stream
+ * so far; rt_kctx_join makes the compute stream wait for the communication
+ * stream's.  Both are stream-ordered (no host wait) and capturable. */
+void *rt_kctx_comm_stream(rt_kctx *ctx);
+void rt_kctx_fork(rt_kctx *ctx);
+void rt_kctx_join(rt_kctx *ctx);
+
 /* CUDA graphs: everything enqueued on ctx between begin and end is recorded
  * (nothing runs), then replayed by rt_kgraph_launch.  RT_ERR_UNSUPPORTED on
  * a CPU context.  Ops, rt_kmemcpy/rt_kmemset and the model's step calls are
@@ -200,13 +218,15 @@ typedef struct rt_adam_hp {
     float grad_scale; /* applied to g first: 1/world for averaged gradients */
 } rt_adam_hp;
 
-/* Adam with L2 over the whole flat buffer in one launch (Keras/TF2 form):
+/* Adam with L2 over the whole flat buffer in one launch (Keras/TF2 form),
+ * the hyper-parameters read from *hp in the context's memory when the op
+ * runs (so a captured graph picks up new values):
  *   t = *step + 1;  g' = g*grad_scale + 2*l2*p
  *   m = b1*m + (1-b1)*g';  v = b2*v + (1-b2)*g'^2
  *   p -= lr * sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + eps)
  * segs (nseg, in the context's memory) cover [0, n) in order, no gaps. */
 void rt_k_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-               const rt_adam_seg *segs, int nseg, rt_adam_hp hp, const int64_t *step);
+               const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, const int64_t *step);
 
 /* *step += 1 (in the context's memory). */
 void rt_k_step_incr(rt_kctx *ctx, int64_t *step);

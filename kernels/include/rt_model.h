@@ -8,8 +8,12 @@
  *   loss: MAE on log(label); metric: exp-RMSPE.
  *
  * Parameters, gradients and the two Adam moments each live in one flat
- * allocation carved by the same offsets table (rt_param_info), so a
- * gradient bucket is a range of elements.  Backward runs in reverse layer
+ * allocation (the arena) carved by the same offsets table (rt_param_info),
+ * so a gradient bucket is a range of elements.  Every tensor starts on a
+ * 256-byte boundary (RT_MODEL_ALIGN floats) — cuBLASLt's fast kernels and
+ * vector loads need it; the padding between tensors stays zero — except
+ * the embedding tables, which form one matrix.  The
+ * state calls and checkpoints use the packed order without padding.  Backward runs in reverse layer
  * order and calls a hook as each layer's gradient range is final, so the
  * trainer can start allreducing it while backward continues.  On CUDA every
  * step call only enqueues work (no sync, no allocation): forward, loss,
@@ -55,7 +59,8 @@ rt_status rt_model_spec_check(const rt_model_spec *spec, char *err);
 
 typedef struct rt_param_info {
     char name[RT_MODEL_NAME_LEN + 16]; /* "emb_Store", "dense_1/kernel", ... */
-    int64_t off, count;                /* elements in the flat buffers */
+    int64_t off, count;                /* elements in the flat buffers (the arena) */
+    int64_t pos;                       /* offset in the packed state (no padding) */
     int64_t rows, cols;
     float l2;
     bool trainable;                    /* false: BN moving statistics (own buffer) */
@@ -76,10 +81,14 @@ const rt_model_spec *rt_model_get_spec(const rt_model *m);
 rt_kctx *rt_model_kctx(rt_model *m);
 int64_t rt_model_max_batch(const rt_model *m);
 
-/* Trainable parameter count (the flat buffer length) and the count of
- * non-trainable values (BN moving mean and variance). */
+/* Trainable parameter count (the packed state's length), the count of
+ * non-trainable values (BN moving mean and variance), and the length of the
+ * flat buffers with their padding (what rt_model_params/grads point to,
+ * what the gradient allreduce covers). */
+#define RT_MODEL_ALIGN 64
 int64_t rt_model_num_params(const rt_model *m);
 int64_t rt_model_num_buffers(const rt_model *m);
+int64_t rt_model_arena_len(const rt_model *m);
 /* Parameter table: trainable tensors in buffer order, then the
  * non-trainable ones (offsets into the buffer of rt_model_buffers()). */
 const rt_param_info *rt_model_param_table(const rt_model *m, int *n);
@@ -114,14 +123,20 @@ void rt_model_loss(rt_model *m, int64_t n, bool with_grad);
 
 /* Called during backward when the gradients of [off, off+count) elements
  * are final (enqueued, on CUDA: work on the context's stream after this
- * call sees them).  Ranges arrive from the end of the buffer to the start
- * and cover it exactly once. */
+ * call sees them).  Ranges arrive from the end of the arena to the start
+ * and cover [0, rt_model_arena_len) exactly once. */
 typedef void (*rt_grad_hook)(void *user, int64_t off, int64_t count);
 void rt_model_backward(rt_model *m, int64_t n, rt_grad_hook hook, void *user);
 
 /* One Adam step over all parameters (grad_scale folds in 1/world), then the
- * step counter advances. */
+ * step counter advances: rt_model_set_hparams + rt_model_update. */
 void rt_model_apply(rt_model *m, const rt_adam_hp *hp);
+/* The hyper-parameters the next update uses, copied to the context's
+ * memory (stream-ordered; hp may be reused at once).  Not capturable. */
+void rt_model_set_hparams(rt_model *m, const rt_adam_hp *hp);
+/* Adam with the hyper-parameters last set, then step + 1 (capturable: a
+ * replayed graph uses the values set before each launch). */
+void rt_model_update(rt_model *m);
 
 /* forward(train) + loss + backward + apply, for one process. */
 void rt_model_train_step(rt_model *m, int64_t n, const rt_adam_hp *hp);
@@ -146,7 +161,8 @@ rt_status rt_model_read_pred(rt_model *m, float *host, int64_t n, char *err);
 /* ---- state --------------------------------------------------------------- */
 
 /* Host copies of the state (synchronise).  NULL pointers are skipped.
- * params/adam_m/adam_v: num_params floats; buffers: num_buffers floats. */
+ * params/adam_m/adam_v: num_params floats, packed (rt_param_info.pos);
+ * buffers: num_buffers floats. */
 rt_status rt_model_get_state(rt_model *m, float *params, float *adam_m, float *adam_v,
                              float *buffers, int64_t *step, char *err);
 rt_status rt_model_set_state(rt_model *m, const float *params, const float *adam_m,

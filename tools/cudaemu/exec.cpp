@@ -59,6 +59,13 @@ struct eblock {
     ethread *cur;
     emu_fiber_host host;
     std::vector<emu_fiber *> pool; /* stacks of finished threads, reused */
+    ~eblock()
+    {
+        for (emu_fiber *f : pool) {
+            emu_fiber_free(f);
+            delete f;
+        }
+    }
 };
 
 thread_local eblock *tl_block;

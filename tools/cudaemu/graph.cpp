@@ -48,7 +48,8 @@ struct capture {
 };
 
 static std::mutex g_mu;
-static std::vector<capture *> g_caps; /* never freed: events may still name them */
+/* never freed (events may still name them) nor destroyed at exit */
+static std::vector<capture *> &g_caps = *new std::vector<capture *>;
 
 cudaError_t graph_add_node(CUstream_st *s, std::function<void()> fn, const char *what)
 {

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "emu.h"
+#include "graph.h"
 #include "nccl.h"
 
 using namespace cudaemu;
@@ -228,6 +229,7 @@ struct ring {
     std::mutex mu;
     std::condition_variable cv;
     int pending = 0;
+    bool nonblocking = false, finalizing = false;
     std::string last_error;
 
     /* the first error wins; later calls keep it */
@@ -490,6 +492,9 @@ void run_broadcast(ring *r, const void *send, void *recv, size_t bytes, int root
         return fail_and_wait(r, "ncclBroadcast");
 }
 
+/* Enqueue a collective.  `pending` counts collectives enqueued and not
+ * finished (what finalize flushes); one captured into a graph counts from
+ * when a launch of the graph runs it. */
 ncclResult_t submit(ncclComm *c, cudaStream_t s, std::function<void(ring *)> body, const char *what)
 {
     std::shared_ptr<ring> r = c->r;
@@ -498,11 +503,16 @@ ncclResult_t submit(ncclComm *c, cudaStream_t s, std::function<void(ring *)> bod
         return ncclInvalidUsage; /* initialisation has not completed */
     if (a != ncclSuccess)
         return (ncclResult_t)a;
-    {
+    const bool captured = capturing(s);
+    if (!captured) {
         std::lock_guard<std::mutex> l(r->mu);
         r->pending++;
     }
-    cudaError_t e = enqueue(s, [r, body] {
+    cudaError_t e = enqueue(s, [r, body, captured] {
+        if (captured) {
+            std::lock_guard<std::mutex> l(r->mu);
+            r->pending++;
+        }
         body(r.get());
         std::lock_guard<std::mutex> l(r->mu);
         r->pending--;
@@ -510,7 +520,8 @@ ncclResult_t submit(ncclComm *c, cudaStream_t s, std::function<void(ring *)> bod
     }, what);
     if (e != cudaSuccess) {
         std::lock_guard<std::mutex> l(r->mu);
-        r->pending--;
+        if (!captured)
+            r->pending--;
         return ncclUnhandledCudaError;
     }
     return ncclSuccess;
@@ -610,6 +621,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId ui
     c->r->nranks = nranks;
     c->r->device = dev;
     c->r->async = ncclInProgress;
+    c->r->nonblocking = !blocking;
     {
         std::lock_guard<std::mutex> l(g_live_mu);
         g_live.insert(c);
@@ -640,7 +652,13 @@ ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id, int 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *async_error)
 {
     live(comm, "ncclCommGetAsyncError");
-    *async_error = (ncclResult_t)comm->r->async.load();
+    ring *r = comm->r.get();
+    *async_error = (ncclResult_t)r->async.load();
+    if (*async_error == ncclSuccess && r->finalizing) { /* a non-blocking finalize in progress */
+        std::lock_guard<std::mutex> l(r->mu);
+        if (r->pending > 0)
+            *async_error = ncclInProgress;
+    }
     return ncclSuccess;
 }
 
@@ -694,8 +712,14 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm)
     live(comm, "ncclCommFinalize");
     if (comm->init.joinable())
         comm->init.join();
-    wait_pending(comm->r.get()); /* flushes outstanding collectives: hangs if a peer is gone */
-    return (ncclResult_t)comm->r->async.load();
+    ring *r = comm->r.get();
+    if (r->nonblocking) { /* completes in the background; ncclCommGetAsyncError tells */
+        std::lock_guard<std::mutex> l(r->mu);
+        r->finalizing = true;
+        return r->pending > 0 ? ncclInProgress : (ncclResult_t)r->async.load();
+    }
+    wait_pending(r); /* flushes outstanding collectives: hangs if a peer is gone */
+    return (ncclResult_t)r->async.load();
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm)

@@ -307,7 +307,9 @@ struct CUstream_st {
 namespace cudaemu {
 
 static std::mutex g_streams_mu;
-static std::vector<CUstream_st *> g_streams; /* never freed: events and waits may name them */
+/* never freed (nor its streams: events and waits may name them), and never
+ * destroyed at exit, so that leak checkers see them as reachable */
+static std::vector<CUstream_st *> &g_streams = *new std::vector<CUstream_st *>;
 
 static void wait_seq(CUstream_st *s, uint64_t seq)
 {
@@ -573,9 +575,17 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaM
     bool pageable = kd == MEM_PAGEABLE || ks == MEM_PAGEABLE;
     if (pageable && capturing(s))
         return set_error(invalidate_capture(s, "cudaMemcpyAsync with pageable host memory"));
+    if (ks == MEM_PAGEABLE && kd != MEM_PAGEABLE) {
+        /* from pageable memory: CUDA copies the source to a staging buffer
+         * and returns; the caller may reuse it at once */
+        std::shared_ptr<std::vector<unsigned char>> staged =
+            std::make_shared<std::vector<unsigned char>>((const unsigned char *)src,
+                                                         (const unsigned char *)src + bytes);
+        return enqueue(s, [=] { memcpy(dst, staged->data(), bytes); }, "cudaMemcpyAsync");
+    }
     cudaError_t e = enqueue(s, [=] { memmove(dst, src, bytes); }, "cudaMemcpyAsync");
-    if (e == cudaSuccess && pageable)
-        drain(resolve(s)); /* CUDA copies pageable memory before returning */
+    if (e == cudaSuccess && kd == MEM_PAGEABLE)
+        drain(resolve(s)); /* to pageable memory: returns once the copy is done */
     return e;
 }
 

@@ -5,9 +5,20 @@
  * Step (CPU): forward, loss, backward; each layer's gradient range is
  * handed to the fused bucketed allreduce (rt_fusion, sum) as soon as it is
  * final, so communication overlaps the rest of backward; then Adam with
- * grad_scale = 1/size turns the sum into the average.  On a GPU the whole
- * gradient buffer is allreduced after backward (NCCL when every rank has a
- * GPU and NCCL is built in, else staged through pinned host memory).
+ * grad_scale = 1/size turns the sum into the average.
+ *
+ * Step (GPU): the batch goes through one of two pinned host buffers
+ * (filled while the previous step runs, copied asynchronously), the
+ * hyper-parameters to device memory, and forward + backward + Adam run as
+ * one CUDA graph per batch size (captured on the second step of that size,
+ * replayed after).  With NCCL, each gradient bucket is allreduced on the
+ * context's communication stream as soon as backward has produced it (an
+ * event orders it after the producing kernels, another orders Adam after
+ * the last bucket), inside the same graph: no host round trip between the
+ * allreduce and Adam.  Without NCCL (a CPU transport was chosen, or two
+ * ranks share a GPU) gradients are staged through pinned host memory over
+ * the communicator between a forward/backward graph and the update.
+ *
  * With batch B on each of N ranks this is the step of one process with
  * batch N*B, up to float rounding, as long as the model has no batch
  * statistics: batch normalisation uses each rank's own batch (as Keras
@@ -22,20 +33,36 @@
 
 typedef struct rt_dp rt_dp;
 
-/* comm may be NULL (one process).  threads: CPU threads (0: all cores).
- * device: RT_DEVICE_CUDA uses the current CUDA device. */
-rt_status rt_dp_create(const rt_model_spec *spec, rt_device device, int threads, bool tf32,
-                       rt_comm *comm, size_t bucket_bytes, int64_t max_batch, rt_dp **out,
+typedef struct rt_dp_opts {
+    rt_device device;     /* RT_DEVICE_CUDA uses the current CUDA device */
+    int threads;          /* CPU threads (0: all cores) */
+    bool tf32;            /* TF32 GEMMs on the GPU */
+    size_t bucket_bytes;  /* gradient bucket size (0: 25 MiB) */
+    int64_t max_batch;    /* rows per step or evaluation chunk */
+    bool nccl;            /* GPU gradients over NCCL when every rank can (the job's transport) */
+    bool graphs;          /* capture the GPU step as CUDA graphs */
+    int64_t timeout_us;   /* GPU collectives: NCCL start-up, each step (0: 60 s) */
+} rt_dp_opts;
+void rt_dp_opts_defaults(rt_dp_opts *o);
+
+/* comm may be NULL (one process).  Collective over comm: the ranks agree
+ * on NCCL or staging. */
+rt_status rt_dp_create(const rt_model_spec *spec, const rt_dp_opts *o, rt_comm *comm, rt_dp **out,
                        char *err);
 void rt_dp_destroy(rt_dp *d);
 rt_model *rt_dp_model(rt_dp *d);
 int rt_dp_buckets(const rt_dp *d);
+/* How the gradients travel: "fused ring allreduce", "NCCL", "staged through
+ * pinned memory" or "none" (one rank). */
+const char *rt_dp_gradient_path(const rt_dp *d);
 
 /* Every rank gets root's parameters and batch-norm statistics, and with
  * optimizer also Adam's moments and step (a resumed checkpoint). */
 rt_status rt_dp_broadcast_state(rt_dp *d, int root, bool optimizer, char *err);
-/* One synchronous data-parallel step on n rows (n may differ per rank but
- * must be >= 1).  Metrics of the batch accumulate in the model. */
+/* One data-parallel step on n rows (n may differ per rank but must be
+ * >= 1).  Metrics of the batch accumulate in the model.  On a GPU without
+ * communication the step may still run when this returns; every call that
+ * reads results synchronises. */
 rt_status rt_dp_step(rt_dp *d, const int32_t *cat, const float *cont, const float *label,
                      int64_t n, const rt_adam_hp *hp, char *err);
 /* Batch-norm moving statistics averaged over the ranks. */

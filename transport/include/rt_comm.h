@@ -134,7 +134,10 @@ typedef struct rt_nccl rt_nccl;
 
 /* True when NCCL is built in and a GPU is visible. */
 bool rt_nccl_available(void);
-/* Collective over c (every rank): NCCL communicator on the current device. */
+/* Collective over c (every rank): NCCL communicator on the current device.
+ * The ranks first agree over c that each has a GPU and no two share one
+ * (RT_ERR_UNSUPPORTED on every rank otherwise, naming the ranks); NCCL then
+ * initialises within c's collective timeout (RT_ERR_TIMEOUT otherwise). */
 rt_status rt_nccl_create(rt_comm *c, void *cuda_stream, rt_nccl **out, char *err);
 void rt_nccl_destroy(rt_nccl *n);
 /* In place on device memory; enqueued on the stream given at create. */
@@ -144,6 +147,9 @@ rt_status rt_nccl_broadcast(rt_nccl *n, void *dev_buf, size_t bytes, int root, c
 /* Wait for everything enqueued on the stream, at most timeout_us; on timeout
  * or an asynchronous NCCL error the communicator is aborted (broken). */
 rt_status rt_nccl_wait(rt_nccl *n, int64_t timeout_us, char *err);
+/* The same for another stream whose work depends on n's collectives (the
+ * compute stream after a join): NCCL errors are watched while waiting. */
+rt_status rt_nccl_wait_stream(rt_nccl *n, void *cuda_stream, int64_t timeout_us, char *err);
 
 /* Allreduce of device memory over c's host transport, staging through
  * pinned host buffers in pipelined chunks (copy-out of chunk i+1 and

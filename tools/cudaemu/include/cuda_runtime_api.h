@@ -100,7 +100,7 @@ struct cudaDeviceProp {
     int pciDeviceID;
     int pciDomainID;
 };
-typedef struct cudaDeviceProp cudaDeviceProp;
+
 
 const char *cudaGetErrorString(cudaError_t e);
 const char *cudaGetErrorName(cudaError_t e);
@@ -112,7 +112,7 @@ cudaError_t cudaDriverGetVersion(int *v);
 cudaError_t cudaGetDeviceCount(int *n);
 cudaError_t cudaSetDevice(int dev);
 cudaError_t cudaGetDevice(int *dev);
-cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int dev);
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev);
 cudaError_t cudaDeviceSynchronize(void);
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
 

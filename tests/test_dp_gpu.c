@@ -1,0 +1,219 @@
+/* test_dp_gpu.c — the data-parallel step on GPUs: 2 ranks as threads over
+ * TCP on loopback, each on its own CUDA device (the emulator gives 2):
+ *   - NCCL (per-bucket allreduces overlapping backward, inside a CUDA graph)
+ *     against the same step on the CPU: the same parameters within float
+ *     tolerance after K steps; both ranks bitwise equal; graphs on and off
+ *     bitwise equal; gradients staged through pinned memory bitwise equal
+ *     to NCCL (at 2 ranks every allreduce is the same a + b);
+ *   - two ranks on one GPU: the ranks agree not to use NCCL and stage,
+ *     with the same result;
+ *   - a peer that leaves, or stays silent: the next step fails within the
+ *     collective timeout with an error naming the rank, no crash, no hang.
+ * Exits 77 (skipped) with fewer than 2 CUDA devices. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rank_harness.h"
+#include "rt_dp.h"
+#include "rt_log.h"
+#include "rt_time.h"
+#include "test_util.h"
+
+enum { B = 48, K = 6, NCAT = 3, NCONT = 2 };
+
+static rt_model_spec small_spec(void)
+{
+    rt_model_spec s;
+    rt_model_spec_defaults(&s);
+    s.n_cat = NCAT;
+    int32_t v[NCAT] = {50, 7, 2};
+    for (int i = 0; i < NCAT; i++)
+        s.vocab[i] = v[i];
+    s.emb_dim = 4;
+    s.n_cont = NCONT;
+    s.n_hidden = 2;
+    s.hidden[0] = 64;
+    s.hidden[1] = 32;
+    s.dropout = 0.2f;
+    s.l2 = 1e-4f;
+    s.head_scale = 10;
+    s.seed = 7;
+    return s;
+}
+
+static int32_t g_cat[K * 2 * B * NCAT];
+static float g_cont[K * 2 * B * NCONT], g_label[K * 2 * B];
+
+static void make_rows(void)
+{
+    tu_rng r = tu_rng_make(5);
+    for (int i = 0; i < K * 2 * B; i++) {
+        g_cat[i * NCAT + 0] = (int32_t)tu_int(&r, 0, 49);
+        g_cat[i * NCAT + 1] = (int32_t)tu_int(&r, 0, 6);
+        g_cat[i * NCAT + 2] = (int32_t)tu_int(&r, 0, 1);
+        g_cont[i * NCONT] = (float)tu_range(&r, -2, 2);
+        g_cont[i * NCONT + 1] = (float)tu_range(&r, 0, 5);
+        g_label[i] = 4.0f + 0.4f * g_cat[i * NCAT + 1] + 0.3f * g_cont[i * NCONT] +
+                     (float)tu_range(&r, -0.1, 0.1);
+    }
+}
+
+static const rt_adam_hp HP = {1e-3f, 0.9f, 0.999f, 1e-3f, 1.0f};
+
+typedef struct run {
+    rt_device device;
+    bool nccl, graphs, same_gpu;
+    int leave_after;     /* rank 1 stops after this many steps (0: never) */
+    bool silent;         /* ... and stays, without stepping, instead of leaving */
+    int64_t timeout_us;
+    float *params[2];
+    int64_t nparams;
+    char path[2][48];
+    rt_status last_st[2];
+    char last_err[2][RT_ERR_LEN];
+    double fail_s;       /* rank 0: seconds its failing step took */
+} run;
+
+static void rank_body(rt_comm *c, int rank, void *arg, rh_result *res)
+{
+    run *r = arg;
+    char err[RT_ERR_LEN];
+    rt_model_spec s = small_spec();
+    if (r->device == RT_DEVICE_CUDA)
+        RH_CHECK(res, rt_cuda_set_device(r->same_gpu ? 0 : rank, err) == RT_OK, "%s", err);
+    rt_dp_opts o;
+    rt_dp_opts_defaults(&o);
+    o.device = r->device;
+    o.threads = 1;
+    o.bucket_bytes = 4096; /* several buckets */
+    o.max_batch = B;
+    o.nccl = r->nccl;
+    o.graphs = r->graphs;
+    o.timeout_us = r->timeout_us ? r->timeout_us : 20000000;
+    rt_dp *d = NULL;
+    RH_CHECK(res, rt_dp_create(&s, &o, c, &d, err) == RT_OK, "create: %s", err);
+    snprintf(r->path[rank], sizeof r->path[rank], "%s", rt_dp_gradient_path(d));
+    rt_status st = rt_dp_broadcast_state(d, 0, false, err);
+    for (int k = 0; k < K && st == RT_OK; k++) {
+        if (rank == 1 && r->leave_after && k == r->leave_after) {
+            if (r->silent)
+                usleep((useconds_t)(3 * r->timeout_us)); /* alive, but never arrives */
+            break;
+        }
+        int64_t first = (int64_t)k * 2 * B + (int64_t)rank * B;
+        double t0 = rt_now_s();
+        st = rt_dp_step(d, g_cat + first * NCAT, g_cont + first * NCONT, g_label + first, B, &HP, err);
+        if (st != RT_OK && rank == 0)
+            r->fail_s = rt_now_s() - t0;
+    }
+    r->last_st[rank] = st;
+    snprintf(r->last_err[rank], sizeof r->last_err[rank], "%s", st == RT_OK ? "" : err);
+    if (st == RT_OK && !r->leave_after) {
+        r->nparams = rt_model_num_params(rt_dp_model(d));
+        r->params[rank] = malloc((size_t)r->nparams * 4);
+        st = rt_model_get_state(rt_dp_model(d), r->params[rank], NULL, NULL, NULL, NULL, err);
+    }
+    rt_dp_destroy(d);
+    RH_CHECK(res, st == RT_OK || r->leave_after, "rank %d: %s", rank, err);
+}
+
+static void run_two(run *r)
+{
+    rt_comm_opts o;
+    rt_comm_opts_defaults(&o);
+    o.timeout_us = 30000000;
+    rh_result res;
+    if (!rh_run(2, RT_TRANSPORT_TCP, &o, rank_body, r, &res))
+        fail_msg("%s", res.msg);
+}
+
+static void free_run(run *r)
+{
+    free(r->params[0]);
+    free(r->params[1]);
+}
+
+static void test_gpu_matches_cpu(void **state)
+{
+    (void)state;
+    run cpu = {.device = RT_DEVICE_CPU};
+    run nccl = {.device = RT_DEVICE_CUDA, .nccl = true, .graphs = true};
+    run eager = {.device = RT_DEVICE_CUDA, .nccl = true, .graphs = false};
+    run staged = {.device = RT_DEVICE_CUDA, .nccl = false, .graphs = true};
+    run_two(&cpu);
+    run_two(&nccl);
+    run_two(&eager);
+    run_two(&staged);
+    const size_t n = (size_t)cpu.nparams;
+    assert_string_equal(nccl.path[0], "NCCL");
+    assert_string_equal(staged.path[0], "staged through pinned memory");
+    assert_memory_equal(nccl.params[0], nccl.params[1], n * 4);
+    assert_memory_equal(staged.params[0], staged.params[1], n * 4);
+    assert_memory_equal(nccl.params[0], eager.params[0], n * 4);
+    assert_memory_equal(nccl.params[0], staged.params[0], n * 4);
+    /* K Adam steps of at most lr = 1e-3 each: GPU and CPU rounding differ
+     * by a small part of that (as in test_kernels_cuda's whole step) */
+    assert_true(tu_close_f("GPU vs CPU parameters, np=2", nccl.params[0], cpu.params[0], n, 1e-4, 1e-4));
+    free_run(&cpu);
+    free_run(&nccl);
+    free_run(&eager);
+    free_run(&staged);
+}
+
+static void test_shared_gpu_stages(void **state)
+{
+    (void)state;
+    run shared = {.device = RT_DEVICE_CUDA, .nccl = true, .graphs = true, .same_gpu = true};
+    run nccl = {.device = RT_DEVICE_CUDA, .nccl = true, .graphs = true};
+    run_two(&shared);
+    run_two(&nccl);
+    assert_string_equal(shared.path[0], "staged through pinned memory");
+    assert_string_equal(shared.path[1], "staged through pinned memory");
+    assert_memory_equal(shared.params[0], nccl.params[0], (size_t)nccl.nparams * 4);
+    free_run(&shared);
+    free_run(&nccl);
+}
+
+static void test_dead_peer(void **state)
+{
+    (void)state;
+    for (int silent = 0; silent < 2; silent++) {
+        run r = {.device = RT_DEVICE_CUDA, .nccl = true, .graphs = true, .leave_after = 3,
+                 .silent = silent, .timeout_us = 1500000};
+        run_two(&r);
+        fprintf(stderr, "%s peer: rank 0 failed after %.2f s: %s\n", silent ? "silent" : "vanished",
+                r.fail_s, r.last_err[0]);
+        assert_int_not_equal(r.last_st[0], RT_OK);
+        assert_non_null(strstr(r.last_err[0], "rank 0 of 2"));
+        assert_true(r.fail_s < 1.5 + 5.0);
+        if (silent)
+            assert_int_equal(r.last_st[0], RT_ERR_TIMEOUT);
+        free_run(&r);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2)
+        cmocka_set_test_filter(argv[1]);
+    if (rt_cuda_device_count_visible() < 2) {
+        printf("fewer than 2 CUDA devices: skipping\n");
+        return 77;
+    }
+    rt_log_set_level(RT_LL_ERROR);
+    make_rows();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gpu_matches_cpu),
+        cmocka_unit_test(test_shared_gpu_stages),
+        cmocka_unit_test(test_dead_peer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
