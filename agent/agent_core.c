@@ -10,6 +10,8 @@
  * interval and STOPPING=1 on SIGTERM, when it stops its workers (SIGTERM,
  * then SIGKILL after kill_grace), reports their exits and leaves. */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent_ssl.h>
 #include <netdb.h>
@@ -24,6 +26,7 @@
 #include "agent.h"
 #include "rt_addr.h"
 #include "rt_comm.h"
+#include "rt_file.h"
 #include "rt_log.h"
 #include "rt_time.h"
 
@@ -175,16 +178,20 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     }
     char why[300];
     unsigned long e = bufferevent_get_openssl_error(bev);
-    if (e) {
+    int sock_err = EVUTIL_SOCKET_ERROR();
+    if (e && !ERR_SYSTEM_ERROR(e) && ERR_GET_LIB(e) != 0) {
         char buf[256];
-        ERR_error_string_n(e, buf, sizeof buf);
+        rt_tls_describe(e, buf, sizeof buf);
         snprintf(why, sizeof why, "TLS: %s (is ca = the cluster CA, and server_name right?)", buf);
+    } else if (e) { /* the socket failed under TLS: refused, reset, unreachable */
+        rt_tls_describe(e, why, sizeof why);
     } else if (what & BEV_EVENT_TIMEOUT) {
         snprintf(why, sizeof why, "timed out connecting");
     } else if (what & BEV_EVENT_EOF) {
         snprintf(why, sizeof why, "the coordinator closed the connection");
     } else {
-        snprintf(why, sizeof why, "%s", evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+        snprintf(why, sizeof why, "%s", sock_err ? evutil_socket_error_to_string(sock_err)
+                                                 : "connection failed");
     }
     schedule_reconnect(ag, why);
 }
@@ -319,6 +326,25 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     proc_stop_all(ag);
 }
 
+/* A folder the agent writes into must exist (it is made) and be writable
+ * by this user: otherwise the agent would report itself up and then fail
+ * every rank it is given. */
+static rt_status check_writable(const char *key, const char *dir, char *err)
+{
+    rt_status st = rt_mkdirs(dir, err);
+    if (st != RT_OK)
+        return rt_err(err, st, "[agent] %s %s cannot be created: %s", key, dir, err);
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/.ringtrain-write-test-%d", dir, (int)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return rt_err(err, RT_ERR_IO, "[agent] %s %s is not writable by this user (uid %d): %s", key,
+                      dir, (int)getuid(), strerror(errno));
+    close(fd);
+    unlink(probe);
+    return RT_OK;
+}
+
 rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
 {
     *out = NULL;
@@ -334,6 +360,10 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
         rt_err_prefix(err, "[agent] coordinator");
     if (st == RT_OK && !(ag->ssl = rt_tls_client_ctx(cfg->ca, err)))
         st = RT_ERR_IO;
+    if (st == RT_OK)
+        st = check_writable("work_dir", cfg->work_dir, err);
+    if (st == RT_OK)
+        st = check_writable("log_dir", cfg->log_dir, err);
     if (st != RT_OK) {
         agent_destroy(ag);
         return st;

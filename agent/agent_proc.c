@@ -15,6 +15,7 @@
  *   the output pipe is drained (or 1 s after the process is reaped). */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -296,6 +297,44 @@ static void strv_add(strv *s, char *item)
     s->v[s->n] = NULL;
 }
 
+/* Add "key=value", replacing an earlier entry of the same key: the job's
+ * variables override the agent's, and getenv() sees the first entry. */
+static void strv_set(strv *s, char *item)
+{
+    if (!item)
+        return;
+    const char *eq = strchr(item, '=');
+    size_t klen = eq ? (size_t)(eq - item) + 1 : strlen(item);
+    for (int i = 0; i < s->n; i++)
+        if (strncmp(s->v[i], item, klen) == 0) {
+            free(s->v[i]);
+            s->v[i] = item;
+            return;
+        }
+    strv_add(s, item);
+}
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+
+/* Exec jobs get one GPU per slot, as Slurm's --gpus-per-task gives: the
+ * local rank's share of the devices this agent sees (its own
+ * CUDA_VISIBLE_DEVICES list when it has one). */
+static char *gpu_for_slot(int local_rank, int gpus)
+{
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (!vis || !*vis)
+        return fmt("CUDA_VISIBLE_DEVICES=%d", local_rank % gpus);
+    int n = 1;
+    for (const char *p = vis; *p; p++)
+        n += *p == ',';
+    int k = local_rank % n;
+    const char *p = vis;
+    for (int i = 0; i < k; i++)
+        p = strchr(p, ',') + 1;
+    size_t len = strcspn(p, ",");
+    return fmt("CUDA_VISIBLE_DEVICES=%.*s", (int)len, p);
+}
+
 static void strv_free(strv *s)
 {
     for (int i = 0; i < s->n; i++)
@@ -388,8 +427,10 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
         if (inherit(*e))
             strv_add(&env, strdup(*e));
     const rt_json *jenv = rt_json_get(m, RT_F_ENV);
+    if (strcmp(type, "train") != 0 && ag->gpus > 0 && !rt_json_get(jenv, "CUDA_VISIBLE_DEVICES"))
+        strv_set(&env, gpu_for_slot(w->local_rank, ag->gpus));
     for (size_t i = 0; i < rt_json_len(jenv); i++)
-        strv_add(&env, fmt("%s=%s", rt_json_key_at(jenv, i),
+        strv_set(&env, fmt("%s=%s", rt_json_key_at(jenv, i),
                            rt_json_str(rt_json_value_at(jenv, i), "")));
     strv_add(&env, fmt("%s=%lld", RT_ENV_JOB_ID, (long long)w->job));
     strv_add(&env, fmt("%s=%lld", RT_ENV_ATTEMPT, (long long)w->attempt));
@@ -423,9 +464,20 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
     }
     const pid_t parent = getpid();
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    /* No signal may reach the child with the agent's handlers installed:
+     * libevent's handler would write into the socketpair the child shares
+     * with the agent, and the agent would act on a signal meant for a rank
+     * (a healthy agent stopped itself that way).  So every signal is blocked
+     * across fork, and the child resets every disposition before unblocking. */
+    sigset_t all, saved;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
     pid_t pid = fork();
     if (pid == 0) {
         /* the child: async-signal-safe calls only until exec */
+        for (int sig = 1; sig < NSIG; sig++)
+            if (sig != SIGKILL && sig != SIGSTOP)
+                signal(sig, SIG_DFL);
         setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
@@ -454,6 +506,7 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
         _exit(127);
     }
     int e = errno;
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
     close(devnull);
     close(out[1]);
     close(ctl[1]);

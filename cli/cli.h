@@ -128,8 +128,10 @@ int cli_local(const cli_args *a, bool is_exec);
  * with file:line; returns 2 and submits nothing) or from exec's arguments. */
 int cli_job_body_from_file(const cli_args *a, char **body);
 int cli_job_body_from_exec(const cli_args *a, char **body);
+/* Ctrl-C while following: cancel the job (exec, run: the job is this
+ * command) or detach from it (submit --follow: the job keeps running). */
 int cli_submit_and_follow(const cli_conn *c, const char *body, bool follow, bool exec_output,
-                          bool json);
+                          bool json, bool cancel_on_interrupt);
 
 /* cli_show.c: the coordinator's documents as tables; exit status. */
 int cli_show_nodes(const rt_json *d);

@@ -6,7 +6,9 @@
  * and its exit code or signal, and the CLI exits with that code (128+signal
  * for a signal).  Following a training job shows a live progress line on a
  * terminal (epoch, step, rate, ETA, latest metrics) and plain lines
- * otherwise.  Ctrl-C while following cancels the job. */
+ * otherwise.  Ctrl-C while following cancels the job for `exec` and `run`
+ * (the job is the command, as with horovodrun) and detaches for
+ * `submit --follow` (the job keeps running; `logs --follow` re-attaches). */
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -133,13 +135,20 @@ static int outcome(const rt_json *job, int64_t id, bool show_tail)
     return 1;
 }
 
-static int follow(const cli_conn *c, int64_t id, bool exec_output)
+static int follow(const cli_conn *c, int64_t id, bool exec_output, bool cancel_on_interrupt)
 {
     char err[RT_ERR_LEN], last[512] = "";
     bool tty = isatty(STDOUT_FILENO);
     int64_t seen_attempt = 0;
     bool cancelled = false;
     for (;;) {
+        if (interrupted && !cancel_on_interrupt) {
+            fprintf(stderr,
+                    "\nringtrain: detached; job %lld keeps running (`ringtrain status %lld`, "
+                    "`ringtrain logs %lld --follow` to watch it, `ringtrain cancel %lld` to stop it)\n",
+                    (long long)id, (long long)id, (long long)id, (long long)id);
+            return 130;
+        }
         if (interrupted && !cancelled) {
             char path[64];
             snprintf(path, sizeof path, "/v1/jobs/%lld/cancel", (long long)id);
@@ -198,7 +207,7 @@ static int follow(const cli_conn *c, int64_t id, bool exec_output)
 }
 
 int cli_submit_and_follow(const cli_conn *c, const char *body, bool do_follow, bool exec_output,
-                          bool json)
+                          bool json, bool cancel_on_interrupt)
 {
     http_resp r;
     char err[RT_ERR_LEN];
@@ -227,7 +236,7 @@ int cli_submit_and_follow(const cli_conn *c, const char *body, bool do_follow, b
         return 0;
     struct sigaction sa = {.sa_handler = on_sigint};
     sigaction(SIGINT, &sa, NULL);
-    return follow(c, id, exec_output);
+    return follow(c, id, exec_output, cancel_on_interrupt);
 }
 
 /* ---- job descriptions ------------------------------------------------------ */

@@ -206,7 +206,7 @@ int cli_local(const cli_args *a, bool is_exec)
         rc = 1;
         keep = true;
     } else {
-        rc = cli_submit_and_follow(&c, body, true, exec_job, false);
+        rc = cli_submit_and_follow(&c, body, true, exec_job, false, true);
     }
     free(body);
     stop_daemon(agent);

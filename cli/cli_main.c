@@ -321,7 +321,7 @@ static int cmd_submit(const cli_args *a)
     }
     bool exec_job = strstr(body, "\"type\":\"exec\"") != NULL;
     rc = cli_submit_and_follow(&c, body, cli_switch(a, "--follow"), exec_job,
-                               cli_switch(a, "--json"));
+                               cli_switch(a, "--json"), false);
     free(body);
     return rc;
 }
@@ -339,7 +339,7 @@ static int cmd_exec(const cli_args *a)
         free(body);
         return 1;
     }
-    rc = cli_submit_and_follow(&c, body, true, true, cli_switch(a, "--json"));
+    rc = cli_submit_and_follow(&c, body, true, true, cli_switch(a, "--json"), true);
     free(body);
     return rc;
 }
@@ -385,7 +385,7 @@ static const cli_flag F_JSON = {"--json", CLI_SWITCH, NULL, "print the coordinat
 static const cli_flag SUBMIT_FLAGS[] = {
     {"--np", CLI_VALUE, "N", "number of ranks (the job file's [job] np)", NULL},
     {"--set", CLI_LIST, "SECTION.KEY=VALUE", "override a key of the job file", NULL},
-    {"--follow", CLI_SWITCH, NULL, "show the job's progress or output until it ends", "-f"},
+    {"--follow", CLI_SWITCH, NULL, "show the job's progress or output until it ends (Ctrl-C detaches)", "-f"},
     {"--json", CLI_SWITCH, NULL, "print the coordinator's answer as JSON", NULL},
     END};
 static const cli_flag RUN_FLAGS[] = {

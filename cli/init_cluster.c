@@ -6,7 +6,8 @@
  *                                     this host and every --san
  *   token                             32 random bytes in hex
  *   coordinator.conf, agent.conf, cli.conf   ready-to-edit examples
- * Private keys and the token are written 0600, the rest 0644; existing
+ * Private keys and the token are written 0600, the rest 0644 (install the
+ * token 0640 with group ringtrain under the units, as the README says); existing
  * files are kept unless --force. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -154,11 +155,15 @@ rt_status rt_make_cluster(const char *dir, const char *const *sans, int nsans, b
         {"coordinator.conf",
          "; ringtrain-coordinator (see `ringtrain-coordinator --print-config`)\n[coordinator]\n"
          "listen = 0.0.0.0:7070\nhttp_listen = 127.0.0.1:7071\ncert = coordinator.crt\n"
-         "key = coordinator.key\ntoken_file = token\nstate_db = state.db\n"},
+         "key = coordinator.key\ntoken_file = token\n"
+         "; state_db: by default state.db in the unit's StateDirectory (/var/lib/ringtrain),\n"
+         "; or beside this file when not run by systemd\n"},
         {"agent.conf",
          "; ringtrain-agent (see `ringtrain-agent --print-config`); copy to every node with\n"
          "; ca.crt and token, and point `coordinator` at the coordinator's host\n[agent]\n"
-         "coordinator = 127.0.0.1:7070\nca = ca.crt\ntoken_file = token\n"},
+         "coordinator = 127.0.0.1:7070\nca = ca.crt\ntoken_file = token\n"
+         "; work_dir and log_dir: by default work in the unit's StateDirectory and its\n"
+         "; LogsDirectory (/var/lib/ringtrain/work, /var/log/ringtrain), or beside this file\n"},
         {"cli.conf",
          "; the ringtrain CLI; copy to ~/.config/ringtrain/cli.conf (with ca.crt and token)\n"
          "[cli]\ncoordinator = 127.0.0.1:7071\nca = ca.crt\ntoken_file = token\n"},

@@ -11,6 +11,25 @@
 #include <string.h>
 #include <sys/stat.h>
 
+void rt_tls_describe(unsigned long e, char *buf, size_t len)
+{
+    /* OpenSSL 3 files the socket's errno as a "system library" error (or, from
+     * some paths, as library 0): say it as the system does, not
+     * "error:00000005:lib(0)::reason(5)" */
+    if (ERR_SYSTEM_ERROR(e) || ERR_GET_LIB(e) == 0) {
+        int sys = ERR_GET_REASON(e);
+        snprintf(buf, len, "%s", sys ? strerror(sys) : "connection closed abruptly");
+    } else if (ERR_GET_LIB(e) == ERR_LIB_SSL && ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+        snprintf(buf, len, "connection closed abruptly");
+    } else {
+        const char *r = ERR_reason_error_string(e);
+        if (r)
+            snprintf(buf, len, "%s", r);
+        else
+            ERR_error_string_n(e, buf, len);
+    }
+}
+
 void rt_tls_error(char *buf, size_t len)
 {
     unsigned long e = ERR_get_error();
@@ -18,7 +37,7 @@ void rt_tls_error(char *buf, size_t len)
         snprintf(buf, len, "unknown TLS error");
         return;
     }
-    ERR_error_string_n(e, buf, len);
+    rt_tls_describe(e, buf, len);
     ERR_clear_error();
 }
 
@@ -87,11 +106,13 @@ rt_status rt_token_load(const char *path, char token[RT_TOKEN_HEX + 1], char *er
     if (!f)
         return rt_err(err, RT_ERR_NOTFOUND, "cannot read token file %s: %m", path);
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077)) {
+    /* owner and group (the service's group, as for /etc/ringtrain under
+     * systemd) may read it; anyone else may not */
+    if (fstat(fileno(f), &st) == 0 && (st.st_mode & 007)) {
         fclose(f);
         return rt_err(err, RT_ERR_AUTH,
-                      "token file %s is readable by others (mode %03o): chmod 600 it", path,
-                      (unsigned)(st.st_mode & 0777));
+                      "token file %s is readable or writable by every user (mode %03o): chmod "
+                      "640 it (group ringtrain) or 600", path, (unsigned)(st.st_mode & 0777));
     }
     char line[256] = "";
     char *got = fgets(line, sizeof line, f);

@@ -526,10 +526,21 @@ static rt_status parse_text(const rt_cfg_schema *s, const char *text, size_t len
         if ((k->flags & RT_CFG_REQUIRED) && !c.set_line[i])
             rt_cfg_errors_add(errs, "%s: [%s] %s: required key is missing (%s)", c.fname,
                               k->section, k->name, k->help);
-        /* a default path is relative to the file too, like a written one */
+        /* a default path is relative to the file too, like a written one, or
+         * to the folder systemd made for the service */
         char **pv = k->type == RT_CFG_PATH && !c.set_line[i] ? field(obj, k) : NULL;
         if (pv && *pv && (*pv)[0]) {
-            char *joined = join_path(basedir, *pv);
+            const char *env = (k->flags & RT_CFG_IN_STATE_DIR) ? getenv("STATE_DIRECTORY")
+                              : (k->flags & RT_CFG_IN_LOGS_DIR) ? getenv("LOGS_DIRECTORY") : NULL;
+            char first[4096];
+            const char *base = basedir;
+            if (env && env[0] == '/' && strcspn(env, ":") < sizeof first) {
+                snprintf(first, sizeof first, "%.*s", (int)strcspn(env, ":"), env); /* a list: the first */
+                base = first;
+            }
+            /* the logs folder is the service's LogsDirectory itself */
+            char *joined = base != basedir && (k->flags & RT_CFG_IN_LOGS_DIR) ? strdup(base)
+                                                                            : join_path(base, *pv);
             if (joined) {
                 free(*pv);
                 *pv = joined;
@@ -729,8 +740,12 @@ void rt_cfg_print_reference(const rt_cfg_schema *s, FILE *f)
                 snprintf(range + n, sizeof range - n, "`");
             }
             else if ((k->type == RT_CFG_INT || k->type == RT_CFG_FLOAT) &&
-                     (k->min > RT_CFG_NOLIMIT_LO || k->max < RT_CFG_NOLIMIT_HI))
-                snprintf(range, sizeof range, " (%g to %g)", k->min, k->max);
+                     (k->min > RT_CFG_NOLIMIT_LO || k->max < RT_CFG_NOLIMIT_HI)) {
+                char lo[48], hi[48]; /* integers in full: 1048576, not 1.04858e+06 */
+                format_bound(k, k->min, lo, sizeof lo);
+                format_bound(k, k->max, hi, sizeof hi);
+                snprintf(range, sizeof range, " (%s to %s)", lo, hi);
+            }
             const char *def = (k->flags & RT_CFG_REQUIRED) ? "required"
                               : k->def && k->def[0]         ? k->def
                                                             : "";

@@ -20,8 +20,9 @@ static const rt_cfg_key coord_keys[] = {
              "private key of that certificate"),
     RT_CFG_P("coordinator", "token_file", "token", rt_coord_cfg, token_file,
              "file holding the cluster token that agents and API clients present"),
-    RT_CFG_P("coordinator", "state_db", "state.db", rt_coord_cfg, state_db,
-             "SQLite database with agents, jobs, attempts, events and metrics"),
+    RT_CFG_KEY("coordinator", "state_db", RT_CFG_PATH, "state.db", 0, 0, NULL, rt_coord_cfg, state_db,
+               "SQLite database with agents, jobs, attempts, events and metrics (default: in the "
+               "service's StateDirectory under systemd, else beside this file)", RT_CFG_IN_STATE_DIR),
     RT_CFG_D("coordinator", "heartbeat_interval", "2s", 10000, 60e6, rt_coord_cfg,
              heartbeat_interval_us, "how often agents report in"),
     RT_CFG_D("coordinator", "heartbeat_timeout", "10s", 50000, 600e6, rt_coord_cfg,
@@ -61,9 +62,12 @@ static const rt_cfg_key agent_keys[] = {
              "IP address ranks listen on (default: this end of the control connection)"),
     RT_CFG_I("agent", "slots", "0", 0, 4096, rt_agent_cfg, slots,
              "ranks this node runs at once (0: one per GPU, or 1 without GPUs)"),
-    RT_CFG_P("agent", "work_dir", "work", rt_agent_cfg, work_dir,
-             "per-job working folders and rendezvous files"),
-    RT_CFG_P("agent", "log_dir", "logs", rt_agent_cfg, log_dir, "per-rank output of the workers"),
+    RT_CFG_KEY("agent", "work_dir", RT_CFG_PATH, "work", 0, 0, NULL, rt_agent_cfg, work_dir,
+               "per-job working folders and rendezvous files (default: work in the service's "
+               "StateDirectory under systemd, else beside this file)", RT_CFG_IN_STATE_DIR),
+    RT_CFG_KEY("agent", "log_dir", RT_CFG_PATH, "logs", 0, 0, NULL, rt_agent_cfg, log_dir,
+               "per-rank output of the workers (default: the service's LogsDirectory under "
+               "systemd, else logs beside this file)", RT_CFG_IN_LOGS_DIR),
     RT_CFG_P("agent", "worker", NULL, rt_agent_cfg, worker,
              "the training worker program (default: ringtrain-worker beside the agent)"),
     RT_CFG_Z("agent", "log_max_bytes", "64M", 4096, 1e12, rt_agent_cfg, log_max_bytes,

@@ -335,10 +335,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     char why[256];
     if (what & BEV_EVENT_ERROR) {
         unsigned long e = bufferevent_get_openssl_error(bev);
-        if (e && ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
-            snprintf(why, sizeof why, "connection closed abruptly");
-        else if (e)
-            ERR_error_string_n(e, why, sizeof why);
+        if (e)
+            rt_tls_describe(e, why, sizeof why);
         else
             snprintf(why, sizeof why, "connection error");
     } else {

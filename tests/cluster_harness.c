@@ -289,7 +289,14 @@ rt_json *cl_wait_job(cluster *c, int64_t id, const char *state, int timeout_ms)
     return NULL;
 }
 
+const char *cl_agent_exe(void) { return RT_TEST_AGENT; }
+
 int cl_cli(cluster *c, char **out, int timeout_s, const char *const *args)
+{
+    return cl_cli_sigint(c, out, timeout_s, -1, args);
+}
+
+int cl_cli_sigint(cluster *c, char **out, int timeout_s, int sigint_after_ms, const char *const *args)
 {
     const char *argv[64];
     int n = 0;
@@ -308,7 +315,7 @@ int cl_cli(cluster *c, char **out, int timeout_s, const char *const *args)
         return -1;
     size_t cap = 4096, len = 0;
     char *buf = malloc(cap);
-    int64_t end = rt_now_ns() + (int64_t)timeout_s * 1000000000LL;
+    const int64_t start = rt_now_ns(), end = start + (int64_t)timeout_s * 1000000000LL;
     bool timed_out = false;
     for (;;) {
         int64_t left_ms = (end - rt_now_ns()) / 1000000;
@@ -316,8 +323,12 @@ int cl_cli(cluster *c, char **out, int timeout_s, const char *const *args)
             timed_out = true;
             break;
         }
+        if (sigint_after_ms >= 0 && rt_now_ns() - start >= (int64_t)sigint_after_ms * 1000000) {
+            kill(pid, SIGINT); /* Ctrl-C */
+            sigint_after_ms = -1;
+        }
         struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, (int)(left_ms > 1000 ? 1000 : left_ms)) <= 0)
+        if (poll(&p, 1, (int)(left_ms > 100 ? 100 : left_ms)) <= 0)
             continue;
         if (len + 1024 > cap) {
             cap *= 2;

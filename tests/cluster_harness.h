@@ -47,9 +47,13 @@ int cl_stop(cl_daemon *d, int sig);
 /* Until n agents are up (per /v1/nodes), at most timeout_ms. */
 bool cl_wait_agents_up(cluster *c, int n, int timeout_ms);
 
+/* The ringtrain-agent program of this build. */
+const char *cl_agent_exe(void);
 /* Run `ringtrain ARGS...` (NULL-terminated) against this cluster; its
  * stdout+stderr in *out (caller frees); the exit code, or -1 on timeout. */
 int cl_cli(cluster *c, char **out, int timeout_s, const char *const *args);
+/* The same, sending it SIGINT (Ctrl-C) after sigint_after_ms. */
+int cl_cli_sigint(cluster *c, char **out, int timeout_s, int sigint_after_ms, const char *const *args);
 /* GET path and parse the JSON answer (NULL on any failure, printed). */
 rt_json *cl_get(cluster *c, const char *path);
 /* POST a JSON body to /v1/jobs; the new job's id, or -1. */

@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cluster_harness.h"
@@ -558,6 +559,75 @@ static void test_silent_program(void **state)
     free(out);
 }
 
+/* An agent that cannot write its log (or work) folder refuses to start,
+ * with the reason, and a non-zero exit (systemd's Restart=on-failure and
+ * `systemctl status` show it) — instead of reporting itself up and failing
+ * every rank.  (Root can write any folder, so the test uses one that cannot
+ * be made at all.) */
+static void test_agent_unwritable_dirs(void **state)
+{
+    (void)state;
+    char conf[400], cmd[1200];
+    snprintf(conf, sizeof conf, "%s/bad-agent.conf", C.dir);
+    FILE *f = fopen(conf, "w");
+    CHECK(f != NULL);
+    fprintf(f, "[agent]\ncoordinator = 127.0.0.1:%d\nca = ca.crt\ntoken_file = token\n"
+               "log_dir = /proc/ringtrain-test-logs\n", C.cport);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "timeout 20 %s --config %s 2>&1", cl_agent_exe(), conf);
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    char out[4096] = "";
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 124);
+    if (!strstr(out, "log_dir /proc/ringtrain-test-logs"))
+        fprintf(stderr, "agent said: %s\n", out);
+    CHECK(strstr(out, "log_dir /proc/ringtrain-test-logs") != NULL);
+}
+
+/* Ctrl-C: `submit --follow` detaches (the job keeps running), `exec`
+ * cancels (the job is the command). */
+static void test_ctrl_c(void **state)
+{
+    (void)state;
+    char ini[400];
+    snprintf(ini, sizeof ini, "%s/long.ini", C.dir);
+    FILE *f = fopen(ini, "w");
+    CHECK(f != NULL);
+    fprintf(f, "[job]\ntype = exec\nname = long\nnp = 1\ncommand = sh, -c, echo up; sleep 60\n");
+    fclose(f);
+    char *out = NULL;
+    const char *sub[] = {"submit", ini, "--follow", NULL};
+    CHECK(cl_cli_sigint(&C, &out, 30, 3000, sub) == 130);
+    CHECK(strstr(out, "detached") != NULL);
+    free(out);
+    rt_json *jobs = cl_get(&C, "/v1/jobs?limit=1");
+    int64_t id = 0;
+    rt_json_get_int(rt_json_at(rt_json_get(jobs, "jobs"), 0), "id", &id);
+    rt_json_free(jobs);
+    rt_json *d = cl_wait_job(&C, id, "running", 2000); /* still */
+    CHECK(d != NULL);
+    rt_json_free(d);
+    char ids[32];
+    snprintf(ids, sizeof ids, "%lld", (long long)id);
+    const char *cancel[] = {"cancel", ids, NULL};
+    CHECK(cl_cli(&C, &out, 30, cancel) == 0);
+    free(out);
+    rt_json_free(cl_wait_job(&C, id, "cancelled", 20000));
+    const char *ex[] = {"exec", "--np", "1", "--", "sh", "-c", "echo up; sleep 60", NULL};
+    CHECK(cl_cli_sigint(&C, &out, 30, 3000, ex) == 130);
+    CHECK(strstr(out, "cancelled") != NULL);
+    free(out);
+    jobs = cl_get(&C, "/v1/jobs?limit=1");
+    rt_json_get_int(rt_json_at(rt_json_get(jobs, "jobs"), 0), "id", &id);
+    rt_json_free(jobs);
+    d = cl_wait_job(&C, id, "cancelled", 20000);
+    CHECK(d != NULL);
+    rt_json_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -567,6 +637,8 @@ int main(void)
         cmocka_unit_test(test_hostile_clients),
         cmocka_unit_test(test_cli_errors),
         cmocka_unit_test(test_silent_program),
+        cmocka_unit_test(test_ctrl_c),
+        cmocka_unit_test(test_agent_unwritable_dirs),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,5 +1,6 @@
 /* test_common.c — the small shared helpers: the host:port parser every
- * address goes through, and hex encoding of secrets. */
+ * address goes through, hex encoding of secrets, and the token file's
+ * permission rule. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +9,12 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "rt_addr.h"
+#include "rt_net.h"
 #include "rt_hex.h"
 
 static void addr_ok(const char *a, bool port0, const char *host, int port)
@@ -58,6 +64,30 @@ static void test_addr(void **state)
     addr_bad(longname, false, "too long");
 }
 
+/* The token may be read by its group (0640, group ringtrain, as the
+ * README installs it under systemd), never by everyone. */
+static void test_token_modes(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/rt-token-XXXXXX", token[RT_TOKEN_HEX + 1], err[RT_ERR_LEN];
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *hex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n";
+    assert_int_equal(write(fd, hex, strlen(hex)), (ssize_t)strlen(hex));
+    close(fd);
+    const struct { mode_t mode; rt_status want; } cases[] = {
+        {0600, RT_OK}, {0640, RT_OK}, {0644, RT_ERR_AUTH}, {0606, RT_ERR_AUTH}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        chmod(path, cases[i].mode);
+        rt_status st = rt_token_load(path, token, err);
+        if (st != cases[i].want)
+            fail_msg("mode %03o: %d (%s)", (unsigned)cases[i].mode, st, st ? err : "ok");
+        if (st != RT_OK)
+            assert_non_null(strstr(err, "chmod 640"));
+    }
+    unlink(path);
+}
+
 static void test_hex(void **state)
 {
     (void)state;
@@ -79,6 +109,7 @@ static void test_hex(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_addr), cmocka_unit_test(test_hex)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_addr), cmocka_unit_test(test_hex),
+                                       cmocka_unit_test(test_token_modes)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

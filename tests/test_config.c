@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "rt_config.h"
+#include "rt_schemas.h"
 
 typedef struct tcfg {
     int64_t epochs, batch_size;
@@ -293,6 +294,47 @@ static void test_set_and_print_roundtrip(void **state)
     rt_cfg_free(&schema, &d);
 }
 
+/* Under systemd the agent's and coordinator's folders default to the
+ * unit's StateDirectory/LogsDirectory (never the read-only /etc beside the
+ * file); without it, beside the file; a written value always wins. */
+static void test_service_directories(void **state)
+{
+    (void)state;
+    const char *agent = "[agent]\ncoordinator = c:7070\n";
+    rt_agent_cfg a;
+    rt_cfg_errors e;
+    memset(&e, 0, sizeof e);
+    unsetenv("STATE_DIRECTORY");
+    unsetenv("LOGS_DIRECTORY");
+    assert_int_equal(rt_cfg_load_string(&rt_agent_schema, agent, strlen(agent), "agent.conf",
+                                        "/etc/ringtrain", &a, &e), RT_OK);
+    assert_string_equal(a.work_dir, "/etc/ringtrain/work");
+    assert_string_equal(a.log_dir, "/etc/ringtrain/logs");
+    rt_cfg_free(&rt_agent_schema, &a);
+    setenv("STATE_DIRECTORY", "/var/lib/ringtrain:/var/lib/other", 1);
+    setenv("LOGS_DIRECTORY", "/var/log/ringtrain", 1);
+    assert_int_equal(rt_cfg_load_string(&rt_agent_schema, agent, strlen(agent), "agent.conf",
+                                        "/etc/ringtrain", &a, &e), RT_OK);
+    assert_string_equal(a.work_dir, "/var/lib/ringtrain/work");
+    assert_string_equal(a.log_dir, "/var/log/ringtrain");
+    rt_cfg_free(&rt_agent_schema, &a);
+    const char *written = "[agent]\ncoordinator = c:7070\nwork_dir = w\nlog_dir = /srv/l\n";
+    assert_int_equal(rt_cfg_load_string(&rt_agent_schema, written, strlen(written), "agent.conf",
+                                        "/etc/ringtrain", &a, &e), RT_OK);
+    assert_string_equal(a.work_dir, "/etc/ringtrain/w");
+    assert_string_equal(a.log_dir, "/srv/l");
+    rt_cfg_free(&rt_agent_schema, &a);
+    rt_coord_cfg c;
+    const char *coord = "[coordinator]\n";
+    assert_int_equal(rt_cfg_load_string(&rt_coord_schema, coord, strlen(coord), "coordinator.conf",
+                                        "/etc/ringtrain", &c, &e), RT_OK);
+    assert_string_equal(c.state_db, "/var/lib/ringtrain/state.db");
+    assert_string_equal(c.token_file, "/etc/ringtrain/token"); /* the material stays beside the file */
+    rt_cfg_free(&rt_coord_schema, &c);
+    unsetenv("STATE_DIRECTORY");
+    unsetenv("LOGS_DIRECTORY");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -305,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_long_lines_and_nul),
         cmocka_unit_test(test_files),
         cmocka_unit_test(test_set_and_print_roundtrip),
+        cmocka_unit_test(test_service_directories),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

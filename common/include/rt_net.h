@@ -32,6 +32,8 @@ SSL_CTX *rt_tls_client_ctx(const char *ca_file, char *err);
 SSL *rt_tls_client_ssl(SSL_CTX *ctx, const char *host);
 /* "certificate verify failed: ..." style text for the last TLS error. */
 void rt_tls_error(char *buf, size_t len);
+/* One OpenSSL error code in words (a system error as strerror says it). */
+void rt_tls_describe(unsigned long e, char *buf, size_t len);
 
 /* Read a token file: one line of hex, whitespace trimmed; mode must not let
  * others read it (group/other permissions refused). */

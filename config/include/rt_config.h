@@ -37,6 +37,10 @@ typedef struct rt_strlist {
 } rt_strlist;
 
 #define RT_CFG_REQUIRED 0x1u /* must be present in the file; def is ignored */
+/* A PATH whose default is relative to the service's state (logs) folder when
+ * systemd gives one ($STATE_DIRECTORY, $LOGS_DIRECTORY), else to the file. */
+#define RT_CFG_IN_STATE_DIR 0x2u
+#define RT_CFG_IN_LOGS_DIR 0x4u
 
 typedef struct rt_cfg_key {
     const char *section;
