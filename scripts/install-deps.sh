@@ -12,6 +12,7 @@ pkgs=(
   clang libclang-rt-dev          # libFuzzer targets
   systemd                        # systemd-analyze verify in the unit-file test
   gzip procps iproute2 ca-certificates
+  bubblewrap                     # the installed-system test: the units' sandbox
 )
 
 missing=()

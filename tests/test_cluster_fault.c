@@ -11,7 +11,9 @@
  *     SIGTERM to an agent with a running worker stops the worker and reports
  *     its exit before the agent leaves;
  *   - a rank's output is rotated at log_max_bytes, log_keep files kept, and
- *     `ringtrain logs` still serves it. */
+ *     `ringtrain logs` still serves it;
+ *   - 20 jobs over three agents whose last rank fails as it starts: every
+ *     abort reaches ranks being spawned, and no agent stops itself. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -422,6 +424,49 @@ static void test_log_rotation(void **state)
     free(out);
 }
 
+/* A rank that cannot be started (its program is not on that node's PATH)
+ * aborts the job while the other agents are still spawning theirs: the
+ * abort's SIGTERM then reaches processes between fork and exec.  (Before
+ * the agent reset signal handling in the child, such a signal ran the
+ * agent's own handler, and healthy agents stopped themselves.) */
+static void test_spawn_failure_agents_stay_up(void **state)
+{
+    fixture *fx = *state;
+    bool *failed = &fx->failed;
+    cluster *c = &fx->c;
+    CHECK(cl_init(c, "spawnfail"));
+    CHECK(cl_start_coord(c, NULL, NULL));
+    char probe_dir[512], path_ok[700];
+    snprintf(probe_dir, sizeof probe_dir, "%s", CL_PROBE);
+    *strrchr(probe_dir, '/') = '\0';
+    snprintf(path_ok, sizeof path_ok, "PATH=%s:/usr/bin:/bin", probe_dir);
+    const char *with[] = {path_ok, NULL}, *without[] = {"PATH=/usr/bin:/bin", NULL};
+    CHECK(cl_start_agent(c, 0, "a1", "A", 2, with) && cl_start_agent(c, 1, "b1", "B", 2, with) &&
+          cl_start_agent(c, 2, "c1", "C", 2, without));
+    CHECK(cl_wait_agents_up(c, 3, 20000));
+    char cwd[1024];
+    if (!getcwd(cwd, sizeof cwd))
+        snprintf(cwd, sizeof cwd, "/");
+    for (int rep = 0; rep < 20 && !*failed; rep++) {
+        char *body = NULL;
+        CHECK(asprintf(&body,
+                       "{\"type\":\"exec\",\"name\":\"spawnfail\",\"np\":5,\"max_restarts\":0,"
+                       "\"transport\":\"tcp\",\"collective_timeout_ms\":10000,\"cwd\":\"%s\","
+                       "\"argv\":[\"rt_probe\",\"--sleep\",\"30\",\"--marker\",\"%s\"]}",
+                       cwd, c->marker) > 0);
+        int64_t id = cl_submit(c, body);
+        free(body);
+        CHECK(id > 0);
+        rt_json *doc = cl_wait_job(c, id, NULL, 30000);
+        CHECK(doc && !strcmp(cl_job_state(doc), "failed"));
+        rt_json_free(doc);
+        for (int a = 0; a < 3; a++)
+            CHECK(kill(c->agent[a].pid, 0) == 0); /* still running */
+    }
+    CHECK(cl_wait_agents_up(c, 3, 5000));
+    CHECK(cl_wait_no_marker(c, 20000) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +474,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_coordinator_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sd_notify_and_sigterm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_rotation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spawn_failure_agents_stay_up, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

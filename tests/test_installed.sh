@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# The installed system, as the README's "A cluster" section sets it up:
+#   - `cmake --install` into a staging root (the programs at /usr/local/...);
+#   - the `ringtrain` user made by the project's own sysusers snippet;
+#   - the cluster material from `ringtrain init-cluster`, installed with the
+#     README's owners and modes (/etc/ringtrain 0750 root:ringtrain, token
+#     and key 0640), configurations from the installed *.conf.example with
+#     only the addresses changed;
+#   - a coordinator and two agents (one slot each), each in its own network
+#     namespace joined by a bridge (three hosts: 10.77.0.1-3), each run as
+#     `ringtrain` inside bubblewrap reproducing the unit's view: read-only /,
+#     writable only its StateDirectory and LogsDirectory (STATE_DIRECTORY /
+#     LOGS_DIRECTORY set as systemd sets them) and the shared store, a
+#     private /tmp;
+#   - a training job (np 2: one rank per host, a real ring between hosts) and
+#     an exec job succeed, and the files land where the README says.
+# The agents get host_id set explicitly: on one machine they would otherwise
+# share the machine id.  Needs root, bubblewrap, `ip netns`; exit 77 otherwise.
+# Usage: test_installed.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+skip() { echo "skipping: $*"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "needs root (users, namespaces)"
+for t in bwrap ip setpriv systemd-sysusers; do
+  command -v $t > /dev/null || skip "needs $t (scripts/install-deps.sh installs bubblewrap)"
+done
+tag=rt$$
+ip netns add $tag-sw 2> /dev/null || skip "cannot create network namespaces here"
+work=$(mktemp -d /tmp/rt-installed-XXXXXX)
+chmod 755 "$work"
+pids=()
+made=()
+cleanup() {
+  for ns in $tag-c $tag-a1 $tag-a2; do
+    for p in $(ip netns pids $ns 2> /dev/null); do kill -KILL "$p" 2> /dev/null || true; done
+    ip netns del $ns 2> /dev/null || true
+  done
+  ip netns del $tag-sw 2> /dev/null || true
+  for d in "${made[@]}"; do rmdir "$d" 2> /dev/null || true; done
+  if [ -n "${KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -20 "$f"; done; exit 1; }
+
+# ---- install ------------------------------------------------------------------
+stage=$work/root
+DESTDIR=$stage cmake --install "$build" --prefix /usr/local > "$work/install.log"
+systemd-sysusers "$stage/usr/local/lib/sysusers.d/ringtrain.conf"
+id ringtrain > /dev/null || fail "the sysusers snippet made no ringtrain user"
+bin=$stage/usr/local/bin
+
+# ---- cluster material, as the README installs it --------------------------------
+"$bin/ringtrain" init-cluster "$work/material" --san 10.77.0.1 > /dev/null
+etc=$work/etc-ringtrain
+install -d -m 0750 -o root -g ringtrain "$etc"        # ringtrain.tmpfiles.conf
+install -m 0644 -o root -g ringtrain "$work/material/ca.crt" "$work/material/coordinator.crt" "$etc/"
+install -m 0640 -o root -g ringtrain "$work/material/coordinator.key" "$work/material/token" "$etc/"
+doc=$stage/usr/local/share/doc/ringtrain
+sed -e 's/^listen = .*/listen = 10.77.0.1:7070/' -e 's/^http_listen = .*/http_listen = 10.77.0.1:7071/' \
+  "$doc/coordinator.conf.example" > "$etc/coordinator.conf"
+for a in a1 a2; do
+  sed -e 's/^coordinator = .*/coordinator = 10.77.0.1:7070/' -e 's/^slots = .*/slots = 1/' \
+    "$doc/agent.conf.example" > "$etc/agent-$a.conf"
+  echo "host_id = node-$a" >> "$etc/agent-$a.conf"
+done
+chmod 0644 "$etc"/*.conf
+
+# ---- three hosts on one bridge ---------------------------------------------------
+ip -n $tag-sw link add br0 type bridge
+ip -n $tag-sw link set br0 up
+i=1
+for h in c a1 a2; do
+  ip netns add $tag-$h
+  ip link add $tag-$h-e netns $tag-$h type veth peer name p$h netns $tag-sw
+  ip -n $tag-sw link set p$h master br0 up
+  ip -n $tag-$h addr add 10.77.0.$i/24 dev $tag-$h-e
+  ip -n $tag-$h link set $tag-$h-e up
+  ip -n $tag-$h link set lo up
+  i=$((i + 1))
+done
+
+# ---- the data every node reads, the store they write (README: /shared/...) -------
+shared=$work/shared
+mkdir -p "$shared/rossmann"
+"$build/examples/rossmann/rossmann-gen" --out "$work/data" --stores 6 --quiet
+"$bin/ringtrain" prep --input "$work/data" --sql "$src/examples/rossmann/prep.sql" \
+  --out "$shared/rossmann/dataset" --partitions 2 --quiet > /dev/null
+chown ringtrain:ringtrain "$shared/rossmann"
+chmod -R a+rX "$shared"
+
+# ---- the daemons, as the units run them --------------------------------------------
+# the mount points the unit's view needs (a real install has them: tmpfiles
+# makes /etc/ringtrain, systemd the State/Logs directories); made here only
+# when missing, and removed again
+for d in /etc/ringtrain /var/lib/ringtrain /var/log/ringtrain /shared; do
+  if [ ! -d "$d" ]; then mkdir -p "$d"; made=("$d" "${made[@]}"); fi
+done
+# run_as_unit HOST NAME CMD...: in HOST's namespace, as ringtrain, in the unit's view
+run_as_unit() {
+  local host=$1 name=$2
+  shift 2
+  local state=$work/$name/state logs=$work/$name/logs
+  mkdir -p "$state" "$logs"
+  chown ringtrain:ringtrain "$state" "$logs"
+  ip netns exec $tag-$host setpriv --reuid=ringtrain --regid=ringtrain --init-groups \
+    bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp \
+      --ro-bind "$stage/usr/local/bin" /usr/local/bin \
+      --ro-bind "$stage/usr/local/lib" /usr/local/lib \
+      --ro-bind "$etc" /etc/ringtrain \
+      --bind "$state" /var/lib/ringtrain --bind "$logs" /var/log/ringtrain \
+      --bind "$shared" /shared \
+      --setenv STATE_DIRECTORY /var/lib/ringtrain --setenv LOGS_DIRECTORY /var/log/ringtrain \
+      --chdir /var/lib/ringtrain --die-with-parent \
+      "$@" > "$work/$name.log" 2>&1 &
+  pids+=($!)
+  disown $!
+}
+run_as_unit c coordinator /usr/local/bin/ringtrain-coordinator --config /etc/ringtrain/coordinator.conf
+sleep 1
+run_as_unit a1 agent-a1 /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-a1.conf
+run_as_unit a2 agent-a2 /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-a2.conf
+
+# ---- the CLI, from the coordinator's host ------------------------------------------
+cli() {
+  ip netns exec $tag-c env RINGTRAIN_COORDINATOR=10.77.0.1:7071 RINGTRAIN_CA="$etc/ca.crt" \
+    RINGTRAIN_TOKEN_FILE="$etc/token" RINGTRAIN_CLI_CONFIG=/nonexistent \
+    timeout "${CLI_TIMEOUT:-120}" "$bin/ringtrain" "$@"
+}
+for _ in $(seq 100); do
+  [ "$(cli nodes 2> /dev/null | grep -c ' up ')" -ge 2 ] && break
+  sleep 0.2
+done
+cli nodes > "$work/nodes.txt" 2>&1 || true
+[ "$(grep -c ' up ' "$work/nodes.txt")" -ge 2 ] || { cat "$work/nodes.txt"; fail "the two agents did not come up"; }
+
+cat > "$work/job.ini" <<EOF
+[job]
+name = installed
+type = train
+np = 2
+[data]
+dataset = /shared/rossmann/dataset
+[model]
+hidden = 32, 16
+embedding_dim = 4
+[train]
+batch_size = 64
+epochs = 1
+steps_per_epoch = 20
+[output]
+store = /shared/rossmann/store
+EOF
+cli submit "$work/job.ini" --follow > "$work/train.out" 2>&1 || { cat "$work/train.out"; fail "the training job failed"; }
+for f in history.jsonl best.ckpt submission.csv; do
+  [ -s "$shared/rossmann/store/$f" ] || fail "the store has no $f"
+done
+[ "$(stat -c %U "$shared/rossmann/store/best.ckpt")" = ringtrain ] || fail "the checkpoint is not ringtrain's"
+# one rank on each host: the ring crossed the bridge
+ls "$work"/agent-a1/logs/job-1/attempt-1/rank-*.log "$work"/agent-a2/logs/job-1/attempt-1/rank-*.log \
+  > /dev/null 2>&1 || fail "the ranks did not run one per host (logs in each agent's LogsDirectory)"
+[ -d "$work/agent-a1/state/work" ] || fail "the agent's work folder is not in its StateDirectory"
+[ -f "$work/coordinator/state/state.db" ] || fail "the coordinator's state.db is not in its StateDirectory"
+
+out=$(cd / && cli exec --np 2 -- /bin/sh -c 'echo "rank $RT_RANK of $RT_SIZE as $(id -un)"') ||
+  { echo "$out"; fail "the exec job failed"; }
+echo "$out"
+grep -q "\[0\] rank 0 of 2 as ringtrain" <<< "$out" && grep -q "\[1\] rank 1 of 2 as ringtrain" <<< "$out" ||
+  fail "the exec job's output is not what it printed"
+echo "ok: installed system, 3 hosts, training and exec jobs succeeded as user ringtrain"
