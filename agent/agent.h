@@ -68,6 +68,7 @@ typedef struct log_req {
     int64_t req, job, attempt;
     int rank;
     bool follow, prefix;
+    int64_t skip; /* lines (prefix) or bytes a reconnecting follower already has */
     int fd;
     char path[512];
     char line[4096]; /* prefix mode: the line being assembled */

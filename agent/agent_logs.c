@@ -153,6 +153,8 @@ void logs_request(agentd *ag, const rt_json *m)
     r->rank = (int)rank;
     r->follow = rt_json_bool(rt_json_get(m, RT_F_FOLLOW), false);
     r->prefix = rt_json_bool(rt_json_get(m, RT_F_PREFIX), false);
+    if (!rt_json_get_int(m, RT_F_SKIP, &r->skip) || r->skip < 0)
+        r->skip = 0;
     log_path(ag, r->job, r->attempt, r->rank, r->path, sizeof r->path);
     /* from the oldest rotated file kept, so that a stream shows all there is */
     r->fd = -1;
@@ -213,6 +215,11 @@ static void send_prefixed(agentd *ag, log_req *r, const char *data, size_t n, bo
         if (data[i] == '\n' || r->line_len >= sizeof r->line - 2) {
             if (r->line[r->line_len - 1] != '\n')
                 r->line[r->line_len++] = '\n';
+            if (r->skip > 0) { /* the follower has this line from before */
+                r->skip--;
+                r->line_len = 0;
+                continue;
+            }
             if (o + (size_t)pl + r->line_len > sizeof out) {
                 send_chunk(ag, r, out, o, false, NULL);
                 o = 0;
@@ -277,10 +284,14 @@ void logs_pump(agentd *ag)
         ssize_t n = 0;
         bool running = rank_running(ag, r);
         while (rounds++ < 8 && (n = read(r->fd, buf, sizeof buf)) > 0) {
-            if (r->prefix)
+            if (r->prefix) {
                 send_prefixed(ag, r, buf, (size_t)n, false);
-            else
-                send_chunk(ag, r, buf, (size_t)n, false, NULL);
+                continue;
+            }
+            size_t drop = r->skip > 0 ? ((size_t)r->skip < (size_t)n ? (size_t)r->skip : (size_t)n) : 0;
+            r->skip -= (int64_t)drop; /* bytes the follower has from before */
+            if ((size_t)n > drop)
+                send_chunk(ag, r, buf + drop, (size_t)n - drop, false, NULL);
         }
         if (n > 0)
             continue; /* more next tick: do not starve the event loop */

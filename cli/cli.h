@@ -85,6 +85,8 @@ typedef struct cli_conn {
     char ca[1024];
     char token[RT_TOKEN_HEX + 1];
     int timeout_ms;
+    int retry_ms;     /* keep trying a refused or unreachable connection this long (0: not) */
+    int connect_retry_ms, reconnect_ms; /* cli.conf: connect_retry, reconnect_timeout */
 } cli_conn;
 
 typedef struct http_resp {
@@ -132,6 +134,10 @@ int cli_job_body_from_exec(const cli_args *a, char **body);
  * command) or detach from it (submit --follow: the job keeps running). */
 int cli_submit_and_follow(const cli_conn *c, const char *body, bool follow, bool exec_output,
                           bool json, bool cancel_on_interrupt);
+
+/* `ringtrain logs`: a rank's (rank >= 0) or every rank's output; with
+ * follow, resumed across a coordinator restart.  Exit status. */
+int cli_logs(const cli_conn *c, int64_t id, int rank, bool follow);
 
 /* cli_show.c: the coordinator's documents as tables; exit status. */
 int cli_show_nodes(const rt_json *d);

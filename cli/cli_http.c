@@ -7,6 +7,7 @@
  * nothing for days — waking every second to see whether the caller wants
  * to stop, with TCP keep-alive so a dead peer is still noticed. */
 #include <errno.h>
+#include <time.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <openssl/err.h>
@@ -44,8 +45,41 @@ static void conn_close(conn *k)
         close(k->fd);
 }
 
+/* A failure to connect that a coordinator coming back would cure. */
+static bool transient(int e)
+{
+    return e == ECONNREFUSED || e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH ||
+           e == ECONNRESET || e == EAGAIN;
+}
+
+static rt_status conn_open_once(conn *k, const cli_conn *c, int rcv_timeout_ms, int *sys_err,
+                                char *err);
+
+/* Connect, retrying a refused or unreachable coordinator for c->retry_ms
+ * (it may be restarting), with backoff; said once on stderr. */
 static rt_status conn_open(conn *k, const cli_conn *c, int rcv_timeout_ms, char *err)
 {
+    static bool said;
+    const int64_t end = rt_now_ns() + (int64_t)c->retry_ms * 1000000;
+    int backoff_ms = 100, e = 0;
+    for (;;) {
+        rt_status st = conn_open_once(k, c, rcv_timeout_ms, &e, err);
+        if (st == RT_OK || !transient(e) || rt_now_ns() >= end)
+            return st;
+        if (!said) {
+            fprintf(stderr, "ringtrain: %s; retrying for up to %d s\n", err, c->retry_ms / 1000);
+            said = true;
+        }
+        struct timespec ts = {backoff_ms / 1000, (long)(backoff_ms % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+        backoff_ms = backoff_ms < 1000 ? backoff_ms * 2 : 2000;
+    }
+}
+
+static rt_status conn_open_once(conn *k, const cli_conn *c, int rcv_timeout_ms, int *sys_err,
+                                char *err)
+{
+    *sys_err = 0;
     memset(k, 0, sizeof *k);
     k->fd = -1;
     char port[16];
@@ -70,6 +104,7 @@ static rt_status conn_open(conn *k, const cli_conn *c, int rcv_timeout_ms, char 
     }
     if (r != 0) {
         int e = errno;
+        *sys_err = e;
         conn_close(k);
         return rt_err(err, RT_ERR_IO, "cannot reach the coordinator at %s:%d: %s", c->host,
                       c->port, strerror(e));

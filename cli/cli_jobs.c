@@ -29,13 +29,18 @@ static void on_sigint(int sig)
     interrupted = 1;
 }
 
-static rt_json *get_job(const cli_conn *c, int64_t id, char *err)
+/* The job's document; NULL with *lost set when the coordinator could not
+ * be reached (it may be restarting), NULL alone when it answered no. */
+static rt_json *get_job(const cli_conn *c, int64_t id, bool *lost, char *err)
 {
     char path[64];
     snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
     http_resp r;
-    if (http_request(c, "GET", path, NULL, &r, err) != RT_OK)
+    *lost = false;
+    if (http_request(c, "GET", path, NULL, &r, err) != RT_OK) {
+        *lost = true;
         return NULL;
+    }
     rt_json *j = NULL;
     if (r.status != 200) {
         char buf[512];
@@ -47,12 +52,166 @@ static rt_json *get_job(const cli_conn *c, int64_t id, char *err)
     return j;
 }
 
+/* What a follower has printed of a stream, so that after a reconnect it
+ * asks only for the rest: complete lines per rank of an all-ranks stream
+ * ("[R] ..." lines), or bytes of one rank's. */
+typedef struct stream_pos {
+    bool prefixed;
+    int64_t bytes;
+    int64_t *lines;
+    int nranks;
+    bool line_start, in_tag;
+    long cur;
+} stream_pos;
+
+static void pos_reset(stream_pos *p, bool prefixed)
+{
+    free(p->lines);
+    memset(p, 0, sizeof *p);
+    p->prefixed = prefixed;
+    p->line_start = true;
+    p->cur = -1;
+}
+
+static void pos_track(stream_pos *p, const char *d, size_t n)
+{
+    p->bytes += (int64_t)n;
+    if (!p->prefixed)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        char ch = d[i];
+        if (p->line_start) {
+            p->line_start = false;
+            p->in_tag = ch == '[';
+            p->cur = p->in_tag ? 0 : -1;
+        } else if (p->in_tag) {
+            if (ch >= '0' && ch <= '9' && p->cur < 1000000)
+                p->cur = p->cur * 10 + (ch - '0');
+            else
+                p->in_tag = false;
+        }
+        if (ch == '\n') {
+            if (p->cur >= 0 && p->cur < 1000000) {
+                if (p->cur >= p->nranks) {
+                    int want = (int)p->cur + 16;
+                    int64_t *l = realloc(p->lines, (size_t)want * sizeof *l);
+                    if (!l)
+                        continue;
+                    memset(l + p->nranks, 0, (size_t)(want - p->nranks) * sizeof *l);
+                    p->lines = l;
+                    p->nranks = want;
+                }
+                p->lines[p->cur]++;
+            }
+            p->line_start = true;
+        }
+    }
+}
+
+/* "&skip=..." for the stream's next request ("" when nothing was seen). */
+static char *pos_query(const stream_pos *p)
+{
+    size_t cap = 32 + (size_t)p->nranks * 24, len = 0;
+    char *q = malloc(cap);
+    if (!q)
+        return NULL;
+    q[0] = '\0';
+    if (!p->prefixed) {
+        if (p->bytes > 0)
+            snprintf(q, cap, "&skip=%lld", (long long)p->bytes);
+        return q;
+    }
+    for (int r = 0; r < p->nranks; r++)
+        if (p->lines[r] > 0)
+            len += (size_t)snprintf(q + len, cap - len, "%s%d:%lld", len ? "," : "&skip=", r,
+                                    (long long)p->lines[r]);
+    return q;
+}
+
 static int stream_out(void *user, const char *data, size_t n)
 {
-    (void)user;
     fwrite(data, 1, n, stdout);
     fflush(stdout);
+    if (user)
+        pos_track(user, data, n);
     return interrupted ? 1 : 0;
+}
+
+/* Wait, with backoff, until the coordinator answers again (it restarted)
+ * or reconnect_timeout passes; true when it answers. */
+static bool reconnect(const cli_conn *c, int64_t id, const char *why)
+{
+    fprintf(stderr, "ringtrain: lost the coordinator (%s); reconnecting for up to %d s\n", why,
+            c->reconnect_ms / 1000);
+    const int64_t end = rt_now_ns() + (int64_t)c->reconnect_ms * 1000000;
+    int backoff_ms = 200;
+    while (!interrupted && rt_now_ns() < end) {
+        struct timespec ts = {backoff_ms / 1000, (long)(backoff_ms % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+        backoff_ms = backoff_ms < 1000 ? backoff_ms * 2 : 2000;
+        char err[RT_ERR_LEN];
+        bool lost;
+        rt_json *d = get_job(c, id, &lost, err);
+        if (d || !lost) {
+            rt_json_free(d);
+            fprintf(stderr, "ringtrain: reconnected\n");
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Stream job id's output (rank < 0: every rank, lines led by "[R] ") from
+ * where pos says, following or not, resuming after a coordinator restart.
+ * RT_OK when the stream ended normally. */
+static rt_status stream_logs(const cli_conn *c, int64_t id, int rank, bool follow, stream_pos *pos,
+                             int *status, char *err)
+{
+    for (;;) {
+        char *skip = pos_query(pos);
+        size_t plen = 96 + (skip ? strlen(skip) : 0);
+        char *path = malloc(plen);
+        if (!skip || !path) {
+            free(skip);
+            free(path);
+            return rt_err(err, RT_ERR_NOMEM, "out of memory");
+        }
+        char rs[24] = "all";
+        if (rank >= 0)
+            snprintf(rs, sizeof rs, "%d", rank);
+        snprintf(path, plen, "/v1/jobs/%lld/logs?rank=%s&follow=%d%s", (long long)id, rs, follow,
+                 skip);
+        free(skip);
+        *status = 0;
+        rt_status st = http_stream(c, path, stream_out, pos, &interrupted, status, err);
+        free(path);
+        /* an answer (200 that ended, or 404 and such) is final; a lost
+         * connection is the coordinator going away */
+        if (st == RT_OK || *status >= 300 || interrupted)
+            return st;
+        if (!reconnect(c, id, err))
+            return st;
+    }
+}
+
+int cli_logs(const cli_conn *c0, int64_t id, int rank, bool follow)
+{
+    cli_conn c = *c0;
+    c.retry_ms = follow ? c.reconnect_ms : 0;
+    stream_pos pos;
+    memset(&pos, 0, sizeof pos);
+    pos_reset(&pos, rank < 0);
+    char err[RT_ERR_LEN];
+    int status = 0;
+    struct sigaction sa = {.sa_handler = on_sigint};
+    sigaction(SIGINT, &sa, NULL);
+    rt_status st = stream_logs(&c, id, rank, follow, &pos, &status, err);
+    pos_reset(&pos, false);
+    if (st != RT_OK && !interrupted) {
+        fprintf(stderr, "ringtrain: %s\n", err);
+        return status == 404 ? 3 : 1;
+    }
+    return interrupted ? 130 : 0;
 }
 
 static bool terminal(const char *state)
@@ -135,19 +294,26 @@ static int outcome(const rt_json *job, int64_t id, bool show_tail)
     return 1;
 }
 
-static int follow(const cli_conn *c, int64_t id, bool exec_output, bool cancel_on_interrupt)
+static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_on_interrupt)
 {
+    cli_conn cc = *c0, *c = &cc;
+    c->retry_ms = 0; /* get_job failures go through reconnect() */
     char err[RT_ERR_LEN], last[512] = "";
     bool tty = isatty(STDOUT_FILENO);
-    int64_t seen_attempt = 0;
-    bool cancelled = false;
+    int64_t announced = 0, streamed = 0, pos_attempt = 0;
+    bool cancelled = false, complained = false;
+    stream_pos pos;
+    memset(&pos, 0, sizeof pos);
+    pos_reset(&pos, true);
+    int rc = 1;
     for (;;) {
         if (interrupted && !cancel_on_interrupt) {
             fprintf(stderr,
                     "\nringtrain: detached; job %lld keeps running (`ringtrain status %lld`, "
                     "`ringtrain logs %lld --follow` to watch it, `ringtrain cancel %lld` to stop it)\n",
                     (long long)id, (long long)id, (long long)id, (long long)id);
-            return 130;
+            rc = 130;
+            break;
         }
         if (interrupted && !cancelled) {
             char path[64];
@@ -158,45 +324,61 @@ static int follow(const cli_conn *c, int64_t id, bool exec_output, bool cancel_o
             fprintf(stderr, "\nringtrain: interrupted: job %lld cancelled\n", (long long)id);
             cancelled = true;
         }
-        rt_json *d = get_job(c, id, err);
+        bool lost;
+        rt_json *d = get_job(c, id, &lost, err);
+        if (!d && lost && reconnect(c, id, err))
+            continue;
         if (!d) {
             fprintf(stderr, "ringtrain: %s\n", err);
-            return 1;
+            break;
         }
         const rt_json *job = rt_json_get(d, "job");
         const char *state = rt_json_str(rt_json_get(job, "state"), "?");
         int64_t attempt = 0;
         rt_json_get_int(job, "attempt", &attempt);
-        if (attempt > seen_attempt && attempt > 1 && !terminal(state))
+        if (attempt > announced && attempt > 1 && !terminal(state))
             fprintf(stderr, "ringtrain: job %lld attempt %lld: %s\n", (long long)id,
                     (long long)attempt, rt_json_str(rt_json_get(job, "reason"), ""));
-        if (terminal(state) && exec_output && attempt > seen_attempt && !interrupted) {
-            /* it ended before we saw it run: its output is still on the agents */
-            seen_attempt = attempt;
-            char path[96];
-            snprintf(path, sizeof path, "/v1/jobs/%lld/logs?rank=all&follow=0", (long long)id);
+        announced = attempt > announced ? attempt : announced;
+        if (exec_output && attempt != pos_attempt) { /* a new attempt's logs start over */
+            pos_reset(&pos, true);
+            pos_attempt = attempt;
+        }
+        bool ended = terminal(state);
+        if (exec_output && attempt > streamed && (ended || !strcmp(state, "running")) &&
+            !(ended && interrupted)) {
+            /* running: follow it; ended before we saw all of it: what is left */
+            rt_json_free(d);
             int status = 0;
-            if (http_stream(c, path, stream_out, NULL, &interrupted, &status, err) != RT_OK)
+            rt_status st = stream_logs(c, id, -1, !ended, &pos, &status, err);
+            if (st == RT_OK || ended)
+                streamed = attempt;
+            if (st != RT_OK && !interrupted && (ended || !complained))
                 fprintf(stderr, "ringtrain: the output of job %lld is incomplete: %s\n",
                         (long long)id, err);
+            if (!ended) {
+                if (st != RT_OK && !interrupted) { /* e.g. its agent is reconnecting */
+                    complained = true;
+                    struct timespec ts = {1, 0};
+                    nanosleep(&ts, NULL);
+                }
+                continue;
+            }
+            d = get_job(c, id, &lost, err);
+            if (!d) {
+                fprintf(stderr, "ringtrain: %s\n", err);
+                break;
+            }
+            job = rt_json_get(d, "job");
         }
-        if (terminal(state)) {
+        if (ended) {
             if (tty && !exec_output && last[0])
                 printf("\n");
-            int rc = outcome(job, id, !exec_output);
+            rc = outcome(job, id, !exec_output);
             rt_json_free(d);
-            return cancelled ? 130 : rc;
-        }
-        if (exec_output && !strcmp(state, "running") && attempt > seen_attempt) {
-            seen_attempt = attempt;
-            rt_json_free(d);
-            char path[96];
-            snprintf(path, sizeof path, "/v1/jobs/%lld/logs?rank=all&follow=1", (long long)id);
-            int status = 0;
-            rt_status st = http_stream(c, path, stream_out, NULL, &interrupted, &status, err);
-            if (st != RT_OK && !interrupted)
-                fprintf(stderr, "ringtrain: output of job %lld: %s\n", (long long)id, err);
-            continue;
+            if (cancelled)
+                rc = 130;
+            break;
         }
         if (!exec_output)
             progress_line(rt_json_get(job, "progress"), tty, last, sizeof last);
@@ -204,6 +386,8 @@ static int follow(const cli_conn *c, int64_t id, bool exec_output, bool cancel_o
         struct timespec ts = {0, 300000000};
         nanosleep(&ts, NULL);
     }
+    pos_reset(&pos, false);
+    return rc;
 }
 
 int cli_submit_and_follow(const cli_conn *c, const char *body, bool do_follow, bool exec_output,

@@ -23,6 +23,7 @@
 
 typedef struct cli_cfg {
     char *coordinator, *ca, *token_file, *server_name;
+    int64_t connect_retry_us, reconnect_us;
 } cli_cfg;
 
 static const rt_cfg_key cli_keys[] = {
@@ -32,6 +33,11 @@ static const rt_cfg_key cli_keys[] = {
     RT_CFG_P("cli", "token_file", "token", cli_cfg, token_file, "file holding the cluster token"),
     RT_CFG_S("cli", "server_name", NULL, cli_cfg, server_name,
              "name in the coordinator's certificate (default: its host)"),
+    RT_CFG_D("cli", "connect_retry", "30s", 0, 3600e6, cli_cfg, connect_retry_us,
+             "submit, exec and run keep trying a coordinator that refuses connections this long"),
+    RT_CFG_D("cli", "reconnect_timeout", "10min", 0, 7 * 86400e6, cli_cfg, reconnect_us,
+             "a follower (--follow, exec, logs --follow) waits this long for a coordinator that "
+             "went away (a restart), then resumes where it stopped"),
 };
 static const rt_cfg_schema cli_schema = {"cli.conf", cli_keys, RT_ARRAY_LEN(cli_keys),
                                          sizeof(cli_cfg), NULL};
@@ -84,6 +90,8 @@ rt_status cli_conn_load(cli_conn *c, const cli_args *a, char *err)
         else
             st = rt_token_load(tokf ? tokf : "token", c->token, err);
     }
+    c->connect_retry_ms = (int)(f.connect_retry_us / 1000);
+    c->reconnect_ms = (int)(f.reconnect_us / 1000);
     rt_cfg_free(&cli_schema, &f);
     return st;
 }
@@ -246,14 +254,6 @@ static int cmd_status(const cli_args *a)
     return show(a, path, cli_show_job);
 }
 
-static int logs_out(void *user, const char *data, size_t n)
-{
-    (void)user;
-    fwrite(data, 1, n, stdout);
-    fflush(stdout);
-    return 0;
-}
-
 static int cmd_logs(const cli_args *a)
 {
     int64_t id, rank = -1;
@@ -262,17 +262,7 @@ static int cmd_logs(const cli_args *a)
     cli_conn c;
     if (!connect_or_say(a, &c))
         return 1;
-    char path[160], rs[24] = "all", err[RT_ERR_LEN];
-    if (rank >= 0)
-        snprintf(rs, sizeof rs, "%lld", (long long)rank);
-    snprintf(path, sizeof path, "/v1/jobs/%lld/logs?rank=%s&follow=%d", (long long)id, rs,
-             cli_switch(a, "--follow"));
-    int status = 0;
-    if (http_stream(&c, path, logs_out, NULL, NULL, &status, err) != RT_OK) {
-        fprintf(stderr, "ringtrain: %s\n", err);
-        return status == 404 ? 3 : 1;
-    }
-    return 0;
+    return cli_logs(&c, id, (int)rank, cli_switch(a, "--follow"));
 }
 
 static int job_action(const cli_args *a, const char *action, const char *done)
@@ -320,6 +310,7 @@ static int cmd_submit(const cli_args *a)
         return 1;
     }
     bool exec_job = strstr(body, "\"type\":\"exec\"") != NULL;
+    c.retry_ms = c.connect_retry_ms;
     rc = cli_submit_and_follow(&c, body, cli_switch(a, "--follow"), exec_job,
                                cli_switch(a, "--json"), false);
     free(body);
@@ -339,6 +330,7 @@ static int cmd_exec(const cli_args *a)
         free(body);
         return 1;
     }
+    c.retry_ms = c.connect_retry_ms;
     rc = cli_submit_and_follow(&c, body, true, true, cli_switch(a, "--json"), true);
     free(body);
     return rc;

@@ -6,7 +6,8 @@
  *   POST /v1/jobs                          submit (JSON body; 201 {"id": N})
  *   GET  /v1/jobs/ID                       status, attempts, placement, events, metrics
  *   POST /v1/jobs/ID/cancel | /hold | /release
- *   GET  /v1/jobs/ID/logs?rank=R|all&follow=1   output, streamed from the agents
+ *   GET  /v1/jobs/ID/logs?rank=R|all&follow=1[&skip=...]   output, streamed from the
+ *        agents; skip: what a reconnecting follower has (R:LINES,... or BYTES)
  *   GET  /metrics                          Prometheus text format
  *   GET  /                                 the dashboard (asks for the token itself)
  *
@@ -285,7 +286,31 @@ typedef struct log_ask {
     int64_t job;
     bool follow, all;
     int asked, ranks;
+    const char *skip; /* "R:N,R:N" (rank=all) or "N" (one rank), or NULL */
 } log_ask;
+
+/* What a reconnecting follower already has of rank r: lines with rank=all,
+ * bytes of a single rank. */
+static int64_t skip_of(const log_ask *q, int rank)
+{
+    if (!q->skip)
+        return 0;
+    if (!q->all)
+        return strtoll(q->skip, NULL, 10);
+    for (const char *p = q->skip; *p;) {
+        char *e;
+        long r = strtol(p, &e, 10);
+        if (*e != ':')
+            return 0;
+        long long n = strtoll(e + 1, &e, 10);
+        if (r == rank)
+            return n > 0 ? n : 0;
+        p = *e == ',' ? e + 1 : e;
+        if (!*e)
+            break;
+    }
+    return 0;
+}
 
 static void ask_rank(void *user, int rank, const char *key, int64_t attempt)
 {
@@ -304,6 +329,9 @@ static void ask_rank(void *user, int rank, const char *key, int64_t attempt)
     rt_jw_kint(&w, RT_F_RANK, rank);
     rt_jw_kbool(&w, RT_F_FOLLOW, q->follow);
     rt_jw_kbool(&w, RT_F_PREFIX, q->all);
+    int64_t skip = skip_of(q, rank);
+    if (skip > 0)
+        rt_jw_kint(&w, RT_F_SKIP, skip);
     rt_jw_obj_end(&w);
     if (coord_send(q->co, a, &w) != RT_OK)
         return;
@@ -342,10 +370,14 @@ static void logs(coord *co, struct evhttp_request *req, int64_t id, const char *
     s->id = ++co->next_stream_id;
     s->co = co;
     s->req = req;
-    log_ask ask = {co, s, id, follow_s && strcmp(follow_s, "0") != 0, all, 0, 0};
+    const char *skip_s = evhttp_find_header(&q, "skip");
+    char *skip = skip_s && strspn(skip_s, "0123456789:,") == strlen(skip_s) ? strdup(skip_s) : NULL;
+    log_ask ask = {co, s, id, follow_s && strcmp(follow_s, "0") != 0, all, 0, 0, skip};
     evhttp_clear_headers(&q);
     char msg[160];
-    if (!cdb_job_ranks(co, id, all ? -1 : (int)want, ask_rank, &ask)) {
+    bool found = cdb_job_ranks(co, id, all ? -1 : (int)want, ask_rank, &ask);
+    free(skip);
+    if (!found) {
         free(s);
         snprintf(msg, sizeof msg, "job %lld not found", (long long)id);
         reply_error(req, 404, msg);

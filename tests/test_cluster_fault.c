@@ -13,7 +13,10 @@
  *   - a rank's output is rotated at log_max_bytes, log_keep files kept, and
  *     `ringtrain logs` still serves it;
  *   - 20 jobs over three agents whose last rank fails as it starts: every
- *     abort reaches ranks being spawned, and no agent stops itself. */
+ *     abort reaches ranks being spawned, and no agent stops itself;
+ *   - followers across a coordinator restart (kill -9, back a second later):
+ *     `exec` and `logs --follow` print every line exactly once and `exec`
+ *     returns the job's exit code. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +24,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -467,6 +471,93 @@ static void test_spawn_failure_agents_stay_up(void **state)
     CHECK(cl_wait_no_marker(c, 20000) == 0);
 }
 
+typedef struct restarter {
+    cluster *c;
+    int after_ms, away_ms;
+    bool ok;
+} restarter;
+
+static void *restart_coordinator(void *arg)
+{
+    restarter *r = arg;
+    cl_sleep_ms(r->after_ms);
+    cl_stop(&r->c->coord, SIGKILL);
+    cl_sleep_ms(r->away_ms);
+    r->ok = cl_start_coord(r->c, NULL, NULL);
+    return NULL;
+}
+
+/* every "[0] line N" for N in 1..n once, in order */
+static bool lines_once(const char *out, int n)
+{
+    const char *p = out;
+    for (int i = 1; i <= n; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "[0] line %d\n", i);
+        const char *q = strstr(p, want);
+        if (!q || strstr(q + 1, want))
+            return false;
+        p = q;
+    }
+    return true;
+}
+
+static void test_followers_survive_restart(void **state)
+{
+    fixture *fx = *state;
+    bool *failed = &fx->failed;
+    cluster *c = &fx->c;
+    CHECK(cl_init(c, "follow"));
+    CHECK(cl_start_coord(c, NULL, NULL));
+    CHECK(cl_start_agent(c, 0, "a1", "A", 2, NULL));
+    CHECK(cl_wait_agents_up(c, 1, 20000));
+    /* exec: one line every 0.25 s for 4 s, exit code 7; the coordinator dies
+     * 1 s in and is back 1 s later */
+    restarter r = {c, 1000, 1000, false};
+    pthread_t th;
+    pthread_create(&th, NULL, restart_coordinator, &r);
+    const char *ex[] = {"exec", "--np", "1", "--", "sh", "-c",
+                        "for i in $(seq 16); do echo line $i; sleep 0.25; done; exit 7", NULL};
+    char *out = NULL;
+    int rc = cl_cli(c, &out, 60, ex);
+    pthread_join(th, NULL);
+    CHECK(r.ok);
+    if (rc != 7 || !lines_once(out, 16))
+        fprintf(stderr, "exec across the restart: rc %d, output:\n%s\n", rc, out);
+    CHECK(rc == 7);
+    CHECK(lines_once(out, 16));
+    CHECK(strstr(out, "reconnected") != NULL);
+    free(out);
+    CHECK(cl_wait_agents_up(c, 1, 20000));
+    /* logs --follow of a running job, across another restart */
+    const char *sub[] = {"exec", "--np", "1", "--", "sh", "-c",
+                         "for i in $(seq 16); do echo line $i; sleep 0.25; done", NULL};
+    restarter r2 = {c, 1500, 1000, false};
+    char *body = NULL;
+    char cwd[1024];
+    if (!getcwd(cwd, sizeof cwd))
+        snprintf(cwd, sizeof cwd, "/");
+    (void)sub;
+    CHECK(asprintf(&body, "{\"type\":\"exec\",\"name\":\"lines\",\"np\":1,\"cwd\":\"%s\","
+                          "\"argv\":[\"sh\",\"-c\",\"for i in $(seq 16); do echo line $i; sleep 0.25; done\"]}",
+                   cwd) > 0);
+    int64_t id = cl_submit(c, body);
+    free(body);
+    CHECK(id > 0);
+    rt_json_free(cl_wait_job(c, id, "running", 20000));
+    char ids[32];
+    snprintf(ids, sizeof ids, "%lld", (long long)id);
+    const char *lg[] = {"logs", ids, "--follow", NULL};
+    pthread_create(&th, NULL, restart_coordinator, &r2);
+    rc = cl_cli(c, &out, 60, lg);
+    pthread_join(th, NULL);
+    CHECK(r2.ok);
+    if (rc != 0 || !lines_once(out, 16))
+        fprintf(stderr, "logs --follow across the restart: rc %d, output:\n%s\n", rc, out);
+    CHECK(rc == 0 && lines_once(out, 16));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -475,6 +566,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sd_notify_and_sigterm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_rotation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spawn_failure_agents_stay_up, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_followers_survive_restart, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,6 +116,7 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_F_REQ "req"
 #define RT_F_FOLLOW "follow"
 #define RT_F_PREFIX "prefix"
+#define RT_F_SKIP "skip"
 #define RT_F_EOF "eof"
 
 /* ---- what an agent gives each rank it starts --------------------------------- */
