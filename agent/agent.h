@@ -99,7 +99,12 @@ struct agentd {
     char worker_exe[1024];
     worker *workers;
     log_req *logs;
-    char *exited_backlog; /* JSON array items of exits not yet reported */
+    /* every rank exit of the last RT_RECENT_EXITS_S seconds (JSON objects),
+     * repeated in each hello: an exit sent to a coordinator that died before
+     * committing it is delivered again (the coordinator ignores repeats) */
+    char **recent_exits;
+    int64_t *recent_ns;
+    int nrecent;
     bool stopping;
     int64_t stop_deadline_ns;
     int64_t bye_deadline_ns; /* set once "bye" is queued: exit when written */
@@ -117,12 +122,11 @@ extern const agent_handler agent_handlers[RT_MSG_COUNT];
 /* agent_link.c */
 /* Send to the coordinator (consumes w); while disconnected it is dropped. */
 bool agent_send(agentd *ag, rt_jw *w);
-/* An exit report: sent, or kept for the next hello while disconnected. */
+/* An exit report: sent when connected, and kept for 10 minutes either way. */
 void agent_send_exit(agentd *ag, rt_jw *w);
-/* The kept exits as a JSON array (into w), and forgetting them once the
- * coordinator has them. */
-void agent_backlog_json(const agentd *ag, rt_jw *w);
-void agent_backlog_clear(agentd *ag);
+/* The kept exits as a JSON array (into w), for the hello. */
+void agent_backlog_json(agentd *ag, rt_jw *w);
+void agent_backlog_free(agentd *ag);
 
 /* agent_proc.c */
 void proc_prepare(agentd *ag, const rt_json *m);

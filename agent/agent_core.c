@@ -78,7 +78,6 @@ static void on_welcome(agentd *ag, const rt_json *m)
     ag->welcomed = true;
     ag->backoff_us = 0;
     ag->attempts = 0;
-    agent_backlog_clear(ag); /* the hello carried them */
     struct timeval tv = {ag->heartbeat_ms / 1000, (ag->heartbeat_ms % 1000) * 1000};
     event_add(ag->heartbeat, &tv);
     RT_INFO("agent", "registered with the coordinator at %s:%d as %s", ag->coord_host,
@@ -442,7 +441,7 @@ void agent_destroy(agentd *ag)
         event_base_free(ag->base);
     if (ag->ssl)
         SSL_CTX_free(ag->ssl);
-    free(ag->exited_backlog);
+    agent_backlog_free(ag);
     free(ag->caps);
     free(ag);
 }

@@ -1,10 +1,12 @@
 /* agent_link.c — the bottom of the agent: frames to the coordinator, and
- * the exits of ranks that ended while it was unreachable, kept for the next
- * hello so that none is lost (see agent.h). */
+ * the recent exits of ranks, repeated in every hello so that none is lost —
+ * neither one that ended while the coordinator was unreachable, nor one
+ * sent to a coordinator that died before committing it (see agent.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent.h"
+#include "rt_time.h"
 
 bool agent_send(agentd *ag, rt_jw *w)
 {
@@ -15,40 +17,67 @@ bool agent_send(agentd *ag, rt_jw *w)
     return rt_frame_push(ag->bev, w) == RT_OK;
 }
 
+#define RECENT_EXITS_S 600  /* how long an exit is repeated in hellos */
+#define RECENT_EXITS_MAX 4096
+
+/* Drop exits older than RECENT_EXITS_S, and the oldest beyond the cap. */
+static void prune(agentd *ag)
+{
+    const int64_t old = rt_now_ns() - (int64_t)RECENT_EXITS_S * 1000000000LL;
+    int keep = 0;
+    for (int i = 0; i < ag->nrecent; i++) {
+        bool drop = ag->recent_ns[i] < old || ag->nrecent - i > RECENT_EXITS_MAX;
+        if (drop) {
+            free(ag->recent_exits[i]);
+            continue;
+        }
+        ag->recent_exits[keep] = ag->recent_exits[i];
+        ag->recent_ns[keep++] = ag->recent_ns[i];
+    }
+    ag->nrecent = keep;
+}
+
 void agent_send_exit(agentd *ag, rt_jw *w)
 {
-    if (ag->welcomed) {
-        agent_send(ag, w);
-        return;
-    }
     char *item = rt_jw_take(w, NULL);
     if (!item)
         return;
-    /* "[a]" then "[a,b]": the backlog is always a complete JSON array */
-    size_t old = ag->exited_backlog ? strlen(ag->exited_backlog) : 0, n = strlen(item);
-    char *b = realloc(ag->exited_backlog, old + n + 3);
-    if (b) {
-        if (old == 0) {
-            b[0] = '[';
-            memcpy(b + 1, item, n);
-            memcpy(b + 1 + n, "]", 2);
-        } else {
-            b[old - 1] = ',';
-            memcpy(b + old, item, n);
-            memcpy(b + old + n, "]", 2);
-        }
-        ag->exited_backlog = b;
+    if (ag->welcomed) {
+        rt_jw copy;
+        rt_jw_init(&copy);
+        rt_jw_raw(&copy, item);
+        agent_send(ag, &copy);
     }
-    free(item);
+    prune(ag);
+    char **e = realloc(ag->recent_exits, (size_t)(ag->nrecent + 1) * sizeof *e);
+    int64_t *t = e ? realloc(ag->recent_ns, (size_t)(ag->nrecent + 1) * sizeof *t) : NULL;
+    if (e)
+        ag->recent_exits = e;
+    if (!e || !t) {
+        free(item);
+        return;
+    }
+    ag->recent_ns = t;
+    ag->recent_exits[ag->nrecent] = item;
+    ag->recent_ns[ag->nrecent++] = rt_now_ns();
 }
 
-void agent_backlog_json(const agentd *ag, rt_jw *w)
+void agent_backlog_json(agentd *ag, rt_jw *w)
 {
-    rt_jw_raw(w, ag->exited_backlog ? ag->exited_backlog : "[]");
+    prune(ag);
+    rt_jw_arr(w);
+    for (int i = 0; i < ag->nrecent; i++)
+        rt_jw_raw(w, ag->recent_exits[i]);
+    rt_jw_arr_end(w);
 }
 
-void agent_backlog_clear(agentd *ag)
+void agent_backlog_free(agentd *ag)
 {
-    free(ag->exited_backlog);
-    ag->exited_backlog = NULL;
+    for (int i = 0; i < ag->nrecent; i++)
+        free(ag->recent_exits[i]);
+    free(ag->recent_exits);
+    free(ag->recent_ns);
+    ag->recent_exits = NULL;
+    ag->recent_ns = NULL;
+    ag->nrecent = 0;
 }

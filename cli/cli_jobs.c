@@ -128,10 +128,15 @@ static char *pos_query(const stream_pos *p)
     return q;
 }
 
+/* stdout was closed (`ringtrain logs 3 | head`): stop as SIGPIPE would */
+static volatile sig_atomic_t stdout_closed;
+
 static int stream_out(void *user, const char *data, size_t n)
 {
-    fwrite(data, 1, n, stdout);
-    fflush(stdout);
+    if (fwrite(data, 1, n, stdout) != n || fflush(stdout) != 0) {
+        stdout_closed = 1;
+        return 1;
+    }
     if (user)
         pos_track(user, data, n);
     return interrupted ? 1 : 0;
@@ -187,7 +192,7 @@ static rt_status stream_logs(const cli_conn *c, int64_t id, int rank, bool follo
         free(path);
         /* an answer (200 that ended, or 404 and such) is final; a lost
          * connection is the coordinator going away */
-        if (st == RT_OK || *status >= 300 || interrupted)
+        if (st == RT_OK || *status >= 300 || interrupted || stdout_closed)
             return st;
         if (!reconnect(c, id, err))
             return st;
@@ -207,6 +212,8 @@ int cli_logs(const cli_conn *c0, int64_t id, int rank, bool follow)
     sigaction(SIGINT, &sa, NULL);
     rt_status st = stream_logs(&c, id, rank, follow, &pos, &status, err);
     pos_reset(&pos, false);
+    if (stdout_closed)
+        return 128 + SIGPIPE;
     if (st != RT_OK && !interrupted) {
         fprintf(stderr, "ringtrain: %s\n", err);
         return status == 404 ? 3 : 1;
@@ -351,6 +358,10 @@ static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_
             rt_json_free(d);
             int status = 0;
             rt_status st = stream_logs(c, id, -1, !ended, &pos, &status, err);
+            if (stdout_closed) { /* nobody reads us: leave the job alone */
+                rc = 128 + SIGPIPE;
+                break;
+            }
             if (st == RT_OK || ended)
                 streamed = attempt;
             if (st != RT_OK && !interrupted && (ended || !complained))

@@ -9,6 +9,7 @@
  * RINGTRAIN_COORDINATOR, RINGTRAIN_CA, RINGTRAIN_TOKEN_FILE (or
  * RINGTRAIN_TOKEN), RINGTRAIN_SERVER_NAME; else ~/.config/ringtrain/cli.conf
  * (or RINGTRAIN_CLI_CONFIG). */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -504,6 +505,9 @@ static int cmd_help(const cli_args *a)
 
 int main(int argc, char **argv)
 {
+    /* a coordinator that dies mid-request must be an error we handle (and
+     * reconnect from), not SIGPIPE; a closed stdout is noticed by its writers */
+    signal(SIGPIPE, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -16,7 +16,12 @@
  *     abort reaches ranks being spawned, and no agent stops itself;
  *   - followers across a coordinator restart (kill -9, back a second later):
  *     `exec` and `logs --follow` print every line exactly once and `exec`
- *     returns the job's exit code. */
+ *     returns the job's exit code;
+ *   - chaos: 24 exec jobs (np 1-4, 1-3 s, every fifth exiting 3,
+ *     max_restarts = 2), each followed by `exec`, while the coordinator is
+ *     killed -9 and restarted 5 times and agents 3 times: every job ends,
+ *     those that should succeed do, the others fail naming exit code 3,
+ *     every follower returns its job's code, nothing is left running. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -558,6 +563,98 @@ static void test_followers_survive_restart(void **state)
     free(out);
 }
 
+enum { CHAOS_JOBS = 24 };
+
+typedef struct chaos_job {
+    cluster *c;
+    int k, rc;
+    char *out;
+} chaos_job;
+
+static void *chaos_follow(void *arg)
+{
+    chaos_job *j = arg;
+    char np[8], secs[8], code[8], name[32];
+    snprintf(np, sizeof np, "%d", 1 + j->k % 4);
+    snprintf(secs, sizeof secs, "%d", 1 + j->k % 3);
+    snprintf(code, sizeof code, "%d", j->k % 5 == 4 ? 3 : 0);
+    snprintf(name, sizeof name, "chaos-%d", j->k);
+    /* rank 0 exits with `code` after its allreduce; every rank first sleeps */
+    const char *args[] = {"exec", "--np", np, "--name", name, "--max-restarts", "2",
+                          "--collective-timeout", "10s", "--", CL_PROBE, "--sleep", secs,
+                          "--fail-rank", "0", "--code", code, "--marker", j->c->marker, NULL};
+    j->rc = cl_cli(j->c, &j->out, 240, args);
+    return NULL;
+}
+
+static void test_chaos(void **state)
+{
+    fixture *fx = *state;
+    bool *failed = &fx->failed;
+    cluster *c = &fx->c;
+    CHECK(cl_init(c, "chaos"));
+    CHECK(cl_start_coord(c, NULL, NULL));
+    const char *names[3] = {"a1", "b1", "c1"}, *hosts[3] = {"A", "B", "C"};
+    for (int a = 0; a < 3; a++)
+        CHECK(cl_start_agent(c, a, names[a], hosts[a], 2, NULL));
+    CHECK(cl_wait_agents_up(c, 3, 20000));
+    chaos_job jobs[CHAOS_JOBS];
+    pthread_t th[CHAOS_JOBS];
+    for (int k = 0; k < CHAOS_JOBS; k++) {
+        jobs[k] = (chaos_job){c, k, -1, NULL};
+        pthread_create(&th[k], NULL, chaos_follow, &jobs[k]);
+        cl_sleep_ms(150);
+    }
+    /* 5 coordinator kills and 3 agent kills, spread over ~30 s */
+    for (int round = 0; round < 8 && !*failed; round++) {
+        cl_sleep_ms(2500);
+        if (round % 3 == 1) {
+            int a = round / 3;
+            cl_stop(&c->agent[a], SIGKILL);
+            cl_sleep_ms(700);
+            CHECK(cl_start_agent(c, a, names[a], hosts[a], 2, NULL));
+        } else {
+            cl_stop(&c->coord, SIGKILL);
+            cl_sleep_ms(700);
+            CHECK(cl_start_coord(c, NULL, NULL));
+        }
+    }
+    for (int k = 0; k < CHAOS_JOBS; k++)
+        pthread_join(th[k], NULL);
+    /* every job is recorded and ended; its outcome is what it should be */
+    rt_json *list = cl_get(c, "/v1/jobs?limit=100");
+    const rt_json *js = rt_json_get(list, "jobs");
+    int ended = 0;
+    for (size_t i = 0; i < rt_json_len(js); i++) {
+        const rt_json *j = rt_json_at(js, i);
+        const char *name = rt_json_get_str(j, "name"), *st = rt_json_get_str(j, "state");
+        int k = -1;
+        if (!name || sscanf(name, "chaos-%d", &k) != 1 || k < 0 || k >= CHAOS_JOBS)
+            continue;
+        ended++;
+        bool should_fail = k % 5 == 4;
+        if (strcmp(st, should_fail ? "failed" : "succeeded") != 0)
+            fprintf(stderr, "chaos job %d: %s (%s)\n", k, st, rt_json_str(rt_json_get(j, "reason"), ""));
+        CHECK(!strcmp(st, should_fail ? "failed" : "succeeded"));
+        /* the last attempt's real cause: its exit code, or (when chaos hit
+         * that attempt) the agent it lost */
+        const char *why = rt_json_str(rt_json_get(j, "reason"), "");
+        if (should_fail)
+            CHECK(strstr(why, "exited with code 3") || strstr(why, "was lost"));
+    }
+    rt_json_free(list);
+    CHECK(ended == CHAOS_JOBS);
+    for (int k = 0; k < CHAOS_JOBS; k++) {
+        int want = k % 5 == 4 ? 3 : 0;
+        if (jobs[k].rc != want)
+            fprintf(stderr, "chaos follower %d: rc %d, want %d; output:\n%s\n", k, jobs[k].rc, want,
+                    jobs[k].out ? jobs[k].out : "");
+        CHECK(jobs[k].rc == want);
+        free(jobs[k].out);
+    }
+    CHECK(cl_wait_no_marker(c, 20000) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -567,6 +664,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_log_rotation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spawn_failure_agents_stay_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_followers_survive_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_chaos, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
