@@ -107,6 +107,7 @@ struct agentd {
     int nrecent;
     bool stopping;
     int64_t stop_deadline_ns;
+    int64_t hello_ns;        /* when the hello went out on this connection (0: none) */
     int64_t bye_deadline_ns; /* set once "bye" is queued: exit when written */
 };
 

@@ -34,6 +34,7 @@
 #define TICK_US 200000
 
 static void schedule_reconnect(agentd *ag, const char *why);
+#define HELLO_ANSWER_S 10 /* a coordinator answers a hello at once */
 
 /* STATUS= for systemctl status: the connection state (NULL: unchanged) and
  * the number of running workers, which on_tick keeps current. */
@@ -173,9 +174,10 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
             snprintf(ag->data_addr, sizeof ag->data_addr, "%s", ip);
         }
         send_hello(ag);
+        ag->hello_ns = rt_now_ns();
         return;
     }
-    char why[300];
+    char why[700];
     unsigned long e = bufferevent_get_openssl_error(bev);
     int sock_err = EVUTIL_SOCKET_ERROR();
     if (e && !ERR_SYSTEM_ERROR(e) && ERR_GET_LIB(e) != 0) {
@@ -191,6 +193,13 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     } else {
         snprintf(why, sizeof why, "%s", sock_err ? evutil_socket_error_to_string(sock_err)
                                                  : "connection failed");
+    }
+    if (ag->hello_ns && !ag->welcomed) { /* TLS was fine; the hello was not understood */
+        char more[700];
+        snprintf(more, sizeof more, "the server closed the connection instead of answering the "
+                 "hello (%s): is coordinator = %s:%d the control port (listen, 7070 by default) "
+                 "and not the HTTP API's (http_listen)?", why, ag->coord_host, ag->coord_port);
+        snprintf(why, sizeof why, "%s", more);
     }
     schedule_reconnect(ag, why);
 }
@@ -237,6 +246,7 @@ static void schedule_reconnect(agentd *ag, const char *why)
     }
     bool was_up = ag->welcomed;
     ag->connected = ag->welcomed = false;
+    ag->hello_ns = 0;
     event_del(ag->heartbeat);
     logs_drop_all(ag);
     if (ag->stopping)
@@ -280,6 +290,16 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     proc_tick(ag);
     logs_pump(ag);
+    /* a server that takes the TLS handshake but never answers the hello:
+     * most likely the HTTP API's port, not the control channel's */
+    if (ag->connected && !ag->welcomed && ag->hello_ns &&
+        rt_now_ns() - ag->hello_ns > HELLO_ANSWER_S * 1000000000LL) {
+        char why[400];
+        snprintf(why, sizeof why, "no answer to the hello within %d s: is coordinator = %s:%d the "
+                 "control port (listen, 7070 by default) and not the HTTP API's (http_listen)?",
+                 HELLO_ANSWER_S, ag->coord_host, ag->coord_port);
+        schedule_reconnect(ag, why);
+    }
     if (proc_live(ag) != ag->status_live)
         status(ag, NULL);
     static int64_t last_wd;

@@ -104,9 +104,27 @@ static worker *find(agentd *ag, int64_t job, int64_t attempt, int rank)
 
 /* ---- reporting ---------------------------------------------------------------- */
 
+/* When a rank has exited its rendezvous file (the job's key) goes; when the
+ * last rank of its job on this node has, the job's work folder goes too if
+ * nothing else was left in it (an exec job may have written there). */
+static void clean_workdir(agentd *ag, worker *w)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/rank-%d.rendezvous", w->workdir, w->rank);
+    unlink(p);
+    for (worker *o = ag->workers; o; o = o->next)
+        if (o != w && o->job == w->job && !o->reported)
+            return;
+    snprintf(p, sizeof p, "%s/job.ini", w->workdir);
+    unlink(p);
+    rmdir(w->workdir); /* fails, harmlessly, when not empty */
+}
+
 static void report_exit(agentd *ag, worker *w)
 {
     w->reported = true;
+    if (w->workdir[0])
+        clean_workdir(ag, w);
     char line[160];
     if (w->sig)
         snprintf(line, sizeof line, "[agent] rank %d was killed by signal %d (%s)\n", w->rank,

@@ -153,7 +153,8 @@ static const rt_cfg_key job_keys[] = {
              "deadline of every collective; a rank that does not arrive is named"),
     RT_CFG_B("job", "encrypt", "false", rt_job_cfg, encrypt, "AES-256-GCM on the data plane"),
     RT_CFG_L("job", "command", NULL, rt_job_cfg, command,
-             "exec jobs: the program and its arguments, comma-separated"),
+             "exec jobs: the program and its arguments, comma-separated; an argument with a "
+             "comma in \"double quotes\"; a ';' after a space written \\; (\" ;\" starts a comment)"),
 
     RT_CFG_P("data", "dataset", NULL, rt_job_cfg, dataset,
              "prepared dataset folder (ringtrain prep --out), on every node"),

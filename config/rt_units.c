@@ -309,6 +309,11 @@ void rt_strlist_free(rt_strlist *l)
     l->n = 0;
 }
 
+/* Lists: items separated by commas, spaces around them dropped.  An item in
+ * double quotes keeps commas and spaces; in any item \" \\ \, and \; stand
+ * for the character (INI files take " ;" as the start of a comment, so a
+ * ';' after a space must be written \;).  An unterminated quote is an error:
+ * it is what a comment cutting the line short leaves. */
 rt_status rt_strlist_parse(const char *text, rt_strlist *out, char *err)
 {
     out->items = NULL;
@@ -318,38 +323,68 @@ rt_status rt_strlist_parse(const char *text, rt_strlist *out, char *err)
         p++;
     if (*p == '\0')
         return RT_OK;
-    size_t cap = 1;
+    size_t cap = 1, len = strlen(p);
     for (const char *q = p; *q; q++)
         cap += *q == ',';
     out->items = calloc(cap, sizeof *out->items);
-    if (!out->items)
+    char *buf = malloc(len + 1);
+    if (!out->items || !buf) {
+        free(buf);
+        rt_strlist_free(out);
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
+    rt_status st = RT_OK;
     for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t n = comma ? (size_t)(comma - p) : strlen(p);
-        const char *s = p;
-        while (n > 0 && isspace((unsigned char)*s)) {
-            s++;
-            n--;
+        while (*p && isspace((unsigned char)*p))
+            p++;
+        size_t n = 0, keep = 0; /* keep: length up to the last character that is not trailing space */
+        bool quoted = *p == '"';
+        if (quoted)
+            p++;
+        for (; *p && (quoted ? *p != '"' : *p != ','); p++) {
+            char ch = *p;
+            if (ch == '\\' && p[1] && strchr("\"\\,;", p[1]))
+                ch = *++p;
+            else if (!quoted && isspace((unsigned char)ch)) {
+                buf[n++] = ch;
+                continue;
+            }
+            buf[n++] = ch;
+            keep = n;
         }
-        while (n > 0 && isspace((unsigned char)s[n - 1]))
-            n--;
-        if (n == 0) {
-            size_t pos = out->n + 1;
-            rt_strlist_free(out);
-            return rt_err(err, RT_ERR_INVALID, "item %zu is empty", pos);
+        if (quoted) {
+            if (*p != '"') {
+                st = rt_err(err, RT_ERR_INVALID, "item %zu: the quote is not closed (a ' ;' starts "
+                            "a comment in these files: write ';' as \\;)", out->n + 1);
+                break;
+            }
+            keep = n;
+            p++;
+            while (*p && isspace((unsigned char)*p))
+                p++;
+            if (*p && *p != ',') {
+                st = rt_err(err, RT_ERR_INVALID, "item %zu: text after the closing quote", out->n + 1);
+                break;
+            }
         }
-        char *item = strndup(s, n);
+        if (keep == 0 && !quoted) {
+            st = rt_err(err, RT_ERR_INVALID, "item %zu is empty", out->n + 1);
+            break;
+        }
+        char *item = strndup(buf, keep);
         if (!item) {
-            rt_strlist_free(out);
-            return rt_err(err, RT_ERR_NOMEM, "out of memory");
+            st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+            break;
         }
         out->items[out->n++] = item;
-        if (!comma)
+        if (!*p)
             break;
-        p = comma + 1;
+        p++; /* the comma */
     }
-    return RT_OK;
+    free(buf);
+    if (st != RT_OK)
+        rt_strlist_free(out);
+    return st;
 }
 
 long rt_strlist_index(const rt_strlist *l, const char *item)

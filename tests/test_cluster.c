@@ -16,6 +16,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <glob.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -557,6 +558,18 @@ static void test_silent_program(void **state)
     CHECK(cl_cli(&C, &out, 60, lg) == 0);
     CHECK(strstr(out, "[0] end") != NULL);
     free(out);
+    /* the ranks' rendezvous files (they hold the job's key) are gone with them */
+    rt_json_free(cl_wait_job(&C, id, NULL, 20000));
+    cl_sleep_ms(500);
+    char pattern[400];
+    snprintf(pattern, sizeof pattern, "%s/work-*/job-*/rank-*.rendezvous", C.dir);
+    glob_t g;
+    int gr = glob(pattern, 0, NULL, &g);
+    if (gr == 0)
+        fprintf(stderr, "left behind: %s (and %zu more)\n", g.gl_pathv[0], g.gl_pathc - 1);
+    CHECK(gr == GLOB_NOMATCH);
+    if (gr == 0)
+        globfree(&g);
 }
 
 /* An agent that cannot write its log (or work) folder refuses to start,
@@ -585,6 +598,21 @@ static void test_agent_unwritable_dirs(void **state)
     if (!strstr(out, "log_dir /proc/ringtrain-test-logs"))
         fprintf(stderr, "agent said: %s\n", out);
     CHECK(strstr(out, "log_dir /proc/ringtrain-test-logs") != NULL);
+    /* pointed at the HTTP API's port: it says what is wrong instead of hanging */
+    f = fopen(conf, "w");
+    CHECK(f != NULL);
+    fprintf(f, "[agent]\ncoordinator = 127.0.0.1:%d\nca = ca.crt\ntoken_file = token\n"
+               "reconnect_max = 1s\n", C.hport);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "timeout -s INT 13 %s --config %s 2>&1", cl_agent_exe(), conf);
+    p = popen(cmd, "r");
+    CHECK(p != NULL);
+    n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    pclose(p);
+    if (!strstr(out, "not the HTTP API's (http_listen)?"))
+        fprintf(stderr, "agent said: %s\n", out);
+    CHECK(strstr(out, "not the HTTP API's (http_listen)?") != NULL);
 }
 
 /* Ctrl-C: `submit --follow` detaches (the job keeps running), `exec`

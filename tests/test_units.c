@@ -192,6 +192,20 @@ static void test_lists(void **state)
     assert_string_equal(err, "item 2 is empty");
     assert_int_equal(rt_strlist_parse("a,b,", &l, err), RT_ERR_INVALID);
     assert_string_equal(err, "item 3 is empty");
+    /* quoting: commas and spaces kept, escapes, an empty quoted argument */
+    assert_int_equal(rt_strlist_parse("sh, -c, \"echo a, b; echo c\" , \"\", x\\;y, \"q\\\"\"", &l, err), RT_OK);
+    assert_int_equal(l.n, 6);
+    assert_string_equal(l.items[0], "sh");
+    assert_string_equal(l.items[2], "echo a, b; echo c");
+    assert_string_equal(l.items[3], "");
+    assert_string_equal(l.items[4], "x;y");
+    assert_string_equal(l.items[5], "q\"");
+    rt_strlist_free(&l);
+    /* what an INI comment leaves of `command = sh, -c, "echo a ; echo b"` */
+    assert_int_equal(rt_strlist_parse("sh, -c, \"echo a", &l, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "item 3: the quote is not closed"));
+    assert_int_equal(rt_strlist_parse("\"a\" b", &l, err), RT_ERR_INVALID);
+    assert_string_equal(err, "item 1: text after the closing quote");
 }
 
 static void test_edit_distance(void **state)

@@ -163,7 +163,9 @@ size_t rt_edit_distance(const char *a, const char *b);
 
 void rt_strlist_free(rt_strlist *l);
 /* Split comma-separated text into a list (items trimmed).  An empty text is
- * an empty list; an empty item is an error. */
+ * an empty list; an empty item is an error.  "double quotes" keep commas and
+ * spaces in an item; \" \\ \, \; escape a character; an unclosed quote is
+ * an error. */
 rt_status rt_strlist_parse(const char *text, rt_strlist *out, char *err);
 /* Index of item in l, or -1. */
 long rt_strlist_index(const rt_strlist *l, const char *item);
