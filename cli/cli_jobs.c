@@ -9,6 +9,7 @@
  * otherwise.  Ctrl-C while following cancels the job for `exec` and `run`
  * (the job is the command, as with horovodrun) and detaches for
  * `submit --follow` (the job keeps running; `logs --follow` re-attaches). */
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -199,8 +200,89 @@ static rt_status stream_logs(const cli_conn *c, int64_t id, int rank, bool follo
     }
 }
 
+/* A finished stream of every rank, printed in rank order: the agents answer
+ * in any order, a reader wants rank 0's output first. */
+typedef struct by_rank {
+    char *buf;
+    size_t len, cap;
+} by_rank;
+
+static int collect_out(void *user, const char *data, size_t n)
+{
+    by_rank *b = user;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = (b->len + n + 1) * 2;
+        char *nb = realloc(b->buf, cap);
+        if (!nb)
+            return 1;
+        b->buf = nb;
+        b->cap = cap;
+    }
+    memcpy(b->buf + b->len, data, n);
+    b->len += n;
+    b->buf[b->len] = '\0';
+    return interrupted ? 1 : 0;
+}
+
+typedef struct line_ref {
+    long rank;
+    size_t order, off, len;
+} line_ref;
+
+static int line_cmp(const void *a, const void *b)
+{
+    const line_ref *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void print_by_rank(const by_rank *b)
+{
+    size_t nl = 0;
+    for (size_t i = 0; i < b->len; i++)
+        nl += b->buf[i] == '\n';
+    line_ref *lines = calloc(nl + 1, sizeof *lines);
+    if (!lines) {
+        fwrite(b->buf, 1, b->len, stdout);
+        return;
+    }
+    size_t k = 0, start = 0;
+    for (size_t i = 0; i <= b->len; i++) {
+        if (i < b->len && b->buf[i] != '\n')
+            continue;
+        if (i > start || i < b->len) {
+            long r = LONG_MAX; /* lines without a "[R] " tag last, in order */
+            if (b->buf[start] == '[')
+                r = strtol(b->buf + start + 1, NULL, 10);
+            lines[k] = (line_ref){r, k, start, i - start + (i < b->len)};
+            k++;
+        }
+        start = i + 1;
+    }
+    qsort(lines, k, sizeof *lines, line_cmp);
+    for (size_t i = 0; i < k; i++)
+        fwrite(b->buf + lines[i].off, 1, lines[i].len, stdout);
+    free(lines);
+}
+
 int cli_logs(const cli_conn *c0, int64_t id, int rank, bool follow)
 {
+    if (!follow && rank < 0) {
+        char path[96], err[RT_ERR_LEN];
+        snprintf(path, sizeof path, "/v1/jobs/%lld/logs?rank=all&follow=0", (long long)id);
+        by_rank b = {0};
+        int status = 0;
+        rt_status st = http_stream(c0, path, collect_out, &b, &interrupted, &status, err);
+        if (b.len)
+            print_by_rank(&b);
+        free(b.buf);
+        if (st != RT_OK) {
+            fprintf(stderr, "ringtrain: %s\n", err);
+            return status == 404 ? 3 : 1;
+        }
+        return 0;
+    }
     cli_conn c = *c0;
     c.retry_ms = follow ? c.reconnect_ms : 0;
     stream_pos pos;

@@ -325,6 +325,7 @@ void sc_start_attempt(sched *S, sc_job *j, int np, sc_clock now)
     j->prepared = j->running = j->exited_ok = 0;
     j->have_failure = false;
     j->reconciling = false;
+    j->launch_unsure = false;
     j->queue_pos = 0;
     j->prepare_deadline_ns = now.mono_ns + S->cfg.prepare_timeout_us * 1000;
     S->cfg.random(j->key, sizeof j->key);
@@ -664,6 +665,7 @@ sc_job *sched_restore_job(sched *S, int64_t id, const char *spec, const char *us
     j->attempt_started = attempt_started;
     /* placed jobs are reconciled with the agents' reports */
     j->reconciling = state == JOB_STARTING || state == JOB_RUNNING;
+    j->launch_unsure = state == JOB_STARTING;
     if (j->reconciling)
         S->reconcile_until_ns = now.mono_ns + S->cfg.reconcile_timeout_us * 1000;
     if (id >= S->next_id)

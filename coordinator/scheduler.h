@@ -122,6 +122,8 @@ typedef struct sc_job {
     int prepared, running, exited_ok;
     bool have_failure;
     bool reconciling;   /* restored after a coordinator restart */
+    bool launch_unsure; /* restored while starting: the launch may not have reached every
+                           agent, so this attempt's failure uses no restart */
     char *first_failure; /* JSON object */
     char *progress;      /* latest progress JSON from rank 0 */
     double steps_per_s;

@@ -35,7 +35,7 @@ static void rank_unaccounted(sched *S, sc_job *j, int r, const char *why, sc_clo
     char reason[700];
     snprintf(reason, sizeof reason, "rank %d (agent %s) %s", r, s->agent_key, why);
     /* an attempt that never ran was interrupted, not failed: no restart used */
-    sc_attempt_failed(S, j, reason, j->state != JOB_STARTING, now);
+    sc_attempt_failed(S, j, reason, j->state != JOB_STARTING && !j->launch_unsure, now);
 }
 
 /* A restored job is reconciled once every rank is accounted for. */
@@ -131,10 +131,9 @@ sc_agent *sched_agent_up(sched *S, const rt_json *m, sc_clock now, char *err)
     const rt_json *exited = rt_json_get(m, RT_F_EXITED);
     for (size_t i = 0; i < rt_json_len(exited); i++)
         sched_on_exited(S, a, rt_json_at(exited, i), now);
-    /* restored jobs: a rank of this agent it neither runs nor reported is gone */
+    /* restored jobs: a rank of this agent it neither runs nor reported is
+     * gone (also when its attempt has failed meanwhile: its slot is free) */
     for (sc_job *j = S->jobs; j; j = j->next) {
-        if (!j->reconciling)
-            continue;
         for (int r = 0; r < j->cur_np; r++)
             if (j->ranks[r].state == RS_NONE && strcmp(j->ranks[r].agent_key, a->key) == 0)
                 rank_unaccounted(S, j, r,
@@ -330,7 +329,9 @@ void sched_on_exited(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
         rt_jw_null(&w);
     rt_jw_obj_end(&w);
     sc_set_first_failure(j, &w);
-    sc_attempt_failed(S, j, why, true, now);
+    /* a rank of an attempt whose launch the coordinator's restart may have
+     * cut short (its peers never started) fails through no fault of its own */
+    sc_attempt_failed(S, j, why, !j->launch_unsure, now);
 }
 
 void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)

@@ -171,6 +171,18 @@ static void test_placement_np5(void **state)
     CHECK(strstr(out, "rank=3 size=5") != NULL);
     CHECK(strstr(out, "rank=2 size=5") == NULL);
     free(out);
+    /* every rank's output, in rank order, each line tagged once */
+    const char *all_args[] = {"logs", idtxt, NULL};
+    CHECK(cl_cli(&C, &out, 30, all_args) == 0);
+    const char *prev = out;
+    for (int r = 0; r < 5; r++) {
+        char tag[48];
+        snprintf(tag, sizeof tag, "[%d] rank=%d size=5", r, r);
+        const char *at = strstr(out, tag);
+        CHECK(at != NULL && at >= prev);
+        prev = at ? at : prev;
+    }
+    free(out);
     CHECK(cl_count_marker(&C) == 0);
 }
 

@@ -493,6 +493,52 @@ static void test_restart_keeps_queue_and_reconciles(void **state)
     world_free(&w2);
 }
 
+/* The coordinator died between launching a job's ranks and hearing that
+ * they started: the launch may have reached one agent only, whose rank then
+ * failed to find its peer.  That attempt uses no restart. */
+static void test_restart_mid_launch(void **state)
+{
+    (void)state;
+    world w;
+    world_init(&w);
+    agent_up(&w, "A", "a", 1);
+    agent_up(&w, "B", "b", 1);
+    int64_t id = submit_ok(&w, NULL, 2); /* max_restarts 0 */
+    sched_job(&w.S, id)->state = JOB_STARTING; /* as stored before "started" came */
+    world w2;
+    world_init(&w2);
+    w2.now = w.now;
+    restore_into(&w2, &w);
+    assert_true(sched_job(&w2.S, id)->launch_unsure);
+    char buf[512], err[RT_ERR_LEN];
+    snprintf(buf, sizeof buf,
+             "{\"type\":\"hello\",\"token\":\"t\",\"proto\":%d,\"version\":\"x\","
+             "\"host_id\":\"A\",\"name\":\"a\",\"hostname\":\"A-host\",\"slots\":1,"
+             "\"address\":\"127.0.0.1\",\"caps\":{},\"running\":[],\"exited\":[{\"job\":%lld,"
+             "\"attempt\":1,\"rank\":0,\"code\":10,\"signal\":0,\"tail\":[]}]}",
+             RT_PROTO_VERSION, (long long)id);
+    rt_json *m = parse(buf);
+    assert_non_null(sched_agent_up(&w2.S, m, w2.now, err));
+    rt_json_free(m);
+    settle(&w2);
+    sc_job *j = sched_job(&w2.S, id);
+    assert_int_equal(j->state, JOB_RESTARTING);
+    assert_int_equal(j->restarts, 0);
+    assert_non_null(strstr(j->last_failure, "exited with code 10"));
+    /* B comes back without its rank: its slot is free, the restart goes on */
+    agent_up(&w2, "B", "b", 1);
+    tick(&w2, 0.2);
+    j = sched_job(&w2.S, id);
+    assert_int_equal(j->state, JOB_RUNNING);
+    assert_int_equal(j->attempt, 2);
+    assert_false(j->launch_unsure);
+    /* the new attempt's failure counts as usual: no restarts left */
+    finish_job(&w2, id, 3);
+    assert_int_equal(job_state(&w2, id), JOB_FAILED);
+    world_free(&w);
+    world_free(&w2);
+}
+
 static void test_reconcile_timeout(void **state)
 {
     (void)state;
@@ -580,6 +626,7 @@ int main(void)
         cmocka_unit_test(test_queue_timeout_and_drain),
         cmocka_unit_test(test_lost_agent_elastic_restart),
         cmocka_unit_test(test_restart_keeps_queue_and_reconciles),
+        cmocka_unit_test(test_restart_mid_launch),
         cmocka_unit_test(test_reconcile_timeout),
         cmocka_unit_test(test_deadline_and_failure),
         cmocka_unit_test(test_two_thousand_agents),
