@@ -41,6 +41,8 @@ typedef struct worker {
     int64_t job, attempt;
     int rank, size, local_rank, local_size, cross_rank, cross_size;
     int listen_fd; /* bound at prepare, handed to the worker */
+    int master_fd; /* rank 0: holds MASTER_PORT from prepare until the rank starts */
+    int master_port, node_rank, nodes;
     char addr[96];
     pid_t pid;     /* 0 until started */
     bool started, reaped, out_eof, reported;
@@ -127,6 +129,9 @@ bool agent_send(agentd *ag, rt_jw *w);
 void agent_send_exit(agentd *ag, rt_jw *w);
 /* The kept exits as a JSON array (into w), for the hello. */
 void agent_backlog_json(agentd *ag, rt_jw *w);
+/* Send the exits recorded at or after since_ns: those that came between the
+ * hello (which listed the older ones) and the welcome. */
+void agent_backlog_since(agentd *ag, int64_t since_ns);
 void agent_backlog_free(agentd *ag);
 
 /* agent_proc.c */

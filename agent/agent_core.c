@@ -77,6 +77,7 @@ static void on_welcome(agentd *ag, const rt_json *m)
     rt_json_get_int(m, RT_F_HEARTBEAT_MS, &hb);
     ag->heartbeat_ms = hb < 10 ? 10 : hb;
     ag->welcomed = true;
+    agent_backlog_since(ag, ag->hello_ns); /* exits after the hello was written */
     ag->backoff_us = 0;
     ag->attempts = 0;
     struct timeval tv = {ag->heartbeat_ms / 1000, (ag->heartbeat_ms % 1000) * 1000};

@@ -71,6 +71,17 @@ void agent_backlog_json(agentd *ag, rt_jw *w)
     rt_jw_arr_end(w);
 }
 
+void agent_backlog_since(agentd *ag, int64_t since_ns)
+{
+    for (int i = 0; i < ag->nrecent; i++)
+        if (ag->recent_ns[i] >= since_ns) {
+            rt_jw copy;
+            rt_jw_init(&copy);
+            rt_jw_raw(&copy, ag->recent_exits[i]);
+            agent_send(ag, &copy);
+        }
+}
+
 void agent_backlog_free(agentd *ag)
 {
     for (int i = 0; i < ag->nrecent; i++)

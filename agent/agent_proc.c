@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "rt_addr.h"
 #include "rt_comm.h"
 #include "rt_file.h"
 #include "rt_log.h"
@@ -49,6 +50,8 @@ void worker_free(worker *w)
         close(w->ctl_fd);
     if (w->listen_fd >= 0)
         close(w->listen_fd);
+    if (w->master_fd >= 0)
+        close(w->master_fd);
     if (w->log)
         fclose(w->log);
     free(w);
@@ -82,8 +85,11 @@ int proc_unreported(const agentd *ag)
 void proc_running_json(agentd *ag, rt_jw *jw)
 {
     rt_jw_arr(jw);
+    /* a rank that has ended but whose exit is not reported yet (its output
+     * is being drained) is still running for the coordinator: its exit
+     * follows, never neither */
     for (worker *w = ag->workers; w; w = w->next)
-        if (w->started && !w->reaped) {
+        if (w->started && !w->reported) {
             rt_jw_obj(jw);
             rt_jw_kint(jw, RT_F_JOB, w->job);
             rt_jw_kint(jw, RT_F_ATTEMPT, w->attempt);
@@ -152,6 +158,21 @@ static void report_exit(agentd *ag, worker *w)
 
 /* ---- prepare -------------------------------------------------------------------- */
 
+/* Rank 0's agent holds a free port on its data address for the attempt's
+ * MASTER_PORT (torch.distributed's env:// store on rank 0), so that no other
+ * socket takes it before the rank starts; released just before the rank runs. */
+static rt_status reserve_master_port(agentd *ag, worker *w, char *err)
+{
+    char *addr = NULL, host[256];
+    rt_status st = rt_listen_tcp(ag->data_addr, 0, &w->master_fd, &addr, err);
+    if (st == RT_OK)
+        st = rt_addr_parse(addr, false, host, sizeof host, &w->master_port, err);
+    free(addr);
+    if (st != RT_OK)
+        rt_err_prefix(err, "MASTER_PORT");
+    return st;
+}
+
 void proc_prepare(agentd *ag, const rt_json *m)
 {
     int64_t job = 0, attempt = 0, size = 0;
@@ -185,14 +206,19 @@ void proc_prepare(agentd *ag, const rt_json *m)
             w->attempt = attempt;
             w->rank = (int)rank;
             w->size = (int)size;
-            w->out_fd = w->ctl_fd = w->listen_fd = -1;
+            w->out_fd = w->ctl_fd = w->listen_fd = w->master_fd = -1;
             w->local_rank = rt_json_get_int(r, RT_F_LOCAL_RANK, &v) ? (int)v : 0;
             w->local_size = rt_json_get_int(r, RT_F_LOCAL_SIZE, &v) ? (int)v : 1;
             w->cross_rank = rt_json_get_int(r, RT_F_CROSS_RANK, &v) ? (int)v : 0;
             w->cross_size = rt_json_get_int(r, RT_F_CROSS_SIZE, &v) ? (int)v : 1;
+            w->node_rank = rt_json_get_int(r, RT_F_NODE_RANK, &v) ? (int)v : w->cross_rank;
+            w->nodes = rt_json_get_int(r, RT_F_NODES, &v) ? (int)v : w->cross_size;
             char *addr = NULL;
             st = rt_listen_tcp(ag->data_addr, 0, &w->listen_fd, &addr, err);
+            if (st == RT_OK && w->rank == 0)
+                st = reserve_master_port(ag, w, err);
             if (st != RT_OK) {
+                free(addr);
                 worker_free(w);
                 break;
             }
@@ -204,6 +230,8 @@ void proc_prepare(agentd *ag, const rt_json *m)
         rt_jw_obj(&jw);
         rt_jw_kint(&jw, RT_F_RANK, w->rank);
         rt_jw_kstr(&jw, RT_F_ADDR, w->addr);
+        if (w->master_port > 0)
+            rt_jw_kint(&jw, RT_F_MASTER_PORT, w->master_port);
         rt_jw_obj_end(&jw);
     }
     rt_jw_arr_end(&jw);
@@ -402,6 +430,48 @@ static rt_status write_rendezvous(worker *w, const rt_json *m, const char *path,
     return ok ? RT_OK : rt_err(err, RT_ERR_IO, "cannot write %s: %s", path, strerror(errno));
 }
 
+/* What torchrun and horovodrun give each process, so that programs written
+ * for them run unchanged (docs/run-api.md has the table).  One role, one
+ * worker group per host; rank 0's host and the port its agent reserved are
+ * the env:// store's address. */
+static void launcher_env(const agentd *ag, const worker *w, const rt_json *m, strv *env)
+{
+    const struct {
+        const char *name;
+        int value;
+    } ints[] = {{"RANK", w->rank},
+                {"WORLD_SIZE", w->size},
+                {"LOCAL_RANK", w->local_rank},
+                {"LOCAL_WORLD_SIZE", w->local_size},
+                {"GROUP_RANK", w->node_rank},
+                {"GROUP_WORLD_SIZE", w->nodes},
+                {"ROLE_RANK", w->rank},
+                {"ROLE_WORLD_SIZE", w->size},
+                {"TORCHELASTIC_RESTART_COUNT", (int)w->attempt - 1},
+                {"HOROVOD_RANK", w->rank},
+                {"HOROVOD_SIZE", w->size},
+                {"HOROVOD_LOCAL_RANK", w->local_rank},
+                {"HOROVOD_LOCAL_SIZE", w->local_size},
+                {"HOROVOD_CROSS_RANK", w->cross_rank},
+                {"HOROVOD_CROSS_SIZE", w->cross_size}};
+    for (size_t i = 0; i < RT_ARRAY_LEN(ints); i++)
+        strv_set(env, fmt("%s=%d", ints[i].name, ints[i].value));
+    int64_t max_restarts = 0, port = 0;
+    rt_json_get_int(m, RT_F_MAX_RESTARTS, &max_restarts);
+    strv_set(env, fmt("TORCHELASTIC_MAX_RESTARTS=%lld", (long long)max_restarts));
+    strv_set(env, fmt("TORCHELASTIC_RUN_ID=ringtrain-job-%lld", (long long)w->job));
+    strv_set(env, fmt("ROLE_NAME=default"));
+    strv_set(env, fmt("HOROVOD_HOSTNAME=%s", ag->hostname));
+    char host[256], err[RT_ERR_LEN];
+    int p0 = 0;
+    const char *peer0 = rt_json_str(rt_json_at(rt_json_get(m, RT_F_PEERS), 0), "");
+    if (rt_json_get_int(m, RT_F_MASTER_PORT, &port) && port > 0 &&
+        rt_addr_parse(peer0, false, host, sizeof host, &p0, err) == RT_OK) {
+        strv_set(env, fmt("MASTER_ADDR=%s", host));
+        strv_set(env, fmt("MASTER_PORT=%lld", (long long)port));
+    }
+}
+
 static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
 {
     const char *type = rt_json_str(rt_json_get(m, RT_F_JOB_TYPE), "exec");
@@ -462,6 +532,7 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
     strv_add(&env, fmt("%s=%d", RT_ENV_LISTEN_FD, RT_LISTEN_FD_NUM));
     strv_add(&env, fmt("%s=%d", RT_ENV_CONTROL_FD, RT_CONTROL_FD_NUM));
     strv_add(&env, fmt("%s=%s", RT_ENV_WORK_DIR, w->workdir));
+    launcher_env(ag, w, m, &env);
     if ((st = log_open(w, err)) != RT_OK) {
         strv_free(&argv);
         strv_free(&env);
@@ -489,6 +560,10 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
      * across fork, and the child resets every disposition before unblocking. */
     sigset_t all, saved;
     sigfillset(&all);
+    if (w->master_fd >= 0) { /* MASTER_PORT is the rank's to bind now */
+        close(w->master_fd);
+        w->master_fd = -1;
+    }
     pthread_sigmask(SIG_SETMASK, &all, &saved);
     pid_t pid = fork();
     if (pid == 0) {

@@ -600,6 +600,19 @@ int cli_job_body_from_file(const cli_args *a, char **body)
     return *body ? 0 : 1;
 }
 
+/* An environment variable's name: a letter or _, then letters, digits, _. */
+static bool env_name_ok(const char *name, size_t len)
+{
+    if (len == 0 || len >= 256 || (name[0] >= '0' && name[0] <= '9'))
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+            return false;
+    }
+    return true;
+}
+
 int cli_job_body_from_exec(const cli_args *a, char **body)
 {
     *body = NULL;
@@ -653,17 +666,34 @@ int cli_job_body_from_exec(const cli_args *a, char **body)
         rt_jw_kstr(&w, "cwd", cwd);
     rt_jw_key(&w, "env");
     rt_jw_obj(&w);
+    /* --env NAME=VALUE, or NAME for its value here (horovodrun's -x); then
+     * what a Python program needs to find its interpreter and packages */
+    static const char *const DEFAULT_ENV[] = {"PATH", "PYTHONPATH", "VIRTUAL_ENV"};
+    bool given[RT_ARRAY_LEN(DEFAULT_ENV)] = {false};
     for (int i = 0; i < nenv; i++) {
         const char *eq = strchr(envs[i], '=');
-        if (!eq || eq == envs[i]) {
-            fprintf(stderr, "ringtrain exec: --env %s: expected NAME=VALUE\n", envs[i]);
+        size_t nlen = eq ? (size_t)(eq - envs[i]) : strlen(envs[i]);
+        const char *value = eq ? eq + 1 : NULL;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)nlen, envs[i]);
+        if (!eq)
+            value = getenv(name);
+        if (!env_name_ok(name, nlen) || !value) {
+            fprintf(stderr, "ringtrain exec: --env %s: %s\n", envs[i],
+                    !env_name_ok(name, nlen) ? "expected NAME=VALUE or NAME (letters, digits, _)"
+                                            : "not set in this shell (give NAME=VALUE)");
             rt_jw_free(&w);
             rt_cfg_free(&rt_job_schema, &j);
             return 2;
         }
-        char name[256];
-        snprintf(name, sizeof name, "%.*s", (int)(eq - envs[i]), envs[i]);
-        rt_jw_kstr(&w, name, eq + 1);
+        rt_jw_kstr(&w, name, value);
+        for (size_t k = 0; k < RT_ARRAY_LEN(DEFAULT_ENV); k++)
+            given[k] |= strcmp(name, DEFAULT_ENV[k]) == 0;
+    }
+    for (size_t k = 0; k < RT_ARRAY_LEN(DEFAULT_ENV) && !cli_switch(a, "--no-default-env"); k++) {
+        const char *v = getenv(DEFAULT_ENV[k]);
+        if (v && !given[k])
+            rt_jw_kstr(&w, DEFAULT_ENV[k], v);
     }
     rt_jw_obj_end(&w);
     rt_jw_obj_end(&w);

@@ -309,7 +309,8 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
         sqlite3_stmt *ps = NULL;
         sqlite3_prepare_v2(co->db,
                            "SELECT rank,agent,host_id,hostname,local_rank,local_size,cross_rank,"
-                           "cross_size,address,pid FROM placement WHERE job_id=? AND attempt=?"
+                           "cross_size,address,pid,state,exit_code,signal FROM placement"
+                           " WHERE job_id=? AND attempt=?"
                            " ORDER BY rank",
                            -1, &ps, NULL);
         sqlite3_bind_int64(ps, 1, j->id);
@@ -318,7 +319,8 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
             sched_restore_rank(&co->S, j, sqlite3_column_int(ps, 0), col(ps, 1), col(ps, 2),
                                col(ps, 3), sqlite3_column_int(ps, 4), sqlite3_column_int(ps, 5),
                                sqlite3_column_int(ps, 6), sqlite3_column_int(ps, 7), col(ps, 8),
-                               sqlite3_column_int64(ps, 9));
+                               sqlite3_column_int64(ps, 9), col(ps, 10), sqlite3_column_int(ps, 11),
+                               sqlite3_column_int(ps, 12));
         sqlite3_finalize(ps);
     }
     if (n)

@@ -296,6 +296,9 @@ void sc_send_start(sched *S, sc_job *j)
         rt_jw_kint(&w, RT_F_SOCKETS, spec_int(j, RT_F_SOCKETS, 1));
         rt_jw_kint(&w, RT_F_COLLECTIVE_TIMEOUT_MS, spec_int(j, RT_F_COLLECTIVE_TIMEOUT_MS, 60000));
         rt_jw_kbool(&w, RT_F_ENCRYPT, rt_json_bool(rt_json_get(j->specj, RT_F_ENCRYPT), false));
+        rt_jw_kint(&w, RT_F_MAX_RESTARTS, j->max_restarts);
+        if (j->master_port > 0)
+            rt_jw_kint(&w, RT_F_MASTER_PORT, j->master_port);
         rt_jw_key(&w, RT_F_PEERS);
         rt_jw_arr(&w);
         for (int q = 0; q < j->cur_np; q++)
@@ -342,6 +345,11 @@ void sc_start_attempt(sched *S, sc_job *j, int np, sc_clock now)
             hl += (size_t)snprintf(hosts + hl, sizeof hosts - hl, "%s%s", hl ? ", " : "",
                                    j->ranks[r].hostname);
     sc_event(S, j, "starting", "attempt %d on %d ranks (hosts: %s)", j->attempt, np, hosts);
+    /* hosts in placement order (each host's ranks are contiguous) */
+    int nodes = 0;
+    for (int r = 0; r < np; r++)
+        nodes += r == 0 || strcmp(j->ranks[r].host_id, j->ranks[r - 1].host_id) != 0;
+    j->master_port = 0;
     /* one prepare per agent, listing its ranks */
     for (int r = 0; r < np; r++) {
         sc_agent *a = j->ranks[r].ag;
@@ -351,17 +359,22 @@ void sc_start_attempt(sched *S, sc_job *j, int np, sc_clock now)
         msg_begin(&w, RT_MSG_PREPARE, j, np);
         rt_jw_key(&w, RT_F_RANKS);
         rt_jw_arr(&w);
-        for (int q = r; q < np; q++)
-            if (j->ranks[q].ag == a) {
+        int node = 0;
+        for (int q = 0; q < np; q++) {
+            node += q > 0 && strcmp(j->ranks[q].host_id, j->ranks[q - 1].host_id) != 0;
+            if (j->ranks[q].ag == a && q >= r) {
                 const sc_rank *s = &j->ranks[q];
                 rt_jw_obj(&w);
                 rt_jw_kint(&w, RT_F_RANK, q);
+                rt_jw_kint(&w, RT_F_NODE_RANK, node);
+                rt_jw_kint(&w, RT_F_NODES, nodes);
                 rt_jw_kint(&w, RT_F_LOCAL_RANK, s->local_rank);
                 rt_jw_kint(&w, RT_F_LOCAL_SIZE, s->local_size);
                 rt_jw_kint(&w, RT_F_CROSS_RANK, s->cross_rank);
                 rt_jw_kint(&w, RT_F_CROSS_SIZE, s->cross_size);
                 rt_jw_obj_end(&w);
             }
+        }
         rt_jw_arr_end(&w);
         rt_jw_obj_end(&w);
         send(S, a, &w);
@@ -679,7 +692,8 @@ sc_job *sched_restore_job(sched *S, int64_t id, const char *spec, const char *us
 
 void sched_restore_rank(sched *S, sc_job *j, int rank, const char *agent_key, const char *host_id,
                         const char *hostname, int local_rank, int local_size, int cross_rank,
-                        int cross_size, const char *addr, int64_t pid)
+                        int cross_size, const char *addr, int64_t pid, const char *state,
+                        int exit_code, int exit_signal)
 {
     if (rank < 0 || rank >= 65536)
         return;
@@ -701,5 +715,11 @@ void sched_restore_rank(sched *S, sc_job *j, int rank, const char *agent_key, co
     s->cross_size = cross_size;
     s->pid = pid;
     s->state = RS_NONE; /* unknown until its agent reports */
+    if (state && strcmp(state, rank_state_name(RS_EXITED)) == 0) {
+        s->state = RS_EXITED;
+        s->exit_code = exit_code;
+        s->exit_signal = exit_signal;
+        j->exited_ok += exit_code == 0 && exit_signal == 0;
+    }
     sc_rank_bind(s, sched_agent(S, s->agent_key));
 }

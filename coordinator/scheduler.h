@@ -118,6 +118,7 @@ typedef struct sc_job {
     int queue_pos;          /* 1-based among waiting jobs; 0 otherwise */
     int64_t prepare_deadline_ns;
     uint8_t key[32]; /* data-plane secret of the current attempt */
+    int master_port; /* reserved by rank 0's agent for MASTER_PORT (0: none) */
     sc_rank *ranks;  /* cur_np of them */
     int prepared, running, exited_ok;
     bool have_failure;
@@ -222,8 +223,11 @@ sc_job *sched_restore_job(sched *S, int64_t id, const char *spec, const char *us
                           const char *reason, int attempt, int restarts, bool held,
                           double created, double started, double queued_at,
                           double attempt_started, sc_clock now, char *err);
+/* A rank whose stored state is "exited" keeps its exit (its agent may have
+ * forgotten it); any other is unknown until its agent reports. */
 void sched_restore_rank(sched *S, sc_job *j, int rank, const char *agent_key, const char *host_id,
                         const char *hostname, int local_rank, int local_size, int cross_rank,
-                        int cross_size, const char *addr, int64_t pid);
+                        int cross_size, const char *addr, int64_t pid, const char *state,
+                        int exit_code, int exit_signal);
 
 #endif

@@ -231,6 +231,9 @@ void sched_on_prepared(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
             strcmp(j->ranks[r].agent_key, a->key) != 0 || j->ranks[r].state != RS_PREPARING)
             continue;
         snprintf(j->ranks[r].addr, sizeof j->ranks[r].addr, "%s", addr);
+        int64_t mp = 0;
+        if (r == 0 && rt_json_get_int(e, RT_F_MASTER_PORT, &mp) && mp > 0 && mp < 65536)
+            j->master_port = (int)mp;
         j->ranks[r].state = RS_PREPARED;
         j->prepared++;
         sc_rank_saved(S, j, (int)r);

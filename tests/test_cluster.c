@@ -186,6 +186,79 @@ static void test_placement_np5(void **state)
     CHECK(cl_count_marker(&C) == 0);
 }
 
+/* ---- programs written for torchrun and horovodrun -------------------------------- */
+
+/* Every rank gets torchrun's and Horovod's variables, MASTER_ADDR:MASTER_PORT
+ * is free for rank 0 to open and the others reach it, and --env passes
+ * NAME=VALUE, NAME (this shell's value) and PYTHONPATH by default. */
+static void test_launcher_env(void **state)
+{
+    (void)state;
+    static const struct {
+        int local_rank, local_size, group_rank, cross_rank, cross_size;
+    } want[5] = {{0, 3, 0, 0, 2}, {1, 3, 0, 0, 2}, {2, 3, 0, 0, 1}, {0, 2, 1, 1, 2}, {1, 2, 1, 1, 2}};
+    setenv("FOO", "from the shell", 1);
+    setenv("PYTHONPATH", "/opt/pp", 1);
+    char *out = NULL;
+    const char *args[] = {"exec", "--np", "5", "--max-restarts", "1", "--env", "FOO", "-x", "BAR=2",
+                          "--", "python3", RT_TESTS_DIR "/launcher_env.py", C.marker, NULL};
+    int rc = cl_cli(&C, &out, 60, args);
+    unsetenv("FOO");
+    unsetenv("PYTHONPATH");
+    if (rc != 0)
+        fprintf(stderr, "exec output:\n%s\n", out);
+    CHECK(rc == 0);
+    int seen = 0, stores = 0;
+    char *copy = strdup(out);
+    for (char *line = copy; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        int pr, r;
+        char expect[1024];
+        if (sscanf(line, "[%d] env RANK=%d", &pr, &r) == 2 && r >= 0 && r < 5 && pr == r) {
+            snprintf(expect, sizeof expect,
+                     "env RANK=%d WORLD_SIZE=5 LOCAL_RANK=%d LOCAL_WORLD_SIZE=%d GROUP_RANK=%d "
+                     "GROUP_WORLD_SIZE=2 ROLE_RANK=%d ROLE_WORLD_SIZE=5 ROLE_NAME=default "
+                     "TORCHELASTIC_RESTART_COUNT=0 TORCHELASTIC_MAX_RESTARTS=1 "
+                     "TORCHELASTIC_RUN_ID=ringtrain-job-",
+                     r, want[r].local_rank, want[r].local_size, want[r].group_rank, r);
+            const char *got = strchr(line, ']') + 2;
+            if (strncmp(got, expect, strlen(expect)) != 0)
+                fprintf(stderr, "rank %d: got\n  %s\nwant\n  %s...\n", r, got, expect);
+            CHECK(strncmp(got, expect, strlen(expect)) == 0);
+            snprintf(expect, sizeof expect,
+                     " HOROVOD_RANK=%d HOROVOD_SIZE=5 HOROVOD_LOCAL_RANK=%d HOROVOD_LOCAL_SIZE=%d "
+                     "HOROVOD_CROSS_RANK=%d HOROVOD_CROSS_SIZE=%d FOO=from the shell BAR=2 "
+                     "PYTHONPATH=/opt/pp",
+                     r, want[r].local_rank, want[r].local_size, want[r].cross_rank,
+                     want[r].cross_size);
+            if (!strstr(got, expect))
+                fprintf(stderr, "rank %d: got\n  %s\nwant\n  ...%s\n", r, got, expect);
+            CHECK(strstr(got, expect) != NULL);
+            seen |= 1 << r;
+        }
+        if (strstr(line, "] store total 10"))
+            stores++;
+        line = nl ? nl + 1 : NULL;
+    }
+    free(copy);
+    CHECK(seen == 31);
+    CHECK(stores == 5);
+    free(out);
+    /* a variable that is not set here is named, and nothing is submitted */
+    int before = njobs();
+    const char *unset[] = {"exec", "--np", "1", "--env", "RT_SURELY_NOT_SET", "--", "true", NULL};
+    CHECK(cl_cli(&C, &out, 30, unset) == 2);
+    CHECK(strstr(out, "--env RT_SURELY_NOT_SET: not set in this shell") != NULL);
+    free(out);
+    const char *bad[] = {"exec", "--np", "1", "--env", "1X=3", "--", "true", NULL};
+    CHECK(cl_cli(&C, &out, 30, bad) == 2);
+    CHECK(strstr(out, "--env 1X=3: expected NAME=VALUE") != NULL);
+    free(out);
+    CHECK(njobs() == before);
+}
+
 /* ---- a failing rank ------------------------------------------------------------- */
 
 static void test_rank_failure(void **state)
@@ -672,6 +745,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_placement_np5),
+        cmocka_unit_test(test_launcher_env),
         cmocka_unit_test(test_rank_failure),
         cmocka_unit_test(test_invalid_job_file),
         cmocka_unit_test(test_hostile_clients),

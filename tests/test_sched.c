@@ -442,7 +442,8 @@ static void restore_into(world *to, world *from)
                 const sc_rank *s = &j->ranks[k];
                 sched_restore_rank(&to->S, r, k, s->agent_key, s->host_id, s->hostname,
                                    s->local_rank, s->local_size, s->cross_rank, s->cross_size,
-                                   s->addr, s->pid);
+                                   s->addr, s->pid, rank_state_name(s->state), s->exit_code,
+                                   s->exit_signal);
             }
     }
 }
@@ -539,6 +540,36 @@ static void test_restart_mid_launch(void **state)
     world_free(&w2);
 }
 
+/* A rank that exited cleanly before the coordinator restart, and that its
+ * agent no longer reports (its exit is older than the agent remembers):
+ * it stays exited, and the job succeeds with the other rank. */
+static void test_restart_keeps_exited_rank(void **state)
+{
+    (void)state;
+    world w;
+    world_init(&w);
+    agent_up(&w, "A", "a", 2);
+    int64_t id = submit_ok(&w, NULL, 2);
+    rt_json *m = parse("{\"type\":\"exited\",\"job\":1,\"attempt\":1,\"rank\":0,\"code\":0,"
+                       "\"signal\":0,\"tail\":[]}");
+    sched_on_exited(&w.S, sched_job(&w.S, id)->ranks[0].ag, m, w.now);
+    rt_json_free(m);
+    settle(&w);
+    world w2;
+    world_init(&w2);
+    w2.now = w.now;
+    restore_into(&w2, &w);
+    agent_up_with(&w2, "A", "a", 2, "[{\"job\":1,\"attempt\":1,\"rank\":1,\"pid\":6}]");
+    sc_job *j = sched_job(&w2.S, id);
+    assert_int_equal(j->state, JOB_RUNNING);
+    assert_false(j->reconciling);
+    assert_int_equal(sched_free_slots(&w2.S), 1);
+    finish_job(&w2, id, 0);
+    assert_int_equal(job_state(&w2, id), JOB_SUCCEEDED);
+    world_free(&w);
+    world_free(&w2);
+}
+
 static void test_reconcile_timeout(void **state)
 {
     (void)state;
@@ -627,6 +658,7 @@ int main(void)
         cmocka_unit_test(test_lost_agent_elastic_restart),
         cmocka_unit_test(test_restart_keeps_queue_and_reconciles),
         cmocka_unit_test(test_restart_mid_launch),
+        cmocka_unit_test(test_restart_keeps_exited_rank),
         cmocka_unit_test(test_reconcile_timeout),
         cmocka_unit_test(test_deadline_and_failure),
         cmocka_unit_test(test_two_thousand_agents),

@@ -118,6 +118,10 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_F_PREFIX "prefix"
 #define RT_F_SKIP "skip"
 #define RT_F_EOF "eof"
+#define RT_F_NODE_RANK "node_rank"     /* prepare: the rank's host, 0.. in placement order */
+#define RT_F_NODES "nodes"             /* prepare: how many hosts the attempt spans */
+#define RT_F_MASTER_PORT "master_port" /* prepared (rank 0) and start: MASTER_PORT */
+#define RT_F_MAX_RESTARTS "max_restarts"
 
 /* ---- what an agent gives each rank it starts --------------------------------- */
 #define RT_ENV_RANK "RT_RANK"
