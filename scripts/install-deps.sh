@@ -13,6 +13,7 @@ pkgs=(
   systemd                        # systemd-analyze verify in the unit-file test
   gzip procps iproute2 ca-certificates
   bubblewrap                     # the installed-system test: the units' sandbox
+  python3-torch                  # ... and a PyTorch DDP program under `ringtrain exec`
 )
 
 missing=()

@@ -13,7 +13,14 @@
 #     LOGS_DIRECTORY set as systemd sets them) and the shared store, a
 #     private /tmp;
 #   - a training job (np 2: one rank per host, a real ring between hosts) and
-#     an exec job succeed, and the files land where the README says.
+#     an exec job succeed, and the files land where the README says;
+#   - a PyTorch DDP program written for torchrun (gloo, env://) runs unchanged
+#     on the two hosts and its parameters equal a one-host launch with
+#     torchrun's variables; when its rank 1 fails the job names it, and with
+#     --max-restarts 1 the second attempt sees TORCHELASTIC_RESTART_COUNT=1.
+#     (Debian's torchrun 1.13 itself does not start under Python 3.11 — its
+#     Std.from_str returns None — so the one-host reference sets the same
+#     variables by hand.)
 # The agents get host_id set explicitly: on one machine they would otherwise
 # share the machine id.  Needs root, bubblewrap, `ip netns`; exit 77 otherwise.
 # Usage: test_installed.sh BUILD_DIR SOURCE_DIR
@@ -74,8 +81,9 @@ for h in c a1 a2; do
   ip netns add $tag-$h
   ip link add $tag-$h-e netns $tag-$h type veth peer name p$h netns $tag-sw
   ip -n $tag-sw link set p$h master br0 up
-  ip -n $tag-$h addr add 10.77.0.$i/24 dev $tag-$h-e
-  ip -n $tag-$h link set $tag-$h-e up
+  ip -n $tag-$h link set $tag-$h-e name eth0 # as on a real host (GLOO_SOCKET_IFNAME below)
+  ip -n $tag-$h addr add 10.77.0.$i/24 dev eth0
+  ip -n $tag-$h link set eth0 up
   ip -n $tag-$h link set lo up
   i=$((i + 1))
 done
@@ -167,4 +175,42 @@ out=$(cd / && cli exec --np 2 -- /bin/sh -c 'echo "rank $RT_RANK of $RT_SIZE as 
 echo "$out"
 grep -q "\[0\] rank 0 of 2 as ringtrain" <<< "$out" && grep -q "\[1\] rank 1 of 2 as ringtrain" <<< "$out" ||
   fail "the exec job's output is not what it printed"
-echo "ok: installed system, 3 hosts, training and exec jobs succeeded as user ringtrain"
+
+# ---- a torchrun program, unchanged ---------------------------------------------------
+py=/usr/bin/python3
+"$py" -c "import torch.distributed as d; assert d.is_gloo_available()" 2> /dev/null ||
+  fail "no PyTorch with gloo at $py (scripts/install-deps.sh installs python3-torch)"
+install -m 0644 "$src/tests/ddp_check.py" "$shared/ddp_check.py"
+CLI_TIMEOUT=180
+ddp=$(cd / && cli exec --np 2 --env GLOO_SOCKET_IFNAME=eth0 -- "$py" /shared/ddp_check.py 2>&1) ||
+  { echo "$ddp"; fail "the DDP job failed"; }
+echo "$ddp" | grep -v '^\[.\] \[agent\]'
+sums=$(grep -o 'checksum .*' <<< "$ddp" | sort -u)
+[ "$(grep -c 'checksum' <<< "$ddp")" -eq 2 ] && [ "$(wc -l <<< "$sums")" -eq 1 ] ||
+  fail "the two ranks' parameters differ: $sums"
+grep -q '\[0\] rank 0 of 2, local rank 0, restart count 0' <<< "$ddp" ||
+  fail "rank 0 did not get torchrun's variables"
+# the reference: one host, torchrun's variables by hand, loopback
+refs=()
+for r in 0 1; do
+  GLOO_SOCKET_IFNAME=lo RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+    MASTER_PORT=$((20000 + $$ % 20000)) timeout 120 "$py" "$src/tests/ddp_check.py" > "$work/ref-$r.out" 2>&1 &
+  refs+=($!)
+done
+for p in "${refs[@]}"; do wait "$p" || { cat "$work"/ref-*.out; fail "the one-host reference run failed"; }; done
+ref=$(grep -ho 'checksum .*' "$work"/ref-*.out | sort -u)
+"$py" - "$sums" "$ref" <<'PY' || fail "ringtrain's DDP parameters ($sums) differ from the one-host run ($ref)"
+import sys
+a = [float(x) for x in sys.argv[1].split()[1:]]
+b = [float(x) for x in sys.argv[2].split()[1:]]
+sys.exit(0 if len(a) == len(b) == 2 and all(abs(x - y) <= 1e-5 * max(1, abs(y)) for x, y in zip(a, b)) else 1)
+PY
+# rank 1 fails: the job names it and its code; a restart gets RESTART_COUNT=1
+if out=$(cd / && cli exec --np 2 -x GLOO_SOCKET_IFNAME=eth0 -- "$py" /shared/ddp_check.py --fail-rank 1 --code 7 2>&1); then
+  echo "$out"; fail "a DDP job whose rank 1 exits 7 succeeded"
+fi
+grep -q 'rank 1 on host .* exited with code 7' <<< "$out" || { echo "$out"; fail "the failure does not name rank 1 and code 7"; }
+out=$(cd / && cli exec --np 2 --max-restarts 1 -x GLOO_SOCKET_IFNAME=eth0 -- "$py" /shared/ddp_check.py --fail-rank 1 --code 7 2>&1) ||
+  { echo "$out"; fail "the restarted DDP job failed"; }
+grep -q '\[1\] rank 1 of 2, local rank 0, restart count 1' <<< "$out" || { echo "$out"; fail "attempt 2 did not see TORCHELASTIC_RESTART_COUNT=1"; }
+echo "ok: installed system, 3 hosts, training, exec and PyTorch DDP jobs succeeded as user ringtrain"
