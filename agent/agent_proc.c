@@ -266,16 +266,16 @@ static void on_output(evutil_socket_t fd, short what, void *arg)
     event_del(w->out_ev);
 }
 
-static void on_control(evutil_socket_t fd, short what, void *arg)
+/* One read of the rank's control lines, each relayed as progress; false
+ * when nothing more is there now (or ever). */
+static bool control_read(worker *w)
 {
-    worker *w = arg;
-    (void)what;
-    ssize_t n = read(fd, w->ctl_buf + w->ctl_fill, sizeof w->ctl_buf - 1 - w->ctl_fill);
+    ssize_t n = read(w->ctl_fd, w->ctl_buf + w->ctl_fill, sizeof w->ctl_buf - 1 - w->ctl_fill);
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            return;
+            return false;
         event_del(w->ctl_ev);
-        return;
+        return false;
     }
     w->ctl_fill += (size_t)n;
     char *start = w->ctl_buf, *nl;
@@ -307,6 +307,14 @@ static void on_control(evutil_socket_t fd, short what, void *arg)
     w->ctl_fill = rest;
     if (w->ctl_fill == sizeof w->ctl_buf - 1)
         w->ctl_fill = 0; /* a line longer than the buffer: dropped */
+    return true;
+}
+
+static void on_control(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    control_read(arg);
 }
 
 static bool inherit(const char *entry)
@@ -735,6 +743,9 @@ void proc_tick(agentd *ag)
         if (w->reaped && !w->reported && (w->out_eof || now - w->reaped_ns > 1000000000LL)) {
             if (!w->out_eof)
                 on_output(w->out_fd, EV_READ, w); /* whatever is buffered */
+            /* its last progress and its result go before its exit */
+            for (int k = 0; k < 64 && w->ctl_fd >= 0 && control_read(w); k++) {
+            }
             report_exit(ag, w);
         }
         if (w->reported) {

@@ -252,6 +252,8 @@ static int cmd_status(const cli_args *a)
         return 2;
     char path[64];
     snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    if (cli_switch(a, "--results") && !cli_switch(a, "--json"))
+        return show(a, path, cli_show_results);
     return show(a, path, cli_show_job);
 }
 
@@ -413,6 +415,9 @@ static const cli_flag JOBS_FLAGS[] = {
     {"--before", CLI_VALUE, "ID", "jobs older than job ID (the next page)", NULL},
     F_JSON, END};
 static const cli_flag JSON_FLAGS[] = {F_JSON, END};
+static const cli_flag STATUS_FLAGS[] = {
+    {"--results", CLI_SWITCH, NULL, "only each rank's reported result (\"R: JSON\")", NULL},
+    F_JSON, END};
 static const cli_flag LOGS_FLAGS[] = {
     {"--rank", CLI_VALUE, "R", "only rank R (default: every rank, lines led by [rank])", NULL},
     {"--follow", CLI_SWITCH, NULL, "keep following until the ranks have exited", "-f"},
@@ -448,7 +453,7 @@ static const cli_cmd COMMANDS[] = {
     {"run", "JOB.INI", "run a job on this machine: coordinator and agent just for it", RUN_FLAGS, 1,
      1, false, false, false, cmd_run},
     {"jobs", "", "list jobs, newest first", JOBS_FLAGS, 0, 0, false, false, true, cmd_jobs},
-    {"status", "JOB", "a job's state, placement, failure and events", JSON_FLAGS, 1, 1, false,
+    {"status", "JOB", "a job's state, placement, failure, events and results", STATUS_FLAGS, 1, 1, false,
      false, true, cmd_status},
     {"logs", "JOB", "the output of a job's ranks", LOGS_FLAGS, 1, 1, false, false, true, cmd_logs},
     {"cancel", "JOB", "stop a job", NULL, 1, 1, false, false, true, cmd_cancel},

@@ -178,6 +178,32 @@ static void show_progress(const rt_json *p)
         printf("  progress:  %s\n", line);
 }
 
+/* Each rank's reported result: "<lead>R: VALUE", VALUE as compact JSON. */
+static void print_results(const rt_json *d, const char *lead)
+{
+    const rt_json *rs = rt_json_get(d, "results");
+    for (size_t i = 0; i < rt_json_len(rs); i++) {
+        const rt_json *r = rt_json_at(rs, i);
+        rt_jw w;
+        rt_jw_init(&w);
+        rt_jw_value(&w, rt_json_get(r, "value"));
+        char *text = rt_jw_take(&w, NULL);
+        printf("%s%lld: %s\n", lead, (long long)num(r, "rank"), text ? text : "?");
+        free(text);
+    }
+}
+
+int cli_show_results(const rt_json *d)
+{
+    const rt_json *j = rt_json_get(d, "job");
+    if (!rt_json_len(rt_json_get(d, "results")))
+        fprintf(stderr, "ringtrain: job %lld (attempt %lld) has no results: its ranks call "
+                        "rt_report_result() / ringtrain.report_result()\n",
+                (long long)num(j, "id"), (long long)num(j, "attempt"));
+    print_results(d, "");
+    return 0;
+}
+
 int cli_show_job(const rt_json *d)
 {
     const rt_json *j = rt_json_get(d, "job");
@@ -239,6 +265,10 @@ int cli_show_job(const rt_json *d)
                    (long long)num(p, "rank"), str(p, "hostname"), str(p, "agent"), lr, cr,
                    str(p, "address"), (long long)num(p, "pid"), str(p, "state"), ex);
         }
+    }
+    if (rt_json_len(rt_json_get(d, "results"))) {
+        printf("  results (ringtrain status %lld --results):\n", (long long)num(j, "id"));
+        print_results(d, "    rank ");
     }
     const rt_json *ev = rt_json_get(d, "events");
     size_t ne = rt_json_len(ev), from = ne > 15 ? ne - 15 : 0;

@@ -15,7 +15,7 @@
 
 /* version 1: the first schema; version 2 adds the queue (user, priority,
  * held, queue times and position), drained agents and the stored next id */
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 
 static const char *SCHEMA_V1 =
     "CREATE TABLE IF NOT EXISTS agents(key TEXT PRIMARY KEY, host_id TEXT, name TEXT,"
@@ -47,6 +47,10 @@ static const char *MIGRATE_V2 =
     "INSERT OR IGNORE INTO meta(key, value) SELECT 'next_job_id', COALESCE(MAX(id), 0) + 1"
     " FROM jobs;"
     "CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);";
+
+static const char *MIGRATE_V3 =
+    "CREATE TABLE IF NOT EXISTS results(job_id INTEGER, attempt INTEGER, rank INTEGER, time REAL,"
+    " value TEXT, PRIMARY KEY(job_id, attempt, rank));";
 
 static rt_status run(coord *co, const char *sql, const char *what, char *err)
 {
@@ -88,6 +92,15 @@ rt_status cdb_open(coord *co, const char *path, char *err)
             st = run(co, MIGRATE_V2, "migration to schema 2", err);
         if (st == RT_OK)
             st = run(co, "PRAGMA user_version = 2; COMMIT", "migration", err);
+        if (st != RT_OK)
+            sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    if (st == RT_OK && version < 3) {
+        st = run(co, "BEGIN", "migration", err);
+        if (st == RT_OK)
+            st = run(co, MIGRATE_V3, "migration to schema 3", err);
+        if (st == RT_OK)
+            st = run(co, "PRAGMA user_version = 3; COMMIT", "migration", err);
         if (st != RT_OK)
             sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
         else if (version > 0)
@@ -222,6 +235,9 @@ static bool apply_one(coord *co, const sc_action *a, double wall)
     case SC_EVENT:
         return exec(co, "INSERT INTO events(job_id,time,kind,message) VALUES(?,?,?,?)", "idtt",
                     a->job, wall, a->tag, a->text ? a->text : "");
+    case SC_RESULT:
+        return exec(co, "INSERT OR REPLACE INTO results(job_id,attempt,rank,time,value) VALUES(?,?,?,?,?)",
+                    "iiidt", a->job, (int64_t)a->attempt, (int64_t)a->rank, wall, a->text);
     case SC_METRIC:
         return exec(co, "INSERT INTO metrics(job_id,attempt,time,data) VALUES(?,?,?,?)", "iidt",
                     a->job, (int64_t)a->attempt, wall, a->text);
@@ -346,7 +362,7 @@ static void row_to_json(rt_jw *w, sqlite3_stmt *st)
             bool is_json = (!strcmp(name, "first_failure") || !strcmp(name, "progress") ||
                             !strcmp(name, "data") || !strcmp(name, "caps")) &&
                            t && (t[0] == '{' || t[0] == '[');
-            if (is_json)
+            if (is_json || (!strcmp(name, "value") && t && *t)) /* a result: any JSON value */
                 rt_jw_raw(w, t);
             else
                 rt_jw_str(w, t);
@@ -436,6 +452,10 @@ char *cdb_job_detail(coord *co, int64_t id)
     rows(co, &w, "placement",
          "SELECT attempt,rank,agent,host_id,hostname,local_rank,local_size,cross_rank,cross_size,"
          "address,pid,state,exit_code,signal FROM placement WHERE job_id=? AND attempt="
+         "(SELECT attempt FROM jobs WHERE id=job_id) ORDER BY rank",
+         id);
+    rows(co, &w, "results",
+         "SELECT rank,time,value FROM results WHERE job_id=? AND attempt="
          "(SELECT attempt FROM jobs WHERE id=job_id) ORDER BY rank",
          id);
     rows(co, &w, "events", "SELECT time,kind,message FROM events WHERE job_id=? ORDER BY id", id);

@@ -142,6 +142,7 @@ typedef enum sc_act_kind {
     SC_SAVE_RANK,    /* job, rank */
     SC_EVENT,        /* job, tag = kind, text = message */
     SC_METRIC,       /* job, attempt, text = the epoch's JSON */
+    SC_RESULT,       /* job, attempt, rank, text = the rank's result (JSON) */
 } sc_act_kind;
 
 typedef struct sc_action {

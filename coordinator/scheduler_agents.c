@@ -341,9 +341,13 @@ void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
 {
     int r;
     (void)now;
-    sc_job *j = msg_job(S, a, m, &r, false);
+    /* a result is kept even when it comes after the job ended (the rank's
+     * exit may have been processed first on a reconnect) */
+    sc_job *j = msg_job(S, a, m, &r, true);
     const rt_json *data = rt_json_get(m, RT_F_DATA);
-    if (!j || rt_json_type_of(data) != RT_JSON_OBJECT)
+    const char *kind = rt_json_get_str(data, "kind");
+    if (!j || rt_json_type_of(data) != RT_JSON_OBJECT ||
+        (job_state_terminal(j->state) && !(kind && strcmp(kind, "result") == 0)))
         return;
     rt_jw w;
     rt_jw_init(&w);
@@ -351,7 +355,20 @@ void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
     char *text = rt_jw_take(&w, NULL);
     if (!text)
         return;
-    const char *kind = rt_json_get_str(data, "kind");
+    if (kind && strcmp(kind, "result") == 0) { /* rt_report_result: kept per rank */
+        const rt_json *v = rt_json_get(data, "value");
+        rt_jw vw;
+        rt_jw_init(&vw);
+        if (v)
+            rt_jw_value(&vw, v);
+        else
+            rt_jw_null(&vw);
+        free(text);
+        sc_emit(S, SC_RESULT, j->id, NULL, NULL, rt_jw_take(&vw, NULL));
+        S->out[S->nout - 1].attempt = j->attempt;
+        S->out[S->nout - 1].rank = r;
+        return;
+    }
     if (kind && strcmp(kind, "epoch") == 0) {
         sc_emit(S, SC_METRIC, j->id, NULL, NULL, strdup(text)); /* the history */
         S->out[S->nout - 1].attempt = j->attempt;

@@ -7,6 +7,8 @@
  *   --sleep-rank R           ... only rank R sleeps (others finish)
  *   --sleep-attempt A        ... only in attempt A (a restarted job finishes)
  *   --rounds K               K allreduces, one per 100 ms (progress each)
+ *   --result 1               every rank reports {"rank": R, "sum": S} as its
+ *                            result (rt_report_result)
  * Unknown option pairs are ignored: the cluster tests pass a marker string
  * that finds leftover probes in /proc.
  *
@@ -24,7 +26,7 @@
 
 int main(int argc, char **argv)
 {
-    int fail_rank = -1, code = 0, sleep_rank = -1, sleep_attempt = -1, rounds = 1;
+    int fail_rank = -1, code = 0, sleep_rank = -1, sleep_attempt = -1, rounds = 1, result = 0;
     double sleep_s = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--fail-rank"))
@@ -39,6 +41,8 @@ int main(int argc, char **argv)
             sleep_attempt = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--rounds"))
             rounds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--result"))
+            result = atoi(argv[i + 1]);
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     rt_comm *c;
@@ -72,6 +76,15 @@ int main(int argc, char **argv)
         }
     }
     printf("allreduce ok: sum %d\n", info.size * (info.size + 1) / 2);
+    if (result) {
+        char res[96];
+        snprintf(res, sizeof res, "{\"rank\": %d, \"sum\": %d}", info.rank,
+                 info.size * (info.size + 1) / 2);
+        if (rt_report_result(res, err) != RT_OK) {
+            fprintf(stderr, "probe: %s\n", err);
+            return 13;
+        }
+    }
     if (info.rank == fail_rank) {
         fprintf(stderr, "probe: rank %d failing on purpose with code %d\n", info.rank, code);
         rt_comm_destroy(c); /* a program that cleans up (a leak checker would fail it) */

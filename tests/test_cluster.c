@@ -171,6 +171,11 @@ static void test_placement_np5(void **state)
     CHECK(strstr(out, "rank=3 size=5") != NULL);
     CHECK(strstr(out, "rank=2 size=5") == NULL);
     free(out);
+    /* no results were reported */
+    const char *res_args[] = {"status", idtxt, "--results", NULL};
+    CHECK(cl_cli(&C, &out, 30, res_args) == 0);
+    CHECK(strstr(out, "has no results") != NULL);
+    free(out);
     /* every rank's output, in rank order, each line tagged once */
     const char *all_args[] = {"logs", idtxt, NULL};
     CHECK(cl_cli(&C, &out, 30, all_args) == 0);
@@ -257,6 +262,43 @@ static void test_launcher_env(void **state)
     CHECK(strstr(out, "--env 1X=3: expected NAME=VALUE") != NULL);
     free(out);
     CHECK(njobs() == before);
+}
+
+/* ---- per-rank results ------------------------------------------------------------ */
+
+/* Each rank reports a result just before it exits; every one is kept, in rank
+ * order, shown by status --results and in the API's document.  A result that
+ * is not JSON is refused by rt_report_result itself (test_units). */
+static void test_results(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    const char *args[] = {"exec", "--np", "4", "--name", "results", "--json", "--", CL_PROBE,
+                          "--result", "1", "--marker", C.marker, NULL};
+    CHECK(cl_cli(&C, &out, 60, args) == 0);
+    free(out);
+    rt_json *list = cl_get(&C, "/v1/jobs?limit=1");
+    int64_t id = (int64_t)rt_json_num(rt_json_get(rt_json_at(rt_json_get(list, "jobs"), 0), "id"), 0);
+    rt_json_free(list);
+    char idtxt[32];
+    snprintf(idtxt, sizeof idtxt, "%lld", (long long)id);
+    const char *st[] = {"status", idtxt, "--results", NULL};
+    CHECK(cl_cli(&C, &out, 30, st) == 0);
+    char want[256] = "";
+    for (int r = 0; r < 4; r++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%d: {\"rank\":%d,\"sum\":10}\n", r, r);
+    if (strcmp(out, want) != 0)
+        fprintf(stderr, "status --results:\n%s\nwant:\n%s", out, want);
+    CHECK(strcmp(out, want) == 0);
+    free(out);
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    rt_json *doc = cl_get(&C, path);
+    const rt_json *rs = rt_json_get(doc, "results");
+    CHECK(rt_json_len(rs) == 4);
+    int64_t sum = 0;
+    CHECK(rt_json_get_int(rt_json_get(rt_json_at(rs, 3), "value"), "sum", &sum) && sum == 10);
+    rt_json_free(doc);
 }
 
 /* ---- a failing rank ------------------------------------------------------------- */
@@ -746,6 +788,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_placement_np5),
         cmocka_unit_test(test_launcher_env),
+        cmocka_unit_test(test_results),
         cmocka_unit_test(test_rank_failure),
         cmocka_unit_test(test_invalid_job_file),
         cmocka_unit_test(test_hostile_clients),

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -27,6 +28,34 @@
 #include "wire.h"
 
 /* ---- helpers under test -------------------------------------------------- */
+
+/* rt_report_result: one JSON value, sent whole as a line to the agent;
+ * refused when it is not JSON or no agent started this program. */
+static void test_report_result(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN];
+    unsetenv("RT_CONTROL_FD");
+    assert_int_equal(rt_report_result("1", err), RT_ERR_NOTFOUND);
+    assert_non_null(strstr(err, "not started by a ringtrain agent"));
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    char fd[16];
+    snprintf(fd, sizeof fd, "%d", sv[0]);
+    setenv("RT_CONTROL_FD", fd, 1);
+    assert_int_equal(rt_report_result("{\"a\": 1", err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "the result is not JSON"));
+    assert_int_equal(rt_report_result("", err), RT_ERR_INVALID);
+    assert_int_equal(rt_report_result("{\"loss\": 0.5,\n \"ok\": [true]}", err), RT_OK);
+    char line[256] = "";
+    ssize_t n = read(sv[1], line, sizeof line - 1);
+    assert_true(n > 0);
+    line[n] = '\0';
+    assert_string_equal(line, "{\"kind\":\"result\",\"value\":{\"loss\": 0.5,  \"ok\": [true]}}\n");
+    unsetenv("RT_CONTROL_FD");
+    close(sv[0]);
+    close(sv[1]);
+}
 
 static void test_split(void **state)
 {
@@ -246,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_conformance_tcp),
         cmocka_unit_test(test_tcp_encrypted_multi_socket),
         cmocka_unit_test(test_fusion),
+        cmocka_unit_test(test_report_result),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,7 @@
  * joins its job's ring from the environment and the rendezvous file. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "rt_json.h"
 #include "rt_proto.h"
 #include "rt_hex.h"
+#include "rt_time.h"
 
 static bool env_int(const char *name, int64_t *out)
 {
@@ -114,6 +116,56 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
     free(addrs);
     rt_json_free(r);
     return st;
+}
+
+rt_status rt_report_result(const char *json_value, char *err)
+{
+    int64_t fd;
+    if (!env_int(RT_ENV_CONTROL_FD, &fd) || fd < 0)
+        return rt_err(err, RT_ERR_NOTFOUND,
+                      "%s is not set: this program was not started by a ringtrain agent",
+                      RT_ENV_CONTROL_FD);
+    size_t n = json_value ? strlen(json_value) : 0;
+    rt_json *v = NULL;
+    if (n == 0 || n > 60 * 1024)
+        return rt_err(err, RT_ERR_INVALID, "a result is one JSON value of 1 byte to 60 KiB (%zu bytes)", n);
+    rt_status st = rt_json_parse(json_value, n, &v, err);
+    rt_json_free(v);
+    if (st != RT_OK) {
+        rt_err_prefix(err, "the result is not JSON");
+        return st;
+    }
+    /* one line; a newline inside the value would split it: JSON allows
+     * whitespace there, so it becomes a space */
+    const char head[] = "{\"kind\":\"result\",\"value\":";
+    size_t len = sizeof head - 1 + n + 2;
+    char *line = malloc(len);
+    if (!line)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    memcpy(line, head, sizeof head - 1);
+    for (size_t i = 0; i < n; i++)
+        line[sizeof head - 1 + i] = json_value[i] == '\n' || json_value[i] == '\r' ? ' ' : json_value[i];
+    memcpy(line + len - 2, "}\n", 2);
+    size_t off = 0;
+    const int64_t end = rt_now_ns() + 5000000000LL;
+    while (off < len) {
+        ssize_t w = send((int)fd, line + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            off += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            break;
+        int64_t left_ms = (end - rt_now_ns()) / 1000000;
+        struct pollfd p = {(int)fd, POLLOUT, 0};
+        if (left_ms <= 0 || (poll(&p, 1, (int)left_ms) < 0 && errno != EINTR))
+            break;
+    }
+    free(line);
+    if (off < len)
+        return rt_err(err, RT_ERR_IO, "cannot send the result to the agent: %s",
+                      errno ? strerror(errno) : "timed out");
+    return RT_OK;
 }
 
 void rt_report_progress(const char *json_object)

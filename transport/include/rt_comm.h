@@ -186,6 +186,13 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err);
  * relays it to the coordinator as progress; non-blocking, best effort.
  * A no-op when not started by an agent. */
 void rt_report_progress(const char *json_object);
+/* Report this rank's result (any JSON value, at most 60 KiB), as
+ * horovod.spark.run returns each rank's value: kept with the job's current
+ * attempt (`ringtrain status JOB --results`, GET /v1/jobs/ID "results"); a
+ * later call replaces it.  Delivered before the rank's exit.  RT_ERR_INVALID
+ * for text that is not one JSON value, RT_ERR_NOTFOUND when not started by
+ * an agent, RT_ERR_IO when the agent cannot be reached (5 s). */
+rt_status rt_report_result(const char *json_value, char *err);
 
 /* The version of the library in use ("0.1.0"); RT_VERSION (rt_build_config.h)
  * is the one a program was compiled against. */
