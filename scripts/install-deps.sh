@@ -14,6 +14,7 @@ pkgs=(
   gzip procps iproute2 ca-certificates
   bubblewrap                     # the installed-system test: the units' sandbox
   python3-torch                  # ... and a PyTorch DDP program under `ringtrain exec`
+  python3-numpy python3-pip      # the Python binding's tests; `pip install ./python`
 )
 
 missing=()

@@ -301,6 +301,62 @@ static void test_results(void **state)
     rt_json_free(doc);
 }
 
+/* ---- the Python binding ---------------------------------------------------------- */
+
+/* python/ringtrain on NumPy arrays of every dtype against a serial reference
+ * (tests/binding_check.py), its results in status --results, and a dead
+ * peer raising RingtrainError that names the rank. */
+static void test_python_binding(void **state)
+{
+    (void)state;
+    const char *py = "/usr/bin/python3";
+    char *out = NULL;
+    const char *probe[] = {"exec", "--np", "1", "--", py, "-c", "import numpy", NULL};
+    if (cl_cli(&C, &out, 60, probe) != 0) {
+        fprintf(stderr, "no NumPy for %s (scripts/install-deps.sh installs python3-numpy):\n%s\n",
+                py, out);
+        CHECK(false);
+    }
+    free(out);
+    const char *lib = "RINGTRAIN_LIBRARY=" RT_LIBRINGTRAIN;
+    const char *args[] = {"exec", "--np", "4", "--env", "PYTHONPATH=" RT_TESTS_DIR "/../python",
+                          "--env", lib, "--", py, RT_TESTS_DIR "/binding_check.py",
+                          "collectives", C.marker, NULL};
+    int rc = cl_cli(&C, &out, 120, args);
+    if (rc != 0)
+        fprintf(stderr, "exec output:\n%s\n", out);
+    CHECK(rc == 0);
+    for (int r = 0; r < 4; r++) {
+        char want[64];
+        snprintf(want, sizeof want, "[%d] binding ok: rank %d, 28 reductions", r, r);
+        CHECK(strstr(out, want) != NULL);
+    }
+    free(out);
+    rt_json *list = cl_get(&C, "/v1/jobs?limit=1");
+    char id[32];
+    snprintf(id, sizeof id, "%lld",
+             (long long)rt_json_num(rt_json_get(rt_json_at(rt_json_get(list, "jobs"), 0), "id"), 0));
+    rt_json_free(list);
+    const char *st[] = {"status", id, "--results", NULL};
+    CHECK(cl_cli(&C, &out, 30, st) == 0);
+    CHECK(strstr(out, "3: {\"rank\":3,\"checks\":28,\"gathered\":[0,1,4,9]}") != NULL);
+    free(out);
+    /* the last rank leaves after init: the others get an exception naming it */
+    const char *dead[] = {"exec", "--np", "3", "--collective-timeout", "10s", "--env",
+                          "PYTHONPATH=" RT_TESTS_DIR "/../python", "--env", lib, "--", py,
+                          RT_TESTS_DIR "/binding_check.py", "dead-peer", C.marker, NULL};
+    rc = cl_cli(&C, &out, 120, dead);
+    if (rc != 0 || !strstr(out, "[0] rank 0 caught: ") || !strstr(out, "[1] rank 1 caught: ") ||
+        !strstr(out, "rank 2"))
+        fprintf(stderr, "dead peer: rc %d, output:\n%s\n", rc, out);
+    CHECK(rc == 0);
+    CHECK(strstr(out, "[0] rank 0 caught: ") && strstr(out, "[1] rank 1 caught: "));
+    CHECK(strstr(out, "[0] rank 0 then: ") && strstr(out, "[1] rank 1 then: "));
+    CHECK(strstr(out, "caught: rank 2 (") != NULL); /* names the rank that left */
+    free(out);
+    CHECK(cl_count_marker(&C) == 0);
+}
+
 /* ---- a failing rank ------------------------------------------------------------- */
 
 static void test_rank_failure(void **state)
@@ -789,6 +845,7 @@ int main(void)
         cmocka_unit_test(test_placement_np5),
         cmocka_unit_test(test_launcher_env),
         cmocka_unit_test(test_results),
+        cmocka_unit_test(test_python_binding),
         cmocka_unit_test(test_rank_failure),
         cmocka_unit_test(test_invalid_job_file),
         cmocka_unit_test(test_hostile_clients),

@@ -54,4 +54,23 @@ if [ "$ok" != 3 ]; then
   exit 1
 fi
 echo "$out" | grep "rank=" | sort
+
+# the Python binding, installed with pip from the tree (offline: no index),
+# finding the installed library; a Python rank reports a result
+py=/usr/bin/python3
+if ! "$py" -m pip --version > /dev/null 2>&1; then
+  echo "FAIL: no pip for $py (scripts/install-deps.sh installs python3-pip)"; exit 1
+fi
+"$py" -m pip install --quiet --no-index --target "$tmp/pylib" "$src/python" 2>&1 | grep -v "Running pip as the 'root'" || true
+[ -f "$tmp/pylib/ringtrain/__init__.py" ] || { echo "FAIL: pip install ./python installed nothing"; exit 1; }
+out=$(cd "$tmp/user" && RINGTRAIN_LIBRARY="$libdir/libringtrain.so.0" PYTHONPATH="$tmp/pylib" \
+  timeout 120 "$tmp/prefix/bin/ringtrain" exec --local --np 2 -- "$py" -c '
+import ringtrain as rt
+rt.init()
+rt.barrier()
+rt.report_result({"rank": rt.rank()})
+print("python rank %d of %d, library %s" % (rt.rank(), rt.size(), rt.version()))
+rt.shutdown()' 2>&1) || { echo "FAIL: a Python rank under exec --local failed:"; echo "$out"; exit 1; }
+[ "$(echo "$out" | grep -c "python rank . of 2, library")" = 2 ] ||
+  { echo "FAIL: expected two Python ranks:"; echo "$out"; exit 1; }
 echo "test_install: passed"
