@@ -43,6 +43,7 @@ typedef struct worker {
     int listen_fd; /* bound at prepare, handed to the worker */
     int master_fd; /* rank 0: holds MASTER_PORT from prepare until the rank starts */
     int master_port, node_rank, nodes;
+    char gpu[64]; /* the rank's CUDA_VISIBLE_DEVICES, "" when none */
     char addr[96];
     pid_t pid;     /* 0 until started */
     bool started, reaped, out_eof, reported;

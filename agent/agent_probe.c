@@ -104,17 +104,20 @@ void agent_probe(agentd *ag)
     ag->cuda = rt_json_bool(rt_json_get(p, "cuda"), false);
     ag->nccl = rt_json_bool(rt_json_get(p, "nccl"), false);
     ag->gpus = rt_json_get_int(p, "gpus", &g) ? (int)g : 0;
+    if (ag->cfg.gpus >= 0) /* [agent] gpus: the operator's count wins */
+        ag->gpus = (int)ag->cfg.gpus;
     ag->rdma = rt_rdma_available();
     /* the probe's object, with what the agent knows itself */
     rt_jw w;
     rt_jw_init(&w);
     rt_jw_obj(&w);
     for (size_t i = 0; i < rt_json_len(p); i++)
-        if (strcmp(rt_json_key_at(p, i), "rdma") != 0) {
+        if (strcmp(rt_json_key_at(p, i), "rdma") != 0 && strcmp(rt_json_key_at(p, i), "gpus") != 0) {
             rt_jw_key(&w, rt_json_key_at(p, i));
             rt_jw_value(&w, rt_json_value_at(p, i));
         }
     rt_jw_kbool(&w, "rdma", ag->rdma);
+    rt_jw_kint(&w, "gpus", ag->gpus);
     rt_jw_kbool(&w, "train", p != NULL);
     rt_jw_obj_end(&w);
     free(ag->caps);

@@ -541,6 +541,14 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
     strv_add(&env, fmt("%s=%d", RT_ENV_CONTROL_FD, RT_CONTROL_FD_NUM));
     strv_add(&env, fmt("%s=%s", RT_ENV_WORK_DIR, w->workdir));
     launcher_env(ag, w, m, &env);
+    /* the device the rank sees, for `ringtrain status`: its own list, or the
+     * one a training worker picks (local rank modulo the GPUs) */
+    w->gpu[0] = '\0';
+    for (int i = 0; i < env.n; i++)
+        if (strncmp(env.v[i], "CUDA_VISIBLE_DEVICES=", 21) == 0)
+            snprintf(w->gpu, sizeof w->gpu, "%s", env.v[i] + 21);
+    if (strcmp(type, "train") == 0 && ag->gpus > 0 && !w->gpu[0])
+        snprintf(w->gpu, sizeof w->gpu, "%d", w->local_rank % ag->gpus);
     if ((st = log_open(w, err)) != RT_OK) {
         strv_free(&argv);
         strv_free(&env);
@@ -662,10 +670,12 @@ void proc_start(agentd *ag, const rt_json *m)
         rt_jw_kint(&jw, RT_F_ATTEMPT, attempt);
         rt_jw_kint(&jw, RT_F_RANK, w->rank);
         rt_jw_kint(&jw, RT_F_PID, w->pid);
+        if (w->gpu[0])
+            rt_jw_kstr(&jw, RT_F_GPU, w->gpu);
         rt_jw_obj_end(&jw);
         agent_send(ag, &jw);
-        RT_INFO("agent", "job %lld attempt %lld: rank %d started (pid %d)", (long long)job,
-                (long long)attempt, w->rank, (int)w->pid);
+        RT_INFO("agent", "job %lld attempt %lld: rank %d started (pid %d%s%s)", (long long)job,
+                (long long)attempt, w->rank, (int)w->pid, w->gpu[0] ? ", GPU " : "", w->gpu);
     }
 }
 

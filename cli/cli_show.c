@@ -251,8 +251,8 @@ int cli_show_job(const rt_json *d)
     }
     const rt_json *pl = rt_json_get(d, "placement");
     if (rt_json_len(pl)) {
-        printf("  %4s  %-16s %-20s %5s %5s %-21s %8s %-9s %s\n", "RANK", "HOST", "AGENT", "LOCAL",
-               "CROSS", "ADDRESS", "PID", "STATE", "EXIT");
+        printf("  %4s  %-16s %-20s %5s %5s %-4s %-21s %8s %-9s %s\n", "RANK", "HOST", "AGENT",
+               "LOCAL", "CROSS", "GPU", "ADDRESS", "PID", "STATE", "EXIT");
         for (size_t i = 0; i < rt_json_len(pl); i++) {
             const rt_json *p = rt_json_at(pl, i);
             char lr[16], cr[16], ex[64];
@@ -261,9 +261,10 @@ int cli_show_job(const rt_json *d)
             snprintf(cr, sizeof cr, "%lld/%lld", (long long)num(p, "cross_rank"),
                      (long long)num(p, "cross_size"));
             describe_exit(p, ex, sizeof ex);
-            printf("  %4lld  %-16.16s %-20.20s %5s %5s %-21s %8lld %-9s %s\n",
+            printf("  %4lld  %-16.16s %-20.20s %5s %5s %-4s %-21s %8lld %-9s %s\n",
                    (long long)num(p, "rank"), str(p, "hostname"), str(p, "agent"), lr, cr,
-                   str(p, "address"), (long long)num(p, "pid"), str(p, "state"), ex);
+                   *str(p, "gpu") ? str(p, "gpu") : "-", str(p, "address"),
+                   (long long)num(p, "pid"), str(p, "state"), ex);
         }
     }
     if (rt_json_len(rt_json_get(d, "results"))) {

@@ -62,6 +62,9 @@ static const rt_cfg_key agent_keys[] = {
              "IP address ranks listen on (default: this end of the control connection)"),
     RT_CFG_I("agent", "slots", "0", 0, 4096, rt_agent_cfg, slots,
              "ranks this node runs at once (0: one per GPU, or 1 without GPUs)"),
+    RT_CFG_I("agent", "gpus", "-1", -1, 1024, rt_agent_cfg, gpus,
+             "GPUs this node hands out, one per slot as CUDA_VISIBLE_DEVICES for exec jobs "
+             "(-1: as many as the worker's probe finds; 0: none)"),
     RT_CFG_KEY("agent", "work_dir", RT_CFG_PATH, "work", 0, 0, NULL, rt_agent_cfg, work_dir,
                "per-job working folders and rendezvous files (default: work in the service's "
                "StateDirectory under systemd, else beside this file)", RT_CFG_IN_STATE_DIR),

@@ -50,7 +50,8 @@ static const char *MIGRATE_V2 =
 
 static const char *MIGRATE_V3 =
     "CREATE TABLE IF NOT EXISTS results(job_id INTEGER, attempt INTEGER, rank INTEGER, time REAL,"
-    " value TEXT, PRIMARY KEY(job_id, attempt, rank));";
+    " value TEXT, PRIMARY KEY(job_id, attempt, rank));"
+    "ALTER TABLE placement ADD COLUMN gpu TEXT;";
 
 static rt_status run(coord *co, const char *sql, const char *what, char *err)
 {
@@ -197,12 +198,12 @@ static bool save_rank(coord *co, const sc_job *j, int r)
     const sc_rank *s = &j->ranks[r];
     return exec(co,
                 "INSERT OR REPLACE INTO placement(job_id,attempt,rank,agent,host_id,hostname,"
-                "local_rank,local_size,cross_rank,cross_size,address,pid,state,exit_code,signal)"
-                " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                "iiitttiiiititii", j->id, (int64_t)j->attempt, (int64_t)r, s->agent_key,
+                "local_rank,local_size,cross_rank,cross_size,address,pid,state,exit_code,signal,gpu)"
+                " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "iiitttiiiititiit", j->id, (int64_t)j->attempt, (int64_t)r, s->agent_key,
                 s->host_id, s->hostname, (int64_t)s->local_rank, (int64_t)s->local_size,
                 (int64_t)s->cross_rank, (int64_t)s->cross_size, s->addr, s->pid,
-                rank_state_name(s->state), (int64_t)s->exit_code, (int64_t)s->exit_signal);
+                rank_state_name(s->state), (int64_t)s->exit_code, (int64_t)s->exit_signal, s->gpu);
 }
 
 static bool apply_one(coord *co, const sc_action *a, double wall)
@@ -325,7 +326,7 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
         sqlite3_stmt *ps = NULL;
         sqlite3_prepare_v2(co->db,
                            "SELECT rank,agent,host_id,hostname,local_rank,local_size,cross_rank,"
-                           "cross_size,address,pid,state,exit_code,signal FROM placement"
+                           "cross_size,address,pid,state,exit_code,signal,gpu FROM placement"
                            " WHERE job_id=? AND attempt=?"
                            " ORDER BY rank",
                            -1, &ps, NULL);
@@ -336,7 +337,7 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
                                col(ps, 3), sqlite3_column_int(ps, 4), sqlite3_column_int(ps, 5),
                                sqlite3_column_int(ps, 6), sqlite3_column_int(ps, 7), col(ps, 8),
                                sqlite3_column_int64(ps, 9), col(ps, 10), sqlite3_column_int(ps, 11),
-                               sqlite3_column_int(ps, 12));
+                               sqlite3_column_int(ps, 12), col(ps, 13));
         sqlite3_finalize(ps);
     }
     if (n)
@@ -451,7 +452,7 @@ char *cdb_job_detail(coord *co, int64_t id)
          id);
     rows(co, &w, "placement",
          "SELECT attempt,rank,agent,host_id,hostname,local_rank,local_size,cross_rank,cross_size,"
-         "address,pid,state,exit_code,signal FROM placement WHERE job_id=? AND attempt="
+         "address,pid,state,exit_code,signal,gpu FROM placement WHERE job_id=? AND attempt="
          "(SELECT attempt FROM jobs WHERE id=job_id) ORDER BY rank",
          id);
     rows(co, &w, "results",

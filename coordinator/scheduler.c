@@ -693,7 +693,7 @@ sc_job *sched_restore_job(sched *S, int64_t id, const char *spec, const char *us
 void sched_restore_rank(sched *S, sc_job *j, int rank, const char *agent_key, const char *host_id,
                         const char *hostname, int local_rank, int local_size, int cross_rank,
                         int cross_size, const char *addr, int64_t pid, const char *state,
-                        int exit_code, int exit_signal)
+                        int exit_code, int exit_signal, const char *gpu)
 {
     if (rank < 0 || rank >= 65536)
         return;
@@ -714,6 +714,7 @@ void sched_restore_rank(sched *S, sc_job *j, int rank, const char *agent_key, co
     s->cross_rank = cross_rank;
     s->cross_size = cross_size;
     s->pid = pid;
+    snprintf(s->gpu, sizeof s->gpu, "%s", gpu ? gpu : "");
     s->state = RS_NONE; /* unknown until its agent reports */
     if (state && strcmp(state, rank_state_name(RS_EXITED)) == 0) {
         s->state = RS_EXITED;

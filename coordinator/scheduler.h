@@ -91,6 +91,7 @@ typedef struct sc_rank {
     sc_agent *ag; /* NULL while its agent is unknown (after a restart) */
     char agent_key[SC_KEY_LEN], host_id[80], hostname[256];
     int local_rank, local_size, cross_rank, cross_size;
+    char gpu[64]; /* the GPU(s) its agent gave it ("" when none) */
     char addr[96];
     int64_t pid;
     int state;
@@ -229,6 +230,6 @@ sc_job *sched_restore_job(sched *S, int64_t id, const char *spec, const char *us
 void sched_restore_rank(sched *S, sc_job *j, int rank, const char *agent_key, const char *host_id,
                         const char *hostname, int local_rank, int local_size, int cross_rank,
                         int cross_size, const char *addr, int64_t pid, const char *state,
-                        int exit_code, int exit_signal);
+                        int exit_code, int exit_signal, const char *gpu);
 
 #endif

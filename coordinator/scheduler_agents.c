@@ -251,6 +251,7 @@ void sched_on_started(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
     int64_t pid = 0;
     rt_json_get_int(m, RT_F_PID, &pid);
     j->ranks[r].pid = pid;
+    snprintf(j->ranks[r].gpu, sizeof j->ranks[r].gpu, "%s", rt_json_str(rt_json_get(m, RT_F_GPU), ""));
     j->ranks[r].state = RS_RUNNING;
     sc_rank_saved(S, j, r);
     if (++j->running == j->cur_np && j->state == JOB_STARTING) {

@@ -42,7 +42,12 @@ static int group_setup(void **state)
         return -1;
     /* a short HTTP timeout: log streams must outlive it (test_silent_program) */
     if (!cl_start_coord(&C, "http_timeout = 1s\n", NULL) || !cl_start_agent(&C, 0, "a1", "A", 2, NULL) ||
-        !cl_start_agent(&C, 1, "a2", "A", 1, NULL) || !cl_start_agent(&C, 2, "b1", "B", 2, NULL))
+        !cl_start_agent(&C, 1, "a2", "A", 1, NULL))
+        return -1;
+    C.agent_extra = "gpus = 2\n"; /* host B hands out two (pretend) GPUs, one per slot */
+    bool b1 = cl_start_agent(&C, 2, "b1", "B", 2, NULL);
+    C.agent_extra = NULL;
+    if (!b1)
         return -1;
     if (!cl_wait_agents_up(&C, 3, 20000)) {
         cl_destroy(&C, true);
@@ -69,6 +74,7 @@ static int njobs(void)
 }
 
 /* ---- placement ----------------------------------------------------------------- */
+/* (host A: agents a1 and a2, no GPUs; host B: agent b1 with `gpus = 2`) */
 
 static void test_placement_np5(void **state)
 {
@@ -235,9 +241,9 @@ static void test_launcher_env(void **state)
             snprintf(expect, sizeof expect,
                      " HOROVOD_RANK=%d HOROVOD_SIZE=5 HOROVOD_LOCAL_RANK=%d HOROVOD_LOCAL_SIZE=%d "
                      "HOROVOD_CROSS_RANK=%d HOROVOD_CROSS_SIZE=%d FOO=from the shell BAR=2 "
-                     "PYTHONPATH=/opt/pp",
+                     "PYTHONPATH=/opt/pp CUDA_VISIBLE_DEVICES=%s",
                      r, want[r].local_rank, want[r].local_size, want[r].cross_rank,
-                     want[r].cross_size);
+                     want[r].cross_size, r == 3 ? "0" : r == 4 ? "1" : "-");
             if (!strstr(got, expect))
                 fprintf(stderr, "rank %d: got\n  %s\nwant\n  ...%s\n", r, got, expect);
             CHECK(strstr(got, expect) != NULL);
@@ -251,6 +257,21 @@ static void test_launcher_env(void **state)
     CHECK(seen == 31);
     CHECK(stores == 5);
     free(out);
+    /* the GPU each rank was given is in the job's placement */
+    rt_json *list = cl_get(&C, "/v1/jobs?limit=1");
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld",
+             (long long)rt_json_num(rt_json_get(rt_json_at(rt_json_get(list, "jobs"), 0), "id"), 0));
+    rt_json_free(list);
+    rt_json *doc = cl_get(&C, path);
+    const rt_json *pl = rt_json_get(doc, "placement");
+    CHECK(rt_json_len(pl) == 5);
+    for (size_t r = 0; r < rt_json_len(pl); r++) {
+        const rt_json *gpu = rt_json_get(rt_json_at(pl, r), "gpu");
+        const char *want_gpu = r == 3 ? "0" : r == 4 ? "1" : "";
+        CHECK(!strcmp(rt_json_str(gpu, ""), want_gpu));
+    }
+    rt_json_free(doc);
     /* a variable that is not set here is named, and nothing is submitted */
     int before = njobs();
     const char *unset[] = {"exec", "--np", "1", "--env", "RT_SURELY_NOT_SET", "--", "true", NULL};

@@ -443,7 +443,7 @@ static void restore_into(world *to, world *from)
                 sched_restore_rank(&to->S, r, k, s->agent_key, s->host_id, s->hostname,
                                    s->local_rank, s->local_size, s->cross_rank, s->cross_size,
                                    s->addr, s->pid, rank_state_name(s->state), s->exit_code,
-                                   s->exit_signal);
+                                   s->exit_signal, s->gpu);
             }
     }
 }

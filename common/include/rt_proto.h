@@ -122,6 +122,7 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_F_NODES "nodes"             /* prepare: how many hosts the attempt spans */
 #define RT_F_MASTER_PORT "master_port" /* prepared (rank 0) and start: MASTER_PORT */
 #define RT_F_MAX_RESTARTS "max_restarts"
+#define RT_F_GPU "gpu" /* started: the rank's CUDA_VISIBLE_DEVICES */
 
 /* ---- what an agent gives each rank it starts --------------------------------- */
 #define RT_ENV_RANK "RT_RANK"
