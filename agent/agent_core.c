@@ -27,6 +27,7 @@
 #include "rt_addr.h"
 #include "rt_comm.h"
 #include "rt_file.h"
+#include "rt_hex.h"
 #include "rt_log.h"
 #include "rt_time.h"
 
@@ -255,8 +256,12 @@ static void schedule_reconnect(agentd *ag, const char *why)
     ag->backoff_us = ag->backoff_us ? ag->backoff_us * 2 : 500000;
     if (ag->backoff_us > ag->cfg.reconnect_max_us)
         ag->backoff_us = ag->cfg.reconnect_max_us;
-    /* a little jitter, so a restarted coordinator is not hit by every agent at once */
-    int64_t us = ag->backoff_us - ag->backoff_us / 8 + (int64_t)(rand() % (int)(ag->backoff_us / 4 + 1));
+    /* a little jitter, so a restarted coordinator is not hit by every agent
+     * at once (from the system's random source: rand() unseeded would give
+     * every agent the same sequence) */
+    uint32_t jitter = 0;
+    rt_random_bytes((uint8_t *)&jitter, sizeof jitter);
+    int64_t us = ag->backoff_us - ag->backoff_us / 8 + (int64_t)(jitter % (uint32_t)(ag->backoff_us / 4 + 1));
     if (was_up || ag->attempts <= 1 || ag->attempts % 10 == 0)
         RT_WARN("agent", "lost the coordinator at %s:%d (%s); retrying in %.1f s", ag->coord_host,
                 ag->coord_port, why, (double)us / 1e6);

@@ -1,14 +1,19 @@
 /* rt_file.c — see rt_file.h. */
 #include "rt_file.h"
 
+#include <stdint.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "rt_time.h"
 
 static rt_status write_all(int fd, const void *p, size_t n)
 {
@@ -28,9 +33,18 @@ static rt_status write_all(int fd, const void *p, size_t n)
 rt_status rt_write_atomic(const char *path, const rt_iov *parts, int nparts, char *err)
 {
     char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid()) >= (int)sizeof tmp)
-        return rt_err(err, RT_ERR_INVALID, "%s: path too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 16; tries++) {
+        uint64_t r = 0;
+        if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+            r = (uint64_t)rt_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)tries;
+        if (snprintf(tmp, sizeof tmp, "%s.tmp-%016llx", path, (unsigned long long)r) >=
+            (int)sizeof tmp)
+            return rt_err(err, RT_ERR_INVALID, "%s: path too long", path);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
     if (fd < 0)
         return rt_err(err, RT_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
     rt_status st = RT_OK;

@@ -15,6 +15,7 @@
 
 #include "rt_addr.h"
 #include "rt_net.h"
+#include "rt_file.h"
 #include "rt_hex.h"
 
 static void addr_ok(const char *a, bool port0, const char *host, int port)
@@ -88,6 +89,48 @@ static void test_token_modes(void **state)
     unlink(path);
 }
 
+/* rt_write_atomic: the content lands whole, with the umask's mode, through
+ * no planted link, leaving no temporary file behind. */
+static void test_write_atomic(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rt-atomic-XXXXXX", path[128], victim[128], link_path[128], err[RT_ERR_LEN];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/out.bin", dir);
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(link_path, sizeof link_path, "%s/linked", dir);
+    FILE *f = fopen(victim, "w");
+    fputs("untouched", f);
+    fclose(f);
+    mode_t old = umask(027);
+    rt_iov parts[2] = {{"hello ", 6}, {"world", 5}};
+    assert_int_equal(rt_write_atomic(path, parts, 2, err), RT_OK);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0640);
+    char *data = NULL;
+    size_t len = 0;
+    assert_int_equal(rt_read_file(path, 100, &data, &len, err), RT_OK);
+    assert_string_equal(data, "hello world");
+    free(data);
+    /* the destination is a link to another file: the link is replaced, its
+     * target is not written */
+    assert_int_equal(symlink(victim, link_path), 0);
+    assert_int_equal(rt_write_atomic(link_path, parts, 1, err), RT_OK);
+    assert_int_equal(lstat(link_path, &sb), 0);
+    assert_true(S_ISREG(sb.st_mode));
+    assert_int_equal(rt_read_file(victim, 100, &data, &len, err), RT_OK);
+    assert_string_equal(data, "untouched");
+    free(data);
+    umask(old);
+    /* only the three files: no temporary left */
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "test \"$(ls %s | wc -l)\" = 3", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_hex(void **state)
 {
     (void)state;
@@ -110,6 +153,7 @@ static void test_hex(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_addr), cmocka_unit_test(test_hex),
-                                       cmocka_unit_test(test_token_modes)};
+                                       cmocka_unit_test(test_token_modes),
+                                       cmocka_unit_test(test_write_atomic)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -245,6 +245,18 @@ static void test_checkpoint(void **state)
     other.vocab[0] = 51;
     assert_int_equal(rt_ckpt_compatible(&back, &other, err), RT_ERR_INVALID);
     assert_non_null(strstr(err, "c0 with 50 values"));
+    /* a header whose tensor counts are not the model's (a crafted file with
+     * a matching body passes the size and CRC checks): refused, not over-read */
+    back.nparams += 1000;
+    float *big = calloc((size_t)back.nparams, 4);
+    free(back.params);
+    back.params = big;
+    assert_int_equal(rt_ckpt_to_model(&back, m, err), RT_ERR_CORRUPT);
+    assert_non_null(strstr(err, "not written for this model"));
+    back.nparams -= 1000;
+    back.nbuffers += 1;
+    assert_int_equal(rt_ckpt_to_model(&back, m, err), RT_ERR_CORRUPT);
+    back.nbuffers -= 1;
     rt_ckpt_free(&back);
 
     /* damage: cut short anywhere, a byte flipped anywhere, not a checkpoint */

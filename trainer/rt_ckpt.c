@@ -41,6 +41,14 @@ rt_status rt_ckpt_from_model(rt_ckpt *c, rt_model *m, char *err)
 
 rt_status rt_ckpt_to_model(const rt_ckpt *c, rt_model *m, char *err)
 {
+    /* the header's counts are the file's word: the tensors are copied by
+     * the model's sizes, so they must be the same */
+    if (c->nparams != rt_model_num_params(m) || c->nbuffers != rt_model_num_buffers(m))
+        return rt_err(err, RT_ERR_CORRUPT,
+                      "checkpoint holds %lld parameters and %lld buffer values, its model "
+                      "has %lld and %lld: damaged or not written for this model",
+                      (long long)c->nparams, (long long)c->nbuffers,
+                      (long long)rt_model_num_params(m), (long long)rt_model_num_buffers(m));
     return rt_model_set_state(m, c->params, c->adam_m, c->adam_v, c->buffers, &c->step, err);
 }
 

@@ -14,7 +14,10 @@
 extern "C" {
 #endif
 
-/* Write the pieces (in order) as path, atomically. */
+/* Write the pieces (in order) as path, atomically: into a new file of a
+ * random name beside it (O_EXCL | O_NOFOLLOW: never through a link someone
+ * planted), created with mode 0644 less the umask, synced, then renamed over
+ * path and the folder synced. */
 typedef struct rt_iov {
     const void *p;
     size_t n;
