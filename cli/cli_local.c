@@ -1,6 +1,6 @@
 /* cli_local.c — `ringtrain run JOB.INI [--np N] [--set ...] [--keep]` and
  * `ringtrain exec --local --np N -- PROGRAM ARGS...`: a whole cluster on this
- * machine for one job.  Fresh TLS material and token (init-cluster) and a
+ * machine for one job.  Fresh TLS material and tokens (init-cluster) and a
  * state database go into a temporary folder; ringtrain-coordinator and one
  * ringtrain-agent with N slots are started on 127.0.0.1 as child processes
  * (they die with this one); the job is submitted and followed exactly as on
@@ -159,7 +159,8 @@ int cli_local(const cli_args *a, bool is_exec)
     snprintf(text, sizeof text,
              "[coordinator]\nlisten = 127.0.0.1:%d\nhttp_listen = 127.0.0.1:%d\n"
              "cert = coordinator.crt\nkey = coordinator.key\ntoken_file = token\n"
-             "state_db = state.db\nheartbeat_interval = 1s\nheartbeat_timeout = 10s\n",
+             "admin_token_file = admin.token\nstate_db = state.db\nheartbeat_interval = 1s\n"
+             "heartbeat_timeout = 10s\n",
              cport, hport);
     bool ok = write_file(ccfg, text);
     snprintf(acfg, sizeof acfg, "%s/agent.conf", dir);
@@ -184,7 +185,7 @@ int cli_local(const cli_args *a, bool is_exec)
     c.port = hport;
     snprintf(c.server_name, sizeof c.server_name, "127.0.0.1");
     snprintf(c.ca, sizeof c.ca, "%s/ca.crt", dir);
-    snprintf(path, sizeof path, "%s/token", dir);
+    snprintf(path, sizeof path, "%s/admin.token", dir);
     c.timeout_ms = 15000;
     rc = rt_token_load(path, c.token, err) == RT_OK ? 0 : 1;
     /* wait for the agent to register (20 s at most) */

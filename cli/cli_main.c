@@ -415,6 +415,9 @@ static const cli_flag JOBS_FLAGS[] = {
     {"--before", CLI_VALUE, "ID", "jobs older than job ID (the next page)", NULL},
     F_JSON, END};
 static const cli_flag JSON_FLAGS[] = {F_JSON, END};
+static const cli_flag TOKEN_FLAGS[] = {
+    {"--role", CLI_VALUE, "metrics|read|submit|admin", "create: what the token may do", NULL},
+    F_JSON, END};
 static const cli_flag STATUS_FLAGS[] = {
     {"--results", CLI_SWITCH, NULL, "only each rank's reported result (\"R: JSON\")", NULL},
     F_JSON, END};
@@ -465,7 +468,9 @@ static const cli_cmd COMMANDS[] = {
      1, false, false, true, cmd_drain},
     {"resume", "NODE", "let a drained NODE take ranks again", NULL, 1, 1, false, false, true,
      cmd_resume},
-    {"init-cluster", "DIR", "make a cluster's CA, coordinator certificate, token and configs",
+    {"token", "create NAME --role ROLE | list | revoke ID-OR-NAME",
+     "API tokens with roles (needs an admin token)", TOKEN_FLAGS, 1, 2, false, false, true, cli_token},
+    {"init-cluster", "DIR", "make a cluster's CA, coordinator certificate, tokens and configs",
      INIT_FLAGS, 1, 1, false, false, false, cli_init_cluster},
     {"prep", "--input DIR --sql FILE --out DIR", "turn CSV files into a dataset", PREP_FLAGS, 0, 0,
      false, false, false, cli_prep},

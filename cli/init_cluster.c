@@ -4,11 +4,14 @@
  *   coordinator.crt / coordinator.key its server certificate, signed by the
  *                                     CA, naming localhost, 127.0.0.1, ::1,
  *                                     this host and every --san
- *   token                             32 random bytes in hex
+ *   token                             the agents' registration token (32
+ *                                     random bytes in hex); the API refuses it
+ *   admin.token                       the API's admin token (the CLI's, and
+ *                                     the one that makes more, with roles)
  *   coordinator.conf, agent.conf, cli.conf   ready-to-edit examples
- * Private keys and the token are written 0600, the rest 0644 (install the
- * token 0640 with group ringtrain under the units, as the README says); existing
- * files are kept unless --force. */
+ * Private keys and tokens are written 0600, the rest 0644 (install them 0640
+ * with group ringtrain under the units, as the README says); existing files
+ * are kept unless --force. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -119,7 +122,7 @@ rt_status rt_make_cluster(const char *dir, const char *const *sans, int nsans, b
         const char *name;
         mode_t mode;
     } files[] = {{"ca.crt", 0644}, {"ca.key", 0600}, {"coordinator.crt", 0644},
-                 {"coordinator.key", 0600}, {"token", 0600}};
+                 {"coordinator.key", 0600}, {"token", 0600}, {"admin.token", 0600}};
     for (size_t i = 0; i < RT_ARRAY_LEN(files) && st == RT_OK; i++) {
         FILE *f = create(dir, files[i].name, files[i].mode, force, err);
         if (!f) {
@@ -132,7 +135,8 @@ rt_status rt_make_cluster(const char *dir, const char *const *sans, int nsans, b
         case 1: ok = PEM_write_PrivateKey(f, ca_key, NULL, NULL, 0, NULL, NULL) == 1; break;
         case 2: ok = PEM_write_X509(f, co) == 1 && PEM_write_X509(f, ca) == 1; break;
         case 3: ok = PEM_write_PrivateKey(f, co_key, NULL, NULL, 0, NULL, NULL) == 1; break;
-        case 4: {
+        case 4:
+        case 5: {
             uint8_t t[32];
             char hex[65];
             rt_random_bytes(t, sizeof t);
@@ -155,7 +159,7 @@ rt_status rt_make_cluster(const char *dir, const char *const *sans, int nsans, b
         {"coordinator.conf",
          "; ringtrain-coordinator (see `ringtrain-coordinator --print-config`)\n[coordinator]\n"
          "listen = 0.0.0.0:7070\nhttp_listen = 127.0.0.1:7071\ncert = coordinator.crt\n"
-         "key = coordinator.key\ntoken_file = token\n"
+         "key = coordinator.key\ntoken_file = token\nadmin_token_file = admin.token\n"
          "; state_db: by default state.db in the unit's StateDirectory (/var/lib/ringtrain),\n"
          "; or beside this file when not run by systemd\n"},
         {"agent.conf",
@@ -165,8 +169,9 @@ rt_status rt_make_cluster(const char *dir, const char *const *sans, int nsans, b
          "; work_dir and log_dir: by default work in the unit's StateDirectory and its\n"
          "; LogsDirectory (/var/lib/ringtrain/work, /var/log/ringtrain), or beside this file\n"},
         {"cli.conf",
-         "; the ringtrain CLI; copy to ~/.config/ringtrain/cli.conf (with ca.crt and token)\n"
-         "[cli]\ncoordinator = 127.0.0.1:7071\nca = ca.crt\ntoken_file = token\n"},
+         "; the ringtrain CLI; copy to ~/.config/ringtrain/cli.conf with ca.crt and an API\n"
+         "; token: admin.token, or one made by `ringtrain token create --role submit NAME`\n"
+         "[cli]\ncoordinator = 127.0.0.1:7071\nca = ca.crt\ntoken_file = admin.token\n"},
     };
     for (size_t i = 0; i < RT_ARRAY_LEN(confs); i++) {
         FILE *f = create(dir, confs[i][0], 0644, force, err);
@@ -190,6 +195,8 @@ int cli_init_cluster(const cli_args *a)
         return 1;
     }
     printf("cluster material in %s: ca.crt, ca.key (keep offline), coordinator.crt, "
-           "coordinator.key, token, and example coordinator.conf, agent.conf, cli.conf\n", dir);
+           "coordinator.key, token (agents only), admin.token (the API's admin), and example "
+           "coordinator.conf, agent.conf, cli.conf\n",
+           dir);
     return 0;
 }

@@ -19,7 +19,10 @@ static const rt_cfg_key coord_keys[] = {
     RT_CFG_P("coordinator", "key", "coordinator.key", rt_coord_cfg, key,
              "private key of that certificate"),
     RT_CFG_P("coordinator", "token_file", "token", rt_coord_cfg, token_file,
-             "file holding the cluster token that agents and API clients present"),
+             "file holding the agents' registration token (the API does not take it)"),
+    RT_CFG_P("coordinator", "admin_token_file", "admin.token", rt_coord_cfg, admin_token_file,
+             "file holding the API's admin token (init-cluster writes it; more tokens, with "
+             "roles: ringtrain token create)"),
     RT_CFG_KEY("coordinator", "state_db", RT_CFG_PATH, "state.db", 0, 0, NULL, rt_coord_cfg, state_db,
                "SQLite database with agents, jobs, attempts, events and metrics (default: in the "
                "service's StateDirectory under systemd, else beside this file)", RT_CFG_IN_STATE_DIR),
@@ -53,7 +56,8 @@ static const rt_cfg_key agent_keys[] = {
     RT_CFG_S("agent", "server_name", NULL, rt_agent_cfg, server_name,
              "name the coordinator's certificate must carry (default: the host above)"),
     RT_CFG_P("agent", "ca", "ca.crt", rt_agent_cfg, ca, "the cluster CA certificate"),
-    RT_CFG_P("agent", "token_file", "token", rt_agent_cfg, token_file, "file holding the cluster token"),
+    RT_CFG_P("agent", "token_file", "token", rt_agent_cfg, token_file,
+             "file holding the agents' registration token"),
     RT_CFG_S("agent", "name", NULL, rt_agent_cfg, name,
              "this agent's name, unique on its host (default: the hostname)"),
     RT_CFG_S("agent", "host_id", NULL, rt_agent_cfg, host_id,

@@ -30,6 +30,18 @@
 
 typedef struct coord coord;
 typedef struct log_stream log_stream;
+
+/* API roles (coord_auth.c): each may do what the ones before it may, but
+ * metrics, which may read /metrics only. */
+typedef enum auth_role { ROLE_NONE = -1, ROLE_METRICS = 0, ROLE_READ, ROLE_SUBMIT, ROLE_ADMIN } auth_role;
+
+typedef struct api_token {
+    int64_t id;
+    char name[64];
+    auth_role role;
+    char hash[65]; /* SHA-256 of the token, hex */
+    struct api_token *next;
+} api_token;
 typedef struct closing_conn closing_conn;
 
 /* One control connection; bound to an agent record once its hello passed. */
@@ -45,7 +57,9 @@ typedef struct conn {
 
 struct coord {
     rt_coord_cfg cfg;
-    char token[RT_TOKEN_HEX + 1];
+    char token[RT_TOKEN_HEX + 1];       /* the agents' registration token */
+    char admin_token[RT_TOKEN_HEX + 1]; /* the API's bootstrap admin token */
+    api_token *tokens;                  /* API tokens that are not revoked */
     struct event_base *base;
     SSL_CTX *ssl;
     struct evconnlistener *listener;
@@ -101,6 +115,26 @@ int cdb_job_counts(coord *co, int counts[JOB_CANCELLED + 1]);
 bool cdb_job_ranks(coord *co, int64_t id, int rank,
                    void (*fn)(void *user, int rank, const char *agent, int64_t attempt),
                    void *user);
+
+/* API tokens in the database: insert (its id, or RT_ERR_EXISTS for a
+ * taken name), revoke, list (JSON), and load the live ones into co->tokens. */
+rt_status cdb_token_insert(coord *co, const char *name, const char *role, const char *hash,
+                           int64_t *id, char *err);
+rt_status cdb_token_revoke(coord *co, const char *id_or_name, int64_t *id, char *err);
+char *cdb_token_list(coord *co);
+rt_status cdb_token_load(coord *co, char *err);
+
+/* coord_auth.c */
+const char *auth_role_name(auth_role r);
+auth_role auth_role_parse(const char *name);
+void auth_hash(const char *token, char hex[65]);
+rt_status auth_add(coord *co, int64_t id, const char *name, auth_role role, const char *hash);
+void auth_remove(coord *co, int64_t id);
+void auth_free(coord *co);
+/* The role of an Authorization header's bearer token (ROLE_NONE and why
+ * when it is none), and who it is, for logs. */
+auth_role auth_check(coord *co, const char *bearer, char *who, size_t wholen, const char **why);
+auth_role auth_needed(bool get, const char *path);
 
 /* coord_http.c */
 rt_status http_start(coord *co, char *err);

@@ -487,6 +487,11 @@ rt_status coord_create(const rt_coord_cfg *cfg, coord **out, char *err)
                     .random = rt_random_bytes};
     sched_init(&co->S, &sc);
     rt_status st = rt_token_load(cfg->token_file, co->token, err);
+    if (st == RT_OK && (st = rt_token_load(cfg->admin_token_file, co->admin_token, err)) != RT_OK)
+        rt_err_prefix(err, "[coordinator] admin_token_file (the API's admin token; `ringtrain "
+                           "init-cluster` writes admin.token)");
+    if (st == RT_OK && rt_token_equal(co->token, co->admin_token))
+        st = rt_err(err, RT_ERR_INVALID, "the admin token must differ from the agents' token");
     if (st != RT_OK)
         goto fail;
     if (!(co->ssl = rt_tls_server_ctx(cfg->cert, cfg->key, err))) {
@@ -495,7 +500,7 @@ rt_status coord_create(const rt_coord_cfg *cfg, coord **out, char *err)
     }
     if ((st = cdb_open(co, cfg->state_db, err)) != RT_OK)
         goto fail;
-    if ((st = cdb_load(co, coord_now(), err)) != RT_OK)
+    if ((st = cdb_load(co, coord_now(), err)) != RT_OK || (st = cdb_token_load(co, err)) != RT_OK)
         goto fail;
     coord_flush(co); /* what loading decided (a stored job that no longer reads) */
     co->base = event_base_new();
@@ -547,6 +552,7 @@ void coord_destroy(coord *co)
     if (!co)
         return;
     http_stop(co);
+    auth_free(co);
     if (co->tick)
         event_free(co->tick);
     if (co->sigint)

@@ -51,7 +51,9 @@ static const char *MIGRATE_V2 =
 static const char *MIGRATE_V3 =
     "CREATE TABLE IF NOT EXISTS results(job_id INTEGER, attempt INTEGER, rank INTEGER, time REAL,"
     " value TEXT, PRIMARY KEY(job_id, attempt, rank));"
-    "ALTER TABLE placement ADD COLUMN gpu TEXT;";
+    "ALTER TABLE placement ADD COLUMN gpu TEXT;"
+    "CREATE TABLE IF NOT EXISTS tokens(id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT UNIQUE,"
+    " role TEXT, hash TEXT, created REAL, revoked REAL);";
 
 static rt_status run(coord *co, const char *sql, const char *what, char *err)
 {
@@ -508,4 +510,81 @@ bool cdb_job_ranks(coord *co, int64_t id, int rank,
     }
     sqlite3_finalize(st);
     return found;
+}
+
+/* ---- API tokens ------------------------------------------------------------------ */
+
+rt_status cdb_token_insert(coord *co, const char *name, const char *role, const char *hash,
+                           int64_t *id, char *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(co->db, "INSERT INTO tokens(name,role,hash,created) VALUES(?,?,?,?)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return rt_err(err, RT_ERR_IO, "state database: %s", sqlite3_errmsg(co->db));
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, role, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, hash, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 4, coord_now().wall);
+    int r = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (r == SQLITE_CONSTRAINT)
+        return rt_err(err, RT_ERR_EXISTS, "a token named '%s' exists (names are never reused)", name);
+    if (r != SQLITE_DONE) {
+        co->db_errors++;
+        return rt_err(err, RT_ERR_IO, "state database: %s", sqlite3_errmsg(co->db));
+    }
+    *id = sqlite3_last_insert_rowid(co->db);
+    return RT_OK;
+}
+
+rt_status cdb_token_revoke(coord *co, const char *id_or_name, int64_t *id, char *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(co->db,
+                           "SELECT id, revoked FROM tokens WHERE name=?1 OR CAST(id AS TEXT)=?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return rt_err(err, RT_ERR_IO, "state database: %s", sqlite3_errmsg(co->db));
+    sqlite3_bind_text(st, 1, id_or_name, -1, SQLITE_TRANSIENT);
+    bool found = sqlite3_step(st) == SQLITE_ROW;
+    *id = found ? sqlite3_column_int64(st, 0) : 0;
+    bool revoked = found && sqlite3_column_type(st, 1) != SQLITE_NULL;
+    sqlite3_finalize(st);
+    if (!found)
+        return rt_err(err, RT_ERR_NOTFOUND, "no token '%s'", id_or_name);
+    if (revoked)
+        return RT_OK;
+    if (!exec(co, "UPDATE tokens SET revoked=? WHERE id=?", "di", coord_now().wall, *id))
+        return rt_err(err, RT_ERR_IO, "state database: the revocation was not recorded");
+    return RT_OK;
+}
+
+char *cdb_token_list(coord *co)
+{
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    rows(co, &w, "tokens", "SELECT id,name,role,created,revoked FROM tokens ORDER BY id", -1);
+    rt_jw_obj_end(&w);
+    return rt_jw_take(&w, NULL);
+}
+
+rt_status cdb_token_load(coord *co, char *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(co->db, "SELECT id,name,role,hash FROM tokens WHERE revoked IS NULL",
+                           -1, &st, NULL) != SQLITE_OK)
+        return rt_err(err, RT_ERR_IO, "state database: %s", sqlite3_errmsg(co->db));
+    rt_status s = RT_OK;
+    while (s == RT_OK && sqlite3_step(st) == SQLITE_ROW) {
+        auth_role role = auth_role_parse(col(st, 2));
+        const char *hash = col(st, 3);
+        if (role == ROLE_NONE || !hash || strlen(hash) != 64) {
+            RT_WARN("db", "token %lld has a role or hash this coordinator does not know: ignored",
+                    (long long)sqlite3_column_int64(st, 0));
+            continue;
+        }
+        s = auth_add(co, sqlite3_column_int64(st, 0), col(st, 1) ? col(st, 1) : "?", role, hash);
+    }
+    sqlite3_finalize(st);
+    return s == RT_OK ? RT_OK : rt_err(err, s, "out of memory");
 }

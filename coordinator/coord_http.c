@@ -9,6 +9,10 @@
  *   GET  /v1/jobs/ID/logs?rank=R|all&follow=1[&skip=...]   output, streamed from the
  *        agents; skip: what a reconnecting follower has (R:LINES,... or BYTES)
  *   GET  /metrics                          Prometheus text format
+ *   GET  /v1/tokens, POST /v1/tokens {"name","role"}, POST /v1/tokens/ID|NAME/revoke
+ *                                          API tokens (admin)
+ * Every request but the dashboard's page carries an API token whose role
+ * allows it (coord_auth.c): 401 without one, 403 when its role is short.
  *   GET  /                                 the dashboard (asks for the token itself)
  *
  * Errors are JSON {"error": "..."} with a fitting status code.  A reply
@@ -24,6 +28,7 @@
 #include "coord.h"
 #include "dashboard.h"
 #include "rt_addr.h"
+#include "rt_hex.h"
 #include "rt_log.h"
 
 struct log_stream {
@@ -84,11 +89,6 @@ static void reply_change(coord *co, struct evhttp_request *req, rt_status st, co
         reply_error(req, st == RT_ERR_NOTFOUND ? 404 : st == RT_ERR_INVALID ? 409 : 500, err);
 }
 
-static bool authorized(coord *co, struct evhttp_request *req)
-{
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    return h && strncmp(h, "Bearer ", 7) == 0 && rt_token_equal(h + 7, co->token);
-}
 
 static char *body_text(struct evhttp_request *req, size_t *len)
 {
@@ -149,6 +149,65 @@ static void drain(coord *co, struct evhttp_request *req, bool on)
                      on ? "{\"draining\":true}" : "{\"draining\":false}", 200);
     rt_json_free(j);
     free(body);
+}
+
+/* ---- API tokens (admin) --------------------------------------------------------- */
+
+/* POST /v1/tokens {"name": N, "role": R}: 201 with the token, shown once. */
+static void token_create(coord *co, struct evhttp_request *req)
+{
+    size_t len;
+    char *body = body_text(req, &len), err[RT_ERR_LEN];
+    rt_json *j = NULL;
+    const char *name = NULL, *role = NULL;
+    if (body && rt_json_parse(body, len, &j, err) == RT_OK) {
+        name = rt_json_get_str(j, "name");
+        role = rt_json_get_str(j, "role");
+    }
+    size_t nlen = name ? strlen(name) : 0;
+    if (!name || nlen == 0 || nlen > 60 || strspn(name, "abcdefghijklmnopqrstuvwxyz"
+                                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@") != nlen ||
+        !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z'))) {
+        reply_error(req, 400, "the body must be {\"name\": NAME, \"role\": ROLE}; a name is 1-60 "
+                              "letters, digits, '.', '_', '-' or '@', starting with a letter");
+    } else if (auth_role_parse(role) == ROLE_NONE) {
+        reply_error(req, 400, "\"role\" must be metrics, read, submit or admin");
+    } else {
+        uint8_t raw[32];
+        char tok[65], hash[65];
+        rt_random_bytes(raw, sizeof raw);
+        rt_hex_encode(raw, sizeof raw, tok);
+        auth_hash(tok, hash);
+        int64_t id = 0;
+        rt_status st = cdb_token_insert(co, name, role, hash, &id, err);
+        if (st == RT_OK && auth_add(co, id, name, auth_role_parse(role), hash) != RT_OK)
+            st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+        if (st != RT_OK) {
+            reply_error(req, st == RT_ERR_EXISTS ? 409 : 503, err);
+        } else {
+            RT_INFO("http", "API token %lld '%s' created with role %s", (long long)id, name, role);
+            char out[256];
+            snprintf(out, sizeof out, "{\"id\":%lld,\"name\":\"%s\",\"role\":\"%s\",\"token\":\"%s\"}",
+                     (long long)id, name, role, tok);
+            reply_text(req, 201, "application/json", out);
+        }
+    }
+    rt_json_free(j);
+    free(body);
+}
+
+static void token_revoke(coord *co, struct evhttp_request *req, const char *which)
+{
+    char err[RT_ERR_LEN];
+    int64_t id = 0;
+    rt_status st = cdb_token_revoke(co, which, &id, err);
+    if (st != RT_OK) {
+        reply_error(req, st == RT_ERR_NOTFOUND ? 404 : 503, err);
+        return;
+    }
+    auth_remove(co, id);
+    RT_INFO("http", "API token %lld revoked", (long long)id);
+    reply_text(req, 200, "application/json", "{\"revoked\":true}");
 }
 
 static void metrics(coord *co, struct evhttp_request *req)
@@ -247,6 +306,16 @@ void http_on_log_data(coord *co, conn *c, const rt_json *m)
     for (log_stream *s = co->streams; s; s = s->next) {
         if (s->id != (uint64_t)id)
             continue;
+        /* only an agent the stream was asked of may write into it */
+        bool asked = false;
+        for (int i = 0; i < s->nagents && !asked; i++)
+            asked = strcmp(s->agents[i], c->ag->key) == 0;
+        if (!asked) {
+            RT_WARN("coord", "agent %s sent output for log stream %lld, which it was not asked "
+                             "for: dropped",
+                    c->ag->key, (long long)id);
+            return;
+        }
         const char *data = rt_json_get_str(m, RT_F_DATA);
         const char *error = rt_json_get_str(m, RT_F_ERROR);
         struct evbuffer *b = evbuffer_new();
@@ -483,14 +552,45 @@ static void handle(struct evhttp_request *req, void *arg)
         reply_text(req, 200, "text/html; charset=utf-8", RT_DASHBOARD_HTML);
         return;
     }
-    if (!authorized(co, req)) {
-        RT_WARN("http", "%s %s from %s: missing or wrong bearer token", get ? "GET" : "POST", path,
-                peer ? peer : "?");
+    char who[96];
+    const char *why = NULL;
+    auth_role role = auth_check(
+        co, evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"), who,
+        sizeof who, &why);
+    if (role == ROLE_NONE) {
+        RT_WARN("http", "%s %s from %s: %s", get ? "GET" : "POST", path, peer ? peer : "?", why);
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
-        reply_error(req, 401, "missing or wrong bearer token");
+        reply_error(req, 401, why);
+        return;
+    }
+    auth_role need = auth_needed(get, path);
+    if (role < need || (role == ROLE_METRICS && strcmp(path, "/metrics") != 0)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "%s has role %s; %s %s needs role %s", who, auth_role_name(role),
+                 get ? "GET" : "POST", path, auth_role_name(need > ROLE_READ ? need : ROLE_READ));
+        RT_WARN("http", "%s from %s: refused: %s", path, peer ? peer : "?", msg);
+        reply_error(req, 403, msg);
         return;
     }
     char err[RT_ERR_LEN];
+    if (strcmp(path, "/v1/tokens") == 0 && get) {
+        char *doc = cdb_token_list(co);
+        if (doc)
+            reply_json(req, 200, doc);
+        else
+            reply_error(req, 500, "out of memory");
+        return;
+    }
+    if (strcmp(path, "/v1/tokens") == 0 && post)
+        return token_create(co, req);
+    if (strncmp(path, "/v1/tokens/", 11) == 0 && post) {
+        char which[80];
+        const char *slash = strchr(path + 11, '/');
+        if (slash && strcmp(slash, "/revoke") == 0 && slash - (path + 11) < (long)sizeof which) {
+            snprintf(which, sizeof which, "%.*s", (int)(slash - (path + 11)), path + 11);
+            return token_revoke(co, req, which);
+        }
+    }
     if (strcmp(path, "/metrics") == 0 && get)
         return metrics(co, req);
     if (strcmp(path, "/v1/nodes") == 0 && get)

@@ -213,6 +213,12 @@ void sched_on_prepared(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
     sc_job *j = msg_job(S, a, m, NULL, false);
     if (!j || j->state != JOB_STARTING)
         return;
+    /* only an agent asked to prepare ranks of this attempt speaks for it */
+    bool asked = false;
+    for (int r = 0; r < j->cur_np && !asked; r++)
+        asked = j->ranks[r].state == RS_PREPARING && strcmp(j->ranks[r].agent_key, a->key) == 0;
+    if (!asked)
+        return;
     const char *error = rt_json_get_str(m, RT_F_ERROR);
     if (error) {
         char why[700];

@@ -117,8 +117,11 @@ bool cl_init(cluster *c, const char *tag)
     snprintf(c->conn.ca, sizeof c->conn.ca, "%s/ca.crt", c->dir);
     c->conn.timeout_ms = 10000;
     char path[400], err[RT_ERR_LEN];
+    /* the API's admin token for the tests' requests and CLI; the agents' */
+    snprintf(path, sizeof path, "%s/admin.token", c->dir);
+    rt_status st = rt_token_load(path, c->conn.token, err);
     snprintf(path, sizeof path, "%s/token", c->dir);
-    if (rt_token_load(path, c->conn.token, err) != RT_OK) {
+    if (st != RT_OK || rt_token_load(path, c->agent_token, err) != RT_OK) {
         fprintf(stderr, "cl_init: %s\n", err);
         return false;
     }
@@ -307,7 +310,7 @@ int cl_cli_sigint(cluster *c, char **out, int timeout_s, int sigint_after_ms, co
     static char e1[320], e2[320], e3[320];
     snprintf(e1, sizeof e1, "RINGTRAIN_COORDINATOR=127.0.0.1:%d", c->hport);
     snprintf(e2, sizeof e2, "RINGTRAIN_CA=%s/ca.crt", c->dir);
-    snprintf(e3, sizeof e3, "RINGTRAIN_TOKEN_FILE=%s/token", c->dir);
+    snprintf(e3, sizeof e3, "RINGTRAIN_TOKEN_FILE=%s/admin.token", c->dir);
     const char *env[] = {e1, e2, e3, "RINGTRAIN_CLI_CONFIG=/nonexistent/cli.conf", NULL};
     int fd = -1;
     pid_t pid = spawn(argv, env, NULL, &fd);

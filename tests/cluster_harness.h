@@ -28,7 +28,8 @@ typedef struct cluster {
     cl_daemon coord;
     cl_daemon agent[CL_MAX_AGENTS];
     int nagents;
-    cli_conn conn;
+    cli_conn conn;                    /* the API, with the admin token */
+    char agent_token[RT_TOKEN_HEX + 1]; /* the agents' registration token */
     const char *agent_extra; /* more [agent] lines for the agents started next, or NULL */
 } cluster;
 

@@ -20,6 +20,7 @@
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -611,7 +612,7 @@ static void test_hostile_clients(void **state)
     char hello[512];
     snprintf(hello, sizeof hello,
              "{\"type\":\"hello\",\"token\":\"%s\",\"host_id\":\"Z\",\"name\":\"z\",\"slots\":1}",
-             C.conn.token);
+             C.agent_token);
     n = make_frame(buf, hello);
     n += make_frame(buf + n, "{\"type\":\"teleport\"}");
     CHECK(tls_rejected(buf, n, reply, sizeof reply));
@@ -652,6 +653,121 @@ static void test_hostile_clients(void **state)
     fprintf(stderr, "jobs with a wrong token: %s", out);
     CHECK(strstr(out, "token") != NULL);
     free(out);
+}
+
+/* ---- API tokens and roles ------------------------------------------------------- */
+
+/* One request with the given token; its status, the body in *body when asked. */
+static int api(const char *token, const char *method, const char *path, const char *body,
+               char **out)
+{
+    cli_conn c = C.conn;
+    snprintf(c.token, sizeof c.token, "%s", token);
+    http_resp r = {0};
+    char err[RT_ERR_LEN];
+    if (http_request(&c, method, path, body, &r, err) != RT_OK) {
+        fprintf(stderr, "%s %s: %s\n", method, path, err);
+        return -1;
+    }
+    if (out)
+        *out = r.body;
+    else
+        free(r.body);
+    return r.status;
+}
+
+/* A new token with role, made with the CLI; its secret. */
+static char *make_token(const char *name, const char *role)
+{
+    char *out = NULL;
+    const char *args[] = {"token", "create", name, "--role", role, NULL};
+    int rc = cl_cli(&C, &out, 30, args);
+    if (rc != 0) {
+        fprintf(stderr, "token create %s: %s", name, out);
+        free(out);
+        return NULL;
+    }
+    /* the token is the first line (stdout), the note follows (stderr) */
+    char *nl = strchr(out, '\n');
+    if (nl)
+        *nl = '\0';
+    return out;
+}
+
+/* Every role may do what it should and nothing more; the agents' token is
+ * no API credential; a revoked token stops at once; tokens outlive a
+ * coordinator restart, stored hashed. */
+static void test_tokens_and_roles(void **state)
+{
+    (void)state;
+    char *rd = make_token("reader", "read"), *sb = make_token("ci-bot", "submit"),
+         *mx = make_token("prometheus", "metrics");
+    CHECK(rd && sb && mx);
+    if (!rd || !sb || !mx)
+        return;
+    CHECK(strlen(rd) == RT_TOKEN_HEX && strlen(sb) == RT_TOKEN_HEX);
+    const char *job = "{\"type\":\"exec\",\"np\":1,\"argv\":[\"/bin/true\"],\"hold\":true}";
+    char *body = NULL;
+    /* the agents' token: refused on the API, and told why */
+    CHECK(api(C.agent_token, "GET", "/v1/jobs", NULL, &body) == 401);
+    CHECK(body && strstr(body, "agents' registration token"));
+    free(body);
+    /* metrics: /metrics only */
+    CHECK(api(mx, "GET", "/metrics", NULL, NULL) == 200);
+    CHECK(api(mx, "GET", "/v1/jobs", NULL, NULL) == 403);
+    CHECK(api(mx, "GET", "/v1/nodes", NULL, NULL) == 403);
+    /* read: looks, never changes */
+    CHECK(api(rd, "GET", "/v1/jobs", NULL, NULL) == 200);
+    CHECK(api(rd, "GET", "/v1/nodes", NULL, NULL) == 200);
+    CHECK(api(rd, "GET", "/metrics", NULL, NULL) == 200);
+    CHECK(api(rd, "POST", "/v1/jobs", job, &body) == 403);
+    CHECK(body && strstr(body, "token reader has role read; POST /v1/jobs needs role submit"));
+    free(body);
+    CHECK(api(rd, "GET", "/v1/tokens", NULL, NULL) == 403);
+    /* submit: submits and cancels, but does not drain nodes or make tokens */
+    CHECK(api(sb, "POST", "/v1/jobs", job, &body) == 201);
+    rt_json *j = NULL;
+    char err[RT_ERR_LEN];
+    int64_t id = 0;
+    CHECK(body && rt_json_parse(body, strlen(body), &j, err) == RT_OK && rt_json_get_int(j, "id", &id));
+    rt_json_free(j);
+    free(body);
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld/cancel", (long long)id);
+    CHECK(api(rd, "POST", path, NULL, NULL) == 403);
+    CHECK(api(sb, "POST", path, NULL, NULL) == 200);
+    CHECK(api(sb, "POST", "/v1/nodes/drain", "{\"agent\":\"a1\"}", NULL) == 403);
+    CHECK(api(sb, "POST", "/v1/tokens", "{\"name\":\"x\",\"role\":\"admin\"}", NULL) == 403);
+    /* names are unique; roles are checked */
+    CHECK(api(C.conn.token, "POST", "/v1/tokens", "{\"name\":\"reader\",\"role\":\"read\"}", NULL) == 409);
+    CHECK(api(C.conn.token, "POST", "/v1/tokens", "{\"name\":\"y\",\"role\":\"root\"}", NULL) == 400);
+    /* the list shows names and roles, never a secret or its hash */
+    char *out = NULL;
+    const char *list[] = {"token", "list", NULL};
+    CHECK(cl_cli(&C, &out, 30, list) == 0);
+    CHECK(strstr(out, "reader") && strstr(out, "ci-bot") && strstr(out, "metrics"));
+    CHECK(!strstr(out, rd) && !strstr(out, "hash"));
+    free(out);
+    /* revoked: refused from the next request on */
+    const char *rv[] = {"token", "revoke", "reader", NULL};
+    CHECK(cl_cli(&C, &out, 30, rv) == 0);
+    free(out);
+    CHECK(api(rd, "GET", "/v1/jobs", NULL, NULL) == 401);
+    /* the database holds hashes only */
+    char db[400], cmd[600];
+    snprintf(db, sizeof db, "%s/state.db", C.dir);
+    snprintf(cmd, sizeof cmd, "grep -c %s %s > /dev/null", sb, db);
+    CHECK(system(cmd) != 0);
+    /* after a coordinator restart: the submit token still works, the revoked one not */
+    CHECK(cl_stop(&C.coord, SIGTERM) == 0);
+    CHECK(cl_start_coord(&C, NULL, NULL));
+    CHECK(cl_wait_agents_up(&C, 3, 20000));
+    CHECK(api(sb, "GET", "/v1/jobs", NULL, NULL) == 200);
+    CHECK(api(rd, "GET", "/v1/jobs", NULL, NULL) == 401);
+    CHECK(api(mx, "GET", "/metrics", NULL, NULL) == 200);
+    free(rd);
+    free(sb);
+    free(mx);
 }
 
 /* ---- the CLI's errors ------------------------------------------------------------------ */
@@ -867,6 +983,7 @@ int main(void)
         cmocka_unit_test(test_launcher_env),
         cmocka_unit_test(test_results),
         cmocka_unit_test(test_python_binding),
+        cmocka_unit_test(test_tokens_and_roles),
         cmocka_unit_test(test_rank_failure),
         cmocka_unit_test(test_invalid_job_file),
         cmocka_unit_test(test_hostile_clients),

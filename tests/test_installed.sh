@@ -3,9 +3,10 @@
 #   - `cmake --install` into a staging root (the programs at /usr/local/...);
 #   - the `ringtrain` user made by the project's own sysusers snippet;
 #   - the cluster material from `ringtrain init-cluster`, installed with the
-#     README's owners and modes (/etc/ringtrain 0750 root:ringtrain, token
+#     README's owners and modes (/etc/ringtrain 0750 root:ringtrain, tokens
 #     and key 0640), configurations from the installed *.conf.example with
-#     only the addresses changed;
+#     only the addresses changed; the agents' /etc/ringtrain holds the CA and
+#     the agents' token only, which the API refuses;
 #   - a coordinator and two agents (one slot each), each in its own network
 #     namespace joined by a bridge (three hosts: 10.77.0.1-3), each run as
 #     `ringtrain` inside bubblewrap reproducing the unit's view: read-only /,
@@ -62,16 +63,22 @@ bin=$stage/usr/local/bin
 etc=$work/etc-ringtrain
 install -d -m 0750 -o root -g ringtrain "$etc"        # ringtrain.tmpfiles.conf
 install -m 0644 -o root -g ringtrain "$work/material/ca.crt" "$work/material/coordinator.crt" "$etc/"
-install -m 0640 -o root -g ringtrain "$work/material/coordinator.key" "$work/material/token" "$etc/"
+install -m 0640 -o root -g ringtrain "$work/material/coordinator.key" "$work/material/token" \
+  "$work/material/admin.token" "$etc/"
+# an agent's node holds the CA and the agents' token only: no API credential
+etc_agent=$work/etc-ringtrain-agent
+install -d -m 0750 -o root -g ringtrain "$etc_agent"
+install -m 0644 -o root -g ringtrain "$work/material/ca.crt" "$etc_agent/"
+install -m 0640 -o root -g ringtrain "$work/material/token" "$etc_agent/"
 doc=$stage/usr/local/share/doc/ringtrain
 sed -e 's/^listen = .*/listen = 10.77.0.1:7070/' -e 's/^http_listen = .*/http_listen = 10.77.0.1:7071/' \
   "$doc/coordinator.conf.example" > "$etc/coordinator.conf"
 for a in a1 a2; do
   sed -e 's/^coordinator = .*/coordinator = 10.77.0.1:7070/' -e 's/^slots = .*/slots = 1/' \
-    "$doc/agent.conf.example" > "$etc/agent-$a.conf"
-  echo "host_id = node-$a" >> "$etc/agent-$a.conf"
+    "$doc/agent.conf.example" > "$etc_agent/agent-$a.conf"
+  echo "host_id = node-$a" >> "$etc_agent/agent-$a.conf"
 done
-chmod 0644 "$etc"/*.conf
+chmod 0644 "$etc"/*.conf "$etc_agent"/*.conf
 
 # ---- three hosts on one bridge ---------------------------------------------------
 ip -n $tag-sw link add br0 type bridge
@@ -104,10 +111,11 @@ chmod -R a+rX "$shared"
 for d in /etc/ringtrain /var/lib/ringtrain /var/log/ringtrain /shared; do
   if [ ! -d "$d" ]; then mkdir -p "$d"; made=("$d" "${made[@]}"); fi
 done
-# run_as_unit HOST NAME CMD...: in HOST's namespace, as ringtrain, in the unit's view
+# run_as_unit HOST NAME ETC CMD...: in HOST's namespace, as ringtrain, in the
+# unit's view, with ETC as its /etc/ringtrain
 run_as_unit() {
-  local host=$1 name=$2
-  shift 2
+  local host=$1 name=$2 unit_etc=$3
+  shift 3
   local state=$work/$name/state logs=$work/$name/logs
   mkdir -p "$state" "$logs"
   chown ringtrain:ringtrain "$state" "$logs"
@@ -115,7 +123,7 @@ run_as_unit() {
     bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp \
       --ro-bind "$stage/usr/local/bin" /usr/local/bin \
       --ro-bind "$stage/usr/local/lib" /usr/local/lib \
-      --ro-bind "$etc" /etc/ringtrain \
+      --ro-bind "$unit_etc" /etc/ringtrain \
       --bind "$state" /var/lib/ringtrain --bind "$logs" /var/log/ringtrain \
       --bind "$shared" /shared \
       --setenv STATE_DIRECTORY /var/lib/ringtrain --setenv LOGS_DIRECTORY /var/log/ringtrain \
@@ -124,15 +132,15 @@ run_as_unit() {
   pids+=($!)
   disown $!
 }
-run_as_unit c coordinator /usr/local/bin/ringtrain-coordinator --config /etc/ringtrain/coordinator.conf
+run_as_unit c coordinator "$etc" /usr/local/bin/ringtrain-coordinator --config /etc/ringtrain/coordinator.conf
 sleep 1
-run_as_unit a1 agent-a1 /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-a1.conf
-run_as_unit a2 agent-a2 /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-a2.conf
+run_as_unit a1 agent-a1 "$etc_agent" /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-a1.conf
+run_as_unit a2 agent-a2 "$etc_agent" /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-a2.conf
 
 # ---- the CLI, from the coordinator's host ------------------------------------------
 cli() {
   ip netns exec $tag-c env RINGTRAIN_COORDINATOR=10.77.0.1:7071 RINGTRAIN_CA="$etc/ca.crt" \
-    RINGTRAIN_TOKEN_FILE="$etc/token" RINGTRAIN_CLI_CONFIG=/nonexistent \
+    RINGTRAIN_TOKEN_FILE="${CLI_TOKEN:-$etc/admin.token}" RINGTRAIN_CLI_CONFIG=/nonexistent \
     timeout "${CLI_TIMEOUT:-120}" "$bin/ringtrain" "$@"
 }
 for _ in $(seq 100); do
@@ -140,6 +148,9 @@ for _ in $(seq 100); do
   sleep 0.2
 done
 cli nodes > "$work/nodes.txt" 2>&1 || true
+# what a node holds is no API credential
+if out=$(CLI_TOKEN=$etc_agent/token cli jobs 2>&1); then fail "the API took the agents' token"; fi
+grep -q "agents' registration token" <<< "$out" || fail "refusing the agents' token, the API said: $out"
 [ "$(grep -c ' up ' "$work/nodes.txt")" -ge 2 ] || { cat "$work/nodes.txt"; fail "the two agents did not come up"; }
 
 cat > "$work/job.ini" <<EOF

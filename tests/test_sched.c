@@ -570,6 +570,34 @@ static void test_restart_keeps_exited_rank(void **state)
     world_free(&w2);
 }
 
+/* An agent speaks only for its own ranks: a "prepared" error from an agent
+ * that holds none of the attempt's ranks changes nothing. */
+static void test_agent_cannot_fail_others_job(void **state)
+{
+    (void)state;
+    world w;
+    world_init(&w);
+    agent_up(&w, "A", "a", 1);
+    sc_agent *b = agent_up(&w, "B", "b", 1);
+    sched_drain(&w.S, "b", true, w.now, NULL);
+    const char *spec = "{\"type\":\"exec\",\"np\":1,\"argv\":[\"x\"]}";
+    int64_t id = 0;
+    char err[RT_ERR_LEN];
+    assert_int_equal(sched_submit(&w.S, spec, strlen(spec), "u", w.now, &id, err), RT_OK);
+    assert_int_equal(job_state(&w, id), JOB_STARTING); /* its prepare is not answered yet */
+    char buf[256];
+    snprintf(buf, sizeof buf,
+             "{\"type\":\"prepared\",\"job\":%lld,\"attempt\":1,\"ranks\":[],\"error\":\"evil\"}",
+             (long long)id);
+    rt_json *m = parse(buf);
+    sched_on_prepared(&w.S, b, m, w.now);
+    rt_json_free(m);
+    assert_int_equal(job_state(&w, id), JOB_STARTING);
+    settle(&w);
+    assert_int_equal(job_state(&w, id), JOB_RUNNING);
+    world_free(&w);
+}
+
 static void test_reconcile_timeout(void **state)
 {
     (void)state;
@@ -659,6 +687,7 @@ int main(void)
         cmocka_unit_test(test_restart_keeps_queue_and_reconciles),
         cmocka_unit_test(test_restart_mid_launch),
         cmocka_unit_test(test_restart_keeps_exited_rank),
+        cmocka_unit_test(test_agent_cannot_fail_others_job),
         cmocka_unit_test(test_reconcile_timeout),
         cmocka_unit_test(test_deadline_and_failure),
         cmocka_unit_test(test_two_thousand_agents),

@@ -12,7 +12,8 @@ typedef struct rt_coord_cfg {
     char *listen;      /* agents' control channel (TLS) */
     char *http_listen; /* HTTP API, dashboard, /metrics (TLS) */
     char *cert, *key;  /* the coordinator's certificate and private key */
-    char *token_file;  /* cluster token (agents and API clients) */
+    char *token_file;  /* the agents' registration token */
+    char *admin_token_file; /* the API's bootstrap admin token */
     char *state_db;    /* SQLite database */
     int64_t heartbeat_interval_us, heartbeat_timeout_us;
     int64_t http_timeout_us;
