@@ -35,6 +35,17 @@ typedef struct log_stream log_stream;
  * metrics, which may read /metrics only. */
 typedef enum auth_role { ROLE_NONE = -1, ROLE_METRICS = 0, ROLE_READ, ROLE_SUBMIT, ROLE_ADMIN } auth_role;
 
+/* A dashboard login: a random id in an HttpOnly cookie, standing for the
+ * token it was opened with (dropped when that token is revoked). */
+typedef struct web_session {
+    char id[65];
+    auth_role role;
+    int64_t token_id; /* 0: the admin token */
+    char who[96];
+    double expires;
+    struct web_session *next;
+} web_session;
+
 typedef struct api_token {
     int64_t id;
     char name[64];
@@ -60,6 +71,7 @@ struct coord {
     char token[RT_TOKEN_HEX + 1];       /* the agents' registration token */
     char admin_token[RT_TOKEN_HEX + 1]; /* the API's bootstrap admin token */
     api_token *tokens;                  /* API tokens that are not revoked */
+    web_session *sessions;              /* the dashboard's logins */
     struct event_base *base;
     SSL_CTX *ssl;
     struct evconnlistener *listener;
@@ -131,12 +143,33 @@ void auth_hash(const char *token, char hex[65]);
 rt_status auth_add(coord *co, int64_t id, const char *name, auth_role role, const char *hash);
 void auth_remove(coord *co, int64_t id);
 void auth_free(coord *co);
-/* The role of an Authorization header's bearer token (ROLE_NONE and why
- * when it is none), and who it is, for logs. */
-auth_role auth_check(coord *co, const char *bearer, char *who, size_t wholen, const char **why);
+/* The role of a request: its Authorization header's bearer token, else its
+ * Cookie header's dashboard session (ROLE_NONE and why when none); who it
+ * is, for logs; the token's id (0: the admin token) when token_id is given;
+ * *by_cookie when a session cookie was what counted. */
+auth_role auth_check(coord *co, const char *bearer, const char *cookie, char *who, size_t wholen,
+                     const char **why, int64_t *token_id, bool *by_cookie);
 auth_role auth_needed(bool get, const char *path);
+/* A new dashboard session (its id in out, 64 hex digits), one per login. */
+rt_status auth_session_new(coord *co, auth_role role, int64_t token_id, const char *who,
+                           char out[65]);
+void auth_session_drop(coord *co, const char *cookie);
+void auth_sessions_of_token_drop(coord *co, int64_t token_id);
+#define AUTH_SESSION_S (12 * 3600) /* a login lasts 12 hours */
 
-/* coord_http.c */
+/* coord_http.c: replies (a JSON body is freed), a request's body (NUL-ended) */
+void http_reply_text(struct evhttp_request *req, int code, const char *type, const char *body);
+void http_reply_json(struct evhttp_request *req, int code, char *json);
+void http_reply_error(struct evhttp_request *req, int code, const char *msg);
+char *http_body_text(struct evhttp_request *req, size_t *len);
+
+/* coord_web.c: the dashboard's files and logins.  web_serve answers GET of
+ * the page's files and POST /v1/session (log in with a token); false when
+ * the request is none of those. */
+bool web_serve(coord *co, struct evhttp_request *req, const char *path, bool get, bool post);
+void web_session_get(coord *co, struct evhttp_request *req, const char *who, auth_role role);
+void web_logout(coord *co, struct evhttp_request *req);
+
 rt_status http_start(coord *co, char *err);
 void http_stop(coord *co);
 void http_on_log_data(coord *co, conn *c, const rt_json *m);

@@ -23,6 +23,7 @@
 #include "coord.h"
 #include "rt_hex.h"
 #include "rt_log.h"
+#include "rt_net.h"
 
 static const char *const ROLE_NAMES[] = {"metrics", "read", "submit", "admin"};
 
@@ -79,17 +80,126 @@ void auth_free(coord *co)
         co->tokens = t->next;
         free(t);
     }
+    while (co->sessions) {
+        web_session *s = co->sessions;
+        co->sessions = s->next;
+        free(s);
+    }
 }
 
-auth_role auth_check(coord *co, const char *bearer, char *who, size_t wholen, const char **why)
+/* ---- dashboard sessions ------------------------------------------------------- */
+
+/* The value of the rt_session cookie in a Cookie header, or NULL. */
+static const char *session_cookie(const char *cookie, char id[65])
+{
+    for (const char *p = cookie; p && *p;) {
+        p += strspn(p, " ;");
+        if (strncmp(p, "rt_session=", 11) == 0) {
+            size_t n = strcspn(p + 11, "; ");
+            if (n != 64)
+                return NULL;
+            memcpy(id, p + 11, 64);
+            id[64] = '\0';
+            return id;
+        }
+        p = strchr(p, ';');
+    }
+    return NULL;
+}
+
+rt_status auth_session_new(coord *co, auth_role role, int64_t token_id, const char *who,
+                           char out[65])
+{
+    web_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return RT_ERR_NOMEM;
+    uint8_t raw[32];
+    rt_random_bytes(raw, sizeof raw);
+    rt_hex_encode(raw, sizeof raw, s->id);
+    s->role = role;
+    s->token_id = token_id;
+    snprintf(s->who, sizeof s->who, "%s", who);
+    s->expires = coord_now().wall + AUTH_SESSION_S;
+    s->next = co->sessions;
+    co->sessions = s;
+    memcpy(out, s->id, 65);
+    return RT_OK;
+}
+
+static void drop_if(coord *co, bool (*match)(const web_session *, const void *), const void *arg)
+{
+    for (web_session **p = &co->sessions; *p;) {
+        if (match(*p, arg)) {
+            web_session *s = *p;
+            *p = s->next;
+            free(s);
+        } else {
+            p = &(*p)->next;
+        }
+    }
+}
+
+static bool same_id(const web_session *s, const void *id)
+{
+    return CRYPTO_memcmp(s->id, id, 64) == 0;
+}
+
+static bool of_token(const web_session *s, const void *id)
+{
+    return s->token_id == *(const int64_t *)id;
+}
+
+static bool expired(const web_session *s, const void *now)
+{
+    return s->expires < *(const double *)now;
+}
+
+void auth_session_drop(coord *co, const char *cookie)
+{
+    char id[65];
+    if (session_cookie(cookie, id))
+        drop_if(co, same_id, id);
+}
+
+void auth_sessions_of_token_drop(coord *co, int64_t token_id)
+{
+    drop_if(co, of_token, &token_id);
+}
+
+/* ---- checking a request ------------------------------------------------------- */
+
+auth_role auth_check(coord *co, const char *bearer, const char *cookie, char *who, size_t wholen,
+                     const char **why, int64_t *token_id, bool *by_cookie)
 {
     *why = "missing or wrong bearer token";
     snprintf(who, wholen, "?");
+    *by_cookie = false;
+    if (!bearer && cookie) {
+        double now = coord_now().wall;
+        drop_if(co, expired, &now);
+        char id[65];
+        if (!session_cookie(cookie, id)) {
+            *why = "no bearer token and no dashboard session";
+            return ROLE_NONE;
+        }
+        for (const web_session *s = co->sessions; s; s = s->next)
+            if (same_id(s, id)) {
+                snprintf(who, wholen, "%s", s->who);
+                if (token_id)
+                    *token_id = s->token_id;
+                *by_cookie = true;
+                return s->role;
+            }
+        *why = "the dashboard session has ended: log in again";
+        return ROLE_NONE;
+    }
     if (!bearer || strncmp(bearer, "Bearer ", 7) != 0)
         return ROLE_NONE;
     const char *tok = bearer + 7;
     if (rt_token_equal(tok, co->admin_token)) {
         snprintf(who, wholen, "admin.token");
+        if (token_id)
+            *token_id = 0;
         return ROLE_ADMIN;
     }
     if (rt_token_equal(tok, co->token)) {
@@ -104,6 +214,8 @@ auth_role auth_check(coord *co, const char *bearer, char *who, size_t wholen, co
     for (const api_token *t = co->tokens; t; t = t->next)
         if (CRYPTO_memcmp(t->hash, hash, 64) == 0) {
             snprintf(who, wholen, "token %s", t->name);
+            if (token_id)
+                *token_id = t->id;
             return t->role;
         }
     return ROLE_NONE;
@@ -112,6 +224,8 @@ auth_role auth_check(coord *co, const char *bearer, char *who, size_t wholen, co
 /* The least role a request needs. */
 auth_role auth_needed(bool get, const char *path)
 {
+    if (strncmp(path, "/v1/session", 11) == 0)
+        return ROLE_METRICS; /* whoever is logged in may see and end their session */
     if (get && strcmp(path, "/metrics") == 0)
         return ROLE_METRICS;
     if (strncmp(path, "/v1/tokens", 10) == 0 || strncmp(path, "/v1/nodes/", 10) == 0)

@@ -13,7 +13,9 @@
  *                                          API tokens (admin)
  * Every request but the dashboard's page carries an API token whose role
  * allows it (coord_auth.c): 401 without one, 403 when its role is short.
- *   GET  /                                 the dashboard (asks for the token itself)
+ *   GET  /, /app.js, /style.css            the dashboard (coord_web.c)
+ *   POST /v1/session {"token"}, GET /v1/session, POST /v1/session/logout
+ *                                          its logins (an HttpOnly session cookie)
  *
  * Errors are JSON {"error": "..."} with a fitting status code.  A reply
  * that reports a change is sent only after the change is committed. */
@@ -26,7 +28,6 @@
 #include <sys/socket.h>
 
 #include "coord.h"
-#include "dashboard.h"
 #include "rt_addr.h"
 #include "rt_hex.h"
 #include "rt_log.h"
@@ -50,7 +51,7 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
                : NULL;
 }
 
-static void reply_text(struct evhttp_request *req, int code, const char *type, const char *body)
+void http_reply_text(struct evhttp_request *req, int code, const char *type, const char *body)
 {
     struct evbuffer *b = evbuffer_new();
     evbuffer_add(b, body, strlen(body));
@@ -59,20 +60,20 @@ static void reply_text(struct evhttp_request *req, int code, const char *type, c
     evbuffer_free(b);
 }
 
-static void reply_json(struct evhttp_request *req, int code, char *json)
+void http_reply_json(struct evhttp_request *req, int code, char *json)
 {
-    reply_text(req, code, "application/json", json ? json : "{\"error\":\"out of memory\"}");
+    http_reply_text(req, code, "application/json", json ? json : "{\"error\":\"out of memory\"}");
     free(json);
 }
 
-static void reply_error(struct evhttp_request *req, int code, const char *msg)
+void http_reply_error(struct evhttp_request *req, int code, const char *msg)
 {
     rt_jw w;
     rt_jw_init(&w);
     rt_jw_obj(&w);
     rt_jw_kstr(&w, "error", msg);
     rt_jw_obj_end(&w);
-    reply_json(req, code, rt_jw_take(&w, NULL));
+    http_reply_json(req, code, rt_jw_take(&w, NULL));
 }
 
 /* The reply to a change: its status, once the change is committed. */
@@ -81,16 +82,16 @@ static void reply_change(coord *co, struct evhttp_request *req, rt_status st, co
 {
     rt_status written = coord_flush(co);
     if (st == RT_OK && written != RT_OK)
-        reply_error(req, 503, "the change could not be recorded in the state database (see "
+        http_reply_error(req, 503, "the change could not be recorded in the state database (see "
                               "the coordinator's log)");
     else if (st == RT_OK)
-        reply_text(req, ok_code, "application/json", ok_json);
+        http_reply_text(req, ok_code, "application/json", ok_json);
     else
-        reply_error(req, st == RT_ERR_NOTFOUND ? 404 : st == RT_ERR_INVALID ? 409 : 500, err);
+        http_reply_error(req, st == RT_ERR_NOTFOUND ? 404 : st == RT_ERR_INVALID ? 409 : 500, err);
 }
 
 
-static char *body_text(struct evhttp_request *req, size_t *len)
+char *http_body_text(struct evhttp_request *req, size_t *len)
 {
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     *len = evbuffer_get_length(in);
@@ -131,19 +132,19 @@ static void nodes(coord *co, struct evhttp_request *req)
     }
     rt_jw_arr_end(&w);
     rt_jw_obj_end(&w);
-    reply_json(req, 200, rt_jw_take(&w, NULL));
+    http_reply_json(req, 200, rt_jw_take(&w, NULL));
 }
 
 static void drain(coord *co, struct evhttp_request *req, bool on)
 {
     size_t len;
-    char *body = body_text(req, &len), err[RT_ERR_LEN];
+    char *body = http_body_text(req, &len), err[RT_ERR_LEN];
     rt_json *j = NULL;
     const char *who = NULL;
     if (body && rt_json_parse(body, len, &j, err) == RT_OK)
         who = rt_json_get_str(j, "agent");
     if (!who)
-        reply_error(req, 400, "the body must be {\"agent\": \"HOST_ID/NAME or NAME\"}");
+        http_reply_error(req, 400, "the body must be {\"agent\": \"HOST_ID/NAME or NAME\"}");
     else
         reply_change(co, req, sched_drain(&co->S, who, on, coord_now(), err), err,
                      on ? "{\"draining\":true}" : "{\"draining\":false}", 200);
@@ -157,7 +158,7 @@ static void drain(coord *co, struct evhttp_request *req, bool on)
 static void token_create(coord *co, struct evhttp_request *req)
 {
     size_t len;
-    char *body = body_text(req, &len), err[RT_ERR_LEN];
+    char *body = http_body_text(req, &len), err[RT_ERR_LEN];
     rt_json *j = NULL;
     const char *name = NULL, *role = NULL;
     if (body && rt_json_parse(body, len, &j, err) == RT_OK) {
@@ -168,10 +169,10 @@ static void token_create(coord *co, struct evhttp_request *req)
     if (!name || nlen == 0 || nlen > 60 || strspn(name, "abcdefghijklmnopqrstuvwxyz"
                                                        "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@") != nlen ||
         !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z'))) {
-        reply_error(req, 400, "the body must be {\"name\": NAME, \"role\": ROLE}; a name is 1-60 "
+        http_reply_error(req, 400, "the body must be {\"name\": NAME, \"role\": ROLE}; a name is 1-60 "
                               "letters, digits, '.', '_', '-' or '@', starting with a letter");
     } else if (auth_role_parse(role) == ROLE_NONE) {
-        reply_error(req, 400, "\"role\" must be metrics, read, submit or admin");
+        http_reply_error(req, 400, "\"role\" must be metrics, read, submit or admin");
     } else {
         uint8_t raw[32];
         char tok[65], hash[65];
@@ -183,13 +184,13 @@ static void token_create(coord *co, struct evhttp_request *req)
         if (st == RT_OK && auth_add(co, id, name, auth_role_parse(role), hash) != RT_OK)
             st = rt_err(err, RT_ERR_NOMEM, "out of memory");
         if (st != RT_OK) {
-            reply_error(req, st == RT_ERR_EXISTS ? 409 : 503, err);
+            http_reply_error(req, st == RT_ERR_EXISTS ? 409 : 503, err);
         } else {
             RT_INFO("http", "API token %lld '%s' created with role %s", (long long)id, name, role);
             char out[256];
             snprintf(out, sizeof out, "{\"id\":%lld,\"name\":\"%s\",\"role\":\"%s\",\"token\":\"%s\"}",
                      (long long)id, name, role, tok);
-            reply_text(req, 201, "application/json", out);
+            http_reply_text(req, 201, "application/json", out);
         }
     }
     rt_json_free(j);
@@ -202,12 +203,13 @@ static void token_revoke(coord *co, struct evhttp_request *req, const char *whic
     int64_t id = 0;
     rt_status st = cdb_token_revoke(co, which, &id, err);
     if (st != RT_OK) {
-        reply_error(req, st == RT_ERR_NOTFOUND ? 404 : 503, err);
+        http_reply_error(req, st == RT_ERR_NOTFOUND ? 404 : 503, err);
         return;
     }
     auth_remove(co, id);
+    auth_sessions_of_token_drop(co, id);
     RT_INFO("http", "API token %lld revoked", (long long)id);
-    reply_text(req, 200, "application/json", "{\"revoked\":true}");
+    http_reply_text(req, 200, "application/json", "{\"revoked\":true}");
 }
 
 static void metrics(coord *co, struct evhttp_request *req)
@@ -426,14 +428,14 @@ static void logs(coord *co, struct evhttp_request *req, int64_t id, const char *
         want = strtol(rank_s, &end, 10);
         if (!*rank_s || *end || want < 0 || want > 65535) {
             evhttp_clear_headers(&q);
-            reply_error(req, 400, "rank must be a rank number or \"all\"");
+            http_reply_error(req, 400, "rank must be a rank number or \"all\"");
             return;
         }
     }
     log_stream *s = calloc(1, sizeof *s);
     if (!s) {
         evhttp_clear_headers(&q);
-        reply_error(req, 500, "out of memory");
+        http_reply_error(req, 500, "out of memory");
         return;
     }
     s->id = ++co->next_stream_id;
@@ -449,7 +451,7 @@ static void logs(coord *co, struct evhttp_request *req, int64_t id, const char *
     if (!found) {
         free(s);
         snprintf(msg, sizeof msg, "job %lld not found", (long long)id);
-        reply_error(req, 404, msg);
+        http_reply_error(req, 404, msg);
         return;
     }
     if (ask.asked == 0) {
@@ -463,7 +465,7 @@ static void logs(coord *co, struct evhttp_request *req, int64_t id, const char *
             snprintf(msg, sizeof msg, "the agent%s holding the output of job %lld%s %s not "
                      "connected", all ? "s" : "", (long long)id, all ? "" : "'s rank",
                      all ? "are" : "is");
-        reply_error(req, 404, msg);
+        http_reply_error(req, 404, msg);
         return;
     }
     s->pending = ask.asked;
@@ -499,11 +501,11 @@ static void jobs_get(coord *co, struct evhttp_request *req, const char *query)
     f.before_id = before ? strtoll(before, &e3, 10) : 0;
     if ((f.state && job_state_parse(f.state) < 0) || (e1 && *e1) || (e2 && *e2) || (e3 && *e3) ||
         f.limit < 1 || f.limit > 10000) {
-        reply_error(req, 400, "filters: state=queued|starting|running|restarting|succeeded|"
+        http_reply_error(req, 400, "filters: state=queued|starting|running|restarting|succeeded|"
                               "failed|cancelled, user=NAME, since=UNIX-SECONDS, limit=1..10000, "
                               "before=JOB-ID");
     } else {
-        reply_json(req, 200, cdb_job_list(co, &f));
+        http_reply_json(req, 200, cdb_job_list(co, &f));
     }
     evhttp_clear_headers(&q);
 }
@@ -511,9 +513,9 @@ static void jobs_get(coord *co, struct evhttp_request *req, const char *query)
 static void jobs_post(coord *co, struct evhttp_request *req)
 {
     size_t len;
-    char *body = body_text(req, &len), err[RT_ERR_LEN];
+    char *body = http_body_text(req, &len), err[RT_ERR_LEN];
     if (!body) {
-        reply_error(req, 500, "out of memory");
+        http_reply_error(req, 500, "out of memory");
         return;
     }
     rt_json *j = NULL;
@@ -526,7 +528,7 @@ static void jobs_post(coord *co, struct evhttp_request *req)
     free(body);
     if (st != RT_OK) {
         coord_flush(co);
-        reply_error(req, st == RT_ERR_INVALID ? 400 : 500, err);
+        http_reply_error(req, st == RT_ERR_INVALID ? 400 : 500, err);
         return;
     }
     char out[64];
@@ -548,19 +550,25 @@ static void handle(struct evhttp_request *req, void *arg)
     evhttp_connection_get_peer(evhttp_request_get_connection(req), &peer, &port);
     RT_DEBUG("http", "%s %s from %s:%u", get ? "GET" : post ? "POST" : "?", path,
              peer ? peer : "?", (unsigned)port);
-    if (strcmp(path, "/") == 0 && get) {
-        reply_text(req, 200, "text/html; charset=utf-8", RT_DASHBOARD_HTML);
-        return;
-    }
+    if (web_serve(co, req, path, get, post))
+        return; /* the dashboard's files, and its login */
     char who[96];
     const char *why = NULL;
-    auth_role role = auth_check(
-        co, evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"), who,
-        sizeof who, &why);
+    bool by_cookie = false;
+    const struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    auth_role role = auth_check(co, evhttp_find_header(in, "Authorization"),
+                                evhttp_find_header(in, "Cookie"), who, sizeof who, &why, NULL,
+                                &by_cookie);
     if (role == ROLE_NONE) {
         RT_WARN("http", "%s %s from %s: %s", get ? "GET" : "POST", path, peer ? peer : "?", why);
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
-        reply_error(req, 401, why);
+        http_reply_error(req, 401, why);
+        return;
+    }
+    if (by_cookie && post && !evhttp_find_header(in, "X-Requested-With")) {
+        /* a cookie alone could come from another site's form */
+        http_reply_error(req, 403, "a change with the dashboard's session needs the header "
+                                   "X-Requested-With: ringtrain");
         return;
     }
     auth_role need = auth_needed(get, path);
@@ -569,16 +577,20 @@ static void handle(struct evhttp_request *req, void *arg)
         snprintf(msg, sizeof msg, "%s has role %s; %s %s needs role %s", who, auth_role_name(role),
                  get ? "GET" : "POST", path, auth_role_name(need > ROLE_READ ? need : ROLE_READ));
         RT_WARN("http", "%s from %s: refused: %s", path, peer ? peer : "?", msg);
-        reply_error(req, 403, msg);
+        http_reply_error(req, 403, msg);
         return;
     }
     char err[RT_ERR_LEN];
+    if (strcmp(path, "/v1/session") == 0 && get)
+        return web_session_get(co, req, who, role);
+    if (strcmp(path, "/v1/session/logout") == 0 && post)
+        return web_logout(co, req);
     if (strcmp(path, "/v1/tokens") == 0 && get) {
         char *doc = cdb_token_list(co);
         if (doc)
-            reply_json(req, 200, doc);
+            http_reply_json(req, 200, doc);
         else
-            reply_error(req, 500, "out of memory");
+            http_reply_error(req, 500, "out of memory");
         return;
     }
     if (strcmp(path, "/v1/tokens") == 0 && post)
@@ -615,9 +627,9 @@ static void handle(struct evhttp_request *req, void *arg)
             char msg[64];
             snprintf(msg, sizeof msg, "job %lld not found", id);
             if (doc)
-                reply_json(req, 200, doc);
+                http_reply_json(req, 200, doc);
             else
-                reply_error(req, 404, msg);
+                http_reply_error(req, 404, msg);
             return;
         }
         if (!strcmp(rest, "/cancel") && post)
@@ -632,7 +644,7 @@ static void handle(struct evhttp_request *req, void *arg)
         if (!strcmp(rest, "/logs") && get)
             return logs(co, req, id, evhttp_uri_get_query(uri));
     }
-    reply_error(req, 404, "no such endpoint");
+    http_reply_error(req, 404, "no such endpoint");
 }
 
 rt_status http_start(coord *co, char *err)

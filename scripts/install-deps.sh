@@ -15,6 +15,7 @@ pkgs=(
   bubblewrap                     # the installed-system test: the units' sandbox
   python3-torch                  # ... and a PyTorch DDP program under `ringtrain exec`
   python3-numpy python3-pip      # the Python binding's tests; `pip install ./python`
+  chromium nodejs                # the dashboard's test in a headless browser
 )
 
 missing=()

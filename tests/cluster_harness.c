@@ -59,9 +59,14 @@ static pid_t spawn(const char *const *argv, const char *const *env, const char *
     if (pipe_out && pipe2(p, O_CLOEXEC) != 0)
         return -1;
     pid_t parent = getpid();
+    /* the child dies with the test, but only when the main thread forks it:
+     * PDEATHSIG fires when the forking *thread* ends, and a daemon started by
+     * a helper thread (a coordinator restart) must outlive that thread */
+    bool main_thread = gettid() == parent;
     pid_t pid = fork();
     if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (main_thread)
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(126);
         int fd = pipe_out ? p[1] : open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);

@@ -341,9 +341,12 @@ static void test_python_binding(void **state)
     }
     free(out);
     const char *lib = "RINGTRAIN_LIBRARY=" RT_LIBRINGTRAIN;
+    /* the sanitizer build: the ASan runtime first, no leak report of python */
+    const char *pre = RT_PRELOAD[0] ? "LD_PRELOAD=" RT_PRELOAD : "RT_NOTHING=1";
+    const char *asan = RT_PRELOAD[0] ? "ASAN_OPTIONS=detect_leaks=0" : "RT_NOTHING=1";
     const char *args[] = {"exec", "--np", "4", "--env", "PYTHONPATH=" RT_TESTS_DIR "/../python",
-                          "--env", lib, "--", py, RT_TESTS_DIR "/binding_check.py",
-                          "collectives", C.marker, NULL};
+                          "--env", lib, "--env", pre, "--env", asan, "--", py,
+                          RT_TESTS_DIR "/binding_check.py", "collectives", C.marker, NULL};
     int rc = cl_cli(&C, &out, 120, args);
     if (rc != 0)
         fprintf(stderr, "exec output:\n%s\n", out);
@@ -365,8 +368,9 @@ static void test_python_binding(void **state)
     free(out);
     /* the last rank leaves after init: the others get an exception naming it */
     const char *dead[] = {"exec", "--np", "3", "--collective-timeout", "10s", "--env",
-                          "PYTHONPATH=" RT_TESTS_DIR "/../python", "--env", lib, "--", py,
-                          RT_TESTS_DIR "/binding_check.py", "dead-peer", C.marker, NULL};
+                          "PYTHONPATH=" RT_TESTS_DIR "/../python", "--env", lib, "--env", pre,
+                          "--env", asan, "--", py, RT_TESTS_DIR "/binding_check.py", "dead-peer",
+                          C.marker, NULL};
     rc = cl_cli(&C, &out, 120, dead);
     if (rc != 0 || !strstr(out, "[0] rank 0 caught: ") || !strstr(out, "[1] rank 1 caught: ") ||
         !strstr(out, "rank 2"))

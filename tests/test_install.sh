@@ -63,8 +63,13 @@ if ! "$py" -m pip --version > /dev/null 2>&1; then
 fi
 "$py" -m pip install --quiet --no-index --target "$tmp/pylib" "$src/python" 2>&1 | grep -v "Running pip as the 'root'" || true
 [ -f "$tmp/pylib/ringtrain/__init__.py" ] || { echo "FAIL: pip install ./python installed nothing"; exit 1; }
+# a sanitizer build's library needs the ASan runtime loaded first into python
+preload=""
+if ldd "$libdir/libringtrain.so.0" | grep -q libasan; then
+  preload=$(ldd "$libdir/libringtrain.so.0" | awk '/libasan/ {print $3}')
+fi
 out=$(cd "$tmp/user" && RINGTRAIN_LIBRARY="$libdir/libringtrain.so.0" PYTHONPATH="$tmp/pylib" \
-  timeout 120 "$tmp/prefix/bin/ringtrain" exec --local --np 2 -- "$py" -c '
+  env ${preload:+LD_PRELOAD=$preload ASAN_OPTIONS=detect_leaks=0} timeout 120 "$tmp/prefix/bin/ringtrain" exec --local --np 2 -- "$py" -c '
 import ringtrain as rt
 rt.init()
 rt.barrier()

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The dashboard in a real browser: a coordinator and an agent on loopback,
+# a finished training job (3 epochs), an exec job that prints a line a few
+# seconds after the page opens, and a long one to cancel; then
+# tests/dashboard_check.mjs drives headless Chromium through the pages
+# (login, jobs, a job's curves and logs, roles, cancel, nodes) and saves
+# screenshots in BUILD_DIR/tests/dashboard.  Needs chromium and node (exit 77
+# otherwise; scripts/install-deps.sh installs both).
+# Usage: test_dashboard.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+for t in /usr/bin/chromium node; do
+  command -v $t > /dev/null || { echo "skipping: needs $t (scripts/install-deps.sh)"; exit 77; }
+done
+bin=$build/bin
+work=$(mktemp -d /tmp/rt-dashboard-XXXXXX)
+out=$build/tests/dashboard
+mkdir -p "$out"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -KILL "$p" 2> /dev/null || true; done
+  if [ -n "${KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -20 "$f"; done; exit 1; }
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+"$bin/ringtrain" init-cluster "$work" > /dev/null
+cport=$(port)
+hport=$(port)
+cat > "$work/coordinator.conf" <<CONF
+[coordinator]
+listen = 127.0.0.1:$cport
+http_listen = 127.0.0.1:$hport
+state_db = state.db
+heartbeat_interval = 500ms
+CONF
+cat > "$work/agent.conf" <<CONF
+[agent]
+coordinator = 127.0.0.1:$cport
+name = a1
+host_id = dash
+data_address = 127.0.0.1
+slots = 2
+CONF
+"$bin/ringtrain-coordinator" --config "$work/coordinator.conf" > "$work/coordinator.log" 2>&1 &
+pids+=($!)
+sleep 0.5
+"$bin/ringtrain-agent" --config "$work/agent.conf" > "$work/agent.log" 2>&1 &
+pids+=($!)
+export RINGTRAIN_COORDINATOR=127.0.0.1:$hport RINGTRAIN_CA=$work/ca.crt \
+  RINGTRAIN_TOKEN_FILE=$work/admin.token RINGTRAIN_CLI_CONFIG=/nonexistent
+cli() { timeout 120 "$bin/ringtrain" "$@"; }
+for _ in $(seq 100); do
+  cli nodes 2> /dev/null | grep -q ' up ' && break
+  sleep 0.2
+done
+read_tok=$(cli token create viewer --role read 2> /dev/null) || fail "token create (read)"
+submit_tok=$(cli token create bot --role submit 2> /dev/null) || fail "token create (submit)"
+
+# a training job with three finished epochs
+"$build/examples/rossmann/rossmann-gen" --out "$work/data" --stores 4 --quiet
+cli prep --input "$work/data" --sql "$src/examples/rossmann/prep.sql" --out "$work/dataset" \
+  --partitions 1 --quiet > /dev/null
+cat > "$work/job.ini" <<CONF
+[job]
+name = dash-train
+type = train
+np = 1
+[data]
+dataset = $work/dataset
+[model]
+hidden = 16, 8
+embedding_dim = 2
+[train]
+batch_size = 64
+epochs = 3
+steps_per_epoch = 10
+[output]
+store = $work/store
+CONF
+cli submit "$work/job.ini" --follow > "$work/train.out" 2>&1 || { cat "$work/train.out"; fail "the training job failed"; }
+train_id=$(cli jobs --json | python3 -c 'import json,sys; print([j["id"] for j in json.load(sys.stdin)["jobs"] if j["name"]=="dash-train"][0])')
+
+# a job that prints once now and once after the page has opened, and one to cancel
+(cd / && cli exec --np 1 --name dash-log -- sh -c 'echo before-open; sleep 12; echo printed-after-the-page-opened; sleep 2' \
+  > "$work/log-job.out" 2>&1) &
+pids+=($!)
+(cd / && cli exec --np 1 --name dash-sleeper -- sleep 120 > "$work/sleeper.out" 2>&1) &
+pids+=($!)
+ids=""
+for _ in $(seq 50); do
+  ids=$(cli jobs --json | python3 -c 'import json,sys
+j={x["name"]: x for x in json.load(sys.stdin)["jobs"]}
+print(j["dash-log"]["id"], j["dash-sleeper"]["id"]) if "dash-log" in j and "dash-sleeper" in j and j["dash-log"]["state"] == "running" else None' 2> /dev/null || true)
+  [ -n "$ids" ] && [ "$ids" != None ] && break
+  sleep 0.2
+done
+read -r log_id sleeper_id <<< "$ids"
+[ -n "$log_id" ] && [ -n "$sleeper_id" ] || fail "the exec jobs did not start"
+
+node "$src/tests/dashboard_check.mjs" "https://127.0.0.1:$hport/" "$out" "$read_tok" "$submit_tok" \
+  "$train_id" 3 "$log_id" "$sleeper_id" || fail "the dashboard checks failed (screenshots in $out)"
+echo "ok: dashboard checked in headless Chromium; screenshots in $out"
