@@ -110,6 +110,7 @@ struct agentd {
     int nrecent;
     bool stopping;
     int64_t stop_deadline_ns;
+    int64_t usage_ns;        /* when the ranks' usage was last sent */
     int64_t hello_ns;        /* when the hello went out on this connection (0: none) */
     int64_t bye_deadline_ns; /* set once "bye" is queued: exit when written */
 };
@@ -130,6 +131,9 @@ bool agent_send(agentd *ag, rt_jw *w);
 void agent_send_exit(agentd *ag, rt_jw *w);
 /* The kept exits as a JSON array (into w), for the hello. */
 void agent_backlog_json(agentd *ag, rt_jw *w);
+/* agent_usage.c: "usage": [{job, attempt, rank, cpu_s, rss_bytes, procs}]
+ * of every running rank's process group, from /proc */
+void usage_json(agentd *ag, rt_jw *w);
 /* Send the exits recorded at or after since_ns: those that came between the
  * hello (which listed the older ones) and the welcome. */
 void agent_backlog_since(agentd *ag, int64_t since_ns);

@@ -283,6 +283,11 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
     RT_TRACE("agent", "heartbeat: %d workers", proc_live(ag));
     rt_jw_kstr(&w, RT_F_TYPE, rt_msg_name(RT_MSG_HEARTBEAT));
     rt_jw_kint(&w, RT_F_WORKERS, proc_live(ag));
+    /* what the ranks use, at most once a second */
+    if (proc_live(ag) > 0 && rt_now_ns() - ag->usage_ns >= 1000000000LL) {
+        ag->usage_ns = rt_now_ns();
+        usage_json(ag, &w);
+    }
     rt_jw_obj_end(&w);
     agent_send(ag, &w);
     struct timeval tv = {ag->heartbeat_ms / 1000, (ag->heartbeat_ms % 1000) * 1000};

@@ -250,6 +250,19 @@ int cli_show_job(const rt_json *d)
             printf("    | %s\n", rt_json_str(rt_json_at(tail, i), ""));
     }
     const rt_json *pl = rt_json_get(d, "placement");
+    const rt_json *use = rt_json_get(d, "usage");
+    if (rt_json_len(use)) {
+        printf("  usage (from the agents, every few seconds):\n    %4s %8s %10s %10s\n", "RANK",
+               "CPU %", "CPU TIME", "RSS");
+        for (size_t i = 0; i < rt_json_len(use); i++) {
+            const rt_json *u = rt_json_at(use, i);
+            char ct[32];
+            cli_fmt_duration(rt_json_num(rt_json_get(u, "cpu_s"), 0), ct, sizeof ct);
+            printf("    %4lld %8.0f %10s %8.0f MB\n", (long long)num(u, "rank"),
+                   rt_json_num(rt_json_get(u, "cpu_pct"), 0), ct,
+                   rt_json_num(rt_json_get(u, "rss_bytes"), 0) / 1e6);
+        }
+    }
     if (rt_json_len(pl)) {
         printf("  %4s  %-16s %-20s %5s %5s %-4s %-21s %8s %-9s %s\n", "RANK", "HOST", "AGENT",
                "LOCAL", "CROSS", "GPU", "ADDRESS", "PID", "STATE", "EXIT");

@@ -242,9 +242,8 @@ static void on_hello_again(coord *co, conn *c, const rt_json *m)
 
 static void on_heartbeat(coord *co, conn *c, const rt_json *m)
 {
-    (void)co;
-    (void)c;
-    (void)m; /* every frame counts as a sign of life */
+    /* every frame counts as a sign of life; this one may bring the usage */
+    sched_on_usage(&co->S, c->ag, m, coord_now());
 }
 
 static void on_bye(coord *co, conn *c, const rt_json *m)

@@ -152,6 +152,96 @@ static void drain(coord *co, struct evhttp_request *req, bool on)
     free(body);
 }
 
+/* ---- what ranks use --------------------------------------------------------------- */
+
+/* A job's document (from the database) with "usage": what its running ranks
+ * use, from the agents' latest samples (kept in memory only). */
+static char *with_usage(coord *co, int64_t id, char *doc)
+{
+    const sc_job *j = sched_job(&co->S, id);
+    size_t len = doc ? strlen(doc) : 0;
+    if (!j || len < 2 || doc[len - 1] != '}')
+        return doc;
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_arr(&w);
+    const int64_t now = coord_now().mono_ns;
+    for (int r = 0; r < j->cur_np; r++) {
+        const sc_rank *s = &j->ranks[r];
+        if (s->usage_ns == 0 || s->state != RS_RUNNING)
+            continue;
+        rt_jw_obj(&w);
+        rt_jw_kint(&w, "rank", r);
+        rt_jw_knum(&w, "cpu_s", s->cpu_s);
+        rt_jw_knum(&w, "cpu_pct", s->cpu_pct);
+        rt_jw_kint(&w, "rss_bytes", s->rss_bytes);
+        rt_jw_knum(&w, "age_s", (double)(now - s->usage_ns) / 1e9);
+        rt_jw_obj_end(&w);
+    }
+    rt_jw_arr_end(&w);
+    size_t ulen;
+    char *u = rt_jw_take(&w, &ulen);
+    static const char key[] = ",\"usage\":";
+    const size_t klen = sizeof key - 1;
+    char *out = u ? malloc(len + klen + ulen + 1) : NULL;
+    if (!out) {
+        free(u);
+        return doc;
+    }
+    memcpy(out, doc, len - 1);
+    memcpy(out + len - 1, key, klen);
+    memcpy(out + len - 1 + klen, u, ulen);
+    memcpy(out + len - 1 + klen + ulen, "}", 2);
+    free(u);
+    free(doc);
+    return out;
+}
+
+/* A label value as Prometheus's text format wants it: \, " and newline escaped. */
+static const char *prom_label(const char *in, char *out, size_t len)
+{
+    size_t k = 0;
+    for (; *in && k + 3 < len; in++) {
+        if (*in == '\\' || *in == '"' || *in == '\n')
+            out[k++] = '\\';
+        out[k++] = *in == '\n' ? 'n' : *in;
+    }
+    out[k] = '\0';
+    return out;
+}
+
+/* Per rank of the running jobs only: as many series as busy slots. */
+static void rank_metrics(coord *co, struct evbuffer *b)
+{
+    char host[520];
+    const char *help[2] = {
+        "# HELP ringtrain_rank_cpu_seconds_total CPU time of a running rank's processes.\n"
+        "# TYPE ringtrain_rank_cpu_seconds_total counter\n",
+        "# HELP ringtrain_rank_rss_bytes Resident memory of a running rank's processes.\n"
+        "# TYPE ringtrain_rank_rss_bytes gauge\n"};
+    for (int k = 0; k < 2; k++) {
+        evbuffer_add_printf(b, "%s", help[k]);
+        for (sc_job *j = co->S.jobs; j; j = j->next)
+            for (int r = 0; j->state == JOB_RUNNING && r < j->cur_np; r++) {
+                const sc_rank *s = &j->ranks[r];
+                if (!s->usage_ns || s->state != RS_RUNNING)
+                    continue;
+                if (k == 0)
+                    evbuffer_add_printf(b,
+                                        "ringtrain_rank_cpu_seconds_total{job=\"%lld\",rank=\"%d\","
+                                        "host=\"%s\"} %.3f\n",
+                                        (long long)j->id, r, prom_label(s->hostname, host, sizeof host),
+                                        s->cpu_s);
+                else
+                    evbuffer_add_printf(b,
+                                        "ringtrain_rank_rss_bytes{job=\"%lld\",rank=\"%d\","
+                                        "host=\"%s\"} %lld\n",
+                                        (long long)j->id, r, prom_label(s->hostname, host, sizeof host),
+                                        (long long)s->rss_bytes);
+            }
+    }
+}
+
 /* ---- API tokens (admin) --------------------------------------------------------- */
 
 /* POST /v1/tokens {"name": N, "role": R}: 201 with the token, shown once. */
@@ -247,6 +337,7 @@ static void metrics(coord *co, struct evhttp_request *req)
         if (j->state == JOB_RUNNING)
             evbuffer_add_printf(b, "ringtrain_job_steps_per_second{job=\"%lld\"} %.3f\n",
                                 (long long)j->id, j->steps_per_s);
+    rank_metrics(co, b);
     evbuffer_add_printf(b,
                         "# HELP ringtrain_rejected_connections_total Control connections "
                         "refused (TLS, token, frames).\n"
@@ -623,7 +714,7 @@ static void handle(struct evhttp_request *req, void *arg)
         const char *rest = p + digits;
         sc_clock now = coord_now();
         if (!*rest && get) {
-            char *doc = cdb_job_detail(co, id);
+            char *doc = with_usage(co, id, cdb_job_detail(co, id));
             char msg[64];
             snprintf(msg, sizeof msg, "job %lld not found", id);
             if (doc)

@@ -96,6 +96,10 @@ typedef struct sc_rank {
     int64_t pid;
     int state;
     int exit_code, exit_signal; /* exit_signal -1: lost with its agent */
+    /* what it uses (its agent's last sample; memory only) */
+    double cpu_s, cpu_pct; /* CPU seconds so far; percent of one core lately */
+    int64_t rss_bytes;
+    int64_t usage_ns;      /* when sampled (0: never) */
 } sc_rank;
 
 typedef struct sc_job {
@@ -210,6 +214,8 @@ void sched_on_prepared(sched *S, sc_agent *a, const rt_json *m, sc_clock now);
 void sched_on_started(sched *S, sc_agent *a, const rt_json *m, sc_clock now);
 void sched_on_exited(sched *S, sc_agent *a, const rt_json *m, sc_clock now);
 void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now);
+/* A heartbeat's "usage" of this agent's running ranks (CPU, memory). */
+void sched_on_usage(sched *S, sc_agent *a, const rt_json *m, sc_clock now);
 /* Timers: queue pass, prepare and queue timeouts, deadlines, reconciling. */
 void sched_tick(sched *S, sc_clock now);
 

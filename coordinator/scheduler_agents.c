@@ -390,6 +390,28 @@ void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
     sc_job_saved(S, j);
 }
 
+void sched_on_usage(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
+{
+    const rt_json *us = rt_json_get(m, RT_F_USAGE);
+    for (size_t i = 0; i < rt_json_len(us); i++) {
+        const rt_json *u = rt_json_at(us, i);
+        int r;
+        sc_job *j = msg_job(S, a, u, &r, false);
+        if (!j)
+            continue;
+        sc_rank *s = &j->ranks[r];
+        double cpu = rt_json_num(rt_json_get(u, "cpu_s"), -1);
+        int64_t rss = 0;
+        if (cpu < 0 || !rt_json_get_int(u, "rss_bytes", &rss) || rss < 0)
+            continue;
+        if (s->usage_ns > 0 && now.mono_ns > s->usage_ns && cpu >= s->cpu_s)
+            s->cpu_pct = 100.0 * (cpu - s->cpu_s) / ((double)(now.mono_ns - s->usage_ns) / 1e9);
+        s->cpu_s = cpu;
+        s->rss_bytes = rss;
+        s->usage_ns = now.mono_ns;
+    }
+}
+
 /* ---- timers ---------------------------------------------------------------------- */
 
 /* Finished jobs stay in memory while a rank still holds a slot and for a

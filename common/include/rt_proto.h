@@ -123,6 +123,7 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_F_MASTER_PORT "master_port" /* prepared (rank 0) and start: MASTER_PORT */
 #define RT_F_MAX_RESTARTS "max_restarts"
 #define RT_F_GPU "gpu" /* started: the rank's CUDA_VISIBLE_DEVICES */
+#define RT_F_USAGE "usage" /* heartbeat: [{job, attempt, rank, cpu_s, rss_bytes, procs}] */
 
 /* ---- what an agent gives each rank it starts --------------------------------- */
 #define RT_ENV_RANK "RT_RANK"

@@ -225,10 +225,13 @@ async function viewJob(id) {
   const series = seriesOf(cur);
   $('j-chart').innerHTML = chart(series);
   window.rtChart = series;
-  $('j-placement').innerHTML = '<tr><th>rank</th><th>host</th><th>agent</th><th>local</th><th>cross</th><th>GPU</th><th>pid</th><th>state</th><th>exit</th></tr>' +
+  const use = {};
+  for (const u of d.usage || []) use[u.rank] = u;
+  $('j-placement').innerHTML = '<tr><th>rank</th><th>host</th><th>agent</th><th>local</th><th>cross</th><th>GPU</th><th>pid</th><th>CPU %</th><th>RSS</th><th>state</th><th>exit</th></tr>' +
     (d.placement || []).map((p) => `<tr><td class="num">${p.rank}</td><td>${esc(p.hostname)}</td><td>${esc(p.agent)}</td>` +
       `<td class="num">${p.local_rank}/${p.local_size}</td><td class="num">${p.cross_rank}/${p.cross_size}</td><td>${esc(p.gpu || '-')}</td>` +
-      `<td class="num">${p.pid || '-'}</td><td>${badge(p.state)}</td><td>${esc(describeExit(p))}</td></tr>`).join('');
+      `<td class="num">${p.pid || '-'}</td><td class="num cpu">${use[p.rank] ? num(use[p.rank].cpu_pct, 0) : '-'}</td>` +
+      `<td class="num rss">${use[p.rank] ? bytes(use[p.rank].rss_bytes) : '-'}</td><td>${badge(p.state)}</td><td>${esc(describeExit(p))}</td></tr>`).join('');
   const res = d.results || [];
   $('j-results').innerHTML = res.length ? '<h2>Results</h2><table><tr><th>rank</th><th>value</th></tr>' +
     res.map((r) => `<tr><td class="num">${r.rank}</td><td><code>${esc(JSON.stringify(r.value))}</code></td></tr>`).join('') + '</table>' : '';
