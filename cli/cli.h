@@ -137,7 +137,9 @@ int cli_submit_and_follow(const cli_conn *c, const char *body, bool follow, bool
 
 /* `ringtrain logs`: a rank's (rank >= 0) or every rank's output; with
  * follow, resumed across a coordinator restart.  Exit status. */
-int cli_logs(const cli_conn *c, int64_t id, int rank, bool follow);
+/* A job's output: every rank (rank < 0) or one, of the latest attempt or
+ * attempt N, whole or followed. */
+int cli_logs(const cli_conn *c, int64_t id, int rank, int64_t attempt, bool follow);
 
 /* cli_show.c: the coordinator's documents as tables; exit status. */
 int cli_show_nodes(const rt_json *d);

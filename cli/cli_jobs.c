@@ -170,8 +170,8 @@ static bool reconnect(const cli_conn *c, int64_t id, const char *why)
 /* Stream job id's output (rank < 0: every rank, lines led by "[R] ") from
  * where pos says, following or not, resuming after a coordinator restart.
  * RT_OK when the stream ended normally. */
-static rt_status stream_logs(const cli_conn *c, int64_t id, int rank, bool follow, stream_pos *pos,
-                             int *status, char *err)
+static rt_status stream_logs(const cli_conn *c, int64_t id, int rank, int64_t attempt,
+                             bool follow, stream_pos *pos, int *status, char *err)
 {
     for (;;) {
         char *skip = pos_query(pos);
@@ -185,8 +185,11 @@ static rt_status stream_logs(const cli_conn *c, int64_t id, int rank, bool follo
         char rs[24] = "all";
         if (rank >= 0)
             snprintf(rs, sizeof rs, "%d", rank);
-        snprintf(path, plen, "/v1/jobs/%lld/logs?rank=%s&follow=%d%s", (long long)id, rs, follow,
-                 skip);
+        char att[32] = "";
+        if (attempt > 0)
+            snprintf(att, sizeof att, "&attempt=%lld", (long long)attempt);
+        snprintf(path, plen, "/v1/jobs/%lld/logs?rank=%s&follow=%d%s%s", (long long)id, rs, follow,
+                 att, skip);
         free(skip);
         *status = 0;
         rt_status st = http_stream(c, path, stream_out, pos, &interrupted, status, err);
@@ -266,11 +269,14 @@ static void print_by_rank(const by_rank *b)
     free(lines);
 }
 
-int cli_logs(const cli_conn *c0, int64_t id, int rank, bool follow)
+int cli_logs(const cli_conn *c0, int64_t id, int rank, int64_t attempt, bool follow)
 {
     if (!follow && rank < 0) {
-        char path[96], err[RT_ERR_LEN];
+        char path[128], err[RT_ERR_LEN];
         snprintf(path, sizeof path, "/v1/jobs/%lld/logs?rank=all&follow=0", (long long)id);
+        if (attempt > 0)
+            snprintf(path + strlen(path), sizeof path - strlen(path), "&attempt=%lld",
+                     (long long)attempt);
         by_rank b = {0};
         int status = 0;
         rt_status st = http_stream(c0, path, collect_out, &b, &interrupted, &status, err);
@@ -292,7 +298,7 @@ int cli_logs(const cli_conn *c0, int64_t id, int rank, bool follow)
     int status = 0;
     struct sigaction sa = {.sa_handler = on_sigint};
     sigaction(SIGINT, &sa, NULL);
-    rt_status st = stream_logs(&c, id, rank, follow, &pos, &status, err);
+    rt_status st = stream_logs(&c, id, rank, attempt, follow, &pos, &status, err);
     pos_reset(&pos, false);
     if (stdout_closed)
         return 128 + SIGPIPE;
@@ -439,7 +445,7 @@ static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_
             /* running: follow it; ended before we saw all of it: what is left */
             rt_json_free(d);
             int status = 0;
-            rt_status st = stream_logs(c, id, -1, !ended, &pos, &status, err);
+            rt_status st = stream_logs(c, id, -1, 0, !ended, &pos, &status, err);
             if (stdout_closed) { /* nobody reads us: leave the job alone */
                 rc = 128 + SIGPIPE;
                 break;

@@ -259,13 +259,14 @@ static int cmd_status(const cli_args *a)
 
 static int cmd_logs(const cli_args *a)
 {
-    int64_t id, rank = -1;
-    if (cli_job_id(a, &id) < 0 || cli_int(a, "--rank", 0, 65535, &rank) < 0)
+    int64_t id, rank = -1, attempt = 0;
+    if (cli_job_id(a, &id) < 0 || cli_int(a, "--rank", 0, 65535, &rank) < 0 ||
+        cli_int(a, "--attempt", 1, 1000000, &attempt) < 0)
         return 2;
     cli_conn c;
     if (!connect_or_say(a, &c))
         return 1;
-    return cli_logs(&c, id, (int)rank, cli_switch(a, "--follow"));
+    return cli_logs(&c, id, (int)rank, attempt, cli_switch(a, "--follow"));
 }
 
 static int job_action(const cli_args *a, const char *action, const char *done)
@@ -423,6 +424,7 @@ static const cli_flag STATUS_FLAGS[] = {
     F_JSON, END};
 static const cli_flag LOGS_FLAGS[] = {
     {"--rank", CLI_VALUE, "R", "only rank R (default: every rank, lines led by [rank])", NULL},
+    {"--attempt", CLI_VALUE, "N", "attempt N's output (default: the latest attempt's)", NULL},
     {"--follow", CLI_SWITCH, NULL, "keep following until the ranks have exited", "-f"},
     END};
 static const cli_flag INIT_FLAGS[] = {

@@ -122,9 +122,10 @@ typedef struct cdb_job_filter {
 char *cdb_job_list(coord *co, const cdb_job_filter *f);
 char *cdb_job_detail(coord *co, int64_t id);
 int cdb_job_counts(coord *co, int counts[JOB_CANCELLED + 1]);
-/* The agent holding each rank of the latest attempt of job id (rank < 0:
- * all): fn(user, rank, agent_key, attempt); false when the job is unknown. */
-bool cdb_job_ranks(coord *co, int64_t id, int rank,
+/* The agent holding each rank of an attempt of job id (attempt 0: the
+ * latest; rank < 0: all): fn(user, rank, agent_key, attempt); false when
+ * the job is unknown. */
+bool cdb_job_ranks(coord *co, int64_t id, int64_t attempt, int rank,
                    void (*fn)(void *user, int rank, const char *agent, int64_t attempt),
                    void *user);
 

@@ -487,18 +487,19 @@ int cdb_job_counts(coord *co, int counts[JOB_CANCELLED + 1])
     return total;
 }
 
-bool cdb_job_ranks(coord *co, int64_t id, int rank,
+bool cdb_job_ranks(coord *co, int64_t id, int64_t attempt, int rank,
                    void (*fn)(void *user, int rank, const char *agent, int64_t attempt),
                    void *user)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(co->db,
-                           "SELECT j.id, p.rank, p.agent, j.attempt FROM jobs j LEFT JOIN placement"
-                           " p ON j.id=p.job_id AND j.attempt=p.attempt WHERE j.id=?"
-                           " ORDER BY p.rank",
+                           "SELECT j.id, p.rank, p.agent, p.attempt FROM jobs j LEFT JOIN placement"
+                           " p ON j.id=p.job_id AND p.attempt=(CASE WHEN ?2>0 THEN ?2 ELSE"
+                           " j.attempt END) WHERE j.id=?1 ORDER BY p.rank",
                            -1, &st, NULL) != SQLITE_OK)
         return false;
     sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, attempt);
     bool found = false;
     while (sqlite3_step(st) == SQLITE_ROW) {
         found = true;

@@ -37,8 +37,8 @@ struct log_stream {
     coord *co;
     struct evhttp_request *req;
     int pending;          /* ranks still streaming */
-    char agents[64][SC_KEY_LEN]; /* agents asked (for cancel and loss) */
-    int nagents;
+    char (*agents)[SC_KEY_LEN]; /* agents asked (for cancel, loss, and who may write) */
+    int nagents, cap;
     log_stream *next;
 };
 
@@ -362,6 +362,7 @@ static void stream_free(coord *co, log_stream *s)
             *p = s->next;
             break;
         }
+    free(s->agents);
     free(s);
 }
 
@@ -502,7 +503,15 @@ static void ask_rank(void *user, int rank, const char *key, int64_t attempt)
     bool known = false;
     for (int i = 0; i < s->nagents && !known; i++)
         known = strcmp(s->agents[i], key) == 0;
-    if (!known && s->nagents < 64)
+    if (!known && s->nagents == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 8;
+        char(*g)[SC_KEY_LEN] = realloc(s->agents, (size_t)cap * sizeof *g);
+        if (!g)
+            return; /* its output is refused; the stream ends with the others */
+        s->agents = g;
+        s->cap = cap;
+    }
+    if (!known)
         snprintf(s->agents[s->nagents++], sizeof s->agents[0], "%s", key);
 }
 
@@ -512,6 +521,14 @@ static void logs(coord *co, struct evhttp_request *req, int64_t id, const char *
     evhttp_parse_query_str(query ? query : "", &q);
     const char *rank_s = evhttp_find_header(&q, "rank");
     const char *follow_s = evhttp_find_header(&q, "follow");
+    const char *attempt_s = evhttp_find_header(&q, "attempt");
+    long long attempt = 0; /* the latest */
+    if (attempt_s && (strspn(attempt_s, "0123456789") != strlen(attempt_s) || !*attempt_s ||
+                      strlen(attempt_s) > 9 || (attempt = atoll(attempt_s)) < 1)) {
+        evhttp_clear_headers(&q);
+        http_reply_error(req, 400, "attempt must be a number from 1");
+        return;
+    }
     bool all = !rank_s || strcmp(rank_s, "all") == 0;
     long want = -1;
     char *end = NULL;
@@ -537,17 +554,22 @@ static void logs(coord *co, struct evhttp_request *req, int64_t id, const char *
     log_ask ask = {co, s, id, follow_s && strcmp(follow_s, "0") != 0, all, 0, 0, skip};
     evhttp_clear_headers(&q);
     char msg[160];
-    bool found = cdb_job_ranks(co, id, all ? -1 : (int)want, ask_rank, &ask);
+    bool found = cdb_job_ranks(co, id, attempt, all ? -1 : (int)want, ask_rank, &ask);
     free(skip);
     if (!found) {
+        free(s->agents);
         free(s);
         snprintf(msg, sizeof msg, "job %lld not found", (long long)id);
         http_reply_error(req, 404, msg);
         return;
     }
     if (ask.asked == 0) {
+        free(s->agents);
         free(s);
-        if (ask.ranks == 0 && all)
+        if (ask.ranks == 0 && attempt > 0)
+            snprintf(msg, sizeof msg, "job %lld has no attempt %lld%s", (long long)id, attempt,
+                     all ? "" : " with that rank");
+        else if (ask.ranks == 0 && all)
             snprintf(msg, sizeof msg, "job %lld has not started: no output yet", (long long)id);
         else if (ask.ranks == 0)
             snprintf(msg, sizeof msg, "job %lld has no rank %ld in its latest attempt",

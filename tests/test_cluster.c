@@ -286,6 +286,39 @@ static void test_launcher_env(void **state)
     CHECK(njobs() == before);
 }
 
+/* ---- the output of earlier attempts ---------------------------------------------- */
+
+/* A job restarted once: `logs --attempt 1` shows the failed attempt's
+ * output, plain `logs` the latest's; an attempt that never was is named. */
+static void test_logs_of_attempts(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    const char *args[] = {"exec", "--np", "2", "--name", "attempts", "--max-restarts", "1", "--",
+                          "sh", "-c", "echo output-of-attempt-$RT_ATTEMPT; [ $RT_ATTEMPT -ge 2 ]",
+                          NULL};
+    CHECK(cl_cli(&C, &out, 60, args) == 0);
+    free(out);
+    rt_json *list = cl_get(&C, "/v1/jobs?limit=1");
+    char id[32];
+    snprintf(id, sizeof id, "%lld",
+             (long long)rt_json_num(rt_json_get(rt_json_at(rt_json_get(list, "jobs"), 0), "id"), 0));
+    rt_json_free(list);
+    const char *first[] = {"logs", id, "--attempt", "1", NULL};
+    CHECK(cl_cli(&C, &out, 30, first) == 0);
+    CHECK(strstr(out, "[0] output-of-attempt-1") && strstr(out, "[1] output-of-attempt-1"));
+    CHECK(!strstr(out, "output-of-attempt-2"));
+    free(out);
+    const char *latest[] = {"logs", id, "--rank", "1", NULL};
+    CHECK(cl_cli(&C, &out, 30, latest) == 0);
+    CHECK(strstr(out, "output-of-attempt-2") && !strstr(out, "output-of-attempt-1"));
+    free(out);
+    const char *none[] = {"logs", id, "--attempt", "3", NULL};
+    CHECK(cl_cli(&C, &out, 30, none) == 3);
+    CHECK(strstr(out, "has no attempt 3") != NULL);
+    free(out);
+}
+
 /* ---- per-rank results ------------------------------------------------------------ */
 
 /* Each rank reports a result just before it exits; every one is kept, in rank
@@ -1038,6 +1071,7 @@ int main(void)
         cmocka_unit_test(test_placement_np5),
         cmocka_unit_test(test_launcher_env),
         cmocka_unit_test(test_results),
+        cmocka_unit_test(test_logs_of_attempts),
         cmocka_unit_test(test_python_binding),
         cmocka_unit_test(test_rank_usage),
         cmocka_unit_test(test_tokens_and_roles),
