@@ -111,6 +111,7 @@ struct agentd {
     bool stopping;
     int64_t stop_deadline_ns;
     int64_t usage_ns;        /* when the ranks' usage was last sent */
+    int64_t sweep_ns;        /* when old jobs' folders were last looked for */
     int64_t hello_ns;        /* when the hello went out on this connection (0: none) */
     int64_t bye_deadline_ns; /* set once "bye" is queued: exit when written */
 };
@@ -160,6 +161,10 @@ void logs_request(agentd *ag, const rt_json *m);
 void logs_cancel(agentd *ag, int64_t req);
 void logs_pump(agentd *ag); /* send what is new to every open stream */
 void logs_drop_all(agentd *ag);
+/* Remove the log and work folders (job-N) of jobs with no rank here whose
+ * files were last written more than log_retention ago; looks every
+ * log_retention / 4 (1 s to 10 min). */
+void logs_sweep(agentd *ag);
 
 /* agent_probe.c: the node's capabilities (ag->caps, cuda, nccl, gpus, rdma),
  * from `WORKER --probe` */

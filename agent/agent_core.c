@@ -300,6 +300,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     proc_tick(ag);
+    logs_sweep(ag);
     logs_pump(ag);
     /* a server that takes the TLS handshake but never answers the hello:
      * most likely the HTTP API's port, not the control channel's */

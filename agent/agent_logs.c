@@ -4,7 +4,9 @@
  * report, and streamed to the coordinator on request (from the start of the
  * current file; with follow, until the rank has exited and everything is
  * sent; with prefix, whole lines led by "[R] "). */
+#include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include "agent.h"
 #include "rt_file.h"
 #include "rt_log.h"
+#include "rt_time.h"
 
 #define CHUNK 49152 /* raw bytes per frame: far below the 1 MiB limit once escaped */
 
@@ -311,4 +314,81 @@ void logs_pump(agentd *ag)
         send_chunk(ag, r, NULL, 0, true, NULL);
         remove_req(ag, r);
     }
+}
+
+/* ---- retention ------------------------------------------------------------------ */
+
+static double newest_mtime; /* nftw has no user pointer: the sweep's state */
+
+static int note_mtime(const char *path, const struct stat *sb, int type, struct FTW *f)
+{
+    (void)path;
+    (void)type;
+    (void)f;
+    double t = (double)sb->st_mtim.tv_sec + (double)sb->st_mtim.tv_nsec / 1e9;
+    if (t > newest_mtime)
+        newest_mtime = t;
+    return 0;
+}
+
+static int remove_one(const char *path, const struct stat *sb, int type, struct FTW *f)
+{
+    (void)sb;
+    (void)f;
+    if (type == FTW_DP)
+        rmdir(path);
+    else
+        unlink(path);
+    return 0;
+}
+
+static void sweep_dir(agentd *ag, const char *dir, const char *what, double now)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    const double keep_s = (double)ag->cfg.log_retention_us / 1e6;
+    for (struct dirent *e; (e = readdir(d));) {
+        char *end = NULL;
+        if (strncmp(e->d_name, "job-", 4) != 0)
+            continue;
+        long long job = strtoll(e->d_name + 4, &end, 10);
+        if (!end || *end || end == e->d_name + 4)
+            continue;
+        bool busy = false;
+        for (worker *w = ag->workers; w && !busy; w = w->next)
+            busy = w->job == job;
+        if (busy)
+            continue;
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        newest_mtime = 0;
+        nftw(path, note_mtime, 16, FTW_PHYS);
+        if (newest_mtime == 0 || now - newest_mtime < keep_s)
+            continue;
+        nftw(path, remove_one, 16, FTW_PHYS | FTW_DEPTH);
+        RT_INFO("agent", "removed the %s of job %lld: last written %.0f s ago (log_retention %.0f s)",
+                what, job, now - newest_mtime, keep_s);
+    }
+    closedir(d);
+}
+
+void logs_sweep(agentd *ag)
+{
+    if (ag->cfg.log_retention_us <= 0)
+        return;
+    int64_t every_ns = ag->cfg.log_retention_us * 1000 / 4;
+    if (every_ns < 1000000000LL)
+        every_ns = 1000000000LL;
+    if (every_ns > 600000000000LL)
+        every_ns = 600000000000LL;
+    const int64_t now_ns = rt_now_ns();
+    if (ag->sweep_ns && now_ns - ag->sweep_ns < every_ns)
+        return;
+    ag->sweep_ns = now_ns;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    sweep_dir(ag, ag->cfg.log_dir, "output", now);
+    sweep_dir(ag, ag->cfg.work_dir, "work folder", now);
 }

@@ -80,6 +80,9 @@ static const rt_cfg_key agent_keys[] = {
     RT_CFG_Z("agent", "log_max_bytes", "64M", 4096, 1e12, rt_agent_cfg, log_max_bytes,
              "a rank's log file is rotated beyond this size"),
     RT_CFG_I("agent", "log_keep", "3", 0, 100, rt_agent_cfg, log_keep, "rotated log files kept"),
+    RT_CFG_D("agent", "log_retention", "14d", 0, 3650 * 86400e6, rt_agent_cfg, log_retention_us,
+             "a job's output and work folder are removed this long after they were last written, "
+             "unless one of its ranks still runs here (0: kept for ever)"),
     RT_CFG_D("agent", "reconnect_max", "30s", 100000, 3600e6, rt_agent_cfg, reconnect_max_us,
              "longest pause between attempts to reach the coordinator"),
     RT_CFG_D("agent", "kill_grace", "3s", 0, 600e6, rt_agent_cfg, kill_grace_us,

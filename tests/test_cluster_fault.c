@@ -17,6 +17,7 @@
  *   - followers across a coordinator restart (kill -9, back a second later):
  *     `exec` and `logs --follow` print every line exactly once and `exec`
  *     returns the job's exit code;
+ *   - log_retention: a finished job's folders go, a running one's stay;
  *   - chaos: 24 exec jobs (np 1-4, 1-3 s, every fifth exiting 3,
  *     max_restarts = 2), each followed by `exec`, while the coordinator is
  *     killed -9 and restarted 5 times and agents 3 times: every job ends,
@@ -563,6 +564,53 @@ static void test_followers_survive_restart(void **state)
     free(out);
 }
 
+/* log_retention: a finished job's output and work folder go once they are
+ * older than the retention; a running job's stay however old. */
+static void test_log_retention(void **state)
+{
+    fixture *fx = *state;
+    bool *failed = &fx->failed;
+    cluster *c = &fx->c;
+    CHECK(cl_init(c, "retention"));
+    CHECK(cl_start_coord(c, NULL, NULL));
+    c->agent_extra = "log_retention = 2s\n";
+    CHECK(cl_start_agent(c, 0, "a1", "A", 2, NULL));
+    CHECK(cl_wait_agents_up(c, 1, 20000));
+    char *out = NULL;
+    const char *quick[] = {"exec", "--np", "1", "--", "sh", "-c", "echo short-lived", NULL};
+    CHECK(cl_cli(c, &out, 60, quick) == 0);
+    free(out);
+    char logs1[400], logs2[400];
+    snprintf(logs1, sizeof logs1, "%s/logs-a1/job-1", c->dir);
+    snprintf(logs2, sizeof logs2, "%s/logs-a1/job-2", c->dir);
+    struct stat sb;
+    CHECK(stat(logs1, &sb) == 0);
+    /* a job that runs longer than the retention, silent after its first line */
+    char *body = NULL;
+    CHECK(asprintf(&body, "{\"type\":\"exec\",\"name\":\"long\",\"np\":1,\"cwd\":\"/\","
+                          "\"argv\":[\"sh\",\"-c\",\"echo started; sleep 8\",\"%s\"]}",
+                   c->marker) > 0);
+    int64_t id = cl_submit(c, body);
+    free(body);
+    CHECK(id == 2);
+    rt_json_free(cl_wait_job(c, id, "running", 20000));
+    bool gone = false;
+    for (int i = 0; i < 60 && !gone; i++) {
+        cl_sleep_ms(100);
+        gone = stat(logs1, &sb) != 0;
+    }
+    CHECK(gone);                       /* finished, older than 2 s: removed */
+    cl_sleep_ms(2500);                 /* the running job's log is older than 2 s now */
+    CHECK(stat(logs2, &sb) == 0);      /* ... and kept: its rank still runs */
+    char *l = NULL;
+    const char *lg[] = {"logs", "2", NULL};
+    CHECK(cl_cli(c, &l, 30, lg) == 0 && strstr(l, "[0] started"));
+    free(l);
+    const char *cancel[] = {"cancel", "2", NULL};
+    CHECK(cl_cli(c, &l, 30, cancel) == 0);
+    free(l);
+}
+
 enum { CHAOS_JOBS = 24 };
 
 typedef struct chaos_job {
@@ -695,6 +743,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_log_rotation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spawn_failure_agents_stay_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_followers_survive_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_retention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chaos, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

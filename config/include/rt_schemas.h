@@ -40,6 +40,8 @@ typedef struct rt_agent_cfg {
     char *worker;      /* the training worker program (default: beside the agent) */
     uint64_t log_max_bytes;
     int64_t log_keep;
+    int64_t log_retention_us; /* a finished job's logs and work folder go this long after
+                                 they were last written (0: kept for ever) */
     int64_t reconnect_max_us;
     int64_t kill_grace_us;
     int log_level;
