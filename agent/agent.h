@@ -131,7 +131,8 @@ bool agent_send(agentd *ag, rt_jw *w);
 /* An exit report: sent when connected, and kept for 10 minutes either way. */
 void agent_send_exit(agentd *ag, rt_jw *w);
 /* The kept exits as a JSON array (into w), for the hello. */
-void agent_backlog_json(agentd *ag, rt_jw *w);
+/* the recent exits for a hello, the newest that fit in budget bytes */
+void agent_backlog_json(agentd *ag, rt_jw *w, size_t budget);
 /* agent_usage.c: "usage": [{job, attempt, rank, cpu_s, rss_bytes, procs}]
  * of every running rank's process group, from /proc */
 void usage_json(agentd *ag, rt_jw *w);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "rt_log.h"
 #include "rt_time.h"
 
 bool agent_send(agentd *ag, rt_jw *w)
@@ -62,11 +63,21 @@ void agent_send_exit(agentd *ag, rt_jw *w)
     ag->recent_ns[ag->nrecent++] = rt_now_ns();
 }
 
-void agent_backlog_json(agentd *ag, rt_jw *w)
+void agent_backlog_json(agentd *ag, rt_jw *w, size_t budget)
 {
     prune(ag);
+    /* the newest exits that fit in budget bytes, oldest first: the hello
+     * must stay a frame the coordinator reads */
+    int from = ag->nrecent;
+    size_t used = 0;
+    while (from > 0 && used + strlen(ag->recent_exits[from - 1]) + 1 <= budget)
+        used += strlen(ag->recent_exits[--from]) + 1;
+    if (from > 0)
+        RT_WARN("agent", "the hello repeats the last %d of %d recent exits (%zu bytes); the "
+                         "coordinator may have missed the %d older ones",
+                ag->nrecent - from, ag->nrecent, used, from);
     rt_jw_arr(w);
-    for (int i = 0; i < ag->nrecent; i++)
+    for (int i = from; i < ag->nrecent; i++)
         rt_jw_raw(w, ag->recent_exits[i]);
     rt_jw_arr_end(w);
 }

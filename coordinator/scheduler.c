@@ -279,17 +279,15 @@ static int64_t spec_int(const sc_job *j, const char *key, int64_t def)
     return rt_json_get_int(j->specj, key, &v) ? v : def;
 }
 
-void sc_send_start(sched *S, sc_job *j)
+void sc_send_start(sched *S, sc_job *j, sc_clock now)
 {
     char key[65];
     rt_hex_encode(j->key, sizeof j->key, key);
     const char *transport = resolve_transport(j);
-    for (int r = 0; r < j->cur_np; r++) {
-        sc_agent *a = j->ranks[r].ag;
-        if (!first_of_agent(j, r))
-            continue;
-        rt_jw w;
-        msg_begin(&w, RT_MSG_START, j, j->cur_np);
+    /* one frame, the same for every agent of the attempt */
+    rt_jw w;
+    msg_begin(&w, RT_MSG_START, j, j->cur_np);
+    {
         rt_jw_kstr(&w, RT_F_JOB_TYPE, j->type == JOB_EXEC ? "exec" : "train");
         rt_jw_kstr(&w, RT_F_KEY, key);
         rt_jw_kstr(&w, RT_F_TRANSPORT, transport);
@@ -313,11 +311,34 @@ void sc_send_start(sched *S, sc_job *j)
             }
         }
         rt_jw_obj_end(&w);
-        send(S, a, &w);
+    }
+    size_t len = 0;
+    char *text = rt_jw_take(&w, &len);
+    if (!text || len > RT_FRAME_MAX) {
+        char why[300];
+        snprintf(why, sizeof why,
+                 "its start message is %zu bytes, more than the %u a control frame may hold "
+                 "(%d ranks' addresses and its argv, env and config): make those smaller",
+                 len, RT_FRAME_MAX, j->cur_np);
+        free(text);
+        sc_send_abort(S, j, why); /* the agents release the prepared ranks */
+        for (int r = 0; r < j->cur_np; r++)
+            sc_rank_exit(&j->ranks[r]);
+        sc_finish(S, j, JOB_FAILED, why, now);
+        return;
+    }
+    for (int r = 0; r < j->cur_np; r++) {
+        sc_agent *a = j->ranks[r].ag;
+        if (!first_of_agent(j, r))
+            continue;
+        char *copy = strdup(text);
+        if (copy)
+            sc_emit(S, SC_SEND, 0, a->key, NULL, copy);
         for (int q = r; q < j->cur_np; q++)
             if (j->ranks[q].ag == a)
                 j->ranks[q].state = RS_STARTING;
     }
+    free(text);
     sc_event(S, j, "launching", "attempt %d: all %d ranks prepared, transport %s", j->attempt,
              j->cur_np, transport);
 }
@@ -542,6 +563,13 @@ rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
                                    "the job asks for %d ranks but the whole cluster has %d slots "
                                    "(%d agent%s)",
                                    j->np, total, nagents, nagents == 1 ? "" : "s");
+    /* what its start message will carry must fit in a frame, with every
+     * rank's address (at most ~64 bytes each) */
+    if (st == RT_OK && len + (size_t)j->np * 64 + 4096 > RT_FRAME_MAX)
+        st = rt_err(err, RT_ERR_INVALID,
+                    "the job's description is %zu bytes: with %d ranks its start message would "
+                    "pass the %u-byte limit of a control frame (a smaller config, env or argv)",
+                    len, j->np, RT_FRAME_MAX);
     if (st == RT_OK && !(j->spec = strndup(body, len)))
         st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     if (st != RT_OK) {

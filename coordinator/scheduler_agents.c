@@ -245,7 +245,7 @@ void sched_on_prepared(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
         sc_rank_saved(S, j, (int)r);
     }
     if (j->prepared == j->cur_np)
-        sc_send_start(S, j);
+        sc_send_start(S, j, now);
 }
 
 void sched_on_started(sched *S, sc_agent *a, const rt_json *m, sc_clock now)

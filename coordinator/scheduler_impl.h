@@ -26,7 +26,7 @@ void sc_job_free(sc_job *j);
 void sc_send_abort(sched *S, sc_job *j, const char *reason);
 void sc_send_abort_attempt(sched *S, const sc_agent *a, int64_t job, int64_t attempt,
                            const char *reason);
-void sc_send_start(sched *S, sc_job *j);
+void sc_send_start(sched *S, sc_job *j, sc_clock now);
 
 /* outcomes */
 void sc_start_attempt(sched *S, sc_job *j, int np, sc_clock now);

@@ -598,6 +598,27 @@ static void test_agent_cannot_fail_others_job(void **state)
     world_free(&w);
 }
 
+/* A job whose start message could not be sent (more than a frame holds) is
+ * refused at submission, with the reason. */
+static void test_oversized_job(void **state)
+{
+    (void)state;
+    world w;
+    world_init(&w);
+    agent_up(&w, "A", "a", 2);
+    size_t big = RT_FRAME_MAX - 2000;
+    char *spec = malloc(big + 200);
+    int n = snprintf(spec, 200, "{\"type\":\"exec\",\"np\":2,\"argv\":[\"x\"],\"env\":{\"BIG\":\"");
+    memset(spec + n, 'a', big);
+    strcpy(spec + n + big, "\"}}");
+    int64_t id = 0;
+    char err[RT_ERR_LEN];
+    assert_int_equal(sched_submit(&w.S, spec, strlen(spec), "u", w.now, &id, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "would pass the 1048576-byte limit of a control frame"));
+    free(spec);
+    world_free(&w);
+}
+
 static void test_reconcile_timeout(void **state)
 {
     (void)state;
@@ -688,6 +709,7 @@ int main(void)
         cmocka_unit_test(test_restart_mid_launch),
         cmocka_unit_test(test_restart_keeps_exited_rank),
         cmocka_unit_test(test_agent_cannot_fail_others_job),
+        cmocka_unit_test(test_oversized_job),
         cmocka_unit_test(test_reconcile_timeout),
         cmocka_unit_test(test_deadline_and_failure),
         cmocka_unit_test(test_two_thousand_agents),

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "rt_json.h"
+#include "rt_proto.h" /* RT_FRAME_MAX */
 #include "rt_status.h"
 
 #ifdef __cplusplus
@@ -20,7 +21,6 @@ extern "C" {
 struct bufferevent;
 struct evbuffer;
 
-#define RT_FRAME_MAX (1u << 20)
 #define RT_TOKEN_HEX 64 /* tokens are 32 random bytes in hex */
 
 /* Server side: certificate chain and key, TLS 1.2 or later. */

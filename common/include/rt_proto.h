@@ -24,6 +24,9 @@ extern "C" {
 /* Version of the control protocol (the agent's hello carries it; the
  * coordinator refuses another). */
 #define RT_PROTO_VERSION 2
+/* The largest control frame (its JSON text), either way; a frame that would
+ * be larger is not sent: the job or the hello is refused with the reason. */
+#define RT_FRAME_MAX (1u << 20)
 
 typedef enum rt_msg {
     /* agent -> coordinator */
