@@ -147,6 +147,8 @@ int cli_show_jobs(const rt_json *d);
 int cli_show_job(const rt_json *d);
 /* `ringtrain token create|list|revoke` (cli_tokens.c) */
 int cli_token(const cli_args *a);
+/* `ringtrain trace STORE --out FILE` (cli_trace.c) */
+int cli_trace(const cli_args *a);
 /* status --results: "R: VALUE" per rank that reported one */
 int cli_show_results(const rt_json *d);
 /* "3m04s", "2h05m", "4d03h" */

@@ -416,6 +416,10 @@ static const cli_flag JOBS_FLAGS[] = {
     {"--before", CLI_VALUE, "ID", "jobs older than job ID (the next page)", NULL},
     F_JSON, END};
 static const cli_flag JSON_FLAGS[] = {F_JSON, END};
+static const cli_flag TRACE_FLAGS[] = {
+    {"--out", CLI_VALUE, "FILE", "the merged Chrome trace JSON", NULL},
+    {"--rank", CLI_VALUE, "R", "only rank R", NULL},
+    END};
 static const cli_flag TOKEN_FLAGS[] = {
     {"--role", CLI_VALUE, "metrics|read|submit|admin", "create: what the token may do", NULL},
     F_JSON, END};
@@ -479,6 +483,8 @@ static const cli_cmd COMMANDS[] = {
     {"predict", "--model CKPT --dataset DIR --out FILE", "predictions from a checkpoint",
      PREDICT_FLAGS, 0, 0, false, false, false, cli_predict},
     {"model", "summary CKPT", "what a checkpoint holds", NULL, 2, 2, false, false, false, cli_model},
+    {"trace", "STORE --out FILE", "the ranks' timelines of a job run with [train] trace = true, as one "
+     "Chrome trace", TRACE_FLAGS, 1, 1, false, false, false, cli_trace},
     {"config-reference", "", "every configuration key, as Markdown", NULL, 0, 0, false, false,
      false, cmd_config_reference},
     {"version", "", "ringtrain's version", NULL, 0, 0, false, false, false, cmd_version},

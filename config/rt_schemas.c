@@ -225,6 +225,12 @@ static const rt_cfg_key job_keys[] = {
              "auto: continue from the store's last.ckpt when there is one"),
     RT_CFG_D("train", "progress_every", "1s", 10000, 3600e6, rt_job_cfg, progress_every_us,
              "how often rank 0 reports the step to the coordinator"),
+    RT_CFG_B("train", "trace", "false", rt_job_cfg, trace,
+             "a timeline of every step (data, forward, backward per layer, each bucket's "
+             "allreduce, the wait for the slowest rank, Adam) as Chrome trace JSON in "
+             "STORE/trace/rank-R.json, rewritten every epoch (CPU steps)"),
+    RT_CFG_I("train", "trace_spans", "100000", 16, 1 << 26, rt_job_cfg, trace_spans,
+             "spans each rank keeps for the timeline: the newest (about 100 bytes each in the file)"),
 
     RT_CFG_P("output", "store", NULL, rt_job_cfg, store,
              "folder for checkpoints, history.jsonl and predictions (shared by the ranks' "

@@ -121,8 +121,10 @@ static char *history_values(const char *store)
     char *h = slurp(path);
     if (!h)
         return NULL;
-    const char *drop[] = {"\"seconds\":", "\"samples_per_s\":", "\"steps_per_s\":"};
-    for (size_t k = 0; k < 3; k++)
+    const char *drop[] = {"\"seconds\":", "\"samples_per_s\":", "\"steps_per_s\":",
+                          "\"slowest_rank\":", "\"wait_ms_per_step_min\":",
+                          "\"wait_ms_per_step_max\":"};
+    for (size_t k = 0; k < RT_ARRAY_LEN(drop); k++)
         for (char *p = h; (p = strstr(p, drop[k]));) {
             char *e = p + strlen(drop[k]);
             while (*e && *e != ',' && *e != '}')
@@ -188,6 +190,75 @@ static void test_determinism_and_predict(void **state)
     CHECK(cl_cli(&C, &out, 30, margs) == 0);
     CHECK(strstr(out, "emb_Store") && strstr(out, "dense"));
     free(out);
+}
+
+/* [train] trace: each rank's timeline has every kind of span, stays within
+ * trace_spans however many steps ran, and `ringtrain trace` merges the
+ * ranks into one Chrome trace; the epoch names the slowest rank. */
+static void test_trace(void **state)
+{
+    (void)state;
+    char path[400];
+    snprintf(path, sizeof path, "%s/traced.ini", C.dir);
+    FILE *f = fopen(path, "w");
+    fprintf(f,
+            "[job]\nname = traced\ntype = train\nnp = 2\n[data]\ndataset = %s\n"
+            "[model]\nhidden = 32, 16\nembedding_dim = 4\nthreads = 1\n"
+            "[train]\nbatch_size = 64\nepochs = 2\nsteps_per_epoch = 40\nbucket_size = 8K\n"
+            "trace = true\ntrace_spans = 400\n[output]\nstore = %s/traced\n",
+            ds_dir, C.dir);
+    fclose(f);
+    int64_t id = submit(path);
+    CHECK(id > 0);
+    rt_json *j = cl_wait_job(&C, id, NULL, 120000);
+    CHECK(j && !strcmp(cl_job_state(j), "succeeded"));
+    rt_json_free(j);
+    static const char *const kinds[] = {"data", "forward", "backward", "layer", "allreduce",
+                                        "wait", "optimizer", "eval"};
+    for (int r = 0; r < 2; r++) {
+        char p[600], err[RT_ERR_LEN];
+        snprintf(p, sizeof p, "%s/traced/trace/rank-%d.json", C.dir, r);
+        char *text = slurp(p);
+        rt_json *doc = NULL;
+        CHECK(text && rt_json_parse(text, strlen(text), &doc, err) == RT_OK);
+        const rt_json *ev = rt_json_get(doc, "traceEvents");
+        int64_t recorded = 0, kept = 0;
+        rt_json_get_int(doc, "spans_recorded", &recorded);
+        rt_json_get_int(doc, "spans_kept", &kept);
+        /* 80 steps of 8+ spans each were recorded; the newest 400 are kept */
+        fprintf(stderr, "rank %d: %lld spans recorded, %lld kept, %zu events in the file\n", r,
+                (long long)recorded, (long long)kept, rt_json_len(ev));
+        CHECK(recorded > 640 && kept == 400 && rt_json_len(ev) == 403);
+        for (size_t k = 0; k < RT_ARRAY_LEN(kinds); k++) {
+            bool seen = false;
+            for (size_t i = 0; i < rt_json_len(ev) && !seen; i++) {
+                const rt_json *e = rt_json_at(ev, i);
+                int64_t pid = -1;
+                rt_json_get_int(e, "pid", &pid);
+                seen = pid == r && !strcmp(rt_json_str(rt_json_get(e, "cat"), ""), kinds[k]);
+            }
+            if (!seen)
+                fprintf(stderr, "rank %d: no %s span\n", r, kinds[k]);
+            CHECK(seen);
+        }
+        rt_json_free(doc);
+        free(text);
+    }
+    char store[400], merged[400];
+    snprintf(store, sizeof store, "%s/traced", C.dir);
+    snprintf(merged, sizeof merged, "%s/merged.json", C.dir);
+    char *out = NULL;
+    const char *args[] = {"trace", store, "--out", merged, NULL};
+    CHECK(cl_cli(&C, &out, 60, args) == 0);
+    CHECK(strstr(out, "806 spans of 2 ranks") != NULL);
+    free(out);
+    char *m = slurp(merged);
+    CHECK(m && strstr(m, "\"pid\":0") && strstr(m, "\"pid\":1") && strstr(m, "\"name\":\"allreduce 0\""));
+    free(m);
+    snprintf(path, sizeof path, "%s/traced/history.jsonl", C.dir);
+    char *h = slurp(path);
+    CHECK(h && strstr(h, "\"slowest_rank\":"));
+    free(h);
 }
 
 static void test_kill_and_resume(void **state)
@@ -289,6 +360,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_determinism_and_predict),
+        cmocka_unit_test(test_trace),
         cmocka_unit_test(test_kill_and_resume),
         cmocka_unit_test(test_damage),
     };

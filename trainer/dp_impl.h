@@ -4,6 +4,7 @@
 #define RT_DP_IMPL_H
 
 #include "rt_dp.h"
+#include "rt_trace.h"
 
 #define DP_GRAPHS 4 /* batch sizes with a captured step: the full batch, the last one, eval */
 
@@ -28,6 +29,11 @@ struct rt_dp {
     rt_comm *comm;
     int size;
     rt_fusion *fusion; /* CPU, size > 1 */
+    rt_trace *trace;   /* the timeline, or NULL */
+    int64_t steps;     /* rt_dp_step calls so far */
+    int64_t mark_ns;   /* backward: when the last layer's gradients were final */
+    int layer;         /* backward: layers reported so far this step */
+    double wait_s;     /* time spent waiting for the last bucket, since the last read */
     float *zeros;      /* labels for inference without labels */
     float *host;       /* scratch for state exchange */
     int64_t nhost;

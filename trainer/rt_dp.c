@@ -6,11 +6,38 @@
 
 #include "dp_impl.h"
 #include "rt_log.h"
+#include "rt_time.h"
+
+static rt_status comm_error(rt_dp *d, rt_status st, char *err);
 
 static void on_grads_ready(void *user, int64_t off, int64_t count)
 {
     rt_dp *d = user;
-    rt_fusion_ready(d->fusion, (size_t)off, (size_t)count);
+    if (d->trace) {
+        int64_t now = rt_now_ns();
+        rt_trace_span(d->trace, RT_SPAN_LAYER, d->mark_ns, now, d->steps, d->layer++);
+        d->mark_ns = now;
+    }
+    if (d->fusion)
+        rt_fusion_ready(d->fusion, (size_t)off, (size_t)count);
+}
+
+void rt_dp_set_trace(rt_dp *d, rt_trace *t) { d->trace = t; }
+
+double rt_dp_wait_seconds(rt_dp *d)
+{
+    double s = d->wait_s;
+    d->wait_s = 0;
+    return s;
+}
+
+rt_status rt_dp_allgather_f64(rt_dp *d, double mine, double *all, char *err)
+{
+    all[0] = mine;
+    if (d->size == 1)
+        return RT_OK;
+    rt_status st = rt_allgather(d->comm, &mine, all, sizeof mine);
+    return st == RT_OK ? RT_OK : comm_error(d, st, err);
 }
 
 void rt_dp_opts_defaults(rt_dp_opts *o)
@@ -141,21 +168,39 @@ rt_status rt_dp_step(rt_dp *d, const int32_t *cat, const float *cont, const floa
     if (rt_kctx_device(d->ctx) == RT_DEVICE_CUDA)
         return rt_dp_gpu_step(d, cat, cont, label, n, hp, err);
     rt_model *m = d->model;
+    rt_trace *tr = d->trace;
+    const int64_t t0 = rt_now_ns();
     rt_model_set_batch(m, cat, cont, label, n);
     rt_model_forward(m, n, true);
     rt_model_loss(m, n, true);
+    const int64_t t1 = rt_now_ns();
+    rt_trace_span(tr, RT_SPAN_FORWARD, t0, t1, d->steps, 0);
     rt_adam_hp h = *hp;
     h.grad_scale = hp->grad_scale / (float)d->size; /* the sum becomes the average */
-    if (d->fusion) {
+    d->mark_ns = t1;
+    d->layer = 0;
+    if (d->fusion)
         rt_fusion_begin(d->fusion);
-        rt_model_backward(m, n, on_grads_ready, d);
+    rt_model_backward(m, n, d->fusion || tr ? on_grads_ready : NULL, d);
+    const int64_t t2 = rt_now_ns();
+    rt_trace_span(tr, RT_SPAN_BACKWARD, t1, t2, d->steps, 0);
+    if (d->fusion) {
         rt_status st = rt_fusion_wait(d->fusion, err);
+        const int64_t t3 = rt_now_ns();
+        d->wait_s += (double)(t3 - t2) / 1e9;
+        rt_trace_span(tr, RT_SPAN_WAIT, t2, t3, d->steps, 0);
+        for (int b = 0; tr && b < rt_fusion_buckets(d->fusion); b++) {
+            int64_t s0, s1;
+            if (rt_fusion_bucket_time(d->fusion, b, &s0, &s1))
+                rt_trace_span(tr, RT_SPAN_ALLREDUCE, s0, s1, d->steps, b);
+        }
         if (st != RT_OK)
             return st;
-    } else {
-        rt_model_backward(m, n, NULL, NULL);
     }
+    const int64_t t4 = rt_now_ns();
     rt_model_apply(m, &h);
+    rt_trace_span(tr, RT_SPAN_OPTIMIZER, t4, rt_now_ns(), d->steps, 0);
+    d->steps++;
     return rt_kctx_check(d->ctx, err);
 }
 

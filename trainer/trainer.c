@@ -12,6 +12,7 @@
 #include "rt_log.h"
 #include "rt_time.h"
 #include "trainer.h"
+#include "rt_trace.h"
 
 typedef struct trainer {
     const rt_job_cfg *cfg;
@@ -25,7 +26,8 @@ typedef struct trainer {
     int64_t steps, start_epoch;
     double best_val_loss;
     int64_t best_epoch;
-    char path_last[1200], path_best[1200], path_hist[1200];
+    char path_last[1200], path_best[1200], path_hist[1200], path_trace[1200];
+    rt_trace *trace; /* [train] trace */
 } trainer;
 
 /* ---- set-up ------------------------------------------------------------------------ */
@@ -238,6 +240,15 @@ static rt_status setup(trainer *t, char *err)
         return st;
     if (env->rank == 0 && (st = rt_mkdirs(cfg->store, err)) != RT_OK)
         return st;
+    if (cfg->trace) { /* every rank writes its own timeline into the store */
+        char dir[1200];
+        snprintf(dir, sizeof dir, "%s/trace", cfg->store);
+        snprintf(t->path_trace, sizeof t->path_trace, "%s/rank-%d.json", dir, env->rank);
+        if ((st = rt_mkdirs(dir, err)) != RT_OK ||
+            (st = rt_trace_create((size_t)cfg->trace_spans, env->rank, &t->trace, err)) != RT_OK)
+            return st;
+        rt_dp_set_trace(t->dp, t->trace);
+    }
     snprintf(t->path_last, sizeof t->path_last, "%s/last.ckpt", cfg->store);
     snprintf(t->path_best, sizeof t->path_best, "%s/best.ckpt", cfg->store);
     snprintf(t->path_hist, sizeof t->path_hist, "%s/history.jsonl", cfg->store);
@@ -281,6 +292,10 @@ static rt_status setup(trainer *t, char *err)
 typedef struct epoch_stats {
     double mae, val_mae, val_rmspe, l2, seconds, samples_per_s;
     int64_t val_rows;
+    /* who held the others up: the rank that waited least for the last
+     * bucket, and the most any rank waited, per step */
+    int slowest_rank;
+    double wait_min_ms, wait_max_ms;
 } epoch_stats;
 
 static void report_step(trainer *t, int64_t epoch, int64_t step, double rate)
@@ -317,9 +332,12 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
     double t0 = rt_now_s(), last_report = t0;
     rt_status st = RT_OK;
     for (int64_t k = 0; k < t->steps && st == RT_OK; k++) {
+        const int64_t g0 = t->trace ? rt_now_ns() : 0;
         for (int64_t b = 0; b < B; b++) /* wrap around the shuffled rows */
             idx[b] = perm[(k * B + b) % n];
         rt_rows_gather(&t->train, idx, B, bcat, bcont, blabel);
+        if (t->trace)
+            rt_trace_span(t->trace, RT_SPAN_DATA, g0, rt_now_ns(), (epoch - 1) * t->steps + k, 0);
         t->hp.lr = lr_at(t, epoch, k);
         st = rt_dp_step(t->dp, bcat, bcont, blabel, B, &t->hp, err);
         double now = rt_now_s();
@@ -335,6 +353,24 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
         return st;
     es->mae = m[1] > 0 ? m[0] / m[1] : NAN;
     es->seconds = rt_now_s() - t0;
+    /* the straggler: every rank's wait for its last bucket, per step */
+    double waits[4096];
+    es->slowest_rank = -1;
+    if (t->env->size > 1 && t->env->size <= 4096) {
+        double mine = rt_dp_wait_seconds(t->dp) * 1e3 / (double)t->steps;
+        if ((st = rt_dp_allgather_f64(t->dp, mine, waits, err)) != RT_OK)
+            return st;
+        es->slowest_rank = 0;
+        es->wait_max_ms = waits[0];
+        for (int r = 1; r < t->env->size; r++) {
+            if (waits[r] < waits[es->slowest_rank])
+                es->slowest_rank = r;
+            if (waits[r] > es->wait_max_ms)
+                es->wait_max_ms = waits[r];
+        }
+        es->wait_min_ms = waits[es->slowest_rank];
+    }
+    const int64_t e0 = t->trace ? rt_now_ns() : 0;
     es->samples_per_s = (double)(t->steps * B * t->env->size) / es->seconds;
     /* epoch end: the ranks' batch-norm statistics agree, then validation */
     if ((st = rt_dp_sync_buffers(t->dp, err)) != RT_OK)
@@ -347,6 +383,11 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
     es->val_rows = (int64_t)m[1];
     es->val_mae = m[1] > 0 ? m[0] / m[1] : NAN;
     es->val_rmspe = m[3] > 0 ? sqrt(m[2] / m[3]) : NAN;
+    if (t->trace) {
+        rt_trace_span(t->trace, RT_SPAN_EVAL, e0, rt_now_ns(), epoch * t->steps, 0);
+        if ((st = rt_trace_write(t->trace, t->path_trace, err)) != RT_OK)
+            return st;
+    }
     return rt_model_l2_penalty(rt_dp_model(t->dp), &es->l2, err);
 }
 
@@ -379,6 +420,11 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
     rt_jw_knum(&w, "samples_per_s", es->samples_per_s);
     rt_jw_knum(&w, "steps_per_s", (double)t->steps / es->seconds);
     rt_jw_kint(&w, "world_size", t->env->size);
+    if (es->slowest_rank >= 0) { /* the others waited this long for it, per step */
+        rt_jw_kint(&w, "slowest_rank", es->slowest_rank);
+        rt_jw_knum(&w, "wait_ms_per_step_min", es->wait_min_ms);
+        rt_jw_knum(&w, "wait_ms_per_step_max", es->wait_max_ms);
+    }
     rt_jw_kint(&w, "attempt", t->env->attempt);
     rt_jw_kbool(&w, "best", best);
     rt_jw_obj_end(&w);
@@ -413,6 +459,11 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
                 "%.1f s)%s\n",
                 (long long)epoch, (long long)t->cfg->epochs, loss, val_loss, es->val_rmspe,
                 es->samples_per_s, es->seconds, best ? " *" : "");
+        if (es->slowest_rank >= 0 && es->wait_max_ms - es->wait_min_ms > 1.0)
+            fprintf(t->env->log,
+                    "epoch %lld: rank %d was the slowest: the others waited up to %.1f ms a step "
+                    "for it (it waited %.1f)\n",
+                    (long long)epoch, es->slowest_rank, es->wait_max_ms, es->wait_min_ms);
         fflush(t->env->log);
     }
     return st;
@@ -491,6 +542,7 @@ rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_re
     free(bcont);
     free(blabel);
     rt_dp_destroy(t.dp);
+    rt_trace_destroy(t.trace);
     rt_rows_free(&t.train);
     rt_rows_free(&t.val);
     rt_dataset_free(t.ds);

@@ -17,10 +17,12 @@
 #include <string.h>
 
 #include "rt_log.h"
+#include "rt_time.h"
 #include "rt_transport.h"
 
 typedef struct bucket {
     size_t off, len, ready;
+    int64_t start_ns, end_ns; /* its allreduce in the last round (CLOCK_MONOTONIC) */
 } bucket;
 
 struct rt_fusion {
@@ -50,12 +52,15 @@ static void *comm_thread(void *arg)
         int i = f->completed;
         rt_status prev = f->st;
         pthread_mutex_unlock(&f->mu);
+        const int64_t t0 = rt_now_ns();
         /* after a failure the rest of the round is skipped: the caller gets
          * the first error and the communicator is broken anyway */
         rt_status st = prev == RT_OK ? rt_allreduce(f->c, f->buf + f->b[i].off, f->b[i].len,
                                                     RT_C_F32, RT_SUM)
                                      : prev;
         pthread_mutex_lock(&f->mu);
+        f->b[i].start_ns = t0;
+        f->b[i].end_ns = rt_now_ns();
         if (st != RT_OK && f->st == RT_OK) {
             f->st = st;
             snprintf(f->err, sizeof f->err, "%s", rt_comm_last_error(f->c));
@@ -194,4 +199,16 @@ rt_status rt_fusion_wait(rt_fusion *f, char *err)
         rt_err(err, st, "%s", f->err);
     pthread_mutex_unlock(&f->mu);
     return st;
+}
+
+bool rt_fusion_bucket_time(rt_fusion *f, int i, int64_t *start_ns, int64_t *end_ns)
+{
+    if (!f || i < 0 || i >= f->nb)
+        return false;
+    pthread_mutex_lock(&f->mu);
+    bool done = i < f->completed;
+    *start_ns = f->b[i].start_ns;
+    *end_ns = f->b[i].end_ns;
+    pthread_mutex_unlock(&f->mu);
+    return done;
 }

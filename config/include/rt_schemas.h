@@ -88,6 +88,8 @@ typedef struct rt_job_cfg {
     uint64_t bucket_bytes;
     int checkpoint, resume;
     int64_t progress_every_us;
+    bool trace;          /* the timeline: STORE/trace/rank-R.json every epoch */
+    int64_t trace_spans; /* spans kept per rank (the newest) */
     /* [output] */
     char *store, *predictions;
     bool predict;

@@ -123,6 +123,10 @@ rt_status rt_fusion_wait(rt_fusion *f, char *err);
 /* Number of buckets, and of buckets completed in this round (tests, logs). */
 int rt_fusion_buckets(const rt_fusion *f);
 int rt_fusion_completed(rt_fusion *f);
+/* When bucket i's allreduce of the current (or last) round ran, on
+ * CLOCK_MONOTONIC (rt_now_ns); false if it has not run this round. For
+ * timelines. */
+bool rt_fusion_bucket_time(rt_fusion *f, int i, int64_t *start_ns, int64_t *end_ns);
 
 /* ---- device buffers (CUDA builds) ----------------------------------------
  * NCCL for GPU buffers when every rank has a GPU and NCCL is built in: the
