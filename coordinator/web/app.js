@@ -214,7 +214,10 @@ async function viewJob(id) {
   $('j-info').innerHTML = `<div>${esc(j.type)} job of <b>${esc(j.user)}</b>, ${j.np} ranks, attempt ${j.attempt || 0}${j.restarts ? ` (${j.restarts} restarts)` : ''}</div>
     <div class="small">submitted ${esc(fmtTime(j.created))} · started ${esc(fmtTime(j.started))} · ended ${esc(fmtTime(j.finished))} · elapsed ${dur(elapsed(j))}</div>
     <div class="reason">${esc(j.queue_pos > 0 ? `#${j.queue_pos} in the queue. ` : '')}${esc(j.reason || '')}</div>`;
-  $('j-progress').innerHTML = bar(j.progress, j.state) + `<div class="small">${esc(latestMetrics(j.progress))}</div>`;
+  const pr = j.progress || {};
+  const straggler = pr.slowest_rank != null ?
+    `<div class="small" id="straggler">slowest rank ${esc(pr.slowest_rank)}: the others waited up to ${num(pr.wait_ms_per_step_max, 1)} ms a step for it</div>` : '';
+  $('j-progress').innerHTML = bar(j.progress, j.state) + `<div class="small">${esc(latestMetrics(j.progress))}</div>` + straggler;
   $('j-att').textContent = j.attempt || 0;
   const ff = j.first_failure;
   $('j-failure').innerHTML = ff && typeof ff === 'object' ?
