@@ -190,6 +190,18 @@ static void test_determinism_and_predict(void **state)
     CHECK(cl_cli(&C, &out, 30, margs) == 0);
     CHECK(strstr(out, "emb_Store") && strstr(out, "dense"));
     free(out);
+    /* the same job again into its finished store: it says there is nothing
+     * left to train */
+    int64_t again = submit(job_file("runA", 3));
+    rt_json *jr = cl_wait_job(&C, again, NULL, 120000);
+    CHECK(jr && !strcmp(cl_job_state(jr), "succeeded"));
+    rt_json_free(jr);
+    char ids[24];
+    snprintf(ids, sizeof ids, "%lld", (long long)again);
+    const char *lg[] = {"logs", ids, "--rank", "0", NULL};
+    CHECK(cl_cli(&C, &out, 30, lg) == 0);
+    CHECK(strstr(out, "already holds all 3 epochs this job asks for") != NULL);
+    free(out);
 }
 
 /* [train] trace: each rank's timeline has every kind of span, stays within

@@ -516,7 +516,14 @@ rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_re
         st = rt_err(err, RT_ERR_NOMEM, "out of memory for the batches");
     res->first_epoch = t.start_epoch;
     double samples = 0, seconds = 0;
-    if (st == RT_OK && env->rank == 0 && env->log && t.start_epoch > 1)
+    if (st == RT_OK && env->rank == 0 && env->log && t.start_epoch > cfg->epochs)
+        fprintf(env->log,
+                "trainer: %s already holds all %lld epochs this job asks for (its last.ckpt is "
+                "after epoch %lld): nothing left to train, only the predictions are written "
+                "again; for a new training use another store, `resume = never`, or more "
+                "epochs\n",
+                cfg->store, (long long)cfg->epochs, (long long)(t.start_epoch - 1));
+    else if (st == RT_OK && env->rank == 0 && env->log && t.start_epoch > 1)
         fprintf(env->log, "trainer: resumed from %s after epoch %lld\n", t.path_last,
                 (long long)(t.start_epoch - 1));
     for (int64_t e = t.start_epoch; st == RT_OK && e <= cfg->epochs; e++) {
