@@ -67,7 +67,7 @@ static void send_hello(agentd *ag)
     rt_jw_key(&w, RT_F_RUNNING);
     proc_running_json(ag, &w);
     rt_jw_key(&w, RT_F_EXITED);
-    agent_backlog_json(ag, &w, RT_FRAME_MAX / 2); /* a hello must fit in a frame */
+    agent_backlog_json(ag, &w, RT_HELLO_MAX - (64u << 10)); /* the hello must fit the limit */
     rt_jw_obj_end(&w);
     rt_frame_push(ag->bev, &w);
 }

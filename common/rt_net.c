@@ -136,6 +136,11 @@ bool rt_token_equal(const char *a, const char *b)
 
 int rt_frame_pull(struct evbuffer *in, rt_json **out, char *err)
 {
+    return rt_frame_pull_max(in, RT_FRAME_MAX, out, err);
+}
+
+int rt_frame_pull_max(struct evbuffer *in, uint32_t max, rt_json **out, char *err)
+{
     *out = NULL;
     if (evbuffer_get_length(in) < 4)
         return 0;
@@ -143,8 +148,8 @@ int rt_frame_pull(struct evbuffer *in, rt_json **out, char *err)
     evbuffer_copyout(in, h, 4);
     uint32_t len = (uint32_t)h[0] | ((uint32_t)h[1] << 8) | ((uint32_t)h[2] << 16) |
                    ((uint32_t)h[3] << 24);
-    if (len == 0 || len > RT_FRAME_MAX) {
-        rt_err(err, RT_ERR_PROTO, "frame of %u bytes (limit %u)", len, RT_FRAME_MAX);
+    if (len == 0 || len > max) {
+        rt_err(err, RT_ERR_PROTO, "frame of %u bytes (limit %u)", len, max);
         return -1;
     }
     if (evbuffer_get_length(in) < 4 + (size_t)len)

@@ -30,6 +30,8 @@
 #include "rt_time.h"
 
 #define HELLO_TIMEOUT_S 10
+#define PREAUTH_TOTAL 256   /* connections without a hello yet, in all */
+#define PREAUTH_PER_ADDR 16 /* ... and from one address */
 #define TICK_US 200000
 
 sc_clock coord_now(void)
@@ -216,6 +218,8 @@ static bool on_hello(coord *co, conn *c, const rt_json *m)
         return false;
     }
     c->ag = a;
+    /* registered: frames of up to 1 MiB from now on */
+    bufferevent_setwatermark(c->bev, EV_READ, 0, RT_FRAME_MAX + 8);
     a->conn = c;
     c->last_seen_ns = rt_now_ns();
     RT_INFO("coord", "agent %s up (%s, %s, %d slot%s%s)", a->key, c->peer,
@@ -312,7 +316,7 @@ static void on_read(struct bufferevent *bev, void *arg)
     for (;;) {
         rt_json *m = NULL;
         char err[RT_ERR_LEN];
-        int r = rt_frame_pull(in, &m, err);
+        int r = rt_frame_pull_max(in, c->ag ? RT_FRAME_MAX : RT_HELLO_MAX, &m, err);
         if (r == 0)
             return;
         if (r < 0) {
@@ -358,6 +362,30 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         evutil_closesocket(fd);
         return;
     }
+    /* connections that have not registered yet are bounded, in all and per
+     * address: a flood of strangers cannot exhaust the coordinator, and
+     * registered agents (not counted) keep working */
+    char from[INET6_ADDRSTRLEN] = "?";
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, from, sizeof from);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, from, sizeof from);
+    int pending = 0, same = 0;
+    for (conn *o = co->conns; o; o = o->next)
+        if (!o->ag) {
+            pending++;
+            size_t fl = strlen(from);
+            same += strncmp(o->peer, from, fl) == 0 && o->peer[fl] == ':';
+        }
+    if (pending >= PREAUTH_TOTAL || same >= PREAUTH_PER_ADDR) {
+        co->rejected_connections++;
+        if (co->rejected_connections % 100 == 1) /* not a log line per connection of a flood */
+            RT_WARN("coord", "refused a connection from %s: %d connections without a hello (%d "
+                             "from there; limits %d and %d)",
+                    from, pending, same, PREAUTH_TOTAL, PREAUTH_PER_ADDR);
+        evutil_closesocket(fd);
+        return;
+    }
     conn *c = calloc(1, sizeof *c);
     SSL *ssl = SSL_new(co->ssl);
     if (!c || !ssl) {
@@ -389,8 +417,9 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     /* an absolute deadline for the hello: bytes trickling in do not extend it */
     c->hello_deadline_ns = rt_now_ns() + HELLO_TIMEOUT_S * 1000000000LL;
     bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
-    /* a frame is at most 1 MiB: stop reading until the frame is consumed */
-    bufferevent_setwatermark(c->bev, EV_READ, 0, RT_FRAME_MAX + 8);
+    /* before the hello, at most a hello's worth is read (then frames of up
+     * to 1 MiB): reading stops until the frame is consumed */
+    bufferevent_setwatermark(c->bev, EV_READ, 0, RT_HELLO_MAX + 8);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     RT_DEBUG("coord", "connection from %s", c->peer);
 }

@@ -18,6 +18,8 @@
  *     `exec` and `logs --follow` print every line exactly once and `exec`
  *     returns the job's exit code;
  *   - log_retention: a finished job's folders go, a running one's stay;
+ *   - 40 silent connections: past 16 per address closed at once, the
+ *     registered agent unaffected;
  *   - chaos: 24 exec jobs (np 1-4, 1-3 s, every fifth exiting 3,
  *     max_restarts = 2), each followed by `exec`, while the coordinator is
  *     killed -9 and restarted 5 times and agents 3 times: every job ends,
@@ -35,6 +37,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -611,6 +616,52 @@ static void test_log_retention(void **state)
     free(l);
 }
 
+/* 40 silent connections to the control port: past 16 from one address
+ * they are closed at once; the registered agent keeps running jobs; once
+ * the flood is gone a new agent registers. */
+static void test_connection_flood(void **state)
+{
+    fixture *fx = *state;
+    bool *failed = &fx->failed;
+    cluster *c = &fx->c;
+    CHECK(cl_init(c, "flood"));
+    CHECK(cl_start_coord(c, NULL, NULL));
+    CHECK(cl_start_agent(c, 0, "a1", "A", 1, NULL));
+    CHECK(cl_wait_agents_up(c, 1, 20000));
+    enum { N = 40 };
+    int fd[N];
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->cport)};
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    for (int i = 0; i < N; i++) {
+        fd[i] = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd[i] >= 0 && connect(fd[i], (struct sockaddr *)&sa, sizeof sa) != 0) {
+            close(fd[i]);
+            fd[i] = -1;
+        }
+        cl_sleep_ms(5);
+    }
+    cl_sleep_ms(500);
+    int closed = 0;
+    for (int i = 0; i < N; i++) {
+        struct pollfd p = {fd[i], POLLIN, 0};
+        char b;
+        if (fd[i] < 0 || (poll(&p, 1, 0) == 1 && recv(fd[i], &b, 1, MSG_DONTWAIT) == 0))
+            closed++;
+    }
+    fprintf(stderr, "%d of %d silent connections closed at once\n", closed, N);
+    CHECK(closed >= N - 16);
+    /* the registered agent is not held up by it */
+    char *out = NULL;
+    const char *args[] = {"exec", "--np", "1", "--", "sh", "-c", "echo still-working", NULL};
+    CHECK(cl_cli(c, &out, 60, args) == 0 && strstr(out, "[0] still-working"));
+    free(out);
+    for (int i = 0; i < N; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+    CHECK(cl_start_agent(c, 1, "a2", "A", 1, NULL));
+    CHECK(cl_wait_agents_up(c, 2, 20000));
+}
+
 enum { CHAOS_JOBS = 24 };
 
 typedef struct chaos_job {
@@ -744,6 +795,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_spawn_failure_agents_stay_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_followers_survive_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_retention, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_connection_flood, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chaos, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

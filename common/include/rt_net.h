@@ -45,6 +45,8 @@ bool rt_token_equal(const char *a, const char *b);
  * bytes are needed, -1 when the stream is bad (oversized, not JSON, not an
  * object, no string "type") with the reason in err. */
 int rt_frame_pull(struct evbuffer *in, rt_json **out, char *err);
+/* The same with a smaller limit than RT_FRAME_MAX (before authentication). */
+int rt_frame_pull_max(struct evbuffer *in, uint32_t max, rt_json **out, char *err);
 /* Queue the writer's JSON as one frame; consumes w.  RT_ERR_INVALID when
  * it is larger than RT_FRAME_MAX (nothing is queued). */
 rt_status rt_frame_push(struct bufferevent *bev, rt_jw *w);

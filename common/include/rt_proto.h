@@ -27,6 +27,10 @@ extern "C" {
 /* The largest control frame (its JSON text), either way; a frame that would
  * be larger is not sent: the job or the hello is refused with the reason. */
 #define RT_FRAME_MAX (1u << 20)
+/* Before an agent has registered, its frames (the hello) are at most this:
+ * a stranger cannot make the coordinator parse megabytes before the token
+ * is checked.  The agent fits its hello (the exits it repeats) into it. */
+#define RT_HELLO_MAX (256u << 10)
 
 typedef enum rt_msg {
     /* agent -> coordinator */
