@@ -421,7 +421,9 @@ static const cli_flag TRACE_FLAGS[] = {
     {"--rank", CLI_VALUE, "R", "only rank R", NULL},
     END};
 static const cli_flag TOKEN_FLAGS[] = {
-    {"--role", CLI_VALUE, "metrics|read|submit|admin", "create: what the token may do", NULL},
+    {"--role", CLI_VALUE, "metrics|read|submit|admin|agent",
+     "create: what the token may do (agent: one agent's own registration token, for its name)",
+     NULL},
     F_JSON, END};
 static const cli_flag STATUS_FLAGS[] = {
     {"--results", CLI_SWITCH, NULL, "only each rank's reported result (\"R: JSON\")", NULL},

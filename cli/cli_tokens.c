@@ -61,7 +61,7 @@ int cli_token(const cli_args *a)
     if (!strcmp(verb, "create")) {
         const char *role = cli_value(a, "--role");
         if (a->npos != 2 || !role) {
-            fprintf(stderr, "ringtrain token create NAME --role metrics|read|submit|admin\n");
+            fprintf(stderr, "ringtrain token create NAME --role metrics|read|submit|admin|agent\n");
             return 2;
         }
         rt_jw w;

@@ -20,6 +20,9 @@ static const rt_cfg_key coord_keys[] = {
              "private key of that certificate"),
     RT_CFG_P("coordinator", "token_file", "token", rt_coord_cfg, token_file,
              "file holding the agents' registration token (the API does not take it)"),
+    RT_CFG_B("coordinator", "require_enrollment", "false", rt_coord_cfg, require_enrollment,
+             "agents must register with their own token (ringtrain token create NAME --role "
+             "agent); the shared agents' token is refused"),
     RT_CFG_P("coordinator", "admin_token_file", "admin.token", rt_coord_cfg, admin_token_file,
              "file holding the API's admin token (init-cluster writes it; more tokens, with "
              "roles: ringtrain token create)"),

@@ -33,7 +33,14 @@ typedef struct log_stream log_stream;
 
 /* API roles (coord_auth.c): each may do what the ones before it may, but
  * metrics, which may read /metrics only. */
-typedef enum auth_role { ROLE_NONE = -1, ROLE_METRICS = 0, ROLE_READ, ROLE_SUBMIT, ROLE_ADMIN } auth_role;
+typedef enum auth_role {
+    ROLE_NONE = -1,
+    ROLE_METRICS = 0,
+    ROLE_READ,
+    ROLE_SUBMIT,
+    ROLE_ADMIN,
+    ROLE_AGENT /* not an API role: one agent's own registration token, bound to its name */
+} auth_role;
 
 /* A dashboard login: a random id in an HttpOnly cookie, standing for the
  * token it was opened with (dropped when that token is revoked). */
@@ -63,6 +70,7 @@ typedef struct conn {
     char peer[96];            /* remote address */
     int64_t hello_deadline_ns; /* absolute: the hello must be in by then */
     int64_t last_seen_ns;
+    bool revoked; /* its agent token was revoked: dropped at the next tick */
     struct conn *next;
 } conn;
 
@@ -151,6 +159,11 @@ void auth_free(coord *co);
 auth_role auth_check(coord *co, const char *bearer, const char *cookie, char *who, size_t wholen,
                      const char **why, int64_t *token_id, bool *by_cookie);
 auth_role auth_needed(bool get, const char *path);
+/* May this hello's token register an agent named `name`?  The agents'
+ * shared token, unless that name is enrolled (or enrollment is required),
+ * or the agent's own token (role agent, made for that name).  NULL, or the
+ * reason to refuse. */
+const char *auth_agent_hello(coord *co, const char *token, const char *name);
 /* A new dashboard session (its id in out, 64 hex digits), one per login. */
 rt_status auth_session_new(coord *co, auth_role role, int64_t token_id, const char *who,
                            char out[65]);

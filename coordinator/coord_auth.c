@@ -14,7 +14,11 @@
  *   metrics  GET /metrics (Prometheus)
  *   read     every GET: nodes, jobs, a job, its logs, metrics
  *   submit   + POST /v1/jobs, cancel, hold, release
- *   admin    + drain, resume, tokens */
+ *   admin    + drain, resume, tokens
+ * and `agent`: no API role, but one agent's own registration token, made
+ * for its name (`ringtrain token create NAME --role agent`).  Once a name is
+ * enrolled so, the shared agents' token no longer registers that name, and
+ * revoking the token drops the agent at once. */
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,16 +29,16 @@
 #include "rt_log.h"
 #include "rt_net.h"
 
-static const char *const ROLE_NAMES[] = {"metrics", "read", "submit", "admin"};
+static const char *const ROLE_NAMES[] = {"metrics", "read", "submit", "admin", "agent"};
 
 const char *auth_role_name(auth_role r)
 {
-    return r >= ROLE_METRICS && r <= ROLE_ADMIN ? ROLE_NAMES[r] : "none";
+    return r >= ROLE_METRICS && r <= ROLE_AGENT ? ROLE_NAMES[r] : "none";
 }
 
 auth_role auth_role_parse(const char *name)
 {
-    for (int r = ROLE_METRICS; name && r <= ROLE_ADMIN; r++)
+    for (int r = ROLE_METRICS; name && r <= ROLE_AGENT; r++)
         if (strcmp(name, ROLE_NAMES[r]) == 0)
             return (auth_role)r;
     return ROLE_NONE;
@@ -214,11 +218,47 @@ auth_role auth_check(coord *co, const char *bearer, const char *cookie, char *wh
     for (const api_token *t = co->tokens; t; t = t->next)
         if (CRYPTO_memcmp(t->hash, hash, 64) == 0) {
             snprintf(who, wholen, "token %s", t->name);
+            if (t->role == ROLE_AGENT) {
+                *why = "this is an agent's registration token, which the API does not take";
+                return ROLE_NONE;
+            }
             if (token_id)
                 *token_id = t->id;
             return t->role;
         }
     return ROLE_NONE;
+}
+
+const char *auth_agent_hello(coord *co, const char *token, const char *name)
+{
+    if (!token || !name)
+        return "a hello without a token and a name";
+    const api_token *own = NULL;
+    for (const api_token *t = co->tokens; t && !own; t = t->next)
+        if (t->role == ROLE_AGENT && strcmp(t->name, name) == 0)
+            own = t;
+    if (rt_token_equal(token, co->token)) {
+        if (own)
+            return "this agent's name is enrolled: it must present its own token (ringtrain "
+                   "token create NAME --role agent), not the agents' shared one";
+        if (co->cfg.require_enrollment)
+            return "this coordinator takes enrolled agents only (require_enrollment): make the "
+                   "agent a token with `ringtrain token create NAME --role agent`";
+        return NULL;
+    }
+    if (strlen(token) > 256)
+        return "wrong agent token";
+    char hash[65];
+    auth_hash(token, hash);
+    for (const api_token *t = co->tokens; t; t = t->next)
+        if (CRYPTO_memcmp(t->hash, hash, 64) == 0) {
+            if (t->role != ROLE_AGENT)
+                return "an API token cannot register an agent";
+            if (strcmp(t->name, name) != 0)
+                return "this agent token was made for another agent's name";
+            return NULL;
+        }
+    return "wrong cluster token";
 }
 
 /* The least role a request needs. */

@@ -194,9 +194,10 @@ static void reject(conn *c, const char *fmt, ...)
  * the scheduler decides (a known agent reconnecting, a name clash). */
 static bool on_hello(coord *co, conn *c, const rt_json *m)
 {
-    const char *token = rt_json_get_str(m, RT_F_TOKEN);
-    if (!rt_token_equal(token, co->token)) {
-        reject(c, "wrong cluster token");
+    const char *why = auth_agent_hello(co, rt_json_get_str(m, RT_F_TOKEN),
+                                       rt_json_get_str(m, RT_F_NAME));
+    if (why) {
+        reject(c, "%s", why);
         return false;
     }
     char err[RT_ERR_LEN];
@@ -446,7 +447,9 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     const int64_t now = rt_now_ns();
     for (conn *c = co->conns, *next; c; c = next) {
         next = c->next;
-        if (!c->ag && now > c->hello_deadline_ns) {
+        if (c->revoked) {
+            drop_connection(c, "its agent token was revoked");
+        } else if (!c->ag && now > c->hello_deadline_ns) {
             reject(c, "no hello within %d s", HELLO_TIMEOUT_S);
         } else if (c->ag && now - c->last_seen_ns > co->cfg.heartbeat_timeout_us * 1000) {
             char why[128];

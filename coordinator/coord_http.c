@@ -262,7 +262,7 @@ static void token_create(coord *co, struct evhttp_request *req)
         http_reply_error(req, 400, "the body must be {\"name\": NAME, \"role\": ROLE}; a name is 1-60 "
                               "letters, digits, '.', '_', '-' or '@', starting with a letter");
     } else if (auth_role_parse(role) == ROLE_NONE) {
-        http_reply_error(req, 400, "\"role\" must be metrics, read, submit or admin");
+        http_reply_error(req, 400, "\"role\" must be metrics, read, submit, admin or agent");
     } else {
         uint8_t raw[32];
         char tok[65], hash[65];
@@ -296,6 +296,12 @@ static void token_revoke(coord *co, struct evhttp_request *req, const char *whic
         http_reply_error(req, st == RT_ERR_NOTFOUND ? 404 : 503, err);
         return;
     }
+    /* an agent's token: its connection goes too */
+    for (const api_token *t = co->tokens; t; t = t->next)
+        if (t->id == id && t->role == ROLE_AGENT)
+            for (conn *c = co->conns; c; c = c->next)
+                if (c->ag && strcmp(c->ag->name, t->name) == 0)
+                    c->revoked = true;
     auth_remove(co, id);
     auth_sessions_of_token_drop(co, id);
     RT_INFO("http", "API token %lld revoked", (long long)id);

@@ -20,6 +20,7 @@
  *   - log_retention: a finished job's folders go, a running one's stay;
  *   - 40 silent connections: past 16 per address closed at once, the
  *     registered agent unaffected;
+ *   - per-agent tokens: bound to their name, no API credential, revoked at once;
  *   - chaos: 24 exec jobs (np 1-4, 1-3 s, every fifth exiting 3,
  *     max_restarts = 2), each followed by `exec`, while the coordinator is
  *     killed -9 and restarted 5 times and agents 3 times: every job ends,
@@ -662,6 +663,83 @@ static void test_connection_flood(void **state)
     CHECK(cl_wait_agents_up(c, 2, 20000));
 }
 
+/* Whether file holds text (waits up to ms for it to appear). */
+static bool log_says(const char *file, const char *text, int ms)
+{
+    for (int t = 0; t <= ms; t += 100) {
+        FILE *f = fopen(file, "r");
+        char buf[65536];
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = '\0';
+        if (strstr(buf, text))
+            return true;
+        cl_sleep_ms(100);
+    }
+    return false;
+}
+
+/* Per-agent tokens: an enrolled name needs its own token, which is bound to
+ * that name, refused by the API, and when revoked drops the agent at once. */
+static void test_agent_enrollment(void **state)
+{
+    fixture *fx = *state;
+    bool *failed = &fx->failed;
+    cluster *c = &fx->c;
+    CHECK(cl_init(c, "enroll"));
+    CHECK(cl_start_coord(c, NULL, NULL));
+    char *out = NULL;
+    const char *mk[] = {"token", "create", "a1", "--role", "agent", NULL};
+    CHECK(cl_cli(c, &out, 30, mk) == 0);
+    char *nl = out ? strchr(out, '\n') : NULL;
+    if (nl)
+        *nl = '\0';
+    char tokfile[400];
+    snprintf(tokfile, sizeof tokfile, "%s/a1.token", c->dir);
+    FILE *f = fopen(tokfile, "w");
+    fprintf(f, "%s\n", out ? out : "");
+    fclose(f);
+    chmod(tokfile, 0600);
+    char secret[80];
+    snprintf(secret, sizeof secret, "%s", out ? out : "");
+    free(out);
+    /* the shared agents' token no longer registers the name a1 */
+    CHECK(cl_start_agent(c, 0, "a1", "A", 1, NULL));
+    CHECK(log_says(c->agent[0].log, "must present its own token", 10000));
+    cl_stop(&c->agent[0], SIGTERM);
+    /* its own token does */
+    c->agent_extra = "token_file = a1.token\n";
+    CHECK(cl_start_agent(c, 0, "a1", "A", 1, NULL));
+    CHECK(cl_wait_agents_up(c, 1, 20000));
+    /* ... for the name a1 only */
+    CHECK(cl_start_agent(c, 1, "b1", "B", 1, NULL));
+    c->agent_extra = NULL;
+    CHECK(log_says(c->agent[1].log, "made for another agent's name", 10000));
+    cl_stop(&c->agent[1], SIGTERM);
+    /* it is no API credential */
+    cli_conn as_agent = c->conn;
+    snprintf(as_agent.token, sizeof as_agent.token, "%s", secret);
+    http_resp r = {0};
+    char err[RT_ERR_LEN];
+    CHECK(http_request(&as_agent, "GET", "/v1/nodes", NULL, &r, err) == RT_OK && r.status == 401);
+    free(r.body);
+    /* revoked: the agent is dropped at once and stays out */
+    const char *rv[] = {"token", "revoke", "a1", NULL};
+    CHECK(cl_cli(c, &out, 30, rv) == 0);
+    free(out);
+    bool down = false;
+    for (int i = 0; i < 50 && !down; i++) {
+        cl_sleep_ms(100);
+        rt_json *n = cl_get(c, "/v1/nodes");
+        down = !strcmp(rt_json_str(rt_json_get(rt_json_at(rt_json_get(n, "nodes"), 0), "state"), ""),
+                       "down");
+        rt_json_free(n);
+    }
+    CHECK(down);
+    CHECK(log_says(c->agent[0].log, "wrong cluster token", 10000));
+}
+
 enum { CHAOS_JOBS = 24 };
 
 typedef struct chaos_job {
@@ -796,6 +874,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_followers_survive_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_retention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_flood, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_agent_enrollment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chaos, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

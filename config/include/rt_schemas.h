@@ -14,6 +14,7 @@ typedef struct rt_coord_cfg {
     char *cert, *key;  /* the coordinator's certificate and private key */
     char *token_file;  /* the agents' registration token */
     char *admin_token_file; /* the API's bootstrap admin token */
+    bool require_enrollment; /* agents need their own token (role agent) */
     char *state_db;    /* SQLite database */
     int64_t heartbeat_interval_us, heartbeat_timeout_us;
     int64_t http_timeout_us;
