@@ -61,6 +61,9 @@ typedef struct worker {
     /* control messages (JSON lines) from the worker */
     char ctl_buf[65536];
     size_t ctl_fill;
+    double ctl_tokens;     /* progress lines it may still send now (PROGRESS_RATE/s) */
+    int64_t ctl_refill_ns; /* when the bucket was last topped up */
+    int64_t ctl_dropped;   /* progress lines dropped for the rate, bad lines */
     int64_t kill_at_ns; /* SIGKILL after SIGTERM, when nonzero */
     int64_t reaped_ns;
     char workdir[512];

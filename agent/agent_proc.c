@@ -266,6 +266,8 @@ static void on_output(evutil_socket_t fd, short what, void *arg)
     event_del(w->out_ev);
 }
 
+#define PROGRESS_RATE 10 /* step reports relayed per second per rank (bursts of twice) */
+
 /* One read of the rank's control lines, each relayed as progress; false
  * when nothing more is there now (or ever). */
 static bool control_read(worker *w)
@@ -279,11 +281,26 @@ static bool control_read(worker *w)
     }
     w->ctl_fill += (size_t)n;
     char *start = w->ctl_buf, *nl;
+    /* step reports are rate-limited (a program printing them in a tight loop
+     * must not flood the coordinator); epochs and results always go */
+    const int64_t now = rt_now_ns();
+    w->ctl_tokens += (double)(now - w->ctl_refill_ns) / 1e9 * PROGRESS_RATE;
+    if (w->ctl_refill_ns == 0 || w->ctl_tokens > 2 * PROGRESS_RATE)
+        w->ctl_tokens = 2 * PROGRESS_RATE;
+    w->ctl_refill_ns = now;
     while ((nl = memchr(start, '\n', w->ctl_fill - (size_t)(start - w->ctl_buf)))) {
         rt_json *data = NULL;
         char err[RT_ERR_LEN];
-        if (rt_json_parse(start, (size_t)(nl - start), &data, err) == RT_OK &&
-            rt_json_type_of(data) == RT_JSON_OBJECT) {
+        rt_status ps = rt_json_parse(start, (size_t)(nl - start), &data, err);
+        const char *kind = ps == RT_OK ? rt_json_get_str(data, "kind") : NULL;
+        bool always = kind && (strcmp(kind, "epoch") == 0 || strcmp(kind, "result") == 0);
+        if (ps == RT_OK && rt_json_type_of(data) == RT_JSON_OBJECT && !always && w->ctl_tokens < 1) {
+            if (w->ctl_dropped++ == 0)
+                RT_WARN("agent", "job %lld rank %d reports progress faster than %d lines a "
+                                 "second: the excess is dropped",
+                        (long long)w->job, w->rank, PROGRESS_RATE);
+        } else if (ps == RT_OK && rt_json_type_of(data) == RT_JSON_OBJECT) {
+            w->ctl_tokens -= always ? 0 : 1;
             rt_jw jw;
             rt_jw_init(&jw);
             rt_jw_obj(&jw);
@@ -295,9 +312,9 @@ static bool control_read(worker *w)
             rt_jw_value(&jw, data);
             rt_jw_obj_end(&jw);
             agent_send(w->ag, &jw);
-        } else {
+        } else if (w->ctl_dropped++ < 5) {
             RT_WARN("agent", "job %lld rank %d sent a malformed progress line: %s",
-                    (long long)w->job, w->rank, err);
+                    (long long)w->job, w->rank, ps == RT_OK ? "not a JSON object" : err);
         }
         rt_json_free(data);
         start = nl + 1;

@@ -286,6 +286,43 @@ static void test_launcher_env(void **state)
     CHECK(njobs() == before);
 }
 
+/* ---- progress floods --------------------------------------------------------------- */
+
+/* A rank printing 3000 step reports in a tight loop: its agent relays at
+ * most 10 a second (and says so), and the result it reports after them
+ * still arrives. */
+static void test_progress_flood(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    const char *args[] = {"exec", "--np", "1", "--name", "flood", "--", "sh", "-c",
+                          "i=0; while [ $i -lt 3000 ]; do echo \"{\\\"kind\\\":\\\"step\\\","
+                          "\\\"step\\\":$i}\" >&4; i=$((i+1)); done; "
+                          "echo '{\"kind\":\"result\",\"value\":\"after the flood\"}' >&4",
+                          NULL};
+    CHECK(cl_cli(&C, &out, 60, args) == 0);
+    free(out);
+    rt_json *list = cl_get(&C, "/v1/jobs?limit=1");
+    char id[32];
+    snprintf(id, sizeof id, "%lld",
+             (long long)rt_json_num(rt_json_get(rt_json_at(rt_json_get(list, "jobs"), 0), "id"), 0));
+    rt_json_free(list);
+    const char *st[] = {"status", id, "--results", NULL};
+    CHECK(cl_cli(&C, &out, 30, st) == 0);
+    CHECK(strstr(out, "0: \"after the flood\"") != NULL);
+    free(out);
+    bool said = false;
+    for (int a = 0; a < C.nagents && !said; a++) {
+        FILE *f = fopen(C.agent[a].log, "r");
+        char line[1024];
+        while (f && fgets(line, sizeof line, f) && !said)
+            said = strstr(line, "reports progress faster than 10 lines a second") != NULL;
+        if (f)
+            fclose(f);
+    }
+    CHECK(said);
+}
+
 /* ---- the output of earlier attempts ---------------------------------------------- */
 
 /* A job restarted once: `logs --attempt 1` shows the failed attempt's
@@ -1075,6 +1112,7 @@ int main(void)
         cmocka_unit_test(test_launcher_env),
         cmocka_unit_test(test_results),
         cmocka_unit_test(test_logs_of_attempts),
+        cmocka_unit_test(test_progress_flood),
         cmocka_unit_test(test_python_binding),
         cmocka_unit_test(test_rank_usage),
         cmocka_unit_test(test_tokens_and_roles),
