@@ -115,6 +115,7 @@ struct agentd {
     int64_t stop_deadline_ns;
     int64_t usage_ns;        /* when the ranks' usage was last sent */
     int64_t sweep_ns;        /* when old jobs' folders were last looked for */
+    int64_t leftovers_ns;    /* when orphans of finished ranks were last looked for */
     int64_t hello_ns;        /* when the hello went out on this connection (0: none) */
     int64_t bye_deadline_ns; /* set once "bye" is queued: exit when written */
 };
@@ -139,6 +140,10 @@ void agent_backlog_json(agentd *ag, rt_jw *w, size_t budget);
 /* agent_usage.c: "usage": [{job, attempt, rank, cpu_s, rss_bytes, procs}]
  * of every running rank's process group, from /proc */
 void usage_json(agentd *ag, rt_jw *w);
+/* Kill the agent's orphaned descendants whose rank no longer runs here (the
+ * agent is a child subreaper: a process that left its rank's group comes
+ * back to it when its parent dies). */
+void proc_kill_leftovers(agentd *ag);
 /* Send the exits recorded at or after since_ns: those that came between the
  * hello (which listed the older ones) and the welcome. */
 void agent_backlog_since(agentd *ag, int64_t since_ns);

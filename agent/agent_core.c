@@ -17,6 +17,7 @@
 #include <netdb.h>
 #include <openssl/err.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,6 +301,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     proc_tick(ag);
+    if (rt_now_ns() - ag->leftovers_ns > 1000000000LL) {
+        ag->leftovers_ns = rt_now_ns();
+        proc_kill_leftovers(ag);
+    }
     logs_sweep(ag);
     logs_pump(ag);
     /* a server that takes the TLS handshake but never answers the hello:
@@ -383,6 +388,8 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
     if (!ag)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     ag->cfg = *cfg;
+    /* orphans of the ranks come back to the agent (proc_kill_leftovers) */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     rt_status st = rt_token_load(cfg->token_file, ag->token, err);
     if (st == RT_OK)
         st = rt_addr_parse(cfg->coordinator, false, ag->coord_host, sizeof ag->coord_host,

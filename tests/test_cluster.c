@@ -286,6 +286,24 @@ static void test_launcher_env(void **state)
     CHECK(njobs() == before);
 }
 
+/* ---- what ranks leave behind ------------------------------------------------------- */
+
+/* A rank starts a process in a session of its own (out of the rank's
+ * process group, which the agent kills) and exits: the agent, its child
+ * subreaper, kills it within a few seconds. */
+static void test_escaped_process(void **state)
+{
+    (void)state;
+    char cmd[300], *out = NULL;
+    /* the rank lives a second more: the child has left its group by then */
+    snprintf(cmd, sizeof cmd, "setsid sh -c 'sleep 300' %s-escapee & sleep 1; echo left-one-behind",
+             C.marker);
+    const char *args[] = {"exec", "--np", "1", "--", "sh", "-c", cmd, NULL};
+    CHECK(cl_cli(&C, &out, 60, args) == 0 && strstr(out, "left-one-behind"));
+    free(out);
+    CHECK(cl_wait_no_marker(&C, 10000) == 0);
+}
+
 /* ---- progress floods --------------------------------------------------------------- */
 
 /* A rank printing 3000 step reports in a tight loop: its agent relays at
@@ -1113,6 +1131,7 @@ int main(void)
         cmocka_unit_test(test_results),
         cmocka_unit_test(test_logs_of_attempts),
         cmocka_unit_test(test_progress_flood),
+        cmocka_unit_test(test_escaped_process),
         cmocka_unit_test(test_python_binding),
         cmocka_unit_test(test_rank_usage),
         cmocka_unit_test(test_tokens_and_roles),
