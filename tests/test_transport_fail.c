@@ -361,6 +361,39 @@ static void test_strangers(void **state)
     rt_log_set_level(RT_LL_ERROR);
 }
 
+/* 20 connections that say nothing, waiting on rank 1's port before its real
+ * left neighbour: they do not hold it up (each would cost 5 s if strangers
+ * were served one at a time: 100 s, far past the deadline). */
+static void test_silent_strangers(void **state)
+{
+    (void)state;
+    rt_comm_opts o = base_opts();
+    o.connect_timeout_us = 20000000;
+    int fds[3], silent[20];
+    char *addrs[3];
+    rt_comm *cs[3];
+    rh_listeners(3, fds, addrs);
+    for (int k = 0; k < 20; k++) {
+        char err[RT_ERR_LEN];
+        silent[k] = -1;
+        rt_sock_connect(addrs[1], rt_deadline_in_us(2000000), &silent[k], err);
+    }
+    const int64_t t0 = rt_now_ns();
+    make_ring(3, fds, addrs, &o, cs);
+    double s = (double)(rt_now_ns() - t0) / 1e9;
+    fprintf(stderr, "ring of 3 up in %.2f s with 20 silent strangers on rank 1's port\n", s);
+    assert_true(s < 4.0);
+    run_job jobs[3];
+    pthread_t th[3];
+    stranger_arg a = {addrs, 5};
+    start_rounds(3, cs, &a, jobs, th);
+    finish_rounds(3, cs, jobs, th);
+    for (int k = 0; k < 20; k++)
+        if (silent[k] >= 0)
+            close(silent[k]);
+    rh_close_listeners(3, fds, addrs);
+}
+
 /* the honest initiator learns why it was refused, and the responder says who */
 typedef struct responder {
     int lfd;
@@ -531,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_absent_rank),
         cmocka_unit_test(test_mismatched_collectives),
         cmocka_unit_test(test_strangers),
+        cmocka_unit_test(test_silent_strangers),
         cmocka_unit_test(test_refusal_reasons),
         cmocka_unit_test(test_forged_control_records),
     };

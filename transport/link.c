@@ -12,6 +12,7 @@
 
 #include "rt_addr.h"
 #include "rt_log.h"
+#include "rt_time.h"
 
 typedef struct connector {
     rt_comm *c;
@@ -47,46 +48,94 @@ static void *connect_right(void *arg)
     return NULL;
 }
 
-/* Accept n authenticated connections from the left neighbour. */
+/* Accept n authenticated connections from the left neighbour.  Connections
+ * are accepted as they come and wait, all at once, for their first bytes:
+ * only one that has sent something is handshaken, so strangers that connect
+ * and say nothing cannot hold up the neighbour behind them (each gets 5 s,
+ * then is closed); at most PENDING_MAX wait at a time. */
+#define PENDING_MAX 64
+#define STRANGER_NS 5000000000LL
+
+static void reject_left(rt_comm *c, int fd, const char *why)
+{
+    char who[96];
+    rt_sock_peer_str(fd, who, sizeof who);
+    RT_WARN("tcp", "rank %d: rejected connection from %s: %s", c->rank, who, why);
+    close(fd);
+}
+
 static rt_status accept_left(rt_comm *c, rt_links *L, rt_deadline_t dl, char *err)
 {
-    int got = 0;
+    int got = 0, np = 0;
+    int pend[PENDING_MAX];
+    int64_t since[PENDING_MAX];
+    rt_status st = RT_OK;
     while (got < L->n) {
-        struct pollfd p = {.fd = L->listen_fd, .events = POLLIN};
+        struct pollfd p[PENDING_MAX + 1];
+        p[0] = (struct pollfd){.fd = L->listen_fd, .events = POLLIN};
+        for (int i = 0; i < np; i++)
+            p[i + 1] = (struct pollfd){.fd = pend[i], .events = POLLIN};
+        const int64_t now = rt_now_ns();
         int ms = rt_deadline_ms_left(dl);
-        int r = poll(&p, 1, ms);
-        if (r == 0 || (ms == 0 && rt_now_ns() >= dl))
-            return rt_err(err, RT_ERR_TIMEOUT,
-                          "%s did not connect before the deadline (%d of %d connections)",
-                          L->left_name, got, L->n);
-        if (r < 0) {
-            if (errno == EINTR)
+        for (int i = 0; i < np; i++) { /* wake for the oldest stranger's time too */
+            int64_t left = (since[i] + STRANGER_NS - now) / 1000000 + 1;
+            if (left < ms)
+                ms = (int)(left > 0 ? left : 0);
+        }
+        int r = poll(p, (nfds_t)np + 1, ms);
+        if (r < 0 && errno != EINTR) {
+            st = rt_err(err, RT_ERR_IO, "poll on the listening socket: %s", strerror(errno));
+            break;
+        }
+        if (rt_now_ns() >= dl) {
+            st = rt_err(err, RT_ERR_TIMEOUT,
+                        "%s did not connect before the deadline (%d of %d connections)",
+                        L->left_name, got, L->n);
+            break;
+        }
+        /* the waiting ones: handshake those that spoke, drop those silent too long */
+        for (int i = np - 1; r > 0 && i >= 0; i--) {
+            if (!p[i + 1].revents)
                 continue;
-            return rt_err(err, RT_ERR_IO, "poll on the listening socket: %s", strerror(errno));
+            int fd = pend[i];
+            pend[i] = pend[--np];
+            since[i] = since[np];
+            char why[RT_ERR_LEN];
+            rt_deadline_t hdl = rt_now_ns() + STRANGER_NS < dl ? rt_now_ns() + STRANGER_NS : dl;
+            rt_hs_result res;
+            rt_status hs = rt_handshake_respond(fd, &L->hs, c->left, false, hdl, &res, why);
+            if (hs == RT_OK && L->in[res.conn] >= 0)
+                hs = rt_err(why, RT_ERR_PROTO, "duplicate connection %u from the left neighbour",
+                            res.conn);
+            if (hs != RT_OK) {
+                reject_left(c, fd, why);
+                continue;
+            }
+            rt_sock_tune(fd, c->o.socket_buffer);
+            L->in[res.conn] = fd;
+            L->in_hs[res.conn] = res;
+            got++;
         }
-        int fd = accept4(L->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            continue;
-        char who[96], why[RT_ERR_LEN];
-        rt_sock_peer_str(fd, who, sizeof who);
-        /* a stranger gets a few seconds at most to say who it is */
-        rt_deadline_t hdl = rt_now_ns() + 5000000000LL < dl ? rt_now_ns() + 5000000000LL : dl;
-        rt_hs_result res;
-        rt_status st = rt_handshake_respond(fd, &L->hs, c->left, false, hdl, &res, why);
-        if (st == RT_OK && L->in[res.conn] >= 0)
-            st = rt_err(why, RT_ERR_PROTO, "duplicate connection %u from the left neighbour",
-                        res.conn);
-        if (st != RT_OK) {
-            RT_WARN("tcp", "rank %d: rejected connection from %s: %s", c->rank, who, why);
-            close(fd);
-            continue;
+        for (int i = np - 1; i >= 0; i--)
+            if (rt_now_ns() - since[i] >= STRANGER_NS) {
+                int fd = pend[i];
+                pend[i] = pend[--np];
+                since[i] = since[np];
+                reject_left(c, fd, "said nothing within 5 s");
+            }
+        if (r > 0 && (p[0].revents & POLLIN)) {
+            int fd = accept4(L->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd >= 0 && np == PENDING_MAX)
+                reject_left(c, fd, "too many connections waiting for their hello");
+            else if (fd >= 0) {
+                pend[np] = fd;
+                since[np++] = rt_now_ns();
+            }
         }
-        rt_sock_tune(fd, c->o.socket_buffer);
-        L->in[res.conn] = fd;
-        L->in_hs[res.conn] = res;
-        got++;
     }
-    return RT_OK;
+    for (int i = 0; i < np; i++) /* the ring is up (or failed): the rest are strangers */
+        reject_left(c, pend[i], st == RT_OK ? "the ring is already connected" : "giving up");
+    return st;
 }
 
 typedef struct acceptor_arg {
