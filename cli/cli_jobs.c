@@ -572,7 +572,22 @@ int cli_job_body_from_file(const cli_args *a, char **body)
             continue;
         }
         snprintf(key, sizeof key, "%.*s", (int)(eq - sets[i]), sets[i]);
-        if (rt_cfg_set(&rt_job_schema, &j, key, eq + 1, &e) != RT_OK)
+        /* a relative path on the command line is the caller's, not the job
+         * file's (nor the temporary folder's of `ringtrain run`) */
+        char sec[128], val[4096 + 1024];
+        const char *dot = strchr(key, '.');
+        const rt_cfg_key *k = NULL;
+        if (dot && (size_t)(dot - key) < sizeof sec) {
+            snprintf(sec, sizeof sec, "%.*s", (int)(dot - key), key);
+            k = rt_cfg_find(&rt_job_schema, sec, dot + 1);
+        }
+        const char *value = eq + 1;
+        char cwd[4096];
+        if (k && k->type == RT_CFG_PATH && value[0] && value[0] != '/' && getcwd(cwd, sizeof cwd)) {
+            snprintf(val, sizeof val, "%s/%s", cwd, value);
+            value = val;
+        }
+        if (rt_cfg_set(&rt_job_schema, &j, key, value, &e) != RT_OK)
             st = RT_ERR_INVALID;
     }
     if (np && rt_cfg_set(&rt_job_schema, &j, "job.np", np, &e) != RT_OK)

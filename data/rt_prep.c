@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "prep_internal.h"
+#include "rt_config.h"
 #include "rt_csv.h"
 #include "rt_file.h"
 #include "rt_time.h"
@@ -407,6 +408,64 @@ static rt_status read_meta(prep *p, prep_meta *m, char *err)
     return RT_OK;
 }
 
+/* Every column meta names must be a column of its table: SQLite reads a
+ * double-quoted unknown name as a string constant, so a typo would make a
+ * feature one value (or the label 0) without a word. */
+static rt_status check_columns(prep *p, const prep_meta *m, const char *table, bool test,
+                               char *err)
+{
+    char q[300], sql[400];
+    snprintf(sql, sizeof sql, "PRAGMA table_info(%s)", prep_ident(table, q, sizeof q));
+    sqlite3_stmt *st = NULL;
+    char (*have)[64] = calloc(PREP_MAX_COLS * 4, 64);
+    int n = 0;
+    if (!have)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    if (sqlite3_prepare_v2(p->db, sql, -1, &st, NULL) == SQLITE_OK)
+        while (sqlite3_step(st) == SQLITE_ROW && n < PREP_MAX_COLS * 4)
+            snprintf(have[n++], 64, "%s", (const char *)sqlite3_column_text(st, 1));
+    sqlite3_finalize(st);
+    rt_status s = RT_OK;
+    if (n == 0)
+        s = rt_err(err, RT_ERR_INVALID, "%s: meta names table '%s', which the script did not "
+                                        "make", p->o->sql_path, table);
+    typedef struct {
+        const char *col, *role;
+    } want_col;
+    want_col want[2 * PREP_MAX_COLS + 4];
+    int nw = 0;
+    for (int i = 0; i < m->ncat; i++)
+        want[nw++] = (want_col){m->cat[i], "categorical"};
+    for (int i = 0; i < m->ncont; i++)
+        want[nw++] = (want_col){m->cont[i], "continuous"};
+    if (!test)
+        want[nw++] = (want_col){m->label, "label"};
+    if (!test && m->validation[0])
+        want[nw++] = (want_col){m->validation, "validation"};
+    if (test && m->id[0])
+        want[nw++] = (want_col){m->id, "id"};
+    for (int k = 0; s == RT_OK && k < nw; k++) {
+        bool found = false;
+        const char *best = NULL;
+        size_t bestd = 3; /* suggest within two edits */
+        for (int i = 0; i < n && !found; i++) {
+            found = strcmp(have[i], want[k].col) == 0;
+            size_t d = rt_edit_distance(have[i], want[k].col);
+            if (d < bestd) {
+                bestd = d;
+                best = have[i];
+            }
+        }
+        if (!found)
+            s = rt_err(err, RT_ERR_INVALID,
+                       "%s: meta names column '%s' (%s), but table %s has no such column%s%s%s",
+                       p->o->sql_path, want[k].col, want[k].role, table,
+                       best ? "; did you mean '" : "", best ? best : "", best ? "'?" : "");
+    }
+    free(have);
+    return s;
+}
+
 rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
 {
     memset(rep, 0, sizeof *rep);
@@ -456,6 +515,10 @@ rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
     prep_meta m;
     if (st == RT_OK)
         st = read_meta(&p, &m, err);
+    if (st == RT_OK)
+        st = check_columns(&p, &m, m.train_table, false, err);
+    if (st == RT_OK && m.test_table[0])
+        st = check_columns(&p, &m, m.test_table, true, err);
     if (st == RT_OK)
         st = prep_write_dataset(p.db, &m, o, rep, err);
     sqlite3_close(p.db);

@@ -362,6 +362,43 @@ static void test_lost_rows(void **state)
     assert_non_null(strstr(err, "weather.csv"));
 }
 
+/* A column the script's meta names but its table lacks is refused with a
+ * suggestion (SQLite would read the unknown "name" as a constant string). */
+static void test_misspelled_column(void **state)
+{
+    (void)state;
+    char in2[160], sql[160], out2[160], path[200];
+    snprintf(in2, sizeof in2, "%s/in2", dir);
+    snprintf(out2, sizeof out2, "%s/out2", dir);
+    snprintf(sql, sizeof sql, "%s/typo.sql", dir);
+    mkdir(in2, 0755);
+    snprintf(path, sizeof path, "%s/t.csv", in2);
+    FILE *f = fopen(path, "w");
+    fputs("a,b,label,valid\n1,0.5,2.0,0\n2,1.5,3.0,1\n", f);
+    fclose(f);
+#define SCRIPT_FMT                                                                                 \
+    "CREATE TABLE feat AS SELECT CAST(a AS INTEGER) AS a, CAST(b AS REAL) AS b,"                   \
+    " CAST(label AS REAL) AS label, CAST(valid AS INTEGER) AS valid FROM t;\n"                     \
+    "CREATE TABLE meta(key, value);\n"                                                             \
+    "INSERT INTO meta VALUES ('train_table', 'feat'), ('label', 'label'), ('max_label', 10),"      \
+    " ('categorical', '%s'), ('continuous', 'b'), ('validation', 'valid');\n"
+    rt_prep_report rep;
+    char err[RT_ERR_LEN];
+    rt_prep_opts o = {.input_dir = in2, .sql_path = sql, .out_dir = out2, .partitions = 1,
+                      .quiet = true};
+    f = fopen(sql, "w");
+    fprintf(f, SCRIPT_FMT, "aa");
+    fclose(f);
+    assert_int_equal(rt_prep_run(&o, &rep, err), RT_ERR_INVALID);
+    fprintf(stderr, "misspelled: %s\n", err);
+    assert_non_null(strstr(err, "meta names column 'aa' (categorical), but table feat has no such "
+                                "column; did you mean 'a'?"));
+    f = fopen(sql, "w");
+    fprintf(f, SCRIPT_FMT, "a");
+    fclose(f);
+    assert_int_equal(rt_prep_run(&o, &rep, err), RT_OK);
+}
+
 static void test_partitions(void **state)
 {
     (void)state;
@@ -393,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_bad_rows),
         cmocka_unit_test(test_lost_rows),
         cmocka_unit_test(test_partitions),
+        cmocka_unit_test(test_misspelled_column),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

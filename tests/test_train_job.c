@@ -273,6 +273,24 @@ static void test_trace(void **state)
     free(h);
 }
 
+/* --set output.store=RELATIVE is relative to where the command runs, not to
+ * the job file (nor to `ringtrain run`'s temporary folder). */
+static void test_relative_set(void **state)
+{
+    (void)state;
+    char cwd[1024], rel[64], want[1200];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    snprintf(rel, sizeof rel, "relset-%d", (int)getpid());
+    char *out = NULL, set[128];
+    snprintf(set, sizeof set, "output.store=%s", rel);
+    const char *args[] = {"submit", job_file("relset", 1), "--set", set, "--follow", NULL};
+    CHECK(cl_cli(&C, &out, 120, args) == 0);
+    free(out);
+    snprintf(want, sizeof want, "%s/%s/history.jsonl", cwd, rel);
+    CHECK(access(want, F_OK) == 0);
+    run_cmd("rm -rf %s/%s", cwd, rel);
+}
+
 static void test_kill_and_resume(void **state)
 {
     (void)state;
@@ -373,6 +391,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_determinism_and_predict),
         cmocka_unit_test(test_trace),
+        cmocka_unit_test(test_relative_set),
         cmocka_unit_test(test_kill_and_resume),
         cmocka_unit_test(test_damage),
     };
