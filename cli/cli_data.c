@@ -51,7 +51,18 @@ int cli_prep(const cli_args *a)
            (long long)rep.test_rows, o.partitions, o.partitions == 1 ? "" : "s", rep.seconds);
     if (skipped)
         printf("; %lld malformed or bad rows skipped", (long long)skipped);
+    if (rep.cont_defaulted)
+        printf("; %lld continuous values were NULL or not numbers and became 0",
+               (long long)rep.cont_defaulted);
     printf("\n");
+    if (!rep.has_validation)
+        fprintf(stderr, "ringtrain prep: warning: the script names no validation column: "
+                        "training will have no validation loss and keep the best epoch by its "
+                        "training loss\n");
+    else if (rep.validation_rows == 0)
+        fprintf(stderr, "ringtrain prep: warning: the validation column marks no row: training "
+                        "will have no validation loss (its values must be 1/0, true/false or "
+                        "yes/no)\n");
     return 0;
 }
 

@@ -149,9 +149,52 @@ static int64_t count_rows(sqlite3 *db, const char *table)
 }
 
 /* Read `table` (in row order) into nparts shards, row i into part i % nparts. */
+/* A validation flag: 0/1 (any number), or true/false, yes/no, t/f, y/n. */
+static bool flag_value(sqlite3_stmt *st, int c, uint8_t *out)
+{
+    int t = sqlite3_column_type(st, c);
+    if (t == SQLITE_INTEGER || t == SQLITE_FLOAT) {
+        *out = sqlite3_column_double(st, c) != 0;
+        return true;
+    }
+    const char *s = t == SQLITE_TEXT ? (const char *)sqlite3_column_text(st, c) : NULL;
+    static const char *const yes[] = {"1", "true", "t", "yes", "y"}, *const no[] = {"0", "false", "f", "no", "n"};
+    for (size_t i = 0; s && i < 5; i++) {
+        if (strcasecmp(s, yes[i]) == 0)
+            return (*out = 1), true;
+        if (strcasecmp(s, no[i]) == 0)
+            return (*out = 0), true;
+    }
+    return false;
+}
+
+/* A continuous value as a float; false (and 0) for NULL, text that is not a
+ * number, or a non-finite number. */
+static bool number_value(sqlite3_stmt *st, int c, float *out)
+{
+    *out = 0;
+    int t = sqlite3_column_type(st, c);
+    if (t == SQLITE_NULL || t == SQLITE_BLOB)
+        return false;
+    if (t == SQLITE_TEXT) {
+        const char *s = (const char *)sqlite3_column_text(st, c);
+        char *end = NULL;
+        double x = s ? strtod(s, &end) : 0;
+        if (!s || end == s || *end || !isfinite(x))
+            return false;
+        *out = (float)x;
+        return true;
+    }
+    double x = sqlite3_column_double(st, c);
+    if (!isfinite(x))
+        return false;
+    *out = (float)x;
+    return true;
+}
+
 static rt_status write_table(sqlite3 *db, const char *table, outcol *cols, int ncols, int nparts,
                              const rt_prep_opts *o, const char *prefix, rt_ds_part *parts,
-                             int vcol, char *err)
+                             int vcol, double max_log_label, int64_t *defaulted, char *err)
 {
     int64_t n = count_rows(db, table);
     if (n < 0)
@@ -201,21 +244,31 @@ static rt_status write_table(sqlite3 *db, const char *table, outcol *cols, int n
                 ((int32_t *)d)[r] = k;
                 break;
             }
-            case RT_ROLE_CONTINUOUS: { /* cast to float, NULL (and non-numbers) as 0 */
-                double x = t == SQLITE_NULL ? 0.0 : sqlite3_column_double(st, c);
-                ((float *)d)[r] = isfinite(x) ? (float)x : 0.0f;
+            case RT_ROLE_CONTINUOUS: /* NULL and non-numbers become 0, counted */
+                if (!number_value(st, c, &((float *)d)[r]))
+                    (*defaulted)++;
                 break;
-            }
             case RT_ROLE_LABEL: {
                 double x = sqlite3_column_double(st, c);
                 if (t == SQLITE_NULL || !isfinite(x))
                     s = rt_err(err, RT_ERR_INVALID, "%s row %lld: the label %s is %s", table,
                                (long long)i + 1, oc->c.name, t == SQLITE_NULL ? "NULL" : "not finite");
+                else if (max_log_label > 0 && x > max_log_label * 1.01 + 1e-6)
+                    s = rt_err(err, RT_ERR_INVALID,
+                               "%s row %lld: the label %s is %g, above ln(max_label) = %g: with "
+                               "label_transform = log the script must write the log of the target "
+                               "(and max_label the largest raw target)",
+                               table, (long long)i + 1, oc->c.name, x, max_log_label);
                 ((float *)d)[r] = (float)x;
                 break;
             }
             case RT_ROLE_VALIDATION:
-                ((uint8_t *)d)[r] = sqlite3_column_int(st, c) != 0;
+                if (!flag_value(st, c, &((uint8_t *)d)[r]))
+                    s = rt_err(err, RT_ERR_INVALID,
+                               "%s row %lld: the validation flag %s is '%s' (0 or 1, true or "
+                               "false, yes or no)",
+                               table, (long long)i + 1, oc->c.name,
+                               t == SQLITE_NULL ? "NULL" : (const char *)sqlite3_column_text(st, c));
                 break;
             case RT_ROLE_ID:
                 if (t != SQLITE_INTEGER && !(t == SQLITE_TEXT && sqlite3_column_int64(st, c) != 0))
@@ -277,6 +330,10 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
     outcol *tr = calloc((size_t)nc + 4, sizeof *tr), *te = calloc((size_t)nc + 4, sizeof *te);
     rt_dataset ds = {0};
     rt_status s = vocabs && tr && te ? RT_OK : rt_err(err, RT_ERR_NOMEM, "out of memory");
+    /* with a log label, no training label may be above ln(max_label) */
+    const double max_log = strcmp(m->label_transform, "log") == 0 ? log(m->max_label) : 0;
+    rep->cont_defaulted = 0;
+    rep->has_validation = m->validation[0] != 0;
     for (int c = 0; c < m->ncat && s == RT_OK; c++)
         s = build_vocab(db, m, m->cat[c], &vocabs[c], err);
     int ntr = 0, nte = 0, vcol = -1;
@@ -306,9 +363,11 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
     if (s == RT_OK && (!ds.parts || !ds.test))
         s = rt_err(err, RT_ERR_NOMEM, "out of memory");
     if (s == RT_OK)
-        s = write_table(db, m->train_table, tr, ntr, ds.nparts, o, "train", ds.parts, vcol, err);
+        s = write_table(db, m->train_table, tr, ntr, ds.nparts, o, "train", ds.parts, vcol,
+                        max_log, &rep->cont_defaulted, err);
     if (s == RT_OK && ds.ntest)
-        s = write_table(db, m->test_table, te, nte, 1, o, "test", ds.test, -1, err);
+        s = write_table(db, m->test_table, te, nte, 1, o, "test", ds.test, -1, 0,
+                        &rep->cont_defaulted, err);
     if (s == RT_OK) {
         snprintf(ds.dir, sizeof ds.dir, "%s", o->out_dir);
         snprintf(ds.label, sizeof ds.label, "%s", m->label);

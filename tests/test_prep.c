@@ -374,29 +374,40 @@ static void test_misspelled_column(void **state)
     mkdir(in2, 0755);
     snprintf(path, sizeof path, "%s/t.csv", in2);
     FILE *f = fopen(path, "w");
-    fputs("a,b,label,valid\n1,0.5,2.0,0\n2,1.5,3.0,1\n", f);
+    fputs("a,b,label,valid\n1,,2.0,false\n2,1.5,3.0,TRUE\n", f);
     fclose(f);
 #define SCRIPT_FMT                                                                                 \
-    "CREATE TABLE feat AS SELECT CAST(a AS INTEGER) AS a, CAST(b AS REAL) AS b,"                   \
-    " CAST(label AS REAL) AS label, CAST(valid AS INTEGER) AS valid FROM t;\n"                     \
+    "CREATE TABLE feat AS SELECT CAST(a AS INTEGER) AS a, CASE WHEN b = '' THEN NULL ELSE"         \
+    " CAST(b AS REAL) END AS b, CAST(label AS REAL) AS label, valid FROM t;\n"                      \
     "CREATE TABLE meta(key, value);\n"                                                             \
     "INSERT INTO meta VALUES ('train_table', 'feat'), ('label', 'label'), ('max_label', 10),"      \
-    " ('categorical', '%s'), ('continuous', 'b'), ('validation', 'valid');\n"
+    " ('categorical', '%s'), ('continuous', 'b'), ('validation', 'valid'),"                        \
+    " ('label_transform', '%s');\n"
     rt_prep_report rep;
     char err[RT_ERR_LEN];
     rt_prep_opts o = {.input_dir = in2, .sql_path = sql, .out_dir = out2, .partitions = 1,
                       .quiet = true};
     f = fopen(sql, "w");
-    fprintf(f, SCRIPT_FMT, "aa");
+    fprintf(f, SCRIPT_FMT, "aa", "none");
     fclose(f);
     assert_int_equal(rt_prep_run(&o, &rep, err), RT_ERR_INVALID);
     fprintf(stderr, "misspelled: %s\n", err);
     assert_non_null(strstr(err, "meta names column 'aa' (categorical), but table feat has no such "
                                 "column; did you mean 'a'?"));
     f = fopen(sql, "w");
-    fprintf(f, SCRIPT_FMT, "a");
+    fprintf(f, SCRIPT_FMT, "a", "none");
     fclose(f);
     assert_int_equal(rt_prep_run(&o, &rep, err), RT_OK);
+    /* "TRUE"/"false" are flags; a NULL continuous value is counted, not hidden */
+    assert_int_equal(rep.validation_rows, 1);
+    assert_int_equal(rep.cont_defaulted, 1);
+    /* a raw label where the log is expected: named, with its row */
+    f = fopen(sql, "w");
+    fprintf(f, SCRIPT_FMT, "a", "log");
+    fclose(f);
+    assert_int_equal(rt_prep_run(&o, &rep, err), RT_ERR_INVALID);
+    fprintf(stderr, "raw label: %s\n", err);
+    assert_non_null(strstr(err, "feat row 2: the label label is 3, above ln(max_label) = 2.30259"));
 }
 
 static void test_partitions(void **state)

@@ -58,6 +58,8 @@ typedef struct rt_prep_report {
     int64_t skipped[RT_PREP_MAX_TABLES];   /* malformed records skipped */
     int64_t bad_rows_skipped;              /* rows the script dropped via rt_bad_rows() */
     int64_t train_rows, validation_rows, test_rows;
+    int64_t cont_defaulted;  /* continuous values that were NULL or not numbers: 0 in the shards */
+    bool has_validation;     /* meta names a validation column */
     double seconds;
 } rt_prep_report;
 
