@@ -221,6 +221,11 @@ static const rt_cfg_key job_keys[] = {
              "gradient allreduce bucket (fusion) size"),
     RT_CFG_I("train", "eval_batch_size", "4096", 1, 1 << 22, rt_job_cfg, eval_batch_size,
              "rows per forward pass in validation and prediction"),
+    RT_CFG_E("train", "monitor", "val_loss", "val_loss|val_exp_rmspe|val_mae|loss", rt_job_cfg,
+             monitor,
+             "the metric that picks the best epoch (best.ckpt, the predictions), like Keras' "
+             "ModelCheckpoint; every one is better lower; without validation rows the training "
+             "loss"),
     RT_CFG_E("train", "checkpoint", "best", "best|last|none", rt_job_cfg, checkpoint,
              "best: best.ckpt by validation loss and last.ckpt each epoch; last: only "
              "last.ckpt; none: neither (no resume)"),

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,7 +218,8 @@ static void test_trace(void **state)
             "[job]\nname = traced\ntype = train\nnp = 2\n[data]\ndataset = %s\n"
             "[model]\nhidden = 32, 16\nembedding_dim = 4\nthreads = 1\n"
             "[train]\nbatch_size = 64\nepochs = 2\nsteps_per_epoch = 40\nbucket_size = 8K\n"
-            "trace = true\ntrace_spans = 400\n[output]\nstore = %s/traced\n",
+            "trace = true\ntrace_spans = 400\nmonitor = val_exp_rmspe\n"
+            "[output]\nstore = %s/traced\n",
             ds_dir, C.dir);
     fclose(f);
     int64_t id = submit(path);
@@ -270,6 +272,20 @@ static void test_trace(void **state)
     snprintf(path, sizeof path, "%s/traced/history.jsonl", C.dir);
     char *h = slurp(path);
     CHECK(h && strstr(h, "\"slowest_rank\":"));
+    /* monitor = val_exp_rmspe: an epoch is "best" when it lowers that */
+    double lowest = INFINITY;
+    for (char *line = h; line && *line;) {
+        char *nl = strchr(line, '\n');
+        rt_json *e = NULL;
+        char err[RT_ERR_LEN];
+        CHECK(rt_json_parse(line, nl ? (size_t)(nl - line) : strlen(line), &e, err) == RT_OK);
+        double v = rt_json_num(rt_json_get(e, "val_exp_rmspe"), NAN);
+        CHECK(rt_json_bool(rt_json_get(e, "best"), false) == (v < lowest));
+        if (v < lowest)
+            lowest = v;
+        rt_json_free(e);
+        line = nl ? nl + 1 : NULL;
+    }
     free(h);
 }
 

@@ -397,9 +397,17 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
     double loss = es->mae + es->l2;
     /* no validation rows: the training loss picks the best model */
     double val_loss = es->val_rows > 0 ? es->val_mae + es->l2 : loss;
-    bool best = val_loss < t->best_val_loss;
+    /* [train] monitor: what "best" means (the checkpoint keeps its best value) */
+    double mon = val_loss;
+    if (t->cfg->monitor == RT_MON_LOSS || es->val_rows == 0)
+        mon = loss;
+    else if (t->cfg->monitor == RT_MON_VAL_EXP_RMSPE)
+        mon = es->val_rmspe;
+    else if (t->cfg->monitor == RT_MON_VAL_MAE)
+        mon = es->val_mae;
+    bool best = mon < t->best_val_loss;
     if (best) {
-        t->best_val_loss = val_loss;
+        t->best_val_loss = mon;
         t->best_epoch = epoch;
     }
     rt_jw w; /* non-finite numbers (no validation rows) are written as null */

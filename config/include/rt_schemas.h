@@ -55,6 +55,7 @@ enum { RT_JOB_TRAIN = 0, RT_JOB_EXEC = 1 };
 enum { RT_TP_TCP = 0, RT_TP_RDMA = 1, RT_TP_NCCL = 2, RT_TP_AUTO = 3 };
 enum { RT_DEV_AUTO = 0, RT_DEV_CPU = 1, RT_DEV_CUDA = 2 };
 enum { RT_CKPT_BEST = 0, RT_CKPT_LAST = 1, RT_CKPT_NONE = 2 };
+enum { RT_MON_VAL_LOSS = 0, RT_MON_VAL_EXP_RMSPE = 1, RT_MON_VAL_MAE = 2, RT_MON_LOSS = 3 };
 enum { RT_RESUME_AUTO = 0, RT_RESUME_NEVER = 1 };
 enum { RT_LR_CONSTANT = 0, RT_LR_COSINE = 1 };
 
@@ -88,6 +89,7 @@ typedef struct rt_job_cfg {
     bool scale_lr;
     uint64_t bucket_bytes;
     int checkpoint, resume;
+    int monitor; /* RT_MON_*: what picks best.ckpt (lower is better) */
     int64_t progress_every_us;
     bool trace;          /* the timeline: STORE/trace/rank-R.json every epoch */
     int64_t trace_spans; /* spans kept per rank (the newest) */

@@ -26,7 +26,8 @@ typedef struct rt_ckpt {
     int64_t epoch;        /* epochs completed */
     int64_t step;         /* Adam's step (the model's step counter) */
     int64_t world_size;   /* ranks that trained it (informative) */
-    double best_val_loss; /* of the best epoch so far (INFINITY when none) */
+    double best_val_loss; /* the monitored value ([train] monitor, val_loss by default) of
+                             the best epoch so far (INFINITY when none) */
     int64_t best_epoch;
     double max_label;
     char label_transform[16];
