@@ -359,6 +359,31 @@ static void progress_line(const rt_json *p, bool tty, char *last, size_t lastlen
     snprintf(last, lastlen, "%s", line);
 }
 
+/* A finished training job's best epoch, from its metrics (the history). */
+static void training_summary(const rt_json *d)
+{
+    const rt_json *ms = rt_json_get(d, "metrics");
+    const rt_json *best = NULL;
+    int64_t epochs = 0;
+    for (size_t i = 0; i < rt_json_len(ms); i++) {
+        const rt_json *e = rt_json_get(rt_json_at(ms, i), "data");
+        rt_json_get_int(e, "epochs", &epochs);
+        if (rt_json_bool(rt_json_get(e, "best"), false))
+            best = e;
+    }
+    if (!best)
+        return;
+    int64_t be = 0;
+    rt_json_get_int(best, "epoch", &be);
+    printf("best epoch %lld of %lld:", (long long)be, (long long)epochs);
+    const char *keys[] = {"loss", "val_loss", "val_exp_rmspe"};
+    for (size_t k = 0; k < RT_ARRAY_LEN(keys); k++)
+        if (rt_json_type_of(rt_json_get(best, keys[k])) == RT_JSON_NUMBER)
+            printf(" %s %.4f", keys[k], rt_json_num(rt_json_get(best, keys[k]), 0));
+    printf("\n");
+    fflush(stdout);
+}
+
 /* Exit status for the outcome: 0, or the first failing rank's code. */
 static int outcome(const rt_json *job, int64_t id, bool show_tail)
 {
@@ -471,8 +496,12 @@ static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_
             job = rt_json_get(d, "job");
         }
         if (ended) {
-            if (tty && !exec_output && last[0])
-                printf("\n");
+            if (!exec_output) { /* the last epoch's line, then what came out of it */
+                progress_line(rt_json_get(job, "progress"), tty, last, sizeof last);
+                if (tty && last[0])
+                    printf("\n");
+                training_summary(d);
+            }
             rc = outcome(job, id, !exec_output);
             rt_json_free(d);
             if (cancelled)

@@ -479,6 +479,9 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
 
 static rt_status predict_end(trainer *t, rt_train_result *res, char *err)
 {
+    if (t->cfg->predict && t->ds->ntest == 0 && t->env->log)
+        fprintf(t->env->log, "predictions: none: %s has no test rows (its script names no "
+                             "test_table)\n", t->cfg->dataset);
     if (!t->cfg->predict || t->ds->ntest == 0)
         return RT_OK;
     char path[1200];
