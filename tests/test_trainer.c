@@ -21,6 +21,7 @@
 
 #include "rank_harness.h"
 #include "rt_ckpt.h"
+#include "rt_dataset.h"
 #include "rt_dp.h"
 #include "rt_file.h"
 #include "test_util.h"
@@ -215,6 +216,15 @@ static void test_checkpoint(void **state)
     rt_model *m = NULL;
     rt_kctx *ctx = NULL;
     fill_ckpt(&c, &m, &ctx);
+    /* the values of categorical column 0 (lent, as the trainer does); the
+     * first is SQL NULL */
+    char *vals[64] = {NULL}, buf[64][8];
+    for (int k = 1; k < c.spec.vocab[0] && k < 64; k++) {
+        snprintf(buf[k], sizeof buf[k], "v%d", k);
+        vals[k] = buf[k];
+    }
+    assert_true(c.spec.vocab[0] <= 64);
+    c.values[0] = vals;
     char path[] = "/tmp/rt_ckpt_XXXXXX";
     int fd = mkstemp(path);
     close(fd);
@@ -223,6 +233,22 @@ static void test_checkpoint(void **state)
     assert_int_equal(rt_ckpt_read(path, &back, err), RT_OK);
     assert_int_equal(back.epoch, 4);
     assert_int_equal(back.step, 3);
+    /* the values come back; a dataset with the same values fits, one whose
+     * categories are the same number but others does not */
+    assert_null(back.values[0][0]);
+    assert_string_equal(back.values[0][1], "v1");
+    assert_null(back.values[1]);
+    rt_ds_column col = {.role = RT_ROLE_CATEGORICAL, .vocab_size = c.spec.vocab[0], .vocab = vals};
+    snprintf(col.name, sizeof col.name, "%s", c.spec.cat_names[0]);
+    rt_dataset ds = {.ncols = 1, .cols = &col};
+    assert_int_equal(rt_ckpt_check_values(&back, &ds, err), RT_OK);
+    char w7[8] = "w7";
+    char *was = vals[7];
+    vals[7] = w7;
+    assert_int_equal(rt_ckpt_check_values(&back, &ds, err), RT_ERR_INVALID);
+    fprintf(stderr, "other values: %s\n", err);
+    assert_non_null(strstr(err, "the dataset's value #7 is 'w7', the model's 'v7'"));
+    vals[7] = was;
     assert_int_equal(back.best_epoch, 3);
     assert_true(back.best_val_loss == 0.125 && back.max_label == 41551);
     assert_string_equal(back.cont_names[1], "trend");

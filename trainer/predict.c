@@ -70,6 +70,8 @@ rt_status rt_predict_checkpoint(const char *ckpt_path, const char *dataset_dir, 
         return st;
     rt_dataset *ds = NULL;
     st = rt_dataset_open(dataset_dir, &ds, err);
+    if (st == RT_OK && (st = rt_ckpt_check_values(&ck, ds, err)) != RT_OK)
+        rt_err_prefix(err, "%s does not fit the model of %s", dataset_dir, ckpt_path);
     /* the model's columns, which must mean the same in this dataset */
     rt_columns cols = {0};
     for (int i = 0; st == RT_OK && i < ck.spec.n_cat; i++) {

@@ -1,5 +1,6 @@
 /* rt_ckpt.c — see rt_ckpt.h. */
 #include "rt_ckpt.h"
+#include "rt_dataset.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +17,12 @@ static const char END[8] = {'R', 'T', 'C', 'K', 'E', 'N', 'D', 0};
 
 void rt_ckpt_free(rt_ckpt *c)
 {
+    for (int i = 0; c->values_owned && i < RT_MODEL_MAX_CAT; i++) {
+        for (int k = 0; c->values[i] && k < c->spec.vocab[i]; k++)
+            free(c->values[i][k]);
+        free(c->values[i]);
+    }
+    memset(c->values, 0, sizeof c->values);
     free(c->params);
     free(c->adam_m);
     free(c->adam_v);
@@ -90,6 +97,16 @@ static char *header_json(const rt_ckpt *c)
         rt_jw_obj(&w);
         rt_jw_kstr(&w, "name", s->cat_names[i]);
         rt_jw_kint(&w, "vocab", s->vocab[i]);
+        if (c->values[i]) {
+            rt_jw_key(&w, "values");
+            rt_jw_arr(&w);
+            for (int k = 0; k < s->vocab[i]; k++)
+                if (c->values[i][k])
+                    rt_jw_str(&w, c->values[i][k]);
+                else
+                    rt_jw_null(&w);
+            rt_jw_arr_end(&w);
+        }
         rt_jw_obj_end(&w);
     }
     rt_jw_arr_end(&w);
@@ -203,6 +220,19 @@ static rt_status parse_header(const rt_json *h, rt_ckpt *c, const char *name, ch
         if (!rt_json_get_int(e, "vocab", &v) || v < 1 || v > INT32_MAX)
             return damaged(err, name, "a categorical column without a vocabulary size");
         s->vocab[i] = (int32_t)v;
+        const rt_json *vals = rt_json_get(e, "values");
+        if (vals && (int64_t)rt_json_len(vals) != v)
+            return damaged(err, name, "a categorical column whose values are not its vocabulary");
+        if (vals) {
+            c->values_owned = true;
+            if (!(c->values[i] = calloc((size_t)v, sizeof *c->values[i])))
+                return rt_err(err, RT_ERR_NOMEM, "out of memory reading %s", name);
+            for (int64_t k = 0; k < v; k++) {
+                const char *x = rt_json_str(rt_json_at(vals, (size_t)k), NULL); /* null: NULL */
+                if (x && !(c->values[i][k] = strdup(x)))
+                    return rt_err(err, RT_ERR_NOMEM, "out of memory reading %s", name);
+            }
+        }
     }
     c->n_cont = s->n_cont = (int)rt_json_len(conts);
     for (int i = 0; i < c->n_cont; i++)
@@ -258,14 +288,19 @@ rt_status rt_ckpt_parse(const void *data, size_t len, const char *name, rt_ckpt 
         return damaged(err, name, jerr);
     rt_status st = parse_header(h, c, name, err);
     rt_json_free(h);
-    if (st != RT_OK)
+    if (st != RT_OK) {
+        rt_ckpt_free(c); /* the values read so far */
         return st;
-    if (raw_len != (uint64_t)(3 * c->nparams + c->nbuffers) * 4)
+    }
+    if (raw_len != (uint64_t)(3 * c->nparams + c->nbuffers) * 4) {
+        rt_ckpt_free(c);
         return damaged(err, name, "its tensors do not have the sizes its header gives");
+    }
     unsigned char *raw = malloc(raw_len);
     uLongf got = (uLongf)raw_len;
     if (!raw || uncompress(raw, &got, lens + 16, (uLong)clen) != Z_OK || got != raw_len) {
         free(raw);
+        rt_ckpt_free(c);
         return damaged(err, name, "its tensors do not decompress");
     }
     size_t np = (size_t)c->nparams * 4, nb = (size_t)c->nbuffers * 4;
@@ -319,5 +354,30 @@ rt_status rt_ckpt_compatible(const rt_ckpt *c, const rt_model_spec *s, char *err
                      k->hidden[i], s->hidden[i]);
     if (what[0])
         return rt_err(err, RT_ERR_INVALID, "the checkpoint is of another model: %s", what);
+    return RT_OK;
+}
+
+rt_status rt_ckpt_check_values(const rt_ckpt *c, const rt_dataset *ds, char *err)
+{
+    for (int i = 0; i < c->spec.n_cat; i++) {
+        const rt_ds_column *col = rt_dataset_column(ds, c->spec.cat_names[i]);
+        if (!c->values[i] || !col || !col->vocab)
+            continue; /* an older checkpoint; a missing column is named elsewhere */
+        if (col->vocab_size != c->spec.vocab[i])
+            return rt_err(err, RT_ERR_INVALID,
+                          "column %s: the dataset has %d values, the model %d: prepared from other "
+                          "data", c->spec.cat_names[i], col->vocab_size, c->spec.vocab[i]);
+        for (int k = 0; k < col->vocab_size; k++) {
+            const char *a = c->values[i][k], *b = col->vocab[k];
+            if ((a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0))
+                return rt_err(err, RT_ERR_INVALID,
+                              "column %s: the dataset's value #%d is %s%s%s, the model's %s%s%s: "
+                              "the dataset was prepared from other data and its categories "
+                              "would index other embedding rows; prepare the new rows together "
+                              "with the training data, or train again",
+                              c->spec.cat_names[i], k, b ? "'" : "", b ? b : "NULL", b ? "'" : "",
+                              a ? "'" : "", a ? a : "NULL", a ? "'" : "");
+        }
+    }
     return RT_OK;
 }

@@ -177,7 +177,8 @@ static rt_status resume_or_start(trainer *t, char *err)
         rt_ckpt ck = {0};
         bool want = t->cfg->resume == RT_RESUME_AUTO && t->cfg->checkpoint != RT_CKPT_NONE;
         rt_status r = want ? rt_ckpt_read(t->path_last, &ck, why) : RT_ERR_NOTFOUND;
-        if (r == RT_OK && (r = rt_ckpt_compatible(&ck, &t->spec, why)) != RT_OK) {
+        if (r == RT_OK && ((r = rt_ckpt_compatible(&ck, &t->spec, why)) != RT_OK ||
+                           (r = rt_ckpt_check_values(&ck, t->ds, why)) != RT_OK)) {
             char more[RT_ERR_LEN];
             snprintf(more, sizeof more, "%s: %s (use another store, or resume = never)",
                      t->path_last, why);
@@ -451,6 +452,10 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
         snprintf(ck.label_transform, sizeof ck.label_transform, "%s", t->ds->label_transform);
         snprintf(ck.label, sizeof ck.label, "%s", t->cols.label);
         ck.n_cont = t->cols.ncont;
+        for (int i = 0; i < t->cols.ncat; i++) { /* lent: the values of the categories */
+            const rt_ds_column *dc = rt_dataset_column(t->ds, t->cols.cat[i]);
+            ck.values[i] = dc ? dc->vocab : NULL;
+        }
         for (int i = 0; i < ck.n_cont; i++)
             snprintf(ck.cont_names[i], sizeof ck.cont_names[i], "%s", t->cols.cont[i]);
         if (st == RT_OK && best && t->cfg->checkpoint == RT_CKPT_BEST)

@@ -36,6 +36,12 @@ typedef struct rt_ckpt {
     char cont_names[RT_CKPT_MAX_COLS][64]; /* categorical names are in spec.cat_names */
     int64_t nparams, nbuffers;
     float *params, *adam_m, *adam_v, *buffers; /* owned */
+    /* each categorical column's values in index order (NULL entries: SQL
+     * NULL), so that data prepared again is scored with the categories the
+     * model learnt; NULL for a checkpoint written without them.  Owned
+     * (strdup'ed) when read; the trainer lends its dataset's when writing. */
+    char **values[RT_MODEL_MAX_CAT];
+    bool values_owned;
 } rt_ckpt;
 
 /* Fill c from a model (state copied to host) and the given bookkeeping. */
@@ -48,6 +54,13 @@ rt_status rt_ckpt_parse(const void *data, size_t len, const char *name, rt_ckpt 
 void rt_ckpt_free(rt_ckpt *c);
 /* Whether a model built from `spec` can take c's state; else a sentence. */
 rt_status rt_ckpt_compatible(const rt_ckpt *c, const rt_model_spec *spec, char *err);
+/* Whether a dataset's categorical values are the model's, index by index:
+ * a dataset prepared again from other data can have vocabularies of the
+ * same sizes that mean other things.  RT_ERR_INVALID naming the column and
+ * the first value that differs; RT_OK also for a checkpoint without values
+ * (older ones). */
+typedef struct rt_dataset rt_dataset;
+rt_status rt_ckpt_check_values(const rt_ckpt *c, const rt_dataset *ds, char *err);
 /* Load c's state into m (params, moments, step, buffers). */
 rt_status rt_ckpt_to_model(const rt_ckpt *c, rt_model *m, char *err);
 
