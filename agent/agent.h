@@ -116,6 +116,7 @@ struct agentd {
     int64_t usage_ns;        /* when the ranks' usage was last sent */
     int64_t sweep_ns;        /* when old jobs' folders were last looked for */
     int64_t leftovers_ns;    /* when orphans of finished ranks were last looked for */
+    bool token_hidden;       /* ranks start with token_file hidden (hide_token works here) */
     int64_t hello_ns;        /* when the hello went out on this connection (0: none) */
     int64_t bye_deadline_ns; /* set once "bye" is queued: exit when written */
 };
@@ -144,6 +145,8 @@ void usage_json(agentd *ag, rt_jw *w);
  * agent is a child subreaper: a process that left its rank's group comes
  * back to it when its parent dies). */
 void proc_kill_leftovers(agentd *ag);
+/* agent_proc.c: hide token_path from a child about to exec (0, or -1) */
+int hide_token(const char *token_path, const char *uidmap, const char *gidmap);
 /* Send the exits recorded at or after since_ns: those that came between the
  * hello (which listed the older ones) and the welcome. */
 void agent_backlog_since(agentd *ag, int64_t since_ns);

@@ -18,6 +18,7 @@
 #include <openssl/err.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,6 +382,35 @@ static rt_status check_writable(const char *key, const char *dir, char *err)
     return RT_OK;
 }
 
+/* Whether the token can be hidden from the ranks here: a child tries it. */
+static void probe_hiding(agentd *ag)
+{
+    ag->token_hidden = false;
+    if (!ag->cfg.hide_token)
+        return;
+    if (geteuid() == 0) {
+        RT_WARN("agent", "running as root: ranks can read %s (run the agent as its service "
+                         "user, as the unit does)", ag->cfg.token_file);
+        return;
+    }
+    char uidmap[48], gidmap[48];
+    snprintf(uidmap, sizeof uidmap, "%u %u 1\n", (unsigned)getuid(), (unsigned)getuid());
+    snprintf(gidmap, sizeof gidmap, "%u %u 1\n", (unsigned)getgid(), (unsigned)getgid());
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(hide_token(ag->cfg.token_file, uidmap, gidmap) == 0 ? 0 : 1);
+    int status = 0;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    ag->token_hidden = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (ag->token_hidden)
+        RT_INFO("agent", "ranks see an empty %s (a user and mount namespace each)",
+                ag->cfg.token_file);
+    else
+        RT_WARN("agent", "cannot hide %s from the ranks (user namespaces unavailable?): they "
+                         "can read it", ag->cfg.token_file);
+}
+
 rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
 {
     *out = NULL;
@@ -390,6 +420,8 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
     ag->cfg = *cfg;
     /* orphans of the ranks come back to the agent (proc_kill_leftovers) */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
+    /* a rank may not read this process's memory or environment */
+    prctl(PR_SET_DUMPABLE, 0);
     rt_status st = rt_token_load(cfg->token_file, ag->token, err);
     if (st == RT_OK)
         st = rt_addr_parse(cfg->coordinator, false, ag->coord_host, sizeof ag->coord_host,
@@ -402,6 +434,8 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
         st = check_writable("work_dir", cfg->work_dir, err);
     if (st == RT_OK)
         st = check_writable("log_dir", cfg->log_dir, err);
+    if (st == RT_OK)
+        probe_hiding(ag);
     if (st != RT_OK) {
         agent_destroy(ag);
         return st;

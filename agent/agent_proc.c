@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -497,6 +499,33 @@ static void launcher_env(const agentd *ag, const worker *w, const rt_json *m, st
     }
 }
 
+/* In a child before exec (async-signal-safe calls only): a user and a mount
+ * namespace of its own, where token_path shows /dev/null.  Nothing the rank
+ * does can undo it from inside (its namespace's mounts are its own, and the
+ * agent is not dumpable: no ptrace, no /proc/AGENT/mem).  0, or -1. */
+int hide_token(const char *token_path, const char *uidmap, const char *gidmap)
+{
+    /* the agent is not dumpable, and a non-dumpable process cannot write its
+     * own /proc/self/uid_map: the child about to become the rank may be */
+    prctl(PR_SET_DUMPABLE, 1);
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
+        return -1;
+    const char *files[3] = {"/proc/self/setgroups", "/proc/self/uid_map", "/proc/self/gid_map"};
+    const char *texts[3] = {"deny", uidmap, gidmap};
+    for (int i = 0; i < 3; i++) {
+        int fd = open(files[i], O_WRONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? write(fd, texts[i], strlen(texts[i])) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n < 0)
+            return -1;
+    }
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mount("/dev/null", token_path, NULL, MS_BIND, NULL) != 0)
+        return -1;
+    return 0;
+}
+
 static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
 {
     const char *type = rt_json_str(rt_json_get(m, RT_F_JOB_TYPE), "exec");
@@ -586,6 +615,12 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
     }
     const pid_t parent = getpid();
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    /* the token file is hidden from the rank (see hide_token below); what
+     * the child writes is prepared here: it may not allocate */
+    const bool hide = ag->token_hidden;
+    char uidmap[48], gidmap[48];
+    snprintf(uidmap, sizeof uidmap, "%u %u 1\n", (unsigned)getuid(), (unsigned)getuid());
+    snprintf(gidmap, sizeof gidmap, "%u %u 1\n", (unsigned)getgid(), (unsigned)getgid());
     /* No signal may reach the child with the agent's handlers installed:
      * libevent's handler would write into the socketpair the child shares
      * with the agent, and the agent would act on a signal meant for a rank
@@ -615,6 +650,14 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
         dup2(o, 2);
         dup2(l, RT_LISTEN_FD_NUM);
         dup2(c, RT_CONTROL_FD_NUM);
+        if (hide && hide_token(ag->cfg.token_file, uidmap, gidmap) != 0) {
+            /* it worked when the agent tried: do not run with the token visible */
+            const char *msg = "[agent] cannot hide the agent's token from this rank "
+                              "(hide_token): not starting it\n";
+            ssize_t r = write(2, msg, strlen(msg));
+            (void)r;
+            _exit(126);
+        }
         close_range(RT_CONTROL_FD_NUM + 1, ~0U, 0);
         if ((!cwd[0] || chdir(cwd) != 0) && chdir(w->workdir) != 0)
             _exit(126);

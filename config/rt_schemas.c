@@ -69,6 +69,9 @@ static const rt_cfg_key agent_keys[] = {
              "IP address ranks listen on (default: this end of the control connection)"),
     RT_CFG_I("agent", "slots", "0", 0, 4096, rt_agent_cfg, slots,
              "ranks this node runs at once (0: one per GPU, or 1 without GPUs)"),
+    RT_CFG_B("agent", "hide_token", "true", rt_agent_cfg, hide_token,
+             "ranks see an empty file where token_file is (a user and mount namespace per rank; "
+             "not for an agent running as root, whose ranks could undo it)"),
     RT_CFG_I("agent", "gpus", "-1", -1, 1024, rt_agent_cfg, gpus,
              "GPUs this node hands out, one per slot as CUDA_VISIBLE_DEVICES for exec jobs "
              "(-1: as many as the worker's probe finds; 0: none)"),

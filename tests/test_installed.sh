@@ -186,6 +186,11 @@ out=$(cd / && cli exec --np 2 -- /bin/sh -c 'echo "rank $RT_RANK of $RT_SIZE as 
 echo "$out"
 grep -q "\[0\] rank 0 of 2 as ringtrain" <<< "$out" && grep -q "\[1\] rank 1 of 2 as ringtrain" <<< "$out" ||
   fail "the exec job's output is not what it printed"
+# a rank runs as the agent's user, yet cannot read the agent's token
+out=$(cd / && cli exec --np 2 -- /bin/sh -c 'echo "token bytes: $(wc -c < /etc/ringtrain/token)"') ||
+  { echo "$out"; fail "the exec job reading the token file failed"; }
+[ "$(grep -c 'token bytes: 0' <<< "$out")" -eq 2 ] || { echo "$out"; fail "a rank could read the agent's token"; }
+grep -q "ranks see an empty /etc/ringtrain/token" "$work/agent-a1.log" || fail "the agent did not say it hides the token"
 
 # ---- a torchrun program, unchanged ---------------------------------------------------
 py=/usr/bin/python3

@@ -37,6 +37,7 @@ typedef struct rt_agent_cfg {
     char *data_address; /* address ranks listen on (default: this end of the control connection) */
     int64_t slots;     /* 0: one per GPU, or one if there is none */
     int64_t gpus;      /* -1: as the worker's probe finds them */
+    bool hide_token;   /* ranks see /dev/null where the token file is */
     char *work_dir, *log_dir;
     char *worker;      /* the training worker program (default: beside the agent) */
     uint64_t log_max_bytes;
