@@ -145,7 +145,17 @@ void usage_json(agentd *ag, rt_jw *w);
  * agent is a child subreaper: a process that left its rank's group comes
  * back to it when its parent dies). */
 void proc_kill_leftovers(agentd *ag);
-/* agent_proc.c: hide token_path from a child about to exec (0, or -1) */
+/* agent_env.c: a NULL-terminated list of strings (argv, the environment) */
+typedef struct strv {
+    char **v;
+    int n, cap;
+} strv;
+void strv_add(strv *s, char *item); /* takes item (NULL: nothing) */
+void strv_free(strv *s);
+/* A rank's environment (see agent_env.c) into *env; w->gpu set. */
+void rank_env(agentd *ag, worker *w, const rt_json *m, const char *type, const char *rdv,
+              strv *env);
+/* Hide token_path from a child about to exec (0, or -1); async-signal-safe. */
 int hide_token(const char *token_path, const char *uidmap, const char *gidmap);
 /* Send the exits recorded at or after since_ns: those that came between the
  * hello (which listed the older ones) and the welcome. */

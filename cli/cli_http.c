@@ -122,9 +122,19 @@ static rt_status conn_open_once(conn *k, const cli_conn *c, int rcv_timeout_ms, 
     }
     k->ssl = rt_tls_client_ssl(k->ctx, c->server_name);
     SSL_set_fd(k->ssl, k->fd);
-    if (SSL_connect(k->ssl) != 1) {
+    int rc = SSL_connect(k->ssl);
+    if (rc != 1) {
         char why[256];
         long v = SSL_get_verify_result(k->ssl);
+        /* the connection closed during the handshake, with no certificate
+         * problem: a coordinator going down (or just restarted); nothing was
+         * sent, so trying again is safe */
+        int se = SSL_get_error(k->ssl, rc);
+        unsigned long top = ERR_peek_error();
+        if (v == X509_V_OK &&
+            (se == SSL_ERROR_SYSCALL || se == SSL_ERROR_ZERO_RETURN ||
+             (top && ERR_GET_REASON(top) == SSL_R_UNEXPECTED_EOF_WHILE_READING)))
+            *sys_err = ECONNRESET;
         if (v != X509_V_OK)
             snprintf(why, sizeof why, "certificate check failed: %s (is --ca the cluster CA, "
                      "and does the coordinator's certificate name %s?)",
