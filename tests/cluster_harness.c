@@ -251,16 +251,18 @@ bool cl_wait_agents_up(cluster *c, int n, int timeout_ms)
         http_resp r = {0};
         char err[RT_ERR_LEN];
         rt_json *j = NULL;
+        bool answered = false;
         up = 0;
         if (http_request(&c->conn, "GET", "/v1/nodes", NULL, &r, err) == RT_OK &&
             r.status == 200 && rt_json_parse(r.body, r.len, &j, err) == RT_OK) {
+            answered = true;
             const rt_json *nodes = rt_json_get(j, "nodes");
             for (size_t i = 0; i < rt_json_len(nodes); i++)
                 up += !strcmp(rt_json_str(rt_json_get(rt_json_at(nodes, i), "state"), ""), "up");
         }
         rt_json_free(j);
         free(r.body);
-        if (up >= n)
+        if (answered && up >= n)
             return true;
         cl_sleep_ms(100);
     }

@@ -45,7 +45,8 @@ bool cl_start_agent(cluster *c, int i, const char *name, const char *host_id, in
 /* Signal a daemon and wait for it (SIGKILL after 10 s); its wait status,
  * or -1 when it had to be killed. */
 int cl_stop(cl_daemon *d, int sig);
-/* Until n agents are up (per /v1/nodes), at most timeout_ms. */
+/* Until the coordinator answers and n agents are up (per /v1/nodes), at
+ * most timeout_ms. */
 bool cl_wait_agents_up(cluster *c, int n, int timeout_ms);
 
 /* The ringtrain-agent program of this build. */

@@ -689,6 +689,7 @@ static void test_agent_enrollment(void **state)
     cluster *c = &fx->c;
     CHECK(cl_init(c, "enroll"));
     CHECK(cl_start_coord(c, NULL, NULL));
+    CHECK(cl_wait_agents_up(c, 0, 20000)); /* the coordinator answers */
     char *out = NULL;
     const char *mk[] = {"token", "create", "a1", "--role", "agent", NULL};
     CHECK(cl_cli(c, &out, 30, mk) == 0);

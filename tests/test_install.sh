@@ -63,13 +63,14 @@ if ! "$py" -m pip --version > /dev/null 2>&1; then
 fi
 "$py" -m pip install --quiet --no-index --target "$tmp/pylib" "$src/python" 2>&1 | grep -v "Running pip as the 'root'" || true
 [ -f "$tmp/pylib/ringtrain/__init__.py" ] || { echo "FAIL: pip install ./python installed nothing"; exit 1; }
-# a sanitizer build's library needs the ASan runtime loaded first into python
-preload=""
-if ldd "$libdir/libringtrain.so.0" | grep -q libasan; then
-  preload=$(ldd "$libdir/libringtrain.so.0" | awk '/libasan/ {print $3}')
+# a sanitizer build's library needs the ASan runtime loaded first into python,
+# given to the ranks explicitly
+preload=()
+if nm -D "$libdir/libringtrain.so.0" | grep " U __asan_init" > /dev/null; then  # (no -q: pipefail)
+  preload=(--env "LD_PRELOAD=$(cc -print-file-name=libasan.so)" --env ASAN_OPTIONS=detect_leaks=0)
 fi
 out=$(cd "$tmp/user" && RINGTRAIN_LIBRARY="$libdir/libringtrain.so.0" PYTHONPATH="$tmp/pylib" \
-  env ${preload:+LD_PRELOAD=$preload ASAN_OPTIONS=detect_leaks=0} timeout 120 "$tmp/prefix/bin/ringtrain" exec --local --np 2 -- "$py" -c '
+  timeout 120 "$tmp/prefix/bin/ringtrain" exec --local --np 2 "${preload[@]}" -- "$py" -c '
 import ringtrain as rt
 rt.init()
 rt.barrier()
