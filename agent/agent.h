@@ -102,6 +102,7 @@ struct agentd {
     int slots, gpus;
     bool cuda, nccl, rdma;
     char *caps;  /* the node's capabilities (the worker's probe), a JSON object */
+    char blas_set[32]; /* OPENBLAS_CORETYPE for ranks ("": OpenBLAS's own pick) */
     char worker_exe[1024];
     worker *workers;
     log_req *logs;

@@ -183,6 +183,8 @@ void rank_env(agentd *ag, worker *w, const rt_json *m, const char *type, const c
     for (char **e = environ; *e; e++)
         if (inherit(*e))
             strv_add(env, strdup(*e));
+    if (ag->blas_set[0]) /* OpenBLAS's pick was worse than the CPU (the job's wins) */
+        strv_set(env, fmt("OPENBLAS_CORETYPE=%s", ag->blas_set));
     const rt_json *jenv = rt_json_get(m, RT_F_ENV);
     if (strcmp(type, "train") != 0 && ag->gpus > 0 && !rt_json_get(jenv, "CUDA_VISIBLE_DEVICES"))
         strv_set(env, gpu_for_slot(w->local_rank, ag->gpus));

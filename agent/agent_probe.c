@@ -107,6 +107,12 @@ void agent_probe(agentd *ag)
     if (ag->cfg.gpus >= 0) /* [agent] gpus: the operator's count wins */
         ag->gpus = (int)ag->cfg.gpus;
     ag->rdma = rt_rdma_available();
+    snprintf(ag->blas_set, sizeof ag->blas_set, "%s", rt_json_str(rt_json_get(p, "blas_set"), ""));
+    if (ag->blas_set[0])
+        RT_INFO("agent", "OpenBLAS picks its %s kernels on this CPU (%s); ranks get "
+                         "OPENBLAS_CORETYPE=%s unless their job sets it",
+                rt_json_str(rt_json_get(p, "blas_own"), "?"),
+                rt_json_str(rt_json_get(p, "isa"), "?"), ag->blas_set);
     /* the probe's object, with what the agent knows itself */
     rt_jw w;
     rt_jw_init(&w);

@@ -502,6 +502,12 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
     w->listen_fd = -1;
     w->pid = pid;
     w->started = true;
+    if (ag->blas_set[0] && !rt_json_get(rt_json_get(m, RT_F_ENV), "OPENBLAS_CORETYPE")) {
+        char line[200]; /* the rank's log says what rank_env chose for it */
+        snprintf(line, sizeof line, "[agent] OPENBLAS_CORETYPE=%s (OpenBLAS alone picks worse "
+                 "kernels on this CPU; set it in the job to choose)\n", ag->blas_set);
+        log_write(w, line, strlen(line));
+    }
     w->out_fd = out[0];
     w->ctl_fd = ctl[0];
     fcntl(w->out_fd, F_SETFL, O_NONBLOCK);

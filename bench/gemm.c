@@ -11,7 +11,8 @@
  * kernel this CPU has gives the same bits as plain fmaf chains.
  *
  *   bench/gemm [--threads N] [--rounds R] [--json]
- * OPENBLAS_CORETYPE is left as the caller set it; say so when reporting.
+ * OPENBLAS_CORETYPE: as the caller set it, else the best core type for this
+ * CPU (rt_blas_reexec); the output names the kernels that ran.
  * With one thread the time measured is the process's CPU time, which a
  * virtual machine's stolen time does not inflate; with more, wall time. */
 #include <cblas.h>
@@ -23,6 +24,7 @@
 #include <time.h>
 
 #include "cpu_gemm.h"
+#include "rt_kernels.h"
 #include "rt_time.h"
 
 static int threads = 1;
@@ -52,6 +54,7 @@ static void fill(float *p, int64_t n, unsigned seed)
 
 int main(int argc, char **argv)
 {
+    rt_blas_reexec(argv); /* OpenBLAS on the best kernels it has for this CPU */
     int rounds = 7;
     bool json = false;
     for (int i = 1; i < argc; i++) {

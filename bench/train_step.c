@@ -11,7 +11,9 @@
  * Rossmann model.  gemm_peak_gflops is sgemm (cuBLAS on CUDA) on the model's
  * dominant shape B x 1000 x 1000, same threads, measured right before.
  * --tf32 runs the CUDA GEMMs (model and reference alike) on TF32 tensor
- * cores; the default is exact fp32 on both sides. */
+ * cores; the default is exact fp32 on both sides.  OpenBLAS runs the best
+ * kernels it has for this CPU (rt_blas_reexec) unless OPENBLAS_CORETYPE is
+ * set; the output names them (blas_core). */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -149,6 +151,7 @@ static int run_one(rt_device dev, int threads, long batch, double seconds, bool 
 
 int main(int argc, char **argv)
 {
+    rt_blas_reexec(argv); /* the sgemm baseline on the best OpenBLAS kernels */
     const char *device = NULL;
     int threads = 0, json = 0;
     bool tf32 = false;
@@ -209,6 +212,9 @@ int main(int argc, char **argv)
     }
     char name[128];
     if (!json)
+        printf("ringtrain GEMM kernel %s; gemm_peak: OpenBLAS sgemm on its %s kernels\n",
+               rt_cpu_gemm_kernel(), rt_cpu_blas_core());
+    if (!json)
         printf("%-6s %7s %6s %12s %10s %9s %10s %6s\n", "device", "threads", "batch", "samples/s",
                "step_us", "GFLOP/s", "gemm_peak", "ratio");
     for (int c = 0; c < nc; c++)
@@ -219,9 +225,10 @@ int main(int argc, char **argv)
             if (json)
                 printf("{\"device\":\"%s\",\"threads\":%d,\"batch\":%ld,\"samples_per_s\":%.1f,"
                        "\"gflops\":%.2f,\"gemm_peak_gflops\":%.2f,\"step_us\":%.1f,"
-                       "\"tf32\":%s}\n",
+                       "\"tf32\":%s,\"blas_core\":\"%s\",\"gemm_kernel\":\"%s\"}\n",
                        r.device, r.threads, r.batch, r.samples_per_s, r.gflops, r.gemm_peak,
-                       r.step_us, strcmp(r.device, "cuda") == 0 && tf32 ? "true" : "false");
+                       r.step_us, strcmp(r.device, "cuda") == 0 && tf32 ? "true" : "false",
+                       rt_cpu_blas_core(), rt_cpu_gemm_kernel());
             else
                 printf("%-6s %7d %6ld %12.0f %10.1f %9.1f %10.1f %5.0f%%\n", r.device, r.threads,
                        r.batch, r.samples_per_s, r.step_us, r.gflops, r.gemm_peak,

@@ -89,9 +89,15 @@ int cli_show_nodes(const rt_json *d)
         for (size_t k = 0; k < 2 && gl < sizeof gpus; k++)
             if (rt_json_bool(rt_json_get(caps, capn[k]), false))
                 gl += (size_t)snprintf(gpus + gl, sizeof gpus - gl, "%s ", capn[k]);
-        const char *blas = str(caps, "blas_core");
+        /* ringtrain's GEMM kernel; OpenBLAS's, for exec jobs ("own->set" when
+         * the agent gives ranks a better core than OpenBLAS picked) */
+        const char *gemm = str(caps, "gemm_kernel"), *blas = str(caps, "blas_core"),
+                   *own = str(caps, "blas_own"), *set = str(caps, "blas_set");
+        if (*gemm && gl < sizeof gpus)
+            gl += (size_t)snprintf(gpus + gl, sizeof gpus - gl, "gemm:%s ", gemm);
         if (*blas && gl < sizeof gpus)
-            snprintf(gpus + gl, sizeof gpus - gl, "blas:%s", blas);
+            snprintf(gpus + gl, sizeof gpus - gl, "blas:%s%s%s", *set ? own : "", *set ? "->" : "",
+                     blas);
         bool drain = rt_json_bool(rt_json_get(a, "draining"), false);
         char state[16];
         snprintf(state, sizeof state, "%s%s", str(a, "state"), drain ? ",drain" : "");

@@ -23,7 +23,7 @@
 
 void rt_cpu_set_threads(int threads) { openblas_set_num_threads(threads); }
 
-const char *rt_cpu_blas_core(void) { return openblas_get_corename(); }
+const char *rt_cpu_gemm_kernel(void) { return rt_gemm_kernel_name(); }
 
 void rt_cpu_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act, rt_view y)
 {

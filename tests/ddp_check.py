@@ -8,7 +8,6 @@ parameters, which must be equal on every rank and under both launchers.
 """
 import argparse
 import os
-import sys
 
 import torch
 import torch.distributed as dist
@@ -27,7 +26,11 @@ print("rank %d of %d, local rank %s, restart count %d" %
       (rank, size, os.environ.get("LOCAL_RANK"), restarts), flush=True)
 if rank == args.fail_rank and restarts == 0:
     print("rank %d failing on purpose with code %d" % (rank, args.code), flush=True)
-    sys.exit(args.code)
+    # at once, as a crash does: after sys.exit the interpreter's teardown closes
+    # gloo's sockets first, and the peer failing on them may exit before this
+    # process does -- the job then names the peer (the first failure is the
+    # first exit to reach the coordinator; torchrun's has the same race)
+    os._exit(args.code)
 
 torch.manual_seed(0)  # the same initial model on every rank
 model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))

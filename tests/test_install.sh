@@ -3,7 +3,9 @@
 # `cmake --install` into a temporary prefix, tests/rt_probe.c built outside
 # the tree with `pkg-config --cflags --libs ringtrain` only, the library
 # checked to export exactly the symbols of transport/ringtrain.map, and the
-# probe run on three ranks by the *installed* `ringtrain exec --local`.
+# probe run on three ranks by the *installed* `ringtrain exec --local`; then
+# the Python binding installed with pip, on two ranks; then the OpenBLAS core
+# a rank runs, read back from the rank.
 # CFLAGS: extra flags for the probe (the sanitizer build's, which an
 # instrumented library needs in the program too).
 set -euo pipefail
@@ -79,4 +81,24 @@ print("python rank %d of %d, library %s" % (rt.rank(), rt.size(), rt.version()))
 rt.shutdown()' 2>&1) || { echo "FAIL: a Python rank under exec --local failed:"; echo "$out"; exit 1; }
 [ "$(echo "$out" | grep -c "python rank . of 2, library")" = 2 ] ||
   { echo "FAIL: expected two Python ranks:"; echo "$out"; exit 1; }
+# OpenBLAS's kernels in a rank: the core the node reports (OpenBLAS's own
+# pick, or the one the agent sets where that pick is worse than the CPU) is
+# the one the rank's OpenBLAS runs; a core the job sets wins.  The rank runs
+# the installed worker's --probe, which reads it back from its OpenBLAS.
+worker="$tmp/prefix/bin/ringtrain-worker"
+field() { grep -o "\"$1\":\"[^\"]*\"" | head -1 | cut -d'"' -f4; }
+node=$("$worker" --probe | field blas_core)
+ranks=$(cd "$tmp/user" && timeout 120 "$tmp/prefix/bin/ringtrain" exec --local --np 1 "${preload[@]}" \
+  -- "$worker" --probe 2>&1) || { echo "FAIL: exec of ringtrain-worker --probe failed:"; echo "$ranks"; exit 1; }
+ran=$(field blas_own <<< "$ranks")
+[ -n "$node" ] && [ "$ran" = "$node" ] ||
+  { echo "FAIL: the node reports OpenBLAS core '$node', a rank ran '$ran':"; echo "$ranks"; exit 1; }
+if grep -qw avx /proc/cpuinfo; then
+  ranks=$(cd "$tmp/user" && timeout 120 "$tmp/prefix/bin/ringtrain" exec --local --np 1 "${preload[@]}" \
+    --env OPENBLAS_CORETYPE=Sandybridge -- "$worker" --probe 2>&1) || { echo "$ranks"; exit 1; }
+  ran=$(field blas_own <<< "$ranks")
+  [ "$ran" = Sandybridge ] ||
+    { echo "FAIL: the job set OPENBLAS_CORETYPE=Sandybridge, its rank ran '$ran':"; echo "$ranks"; exit 1; }
+fi
+echo "OpenBLAS in ranks: $node (as the node reports), Sandybridge when the job sets it"
 echo "test_install: passed"

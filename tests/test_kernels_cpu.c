@@ -609,6 +609,67 @@ static void test_gemm_rows_alone(void **state)
     free(S);
 }
 
+/* ---- OpenBLAS's kernels for programs under exec (cpu_blas.c) -------------- */
+
+static void test_blas_core_choice(void **state)
+{
+    (void)state;
+    const rt_cpu_isa sse = {0}, avx = {.avx = true},
+                     intel2 = {.avx = true, .avx2_fma = true},
+                     amd2 = {.amd = true, .avx = true, .avx2_fma = true},
+                     intel512 = {.avx = true, .avx2_fma = true, .avx512 = true},
+                     amd512 = {.amd = true, .avx = true, .avx2_fma = true, .avx512 = true};
+    const struct {
+        rt_cpu_isa isa;
+        const char *picked, *want; /* want NULL: leave OpenBLAS's pick */
+    } cases[] = {
+        {intel512, "Prescott", "SkylakeX"}, /* Emerald Rapids, OpenBLAS 0.3.21 */
+        {intel512, "prescott", "SkylakeX"}, /* names compare without case */
+        {intel512, "Haswell", "SkylakeX"},  {intel512, "SkylakeX", NULL},
+        {intel512, "Sapphirerapids", NULL}, {amd512, "Cooperlake", NULL}, /* Zen 4 */
+        {amd512, "Zen", "SkylakeX"},        {amd2, "Zen", NULL},          /* Zen 3 */
+        {amd2, "Prescott", "Zen"},          {amd2, "Haswell", NULL},
+        {amd2, "Bulldozer", "Zen"},         {intel2, "Prescott", "Haswell"},
+        {intel2, "Sandybridge", "Haswell"}, {intel2, "Nehalem", "Haswell"},
+        {intel2, "Zen", NULL},              {avx, "Nehalem", "Sandybridge"},
+        {avx, "Sandybridge", NULL},         {sse, "Prescott", NULL},
+        {intel512, "Granite9000", NULL}, /* a newer OpenBLAS's name: trusted */
+        {intel512, NULL, NULL},          {intel512, "", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *got = rt_blas_core_pick(cases[i].isa, cases[i].picked);
+        if (!cases[i].want != !got || (got && strcmp(got, cases[i].want) != 0))
+            fail_msg("case %zu (picked %s): want %s, got %s", i,
+                     cases[i].picked ? cases[i].picked : "NULL",
+                     cases[i].want ? cases[i].want : "NULL", got ? got : "NULL");
+    }
+
+    /* this CPU: the features agree with what the kernel reports, and the
+     * advice is the table's answer unless the user set the variable */
+    rt_cpu_isa me = rt_cpu_isa_detect();
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[8192], flags[8200] = "";
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "flags", 5)) {
+            snprintf(flags, sizeof flags, " %s", strchr(line, ':') + 1);
+            flags[strcspn(flags, "\n")] = ' ';
+            break;
+        }
+    if (f)
+        fclose(f);
+    if (flags[0]) {
+        assert_int_equal(me.avx2_fma, strstr(flags, " avx2 ") && strstr(flags, " fma "));
+        assert_int_equal(me.avx512, strstr(flags, " avx512f ") && strstr(flags, " avx512bw ") &&
+                                        strstr(flags, " avx512dq ") && strstr(flags, " avx512vl "));
+    }
+    const char *user = getenv("OPENBLAS_CORETYPE");
+    const char *advice = rt_blas_core_advice(), *table = rt_blas_core_pick(me, rt_cpu_blas_core());
+    if (user && *user)
+        assert_null(advice);
+    else
+        assert_true(advice == table);
+}
+
 int main(void)
 {
     tu_seed();
@@ -617,7 +678,7 @@ int main(void)
         cmocka_unit_test(test_embedding),     cmocka_unit_test(test_batchnorm),
         cmocka_unit_test(test_dense),         cmocka_unit_test(test_head_and_losses),
         cmocka_unit_test(test_adam),          cmocka_unit_test(test_gemm_bits),
-        cmocka_unit_test(test_gemm_rows_alone),
+        cmocka_unit_test(test_gemm_rows_alone), cmocka_unit_test(test_blas_core_choice),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -275,8 +275,8 @@ static rt_status setup(trainer *t, char *err)
                      rt_dp_gradient_path(t->dp), cfg->tf32 ? ", TF32" : "");
         }
         else
-            snprintf(where, sizeof where, "CPU, %d thread%s, BLAS kernels %s",
-                     rt_kctx_threads(kc), rt_kctx_threads(kc) == 1 ? "" : "s", rt_cpu_blas_core());
+            snprintf(where, sizeof where, "CPU, %d thread%s, GEMM kernel %s",
+                     rt_kctx_threads(kc), rt_kctx_threads(kc) == 1 ? "" : "s", rt_cpu_gemm_kernel());
         fprintf(env->log,
                 "trainer: %d rank%s, %lld training + %lld validation rows on rank 0, %lld steps "
                 "of %lld rows per epoch, %lld parameters, %d gradient bucket%s; %s\n",

@@ -5,9 +5,10 @@
  *                               started by hand it trains alone (rank 0 of
  *                               1), handy for a first look at a job file.
  *   ringtrain-worker --probe    what this node offers, one JSON object: GPUs,
- *                               NCCL, CPU model and vector extensions, the
- *                               BLAS kernels, cores, memory.  The agent asks
- *                               once at start and reports it.
+ *                               NCCL, CPU model and vector extensions,
+ *                               ringtrain's GEMM kernel and OpenBLAS's,
+ *                               cores, memory.  The agent asks once at
+ *                               start and reports it.
  *
  * Exit status 0 when the job's work is done, 1 with the reason on stderr
  * (the coordinator shows the last lines), 2 for a bad job file or usage. */
@@ -88,7 +89,14 @@ static int probe(void)
     rt_jw_kstr(&w, "isa", isa);
     rt_jw_kint(&w, "cores", sysconf(_SC_NPROCESSORS_ONLN));
     rt_jw_kint(&w, "memory_bytes", (int64_t)mem);
-    rt_jw_kstr(&w, "blas_core", rt_cpu_blas_core());
+    /* OpenBLAS, for the programs exec jobs run: the kernels ranks get (with
+     * the core type the agent sets for them, when OpenBLAS's own pick is
+     * worse than the CPU can do) */
+    const char *blas_set = rt_blas_core_advice();
+    rt_jw_kstr(&w, "blas_core", blas_set ? blas_set : rt_cpu_blas_core());
+    rt_jw_kstr(&w, "blas_own", rt_cpu_blas_core());
+    rt_jw_kstr(&w, "blas_set", blas_set ? blas_set : "");
+    rt_jw_kstr(&w, "gemm_kernel", rt_cpu_gemm_kernel());
     rt_jw_obj_end(&w);
     char *text = rt_jw_take(&w, NULL);
     if (!text)

@@ -292,8 +292,11 @@ async function viewNodes() {
       const c = n.caps || {};
       const gpus = n.gpus ? `${n.gpus}${c.gpu_names && c.gpu_names.length ? ' × ' + esc(c.gpu_names[0]) : ''}` : '-';
       const st = badge(n.state) + (n.draining ? ' <span class="state">draining</span>' : '');
+      // ringtrain's GEMM kernel; OpenBLAS's for exec jobs (own pick -> the one the agent sets)
+      const blas = c.blas_core ? ` · OpenBLAS ${c.blas_set ? esc(c.blas_own) + '→' : ''}${esc(c.blas_core)}` : '';
+      const kern = c.gemm_kernel ? `<div>GEMM ${esc(c.gemm_kernel)}${blas}</div>` : '';
       return `<tr><td>${esc(n.agent)}</td><td>${esc(n.hostname)}<div class="small">${esc(n.address)}</div></td><td>${st}</td>` +
-        `<td class="num">${n.used}/${n.slots - n.used}</td><td class="small">${esc(c.cpu || '-')}<div>${esc(c.isa || '')}</div></td>` +
+        `<td class="num">${n.used}/${n.slots - n.used}</td><td class="small">${esc(c.cpu || '-')}<div>${esc(c.isa || '')}</div>${kern}</td>` +
         `<td class="num">${c.cores || '-'}</td><td class="num">${bytes(c.memory_bytes)}</td><td>${gpus}</td><td class="small">${esc(ago(n.since))}</td></tr>`;
     }).join('') + '</table>';
 }

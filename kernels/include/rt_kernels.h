@@ -85,9 +85,33 @@ void *rt_kctx_stream(rt_kctx *ctx);
 rt_status rt_kctx_sync(rt_kctx *ctx, char *err);
 /* Report (and clear) a launch error without waiting. */
 rt_status rt_kctx_check(rt_kctx *ctx, char *err);
-/* The name of the CPU kernels the BLAS library chose ("Zen", "SkylakeX",
- * "Haswell", "Prescott", ...). */
+/* The name of the CPU kernels the BLAS library (OpenBLAS) runs in this
+ * process ("Zen", "SkylakeX", "Haswell", "Prescott", ...).  ringtrain's own
+ * layers do not use it (rt_cpu_gemm_kernel); programs under `exec` may. */
 const char *rt_cpu_blas_core(void);
+/* ringtrain's GEMM micro-kernel on this CPU ("avx512", "avx2", "scalar"). */
+const char *rt_cpu_gemm_kernel(void);
+
+/* What an x86 CPU can run (and its OS saves the registers of). */
+typedef struct {
+    bool amd;      /* AMD: OpenBLAS's Zen kernels rather than Haswell's */
+    bool avx;
+    bool avx2_fma; /* AVX2 and FMA3 */
+    bool avx512;   /* AVX-512 F, BW, DQ and VL */
+} rt_cpu_isa;
+rt_cpu_isa rt_cpu_isa_detect(void);
+/* The OpenBLAS core type (OPENBLAS_CORETYPE) to give a CPU with these
+ * features when OpenBLAS itself picked `picked`: the best it has for them,
+ * or NULL when its pick is as good (or a name this table does not know). */
+const char *rt_blas_core_pick(rt_cpu_isa isa, const char *picked);
+/* For this process's CPU and OpenBLAS: the core type to set for programs
+ * started from here, NULL when OpenBLAS's pick is right or the user set
+ * OPENBLAS_CORETYPE (which always wins). */
+const char *rt_blas_core_advice(void);
+/* Programs that call OpenBLAS themselves (bench/): when rt_blas_core_advice
+ * has a core, say so on stderr and execute argv again with it set; returns
+ * only when nothing was done (or the re-execution failed). */
+void rt_blas_reexec(char **argv);
 /* Use TF32 tensor cores for fp32 GEMMs on CUDA (default off: exact fp32). */
 void rt_kctx_set_tf32(rt_kctx *ctx, bool on);
 
