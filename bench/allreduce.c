@@ -1,7 +1,8 @@
 /* allreduce — the allreduce benchmark (nccl-tests style):
  *
  *   allreduce --np N [--bytes B | sweep] [--iters K] [--transport tcp|loopback|rdma|nccl]
- *             [--sockets S] [--segment BYTES] [--spin-us US] [--encrypt] [--json]
+ *             [--sockets S] [--segment BYTES] [--spin-us US] [--yield-us US] [--encrypt]
+ *             [--json]
  *
  * Launches N ranks on 127.0.0.1 (processes; threads for --transport
  * loopback), runs K timed float32 sum allreduces per size after warm-up,
@@ -9,8 +10,10 @@
  * rank's median), algbw = bytes / time and busbw = algbw * 2(n-1)/n, the
  * nccl-tests definition: the per-link rate a ring must sustain.  With a
  * single --bytes the last line is usec_per_iter=X; --json prints one object
- * per size instead of the table.  Ranks busy-poll for 50 us before sleeping
- * when each can have a core, not when oversubscribed (--spin-us overrides). */
+ * per size instead of the table.  As ringtrain's launcher sets them: ranks
+ * busy-poll for 50 us before sleeping when each can have a core; when they
+ * share cores they do not spin but yield the core for up to 1 ms before
+ * sleeping (--spin-us and --yield-us override). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -32,7 +35,8 @@
 typedef struct cfg {
     bool nccl; /* device buffers through NCCL (bootstrapped over the TCP ring) */
     int np, iters, sockets, nsizes;
-    int64_t spin_us; /* -1: spin only when every rank can have a core */
+    int64_t spin_us;  /* -1: spin only when every rank can have a core */
+    int64_t yield_us; /* -1: yield only when ranks share cores (as rt_init) */
     size_t sizes[MAX_SIZES];
     size_t segment;
     bool encrypt, json;
@@ -156,6 +160,7 @@ static void base_opts(const cfg *c, rt_comm_opts *o)
     o->timeout_us = 120000000;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     o->spin_us = c->spin_us >= 0 ? c->spin_us : (c->np <= cores ? 50 : 0);
+    o->yield_us = c->yield_us >= 0 ? c->yield_us : (c->np <= cores ? 0 : RT_COMM_SHARED_YIELD_US);
 }
 
 static int tcp_rank(int r, int n, int listen_fd, char **addrs, void *vrec, void *arg)
@@ -209,13 +214,13 @@ static void *lb_rank(void *p)
 static int usage(void)
 {
     fprintf(stderr, "usage: allreduce --np N [--bytes B] [--iters K] [--transport tcp|loopback|"
-                    "rdma|nccl] [--sockets S] [--segment BYTES] [--spin-us US] [--encrypt] [--json]\n");
+                    "rdma|nccl] [--sockets S] [--segment BYTES] [--spin-us US] [--yield-us US] [--encrypt] [--json]\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
-    cfg c = {.np = 2, .sockets = 1, .kind = RT_TRANSPORT_TCP, .spin_us = -1};
+    cfg c = {.np = 2, .sockets = 1, .kind = RT_TRANSPORT_TCP, .spin_us = -1, .yield_us = -1};
     const char *transport = "tcp";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -241,6 +246,8 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--spin-us") && v) {
             c.spin_us = atoll(v);
+        } else if (!strcmp(a, "--yield-us") && v) {
+            c.yield_us = atoll(v);
             i++;
         } else if (!strcmp(a, "--encrypt")) {
             c.encrypt = true;

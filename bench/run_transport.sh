@@ -95,6 +95,41 @@ done
 s=$(stat $(for i in $(seq 1 "$rounds"); do echo "${R[enc,$i]}"; done))
 awk -v s="$s" 'BEGIN { split(s, a, " "); printf "\nours, 64 MiB with AES-256-GCM (--encrypt): best %.1f us (%.3f GB/s), median %.1f us\n", a[1], 67108864/a[1]/1e3, a[2] }'
 
+# np=4: on a 2-core machine two ranks per core (issue 13.4: at or below Open
+# MPI's time at every size), the same rounds interleaved
 echo; echo "np=4 on $(nproc) cores (oversubscribed when that is fewer than 4):"
 "$build/bench/tcp_ceiling" --np 4 | tail -1
-"$build/bench/allreduce" --np 4 --iters 10
+sizes4=(4096 65536 1048576 67108864)
+iters4() { case $1 in 4096) echo 500 ;; 65536) echo 300 ;; 1048576) echo 50 ;; *) echo 5 ;; esac; }
+for round in $(seq 1 "$rounds"); do
+  for b in "${sizes4[@]}"; do
+    R[ours4,$b,$round]=$("$build/bench/allreduce" --np 4 --bytes "$b" --iters "$(iters4 "$b")" | sed -n 's/^usec_per_iter=//p')
+    if [ $have_mpi -eq 1 ]; then
+      R[mpi4,$b,$round]=$(mpirun --allow-run-as-root --oversubscribe -np 4 --mca pml ob1 --mca btl tcp,self \
+        --mca btl_tcp_if_include lo "$bl/mpi_allreduce" --bytes "$b" --iters "$(iters4 "$b")" 2>/dev/null |
+        sed -n 's/^usec_per_iter=//p')
+    fi
+    if [ $have_gloo -eq 1 ]; then
+      d=$(mktemp -d)
+      for r in 0 1 2 3; do
+        "$bl/gloo_allreduce" --rank "$r" --size 4 --store "$d" --bytes "$b" --iters "$(iters4 "$b")" > "$d/out$r" &
+      done
+      wait
+      R[gloo4,$b,$round]=$(cat "$d"/out* | sed -n 's/.*usec=//p' | sort -g | tail -1)
+      rm -rf "$d"
+    fi
+  done
+  echo "np=4 round $round: ours 4K ${R[ours4,4096,$round]} us" >&2
+done
+printf '\n| bytes | impl | best us | median us | median / Open MPI median |\n| ---: | --- | ---: | ---: | ---: |\n'
+for b in "${sizes4[@]}"; do
+  mpi_med=""
+  [ $have_mpi -eq 1 ] && mpi_med=$(stat $(for i in $(seq 1 "$rounds"); do echo "${R[mpi4,$b,$i]}"; done) | awk '{print $2}')
+  for impl in ours4 gloo4 mpi4; do
+    [ "$impl" = gloo4 ] && [ $have_gloo -eq 0 ] && continue
+    [ "$impl" = mpi4 ] && [ $have_mpi -eq 0 ] && continue
+    s=$(stat $(for i in $(seq 1 "$rounds"); do echo "${R[$impl,$b,$i]}"; done))
+    awk -v b="$b" -v i="${impl%4}" -v s="$s" -v m="$mpi_med" 'BEGIN { split(s, a, " ");
+      printf "| %d | %s | %.1f | %.1f | %s |\n", b, i, a[1], a[2], m == "" ? "-" : sprintf("%.2fx", a[2] / m) }'
+  done
+done

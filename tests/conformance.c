@@ -135,6 +135,10 @@ void conformance(rt_transport_kind kind)
                     for (int r = 0; r < n; r++)
                         a.rand_out[r] = calloc(counts[ci] + 1, 4);
                     rt_comm_opts o = base_opts(segs[si]);
+                    if (n >= 5) { /* as rt_init sets ranks that share cores */
+                        o.spin_us = 0;
+                        o.yield_us = RT_COMM_SHARED_YIELD_US;
+                    }
                     rh_result fail;
                     if (!rh_run(n, kind, &o, conf_body, &a, &fail))
                         fail_msg("%s n=%d count=%zu seg=%zu: %s",

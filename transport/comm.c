@@ -22,6 +22,7 @@ void rt_comm_opts_defaults(rt_comm_opts *o)
     o->connect_timeout_us = 60000000;
     o->timeout_us = 60000000;
     o->spin_us = 50;
+    o->yield_us = 0;
     o->socket_buffer = 0;
 }
 

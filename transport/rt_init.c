@@ -109,9 +109,12 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
     o.transport = strcmp(info->transport, "rdma") == 0 ? RT_TRANSPORT_RDMA : RT_TRANSPORT_TCP;
     int64_t lfd = -1;
     o.listen_fd = env_int(RT_ENV_LISTEN_FD, &lfd) ? (int)lfd : -1;
-    /* ranks busy-poll only when each has a core of its own */
+    /* ranks busy-poll only when each has a core of its own; ranks that share
+     * cores yield to each other before sleeping (Open MPI's yield_when_idle) */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    o.spin_us = info->local_size <= cores ? 50 : 0;
+    bool shared = info->local_size > cores;
+    o.spin_us = shared ? 0 : 50;
+    o.yield_us = shared ? RT_COMM_SHARED_YIELD_US : 0;
     st = addrs ? rt_comm_create(&o, out, err) : rt_err(err, RT_ERR_NOMEM, "out of memory");
     free(addrs);
     rt_json_free(r);

@@ -10,7 +10,8 @@
  *
  * The data path is non-blocking: wait() tries every connection that has
  * work (receives first, so the sender is never held up by us), spins for
- * spin_us on would-block before sleeping in poll(), and hands whole frames
+ * spin_us on would-block, then yields the core for yield_us (ranks sharing
+ * cores) before sleeping in poll(), and hands whole frames
  * to sendmsg/recvmsg as header + payload iovecs.  After the ring is up a
  * thread keeps answering late connections on the listening socket with a
  * refusal and a log line, so a stranger probing the port never disturbs a
@@ -18,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -436,6 +438,7 @@ static rt_status tcp_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, 
 {
     tcp_state *s = c->tp;
     const int64_t spin_end = rt_now_ns() + c->o.spin_us * 1000;
+    const int64_t yield_end = spin_end + c->o.yield_us * 1000;
     for (;;) {
         bool moved = false;
         rt_status st = RT_OK;
@@ -455,6 +458,10 @@ static rt_status tcp_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, 
         }
         if (moved || rt_now_ns() < spin_end)
             continue;
+        if (rt_now_ns() < yield_end) { /* ranks sharing cores: let the others run */
+            sched_yield();
+            continue;
+        }
         /* nothing moves: sleep until a socket is ready, an abort or end of
          * stream arrives from the right, or the deadline */
         struct pollfd p[2 * MAX_SOCKETS];

@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -589,6 +590,7 @@ static rt_status vb_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, c
 {
     vb_state *s = c->tp;
     const int64_t spin_end = rt_now_ns() + c->o.spin_us * 1000;
+    const int64_t yield_end = spin_end + c->o.yield_us * 1000;
     for (;;) {
         rt_status st = RT_OK;
         poll_cq(c, &st, err);
@@ -609,6 +611,10 @@ static rt_status vb_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, c
         }
         if (rt_now_ns() < spin_end)
             continue;
+        if (rt_now_ns() < yield_end) { /* ranks sharing cores: let the others run */
+            sched_yield();
+            continue;
+        }
         /* sleep on the completion channel and both control links */
         struct pollfd p[3] = {{s->ch->fd, POLLIN, 0},
                               {s->right_closed ? -1 : s->links.out[0], POLLIN, 0},
