@@ -1,7 +1,8 @@
 /* allreduce — the allreduce benchmark (nccl-tests style):
  *
  *   allreduce --np N [--bytes B | sweep] [--iters K] [--transport tcp|loopback|rdma|nccl]
- *             [--sockets S] [--segment BYTES] [--spin-us US] [--yield-us US] [--encrypt]
+ *             [--sockets S] [--segment BYTES] [--spin-us US] [--yield-us US]
+ *             [--encrypt | --no-integrity]
  *             [--json]
  *
  * Launches N ranks on 127.0.0.1 (processes; threads for --transport
@@ -39,7 +40,7 @@ typedef struct cfg {
     int64_t yield_us; /* -1: yield only when ranks share cores (as rt_init) */
     size_t sizes[MAX_SIZES];
     size_t segment;
-    bool encrypt, json;
+    bool encrypt, plain, json; /* plain: integrity off (unsealed frames) */
     rt_transport_kind kind;
 } cfg;
 
@@ -155,6 +156,7 @@ static void base_opts(const cfg *c, rt_comm_opts *o)
     memset(o->key, 3, sizeof o->key);
     o->sockets = c->sockets;
     o->encrypt = c->encrypt;
+    o->integrity = !c->plain;
     if (c->segment)
         o->max_segment_bytes = c->segment;
     o->timeout_us = 120000000;
@@ -214,7 +216,7 @@ static void *lb_rank(void *p)
 static int usage(void)
 {
     fprintf(stderr, "usage: allreduce --np N [--bytes B] [--iters K] [--transport tcp|loopback|"
-                    "rdma|nccl] [--sockets S] [--segment BYTES] [--spin-us US] [--yield-us US] [--encrypt] [--json]\n");
+                    "rdma|nccl] [--sockets S] [--segment BYTES] [--spin-us US] [--yield-us US] [--encrypt | --no-integrity] [--json]\n");
     return 2;
 }
 
@@ -251,6 +253,8 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--encrypt")) {
             c.encrypt = true;
+        } else if (!strcmp(a, "--no-integrity")) {
+            c.plain = true;
         } else if (!strcmp(a, "--json")) {
             c.json = true;
         } else {
@@ -312,7 +316,7 @@ int main(int argc, char **argv)
     if (!c.json)
         printf("# allreduce float32 sum, np=%d, transport=%s, sockets=%d%s\n"
                "%12s %12s %10s %10s\n",
-               c.np, transport, c.sockets, c.encrypt ? ", encrypted" : "", "bytes", "usec",
+               c.np, transport, c.sockets, c.encrypt ? ", encrypted" : c.plain ? ", plain frames" : ", GMAC frames", "bytes", "usec",
                "algbw GB/s", "busbw GB/s");
     double last = 0;
     for (int s = 0; s < c.nsizes; s++) {
@@ -323,10 +327,11 @@ int main(int argc, char **argv)
         double busbw = algbw * 2.0 * (c.np - 1) / c.np;
         last = us;
         if (c.json)
-            printf("{\"np\":%d,\"transport\":\"%s\",\"sockets\":%d,\"encrypt\":%s,\"bytes\":%zu,"
-                   "\"usec\":%.2f,\"algbw_gbps\":%.4f,\"busbw_gbps\":%.4f}\n",
-                   c.np, transport, c.sockets, c.encrypt ? "true" : "false", c.sizes[s], us,
-                   algbw, busbw);
+            printf("{\"np\":%d,\"transport\":\"%s\",\"sockets\":%d,\"encrypt\":%s,"
+                   "\"integrity\":%s,\"bytes\":%zu,\"usec\":%.2f,\"algbw_gbps\":%.4f,"
+                   "\"busbw_gbps\":%.4f}\n",
+                   c.np, transport, c.sockets, c.encrypt ? "true" : "false",
+                   c.plain ? "false" : "true", c.sizes[s], us, algbw, busbw);
         else
             printf("%12zu %12.1f %10.3f %10.3f\n", c.sizes[s], us, algbw, busbw);
     }

@@ -580,6 +580,7 @@ static void job_fields(rt_jw *w, const rt_job_cfg *j)
     rt_jw_kint(w, "sockets", j->sockets);
     rt_jw_kint(w, "collective_timeout_ms", j->collective_timeout_us / 1000);
     rt_jw_kbool(w, "encrypt", j->encrypt);
+    rt_jw_kbool(w, RT_F_INTEGRITY, j->integrity);
 }
 
 int cli_job_body_from_file(const cli_args *a, char **body)
@@ -694,6 +695,7 @@ int cli_job_body_from_exec(const cli_args *a, char **body)
             bad = true;
     }
     j.encrypt = cli_switch(a, "--encrypt");
+    j.integrity = !cli_switch(a, "--no-integrity");
     if (bad) {
         fprintf(stderr, "ringtrain exec: bad flags; nothing was submitted:\n");
         rt_cfg_errors_print(&e, stderr);

@@ -405,6 +405,7 @@ static const cli_flag EXEC_FLAGS[] = {
     {"--deadline", CLI_VALUE, "DURATION", "longest run time", NULL},
     {"--collective-timeout", CLI_VALUE, "DURATION", "deadline of every collective", NULL},
     {"--encrypt", CLI_SWITCH, NULL, "AES-256-GCM on the data plane", NULL},
+    {"--no-integrity", CLI_SWITCH, NULL, "plain data-plane frames, no per-frame MAC (trusted networks)", NULL},
     {"--keep", CLI_SWITCH, NULL, "with --local: keep the cluster's folder", NULL},
     {"--json", CLI_SWITCH, NULL, "print the coordinator's answer as JSON", NULL},
     END};

@@ -33,7 +33,7 @@ const rt_msg_info rt_msgs[RT_MSG_COUNT] = {
                         "bind a data-plane socket for each listed rank of an attempt"},
     [RT_MSG_START] = {"start", RT_TO_AGENT,
                       "job:i attempt:i size:i job_type:s key:s transport:s sockets:i "
-                      "collective_timeout_ms:i encrypt:b peers:a",
+                      "collective_timeout_ms:i encrypt:b integrity:b peers:a",
                       "start the prepared ranks (every rank's address, the attempt's key, the "
                       "program or the training configuration)"},
     [RT_MSG_ABORT] = {"abort", RT_TO_AGENT, "job:i attempt:i reason:s",

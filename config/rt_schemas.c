@@ -168,6 +168,9 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_D("job", "collective_timeout", "60s", 1000, 86400e6, rt_job_cfg, collective_timeout_us,
              "deadline of every collective; a rank that does not arrive is named"),
     RT_CFG_B("job", "encrypt", "false", rt_job_cfg, encrypt, "AES-256-GCM on the data plane"),
+    RT_CFG_B("job", "integrity", "true", rt_job_cfg, integrity,
+             "AES-GMAC on every data-plane frame, payload in clear (false: plain frames, for a "
+             "trusted network; encrypt implies it)"),
     RT_CFG_L("job", "command", NULL, rt_job_cfg, command,
              "exec jobs: the program and its arguments, comma-separated; an argument with a "
              "comma in \"double quotes\"; a ';' after a space written \\; (\" ;\" starts a comment)"),

@@ -294,6 +294,7 @@ void sc_send_start(sched *S, sc_job *j, sc_clock now)
         rt_jw_kint(&w, RT_F_SOCKETS, spec_int(j, RT_F_SOCKETS, 1));
         rt_jw_kint(&w, RT_F_COLLECTIVE_TIMEOUT_MS, spec_int(j, RT_F_COLLECTIVE_TIMEOUT_MS, 60000));
         rt_jw_kbool(&w, RT_F_ENCRYPT, rt_json_bool(rt_json_get(j->specj, RT_F_ENCRYPT), false));
+        rt_jw_kbool(&w, RT_F_INTEGRITY, rt_json_bool(rt_json_get(j->specj, RT_F_INTEGRITY), true));
         rt_jw_kint(&w, RT_F_MAX_RESTARTS, j->max_restarts);
         if (j->master_port > 0)
             rt_jw_kint(&w, RT_F_MASTER_PORT, j->master_port);

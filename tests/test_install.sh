@@ -101,4 +101,16 @@ if grep -qw avx /proc/cpuinfo; then
     { echo "FAIL: the job set OPENBLAS_CORETYPE=Sandybridge, its rank ran '$ran':"; echo "$ranks"; exit 1; }
 fi
 echo "OpenBLAS in ranks: $node (as the node reports), Sandybridge when the job sets it"
+
+# the data plane's frames: integrity (AES-GMAC) unless the job says
+# --no-integrity, as each rank's rendezvous file records; both rings run
+for flag in "" --no-integrity; do
+  want='"integrity":true'; [ -n "$flag" ] && want='"integrity":false'
+  out=$(cd "$tmp/user" && timeout 120 "$tmp/prefix/bin/ringtrain" exec --local --np 2 $flag "${preload[@]}" \
+    -- sh -c 'grep -o "\"integrity\":[a-z]*" "$RT_RENDEZVOUS_FILE" && ./probe' 2>&1) ||
+    { echo "FAIL: exec --local ${flag:-(default)} failed:"; echo "$out"; exit 1; }
+  [ "$(grep -c "$want" <<< "$out")" = 2 ] && [ "$(grep -c "allreduce ok: sum" <<< "$out")" = 2 ] ||
+    { echo "FAIL: with ${flag:-no flag} the ranks' rendezvous files do not say $want:"; echo "$out"; exit 1; }
+done
+echo "data plane: integrity by default, plain with --no-integrity"
 echo "test_install: passed"

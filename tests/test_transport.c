@@ -147,8 +147,8 @@ static void test_wire_roundtrip(void **state)
     /* AES-GCM: open(seal(x)) = x; a flipped bit is caught */
     uint8_t key[32] = {1};
     rt_gcm *s, *o;
-    assert_int_equal(rt_gcm_create(key, 7, &s, err), RT_OK);
-    assert_int_equal(rt_gcm_create(key, 7, &o, err), RT_OK);
+    assert_int_equal(rt_gcm_create(key, 7, false, &s, err), RT_OK);
+    assert_int_equal(rt_gcm_create(key, 7, false, &o, err), RT_OK);
     uint8_t msg[100], sealed[100 + RT_GCM_TAG_LEN], back[100];
     for (int i = 0; i < 100; i++)
         msg[i] = (uint8_t)(i * 3);
@@ -159,6 +159,31 @@ static void test_wire_roundtrip(void **state)
     assert_int_equal(rt_gcm_seal(s, fb, msg, 100, sealed), RT_OK);
     sealed[17] ^= 1;
     assert_int_equal(rt_gcm_open(o, fb, sealed, 100, back), RT_ERR_AUTH);
+    rt_gcm_destroy(s);
+    rt_gcm_destroy(o);
+
+    /* AES-GMAC (integrity): the payload travels in clear, a flipped bit of
+     * payload, tag or header is caught, and nothing reaches out unchecked */
+    assert_int_equal(rt_gcm_create(key, 9, true, &s, err), RT_OK);
+    assert_int_equal(rt_gcm_create(key, 9, true, &o, err), RT_OK);
+    const size_t flips[3] = {17, 100 + 3, 0}; /* payload, tag, header */
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(rt_gcm_seal(s, fb, msg, 100, sealed), RT_OK);
+        assert_memory_equal(sealed, msg, 100);
+        uint8_t hb[RT_FRAME_HDR_LEN];
+        memcpy(hb, fb, sizeof hb);
+        if (k < 2)
+            sealed[flips[k]] ^= 1;
+        else if (k == 2)
+            hb[8] ^= 1; /* the frame's segment number */
+        memset(back, 0xee, sizeof back);
+        assert_int_equal(rt_gcm_open(o, hb, sealed, 100, back), k < 3 ? RT_ERR_AUTH : RT_OK);
+        if (k < 3)
+            for (int i = 0; i < 100; i++)
+                assert_int_equal(back[i], 0xee);
+        else
+            assert_memory_equal(back, msg, 100);
+    }
     rt_gcm_destroy(s);
     rt_gcm_destroy(o);
 }
@@ -178,9 +203,16 @@ static void test_conformance_tcp(void **state)
 static void test_tcp_encrypted_multi_socket(void **state)
 {
     (void)state;
-    for (int sockets = 1; sockets <= 3; sockets += 2) {
+    /* encrypted with 1 and 3 sockets; integrity off (plain frames) with 3 */
+    const struct {
+        int sockets;
+        bool sealed;
+    } runs[] = {{1, true}, {3, true}, {3, false}};
+    for (size_t i = 0; i < RT_ARRAY_LEN(runs); i++) {
+        const int sockets = runs[i].sockets;
         rt_comm_opts o = base_opts(64u << 10);
-        o.encrypt = true;
+        o.encrypt = runs[i].sealed;
+        o.integrity = runs[i].sealed;
         o.sockets = sockets;
         for (size_t count = 1; count <= (1u << 18); count *= 64) {
             conf_arg a = {.count = count, .seed = tu_seed()};
@@ -188,7 +220,8 @@ static void test_tcp_encrypted_multi_socket(void **state)
                 a.rand_out[r] = calloc(count + 1, 4);
             rh_result fail;
             if (!rh_run(3, RT_TRANSPORT_TCP, &o, conf_body, &a, &fail))
-                fail_msg("encrypted, %d sockets, count %zu: %s", sockets, count, fail.msg);
+                fail_msg("%s, %d sockets, count %zu: %s", runs[i].sealed ? "encrypted" : "plain",
+                         sockets, count, fail.msg);
             for (int r = 0; r < 3; r++)
                 free(a.rand_out[r]);
         }

@@ -7,7 +7,8 @@
  * and logged, and the collectives complete with correct results; and
  * control records forged into an encrypted connection after the handshake
  * (unsealed, too short for a tag) are refused with an error, never acted
- * on and never a crash. */
+ * on and never a crash; and data frames injected into a ring with the
+ * default integrity (a made-up tag, no tag) fail the collective. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -556,6 +557,64 @@ static void test_forged_control_records(void **state)
     forged_abort(false);
 }
 
+/* Integrity (the default, no encryption): rank 1 is real; the test plays
+ * rank 0 as someone who took over the stream after the handshake and does
+ * not hold the connection's keys.  A data frame with a made-up tag, and one
+ * without a tag, are refused; the allreduce fails naming rank 0. */
+static void tampered_data(bool with_tag)
+{
+    int fds[2];
+    char *addrs[2];
+    rh_listeners(2, fds, addrs);
+    victim v = {.o = base_opts()};
+    v.o.rank = 1;
+    v.o.size = 2;
+    v.o.peers = (const char *const *)addrs;
+    v.o.listen_fd = fds[1];
+    v.o.timeout_us = 5000000;
+    assert_true(v.o.integrity && !v.o.encrypt); /* the defaults */
+    pthread_t th;
+    pthread_create(&th, NULL, victim_run, &v);
+    rt_hs_params p = {.job_id = v.o.job_id, .key = v.o.key, .integrity = true, .rank = 0,
+                      .world = 2, .nconn = 1};
+    char err[RT_ERR_LEN];
+    struct pollfd pf = {.fd = fds[0], .events = POLLIN};
+    assert_true(poll(&pf, 1, 10000) == 1);
+    int back = accept4(fds[0], NULL, NULL, SOCK_NONBLOCK);
+    rt_hs_result r1, r2;
+    assert_int_equal(rt_handshake_respond(back, &p, 1, false, rt_deadline_in_us(5000000), &r1, err),
+                     RT_OK);
+    int fwd = -1;
+    assert_int_equal(rt_sock_connect(addrs[1], rt_deadline_in_us(5000000), &fwd, err), RT_OK);
+    assert_int_equal(rt_handshake_initiate(fwd, &p, 1, 0, rt_deadline_in_us(5000000), &r2, err),
+                     RT_OK);
+    /* what rank 1 expects first: frame 0 of collective #1, rank 0's 4 KiB */
+    static uint8_t frame[RT_FRAME_HDR_LEN + 4096 + RT_GCM_TAG_LEN];
+    memset(frame, 0, sizeof frame);
+    for (size_t i = RT_FRAME_HDR_LEN; i < sizeof frame; i++)
+        frame[i] = (uint8_t)(i * 7);
+    rt_frame_hdr h = {RT_FRAME_DATA, with_tag ? RT_FRAME_SEALED : 0, 1, 0, 4096};
+    rt_frame_encode(&h, frame);
+    assert_int_equal(rt_sock_write_full(fwd, frame, sizeof frame - (with_tag ? 0 : RT_GCM_TAG_LEN),
+                                        rt_deadline_in_us(2000000), err),
+                     RT_OK);
+    pthread_join(th, NULL);
+    printf("tampered frame %s a tag: status %d: %s\n", with_tag ? "with" : "without", v.st, v.msg);
+    assert_int_equal(v.st, RT_ERR_AUTH);
+    assert_non_null(strstr(v.msg, with_tag ? "failed authentication" : "without its authentication tag"));
+    assert_non_null(strstr(v.msg, "rank 0"));
+    close(back);
+    close(fwd);
+    rh_close_listeners(2, fds, addrs);
+}
+
+static void test_tampered_data(void **state)
+{
+    (void)state;
+    tampered_data(true);
+    tampered_data(false);
+}
+
 int main(void)
 {
     tu_seed();
@@ -567,6 +626,7 @@ int main(void)
         cmocka_unit_test(test_silent_strangers),
         cmocka_unit_test(test_refusal_reasons),
         cmocka_unit_test(test_forged_control_records),
+        cmocka_unit_test(test_tampered_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

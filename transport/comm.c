@@ -23,6 +23,7 @@ void rt_comm_opts_defaults(rt_comm_opts *o)
     o->timeout_us = 60000000;
     o->spin_us = 50;
     o->yield_us = 0;
+    o->integrity = true;
     o->socket_buffer = 0;
 }
 

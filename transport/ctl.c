@@ -31,8 +31,9 @@ rt_status rt_ctl_body_len(const uint8_t hdr[RT_FRAME_HDR_LEN], bool sealed, rt_f
     bool is_sealed = (h->flags & RT_FRAME_SEALED) != 0;
     if (is_sealed != sealed)
         return rt_err(err, sealed ? RT_ERR_AUTH : RT_ERR_PROTO,
-                      sealed ? "an unsealed control record on an encrypted connection"
-                             : "a sealed control record on a connection without encryption");
+                      sealed ? "an unsealed control record on a sealed (encrypted or "
+                               "authenticated) connection"
+                             : "a sealed control record on a connection without sealing");
     if (h->len > RT_ABORT_MAX_LEN || (h->op == RT_FRAME_BYE && h->len != 0))
         return rt_err(err, RT_ERR_PROTO, "a control record of %u bytes", h->len);
     *body_len = h->len + (sealed ? RT_GCM_TAG_LEN : 0);

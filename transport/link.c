@@ -177,6 +177,7 @@ rt_status rt_links_open(rt_comm *c, int n, rt_deadline_t dl, rt_links *L, char *
     for (int k = 0; k < RT_MAX_SOCKETS; k++)
         L->out[k] = L->in[k] = -1;
     L->hs = (rt_hs_params){.job_id = c->o.job_id, .key = c->o.key, .encrypt = c->o.encrypt,
+                           .integrity = c->o.integrity,
                            .rank = c->rank, .world = c->size, .nconn = n};
     rt_comm_peer_name(c, c->left, L->left_name, sizeof L->left_name);
     rt_comm_peer_name(c, c->right, L->right_name, sizeof L->right_name);

@@ -103,6 +103,7 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
     o.peers = addrs;
     o.job_id = ((uint64_t)info->job_id << 16) ^ (uint64_t)info->attempt;
     o.encrypt = rt_json_bool(rt_json_get(r, RT_F_ENCRYPT), false);
+    o.integrity = rt_json_bool(rt_json_get(r, RT_F_INTEGRITY), true);
     o.sockets = (int)sockets;
     o.timeout_us = tmo * 1000;
     o.connect_timeout_us = tmo * 1000;

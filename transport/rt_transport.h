@@ -49,6 +49,10 @@ typedef struct rt_transport_ops {
     void (*close)(rt_comm *c);
 } rt_transport_ops;
 
+/* Frames after the handshake carry a GCM tag: encrypted, or authenticated
+ * only (integrity: AES-GMAC, payload in clear). */
+static inline bool rt_comm_sealed(const rt_comm_opts *o) { return o->encrypt || o->integrity; }
+
 extern const rt_transport_ops rt_tcp_ops;
 extern const rt_transport_ops rt_loopback_ops;
 #ifdef RT_HAVE_IBVERBS

@@ -239,11 +239,18 @@ static uint32_t get32le(const uint8_t *p)
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
+/* What the data plane's frames carry, as the hello states it: both ends
+ * must agree. */
+static uint16_t hello_flags(const rt_hs_params *p)
+{
+    return p->encrypt ? RT_HELLO_F_ENCRYPT : p->integrity ? RT_HELLO_F_INTEGRITY : 0;
+}
+
 rt_status rt_handshake_initiate(int fd, const rt_hs_params *p, int to, uint32_t conn,
                                 rt_deadline_t dl, rt_hs_result *out, char *err)
 {
     rt_hello h = {.version = RT_WIRE_VERSION,
-                  .flags = p->encrypt ? RT_HELLO_F_ENCRYPT : 0,
+                  .flags = hello_flags(p),
                   .job_id = p->job_id,
                   .from = (uint32_t)p->rank,
                   .to = (uint32_t)to,
@@ -284,7 +291,8 @@ rt_status rt_handshake_initiate(int fd, const rt_hs_params *p, int to, uint32_t 
                       "rank %d refused the connection: %s", to, rt_refuse_str(status));
     out->conn = conn;
     out->from = (uint32_t)to;
-    if (p->encrypt && rt_derive_keys(p->key, hello, ch.nonce, out->key_fwd, out->key_rev) != RT_OK)
+    if ((p->encrypt || p->integrity) &&
+        rt_derive_keys(p->key, hello, ch.nonce, out->key_fwd, out->key_rev) != RT_OK)
         return rt_err(err, RT_ERR_IO, "key derivation failed");
     return RT_OK;
 }
@@ -324,7 +332,7 @@ rt_status rt_handshake_respond(int fd, const rt_hs_params *p, int expect_from, b
         return refuse(fd, RT_REFUSE_RANK, &h, dl, err);
     if (h.conn >= (uint32_t)p->nconn)
         return refuse(fd, RT_REFUSE_CONN, &h, dl, err);
-    if (((h.flags & RT_HELLO_F_ENCRYPT) != 0) != p->encrypt)
+    if ((h.flags & (RT_HELLO_F_ENCRYPT | RT_HELLO_F_INTEGRITY)) != hello_flags(p))
         return refuse(fd, RT_REFUSE_ENCRYPT, &h, dl, err);
     if (refuse_all)
         return refuse(fd, RT_REFUSE_UNEXPECTED, &h, dl, err);
@@ -358,7 +366,8 @@ rt_status rt_handshake_respond(int fd, const rt_hs_params *p, int expect_from, b
         return st;
     out->conn = h.conn;
     out->from = h.from;
-    if (p->encrypt && rt_derive_keys(p->key, hello, ch.nonce, out->key_fwd, out->key_rev) != RT_OK)
+    if ((p->encrypt || p->integrity) &&
+        rt_derive_keys(p->key, hello, ch.nonce, out->key_fwd, out->key_rev) != RT_OK)
         return rt_err(err, RT_ERR_IO, "key derivation failed");
     return RT_OK;
 }

@@ -27,13 +27,14 @@ typedef struct rt_hs_params {
     uint64_t job_id;
     const uint8_t *key; /* 32 bytes */
     bool encrypt;
+    bool integrity; /* frames sealed with AES-GMAC (ignored when encrypt) */
     int rank, world, nconn;
 } rt_hs_params;
 
 typedef struct rt_hs_result {
     uint32_t conn;
     uint32_t from; /* the peer's rank */
-    uint8_t key_fwd[32], key_rev[32]; /* AES keys (when encrypting) */
+    uint8_t key_fwd[32], key_rev[32]; /* AES keys (when encrypting or authenticating) */
 } rt_hs_result;
 
 /* Initiator side, towards rank `to`, connection index conn. */

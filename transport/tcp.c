@@ -49,7 +49,8 @@ typedef struct tcp_conn {
     uint64_t next;   /* index of the next op this connection carries */
     size_t done;     /* bytes of it moved so far (header + payload [+ tag]) */
     uint8_t hdr[RT_FRAME_HDR_LEN];
-    uint8_t *cipher; /* sealed payload + tag (encryption only) */
+    uint8_t *cipher; /* encrypted payload + tag (encryption only) */
+    uint8_t tag[RT_GCM_TAG_LEN]; /* integrity only: the tag after the clear payload */
     /* receiving side: an unposted data frame being skipped, or an abort
      * record that arrived in place of a data frame */
     rd_mode mode;
@@ -81,15 +82,16 @@ static rt_status set_ciphers(rt_comm *c, tcp_conn *k, const rt_hs_result *r, boo
                              char *err)
 {
     tcp_state *s = c->tp;
-    if (!c->o.encrypt)
+    if (!rt_comm_sealed(&c->o))
         return RT_OK;
+    const bool mac_only = !c->o.encrypt;
     /* the initiator writes data forward and reads aborts back */
     const uint8_t *wkey = initiator ? r->key_fwd : r->key_rev;
     const uint8_t *rkey = initiator ? r->key_rev : r->key_fwd;
-    rt_status st = rt_gcm_create(wkey, initiator ? SALT_FWD : SALT_REV, &k->seal, err);
+    rt_status st = rt_gcm_create(wkey, initiator ? SALT_FWD : SALT_REV, mac_only, &k->seal, err);
     if (st == RT_OK)
-        st = rt_gcm_create(rkey, initiator ? SALT_REV : SALT_FWD, &k->open, err);
-    if (st == RT_OK && !(k->cipher = malloc(s->frame_cap + RT_GCM_TAG_LEN)))
+        st = rt_gcm_create(rkey, initiator ? SALT_REV : SALT_FWD, mac_only, &k->open, err);
+    if (st == RT_OK && !mac_only && !(k->cipher = malloc(s->frame_cap + RT_GCM_TAG_LEN)))
         st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     return st;
 }
@@ -196,6 +198,39 @@ static rt_status send_failed(rt_comm *c, int k, int e, char *err)
     return io_error(c, +1, e, err);
 }
 
+/* The iovecs of what is left of a frame laid out as n spans, done bytes of
+ * which have moved. */
+static int iov_rest(struct iovec iov[3], const struct iovec span[3], int n, size_t done)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (done >= span[i].iov_len) {
+            done -= span[i].iov_len;
+            continue;
+        }
+        iov[k++] = (struct iovec){(uint8_t *)span[i].iov_base + done, span[i].iov_len - done};
+        done = 0;
+    }
+    return k;
+}
+
+/* A data frame as it goes on the wire: header, then the payload in clear
+ * (plain, or integrity with the tag after it) or encrypted with its tag. */
+static int frame_spans(tcp_conn *cn, void *payload, size_t len, struct iovec span[3])
+{
+    int n = 0;
+    span[n++] = (struct iovec){cn->hdr, RT_FRAME_HDR_LEN};
+    rt_gcm *g = cn->seal ? cn->seal : cn->open;
+    if (g && !rt_gcm_mac_only(g)) {
+        span[n++] = (struct iovec){cn->cipher, len + RT_GCM_TAG_LEN};
+        return n;
+    }
+    span[n++] = (struct iovec){payload, len};
+    if (g)
+        span[n++] = (struct iovec){cn->tag, RT_GCM_TAG_LEN};
+    return n;
+}
+
 /* Push the current frame of connection k; *moved if any byte went. */
 static rt_status send_progress(rt_comm *c, int k, bool *moved, char *err)
 {
@@ -218,20 +253,14 @@ static rt_status send_progress(rt_comm *c, int k, bool *moved, char *err)
             rt_frame_hdr h = {RT_FRAME_DATA, sealed ? RT_FRAME_SEALED : 0, op->seq, op->seg,
                               (uint32_t)op->len};
             rt_frame_encode(&h, cn->hdr);
-            if (sealed && rt_gcm_seal(cn->seal, cn->hdr, op->p, op->len, cn->cipher) != RT_OK)
-                return rt_err(err, RT_ERR_IO, "encryption failed");
+            rt_status st = !sealed                        ? RT_OK
+                           : rt_gcm_mac_only(cn->seal) ? rt_gcm_tag(cn->seal, cn->hdr, op->p, op->len, cn->tag)
+                                                       : rt_gcm_seal(cn->seal, cn->hdr, op->p, op->len, cn->cipher);
+            if (st != RT_OK)
+                return rt_err(err, RT_ERR_IO, "sealing a frame failed");
         }
-        const uint8_t *payload = sealed ? cn->cipher : op->p;
-        struct iovec iov[2];
-        int niov = 0;
-        if (cn->done < RT_FRAME_HDR_LEN) {
-            iov[niov++] = (struct iovec){cn->hdr + cn->done, RT_FRAME_HDR_LEN - cn->done};
-            if (plen)
-                iov[niov++] = (struct iovec){(void *)payload, plen};
-        } else {
-            size_t off = cn->done - RT_FRAME_HDR_LEN;
-            iov[niov++] = (struct iovec){(void *)(payload + off), plen - off};
-        }
+        struct iovec span[3], iov[3];
+        int niov = iov_rest(iov, span, frame_spans(cn, op->p, op->len, span), cn->done);
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
         ssize_t r = sendmsg(cn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (r < 0) {
@@ -276,24 +305,16 @@ static rt_status recv_progress(rt_comm *c, int k, bool drain, bool *moved, char 
         const bool posted = cn->next < s->rq.posted;
         rt_post *op = posted ? rt_postq_at(&s->rq, cn->next) : NULL;
         const bool sealed = cn->open != NULL;
-        struct iovec iov[2];
-        int niov = 0;
+        struct iovec iov[3], span[3];
+        int niov = 0, nspan = 0;
         size_t total; /* bytes of the current frame, header included */
         if (cn->mode == RD_DATA) {
             if (!posted && !drain)
                 return RT_OK;
             if (posted) {
-                size_t plen = op->len + (sealed ? RT_GCM_TAG_LEN : 0);
-                uint8_t *payload = sealed ? cn->cipher : op->p;
-                total = RT_FRAME_HDR_LEN + plen;
-                if (cn->done < RT_FRAME_HDR_LEN) {
-                    iov[niov++] = (struct iovec){cn->hdr + cn->done, RT_FRAME_HDR_LEN - cn->done};
-                    if (plen)
-                        iov[niov++] = (struct iovec){payload, plen};
-                } else {
-                    size_t off = cn->done - RT_FRAME_HDR_LEN;
-                    iov[niov++] = (struct iovec){payload + off, plen - off};
-                }
+                total = RT_FRAME_HDR_LEN + op->len + (sealed ? RT_GCM_TAG_LEN : 0);
+                nspan = frame_spans(cn, op->p, op->len, span);
+                niov = iov_rest(iov, span, nspan, cn->done);
             } else { /* draining: the header alone, then we know the size */
                 total = RT_FRAME_HDR_LEN;
                 iov[niov++] = (struct iovec){cn->hdr + cn->done, RT_FRAME_HDR_LEN - cn->done};
@@ -332,10 +353,20 @@ static rt_status recv_progress(rt_comm *c, int k, bool drain, bool *moved, char 
                 cn->mode = RD_ABORT;
                 if (early > cn->need)
                     return rt_err(err, RT_ERR_PROTO, "bad abort frame from %s", s->left_name);
-                if (early)
-                    memcpy(cn->abuf, sealed ? cn->cipher : op->p, early);
-            } else if (h.op != RT_FRAME_DATA || ((h.flags & RT_FRAME_SEALED) != 0) != sealed) {
+                for (int i = 1, got = 0; i < nspan && got < (int)early; i++) {
+                    size_t n = early - (size_t)got < span[i].iov_len ? early - (size_t)got
+                                                                      : span[i].iov_len;
+                    memcpy(cn->abuf + got, span[i].iov_base, n);
+                    got += (int)n;
+                }
+            } else if (h.op != RT_FRAME_DATA) {
                 return rt_err(err, RT_ERR_PROTO, "unexpected frame (op %u) from %s", h.op,
+                              s->left_name);
+            } else if (((h.flags & RT_FRAME_SEALED) != 0) != sealed) {
+                return rt_err(err, sealed ? RT_ERR_AUTH : RT_ERR_PROTO,
+                              sealed ? "a frame without its authentication tag from %s (this "
+                                       "ring's frames are sealed)"
+                                     : "a sealed frame from %s on a ring without sealing",
                               s->left_name);
             } else if (!posted) {
                 if (h.len > s->frame_cap)
@@ -363,7 +394,9 @@ static rt_status recv_progress(rt_comm *c, int k, bool drain, bool *moved, char 
                 rt_gcm_skip(cn->open);
             continue;
         }
-        if (sealed && rt_gcm_open(cn->open, cn->hdr, cn->cipher, op->len, op->p) != RT_OK) {
+        if (sealed && (rt_gcm_mac_only(cn->open)
+                           ? rt_gcm_verify(cn->open, cn->hdr, op->p, op->len, cn->tag)
+                           : rt_gcm_open(cn->open, cn->hdr, cn->cipher, op->len, op->p)) != RT_OK) {
             c->fail_culprit = c->left;
             return rt_err(err, RT_ERR_AUTH, "a frame from %s failed authentication",
                           s->left_name);
@@ -539,13 +572,13 @@ static bool finish_frame(rt_comm *c, int k, rt_deadline_t dl)
     if (cn->done == 0)
         return true;
     const rt_post *op = rt_postq_at(&s->sq, cn->next);
-    const uint8_t *payload = cn->seal ? cn->cipher : op->p;
     const size_t total = RT_FRAME_HDR_LEN + op->len + (cn->seal ? RT_GCM_TAG_LEN : 0);
+    struct iovec span[3];
+    const int nspan = frame_spans(cn, op->p, op->len, span);
     while (cn->done < total) {
-        const uint8_t *from = cn->done < RT_FRAME_HDR_LEN ? cn->hdr + cn->done
-                                                           : payload + (cn->done - RT_FRAME_HDR_LEN);
-        size_t n = cn->done < RT_FRAME_HDR_LEN ? RT_FRAME_HDR_LEN - cn->done : total - cn->done;
-        ssize_t r = send(cn->fd, from, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        struct iovec iov[3];
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)iov_rest(iov, span, nspan, cn->done)};
+        ssize_t r = sendmsg(cn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (r > 0) {
             cn->done += (size_t)r;
             continue;

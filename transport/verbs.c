@@ -301,19 +301,20 @@ static rt_status vb_connect(rt_comm *c, rt_deadline_t dl, char *err)
         return st;
     snprintf(s->left_name, sizeof s->left_name, "%s", s->links.left_name);
     snprintf(s->right_name, sizeof s->right_name, "%s", s->links.right_name);
-    if (c->o.encrypt) {
+    if (rt_comm_sealed(&c->o)) {
+        const bool m = !c->o.encrypt; /* integrity only */
         const rt_hs_result *right = &s->links.out_hs[0], *left = &s->links.in_hs[0];
-        st = rt_gcm_create(right->key_fwd, SALT_FWD, &s->seal, err);
+        st = rt_gcm_create(right->key_fwd, SALT_FWD, m, &s->seal, err);
         if (st == RT_OK)
-            st = rt_gcm_create(left->key_fwd, SALT_FWD, &s->open, err);
+            st = rt_gcm_create(left->key_fwd, SALT_FWD, m, &s->open, err);
         if (st == RT_OK)
-            st = rt_gcm_create(right->key_fwd, SALT_CFWD, &s->ctl_seal_right, err);
+            st = rt_gcm_create(right->key_fwd, SALT_CFWD, m, &s->ctl_seal_right, err);
         if (st == RT_OK)
-            st = rt_gcm_create(right->key_rev, SALT_CREV, &s->ctl_open_right, err);
+            st = rt_gcm_create(right->key_rev, SALT_CREV, m, &s->ctl_open_right, err);
         if (st == RT_OK)
-            st = rt_gcm_create(left->key_rev, SALT_CREV, &s->ctl_seal_left, err);
+            st = rt_gcm_create(left->key_rev, SALT_CREV, m, &s->ctl_seal_left, err);
         if (st == RT_OK)
-            st = rt_gcm_create(left->key_fwd, SALT_CFWD, &s->ctl_open_left, err);
+            st = rt_gcm_create(left->key_fwd, SALT_CFWD, m, &s->ctl_open_left, err);
         if (st != RT_OK)
             return st;
     }
@@ -428,7 +429,7 @@ static rt_status issue_sends(rt_comm *c, char *err)
         size_t plen = op->len;
         if (s->seal) {
             if (rt_gcm_seal(s->seal, dst, op->p, op->len, dst + RT_FRAME_HDR_LEN) != RT_OK)
-                return rt_err(err, RT_ERR_IO, "encryption failed");
+                return rt_err(err, RT_ERR_IO, "sealing a frame failed");
             plen += RT_GCM_TAG_LEN;
         } else if (op->len) {
             memcpy(dst + RT_FRAME_HDR_LEN, op->p, op->len);
@@ -563,7 +564,7 @@ static rt_status read_link(rt_comm *c, int fd, bool right, char *err)
     rt_frame_hdr h;
     size_t body = 0;
     char why[RT_ERR_LEN];
-    rt_status st = rt_ctl_body_len(buf, c->o.encrypt, &h, &body, why);
+    rt_status st = rt_ctl_body_len(buf, rt_comm_sealed(&c->o), &h, &body, why);
     if (st != RT_OK)
         return rt_err(err, st, "%s sent unexpected bytes on its control link: %s", who, why);
     if (rt_sock_read_full(fd, buf, RT_FRAME_HDR_LEN + body, rt_deadline_in_us(1000000), why) !=

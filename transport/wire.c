@@ -48,7 +48,7 @@ const char *rt_refuse_str(unsigned status)
     case RT_REFUSE_WORLD: return "wrong world size";
     case RT_REFUSE_CONN: return "bad connection index";
     case RT_REFUSE_AUTH: return "authentication failed (wrong job key)";
-    case RT_REFUSE_ENCRYPT: return "encryption setting differs";
+    case RT_REFUSE_ENCRYPT: return "encryption or integrity setting differs";
     case RT_REFUSE_UNEXPECTED: return "the ring is already connected";
     }
     return "unknown refusal";
@@ -85,7 +85,7 @@ rt_status rt_hello_decode(const uint8_t *in, size_t len, rt_hello *h, char *err)
     h->conn = get32(in + 24);
     h->world = get32(in + 28);
     memcpy(h->nonce, in + 32, RT_NONCE_LEN);
-    if (h->flags & ~(uint16_t)RT_HELLO_F_ENCRYPT)
+    if (h->flags & ~(uint16_t)(RT_HELLO_F_ENCRYPT | RT_HELLO_F_INTEGRITY))
         return rt_err(err, RT_ERR_PROTO, "hello has unknown flags 0x%x", h->flags);
     return RT_OK;
 }
@@ -237,16 +237,19 @@ rt_status rt_abort_decode(const uint8_t *in, size_t len, rt_abort_info *a, char 
 
 struct rt_gcm {
     EVP_CIPHER_CTX *enc, *dec;
+    bool mac_only; /* GMAC: the payload is authenticated, not encrypted */
     uint32_t salt;
     uint64_t counter_enc, counter_dec;
 };
 
-rt_status rt_gcm_create(const uint8_t key[32], uint32_t salt, rt_gcm **out, char *err)
+rt_status rt_gcm_create(const uint8_t key[32], uint32_t salt, bool mac_only, rt_gcm **out,
+                        char *err)
 {
     rt_gcm *g = calloc(1, sizeof *g);
     if (!g)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     g->salt = salt;
+    g->mac_only = mac_only;
     g->enc = EVP_CIPHER_CTX_new();
     g->dec = EVP_CIPHER_CTX_new();
     if (!g->enc || !g->dec ||
@@ -280,16 +283,51 @@ rt_status rt_gcm_seal(rt_gcm *g, const uint8_t hdr[RT_FRAME_HDR_LEN], const void
     uint8_t iv[12];
     make_iv(g->salt, g->counter_enc++, iv);
     int n = 0;
+    /* GMAC: the payload goes as additional authenticated data, in clear */
     if (EVP_EncryptInit_ex(g->enc, NULL, NULL, NULL, iv) != 1 ||
         EVP_EncryptUpdate(g->enc, NULL, &n, hdr, RT_FRAME_HDR_LEN) != 1 ||
-        (len > 0 && EVP_EncryptUpdate(g->enc, out, &n, in, (int)len) != 1) ||
+        (len > 0 && EVP_EncryptUpdate(g->enc, g->mac_only ? NULL : out, &n, in, (int)len) != 1) ||
         EVP_EncryptFinal_ex(g->enc, out + len, &n) != 1 ||
         EVP_CIPHER_CTX_ctrl(g->enc, EVP_CTRL_GCM_GET_TAG, RT_GCM_TAG_LEN, out + len) != 1)
         return RT_ERR_IO;
+    if (g->mac_only && len > 0 && out != in)
+        memmove(out, in, len);
     return RT_OK;
 }
 
 void rt_gcm_skip(rt_gcm *g) { g->counter_dec++; }
+
+rt_status rt_gcm_tag(rt_gcm *g, const uint8_t hdr[RT_FRAME_HDR_LEN], const void *in, size_t len,
+                     uint8_t tag[RT_GCM_TAG_LEN])
+{
+    uint8_t iv[12], fin[16];
+    make_iv(g->salt, g->counter_enc++, iv);
+    int n = 0;
+    if (!g->mac_only || EVP_EncryptInit_ex(g->enc, NULL, NULL, NULL, iv) != 1 ||
+        EVP_EncryptUpdate(g->enc, NULL, &n, hdr, RT_FRAME_HDR_LEN) != 1 ||
+        (len > 0 && EVP_EncryptUpdate(g->enc, NULL, &n, in, (int)len) != 1) ||
+        EVP_EncryptFinal_ex(g->enc, fin, &n) != 1 ||
+        EVP_CIPHER_CTX_ctrl(g->enc, EVP_CTRL_GCM_GET_TAG, RT_GCM_TAG_LEN, tag) != 1)
+        return RT_ERR_IO;
+    return RT_OK;
+}
+
+rt_status rt_gcm_verify(rt_gcm *g, const uint8_t hdr[RT_FRAME_HDR_LEN], const void *in,
+                        size_t len, const uint8_t tag[RT_GCM_TAG_LEN])
+{
+    uint8_t iv[12], t[RT_GCM_TAG_LEN], fin[16];
+    make_iv(g->salt, g->counter_dec++, iv);
+    memcpy(t, tag, sizeof t);
+    int n = 0;
+    if (!g->mac_only || EVP_DecryptInit_ex(g->dec, NULL, NULL, NULL, iv) != 1 ||
+        EVP_DecryptUpdate(g->dec, NULL, &n, hdr, RT_FRAME_HDR_LEN) != 1 ||
+        (len > 0 && EVP_DecryptUpdate(g->dec, NULL, &n, in, (int)len) != 1) ||
+        EVP_CIPHER_CTX_ctrl(g->dec, EVP_CTRL_GCM_SET_TAG, RT_GCM_TAG_LEN, t) != 1)
+        return RT_ERR_IO;
+    return EVP_DecryptFinal_ex(g->dec, fin, &n) == 1 ? RT_OK : RT_ERR_AUTH;
+}
+
+bool rt_gcm_mac_only(const rt_gcm *g) { return g && g->mac_only; }
 
 rt_status rt_gcm_open(rt_gcm *g, const uint8_t hdr[RT_FRAME_HDR_LEN], const uint8_t *in,
                       size_t len, void *out)
@@ -300,9 +338,13 @@ rt_status rt_gcm_open(rt_gcm *g, const uint8_t hdr[RT_FRAME_HDR_LEN], const uint
     int n = 0;
     if (EVP_DecryptInit_ex(g->dec, NULL, NULL, NULL, iv) != 1 ||
         EVP_DecryptUpdate(g->dec, NULL, &n, hdr, RT_FRAME_HDR_LEN) != 1 ||
-        (len > 0 && EVP_DecryptUpdate(g->dec, out, &n, in, (int)len) != 1) ||
+        (len > 0 && EVP_DecryptUpdate(g->dec, g->mac_only ? NULL : out, &n, in, (int)len) != 1) ||
         EVP_CIPHER_CTX_ctrl(g->dec, EVP_CTRL_GCM_SET_TAG, RT_GCM_TAG_LEN, tag) != 1)
         return RT_ERR_IO;
     uint8_t fin[16];
-    return EVP_DecryptFinal_ex(g->dec, fin, &n) == 1 ? RT_OK : RT_ERR_AUTH;
+    if (EVP_DecryptFinal_ex(g->dec, fin, &n) != 1)
+        return RT_ERR_AUTH;
+    if (g->mac_only && len > 0 && out != in) /* only once it is known to be intact */
+        memmove(out, in, len);
+    return RT_OK;
 }

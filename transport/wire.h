@@ -25,7 +25,9 @@
  *     op BYE (no payload, reverse direction) says the sender closed its
  *     communicator normally, so the end of stream that follows is not a crash.
  *     With encryption every frame is sealed, ABORT and BYE too (a BYE then
- *     carries only the tag); an unsealed one is refused (ctl.h).
+ *     carries only the tag); an unsealed one is refused (ctl.h).  With
+ *     integrity (RT_HELLO_F_INTEGRITY, the default) frames are sealed the
+ *     same way but the payload is in clear: the tag is an AES-GMAC.
  *   ABORT payload: origin i32 | culprit i32 | status i32 | reason_len u16 |
  *     reason (UTF-8, at most 400 bytes, not NUL-terminated). */
 #ifndef RT_WIRE_H
@@ -51,6 +53,7 @@
 #define RT_ABORT_MAX_LEN (14 + RT_ABORT_REASON_MAX)
 
 #define RT_HELLO_F_ENCRYPT 0x1u
+#define RT_HELLO_F_INTEGRITY 0x2u /* frames authenticated (GMAC), not encrypted */
 
 /* refusal reasons carried in CHALLENGE/ACCEPT status */
 enum {
@@ -121,13 +124,25 @@ rt_status rt_abort_decode(const uint8_t *in, size_t len, rt_abort_info *a, char 
 
 /* AES-256-GCM with a 96-bit nonce = 4-byte direction salt | 8-byte counter;
  * the frame header is the additional authenticated data.  One context per
- * direction of a connection; counters never repeat under a key. */
+ * direction of a connection; counters never repeat under a key.  mac_only
+ * (integrity without encryption, AES-GMAC): the payload too is additional
+ * authenticated data and travels in clear; sealed frames look the same
+ * (payload then tag). */
 typedef struct rt_gcm rt_gcm;
-rt_status rt_gcm_create(const uint8_t key[32], uint32_t salt, rt_gcm **out, char *err);
+rt_status rt_gcm_create(const uint8_t key[32], uint32_t salt, bool mac_only, rt_gcm **out,
+                        char *err);
 void rt_gcm_destroy(rt_gcm *g);
 /* out gets len ciphertext bytes then the 16-byte tag. */
 rt_status rt_gcm_seal(rt_gcm *g, const uint8_t hdr[RT_FRAME_HDR_LEN], const void *in, size_t len,
                       uint8_t *out);
+/* Integrity only (mac_only contexts): the tag of a frame whose payload
+ * travels in clear, and its check (RT_ERR_AUTH if header, payload or tag
+ * was altered), without copying the payload. */
+rt_status rt_gcm_tag(rt_gcm *g, const uint8_t hdr[RT_FRAME_HDR_LEN], const void *in, size_t len,
+                     uint8_t tag[RT_GCM_TAG_LEN]);
+rt_status rt_gcm_verify(rt_gcm *g, const uint8_t hdr[RT_FRAME_HDR_LEN], const void *in,
+                        size_t len, const uint8_t tag[RT_GCM_TAG_LEN]);
+bool rt_gcm_mac_only(const rt_gcm *g);
 /* Account for a frame that is discarded unread (keeps nonces in step). */
 void rt_gcm_skip(rt_gcm *g);
 /* in holds len ciphertext bytes then the tag; RT_ERR_AUTH if it was altered. */

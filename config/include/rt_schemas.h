@@ -70,6 +70,7 @@ typedef struct rt_job_cfg {
     int64_t sockets;
     int64_t collective_timeout_us;
     bool encrypt;
+    bool integrity; /* AES-GMAC on every data-plane frame */
     rt_strlist command; /* exec jobs: the program and its arguments */
     /* [data] */
     char *dataset;

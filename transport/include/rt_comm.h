@@ -63,6 +63,9 @@ typedef struct rt_comm_opts {
                                     * this long before sleeping: for ranks that share cores
                                     * (RT_COMM_SHARED_YIELD_US), where a wake-up from poll()
                                     * costs more than the wait; 0 by default */
+    bool integrity;                /* AES-GMAC on every frame, payload in clear (default
+                                    * on; encrypt implies it): a peer on the path cannot
+                                    * alter a gradient unseen */
 } rt_comm_opts;
 
 /* What ringtrain's launcher sets when a host has more ranks than cores:
@@ -71,7 +74,8 @@ typedef struct rt_comm_opts {
 #define RT_COMM_SHARED_YIELD_US 1000
 
 /* Defaults: TCP, 1 socket, 512 KiB segments, 64 KiB small threshold,
- * 60 s connect and collective timeouts, 50 us spin, autotuned buffers. */
+ * 60 s connect and collective timeouts, 50 us spin, autotuned buffers,
+ * integrity on, encryption off. */
 void rt_comm_opts_defaults(rt_comm_opts *o);
 
 /* Build the communicator: listen (unless listen_fd is given), connect to
