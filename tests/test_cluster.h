@@ -1,0 +1,28 @@
+/* test_cluster.h — what the files of the test_cluster binary share: the one
+ * cluster (coordinator + agents a1, a2 on host A and b1 on host B) that all
+ * its tests run on (test_cluster.c sets it up). */
+#ifndef RT_TEST_CLUSTER_H
+#define RT_TEST_CLUSTER_H
+
+#include <stdbool.h>
+
+#include "cluster_harness.h"
+
+extern cluster C;
+extern bool failed_once;
+
+/* Fails the test and keeps the cluster's files and logs for a look. */
+#define CHECK(cond) CL_CHECK(&failed_once, cond)
+
+/* The number of jobs the coordinator lists. */
+int njobs(void);
+
+void test_launcher_env(void **state);
+void test_escaped_process(void **state);
+void test_progress_flood(void **state);
+void test_logs_of_attempts(void **state);
+void test_results(void **state);
+void test_python_binding(void **state);
+void test_tokens_and_roles(void **state);
+
+#endif

@@ -1,0 +1,415 @@
+/* test_cluster_runapi.c — the cluster of test_cluster.c seen by programs
+ * written for torchrun and horovodrun (their environment variables, a
+ * store at MASTER_ADDR:MASTER_PORT), by the Python binding, and through the
+ * Run API's results, logs of earlier attempts and progress reports; what
+ * ranks leave behind; and API tokens with their roles. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rt_time.h"
+#include "test_cluster.h"
+
+/* ---- programs written for torchrun and horovodrun -------------------------------- */
+
+/* Every rank gets torchrun's and Horovod's variables, MASTER_ADDR:MASTER_PORT
+ * is free for rank 0 to open and the others reach it, and --env passes
+ * NAME=VALUE, NAME (this shell's value) and PYTHONPATH by default. */
+void test_launcher_env(void **state)
+{
+    (void)state;
+    static const struct {
+        int local_rank, local_size, group_rank, cross_rank, cross_size;
+    } want[5] = {{0, 3, 0, 0, 2}, {1, 3, 0, 0, 2}, {2, 3, 0, 0, 1}, {0, 2, 1, 1, 2}, {1, 2, 1, 1, 2}};
+    setenv("FOO", "from the shell", 1);
+    setenv("PYTHONPATH", "/opt/pp", 1);
+    char *out = NULL;
+    const char *args[] = {"exec", "--np", "5", "--max-restarts", "1", "--env", "FOO", "-x", "BAR=2",
+                          "--", "python3", RT_TESTS_DIR "/launcher_env.py", C.marker, NULL};
+    int rc = cl_cli(&C, &out, 60, args);
+    unsetenv("FOO");
+    unsetenv("PYTHONPATH");
+    if (rc != 0)
+        fprintf(stderr, "exec output:\n%s\n", out);
+    CHECK(rc == 0);
+    int seen = 0, stores = 0;
+    char *copy = strdup(out);
+    for (char *line = copy; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        int pr, r;
+        char expect[1024];
+        if (sscanf(line, "[%d] env RANK=%d", &pr, &r) == 2 && r >= 0 && r < 5 && pr == r) {
+            snprintf(expect, sizeof expect,
+                     "env RANK=%d WORLD_SIZE=5 LOCAL_RANK=%d LOCAL_WORLD_SIZE=%d GROUP_RANK=%d "
+                     "GROUP_WORLD_SIZE=2 ROLE_RANK=%d ROLE_WORLD_SIZE=5 ROLE_NAME=default "
+                     "TORCHELASTIC_RESTART_COUNT=0 TORCHELASTIC_MAX_RESTARTS=1 "
+                     "TORCHELASTIC_RUN_ID=ringtrain-job-",
+                     r, want[r].local_rank, want[r].local_size, want[r].group_rank, r);
+            const char *got = strchr(line, ']') + 2;
+            if (strncmp(got, expect, strlen(expect)) != 0)
+                fprintf(stderr, "rank %d: got\n  %s\nwant\n  %s...\n", r, got, expect);
+            CHECK(strncmp(got, expect, strlen(expect)) == 0);
+            snprintf(expect, sizeof expect,
+                     " HOROVOD_RANK=%d HOROVOD_SIZE=5 HOROVOD_LOCAL_RANK=%d HOROVOD_LOCAL_SIZE=%d "
+                     "HOROVOD_CROSS_RANK=%d HOROVOD_CROSS_SIZE=%d FOO=from the shell BAR=2 "
+                     "PYTHONPATH=/opt/pp CUDA_VISIBLE_DEVICES=%s",
+                     r, want[r].local_rank, want[r].local_size, want[r].cross_rank,
+                     want[r].cross_size, r == 3 ? "0" : r == 4 ? "1" : "-");
+            if (!strstr(got, expect))
+                fprintf(stderr, "rank %d: got\n  %s\nwant\n  ...%s\n", r, got, expect);
+            CHECK(strstr(got, expect) != NULL);
+            seen |= 1 << r;
+        }
+        if (strstr(line, "] store total 10"))
+            stores++;
+        line = nl ? nl + 1 : NULL;
+    }
+    free(copy);
+    CHECK(seen == 31);
+    CHECK(stores == 5);
+    free(out);
+    /* the GPU each rank was given is in the job's placement */
+    rt_json *list = cl_get(&C, "/v1/jobs?limit=1");
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld",
+             (long long)rt_json_num(rt_json_get(rt_json_at(rt_json_get(list, "jobs"), 0), "id"), 0));
+    rt_json_free(list);
+    rt_json *doc = cl_get(&C, path);
+    const rt_json *pl = rt_json_get(doc, "placement");
+    CHECK(rt_json_len(pl) == 5);
+    for (size_t r = 0; r < rt_json_len(pl); r++) {
+        const rt_json *gpu = rt_json_get(rt_json_at(pl, r), "gpu");
+        const char *want_gpu = r == 3 ? "0" : r == 4 ? "1" : "";
+        CHECK(!strcmp(rt_json_str(gpu, ""), want_gpu));
+    }
+    rt_json_free(doc);
+    /* a variable that is not set here is named, and nothing is submitted */
+    int before = njobs();
+    const char *unset[] = {"exec", "--np", "1", "--env", "RT_SURELY_NOT_SET", "--", "true", NULL};
+    CHECK(cl_cli(&C, &out, 30, unset) == 2);
+    CHECK(strstr(out, "--env RT_SURELY_NOT_SET: not set in this shell") != NULL);
+    free(out);
+    const char *bad[] = {"exec", "--np", "1", "--env", "1X=3", "--", "true", NULL};
+    CHECK(cl_cli(&C, &out, 30, bad) == 2);
+    CHECK(strstr(out, "--env 1X=3: expected NAME=VALUE") != NULL);
+    free(out);
+    CHECK(njobs() == before);
+}
+
+/* ---- what ranks leave behind ------------------------------------------------------- */
+
+/* A rank starts a process in a session of its own (out of the rank's
+ * process group, which the agent kills) and exits: the agent, its child
+ * subreaper, kills it within a few seconds. */
+void test_escaped_process(void **state)
+{
+    (void)state;
+    char cmd[300], *out = NULL;
+    /* the rank lives a second more: the child has left its group by then */
+    snprintf(cmd, sizeof cmd, "setsid sh -c 'sleep 300' %s-escapee & sleep 1; echo left-one-behind",
+             C.marker);
+    const char *args[] = {"exec", "--np", "1", "--", "sh", "-c", cmd, NULL};
+    CHECK(cl_cli(&C, &out, 60, args) == 0 && strstr(out, "left-one-behind"));
+    free(out);
+    CHECK(cl_wait_no_marker(&C, 10000) == 0);
+}
+
+/* ---- progress floods --------------------------------------------------------------- */
+
+/* A rank printing 3000 step reports in a tight loop: its agent relays at
+ * most 10 a second (and says so), and the result it reports after them
+ * still arrives. */
+void test_progress_flood(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    const char *args[] = {"exec", "--np", "1", "--name", "flood", "--", "sh", "-c",
+                          "i=0; while [ $i -lt 3000 ]; do echo \"{\\\"kind\\\":\\\"step\\\","
+                          "\\\"step\\\":$i}\" >&4; i=$((i+1)); done; "
+                          "echo '{\"kind\":\"result\",\"value\":\"after the flood\"}' >&4",
+                          NULL};
+    CHECK(cl_cli(&C, &out, 60, args) == 0);
+    free(out);
+    rt_json *list = cl_get(&C, "/v1/jobs?limit=1");
+    char id[32];
+    snprintf(id, sizeof id, "%lld",
+             (long long)rt_json_num(rt_json_get(rt_json_at(rt_json_get(list, "jobs"), 0), "id"), 0));
+    rt_json_free(list);
+    const char *st[] = {"status", id, "--results", NULL};
+    CHECK(cl_cli(&C, &out, 30, st) == 0);
+    CHECK(strstr(out, "0: \"after the flood\"") != NULL);
+    free(out);
+    bool said = false;
+    for (int a = 0; a < C.nagents && !said; a++) {
+        FILE *f = fopen(C.agent[a].log, "r");
+        char line[1024];
+        while (f && fgets(line, sizeof line, f) && !said)
+            said = strstr(line, "reports progress faster than 10 lines a second") != NULL;
+        if (f)
+            fclose(f);
+    }
+    CHECK(said);
+}
+
+/* ---- the output of earlier attempts ---------------------------------------------- */
+
+/* A job restarted once: `logs --attempt 1` shows the failed attempt's
+ * output, plain `logs` the latest's; an attempt that never was is named. */
+void test_logs_of_attempts(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    const char *args[] = {"exec", "--np", "2", "--name", "attempts", "--max-restarts", "1", "--",
+                          "sh", "-c", "echo output-of-attempt-$RT_ATTEMPT; [ $RT_ATTEMPT -ge 2 ]",
+                          NULL};
+    CHECK(cl_cli(&C, &out, 60, args) == 0);
+    free(out);
+    rt_json *list = cl_get(&C, "/v1/jobs?limit=1");
+    char id[32];
+    snprintf(id, sizeof id, "%lld",
+             (long long)rt_json_num(rt_json_get(rt_json_at(rt_json_get(list, "jobs"), 0), "id"), 0));
+    rt_json_free(list);
+    const char *first[] = {"logs", id, "--attempt", "1", NULL};
+    CHECK(cl_cli(&C, &out, 30, first) == 0);
+    CHECK(strstr(out, "[0] output-of-attempt-1") && strstr(out, "[1] output-of-attempt-1"));
+    CHECK(!strstr(out, "output-of-attempt-2"));
+    free(out);
+    const char *latest[] = {"logs", id, "--rank", "1", NULL};
+    CHECK(cl_cli(&C, &out, 30, latest) == 0);
+    CHECK(strstr(out, "output-of-attempt-2") && !strstr(out, "output-of-attempt-1"));
+    free(out);
+    const char *none[] = {"logs", id, "--attempt", "3", NULL};
+    CHECK(cl_cli(&C, &out, 30, none) == 3);
+    CHECK(strstr(out, "has no attempt 3") != NULL);
+    free(out);
+}
+
+/* ---- per-rank results ------------------------------------------------------------ */
+
+/* Each rank reports a result just before it exits; every one is kept, in rank
+ * order, shown by status --results and in the API's document.  A result that
+ * is not JSON is refused by rt_report_result itself (test_units). */
+void test_results(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    const char *args[] = {"exec", "--np", "4", "--name", "results", "--json", "--", CL_PROBE,
+                          "--result", "1", "--marker", C.marker, NULL};
+    CHECK(cl_cli(&C, &out, 60, args) == 0);
+    free(out);
+    rt_json *list = cl_get(&C, "/v1/jobs?limit=1");
+    int64_t id = (int64_t)rt_json_num(rt_json_get(rt_json_at(rt_json_get(list, "jobs"), 0), "id"), 0);
+    rt_json_free(list);
+    char idtxt[32];
+    snprintf(idtxt, sizeof idtxt, "%lld", (long long)id);
+    const char *st[] = {"status", idtxt, "--results", NULL};
+    CHECK(cl_cli(&C, &out, 30, st) == 0);
+    char want[256] = "";
+    for (int r = 0; r < 4; r++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%d: {\"rank\":%d,\"sum\":10}\n", r, r);
+    if (strcmp(out, want) != 0)
+        fprintf(stderr, "status --results:\n%s\nwant:\n%s", out, want);
+    CHECK(strcmp(out, want) == 0);
+    free(out);
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    rt_json *doc = cl_get(&C, path);
+    const rt_json *rs = rt_json_get(doc, "results");
+    CHECK(rt_json_len(rs) == 4);
+    int64_t sum = 0;
+    CHECK(rt_json_get_int(rt_json_get(rt_json_at(rs, 3), "value"), "sum", &sum) && sum == 10);
+    rt_json_free(doc);
+}
+
+/* ---- the Python binding ---------------------------------------------------------- */
+
+/* python/ringtrain on NumPy arrays of every dtype against a serial reference
+ * (tests/binding_check.py), its results in status --results, and a dead
+ * peer raising RingtrainError that names the rank. */
+void test_python_binding(void **state)
+{
+    (void)state;
+    const char *py = "/usr/bin/python3";
+    char *out = NULL;
+    const char *probe[] = {"exec", "--np", "1", "--", py, "-c", "import numpy", NULL};
+    if (cl_cli(&C, &out, 60, probe) != 0) {
+        fprintf(stderr, "no NumPy for %s (scripts/install-deps.sh installs python3-numpy):\n%s\n",
+                py, out);
+        CHECK(false);
+    }
+    free(out);
+    const char *lib = "RINGTRAIN_LIBRARY=" RT_LIBRINGTRAIN;
+    /* the sanitizer build: the ASan runtime first, no leak report of python */
+    const char *pre = RT_PRELOAD[0] ? "LD_PRELOAD=" RT_PRELOAD : "RT_NOTHING=1";
+    const char *asan = RT_PRELOAD[0] ? "ASAN_OPTIONS=detect_leaks=0" : "RT_NOTHING=1";
+    const char *args[] = {"exec", "--np", "4", "--env", "PYTHONPATH=" RT_TESTS_DIR "/../python",
+                          "--env", lib, "--env", pre, "--env", asan, "--", py,
+                          RT_TESTS_DIR "/binding_check.py", "collectives", C.marker, NULL};
+    int rc = cl_cli(&C, &out, 120, args);
+    if (rc != 0)
+        fprintf(stderr, "exec output:\n%s\n", out);
+    CHECK(rc == 0);
+    for (int r = 0; r < 4; r++) {
+        char want[64];
+        snprintf(want, sizeof want, "[%d] binding ok: rank %d, 28 reductions", r, r);
+        CHECK(strstr(out, want) != NULL);
+    }
+    free(out);
+    rt_json *list = cl_get(&C, "/v1/jobs?limit=1");
+    char id[32];
+    snprintf(id, sizeof id, "%lld",
+             (long long)rt_json_num(rt_json_get(rt_json_at(rt_json_get(list, "jobs"), 0), "id"), 0));
+    rt_json_free(list);
+    const char *st[] = {"status", id, "--results", NULL};
+    CHECK(cl_cli(&C, &out, 30, st) == 0);
+    CHECK(strstr(out, "3: {\"rank\":3,\"checks\":28,\"gathered\":[0,1,4,9]}") != NULL);
+    free(out);
+    /* the last rank leaves after init: the others get an exception naming it */
+    const char *dead[] = {"exec", "--np", "3", "--collective-timeout", "10s", "--env",
+                          "PYTHONPATH=" RT_TESTS_DIR "/../python", "--env", lib, "--env", pre,
+                          "--env", asan, "--", py, RT_TESTS_DIR "/binding_check.py", "dead-peer",
+                          C.marker, NULL};
+    rc = cl_cli(&C, &out, 120, dead);
+    if (rc != 0 || !strstr(out, "[0] rank 0 caught: ") || !strstr(out, "[1] rank 1 caught: ") ||
+        !strstr(out, "rank 2"))
+        fprintf(stderr, "dead peer: rc %d, output:\n%s\n", rc, out);
+    CHECK(rc == 0);
+    CHECK(strstr(out, "[0] rank 0 caught: ") && strstr(out, "[1] rank 1 caught: "));
+    CHECK(strstr(out, "[0] rank 0 then: ") && strstr(out, "[1] rank 1 then: "));
+    /* the exception names the rank that left, with its address */
+    if (!strstr(out, "rank 2 (127.0.0.1:"))
+        fprintf(stderr, "dead peer: no exception names rank 2:\n%s\n", out);
+    CHECK(strstr(out, "rank 2 (127.0.0.1:") != NULL);
+    free(out);
+    CHECK(cl_count_marker(&C) == 0);
+}
+
+
+/* ---- API tokens and roles ------------------------------------------------------- */
+
+/* One request with the given token; its status, the body in *body when asked. */
+static int api(const char *token, const char *method, const char *path, const char *body,
+               char **out)
+{
+    cli_conn c = C.conn;
+    snprintf(c.token, sizeof c.token, "%s", token);
+    http_resp r = {0};
+    char err[RT_ERR_LEN];
+    if (http_request(&c, method, path, body, &r, err) != RT_OK) {
+        fprintf(stderr, "%s %s: %s\n", method, path, err);
+        return -1;
+    }
+    if (out)
+        *out = r.body;
+    else
+        free(r.body);
+    return r.status;
+}
+
+/* A new token with role, made with the CLI; its secret. */
+static char *make_token(const char *name, const char *role)
+{
+    char *out = NULL;
+    const char *args[] = {"token", "create", name, "--role", role, NULL};
+    int rc = cl_cli(&C, &out, 30, args);
+    if (rc != 0) {
+        fprintf(stderr, "token create %s: %s", name, out);
+        free(out);
+        return NULL;
+    }
+    /* the token is the first line (stdout), the note follows (stderr) */
+    char *nl = strchr(out, '\n');
+    if (nl)
+        *nl = '\0';
+    return out;
+}
+
+/* Every role may do what it should and nothing more; the agents' token is
+ * no API credential; a revoked token stops at once; tokens outlive a
+ * coordinator restart, stored hashed. */
+void test_tokens_and_roles(void **state)
+{
+    (void)state;
+    char *rd = make_token("reader", "read"), *sb = make_token("ci-bot", "submit"),
+         *mx = make_token("prometheus", "metrics");
+    CHECK(rd && sb && mx);
+    if (!rd || !sb || !mx)
+        return;
+    CHECK(strlen(rd) == RT_TOKEN_HEX && strlen(sb) == RT_TOKEN_HEX);
+    const char *job = "{\"type\":\"exec\",\"np\":1,\"argv\":[\"/bin/true\"],\"hold\":true}";
+    char *body = NULL;
+    /* the agents' token: refused on the API, and told why */
+    CHECK(api(C.agent_token, "GET", "/v1/jobs", NULL, &body) == 401);
+    CHECK(body && strstr(body, "agents' registration token"));
+    free(body);
+    /* metrics: /metrics only */
+    CHECK(api(mx, "GET", "/metrics", NULL, NULL) == 200);
+    CHECK(api(mx, "GET", "/v1/jobs", NULL, NULL) == 403);
+    CHECK(api(mx, "GET", "/v1/nodes", NULL, NULL) == 403);
+    /* read: looks, never changes */
+    CHECK(api(rd, "GET", "/v1/jobs", NULL, NULL) == 200);
+    CHECK(api(rd, "GET", "/v1/nodes", NULL, NULL) == 200);
+    CHECK(api(rd, "GET", "/metrics", NULL, NULL) == 200);
+    CHECK(api(rd, "POST", "/v1/jobs", job, &body) == 403);
+    CHECK(body && strstr(body, "token reader has role read; POST /v1/jobs needs role submit"));
+    free(body);
+    CHECK(api(rd, "GET", "/v1/tokens", NULL, NULL) == 403);
+    /* submit: submits and cancels, but does not drain nodes or make tokens */
+    CHECK(api(sb, "POST", "/v1/jobs", job, &body) == 201);
+    rt_json *j = NULL;
+    char err[RT_ERR_LEN];
+    int64_t id = 0;
+    CHECK(body && rt_json_parse(body, strlen(body), &j, err) == RT_OK && rt_json_get_int(j, "id", &id));
+    rt_json_free(j);
+    free(body);
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld/cancel", (long long)id);
+    CHECK(api(rd, "POST", path, NULL, NULL) == 403);
+    CHECK(api(sb, "POST", path, NULL, NULL) == 200);
+    CHECK(api(sb, "POST", "/v1/nodes/drain", "{\"agent\":\"a1\"}", NULL) == 403);
+    CHECK(api(sb, "POST", "/v1/tokens", "{\"name\":\"x\",\"role\":\"admin\"}", NULL) == 403);
+    /* names are unique; roles are checked */
+    CHECK(api(C.conn.token, "POST", "/v1/tokens", "{\"name\":\"reader\",\"role\":\"read\"}", NULL) == 409);
+    CHECK(api(C.conn.token, "POST", "/v1/tokens", "{\"name\":\"y\",\"role\":\"root\"}", NULL) == 400);
+    /* the list shows names and roles, never a secret or its hash */
+    char *out = NULL;
+    const char *list[] = {"token", "list", NULL};
+    CHECK(cl_cli(&C, &out, 30, list) == 0);
+    CHECK(strstr(out, "reader") && strstr(out, "ci-bot") && strstr(out, "metrics"));
+    CHECK(!strstr(out, rd) && !strstr(out, "hash"));
+    free(out);
+    /* revoked: refused from the next request on */
+    const char *rv[] = {"token", "revoke", "reader", NULL};
+    CHECK(cl_cli(&C, &out, 30, rv) == 0);
+    free(out);
+    CHECK(api(rd, "GET", "/v1/jobs", NULL, NULL) == 401);
+    /* the database holds hashes only */
+    char db[400], cmd[600];
+    snprintf(db, sizeof db, "%s/state.db", C.dir);
+    snprintf(cmd, sizeof cmd, "grep -c %s %s > /dev/null", sb, db);
+    CHECK(system(cmd) != 0);
+    /* after a coordinator restart: the submit token still works, the revoked one not */
+    CHECK(cl_stop(&C.coord, SIGTERM) == 0);
+    CHECK(cl_start_coord(&C, NULL, NULL));
+    CHECK(cl_wait_agents_up(&C, 3, 20000));
+    CHECK(api(sb, "GET", "/v1/jobs", NULL, NULL) == 200);
+    CHECK(api(rd, "GET", "/v1/jobs", NULL, NULL) == 401);
+    CHECK(api(mx, "GET", "/metrics", NULL, NULL) == 200);
+    free(rd);
+    free(sb);
+    free(mx);
+}
+
