@@ -216,7 +216,8 @@ static void *lb_rank(void *p)
 static int usage(void)
 {
     fprintf(stderr, "usage: allreduce --np N [--bytes B] [--iters K] [--transport tcp|loopback|"
-                    "rdma|nccl] [--sockets S] [--segment BYTES] [--spin-us US] [--yield-us US] [--encrypt | --no-integrity] [--json]\n");
+                    "rdma|nccl] [--sockets S] [--segment BYTES] [--spin-us US] [--yield-us US]\n"
+                    "                 [--encrypt | --no-integrity] [--json]\n");
     return 2;
 }
 
@@ -316,7 +317,8 @@ int main(int argc, char **argv)
     if (!c.json)
         printf("# allreduce float32 sum, np=%d, transport=%s, sockets=%d%s\n"
                "%12s %12s %10s %10s\n",
-               c.np, transport, c.sockets, c.encrypt ? ", encrypted" : c.plain ? ", plain frames" : ", GMAC frames", "bytes", "usec",
+               c.np, transport, c.sockets,
+               c.encrypt ? ", encrypted" : c.plain ? ", plain frames" : ", GMAC frames", "bytes", "usec",
                "algbw GB/s", "busbw GB/s");
     double last = 0;
     for (int s = 0; s < c.nsizes; s++) {

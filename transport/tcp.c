@@ -253,9 +253,11 @@ static rt_status send_progress(rt_comm *c, int k, bool *moved, char *err)
             rt_frame_hdr h = {RT_FRAME_DATA, sealed ? RT_FRAME_SEALED : 0, op->seq, op->seg,
                               (uint32_t)op->len};
             rt_frame_encode(&h, cn->hdr);
-            rt_status st = !sealed                        ? RT_OK
-                           : rt_gcm_mac_only(cn->seal) ? rt_gcm_tag(cn->seal, cn->hdr, op->p, op->len, cn->tag)
-                                                       : rt_gcm_seal(cn->seal, cn->hdr, op->p, op->len, cn->cipher);
+            rt_status st = RT_OK;
+            if (sealed && rt_gcm_mac_only(cn->seal)) /* integrity: the tag only */
+                st = rt_gcm_tag(cn->seal, cn->hdr, op->p, op->len, cn->tag);
+            else if (sealed)
+                st = rt_gcm_seal(cn->seal, cn->hdr, op->p, op->len, cn->cipher);
             if (st != RT_OK)
                 return rt_err(err, RT_ERR_IO, "sealing a frame failed");
         }
@@ -577,7 +579,8 @@ static bool finish_frame(rt_comm *c, int k, rt_deadline_t dl)
     const int nspan = frame_spans(cn, op->p, op->len, span);
     while (cn->done < total) {
         struct iovec iov[3];
-        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)iov_rest(iov, span, nspan, cn->done)};
+        struct msghdr mh = {.msg_iov = iov,
+                            .msg_iovlen = (size_t)iov_rest(iov, span, nspan, cn->done)};
         ssize_t r = sendmsg(cn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (r > 0) {
             cn->done += (size_t)r;
