@@ -362,34 +362,46 @@ static void test_strangers(void **state)
     rt_log_set_level(RT_LL_ERROR);
 }
 
-/* 20 connections that say nothing, waiting on rank 1's port before its real
- * left neighbour: they do not hold it up (each would cost 5 s if strangers
- * were served one at a time: 100 s, far past the deadline). */
+/* 20 connections that say nothing and 20 that send a well-formed hello (the
+ * right job, ranks and world, as someone who watched the network could)
+ * and then stall, waiting on rank 1's port before its real left neighbour:
+ * they do not hold it up (each would cost 5 s if strangers were served one
+ * at a time: 200 s, far past the deadline). */
 static void test_silent_strangers(void **state)
 {
     (void)state;
     rt_comm_opts o = base_opts();
     o.connect_timeout_us = 20000000;
-    int fds[3], silent[20];
+    int fds[3], silent[40];
     char *addrs[3];
     rt_comm *cs[3];
     rh_listeners(3, fds, addrs);
-    for (int k = 0; k < 20; k++) {
+    for (int k = 0; k < 40; k++) {
         char err[RT_ERR_LEN];
         silent[k] = -1;
         rt_sock_connect(addrs[1], rt_deadline_in_us(2000000), &silent[k], err);
+        if (k % 2 && silent[k] >= 0) { /* a hello from rank 0 to rank 1, then nothing */
+            rt_hello h = {.version = RT_WIRE_VERSION, .flags = RT_HELLO_F_INTEGRITY,
+                          .job_id = o.job_id, .from = 0, .to = 1, .conn = 0, .world = 3};
+            uint8_t hello[RT_HELLO_LEN];
+            rt_hello_encode(&h, hello);
+            assert_int_equal(rt_sock_write_full(silent[k], hello, sizeof hello,
+                                                rt_deadline_in_us(2000000), err),
+                             RT_OK);
+        }
     }
     const int64_t t0 = rt_now_ns();
     make_ring(3, fds, addrs, &o, cs);
     double s = (double)(rt_now_ns() - t0) / 1e9;
-    fprintf(stderr, "ring of 3 up in %.2f s with 20 silent strangers on rank 1's port\n", s);
+    fprintf(stderr, "ring of 3 up in %.2f s with 20 silent strangers and 20 stalled hellos on "
+                    "rank 1's port\n", s);
     assert_true(s < 4.0);
     run_job jobs[3];
     pthread_t th[3];
     stranger_arg a = {addrs, 5};
     start_rounds(3, cs, &a, jobs, th);
     finish_rounds(3, cs, jobs, th);
-    for (int k = 0; k < 20; k++)
+    for (int k = 0; k < 40; k++)
         if (silent[k] >= 0)
             close(silent[k]);
     rh_close_listeners(3, fds, addrs);
@@ -601,7 +613,8 @@ static void tampered_data(bool with_tag)
     pthread_join(th, NULL);
     printf("tampered frame %s a tag: status %d: %s\n", with_tag ? "with" : "without", v.st, v.msg);
     assert_int_equal(v.st, RT_ERR_AUTH);
-    assert_non_null(strstr(v.msg, with_tag ? "failed authentication" : "without its authentication tag"));
+    assert_non_null(
+        strstr(v.msg, with_tag ? "failed authentication" : "without its authentication tag"));
     assert_non_null(strstr(v.msg, "rank 0"));
     close(back);
     close(fwd);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,11 +49,12 @@ static void *connect_right(void *arg)
     return NULL;
 }
 
-/* Accept n authenticated connections from the left neighbour.  Connections
- * are accepted as they come and wait, all at once, for their first bytes:
- * only one that has sent something is handshaken, so strangers that connect
- * and say nothing cannot hold up the neighbour behind them (each gets 5 s,
- * then is closed); at most PENDING_MAX wait at a time. */
+/* Accept n authenticated connections from the left neighbour.  Every
+ * connection is handshaken on a thread of its own (at most PENDING_MAX at a
+ * time), each within 5 s of its arrival, and the main loop takes the ones
+ * that prove the key as they finish: strangers that connect and say
+ * nothing, or send a hello and stall, cannot hold up the neighbour behind
+ * them. */
 #define PENDING_MAX 64
 #define STRANGER_NS 5000000000LL
 
@@ -64,28 +66,70 @@ static void reject_left(rt_comm *c, int fd, const char *why)
     close(fd);
 }
 
+typedef struct pending {
+    int fd;
+    int slot;
+    int done_fd; /* write end of the loop's pipe: the slot number when done */
+    const rt_hs_params *hs;
+    int expect_from;
+    rt_deadline_t dl;
+    rt_status st;
+    rt_hs_result res;
+    char why[RT_ERR_LEN];
+    pthread_t th;
+    bool busy;
+} pending;
+
+static void *handshake_one(void *arg)
+{
+    pending *p = arg;
+    p->st = rt_handshake_respond(p->fd, p->hs, p->expect_from, false, p->dl, &p->res, p->why);
+    unsigned char slot = (unsigned char)p->slot;
+    ssize_t r = write(p->done_fd, &slot, 1);
+    (void)r;
+    return NULL;
+}
+
 static rt_status accept_left(rt_comm *c, rt_links *L, rt_deadline_t dl, char *err)
 {
-    int got = 0, np = 0;
-    int pend[PENDING_MAX];
-    int64_t since[PENDING_MAX];
+    int got = 0;
+    int done[2];
+    if (pipe2(done, O_CLOEXEC) != 0)
+        return rt_err(err, RT_ERR_IO, "pipe: %s", strerror(errno));
+    pending *pend = calloc(PENDING_MAX, sizeof *pend);
+    if (!pend) {
+        close(done[0]);
+        close(done[1]);
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
     rt_status st = RT_OK;
     while (got < L->n) {
-        struct pollfd p[PENDING_MAX + 1];
-        p[0] = (struct pollfd){.fd = L->listen_fd, .events = POLLIN};
-        for (int i = 0; i < np; i++)
-            p[i + 1] = (struct pollfd){.fd = pend[i], .events = POLLIN};
-        const int64_t now = rt_now_ns();
-        int ms = rt_deadline_ms_left(dl);
-        for (int i = 0; i < np; i++) { /* wake for the oldest stranger's time too */
-            int64_t left = (since[i] + STRANGER_NS - now) / 1000000 + 1;
-            if (left < ms)
-                ms = (int)(left > 0 ? left : 0);
-        }
-        int r = poll(p, (nfds_t)np + 1, ms);
+        struct pollfd p[2] = {{.fd = L->listen_fd, .events = POLLIN},
+                              {.fd = done[0], .events = POLLIN}};
+        int r = poll(p, 2, rt_deadline_ms_left(dl));
         if (r < 0 && errno != EINTR) {
             st = rt_err(err, RT_ERR_IO, "poll on the listening socket: %s", strerror(errno));
             break;
+        }
+        if (r > 0 && (p[1].revents & POLLIN)) { /* a handshake finished */
+            unsigned char slot;
+            if (read(done[0], &slot, 1) == 1 && slot < PENDING_MAX && pend[slot].busy) {
+                pending *q = &pend[slot];
+                pthread_join(q->th, NULL);
+                q->busy = false;
+                if (q->st == RT_OK && L->in[q->res.conn] >= 0)
+                    q->st = rt_err(q->why, RT_ERR_PROTO,
+                                   "duplicate connection %u from the left neighbour", q->res.conn);
+                if (q->st != RT_OK) {
+                    reject_left(c, q->fd, q->why);
+                } else {
+                    rt_sock_tune(q->fd, c->o.socket_buffer);
+                    L->in[q->res.conn] = q->fd;
+                    L->in_hs[q->res.conn] = q->res;
+                    got++;
+                }
+            }
+            continue; /* the listening socket's turn comes with the next poll */
         }
         if (rt_now_ns() >= dl) {
             st = rt_err(err, RT_ERR_TIMEOUT,
@@ -93,48 +137,41 @@ static rt_status accept_left(rt_comm *c, rt_links *L, rt_deadline_t dl, char *er
                         L->left_name, got, L->n);
             break;
         }
-        /* the waiting ones: handshake those that spoke, drop those silent too long */
-        for (int i = np - 1; r > 0 && i >= 0; i--) {
-            if (!p[i + 1].revents)
-                continue;
-            int fd = pend[i];
-            pend[i] = pend[--np];
-            since[i] = since[np];
-            char why[RT_ERR_LEN];
-            rt_deadline_t hdl = rt_now_ns() + STRANGER_NS < dl ? rt_now_ns() + STRANGER_NS : dl;
-            rt_hs_result res;
-            rt_status hs = rt_handshake_respond(fd, &L->hs, c->left, false, hdl, &res, why);
-            if (hs == RT_OK && L->in[res.conn] >= 0)
-                hs = rt_err(why, RT_ERR_PROTO, "duplicate connection %u from the left neighbour",
-                            res.conn);
-            if (hs != RT_OK) {
-                reject_left(c, fd, why);
-                continue;
-            }
-            rt_sock_tune(fd, c->o.socket_buffer);
-            L->in[res.conn] = fd;
-            L->in_hs[res.conn] = res;
-            got++;
-        }
-        for (int i = np - 1; i >= 0; i--)
-            if (rt_now_ns() - since[i] >= STRANGER_NS) {
-                int fd = pend[i];
-                pend[i] = pend[--np];
-                since[i] = since[np];
-                reject_left(c, fd, "said nothing within 5 s");
-            }
         if (r > 0 && (p[0].revents & POLLIN)) {
             int fd = accept4(L->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (fd >= 0 && np == PENDING_MAX)
-                reject_left(c, fd, "too many connections waiting for their hello");
-            else if (fd >= 0) {
-                pend[np] = fd;
-                since[np++] = rt_now_ns();
+            if (fd < 0)
+                continue;
+            int slot = -1;
+            for (int i = 0; i < PENDING_MAX && slot < 0; i++)
+                if (!pend[i].busy)
+                    slot = i;
+            if (slot < 0) {
+                reject_left(c, fd, "too many connections waiting for their handshake");
+                continue;
+            }
+            pending *q = &pend[slot];
+            *q = (pending){.fd = fd, .slot = slot, .done_fd = done[1], .hs = &L->hs,
+                           .expect_from = c->left, .busy = true,
+                           .dl = rt_now_ns() + STRANGER_NS < dl ? rt_now_ns() + STRANGER_NS : dl};
+            if (pthread_create(&q->th, NULL, handshake_one, q) != 0) {
+                q->busy = false;
+                reject_left(c, fd, "no thread for its handshake");
             }
         }
     }
-    for (int i = 0; i < np; i++) /* the ring is up (or failed): the rest are strangers */
-        reject_left(c, pend[i], st == RT_OK ? "the ring is already connected" : "giving up");
+    /* the ring is up (or failed): cut the handshakes still going short */
+    for (int i = 0; i < PENDING_MAX; i++)
+        if (pend[i].busy)
+            shutdown(pend[i].fd, SHUT_RDWR);
+    for (int i = 0; i < PENDING_MAX; i++)
+        if (pend[i].busy) {
+            pthread_join(pend[i].th, NULL);
+            reject_left(c, pend[i].fd,
+                        st == RT_OK ? "the ring is already connected" : "giving up");
+        }
+    free(pend);
+    close(done[0]);
+    close(done[1]);
     return st;
 }
 
