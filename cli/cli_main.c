@@ -486,8 +486,9 @@ static const cli_cmd COMMANDS[] = {
     {"predict", "--model CKPT --dataset DIR --out FILE", "predictions from a checkpoint",
      PREDICT_FLAGS, 0, 0, false, false, false, cli_predict},
     {"model", "summary CKPT", "what a checkpoint holds", NULL, 2, 2, false, false, false, cli_model},
-    {"trace", "STORE --out FILE", "the ranks' timelines of a job run with [train] trace = true, as one "
-     "Chrome trace", TRACE_FLAGS, 1, 1, false, false, false, cli_trace},
+    {"trace", "STORE|JOB --out FILE", "the ranks' timelines of a job run with [train] trace = "
+     "true, as one Chrome trace (a job id: its store, read here)", TRACE_FLAGS, 1, 1, false, false,
+     true, cli_trace},
     {"config-reference", "", "every configuration key, as Markdown", NULL, 0, 0, false, false,
      false, cmd_config_reference},
     {"version", "", "ringtrain's version", NULL, 0, 0, false, false, false, cmd_version},

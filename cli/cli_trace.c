@@ -1,18 +1,88 @@
-/* cli_trace.c — `ringtrain trace STORE --out FILE [--rank R]`: the ranks'
- * timelines of a training job run with `[train] trace = true`
+/* cli_trace.c — `ringtrain trace STORE|JOB --out FILE [--rank R]`: the
+ * ranks' timelines of a training job run with `[train] trace = true`
  * (STORE/trace/rank-R.json, see trainer/include/rt_trace.h) merged into one
  * Chrome trace file, each rank's spans moved onto one wall-clock axis, for
- * chrome://tracing or ui.perfetto.dev. */
+ * chrome://tracing or ui.perfetto.dev.  Given a job id, the store is the
+ * one of the job's file (asked of the coordinator), read where the command
+ * runs: on a node or a machine that mounts the shared store. */
+#include <ctype.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "rt_file.h"
 #include "rt_json.h"
+#include "rt_schemas.h"
 
 #define TRACE_FILE_MAX ((size_t)1 << 30)
+
+static bool all_digits(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s))
+            return false;
+    return true;
+}
+
+/* The store of job id (a training job's [output] store), into store; 0, or
+ * the exit status with the reason printed. */
+static int job_store(const cli_args *a, const char *id, char *store, size_t len)
+{
+    cli_conn c;
+    char err[RT_ERR_LEN], path[64];
+    if (cli_conn_load(&c, a, err) != RT_OK) {
+        fprintf(stderr, "ringtrain trace: %s\n", err);
+        return 1;
+    }
+    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    http_resp r;
+    if (http_request(&c, "GET", path, NULL, &r, err) != RT_OK) {
+        fprintf(stderr, "ringtrain trace: %s\n", err);
+        return 1;
+    }
+    rt_json *doc = NULL, *spec = NULL;
+    int rc = 0;
+    if (r.status != 200) {
+        char buf[RT_ERR_LEN];
+        fprintf(stderr, "ringtrain trace: %s\n", http_error_text(&r, buf, sizeof buf));
+        rc = r.status == 404 ? 3 : 1;
+    }
+    const char *spec_text = NULL;
+    if (rc == 0 && rt_json_parse(r.body, r.len, &doc, err) == RT_OK)
+        spec_text = rt_json_get_str(rt_json_get(doc, "job"), "spec");
+    const char *config = NULL;
+    if (rc == 0 && spec_text && rt_json_parse(spec_text, strlen(spec_text), &spec, err) == RT_OK)
+        config = rt_json_get_str(spec, "config");
+    if (rc == 0 && !config) {
+        fprintf(stderr, "ringtrain trace: job %s is no training job: it has no timeline\n", id);
+        rc = 3;
+    }
+    if (rc == 0) {
+        rt_job_cfg cfg;
+        rt_cfg_errors e = {0};
+        char name[64];
+        snprintf(name, sizeof name, "job %s", id);
+        if (rt_cfg_load_string(&rt_job_schema, config, strlen(config), name, NULL, &cfg, &e) !=
+                RT_OK ||
+            !cfg.store || !*cfg.store) {
+            fprintf(stderr, "ringtrain trace: job %s's file names no store\n", id);
+            rc = 1;
+        } else {
+            snprintf(store, len, "%s", cfg.store);
+        }
+        rt_cfg_errors_free(&e);
+        rt_cfg_free(&rt_job_schema, &cfg);
+    }
+    rt_json_free(spec);
+    rt_json_free(doc);
+    free(r.body);
+    return rc;
+}
 
 int cli_trace(const cli_args *a)
 {
@@ -23,6 +93,19 @@ int cli_trace(const cli_args *a)
     if (!out) {
         fprintf(stderr, "ringtrain trace: --out FILE is required\n");
         return 2;
+    }
+    char job_dir[4096];
+    struct stat sb;
+    if (all_digits(store) && stat(store, &sb) != 0) { /* a job id */
+        int rc = job_store(a, store, job_dir, sizeof job_dir);
+        if (rc != 0)
+            return rc;
+        if (stat(job_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "ringtrain trace: job %s's store %s is not reachable from here: run "
+                            "this where the store is mounted\n", store, job_dir);
+            return 3;
+        }
+        store = job_dir;
     }
     char pattern[1200];
     snprintf(pattern, sizeof pattern, "%s/trace/rank-*.json", store);

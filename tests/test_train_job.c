@@ -266,6 +266,17 @@ static void test_trace(void **state)
     CHECK(cl_cli(&C, &out, 60, args) == 0);
     CHECK(strstr(out, "806 spans of 2 ranks") != NULL);
     free(out);
+    /* by job id: the store of the job's file, asked of the coordinator */
+    char ids[24], by_id[400];
+    snprintf(ids, sizeof ids, "%lld", (long long)id);
+    snprintf(by_id, sizeof by_id, "%s/by-id.json", C.dir);
+    const char *args_id[] = {"trace", ids, "--out", by_id, "--rank", "1", NULL};
+    CHECK(cl_cli(&C, &out, 60, args_id) == 0);
+    CHECK(strstr(out, "403 spans of 1 rank") != NULL);
+    free(out);
+    const char *args_none[] = {"trace", "999999", "--out", by_id, NULL};
+    CHECK(cl_cli(&C, &out, 60, args_none) == 3);
+    free(out);
     char *m = slurp(merged);
     CHECK(m && strstr(m, "\"pid\":0") && strstr(m, "\"pid\":1") && strstr(m, "\"name\":\"allreduce 0\""));
     free(m);
