@@ -3,7 +3,10 @@
  * leads its group; its children and their children stay in it unless they
  * leave on purpose).  Sent with the heartbeat as "usage"; the coordinator
  * shows it in the job's placement, `ringtrain status` and /metrics.
- * GPU utilisation (NVML) is not sampled yet.
+ * On a node with NVIDIA's driver, also each rank's GPU memory and SM
+ * utilisation, through NVML: libnvidia-ml is opened at run time (nodes
+ * without it report none; RINGTRAIN_NVML_LIBRARY names another file, which
+ * the tests use for a stand-in).
  *
  * And what ranks leave behind: the agent is a child subreaper, so a
  * process that left its rank's process group (setsid, a daemon) becomes the
@@ -11,6 +14,7 @@
  * RT_ATTEMPT and RT_RANK in its environment) no longer runs here is killed. */
 #include <ctype.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +29,147 @@ typedef struct group_use {
     double cpu_s;
     long long rss_bytes;
     int procs;
+    bool gpu;                 /* NVML lists one of its processes */
+    long long gpu_mem_bytes;  /* their GPU memory */
+    int gpu_util;             /* SM utilisation, % (summed over its processes and GPUs) */
 } group_use;
+
+/* ---- NVML, opened at run time (the types as nvml.h has them) ---------------- */
+
+typedef struct nv_proc { /* nvmlProcessInfo_t of the _v2/_v3 calls */
+    unsigned int pid;
+    unsigned long long used_bytes;
+    unsigned int gpu_instance, compute_instance;
+} nv_proc;
+typedef struct nv_sample { /* nvmlProcessUtilizationSample_t */
+    unsigned int pid;
+    unsigned long long ts_us;
+    unsigned int sm, mem, enc, dec;
+} nv_sample;
+typedef struct nv_util { /* nvmlUtilization_t */
+    unsigned int gpu, memory;
+} nv_util;
+
+#define NV_MAX_DEVICES 64
+#define NV_MAX_PROCS 256
+#define NV_NOT_FOUND 6 /* NVML_ERROR_NOT_FOUND: no samples since the time given */
+
+static struct {
+    bool tried, ok;
+    int (*count)(unsigned int *);
+    int (*handle)(unsigned int, void **);
+    int (*procs)(void *, unsigned int *, nv_proc *);
+    int (*putil)(void *, nv_sample *, unsigned int *, unsigned long long);
+    int (*util)(void *, nv_util *);
+    unsigned long long seen_ts[NV_MAX_DEVICES]; /* newest process sample taken */
+} nv;
+
+static bool nv_load(void)
+{
+    if (nv.tried)
+        return nv.ok;
+    nv.tried = true;
+    const char *path = getenv("RINGTRAIN_NVML_LIBRARY");
+    void *lib = dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        RT_DEBUG("agent", "no NVML (%s): the ranks' GPU use is not sampled", dlerror());
+        return false;
+    }
+    int (*init)(void) = (int (*)(void))dlsym(lib, "nvmlInit_v2");
+    *(void **)&nv.count = dlsym(lib, "nvmlDeviceGetCount_v2");
+    *(void **)&nv.handle = dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
+    *(void **)&nv.procs = dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+    if (!nv.procs)
+        *(void **)&nv.procs = dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
+    *(void **)&nv.putil = dlsym(lib, "nvmlDeviceGetProcessUtilization");
+    *(void **)&nv.util = dlsym(lib, "nvmlDeviceGetUtilizationRates");
+    if (!init || !nv.count || !nv.handle || !nv.procs || init() != 0) {
+        RT_WARN("agent", "NVML (%s) is there but could not be used: the ranks' GPU use is not "
+                         "sampled", path && *path ? path : "libnvidia-ml.so.1");
+        dlclose(lib);
+        return false;
+    }
+    RT_INFO("agent", "NVML: sampling each rank's GPU memory and utilisation");
+    nv.ok = true;
+    return true; /* the library stays loaded for the agent's life */
+}
+
+static group_use *group_of(unsigned int pid, group_use *g, int ng)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%u/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    int pgrp = -1;
+    if (!p || sscanf(p + 2, "%*c %*d %d", &pgrp) != 1)
+        return NULL;
+    for (int i = 0; i < ng; i++)
+        if (g[i].pgid == pgrp)
+            return &g[i];
+    return NULL;
+}
+
+/* Each GPU's compute processes: their memory, and their SM utilisation
+ * since the last sample (or, where the driver keeps no per-process samples,
+ * the GPU's own utilisation), added to the rank they belong to. */
+static void add_gpu_use(group_use *g, int ng)
+{
+    unsigned int ndev = 0;
+    if (!nv_load() || nv.count(&ndev) != 0)
+        return;
+    nv_proc *procs = calloc(NV_MAX_PROCS, sizeof *procs);
+    nv_sample *samples = calloc(NV_MAX_PROCS, sizeof *samples);
+    for (unsigned int d = 0; procs && samples && d < ndev && d < NV_MAX_DEVICES; d++) {
+        void *dev = NULL;
+        unsigned int np = NV_MAX_PROCS;
+        if (nv.handle(d, &dev) != 0 || nv.procs(dev, &np, procs) != 0)
+            continue;
+        bool on[NV_MAX_PROCS] = {false}; /* which groups use this GPU */
+        for (unsigned int i = 0; i < np && i < NV_MAX_PROCS; i++) {
+            group_use *u = group_of(procs[i].pid, g, ng);
+            if (u) {
+                u->gpu = true;
+                u->gpu_mem_bytes += (long long)procs[i].used_bytes;
+                if (u - g < NV_MAX_PROCS)
+                    on[u - g] = true;
+            }
+        }
+        unsigned int ns = NV_MAX_PROCS;
+        int rc = nv.putil ? nv.putil(dev, samples, &ns, nv.seen_ts[d]) : -1;
+        if (rc == NV_NOT_FOUND)
+            continue; /* no process used the SMs since the last sample */
+        if (rc == 0) {
+            /* several samples of a process may come: its newest counts */
+            unsigned long long newest = nv.seen_ts[d];
+            for (unsigned int i = 0; i < ns && i < NV_MAX_PROCS; i++) {
+                bool superseded = false;
+                for (unsigned int j = 0; j < ns && j < NV_MAX_PROCS && !superseded; j++)
+                    superseded = j != i && samples[j].pid == samples[i].pid &&
+                                 (samples[j].ts_us > samples[i].ts_us ||
+                                  (samples[j].ts_us == samples[i].ts_us && j > i));
+                group_use *u = superseded ? NULL : group_of(samples[i].pid, g, ng);
+                if (u)
+                    u->gpu_util += (int)samples[i].sm;
+                if (samples[i].ts_us > newest)
+                    newest = samples[i].ts_us;
+            }
+            nv.seen_ts[d] = newest;
+        } else if (nv.util) {
+            nv_util ut;
+            if (nv.util(dev, &ut) == 0)
+                for (int i = 0; i < ng && i < NV_MAX_PROCS; i++)
+                    if (on[i])
+                        g[i].gpu_util += (int)ut.gpu;
+        }
+    }
+    free(procs);
+    free(samples);
+}
 
 /* Add /proc/PID/stat's CPU time and RSS to the group it belongs to, if it
  * is one of ours.  The leader's cutime/cstime keep the time of the
@@ -88,6 +232,7 @@ void usage_json(agentd *ag, rt_jw *w)
                 add_proc(e->d_name, g, k, tick, page);
         if (d)
             closedir(d);
+        add_gpu_use(g, k);
         for (int i = 0; i < k; i++) {
             if (g[i].procs == 0)
                 continue; /* gone between the reap and now */
@@ -98,6 +243,10 @@ void usage_json(agentd *ag, rt_jw *w)
             rt_jw_knum(w, "cpu_s", g[i].cpu_s);
             rt_jw_kint(w, "rss_bytes", g[i].rss_bytes);
             rt_jw_kint(w, "procs", g[i].procs);
+            if (g[i].gpu) {
+                rt_jw_kint(w, "gpu_util", g[i].gpu_util);
+                rt_jw_kint(w, "gpu_mem_bytes", g[i].gpu_mem_bytes);
+            }
             rt_jw_obj_end(w);
         }
     }

@@ -258,15 +258,19 @@ int cli_show_job(const rt_json *d)
     const rt_json *pl = rt_json_get(d, "placement");
     const rt_json *use = rt_json_get(d, "usage");
     if (rt_json_len(use)) {
-        printf("  usage (from the agents, every few seconds):\n    %4s %8s %10s %10s\n", "RANK",
-               "CPU %", "CPU TIME", "RSS");
+        printf("  usage (from the agents, every few seconds):\n    %4s %8s %10s %10s %6s %10s\n",
+               "RANK", "CPU %", "CPU TIME", "RSS", "GPU %", "GPU MEM");
         for (size_t i = 0; i < rt_json_len(use); i++) {
             const rt_json *u = rt_json_at(use, i);
-            char ct[32];
+            char ct[32], gu[16] = "-", gm[24] = "-"; /* GPU: where the agent has NVML */
             cli_fmt_duration(rt_json_num(rt_json_get(u, "cpu_s"), 0), ct, sizeof ct);
-            printf("    %4lld %8.0f %10s %8.0f MB\n", (long long)num(u, "rank"),
+            if (rt_json_get(u, "gpu_util")) {
+                snprintf(gu, sizeof gu, "%.0f", rt_json_num(rt_json_get(u, "gpu_util"), 0));
+                snprintf(gm, sizeof gm, "%.0f MB", rt_json_num(rt_json_get(u, "gpu_mem_bytes"), 0) / 1e6);
+            }
+            printf("    %4lld %8.0f %10s %7.0f MB %6s %10s\n", (long long)num(u, "rank"),
                    rt_json_num(rt_json_get(u, "cpu_pct"), 0), ct,
-                   rt_json_num(rt_json_get(u, "rss_bytes"), 0) / 1e6);
+                   rt_json_num(rt_json_get(u, "rss_bytes"), 0) / 1e6, gu, gm);
         }
     }
     if (rt_json_len(pl)) {

@@ -175,6 +175,8 @@ void auth_sessions_of_token_drop(coord *co, int64_t token_id);
 void http_reply_text(struct evhttp_request *req, int code, const char *type, const char *body);
 void http_reply_json(struct evhttp_request *req, int code, char *json);
 void http_reply_error(struct evhttp_request *req, int code, const char *msg);
+/* coord_metrics.c: GET /metrics */
+void http_metrics(coord *co, struct evhttp_request *req);
 char *http_body_text(struct evhttp_request *req, size_t *len);
 
 /* coord_web.c: the dashboard's files and logins.  web_serve answers GET of

@@ -175,6 +175,10 @@ static char *with_usage(coord *co, int64_t id, char *doc)
         rt_jw_knum(&w, "cpu_s", s->cpu_s);
         rt_jw_knum(&w, "cpu_pct", s->cpu_pct);
         rt_jw_kint(&w, "rss_bytes", s->rss_bytes);
+        if (s->gpu_util >= 0) {
+            rt_jw_kint(&w, "gpu_util", s->gpu_util);
+            rt_jw_kint(&w, "gpu_mem_bytes", s->gpu_mem_bytes);
+        }
         rt_jw_knum(&w, "age_s", (double)(now - s->usage_ns) / 1e9);
         rt_jw_obj_end(&w);
     }
@@ -195,51 +199,6 @@ static char *with_usage(coord *co, int64_t id, char *doc)
     free(u);
     free(doc);
     return out;
-}
-
-/* A label value as Prometheus's text format wants it: \, " and newline escaped. */
-static const char *prom_label(const char *in, char *out, size_t len)
-{
-    size_t k = 0;
-    for (; *in && k + 3 < len; in++) {
-        if (*in == '\\' || *in == '"' || *in == '\n')
-            out[k++] = '\\';
-        out[k++] = *in == '\n' ? 'n' : *in;
-    }
-    out[k] = '\0';
-    return out;
-}
-
-/* Per rank of the running jobs only: as many series as busy slots. */
-static void rank_metrics(coord *co, struct evbuffer *b)
-{
-    char host[520];
-    const char *help[2] = {
-        "# HELP ringtrain_rank_cpu_seconds_total CPU time of a running rank's processes.\n"
-        "# TYPE ringtrain_rank_cpu_seconds_total counter\n",
-        "# HELP ringtrain_rank_rss_bytes Resident memory of a running rank's processes.\n"
-        "# TYPE ringtrain_rank_rss_bytes gauge\n"};
-    for (int k = 0; k < 2; k++) {
-        evbuffer_add_printf(b, "%s", help[k]);
-        for (sc_job *j = co->S.jobs; j; j = j->next)
-            for (int r = 0; j->state == JOB_RUNNING && r < j->cur_np; r++) {
-                const sc_rank *s = &j->ranks[r];
-                if (!s->usage_ns || s->state != RS_RUNNING)
-                    continue;
-                if (k == 0)
-                    evbuffer_add_printf(b,
-                                        "ringtrain_rank_cpu_seconds_total{job=\"%lld\",rank=\"%d\","
-                                        "host=\"%s\"} %.3f\n",
-                                        (long long)j->id, r, prom_label(s->hostname, host, sizeof host),
-                                        s->cpu_s);
-                else
-                    evbuffer_add_printf(b,
-                                        "ringtrain_rank_rss_bytes{job=\"%lld\",rank=\"%d\","
-                                        "host=\"%s\"} %lld\n",
-                                        (long long)j->id, r, prom_label(s->hostname, host, sizeof host),
-                                        (long long)s->rss_bytes);
-            }
-    }
 }
 
 /* ---- API tokens (admin) --------------------------------------------------------- */
@@ -306,57 +265,6 @@ static void token_revoke(coord *co, struct evhttp_request *req, const char *whic
     auth_sessions_of_token_drop(co, id);
     RT_INFO("http", "API token %lld revoked", (long long)id);
     http_reply_text(req, 200, "application/json", "{\"revoked\":true}");
-}
-
-static void metrics(coord *co, struct evhttp_request *req)
-{
-    int up = 0, known = 0, slots = 0, used = 0, draining = 0;
-    for (sc_agent *a = co->S.agents; a; a = a->next) {
-        known++;
-        if (a->up) {
-            up++;
-            slots += a->slots;
-            used += a->used;
-            draining += a->draining;
-        }
-    }
-    struct evbuffer *b = evbuffer_new();
-    evbuffer_add_printf(b,
-                        "# HELP ringtrain_agents_up Agents connected to the coordinator.\n"
-                        "# TYPE ringtrain_agents_up gauge\nringtrain_agents_up %d\n"
-                        "# HELP ringtrain_agents_known Agents ever registered.\n"
-                        "# TYPE ringtrain_agents_known gauge\nringtrain_agents_known %d\n"
-                        "# HELP ringtrain_agents_draining Connected agents taking no new ranks.\n"
-                        "# TYPE ringtrain_agents_draining gauge\nringtrain_agents_draining %d\n"
-                        "# HELP ringtrain_slots Slots of connected agents.\n"
-                        "# TYPE ringtrain_slots gauge\nringtrain_slots{state=\"free\"} %d\n"
-                        "ringtrain_slots{state=\"used\"} %d\n",
-                        up, known, draining, slots - used, used);
-    int counts[JOB_CANCELLED + 1];
-    cdb_job_counts(co, counts);
-    evbuffer_add_printf(b, "# HELP ringtrain_jobs Jobs by state.\n# TYPE ringtrain_jobs gauge\n");
-    for (int s = 0; s <= JOB_CANCELLED; s++)
-        evbuffer_add_printf(b, "ringtrain_jobs{state=\"%s\"} %d\n", job_state_name(s), counts[s]);
-    evbuffer_add_printf(b, "# HELP ringtrain_job_steps_per_second Training steps per second.\n"
-                           "# TYPE ringtrain_job_steps_per_second gauge\n");
-    for (sc_job *j = co->S.jobs; j; j = j->next)
-        if (j->state == JOB_RUNNING)
-            evbuffer_add_printf(b, "ringtrain_job_steps_per_second{job=\"%lld\"} %.3f\n",
-                                (long long)j->id, j->steps_per_s);
-    rank_metrics(co, b);
-    evbuffer_add_printf(b,
-                        "# HELP ringtrain_rejected_connections_total Control connections "
-                        "refused (TLS, token, frames).\n"
-                        "# TYPE ringtrain_rejected_connections_total counter\n"
-                        "ringtrain_rejected_connections_total %lld\n"
-                        "# HELP ringtrain_db_errors_total Failed writes to the state database.\n"
-                        "# TYPE ringtrain_db_errors_total counter\n"
-                        "ringtrain_db_errors_total %lld\n",
-                        (long long)co->rejected_connections, (long long)co->db_errors);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      "text/plain; version=0.0.4");
-    evhttp_send_reply(req, 200, NULL, b);
-    evbuffer_free(b);
 }
 
 /* ---- log streams --------------------------------------------------------------- */
@@ -723,7 +631,7 @@ static void handle(struct evhttp_request *req, void *arg)
         }
     }
     if (strcmp(path, "/metrics") == 0 && get)
-        return metrics(co, req);
+        return http_metrics(co, req);
     if (strcmp(path, "/v1/nodes") == 0 && get)
         return nodes(co, req);
     if (strcmp(path, "/v1/nodes/drain") == 0 && post)
@@ -797,3 +705,4 @@ void http_stop(coord *co)
         evhttp_free(co->http);
     co->http = NULL;
 }
+

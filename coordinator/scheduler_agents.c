@@ -409,6 +409,11 @@ void sched_on_usage(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
         s->cpu_s = cpu;
         s->rss_bytes = rss;
         s->usage_ns = now.mono_ns;
+        int64_t gu = -1, gm = 0; /* GPU use, where the agent has NVML */
+        s->gpu_util = rt_json_get_int(u, "gpu_util", &gu) && gu >= 0 && gu <= 100000 ? (int)gu : -1;
+        s->gpu_mem_bytes = s->gpu_util >= 0 && rt_json_get_int(u, "gpu_mem_bytes", &gm) && gm >= 0
+                               ? gm
+                               : 0;
     }
 }
 

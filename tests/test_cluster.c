@@ -47,11 +47,12 @@ static int group_setup(void **state)
     if (!cl_init(&C, "cluster"))
         return -1;
     /* a short HTTP timeout: log streams must outlive it (test_silent_program) */
-    if (!cl_start_coord(&C, "http_timeout = 1s\n", NULL) || !cl_start_agent(&C, 0, "a1", "A", 2, NULL) ||
-        !cl_start_agent(&C, 1, "a2", "A", 1, NULL))
+    static const char *const nvml[] = {"RINGTRAIN_NVML_LIBRARY=" RT_FAKE_NVML, NULL};
+    if (!cl_start_coord(&C, "http_timeout = 1s\n", NULL) || !cl_start_agent(&C, 0, "a1", "A", 2, nvml) ||
+        !cl_start_agent(&C, 1, "a2", "A", 1, nvml))
         return -1;
     C.agent_extra = "gpus = 2\n"; /* host B hands out two (pretend) GPUs, one per slot */
-    bool b1 = cl_start_agent(&C, 2, "b1", "B", 2, NULL);
+    bool b1 = cl_start_agent(&C, 2, "b1", "B", 2, nvml);
     C.agent_extra = NULL;
     if (!b1)
         return -1;
@@ -477,58 +478,6 @@ static void test_hostile_clients(void **state)
     free(out);
 }
 
-/* ---- what ranks use ------------------------------------------------------------- */
-
-/* A rank that holds 64 MB and keeps a core busy: its agent's samples show
- * both in the job's document, and /metrics has its series while it runs. */
-static void test_rank_usage(void **state)
-{
-    (void)state;
-    char body[600];
-    snprintf(body, sizeof body,
-             "{\"type\":\"exec\",\"name\":\"busy\",\"np\":1,\"argv\":[\"python3\",\"-c\","
-             "\"import time\\nx = bytearray(64 << 20)\\nt = time.time()\\nwhile time.time() - t < 20: pass\","
-             "\"%s\"]}",
-             C.marker);
-    int64_t id = cl_submit(&C, body);
-    CHECK(id > 0);
-    rt_json_free(cl_wait_job(&C, id, "running", 20000));
-    char path[64];
-    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
-    double cpu = 0, pct = 0, rss = 0;
-    for (int i = 0; i < 100 && !(cpu > 1.0 && rss > 64e6); i++) {
-        cl_sleep_ms(100);
-        rt_json *d = cl_get(&C, path);
-        const rt_json *u = rt_json_at(rt_json_get(d, "usage"), 0);
-        cpu = rt_json_num(rt_json_get(u, "cpu_s"), 0);
-        pct = rt_json_num(rt_json_get(u, "cpu_pct"), 0);
-        rss = rt_json_num(rt_json_get(u, "rss_bytes"), 0);
-        rt_json_free(d);
-    }
-    fprintf(stderr, "busy rank: %.2f CPU s, %.0f%% of a core, %.0f MB resident\n", cpu, pct, rss / 1e6);
-    CHECK(cpu > 1.0 && pct > 20 && rss > 64e6);
-    /* /metrics: the rank's two series while it runs */
-    http_resp r = {0};
-    char err[RT_ERR_LEN], want[96];
-    CHECK(http_request(&C.conn, "GET", "/metrics", NULL, &r, err) == RT_OK && r.status == 200);
-    snprintf(want, sizeof want, "ringtrain_rank_rss_bytes{job=\"%lld\",rank=\"0\",host=", (long long)id);
-    CHECK(r.body && strstr(r.body, want));
-    snprintf(want, sizeof want, "ringtrain_rank_cpu_seconds_total{job=\"%lld\",rank=\"0\"", (long long)id);
-    CHECK(r.body && strstr(r.body, want));
-    free(r.body);
-    /* and the CLI shows it */
-    char *out = NULL, ids[24];
-    snprintf(ids, sizeof ids, "%lld", (long long)id);
-    const char *st[] = {"status", ids, NULL};
-    CHECK(cl_cli(&C, &out, 30, st) == 0);
-    CHECK(strstr(out, "usage (from the agents") != NULL);
-    free(out);
-    const char *cancel[] = {"cancel", ids, NULL};
-    CHECK(cl_cli(&C, &out, 30, cancel) == 0);
-    free(out);
-    rt_json_free(cl_wait_job(&C, id, "cancelled", 20000));
-}
-
 /* ---- the CLI's errors ------------------------------------------------------------------ */
 
 static void test_cli_errors(void **state)
@@ -747,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_escaped_process),
         cmocka_unit_test(test_python_binding),
         cmocka_unit_test(test_rank_usage),
+        cmocka_unit_test(test_gpu_usage),
         cmocka_unit_test(test_tokens_and_roles),
         cmocka_unit_test(test_rank_failure),
         cmocka_unit_test(test_invalid_job_file),

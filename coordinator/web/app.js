@@ -230,9 +230,11 @@ async function viewJob(id) {
   window.rtChart = series;
   const use = {};
   for (const u of d.usage || []) use[u.rank] = u;
+  // GPU utilisation and memory where the rank's agent has NVML
+  const gpuUse = (u) => u && u.gpu_util != null ? `<div class="small">${num(u.gpu_util, 0)}% · ${bytes(u.gpu_mem_bytes)}</div>` : '';
   $('j-placement').innerHTML = '<tr><th>rank</th><th>host</th><th>agent</th><th>local</th><th>cross</th><th>GPU</th><th>pid</th><th>CPU %</th><th>RSS</th><th>state</th><th>exit</th></tr>' +
     (d.placement || []).map((p) => `<tr><td class="num">${p.rank}</td><td>${esc(p.hostname)}</td><td>${esc(p.agent)}</td>` +
-      `<td class="num">${p.local_rank}/${p.local_size}</td><td class="num">${p.cross_rank}/${p.cross_size}</td><td>${esc(p.gpu || '-')}</td>` +
+      `<td class="num">${p.local_rank}/${p.local_size}</td><td class="num">${p.cross_rank}/${p.cross_size}</td><td class="gpu">${esc(p.gpu || '-')}${gpuUse(use[p.rank])}</td>` +
       `<td class="num">${p.pid || '-'}</td><td class="num cpu">${use[p.rank] ? num(use[p.rank].cpu_pct, 0) : '-'}</td>` +
       `<td class="num rss">${use[p.rank] ? bytes(use[p.rank].rss_bytes) : '-'}</td><td>${badge(p.state)}</td><td>${esc(describeExit(p))}</td></tr>`).join('');
   const res = d.results || [];

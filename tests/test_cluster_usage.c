@@ -1,0 +1,136 @@
+/* test_cluster_usage.c — what the ranks of test_cluster.c's cluster use, as
+ * their agents sample it: CPU time and resident memory from /proc, and GPU
+ * memory and utilisation from NVML (a stand-in, tests/fake_nvml.c, on this
+ * machine without a GPU), in the job's document, /metrics and `ringtrain
+ * status`. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_cluster.h"
+
+/* ---- what ranks use ------------------------------------------------------------- */
+
+/* A rank that holds 64 MB and keeps a core busy: its agent's samples show
+ * both in the job's document, and /metrics has its series while it runs. */
+void test_rank_usage(void **state)
+{
+    (void)state;
+    char body[600];
+    snprintf(body, sizeof body,
+             "{\"type\":\"exec\",\"name\":\"busy\",\"np\":1,\"argv\":[\"python3\",\"-c\","
+             "\"import time\\nx = bytearray(64 << 20)\\nt = time.time()\\nwhile time.time() - t < 20: pass\","
+             "\"%s\"]}",
+             C.marker);
+    int64_t id = cl_submit(&C, body);
+    CHECK(id > 0);
+    rt_json_free(cl_wait_job(&C, id, "running", 20000));
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    double cpu = 0, pct = 0, rss = 0;
+    for (int i = 0; i < 100 && !(cpu > 1.0 && rss > 64e6); i++) {
+        cl_sleep_ms(100);
+        rt_json *d = cl_get(&C, path);
+        const rt_json *u = rt_json_at(rt_json_get(d, "usage"), 0);
+        cpu = rt_json_num(rt_json_get(u, "cpu_s"), 0);
+        pct = rt_json_num(rt_json_get(u, "cpu_pct"), 0);
+        rss = rt_json_num(rt_json_get(u, "rss_bytes"), 0);
+        rt_json_free(d);
+    }
+    fprintf(stderr, "busy rank: %.2f CPU s, %.0f%% of a core, %.0f MB resident\n", cpu, pct, rss / 1e6);
+    CHECK(cpu > 1.0 && pct > 20 && rss > 64e6);
+    /* a rank without a GPU: NVML lists none of its processes, no GPU figures */
+    rt_json *dd = cl_get(&C, path);
+    CHECK(dd && !rt_json_get(rt_json_at(rt_json_get(dd, "usage"), 0), "gpu_util"));
+    rt_json_free(dd);
+    /* /metrics: the rank's two series while it runs */
+    http_resp r = {0};
+    char err[RT_ERR_LEN], want[96];
+    CHECK(http_request(&C.conn, "GET", "/metrics", NULL, &r, err) == RT_OK && r.status == 200);
+    snprintf(want, sizeof want, "ringtrain_rank_rss_bytes{job=\"%lld\",rank=\"0\",host=", (long long)id);
+    CHECK(r.body && strstr(r.body, want));
+    snprintf(want, sizeof want, "ringtrain_rank_cpu_seconds_total{job=\"%lld\",rank=\"0\"", (long long)id);
+    CHECK(r.body && strstr(r.body, want));
+    free(r.body);
+    /* and the CLI shows it */
+    char *out = NULL, ids[24];
+    snprintf(ids, sizeof ids, "%lld", (long long)id);
+    const char *st[] = {"status", ids, NULL};
+    CHECK(cl_cli(&C, &out, 30, st) == 0);
+    CHECK(strstr(out, "usage (from the agents") != NULL);
+    free(out);
+    const char *cancel[] = {"cancel", ids, NULL};
+    CHECK(cl_cli(&C, &out, 30, cancel) == 0);
+    free(out);
+    rt_json_free(cl_wait_job(&C, id, "cancelled", 20000));
+}
+
+/* Ranks with a GPU (host B's, CUDA_VISIBLE_DEVICES set) on agents whose NVML
+ * (the stand-in, tests/fake_nvml.c: 256 MiB and 42% per process) lists their
+ * processes: their GPU memory and utilisation in the job's usage, /metrics and
+ * `ringtrain status`; the ranks on host A show none. */
+void test_gpu_usage(void **state)
+{
+    (void)state;
+    char body[400];
+    snprintf(body, sizeof body,
+             "{\"type\":\"exec\",\"name\":\"gpus\",\"np\":5,\"argv\":[\"sh\",\"-c\",\"sleep 20\","
+             "\"%s\"]}",
+             C.marker);
+    int64_t id = cl_submit(&C, body);
+    CHECK(id > 0);
+    rt_json_free(cl_wait_job(&C, id, "running", 20000));
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    int with_gpu = 0, without = 0;
+    for (int i = 0; i < 100 && with_gpu + without < 5; i++) {
+        cl_sleep_ms(100);
+        rt_json *d = cl_get(&C, path);
+        const rt_json *use = rt_json_get(d, "usage");
+        with_gpu = without = 0;
+        for (size_t k = 0; k < rt_json_len(use); k++) {
+            const rt_json *u = rt_json_at(use, k);
+            int64_t rank = -1, util = -1, mem = -1;
+            rt_json_get_int(u, "rank", &rank);
+            if (!rt_json_get(u, "gpu_util")) {
+                without += rank >= 0 && rank <= 2; /* host A */
+                continue;
+            }
+            rt_json_get_int(u, "gpu_util", &util);
+            rt_json_get_int(u, "gpu_mem_bytes", &mem);
+            if (rank >= 3 && util == 42 && mem == 256 << 20) /* host B */
+                with_gpu++;
+            else
+                fprintf(stderr, "rank %lld: GPU %lld%%, %lld bytes?\n", (long long)rank,
+                        (long long)util, (long long)mem);
+        }
+        rt_json_free(d);
+    }
+    fprintf(stderr, "GPU use: %d ranks with 42%% and 256 MiB, %d without a GPU\n", with_gpu, without);
+    CHECK(with_gpu == 2 && without == 3);
+    http_resp r = {0};
+    char err[RT_ERR_LEN], want[128];
+    CHECK(http_request(&C.conn, "GET", "/metrics", NULL, &r, err) == RT_OK && r.status == 200);
+    snprintf(want, sizeof want, "ringtrain_rank_gpu_memory_bytes{job=\"%lld\",rank=\"3\",host=",
+             (long long)id);
+    CHECK(r.body && strstr(r.body, want) && strstr(r.body, "# TYPE ringtrain_rank_gpu_utilization gauge"));
+    snprintf(want, sizeof want, "ringtrain_rank_gpu_utilization{job=\"%lld\",rank=\"0\"", (long long)id);
+    CHECK(r.body && !strstr(r.body, want));
+    free(r.body);
+    char *out = NULL, ids[24];
+    snprintf(ids, sizeof ids, "%lld", (long long)id);
+    const char *st[] = {"status", ids, NULL};
+    CHECK(cl_cli(&C, &out, 30, st) == 0);
+    CHECK(strstr(out, "GPU MEM") && strstr(out, "268 MB"));
+    free(out);
+    const char *cancel[] = {"cancel", ids, NULL};
+    CHECK(cl_cli(&C, &out, 30, cancel) == 0);
+    free(out);
+    rt_json_free(cl_wait_job(&C, id, "cancelled", 20000));
+}
