@@ -1,6 +1,6 @@
 /* allreduce — the allreduce benchmark (nccl-tests style):
  *
- *   allreduce --np N [--bytes B | sweep] [--iters K] [--transport tcp|loopback|rdma|nccl]
+ *   allreduce --np N [--bytes B | sweep] [--iters K] [--transport tcp|shm|loopback|rdma|nccl]
  *             [--sockets S] [--segment BYTES] [--spin-us US] [--yield-us US]
  *             [--encrypt | --no-integrity]
  *             [--json]
@@ -215,7 +215,7 @@ static void *lb_rank(void *p)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: allreduce --np N [--bytes B] [--iters K] [--transport tcp|loopback|"
+    fprintf(stderr, "usage: allreduce --np N [--bytes B] [--iters K] [--transport tcp|shm|loopback|"
                     "rdma|nccl] [--sockets S] [--segment BYTES] [--spin-us US] [--yield-us US]\n"
                     "                 [--encrypt | --no-integrity] [--json]\n");
     return 2;
@@ -268,6 +268,8 @@ int main(int argc, char **argv)
         c.kind = RT_TRANSPORT_LOOPBACK;
     else if (!strcmp(transport, "rdma"))
         c.kind = RT_TRANSPORT_RDMA;
+    else if (!strcmp(transport, "shm"))
+        c.kind = RT_TRANSPORT_SHM;
     else if (!strcmp(transport, "nccl")) {
         /* NCCL moves the data; our TCP ring only bootstraps it */
         if (!rt_nccl_available()) {

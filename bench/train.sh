@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # bench/train.sh — end-to-end training throughput: the Rossmann job through
 # the whole system (ringtrain run: coordinator, agent, workers, data loading,
-# the fused gradient allreduce over TCP, Adam), samples/s of the training
-# loop as the trainer measures it (all ranks, the second epoch: the first
-# one warms up), for
+# the fused gradient allreduce, Adam), samples/s of the training loop as the
+# trainer measures it (all ranks, the second epoch: the first one warms up),
+# for
 #   np=1, 1 thread     the baseline
 #   np=2, 1 thread each    -> scaling efficiency = samples/s / (2 x baseline)
+#                         (transport auto: shared memory, both ranks on this host)
+#   np=2 over TCP      the same with transport = tcp
 #   np=1, 2 threads    the same cores as np=2 in one process (for comparison)
 # and, when a GPU is visible, np=1 on the GPU (np=2 with two GPUs).
 #
@@ -36,10 +38,10 @@ trap 'rm -rf "$work"' EXIT
 "$build/bin/ringtrain" prep --input "$work/data" --sql "$root/examples/rossmann/prep.sql" \
   --out "$work/ds" --partitions 2 --quiet > /dev/null
 
-# run NAME NP THREADS DEVICE: prints samples/s of epoch 2
+# run NAME NP THREADS DEVICE [TRANSPORT]: prints samples/s of epoch 2
 run() {
-  local name=$1 np=$2 threads=$3 device=$4
-  "$build/bin/ringtrain" run "$root/examples/rossmann/job.ini" --np "$np" \
+  local name=$1 np=$2 threads=$3 device=$4 transport=${5:-auto}
+  "$build/bin/ringtrain" run "$root/examples/rossmann/job.ini" --np "$np" --set job.transport="$transport" \
     --set data.dataset="$work/ds" --set output.store="$work/$name" \
     --set model.hidden="$hidden" --set model.threads="$threads" --set model.device="$device" \
     --set train.batch_size="$batch" --set train.steps_per_epoch="$steps" --set train.epochs=2 \
@@ -50,6 +52,7 @@ run() {
 
 one=$(run np1_t1 1 1 cpu)
 two=$(run np2_t1 2 1 cpu)
+two_tcp=$(run np2_t1_tcp 2 1 cpu tcp)
 wide=$(run np1_t2 1 2 cpu)
 gpu1="" gpu2=""
 if command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1; then
@@ -61,12 +64,14 @@ vs_wide=$(awk -v a="$wide" -v b="$two" 'BEGIN { printf "%.3f", b / a }')
 if [ "$json" = 1 ]; then
   printf '{"batch":%s,"steps":%s,"hidden":"%s","np1_t1":%s,"np2_t1":%s,"np1_t2":%s,' \
     "$batch" "$steps" "$hidden" "$one" "$two" "$wide"
+  printf '"np2_t1_tcp":%s,' "$two_tcp"
   printf '"scaling_efficiency":%s,"np2_vs_np1_t2":%s,"gpu_np1":%s,"gpu_np2":%s}\n' \
     "$eff" "$vs_wide" "${gpu1:-null}" "${gpu2:-null}"
 else
   echo "model $hidden, batch $batch per rank, $steps steps per epoch (epoch 2 measured)"
   printf '%-28s %12s\n' "configuration" "samples/s"
-  printf '%-28s %12.0f\n' "np=1, 1 thread" "$one" "np=2, 1 thread each" "$two" "np=1, 2 threads" "$wide"
+  printf '%-28s %12.0f\n' "np=1, 1 thread" "$one" "np=2, 1 thread each" "$two" \
+    "np=2, over TCP" "$two_tcp" "np=1, 2 threads" "$wide"
   [ -n "$gpu1" ] && printf '%-28s %12.0f\n' "np=1, GPU" "$gpu1"
   [ -n "$gpu2" ] && printf '%-28s %12.0f\n' "np=2, 2 GPUs" "$gpu2"
   echo "scaling efficiency np=2 vs np=1 (1 thread per rank): $eff"

@@ -553,7 +553,7 @@ int cli_submit_and_follow(const cli_conn *c, const char *body, bool do_follow, b
 
 /* ---- job descriptions ------------------------------------------------------ */
 
-static const char *const TRANSPORTS[] = {"tcp", "rdma", "nccl", "auto"};
+static const char *const TRANSPORTS[] = {"tcp", "rdma", "nccl", "shm", "auto"};
 
 /* Who submits: the login name of this process's user. */
 static const char *submitter(void)

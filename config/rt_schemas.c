@@ -161,8 +161,9 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_D("job", "deadline", "0s", 0, 365 * 86400e6, rt_job_cfg, deadline_us,
              "longest run time of the whole job (0: none); a job with one may start ahead of a "
              "larger waiting job it cannot delay"),
-    RT_CFG_E("job", "transport", "auto", "tcp|rdma|nccl|auto", rt_job_cfg, transport,
-             "data plane: auto uses NCCL when every rank has a GPU, RDMA when present, else TCP"),
+    RT_CFG_E("job", "transport", "auto", "tcp|rdma|nccl|shm|auto", rt_job_cfg, transport,
+             "data plane: auto uses NCCL when every rank has a GPU, shared memory (shm) when "
+             "every rank is on one host, RDMA when present, else TCP"),
     RT_CFG_I("job", "sockets", "1", 1, 16, rt_job_cfg, sockets,
              "TCP connections per ring neighbour"),
     RT_CFG_D("job", "collective_timeout", "60s", 1000, 86400e6, rt_job_cfg, collective_timeout_us,

@@ -264,13 +264,14 @@ static const char *resolve_transport(const sc_job *j)
     const char *t = rt_json_str(rt_json_get(j->specj, RT_F_TRANSPORT), "auto");
     if (strcmp(t, "auto") != 0)
         return t;
-    bool all_gpu = j->type == JOB_TRAIN, all_rdma = true;
+    bool all_gpu = j->type == JOB_TRAIN, all_rdma = true, one_host = true;
     for (int r = 0; r < j->cur_np; r++) {
-        const sc_agent *a = j->ranks[r].ag;
+        const sc_agent *a = j->ranks[r].ag, *a0 = j->ranks[0].ag;
         all_gpu = all_gpu && a && a->cuda && a->nccl;
         all_rdma = all_rdma && a && a->rdma;
+        one_host = one_host && a && a0 && strcmp(a->host_id, a0->host_id) == 0;
     }
-    return all_gpu ? "nccl" : all_rdma ? "rdma" : "tcp";
+    return all_gpu ? "nccl" : one_host && j->cur_np > 1 ? "shm" : all_rdma ? "rdma" : "tcp";
 }
 
 static int64_t spec_int(const sc_job *j, const char *key, int64_t def)

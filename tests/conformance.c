@@ -142,7 +142,7 @@ void conformance(rt_transport_kind kind)
                     rh_result fail;
                     if (!rh_run(n, kind, &o, conf_body, &a, &fail))
                         fail_msg("%s n=%d count=%zu seg=%zu: %s",
-                                 kind == RT_TRANSPORT_TCP ? "tcp" : kind == RT_TRANSPORT_RDMA ? "rdma" : "loopback", n, counts[ci],
+                                 kind == RT_TRANSPORT_TCP ? "tcp" : kind == RT_TRANSPORT_RDMA ? "rdma" : kind == RT_TRANSPORT_SHM ? "shm" : "loopback", n, counts[ci],
                                  segs[si], fail.msg);
                     for (int r = 1; r < n; r++)
                         if (memcmp(a.rand_out[r], a.rand_out[0], counts[ci] * 4) != 0)

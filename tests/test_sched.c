@@ -25,6 +25,7 @@ typedef struct world {
     sched S;
     sc_clock now;
     int sent[RT_MSG_COUNT]; /* frames sent, by type */
+    char transport[16];     /* of the last start */
     int saved_jobs;
 } world;
 
@@ -113,6 +114,8 @@ static void settle(world *w)
                 rt_json_get_int(m, RT_F_JOB, &job);
                 rt_json_get_int(m, RT_F_ATTEMPT, &att);
                 rt_json_get_int(m, RT_F_SIZE, &size);
+                snprintf(w->transport, sizeof w->transport, "%s",
+                         rt_json_str(rt_json_get(m, RT_F_TRANSPORT), "?"));
                 sc_job *j = sched_job(&w->S, job);
                 for (int r = 0; j && r < j->cur_np; r++) {
                     if (j->ranks[r].ag != a)
@@ -240,10 +243,18 @@ static void test_placement_horovod(void **state)
     /* gang start: one prepare and one start per agent */
     assert_int_equal(w.sent[RT_MSG_PREPARE], 3);
     assert_int_equal(w.sent[RT_MSG_START], 3);
+    assert_string_equal(w.transport, "tcp"); /* "auto" across two hosts, no RDMA */
     assert_int_equal(sched_free_slots(&w.S), 0);
     finish_job(&w, id, 0);
     assert_int_equal(job_state(&w, id), JOB_SUCCEEDED);
     assert_int_equal(sched_free_slots(&w.S), 5);
+    /* every rank on host A (two agents): shared memory */
+    id = submit_ok(&w, NULL, 3);
+    j = sched_job(&w.S, id);
+    for (int r = 0; r < 3; r++)
+        assert_string_equal(j->ranks[r].host_id, "A");
+    assert_string_equal(w.transport, "shm");
+    finish_job(&w, id, 0);
     world_free(&w);
 }
 

@@ -154,6 +154,15 @@ static void test_determinism_and_predict(void **state)
     CHECK(!strcmp(cl_job_state(ja), "succeeded") && !strcmp(cl_job_state(jb), "succeeded"));
     rt_json_free(ja);
     rt_json_free(jb);
+    /* both ranks on one host: "auto" chose shared memory */
+    char aid[24], *lo = NULL;
+    snprintf(aid, sizeof aid, "%lld", (long long)a);
+    const char *la[] = {"logs", aid, "--rank", "0", NULL};
+    CHECK(cl_cli(&C, &lo, 30, la) == 0);
+    if (!lo || !strstr(lo, "ring of 2 ranks up over shm"))
+        fprintf(stderr, "rank 0's log:\n%s\n", lo ? lo : "");
+    CHECK(lo && strstr(lo, "ring of 2 ranks up over shm"));
+    free(lo);
     char *ha = history_values("runA"), *hb = history_values("runB");
     CHECK(ha && hb);
     CHECK(count_lines(ha) == 3);

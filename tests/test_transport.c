@@ -200,6 +200,14 @@ static void test_conformance_tcp(void **state)
     conformance(RT_TRANSPORT_TCP);
 }
 
+/* Ranks of one host over shared memory (threads here, each mapping its
+ * neighbours' segments like a process would). */
+static void test_conformance_shm(void **state)
+{
+    (void)state;
+    conformance(RT_TRANSPORT_SHM);
+}
+
 static void test_tcp_encrypted_multi_socket(void **state)
 {
     (void)state;
@@ -282,16 +290,17 @@ static void fusion_body(rt_comm *c, int r, void *varg, rh_result *res)
 static void test_fusion(void **state)
 {
     (void)state;
-    const rt_transport_kind kinds[] = {RT_TRANSPORT_LOOPBACK, RT_TRANSPORT_TCP};
+    const rt_transport_kind kinds[] = {RT_TRANSPORT_LOOPBACK, RT_TRANSPORT_TCP, RT_TRANSPORT_SHM};
+    static const char *const names[] = {"loopback", "tcp", "shm"};
     const size_t counts[] = {1, 1000, 300007};
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 3; k++)
         for (int n = 1; n <= 4; n += 3)
             for (size_t ci = 0; ci < RT_ARRAY_LEN(counts); ci++) {
                 fusion_arg a = {counts[ci], 64u << 10};
                 rt_comm_opts o = base_opts(256u << 10);
                 rh_result fail;
                 if (!rh_run(n, kinds[k], &o, fusion_body, &a, &fail))
-                    fail_msg("fusion %s n=%d count=%zu: %s", k ? "tcp" : "loopback", n,
+                    fail_msg("fusion %s n=%d count=%zu: %s", names[k], n,
                              counts[ci], fail.msg);
             }
 }
@@ -306,6 +315,7 @@ int main(void)
         cmocka_unit_test(test_wire_roundtrip),
         cmocka_unit_test(test_conformance_loopback),
         cmocka_unit_test(test_conformance_tcp),
+        cmocka_unit_test(test_conformance_shm),
         cmocka_unit_test(test_tcp_encrypted_multi_socket),
         cmocka_unit_test(test_fusion),
         cmocka_unit_test(test_report_result),

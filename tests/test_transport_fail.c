@@ -17,8 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -113,6 +116,8 @@ static void test_absent_rank(void **state)
     absent_case(RT_TRANSPORT_TCP, 4, 2);
     absent_case(RT_TRANSPORT_TCP, 2, 0);
     absent_case(RT_TRANSPORT_TCP, 5, 4);
+    absent_case(RT_TRANSPORT_SHM, 4, 2);
+    absent_case(RT_TRANSPORT_SHM, 2, 0);
 }
 
 /* ---- ranks calling different collectives -------------------------------------- */
@@ -135,8 +140,8 @@ static void mismatch_body(rt_comm *c, int r, void *varg, rh_result *res)
 static void test_mismatched_collectives(void **state)
 {
     (void)state;
-    rt_transport_kind kinds[] = {RT_TRANSPORT_LOOPBACK, RT_TRANSPORT_TCP};
-    for (int k = 0; k < 2; k++) {
+    rt_transport_kind kinds[] = {RT_TRANSPORT_LOOPBACK, RT_TRANSPORT_TCP, RT_TRANSPORT_SHM};
+    for (int k = 0; k < 3; k++) {
         static mismatch_arg a;
         memset(&a, 0, sizeof a);
         rt_comm_opts o = base_opts();
@@ -514,52 +519,72 @@ static void *victim_run(void *p)
     return NULL;
 }
 
+/* The test as rank 0 of 2 against a real rank 1 running victim_run on
+ * v->o (its ring fields filled in here): rank 1 connects to us (its right,
+ * *back) and we connect to it (its left, *fwd); both handshakes done with
+ * the job key and v->o's sealing. */
+typedef struct impostor {
+    int fds[2];
+    char *addrs[2];
+    pthread_t th;
+    int back, fwd;
+} impostor;
+
+static void impostor_start(victim *v, impostor *m)
+{
+    rh_listeners(2, m->fds, m->addrs);
+    v->o.rank = 1;
+    v->o.size = 2;
+    v->o.peers = (const char *const *)m->addrs;
+    v->o.listen_fd = m->fds[1];
+    pthread_create(&m->th, NULL, victim_run, v);
+    rt_hs_params p = {.job_id = v->o.job_id, .key = v->o.key, .encrypt = v->o.encrypt,
+                      .integrity = v->o.integrity, .rank = 0, .world = 2, .nconn = 1};
+    char err[RT_ERR_LEN];
+    struct pollfd pf = {.fd = m->fds[0], .events = POLLIN};
+    assert_true(poll(&pf, 1, 10000) == 1);
+    m->back = accept4(m->fds[0], NULL, NULL, SOCK_NONBLOCK);
+    rt_hs_result r1, r2;
+    assert_int_equal(
+        rt_handshake_respond(m->back, &p, 1, false, rt_deadline_in_us(5000000), &r1, err), RT_OK);
+    m->fwd = -1;
+    assert_int_equal(rt_sock_connect(m->addrs[1], rt_deadline_in_us(5000000), &m->fwd, err), RT_OK);
+    assert_int_equal(rt_handshake_initiate(m->fwd, &p, 1, 0, rt_deadline_in_us(5000000), &r2, err),
+                     RT_OK);
+}
+
+/* Wait for rank 1 to return and close everything. */
+static void impostor_end(impostor *m)
+{
+    pthread_join(m->th, NULL);
+    close(m->back);
+    close(m->fwd);
+    rh_close_listeners(2, m->fds, m->addrs);
+}
+
 /* Rank 1 of 2 is real and encrypts; the test plays rank 0 (it holds the key,
  * like someone injecting into the TCP stream after the handshake) and,
  * instead of data, sends an unsealed ABORT of 3 bytes on the forward
  * direction (forward) or back on rank 1's own connection (reverse). */
 static void forged_abort(bool forward)
 {
-    int fds[2];
-    char *addrs[2];
-    rh_listeners(2, fds, addrs);
     victim v = {.o = base_opts()};
-    v.o.rank = 1;
-    v.o.size = 2;
-    v.o.peers = (const char *const *)addrs;
-    v.o.listen_fd = fds[1];
     v.o.encrypt = true;
     v.o.timeout_us = 5000000;
-    pthread_t th;
-    pthread_create(&th, NULL, victim_run, &v);
-    rt_hs_params p = {.job_id = v.o.job_id, .key = v.o.key, .encrypt = true, .rank = 0, .world = 2,
-                      .nconn = 1};
+    impostor m;
+    impostor_start(&v, &m);
     char err[RT_ERR_LEN];
-    /* rank 1 connects to us (its right), and we connect to it (its left) */
-    struct pollfd pf = {.fd = fds[0], .events = POLLIN};
-    assert_true(poll(&pf, 1, 10000) == 1);
-    int back = accept4(fds[0], NULL, NULL, SOCK_NONBLOCK);
-    rt_hs_result r1, r2;
-    assert_int_equal(rt_handshake_respond(back, &p, 1, false, rt_deadline_in_us(5000000), &r1, err),
-                     RT_OK);
-    int fwd = -1;
-    assert_int_equal(rt_sock_connect(addrs[1], rt_deadline_in_us(5000000), &fwd, err), RT_OK);
-    assert_int_equal(rt_handshake_initiate(fwd, &p, 1, 0, rt_deadline_in_us(5000000), &r2, err),
-                     RT_OK);
     uint8_t frame[RT_FRAME_HDR_LEN + 3] = {0};
     rt_frame_hdr h = {RT_FRAME_ABORT, 0, 0, 0, 3};
     rt_frame_encode(&h, frame);
-    assert_int_equal(rt_sock_write_full(forward ? fwd : back, frame, sizeof frame,
+    assert_int_equal(rt_sock_write_full(forward ? m.fwd : m.back, frame, sizeof frame,
                                         rt_deadline_in_us(2000000), err),
                      RT_OK);
-    pthread_join(th, NULL);
+    impostor_end(&m);
     printf("forged %s abort: status %d: %s\n", forward ? "forward" : "reverse", v.st, v.msg);
     assert_int_equal(v.st, RT_ERR_AUTH);
     assert_non_null(strstr(v.msg, "unsealed control record"));
     assert_non_null(strstr(v.msg, "rank 0"));
-    close(back);
-    close(fwd);
-    rh_close_listeners(2, fds, addrs);
 }
 
 static void test_forged_control_records(void **state)
@@ -575,31 +600,12 @@ static void test_forged_control_records(void **state)
  * without a tag, are refused; the allreduce fails naming rank 0. */
 static void tampered_data(bool with_tag)
 {
-    int fds[2];
-    char *addrs[2];
-    rh_listeners(2, fds, addrs);
     victim v = {.o = base_opts()};
-    v.o.rank = 1;
-    v.o.size = 2;
-    v.o.peers = (const char *const *)addrs;
-    v.o.listen_fd = fds[1];
     v.o.timeout_us = 5000000;
     assert_true(v.o.integrity && !v.o.encrypt); /* the defaults */
-    pthread_t th;
-    pthread_create(&th, NULL, victim_run, &v);
-    rt_hs_params p = {.job_id = v.o.job_id, .key = v.o.key, .integrity = true, .rank = 0,
-                      .world = 2, .nconn = 1};
+    impostor m;
+    impostor_start(&v, &m);
     char err[RT_ERR_LEN];
-    struct pollfd pf = {.fd = fds[0], .events = POLLIN};
-    assert_true(poll(&pf, 1, 10000) == 1);
-    int back = accept4(fds[0], NULL, NULL, SOCK_NONBLOCK);
-    rt_hs_result r1, r2;
-    assert_int_equal(rt_handshake_respond(back, &p, 1, false, rt_deadline_in_us(5000000), &r1, err),
-                     RT_OK);
-    int fwd = -1;
-    assert_int_equal(rt_sock_connect(addrs[1], rt_deadline_in_us(5000000), &fwd, err), RT_OK);
-    assert_int_equal(rt_handshake_initiate(fwd, &p, 1, 0, rt_deadline_in_us(5000000), &r2, err),
-                     RT_OK);
     /* what rank 1 expects first: frame 0 of collective #1, rank 0's 4 KiB */
     static uint8_t frame[RT_FRAME_HDR_LEN + 4096 + RT_GCM_TAG_LEN];
     memset(frame, 0, sizeof frame);
@@ -607,18 +613,15 @@ static void tampered_data(bool with_tag)
         frame[i] = (uint8_t)(i * 7);
     rt_frame_hdr h = {RT_FRAME_DATA, with_tag ? RT_FRAME_SEALED : 0, 1, 0, 4096};
     rt_frame_encode(&h, frame);
-    assert_int_equal(rt_sock_write_full(fwd, frame, sizeof frame - (with_tag ? 0 : RT_GCM_TAG_LEN),
+    assert_int_equal(rt_sock_write_full(m.fwd, frame, sizeof frame - (with_tag ? 0 : RT_GCM_TAG_LEN),
                                         rt_deadline_in_us(2000000), err),
                      RT_OK);
-    pthread_join(th, NULL);
+    impostor_end(&m);
     printf("tampered frame %s a tag: status %d: %s\n", with_tag ? "with" : "without", v.st, v.msg);
     assert_int_equal(v.st, RT_ERR_AUTH);
     assert_non_null(
         strstr(v.msg, with_tag ? "failed authentication" : "without its authentication tag"));
     assert_non_null(strstr(v.msg, "rank 0"));
-    close(back);
-    close(fwd);
-    rh_close_listeners(2, fds, addrs);
 }
 
 static void test_tampered_data(void **state)
@@ -626,6 +629,66 @@ static void test_tampered_data(void **state)
     (void)state;
     tampered_data(true);
     tampered_data(false);
+}
+
+/* ---- a hostile neighbour on the shared-memory transport --------------------------- */
+
+/* Rank 1 is real and uses shared memory; the test plays rank 0, which holds
+ * the job key but names, instead of its private segment, something else:
+ * garbage, a path outside /dev/shm, or a segment other users can read (as
+ * one planted by another user would be).  Rank 1 refuses each, naming rank 0,
+ * and opens nothing. */
+static void hostile_shm_record(int kind)
+{
+    victim v = {.o = base_opts()};
+    v.o.transport = RT_TRANSPORT_SHM;
+    impostor m;
+    impostor_start(&v, &m);
+    char err[RT_ERR_LEN];
+    /* rank 1's own record (its segment's layout), then ours in its place */
+    uint8_t rec[64];
+    assert_int_equal(rt_sock_read_full(m.fwd, rec, sizeof rec, rt_deadline_in_us(5000000), err),
+                     RT_OK);
+    uint32_t nslots, slot_bytes;
+    memcpy(&nslots, rec + 8, 4);
+    memcpy(&slot_bytes, rec + 12, 4);
+    char name[40] = "/ringtrain-planted-by-a-test";
+    if (kind == 0)
+        memset(rec, 0, sizeof rec);
+    else if (kind == 1)
+        snprintf(name, sizeof name, "/ringtrain-x/../../etc/passwd");
+    if (kind != 0) {
+        memset(rec + 16, 0, 40);
+        memcpy(rec + 16, name, strlen(name));
+    }
+    int sfd = -1;
+    if (kind == 2) { /* a segment of the right size, readable by all */
+        sfd = shm_open(name, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        assert_true(sfd >= 0);
+        assert_int_equal(fchmod(sfd, 0644), 0);
+        assert_int_equal(ftruncate(sfd, (off_t)(192 + (size_t)nslots * slot_bytes)), 0);
+    }
+    assert_int_equal(rt_sock_write_full(m.back, rec, sizeof rec, rt_deadline_in_us(2000000), err),
+                     RT_OK);
+    impostor_end(&m);
+    printf("shm record %d: status %d: %s\n", kind, v.st, v.msg);
+    if (kind == 2) {
+        assert_int_equal(v.st, RT_ERR_AUTH);
+        assert_non_null(strstr(v.msg, "not this user's private segment"));
+        close(sfd);
+        shm_unlink(name);
+    } else {
+        assert_int_equal(v.st, RT_ERR_PROTO);
+        assert_non_null(strstr(v.msg, "sent no shared-memory record"));
+    }
+    assert_non_null(strstr(v.msg, "rank 0"));
+}
+
+static void test_hostile_shm_peer(void **state)
+{
+    (void)state;
+    for (int kind = 0; kind < 3; kind++)
+        hostile_shm_record(kind);
 }
 
 int main(void)
@@ -640,6 +703,7 @@ int main(void)
         cmocka_unit_test(test_refusal_reasons),
         cmocka_unit_test(test_forged_control_records),
         cmocka_unit_test(test_tampered_data),
+        cmocka_unit_test(test_hostile_shm_peer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

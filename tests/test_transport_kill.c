@@ -1,4 +1,5 @@
-/* test_transport_kill.c — real processes over TCP on 127.0.0.1: while the
+/* test_transport_kill.c — real processes over TCP on 127.0.0.1, and over
+ * shared memory (with its TCP links for set-up and aborts): while the
  * ranks run back-to-back 4 MiB allreduces, one of them is killed with
  * SIGKILL.  Every survivor must return RT_ERR_IO (or the TIMEOUT a rank
  * further away may see) with a message naming the killed rank, long before
@@ -35,10 +36,11 @@ typedef struct report {
     char msg[RT_ERR_LEN];
 } report;
 
-static void child(int rank, int *fds, char **addrs, int ready_fd, int out_fd)
+static void child(rt_transport_kind kind, int rank, int *fds, char **addrs, int ready_fd, int out_fd)
 {
     rt_comm_opts o;
     rt_comm_opts_defaults(&o);
+    o.transport = kind;
     o.rank = rank;
     o.size = N;
     o.peers = (const char *const *)addrs;
@@ -80,9 +82,8 @@ static void child(int rank, int *fds, char **addrs, int ready_fd, int out_fd)
     exit(0);
 }
 
-static void test_kill_one_rank(void **state)
+static void kill_one_rank(rt_transport_kind kind)
 {
-    (void)state;
     const int victim = 2;
     int fds[N];
     char *addrs[N];
@@ -97,7 +98,7 @@ static void test_kill_one_rank(void **state)
         if (pids[r] == 0) {
             close(ready[0]);
             close(out[0]);
-            child(r, fds, addrs, ready[1], out[1]);
+            child(kind, r, fds, addrs, ready[1], out[1]);
         }
     }
     close(ready[1]);
@@ -143,8 +144,9 @@ static void test_kill_one_rank(void **state)
     for (int i = 0; i < got; i++) {
         const report *rp = &reps[i];
         double after = (double)(rp->t_fail - t_kill) / 1e9;
-        printf("rank %d: status %d after %.3f s, %d rounds: %s\n", rp->rank, rp->status, after,
-               rp->rounds, rp->msg);
+        printf("%s rank %d: status %d after %.3f s, %d rounds: %s\n",
+               kind == RT_TRANSPORT_SHM ? "shm" : "tcp", rp->rank, rp->status, after, rp->rounds,
+               rp->msg);
         if (rp->status != RT_ERR_IO && rp->status != RT_ERR_TIMEOUT)
             fail_msg("rank %d returned %d", rp->rank, rp->status);
         if (!strstr(rp->msg, "rank 2"))
@@ -158,9 +160,23 @@ static void test_kill_one_rank(void **state)
     rh_close_listeners(N, fds, addrs);
 }
 
+static void test_kill_one_rank(void **state)
+{
+    (void)state;
+    kill_one_rank(RT_TRANSPORT_TCP);
+}
+
+/* The victim's segments stay mapped by its neighbours; its links close. */
+static void test_kill_one_rank_shm(void **state)
+{
+    (void)state;
+    kill_one_rank(RT_TRANSPORT_SHM);
+}
+
 int main(void)
 {
     rt_log_set_level(RT_LL_ERROR);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_kill_one_rank)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_kill_one_rank),
+                                       cmocka_unit_test(test_kill_one_rank_shm)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

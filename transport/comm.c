@@ -119,9 +119,12 @@ static rt_status check_opts(const rt_comm_opts *o, char *err)
         break;
     case RT_TRANSPORT_TCP:
     case RT_TRANSPORT_RDMA:
+    case RT_TRANSPORT_SHM:
         if (o->size > 1 && !o->peers)
             return rt_err(err, RT_ERR_INVALID, "the %s transport needs the peer addresses",
-                          o->transport == RT_TRANSPORT_TCP ? "tcp" : "rdma");
+                          o->transport == RT_TRANSPORT_TCP    ? "tcp"
+                          : o->transport == RT_TRANSPORT_SHM ? "shm"
+                                                              : "rdma");
         for (int i = 0; o->size > 1 && i < o->size; i++) {
             char host[256];
             int port;
@@ -160,6 +163,7 @@ rt_status rt_comm_create(const rt_comm_opts *o, rt_comm **out, char *err)
     c->fail_culprit = -1;
     switch (o->transport) {
     case RT_TRANSPORT_LOOPBACK: c->ops = &rt_loopback_ops; break;
+    case RT_TRANSPORT_SHM: c->ops = &rt_shm_ops; break;
 #ifdef RT_HAVE_IBVERBS
     case RT_TRANSPORT_RDMA: c->ops = &rt_verbs_ops; break;
 #endif
@@ -195,7 +199,10 @@ rt_status rt_comm_create(const rt_comm_opts *o, rt_comm **out, char *err)
         }
     }
     c->connected = true;
-    RT_DEBUG("comm", "rank %d/%d connected over %s", c->rank, c->size, c->ops->name);
+    if (c->rank == 0 && c->size > 1) /* once per ring, in rank 0's log */
+        RT_INFO("comm", "ring of %d ranks up over %s", c->size, c->ops->name);
+    else
+        RT_DEBUG("comm", "rank %d/%d connected over %s", c->rank, c->size, c->ops->name);
     *out = c;
     return RT_OK;
 }

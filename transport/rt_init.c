@@ -107,7 +107,9 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
     o.sockets = (int)sockets;
     o.timeout_us = tmo * 1000;
     o.connect_timeout_us = tmo * 1000;
-    o.transport = strcmp(info->transport, "rdma") == 0 ? RT_TRANSPORT_RDMA : RT_TRANSPORT_TCP;
+    o.transport = strcmp(info->transport, "rdma") == 0  ? RT_TRANSPORT_RDMA
+                  : strcmp(info->transport, "shm") == 0 ? RT_TRANSPORT_SHM
+                                                        : RT_TRANSPORT_TCP;
     int64_t lfd = -1;
     o.listen_fd = env_int(RT_ENV_LISTEN_FD, &lfd) ? (int)lfd : -1;
     /* ranks busy-poll only when each has a core of its own; ranks that share

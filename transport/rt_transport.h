@@ -55,6 +55,7 @@ static inline bool rt_comm_sealed(const rt_comm_opts *o) { return o->encrypt || 
 
 extern const rt_transport_ops rt_tcp_ops;
 extern const rt_transport_ops rt_loopback_ops;
+extern const rt_transport_ops rt_shm_ops;
 #ifdef RT_HAVE_IBVERBS
 extern const rt_transport_ops rt_verbs_ops;
 #endif

@@ -36,8 +36,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "ctl.h"
-#include "link.h"
+#include "sidelink.h"
 #include "rt_log.h"
 
 #define NSLOTS 16
@@ -45,8 +44,6 @@
 #define WR_DATA 1u  /* wr_id tags */
 #define WR_CREDIT 2u
 #define SALT_FWD 0x30445746u
-#define SALT_CFWD 0x30574643u /* control records on the TCP links, rightwards */
-#define SALT_CREV 0x30565243u /* ... and leftwards */
 
 typedef struct vb_info {
     uint32_t qpn, psn;
@@ -58,7 +55,7 @@ typedef struct vb_info {
 } vb_info;
 
 typedef struct vb_state {
-    rt_links links;
+    rt_sidelink side; /* the TCP links: bootstrap, aborts, BYE */
     struct ibv_context *ctx;
     struct ibv_pd *pd;
     struct ibv_comp_channel *ch;
@@ -75,7 +72,6 @@ typedef struct vb_state {
     struct ibv_mr *credit_in_mr, *credit_out_mr;
     vb_info right, left; /* the neighbours' records */
     rt_gcm *seal, *open; /* data frames */
-    rt_gcm *ctl_seal_right, *ctl_open_right, *ctl_seal_left, *ctl_open_left;
     /* send side: sq.done counts frames issued (copied to staging) */
     rt_postq sq;
     uint64_t s_wr_done, credit;
@@ -83,7 +79,6 @@ typedef struct vb_state {
     rt_postq rq;
     uint64_t r_arrived;
     int cq_events; /* to acknowledge */
-    bool right_bye, right_closed;
     char left_name[160], right_name[160];
 } vb_state;
 
@@ -228,10 +223,8 @@ static void vb_release(vb_state *s)
     free(s->sslots);
     free(s->credit_in);
     free(s->credit_out);
-    rt_gcm *g[] = {s->seal, s->open, s->ctl_seal_right, s->ctl_open_right, s->ctl_seal_left,
-                   s->ctl_open_left};
-    for (size_t i = 0; i < RT_ARRAY_LEN(g); i++)
-        rt_gcm_destroy(g[i]);
+    rt_gcm_destroy(s->seal);
+    rt_gcm_destroy(s->open);
 }
 
 /* Open the device and everything that does not depend on the neighbours
@@ -296,25 +289,17 @@ static rt_status vb_connect(rt_comm *c, rt_deadline_t dl, char *err)
     c->tp = s;
     rt_status st = vb_setup(c, s, err);
     if (st == RT_OK)
-        st = rt_links_open(c, 1, dl, &s->links, err);
+        st = rt_sidelink_open(c, dl, &s->side, err);
     if (st != RT_OK)
         return st;
-    snprintf(s->left_name, sizeof s->left_name, "%s", s->links.left_name);
-    snprintf(s->right_name, sizeof s->right_name, "%s", s->links.right_name);
+    snprintf(s->left_name, sizeof s->left_name, "%s", s->side.links.left_name);
+    snprintf(s->right_name, sizeof s->right_name, "%s", s->side.links.right_name);
     if (rt_comm_sealed(&c->o)) {
         const bool m = !c->o.encrypt; /* integrity only */
-        const rt_hs_result *right = &s->links.out_hs[0], *left = &s->links.in_hs[0];
+        const rt_hs_result *right = &s->side.links.out_hs[0], *left = &s->side.links.in_hs[0];
         st = rt_gcm_create(right->key_fwd, SALT_FWD, m, &s->seal, err);
         if (st == RT_OK)
             st = rt_gcm_create(left->key_fwd, SALT_FWD, m, &s->open, err);
-        if (st == RT_OK)
-            st = rt_gcm_create(right->key_fwd, SALT_CFWD, m, &s->ctl_seal_right, err);
-        if (st == RT_OK)
-            st = rt_gcm_create(right->key_rev, SALT_CREV, m, &s->ctl_open_right, err);
-        if (st == RT_OK)
-            st = rt_gcm_create(left->key_rev, SALT_CREV, m, &s->ctl_seal_left, err);
-        if (st == RT_OK)
-            st = rt_gcm_create(left->key_fwd, SALT_CFWD, m, &s->ctl_open_left, err);
         if (st != RT_OK)
             return st;
     }
@@ -339,7 +324,7 @@ static rt_status vb_connect(rt_comm *c, rt_deadline_t dl, char *err)
     uint8_t rb[INFO_LEN], lb[INFO_LEN];
     info_encode(&to_right, rb);
     info_encode(&to_left, lb);
-    int fr = s->links.out[0], fl = s->links.in[0];
+    int fr = s->side.links.out[0], fl = s->side.links.in[0];
     st = rt_sock_write_full(fr, rb, INFO_LEN, dl, err);
     if (st == RT_OK)
         st = rt_sock_write_full(fl, lb, INFO_LEN, dl, err);
@@ -386,13 +371,7 @@ static void vb_close(rt_comm *c)
     vb_state *s = c->tp;
     if (!s)
         return;
-    if (!c->broken && s->links.in[0] >= 0) {
-        uint8_t bye[RT_CTL_MAX];
-        size_t n = rt_ctl_encode(bye, c->seq, NULL, s->ctl_seal_left);
-        ssize_t r = n ? send(s->links.in[0], bye, n, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
-        (void)r;
-    }
-    rt_links_close(&s->links);
+    rt_sidelink_close(c, &s->side);
     vb_release(s);
     free(s);
     c->tp = NULL;
@@ -540,47 +519,6 @@ static int poll_cq(rt_comm *c, rt_status *st, char *err)
     return total;
 }
 
-/* An abort record, BYE or end of stream on the TCP link of a neighbour. */
-static rt_status read_link(rt_comm *c, int fd, bool right, char *err)
-{
-    vb_state *s = c->tp;
-    uint8_t buf[RT_CTL_MAX];
-    ssize_t r = recv(fd, buf, RT_FRAME_HDR_LEN, MSG_DONTWAIT | MSG_PEEK);
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-        return RT_OK;
-    c->fail_culprit = right ? c->right : c->left;
-    const char *who = right ? s->right_name : s->left_name;
-    if (r == 0) {
-        if (right && s->right_bye) {
-            s->right_closed = true;
-            return RT_OK;
-        }
-        return rt_err(err, RT_ERR_IO, "%s closed the connection (process gone?)", who);
-    }
-    if (r < 0)
-        return rt_err(err, RT_ERR_IO, "lost the connection to %s: %s", who, strerror(errno));
-    if (r < RT_FRAME_HDR_LEN)
-        return RT_OK; /* the rest is on its way */
-    rt_frame_hdr h;
-    size_t body = 0;
-    char why[RT_ERR_LEN];
-    rt_status st = rt_ctl_body_len(buf, rt_comm_sealed(&c->o), &h, &body, why);
-    if (st != RT_OK)
-        return rt_err(err, st, "%s sent unexpected bytes on its control link: %s", who, why);
-    if (rt_sock_read_full(fd, buf, RT_FRAME_HDR_LEN + body, rt_deadline_in_us(1000000), why) !=
-        RT_OK)
-        return rt_err(err, RT_ERR_IO, "reading a control record from %s: %s", who, why);
-    st = rt_ctl_decode(&h, buf, buf + RT_FRAME_HDR_LEN, body,
-                       right ? s->ctl_open_right : s->ctl_open_left, &c->abort_in, why);
-    if (st != RT_OK)
-        return rt_err(err, st, "%s from %s", why, who);
-    if (h.op == RT_FRAME_BYE) {
-        s->right_bye = s->right_bye || right;
-        return RT_OK;
-    }
-    return rt_err(err, RT_ERR_ABORTED, "%s", c->abort_in.reason);
-}
-
 static void report(vb_state *s, int *nsend, int *nrecv)
 {
     *nsend += rt_postq_report(&s->sq);
@@ -601,7 +539,7 @@ static rt_status vb_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, c
             st = issue_sends(c, err);
         if (st != RT_OK)
             return st;
-        if (s->right_bye && s->sq.done < s->sq.posted) {
+        if (s->side.right_bye && s->sq.done < s->sq.posted) {
             c->fail_culprit = c->right;
             return rt_err(err, RT_ERR_IO, "%s closed its communicator while this rank still had "
                                           "data for it", s->right_name);
@@ -618,8 +556,8 @@ static rt_status vb_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, c
         }
         /* sleep on the completion channel and both control links */
         struct pollfd p[3] = {{s->ch->fd, POLLIN, 0},
-                              {s->right_closed ? -1 : s->links.out[0], POLLIN, 0},
-                              {s->links.in[0], POLLIN, 0}};
+                              {s->side.right_closed ? -1 : s->side.links.out[0], POLLIN, 0},
+                              {s->side.links.in[0], POLLIN, 0}};
         int ms = rt_deadline_ms_left(dl);
         if (ms == 0 && rt_now_ns() >= dl)
             return rt_err(err, RT_ERR_TIMEOUT, "timed out");
@@ -637,32 +575,16 @@ static rt_status vb_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, c
                 ibv_req_notify_cq(s->cq, 0);
             }
         }
-        if (p[1].revents && (st = read_link(c, s->links.out[0], true, err)) != RT_OK)
+        if (p[1].revents && (st = rt_sidelink_read(c, &s->side, true, err)) != RT_OK)
             return st;
-        if (p[2].revents && (st = read_link(c, s->links.in[0], false, err)) != RT_OK)
+        if (p[2].revents && (st = rt_sidelink_read(c, &s->side, false, err)) != RT_OK)
             return st;
     }
 }
 
 static rt_status vb_await_abort(rt_comm *c, rt_deadline_t dl)
 {
-    vb_state *s = c->tp;
-    char err[RT_ERR_LEN];
-    for (;;) {
-        struct pollfd p[2] = {{s->right_closed ? -1 : s->links.out[0], POLLIN, 0},
-                              {s->links.in[0], POLLIN, 0}};
-        int ms = rt_deadline_ms_left(dl);
-        if (ms == 0 || poll(p, 2, ms) <= 0)
-            return RT_ERR_TIMEOUT;
-        for (int i = 0; i < 2; i++)
-            if (p[i].revents) {
-                rt_status st = read_link(c, i == 0 ? s->links.out[0] : s->links.in[0], i == 0, err);
-                if (st == RT_ERR_ABORTED)
-                    return st;
-                if (st != RT_OK)
-                    p[i].fd = -1;
-            }
-    }
+    return rt_sidelink_await_abort(c, &((vb_state *)c->tp)->side, dl);
 }
 
 static void vb_cancel(rt_comm *c)
@@ -681,17 +603,8 @@ static void vb_cancel(rt_comm *c)
 static void vb_abort(rt_comm *c, const rt_abort_info *info)
 {
     vb_state *s = c->tp;
-    if (!s)
-        return;
-    int fds[2] = {s->links.in[0], s->links.out[0]};
-    rt_gcm *seal[2] = {s->ctl_seal_left, s->ctl_seal_right};
-    for (int i = 0; i < 2; i++)
-        if (fds[i] >= 0) {
-            uint8_t frame[RT_CTL_MAX];
-            size_t n = rt_ctl_encode(frame, c->seq, info, seal[i]);
-            ssize_t r = n ? send(fds[i], frame, n, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
-            (void)r;
-        }
+    if (s)
+        rt_sidelink_abort(c, &s->side, info);
 }
 
 const rt_transport_ops rt_verbs_ops = {

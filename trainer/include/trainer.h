@@ -73,7 +73,7 @@ typedef struct rt_trainer_env {
     int rank, size, local_rank, local_size;
     int64_t attempt;
     FILE *log;     /* human-readable epoch lines (rank 0), or NULL */
-    const char *transport;         /* the job's, as resolved: "tcp", "rdma" or "nccl"; NULL: tcp */
+    const char *transport;         /* the job's, as resolved: "tcp", "rdma", "shm" or "nccl"; NULL: tcp */
     int64_t collective_timeout_us; /* 0: 60 s */
 } rt_trainer_env;
 

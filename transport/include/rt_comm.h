@@ -3,8 +3,9 @@
  * trainer uses for gradients.
  *
  * The ring algorithms are written once (ring.c) against a small transport
- * interface (rt_transport.h) implemented by TCP, RDMA (libibverbs, when
- * built in) and an in-process loopback (ranks as threads, for tests).
+ * interface (rt_transport.h) implemented by TCP, shared memory (ranks of
+ * one host), RDMA (libibverbs, when built in) and an in-process loopback
+ * (ranks as threads, for tests).
  * Every data-plane connection is authenticated with a versioned hello and a
  * mutual HMAC-SHA256 challenge over the per-job key; payloads can be
  * encrypted with AES-256-GCM.
@@ -37,6 +38,7 @@ typedef enum rt_transport_kind {
     RT_TRANSPORT_TCP = 0,
     RT_TRANSPORT_LOOPBACK = 1,
     RT_TRANSPORT_RDMA = 2,
+    RT_TRANSPORT_SHM = 3, /* ranks of one host: shared memory, TCP links for set-up and aborts */
 } rt_transport_kind;
 
 #define RT_COMM_KEY_LEN 32
