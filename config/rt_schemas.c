@@ -203,6 +203,9 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_I("model", "threads", "0", 0, 1024, rt_job_cfg, threads,
              "CPU threads per rank (0: the node's cores shared by its ranks)"),
     RT_CFG_B("model", "tf32", "false", rt_job_cfg, tf32, "TF32 tensor cores for GPU GEMMs"),
+    RT_CFG_B("model", "sync_batch_norm", "false", rt_job_cfg, sync_batch_norm,
+             "batch norm with the statistics of all ranks' batches (np > 1, CPU workers): "
+             "np ranks of batch B then train like one of batch np*B"),
 
     RT_CFG_I("train", "batch_size", "100", 1, 1 << 20, rt_job_cfg, batch_size,
              "rows per step on each rank"),

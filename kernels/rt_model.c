@@ -46,6 +46,8 @@ struct rt_model {
     float *in_cont, *in_label;
     float *x0, *h[RT_MODEL_MAX_HIDDEN], *z, *pred, *dpred, *dz, *ga, *gb, *dx0;
     float *bn_mean, *bn_invstd;
+    float *bn_given_mean, *bn_given_var; /* sync BN: the global batch's (host, CPU only) */
+    bool bn_given;
 
     void *allocs[MAX_ALLOCS];
     int nallocs;
@@ -345,6 +347,7 @@ void rt_model_destroy(rt_model *m)
     for (int i = m->nallocs - 1; i >= 0; i--)
         rt_kfree(m->ctx, m->allocs[i]);
     free(m->info);
+    free(m->bn_given_mean);
     free(m);
 }
 
@@ -414,6 +417,34 @@ static rt_view mat(const rt_model *m, float *p, int64_t rows, int64_t cols)
     return rt_vf32(p, rows, cols, cols, m->dev);
 }
 
+rt_status rt_model_set_bn_batch_stats(rt_model *m, const double *mean, const double *var,
+                                      char *err)
+{
+    const rt_model_spec *s = &m->spec;
+    if (m->dev != RT_DEVICE_CPU)
+        return rt_err(err, RT_ERR_UNSUPPORTED,
+                      "synchronized batch norm runs on CPU models only (not yet on GPUs)");
+    if (!m->bn_given_mean) {
+        m->bn_given_mean = calloc(2 * (size_t)(s->n_cont > 0 ? s->n_cont : 1), sizeof(float));
+        if (!m->bn_given_mean)
+            return rt_err(err, RT_ERR_NOMEM, "out of memory");
+        m->bn_given_var = m->bn_given_mean + s->n_cont;
+    }
+    /* what the training kernel would have saved and moved, from these */
+    for (int f = 0; f < s->n_cont; f++) {
+        double v = var[f] > 0 ? var[f] : 0.0;
+        m->bn_given_mean[f] = (float)mean[f];
+        m->bn_given_var[f] = (float)v;
+        m->bn_mean[f] = (float)mean[f];
+        m->bn_invstd[f] = (float)(1.0 / sqrt(v + s->bn_eps));
+        float *run_mean = m->buffers + f, *run_var = m->buffers + s->n_cont + f;
+        *run_mean = (float)(*run_mean * s->bn_momentum + mean[f] * (1.0 - s->bn_momentum));
+        *run_var = (float)(*run_var * s->bn_momentum + v * (1.0 - s->bn_momentum));
+    }
+    m->bn_given = true;
+    return RT_OK;
+}
+
 void rt_model_forward(rt_model *m, int64_t n, bool train)
 {
     RT_ASSERT(n >= 0 && n <= m->max_batch);
@@ -424,11 +455,18 @@ void rt_model_forward(rt_model *m, int64_t n, bool train)
         rt_k_embed_fwd(ctx, rt_vi32(m->in_cat, n, s->n_cat, s->n_cat, m->dev), m->rowbase,
                        mat(m, m->params + m->off_emb, m->rows, s->emb_dim),
                        rt_view_cols(x0, 0, m->emb_cols));
-    if (s->n_cont > 0)
+    if (s->n_cont > 0 && train && m->bn_given) {
+        /* statistics given (sync BN): normalise as inference does, with them */
+        rt_k_bn_fwd(ctx, mat(m, m->in_cont, n, s->n_cont), m->params + m->off_gamma,
+                    m->params + m->off_beta, m->bn_given_mean, m->bn_given_var, s->bn_momentum,
+                    s->bn_eps, false, NULL, NULL, rt_view_cols(x0, m->emb_cols, s->n_cont));
+        m->bn_given = false;
+    } else if (s->n_cont > 0) {
         rt_k_bn_fwd(ctx, mat(m, m->in_cont, n, s->n_cont), m->params + m->off_gamma,
                     m->params + m->off_beta, m->buffers, m->buffers + s->n_cont, s->bn_momentum,
                     s->bn_eps, train, m->bn_mean, m->bn_invstd,
                     rt_view_cols(x0, m->emb_cols, s->n_cont));
+    }
     rt_view x = x0;
     for (int l = 0; l < s->n_hidden; l++) {
         rt_view y = mat(m, m->h[l], n, s->hidden[l]);

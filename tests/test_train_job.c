@@ -4,7 +4,7 @@
  *   - determinism: the same job twice, once with 1 CPU thread per rank and
  *     evaluation batches of 4096, once with 2 threads and batches of 50,
  *     gives bitwise-identical history (timings aside), checkpoints and
- *     predictions; `ringtrain predict` from best.ckpt reproduces
+ *     predictions (scored by both ranks); `ringtrain predict` from best.ckpt reproduces
  *     submission.csv with other thread counts and batch sizes too;
  *   - a worker killed mid-training (max_restarts = 1): the job resumes from
  *     the last checkpoint and its history continues instead of restarting;
@@ -162,6 +162,9 @@ static void test_determinism_and_predict(void **state)
     if (!lo || !strstr(lo, "ring of 2 ranks up over shm"))
         fprintf(stderr, "rank 0's log:\n%s\n", lo ? lo : "");
     CHECK(lo && strstr(lo, "ring of 2 ranks up over shm"));
+    /* both ranks scored the test rows; the file is compared with a
+     * single-process `ringtrain predict` below */
+    CHECK(lo && strstr(lo, "scored by 2 ranks"));
     free(lo);
     char *ha = history_values("runA"), *hb = history_values("runB");
     CHECK(ha && hb);

@@ -4,6 +4,9 @@
  *     2B on the same rows, step after step (dropout off, no batch norm);
  *     both ranks hold bitwise-equal parameters; the gradient bucket size
  *     changes nothing;
+ *   - synchronized batch norm: the same with continuous columns whose
+ *     distribution differs between the ranks' halves — equal to one rank
+ *     with [model] sync_batch_norm, clearly not without it;
  *   - checkpoints: exact round trip, another model refused, every kind of
  *     damage reported;
  *   - the epoch shuffle: a permutation, reproducible, new each epoch and rank. */
@@ -177,6 +180,118 @@ static void test_data_parallel_equivalence(void **state)
     free(ref);
 }
 
+/* ---- synchronized batch norm ------------------------------------------------------- */
+
+enum { BN_F = 2 };
+static float g_cont[K * 2 * B * BN_F], g_label_bn[K * 2 * B];
+
+/* Continuous columns whose first half of every global batch (rank 0's)
+ * sits far from the second (rank 1's): per-rank statistics are wrong. */
+static void make_cont(void)
+{
+    tu_rng r = tu_rng_make(11);
+    for (int i = 0; i < K * 2 * B; i++) {
+        bool first = i % (2 * B) < B;
+        g_cont[i * BN_F + 0] = (first ? 5.0f : -5.0f) + (float)tu_range(&r, -1, 1);
+        g_cont[i * BN_F + 1] = 300.0f + (first ? 50.0f : 0.0f) + 20.0f * (float)tu_range(&r, -1, 1);
+        g_label_bn[i] = g_label[i] + 0.05f * g_cont[i * BN_F] + 0.002f * g_cont[i * BN_F + 1];
+    }
+}
+
+typedef struct bn_run {
+    bool sync;
+    float *state[2]; /* each rank's parameters, then its BN moving statistics */
+    int64_t n;
+} bn_run;
+
+static float *model_state(rt_model *m, int64_t *n, char *err)
+{
+    int64_t np = rt_model_num_params(m), nb = rt_model_num_buffers(m);
+    float *p = malloc((size_t)(np + nb) * 4);
+    if (p && rt_model_get_state(m, p, NULL, NULL, p + np, NULL, err) != RT_OK) {
+        free(p);
+        return NULL;
+    }
+    *n = np + nb;
+    return p;
+}
+
+static void bn_rank_body(rt_comm *c, int rank, void *arg, rh_result *res)
+{
+    bn_run *run = arg;
+    rt_model_spec s = small_spec(BN_F);
+    rt_dp *d = NULL;
+    char err[RT_ERR_LEN];
+    rt_dp_opts o;
+    rt_dp_opts_defaults(&o);
+    o.threads = 1;
+    o.max_batch = B;
+    o.sync_batch_norm = run->sync;
+    RH_CHECK(res, rt_dp_create(&s, &o, c, &d, err) == RT_OK, "create: %s", err);
+    RH_CHECK(res, rt_dp_broadcast_state(d, 0, false, err) == RT_OK, "broadcast: %s", err);
+    for (int k = 0; k < K; k++) {
+        int64_t first = (int64_t)k * 2 * B + (int64_t)rank * B;
+        rt_status st = rt_dp_step(d, g_cat + first * NCAT, g_cont + first * BN_F, g_label_bn + first,
+                                  B, &HP, err);
+        RH_CHECK(res, st == RT_OK, "step %d: %s", k, err);
+    }
+    run->state[rank] = model_state(rt_dp_model(d), &run->n, err);
+    RH_CHECK(res, run->state[rank] != NULL, "%s", err);
+    rt_dp_destroy(d);
+}
+
+static void test_sync_batch_norm(void **state)
+{
+    (void)state;
+    make_rows();
+    make_cont();
+    /* one process, batch 2B */
+    rt_model_spec s = small_spec(BN_F);
+    rt_dp *d = NULL;
+    char err[RT_ERR_LEN];
+    rt_dp_opts o;
+    rt_dp_opts_defaults(&o);
+    o.threads = 1;
+    o.max_batch = 2 * B;
+    o.sync_batch_norm = true; /* nothing to synchronise with: the plain step */
+    assert_int_equal(rt_dp_create(&s, &o, NULL, &d, err), RT_OK);
+    for (int k = 0; k < K; k++) {
+        int64_t first = (int64_t)k * 2 * B;
+        assert_int_equal(rt_dp_step(d, g_cat + first * NCAT, g_cont + first * BN_F,
+                                    g_label_bn + first, 2 * B, &HP, err),
+                         RT_OK);
+    }
+    int64_t n = 0;
+    float *ref = model_state(rt_dp_model(d), &n, err);
+    assert_non_null(ref);
+    rt_dp_destroy(d);
+    bn_run runs[2] = {{.sync = true}, {.sync = false}};
+    for (int i = 0; i < 2; i++) {
+        rt_comm_opts co;
+        rt_comm_opts_defaults(&co);
+        co.timeout_us = 20000000;
+        rh_result res;
+        if (!rh_run(2, RT_TRANSPORT_TCP, &co, bn_rank_body, &runs[i], &res))
+            fail_msg("%s", res.msg);
+        assert_int_equal(runs[i].n, n);
+    }
+    double off = 0;
+    for (int64_t i = 0; i < n; i++)
+        off = fmax(off, fabs((double)runs[1].state[0][i] - ref[i]));
+    fprintf(stderr, "np=2 x B=%d vs np=1 x B=%d: without sync_batch_norm %.3g apart at most\n", B,
+            2 * B, off);
+    /* with it: both ranks agree exactly and are the one-process model,
+     * parameters and moving statistics, up to float rounding */
+    assert_memory_equal(runs[0].state[0], runs[0].state[1], (size_t)n * 4);
+    assert_true(tu_close_f("sync BN np=2 vs np=1", runs[0].state[0], ref, (size_t)n, 2e-5, 1e-4));
+    /* without it the ranks' own statistics give another model */
+    assert_true(off > 1e-2);
+    for (int i = 0; i < 2; i++)
+        for (int r = 0; r < 2; r++)
+            free(runs[i].state[r]);
+    free(ref);
+}
+
 /* ---- checkpoints ----------------------------------------------------------------- */
 
 static void fill_ckpt(rt_ckpt *c, rt_model **m, rt_kctx **ctx)
@@ -344,6 +459,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_data_parallel_equivalence),
+        cmocka_unit_test(test_sync_batch_norm),
         cmocka_unit_test(test_checkpoint),
         cmocka_unit_test(test_shuffle),
     };

@@ -24,24 +24,29 @@ rt_status rt_predict_rows(rt_dp *d, const rt_rows *test, const char *label,
                           const char *label_transform, const char *path, char *err)
 {
     float *pred = malloc((size_t)(test->n ? test->n : 1) * sizeof *pred);
-    pair *pr = malloc((size_t)(test->n ? test->n : 1) * sizeof *pr);
-    if (!pred || !pr) {
-        free(pred);
-        free(pr);
+    if (!pred)
         return rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions",
                       (long long)test->n);
-    }
     rt_status st = rt_dp_forward_eval(d, test->cat, test->cont, NULL, test->n, pred, err);
+    if (st == RT_OK)
+        st = rt_predict_write(test, pred, label, label_transform, path, err);
+    free(pred);
+    return st;
+}
+
+rt_status rt_predict_write(const rt_rows *test, const float *pred, const char *label,
+                           const char *label_transform, const char *path, char *err)
+{
+    pair *pr = malloc((size_t)(test->n ? test->n : 1) * sizeof *pr);
+    if (!pr)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions",
+                      (long long)test->n);
     bool log_label = strcmp(label_transform, "log") == 0;
-    for (int64_t i = 0; st == RT_OK && i < test->n; i++) {
+    for (int64_t i = 0; i < test->n; i++) {
         pr[i].id = test->id[i];
         pr[i].v = log_label ? expf(pred[i]) : pred[i];
     }
-    free(pred);
-    if (st != RT_OK) {
-        free(pr);
-        return st;
-    }
+    rt_status st;
     qsort(pr, (size_t)test->n, sizeof *pr, by_id);
     /* "Id,Sales" then one line per row; ~24 bytes a line */
     size_t cap = 64 + (size_t)test->n * 32, len = 0;

@@ -65,6 +65,12 @@ rt_status rt_dp_create(const rt_model_spec *spec, const rt_dp_opts *o, rt_comm *
         d->o.timeout_us = 60000000;
     d->comm = comm;
     d->size = comm ? rt_comm_size(comm) : 1;
+    if (o->sync_batch_norm && d->size > 1 && o->device == RT_DEVICE_CUDA) {
+        free(d);
+        return rt_err(err, RT_ERR_UNSUPPORTED,
+                      "[model] sync_batch_norm runs on CPU workers only, not yet on GPUs: set it "
+                      "to false or model.device = cpu");
+    }
     rt_status st = rt_kctx_create(o->device, o->threads, &d->ctx, err);
     if (st == RT_OK) {
         rt_kctx_set_tf32(d->ctx, o->tf32);
@@ -79,7 +85,8 @@ rt_status rt_dp_create(const rt_model_spec *spec, const rt_dp_opts *o, rt_comm *
                        : rt_model_num_buffers(d->model);
         d->host = malloc((size_t)d->nhost * sizeof *d->host);
         d->zeros = calloc((size_t)o->max_batch, sizeof *d->zeros);
-        if (!d->host || !d->zeros)
+        d->bn_sums = calloc(2 * (size_t)spec->n_cont + 1, sizeof *d->bn_sums);
+        if (!d->host || !d->zeros || !d->bn_sums)
             st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     }
     if (st == RT_OK && d->size > 1 && o->device == RT_DEVICE_CPU)
@@ -105,6 +112,7 @@ void rt_dp_destroy(rt_dp *d)
     rt_kctx_destroy(d->ctx);
     free(d->zeros);
     free(d->host);
+    free(d->bn_sums);
     free(d);
 }
 
@@ -162,6 +170,40 @@ rt_status rt_dp_broadcast_state(rt_dp *d, int root, bool optimizer, char *err)
     return st;
 }
 
+/* Sync BN: the global batch's mean and biased variance of each continuous
+ * column, from two allreduces of sums in double (the count with the first;
+ * deviations from the global mean in the second, as the kernel's own two
+ * passes), handed to the model for the next forward. */
+static rt_status sync_bn_stats(rt_dp *d, const float *cont, int64_t n, char *err)
+{
+    const int F = rt_model_get_spec(d->model)->n_cont;
+    double *sum = d->bn_sums, *mean = d->bn_sums, *var = d->bn_sums + F;
+    for (int f = 0; f <= F; f++)
+        sum[f] = 0.0;
+    for (int64_t b = 0; b < n; b++)
+        for (int f = 0; f < F; f++)
+            sum[f] += cont[b * F + f];
+    sum[F] = (double)n;
+    rt_status st = rt_allreduce(d->comm, sum, (size_t)F + 1, RT_C_F64, RT_SUM);
+    if (st != RT_OK)
+        return comm_error(d, st, err);
+    const double total = sum[F];
+    for (int f = 0; f < F; f++)
+        mean[f] = total > 0 ? sum[f] / total : 0.0;
+    for (int f = 0; f < F; f++)
+        var[f] = 0.0;
+    for (int64_t b = 0; b < n; b++)
+        for (int f = 0; f < F; f++) {
+            double dv = cont[b * F + f] - mean[f];
+            var[f] += dv * dv;
+        }
+    if ((st = rt_allreduce(d->comm, var, (size_t)F, RT_C_F64, RT_SUM)) != RT_OK)
+        return comm_error(d, st, err);
+    for (int f = 0; f < F; f++)
+        var[f] = total > 0 ? var[f] / total : 0.0;
+    return rt_model_set_bn_batch_stats(d->model, mean, var, err);
+}
+
 rt_status rt_dp_step(rt_dp *d, const int32_t *cat, const float *cont, const float *label,
                      int64_t n, const rt_adam_hp *hp, char *err)
 {
@@ -171,6 +213,11 @@ rt_status rt_dp_step(rt_dp *d, const int32_t *cat, const float *cont, const floa
     rt_trace *tr = d->trace;
     const int64_t t0 = rt_now_ns();
     rt_model_set_batch(m, cat, cont, label, n);
+    if (d->o.sync_batch_norm && d->size > 1 && rt_model_get_spec(m)->n_cont > 0) {
+        rt_status st = sync_bn_stats(d, cont, n, err);
+        if (st != RT_OK)
+            return st;
+    }
     rt_model_forward(m, n, true);
     rt_model_loss(m, n, true);
     const int64_t t1 = rt_now_ns();

@@ -231,6 +231,7 @@ static rt_status setup(trainer *t, char *err)
     o.device = dev;
     o.threads = threads;
     o.tf32 = cfg->tf32;
+    o.sync_batch_norm = cfg->sync_batch_norm;
     o.bucket_bytes = (size_t)cfg->bucket_bytes;
     o.max_batch = maxb;
     o.nccl = env->transport && strcmp(env->transport, "nccl") == 0;
@@ -279,11 +280,12 @@ static rt_status setup(trainer *t, char *err)
                      rt_kctx_threads(kc), rt_kctx_threads(kc) == 1 ? "" : "s", rt_cpu_gemm_kernel());
         fprintf(env->log,
                 "trainer: %d rank%s, %lld training + %lld validation rows on rank 0, %lld steps "
-                "of %lld rows per epoch, %lld parameters, %d gradient bucket%s; %s\n",
+                "of %lld rows per epoch, %lld parameters, %d gradient bucket%s%s; %s\n",
                 env->size, env->size == 1 ? "" : "s", (long long)t->train.n, (long long)t->val.n,
                 (long long)t->steps, (long long)cfg->batch_size,
                 (long long)rt_model_num_params(rt_dp_model(t->dp)), rt_dp_buckets(t->dp),
-                rt_dp_buckets(t->dp) == 1 ? "" : "s", where);
+                rt_dp_buckets(t->dp) == 1 ? "" : "s",
+                cfg->sync_batch_norm && env->size > 1 ? ", synchronized batch norm" : "", where);
     }
     return resume_or_start(t, err);
 }
@@ -482,9 +484,39 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
     return st;
 }
 
+/* This rank's share of the test rows scored, gathered on rank 0 in row
+ * order.  Scores do not depend on how rows are batched, so the file is the
+ * one a single rank would write (test_train_job compares it with `ringtrain
+ * predict`). */
+static rt_status predict_shared(trainer *t, const rt_rows *test, float *pred, char *err)
+{
+    const int size = t->env->size, rank = t->env->rank;
+    size_t lo, len, blk = (size_t)(test->n + size - 1) / (size_t)size;
+    rt_split((size_t)test->n, (size_t)size, (size_t)rank, &lo, &len);
+    float *all = calloc(blk * (size_t)size + 1, sizeof *all);
+    if (!all)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions", (long long)test->n);
+    const int nc = t->cols.ncat, nf = t->cols.ncont;
+    rt_status st = rt_dp_forward_eval(t->dp, test->cat + lo * (size_t)nc, test->cont + lo * (size_t)nf,
+                                      NULL, (int64_t)len, all + (size_t)rank * blk, err);
+    if (st == RT_OK && size > 1 &&
+        (st = rt_allgather(t->env->comm, all + (size_t)rank * blk, all, blk * sizeof *all)) != RT_OK)
+        st = rt_err(err, st, "%s", rt_comm_last_error(t->env->comm));
+    for (int r = 0; st == RT_OK && r < size; r++) {
+        rt_split((size_t)test->n, (size_t)size, (size_t)r, &lo, &len);
+        memcpy(pred + lo, all + (size_t)r * blk, len * sizeof *pred);
+    }
+    free(all);
+    return st;
+}
+
+/* Every rank: the best model (rank 0 reads its checkpoint and hands it to
+ * the others, whose hosts may not see the store), each rank scores its
+ * share, rank 0 writes the file. */
 static rt_status predict_end(trainer *t, rt_train_result *res, char *err)
 {
-    if (t->cfg->predict && t->ds->ntest == 0 && t->env->log)
+    const bool lead = t->env->rank == 0;
+    if (lead && t->cfg->predict && t->ds->ntest == 0 && t->env->log)
         fprintf(t->env->log, "predictions: none: %s has no test rows (its script names no "
                              "test_table)\n", t->cfg->dataset);
     if (!t->cfg->predict || t->ds->ntest == 0)
@@ -497,21 +529,38 @@ static rt_status predict_end(trainer *t, rt_train_result *res, char *err)
     /* the best model: its checkpoint, else the model as it is */
     rt_ckpt ck = {0};
     rt_status st = RT_OK;
-    if (t->cfg->checkpoint == RT_CKPT_BEST && rt_ckpt_read(t->path_best, &ck, err) == RT_OK) {
+    if (lead && t->cfg->checkpoint == RT_CKPT_BEST && rt_ckpt_read(t->path_best, &ck, err) == RT_OK) {
         st = rt_ckpt_to_model(&ck, rt_dp_model(t->dp), err);
         rt_ckpt_free(&ck);
     }
+    if (t->env->size > 1) { /* whether rank 0 has it, then the model itself */
+        int32_t ok = st == RT_OK;
+        rt_status bst = rt_broadcast(t->env->comm, &ok, sizeof ok, 0);
+        if (bst != RT_OK)
+            return rt_err(err, bst, "%s", rt_comm_last_error(t->env->comm));
+        if (!ok)
+            return lead ? st : rt_err(err, RT_ERR_ABORTED, "rank 0 could not load the best model");
+        if ((st = rt_dp_broadcast_state(t->dp, 0, false, err)) != RT_OK)
+            return st;
+    }
     rt_rows test = {0};
+    float *pred = NULL;
     if (st == RT_OK)
         st = rt_rows_load_test(t->ds, &t->cols, &test, err);
+    if (st == RT_OK && !(pred = malloc((size_t)(test.n ? test.n : 1) * sizeof *pred)))
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions", (long long)test.n);
     if (st == RT_OK)
-        st = rt_predict_rows(t->dp, &test, t->cols.label, t->ds->label_transform, path, err);
+        st = predict_shared(t, &test, pred, err);
+    if (st == RT_OK && lead)
+        st = rt_predict_write(&test, pred, t->cols.label, t->ds->label_transform, path, err);
     if (st == RT_OK) {
         res->predictions = test.n;
-        if (t->env->log)
-            fprintf(t->env->log, "predictions: %lld rows to %s (best epoch %lld)\n",
-                    (long long)test.n, path, (long long)t->best_epoch);
+        if (lead && t->env->log)
+            fprintf(t->env->log, "predictions: %lld rows to %s (best epoch %lld, scored by %d rank%s)\n",
+                    (long long)test.n, path, (long long)t->best_epoch, t->env->size,
+                    t->env->size == 1 ? "" : "s");
     }
+    free(pred);
     rt_rows_free(&test);
     return st;
 }
@@ -557,7 +606,7 @@ rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_re
     res->best_val_loss = t.best_val_loss;
     res->best_epoch = t.best_epoch;
     res->samples_per_s = seconds > 0 ? samples / seconds : 0;
-    if (st == RT_OK && env->rank == 0)
+    if (st == RT_OK)
         st = predict_end(&t, res, err);
     free(perm);
     free(idx);

@@ -83,6 +83,7 @@ typedef struct rt_job_cfg {
     int device;
     int64_t threads;
     bool tf32;
+    bool sync_batch_norm;
     /* [train] */
     int64_t batch_size, epochs, steps_per_epoch, eval_batch_size, seed;
     int optimizer;

@@ -117,6 +117,12 @@ void rt_model_set_batch(rt_model *m, const int32_t *cat, const float *cont, cons
 /* Forward over the first n input rows; train enables dropout and batch
  * statistics (and updates the BN moving statistics). */
 void rt_model_forward(rt_model *m, int64_t n, bool train);
+/* Synchronized batch norm: the next training forward normalises with this
+ * mean and (biased) variance (n_cont each: the statistics of the global
+ * batch, gathered by the caller) instead of its own batch's, and moves the
+ * moving statistics towards them.  CPU models only (RT_ERR_UNSUPPORTED). */
+rt_status rt_model_set_bn_batch_stats(rt_model *m, const double *mean, const double *var,
+                                      char *err);
 /* Loss and metrics of the last forward into the accumulators; with_grad
  * also writes d(loss)/d(pred) for backward. */
 void rt_model_loss(rt_model *m, int64_t n, bool with_grad);

@@ -23,7 +23,12 @@
  * batch N*B, up to float rounding, as long as the model has no batch
  * statistics: batch normalisation uses each rank's own batch (as Keras
  * under Horovod does), and its moving statistics are averaged by
- * rt_dp_sync_buffers (the trainer does it every epoch).
+ * rt_dp_sync_buffers (the trainer does it every epoch) — unless
+ * sync_batch_norm: then each step first allreduces the continuous
+ * columns' sums (two passes, in double: mean, then squared deviations) and
+ * every rank normalises with the global batch's statistics, deterministic
+ * like every other reduction here.  The batch-norm layer sits on the
+ * inputs, so nothing else of backward changes.  CPU models only.
  * (Model: PyTorch DDP's Reducer buckets; Horovod's fusion buffer.) */
 #ifndef RT_DP_H
 #define RT_DP_H
@@ -42,6 +47,7 @@ typedef struct rt_dp_opts {
     bool nccl;            /* GPU gradients over NCCL when every rank can (the job's transport) */
     bool graphs;          /* capture the GPU step as CUDA graphs */
     int64_t timeout_us;   /* GPU collectives: NCCL start-up, each step (0: 60 s) */
+    bool sync_batch_norm; /* batch-norm statistics of the global batch (CPU) */
 } rt_dp_opts;
 void rt_dp_opts_defaults(rt_dp_opts *o);
 

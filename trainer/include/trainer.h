@@ -96,6 +96,9 @@ rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_re
  * atomically to path. */
 rt_status rt_predict_rows(rt_dp *d, const rt_rows *test, const char *label,
                           const char *label_transform, const char *path, char *err);
+/* The same CSV from predictions already made (pred[i] for test row i). */
+rt_status rt_predict_write(const rt_rows *test, const float *pred, const char *label,
+                           const char *label_transform, const char *path, char *err);
 /* `ringtrain predict`: a checkpoint and a dataset in, the CSV out. */
 rt_status rt_predict_checkpoint(const char *ckpt_path, const char *dataset_dir, const char *path,
                                 int threads, int64_t batch, int64_t *rows, char *err);
