@@ -15,6 +15,7 @@
  * abort / stop: SIGTERM to the process group, SIGKILL after kill_grace.
  * exit: reported with the code or signal and the last lines of output, once
  *   the output pipe is drained (or 1 s after the process is reaped). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -33,6 +34,7 @@
 #include "rt_comm.h"
 #include "rt_file.h"
 #include "rt_log.h"
+#include "rt_proto.h"
 #include "rt_time.h"
 
 extern char **environ;
@@ -114,6 +116,29 @@ static worker *find(agentd *ag, int64_t job, int64_t attempt, int rank)
 /* When a rank has exited its rendezvous file (the job's key) goes; when the
  * last rank of its job on this node has, the job's work folder goes too if
  * nothing else was left in it (an exec job may have written there). */
+/* Shared-memory segments of an attempt still named in /dev/shm (a rank
+ * killed while setting up its ring): removed once its last rank here has
+ * exited.  The ranks unlink their own as soon as both ends have them. */
+static void sweep_shm(int64_t job, int64_t attempt)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, RT_SHM_PREFIX "%016llx-",
+             (unsigned long long)rt_attempt_id(job, attempt));
+    DIR *d = opendir("/dev/shm");
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char p[320];
+        snprintf(p, sizeof p, "/dev/shm/%s", e->d_name);
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && unlink(p) == 0)
+            n++;
+    }
+    if (d)
+        closedir(d);
+    if (n > 0)
+        RT_INFO("agent", "removed %d shared-memory segment%s left by job %lld attempt %lld", n,
+                n == 1 ? "" : "s", (long long)job, (long long)attempt);
+}
+
 static void clean_workdir(agentd *ag, worker *w)
 {
     char p[600];
@@ -132,6 +157,12 @@ static void report_exit(agentd *ag, worker *w)
     w->reported = true;
     if (w->workdir[0])
         clean_workdir(ag, w);
+    bool attempt_left = false;
+    for (worker *o = ag->workers; o; o = o->next)
+        attempt_left = attempt_left ||
+                       (o != w && o->job == w->job && o->attempt == w->attempt && !o->reported);
+    if (!attempt_left)
+        sweep_shm(w->job, w->attempt);
     char line[160];
     if (w->sig)
         snprintf(line, sizeof line, "[agent] rank %d was killed by signal %d (%s)\n", w->rank,

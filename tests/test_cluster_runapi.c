@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "rt_proto.h"
 #include "rt_time.h"
 #include "test_cluster.h"
 
@@ -125,6 +126,44 @@ void test_escaped_process(void **state)
     CHECK(cl_cli(&C, &out, 60, args) == 0 && strstr(out, "left-one-behind"));
     free(out);
     CHECK(cl_wait_no_marker(&C, 10000) == 0);
+}
+
+/* A rank killed while setting up a shared-memory ring leaves its segment's
+ * name in /dev/shm: this rank leaves two of its attempt's (as shm.c names
+ * them) and one of another attempt's; when it has exited its agent removes
+ * its attempt's and only those. */
+void test_shm_leftovers(void **state)
+{
+    (void)state;
+    const char *other = "/dev/shm/" RT_SHM_PREFIX "00000000deadbeef-notours";
+    FILE *f = fopen(other, "w");
+    CHECK(f != NULL);
+    if (f)
+        fclose(f);
+    char cmd[400], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "id=$(printf %%016x $(( (RT_JOB_ID << 16) ^ RT_ATTEMPT ))); "
+             "touch /dev/shm/" RT_SHM_PREFIX "$id-a /dev/shm/" RT_SHM_PREFIX "$id-b; echo shm-id=$id");
+    const char *args[] = {"exec", "--np", "1", "--", "sh", "-c", cmd, NULL};
+    CHECK(cl_cli(&C, &out, 60, args) == 0 && out);
+    char id[17] = "", path[128];
+    const char *at = out ? strstr(out, "shm-id=") : NULL;
+    if (at && strspn(at + 7, "0123456789abcdef") == 16)
+        memcpy(id, at + 7, 16);
+    free(out);
+    CHECK(id[0] != 0);
+    snprintf(path, sizeof path, "/dev/shm/" RT_SHM_PREFIX "%s-a", id);
+    bool gone = false;
+    for (int i = 0; i < 100 && !gone; i++) { /* the exit is reported, then the sweep */
+        gone = access(path, F_OK) != 0;
+        if (!gone)
+            cl_sleep_ms(50);
+    }
+    CHECK(gone);
+    snprintf(path, sizeof path, "/dev/shm/" RT_SHM_PREFIX "%s-b", id);
+    CHECK(access(path, F_OK) != 0);
+    CHECK(access(other, F_OK) == 0); /* another attempt's stays */
+    unlink(other);
 }
 
 /* ---- progress floods --------------------------------------------------------------- */

@@ -646,19 +646,19 @@ static void hostile_shm_record(int kind)
     impostor_start(&v, &m);
     char err[RT_ERR_LEN];
     /* rank 1's own record (its segment's layout), then ours in its place */
-    uint8_t rec[64];
+    uint8_t rec[96]; /* shm.c's record: magic, slots, slot bytes, 64 bytes of name */
     assert_int_equal(rt_sock_read_full(m.fwd, rec, sizeof rec, rt_deadline_in_us(5000000), err),
                      RT_OK);
     uint32_t nslots, slot_bytes;
     memcpy(&nslots, rec + 8, 4);
     memcpy(&slot_bytes, rec + 12, 4);
-    char name[40] = "/ringtrain-planted-by-a-test";
+    char name[64] = "/ringtrain-planted-by-a-test";
     if (kind == 0)
         memset(rec, 0, sizeof rec);
     else if (kind == 1)
         snprintf(name, sizeof name, "/ringtrain-x/../../etc/passwd");
     if (kind != 0) {
-        memset(rec + 16, 0, 40);
+        memset(rec + 16, 0, 64);
         memcpy(rec + 16, name, strlen(name));
     }
     int sfd = -1;

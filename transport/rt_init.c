@@ -101,7 +101,7 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
     for (int64_t i = 0; addrs && i < fs; i++)
         addrs[i] = rt_json_str(rt_json_at(peers, (size_t)i), "");
     o.peers = addrs;
-    o.job_id = ((uint64_t)info->job_id << 16) ^ (uint64_t)info->attempt;
+    o.job_id = rt_attempt_id(info->job_id, info->attempt);
     o.encrypt = rt_json_bool(rt_json_get(r, RT_F_ENCRYPT), false);
     o.integrity = rt_json_bool(rt_json_get(r, RT_F_INTEGRITY), true);
     o.sockets = (int)sockets;

@@ -39,13 +39,14 @@
 
 #include "rt_hex.h"
 #include "rt_log.h"
+#include "rt_proto.h"
 #include "sidelink.h"
 
 #define SEG_MAGIC 0x314d4853544e5252ull /* "RRNTSHM1" */
 #define SEG_BUDGET (8u << 20)           /* bytes of slots per segment, at most */
 #define MAX_SLOTS 16
-#define REC_LEN 64                      /* the record sent to the left neighbour */
-#define NAME_LEN 40
+#define REC_LEN 96                      /* the record sent to the left neighbour */
+#define NAME_LEN 64
 #define SLEEP_MS 2                      /* longest futex sleep between link checks */
 
 typedef struct shm_seg {
@@ -91,7 +92,10 @@ static rt_status create_in(rt_comm *c, shm_state *s, char *err)
         return rt_err(err, RT_ERR_IO, "no random bytes for a shared-memory name");
     char hex[33];
     rt_hex_encode(rnd, sizeof rnd, hex);
-    snprintf(s->in_name, sizeof s->in_name, "/ringtrain-%s", hex);
+    /* the attempt's id first: an agent removes what a rank killed during
+     * set-up left behind (RT_SHM_PREFIX) */
+    snprintf(s->in_name, sizeof s->in_name, "/" RT_SHM_PREFIX "%016llx-%s",
+             (unsigned long long)c->o.job_id, hex);
     int fd = shm_open(s->in_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
         return rt_err(err, RT_ERR_IO, "cannot create shared memory %s: %s", s->in_name,
@@ -131,7 +135,6 @@ static rt_status create_in(rt_comm *c, shm_state *s, char *err)
     atomic_store(&s->in->head, 0);
     atomic_store(&s->in->tail, 0);
     s->in->magic = SEG_MAGIC;
-    (void)c;
     return RT_OK;
 }
 
@@ -149,7 +152,8 @@ static rt_status open_out(rt_comm *c, shm_state *s, const uint8_t rec[REC_LEN], 
     memcpy(&nslots, rec + 8, 4);
     memcpy(&slot_bytes, rec + 12, 4);
     c->fail_culprit = c->right;
-    if (magic != SEG_MAGIC || strncmp(name, "/ringtrain-", 11) != 0 || strchr(name + 1, '/'))
+    if (magic != SEG_MAGIC || strncmp(name, "/" RT_SHM_PREFIX, strlen(RT_SHM_PREFIX) + 1) != 0 ||
+        strchr(name + 1, '/'))
         return rt_err(err, RT_ERR_PROTO, "%s sent no shared-memory record (another transport?)",
                       who);
     if (nslots < 2 || nslots > MAX_SLOTS || slot_bytes != s->slot_bytes)

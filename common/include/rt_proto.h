@@ -32,6 +32,17 @@ extern "C" {
  * is checked.  The agent fits its hello (the exits it repeats) into it. */
 #define RT_HELLO_MAX (256u << 10)
 
+/* An attempt's data-plane identity (rt_comm_opts.job_id): in the handshake,
+ * and in the names of its shared-memory segments, "/dev/shm/" RT_SHM_PREFIX
+ * "<16 hex of it>-<32 random hex>", which the agent removes when the
+ * attempt's last rank on the node has exited (a rank killed while setting
+ * up its ring may leave one). */
+static inline uint64_t rt_attempt_id(int64_t job, int64_t attempt)
+{
+    return ((uint64_t)job << 16) ^ (uint64_t)attempt;
+}
+#define RT_SHM_PREFIX "ringtrain-"
+
 typedef enum rt_msg {
     /* agent -> coordinator */
     RT_MSG_HELLO = 0, /* register: token, identity, slots, capabilities, ranks running */
