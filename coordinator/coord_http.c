@@ -269,6 +269,20 @@ static void token_revoke(coord *co, struct evhttp_request *req, const char *whic
 
 /* ---- log streams --------------------------------------------------------------- */
 
+/* When a client goes away during a stream, evhttp detaches the request from
+ * its connection and leaves it to us (libevent: a request whose reply the
+ * user has not finished is not freed with the connection): ending it frees
+ * it.  A request still attached belongs to its connection. */
+static void stream_release_req(log_stream *s)
+{
+    struct evhttp_connection *evc = evhttp_request_get_connection(s->req);
+    if (!evc)
+        evhttp_send_reply_end(s->req); /* frees a detached request */
+    else
+        evhttp_connection_set_closecb(evc, NULL, NULL);
+    s->req = NULL;
+}
+
 static void stream_free(coord *co, log_stream *s)
 {
     for (log_stream **p = &co->streams; *p; p = &(*p)->next)
@@ -297,6 +311,7 @@ static void stream_closed(struct evhttp_connection *conn, void *arg)
         rt_jw_obj_end(&w);
         coord_send(co, a, &w);
     }
+    stream_release_req(s);
     stream_free(co, s);
 }
 
@@ -699,8 +714,10 @@ rt_status http_start(coord *co, char *err)
 
 void http_stop(coord *co)
 {
-    while (co->streams)
+    while (co->streams) {
+        stream_release_req(co->streams);
         stream_free(co, co->streams);
+    }
     if (co->http)
         evhttp_free(co->http);
     co->http = NULL;
