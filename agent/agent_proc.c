@@ -14,7 +14,8 @@
  *   (agent_usage.c).
  * abort / stop: SIGTERM to the process group, SIGKILL after kill_grace.
  * exit: reported with the code or signal and the last lines of output, once
- *   the output pipe is drained (or 1 s after the process is reaped). */
+ *   the output pipe is drained (or 1 s after the process is reaped); after an
+ *   attempt's last rank here, its shared-memory names left in /dev/shm go. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -113,9 +114,6 @@ static worker *find(agentd *ag, int64_t job, int64_t attempt, int rank)
 
 /* ---- reporting ---------------------------------------------------------------- */
 
-/* When a rank has exited its rendezvous file (the job's key) goes; when the
- * last rank of its job on this node has, the job's work folder goes too if
- * nothing else was left in it (an exec job may have written there). */
 /* Shared-memory segments of an attempt still named in /dev/shm (a rank
  * killed while setting up its ring): removed once its last rank here has
  * exited.  The ranks unlink their own as soon as both ends have them. */
@@ -139,6 +137,9 @@ static void sweep_shm(int64_t job, int64_t attempt)
                 n == 1 ? "" : "s", (long long)job, (long long)attempt);
 }
 
+/* When a rank has exited its rendezvous file (the job's key) goes; when the
+ * last rank of its job on this node has, the job's work folder goes too if
+ * nothing else was left in it (an exec job may have written there). */
 static void clean_workdir(agentd *ag, worker *w)
 {
     char p[600];
