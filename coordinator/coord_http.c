@@ -22,6 +22,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/keyvalq_struct.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,8 +155,36 @@ static void drain(coord *co, struct evhttp_request *req, bool on)
 
 /* ---- what ranks use --------------------------------------------------------------- */
 
+/* "steps": rank 0's step reports of the current epoch (attempt, epoch,
+ * points [step, mae or null, steps/s]), when there are any. */
+static void steps_json(const sc_job *j, rt_jw *w)
+{
+    const sc_steps *s = j->steps;
+    if (!s || s->n == 0 || s->attempt != j->attempt)
+        return;
+    rt_jw_key(w, "steps");
+    rt_jw_obj(w);
+    rt_jw_kint(w, "attempt", s->attempt);
+    rt_jw_kint(w, "epoch", s->epoch);
+    rt_jw_key(w, "points");
+    rt_jw_arr(w);
+    for (int i = 0; i < s->n; i++) {
+        rt_jw_arr(w);
+        rt_jw_int(w, s->p[i].step);
+        if (isfinite(s->p[i].mae))
+            rt_jw_num(w, s->p[i].mae);
+        else
+            rt_jw_null(w);
+        rt_jw_num(w, s->p[i].steps_per_s);
+        rt_jw_arr_end(w);
+    }
+    rt_jw_arr_end(w);
+    rt_jw_obj_end(w);
+}
+
 /* A job's document (from the database) with "usage": what its running ranks
- * use, from the agents' latest samples (kept in memory only). */
+ * use, from the agents' latest samples, and "steps" (both kept in memory
+ * only). */
 static char *with_usage(coord *co, int64_t id, char *doc)
 {
     const sc_job *j = sched_job(&co->S, id);
@@ -164,6 +193,8 @@ static char *with_usage(coord *co, int64_t id, char *doc)
         return doc;
     rt_jw w;
     rt_jw_init(&w);
+    rt_jw_obj(&w); /* {"usage": [...], "steps": {...}}: its members go into doc */
+    rt_jw_key(&w, "usage");
     rt_jw_arr(&w);
     const int64_t now = coord_now().mono_ns;
     for (int r = 0; r < j->cur_np; r++) {
@@ -183,19 +214,20 @@ static char *with_usage(coord *co, int64_t id, char *doc)
         rt_jw_obj_end(&w);
     }
     rt_jw_arr_end(&w);
+    steps_json(j, &w);
+    rt_jw_obj_end(&w);
     size_t ulen;
     char *u = rt_jw_take(&w, &ulen);
-    static const char key[] = ",\"usage\":";
-    const size_t klen = sizeof key - 1;
-    char *out = u ? malloc(len + klen + ulen + 1) : NULL;
+    /* doc without its closing brace, a comma, u without its opening one */
+    char *out = u && ulen >= 2 ? malloc(len + ulen + 1) : NULL;
     if (!out) {
         free(u);
         return doc;
     }
     memcpy(out, doc, len - 1);
-    memcpy(out + len - 1, key, klen);
-    memcpy(out + len - 1 + klen, u, ulen);
-    memcpy(out + len - 1 + klen + ulen, "}", 2);
+    out[len - 1] = ',';
+    memcpy(out + len, u + 1, ulen - 1);
+    out[len + ulen - 1] = '\0';
     free(u);
     free(doc);
     return out;

@@ -135,8 +135,23 @@ typedef struct sc_job {
     char *first_failure; /* JSON object */
     char *progress;      /* latest progress JSON from rank 0 */
     double steps_per_s;
+    struct sc_steps *steps; /* the current epoch, step by step (NULL: no report yet) */
     struct sc_job *next;
 } sc_job;
+
+/* Rank 0's step reports of the current epoch (attempt), for the live
+ * per-step curve: at most SC_STEP_POINTS, thinned by half (every other
+ * point, then every other report) when full.  Memory only. */
+#define SC_STEP_POINTS 240
+typedef struct sc_steps {
+    int64_t attempt, epoch;
+    int n, stride, since;
+    struct {
+        int64_t step;
+        double mae; /* rank 0's mean |error| this epoch so far (NAN: not reported) */
+        double steps_per_s;
+    } p[SC_STEP_POINTS];
+} sc_steps;
 
 /* ---- actions -------------------------------------------------------------- */
 

@@ -2,6 +2,7 @@
  * agent coming up (its hello, reconciling restored jobs with what it runs)
  * or going down, its reports on the ranks (prepared, started, exited,
  * progress), and the timers. */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -344,6 +345,39 @@ void sched_on_exited(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
     sc_attempt_failed(S, j, why, !j->launch_unsure, now);
 }
 
+/* One step report into the current epoch's curve (a new epoch or attempt
+ * starts it again). */
+static void add_step(sc_job *j, const rt_json *data)
+{
+    int64_t epoch = 0, step = 0;
+    if (!rt_json_get_int(data, "epoch", &epoch) || !rt_json_get_int(data, "step", &step))
+        return;
+    sc_steps *s = j->steps;
+    if (!s && !(s = j->steps = calloc(1, sizeof *s)))
+        return;
+    if (s->attempt != j->attempt || s->epoch != epoch || (s->n && step <= s->p[s->n - 1].step)) {
+        s->attempt = j->attempt;
+        s->epoch = epoch;
+        s->n = 0;
+        s->stride = 1;
+        s->since = 0;
+    }
+    if (++s->since < s->stride)
+        return;
+    s->since = 0;
+    if (s->n == SC_STEP_POINTS) { /* keep every other point, take every other report */
+        for (int i = 0; i < SC_STEP_POINTS / 2; i++)
+            s->p[i] = s->p[2 * i + 1];
+        s->n = SC_STEP_POINTS / 2;
+        s->stride *= 2;
+    }
+    const rt_json *mae = rt_json_get(data, "mae");
+    s->p[s->n].step = step;
+    s->p[s->n].mae = mae ? rt_json_num(mae, NAN) : NAN;
+    s->p[s->n].steps_per_s = rt_json_num(rt_json_get(data, "steps_per_s"), 0);
+    s->n++;
+}
+
 void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
 {
     int r;
@@ -385,6 +419,8 @@ void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
         return;
     }
     j->steps_per_s = rt_json_num(rt_json_get(data, "steps_per_s"), j->steps_per_s);
+    if (kind && strcmp(kind, "step") == 0)
+        add_step(j, data);
     free(j->progress);
     j->progress = text;
     sc_job_saved(S, j);

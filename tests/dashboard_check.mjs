@@ -154,6 +154,11 @@ try {
   const series = JSON.parse(chart);
   check(series.loss.every((v) => typeof v === 'number') && series.val_loss.some((v) => typeof v === 'number'), `loss and val_loss are drawn: ${chart}`);
   check(await evaluate("document.querySelectorAll('#chart polyline').length >= 2"), 'the chart has a line per series');
+  const steps = JSON.parse(await evaluate('JSON.stringify(window.rtSteps || null)'));
+  check(steps && steps.step.length >= 1 && steps.step.every((s, i) => i === 0 || s > steps.step[i - 1]) &&
+        steps.mae.every((v) => typeof v === 'number' && v > 0) &&
+        await evaluate("document.querySelectorAll('#chart-steps polyline').length === 1"),
+        `the last epoch's step-by-step curve (rank 0's running MAE) is drawn: ${JSON.stringify(steps)}`);
   check(await evaluate("document.getElementById('cancel').hidden"), 'a read token is offered no cancel');
   check(await evaluate(noHScroll), "the job's page fits 1280 px");
   await waitFor("document.getElementById('logs').textContent.includes('epoch')", "the job's log is shown");

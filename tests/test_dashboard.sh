@@ -77,6 +77,8 @@ embedding_dim = 2
 batch_size = 64
 epochs = 3
 steps_per_epoch = 10
+; step reports for the per-step curve of the last epoch
+progress_every = 10ms
 [output]
 store = $work/store
 CONF

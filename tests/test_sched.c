@@ -258,6 +258,48 @@ static void test_placement_horovod(void **state)
     world_free(&w);
 }
 
+/* Rank 0's step reports make the current epoch's curve: bounded however
+ * many come (thinned, steps still increasing, the last one near the end),
+ * started again by a new epoch; other ranks' reports are not in it. */
+static void progress(world *w, sc_job *j, int rank, int epoch, int step, double mae)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf,
+             "{\"type\":\"progress\",\"job\":%lld,\"attempt\":%d,\"rank\":%d,\"data\":"
+             "{\"kind\":\"step\",\"epoch\":%d,\"step\":%d,\"mae\":%g,\"steps_per_s\":5}}",
+             (long long)j->id, (int)j->attempt, rank, epoch, step, mae);
+    rt_json *m = parse(buf);
+    sched_on_progress(&w->S, j->ranks[rank].ag, m, w->now);
+    rt_json_free(m);
+}
+
+static void test_step_curve(void **state)
+{
+    (void)state;
+    world w;
+    world_init(&w);
+    agent_up(&w, "A", "a1", 2);
+    int64_t id = submit_ok(&w, NULL, 2);
+    sc_job *j = sched_job(&w.S, id);
+    assert_int_equal(j->state, JOB_RUNNING);
+    for (int k = 1; k <= 5000; k++)
+        progress(&w, j, 0, 1, k, 1.0 / k);
+    progress(&w, j, 1, 1, 5001, 99); /* not rank 0's */
+    const sc_steps *s = j->steps;
+    assert_non_null(s);
+    assert_int_equal(s->epoch, 1);
+    assert_true(s->n > SC_STEP_POINTS / 4 && s->n <= SC_STEP_POINTS);
+    for (int i = 1; i < s->n; i++)
+        assert_true(s->p[i].step > s->p[i - 1].step && s->p[i].mae < s->p[i - 1].mae);
+    assert_true(s->p[s->n - 1].step > 5000 - 5000 / (SC_STEP_POINTS / 4));
+    progress(&w, j, 0, 2, 1, 0.5); /* a new epoch starts the curve again */
+    assert_int_equal(s->epoch, 2);
+    assert_int_equal(s->n, 1);
+    assert_int_equal(s->p[0].step, 1);
+    finish_job(&w, id, 0);
+    world_free(&w);
+}
+
 static void test_fifo_and_no_starvation(void **state)
 {
     (void)state;
@@ -710,6 +752,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_placement_horovod),
+        cmocka_unit_test(test_step_curve),
         cmocka_unit_test(test_fifo_and_no_starvation),
         cmocka_unit_test(test_backfill_by_deadline),
         cmocka_unit_test(test_backfill_by_room),

@@ -301,14 +301,21 @@ typedef struct epoch_stats {
     double wait_min_ms, wait_max_ms;
 } epoch_stats;
 
+/* Rank 0's progress: where the epoch is, how fast, and the mean absolute
+ * error of its rows so far this epoch (the model's running metrics: the
+ * dashboard draws it step by step). */
 static void report_step(trainer *t, int64_t epoch, int64_t step, double rate)
 {
-    char buf[300];
+    char buf[360], mae[48] = "";
+    double m[RT_MODEL_NMETRICS];
+    char err[RT_ERR_LEN];
+    if (rt_model_metrics_read(rt_dp_model(t->dp), m, err) == RT_OK && m[1] > 0 && isfinite(m[0]))
+        snprintf(mae, sizeof mae, ",\"mae\":%.6g", m[0] / m[1]);
     snprintf(buf, sizeof buf,
              "{\"kind\":\"step\",\"epoch\":%lld,\"epochs\":%lld,\"step\":%lld,\"steps\":%lld,"
-             "\"steps_per_s\":%.3f}",
+             "\"steps_per_s\":%.3f%s}",
              (long long)epoch, (long long)t->cfg->epochs, (long long)step, (long long)t->steps,
-             rate);
+             rate, mae);
     rt_report_progress(buf);
 }
 
@@ -344,7 +351,9 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
         t->hp.lr = lr_at(t, epoch, k);
         st = rt_dp_step(t->dp, bcat, bcont, blabel, B, &t->hp, err);
         double now = rt_now_s();
-        if (t->env->rank == 0 && now - last_report >= (double)t->cfg->progress_every_us / 1e6) {
+        /* every progress_every, and the epoch's last step (its curve ends there) */
+        if (t->env->rank == 0 &&
+            (now - last_report >= (double)t->cfg->progress_every_us / 1e6 || k + 1 == t->steps)) {
             report_step(t, epoch, k + 1, (double)(k + 1) / (now - t0));
             last_report = now;
         }

@@ -149,16 +149,17 @@ function seriesOf(metrics) {
   return out;
 }
 
-function chart(series) {
+// series: {x: [...], <name>: [...]}; xname labels the axis ("epoch", "step")
+function chart(series, xname = 'epoch', id = 'chart') {
   const W = 1200, H = 240, L = 56, R = 12, T = 10, B = 26;
   const colors = { loss: '#2f6fdb', val_loss: '#e0662a', mae: '#6aa84f', val_mae: '#a64d79' };
   const shown = Object.keys(colors).filter((k) => series[k] && series[k].some((v) => v != null));
-  const xs = series.epoch;
+  const xs = series[xname];
   let lo = Infinity, hi = -Infinity;
   for (const k of shown) for (const v of series[k]) if (v != null) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
   let body = '';
   if (!xs.length || !shown.length) {
-    body = `<text x="${L}" y="${H / 2}">no finished epoch yet</text>`;
+    body = `<text x="${L}" y="${H / 2}">no finished ${xname} yet</text>`;
   } else {
     if (hi === lo) { hi += 1; lo -= 1; }
     const x0 = Math.min(...xs), x1 = Math.max(...xs) === x0 ? x0 + 1 : Math.max(...xs);
@@ -168,7 +169,7 @@ function chart(series) {
       const v = lo + (i / 4) * (hi - lo), y = Y(v);
       body += `<line x1="${L}" x2="${W - R}" y1="${y}" y2="${y}" stroke="#eef1f5"/><text x="2" y="${y + 4}">${num(v, 3)}</text>`;
     }
-    body += `<text x="${L}" y="${H - 6}">epoch ${x0}</text><text x="${W - R - 60}" y="${H - 6}">epoch ${Math.max(...xs)}</text>`;
+    body += `<text x="${L}" y="${H - 6}">${xname} ${x0}</text><text x="${W - R - 70}" y="${H - 6}">${xname} ${Math.max(...xs)}</text>`;
     for (const k of shown) {
       const p = xs.map((x, i) => (series[k][i] == null ? null : `${X(x).toFixed(1)},${Y(series[k][i]).toFixed(1)}`)).filter(Boolean);
       body += `<polyline fill="none" stroke="${colors[k]}" stroke-width="2" points="${p.join(' ')}" data-series="${k}"/>`;
@@ -176,7 +177,7 @@ function chart(series) {
     }
   }
   const legend = shown.map((k) => `<span><i style="background:${colors[k]}"></i>${k}</span>`).join('');
-  return `<svg class="chart" id="chart" viewBox="0 0 ${W} ${H}" data-points='${esc(JSON.stringify(series))}'>${body}</svg><div class="legend">${legend}</div>`;
+  return `<svg class="chart" id="${id}" viewBox="0 0 ${W} ${H}" data-points='${esc(JSON.stringify(series))}'>${body}</svg><div class="legend">${legend}</div>`;
 }
 
 function describeExit(p) {
@@ -196,6 +197,7 @@ async function viewJob(id) {
       <div class="grid"><div class="card" id="j-info"></div><div class="card" id="j-progress"></div></div>
       <div id="j-failure"></div>
       <h2>Curves (per epoch, attempt <span id="j-att"></span>)</h2><div class="card" id="j-chart"></div>
+      <h2>This epoch, step by step <span class="small" id="j-steps-note"></span></h2><div class="card" id="j-steps"></div>
       <h2>Placement</h2><table id="j-placement"></table>
       <div id="j-results"></div>
       <h2>Logs <select id="log-rank"></select> <span class="small" id="log-state"></span></h2><pre id="logs"></pre>
@@ -228,6 +230,12 @@ async function viewJob(id) {
   const series = seriesOf(cur);
   $('j-chart').innerHTML = chart(series);
   window.rtChart = series;
+  // rank 0's running MAE of the current epoch, from its step reports
+  const st = d.steps && d.steps.attempt === j.attempt ? d.steps : null;
+  const stepSeries = { step: st ? st.points.map((p) => p[0]) : [], mae: st ? st.points.map((p) => p[1]) : [] };
+  $('j-steps').innerHTML = chart(stepSeries, 'step', 'chart-steps');
+  $('j-steps-note').textContent = st ? `epoch ${st.epoch}: rank 0's mean |error| so far, ${st.points.length} reports` : '';
+  window.rtSteps = stepSeries;
   const use = {};
   for (const u of d.usage || []) use[u.rank] = u;
   // GPU utilisation and memory where the rank's agent has NVML
