@@ -390,9 +390,21 @@ static rt_status shm_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, 
         }
         int64_t now = rt_now_ns();
         bool sleep = now >= yield_end;
-        /* the links: on every sleep, and now and then while spinning */
-        if ((sleep || (iter & 1023) == 1023) && (st = rt_sidelink_poll(c, &s->side, 0, err)) != RT_OK)
+        /* the links: on every sleep, and now and then while spinning.  A
+         * neighbour that finished closes its link right after publishing its
+         * last frames, which may land between our look at the segment and
+         * this: take them first (unlike TCP, data and end of stream do not
+         * share one ordered stream); fail only when nothing more came */
+        if ((sleep || (iter & 1023) == 1023) && (st = rt_sidelink_poll(c, &s->side, 0, err)) != RT_OK) {
+            bool more = false;
+            char why[RT_ERR_LEN];
+            if (consume(c, s, &more, why) == RT_OK && more) {
+                *nsend += rt_postq_report(&s->sq);
+                *nrecv += rt_postq_report(&s->rq);
+                return RT_OK;
+            }
             return st;
+        }
         if (now >= dl)
             return rt_err(err, RT_ERR_TIMEOUT, "timed out");
         if (now < spin_end)
