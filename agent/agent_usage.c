@@ -94,16 +94,27 @@ static bool nv_load(void)
     return true; /* the library stays loaded for the agent's life */
 }
 
-static group_use *group_of(unsigned int pid, group_use *g, int ng)
+/* /proc/PID/NAME into buf, NUL-terminated; its length, or -1 when it
+ * cannot be read (the process is gone). */
+static long proc_read(const char *pid, const char *name, char *buf, size_t len)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%u/stat", pid);
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%s/%s", pid, name);
     FILE *f = fopen(path, "r");
     if (!f)
-        return NULL;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
+        return -1;
+    size_t n = fread(buf, 1, len - 1, f);
     fclose(f);
     buf[n] = '\0';
+    return (long)n;
+}
+
+static group_use *group_of(unsigned int pid, group_use *g, int ng)
+{
+    char id[16], buf[1024];
+    snprintf(id, sizeof id, "%u", pid);
+    if (proc_read(id, "stat", buf, sizeof buf) < 0)
+        return NULL;
     const char *p = strrchr(buf, ')');
     int pgrp = -1;
     if (!p || sscanf(p + 2, "%*c %*d %d", &pgrp) != 1)
@@ -176,14 +187,9 @@ static void add_gpu_use(group_use *g, int ng)
  * children it has waited for. */
 static void add_proc(const char *pid, group_use *g, int ng, double tick, long page)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%s/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
+    char buf[1024];
+    if (proc_read(pid, "stat", buf, sizeof buf) < 0)
         return;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
     const char *p = strrchr(buf, ')'); /* the command name may hold anything */
     if (!p)
         return;
@@ -259,14 +265,11 @@ void usage_json(agentd *ag, rt_jw *w)
  * has none (not started by us) or cannot be read. */
 static bool rank_of(const char *pid, long long *job, long long *attempt, long long *rank)
 {
-    char path[64], buf[65536];
-    snprintf(path, sizeof path, "/proc/%s/environ", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
+    char buf[65536];
+    long got = proc_read(pid, "environ", buf, sizeof buf);
+    if (got < 0)
         return false;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
+    size_t n = (size_t)got;
     int found = 0;
     for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
         if (sscanf(buf + i, "RT_JOB_ID=%lld", job) == 1 ||
@@ -285,13 +288,9 @@ void proc_kill_leftovers(agentd *ag)
         if (!isdigit((unsigned char)e->d_name[0]))
             continue;
         pid_t pid = (pid_t)atoi(e->d_name);
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-        FILE *f = fopen(path, "r");
-        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-        if (f)
-            fclose(f);
-        buf[n] = '\0';
+        char buf[512];
+        if (proc_read(e->d_name, "stat", buf, sizeof buf) < 0)
+            continue;
         const char *p = strrchr(buf, ')');
         int ppid = 0;
         if (!p || sscanf(p + 2, "%*c %d", &ppid) != 1 || ppid != me)
