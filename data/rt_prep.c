@@ -1,6 +1,7 @@
 /* rt_prep.c — see rt_prep.h: importing the CSV files, the SQL functions
  * the feature script can call, running the script, reading its meta. */
 #include <dirent.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "rt_config.h"
 #include "rt_csv.h"
 #include "rt_file.h"
+#include "rt_parquet.h"
 #include "rt_time.h"
 
 typedef struct prep {
@@ -18,6 +20,7 @@ typedef struct prep {
     const rt_prep_opts *o;
     rt_prep_report *rep;
     char files[RT_PREP_MAX_TABLES][300]; /* file name of each table, for messages */
+    bool by_row[RT_PREP_MAX_TABLES];     /* _line is a row number (Parquet), not a line */
 } prep;
 
 const char *prep_ident(const char *name, char *buf, size_t len)
@@ -38,6 +41,52 @@ const char *prep_ident(const char *name, char *buf, size_t len)
 
 /* ---- import ------------------------------------------------------------------------ */
 
+/* CREATE TABLE "t" ("_line" INTEGER, "c1", ...) and its INSERT statement.
+ * No declared types: values keep the type they are bound with (text for
+ * CSV, Parquet's kind for Parquet).  what[i] says where name i is, for
+ * messages ("column 3 of the header"). */
+static rt_status create_table(prep *p, const char *path, const char *table, const char **names,
+                              size_t nf, const char *what, sqlite3_stmt **ins, char *err)
+{
+    *ins = NULL;
+    if (nf > PREP_MAX_COLS)
+        return rt_err(err, RT_ERR_INVALID, "%s: %zu columns (at most %d)", path, nf,
+                      PREP_MAX_COLS);
+    size_t cap = 256 + nf * 140;
+    char *create = malloc(cap), *insert = malloc(cap), id[140];
+    size_t cl = (size_t)snprintf(create, cap, "CREATE TABLE %s (\"_line\" INTEGER",
+                                 prep_ident(table, id, sizeof id));
+    size_t il = (size_t)snprintf(insert, cap, "INSERT INTO %s VALUES (?", id);
+    rt_status st = RT_OK;
+    for (size_t i = 0; i < nf; i++) {
+        const char *name = names[i];
+        size_t len = strlen(name);
+        bool dup = false;
+        for (size_t k = 0; k < i && !dup; k++)
+            dup = strcmp(names[k], name) == 0;
+        if (len == 0 || len > 60 || dup || !strcmp(name, "_line")) {
+            st = rt_err(err, RT_ERR_INVALID, "%s: column %zu of the %s is %s", path, i + 1, what,
+                        len == 0 ? "empty" : len > 60 ? "longer than 60 characters"
+                                   : dup          ? "a repeated name"
+                                                  : "the reserved name _line");
+            break;
+        }
+        cl += (size_t)snprintf(create + cl, cap - cl, ", %s", prep_ident(name, id, sizeof id));
+        il += (size_t)snprintf(insert + il, cap - il, ", ?");
+    }
+    snprintf(create + cl, cap - cl, ")");
+    snprintf(insert + il, cap - il, ")");
+    char *emsg = NULL;
+    if (st == RT_OK && sqlite3_exec(p->db, create, NULL, NULL, &emsg) != SQLITE_OK)
+        st = rt_err(err, RT_ERR_INVALID, "%s: cannot create table %s: %s", path, table, emsg);
+    if (st == RT_OK && sqlite3_prepare_v2(p->db, insert, -1, ins, NULL) != SQLITE_OK)
+        st = rt_err(err, RT_ERR_IO, "%s: %s", path, sqlite3_errmsg(p->db));
+    free(create);
+    free(insert);
+    sqlite3_free(emsg);
+    return st;
+}
+
 static rt_status import_csv(prep *p, const char *path, const char *table, int slot, char *err)
 {
     rt_csv *csv = NULL;
@@ -50,45 +99,14 @@ static rt_status import_csv(prep *p, const char *path, const char *table, int sl
         return r < 0 ? RT_ERR_INVALID : rt_err(err, RT_ERR_INVALID, "%s is empty (no header)", path);
     }
     size_t nf = rt_csv_nfields(csv);
-    if (nf > PREP_MAX_COLS) {
-        rt_csv_close(csv);
-        return rt_err(err, RT_ERR_INVALID, "%s:1: %zu columns (at most %d)", path, nf,
-                      PREP_MAX_COLS);
-    }
-    /* CREATE TABLE "t" ("_line" INTEGER, "c1", ...): no declared type, so
-     * values stay exactly the text of the file */
-    size_t cap = 256 + nf * 140;
-    char *create = malloc(cap), *insert = malloc(cap), id[140];
-    size_t cl = (size_t)snprintf(create, cap, "CREATE TABLE %s (\"_line\" INTEGER",
-                                 prep_ident(table, id, sizeof id));
-    size_t il = (size_t)snprintf(insert, cap, "INSERT INTO %s VALUES (?", id);
-    for (size_t i = 0; i < nf; i++) {
-        size_t len;
-        const char *name = rt_csv_field(csv, i, &len);
-        bool dup = false;
-        for (size_t k = 0; k < i && !dup; k++)
-            dup = strcmp(rt_csv_field(csv, k, NULL), name) == 0;
-        if (len == 0 || len > 60 || dup || !strcmp(name, "_line")) {
-            st = rt_err(err, RT_ERR_INVALID, "%s:1: column %zu of the header is %s", path, i + 1,
-                        len == 0 ? "empty" : len > 60 ? "longer than 60 characters"
-                                   : dup          ? "a repeated name"
-                                                  : "the reserved name _line");
-            break;
-        }
-        cl += (size_t)snprintf(create + cl, cap - cl, ", %s", prep_ident(name, id, sizeof id));
-        il += (size_t)snprintf(insert + il, cap - il, ", ?");
-    }
-    snprintf(create + cl, cap - cl, ")");
-    snprintf(insert + il, cap - il, ")");
-    char *emsg = NULL;
+    const char **names = calloc(nf + 1, sizeof *names);
+    for (size_t i = 0; i < nf; i++)
+        names[i] = rt_csv_field(csv, i, NULL);
     sqlite3_stmt *ins = NULL;
-    if (st == RT_OK && sqlite3_exec(p->db, create, NULL, NULL, &emsg) != SQLITE_OK)
-        st = rt_err(err, RT_ERR_INVALID, "%s: cannot create table %s: %s", path, table, emsg);
-    if (st == RT_OK && sqlite3_prepare_v2(p->db, insert, -1, &ins, NULL) != SQLITE_OK)
-        st = rt_err(err, RT_ERR_IO, "%s: %s", path, sqlite3_errmsg(p->db));
-    free(create);
-    free(insert);
-    sqlite3_free(emsg);
+    char where[PATH_MAX + 8];
+    snprintf(where, sizeof where, "%s:1", path);
+    st = create_table(p, where, table, names, nf, "header", &ins, err);
+    free(names);
     sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL);
     int64_t rows = 0, skipped = 0;
     while (st == RT_OK && (r = rt_csv_next(csv, err)) == 1) {
@@ -128,13 +146,127 @@ static rt_status import_csv(prep *p, const char *path, const char *table, int sl
     return st;
 }
 
-/* train.csv or train.csv.gz -> "train"; NULL for other files. */
-static bool table_name(const char *file, char *out, size_t len)
+/* One row group of a Parquet file into the table: _line is the row's
+ * number in the table (1-based, across the folder's files in name order). */
+static rt_status insert_group(prep *p, const char *file, rt_pq_file *f, int g, sqlite3_stmt *ins,
+                              rt_pq_values *v, int64_t *row, char *err)
+{
+    int nc = rt_pq_ncols(f);
+    for (int c = 0; c < nc; c++) {
+        rt_status st = rt_pq_read(f, g, c, &v[c], err);
+        if (st != RT_OK)
+            return st;
+    }
+    int64_t n = rt_pq_group_rows(f, g);
+    for (int64_t k = 0; k < n; k++) {
+        sqlite3_bind_int64(ins, 1, ++*row);
+        for (int c = 0; c < nc; c++) {
+            const rt_pq_values *x = &v[c];
+            int at = c + 2;
+            if (x->null[k])
+                sqlite3_bind_null(ins, at);
+            else if (rt_pq_col(f, c)->kind == RT_PQ_INT)
+                sqlite3_bind_int64(ins, at, x->i[k]);
+            else if (rt_pq_col(f, c)->kind == RT_PQ_REAL)
+                sqlite3_bind_double(ins, at, x->r[k]);
+            else if (rt_pq_col(f, c)->kind == RT_PQ_TEXT)
+                sqlite3_bind_text(ins, at, x->bytes + x->off[k], (int)x->len[k], SQLITE_STATIC);
+            else
+                sqlite3_bind_blob(ins, at, x->bytes + x->off[k], (int)x->len[k], SQLITE_STATIC);
+        }
+        if (sqlite3_step(ins) != SQLITE_DONE) {
+            rt_status st = rt_err(err, RT_ERR_IO, "%s: row %lld: %s", file, (long long)*row,
+                                  sqlite3_errmsg(p->db));
+            sqlite3_reset(ins);
+            return st;
+        }
+        sqlite3_reset(ins);
+    }
+    return RT_OK;
+}
+
+/* A .parquet file or a folder of part files (Spark's output) as one table;
+ * every file must have the first one's column names, in its order. */
+static rt_status import_parquet(prep *p, const char *path, const char *table, int slot,
+                                char *err)
+{
+    char **files = NULL;
+    int nfiles = 0;
+    rt_status st = rt_pq_files(path, &files, &nfiles, err);
+    if (st != RT_OK)
+        return st;
+    sqlite3_stmt *ins = NULL;
+    rt_pq_values *v = NULL;
+    const char **names = NULL;
+    int ncols = 0;
+    int64_t row = 0;
+    sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL);
+    for (int i = 0; i < nfiles && st == RT_OK; i++) {
+        rt_pq_file *f = NULL;
+        if ((st = rt_pq_open(files[i], &f, err)) != RT_OK)
+            break;
+        if (i == 0) {
+            ncols = rt_pq_ncols(f);
+            names = calloc((size_t)ncols + 1, sizeof *names);
+            for (int c = 0; c < ncols; c++)
+                names[c] = strdup(rt_pq_col(f, c)->name);
+            st = create_table(p, files[0], table, names, (size_t)ncols, "schema", &ins, err);
+            v = calloc((size_t)ncols + 1, sizeof *v);
+        } else {
+            bool same = rt_pq_ncols(f) == ncols;
+            for (int c = 0; same && c < ncols; c++)
+                same = !strcmp(rt_pq_col(f, c)->name, names[c]);
+            if (!same)
+                st = rt_err(err, RT_ERR_INVALID, "%s: its columns differ from %s's (the files "
+                            "of one table must have the same columns in the same order)",
+                            files[i], files[0]);
+        }
+        for (int g = 0; st == RT_OK && g < rt_pq_nrow_groups(f); g++)
+            st = insert_group(p, files[i], f, g, ins, v, &row, err);
+        rt_pq_close(f);
+    }
+    sqlite3_exec(p->db, st == RT_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_finalize(ins);
+    for (int c = 0; c < ncols; c++) {
+        if (v)
+            rt_pq_values_free(&v[c]);
+        free((char *)names[c]);
+    }
+    free(v);
+    free(names);
+    for (int i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
+    p->rep->rows_in[slot] = row;
+    return st;
+}
+
+/* train.csv, train.csv.gz, train.parquet or a folder train/ or
+ * train.parquet/ of Parquet part files -> "train"; false for other entries. */
+static bool table_name(const char *dir, const char *file, char *out, size_t len, bool *parquet)
 {
     size_t n = strlen(file);
-    size_t stem = n > 7 && !strcmp(file + n - 7, ".csv.gz") ? n - 7
-                  : n > 4 && !strcmp(file + n - 4, ".csv")  ? n - 4
-                                                             : 0;
+    size_t stem = n > 7 && !strcmp(file + n - 7, ".csv.gz")   ? n - 7
+                  : n > 4 && !strcmp(file + n - 4, ".csv")     ? n - 4
+                  : n > 8 && !strcmp(file + n - 8, ".parquet") ? n - 8
+                                                               : n;
+    *parquet = stem == n - 8;
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return false;
+    if (S_ISDIR(sb.st_mode)) { /* a folder is a table when it holds Parquet files */
+        char **files = NULL;
+        int nf = 0;
+        if (file[0] == '.' || rt_pq_files(path, &files, &nf, NULL) != RT_OK)
+            return false;
+        for (int i = 0; i < nf; i++)
+            free(files[i]);
+        free(files);
+        *parquet = true;
+    } else if (stem == n)
+        return false;
     if (stem == 0 || stem >= len)
         return false;
     for (size_t i = 0; i < stem; i++) {
@@ -163,17 +295,20 @@ static rt_status import_all(prep *p, char *err)
     struct dirent *e;
     while ((e = readdir(d)) && n < 256) {
         char t[64];
-        if (table_name(e->d_name, t, sizeof t))
+        bool pq;
+        if (table_name(p->o->input_dir, e->d_name, t, sizeof t, &pq))
             names[n++] = strdup(e->d_name);
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, cmp_str);
     rt_status st = RT_OK;
     if (n == 0)
-        st = rt_err(err, RT_ERR_NOTFOUND, "%s holds no .csv or .csv.gz files", p->o->input_dir);
+        st = rt_err(err, RT_ERR_NOTFOUND, "%s holds no .csv, .csv.gz or .parquet files (nor "
+                    "folders of Parquet part files)", p->o->input_dir);
     for (int i = 0; i < n && st == RT_OK; i++) {
         char t[64];
-        table_name(names[i], t, sizeof t);
+        bool pq = false;
+        table_name(p->o->input_dir, names[i], t, sizeof t, &pq);
         for (int k = 0; k < p->rep->ntables; k++)
             if (!strcmp(p->rep->table[k], t))
                 st = rt_err(err, RT_ERR_INVALID, "%s holds both %s and %s: which one is table %s?",
@@ -190,7 +325,8 @@ static rt_status import_all(prep *p, char *err)
         char path[1400];
         snprintf(path, sizeof path, "%s/%s", p->o->input_dir, names[i]);
         double t0 = rt_now_s();
-        st = import_csv(p, path, t, slot, err);
+        p->by_row[slot] = pq;
+        st = pq ? import_parquet(p, path, t, slot, err) : import_csv(p, path, t, slot, err);
         if (st == RT_OK && !p->o->quiet)
             fprintf(stderr, "prep: %-20s %9lld rows%s (%.1f s)\n", names[i],
                     (long long)p->rep->rows_in[slot],
@@ -252,11 +388,15 @@ static void fn_bad_rows(sqlite3_context *ctx, int argc, sqlite3_value **argv)
         if (n < 5 && !p->o->skip_bad_rows) {
             const char *tbl = (const char *)sqlite3_column_text(st, 0);
             const char *file = tbl;
+            bool by_row = false;
             for (int k = 0; tbl && k < p->rep->ntables; k++)
-                if (!strcmp(p->rep->table[k], tbl))
+                if (!strcmp(p->rep->table[k], tbl)) {
                     file = p->files[k];
-            ml += (size_t)snprintf(msg + ml, sizeof msg - ml, "%s%s:%lld: %s", n ? "\n" : "",
-                                   file ? file : "?", (long long)sqlite3_column_int64(st, 1),
+                    by_row = p->by_row[k];
+                }
+            ml += (size_t)snprintf(msg + ml, sizeof msg - ml, "%s%s%s%lld: %s", n ? "\n" : "",
+                                   file ? file : "?", by_row ? ": row " : ":",
+                                   (long long)sqlite3_column_int64(st, 1),
                                    sqlite3_column_text(st, 2) ? (const char *)sqlite3_column_text(st, 2) : "bad row");
             if (ml >= sizeof msg)
                 ml = sizeof msg - 1;
@@ -322,7 +462,7 @@ static rt_status run_script(prep *p, const char *path, char *err)
             const char *msg = sqlite3_errmsg(p->db);
             char hint[200] = "";
             if (!strncmp(msg, "no such table: ", 15))
-                snprintf(hint, sizeof hint, " (is %.60s.csv or %.60s.csv.gz in %s?)", msg + 15,
+                snprintf(hint, sizeof hint, " (is %.50s.csv, .csv.gz or .parquet in %s?)",
                          msg + 15, p->o->input_dir);
             st = rt_err(err, RT_ERR_INVALID, "%s:%d: %s%s", path, line_of(sql, start), msg, hint);
         }

@@ -8,6 +8,7 @@ set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config
   libevent-dev libssl-dev openssl zlib1g-dev libsqlite3-dev libinih-dev
+  libsnappy-dev libzstd-dev liblz4-dev   # Parquet codecs
   libopenblas-openmp-dev libibverbs-dev libsystemd-dev libcmocka-dev
   clang libclang-rt-dev          # libFuzzer targets
   systemd                        # systemd-analyze verify in the unit-file test

@@ -1,8 +1,12 @@
-/* rt_prep.h — `ringtrain prep`: CSV files in, a dataset (rt_dataset.h) out.
+/* rt_prep.h — `ringtrain prep`: CSV and Parquet files in, a dataset
+ * (rt_dataset.h) out.
  *
  * 1. Every *.csv / *.csv.gz of the input folder becomes a table named after
  *    the file (train.csv -> train): one column per header field, values as
  *    text, empty fields NULL, plus `_line` (the record's line in the file).
+ *    So does every *.parquet file, and every folder of Parquet part files
+ *    (Spark's output; `train/` or `train.parquet/` -> train): values keep
+ *    their Parquet type (rt_parquet.h), `_line` is the row's number.
  *    A malformed record is an error naming file and line; with
  *    skip_bad_rows a record with the wrong number of fields is skipped and
  *    counted instead (a quoting error still stops the prep: the rest of the

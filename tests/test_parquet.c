@@ -1,0 +1,434 @@
+/* test_parquet.c — the Parquet reader against files written by an
+ * independent writer (arrow-rs, through parquet-wasm: tests/parquet/
+ * make_fixtures.mjs): every value of every column equals expected.tsv in
+ * each combination of encodings, codecs and page versions; Spark's folder
+ * layout; a nested column refused by name; damaged files give errors, not
+ * crashes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rt_file.h"
+#include "rt_parquet.h"
+#include "rt_prep.h"
+
+#define FIX RT_PARQUET_FIXTURES
+
+enum { E_PLAIN = 1 << 0, E_PLAIN_DICT = 1 << 2, E_RLE = 1 << 3, E_DELTA_BP = 1 << 5,
+       E_DELTA_LBA = 1 << 6, E_DELTA_BA = 1 << 7, E_RLE_DICT = 1 << 8, E_BSS = 1 << 9 };
+enum { C_NONE = 1 << 0, C_SNAPPY = 1 << 1, C_GZIP = 1 << 2, C_ZSTD = 1 << 6, C_LZ4_RAW = 1 << 7 };
+
+/* expected.tsv: a header, then one row per line, cells as the reader returns them */
+typedef struct expected {
+    int ncols, nrows;
+    char names[32][32];
+    char **cell; /* nrows x ncols */
+} expected;
+
+static expected *load_expected(void)
+{
+    FILE *fp = fopen(FIX "/expected.tsv", "r");
+    assert_non_null(fp);
+    expected *e = calloc(1, sizeof *e);
+    e->cell = calloc(2000 * 32, sizeof *e->cell);
+    static char line[8192];
+    int row = -1;
+    while (fgets(line, sizeof line, fp)) {
+        line[strcspn(line, "\n")] = '\0';
+        int c = 0;
+        for (char *s = line, *tab; s; s = tab ? tab + 1 : NULL, c++) {
+            tab = strchr(s, '\t');
+            if (tab)
+                *tab = '\0';
+            if (row < 0)
+                snprintf(e->names[c], sizeof e->names[c], "%s", s);
+            else
+                e->cell[row * 32 + c] = strdup(s);
+        }
+        if (row < 0)
+            e->ncols = c;
+        else
+            assert_int_equal(c, e->ncols);
+        row++;
+    }
+    fclose(fp);
+    e->nrows = row;
+    return e;
+}
+
+static void free_expected(expected *e)
+{
+    for (int i = 0; i < 2000 * 32; i++)
+        free(e->cell[i]);
+    free(e->cell);
+    free(e);
+}
+
+/* Compares the rows of f with expected rows [first, first + nrows(f)). */
+static void check_file(rt_pq_file *f, const expected *e, int first)
+{
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_pq_ncols(f), e->ncols);
+    rt_pq_values v = {0};
+    for (int c = 0; c < e->ncols; c++) {
+        const rt_pq_column *col = rt_pq_col(f, c);
+        assert_string_equal(col->name, e->names[c]);
+        int row = first;
+        for (int g = 0; g < rt_pq_nrow_groups(f); g++) {
+            if (rt_pq_read(f, g, c, &v, err) != RT_OK)
+                fail_msg("%s", err);
+            assert_int_equal(v.n, rt_pq_group_rows(f, g));
+            for (int64_t k = 0; k < v.n; k++, row++) {
+                const char *want = e->cell[row * 32 + c];
+                if (!strcmp(want, "-")) {
+                    if (!v.null[k])
+                        fail_msg("%s row %d: want NULL", col->name, row);
+                    continue;
+                }
+                if (v.null[k])
+                    fail_msg("%s row %d: NULL, want %s", col->name, row, want);
+                switch (want[0]) {
+                case 'i':
+                    assert_int_equal(col->kind, RT_PQ_INT);
+                    if (v.i[k] != strtoll(want + 2, NULL, 10))
+                        fail_msg("%s row %d: %lld, want %s", col->name, row, (long long)v.i[k],
+                                 want);
+                    break;
+                case 'r':
+                    assert_int_equal(col->kind, RT_PQ_REAL);
+                    if (v.r[k] != strtod(want + 2, NULL))
+                        fail_msg("%s row %d: %.17g, want %s", col->name, row, v.r[k], want);
+                    break;
+                default:
+                    assert_int_equal(col->kind, RT_PQ_TEXT);
+                    if (v.len[k] != strlen(want + 2) ||
+                        memcmp(v.bytes + v.off[k], want + 2, v.len[k]) != 0)
+                        fail_msg("%s row %d: '%.*s', want '%s'", col->name, row, (int)v.len[k],
+                                 v.bytes + v.off[k], want + 2);
+                }
+            }
+        }
+        assert_int_equal(row - first, rt_pq_nrows(f));
+    }
+    rt_pq_values_free(&v);
+}
+
+static rt_pq_file *open_fixture(const char *name)
+{
+    char path[512], err[RT_ERR_LEN];
+    snprintf(path, sizeof path, "%s/%s", FIX, name);
+    rt_pq_file *f = NULL;
+    if (rt_pq_open(path, &f, err) != RT_OK)
+        fail_msg("%s", err);
+    return f;
+}
+
+static void test_fixtures(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file;
+        int groups;
+        uint32_t encodings, codecs; /* that must have been decoded */
+    } fx[] = {
+        {"plain_v1_uncompressed.parquet", 1, E_PLAIN, C_NONE},
+        {"dict_v1_snappy.parquet", 3, E_PLAIN, C_SNAPPY},              /* + a dictionary one */
+        {"dict_v2_gzip.parquet", 1, E_PLAIN, C_GZIP},                  /* + a dictionary one */
+        {"delta_v2_zstd.parquet", 1, E_DELTA_BP | E_DELTA_LBA | E_BSS | E_RLE, C_ZSTD},
+        {"deltaba_v1_lz4raw.parquet", 4, E_DELTA_BP | E_DELTA_BA, C_LZ4_RAW},
+    };
+    expected *e = load_expected();
+    assert_int_equal(e->nrows, 1000);
+    for (size_t i = 0; i < sizeof fx / sizeof fx[0]; i++) {
+        rt_pq_file *f = open_fixture(fx[i].file);
+        assert_int_equal(rt_pq_nrows(f), 1000);
+        assert_int_equal(rt_pq_nrow_groups(f), fx[i].groups);
+        assert_non_null(strstr(rt_pq_created_by(f), "parquet-wasm"));
+        check_file(f, e, 0);
+        uint32_t enc = rt_pq_encodings_seen(f);
+        if ((enc & fx[i].encodings) != fx[i].encodings || (rt_pq_codecs_seen(f) != fx[i].codecs))
+            fail_msg("%s: encodings 0x%x codecs 0x%x", fx[i].file, enc, rt_pq_codecs_seen(f));
+        if (strstr(fx[i].file, "dict") && !(enc & (E_PLAIN_DICT | E_RLE_DICT)))
+            fail_msg("%s: no dictionary-encoded page (0x%x)", fx[i].file, enc);
+        /* the types as the reader names them */
+        static const char *const types[] = {"INT64", "BOOLEAN", "INT32", "INT32", "UINT32",
+                                            "INT64", "FLOAT", "DOUBLE", "STRING", "DATE",
+                                            "TIMESTAMP(MILLIS)", "TIMESTAMP(MICROS)",
+                                            "DECIMAL(7,2)", "DECIMAL(15,3)", "DECIMAL(25,4)"};
+        for (int c = 0; c < rt_pq_ncols(f); c++)
+            assert_string_equal(rt_pq_col(f, c)->type, types[c]);
+        for (int c = 0; c < rt_pq_ncols(f); c++) /* id, i8, f32, d are REQUIRED */
+            assert_int_equal(rt_pq_col(f, c)->nullable, !(c == 0 || c == 2 || c == 6 || c == 9));
+        rt_pq_close(f);
+    }
+    free_expected(e);
+}
+
+static void test_spark_folder(void **state)
+{
+    (void)state;
+    char **files, err[RT_ERR_LEN];
+    int n;
+    if (rt_pq_files(FIX "/spark_out", &files, &n, err) != RT_OK)
+        fail_msg("%s", err);
+    assert_int_equal(n, 3); /* not _SUCCESS, not the hidden .crc files */
+    expected *e = load_expected();
+    int first = 0;
+    for (int i = 0; i < n; i++) {
+        assert_non_null(strstr(files[i], i == 0 ? "part-00000" : i == 1 ? "part-00001" : "part-00002"));
+        rt_pq_file *f = NULL;
+        if (rt_pq_open(files[i], &f, err) != RT_OK)
+            fail_msg("%s", err);
+        check_file(f, e, first);
+        first += (int)rt_pq_nrows(f);
+        assert_true(rt_pq_codecs_seen(f) == C_SNAPPY);
+        rt_pq_close(f);
+        free(files[i]);
+    }
+    free(files);
+    assert_int_equal(first, 1000);
+    free_expected(e);
+
+    /* a plain file is a list of itself; a folder still being written is refused */
+    assert_int_equal(rt_pq_files(FIX "/dict_v1_snappy.parquet", &files, &n, err), RT_OK);
+    assert_int_equal(n, 1);
+    free(files[0]);
+    free(files);
+    char dir[] = "/tmp/rt_pq_XXXXXX", sub[64];
+    assert_non_null(mkdtemp(dir));
+    assert_int_not_equal(rt_pq_files(dir, &files, &n, err), RT_OK);
+    assert_non_null(strstr(err, "no .parquet files"));
+    snprintf(sub, sizeof sub, "%s/_temporary", dir);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    assert_int_not_equal(rt_pq_files(dir, &files, &n, err), RT_OK);
+    assert_non_null(strstr(err, "not finished"));
+    rmdir(sub);
+    rmdir(dir);
+}
+
+static void test_nested_refused(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN];
+    rt_pq_file *f = NULL;
+    assert_int_equal(rt_pq_open(FIX "/nested_list.parquet", &f, err), RT_ERR_INVALID);
+    assert_null(f);
+    assert_non_null(strstr(err, "column 'tags' is a LIST"));
+    assert_non_null(strstr(err, "flat columns only"));
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    *len = (size_t)ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    uint8_t *b = malloc(*len);
+    assert_int_equal(fread(b, 1, *len, fp), *len);
+    fclose(fp);
+    return b;
+}
+
+/* Reads everything; returns whether it all decoded. */
+static bool read_all(const uint8_t *b, size_t len, char *err)
+{
+    rt_pq_file *f = NULL;
+    if (rt_pq_open_mem(b, len, "damaged.parquet", &f, err) != RT_OK)
+        return false;
+    rt_pq_values v = {0};
+    bool ok = true;
+    for (int g = 0; g < rt_pq_nrow_groups(f) && ok; g++)
+        for (int c = 0; c < rt_pq_ncols(f) && ok; c++)
+            ok = rt_pq_read(f, g, c, &v, err) == RT_OK;
+    rt_pq_values_free(&v);
+    rt_pq_close(f);
+    return ok;
+}
+
+static void test_damaged(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN];
+    static const char *const files[] = {"dict_v2_gzip.parquet", "delta_v2_zstd.parquet",
+                                        "deltaba_v1_lz4raw.parquet", "dict_v1_snappy.parquet",
+                                        "plain_v1_uncompressed.parquet"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", FIX, files[i]);
+        size_t len;
+        uint8_t *b = slurp(path, &len);
+        assert_true(read_all(b, len, err));
+        /* cut short anywhere: an error naming the file */
+        for (size_t cut = 0; cut < len; cut += len / 97 + 1) {
+            err[0] = '\0';
+            assert_false(read_all(b, cut, err));
+            assert_non_null(strstr(err, "damaged.parquet"));
+        }
+        /* bytes changed anywhere: never a crash (the sanitizer run checks the rest) */
+        uint8_t *c = malloc(len);
+        unsigned seed = 7 + (unsigned)i;
+        for (int round = 0; round < 300; round++) {
+            memcpy(c, b, len);
+            for (int k = 0; k < 1 + round % 4; k++) {
+                seed = seed * 1103515245u + 12345u;
+                size_t at = (size_t)(seed >> 8) % len;
+                seed = seed * 1103515245u + 12345u;
+                c[at] = (uint8_t)(seed >> 16);
+            }
+            if (!read_all(c, len, err))
+                assert_true(strlen(err) > 10);
+        }
+        free(c);
+        free(b);
+    }
+    /* not Parquet at all */
+    assert_false(read_all((const uint8_t *)"Store,Sales\n1,2\n", 16, err));
+    assert_non_null(strstr(err, "not a Parquet file"));
+}
+
+/* ---- prep: Parquet files and folders as SQL tables ----------------------------------- */
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static char *slurp_text(const char *path)
+{
+    size_t len;
+    char *t = (char *)slurp(path, &len);
+    t = realloc(t, len + 1);
+    t[len] = '\0';
+    return t;
+}
+
+/* Typed values arrive typed; _line is the row number; bad rows name it. */
+static void test_prep_typed(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rt_pq_prep_XXXXXX", in[128], path[256], out[128], err[RT_ERR_LEN];
+    assert_non_null(mkdtemp(dir));
+    snprintf(in, sizeof in, "%s/in", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    assert_int_equal(mkdir(in, 0755), 0);
+    snprintf(path, sizeof path, "%s/types.parquet", in);
+    assert_int_equal(symlink(FIX "/plain_v1_uncompressed.parquet", path), 0);
+    snprintf(path, sizeof path, "%s/feats.sql", dir);
+    write_text(path,
+        "SELECT rt_check((SELECT typeof(i32) FROM types WHERE i32 IS NOT NULL LIMIT 1) = 'integer', 'i32');\n"
+        "SELECT rt_check((SELECT typeof(b) FROM types WHERE b IS NOT NULL LIMIT 1) = 'integer', 'b');\n"
+        "SELECT rt_check((SELECT typeof(f64) FROM types WHERE f64 IS NOT NULL LIMIT 1) = 'real', 'f64');\n"
+        "SELECT rt_check((SELECT typeof(dec25) FROM types WHERE dec25 IS NOT NULL LIMIT 1) = 'real', 'dec25');\n"
+        "SELECT rt_check((SELECT typeof(s) FROM types WHERE s IS NOT NULL LIMIT 1) = 'text', 's');\n"
+        "SELECT rt_check((SELECT d || '|' || ts_ms FROM types WHERE _line = 1) = "
+        "'1987-10-30|2006-04-19 09:43:53.588', 'first row');\n"
+        "SELECT rt_check((SELECT count(*) || '/' || max(_line) || '/' || count(i32) FROM types) = "
+        "'1000/1000/909', 'counts');\n"
+        "CREATE TABLE feats AS SELECT i8 % 5 AS cat, f32 AS x, abs(i8) + 1.0 AS y, "
+        "id % 10 = 0 AS val FROM types;\n"
+        "CREATE TABLE meta(key, value);\n"
+        "INSERT INTO meta VALUES ('train_table', 'feats'), ('categorical', 'cat'), "
+        "('continuous', 'x'), ('label', 'y'), ('label_transform', 'none'), ('max_label', '200'), "
+        "('validation', 'val');\n");
+    rt_prep_opts o = {.input_dir = in, .sql_path = path, .out_dir = out, .partitions = 1,
+                      .quiet = true};
+    rt_prep_report rep;
+    if (rt_prep_run(&o, &rep, err) != RT_OK)
+        fail_msg("%s", err);
+    assert_int_equal(rep.rows_in[0], 1000);
+    assert_int_equal(rep.train_rows + rep.validation_rows, 1000);
+    assert_int_equal(rep.validation_rows, 100);
+
+    /* a bad row is named by its row number in the table */
+    write_text(path, "INSERT INTO bad_rows SELECT 'types', _line, 'i32 is NULL' FROM types "
+                     "WHERE i32 IS NULL;\nSELECT rt_bad_rows();\n");
+    char out2[160];
+    snprintf(out2, sizeof out2, "%s/out2", dir);
+    o.out_dir = out2;
+    assert_int_not_equal(rt_prep_run(&o, &rep, err), RT_OK);
+    assert_non_null(strstr(err, "types.parquet: row 7: i32 is NULL"));
+    assert_non_null(strstr(err, "(91 bad rows in all"));
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* The Rossmann dataset prepared from Parquet (Spark's layout for train, as
+ * Spark writes CSVs read without inferSchema) is the one prepared from the
+ * CSVs, byte for byte: shards and manifest (its source block aside). */
+static void test_rossmann_identity(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rt_pq_ross_XXXXXX", csv[128], o1[128], o2[128], cmd[1024],
+         err[RT_ERR_LEN];
+    assert_non_null(mkdtemp(dir));
+    snprintf(csv, sizeof csv, "%s/csv", dir);
+    snprintf(o1, sizeof o1, "%s/from_csv", dir);
+    snprintf(o2, sizeof o2, "%s/from_parquet", dir);
+    assert_int_equal(mkdir(csv, 0755), 0);
+    snprintf(cmd, sizeof cmd, "%s --out %s --stores 4 --days 400 --seed 5 --quiet", RT_TEST_GEN,
+             csv);
+    assert_int_equal(system(cmd), 0);
+    rt_prep_opts o = {.input_dir = csv, .sql_path = RT_PREP_SQL, .out_dir = o1, .partitions = 2,
+                      .quiet = true};
+    rt_prep_report r1, r2;
+    if (rt_prep_run(&o, &r1, err) != RT_OK)
+        fail_msg("from CSV: %s", err);
+    o.input_dir = FIX "/rossmann";
+    o.out_dir = o2;
+    if (rt_prep_run(&o, &r2, err) != RT_OK)
+        fail_msg("from Parquet: %s", err);
+    assert_int_equal(r1.ntables, r2.ntables);
+    for (int i = 0; i < r1.ntables; i++)
+        if (r1.rows_in[i] != r2.rows_in[i])
+            fail_msg("table %s: %lld rows from CSV, %lld from Parquet (rossmann-gen changed? "
+                     "regenerate tests/parquet/rossmann: see csv_to_parquet.mjs)",
+                     r1.table[i], (long long)r1.rows_in[i], (long long)r2.rows_in[i]);
+    assert_true(r1.train_rows > 1000 && r1.test_rows == 96);
+    static const char *const files[] = {"train-00000.rts", "train-00001.rts", "test-00000.rts",
+                                        "manifest.json"};
+    for (int i = 0; i < 4; i++) {
+        char a[256], b[256];
+        snprintf(a, sizeof a, "%s/%s", o1, files[i]);
+        snprintf(b, sizeof b, "%s/%s", o2, files[i]);
+        char *x = slurp_text(a), *y = slurp_text(b);
+        if (i == 3) { /* the source block names the input folder and the time */
+            char *sx = strstr(x, "\"source\":"), *sy = strstr(y, "\"source\":");
+            assert_non_null(sx);
+            assert_non_null(sy);
+            assert_string_equal(strstr(sx, "\"tables\":"), strstr(sy, "\"tables\":"));
+            *sx = *sy = '\0';
+        }
+        if (strcmp(x, y) != 0)
+            fail_msg("%s differs between the CSV and the Parquet inputs", files[i]);
+        free(x);
+        free(y);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixtures),
+        cmocka_unit_test(test_spark_folder),
+        cmocka_unit_test(test_nested_refused),
+        cmocka_unit_test(test_damaged),
+        cmocka_unit_test(test_prep_typed),
+        cmocka_unit_test(test_rossmann_identity),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
