@@ -2,6 +2,8 @@
  *
  *   ringtrain prep --input DIR --sql FILE --out DIR [--partitions N]
  *                  [--skip-bad-rows] [--keep-db FILE] [--rows-per-group N] [--quiet]
+ *   ringtrain prep --from-parquet PATH [--test PATH] --out DIR [--job FILE]
+ *                  [--label COL] [--categorical COLS] [--continuous COLS] ...
  *   ringtrain predict --model CKPT --dataset DIR --out FILE [--threads N] [--batch N]
  *   ringtrain model summary CKPT */
 #include <stdio.h>
@@ -10,12 +12,68 @@
 
 #include "cli.h"
 #include "rt_ckpt.h"
+#include "rt_config.h"
 #include "rt_prep.h"
+#include "rt_schemas.h"
 #include "trainer.h"
+
+/* --from-parquet's column roles: the flags, else the [data] keys of --job.
+ * Strings from the job file are kept in bufs (freed by the caller). */
+static int featurised_roles(const cli_args *a, rt_prep_opts *o, char **bufs)
+{
+    o->roles.label = cli_value(a, "--label");
+    o->roles.categorical = cli_value(a, "--categorical");
+    o->roles.continuous = cli_value(a, "--continuous");
+    o->roles.validation = cli_value(a, "--validation");
+    o->roles.id = cli_value(a, "--id");
+    o->roles.date = cli_value(a, "--date");
+    o->roles.label_transform = cli_value(a, "--label-transform");
+    const char *max = cli_value(a, "--max-label");
+    if (max) {
+        char *end;
+        o->roles.max_label = strtod(max, &end);
+        if (*end || !(o->roles.max_label > 0)) {
+            fprintf(stderr, "ringtrain prep: --max-label %s: a positive number, please\n", max);
+            return 2;
+        }
+    }
+    const char *job = cli_value(a, "--job");
+    if (!job)
+        return 0;
+    rt_job_cfg j;
+    rt_cfg_errors e = {0};
+    if (rt_cfg_load_file(&rt_job_schema, job, &j, &e) != RT_OK) {
+        rt_cfg_errors_print(&e, stderr);
+        rt_cfg_errors_free(&e);
+        return 2;
+    }
+    rt_cfg_errors_free(&e);
+    const rt_strlist *lists[2] = {&j.categorical, &j.continuous};
+    const char **dst[2] = {&o->roles.categorical, &o->roles.continuous};
+    for (int k = 0; k < 2; k++) {
+        if (*dst[k] || lists[k]->n == 0)
+            continue;
+        size_t len = 1;
+        for (size_t i = 0; i < lists[k]->n; i++)
+            len += strlen(lists[k]->items[i]) + 1;
+        bufs[k] = calloc(1, len);
+        for (size_t i = 0; i < lists[k]->n; i++)
+            if (strcmp(lists[k]->items[i], "none") != 0)
+                strcat(strcat(bufs[k], bufs[k][0] ? "," : ""), lists[k]->items[i]);
+        *dst[k] = bufs[k];
+    }
+    if (!o->roles.label && j.label)
+        o->roles.label = bufs[2] = strdup(j.label);
+    if (!o->roles.validation && j.validation)
+        o->roles.validation = bufs[3] = strdup(j.validation);
+    rt_cfg_free(&rt_job_schema, &j);
+    return 0;
+}
 
 int cli_prep(const cli_args *a)
 {
     rt_prep_opts o = {.partitions = 1};
+    char *bufs[4] = {0};
     int64_t n;
     o.skip_bad_rows = cli_switch(a, "--skip-bad-rows");
     o.quiet = cli_switch(a, "--quiet");
@@ -31,14 +89,39 @@ int cli_prep(const cli_args *a)
         o.rows_per_group = n;
     if (r1 < 0 || r2 < 0)
         return 2;
-    if (!o.input_dir || !o.sql_path || !o.out_dir) {
-        fprintf(stderr, "ringtrain prep: --input, --sql and --out are needed\n");
+    o.train_parquet = cli_value(a, "--from-parquet");
+    o.test_parquet = cli_value(a, "--test");
+    if (o.train_parquet && (o.input_dir || o.sql_path)) {
+        fprintf(stderr, "ringtrain prep: --from-parquet replaces --input and --sql (its data "
+                        "are featurised already); give one or the other\n");
+        return 2;
+    }
+    if (!o.train_parquet && (o.test_parquet || cli_value(a, "--label") || cli_value(a, "--job"))) {
+        fprintf(stderr, "ringtrain prep: --test, --label, --job and the other role flags go "
+                        "with --from-parquet (with --sql, the script's meta table names them)\n");
+        return 2;
+    }
+    if (o.train_parquet ? !o.out_dir : (!o.input_dir || !o.sql_path || !o.out_dir)) {
+        fprintf(stderr, "ringtrain prep: %s\n", o.train_parquet
+                            ? "--out is needed"
+                            : "--input, --sql and --out are needed (or --from-parquet and --out)");
         cli_usage(a->cmd, stderr);
         return 2;
     }
+    if (o.train_parquet) {
+        int rc = featurised_roles(a, &o, bufs);
+        if (rc) {
+            for (int i = 0; i < 4; i++)
+                free(bufs[i]);
+            return rc;
+        }
+    }
     rt_prep_report rep;
     char err[RT_ERR_LEN];
-    if (rt_prep_run(&o, &rep, err) != RT_OK) {
+    rt_status st = rt_prep_run(&o, &rep, err);
+    for (int i = 0; i < 4; i++)
+        free(bufs[i]);
+    if (st != RT_OK) {
         fprintf(stderr, "ringtrain prep: %s\n", err);
         return 1;
     }
@@ -56,9 +139,11 @@ int cli_prep(const cli_args *a)
                (long long)rep.cont_defaulted);
     printf("\n");
     if (!rep.has_validation)
-        fprintf(stderr, "ringtrain prep: warning: the script names no validation column: "
+        fprintf(stderr, "ringtrain prep: warning: %s: "
                         "training will have no validation loss and keep the best epoch by its "
-                        "training loss\n");
+                        "training loss\n",
+                o.train_parquet ? "no validation column (--validation)"
+                                : "the script names no validation column");
     else if (rep.validation_rows == 0)
         fprintf(stderr, "ringtrain prep: warning: the validation column marks no row: training "
                         "will have no validation loss (its values must be 1/0, true/false or "

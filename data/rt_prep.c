@@ -21,6 +21,7 @@ typedef struct prep {
     rt_prep_report *rep;
     char files[RT_PREP_MAX_TABLES][300]; /* file name of each table, for messages */
     bool by_row[RT_PREP_MAX_TABLES];     /* _line is a row number (Parquet), not a line */
+    const char *what; /* what named the meta table: the script, or --from-parquet */
 } prep;
 
 const char *prep_ident(const char *name, char *buf, size_t len)
@@ -474,6 +475,78 @@ static rt_status run_script(prep *p, const char *path, char *err)
     return st;
 }
 
+/* --from-parquet: tables train (and test) from the Parquet paths, and the
+ * meta table from the roles, as a script would leave it. */
+static rt_status import_featurised(prep *p, char *err)
+{
+    const rt_prep_opts *o = p->o;
+    const char *paths[2] = {o->train_parquet, o->test_parquet}, *names[2] = {"train", "test"};
+    rt_status st = RT_OK;
+    for (int i = 0; i < 2 && st == RT_OK && paths[i]; i++) {
+        int slot = p->rep->ntables++;
+        snprintf(p->rep->table[slot], sizeof p->rep->table[slot], "%s", names[i]);
+        snprintf(p->files[slot], sizeof p->files[slot], "%s", paths[i]);
+        p->by_row[slot] = true;
+        double t0 = rt_now_s();
+        st = import_parquet(p, paths[i], names[i], slot, err);
+        if (st == RT_OK && !o->quiet)
+            fprintf(stderr, "prep: %-20s %9lld rows (%.1f s)\n", paths[i],
+                    (long long)p->rep->rows_in[slot], rt_now_s() - t0);
+    }
+    if (st != RT_OK)
+        return st;
+    const char *transform = o->roles.label_transform ? o->roles.label_transform : "none";
+    double max_label = o->roles.max_label;
+    if (max_label <= 0 && o->roles.label) { /* the label's largest value */
+        sqlite3_stmt *s = NULL;
+        bool is_col = false;
+        if (sqlite3_prepare_v2(p->db, "SELECT 1 FROM pragma_table_info('train') WHERE name = ?",
+                               -1, &s, NULL) == SQLITE_OK) {
+            sqlite3_bind_text(s, 1, o->roles.label, -1, SQLITE_STATIC);
+            is_col = sqlite3_step(s) == SQLITE_ROW;
+        }
+        sqlite3_finalize(s);
+        char q[300], sql[400];
+        snprintf(sql, sizeof sql, "SELECT max(CAST(%s AS REAL)) FROM train",
+                 prep_ident(o->roles.label, q, sizeof q));
+        s = NULL;
+        if (!is_col)
+            max_label = 1; /* check_columns names the missing label, with a suggestion */
+        else if (sqlite3_prepare_v2(p->db, sql, -1, &s, NULL) == SQLITE_OK &&
+                 sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+            max_label = !strcmp(transform, "log") ? exp(sqlite3_column_double(s, 0))
+                                                  : sqlite3_column_double(s, 0);
+        sqlite3_finalize(s);
+    }
+    char max_text[64];
+    snprintf(max_text, sizeof max_text, "%.17g", max_label);
+    const char *kv[][2] = {{"train_table", "train"},
+                           {"test_table", o->test_parquet ? "test" : NULL},
+                           {"label", o->roles.label},
+                           {"label_transform", transform},
+                           {"max_label", max_label > 0 ? max_text : NULL},
+                           {"categorical", o->roles.categorical},
+                           {"continuous", o->roles.continuous},
+                           {"validation", o->roles.validation},
+                           {"id", o->roles.id},
+                           {"date", o->roles.date}};
+    sqlite3_stmt *ins = NULL;
+    if (sqlite3_exec(p->db, "CREATE TABLE meta(key, value)", NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(p->db, "INSERT INTO meta VALUES (?, ?)", -1, &ins, NULL) != SQLITE_OK)
+        st = rt_err(err, RT_ERR_IO, "cannot make the meta table: %s", sqlite3_errmsg(p->db));
+    for (size_t i = 0; st == RT_OK && i < sizeof kv / sizeof kv[0]; i++) {
+        if (!kv[i][1])
+            continue;
+        sqlite3_bind_text(ins, 1, kv[i][0], -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 2, kv[i][1], -1, SQLITE_STATIC);
+        if (sqlite3_step(ins) != SQLITE_DONE)
+            st = rt_err(err, RT_ERR_IO, "cannot fill the meta table: %s", sqlite3_errmsg(p->db));
+        sqlite3_reset(ins);
+    }
+    sqlite3_finalize(ins);
+    return st;
+}
+
 static void split_list(const char *s, char out[][64], int *n)
 {
     *n = 0;
@@ -501,7 +574,7 @@ static rt_status read_meta(prep *p, prep_meta *m, char *err)
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(p->db, "SELECT key, value FROM meta", -1, &st, NULL) != SQLITE_OK)
         return rt_err(err, RT_ERR_INVALID, "%s: the script must leave a table meta(key, value) "
-                                           "naming its result (%s)", p->o->sql_path,
+                                           "naming its result (%s)", p->what,
                       sqlite3_errmsg(p->db));
     bool have_max = false;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -539,12 +612,20 @@ static rt_status read_meta(prep *p, prep_meta *m, char *err)
                           : m->ncat + m->ncont == 0       ? "categorical or continuous"
                           : m->test_table[0] && !m->id[0] ? "id (the test table needs one)"
                                                           : NULL;
+    if (missing && p->o->train_parquet)
+        return rt_err(err, RT_ERR_INVALID, "--from-parquet needs %s (flags, or [data] keys of "
+                      "the job file given with --job)",
+                      !m->label[0]                 ? "--label"
+                      : !(m->max_label > 0)        ? "--max-label (a positive number; the label "
+                                                     "column's largest value is not)"
+                      : m->ncat + m->ncont == 0    ? "--categorical or --continuous"
+                                                   : "--id (the test rows need one)");
     if (missing)
         return rt_err(err, RT_ERR_INVALID, "%s: its meta table does not name %s",
-                      p->o->sql_path, missing);
+                      p->what, missing);
     if (strcmp(m->label_transform, "log") != 0 && strcmp(m->label_transform, "none") != 0)
         return rt_err(err, RT_ERR_INVALID, "%s: meta label_transform is '%s' (log or none)",
-                      p->o->sql_path, m->label_transform);
+                      p->what, m->label_transform);
     return RT_OK;
 }
 
@@ -568,7 +649,7 @@ static rt_status check_columns(prep *p, const prep_meta *m, const char *table, b
     rt_status s = RT_OK;
     if (n == 0)
         s = rt_err(err, RT_ERR_INVALID, "%s: meta names table '%s', which the script did not "
-                                        "make", p->o->sql_path, table);
+                                        "make", p->what, table);
     typedef struct {
         const char *col, *role;
     } want_col;
@@ -599,7 +680,7 @@ static rt_status check_columns(prep *p, const prep_meta *m, const char *table, b
         if (!found)
             s = rt_err(err, RT_ERR_INVALID,
                        "%s: meta names column '%s' (%s), but table %s has no such column%s%s%s",
-                       p->o->sql_path, want[k].col, want[k].role, table,
+                       p->what, want[k].col, want[k].role, table,
                        best ? "; did you mean '" : "", best ? best : "", best ? "'?" : "");
     }
     free(have);
@@ -613,7 +694,10 @@ rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
     if (o->partitions < 1 || o->partitions > 100000)
         return rt_err(err, RT_ERR_INVALID, "--partitions must be 1 to 100000, not %d",
                       o->partitions);
-    prep p = {.o = o, .rep = rep};
+    prep p = {.o = o, .rep = rep,
+              .what = o->train_parquet ? "--from-parquet (the roles given on the command line "
+                                         "or by --job)"
+                                       : o->sql_path};
     const char *dbp = o->db_path ? o->db_path : ":memory:";
     if (o->db_path)
         remove(o->db_path);
@@ -645,13 +729,16 @@ rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
         snprintf(mf, sizeof mf, "%s/manifest.json", o->out_dir);
         remove(mf);
     }
-    if (st == RT_OK)
+    if (st == RT_OK && o->train_parquet)
+        st = import_featurised(&p, err);
+    else if (st == RT_OK) {
         st = import_all(&p, err);
-    double t1 = rt_now_s();
-    if (st == RT_OK)
-        st = run_script(&p, o->sql_path, err);
-    if (st == RT_OK && !o->quiet)
-        fprintf(stderr, "prep: %s ran in %.1f s\n", o->sql_path, rt_now_s() - t1);
+        double t1 = rt_now_s();
+        if (st == RT_OK)
+            st = run_script(&p, o->sql_path, err);
+        if (st == RT_OK && !o->quiet)
+            fprintf(stderr, "prep: %s ran in %.1f s\n", o->sql_path, rt_now_s() - t1);
+    }
     prep_meta m;
     if (st == RT_OK)
         st = read_meta(&p, &m, err);

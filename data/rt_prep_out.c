@@ -398,8 +398,14 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
         rt_jw w;
         rt_jw_init(&w);
         rt_jw_obj(&w);
-        rt_jw_kstr(&w, "sql", o->sql_path);
-        rt_jw_kstr(&w, "input", o->input_dir);
+        if (o->train_parquet) { /* prep --from-parquet */
+            rt_jw_kstr(&w, "from_parquet", o->train_parquet);
+            if (o->test_parquet)
+                rt_jw_kstr(&w, "test_parquet", o->test_parquet);
+        } else {
+            rt_jw_kstr(&w, "sql", o->sql_path);
+            rt_jw_kstr(&w, "input", o->input_dir);
+        }
         char when[32];
         time_t now = time(NULL);
         strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));

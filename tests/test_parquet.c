@@ -420,6 +420,84 @@ static void test_rossmann_identity(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* --from-parquet (Horovod's fit_on_parquet): featurised Parquet and roles
+ * give the dataset the SQL path gives for the same tables and meta. */
+static void test_from_parquet(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rt_pq_feat_XXXXXX", in[128], path[256], o1[128], o2[128], o3[128],
+         err[RT_ERR_LEN];
+    assert_non_null(mkdtemp(dir));
+    snprintf(in, sizeof in, "%s/in", dir);
+    snprintf(o1, sizeof o1, "%s/featurised", dir);
+    snprintf(o2, sizeof o2, "%s/scripted", dir);
+    snprintf(o3, sizeof o3, "%s/bad", dir);
+    rt_prep_opts o = {.train_parquet = FIX "/spark_out",
+                      .test_parquet = FIX "/dict_v1_snappy.parquet",
+                      .out_dir = o1, .partitions = 2, .quiet = true};
+    o.roles.label = "u32";
+    o.roles.categorical = "i8,s";
+    o.roles.continuous = "f32,f64,dec7";
+    o.roles.id = "id";
+    o.roles.date = "d";
+    rt_prep_report rep;
+    if (rt_prep_run(&o, &rep, err) != RT_OK)
+        fail_msg("%s", err);
+    assert_int_equal(rep.train_rows, 1000);
+    assert_int_equal(rep.test_rows, 1000);
+    assert_false(rep.has_validation);
+
+    /* the same through an input folder and a script */
+    assert_int_equal(mkdir(in, 0755), 0);
+    snprintf(path, sizeof path, "%s/train", in);
+    assert_int_equal(symlink(FIX "/spark_out", path), 0);
+    snprintf(path, sizeof path, "%s/test.parquet", in);
+    assert_int_equal(symlink(FIX "/dict_v1_snappy.parquet", path), 0);
+    snprintf(path, sizeof path, "%s/meta.sql", dir);
+    write_text(path, "CREATE TABLE meta(key, value);\n"
+                     "INSERT INTO meta VALUES ('train_table', 'train'), ('test_table', 'test'), "
+                     "('label', 'u32'), ('label_transform', 'none'), "
+                     "('max_label', (SELECT max(u32) FROM train)), ('categorical', 'i8,s'), "
+                     "('continuous', 'f32,f64,dec7'), ('id', 'id'), ('date', 'd');\n");
+    rt_prep_opts s = {.input_dir = in, .sql_path = path, .out_dir = o2, .partitions = 2,
+                      .quiet = true};
+    if (rt_prep_run(&s, &rep, err) != RT_OK)
+        fail_msg("%s", err);
+    static const char *const files[] = {"train-00000.rts", "train-00001.rts", "test-00000.rts"};
+    for (int i = 0; i < 3; i++) {
+        char a[256], b[256];
+        snprintf(a, sizeof a, "%s/%s", o1, files[i]);
+        snprintf(b, sizeof b, "%s/%s", o2, files[i]);
+        size_t la, lb;
+        uint8_t *x = slurp(a, &la), *y = slurp(b, &lb);
+        if (la != lb || memcmp(x, y, la) != 0)
+            fail_msg("%s differs between --from-parquet and the script", files[i]);
+        free(x);
+        free(y);
+    }
+
+    /* mistakes are named */
+    o.out_dir = o3;
+    o.roles.label = "u3";
+    assert_int_not_equal(rt_prep_run(&o, &rep, err), RT_OK);
+    assert_non_null(strstr(err, "column 'u3' (label)"));
+    assert_non_null(strstr(err, "did you mean 'u32'?"));
+    o.roles.label = NULL;
+    assert_int_not_equal(rt_prep_run(&o, &rep, err), RT_OK);
+    assert_non_null(strstr(err, "--from-parquet needs --label"));
+    o.roles.label = "u32";
+    o.roles.validation = "b"; /* nullable: a NULL flag is no flag */
+    assert_int_not_equal(rt_prep_run(&o, &rep, err), RT_OK);
+    assert_non_null(strstr(err, "the validation flag b is 'NULL'"));
+    o.roles.validation = NULL;
+    o.test_parquet = FIX "/nested_list.parquet";
+    assert_int_not_equal(rt_prep_run(&o, &rep, err), RT_OK);
+    assert_non_null(strstr(err, "column 'tags' is a LIST"));
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_damaged),
         cmocka_unit_test(test_prep_typed),
         cmocka_unit_test(test_rossmann_identity),
+        cmocka_unit_test(test_from_parquet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

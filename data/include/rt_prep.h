@@ -52,6 +52,16 @@ typedef struct rt_prep_opts {
     int64_t rows_per_group;  /* shard row groups (0: 65536) */
     const char *db_path;     /* keep the SQLite database here (NULL: in memory) */
     bool quiet;              /* no progress lines on stderr */
+    /* Already-featurised Parquet instead of input_dir + sql_path (`prep
+     * --from-parquet`, Horovod's fit_on_parquet): train_parquet (a file or a
+     * Spark folder) becomes table train, test_parquet (optional) table test,
+     * and `roles` fill the meta table a script would leave (max_label 0:
+     * the label column's largest value, exp of it with label_transform log). */
+    const char *train_parquet, *test_parquet;
+    struct {
+        const char *label, *categorical, *continuous, *validation, *id, *date, *label_transform;
+        double max_label;
+    } roles;
 } rt_prep_opts;
 
 #define RT_PREP_MAX_TABLES 32
