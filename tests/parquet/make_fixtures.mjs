@@ -168,4 +168,45 @@ const lists = arrow.vectorFromArray([[1, 2], [], null, [3]], new arrow.List(new 
 const nested = new arrow.Table({ id: arrow.vectorFromArray([1, 2, 3, 4], new arrow.Int32()), tags: lists });
 writeFileSync(join(out, 'nested_list.parquet'),
               pq.writeParquet(pq.Table.fromIPCStream(arrow.tableToIPC(nested, 'stream')), P().build()));
+// INT96 (Spark's legacy timestamps: nanoseconds of the day, then the Julian
+// day, little-endian).  arrow-rs writes no INT96, so the values are written
+// as FIXED_LEN_BYTE_ARRAY(12) and the footer's two type fields of that
+// column (schema element and column metadata) are changed from 7 to 3:
+// the pages are the writer's own bytes.
+{
+  const M = 300, raw = new Uint8Array(M * 12), ids = Int32Array.from({ length: M }, (_, i) => i);
+  let lines = 'id\tt96\n';
+  const nul = (r) => r % 13 === 5;
+  for (let r = 0; r < M; r++) {
+    const days = Math.floor(rnd() * 50000) - 20000;
+    const nanos = r % 5 === 0 ? BigInt(Math.floor(rnd() * 86400)) * 1000000000n
+                              : BigInt(Math.floor(rnd() * 86400e6)) * 1000n + BigInt(r);
+    const dv = new DataView(raw.buffer, r * 12, 12);
+    dv.setBigInt64(0, nanos, true);
+    dv.setInt32(8, 2440588 + days, true);
+    lines += `i:${r}\t` + (nul(r) ? '-' : 't:' + stamp(BigInt(days) * 86400n * 1000000000n + nanos, 1000000000)) + '\n';
+  }
+  const valid = Array.from({ length: M }, (_, r) => (nul(r) ? null : 1));
+  const t96 = arrow.makeData({ type: new arrow.FixedSizeBinary(12), length: M, nullCount: valid.filter((v) => v === null).length,
+                               nullBitmap: validity(valid), data: raw });
+  const fields = [new arrow.Field('id', new arrow.Int32(), false), new arrow.Field('t96', new arrow.FixedSizeBinary(12), true)];
+  const struct = arrow.makeData({ type: new arrow.Struct(fields), length: M, nullCount: 0,
+                                  children: [arrow.makeData({ type: new arrow.Int32(), length: M, data: ids }), t96] });
+  const t = new arrow.Table([new arrow.RecordBatch(new arrow.Schema(fields), struct)]);
+  const bytes = pq.writeParquet(pq.Table.fromIPCStream(arrow.tableToIPC(t, 'stream')),
+                                P().setDictionaryEnabled(false).setCompression(C.SNAPPY).build());
+  const flen = new DataView(bytes.buffer, bytes.byteOffset + bytes.length - 8, 4).getUint32(0, true);
+  const start = bytes.length - 8 - flen;
+  let patched = 0;
+  for (let i = start; i + 3 < bytes.length - 8; i++) {
+    // SchemaElement: type (field 1, i32 7 -> zigzag 14) then type_length 12;
+    // ColumnMetaData: type then the encodings list (field 2, a list)
+    const el = bytes[i] === 0x15 && bytes[i + 1] === 0x0e && bytes[i + 2] === 0x15 && bytes[i + 3] === 0x18;
+    const cm = bytes[i] === 0x15 && bytes[i + 1] === 0x0e && bytes[i + 2] === 0x19;
+    if (el || cm) { bytes[i + 1] = 0x06; patched++; }
+  }
+  if (patched !== 2) throw new Error(`INT96 patch: ${patched} type fields found, not 2`);
+  writeFileSync(join(out, 'int96.parquet'), bytes);
+  writeFileSync(join(out, 'expected_int96.tsv'), lines);
+}
 console.log('fixtures written to', out);
