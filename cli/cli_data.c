@@ -81,6 +81,7 @@ int cli_prep(const cli_args *a)
     o.sql_path = cli_value(a, "--sql");
     o.out_dir = cli_value(a, "--out");
     o.db_path = cli_value(a, "--keep-db");
+    o.db_mode = cli_value(a, "--db");
     int r1 = cli_int(a, "--partitions", 1, 100000, &n);
     if (r1 > 0)
         o.partitions = (int)n;

@@ -456,6 +456,7 @@ static const cli_flag PREP_FLAGS[] = {
     {"--partitions", CLI_VALUE, "N", "training partitions (default 1)", NULL},
     {"--skip-bad-rows", CLI_SWITCH, NULL, "drop and count malformed rows instead of stopping", NULL},
     {"--keep-db", CLI_VALUE, "FILE", "keep the SQLite database the SQL ran in", NULL},
+    {"--db", CLI_VALUE, "auto|memory|disk", "where SQLite works (auto: on disk when the inputs are large)", NULL},
     {"--rows-per-group", CLI_VALUE, "N", "rows per shard row group", NULL},
     {"--quiet", CLI_SWITCH, NULL, "no progress lines", NULL},
     END};

@@ -30,47 +30,84 @@ static rt_status write_all(int fd, const void *p, size_t n)
     return RT_OK;
 }
 
-rt_status rt_write_atomic(const char *path, const rt_iov *parts, int nparts, char *err)
+rt_status rt_atomic_open(rt_atomic_file *f, const char *path, char *err)
 {
-    char tmp[4096];
-    int fd = -1;
-    for (int tries = 0; fd < 0 && tries < 16; tries++) {
+    f->fd = -1;
+    if (snprintf(f->path, sizeof f->path, "%s", path) >= (int)sizeof f->path)
+        return rt_err(err, RT_ERR_INVALID, "%s: path too long", path);
+    for (int tries = 0; f->fd < 0 && tries < 16; tries++) {
         uint64_t r = 0;
         if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
             r = (uint64_t)rt_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)tries;
-        if (snprintf(tmp, sizeof tmp, "%s.tmp-%016llx", path, (unsigned long long)r) >=
-            (int)sizeof tmp)
+        if (snprintf(f->tmp, sizeof f->tmp, "%s.tmp-%016llx", path, (unsigned long long)r) >=
+            (int)sizeof f->tmp)
             return rt_err(err, RT_ERR_INVALID, "%s: path too long", path);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0 && errno != EEXIST)
+        f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (f->fd < 0 && errno != EEXIST)
             break;
     }
-    if (fd < 0)
-        return rt_err(err, RT_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+    if (f->fd < 0)
+        return rt_err(err, RT_ERR_IO, "cannot create %s: %s", f->tmp, strerror(errno));
+    return RT_OK;
+}
+
+void rt_atomic_abort(rt_atomic_file *f)
+{
+    if (f->fd >= 0) {
+        close(f->fd);
+        unlink(f->tmp);
+    }
+    f->fd = -1;
+}
+
+rt_status rt_atomic_write(rt_atomic_file *f, const void *p, size_t n, char *err)
+{
+    if (f->fd < 0)
+        return rt_err(err, RT_ERR_BROKEN, "%s: written after an error", f->path);
+    if (write_all(f->fd, p, n) != RT_OK) {
+        rt_status st = rt_err(err, RT_ERR_IO, "cannot write %s: %s", f->tmp,
+                              strerror(errno ? errno : EIO));
+        rt_atomic_abort(f);
+        return st;
+    }
+    return RT_OK;
+}
+
+rt_status rt_atomic_commit(rt_atomic_file *f, char *err)
+{
+    if (f->fd < 0)
+        return rt_err(err, RT_ERR_BROKEN, "%s: committed after an error", f->path);
     rt_status st = RT_OK;
-    for (int i = 0; i < nparts && st == RT_OK; i++)
-        st = write_all(fd, parts[i].p, parts[i].n);
-    if (st != RT_OK)
-        rt_err(err, RT_ERR_IO, "cannot write %s: %s", tmp, strerror(errno ? errno : EIO));
-    else if (fsync(fd) != 0)
-        st = rt_err(err, RT_ERR_IO, "cannot fsync %s: %s", tmp, strerror(errno));
-    if (close(fd) != 0 && st == RT_OK)
-        st = rt_err(err, RT_ERR_IO, "cannot close %s: %s", tmp, strerror(errno));
-    if (st == RT_OK && rename(tmp, path) != 0)
-        st = rt_err(err, RT_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    if (fsync(f->fd) != 0)
+        st = rt_err(err, RT_ERR_IO, "cannot fsync %s: %s", f->tmp, strerror(errno));
+    if (close(f->fd) != 0 && st == RT_OK)
+        st = rt_err(err, RT_ERR_IO, "cannot close %s: %s", f->tmp, strerror(errno));
+    f->fd = -1;
+    if (st == RT_OK && rename(f->tmp, f->path) != 0)
+        st = rt_err(err, RT_ERR_IO, "cannot rename %s to %s: %s", f->tmp, f->path,
+                    strerror(errno));
     if (st != RT_OK) {
-        unlink(tmp);
+        unlink(f->tmp);
         return st;
     }
     /* the rename itself must survive a crash: sync the folder */
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
+    snprintf(dir, sizeof dir, "%s", f->path);
     int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
         fsync(dfd);
         close(dfd);
     }
     return RT_OK;
+}
+
+rt_status rt_write_atomic(const char *path, const rt_iov *parts, int nparts, char *err)
+{
+    rt_atomic_file f;
+    rt_status st = rt_atomic_open(&f, path, err);
+    for (int i = 0; i < nparts && st == RT_OK; i++)
+        st = rt_atomic_write(&f, parts[i].p, parts[i].n, err);
+    return st == RT_OK ? rt_atomic_commit(&f, err) : st;
 }
 
 rt_status rt_read_file(const char *path, size_t max, char **data, size_t *len, char *err)

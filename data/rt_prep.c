@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "prep_internal.h"
 #include "rt_config.h"
@@ -687,6 +688,84 @@ static rt_status check_columns(prep *p, const prep_meta *m, const char *table, b
     return s;
 }
 
+/* Bytes of input SQLite will hold, roughly: files as they are, compressed
+ * ones (.gz, .parquet) five times. */
+static int64_t path_bytes(const char *path, int depth)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return 0;
+    if (!S_ISDIR(sb.st_mode)) {
+        size_t n = strlen(path);
+        bool packed = (n > 3 && !strcmp(path + n - 3, ".gz")) ||
+                      (n > 8 && !strcmp(path + n - 8, ".parquet"));
+        return (int64_t)sb.st_size * (packed ? 5 : 1);
+    }
+    int64_t total = 0;
+    DIR *d = depth < 2 ? opendir(path) : NULL;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char sub[PATH_MAX];
+        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+        total += path_bytes(sub, depth + 1);
+    }
+    if (d)
+        closedir(d);
+    return total;
+}
+
+/* The database SQLite works in: o->db_path, memory, or a temporary file
+ * (db_tmp, removed by the caller) in the output folder. */
+static rt_status open_db(prep *p, char *db_tmp, size_t len, char *err)
+{
+    const rt_prep_opts *o = p->o;
+    db_tmp[0] = '\0';
+    p->rep->input_bytes = o->train_parquet ? path_bytes(o->train_parquet, 0) +
+                                                 (o->test_parquet ? path_bytes(o->test_parquet, 0) : 0)
+                                           : path_bytes(o->input_dir, 0);
+    const char *mode = o->db_mode ? o->db_mode : "auto";
+    if (strcmp(mode, "auto") && strcmp(mode, "memory") && strcmp(mode, "disk"))
+        return rt_err(err, RT_ERR_INVALID, "--db %s: memory, disk or auto", mode);
+    bool disk = o->db_path || !strcmp(mode, "disk") ||
+                (!strcmp(mode, "auto") && p->rep->input_bytes > RT_PREP_MEMORY_INPUT);
+    const char *dbp = ":memory:";
+    if (o->db_path) {
+        dbp = o->db_path;
+        remove(o->db_path);
+    } else if (disk) {
+        snprintf(db_tmp, len, "%s/.prep-%d.sqlite", o->out_dir, (int)getpid());
+        remove(db_tmp);
+        dbp = db_tmp;
+    }
+    p->rep->db_on_disk = disk;
+    if (sqlite3_open(dbp, &p->db) != SQLITE_OK) {
+        rt_status st = rt_err(err, RT_ERR_IO, "cannot open SQLite database %s: %s", dbp,
+                              sqlite3_errmsg(p->db));
+        sqlite3_close(p->db);
+        p->db = NULL;
+        return st;
+    }
+    /* on disk, sorts and temporary tables spill to files too: memory stays
+     * near the page cache (256 MiB) */
+    sqlite3_exec(p->db, disk ? "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
+                               "PRAGMA temp_store=FILE; PRAGMA cache_size=-262144;"
+                             : "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
+                               "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-262144;",
+                 NULL, NULL, NULL);
+    if (!o->quiet)
+        fprintf(stderr, "prep: SQLite works %s%s (inputs ~%.2f GB%s)\n",
+                disk ? "on disk in " : "in memory", disk ? dbp : "",
+                (double)p->rep->input_bytes / 1e9,
+                o->db_path ? ", --keep-db"
+                : disk && !strcmp(mode, "auto") ? "; above the in-memory limit: --db memory "
+                                                  "to keep it in memory"
+                : !disk && !strcmp(mode, "auto") ? "; --db disk for less memory"
+                                                 : "");
+    return RT_OK;
+}
+
 rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
 {
     memset(rep, 0, sizeof *rep);
@@ -698,19 +777,12 @@ rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
               .what = o->train_parquet ? "--from-parquet (the roles given on the command line "
                                          "or by --job)"
                                        : o->sql_path};
-    const char *dbp = o->db_path ? o->db_path : ":memory:";
-    if (o->db_path)
-        remove(o->db_path);
-    if (sqlite3_open(dbp, &p.db) != SQLITE_OK) {
-        rt_status st = rt_err(err, RT_ERR_IO, "cannot open SQLite database %s: %s", dbp,
-                              sqlite3_errmsg(p.db));
-        sqlite3_close(p.db);
+    char db_tmp[PATH_MAX];
+    rt_status st = rt_mkdirs(o->out_dir, err);
+    if (st == RT_OK)
+        st = open_db(&p, db_tmp, sizeof db_tmp, err);
+    if (st != RT_OK)
         return st;
-    }
-    sqlite3_exec(p.db,
-                 "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA temp_store=MEMORY;"
-                 "PRAGMA cache_size=-262144;",
-                 NULL, NULL, NULL);
     sqlite3_create_function(p.db, "iso_week", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
                             fn_iso_week, NULL, NULL);
     sqlite3_create_function(p.db, "valid_date", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
@@ -723,8 +795,7 @@ rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
              "VALUES(%d); CREATE TABLE bad_rows(tbl TEXT, line INTEGER, why TEXT);",
              o->skip_bad_rows ? 1 : 0);
     sqlite3_exec(p.db, opts, NULL, NULL, NULL);
-    rt_status st = rt_mkdirs(o->out_dir, err);
-    if (st == RT_OK) { /* a dataset being replaced is not a dataset meanwhile */
+    { /* a dataset being replaced is not a dataset meanwhile */
         char mf[1200];
         snprintf(mf, sizeof mf, "%s/manifest.json", o->out_dir);
         remove(mf);
@@ -749,6 +820,8 @@ rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
     if (st == RT_OK)
         st = prep_write_dataset(p.db, &m, o, rep, err);
     sqlite3_close(p.db);
+    if (db_tmp[0])
+        remove(db_tmp);
     rep->seconds = rt_now_s() - t0;
     return st;
 }

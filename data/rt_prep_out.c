@@ -192,6 +192,18 @@ static bool number_value(sqlite3_stmt *st, int c, float *out)
     return true;
 }
 
+/* A row group of a part: its n rows from data[c] into the shard. */
+static rt_status flush_group(rt_shard_writer *w, rt_shard_col *sc, int ncols, void **data,
+                             int64_t n, int vcol, int64_t *validation_rows, char *err)
+{
+    for (int c = 0; c < ncols; c++)
+        sc[c].data = data[c];
+    if (vcol >= 0)
+        for (int64_t r = 0; r < n; r++)
+            *validation_rows += ((uint8_t *)data[vcol])[r];
+    return rt_shard_writer_group(w, sc, n, err);
+}
+
 static rt_status write_table(sqlite3 *db, const char *table, outcol *cols, int ncols, int nparts,
                              const rt_prep_opts *o, const char *prefix, rt_ds_part *parts,
                              int vcol, double max_log_label, int64_t *defaulted, char *err)
@@ -214,21 +226,33 @@ static rt_status write_table(sqlite3 *db, const char *table, outcol *cols, int n
         s = rt_err(err, RT_ERR_INVALID, "table %s: %s (the script's meta names it)", table,
                    sqlite3_errmsg(db));
     free(q);
-    /* per part, per column arrays */
+    /* per part: a shard writer and one row group's columns (memory: nparts
+     * row groups, whatever the table's size) */
+    int64_t group = o->rows_per_group > 0 ? o->rows_per_group : 65536;
     void **data = calloc((size_t)nparts * (size_t)ncols, sizeof *data);
-    int64_t *rows = calloc((size_t)nparts, sizeof *rows);
+    int64_t *rows = calloc((size_t)nparts, sizeof *rows), *fill = calloc((size_t)nparts, sizeof *fill);
+    rt_shard_writer **w = calloc((size_t)nparts, sizeof *w);
+    rt_shard_col sc[PREP_MAX_COLS + 8];
+    for (int c = 0; c < ncols; c++)
+        sc[c] = cols[c].c;
     for (int p = 0; s == RT_OK && p < nparts; p++) {
-        int64_t np = n / nparts + (p < n % nparts);
         for (int c = 0; c < ncols; c++) {
-            data[p * ncols + c] = malloc((size_t)(np ? np : 1) * rt_col_type_size(cols[c].c.type));
+            data[p * ncols + c] = malloc((size_t)group * rt_col_type_size(cols[c].c.type));
             if (!data[p * ncols + c])
-                s = rt_err(err, RT_ERR_NOMEM, "out of memory for %lld rows", (long long)n);
+                s = rt_err(err, RT_ERR_NOMEM, "out of memory for %d row groups", nparts);
         }
+        snprintf(parts[p].file, sizeof parts[p].file, "%s-%05d.rts", prefix, p);
+        parts[p].validation_rows = 0;
+        char path[1400];
+        snprintf(path, sizeof path, "%s/%s", o->out_dir, parts[p].file);
+        if (s == RT_OK)
+            s = rt_shard_writer_open(path, sc, ncols, &w[p], err);
     }
     int64_t i = 0;
     while (s == RT_OK && sqlite3_step(st) == SQLITE_ROW) {
         int p = (int)(i % nparts);
-        int64_t r = rows[p]++;
+        int64_t r = fill[p]++;
+        rows[p]++;
         for (int c = 0; c < ncols && s == RT_OK; c++) {
             outcol *oc = &cols[c];
             void *d = data[p * ncols + c];
@@ -288,28 +312,32 @@ static rt_status write_table(sqlite3 *db, const char *table, outcol *cols, int n
             }
         }
         i++;
+        if (s == RT_OK && fill[p] == group) {
+            s = flush_group(w[p], sc, ncols, data + p * ncols, group, vcol,
+                            &parts[p].validation_rows, err);
+            fill[p] = 0;
+        }
     }
     sqlite3_finalize(st);
-    for (int p = 0; s == RT_OK && p < nparts; p++) {
-        snprintf(parts[p].file, sizeof parts[p].file, "%s-%05d.rts", prefix, p);
+    if (s == RT_OK && i != n)
+        s = rt_err(err, RT_ERR_INVALID, "table %s: %lld rows counted, %lld read", table,
+                   (long long)n, (long long)i);
+    for (int p = 0; p < nparts; p++) {
+        if (s == RT_OK && fill[p] > 0) /* the last, partial group */
+            s = flush_group(w[p], sc, ncols, data + p * ncols, fill[p], vcol,
+                            &parts[p].validation_rows, err);
         parts[p].rows = rows[p];
-        parts[p].validation_rows = 0;
-        if (vcol >= 0)
-            for (int64_t r = 0; r < rows[p]; r++)
-                parts[p].validation_rows += ((uint8_t *)data[p * ncols + vcol])[r];
-        rt_shard_col sc[PREP_MAX_COLS + 8];
-        for (int c = 0; c < ncols; c++) {
-            sc[c] = cols[c].c;
-            sc[c].data = data[p * ncols + c];
-        }
-        char path[1400];
-        snprintf(path, sizeof path, "%s/%s", o->out_dir, parts[p].file);
-        s = rt_shard_write(path, sc, ncols, rows[p], o->rows_per_group, err);
+        if (s == RT_OK)
+            s = rt_shard_writer_close(w[p], err);
+        else
+            rt_shard_writer_abort(w[p]);
     }
     for (int k = 0; k < nparts * ncols; k++)
         free(data[k]);
     free(data);
     free(rows);
+    free(fill);
+    free(w);
     return s;
 }
 

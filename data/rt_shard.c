@@ -7,11 +7,11 @@
 #include <zlib.h>
 
 #include "rt_file.h"
+#include "shard_internal.h"
 
 static const char MAGIC[8] = {'R', 'T', 'S', 'H', 'A', 'R', 'D', 0};
 static const char GROUP[4] = {'R', 'G', 'R', 'P'};
 static const char TRAILER[8] = {'R', 'T', 'E', 'N', 'D', 0, 0, 0};
-#define TRAILER_LEN 24
 #define MAX_FILE (8ull << 30)
 
 size_t rt_col_type_size(rt_col_type t)
@@ -95,71 +95,154 @@ static uint32_t crc(const void *p, size_t n)
 
 /* ---- writing --------------------------------------------------------------------- */
 
-rt_status rt_shard_write(const char *path, const rt_shard_col *cols, int ncols, int64_t nrows,
-                         int64_t rows_per_group, char *err)
+struct rt_shard_writer {
+    rt_atomic_file f;
+    int ncols;
+    rt_col_type types[RT_SHARD_MAX_COLS];
+    char names[RT_SHARD_MAX_COLS][RT_SHARD_NAME_LEN];
+    uint64_t rows;
+    uint32_t groups;
+    bytes b; /* the row group being written */
+};
+
+rt_status rt_shard_writer_open(const char *path, const rt_shard_col *cols, int ncols,
+                               rt_shard_writer **out, char *err)
 {
-    if (ncols <= 0 || ncols > RT_SHARD_MAX_COLS || nrows < 0 || nrows > INT32_MAX)
-        return rt_err(err, RT_ERR_INVALID, "%s: %d columns, %lld rows: out of range", path, ncols,
-                      (long long)nrows);
-    if (rows_per_group <= 0)
-        rows_per_group = 65536;
-    bytes b = {0};
-    add(&b, MAGIC, 8);
-    add_u32(&b, RT_SHARD_VERSION);
-    add_u32(&b, (uint32_t)ncols);
+    *out = NULL;
+    if (ncols <= 0 || ncols > RT_SHARD_MAX_COLS)
+        return rt_err(err, RT_ERR_INVALID, "%s: %d columns: out of range", path, ncols);
+    rt_shard_writer *w = calloc(1, sizeof *w);
+    if (!w)
+        return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", path);
+    w->ncols = ncols;
+    bytes *b = &w->b;
+    add(b, MAGIC, 8);
+    add_u32(b, RT_SHARD_VERSION);
+    add_u32(b, (uint32_t)ncols);
     for (int c = 0; c < ncols; c++) {
         size_t nl = strlen(cols[c].name);
         if (nl == 0 || nl >= RT_SHARD_NAME_LEN || rt_col_type_size(cols[c].type) == 0) {
-            free(b.p);
+            free(b->p);
+            free(w);
             return rt_err(err, RT_ERR_INVALID, "%s: column %d has a bad name or type", path, c);
         }
+        w->types[c] = cols[c].type;
+        memcpy(w->names[c], cols[c].name, nl + 1);
         unsigned char h[2] = {(unsigned char)cols[c].type, (unsigned char)nl};
-        add(&b, h, 2);
-        add(&b, cols[c].name, nl);
+        add(b, h, 2);
+        add(b, cols[c].name, nl);
     }
-    if (!b.failed)
-        add_u32(&b, crc(b.p, b.n));
-    uint32_t groups = 0;
-    for (int64_t r0 = 0; r0 < nrows; r0 += rows_per_group) { /* empty: no groups */
-        int64_t n = nrows - r0 < rows_per_group ? nrows - r0 : rows_per_group;
-        add(&b, GROUP, 4);
-        add_u32(&b, (uint32_t)n);
-        for (int c = 0; c < ncols; c++) {
-            size_t esz = rt_col_type_size(cols[c].type);
-            const unsigned char *raw = (const unsigned char *)cols[c].data + (size_t)r0 * esz;
-            uLong rawn = (uLong)((size_t)n * esz);
-            uLong bound = compressBound(rawn);
-            unsigned char *hdr = reserve(&b, 12 + bound);
-            if (!hdr)
-                break;
-            uLongf comp = bound;
-            if (compress2(hdr + 12, &comp, raw, rawn, 6) != Z_OK) {
-                free(b.p);
-                return rt_err(err, RT_ERR_IO, "%s: zlib failed on column %s", path,
-                              cols[c].name);
-            }
-            uint32_t v[3] = {(uint32_t)rawn, (uint32_t)comp, crc(hdr + 12, comp)};
-            for (int k = 0; k < 3; k++)
-                for (int i = 0; i < 4; i++)
-                    hdr[4 * k + i] = (unsigned char)(v[k] >> (8 * i));
-            b.n += 12 + comp;
+    if (!b->failed)
+        add_u32(b, crc(b->p, b->n));
+    rt_status st = b->failed ? rt_err(err, RT_ERR_NOMEM, "%s: out of memory", path)
+                             : rt_atomic_open(&w->f, path, err);
+    if (st == RT_OK)
+        st = rt_atomic_write(&w->f, b->p, b->n, err);
+    if (st != RT_OK) {
+        free(b->p);
+        free(w);
+        return st;
+    }
+    b->n = 0;
+    *out = w;
+    return RT_OK;
+}
+
+rt_status rt_shard_writer_group(rt_shard_writer *w, const rt_shard_col *cols, int64_t n,
+                                char *err)
+{
+    if (n <= 0)
+        return RT_OK;
+    if (n > INT32_MAX || w->rows + (uint64_t)n > INT32_MAX) {
+        rt_atomic_abort(&w->f);
+        return rt_err(err, RT_ERR_INVALID, "%s: more than 2^31 rows", w->f.path);
+    }
+    bytes *b = &w->b;
+    b->n = 0;
+    add(b, GROUP, 4);
+    add_u32(b, (uint32_t)n);
+    for (int c = 0; c < w->ncols && !b->failed; c++) {
+        size_t esz = rt_col_type_size(w->types[c]);
+        const unsigned char *raw = cols[c].data;
+        uLong rawn = (uLong)((size_t)n * esz);
+        uLong bound = compressBound(rawn);
+        unsigned char *hdr = reserve(b, 12 + bound);
+        if (!hdr)
+            break;
+        uLongf comp = bound;
+        if (compress2(hdr + 12, &comp, raw, rawn, 6) != Z_OK) {
+            rt_atomic_abort(&w->f);
+            return rt_err(err, RT_ERR_IO, "%s: zlib failed on column %s", w->f.path,
+                          w->names[c]);
         }
-        groups++;
+        uint32_t v[3] = {(uint32_t)rawn, (uint32_t)comp, crc(hdr + 12, comp)};
+        for (int k = 0; k < 3; k++)
+            for (int i = 0; i < 4; i++)
+                hdr[4 * k + i] = (unsigned char)(v[k] >> (8 * i));
+        b->n += 12 + comp;
     }
-    add(&b, TRAILER, 8);
-    size_t tail = b.n;
-    add_u64(&b, (uint64_t)nrows);
-    add_u32(&b, groups);
-    if (!b.failed)
-        add_u32(&b, crc(b.p + tail, 12));
-    if (b.failed) {
-        free(b.p);
-        return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", path);
+    if (b->failed) {
+        rt_atomic_abort(&w->f);
+        return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", w->f.path);
     }
-    rt_iov iov = {b.p, b.n};
-    rt_status st = rt_write_atomic(path, &iov, 1, err);
-    free(b.p);
+    w->rows += (uint64_t)n;
+    w->groups++;
+    return rt_atomic_write(&w->f, b->p, b->n, err);
+}
+
+rt_status rt_shard_writer_close(rt_shard_writer *w, char *err)
+{
+    bytes *b = &w->b;
+    b->n = 0;
+    add(b, TRAILER, 8);
+    add_u64(b, w->rows);
+    add_u32(b, w->groups);
+    if (!b->failed)
+        add_u32(b, crc(b->p + 8, 12));
+    rt_status st = b->failed ? rt_err(err, RT_ERR_NOMEM, "%s: out of memory", w->f.path)
+                             : rt_atomic_write(&w->f, b->p, b->n, err);
+    if (st == RT_OK)
+        st = rt_atomic_commit(&w->f, err);
+    else
+        rt_atomic_abort(&w->f);
+    free(b->p);
+    free(w);
     return st;
+}
+
+void rt_shard_writer_abort(rt_shard_writer *w)
+{
+    if (!w)
+        return;
+    rt_atomic_abort(&w->f);
+    free(w->b.p);
+    free(w);
+}
+
+rt_status rt_shard_write(const char *path, const rt_shard_col *cols, int ncols, int64_t nrows,
+                         int64_t rows_per_group, char *err)
+{
+    if (nrows < 0 || nrows > INT32_MAX)
+        return rt_err(err, RT_ERR_INVALID, "%s: %lld rows: out of range", path,
+                      (long long)nrows);
+    if (rows_per_group <= 0)
+        rows_per_group = 65536;
+    rt_shard_writer *w = NULL;
+    rt_status st = rt_shard_writer_open(path, cols, ncols, &w, err);
+    for (int64_t r0 = 0; st == RT_OK && r0 < nrows; r0 += rows_per_group) {
+        int64_t n = nrows - r0 < rows_per_group ? nrows - r0 : rows_per_group;
+        rt_shard_col at[RT_SHARD_MAX_COLS];
+        for (int c = 0; c < ncols; c++) {
+            at[c] = cols[c];
+            at[c].data = (unsigned char *)cols[c].data + (size_t)r0 * rt_col_type_size(cols[c].type);
+        }
+        st = rt_shard_writer_group(w, at, n, err);
+    }
+    if (st != RT_OK) {
+        rt_shard_writer_abort(w);
+        return st;
+    }
+    return rt_shard_writer_close(w, err);
 }
 
 /* ---- reading --------------------------------------------------------------------- */
@@ -182,103 +265,135 @@ const rt_shard_col *rt_shard_find(const rt_shard *s, const char *name)
     return NULL;
 }
 
+rt_status shard_header(const unsigned char *p, size_t len, const char *name, rt_shard_col *cols,
+                       int *ncols, size_t *hlen, char *err)
+{
+    if (len < 16 || memcmp(p, MAGIC, 8) != 0)
+        return rt_err(err, RT_ERR_INVALID, "%s is not a ringtrain shard (bad magic)", name);
+    uint32_t version = rd_u32(p + 8), n = rd_u32(p + 12);
+    if (version != RT_SHARD_VERSION)
+        return rt_err(err, RT_ERR_INVALID, "%s: shard version %u, this build reads %d", name,
+                      version, RT_SHARD_VERSION);
+    if (n == 0 || n > RT_SHARD_MAX_COLS)
+        return rt_err(err, RT_ERR_INVALID, "%s: corrupt header (%u columns)", name, n);
+    const unsigned char *q = p + 16, *end = p + len;
+    for (uint32_t c = 0; c < n; c++) {
+        if (end - q < 2 || end - q - 2 < q[1])
+            return rt_err(err, RT_ERR_INVALID, "%s: corrupt header (column %u)", name, c);
+        rt_shard_col *col = &cols[c];
+        col->type = (rt_col_type)q[0];
+        col->data = NULL;
+        size_t nl = q[1];
+        if (rt_col_type_size(col->type) == 0 || nl == 0 || nl >= RT_SHARD_NAME_LEN)
+            return rt_err(err, RT_ERR_INVALID, "%s: corrupt header (column %u)", name, c);
+        memcpy(col->name, q + 2, nl);
+        col->name[nl] = '\0';
+        q += 2 + nl;
+    }
+    if (end - q < 4 || crc(p, (size_t)(q - p)) != rd_u32(q))
+        return rt_err(err, RT_ERR_INVALID, "%s: corrupt header (CRC mismatch)", name);
+    *ncols = (int)n;
+    *hlen = (size_t)(q + 4 - p);
+    return RT_OK;
+}
+
+rt_status shard_trailer(const unsigned char *t, const char *name, uint64_t *rows,
+                        uint32_t *groups, char *err)
+{
+    if (memcmp(t, TRAILER, 8) != 0)
+        return rt_err(err, RT_ERR_INVALID,
+                      "%s is truncated: no trailer (the file was cut short or is still being "
+                      "written)",
+                      name);
+    if (crc(t + 8, 12) != rd_u32(t + 20))
+        return rt_err(err, RT_ERR_INVALID, "%s: corrupt trailer (CRC mismatch)", name);
+    *rows = rd_u64(t + 8);
+    *groups = rd_u32(t + 16);
+    if (*rows > INT32_MAX)
+        return rt_err(err, RT_ERR_INVALID, "%s: corrupt trailer (%llu rows)", name,
+                      (unsigned long long)*rows);
+    return RT_OK;
+}
+
+rt_status shard_group(const unsigned char *q, const unsigned char *end, const char *name,
+                      uint32_t g, uint64_t max_rows, rt_shard_col *cols, int ncols,
+                      uint64_t row, uint64_t *n, size_t *used, char *err)
+{
+    const unsigned char *q0 = q;
+    if (end - q < 8 || memcmp(q, GROUP, 4) != 0)
+        return rt_err(err, RT_ERR_INVALID, "%s: row group %u is missing or corrupt", name, g);
+    *n = rd_u32(q + 4);
+    q += 8;
+    if (*n == 0 || *n > max_rows)
+        return rt_err(err, RT_ERR_INVALID, "%s: row group %u has %llu rows, more than the "
+                                           "trailer's total", name, g, (unsigned long long)*n);
+    for (int c = 0; c < ncols; c++) {
+        rt_shard_col *col = &cols[c];
+        size_t esz = rt_col_type_size(col->type);
+        if (end - q < 12)
+            return rt_err(err, RT_ERR_INVALID, "%s: row group %u, column %s: cut short", name, g,
+                          col->name);
+        uint32_t rawn = rd_u32(q), comp = rd_u32(q + 4), want = rd_u32(q + 8);
+        q += 12;
+        if (rawn != *n * esz || (uint64_t)(end - q) < comp)
+            return rt_err(err, RT_ERR_INVALID, "%s: row group %u, column %s: corrupt sizes",
+                          name, g, col->name);
+        if (col->data) { /* NULL: only walk over it */
+            unsigned char *dst = (unsigned char *)col->data + row * esz;
+            uLongf got = rawn;
+            if (crc(q, comp) != want || uncompress(dst, &got, q, comp) != Z_OK || got != rawn)
+                return rt_err(err, RT_ERR_INVALID,
+                              "%s: row group %u, column %s is corrupt (CRC mismatch)", name, g,
+                              col->name);
+        }
+        q += comp;
+    }
+    *used = (size_t)(q - q0);
+    return RT_OK;
+}
+
 rt_status rt_shard_parse(const void *data, size_t len, const char *name, rt_shard **out,
                          char *err)
 {
     *out = NULL;
     const unsigned char *p = data, *end = p + len;
-    if (len < 16 || memcmp(p, MAGIC, 8) != 0)
-        return rt_err(err, RT_ERR_INVALID, "%s is not a ringtrain shard (bad magic)", name);
-    uint32_t version = rd_u32(p + 8), ncols = rd_u32(p + 12);
-    if (version != RT_SHARD_VERSION)
-        return rt_err(err, RT_ERR_INVALID, "%s: shard version %u, this build reads %d", name,
-                      version, RT_SHARD_VERSION);
-    if (ncols == 0 || ncols > RT_SHARD_MAX_COLS)
-        return rt_err(err, RT_ERR_INVALID, "%s: corrupt header (%u columns)", name, ncols);
-    if (len < 16 + TRAILER_LEN || memcmp(end - TRAILER_LEN, TRAILER, 8) != 0)
+    rt_shard_col cols[RT_SHARD_MAX_COLS];
+    int ncols = 0;
+    size_t hlen = 0;
+    rt_status st = shard_header(p, len, name, cols, &ncols, &hlen, err);
+    if (st != RT_OK)
+        return st;
+    if (len < hlen + TRAILER_LEN)
         return rt_err(err, RT_ERR_INVALID,
                       "%s is truncated: no trailer (the file was cut short or is still being "
                       "written)",
                       name);
-    const unsigned char *t = end - TRAILER_LEN + 8;
-    if (crc(t, 12) != rd_u32(t + 12))
-        return rt_err(err, RT_ERR_INVALID, "%s: corrupt trailer (CRC mismatch)", name);
-    uint64_t total = rd_u64(t);
-    uint32_t groups = rd_u32(t + 8);
-    if (total > INT32_MAX)
-        return rt_err(err, RT_ERR_INVALID, "%s: corrupt trailer (%llu rows)", name,
-                      (unsigned long long)total);
+    uint64_t total;
+    uint32_t groups;
+    if ((st = shard_trailer(end - TRAILER_LEN, name, &total, &groups, err)) != RT_OK)
+        return st;
     rt_shard *s = calloc(1, sizeof *s);
-    if (!s || !(s->cols = calloc(ncols, sizeof *s->cols))) {
+    if (!s || !(s->cols = calloc((size_t)ncols, sizeof *s->cols))) {
         free(s);
         return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", name);
     }
-    s->ncols = (int)ncols;
+    s->ncols = ncols;
     s->nrows = (int64_t)total;
-    rt_status st = RT_OK;
-    const unsigned char *q = p + 16;
-    end -= TRAILER_LEN;
-    for (uint32_t c = 0; c < ncols && st == RT_OK; c++) {
-        if (end - q < 2 || end - q - 2 < q[1]) {
-            st = rt_err(err, RT_ERR_INVALID, "%s: corrupt header (column %u)", name, c);
-            break;
-        }
-        rt_shard_col *col = &s->cols[c];
-        col->type = (rt_col_type)q[0];
-        size_t nl = q[1];
-        if (rt_col_type_size(col->type) == 0 || nl == 0 || nl >= RT_SHARD_NAME_LEN) {
-            st = rt_err(err, RT_ERR_INVALID, "%s: corrupt header (column %u)", name, c);
-            break;
-        }
-        memcpy(col->name, q + 2, nl);
-        col->name[nl] = '\0';
-        q += 2 + nl;
-        col->data = malloc(total * rt_col_type_size(col->type) + 1);
-        if (!col->data)
+    for (int c = 0; c < ncols && st == RT_OK; c++) {
+        s->cols[c] = cols[c];
+        s->cols[c].data = malloc(total * rt_col_type_size(cols[c].type) + 1);
+        if (!s->cols[c].data)
             st = rt_err(err, RT_ERR_NOMEM, "%s: out of memory for %llu rows", name,
                         (unsigned long long)total);
     }
-    if (st == RT_OK && (end - q < 4 || crc(p, (size_t)(q - p)) != rd_u32(q)))
-        st = rt_err(err, RT_ERR_INVALID, "%s: corrupt header (CRC mismatch)", name);
-    q += 4;
+    const unsigned char *q = p + hlen;
+    end -= TRAILER_LEN;
     uint64_t row = 0;
     for (uint32_t g = 0; g < groups && st == RT_OK; g++) {
-        if (end - q < 8 || memcmp(q, GROUP, 4) != 0) {
-            st = rt_err(err, RT_ERR_INVALID, "%s: row group %u is missing or corrupt", name, g);
-            break;
-        }
-        uint64_t n = rd_u32(q + 4);
-        q += 8;
-        if (n == 0 || row + n > total) {
-            st = rt_err(err, RT_ERR_INVALID, "%s: row group %u has %llu rows, more than the "
-                                             "trailer's total", name, g, (unsigned long long)n);
-            break;
-        }
-        for (uint32_t c = 0; c < ncols && st == RT_OK; c++) {
-            rt_shard_col *col = &s->cols[c];
-            size_t esz = rt_col_type_size(col->type);
-            if (end - q < 12) {
-                st = rt_err(err, RT_ERR_INVALID, "%s: row group %u, column %s: cut short", name,
-                            g, col->name);
-                break;
-            }
-            uint32_t rawn = rd_u32(q), comp = rd_u32(q + 4), want = rd_u32(q + 8);
-            q += 12;
-            if (rawn != n * esz || (uint64_t)(end - q) < comp) {
-                st = rt_err(err, RT_ERR_INVALID, "%s: row group %u, column %s: corrupt sizes",
-                            name, g, col->name);
-                break;
-            }
-            unsigned char *dst = (unsigned char *)col->data + row * esz;
-            uLongf got = rawn;
-            if (crc(q, comp) != want || uncompress(dst, &got, q, comp) != Z_OK || got != rawn) {
-                st = rt_err(err, RT_ERR_INVALID,
-                            "%s: row group %u, column %s is corrupt (CRC mismatch)", name, g,
-                            col->name);
-                break;
-            }
-            q += comp;
-        }
+        uint64_t n = 0;
+        size_t used = 0;
+        st = shard_group(q, end, name, g, total - row, s->cols, ncols, row, &n, &used, err);
+        q += used;
         row += n;
     }
     if (st == RT_OK && (row != total || q != end))

@@ -24,6 +24,19 @@ typedef struct rt_iov {
 } rt_iov;
 rt_status rt_write_atomic(const char *path, const rt_iov *parts, int nparts, char *err);
 
+/* The same, written piece by piece (a file too large to hold in memory):
+ * open, write as often as needed, then commit (sync, rename, sync the
+ * folder) or abort (the temporary file is removed).  After an error the
+ * file is aborted already. */
+typedef struct rt_atomic_file {
+    int fd;
+    char tmp[4096], path[4096];
+} rt_atomic_file;
+rt_status rt_atomic_open(rt_atomic_file *f, const char *path, char *err);
+rt_status rt_atomic_write(rt_atomic_file *f, const void *p, size_t n, char *err);
+rt_status rt_atomic_commit(rt_atomic_file *f, char *err);
+void rt_atomic_abort(rt_atomic_file *f);
+
 /* Read all of path (at most max bytes, else RT_ERR_INVALID); *data is
  * malloc'ed with a NUL after the *len bytes. */
 rt_status rt_read_file(const char *path, size_t max, char **data, size_t *len, char *err);

@@ -50,7 +50,12 @@ typedef struct rt_prep_opts {
     int partitions;          /* training shards (>= 1) */
     bool skip_bad_rows;
     int64_t rows_per_group;  /* shard row groups (0: 65536) */
-    const char *db_path;     /* keep the SQLite database here (NULL: in memory) */
+    const char *db_path;     /* keep the SQLite database here (NULL: see db_mode) */
+    /* Where SQLite works when db_path is NULL: "memory", "disk" (a temporary
+     * file in out_dir, removed at the end; sorts spill to SQLite's temporary
+     * folder), or "auto"/NULL: disk when the inputs are large (above
+     * RT_PREP_MEMORY_INPUT bytes, compressed files counted 5x). */
+    const char *db_mode;
     bool quiet;              /* no progress lines on stderr */
     /* Already-featurised Parquet instead of input_dir + sql_path (`prep
      * --from-parquet`, Horovod's fit_on_parquet): train_parquet (a file or a
@@ -65,6 +70,7 @@ typedef struct rt_prep_opts {
 } rt_prep_opts;
 
 #define RT_PREP_MAX_TABLES 32
+#define RT_PREP_MEMORY_INPUT (512ll << 20)
 typedef struct rt_prep_report {
     int ntables;
     char table[RT_PREP_MAX_TABLES][64];
@@ -74,6 +80,8 @@ typedef struct rt_prep_report {
     int64_t train_rows, validation_rows, test_rows;
     int64_t cont_defaulted;  /* continuous values that were NULL or not numbers: 0 in the shards */
     bool has_validation;     /* meta names a validation column */
+    bool db_on_disk;         /* where SQLite worked */
+    int64_t input_bytes;     /* the estimate db_mode auto compares (compressed 5x) */
     double seconds;
 } rt_prep_report;
 

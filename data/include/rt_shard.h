@@ -48,12 +48,36 @@ typedef struct rt_shard {
 /* Write columns of nrows rows, cut in row groups of rows_per_group. */
 rt_status rt_shard_write(const char *path, const rt_shard_col *cols, int ncols, int64_t nrows,
                          int64_t rows_per_group, char *err);
+/* The same, a row group at a time (memory: one row group): open with the
+ * columns' names and types, append row groups (cols[c].data holds n
+ * values), close (the file appears atomically) or abort.  After an error
+ * the writer is aborted already, and only free is left: call
+ * rt_shard_writer_abort. */
+typedef struct rt_shard_writer rt_shard_writer;
+rt_status rt_shard_writer_open(const char *path, const rt_shard_col *cols, int ncols,
+                               rt_shard_writer **out, char *err);
+rt_status rt_shard_writer_group(rt_shard_writer *w, const rt_shard_col *cols, int64_t n,
+                                char *err);
+rt_status rt_shard_writer_close(rt_shard_writer *w, char *err);
+void rt_shard_writer_abort(rt_shard_writer *w);
 /* Read and check a whole shard. */
 rt_status rt_shard_read(const char *path, rt_shard **out, char *err);
 /* The same from memory (tests, fuzzing); `name` is used in messages. */
 rt_status rt_shard_parse(const void *data, size_t len, const char *name, rt_shard **out,
                          char *err);
 void rt_shard_free(rt_shard *s);
+/* A shard a row group at a time (memory: one row group).  Opening checks
+ * the header, the trailer and every row group's header; reading a group
+ * checks its CRCs and gives it as an rt_shard of its rows. */
+typedef struct rt_shard_reader rt_shard_reader;
+rt_status rt_shard_reader_open(const char *path, rt_shard_reader **out, char *err);
+int rt_shard_reader_ncols(const rt_shard_reader *r);
+const rt_shard_col *rt_shard_reader_col(const rt_shard_reader *r, int c); /* data NULL */
+int64_t rt_shard_reader_rows(const rt_shard_reader *r);
+int rt_shard_reader_groups(const rt_shard_reader *r);
+int64_t rt_shard_reader_group_rows(const rt_shard_reader *r, int g);
+rt_status rt_shard_reader_group(rt_shard_reader *r, int g, rt_shard **out, char *err);
+void rt_shard_reader_close(rt_shard_reader *r);
 /* Column by name, or NULL. */
 const rt_shard_col *rt_shard_find(const rt_shard *s, const char *name);
 

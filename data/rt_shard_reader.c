@@ -1,0 +1,178 @@
+/* rt_shard_reader.c — see rt_shard.h: a shard read one row group at a time
+ * (pread; memory: the row group asked for).  Opening reads the header and
+ * the trailer and walks the row groups' headers, so a damaged or cut-short
+ * file is refused before the first row is used. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shard_internal.h"
+
+struct rt_shard_reader {
+    int fd;
+    char name[1100];
+    int ncols;
+    rt_shard_col cols[RT_SHARD_MAX_COLS];
+    int64_t rows;
+    int ngroups;
+    int64_t *off, *len, *grows; /* per row group */
+};
+
+static bool read_at(int fd, void *buf, size_t n, int64_t off)
+{
+    unsigned char *p = buf;
+    while (n > 0) {
+        ssize_t r = pread(fd, p, n, (off_t)off);
+        if (r <= 0)
+            return false;
+        p += r;
+        n -= (size_t)r;
+        off += r;
+    }
+    return true;
+}
+
+static uint32_t u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static rt_status walk(rt_shard_reader *r, int64_t size, char *err)
+{
+    unsigned char head[RT_SHARD_MAX_COLS * (2 + RT_SHARD_NAME_LEN) + 32];
+    size_t want = (size_t)size < sizeof head ? (size_t)size : sizeof head, hlen = 0;
+    if (!read_at(r->fd, head, want, 0))
+        return rt_err(err, RT_ERR_IO, "cannot read %s: %m", r->name);
+    rt_status st = shard_header(head, want, r->name, r->cols, &r->ncols, &hlen, err);
+    if (st != RT_OK)
+        return st;
+    unsigned char t[TRAILER_LEN];
+    uint64_t total;
+    uint32_t groups;
+    if (size < (int64_t)(hlen + TRAILER_LEN) || !read_at(r->fd, t, TRAILER_LEN, size - TRAILER_LEN))
+        return rt_err(err, RT_ERR_INVALID, "%s is truncated: no trailer (the file was cut short "
+                                           "or is still being written)", r->name);
+    if ((st = shard_trailer(t, r->name, &total, &groups, err)) != RT_OK)
+        return st;
+    if ((int64_t)groups > (size - (int64_t)hlen) / 8)
+        return rt_err(err, RT_ERR_INVALID, "%s: corrupt trailer (%u row groups)", r->name, groups);
+    r->rows = (int64_t)total;
+    r->ngroups = (int)groups;
+    r->off = calloc(groups + 1, sizeof *r->off);
+    r->len = calloc(groups + 1, sizeof *r->len);
+    r->grows = calloc(groups + 1, sizeof *r->grows);
+    if (!r->off || !r->len || !r->grows)
+        return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", r->name);
+    int64_t at = (int64_t)hlen, end = size - TRAILER_LEN, row = 0;
+    for (uint32_t g = 0; g < groups; g++) {
+        unsigned char gh[12];
+        if (end - at < 8 || !read_at(r->fd, gh, 8, at) || memcmp(gh, "RGRP", 4) != 0)
+            return rt_err(err, RT_ERR_INVALID, "%s: row group %u is missing or corrupt", r->name, g);
+        int64_t n = u32(gh + 4);
+        if (n == 0 || row + n > r->rows)
+            return rt_err(err, RT_ERR_INVALID, "%s: row group %u has %lld rows, more than the "
+                                               "trailer's total", r->name, g, (long long)n);
+        r->off[g] = at;
+        r->grows[g] = n;
+        at += 8;
+        for (int c = 0; c < r->ncols; c++) {
+            if (end - at < 12 || !read_at(r->fd, gh, 12, at))
+                return rt_err(err, RT_ERR_INVALID, "%s: row group %u, column %s: cut short",
+                              r->name, g, r->cols[c].name);
+            at += 12 + (int64_t)u32(gh + 4);
+            if (at > end)
+                return rt_err(err, RT_ERR_INVALID, "%s: row group %u, column %s: corrupt sizes",
+                              r->name, g, r->cols[c].name);
+        }
+        r->len[g] = at - r->off[g];
+        row += n;
+    }
+    if (row != r->rows || at != end)
+        return rt_err(err, RT_ERR_INVALID, "%s: the row groups hold %lld rows, the trailer says "
+                                           "%lld", r->name, (long long)row, (long long)r->rows);
+    return RT_OK;
+}
+
+rt_status rt_shard_reader_open(const char *path, rt_shard_reader **out, char *err)
+{
+    *out = NULL;
+    rt_shard_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    snprintf(r->name, sizeof r->name, "%s", path);
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    rt_status st = RT_OK;
+    if (r->fd < 0)
+        st = rt_err(err, RT_ERR_NOTFOUND, "cannot open %s: %m", path);
+    else if (fstat(r->fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+        st = rt_err(err, RT_ERR_IO, "%s is not a regular file", path);
+    else
+        st = walk(r, (int64_t)sb.st_size, err);
+    if (st != RT_OK) {
+        rt_shard_reader_close(r);
+        return st;
+    }
+    *out = r;
+    return RT_OK;
+}
+
+void rt_shard_reader_close(rt_shard_reader *r)
+{
+    if (!r)
+        return;
+    if (r->fd >= 0)
+        close(r->fd);
+    free(r->off);
+    free(r->len);
+    free(r->grows);
+    free(r);
+}
+
+int rt_shard_reader_ncols(const rt_shard_reader *r) { return r->ncols; }
+const rt_shard_col *rt_shard_reader_col(const rt_shard_reader *r, int c) { return &r->cols[c]; }
+int64_t rt_shard_reader_rows(const rt_shard_reader *r) { return r->rows; }
+int rt_shard_reader_groups(const rt_shard_reader *r) { return r->ngroups; }
+int64_t rt_shard_reader_group_rows(const rt_shard_reader *r, int g) { return r->grows[g]; }
+
+rt_status rt_shard_reader_group(rt_shard_reader *r, int g, rt_shard **out, char *err)
+{
+    *out = NULL;
+    if (g < 0 || g >= r->ngroups)
+        return rt_err(err, RT_ERR_INVALID, "%s: no row group %d", r->name, g);
+    unsigned char *buf = malloc((size_t)r->len[g]);
+    rt_shard *s = calloc(1, sizeof *s);
+    rt_status st = RT_OK;
+    if (!buf || !s || !(s->cols = calloc((size_t)r->ncols, sizeof *s->cols)))
+        st = rt_err(err, RT_ERR_NOMEM, "%s: out of memory", r->name);
+    else if (!read_at(r->fd, buf, (size_t)r->len[g], r->off[g]))
+        st = rt_err(err, RT_ERR_IO, "cannot read %s: %m", r->name);
+    if (st == RT_OK) {
+        s->ncols = r->ncols;
+        s->nrows = r->grows[g];
+        for (int c = 0; c < r->ncols && st == RT_OK; c++) {
+            s->cols[c] = r->cols[c];
+            s->cols[c].data = malloc((size_t)s->nrows * rt_col_type_size(s->cols[c].type) + 1);
+            if (!s->cols[c].data)
+                st = rt_err(err, RT_ERR_NOMEM, "%s: out of memory", r->name);
+        }
+    }
+    uint64_t n = 0;
+    size_t used = 0;
+    if (st == RT_OK)
+        st = shard_group(buf, buf + r->len[g], r->name, (uint32_t)g, (uint64_t)r->grows[g],
+                         s->cols, r->ncols, 0, &n, &used, err);
+    free(buf);
+    if (st != RT_OK) {
+        if (s && s->cols)
+            rt_shard_free(s);
+        else
+            free(s);
+        return st;
+    }
+    *out = s;
+    return RT_OK;
+}
