@@ -20,6 +20,8 @@ typedef struct trainer {
     rt_dataset *ds;
     rt_columns cols;
     rt_rows train, val;
+    rt_stream *stream;  /* [data] stream_rows: training rows a window at a time */
+    int64_t ntrain;     /* this rank's training rows (in train, or streamed) */
     rt_model_spec spec;
     rt_dp *dp;
     rt_adam_hp hp;
@@ -217,8 +219,13 @@ static rt_status setup(trainer *t, char *err)
     rt_status st = rt_dataset_open(cfg->dataset, &t->ds, err);
     if (st == RT_OK)
         st = rt_columns_resolve(t->ds, cfg, &t->cols, err);
-    if (st == RT_OK)
+    if (st == RT_OK && cfg->stream_rows > 0)
+        st = rt_stream_open(t->ds, &t->cols, env->rank, env->size, cfg->stream_rows,
+                            (uint64_t)cfg->seed, &t->stream, &t->val, &t->ntrain, err);
+    else if (st == RT_OK) {
         st = rt_rows_load(t->ds, &t->cols, env->rank, env->size, &t->train, &t->val, err);
+        t->ntrain = t->train.n;
+    }
     if (st == RT_OK)
         st = build_spec(t, err);
     rt_device dev = RT_DEVICE_CPU;
@@ -255,12 +262,12 @@ static rt_status setup(trainer *t, char *err)
     snprintf(t->path_best, sizeof t->path_best, "%s/best.ckpt", cfg->store);
     snprintf(t->path_hist, sizeof t->path_hist, "%s/history.jsonl", cfg->store);
     /* steps per epoch: enough for the rank with the most rows */
-    int64_t most = t->train.n;
+    int64_t most = t->ntrain;
     if (env->size > 1 && (st = rt_allreduce(env->comm, &most, 1, RT_C_I64, RT_MAX)) != RT_OK)
         return rt_err(err, st, "%s", rt_comm_last_error(env->comm));
     if (most == 0)
         return rt_err(err, RT_ERR_INVALID, "%s has no training rows", cfg->dataset);
-    if (t->train.n == 0)
+    if (t->ntrain == 0)
         return rt_err(err, RT_ERR_INVALID, "rank %d has no training rows (its partitions of %s "
                                            "hold only validation rows)", env->rank, cfg->dataset);
     t->steps = cfg->steps_per_epoch > 0 ? cfg->steps_per_epoch
@@ -268,7 +275,10 @@ static rt_status setup(trainer *t, char *err)
     t->hp = (rt_adam_hp){(float)(cfg->learning_rate * (cfg->scale_lr ? env->size : 1)),
                          (float)cfg->beta1, (float)cfg->beta2, (float)cfg->epsilon, 1.0f};
     if (env->rank == 0 && env->log) {
-        char where[200];
+        char where[200], stream[96] = "";
+        if (t->stream)
+            snprintf(stream, sizeof stream, ", training rows read %lld at a time",
+                     (long long)cfg->stream_rows);
         rt_kctx *kc = rt_model_kctx(rt_dp_model(t->dp));
         if (dev == RT_DEVICE_CUDA) {
             char name[160];
@@ -280,12 +290,13 @@ static rt_status setup(trainer *t, char *err)
                      rt_kctx_threads(kc), rt_kctx_threads(kc) == 1 ? "" : "s", rt_cpu_gemm_kernel());
         fprintf(env->log,
                 "trainer: %d rank%s, %lld training + %lld validation rows on rank 0, %lld steps "
-                "of %lld rows per epoch, %lld parameters, %d gradient bucket%s%s; %s\n",
-                env->size, env->size == 1 ? "" : "s", (long long)t->train.n, (long long)t->val.n,
+                "of %lld rows per epoch, %lld parameters, %d gradient bucket%s%s%s; %s\n",
+                env->size, env->size == 1 ? "" : "s", (long long)t->ntrain, (long long)t->val.n,
                 (long long)t->steps, (long long)cfg->batch_size,
                 (long long)rt_model_num_params(rt_dp_model(t->dp)), rt_dp_buckets(t->dp),
                 rt_dp_buckets(t->dp) == 1 ? "" : "s",
-                cfg->sync_batch_norm && env->size > 1 ? ", synchronized batch norm" : "", where);
+                cfg->sync_batch_norm && env->size > 1 ? ", synchronized batch norm" : "",
+                stream, where);
     }
     return resume_or_start(t, err);
 }
@@ -338,14 +349,22 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
                            float *blabel, int64_t *idx, epoch_stats *es, char *err)
 {
     const int64_t B = t->cfg->batch_size, n = t->train.n;
-    rt_shuffle(perm, n, (uint64_t)t->cfg->seed, epoch, t->env->rank);
-    double t0 = rt_now_s(), last_report = t0;
     rt_status st = RT_OK;
+    if (t->stream)
+        st = rt_stream_epoch(t->stream, epoch, err);
+    else
+        rt_shuffle(perm, n, (uint64_t)t->cfg->seed, epoch, t->env->rank);
+    double t0 = rt_now_s(), last_report = t0;
     for (int64_t k = 0; k < t->steps && st == RT_OK; k++) {
         const int64_t g0 = t->trace ? rt_now_ns() : 0;
-        for (int64_t b = 0; b < B; b++) /* wrap around the shuffled rows */
-            idx[b] = perm[(k * B + b) % n];
-        rt_rows_gather(&t->train, idx, B, bcat, bcont, blabel);
+        if (t->stream) {
+            if ((st = rt_stream_batch(t->stream, B, bcat, bcont, blabel, err)) != RT_OK)
+                break;
+        } else {
+            for (int64_t b = 0; b < B; b++) /* wrap around the shuffled rows */
+                idx[b] = perm[(k * B + b) % n];
+            rt_rows_gather(&t->train, idx, B, bcat, bcont, blabel);
+        }
         if (t->trace)
             rt_trace_span(t->trace, RT_SPAN_DATA, g0, rt_now_ns(), (epoch - 1) * t->steps + k, 0);
         t->hp.lr = lr_at(t, epoch, k);
@@ -626,6 +645,7 @@ rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_re
     rt_trace_destroy(t.trace);
     rt_rows_free(&t.train);
     rt_rows_free(&t.val);
+    rt_stream_close(t.stream);
     rt_dataset_free(t.ds);
     return st;
 }

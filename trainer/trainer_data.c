@@ -111,10 +111,8 @@ static bool grow(rt_rows *r, int64_t need)
     return true;
 }
 
-/* Append the rows of shard s (those whose validation flag equals want_val,
- * or all when vflag is NULL) to r. */
-static rt_status append(rt_rows *r, const rt_shard *s, const rt_columns *c, const uint8_t *vflag,
-                        int want_val, const char *what, char *err)
+rt_status rt_rows_append(rt_rows *r, const rt_shard *s, const rt_columns *c, const uint8_t *vflag,
+                         int want_val, const char *what, char *err)
 {
     const rt_shard_col *cat[RT_MODEL_MAX_CAT], *cont[256];
     for (int i = 0; i < c->ncat; i++)
@@ -161,9 +159,9 @@ rt_status rt_rows_load(const rt_dataset *ds, const rt_columns *c, int rank, int 
         if (st != RT_OK)
             break;
         const rt_shard_col *v = c->validation[0] ? rt_shard_find(s, c->validation) : NULL;
-        st = append(train, s, c, v ? v->data : NULL, 0, "training", err);
+        st = rt_rows_append(train, s, c, v ? v->data : NULL, 0, "training", err);
         if (st == RT_OK && v)
-            st = append(val, s, c, v->data, 1, "validation", err);
+            st = rt_rows_append(val, s, c, v->data, 1, "validation", err);
         rt_shard_free(s);
     }
     return st;
@@ -182,7 +180,7 @@ rt_status rt_rows_load_test(const rt_dataset *ds, const rt_columns *c, rt_rows *
             st = rt_err(err, RT_ERR_INVALID, "%s: test partition %d has no id column %s",
                         ds->dir, p, c->id);
         if (st == RT_OK)
-            st = append(test, s, c, NULL, 0, "test", err);
+            st = rt_rows_append(test, s, c, NULL, 0, "test", err);
         rt_shard_free(s);
     }
     return st;

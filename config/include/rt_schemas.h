@@ -76,6 +76,7 @@ typedef struct rt_job_cfg {
     char *dataset;
     char *label, *validation;           /* NULL: the manifest's */
     rt_strlist categorical, continuous; /* empty: the manifest's; "none": no columns */
+    int64_t stream_rows;                /* 0: rows in memory; N: read N at a time */
     /* [model] */
     int64_t embedding_dim;
     rt_strlist hidden;

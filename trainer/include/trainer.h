@@ -4,7 +4,9 @@
  * Data: rank r of N reads the dataset's training partitions p with
  * p mod N = r (so any N up to the partition count works, also after an
  * elastic restart), keeps the validation rows apart, and each epoch walks
- * its training rows in an order shuffled from (seed, epoch, rank).  Every
+ * its training rows in an order shuffled from (seed, epoch, rank) — held in
+ * memory, or with [data] stream_rows read a window of row groups at a time
+ * (trainer_stream.c).  Every
  * rank runs the same number of steps: steps_per_epoch, or by default
  * ceil(largest rank's rows / batch_size); a rank with fewer rows (and the
  * last batch) wraps around its shuffled rows, so every row is seen at
@@ -65,6 +67,31 @@ void rt_rows_gather(const rt_rows *r, const int64_t *idx, int64_t n, int32_t *ca
                     float *label);
 /* The epoch's order of n rows: a permutation from (seed, epoch, rank). */
 void rt_shuffle(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch, int rank);
+/* Append the rows of shard s whose validation flag (vflag, NULL: all rows)
+ * equals want_val to r. */
+rt_status rt_rows_append(rt_rows *r, const rt_shard *s, const rt_columns *c, const uint8_t *vflag,
+                         int want_val, const char *what, char *err);
+
+/* ---- rows streamed a window at a time ([data] stream_rows; trainer_stream.c) ---- */
+
+/* This rank's training rows read window_rows at a time: the row groups of
+ * its partitions, in an order shuffled from (seed, epoch, rank) when they
+ * do not fit one window, collected until the window holds window_rows
+ * rows, which are shuffled as rt_shuffle shuffles; when one window holds
+ * them all the order is rt_rows_load's and the batches are exactly those
+ * of the rows in memory.  Its validation rows are loaded into val. */
+typedef struct rt_stream rt_stream;
+rt_status rt_stream_open(const rt_dataset *ds, const rt_columns *c, int rank, int size,
+                         int64_t window_rows, uint64_t seed, rt_stream **out, rt_rows *val,
+                         int64_t *train_rows, char *err);
+/* Start an epoch; then batches of B rows (past the last row: the epoch's
+ * first again, as rows in memory wrap around). */
+rt_status rt_stream_epoch(rt_stream *s, int64_t epoch, char *err);
+rt_status rt_stream_batch(rt_stream *s, int64_t B, int32_t *cat, float *cont, float *label,
+                          char *err);
+/* The most rows a window held (memory: that times a row's bytes). */
+int64_t rt_stream_peak_rows(const rt_stream *s);
+void rt_stream_close(rt_stream *s);
 
 /* ---- training (trainer.c) --------------------------------------------------- */
 

@@ -1,0 +1,259 @@
+/* trainer_stream.c — see trainer.h: a rank's training rows a window at a
+ * time, so its memory follows [data] stream_rows, not the dataset. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer.h"
+
+typedef struct group_ref {
+    int reader, group, part;
+} group_ref;
+
+struct rt_stream {
+    const rt_dataset *ds;
+    const rt_columns *c;
+    int nreaders;
+    rt_shard_reader **rd;
+    int ngroups;
+    group_ref *groups;
+    int64_t window_rows, train_rows, peak;
+    uint64_t seed;
+    int rank;
+    int64_t epoch;
+    int64_t *order; /* the epoch's row-group order */
+    int next;       /* the next group of order to load */
+    int window_no;
+    bool one_window; /* every training row fits one window: loaded once, reshuffled */
+    bool loaded;
+    rt_rows win;
+    int64_t *perm, perm_cap, pos;
+};
+
+/* The manifest's checks of a partition, on one row group: the categorical
+ * indices the model will use lie inside their vocabularies. */
+static rt_status check_group(const rt_stream *s, const rt_shard *g, const char *file, int gi,
+                             char *err)
+{
+    for (int i = 0; i < s->c->ncat; i++) {
+        const rt_shard_col *col = rt_shard_find(g, s->c->cat[i]);
+        const int32_t *v = col->data;
+        for (int64_t r = 0; r < g->nrows; r++)
+            if (v[r] < 0 || v[r] >= s->c->vocab[i])
+                return rt_err(err, RT_ERR_INVALID,
+                              "%s: row group %d, row %lld of %s has index %d outside its "
+                              "vocabulary of %d",
+                              file, gi, (long long)r, s->c->cat[i], v[r], s->c->vocab[i]);
+    }
+    return RT_OK;
+}
+
+/* A partition's reader, its columns checked against what the model reads. */
+static rt_status open_part(rt_stream *s, int p, rt_shard_reader **out, char *err)
+{
+    const rt_ds_part *part = &s->ds->parts[p];
+    char path[1300];
+    snprintf(path, sizeof path, "%s/%s", s->ds->dir, part->file);
+    rt_status st = rt_shard_reader_open(path, out, err);
+    if (st != RT_OK)
+        return st;
+    if (rt_shard_reader_rows(*out) != part->rows)
+        return rt_err(err, RT_ERR_INVALID, "%s has %lld rows, the manifest says %lld", path,
+                      (long long)rt_shard_reader_rows(*out), (long long)part->rows);
+    const char *need[RT_MODEL_MAX_CAT + 256 + 2];
+    rt_col_type type[RT_MODEL_MAX_CAT + 256 + 2];
+    int n = 0;
+    for (int i = 0; i < s->c->ncat; i++)
+        need[n] = s->c->cat[i], type[n++] = RT_COL_I32;
+    for (int i = 0; i < s->c->ncont; i++)
+        need[n] = s->c->cont[i], type[n++] = RT_COL_F32;
+    need[n] = s->c->label, type[n++] = RT_COL_F32;
+    if (s->c->validation[0])
+        need[n] = s->c->validation, type[n++] = RT_COL_U8;
+    for (int k = 0; k < n; k++) {
+        const rt_shard_col *found = NULL;
+        for (int i = 0; i < rt_shard_reader_ncols(*out) && !found; i++)
+            if (!strcmp(rt_shard_reader_col(*out, i)->name, need[k]))
+                found = rt_shard_reader_col(*out, i);
+        if (!found)
+            return rt_err(err, RT_ERR_INVALID, "%s has no column %s", path, need[k]);
+        if (found->type != type[k])
+            return rt_err(err, RT_ERR_INVALID, "%s: column %s is %s, not %s", path, need[k],
+                          rt_col_type_name(found->type), rt_col_type_name(type[k]));
+    }
+    return RT_OK;
+}
+
+/* Appends group g's rows with validation flag want_val to r. */
+static rt_status load_group(rt_stream *s, const group_ref *g, rt_rows *r, int want_val,
+                            char *err)
+{
+    rt_shard *sh = NULL;
+    rt_status st = rt_shard_reader_group(s->rd[g->reader], g->group, &sh, err);
+    if (st != RT_OK)
+        return st;
+    const rt_shard_col *v = s->c->validation[0] ? rt_shard_find(sh, s->c->validation) : NULL;
+    char file[1300];
+    snprintf(file, sizeof file, "%s/%s", s->ds->dir, s->ds->parts[g->part].file);
+    st = check_group(s, sh, file, g->group, err);
+    if (st == RT_OK && (want_val == 0 || v))
+        st = rt_rows_append(r, sh, s->c, v ? v->data : NULL, want_val,
+                            want_val ? "validation" : "training", err);
+    rt_shard_free(sh);
+    return st;
+}
+
+rt_status rt_stream_open(const rt_dataset *ds, const rt_columns *c, int rank, int size,
+                         int64_t window_rows, uint64_t seed, rt_stream **out, rt_rows *val,
+                         int64_t *train_rows, char *err)
+{
+    *out = NULL;
+    memset(val, 0, sizeof *val);
+    val->ncat = c->ncat;
+    val->ncont = c->ncont;
+    if (ds->nparts < size)
+        return rt_err(err, RT_ERR_INVALID,
+                      "%s has %d training partition%s for %d ranks: prep it again with "
+                      "--partitions %d (or a multiple)",
+                      ds->dir, ds->nparts, ds->nparts == 1 ? "" : "s", size, size);
+    rt_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    s->ds = ds;
+    s->c = c;
+    s->window_rows = window_rows;
+    s->seed = seed;
+    s->rank = rank;
+    s->win.ncat = c->ncat;
+    s->win.ncont = c->ncont;
+    int nparts = (ds->nparts - rank + size - 1) / size;
+    s->rd = calloc((size_t)nparts + 1, sizeof *s->rd);
+    rt_status st = s->rd ? RT_OK : rt_err(err, RT_ERR_NOMEM, "out of memory");
+    for (int p = rank; p < ds->nparts && st == RT_OK; p += size) {
+        st = open_part(s, p, &s->rd[s->nreaders], err);
+        if (s->rd[s->nreaders])
+            s->nreaders++;
+        if (st == RT_OK) {
+            s->train_rows += ds->parts[p].rows - ds->parts[p].validation_rows;
+            s->ngroups += rt_shard_reader_groups(s->rd[s->nreaders - 1]);
+        }
+    }
+    if (st == RT_OK) {
+        s->groups = calloc((size_t)s->ngroups + 1, sizeof *s->groups);
+        s->order = calloc((size_t)s->ngroups + 1, sizeof *s->order);
+        if (!s->groups || !s->order)
+            st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
+    int k = 0;
+    for (int r = 0; st == RT_OK && r < s->nreaders; r++)
+        for (int g = 0; g < rt_shard_reader_groups(s->rd[r]); g++)
+            s->groups[k++] = (group_ref){r, g, rank + r * size};
+    /* the validation rows, one pass (memory: one row group besides them) */
+    for (int g = 0; st == RT_OK && c->validation[0] && g < s->ngroups; g++)
+        st = load_group(s, &s->groups[g], val, 1, err);
+    s->one_window = s->train_rows <= window_rows;
+    if (st != RT_OK) {
+        rt_stream_close(s);
+        rt_rows_free(val);
+        return st;
+    }
+    *train_rows = s->train_rows;
+    *out = s;
+    return RT_OK;
+}
+
+/* The next window: row groups of the epoch's order until it holds
+ * window_rows training rows, shuffled. */
+static rt_status next_window(rt_stream *s, char *err)
+{
+    if (s->one_window && s->loaded) {
+        s->pos = 0;
+        return RT_OK; /* the same rows; rt_stream_epoch reshuffled them */
+    }
+    if (s->train_rows == 0)
+        return rt_err(err, RT_ERR_INVALID, "this rank has no training rows");
+    s->win.n = 0;
+    rt_status st = RT_OK;
+    while (st == RT_OK && s->win.n == 0) { /* a window of only validation rows is skipped */
+        if (s->next == s->ngroups) {       /* past the last group: the epoch's first again */
+            s->next = 0;
+            s->window_no = 0;
+        }
+        while (st == RT_OK && s->next < s->ngroups &&
+               (s->win.n == 0 || s->win.n < s->window_rows))
+            st = load_group(s, &s->groups[s->order[s->next++]], &s->win, 0, err);
+    }
+    if (st != RT_OK)
+        return st;
+    if (s->win.n > s->perm_cap) {
+        free(s->perm);
+        s->perm_cap = s->win.n;
+        if (!(s->perm = malloc((size_t)s->perm_cap * sizeof *s->perm)))
+            return rt_err(err, RT_ERR_NOMEM, "out of memory for a window of %lld rows",
+                          (long long)s->win.n);
+    }
+    /* window 0 of an epoch is shuffled exactly as rows in memory are */
+    rt_shuffle(s->perm, s->win.n, s->seed + (uint64_t)s->window_no * 0x9e3779b97f4a7c15ull,
+               s->epoch, s->rank);
+    s->window_no++;
+    s->pos = 0;
+    s->loaded = true;
+    if (s->win.n > s->peak)
+        s->peak = s->win.n;
+    return RT_OK;
+}
+
+rt_status rt_stream_epoch(rt_stream *s, int64_t epoch, char *err)
+{
+    s->epoch = epoch;
+    s->next = 0;
+    s->window_no = 0;
+    if (s->one_window) /* rows_load's order */
+        for (int g = 0; g < s->ngroups; g++)
+            s->order[g] = g;
+    else /* the row groups' order, from (seed, epoch, rank) as well */
+        rt_shuffle(s->order, s->ngroups, s->seed ^ 0x2545f4914f6cdd1dull, epoch, s->rank);
+    if (s->one_window && s->loaded) {
+        rt_shuffle(s->perm, s->win.n, s->seed, epoch, s->rank);
+        s->pos = 0;
+        return RT_OK;
+    }
+    return next_window(s, err);
+}
+
+rt_status rt_stream_batch(rt_stream *s, int64_t B, int32_t *cat, float *cont, float *label,
+                          char *err)
+{
+    for (int64_t b = 0; b < B;) {
+        if (s->pos == s->win.n) {
+            rt_status st = next_window(s, err);
+            if (st != RT_OK)
+                return st;
+        }
+        int64_t take = s->win.n - s->pos < B - b ? s->win.n - s->pos : B - b;
+        rt_rows_gather(&s->win, s->perm + s->pos, take, cat + b * s->c->ncat,
+                       cont + b * s->c->ncont, label + b);
+        s->pos += take;
+        b += take;
+    }
+    return RT_OK;
+}
+
+int64_t rt_stream_peak_rows(const rt_stream *s)
+{
+    return s->peak;
+}
+
+void rt_stream_close(rt_stream *s)
+{
+    if (!s)
+        return;
+    for (int r = 0; r < s->nreaders; r++)
+        rt_shard_reader_close(s->rd[r]);
+    free(s->rd);
+    free(s->groups);
+    free(s->order);
+    free(s->perm);
+    rt_rows_free(&s->win);
+    free(s);
+}
