@@ -1,6 +1,7 @@
 /* rt_prep.c — see rt_prep.h: importing the CSV files, the SQL functions
  * the feature script can call, running the script, reading its meta. */
 #include <dirent.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -728,8 +729,16 @@ static rt_status open_db(prep *p, char *db_tmp, size_t len, char *err)
     const char *mode = o->db_mode ? o->db_mode : "auto";
     if (strcmp(mode, "auto") && strcmp(mode, "memory") && strcmp(mode, "disk"))
         return rt_err(err, RT_ERR_INVALID, "--db %s: memory, disk or auto", mode);
-    bool disk = o->db_path || !strcmp(mode, "disk") ||
-                (!strcmp(mode, "auto") && p->rep->input_bytes > RT_PREP_MEMORY_INPUT);
+    int64_t limit = RT_PREP_MEMORY_MAX, avail = 0;
+    FILE *mi = fopen("/proc/meminfo", "r");
+    char line[128];
+    while (mi && fgets(line, sizeof line, mi))
+        if (sscanf(line, "MemAvailable: %" SCNd64 " kB", &avail) == 1 && avail * 1024 / 4 < limit)
+            limit = avail * 1024 / 4;
+    if (mi)
+        fclose(mi);
+    int64_t need = p->rep->input_bytes * RT_PREP_MEMORY_FACTOR;
+    bool disk = o->db_path || !strcmp(mode, "disk") || (!strcmp(mode, "auto") && need > limit);
     const char *dbp = ":memory:";
     if (o->db_path) {
         dbp = o->db_path;
@@ -755,12 +764,12 @@ static rt_status open_db(prep *p, char *db_tmp, size_t len, char *err)
                                "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-262144;",
                  NULL, NULL, NULL);
     if (!o->quiet)
-        fprintf(stderr, "prep: SQLite works %s%s (inputs ~%.2f GB%s)\n",
+        fprintf(stderr, "prep: SQLite works %s%s (inputs ~%lld MB, ~%lld MB in memory%s)\n",
                 disk ? "on disk in " : "in memory", disk ? dbp : "",
-                (double)p->rep->input_bytes / 1e9,
-                o->db_path ? ", --keep-db"
-                : disk && !strcmp(mode, "auto") ? "; above the in-memory limit: --db memory "
-                                                  "to keep it in memory"
+                (long long)(p->rep->input_bytes >> 20), (long long)(need >> 20),
+                o->db_path ? "; --keep-db"
+                : disk && !strcmp(mode, "auto") ? "; more than it may take: --db memory to "
+                                                  "work in memory anyway"
                 : !disk && !strcmp(mode, "auto") ? "; --db disk for less memory"
                                                  : "");
     return RT_OK;
