@@ -152,19 +152,62 @@ int cli_prep(const cli_args *a)
     return 0;
 }
 
+/* predict --input: new raw data, the model's own vocabularies. */
+static int predict_input(const cli_args *a, const char *model, const char *out, int threads,
+                         int64_t batch)
+{
+    rt_predict_input_opts o = {.model = model, .input = cli_value(a, "--input"),
+                               .sql = cli_value(a, "--sql"), .out = out,
+                               .id = cli_value(a, "--id"), .threads = threads, .batch = batch};
+    rt_strlist keep = {0};
+    char err[RT_ERR_LEN];
+    const char *kv = cli_value(a, "--keep");
+    if (kv && rt_strlist_parse(kv, &keep, err) != RT_OK) {
+        fprintf(stderr, "ringtrain predict: --keep: %s\n", err);
+        return 2;
+    }
+    o.keep = (const char *const *)keep.items;
+    o.nkeep = (int)keep.n;
+    rt_predict_input_report rep;
+    rt_status st = rt_predict_input(&o, &rep, err);
+    rt_strlist_free(&keep);
+    if (st != RT_OK) {
+        fprintf(stderr, "ringtrain predict: %s\n", err);
+        return 1;
+    }
+    printf("wrote %lld predictions to %s\n", (long long)rep.rows, out);
+    for (int i = 0; i < rep.ncat; i++)
+        if (rep.unknown[i])
+            printf("  %s: %lld value%s the model never saw (%.2f%% of the rows) scored with "
+                   "the mean of its learnt embeddings\n",
+                   rep.cat[i], (long long)rep.unknown[i], rep.unknown[i] == 1 ? "" : "s",
+                   rep.rows ? 100.0 * (double)rep.unknown[i] / (double)rep.rows : 0.0);
+    if (rep.defaulted)
+        printf("  %lld continuous values were NULL or not numbers and became 0\n",
+               (long long)rep.defaulted);
+    return 0;
+}
+
 int cli_predict(const cli_args *a)
 {
     const char *model = cli_value(a, "--model"), *dataset = cli_value(a, "--dataset"),
-               *out = cli_value(a, "--out");
+               *out = cli_value(a, "--out"), *input = cli_value(a, "--input");
     int64_t threads = 0, batch = 4096;
     if (cli_int(a, "--threads", 0, 1024, &threads) < 0 ||
         cli_int(a, "--batch", 1, 1 << 22, &batch) < 0)
         return 2;
-    if (!model || !dataset || !out) {
-        fprintf(stderr, "ringtrain predict: --model, --dataset and --out are needed\n");
+    if (!model || !out || !dataset == !input) {
+        fprintf(stderr, "ringtrain predict: --model, --out and one of --dataset (prepared) or "
+                        "--input (new raw data) are needed\n");
         cli_usage(a->cmd, stderr);
         return 2;
     }
+    if (!input && (cli_value(a, "--sql") || cli_value(a, "--id") || cli_value(a, "--keep"))) {
+        fprintf(stderr, "ringtrain predict: --sql, --id and --keep go with --input\n");
+        return 2;
+    }
+    if (input)
+        return predict_input(a, model, out, (int)threads, batch);
     int64_t rows = 0;
     char err[RT_ERR_LEN];
     if (rt_predict_checkpoint(model, dataset, out, (int)threads, batch, &rows, err) != RT_OK) {

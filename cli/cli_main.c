@@ -463,6 +463,10 @@ static const cli_flag PREP_FLAGS[] = {
 static const cli_flag PREDICT_FLAGS[] = {
     {"--model", CLI_VALUE, "CKPT", "the checkpoint", NULL},
     {"--dataset", CLI_VALUE, "DIR", "the prepared dataset with the test rows", NULL},
+    {"--input", CLI_VALUE, "PATH", "instead of --dataset: new raw data (a folder of tables with --sql, else one CSV/Parquet file or folder)", NULL},
+    {"--sql", CLI_VALUE, "FILE", "with --input: the training's feature script (its test_table is scored)", NULL},
+    {"--id", CLI_VALUE, "COL", "with --input: the column identifying each row in the output", NULL},
+    {"--keep", CLI_VALUE, "COLS", "with --input: columns carried into the output", NULL},
     {"--out", CLI_VALUE, "FILE", "the CSV to write", NULL},
     {"--threads", CLI_VALUE, "N", "CPU threads (default: all cores)", NULL},
     {"--batch", CLI_VALUE, "N", "rows per forward pass", NULL},
@@ -495,7 +499,7 @@ static const cli_cmd COMMANDS[] = {
      INIT_FLAGS, 1, 1, false, false, false, cli_init_cluster},
     {"prep", "--input DIR --sql FILE --out DIR", "turn CSV and Parquet files into a dataset", PREP_FLAGS, 0, 0,
      false, false, false, cli_prep},
-    {"predict", "--model CKPT --dataset DIR --out FILE", "predictions from a checkpoint",
+    {"predict", "--model CKPT --dataset DIR|--input PATH --out FILE", "predictions from a checkpoint",
      PREDICT_FLAGS, 0, 0, false, false, false, cli_predict},
     {"model", "summary CKPT", "what a checkpoint holds", NULL, 2, 2, false, false, false, cli_model},
     {"trace", "STORE|JOB --out FILE", "the ranks' timelines of a job run with [train] trace = "

@@ -18,6 +18,24 @@ typedef struct prep_meta {
     char cat[PREP_MAX_COLS][64], cont[PREP_MAX_COLS][64];
 } prep_meta;
 
+/* One prep: the database, the options, what it reports. */
+typedef struct prep {
+    sqlite3 *db;
+    const rt_prep_opts *o;
+    rt_prep_report *rep;
+    char files[RT_PREP_MAX_TABLES][300]; /* file name of each table, for messages */
+    bool by_row[RT_PREP_MAX_TABLES];     /* _line is a row number (Parquet), not a line */
+    const char *what; /* what named the meta table: the script, or --from-parquet */
+} prep;
+
+/* prep_import.c: every input of o->input_dir as a table; --from-parquet's
+ * tables and meta; one CSV or Parquet path as table `table` in slot. */
+rt_status prep_import_all(prep *p, char *err);
+rt_status prep_import_featurised(prep *p, char *err);
+rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot, char *err);
+rt_status prep_import_parquet(prep *p, const char *path, const char *table, int slot,
+                              char *err);
+
 /* Write the shards and the manifest from the feature tables. */
 rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts *o,
                              rt_prep_report *rep, char *err);

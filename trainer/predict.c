@@ -7,6 +7,7 @@
 
 #include "rt_ckpt.h"
 #include "rt_file.h"
+#include "rt_prep.h"
 #include "trainer.h"
 
 typedef struct pair {
@@ -130,6 +131,311 @@ rt_status rt_predict_checkpoint(const char *ckpt_path, const char *dataset_dir, 
     rt_dp_destroy(d);
     rt_rows_free(&test);
     rt_dataset_free(ds);
+    rt_ckpt_free(&ck);
+    return st;
+}
+
+/* ---- new data: `ringtrain predict --input` ------------------------------------------ */
+
+/* A categorical column's values (the checkpoint's, in index order) by text. */
+typedef struct value_map {
+    char **keys;
+    int32_t *idx, null_idx; /* null_idx: the index of SQL NULL, or -1 */
+    size_t cap;
+} value_map;
+
+static uint64_t hash_text(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static bool map_build(value_map *m, char **values, int32_t n)
+{
+    m->cap = 64;
+    while (m->cap < (size_t)n * 2 + 2)
+        m->cap *= 2;
+    m->keys = calloc(m->cap, sizeof *m->keys);
+    m->idx = calloc(m->cap, sizeof *m->idx);
+    m->null_idx = -1;
+    if (!m->keys || !m->idx)
+        return false;
+    for (int32_t i = 0; i < n; i++) {
+        if (!values[i]) {
+            m->null_idx = i;
+            continue;
+        }
+        size_t j = hash_text(values[i]) & (m->cap - 1);
+        while (m->keys[j] && strcmp(m->keys[j], values[i]) != 0)
+            j = (j + 1) & (m->cap - 1);
+        if (!m->keys[j]) { /* the first index of a text (types apart, "1" and 1 read alike) */
+            m->keys[j] = values[i];
+            m->idx[j] = i;
+        }
+    }
+    return true;
+}
+
+static int32_t map_find(const value_map *m, const char *text)
+{
+    if (!text)
+        return m->null_idx;
+    for (size_t j = hash_text(text) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1))
+        if (!strcmp(m->keys[j], text))
+            return m->idx[j];
+    return -1;
+}
+
+typedef struct scan_ctx {
+    const rt_ckpt *ck;
+    value_map maps[RT_MODEL_MAX_CAT];
+    int ncat, ncont, nkeep;
+    bool has_id;
+    rt_rows rows;
+    char **ids, **keep;  /* per row; keep: nkeep per row */
+    int64_t cap;
+    int64_t unknown[RT_MODEL_MAX_CAT], defaulted;
+} scan_ctx;
+
+static rt_status take_row(void *arg, int64_t row, const char *const *text, char *err)
+{
+    scan_ctx *s = arg;
+    (void)row;
+    rt_rows *r = &s->rows;
+    if (r->n == s->cap) {
+        int64_t cap = s->cap ? s->cap * 2 : 1024;
+        int32_t *cat = realloc(r->cat, (size_t)cap * (size_t)(s->ncat ? s->ncat : 1) * 4);
+        if (cat)
+            r->cat = cat;
+        float *cont = realloc(r->cont, (size_t)cap * (size_t)(s->ncont ? s->ncont : 1) * 4);
+        if (cont)
+            r->cont = cont;
+        char **ids = realloc(s->ids, (size_t)cap * sizeof *ids);
+        if (ids)
+            s->ids = ids;
+        char **keep = realloc(s->keep, (size_t)cap * (size_t)(s->nkeep ? s->nkeep : 1) * sizeof *keep);
+        if (keep)
+            s->keep = keep;
+        if (!cat || !cont || !ids || !keep)
+            return rt_err(err, RT_ERR_NOMEM, "out of memory for %lld rows", (long long)cap);
+        s->cap = cap;
+    }
+    int64_t o = r->n;
+    int k = 0;
+    for (int i = 0; i < s->ncat; i++, k++) {
+        int32_t x = map_find(&s->maps[i], text[k]);
+        if (x < 0) { /* a value the model never saw: the column's extra row */
+            x = s->ck->spec.vocab[i];
+            s->unknown[i]++;
+        }
+        r->cat[o * s->ncat + i] = x;
+    }
+    for (int i = 0; i < s->ncont; i++, k++) {
+        char *end = NULL;
+        double v = text[k] ? strtod(text[k], &end) : 0;
+        if (!text[k] || end == text[k] || *end || !isfinite(v)) {
+            v = 0; /* as prep does: NULL and non-numbers become 0, counted */
+            s->defaulted++;
+        }
+        r->cont[o * s->ncont + i] = (float)v;
+    }
+    s->ids[o] = s->has_id ? (text[k] ? strdup(text[k]) : NULL) : NULL;
+    k += s->has_id;
+    for (int i = 0; i < s->nkeep; i++, k++)
+        s->keep[o * s->nkeep + i] = text[k] ? strdup(text[k]) : NULL;
+    r->n++;
+    return RT_OK;
+}
+
+/* The checkpoint's state for a model whose embedding tables have one more
+ * row each: the unknown value's row, the mean of the column's learnt rows
+ * (the embedding an unseen category is most like on average). */
+static rt_status widen_embeddings(const rt_ckpt *ck, const rt_model_spec *wide, float **out,
+                                  char *err)
+{
+    rt_kctx *ctx = NULL;
+    rt_model *old = NULL, *neu = NULL;
+    rt_status st = rt_kctx_create(RT_DEVICE_CPU, 1, &ctx, err);
+    if (st == RT_OK)
+        st = rt_model_create(&ck->spec, ctx, 1, &old, err);
+    if (st == RT_OK)
+        st = rt_model_create(wide, ctx, 1, &neu, err);
+    float *p = st == RT_OK ? calloc((size_t)rt_model_num_params(neu) + 1, sizeof *p) : NULL;
+    if (st == RT_OK && !p)
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    int no = 0, nn = 0;
+    const rt_param_info *to = st == RT_OK ? rt_model_param_table(old, &no) : NULL,
+                        *tn = st == RT_OK ? rt_model_param_table(neu, &nn) : NULL;
+    for (int i = 0; st == RT_OK && i < nn; i++) {
+        if (!tn[i].trainable)
+            continue;
+        const rt_param_info *src = NULL;
+        for (int j = 0; j < no && !src; j++)
+            if (!strcmp(to[j].name, tn[i].name))
+                src = &to[j];
+        if (!src || src->cols != tn[i].cols) {
+            st = rt_err(err, RT_ERR_INVALID, "tensor %s has no counterpart", tn[i].name);
+            break;
+        }
+        memcpy(p + tn[i].pos, ck->params + src->pos, (size_t)src->count * sizeof *p);
+        if (tn[i].rows == src->rows + 1) /* an embedding table: the mean row */
+            for (int64_t r = 0; r < src->rows; r++)
+                for (int64_t c = 0; c < src->cols; c++)
+                    p[tn[i].pos + src->rows * src->cols + c] +=
+                        ck->params[src->pos + r * src->cols + c] / (float)src->rows;
+    }
+    rt_model_destroy(old);
+    rt_model_destroy(neu);
+    rt_kctx_destroy(ctx);
+    if (st != RT_OK)
+        free(p);
+    else
+        *out = p;
+    return st;
+}
+
+static void csv_field(FILE *f, const char *s)
+{
+    if (!s)
+        return;
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_report *rep,
+                           char *err)
+{
+    memset(rep, 0, sizeof *rep);
+    rt_ckpt ck;
+    rt_status st = rt_ckpt_read(o->model, &ck, err);
+    if (st != RT_OK)
+        return st;
+    scan_ctx *s = calloc(1, sizeof *s);
+    const char **cols = calloc((size_t)(ck.spec.n_cat + ck.n_cont + 1 + o->nkeep) + 1, sizeof *cols);
+    if (!s || !cols)
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    for (int i = 0; st == RT_OK && i < ck.spec.n_cat; i++)
+        if (!ck.values[i])
+            st = rt_err(err, RT_ERR_INVALID,
+                        "%s holds no vocabularies (written by an older ringtrain): score a "
+                        "prepared dataset with --dataset, or train again",
+                        o->model);
+        else if (!map_build(&s->maps[i], ck.values[i], ck.spec.vocab[i]))
+            st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    int n = 0;
+    if (st == RT_OK) {
+        s->ck = &ck;
+        s->ncat = ck.spec.n_cat;
+        s->ncont = ck.n_cont;
+        s->nkeep = o->nkeep;
+        s->has_id = o->id != NULL;
+        s->rows.ncat = s->ncat;
+        s->rows.ncont = s->ncont;
+        for (int i = 0; i < ck.spec.n_cat; i++)
+            cols[n++] = ck.spec.cat_names[i];
+        for (int i = 0; i < ck.n_cont; i++)
+            cols[n++] = ck.cont_names[i];
+        if (o->id)
+            cols[n++] = o->id;
+        for (int i = 0; i < o->nkeep; i++)
+            cols[n++] = o->keep[i];
+        rt_prep_opts po = {.input_dir = o->input, .sql_path = o->sql, .quiet = true};
+        st = rt_prep_scan(&po, cols, n, take_row, s, err);
+    }
+    /* the model, each embedding table one row wider (the unknown value's) */
+    rt_dp *d = NULL;
+    float *wide_params = NULL;
+    rt_model_spec wide = ck.spec;
+    wide.dropout = 0;
+    for (int i = 0; i < wide.n_cat; i++)
+        wide.vocab[i]++;
+    if (st == RT_OK)
+        st = widen_embeddings(&ck, &wide, &wide_params, err);
+    if (st == RT_OK) {
+        rt_dp_opts dopts;
+        rt_dp_opts_defaults(&dopts);
+        dopts.threads = o->threads;
+        dopts.max_batch = o->batch > 0 ? o->batch : 4096;
+        st = rt_dp_create(&wide, &dopts, NULL, &d, err);
+    }
+    if (st == RT_OK)
+        st = rt_model_set_state(rt_dp_model(d), wide_params, NULL, NULL, ck.buffers, NULL, err);
+    float *pred = st == RT_OK ? malloc((size_t)(s->rows.n ? s->rows.n : 1) * sizeof *pred) : NULL;
+    if (st == RT_OK && !pred)
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions",
+                    (long long)s->rows.n);
+    if (st == RT_OK)
+        st = rt_dp_forward_eval(d, s->rows.cat, s->rows.cont, NULL, s->rows.n, pred, err);
+    /* in the input's order: id (or the row's number), the prediction, the kept columns */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = st == RT_OK ? open_memstream(&buf, &len) : NULL;
+    if (st == RT_OK && !f)
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    if (f) {
+        bool log_label = !strcmp(ck.label_transform, "log");
+        fprintf(f, "%s,%s", o->id ? o->id : "row", ck.label[0] ? ck.label : "prediction");
+        for (int i = 0; i < o->nkeep; i++) {
+            fputc(',', f);
+            csv_field(f, o->keep[i]);
+        }
+        fputc('\n', f);
+        for (int64_t r = 0; r < s->rows.n; r++) {
+            if (o->id)
+                csv_field(f, s->ids[r]);
+            else
+                fprintf(f, "%lld", (long long)r + 1);
+            fprintf(f, ",%.6g", (double)(log_label ? expf(pred[r]) : pred[r]));
+            for (int i = 0; i < o->nkeep; i++) {
+                fputc(',', f);
+                csv_field(f, s->keep[r * o->nkeep + i]);
+            }
+            fputc('\n', f);
+        }
+        fclose(f);
+        rt_iov iov = {buf, len};
+        st = rt_write_atomic(o->out, &iov, 1, err);
+        free(buf);
+    }
+    if (st == RT_OK) {
+        rep->rows = s->rows.n;
+        rep->ncat = s->ncat;
+        rep->defaulted = s->defaulted;
+        for (int i = 0; i < s->ncat; i++) {
+            rep->unknown[i] = s->unknown[i];
+            snprintf(rep->cat[i], sizeof rep->cat[i], "%s", ck.spec.cat_names[i]);
+        }
+    }
+    free(pred);
+    free(wide_params);
+    rt_dp_destroy(d);
+    if (s) {
+        for (int64_t r = 0; r < s->rows.n; r++) {
+            free(s->ids[r]);
+            for (int i = 0; i < s->nkeep; i++)
+                free(s->keep[r * s->nkeep + i]);
+        }
+        free(s->ids);
+        free(s->keep);
+        for (int i = 0; i < RT_MODEL_MAX_CAT; i++) {
+            free(s->maps[i].keys);
+            free(s->maps[i].idx);
+        }
+        rt_rows_free(&s->rows);
+        free(s);
+    }
+    free(cols);
     rt_ckpt_free(&ck);
     return st;
 }

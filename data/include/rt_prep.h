@@ -91,6 +91,18 @@ typedef struct rt_prep_report {
 
 rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err);
 
+/* New data for a trained model (`ringtrain predict --input`): with
+ * o->sql_path, o->input_dir's tables and the script as prep runs them, and
+ * the rows of the script's test table (else its training table); without,
+ * o->input_dir is one table (a .csv/.csv.gz/.parquet file or a folder of
+ * Parquet files).  fn gets each row's columns `cols`, as text (NULL for SQL
+ * NULL), in the table's order; a column the table lacks is an error with a
+ * suggestion. */
+typedef rt_status (*rt_prep_row_fn)(void *arg, int64_t row, const char *const *text,
+                                    char *err);
+rt_status rt_prep_scan(const rt_prep_opts *o, const char *const *cols, int ncols,
+                       rt_prep_row_fn fn, void *arg, char *err);
+
 /* ISO 8601 week of a 'YYYY-MM-DD' date (1..53), or -1 when it is not one. */
 int rt_iso_week(const char *date);
 /* Days since 1970-01-01 of a 'YYYY-MM-DD' date; false when it is not a

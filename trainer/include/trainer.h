@@ -126,6 +126,30 @@ rt_status rt_predict_rows(rt_dp *d, const rt_rows *test, const char *label,
 /* The same CSV from predictions already made (pred[i] for test row i). */
 rt_status rt_predict_write(const rt_rows *test, const float *pred, const char *label,
                            const char *label_transform, const char *path, char *err);
+/* `ringtrain predict --input`: new raw data scored with the checkpoint's
+ * own vocabularies.  The input is read as prep reads it (rt_prep_scan: the
+ * training's feature script over a folder of tables with sql, else one
+ * file or Parquet folder of featurised rows); each categorical value is
+ * looked up in the values the model learnt — one it never saw gets an
+ * extra embedding row, the mean of the column's learnt rows, and is
+ * counted; continuous NULLs and non-numbers become 0, counted.  The CSV
+ * keeps the input's row order: the id column (or the row's number), the
+ * prediction (exp() with a log label), then the columns of keep. */
+typedef struct rt_predict_input_opts {
+    const char *model, *input, *sql, *out, *id;
+    const char *const *keep;
+    int nkeep, threads;
+    int64_t batch;
+} rt_predict_input_opts;
+typedef struct rt_predict_input_report {
+    int64_t rows, defaulted;
+    int ncat;
+    char cat[RT_MODEL_MAX_CAT][64];
+    int64_t unknown[RT_MODEL_MAX_CAT]; /* values the model never saw, per column */
+} rt_predict_input_report;
+rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_report *rep,
+                           char *err);
+
 /* `ringtrain predict`: a checkpoint and a dataset in, the CSV out. */
 rt_status rt_predict_checkpoint(const char *ckpt_path, const char *dataset_dir, const char *path,
                                 int threads, int64_t batch, int64_t *rows, char *err);
