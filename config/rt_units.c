@@ -271,6 +271,14 @@ void rt_format_duration(int64_t us, char *buf, size_t len)
     }
 }
 
+uint64_t rt_hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
 size_t rt_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);

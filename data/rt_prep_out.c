@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "prep_internal.h"
+#include "rt_config.h"
 #include "rt_dataset.h"
 #include "rt_json.h"
 
@@ -20,14 +21,6 @@ typedef struct vocab {
     size_t cap;
 } vocab;
 
-static uint64_t fnv(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 /* The key of a column value: its storage class and its text. */
 static void value_key(sqlite3_stmt *st, int col, char *buf, size_t len)
 {
@@ -38,7 +31,7 @@ static void value_key(sqlite3_stmt *st, int col, char *buf, size_t len)
 
 static int32_t vocab_find(const vocab *v, const char *key)
 {
-    for (size_t i = fnv(key) & (v->cap - 1);; i = (i + 1) & (v->cap - 1)) {
+    for (size_t i = rt_hash_str(key) & (v->cap - 1);; i = (i + 1) & (v->cap - 1)) {
         if (!v->keys[i])
             return -1;
         if (!strcmp(v->keys[i], key))
@@ -59,7 +52,7 @@ static bool vocab_add(vocab *v, const char *key, const char *text)
         }
         for (size_t i = 0; i < v->cap; i++)
             if (v->keys[i]) {
-                size_t j = fnv(v->keys[i]) & (cap - 1);
+                size_t j = rt_hash_str(v->keys[i]) & (cap - 1);
                 while (k[j])
                     j = (j + 1) & (cap - 1);
                 k[j] = v->keys[i];
@@ -76,7 +69,7 @@ static bool vocab_add(vocab *v, const char *key, const char *text)
         return false;
     v->values = vals;
     v->values[v->n] = text ? strdup(text) : NULL;
-    size_t j = fnv(key) & (v->cap - 1);
+    size_t j = rt_hash_str(key) & (v->cap - 1);
     while (v->keys[j])
         j = (j + 1) & (v->cap - 1);
     v->keys[j] = strdup(key);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rt_ckpt.h"
+#include "rt_config.h"
 #include "rt_file.h"
 #include "rt_prep.h"
 #include "trainer.h"
@@ -144,14 +145,6 @@ typedef struct value_map {
     size_t cap;
 } value_map;
 
-static uint64_t hash_text(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static bool map_build(value_map *m, char **values, int32_t n)
 {
     m->cap = 64;
@@ -167,7 +160,7 @@ static bool map_build(value_map *m, char **values, int32_t n)
             m->null_idx = i;
             continue;
         }
-        size_t j = hash_text(values[i]) & (m->cap - 1);
+        size_t j = rt_hash_str(values[i]) & (m->cap - 1);
         while (m->keys[j] && strcmp(m->keys[j], values[i]) != 0)
             j = (j + 1) & (m->cap - 1);
         if (!m->keys[j]) { /* the first index of a text (types apart, "1" and 1 read alike) */
@@ -182,7 +175,7 @@ static int32_t map_find(const value_map *m, const char *text)
 {
     if (!text)
         return m->null_idx;
-    for (size_t j = hash_text(text) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1))
+    for (size_t j = rt_hash_str(text) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1))
         if (!strcmp(m->keys[j], text))
             return m->idx[j];
     return -1;

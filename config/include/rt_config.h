@@ -160,6 +160,8 @@ void rt_format_duration(int64_t us, char *buf, size_t len);
 
 /* Damerau–Levenshtein (optimal string alignment) distance, for hints. */
 size_t rt_edit_distance(const char *a, const char *b);
+/* FNV-1a of a NUL-terminated string (hash tables of names and values). */
+uint64_t rt_hash_str(const char *s);
 
 void rt_strlist_free(rt_strlist *l);
 /* Split comma-separated text into a list (items trimmed).  An empty text is
