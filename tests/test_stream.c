@@ -1,8 +1,9 @@
 /* test_stream.c — [data] stream_rows: a rank's training rows read a window
  * at a time.  One window holding everything gives exactly the batches of
  * the rows in memory; small windows give every training row once per pass,
- * deterministically from (seed, epoch, rank), in bounded memory; a damaged
- * row group is named when it is read. */
+ * deterministically from (seed, epoch, rank), in bounded memory — under a
+ * data limit that rows in memory exceed; a damaged row group is named when
+ * it is read. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rt_prep.h"
@@ -84,11 +87,12 @@ static void test_one_window_is_in_memory(void **state)
         char err[RT_ERR_LEN];
         rt_stream *s = NULL;
         rt_rows val;
-        int64_t n = 0;
-        if (rt_stream_open(f.ds, &f.c, rank, 2, 1 << 30, 7, &s, &val, &n, err) != RT_OK)
+        int64_t n = 0, nv = 0;
+        if (rt_stream_open(f.ds, &f.c, rank, 2, 1 << 30, 7, &s, &val, &n, &nv, err) != RT_OK)
             fail_msg("%s", err);
         assert_int_equal(n, f.train.n);
         assert_int_equal(val.n, f.val.n);
+        assert_int_equal(nv, f.val.n);
         assert_memory_equal(val.label, f.val.label, (size_t)val.n * 4);
         assert_memory_equal(val.cat, f.val.cat, (size_t)val.n * (size_t)val.ncat * 4);
         enum { B = 32 };
@@ -147,10 +151,12 @@ static void test_windows_cover_every_row(void **state)
     char err[RT_ERR_LEN];
     rt_stream *s = NULL;
     rt_rows val;
-    int64_t n = 0;
-    if (rt_stream_open(f.ds, &f.c, 1, 2, 150, 7, &s, &val, &n, err) != RT_OK)
+    int64_t n = 0, nv = 0;
+    if (rt_stream_open(f.ds, &f.c, 1, 2, 150, 7, &s, &val, &n, &nv, err) != RT_OK)
         fail_msg("%s", err);
     assert_true(n > 500);
+    assert_int_equal(val.n, 0); /* streamed too */
+    assert_int_equal(nv, f.val.n);
     row *want = calloc((size_t)n, sizeof *want), *e1 = calloc((size_t)n + 5, sizeof *e1),
         *e1b = calloc((size_t)n, sizeof *e1b), *e2 = calloc((size_t)n, sizeof *e2);
     for (int64_t i = 0; i < n; i++) { /* the rows in memory */
@@ -209,16 +215,102 @@ static void test_damaged_group(void **state)
     assert_int_equal(rt_columns_resolve(f.ds, &cfg, &f.c, err), RT_OK);
     rt_stream *s = NULL;
     rt_rows val;
-    int64_t n = 0;
-    /* the validation pass reads every group: the damage is found there */
-    assert_int_not_equal(rt_stream_open(f.ds, &f.c, 0, 2, 150, 7, &s, &val, &n, err), RT_OK);
+    int64_t n = 0, nv = 0;
+    /* opening reads every group once: the damage is found there */
+    assert_int_not_equal(rt_stream_open(f.ds, &f.c, 0, 2, 150, 7, &s, &val, &n, &nv, err), RT_OK);
     assert_non_null(strstr(err, "train-00000.rts"));
     assert_non_null(strstr(err, "row group"));
     /* cut short: refused at open, before any row */
     assert_int_equal(truncate(path, sb.st_size - 10), 0);
-    assert_int_not_equal(rt_stream_open(f.ds, &f.c, 0, 2, 150, 7, &s, &val, &n, err), RT_OK);
+    assert_int_not_equal(rt_stream_open(f.ds, &f.c, 0, 2, 150, 7, &s, &val, &n, &nv, err), RT_OK);
     assert_non_null(strstr(err, "truncated"));
     rt_dataset_free(f.ds);
+}
+
+/* VmData of this process (what RLIMIT_DATA counts), in bytes. */
+static long vm_data(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmData: %ld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb * 1024;
+}
+
+/* In a child under a data limit 16 MB above what it uses: rows in memory
+ * (rt_rows_load) must fail, streamed ones (a window of 2048 rows) must go
+ * through an epoch and the validation rows. 0 = as expected. */
+static int capped(const char *dir)
+{
+    fixture f;
+    memset(&f, 0, sizeof f);
+    char err[RT_ERR_LEN];
+    rt_job_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    if (rt_dataset_open(dir, &f.ds, err) != RT_OK ||
+        rt_columns_resolve(f.ds, &cfg, &f.c, err) != RT_OK)
+        return 10;
+    struct rlimit rl = {(rlim_t)vm_data() + (16 << 20), RLIM_INFINITY};
+    if (setrlimit(RLIMIT_DATA, &rl) != 0)
+        return 11;
+    if (rt_rows_load(f.ds, &f.c, 0, 1, &f.train, &f.val, err) == RT_OK)
+        return 12; /* fitted after all: the test's data are too small */
+    fprintf(stderr, "in memory, under the cap: %s\n", err);
+    rt_rows_free(&f.train);
+    rt_rows_free(&f.val);
+    rt_stream *s = NULL;
+    rt_rows val;
+    int64_t n = 0, nv = 0;
+    if (rt_stream_open(f.ds, &f.c, 0, 1, 2048, 7, &s, &val, &n, &nv, err) != RT_OK) {
+        fprintf(stderr, "streamed: %s\n", err);
+        return 13;
+    }
+    static batch b;
+    if (rt_stream_epoch(s, 1, err) != RT_OK)
+        return 14;
+    for (int64_t k = 0; k < n; k += 64)
+        if (rt_stream_batch(s, 64, b.cat, b.cont, b.label, err) != RT_OK) {
+            fprintf(stderr, "streamed: %s\n", err);
+            return 15;
+        }
+    fprintf(stderr, "streamed under the cap: %lld training rows, %lld validation rows, "
+                    "at most %lld rows held\n", (long long)n, (long long)nv,
+            (long long)rt_stream_peak_rows(s));
+    rt_stream_close(s);
+    rt_dataset_free(f.ds);
+    return 0;
+}
+
+static void test_memory_cap(void **state)
+{
+    (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+    skip(); /* ASan's shadow memory and allocator make a data limit meaningless */
+#endif
+    char in[160], ds[160], cmd[600], err[RT_ERR_LEN];
+    snprintf(in, sizeof in, "%s/big_in", g_dir);
+    snprintf(ds, sizeof ds, "%s/big", g_dir);
+    snprintf(cmd, sizeof cmd, "%s --out %s --stores 150 --days 942 --seed 2 --quiet", RT_TEST_GEN, in);
+    assert_int_equal(system(cmd), 0);
+    rt_prep_opts o = {.input_dir = in, .sql_path = RT_PREP_SQL, .out_dir = ds, .partitions = 1,
+                      .rows_per_group = 2048, .quiet = true};
+    rt_prep_report rep;
+    if (rt_prep_run(&o, &rep, err) != RT_OK)
+        fail_msg("%s", err);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(capped(ds));
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("the capped child: %s %d", WIFEXITED(status) ? "exit" : "signal",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 }
 
 int main(void)
@@ -227,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_one_window_is_in_memory),
         cmocka_unit_test(test_windows_cover_every_row),
         cmocka_unit_test(test_damaged_group),
+        cmocka_unit_test(test_memory_cap),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -21,7 +21,7 @@ typedef struct trainer {
     rt_columns cols;
     rt_rows train, val;
     rt_stream *stream;  /* [data] stream_rows: training rows a window at a time */
-    int64_t ntrain;     /* this rank's training rows (in train, or streamed) */
+    int64_t ntrain, nval; /* this rank's rows (in train/val, or streamed) */
     rt_model_spec spec;
     rt_dp *dp;
     rt_adam_hp hp;
@@ -221,10 +221,12 @@ static rt_status setup(trainer *t, char *err)
         st = rt_columns_resolve(t->ds, cfg, &t->cols, err);
     if (st == RT_OK && cfg->stream_rows > 0)
         st = rt_stream_open(t->ds, &t->cols, env->rank, env->size, cfg->stream_rows,
-                            (uint64_t)cfg->seed, &t->stream, &t->val, &t->ntrain, err);
+                            (uint64_t)cfg->seed, &t->stream, &t->val, &t->ntrain, &t->nval,
+                            err);
     else if (st == RT_OK) {
         st = rt_rows_load(t->ds, &t->cols, env->rank, env->size, &t->train, &t->val, err);
         t->ntrain = t->train.n;
+        t->nval = t->val.n;
     }
     if (st == RT_OK)
         st = build_spec(t, err);
@@ -291,7 +293,7 @@ static rt_status setup(trainer *t, char *err)
         fprintf(env->log,
                 "trainer: %d rank%s, %lld training + %lld validation rows on rank 0, %lld steps "
                 "of %lld rows per epoch, %lld parameters, %d gradient bucket%s%s%s; %s\n",
-                env->size, env->size == 1 ? "" : "s", (long long)t->ntrain, (long long)t->val.n,
+                env->size, env->size == 1 ? "" : "s", (long long)t->ntrain, (long long)t->nval,
                 (long long)t->steps, (long long)cfg->batch_size,
                 (long long)rt_model_num_params(rt_dp_model(t->dp)), rt_dp_buckets(t->dp),
                 rt_dp_buckets(t->dp) == 1 ? "" : "s",
@@ -405,6 +407,8 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
     es->samples_per_s = (double)(t->steps * B * t->env->size) / es->seconds;
     /* epoch end: the ranks' batch-norm statistics agree, then validation */
     if ((st = rt_dp_sync_buffers(t->dp, err)) != RT_OK)
+        return st;
+    if (t->stream && (st = rt_stream_validate(t->stream, t->dp, err)) != RT_OK)
         return st;
     if ((st = rt_dp_forward_eval(t->dp, t->val.cat, t->val.cont, t->val.label, t->val.n, NULL,
                                  err)) != RT_OK)

@@ -17,7 +17,8 @@ struct rt_stream {
     rt_shard_reader **rd;
     int ngroups;
     group_ref *groups;
-    int64_t window_rows, train_rows, peak;
+    int64_t window_rows, train_rows, val_rows, peak;
+    rt_rows vwin; /* validation rows of one row group (when they are streamed too) */
     uint64_t seed;
     int rank;
     int64_t epoch;
@@ -105,7 +106,7 @@ static rt_status load_group(rt_stream *s, const group_ref *g, rt_rows *r, int wa
 
 rt_status rt_stream_open(const rt_dataset *ds, const rt_columns *c, int rank, int size,
                          int64_t window_rows, uint64_t seed, rt_stream **out, rt_rows *val,
-                         int64_t *train_rows, char *err)
+                         int64_t *train_rows, int64_t *val_rows, char *err)
 {
     *out = NULL;
     memset(val, 0, sizeof *val);
@@ -124,8 +125,8 @@ rt_status rt_stream_open(const rt_dataset *ds, const rt_columns *c, int rank, in
     s->window_rows = window_rows;
     s->seed = seed;
     s->rank = rank;
-    s->win.ncat = c->ncat;
-    s->win.ncont = c->ncont;
+    s->win.ncat = s->vwin.ncat = c->ncat;
+    s->win.ncont = s->vwin.ncont = c->ncont;
     int nparts = (ds->nparts - rank + size - 1) / size;
     s->rd = calloc((size_t)nparts + 1, sizeof *s->rd);
     rt_status st = s->rd ? RT_OK : rt_err(err, RT_ERR_NOMEM, "out of memory");
@@ -148,18 +149,43 @@ rt_status rt_stream_open(const rt_dataset *ds, const rt_columns *c, int rank, in
     for (int r = 0; st == RT_OK && r < s->nreaders; r++)
         for (int g = 0; g < rt_shard_reader_groups(s->rd[r]); g++)
             s->groups[k++] = (group_ref){r, g, rank + r * size};
-    /* the validation rows, one pass (memory: one row group besides them) */
-    for (int g = 0; st == RT_OK && c->validation[0] && g < s->ngroups; g++)
-        st = load_group(s, &s->groups[g], val, 1, err);
+    for (int p = rank; p < ds->nparts; p += size)
+        s->val_rows += c->validation[0] ? ds->parts[p].validation_rows : 0;
+    /* one window: the validation rows in memory, as rt_rows_load keeps them
+     * (the same evaluation, bit for bit); else read a row group at a time
+     * by rt_stream_validate.  Either way every group is read once here, so
+     * a damaged one is found before training. */
     s->one_window = s->train_rows <= window_rows;
+    for (int g = 0; st == RT_OK && g < s->ngroups; g++) {
+        rt_rows *into = s->one_window ? val : &s->vwin;
+        if (!s->one_window)
+            s->vwin.n = 0;
+        st = load_group(s, &s->groups[g], into, 1, err);
+    }
     if (st != RT_OK) {
         rt_stream_close(s);
         rt_rows_free(val);
         return st;
     }
     *train_rows = s->train_rows;
+    *val_rows = s->val_rows;
     *out = s;
     return RT_OK;
+}
+
+rt_status rt_stream_validate(rt_stream *s, rt_dp *d, char *err)
+{
+    if (s->one_window || !s->c->validation[0])
+        return RT_OK; /* the caller evaluates the rows rt_stream_open loaded */
+    rt_status st = RT_OK;
+    for (int g = 0; st == RT_OK && g < s->ngroups; g++) {
+        s->vwin.n = 0;
+        st = load_group(s, &s->groups[g], &s->vwin, 1, err);
+        if (st == RT_OK && s->vwin.n > 0)
+            st = rt_dp_forward_eval(d, s->vwin.cat, s->vwin.cont, s->vwin.label, s->vwin.n,
+                                    NULL, err);
+    }
+    return st;
 }
 
 /* The next window: row groups of the epoch's order until it holds
@@ -255,5 +281,6 @@ void rt_stream_close(rt_stream *s)
     free(s->order);
     free(s->perm);
     rt_rows_free(&s->win);
+    rt_rows_free(&s->vwin);
     free(s);
 }

@@ -79,11 +79,16 @@ rt_status rt_rows_append(rt_rows *r, const rt_shard *s, const rt_columns *c, con
  * do not fit one window, collected until the window holds window_rows
  * rows, which are shuffled as rt_shuffle shuffles; when one window holds
  * them all the order is rt_rows_load's and the batches are exactly those
- * of the rows in memory.  Its validation rows are loaded into val. */
+ * of the rows in memory, and its validation rows are loaded into val (the
+ * same evaluation too); else val stays empty and rt_stream_validate
+ * evaluates them a row group at a time. */
 typedef struct rt_stream rt_stream;
 rt_status rt_stream_open(const rt_dataset *ds, const rt_columns *c, int rank, int size,
                          int64_t window_rows, uint64_t seed, rt_stream **out, rt_rows *val,
-                         int64_t *train_rows, char *err);
+                         int64_t *train_rows, int64_t *val_rows, char *err);
+/* Forward passes over the streamed validation rows (the metrics add up in
+ * the model, as one rt_dp_forward_eval over all of them would). */
+rt_status rt_stream_validate(rt_stream *s, rt_dp *d, char *err);
 /* Start an epoch; then batches of B rows (past the last row: the epoch's
  * first again, as rows in memory wrap around). */
 rt_status rt_stream_epoch(rt_stream *s, int64_t epoch, char *err);
