@@ -17,6 +17,7 @@ pkgs=(
   python3-torch                  # ... and a PyTorch DDP program under `ringtrain exec`
   python3-numpy python3-pip      # the Python binding's tests; `pip install ./python`
   chromium nodejs                # the dashboard's test in a headless browser
+  prometheus                     # promtool check metrics on /metrics (the tests use only promtool)
 )
 
 missing=()

@@ -154,6 +154,9 @@ try {
   const series = JSON.parse(chart);
   check(series.loss.every((v) => typeof v === 'number') && series.val_loss.some((v) => typeof v === 'number'), `loss and val_loss are drawn: ${chart}`);
   check(await evaluate("document.querySelectorAll('#chart polyline').length >= 2"), 'the chart has a line per series');
+  check(series.samples_per_s.length === Number(epochs) && series.samples_per_s.every((v) => typeof v === 'number' && v > 0) &&
+        await evaluate("document.querySelectorAll('#chart-rate polyline[data-series=samples_per_s]').length === 1"),
+        `the throughput curve has each epoch's samples/s: ${JSON.stringify(series.samples_per_s)}`);
   const steps = JSON.parse(await evaluate('JSON.stringify(window.rtSteps || null)'));
   check(steps && steps.step.length >= 1 && steps.step.every((s, i) => i === 0 || s > steps.step[i - 1]) &&
         steps.mae.every((v) => typeof v === 'number' && v > 0) &&

@@ -12,10 +12,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_cluster.h"
 
 /* ---- what ranks use ------------------------------------------------------------- */
+
+/* Prometheus's own check of the exposition text (`promtool check metrics`:
+ * syntax, types, help, naming); true also where promtool is not installed
+ * (scripts/install-deps.sh installs it: Debian's prometheus package), said
+ * on stderr. */
+static bool promtool_ok(const char *text)
+{
+    if (system("command -v promtool > /dev/null 2>&1") != 0) {
+        fprintf(stderr, "promtool not installed: /metrics not checked by it\n");
+        return true;
+    }
+    char path[] = "/tmp/rt_metrics_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return false;
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "timeout 30 promtool check metrics < %s >&2", path);
+    int rc = system(cmd);
+    unlink(path);
+    fprintf(stderr, "promtool check metrics: %s\n", rc == 0 ? "ok" : "FAILED (above)");
+    return rc == 0;
+}
 
 /* A rank that holds 64 MB and keeps a core busy: its agent's samples show
  * both in the job's document, and /metrics has its series while it runs. */
@@ -57,6 +83,7 @@ void test_rank_usage(void **state)
     CHECK(r.body && strstr(r.body, want));
     snprintf(want, sizeof want, "ringtrain_rank_cpu_seconds_total{job=\"%lld\",rank=\"0\"", (long long)id);
     CHECK(r.body && strstr(r.body, want));
+    CHECK(promtool_ok(r.body));
     free(r.body);
     /* and the CLI shows it */
     char *out = NULL, ids[24];
@@ -122,6 +149,7 @@ void test_gpu_usage(void **state)
     CHECK(r.body && strstr(r.body, want) && strstr(r.body, "# TYPE ringtrain_rank_gpu_utilization gauge"));
     snprintf(want, sizeof want, "ringtrain_rank_gpu_utilization{job=\"%lld\",rank=\"0\"", (long long)id);
     CHECK(r.body && !strstr(r.body, want));
+    CHECK(promtool_ok(r.body));
     free(r.body);
     char *out = NULL, ids[24];
     snprintf(ids, sizeof ids, "%lld", (long long)id);

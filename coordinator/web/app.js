@@ -143,17 +143,18 @@ async function viewJobs() {
 // the per-epoch metrics of the current attempt, as series
 function seriesOf(metrics) {
   const pts = (metrics || []).map((m) => m.data || {}).filter((x) => x.epoch != null);
-  const keys = ['loss', 'val_loss', 'mae', 'val_mae'];
+  const keys = ['loss', 'val_loss', 'mae', 'val_mae', 'samples_per_s'];
   const out = { epoch: pts.map((x) => x.epoch) };
   for (const k of keys) out[k] = pts.map((x) => (x[k] == null ? null : Number(x[k])));
   return out;
 }
 
-// series: {x: [...], <name>: [...]}; xname labels the axis ("epoch", "step")
-function chart(series, xname = 'epoch', id = 'chart') {
+// series: {x: [...], <name>: [...]}; xname labels the axis ("epoch", "step");
+// keys: the series drawn (one scale)
+function chart(series, xname = 'epoch', id = 'chart', keys = ['loss', 'val_loss', 'mae', 'val_mae']) {
   const W = 1200, H = 240, L = 56, R = 12, T = 10, B = 26;
-  const colors = { loss: '#2f6fdb', val_loss: '#e0662a', mae: '#6aa84f', val_mae: '#a64d79' };
-  const shown = Object.keys(colors).filter((k) => series[k] && series[k].some((v) => v != null));
+  const colors = { loss: '#2f6fdb', val_loss: '#e0662a', mae: '#6aa84f', val_mae: '#a64d79', samples_per_s: '#7a5cff' };
+  const shown = keys.filter((k) => series[k] && series[k].some((v) => v != null));
   const xs = series[xname];
   let lo = Infinity, hi = -Infinity;
   for (const k of shown) for (const v of series[k]) if (v != null) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
@@ -198,6 +199,7 @@ async function viewJob(id) {
       <div id="j-failure"></div>
       <h2>Curves (per epoch, attempt <span id="j-att"></span>)</h2><div class="card" id="j-chart"></div>
       <h2>This epoch, step by step <span class="small" id="j-steps-note"></span></h2><div class="card" id="j-steps"></div>
+      <h2>Throughput (samples/s of all ranks, per epoch)</h2><div class="card" id="j-rate"></div>
       <h2>Placement</h2><table id="j-placement"></table>
       <div id="j-results"></div>
       <h2>Logs <select id="log-rank"></select> <span class="small" id="log-state"></span></h2><pre id="logs"></pre>
@@ -230,6 +232,7 @@ async function viewJob(id) {
   const series = seriesOf(cur);
   $('j-chart').innerHTML = chart(series);
   window.rtChart = series;
+  $('j-rate').innerHTML = chart(series, 'epoch', 'chart-rate', ['samples_per_s']);
   // rank 0's running MAE of the current epoch, from its step reports
   const st = d.steps && d.steps.attempt === j.attempt ? d.steps : null;
   const stepSeries = { step: st ? st.points.map((p) => p[0]) : [], mae: st ? st.points.map((p) => p[1]) : [] };
