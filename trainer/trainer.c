@@ -520,22 +520,28 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
  * order.  Scores do not depend on how rows are batched, so the file is the
  * one a single rank would write (test_train_job compares it with `ringtrain
  * predict`). */
-static rt_status predict_shared(trainer *t, const rt_rows *test, float *pred, char *err)
+/* This rank's share of the total test rows (only those are read), every
+ * share gathered into pred (rank 0's; total values). */
+static rt_status predict_shared(trainer *t, int64_t total, float *pred, char *err)
 {
     const int size = t->env->size, rank = t->env->rank;
-    size_t lo, len, blk = (size_t)(test->n + size - 1) / (size_t)size;
-    rt_split((size_t)test->n, (size_t)size, (size_t)rank, &lo, &len);
+    size_t lo, len, blk = (size_t)(total + size - 1) / (size_t)size;
+    rt_split((size_t)total, (size_t)size, (size_t)rank, &lo, &len);
     float *all = calloc(blk * (size_t)size + 1, sizeof *all);
     if (!all)
-        return rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions", (long long)test->n);
-    const int nc = t->cols.ncat, nf = t->cols.ncont;
-    rt_status st = rt_dp_forward_eval(t->dp, test->cat + lo * (size_t)nc, test->cont + lo * (size_t)nf,
-                                      NULL, (int64_t)len, all + (size_t)rank * blk, err);
+        return rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions", (long long)total);
+    rt_rows mine = {0};
+    rt_status st = rt_rows_load_test_range(t->ds, &t->cols, (int64_t)lo, (int64_t)len, false,
+                                           &mine, err);
+    if (st == RT_OK)
+        st = rt_dp_forward_eval(t->dp, mine.cat, mine.cont, NULL, mine.n,
+                                all + (size_t)rank * blk, err);
+    rt_rows_free(&mine);
     if (st == RT_OK && size > 1 &&
         (st = rt_allgather(t->env->comm, all + (size_t)rank * blk, all, blk * sizeof *all)) != RT_OK)
         st = rt_err(err, st, "%s", rt_comm_last_error(t->env->comm));
     for (int r = 0; st == RT_OK && r < size; r++) {
-        rt_split((size_t)test->n, (size_t)size, (size_t)r, &lo, &len);
+        rt_split((size_t)total, (size_t)size, (size_t)r, &lo, &len);
         memcpy(pred + lo, all + (size_t)r * blk, len * sizeof *pred);
     }
     free(all);
@@ -575,21 +581,25 @@ static rt_status predict_end(trainer *t, rt_train_result *res, char *err)
         if ((st = rt_dp_broadcast_state(t->dp, 0, false, err)) != RT_OK)
             return st;
     }
+    /* each rank reads only its share of the test rows; rank 0 their ids too */
+    int64_t total = 0;
+    for (int p = 0; p < t->ds->ntest; p++)
+        total += t->ds->test[p].rows;
     rt_rows test = {0};
     float *pred = NULL;
+    if (st == RT_OK && !(pred = malloc((size_t)(total ? total : 1) * sizeof *pred)))
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions", (long long)total);
     if (st == RT_OK)
-        st = rt_rows_load_test(t->ds, &t->cols, &test, err);
-    if (st == RT_OK && !(pred = malloc((size_t)(test.n ? test.n : 1) * sizeof *pred)))
-        st = rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions", (long long)test.n);
-    if (st == RT_OK)
-        st = predict_shared(t, &test, pred, err);
+        st = predict_shared(t, total, pred, err);
+    if (st == RT_OK && lead)
+        st = rt_rows_load_test_range(t->ds, &t->cols, 0, total, true, &test, err);
     if (st == RT_OK && lead)
         st = rt_predict_write(&test, pred, t->cols.label, t->ds->label_transform, path, err);
     if (st == RT_OK) {
-        res->predictions = test.n;
+        res->predictions = total;
         if (lead && t->env->log)
             fprintf(t->env->log, "predictions: %lld rows to %s (best epoch %lld, scored by %d rank%s)\n",
-                    (long long)test.n, path, (long long)t->best_epoch, t->env->size,
+                    (long long)total, path, (long long)t->best_epoch, t->env->size,
                     t->env->size == 1 ? "" : "s");
     }
     free(pred);

@@ -220,3 +220,94 @@ void rt_shuffle(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch, int rank
         perm[j] = t;
     }
 }
+
+/* Rows [from, from + n) of shard s as a view (no copy) appended to r. */
+static rt_status append_slice(rt_rows *r, const rt_shard *s, const rt_columns *c, int64_t from,
+                              int64_t n, bool ids_only, char *err)
+{
+    if (ids_only) {
+        const rt_shard_col *id = rt_shard_find(s, c->id);
+        memcpy(r->id + r->n, (const int32_t *)id->data + from, (size_t)n * 4);
+        r->n += n;
+        return RT_OK;
+    }
+    rt_shard_col cols[RT_SHARD_MAX_COLS];
+    for (int k = 0; k < s->ncols; k++) {
+        cols[k] = s->cols[k];
+        cols[k].data = (char *)s->cols[k].data + (size_t)from * rt_col_type_size(s->cols[k].type);
+    }
+    rt_shard view = {.ncols = s->ncols, .nrows = n, .cols = cols};
+    return rt_rows_append(r, &view, c, NULL, 0, "test", err);
+}
+
+/* The columns the model reads (all of them, or the id alone) are in the
+ * row group, and its categorical indices inside their vocabularies. */
+static rt_status check_test_group(const rt_shard *s, const rt_columns *c, bool ids_only,
+                                  const char *file, int g, char *err)
+{
+    const rt_shard_col *id = rt_shard_find(s, c->id);
+    if (!id || id->type != RT_COL_I32)
+        return rt_err(err, RT_ERR_INVALID, "%s has no integer id column %s", file, c->id);
+    for (int i = 0; !ids_only && i < c->ncat; i++) {
+        const rt_shard_col *col = rt_shard_find(s, c->cat[i]);
+        if (!col || col->type != RT_COL_I32)
+            return rt_err(err, RT_ERR_INVALID, "%s has no categorical column %s", file, c->cat[i]);
+        for (int64_t k = 0; k < s->nrows; k++)
+            if (((const int32_t *)col->data)[k] < 0 || ((const int32_t *)col->data)[k] >= c->vocab[i])
+                return rt_err(err, RT_ERR_INVALID, "%s: row group %d, row %lld of %s is outside "
+                              "its vocabulary of %d", file, g, (long long)k, c->cat[i], c->vocab[i]);
+    }
+    for (int i = 0; !ids_only && i < c->ncont; i++) {
+        const rt_shard_col *col = rt_shard_find(s, c->cont[i]);
+        if (!col || col->type != RT_COL_F32)
+            return rt_err(err, RT_ERR_INVALID, "%s has no continuous column %s", file, c->cont[i]);
+    }
+    return RT_OK;
+}
+
+rt_status rt_rows_load_test_range(const rt_dataset *ds, const rt_columns *c, int64_t lo,
+                                  int64_t len, bool ids_only, rt_rows *r, char *err)
+{
+    memset(r, 0, sizeof *r);
+    r->ncat = c->ncat;
+    r->ncont = c->ncont;
+    if (ids_only ? !(r->id = malloc((size_t)(len ? len : 1) * 4)) : !grow(r, len))
+        return rt_err(err, RT_ERR_NOMEM, "out of memory for %lld test rows", (long long)len);
+    rt_status st = RT_OK;
+    int64_t base = 0;
+    for (int p = 0; p < ds->ntest && st == RT_OK && r->n < len; base += ds->test[p].rows, p++) {
+        if (base + ds->test[p].rows <= lo)
+            continue;
+        char path[1300];
+        snprintf(path, sizeof path, "%s/%s", ds->dir, ds->test[p].file);
+        rt_shard_reader *rd = NULL;
+        if ((st = rt_shard_reader_open(path, &rd, err)) != RT_OK)
+            break;
+        if (rt_shard_reader_rows(rd) != ds->test[p].rows)
+            st = rt_err(err, RT_ERR_INVALID, "%s has %lld rows, the manifest says %lld", path,
+                        (long long)rt_shard_reader_rows(rd), (long long)ds->test[p].rows);
+        int64_t gbase = base;
+        for (int g = 0; st == RT_OK && g < rt_shard_reader_groups(rd) && r->n < len; g++) {
+            int64_t gr = rt_shard_reader_group_rows(rd, g);
+            int64_t from = lo + r->n - gbase; /* the next row wanted, in this group */
+            if (from < gr) {
+                rt_shard *s = NULL;
+                st = rt_shard_reader_group(rd, g, &s, err);
+                if (st == RT_OK)
+                    st = check_test_group(s, c, ids_only, path, g, err);
+                int64_t take = gr - from < len - r->n ? gr - from : len - r->n;
+                if (st == RT_OK)
+                    st = append_slice(r, s, c, from, take, ids_only, err);
+                rt_shard_free(s);
+            }
+            gbase += gr;
+        }
+        rt_shard_reader_close(rd);
+    }
+    if (st == RT_OK && r->n != len)
+        st = rt_err(err, RT_ERR_INVALID, "%s: %lld test rows wanted from row %lld, %lld found",
+                    ds->dir, (long long)len, (long long)lo, (long long)r->n);
+    if (st != RT_OK)
+        rt_rows_free(r);
+    return st;
+}

@@ -58,6 +58,11 @@ rt_status rt_columns_resolve(const rt_dataset *ds, const rt_job_cfg *cfg, rt_col
 /* This rank's training and validation rows (partitions p = rank mod size). */
 rt_status rt_rows_load(const rt_dataset *ds, const rt_columns *cols, int rank, int size,
                        rt_rows *train, rt_rows *val, char *err);
+/* Test rows [lo, lo + len) in the order of the test partitions, read a row
+ * group at a time (memory: those rows and one group); ids_only: only their
+ * ids (r->id). */
+rt_status rt_rows_load_test_range(const rt_dataset *ds, const rt_columns *cols, int64_t lo,
+                                  int64_t len, bool ids_only, rt_rows *r, char *err);
 /* Every test row, with its id. */
 rt_status rt_rows_load_test(const rt_dataset *ds, const rt_columns *cols, rt_rows *test,
                             char *err);
