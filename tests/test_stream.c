@@ -174,6 +174,11 @@ static void test_windows_cover_every_row(void **state)
     assert_int_equal(rt_stream_epoch(s, 2, err), RT_OK);
     take_rows(s, &f.c, e2, n);
     assert_memory_not_equal(e1, e2, (size_t)n * sizeof(row)); /* reshuffled */
+    rt_stream_set_prefetch(s, false); /* read ahead or not: the same rows */
+    assert_int_equal(rt_stream_epoch(s, 1, err), RT_OK);
+    take_rows(s, &f.c, e1b, n);
+    assert_memory_equal(e1, e1b, (size_t)n * sizeof(row));
+    rt_stream_set_prefetch(s, true);
     /* at most the window plus one row group (of at most 100 rows) held */
     assert_true(rt_stream_peak_rows(s) >= 150 && rt_stream_peak_rows(s) < 250);
     qsort(want, (size_t)n, sizeof *want, cmp_row);

@@ -1,5 +1,6 @@
 /* trainer_stream.c — see trainer.h: a rank's training rows a window at a
  * time, so its memory follows [data] stream_rows, not the dataset. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +24,17 @@ struct rt_stream {
     int rank;
     int64_t epoch;
     int64_t *order; /* the epoch's row-group order */
-    int next;       /* the next group of order to load */
-    int window_no;
+    int next;       /* the next window's first group, in order */
+    bool prefetch;  /* read the next window while this one trains */
+    struct {        /* the window read ahead, on its own thread */
+        pthread_t th;
+        bool on;
+        int start, used, end;
+        int64_t epoch;
+        rt_rows rows;
+        rt_status st;
+        char err[RT_ERR_LEN];
+    } pf;
     bool one_window; /* every training row fits one window: loaded once, reshuffled */
     bool loaded;
     rt_rows win;
@@ -125,8 +135,9 @@ rt_status rt_stream_open(const rt_dataset *ds, const rt_columns *c, int rank, in
     s->window_rows = window_rows;
     s->seed = seed;
     s->rank = rank;
-    s->win.ncat = s->vwin.ncat = c->ncat;
-    s->win.ncont = s->vwin.ncont = c->ncont;
+    s->win.ncat = s->vwin.ncat = s->pf.rows.ncat = c->ncat;
+    s->win.ncont = s->vwin.ncont = s->pf.rows.ncont = c->ncont;
+    s->prefetch = true;
     int nparts = (ds->nparts - rank + size - 1) / size;
     s->rd = calloc((size_t)nparts + 1, sizeof *s->rd);
     rt_status st = s->rd ? RT_OK : rt_err(err, RT_ERR_NOMEM, "out of memory");
@@ -188,8 +199,52 @@ rt_status rt_stream_validate(rt_stream *s, rt_dp *d, char *err)
     return st;
 }
 
-/* The next window: row groups of the epoch's order until it holds
- * window_rows training rows, shuffled. */
+/* A window from group `start` of the epoch's order (past the last: the
+ * first): groups until it holds window_rows training rows, or the order
+ * ends; a window of only validation rows goes on from the first group.
+ * *used: where it began; *end: the next window's start. */
+static rt_status fill(rt_stream *s, int start, rt_rows *w, int *used, int *end, char *err)
+{
+    w->n = 0;
+    if (start >= s->ngroups)
+        start = 0;
+    for (;;) {
+        *used = start;
+        int g = start;
+        rt_status st = RT_OK;
+        while (st == RT_OK && g < s->ngroups && (w->n == 0 || w->n < s->window_rows))
+            st = load_group(s, &s->groups[s->order[g++]], w, 0, err);
+        if (st != RT_OK)
+            return st;
+        if (w->n > 0) {
+            *end = g;
+            return RT_OK;
+        }
+        if (start == 0)
+            return rt_err(err, RT_ERR_INVALID, "this rank has no training rows");
+        start = 0;
+    }
+}
+
+static void *prefetch_main(void *arg)
+{
+    rt_stream *s = arg;
+    s->pf.st = fill(s, s->pf.start, &s->pf.rows, &s->pf.used, &s->pf.end, s->pf.err);
+    return NULL;
+}
+
+/* Wait for the window being read ahead, if any; it stays usable only while
+ * its start and epoch are still the ones asked for. */
+static void prefetch_join(rt_stream *s)
+{
+    if (s->pf.on)
+        pthread_join(s->pf.th, NULL);
+    s->pf.on = false;
+}
+
+/* The next window: read ahead while the current one trains (when it could
+ * not be, read now), then shuffled from (seed + its first group, epoch,
+ * rank) — the first window of an epoch exactly as rows in memory are. */
 static rt_status next_window(rt_stream *s, char *err)
 {
     if (s->one_window && s->loaded) {
@@ -198,16 +253,21 @@ static rt_status next_window(rt_stream *s, char *err)
     }
     if (s->train_rows == 0)
         return rt_err(err, RT_ERR_INVALID, "this rank has no training rows");
-    s->win.n = 0;
-    rt_status st = RT_OK;
-    while (st == RT_OK && s->win.n == 0) { /* a window of only validation rows is skipped */
-        if (s->next == s->ngroups) {       /* past the last group: the epoch's first again */
-            s->next = 0;
-            s->window_no = 0;
-        }
-        while (st == RT_OK && s->next < s->ngroups &&
-               (s->win.n == 0 || s->win.n < s->window_rows))
-            st = load_group(s, &s->groups[s->order[s->next++]], &s->win, 0, err);
+    int used = 0, end = 0;
+    rt_status st;
+    bool ready = s->pf.on && s->pf.start == s->next && s->pf.epoch == s->epoch;
+    prefetch_join(s);
+    if (ready) {
+        st = s->pf.st;
+        if (st != RT_OK)
+            snprintf(err, RT_ERR_LEN, "%s", s->pf.err);
+        rt_rows t = s->win;
+        s->win = s->pf.rows;
+        s->pf.rows = t;
+        used = s->pf.used;
+        end = s->pf.end;
+    } else {
+        st = fill(s, s->next, &s->win, &used, &end, err);
     }
     if (st != RT_OK)
         return st;
@@ -218,22 +278,26 @@ static rt_status next_window(rt_stream *s, char *err)
             return rt_err(err, RT_ERR_NOMEM, "out of memory for a window of %lld rows",
                           (long long)s->win.n);
     }
-    /* window 0 of an epoch is shuffled exactly as rows in memory are */
-    rt_shuffle(s->perm, s->win.n, s->seed + (uint64_t)s->window_no * 0x9e3779b97f4a7c15ull,
-               s->epoch, s->rank);
-    s->window_no++;
+    rt_shuffle(s->perm, s->win.n, s->seed + (uint64_t)used * 0x9e3779b97f4a7c15ull, s->epoch,
+               s->rank);
+    s->next = end;
     s->pos = 0;
     s->loaded = true;
     if (s->win.n > s->peak)
         s->peak = s->win.n;
+    if (!s->one_window && s->prefetch) { /* the window after this one, meanwhile */
+        s->pf.start = s->next;
+        s->pf.epoch = s->epoch;
+        s->pf.on = pthread_create(&s->pf.th, NULL, prefetch_main, s) == 0;
+    }
     return RT_OK;
 }
 
 rt_status rt_stream_epoch(rt_stream *s, int64_t epoch, char *err)
 {
+    prefetch_join(s); /* read ahead in the last epoch's order: not this one's */
     s->epoch = epoch;
     s->next = 0;
-    s->window_no = 0;
     if (s->one_window) /* rows_load's order */
         for (int g = 0; g < s->ngroups; g++)
             s->order[g] = g;
@@ -245,6 +309,12 @@ rt_status rt_stream_epoch(rt_stream *s, int64_t epoch, char *err)
         return RT_OK;
     }
     return next_window(s, err);
+}
+
+void rt_stream_set_prefetch(rt_stream *s, bool on)
+{
+    prefetch_join(s);
+    s->prefetch = on;
 }
 
 rt_status rt_stream_batch(rt_stream *s, int64_t B, int32_t *cat, float *cont, float *label,
@@ -274,6 +344,8 @@ void rt_stream_close(rt_stream *s)
 {
     if (!s)
         return;
+    prefetch_join(s);
+    rt_rows_free(&s->pf.rows);
     for (int r = 0; r < s->nreaders; r++)
         rt_shard_reader_close(s->rd[r]);
     free(s->rd);

@@ -82,9 +82,10 @@ rt_status rt_rows_append(rt_rows *r, const rt_shard *s, const rt_columns *c, con
 /* This rank's training rows read window_rows at a time: the row groups of
  * its partitions, in an order shuffled from (seed, epoch, rank) when they
  * do not fit one window, collected until the window holds window_rows
- * rows, which are shuffled as rt_shuffle shuffles; when one window holds
- * them all the order is rt_rows_load's and the batches are exactly those
- * of the rows in memory, and its validation rows are loaded into val (the
+ * rows (the next window read meanwhile on a thread), which are shuffled as
+ * rt_shuffle shuffles; when one window holds them all the order is
+ * rt_rows_load's and the batches are exactly those of the rows in memory,
+ * and its validation rows are loaded into val (the
  * same evaluation too); else val stays empty and rt_stream_validate
  * evaluates them a row group at a time. */
 typedef struct rt_stream rt_stream;
@@ -99,6 +100,10 @@ rt_status rt_stream_validate(rt_stream *s, rt_dp *d, char *err);
 rt_status rt_stream_epoch(rt_stream *s, int64_t epoch, char *err);
 rt_status rt_stream_batch(rt_stream *s, int64_t B, int32_t *cat, float *cont, float *label,
                           char *err);
+/* Whether the next window is read on a thread while the current one
+ * trains (the default; memory: two windows); the batches are the same
+ * either way. */
+void rt_stream_set_prefetch(rt_stream *s, bool on);
 /* The most rows a window held (memory: that times a row's bytes). */
 int64_t rt_stream_peak_rows(const rt_stream *s);
 void rt_stream_close(rt_stream *s);
