@@ -187,9 +187,10 @@ static const rt_cfg_key job_keys[] = {
              "0/1 column marking validation rows (default: the manifest's)"),
     RT_CFG_I("data", "stream_rows", "0", 0, (int64_t)1 << 31, rt_job_cfg, stream_rows,
              "0: each rank holds its training rows in memory; N: it reads them N rows (whole "
-             "row groups) at a time, the row groups' order shuffled each epoch and the rows "
-             "within each window, so memory follows N, not the dataset (validation rows stay "
-             "in memory)"),
+             "row groups) at a time, the next window read while the current one trains, the "
+             "row groups' order shuffled each epoch and the rows within each window, so "
+             "memory follows N (two windows), not the dataset; validation rows are read a row "
+             "group at a time too"),
 
     RT_CFG_I("model", "embedding_dim", "10", 1, 1024, rt_job_cfg, embedding_dim,
              "width of every categorical embedding"),
