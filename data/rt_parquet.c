@@ -262,7 +262,12 @@ static rt_status read_schema(rt_pq_file *f, schema_el *el, size_t nel, char *err
     if (nel < 1)
         return rt_err(err, RT_ERR_INVALID, "%s: the schema is empty", f->name);
     size_t nchildren = (size_t)(el[0].num_children > 0 ? el[0].num_children : 0);
+    if (nchildren > nel - 1)
+        return rt_err(err, RT_ERR_INVALID, "%s: the schema names %zu columns but lists %zu",
+                      f->name, nchildren, nel - 1);
     f->cols = calloc(nchildren + 1, sizeof *f->cols);
+    if (!f->cols)
+        return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", f->name);
     size_t i = 1;
     for (size_t k = 0; k < nchildren; k++) {
         if (i >= nel)
@@ -313,8 +318,14 @@ static rt_status read_footer(rt_pq_file *f, const uint8_t *p, size_t len, char *
                             f->name, n);
                 break;
             }
-            free(el);
-            el = calloc(n ? n : 1, sizeof *el);
+            if (f->cols || el) {
+                st = rt_err(err, RT_ERR_INVALID, "%s: the footer has two schemas", f->name);
+                break;
+            }
+            if (!(el = calloc(n ? n : 1, sizeof *el))) {
+                st = rt_err(err, RT_ERR_NOMEM, "%s: out of memory", f->name);
+                break;
+            }
             for (nel = 0; nel < n && !t.bad; nel++)
                 read_schema_el(&t, elem, &el[nel]);
             if (!t.bad)
@@ -322,6 +333,10 @@ static rt_status read_footer(rt_pq_file *f, const uint8_t *p, size_t len, char *
         } else if (last == 3)
             f->nrows = tc_int(&t, ft);
         else if (last == 4 && f->cols && tc_list(&t, ft, &elem, &n)) {
+            if (have_groups) {
+                st = rt_err(err, RT_ERR_INVALID, "%s: the footer lists row groups twice", f->name);
+                break;
+            }
             have_groups = true;
             if (n * (size_t)(f->ncols ? f->ncols : 1) > len) { /* a chunk takes bytes */
                 st = rt_err(err, RT_ERR_INVALID, "%s: %zu row groups of %d columns cannot fit "
@@ -331,6 +346,10 @@ static rt_status read_footer(rt_pq_file *f, const uint8_t *p, size_t len, char *
             f->ngroups = (int)n;
             f->group_rows = calloc((size_t)f->ngroups + 1, sizeof *f->group_rows);
             f->chunks = calloc((size_t)f->ngroups * (size_t)f->ncols + 1, sizeof *f->chunks);
+            if (!f->group_rows || !f->chunks) {
+                st = rt_err(err, RT_ERR_NOMEM, "%s: out of memory", f->name);
+                break;
+            }
             for (int g = 0; g < f->ngroups && !t.bad && st == RT_OK; g++) {
                 if (!tc_enter(&t, elem))
                     break;
