@@ -452,8 +452,9 @@ static const char *dictionary_page(dec *d, int codec, const page_hdr *h, const u
         return "a second dictionary page";
     if (h->enc != ENC_PLAIN && h->enc != ENC_PLAIN_DICT)
         return "a dictionary page not PLAIN-encoded";
-    if (h->dict_n > h->usize * 8 + 1)
-        return "a dictionary page with more values than bytes";
+    int w = d->col->pub.physical == PQ_BYTE_ARRAY ? 4 : width_of(d->col); /* bytes a value takes */
+    if (d->col->pub.physical == PQ_BOOLEAN ? h->dict_n > h->usize * 8 : h->dict_n > h->usize / w)
+        return "a dictionary page with more values than its bytes can hold";
     const uint8_t *bytes;
     const char *why = page_bytes(d, codec, src, (size_t)h->csize, (size_t)h->usize, &bytes);
     if (why)
