@@ -232,9 +232,13 @@ static bool table_name(const char *dir, const char *file, char *out, size_t len,
     if (stat(path, &sb) != 0)
         return false;
     if (S_ISDIR(sb.st_mode)) { /* a folder is a table when it holds Parquet files */
-        char **files = NULL;
+        char **files = NULL, why[RT_ERR_LEN];
         int nf = 0;
-        if (file[0] == '.' || rt_pq_files(path, &files, &nf, NULL) != RT_OK)
+        if (file[0] == '.')
+            return false;
+        /* no Parquet files: no table; one a Spark job is still writing is a table, which
+         * the import refuses saying why */
+        if (rt_pq_files(path, &files, &nf, why) != RT_OK && !strstr(why, "_temporary"))
             return false;
         for (int i = 0; i < nf; i++)
             free(files[i]);

@@ -365,6 +365,22 @@ static void test_prep_typed(void **state)
     assert_int_equal(rep.train_rows + rep.validation_rows, 1000);
     assert_int_equal(rep.validation_rows, 100);
 
+    /* a Spark folder still being written (_temporary) is refused, not passed over */
+    char sub[300];
+    snprintf(sub, sizeof sub, "%s/late", in);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    snprintf(sub, sizeof sub, "%s/late/_temporary", in);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    char out3[160];
+    snprintf(out3, sizeof out3, "%s/out3", dir);
+    o.out_dir = out3;
+    assert_int_not_equal(rt_prep_run(&o, &rep, err), RT_OK);
+    assert_non_null(strstr(err, "late holds _temporary"));
+    rmdir(sub);
+    snprintf(sub, sizeof sub, "%s/late", in);
+    rmdir(sub);
+    o.out_dir = out;
+
     /* a bad row is named by its row number in the table */
     write_text(path, "INSERT INTO bad_rows SELECT 'types', _line, 'i32 is NULL' FROM types "
                      "WHERE i32 IS NULL;\nSELECT rt_bad_rows();\n");
