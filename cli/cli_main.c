@@ -497,7 +497,7 @@ static const cli_cmd COMMANDS[] = {
      "API tokens with roles (needs an admin token)", TOKEN_FLAGS, 1, 2, false, false, true, cli_token},
     {"init-cluster", "DIR", "make a cluster's CA, coordinator certificate, tokens and configs",
      INIT_FLAGS, 1, 1, false, false, false, cli_init_cluster},
-    {"prep", "--input DIR --sql FILE --out DIR", "turn CSV and Parquet files into a dataset", PREP_FLAGS, 0, 0,
+    {"prep", "--input DIR --sql FILE --out DIR | --from-parquet PATH --label COL --out DIR", "turn CSV and Parquet files into a dataset", PREP_FLAGS, 0, 0,
      false, false, false, cli_prep},
     {"predict", "--model CKPT --dataset DIR|--input PATH --out FILE", "predictions from a checkpoint",
      PREDICT_FLAGS, 0, 0, false, false, false, cli_predict},
