@@ -24,7 +24,8 @@
 
 enum { E_PLAIN = 1 << 0, E_PLAIN_DICT = 1 << 2, E_RLE = 1 << 3, E_DELTA_BP = 1 << 5,
        E_DELTA_LBA = 1 << 6, E_DELTA_BA = 1 << 7, E_RLE_DICT = 1 << 8, E_BSS = 1 << 9 };
-enum { C_NONE = 1 << 0, C_SNAPPY = 1 << 1, C_GZIP = 1 << 2, C_ZSTD = 1 << 6, C_LZ4_RAW = 1 << 7 };
+enum { C_NONE = 1 << 0, C_SNAPPY = 1 << 1, C_GZIP = 1 << 2, C_LZ4 = 1 << 5, C_ZSTD = 1 << 6,
+       C_LZ4_RAW = 1 << 7 };
 
 /* expected.tsv: a header, then one row per line, cells as the reader returns them */
 typedef struct expected {
@@ -144,6 +145,7 @@ static void test_fixtures(void **state)
         {"dict_v2_gzip.parquet", 1, E_PLAIN, C_GZIP},                  /* + a dictionary one */
         {"delta_v2_zstd.parquet", 1, E_DELTA_BP | E_DELTA_LBA | E_BSS | E_RLE, C_ZSTD},
         {"deltaba_v1_lz4raw.parquet", 4, E_DELTA_BP | E_DELTA_BA, C_LZ4_RAW},
+        {"plain_v2_lz4hadoop.parquet", 1, E_PLAIN, C_LZ4}, /* codec LZ4: Hadoop's framing */
     };
     expected *e = load_expected(FIX "/expected.tsv");
     assert_int_equal(e->nrows, 1000);

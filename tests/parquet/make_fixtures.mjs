@@ -145,6 +145,8 @@ write('delta_v2_zstd.parquet', () =>
       perColumn(perColumn(perColumn(P().setDictionaryEnabled(false).setWriterVersion(V.V2).setCompression(C.ZSTD),
         ints, E.DELTA_BINARY_PACKED), ['s'], E.DELTA_LENGTH_BYTE_ARRAY), ['f32', 'f64'], E.BYTE_STREAM_SPLIT)
         .setColumnEncoding('b', E.RLE));
+write('plain_v2_lz4hadoop.parquet', () =>
+      P().setDictionaryEnabled(false).setWriterVersion(V.V2).setCompression(C.LZ4).setDataPageSizeLimit(4096));
 write('deltaba_v1_lz4raw.parquet', () =>
       perColumn(perColumn(P().setDictionaryEnabled(false).setWriterVersion(V.V1).setCompression(C.LZ4_RAW)
         .setDataPageSizeLimit(512).setWriteBatchSize(32).setMaxRowGroupSize(300),
