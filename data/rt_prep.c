@@ -254,6 +254,22 @@ static rt_status read_meta(prep *p, prep_meta *m, char *err)
     return RT_OK;
 }
 
+/* The column names of table (n of them, at most PREP_MAX_COLS * 4), or
+ * NULL when out of memory; n is 0 for a table that does not exist. */
+static char (*table_columns(sqlite3 *db, const char *table, int *n))[64]
+{
+    char q[300], sql[400];
+    snprintf(sql, sizeof sql, "PRAGMA table_info(%s)", prep_ident(table, q, sizeof q));
+    char (*have)[64] = calloc(PREP_MAX_COLS * 4, 64);
+    sqlite3_stmt *st = NULL;
+    *n = 0;
+    if (have && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK)
+        while (sqlite3_step(st) == SQLITE_ROW && *n < PREP_MAX_COLS * 4)
+            snprintf(have[(*n)++], 64, "%s", (const char *)sqlite3_column_text(st, 1));
+    sqlite3_finalize(st);
+    return have;
+}
+
 /* Whether want is one of the n names; if not, the nearest within two
  * edits (a suggestion), or NULL. */
 static const char *closest(char (*have)[64], int n, const char *want, bool *found)
@@ -278,17 +294,10 @@ static const char *closest(char (*have)[64], int n, const char *want, bool *foun
 static rt_status check_columns(prep *p, const prep_meta *m, const char *table, bool test,
                                char *err)
 {
-    char q[300], sql[400];
-    snprintf(sql, sizeof sql, "PRAGMA table_info(%s)", prep_ident(table, q, sizeof q));
-    sqlite3_stmt *st = NULL;
-    char (*have)[64] = calloc(PREP_MAX_COLS * 4, 64);
     int n = 0;
+    char (*have)[64] = table_columns(p->db, table, &n);
     if (!have)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
-    if (sqlite3_prepare_v2(p->db, sql, -1, &st, NULL) == SQLITE_OK)
-        while (sqlite3_step(st) == SQLITE_ROW && n < PREP_MAX_COLS * 4)
-            snprintf(have[n++], 64, "%s", (const char *)sqlite3_column_text(st, 1));
-    sqlite3_finalize(st);
     rt_status s = RT_OK;
     if (n == 0)
         s = rt_err(err, RT_ERR_INVALID, "%s: meta names table '%s', which the script did not "
@@ -524,18 +533,11 @@ rt_status rt_prep_scan(const rt_prep_opts *o, const char *const *cols, int ncols
         st = import_one(&p, o->input_dir, err);
     }
     /* the columns asked for, each checked to exist (with a suggestion) */
-    char q[300], sql[400];
-    snprintf(sql, sizeof sql, "PRAGMA table_info(%s)", prep_ident(table, q, sizeof q));
-    char (*have)[64] = calloc(PREP_MAX_COLS * 4, 64);
     int nhave = 0;
+    char (*have)[64] = st == RT_OK ? table_columns(p.db, table, &nhave) : NULL;
     sqlite3_stmt *s = NULL;
     if (st == RT_OK && !have)
         st = rt_err(err, RT_ERR_NOMEM, "out of memory");
-    if (st == RT_OK && sqlite3_prepare_v2(p.db, sql, -1, &s, NULL) == SQLITE_OK)
-        while (sqlite3_step(s) == SQLITE_ROW && nhave < PREP_MAX_COLS * 4)
-            snprintf(have[nhave++], 64, "%s", (const char *)sqlite3_column_text(s, 1));
-    sqlite3_finalize(s);
-    s = NULL;
     for (int c = 0; st == RT_OK && c < ncols; c++) {
         bool found = false;
         const char *best = closest(have, nhave, cols[c], &found);
