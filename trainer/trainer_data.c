@@ -240,6 +240,21 @@ static rt_status append_slice(rt_rows *r, const rt_shard *s, const rt_columns *c
     return rt_rows_append(r, &view, c, NULL, 0, "test", err);
 }
 
+rt_status rt_rows_check_vocab(const rt_shard *s, const rt_columns *c, const char *file, int g,
+                              char *err)
+{
+    for (int i = 0; i < c->ncat; i++) {
+        const int32_t *v = rt_shard_find(s, c->cat[i])->data;
+        for (int64_t r = 0; r < s->nrows; r++)
+            if (v[r] < 0 || v[r] >= c->vocab[i])
+                return rt_err(err, RT_ERR_INVALID,
+                              "%s: row group %d, row %lld of %s has index %d outside its "
+                              "vocabulary of %d",
+                              file, g, (long long)r, c->cat[i], v[r], c->vocab[i]);
+    }
+    return RT_OK;
+}
+
 /* The columns the model reads (all of them, or the id alone) are in the
  * row group, and its categorical indices inside their vocabularies. */
 static rt_status check_test_group(const rt_shard *s, const rt_columns *c, bool ids_only,
@@ -252,17 +267,13 @@ static rt_status check_test_group(const rt_shard *s, const rt_columns *c, bool i
         const rt_shard_col *col = rt_shard_find(s, c->cat[i]);
         if (!col || col->type != RT_COL_I32)
             return rt_err(err, RT_ERR_INVALID, "%s has no categorical column %s", file, c->cat[i]);
-        for (int64_t k = 0; k < s->nrows; k++)
-            if (((const int32_t *)col->data)[k] < 0 || ((const int32_t *)col->data)[k] >= c->vocab[i])
-                return rt_err(err, RT_ERR_INVALID, "%s: row group %d, row %lld of %s is outside "
-                              "its vocabulary of %d", file, g, (long long)k, c->cat[i], c->vocab[i]);
     }
     for (int i = 0; !ids_only && i < c->ncont; i++) {
         const rt_shard_col *col = rt_shard_find(s, c->cont[i]);
         if (!col || col->type != RT_COL_F32)
             return rt_err(err, RT_ERR_INVALID, "%s has no continuous column %s", file, c->cont[i]);
     }
-    return RT_OK;
+    return ids_only ? RT_OK : rt_rows_check_vocab(s, c, file, g, err);
 }
 
 rt_status rt_rows_load_test_range(const rt_dataset *ds, const rt_columns *c, int64_t lo,

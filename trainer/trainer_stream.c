@@ -41,24 +41,6 @@ struct rt_stream {
     int64_t *perm, perm_cap, pos;
 };
 
-/* The manifest's checks of a partition, on one row group: the categorical
- * indices the model will use lie inside their vocabularies. */
-static rt_status check_group(const rt_stream *s, const rt_shard *g, const char *file, int gi,
-                             char *err)
-{
-    for (int i = 0; i < s->c->ncat; i++) {
-        const rt_shard_col *col = rt_shard_find(g, s->c->cat[i]);
-        const int32_t *v = col->data;
-        for (int64_t r = 0; r < g->nrows; r++)
-            if (v[r] < 0 || v[r] >= s->c->vocab[i])
-                return rt_err(err, RT_ERR_INVALID,
-                              "%s: row group %d, row %lld of %s has index %d outside its "
-                              "vocabulary of %d",
-                              file, gi, (long long)r, s->c->cat[i], v[r], s->c->vocab[i]);
-    }
-    return RT_OK;
-}
-
 /* A partition's reader, its columns checked against what the model reads. */
 static rt_status open_part(rt_stream *s, int p, rt_shard_reader **out, char *err)
 {
@@ -106,7 +88,7 @@ static rt_status load_group(rt_stream *s, const group_ref *g, rt_rows *r, int wa
     const rt_shard_col *v = s->c->validation[0] ? rt_shard_find(sh, s->c->validation) : NULL;
     char file[1300];
     snprintf(file, sizeof file, "%s/%s", s->ds->dir, s->ds->parts[g->part].file);
-    st = check_group(s, sh, file, g->group, err);
+    st = rt_rows_check_vocab(sh, s->c, file, g->group, err);
     if (st == RT_OK && (want_val == 0 || v))
         st = rt_rows_append(r, sh, s->c, v ? v->data : NULL, want_val,
                             want_val ? "validation" : "training", err);

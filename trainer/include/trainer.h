@@ -72,6 +72,10 @@ void rt_rows_gather(const rt_rows *r, const int64_t *idx, int64_t n, int32_t *ca
                     float *label);
 /* The epoch's order of n rows: a permutation from (seed, epoch, rank). */
 void rt_shuffle(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch, int rank);
+/* Every categorical index of row group g of file (shard s, which has the
+ * model's categorical columns) lies inside its column's vocabulary. */
+rt_status rt_rows_check_vocab(const rt_shard *s, const rt_columns *c, const char *file, int g,
+                              char *err);
 /* Append the rows of shard s whose validation flag (vflag, NULL: all rows)
  * equals want_val to r. */
 rt_status rt_rows_append(rt_rows *r, const rt_shard *s, const rt_columns *c, const uint8_t *vflag,
