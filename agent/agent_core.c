@@ -27,6 +27,7 @@
 
 #include "agent.h"
 #include "rt_addr.h"
+#include "rt_daemon.h"
 #include "rt_comm.h"
 #include "rt_file.h"
 #include "rt_hex.h"
@@ -476,6 +477,7 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
     event_add(ag->sigterm, NULL);
     event_add(ag->sigint, NULL);
     event_add(ag->sigchld, NULL);
+    rt_daemon_signals_ready(); /* a SIGTERM during start-up is taken here */
     signal(SIGPIPE, SIG_IGN);
     RT_INFO("agent", "ringtrain %s agent %s/%s: %d slot%s, %d GPU%s, coordinator %s:%d; node: %s",
             RT_VERSION, ag->host_id, ag->name, ag->slots, ag->slots == 1 ? "" : "s", ag->gpus,

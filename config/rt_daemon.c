@@ -1,6 +1,7 @@
 /* rt_daemon.c — see rt_daemon.h. */
 #include "rt_daemon.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,5 +48,19 @@ int rt_daemon_setup(const char *prog, const char *usage_more, const rt_cfg_schem
         rt_log_set_level(l);
     else if (k)
         rt_log_set_level((rt_log_level) * (const int *)((const char *)cfg + k->offset));
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigprocmask(SIG_BLOCK, &stop, NULL);
     return -1;
+}
+
+void rt_daemon_signals_ready(void)
+{
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigprocmask(SIG_UNBLOCK, &stop, NULL);
 }

@@ -25,6 +25,7 @@
 
 #include "coord.h"
 #include "rt_addr.h"
+#include "rt_daemon.h"
 #include "rt_hex.h"
 #include "rt_log.h"
 #include "rt_time.h"
@@ -560,6 +561,7 @@ rt_status coord_create(const rt_coord_cfg *cfg, coord **out, char *err)
     co->sigterm = evsignal_new(co->base, SIGTERM, on_signal, co);
     event_add(co->sigint, NULL);
     event_add(co->sigterm, NULL);
+    rt_daemon_signals_ready(); /* a SIGTERM during start-up is taken here */
     signal(SIGPIPE, SIG_IGN);
     *out = co;
     return RT_OK;
