@@ -126,13 +126,16 @@ static rt_status conn_open_once(conn *k, const cli_conn *c, int rcv_timeout_ms, 
     if (rc != 1) {
         char why[256];
         long v = SSL_get_verify_result(k->ssl);
-        /* the connection closed during the handshake, with no certificate
-         * problem: a coordinator going down (or just restarted); nothing was
-         * sent, so trying again is safe */
+        /* the connection closed (or went unanswered) during the handshake,
+         * with no certificate problem: a coordinator going down (or just
+         * restarted); nothing was sent, so trying again is safe */
         int se = SSL_get_error(k->ssl, rc);
         unsigned long top = ERR_peek_error();
         if (v == X509_V_OK &&
             (se == SSL_ERROR_SYSCALL || se == SSL_ERROR_ZERO_RETURN ||
+             /* no answer within the receive timeout: a coordinator whose
+              * socket is bound but whose loop has not started (restarting) */
+             se == SSL_ERROR_WANT_READ || se == SSL_ERROR_WANT_WRITE ||
              (top && ERR_GET_REASON(top) == SSL_R_UNEXPECTED_EOF_WHILE_READING)))
             *sys_err = ECONNRESET;
         if (v != X509_V_OK)
