@@ -67,6 +67,16 @@ static void cpu_embed_bwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_
  * the stack whatever F is. */
 #define BN_BLOCK 64
 
+/* y = (x - center) * scale + shift over nf columns, the subtraction in
+ * double: keeps precision for features with a large offset and small spread */
+static void bn_apply(const float *xp, int64_t ldx, int64_t B, int64_t nf, const double *center,
+                     const double *scale, const double *shift, float *yp, int64_t ldy)
+{
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t f = 0; f < nf; f++)
+            yp[b * ldy + f] = (float)(((double)xp[b * ldx + f] - center[f]) * scale[f] + shift[f]);
+}
+
 static void cpu_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float *run_mean,
                    float *run_var, float momentum, float eps, bool train, float *save_mean,
                    float *save_invstd, rt_view y)
@@ -78,8 +88,6 @@ static void cpu_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float 
     for (int64_t f0 = 0; f0 < F; f0 += BN_BLOCK) {
         int64_t nf = F - f0 < BN_BLOCK ? F - f0 : BN_BLOCK;
         double mean[BN_BLOCK], var[BN_BLOCK];
-        /* y = (x - center) * scale + beta, the subtraction in double: keeps
-         * precision for features with a large offset and small spread */
         double center[BN_BLOCK], scale[BN_BLOCK], shift[BN_BLOCK];
         if (train) {
             for (int64_t f = 0; f < nf; f++)
@@ -113,10 +121,25 @@ static void cpu_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float 
                 shift[f] = beta[f0 + f];
             }
         }
-        for (int64_t b = 0; b < B; b++)
-            for (int64_t f = 0; f < nf; f++)
-                yp[b * y.ld + f0 + f] =
-                    (float)(((double)xp[b * x.ld + f0 + f] - center[f]) * scale[f] + shift[f]);
+        bn_apply(xp + f0, x.ld, B, nf, center, scale, shift, yp + f0, y.ld);
+    }
+}
+
+/* Training-mode forward with the batch's statistics given (sync BN: the
+ * global batch's, in double): the same centre and scale, hence the same y, as
+ * cpu_bn_fwd computing them itself. Nothing is saved or moved here. */
+static void cpu_bn_fwd_given(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta,
+                             const double *mean, const double *var, float eps, rt_view y)
+{
+    (void)ctx;
+    for (int64_t f0 = 0; f0 < x.cols; f0 += BN_BLOCK) {
+        int64_t nf = x.cols - f0 < BN_BLOCK ? x.cols - f0 : BN_BLOCK;
+        double scale[BN_BLOCK], shift[BN_BLOCK];
+        for (int64_t f = 0; f < nf; f++) {
+            scale[f] = gamma[f0 + f] * (1.0 / sqrt(var[f0 + f] + eps));
+            shift[f] = beta[f0 + f];
+        }
+        bn_apply(RT_F(x) + f0, x.ld, x.rows, nf, mean + f0, scale, shift, RT_F(y) + f0, y.ld);
     }
 }
 
@@ -319,6 +342,7 @@ const rt_kernel_ops rt_cpu_kernel_ops = {
     .embed_fwd = cpu_embed_fwd,
     .embed_bwd = cpu_embed_bwd,
     .bn_fwd = cpu_bn_fwd,
+    .bn_fwd_given = cpu_bn_fwd_given,
     .bn_bwd = cpu_bn_bwd,
     .dense_fwd = rt_cpu_dense_fwd,
     .dense_bwd = rt_cpu_dense_bwd,

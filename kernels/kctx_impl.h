@@ -68,6 +68,9 @@ struct rt_kernel_ops {
     void (*bn_fwd)(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta,
                    float *run_mean, float *run_var, float momentum, float eps, bool train,
                    float *save_mean, float *save_invstd, rt_view y);
+    /* NULL where the backend has none (CUDA: sync BN is CPU-only) */
+    void (*bn_fwd_given)(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta,
+                         const double *mean, const double *var, float eps, rt_view y);
     void (*bn_bwd)(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
                    const float *save_mean, const float *save_invstd, float *dgamma,
                    float *dbeta, rt_view dx);

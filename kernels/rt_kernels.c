@@ -265,6 +265,16 @@ void rt_k_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta,
                      save_invstd, y);
 }
 
+void rt_k_bn_fwd_given(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta,
+                       const double *mean, const double *var, float eps, rt_view y)
+{
+    check_view(ctx, x, RT_F32);
+    check_view(ctx, y, RT_F32);
+    RT_ASSERT(x.rows == y.rows && x.cols == y.cols);
+    RT_ASSERT(ctx->ops->bn_fwd_given);
+    ctx->ops->bn_fwd_given(ctx, x, gamma, beta, mean, var, eps, y);
+}
+
 void rt_k_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const float *save_mean,
                  const float *save_invstd, float *dgamma, float *dbeta, rt_view dx)
 {

@@ -46,7 +46,7 @@ struct rt_model {
     float *in_cont, *in_label;
     float *x0, *h[RT_MODEL_MAX_HIDDEN], *z, *pred, *dpred, *dz, *ga, *gb, *dx0;
     float *bn_mean, *bn_invstd;
-    float *bn_given_mean, *bn_given_var; /* sync BN: the global batch's (host, CPU only) */
+    double *bn_given_mean, *bn_given_var; /* sync BN: the global batch's (host, CPU only) */
     bool bn_given;
 
     void *allocs[MAX_ALLOCS];
@@ -425,7 +425,7 @@ rt_status rt_model_set_bn_batch_stats(rt_model *m, const double *mean, const dou
         return rt_err(err, RT_ERR_UNSUPPORTED,
                       "synchronized batch norm runs on CPU models only (not yet on GPUs)");
     if (!m->bn_given_mean) {
-        m->bn_given_mean = calloc(2 * (size_t)(s->n_cont > 0 ? s->n_cont : 1), sizeof(float));
+        m->bn_given_mean = calloc(2 * (size_t)(s->n_cont > 0 ? s->n_cont : 1), sizeof(double));
         if (!m->bn_given_mean)
             return rt_err(err, RT_ERR_NOMEM, "out of memory");
         m->bn_given_var = m->bn_given_mean + s->n_cont;
@@ -433,8 +433,8 @@ rt_status rt_model_set_bn_batch_stats(rt_model *m, const double *mean, const dou
     /* what the training kernel would have saved and moved, from these */
     for (int f = 0; f < s->n_cont; f++) {
         double v = var[f] > 0 ? var[f] : 0.0;
-        m->bn_given_mean[f] = (float)mean[f];
-        m->bn_given_var[f] = (float)v;
+        m->bn_given_mean[f] = mean[f];
+        m->bn_given_var[f] = v;
         m->bn_mean[f] = (float)mean[f];
         m->bn_invstd[f] = (float)(1.0 / sqrt(v + s->bn_eps));
         float *run_mean = m->buffers + f, *run_var = m->buffers + s->n_cont + f;
@@ -456,10 +456,11 @@ void rt_model_forward(rt_model *m, int64_t n, bool train)
                        mat(m, m->params + m->off_emb, m->rows, s->emb_dim),
                        rt_view_cols(x0, 0, m->emb_cols));
     if (s->n_cont > 0 && train && m->bn_given) {
-        /* statistics given (sync BN): normalise as inference does, with them */
-        rt_k_bn_fwd(ctx, mat(m, m->in_cont, n, s->n_cont), m->params + m->off_gamma,
-                    m->params + m->off_beta, m->bn_given_mean, m->bn_given_var, s->bn_momentum,
-                    s->bn_eps, false, NULL, NULL, rt_view_cols(x0, m->emb_cols, s->n_cont));
+        /* statistics given (sync BN), in double as the kernel's own: the same
+         * y as one process holding the whole global batch */
+        rt_k_bn_fwd_given(ctx, mat(m, m->in_cont, n, s->n_cont), m->params + m->off_gamma,
+                          m->params + m->off_beta, m->bn_given_mean, m->bn_given_var, s->bn_eps,
+                          rt_view_cols(x0, m->emb_cols, s->n_cont));
         m->bn_given = false;
     } else if (s->n_cont > 0) {
         rt_k_bn_fwd(ctx, mat(m, m->in_cont, n, s->n_cont), m->params + m->off_gamma,

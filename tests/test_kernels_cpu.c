@@ -226,7 +226,7 @@ static void test_batchnorm(void **state)
         rt_k_bn_fwd(ctx, vf(x, B, F), gam, bet, rm, rv, mom, eps, true, sm, si, vf(y, B, F));
         /* forward and moving statistics against the double reference */
         double *yr = dal((size_t)(B * F)), *yg = dal((size_t)(B * F));
-        double rmr[80], rvr[80], rmg[80], rvg[80];
+        double rmr[80], rvr[80], rmg[80], rvg[80], mur[80], varr[80];
         for (int64_t f = 0; f < F; f++) {
             double mu = 0, var = 0;
             for (int64_t b = 0; b < B; b++)
@@ -235,6 +235,8 @@ static void test_batchnorm(void **state)
             for (int64_t b = 0; b < B; b++)
                 var += ((double)x[b * F + f] - mu) * ((double)x[b * F + f] - mu);
             var /= (double)B;
+            mur[f] = mu;
+            varr[f] = var;
             for (int64_t b = 0; b < B; b++) {
                 yr[b * F + f] = gam[f] * ((double)x[b * F + f] - mu) / sqrt(var + eps) + bet[f];
                 yg[b * F + f] = y[b * F + f];
@@ -248,6 +250,16 @@ static void test_batchnorm(void **state)
         assert_true(tu_close_d("bn_fwd(train)", yg, yr, (size_t)(B * F), 1e-5, 1e-5));
         assert_true(tu_close_d("bn moving mean", rmg, rmr, (size_t)F, 1e-5, 1e-6));
         assert_true(tu_close_d("bn moving var", rvg, rvr, (size_t)F, 1e-5, 1e-6));
+        /* the same statistics given (sync BN's global batch, in double): the
+         * same y to within an ulp (these, summed in another order, may
+         * differ from the kernel's own in their last bits) */
+        float *y2 = fal((size_t)(B * F));
+        rt_k_bn_fwd_given(ctx, vf(x, B, F), gam, bet, mur, varr, eps, vf(y2, B, F));
+        for (int64_t i = 0; i < B * F; i++)
+            if (!(fabsf(y2[i] - y[i]) <= 1.2e-7f * fabsf(y[i]) + 1e-30f))
+                fail_msg("bn_fwd_given: element %lld: %.9g, training mode %.9g", (long long)i,
+                         (double)y2[i], (double)y[i]);
+        free(y2);
         /* eval mode uses the moving statistics */
         rt_k_bn_fwd(ctx, vf(x, B, F), gam, bet, rm, rv, mom, eps, false, NULL, NULL, vf(y, B, F));
         for (int64_t b = 0; b < B; b++)

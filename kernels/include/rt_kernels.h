@@ -189,6 +189,13 @@ void rt_k_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta,
                  float *run_var, float momentum, float eps, bool train, float *save_mean,
                  float *save_invstd, rt_view y);
 
+/* Training-mode forward normalising with given batch statistics (mean and
+ * biased variance per feature, double: synchronized BN's global batch), y
+ * exactly as rt_k_bn_fwd would give had it computed the same values itself.
+ * CPU contexts only. */
+void rt_k_bn_fwd_given(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta,
+                       const double *mean, const double *var, float eps, rt_view y);
+
 /* Backward of training-mode batch norm: dgamma, dbeta (F) are written;
  * dx (B, F) is written when dx.p != NULL. */
 void rt_k_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const float *save_mean,
