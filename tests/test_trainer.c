@@ -72,118 +72,196 @@ static void make_rows(void)
 
 static const rt_adam_hp HP = {1e-2f, 0.9f, 0.999f, 1e-3f, 1.0f};
 
-typedef struct dp_run {
-    size_t bucket;
-    float *params[2]; /* out: each rank's final parameters */
-    int64_t nparams;
-    int buckets;
-} dp_run;
+/* ---- data parallel against one process, step by step --------------------------------
+ * One process takes K steps on the global batches of 2B rows, keeping its
+ * whole state (parameters, Adam moments, moving statistics, step) before
+ * each. Two ranks are given the state before step k, take step k on their
+ * halves of the batch, and what they end with is compared with the one
+ * process's state after it. Comparing only after K steps would compare two
+ * trajectories of a training with kinks (the MAE loss's sign, ReLU), which
+ * a last-bit difference in a sum can send apart at any step: seen with one
+ * seed in ~1,000, where one row's prediction sat within rounding of its
+ * label at step 9. */
 
-static void rank_body(rt_comm *c, int rank, void *arg, rh_result *res)
+enum { BN_F = 2 };
+static float g_cont[K * 2 * B * BN_F], g_label_bn[K * 2 * B];
+
+typedef struct snap {
+    float *p, *m, *v, *buf; /* p owns the block */
+    int64_t np, nb, step;
+} snap;
+
+static bool snap_take(rt_model *m, snap *s, char *err)
 {
-    dp_run *run = arg;
-    rt_model_spec s = small_spec(NCONT);
-    rt_dp *d = NULL;
-    char err[RT_ERR_LEN];
-    rt_dp_opts o;
-    rt_dp_opts_defaults(&o);
-    o.threads = 1;
-    o.bucket_bytes = run->bucket;
-    o.max_batch = B;
-    RH_CHECK(res, rt_dp_create(&s, &o, c, &d, err) == RT_OK, "create: %s", err);
-    RH_CHECK(res, rt_dp_broadcast_state(d, 0, false, err) == RT_OK, "broadcast: %s", err);
-    float dummy = 0;
-    for (int k = 0; k < K; k++) {
-        int64_t first = (int64_t)k * 2 * B + (int64_t)rank * B; /* this rank's half */
-        rt_status st = rt_dp_step(d, g_cat + first * NCAT, &dummy, g_label + first, B, &HP, err);
-        RH_CHECK(res, st == RT_OK, "step %d: %s", k, err);
-    }
-    run->nparams = rt_model_num_params(rt_dp_model(d));
-    run->buckets = rt_dp_buckets(d);
-    run->params[rank] = malloc((size_t)run->nparams * 4);
-    RH_CHECK(res, rt_model_get_state(rt_dp_model(d), run->params[rank], NULL, NULL, NULL, NULL,
-                                     err) == RT_OK, "%s", err);
-    rt_dp_destroy(d);
+    s->np = rt_model_num_params(m);
+    s->nb = rt_model_num_buffers(m);
+    s->p = malloc((size_t)(3 * s->np + s->nb + 1) * 4);
+    if (!s->p)
+        return false;
+    s->m = s->p + s->np;
+    s->v = s->m + s->np;
+    s->buf = s->v + s->np;
+    return rt_model_get_state(m, s->p, s->m, s->v, s->buf, &s->step, err) == RT_OK;
 }
 
-static float *single_process(int64_t *nparams)
+typedef struct traj {
+    int ncont;          /* 0, or BN_F: the batch-norm rows */
+    bool sync;          /* [model] sync_batch_norm */
+    size_t bucket;      /* gradient bucket bytes */
+    snap ref[K + 1];    /* the one process's state before each step, and at the end */
+    snap after[2][K];   /* each rank's state after step k taken from ref[k] */
+    int buckets;
+} traj;
+
+static const float *rows_cont(const traj *t, int64_t first)
 {
-    rt_model_spec s = small_spec(NCONT);
+    static const float none = 0;
+    return t->ncont ? g_cont + first * BN_F : &none;
+}
+
+static const float *rows_label(const traj *t, int64_t first)
+{
+    return (t->ncont ? g_label_bn : g_label) + first;
+}
+
+static void one_process(traj *t)
+{
+    rt_model_spec s = small_spec(t->ncont);
     rt_dp *d = NULL;
     char err[RT_ERR_LEN];
     rt_dp_opts o;
     rt_dp_opts_defaults(&o);
     o.threads = 1;
     o.max_batch = 2 * B;
+    o.sync_batch_norm = t->sync; /* nothing to synchronise with: the plain step */
     assert_int_equal(rt_dp_create(&s, &o, NULL, &d, err), RT_OK);
-    float dummy = 0;
-    for (int k = 0; k < K; k++)
-        assert_int_equal(rt_dp_step(d, g_cat + (int64_t)k * 2 * B * NCAT, &dummy,
-                                    g_label + (int64_t)k * 2 * B, 2 * B, &HP, err),
-                         RT_OK);
-    *nparams = rt_model_num_params(rt_dp_model(d));
-    float *p = malloc((size_t)*nparams * 4);
-    assert_int_equal(rt_model_get_state(rt_dp_model(d), p, NULL, NULL, NULL, NULL, err), RT_OK);
+    for (int k = 0; k <= K; k++) {
+        if (!snap_take(rt_dp_model(d), &t->ref[k], err))
+            fail_msg("state: %s", err);
+        int64_t first = (int64_t)k * 2 * B;
+        if (k < K && rt_dp_step(d, g_cat + first * NCAT, rows_cont(t, first), rows_label(t, first),
+                                2 * B, &HP, err) != RT_OK)
+            fail_msg("step %d: %s", k, err);
+    }
     rt_dp_destroy(d);
-    return p;
 }
 
-static void run_two(dp_run *run)
+static void rank_body(rt_comm *c, int rank, void *arg, rh_result *res)
+{
+    traj *t = arg;
+    rt_model_spec s = small_spec(t->ncont);
+    rt_dp *d = NULL;
+    char err[RT_ERR_LEN];
+    rt_dp_opts o;
+    rt_dp_opts_defaults(&o);
+    o.threads = 1;
+    o.bucket_bytes = t->bucket;
+    o.max_batch = B;
+    o.sync_batch_norm = t->sync;
+    RH_CHECK(res, rt_dp_create(&s, &o, c, &d, err) == RT_OK, "create: %s", err);
+    RH_CHECK(res, rt_dp_broadcast_state(d, 0, false, err) == RT_OK, "broadcast: %s", err);
+    rt_model *m = rt_dp_model(d);
+    for (int k = 0; k < K; k++) {
+        const snap *r = &t->ref[k];
+        RH_CHECK(res, rt_model_set_state(m, r->p, r->m, r->v, r->buf, &r->step, err) == RT_OK,
+                 "set state: %s", err);
+        int64_t first = (int64_t)k * 2 * B + (int64_t)rank * B; /* this rank's half */
+        rt_status st = rt_dp_step(d, g_cat + first * NCAT, rows_cont(t, first),
+                                  rows_label(t, first), B, &HP, err);
+        RH_CHECK(res, st == RT_OK, "step %d: %s", k, err);
+        RH_CHECK(res, snap_take(m, &t->after[rank][k], err), "state: %s", err);
+    }
+    t->buckets = rt_dp_buckets(d);
+    rt_dp_destroy(d);
+}
+
+static void run_two(traj *t)
 {
     rt_comm_opts o;
     rt_comm_opts_defaults(&o);
     o.timeout_us = 20000000;
     rh_result res;
-    if (!rh_run(2, RT_TRANSPORT_TCP, &o, rank_body, run, &res))
+    if (!rh_run(2, RT_TRANSPORT_TCP, &o, rank_body, t, &res))
         fail_msg("%s", res.msg);
 }
+
+/* Both ranks hold the same parameters after every step (and the same
+ * moving statistics when they are synchronized); returns the largest
+ * difference from the one process's state, parameters and moving
+ * statistics, and checks it against atol + rtol*|ref| when rtol >= 0. */
+static double compare(const traj *t, const char *what, double atol, double rtol)
+{
+    double worst = 0;
+    for (int k = 0; k < K; k++) {
+        const snap *a = &t->after[0][k], *b = &t->after[1][k], *r = &t->ref[k + 1];
+        assert_int_equal(a->np, r->np);
+        assert_int_equal(a->nb, r->nb);
+        assert_memory_equal(a->p, b->p, (size_t)a->np * 4);
+        if (t->sync || t->ncont == 0)
+            assert_memory_equal(a->buf, b->buf, (size_t)a->nb * 4);
+        assert_true(a->step == r->step && b->step == r->step);
+        char name[96];
+        snprintf(name, sizeof name, "%s, step %d, parameters", what, k);
+        assert_true(rtol < 0 || tu_close_f(name, a->p, r->p, (size_t)a->np, atol, rtol));
+        snprintf(name, sizeof name, "%s, step %d, moving statistics", what, k);
+        assert_true(rtol < 0 || tu_close_f(name, a->buf, r->buf, (size_t)a->nb, atol, rtol));
+        for (int64_t i = 0; i < a->np; i++)
+            worst = fmax(worst, fabs((double)a->p[i] - r->p[i]));
+        for (int64_t i = 0; i < a->nb; i++)
+            worst = fmax(worst, fabs((double)a->buf[i] - r->buf[i]));
+    }
+    return worst;
+}
+
+static void traj_free(traj *t)
+{
+    for (int k = 0; k <= K; k++)
+        free(t->ref[k].p);
+    for (int r = 0; r < 2; r++)
+        for (int k = 0; k < K; k++)
+            free(t->after[r][k].p);
+}
+
+/* A step moves at least one parameter by more than 1e-3 in all: equality is
+ * not "nothing happened". */
+static void assert_moved(const traj *t)
+{
+    double moved = 0;
+    for (int64_t i = 0; i < t->ref[0].np; i++)
+        moved = fmax(moved, fabs((double)t->ref[K].p[i] - t->ref[0].p[i]));
+    assert_true(moved > 1e-3);
+}
+
+/* Tolerances per step: the sums of a step are cut between the ranks, so
+ * gradients differ in their last bits; one Adam step turns that into well
+ * under 1e-6 of a parameter. */
+#define STEP_ATOL 1e-6
+#define STEP_RTOL 1e-5
 
 static void test_data_parallel_equivalence(void **state)
 {
     (void)state;
     make_rows();
-    int64_t n1 = 0;
-    float *ref = single_process(&n1);
-    dp_run one = {.bucket = 25u << 20}, many = {.bucket = 4096};
+    static traj one = {.bucket = 25u << 20}, many = {.bucket = 4096};
+    one_process(&one);
+    one_process(&many);
     run_two(&one);
     run_two(&many);
-    assert_int_equal(one.nparams, n1);
-    fprintf(stderr, "np=2 x B=%d vs np=1 x B=%d after %d steps, %lld parameters; buckets %d and %d\n",
-            B, 2 * B, K, (long long)n1, one.buckets, many.buckets);
+    double worst = compare(&one, "np=2 vs np=1", STEP_ATOL, STEP_RTOL);
+    compare(&many, "np=2 vs np=1, small buckets", STEP_ATOL, STEP_RTOL);
+    fprintf(stderr, "np=2 x B=%d vs np=1 x B=%d, %d steps each from the same state, %lld "
+                    "parameters, buckets %d and %d: %.3g apart at most\n",
+            B, 2 * B, K, (long long)one.ref[0].np, one.buckets, many.buckets, worst);
     assert_true(many.buckets > 1);
-    /* the two ranks agree exactly, whatever the buckets */
-    assert_memory_equal(one.params[0], one.params[1], (size_t)n1 * 4);
-    assert_memory_equal(one.params[0], many.params[0], (size_t)n1 * 4);
-    assert_memory_equal(many.params[0], many.params[1], (size_t)n1 * 4);
-    /* and are the one-process model up to float rounding of the sums */
-    assert_true(tu_close_f("np=2 vs np=1 parameters", one.params[0], ref, (size_t)n1, 2e-5, 1e-4));
-    /* the parameters moved: equality is not "nothing happened" */
-    rt_model_spec s = small_spec(NCONT);
-    char err[RT_ERR_LEN];
-    rt_kctx *ctx = NULL;
-    rt_model *m = NULL;
-    assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, 1, &ctx, err), RT_OK);
-    assert_int_equal(rt_model_create(&s, ctx, 1, &m, err), RT_OK);
-    float *init = malloc((size_t)n1 * 4);
-    assert_int_equal(rt_model_get_state(m, init, NULL, NULL, NULL, NULL, err), RT_OK);
-    double moved = 0;
-    for (int64_t i = 0; i < n1; i++)
-        moved = fmax(moved, fabs((double)ref[i] - init[i]));
-    assert_true(moved > 1e-3);
-    free(init);
-    rt_model_destroy(m);
-    rt_kctx_destroy(ctx);
-    for (int r = 0; r < 2; r++) {
-        free(one.params[r]);
-        free(many.params[r]);
-    }
-    free(ref);
+    /* the bucket size changes nothing */
+    for (int k = 0; k < K; k++)
+        assert_memory_equal(one.after[0][k].p, many.after[0][k].p, (size_t)one.ref[0].np * 4);
+    assert_moved(&one);
+    traj_free(&one);
+    traj_free(&many);
 }
 
 /* ---- synchronized batch norm ------------------------------------------------------- */
-
-enum { BN_F = 2 };
-static float g_cont[K * 2 * B * BN_F], g_label_bn[K * 2 * B];
 
 /* Continuous columns whose first half of every global batch (rank 0's)
  * sits far from the second (rank 1's): per-rank statistics are wrong. */
@@ -198,98 +276,28 @@ static void make_cont(void)
     }
 }
 
-typedef struct bn_run {
-    bool sync;
-    float *state[2]; /* each rank's parameters, then its BN moving statistics */
-    int64_t n;
-} bn_run;
-
-static float *model_state(rt_model *m, int64_t *n, char *err)
-{
-    int64_t np = rt_model_num_params(m), nb = rt_model_num_buffers(m);
-    float *p = malloc((size_t)(np + nb) * 4);
-    if (p && rt_model_get_state(m, p, NULL, NULL, p + np, NULL, err) != RT_OK) {
-        free(p);
-        return NULL;
-    }
-    *n = np + nb;
-    return p;
-}
-
-static void bn_rank_body(rt_comm *c, int rank, void *arg, rh_result *res)
-{
-    bn_run *run = arg;
-    rt_model_spec s = small_spec(BN_F);
-    rt_dp *d = NULL;
-    char err[RT_ERR_LEN];
-    rt_dp_opts o;
-    rt_dp_opts_defaults(&o);
-    o.threads = 1;
-    o.max_batch = B;
-    o.sync_batch_norm = run->sync;
-    RH_CHECK(res, rt_dp_create(&s, &o, c, &d, err) == RT_OK, "create: %s", err);
-    RH_CHECK(res, rt_dp_broadcast_state(d, 0, false, err) == RT_OK, "broadcast: %s", err);
-    for (int k = 0; k < K; k++) {
-        int64_t first = (int64_t)k * 2 * B + (int64_t)rank * B;
-        rt_status st = rt_dp_step(d, g_cat + first * NCAT, g_cont + first * BN_F, g_label_bn + first,
-                                  B, &HP, err);
-        RH_CHECK(res, st == RT_OK, "step %d: %s", k, err);
-    }
-    run->state[rank] = model_state(rt_dp_model(d), &run->n, err);
-    RH_CHECK(res, run->state[rank] != NULL, "%s", err);
-    rt_dp_destroy(d);
-}
-
 static void test_sync_batch_norm(void **state)
 {
     (void)state;
     make_rows();
     make_cont();
-    /* one process, batch 2B */
-    rt_model_spec s = small_spec(BN_F);
-    rt_dp *d = NULL;
-    char err[RT_ERR_LEN];
-    rt_dp_opts o;
-    rt_dp_opts_defaults(&o);
-    o.threads = 1;
-    o.max_batch = 2 * B;
-    o.sync_batch_norm = true; /* nothing to synchronise with: the plain step */
-    assert_int_equal(rt_dp_create(&s, &o, NULL, &d, err), RT_OK);
-    for (int k = 0; k < K; k++) {
-        int64_t first = (int64_t)k * 2 * B;
-        assert_int_equal(rt_dp_step(d, g_cat + first * NCAT, g_cont + first * BN_F,
-                                    g_label_bn + first, 2 * B, &HP, err),
-                         RT_OK);
-    }
-    int64_t n = 0;
-    float *ref = model_state(rt_dp_model(d), &n, err);
-    assert_non_null(ref);
-    rt_dp_destroy(d);
-    bn_run runs[2] = {{.sync = true}, {.sync = false}};
-    for (int i = 0; i < 2; i++) {
-        rt_comm_opts co;
-        rt_comm_opts_defaults(&co);
-        co.timeout_us = 20000000;
-        rh_result res;
-        if (!rh_run(2, RT_TRANSPORT_TCP, &co, bn_rank_body, &runs[i], &res))
-            fail_msg("%s", res.msg);
-        assert_int_equal(runs[i].n, n);
-    }
-    double off = 0;
-    for (int64_t i = 0; i < n; i++)
-        off = fmax(off, fabs((double)runs[1].state[0][i] - ref[i]));
-    fprintf(stderr, "np=2 x B=%d vs np=1 x B=%d: without sync_batch_norm %.3g apart at most\n", B,
-            2 * B, off);
-    /* with it: both ranks agree exactly and are the one-process model,
+    static traj sync = {.ncont = BN_F, .sync = true, .bucket = 25u << 20};
+    static traj own = {.ncont = BN_F, .sync = false, .bucket = 25u << 20};
+    one_process(&sync);
+    one_process(&own);
+    run_two(&sync);
+    run_two(&own);
+    /* with it: both ranks agree exactly and take the one process's step,
      * parameters and moving statistics, up to float rounding */
-    assert_memory_equal(runs[0].state[0], runs[0].state[1], (size_t)n * 4);
-    assert_true(tu_close_f("sync BN np=2 vs np=1", runs[0].state[0], ref, (size_t)n, 2e-5, 1e-4));
-    /* without it the ranks' own statistics give another model */
-    assert_true(off > 1e-2);
-    for (int i = 0; i < 2; i++)
-        for (int r = 0; r < 2; r++)
-            free(runs[i].state[r]);
-    free(ref);
+    double with = compare(&sync, "sync BN np=2 vs np=1", STEP_ATOL, STEP_RTOL);
+    /* without it the ranks' own statistics give another step */
+    double without = compare(&own, "own BN", 0, -1);
+    fprintf(stderr, "np=2 x B=%d vs np=1 x B=%d, one step from the same state: %.3g apart at "
+                    "most with sync_batch_norm, %.3g without\n", B, 2 * B, with, without);
+    assert_true(without > 1e-2);
+    assert_moved(&sync);
+    traj_free(&sync);
+    traj_free(&own);
 }
 
 /* ---- checkpoints ----------------------------------------------------------------- */
