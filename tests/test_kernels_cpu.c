@@ -504,10 +504,30 @@ static void test_adam(void **state)
     tu_fill(&g, p, (size_t)n, -1, 1);
     for (int64_t i = 0; i < n; i++)
         pd[i] = p[i];
+    /* the plain float formula, no fused multiply-add (the build says
+     * -ffp-contract=off): the kernel's bits on every CPU, whichever clone
+     * of its loop runs */
+    float *pf = fal((size_t)n), *mf = fal((size_t)n), *vf_ = fal((size_t)n);
+    memcpy(pf, p, (size_t)n * 4);
     int64_t step = 0;
     for (int it = 0; it < 5; it++) {
         tu_fill(&g, gr, (size_t)n, -1, 1);
         rt_k_adam(ctx, p, gr, m, v, n, segs, nseg, &hp, &step);
+        {
+            const double t = (double)(step + 1);
+            const float lrt = (float)(hp.lr * sqrt(1.0 - pow(hp.beta2, t)) / (1.0 - pow(hp.beta1, t)));
+            const float c1 = 1.0f - hp.beta1, c2 = 1.0f - hp.beta2;
+            for (int s = 0; s < nseg; s++)
+                for (int64_t i = segs[s].off; i < segs[s].off + segs[s].len; i++) {
+                    float gi = gr[i] * hp.grad_scale + 2.0f * segs[s].l2 * pf[i];
+                    mf[i] = hp.beta1 * mf[i] + c1 * gi;
+                    vf_[i] = hp.beta2 * vf_[i] + c2 * gi * gi;
+                    pf[i] -= lrt * mf[i] / (sqrtf(vf_[i]) + hp.eps);
+                }
+            assert_memory_equal(p, pf, (size_t)n * 4);
+            assert_memory_equal(m, mf, (size_t)n * 4);
+            assert_memory_equal(v, vf_, (size_t)n * 4);
+        }
         double t = (double)(step + 1);
         double lrt = hp.lr * sqrt(1 - pow(hp.beta2, t)) / (1 - pow(hp.beta1, t));
         for (int s = 0; s < nseg; s++)
@@ -525,6 +545,7 @@ static void test_adam(void **state)
     /* five float updates of size <= lr each: a few ulps of p plus lr*1e-5 */
     assert_true(tu_close_d("adam params", pg, pd, (size_t)n, 1e-6 + hp.lr * 1e-4, 1e-6));
     free(p); free(gr); free(m); free(v); free(pd); free(md); free(vd); free(pg);
+    free(pf); free(mf); free(vf_);
 }
 
 /* ---- the GEMM: the plain chain, whatever the kernel, threads and rows ---------- */
