@@ -243,9 +243,7 @@ static void cpu_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v,
                  const rt_adam_seg *segs, int nseg, const rt_adam_hp *hpp, const int64_t *step)
 {
     const rt_adam_hp hp = *hpp;
-    /* bias correction folded into the step size: lr * sqrt(1 - b2^t) / (1 - b1^t) */
-    const double t = (double)(*step + 1);
-    const float lrt = (float)(hp.lr * sqrt(1.0 - pow(hp.beta2, t)) / (1.0 - pow(hp.beta1, t)));
+    const float lrt = rt_cpu_adam_lrt(&hp, *step);
     int64_t covered = 0;
     for (int s = 0; s < nseg; s++) {
         const int64_t lo = segs[s].off, len = segs[s].len;
@@ -352,6 +350,7 @@ const rt_kernel_ops rt_cpu_kernel_ops = {
     .mae = cpu_mae,
     .rmspe = cpu_rmspe,
     .adam = cpu_adam,
+    .dense_bwd_adam = rt_cpu_dense_bwd_adam,
     .step_incr = cpu_step_incr,
     .scale = cpu_scale,
 };
