@@ -441,6 +441,21 @@ static bool sanitizer_report(const char *path)
     return found;
 }
 
+int cl_fixture_setup(void **state)
+{
+    cl_fixture *f = calloc(1, sizeof *f);
+    *state = f;
+    return f ? 0 : -1;
+}
+
+int cl_fixture_teardown(void **state)
+{
+    cl_fixture *f = *state;
+    bool ok = cl_destroy(&f->c, f->failed);
+    free(f);
+    return ok ? 0 : -1;
+}
+
 bool cl_destroy(cluster *c, bool dump)
 {
     bool ok = true;

@@ -77,6 +77,16 @@ int cl_wait_no_marker(const cluster *c, int timeout_ms);
  * RT_TEST_KEEP is set. */
 bool cl_destroy(cluster *c, bool dump);
 
+/* A cmocka fixture of one fresh cluster per test (*state points to it; the
+ * test calls cl_init); teardown is cl_destroy, which keeps the files and
+ * prints the logs when a check failed. */
+typedef struct cl_fixture {
+    cluster c;
+    bool failed;
+} cl_fixture;
+int cl_fixture_setup(void **state);
+int cl_fixture_teardown(void **state);
+
 /* cmocka's assert_true that also sets *failed (a test's flag: its cluster's
  * files and logs are kept and printed when a check failed). */
 #define CL_CHECK(failed, cond)                                                                 \
