@@ -67,6 +67,8 @@ typedef struct worker {
     int64_t kill_at_ns; /* SIGKILL after SIGTERM, when nonzero */
     int64_t reaped_ns;
     char workdir[512];
+    char cg_dir[600];   /* its cgroup ("" when none: agent_cgroup.c) */
+    char cg_procs[640]; /* cg_dir/cgroup.procs, for the child to enter */
     struct worker *next;
 } worker;
 
@@ -81,6 +83,12 @@ typedef struct log_req {
     size_t line_len;
     struct log_req *next;
 } log_req;
+
+#define CG_MAX_PENDING 256
+typedef struct cg_pending { /* a rank's cgroup to remove once empty */
+    char dir[600];
+    int64_t since_ns;
+} cg_pending;
 
 struct agentd {
     rt_agent_cfg cfg;
@@ -120,6 +128,10 @@ struct agentd {
     bool token_hidden;       /* ranks start with token_file hidden (hide_token works here) */
     int64_t hello_ns;        /* when the hello went out on this connection (0: none) */
     int64_t bye_deadline_ns; /* set once "bye" is queued: exit when written */
+    bool cg_on;              /* ranks get cgroups of their own under cg_base */
+    char cg_base[512];
+    cg_pending cg_pending[CG_MAX_PENDING];
+    int cg_npending;
 };
 
 /* agent_core.c */
@@ -146,6 +158,17 @@ void usage_json(agentd *ag, rt_jw *w);
  * agent is a child subreaper: a process that left its rank's group comes
  * back to it when its parent dies). */
 void proc_kill_leftovers(agentd *ag);
+/* agent_cgroup.c: a cgroup (v2) per rank, where the agent can make them.
+ * cg_init finds out (and empties the cgroups of agents that no longer run);
+ * cg_prepare makes the rank's before fork (false: none); the child calls
+ * cg_enter(w->cg_procs) before exec (async-signal-safe; -1 on failure);
+ * cg_release kills what is left in it once the rank's process has exited
+ * and removes it (cg_tick retries the removal). */
+void cg_init(agentd *ag);
+bool cg_prepare(agentd *ag, worker *w);
+int cg_enter(const char *procs);
+void cg_release(agentd *ag, worker *w);
+void cg_tick(agentd *ag);
 /* agent_env.c: a NULL-terminated list of strings (argv, the environment) */
 typedef struct strv {
     char **v;

@@ -303,6 +303,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     proc_tick(ag);
+    cg_tick(ag);
     if (rt_now_ns() - ag->leftovers_ns > 1000000000LL) {
         ag->leftovers_ns = rt_now_ns();
         proc_kill_leftovers(ag);
@@ -421,6 +422,7 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
     ag->cfg = *cfg;
     /* orphans of the ranks come back to the agent (proc_kill_leftovers) */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
+    cg_init(ag); /* and, where it can, each rank runs in a cgroup of its own */
     /* a rank may not read this process's memory or environment */
     prctl(PR_SET_DUMPABLE, 0);
     rt_status st = rt_token_load(cfg->token_file, ag->token, err);

@@ -9,9 +9,10 @@
  *   listening socket (RT_LISTEN_FD) and fd 4 a control socket for progress
  *   reports (RT_CONTROL_FD), and the rank environment (agent_env.c: RT_*,
  *   torchrun's and Horovod's variables, its GPU), in a namespace where the
- *   agent's token is hidden.  PR_SET_PDEATHSIG kills a worker if the agent
- *   itself dies; what leaves the group is killed once its rank is over
- *   (agent_usage.c).
+ *   agent's token is hidden, and in a cgroup of its own where the agent can
+ *   make one (agent_cgroup.c).  PR_SET_PDEATHSIG kills a worker if the agent
+ *   itself dies; what leaves the group is killed once its rank is over (its
+ *   cgroup; without one, by its RT_* variables: agent_usage.c).
  * abort / stop: SIGTERM to the process group, SIGKILL after kill_grace.
  * exit: reported with the code or signal and the last lines of output, once
  *   the output pipe is drained (or 1 s after the process is reaped); after an
@@ -475,6 +476,7 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
         close(w->master_fd);
         w->master_fd = -1;
     }
+    const bool in_cgroup = cg_prepare(ag, w);
     pthread_sigmask(SIG_SETMASK, &all, &saved);
     pid_t pid = fork();
     if (pid == 0) {
@@ -493,6 +495,14 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
         dup2(o, 2);
         dup2(l, RT_LISTEN_FD_NUM);
         dup2(c, RT_CONTROL_FD_NUM);
+        /* into its cgroup before anything else can start (and before the
+         * user namespace of hide_token, where the file is not ours) */
+        if (in_cgroup && cg_enter(w->cg_procs) != 0) {
+            const char *msg = "[agent] cannot enter the rank's cgroup: what it starts is "
+                              "contained by its process group and RT_* variables only\n";
+            ssize_t r = write(2, msg, strlen(msg));
+            (void)r;
+        }
         if (hide && hide_token(ag->cfg.token_file, uidmap, gidmap) != 0) {
             /* it worked when the agent tried: do not run with the token visible */
             const char *msg = "[agent] cannot hide the agent's token from this rank "
@@ -527,6 +537,7 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
     if (pid < 0) {
         close(out[0]);
         close(ctl[0]);
+        cg_release(ag, w);
         return rt_err(err, RT_ERR_IO, "fork: %s", strerror(e));
     }
     setpgid(pid, pid); /* also here: no race with a kill before the child ran */
@@ -643,6 +654,7 @@ void proc_reap(agentd *ag)
             w->code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
             w->sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
             kill(-pid, SIGKILL); /* whatever the worker left behind in its group */
+            cg_release(ag, w);     /* and in its cgroup, wherever it went */
             break;
         }
     }

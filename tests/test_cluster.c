@@ -697,6 +697,7 @@ int main(void)
         cmocka_unit_test(test_logs_of_attempts),
         cmocka_unit_test(test_progress_flood),
         cmocka_unit_test(test_escaped_process),
+        cmocka_unit_test(test_escaped_process_no_env),
         cmocka_unit_test(test_shm_leftovers),
         cmocka_unit_test(test_python_binding),
         cmocka_unit_test(test_rank_usage),

@@ -19,6 +19,7 @@ int njobs(void);
 
 void test_launcher_env(void **state);
 void test_escaped_process(void **state);
+void test_escaped_process_no_env(void **state);
 void test_shm_leftovers(void **state);
 void test_progress_flood(void **state);
 void test_logs_of_attempts(void **state);
