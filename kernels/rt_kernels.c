@@ -296,8 +296,8 @@ void rt_k_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_
     ctx->ops->dense_fwd(ctx, x, w, b, act, y);
 }
 
-void rt_k_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, rt_view dy,
-                    float *dw, float *db, rt_view dx)
+/* The views of a dense layer's backward (rt_k_dense_bwd, _adam). */
+static void check_dense_bwd(rt_kctx *ctx, rt_view x, rt_view y, rt_view dy, rt_view dx)
 {
     check_view(ctx, x, RT_F32);
     check_view(ctx, y, RT_F32);
@@ -307,6 +307,12 @@ void rt_k_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act a
         check_view(ctx, dx, RT_F32);
         RT_ASSERT(dx.rows == x.rows && dx.cols == x.cols);
     }
+}
+
+void rt_k_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, rt_view dy,
+                    float *dw, float *db, rt_view dx)
+{
+    check_dense_bwd(ctx, x, y, dy, dx);
     ctx->ops->dense_bwd(ctx, x, w, y, act, dy, dw, db, dx);
 }
 
@@ -351,14 +357,7 @@ void rt_k_dense_bwd_adam(rt_kctx *ctx, rt_view x, rt_view y, rt_act act, rt_view
                          const rt_adam_tensor *w, const rt_adam_tensor *b, const rt_adam_hp *hp,
                          const int64_t *step)
 {
-    check_view(ctx, x, RT_F32);
-    check_view(ctx, y, RT_F32);
-    check_view(ctx, dy, RT_F32);
-    RT_ASSERT(x.rows == dy.rows && y.rows == dy.rows && y.cols == dy.cols);
-    if (dx.p) {
-        check_view(ctx, dx, RT_F32);
-        RT_ASSERT(dx.rows == x.rows && dx.cols == x.cols);
-    }
+    check_dense_bwd(ctx, x, y, dy, dx);
     RT_ASSERT(ctx->ops->dense_bwd_adam);
     ctx->ops->dense_bwd_adam(ctx, x, y, act, dy, dx, w, b, hp, step);
 }
