@@ -130,6 +130,7 @@ struct agentd {
     int64_t bye_deadline_ns; /* set once "bye" is queued: exit when written */
     bool cg_on;              /* ranks get cgroups of their own under cg_base */
     char cg_base[512];
+    unsigned long cg_ns;     /* the agent's PID namespace, in the cgroups' names */
     cg_pending cg_pending[CG_MAX_PENDING];
     int cg_npending;
 };

@@ -6,9 +6,11 @@
  * has exited, cgroup.kill (or, before Linux 5.14, a SIGKILL to every pid
  * listed) ends them all, and the empty cgroup is removed.
  *
- * Names: ringtrain-<agent pid>-<job>-<attempt>-<rank>.  A cgroup left by an
- * agent that no longer runs (killed -9: its ranks died with it, PDEATHSIG,
- * but not what they started) is emptied and removed when an agent starts.
+ * Names: ringtrain-<pid namespace>-<agent pid>-<job>-<attempt>-<rank>.  A
+ * cgroup left by an agent of this PID namespace that no longer runs (killed
+ * -9: its ranks died with it, PDEATHSIG, but not what they started) is
+ * emptied and removed when an agent starts; another namespace's agents, whose
+ * pids mean nothing here, are left alone.
  * Where no cgroup can be made (cgroup v1 only, a read-only /sys/fs/cgroup,
  * no delegation) ranks are contained by their process group and by the
  * RT_* variables of what comes back to the agent (agent_usage.c), and the
@@ -119,15 +121,30 @@ static void remove_later(agentd *ag, const char *dir)
     p->since_ns = rt_now_ns();
 }
 
+/* The inode of this process's PID namespace (0 if unknown). */
+static unsigned long pid_ns(void)
+{
+    char link[64] = "";
+    unsigned long ino = 0;
+    ssize_t n = readlink("/proc/self/ns/pid", link, sizeof link - 1);
+    if (n > 0) {
+        link[n] = 0;
+        sscanf(link, "pid:[%lu]", &ino);
+    }
+    return ino;
+}
+
 /* The cgroups of agents that no longer run: kill what is left in them. */
 static void sweep_stale(agentd *ag)
 {
     DIR *d = opendir(ag->cg_base);
     int n = 0;
     for (struct dirent *e; d && (e = readdir(d));) {
+        unsigned long ns = 0;
         int pid = 0;
         if (strncmp(e->d_name, CG_PREFIX, strlen(CG_PREFIX)) != 0 ||
-            sscanf(e->d_name + strlen(CG_PREFIX), "%d-", &pid) != 1 || pid <= 0)
+            sscanf(e->d_name + strlen(CG_PREFIX), "%lu-%d-", &ns, &pid) != 2 || pid <= 0 ||
+            ns != ag->cg_ns)
             continue;
         if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH)
             continue; /* ours, or another agent's that runs */
@@ -154,7 +171,9 @@ void cg_init(agentd *ag)
         return;
     }
     snprintf(ag->cg_base, sizeof ag->cg_base, "%s%s", mnt, strcmp(own, "/") ? own : "");
-    snprintf(probe, sizeof probe, "%s/" CG_PREFIX "%d-probe", ag->cg_base, (int)getpid());
+    ag->cg_ns = pid_ns();
+    snprintf(probe, sizeof probe, "%s/" CG_PREFIX "%lu-%d-probe", ag->cg_base, ag->cg_ns,
+             (int)getpid());
     if (mkdir(probe, 0755) != 0 && errno != EEXIST) {
         RT_INFO("agent", "cannot make cgroups in %s (%s; under systemd: Delegate=yes and "
                          "ProtectControlGroups=no): a rank's processes are contained by its "
@@ -173,8 +192,8 @@ bool cg_prepare(agentd *ag, worker *w)
     w->cg_dir[0] = w->cg_procs[0] = 0;
     if (!ag->cg_on)
         return false;
-    snprintf(w->cg_dir, sizeof w->cg_dir, "%s/" CG_PREFIX "%d-%lld-%lld-%d", ag->cg_base,
-             (int)getpid(), (long long)w->job, (long long)w->attempt, w->rank);
+    snprintf(w->cg_dir, sizeof w->cg_dir, "%s/" CG_PREFIX "%lu-%d-%lld-%lld-%d", ag->cg_base,
+             ag->cg_ns, (int)getpid(), (long long)w->job, (long long)w->attempt, w->rank);
     if (mkdir(w->cg_dir, 0755) != 0 && errno != EEXIST) {
         RT_WARN("agent", "cannot make the cgroup %s: %s; rank %d runs without one", w->cg_dir,
                 strerror(errno), w->rank);
