@@ -32,7 +32,7 @@
 #define CG_PREFIX "ringtrain-"
 #define CG_GIVE_UP_NS (60 * 1000000000LL) /* a cgroup still busy this long is left */
 
-/* The cgroup v2 mount point whose root is the hierarchy's ("" if none). */
+/* The mount point of the cgroup v2 hierarchy (mounted at its root); false if none. */
 static bool cgroup2_mount(char *mnt, size_t n)
 {
     FILE *f = fopen("/proc/self/mountinfo", "r");
