@@ -69,6 +69,10 @@ typedef struct worker {
     char workdir[512];
     char cg_dir[600];   /* its cgroup ("" when none: agent_cgroup.c) */
     char cg_procs[640]; /* cg_dir/cgroup.procs, for the child to enter */
+    int64_t mem_limit;  /* the job's memory_limit (0: none), in bytes */
+    double cpu_limit;   /* the job's cpu_limit (0: none), in CPUs */
+    int64_t oom_kills;  /* processes of the rank the OOM killer ended (memory.events) */
+    char why[300];      /* why it did not start, or what ended it, for the coordinator */
     struct worker *next;
 } worker;
 
@@ -131,6 +135,8 @@ struct agentd {
     bool cg_on;              /* ranks get cgroups of their own under cg_base */
     char cg_base[512];
     unsigned long cg_ns;     /* the agent's PID namespace, in the cgroups' names */
+    bool cg_mem, cg_cpu;     /* memory_limit / cpu_limit can be enforced */
+    char cg_mem_why[300], cg_cpu_why[300]; /* and why not, when they cannot */
     cg_pending cg_pending[CG_MAX_PENDING];
     int cg_npending;
 };
@@ -161,13 +167,17 @@ void usage_json(agentd *ag, rt_jw *w);
 void proc_kill_leftovers(agentd *ag);
 /* agent_cgroup.c: a cgroup (v2) per rank, where the agent can make them.
  * cg_init finds out (and empties the cgroups of agents that no longer run);
- * cg_prepare makes the rank's before fork (false: none); the child calls
+ * cg_prepare makes the rank's before fork, with the job's memory_limit and
+ * cpu_limit (w->mem_limit, w->cpu_limit) — an error when the job has a limit
+ * this node cannot enforce; *in_cgroup false: none; the child calls
  * cg_enter(w->cg_procs) before exec (async-signal-safe; -1 on failure);
+ * cg_oom_kills reads how many of the rank's processes the OOM killer ended;
  * cg_release kills what is left in it once the rank's process has exited
  * and removes it (cg_tick retries the removal). */
 void cg_init(agentd *ag);
-bool cg_prepare(agentd *ag, worker *w);
+rt_status cg_prepare(agentd *ag, worker *w, bool *in_cgroup, char *err);
 int cg_enter(const char *procs);
+int64_t cg_oom_kills(const worker *w);
 void cg_release(agentd *ag, worker *w);
 void cg_tick(agentd *ag);
 /* agent_env.c: a NULL-terminated list of strings (argv, the environment) */

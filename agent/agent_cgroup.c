@@ -14,7 +14,16 @@
  * Where no cgroup can be made (cgroup v1 only, a read-only /sys/fs/cgroup,
  * no delegation) ranks are contained by their process group and by the
  * RT_* variables of what comes back to the agent (agent_usage.c), and the
- * agent says so once. */
+ * agent says so once.
+ *
+ * Limits: a job's memory_limit and cpu_limit become the rank's memory.max
+ * (memory.swap.max 0: the limit is RAM and swap together) and cpu.max.  They
+ * need the memory and cpu controllers enabled for the agent's children; a
+ * cgroup other than the root may not hand controllers to its children while
+ * it holds processes itself, so an agent alone in its cgroup (systemd's
+ * Delegate=yes gives it one) first moves into a leaf of its own,
+ * ringtrain-<pid namespace>-<agent pid>-agent.  A job with a limit this node
+ * cannot enforce fails on it, saying why; it never runs unlimited. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -73,6 +82,7 @@ static bool own_cgroup(char *path, size_t n)
     return found;
 }
 
+/* Write text into dir/name; false with errno set on failure. */
 static bool write_file(const char *dir, const char *name, const char *text)
 {
     char path[600];
@@ -81,8 +91,35 @@ static bool write_file(const char *dir, const char *name, const char *text)
     if (fd < 0)
         return false;
     bool ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+    int e = errno;
     close(fd);
+    errno = e;
     return ok;
+}
+
+/* The first line of dir/name, without its newline ("" if unreadable). */
+static void read_line(const char *dir, const char *name, char *buf, size_t n)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    buf[0] = 0;
+    if (f && fgets(buf, (int)n, f))
+        buf[strcspn(buf, "\n")] = 0;
+    if (f)
+        fclose(f);
+}
+
+/* Whether word is one of the space-separated words of dir/name. */
+static bool has_word(const char *dir, const char *name, const char *word)
+{
+    char line[512];
+    read_line(dir, name, line, sizeof line);
+    const size_t n = strlen(word);
+    for (const char *p = line; (p = strstr(p, word)) != NULL; p += n)
+        if ((p == line || p[-1] == ' ') && (p[n] == 0 || p[n] == ' '))
+            return true;
+    return false;
 }
 
 /* Kill every process in cgroup dir: cgroup.kill, or each pid it lists
@@ -161,13 +198,80 @@ static void sweep_stale(agentd *ag)
                 n == 1 ? "" : "s");
 }
 
+/* Whether this process is the only one in cgroup dir. */
+static bool alone_in(const char *dir)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+    FILE *f = fopen(path, "r");
+    int pid, n = 0;
+    bool others = false;
+    while (f && fscanf(f, "%d", &pid) == 1) {
+        n++;
+        others = others || pid != getpid();
+    }
+    if (f)
+        fclose(f);
+    return n == 1 && !others;
+}
+
+/* Enable the memory and cpu controllers for the ranks' cgroups where this
+ * node allows it; say why not where it does not. */
+static void enable_limits(agentd *ag)
+{
+    static const char *const name[] = {"memory", "cpu"};
+    bool *on[] = {&ag->cg_mem, &ag->cg_cpu};
+    char *why[] = {ag->cg_mem_why, ag->cg_cpu_why};
+    bool moved = false;
+    for (int k = 0; k < 2; k++) {
+        char plus[16];
+        snprintf(plus, sizeof plus, "+%s", name[k]);
+        if (!has_word(ag->cg_base, "cgroup.controllers", name[k])) {
+            char have[256];
+            read_line(ag->cg_base, "cgroup.controllers", have, sizeof have);
+            snprintf(why[k], 300, "the %s controller is not available in %s (it has: %s; on a "
+                     "host that mounts cgroup v1 controllers it is bound there, and under "
+                     "systemd the agent's unit needs Delegate=yes)", name[k], ag->cg_base,
+                     have[0] ? have : "none");
+            continue;
+        }
+        bool ok = has_word(ag->cg_base, "cgroup.subtree_control", name[k]) ||
+                  write_file(ag->cg_base, "cgroup.subtree_control", plus);
+        if (!ok && errno == EBUSY && !moved && alone_in(ag->cg_base)) {
+            /* processes here: the agent moves into a leaf of its own */
+            char leaf[600];
+            snprintf(leaf, sizeof leaf, "%s/" CG_PREFIX "%lu-%d-agent", ag->cg_base, ag->cg_ns,
+                     (int)getpid());
+            moved = (mkdir(leaf, 0755) == 0 || errno == EEXIST) &&
+                    write_file(leaf, "cgroup.procs", "0");
+            if (moved)
+                RT_INFO("agent", "moved into %s, so that its ranks' cgroups can have limits", leaf);
+            ok = moved && write_file(ag->cg_base, "cgroup.subtree_control", plus);
+        }
+        if (!ok)
+            snprintf(why[k], 300, "cannot enable the %s controller for the ranks' cgroups in %s "
+                     "(%s; the agent must be alone in its cgroup, as systemd's Delegate=yes "
+                     "gives it)", name[k], ag->cg_base, strerror(errno));
+        *on[k] = ok;
+    }
+    if (ag->cg_mem && ag->cg_cpu)
+        RT_INFO("agent", "memory_limit and cpu_limit are enforced on the ranks' cgroups");
+    for (int k = 0; k < 2; k++)
+        if (!*on[k])
+            RT_INFO("agent", "jobs with %s fail on this node: %s",
+                    k == 0 ? "memory_limit" : "cpu_limit", why[k]);
+}
+
 void cg_init(agentd *ag)
 {
     char mnt[512], own[1024], probe[600];
-    ag->cg_on = false;
+    ag->cg_on = ag->cg_mem = ag->cg_cpu = false;
+    snprintf(ag->cg_mem_why, sizeof ag->cg_mem_why, "no cgroup v2 here");
+    snprintf(ag->cg_cpu_why, sizeof ag->cg_cpu_why, "no cgroup v2 here");
     if (!cgroup2_mount(mnt, sizeof mnt) || !own_cgroup(own, sizeof own)) {
         RT_INFO("agent", "no cgroup v2 here: a rank's processes are contained by its process "
-                         "group and its RT_* variables only");
+                         "group and its RT_* variables only, and jobs with memory_limit or "
+                         "cpu_limit fail on this node");
         return;
     }
     snprintf(ag->cg_base, sizeof ag->cg_base, "%s%s", mnt, strcmp(own, "/") ? own : "");
@@ -179,29 +283,85 @@ void cg_init(agentd *ag)
                          "ProtectControlGroups=no): a rank's processes are contained by its "
                          "process group and its RT_* variables only",
                 ag->cg_base, strerror(errno));
+        snprintf(ag->cg_mem_why, sizeof ag->cg_mem_why, "cannot make cgroups in %s: %s",
+                 ag->cg_base, strerror(errno));
+        snprintf(ag->cg_cpu_why, sizeof ag->cg_cpu_why, "%s", ag->cg_mem_why);
         return;
     }
     rmdir(probe);
     ag->cg_on = true;
     RT_INFO("agent", "each rank runs in a cgroup of its own under %s", ag->cg_base);
     sweep_stale(ag);
+    enable_limits(ag);
 }
 
-bool cg_prepare(agentd *ag, worker *w)
+rt_status cg_prepare(agentd *ag, worker *w, bool *in_cgroup, char *err)
 {
+    *in_cgroup = false;
     w->cg_dir[0] = w->cg_procs[0] = 0;
+    const bool limited = w->mem_limit > 0 || w->cpu_limit > 0;
+    if (w->mem_limit > 0 && !ag->cg_mem)
+        return rt_err(err, RT_ERR_UNSUPPORTED,
+                      "the job's memory_limit cannot be enforced on this node: %s", ag->cg_mem_why);
+    if (w->cpu_limit > 0 && !ag->cg_cpu)
+        return rt_err(err, RT_ERR_UNSUPPORTED,
+                      "the job's cpu_limit cannot be enforced on this node: %s", ag->cg_cpu_why);
     if (!ag->cg_on)
-        return false;
+        return RT_OK;
     snprintf(w->cg_dir, sizeof w->cg_dir, "%s/" CG_PREFIX "%lu-%d-%lld-%lld-%d", ag->cg_base,
              ag->cg_ns, (int)getpid(), (long long)w->job, (long long)w->attempt, w->rank);
     if (mkdir(w->cg_dir, 0755) != 0 && errno != EEXIST) {
-        RT_WARN("agent", "cannot make the cgroup %s: %s; rank %d runs without one", w->cg_dir,
-                strerror(errno), w->rank);
+        rt_status st = rt_err(err, RT_ERR_IO, "cannot make the cgroup %s: %s", w->cg_dir,
+                              strerror(errno));
         w->cg_dir[0] = 0;
-        return false;
+        if (limited) /* its limits would not hold */
+            return st;
+        RT_WARN("agent", "%s; rank %d runs without one", err, w->rank);
+        return RT_OK;
+    }
+    char text[64];
+    const char *file = NULL;
+    if (w->mem_limit > 0) {
+        snprintf(text, sizeof text, "%lld", (long long)w->mem_limit);
+        /* RAM and swap together: no swap beyond memory.max (a kernel
+         * without swap accounting has no memory.swap.max) */
+        if (!write_file(w->cg_dir, "memory.max", text))
+            file = "memory.max";
+        else if (!write_file(w->cg_dir, "memory.swap.max", "0") && errno != ENOENT)
+            file = "memory.swap.max";
+    }
+    if (!file && w->cpu_limit > 0) {
+        /* quota per 100 ms period; the kernel's smallest quota is 1 ms */
+        long long quota = (long long)(w->cpu_limit * 100000 + 0.5);
+        snprintf(text, sizeof text, "%lld 100000", quota < 1000 ? 1000 : quota);
+        file = write_file(w->cg_dir, "cpu.max", text) ? NULL : "cpu.max";
+    }
+    if (file) {
+        rt_status st = rt_err(err, RT_ERR_IO, "cannot set the rank's limit in %s/%s: %s",
+                              w->cg_dir, file, strerror(errno));
+        rmdir(w->cg_dir);
+        w->cg_dir[0] = 0;
+        return st;
     }
     snprintf(w->cg_procs, sizeof w->cg_procs, "%s/cgroup.procs", w->cg_dir);
-    return true;
+    *in_cgroup = true;
+    return RT_OK;
+}
+
+int64_t cg_oom_kills(const worker *w)
+{
+    char path[700], key[64];
+    long long v, n = 0;
+    if (!w->cg_dir[0])
+        return 0;
+    snprintf(path, sizeof path, "%s/memory.events", w->cg_dir);
+    FILE *f = fopen(path, "r");
+    while (f && fscanf(f, "%63s %lld", key, &v) == 2)
+        if (!strcmp(key, "oom_kill"))
+            n = v;
+    if (f)
+        fclose(f);
+    return n;
 }
 
 int cg_enter(const char *procs)

@@ -125,6 +125,13 @@ void agent_probe(agentd *ag)
     rt_jw_kbool(&w, "rdma", ag->rdma);
     rt_jw_kint(&w, "gpus", ag->gpus);
     rt_jw_kbool(&w, "train", p != NULL);
+    rt_jw_key(&w, "limits"); /* the job limits this node enforces (agent_cgroup.c) */
+    rt_jw_arr(&w);
+    if (ag->cg_mem)
+        rt_jw_str(&w, "memory");
+    if (ag->cg_cpu)
+        rt_jw_str(&w, "cpu");
+    rt_jw_arr_end(&w);
     rt_jw_obj_end(&w);
     free(ag->caps);
     ag->caps = rt_jw_take(&w, NULL);

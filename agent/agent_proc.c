@@ -165,7 +165,7 @@ static void report_exit(agentd *ag, worker *w)
                        (o != w && o->job == w->job && o->attempt == w->attempt && !o->reported);
     if (!attempt_left)
         sweep_shm(w->job, w->attempt);
-    char line[160];
+    char line[300];
     if (w->sig)
         snprintf(line, sizeof line, "[agent] rank %d was killed by signal %d (%s)\n", w->rank,
                  w->sig, strsignal(w->sig));
@@ -173,6 +173,16 @@ static void report_exit(agentd *ag, worker *w)
         snprintf(line, sizeof line, "[agent] rank %d exited with code %d\n", w->rank, w->code);
     if (w->started)
         log_write(w, line, strlen(line));
+    if (w->oom_kills > 0) {
+        char lim[64] = "the node ran out of memory";
+        if (w->mem_limit > 0)
+            snprintf(lim, sizeof lim, "at its memory_limit of %.1f MiB",
+                     (double)w->mem_limit / (1 << 20));
+        snprintf(w->why, sizeof w->why, "the kernel's OOM killer ended %lld of its processes, %s",
+                 (long long)w->oom_kills, lim);
+        snprintf(line, sizeof line, "[agent] rank %d: %s\n", w->rank, w->why);
+        log_write(w, line, strlen(line));
+    }
     rt_jw jw;
     rt_jw_init(&jw);
     rt_jw_obj(&jw);
@@ -182,6 +192,8 @@ static void report_exit(agentd *ag, worker *w)
     rt_jw_kint(&jw, RT_F_RANK, w->rank);
     rt_jw_kint(&jw, RT_F_CODE, w->code);
     rt_jw_kint(&jw, RT_F_SIGNAL, w->sig);
+    if (w->why[0])
+        rt_jw_kstr(&jw, RT_F_REASON, w->why);
     rt_jw_key(&jw, RT_F_TAIL);
     log_tail_json(w, &jw);
     rt_jw_obj_end(&jw);
@@ -457,6 +469,23 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
         strv_free(&env);
         return rt_err(err, RT_ERR_IO, "socketpair: %s", strerror(errno));
     }
+    /* its cgroup, with the job's limits (a limit this node cannot enforce
+     * fails the rank here: it never runs unlimited) */
+    int64_t mem = 0;
+    rt_json_get_int(m, RT_F_MEMORY_LIMIT, &mem);
+    w->mem_limit = mem > 0 ? mem : 0;
+    w->cpu_limit = rt_json_num(rt_json_get(m, RT_F_CPU_LIMIT), 0);
+    const bool limited = w->mem_limit > 0 || w->cpu_limit > 0;
+    bool in_cgroup = false;
+    if ((st = cg_prepare(ag, w, &in_cgroup, err)) != RT_OK) {
+        close(out[0]);
+        close(out[1]);
+        close(ctl[0]);
+        close(ctl[1]);
+        strv_free(&argv);
+        strv_free(&env);
+        return st;
+    }
     const pid_t parent = getpid();
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     /* the token file is hidden from the rank (see hide_token below); what
@@ -476,7 +505,6 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
         close(w->master_fd);
         w->master_fd = -1;
     }
-    const bool in_cgroup = cg_prepare(ag, w);
     pthread_sigmask(SIG_SETMASK, &all, &saved);
     pid_t pid = fork();
     if (pid == 0) {
@@ -498,10 +526,15 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
         /* into its cgroup before anything else can start (and before the
          * user namespace of hide_token, where the file is not ours) */
         if (in_cgroup && cg_enter(w->cg_procs) != 0) {
-            const char *msg = "[agent] cannot enter the rank's cgroup: what it starts is "
-                              "contained by its process group and RT_* variables only\n";
+            const char *msg = limited ? "[agent] cannot enter the rank's cgroup, where its "
+                                        "memory_limit/cpu_limit are: not starting it\n"
+                                      : "[agent] cannot enter the rank's cgroup: what it "
+                                        "starts is contained by its process group and RT_* "
+                                        "variables only\n";
             ssize_t r = write(2, msg, strlen(msg));
             (void)r;
+            if (limited)
+                _exit(126);
         }
         if (hide && hide_token(ag->cfg.token_file, uidmap, gidmap) != 0) {
             /* it worked when the agent tried: do not run with the token visible */
@@ -577,6 +610,7 @@ void proc_start(agentd *ag, const rt_json *m)
             w->reaped = w->out_eof = true;
             w->code = 127;
             snprintf(w->tail[0], TAIL_LINE_LEN, "[agent] %s", err);
+            snprintf(w->why, sizeof w->why, "%s", err);
             w->tail_count = 1;
             w->tail_next = 1;
             report_exit(ag, w);
@@ -654,7 +688,8 @@ void proc_reap(agentd *ag)
             w->code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
             w->sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
             kill(-pid, SIGKILL); /* whatever the worker left behind in its group */
-            cg_release(ag, w);     /* and in its cgroup, wherever it went */
+            w->oom_kills = cg_oom_kills(w);
+            cg_release(ag, w); /* and in its cgroup, wherever it went */
             break;
         }
     }

@@ -588,6 +588,10 @@ static void job_fields(rt_jw *w, const rt_job_cfg *j)
     rt_jw_kint(w, "collective_timeout_ms", j->collective_timeout_us / 1000);
     rt_jw_kbool(w, "encrypt", j->encrypt);
     rt_jw_kbool(w, RT_F_INTEGRITY, j->integrity);
+    if (j->memory_limit)
+        rt_jw_kint(w, RT_F_MEMORY_LIMIT, (int64_t)j->memory_limit);
+    if (j->cpu_limit > 0)
+        rt_jw_knum(w, RT_F_CPU_LIMIT, j->cpu_limit);
 }
 
 int cli_job_body_from_file(const cli_args *a, char **body)
@@ -694,7 +698,9 @@ int cli_job_body_from_exec(const cli_args *a, char **body)
                {"--priority", "job.priority"},
                {"--queue-timeout", "job.queue_timeout"},
                {"--deadline", "job.deadline"},
-               {"--collective-timeout", "job.collective_timeout"}};
+               {"--collective-timeout", "job.collective_timeout"},
+               {"--memory-limit", "job.memory_limit"},
+               {"--cpu-limit", "job.cpu_limit"}};
     bool bad = false;
     for (size_t k = 0; k < RT_ARRAY_LEN(map); k++) {
         const char *v = cli_value(a, map[k].flag);

@@ -404,6 +404,8 @@ static const cli_flag EXEC_FLAGS[] = {
     {"--queue-timeout", CLI_VALUE, "DURATION", "longest wait in the queue (default: none)", NULL},
     {"--deadline", CLI_VALUE, "DURATION", "longest run time", NULL},
     {"--collective-timeout", CLI_VALUE, "DURATION", "deadline of every collective", NULL},
+    {"--memory-limit", CLI_VALUE, "SIZE", "per rank: most memory it and what it starts may use (as srun --mem)", NULL},
+    {"--cpu-limit", CLI_VALUE, "CPUS", "per rank: CPUs' worth of time (1.5: one and a half cores)", NULL},
     {"--encrypt", CLI_SWITCH, NULL, "AES-256-GCM on the data plane", NULL},
     {"--no-integrity", CLI_SWITCH, NULL, "plain data-plane frames, no per-frame MAC (trusted networks)", NULL},
     {"--keep", CLI_SWITCH, NULL, "with --local: keep the cluster's folder", NULL},

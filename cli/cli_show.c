@@ -96,8 +96,14 @@ int cli_show_nodes(const rt_json *d)
         if (*gemm && gl < sizeof gpus)
             gl += (size_t)snprintf(gpus + gl, sizeof gpus - gl, "gemm:%s ", gemm);
         if (*blas && gl < sizeof gpus)
-            snprintf(gpus + gl, sizeof gpus - gl, "blas:%s%s%s", *set ? own : "", *set ? "->" : "",
-                     blas);
+            gl += (size_t)snprintf(gpus + gl, sizeof gpus - gl, "blas:%s%s%s", *set ? own : "",
+                                   *set ? "->" : "", blas);
+        /* the job limits it enforces (memory_limit, cpu_limit) */
+        const rt_json *lim = rt_json_get(caps, "limits");
+        for (size_t k = 0; k < rt_json_len(lim) && gl < sizeof gpus; k++)
+            gl += (size_t)snprintf(gpus + gl, sizeof gpus - gl, "%s%s",
+                                   k ? "," : gl ? " limits:" : "limits:",
+                                   rt_json_str(rt_json_at(lim, k), "?"));
         bool drain = rt_json_bool(rt_json_get(a, "draining"), false);
         char state[16];
         snprintf(state, sizeof state, "%s%s", str(a, "state"), drain ? ",drain" : "");

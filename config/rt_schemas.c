@@ -172,6 +172,14 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_B("job", "integrity", "true", rt_job_cfg, integrity,
              "AES-GMAC on every data-plane frame, payload in clear (false: plain frames, for a "
              "trusted network; encrypt implies it)"),
+    RT_CFG_Z("job", "memory_limit", "0", 0, 1e15, rt_job_cfg, memory_limit,
+             "per rank: the most memory (RAM and swap) the rank and everything it starts may "
+             "use, enforced by its cgroup; beyond it the kernel's OOM killer ends the rank and "
+             "the job says so (0: no limit; a node that cannot enforce it fails the rank)"),
+    RT_CFG_F("job", "cpu_limit", "0", 0, 4096, rt_job_cfg, cpu_limit,
+             "per rank: the CPU time the rank and everything it starts may use, in CPUs (1.5: "
+             "one and a half cores), enforced by its cgroup (0: no limit; a node that cannot "
+             "enforce it fails the rank)"),
     RT_CFG_L("job", "command", NULL, rt_job_cfg, command,
              "exec jobs: the program and its arguments, comma-separated; an argument with a "
              "comma in \"double quotes\"; a ';' after a space written \\; (\" ;\" starts a comment)"),

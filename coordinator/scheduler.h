@@ -61,6 +61,7 @@ typedef struct sc_agent {
     int slots, used;
     bool up, draining;
     bool cuda, nccl, rdma;
+    bool lim_mem, lim_cpu; /* enforces memory_limit / cpu_limit (caps "limits") */
     int gpus;
     char *caps; /* the hello's capabilities object, as JSON text */
     double since; /* wall time of the last up/down change */
@@ -113,6 +114,7 @@ typedef struct sc_job {
     /* from the submission */
     int np, min_np, max_restarts, priority;
     int64_t queue_timeout_us, deadline_us; /* 0: none */
+    bool need_mem, need_cpu; /* memory_limit / cpu_limit: only agents that enforce it */
     /* state */
     int state;
     bool held;

@@ -88,6 +88,13 @@ sc_agent *sched_agent_up(sched *S, const rt_json *m, sc_clock now, char *err)
     a->cuda = rt_json_bool(rt_json_get(caps, "cuda"), false);
     a->nccl = rt_json_bool(rt_json_get(caps, "nccl"), false);
     a->rdma = rt_json_bool(rt_json_get(caps, "rdma"), false);
+    const rt_json *lim = rt_json_get(caps, "limits");
+    a->lim_mem = a->lim_cpu = false;
+    for (size_t k = 0; k < rt_json_len(lim); k++) {
+        const char *l = rt_json_str(rt_json_at(lim, k), "");
+        a->lim_mem = a->lim_mem || !strcmp(l, "memory");
+        a->lim_cpu = a->lim_cpu || !strcmp(l, "cpu");
+    }
     int64_t g = 0;
     a->gpus = rt_json_get_int(caps, "gpus", &g) ? (int)g : 0;
     rt_jw w;
@@ -321,7 +328,10 @@ void sched_on_exited(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
     }
     char how[128], why[700];
     describe_exit(how, sizeof how, (int)code, (int)sig);
-    snprintf(why, sizeof why, "rank %d on host %s (agent %s) %s", r, s->hostname, a->key, how);
+    /* what the agent knows of it (the OOM killer at the rank's memory_limit) */
+    const char *said = rt_json_get_str(m, RT_F_REASON);
+    snprintf(why, sizeof why, "rank %d on host %s (agent %s) %s%s%.300s", r, s->hostname, a->key,
+             how, said ? ": " : "", said ? said : "");
     rt_jw w;
     rt_jw_init(&w);
     rt_jw_obj(&w);
@@ -332,6 +342,8 @@ void sched_on_exited(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
     rt_jw_kstr(&w, RT_F_AGENT, a->key);
     rt_jw_kint(&w, "exit_code", code);
     rt_jw_kint(&w, RT_F_SIGNAL, sig);
+    if (said)
+        rt_jw_kstr(&w, RT_F_REASON, said);
     rt_jw_key(&w, RT_F_TAIL);
     const rt_json *tail = rt_json_get(m, RT_F_TAIL);
     if (tail)

@@ -12,7 +12,13 @@
 
 /* ---- placement ---------------------------------------------------------------- */
 
-static bool usable(const sc_agent *a) { return a->up && !a->draining && a->slots > a->used; }
+/* Whether a can take ranks of j now: up, not drained, a free slot, and
+ * enforcing the job's limits. */
+static bool usable(const sc_agent *a, const sc_job *j)
+{
+    return a->up && !a->draining && a->slots > a->used && (!j->need_mem || a->lim_mem) &&
+           (!j->need_cpu || a->lim_cpu);
+}
 
 static int cmp_agents(const void *x, const void *y)
 {
@@ -21,15 +27,16 @@ static int cmp_agents(const void *x, const void *y)
     return c ? c : strcmp(a->name, b->name);
 }
 
-/* Whether np ranks fit in the free slots now; else why not. */
-static bool fits(const sched *S, int np, char *why, size_t whylen)
+/* Whether np ranks of j fit in the free slots now; else why not. */
+static bool fits(const sched *S, const sc_job *j, int np, char *why, size_t whylen)
 {
-    int nfree = 0, up = 0, known = 0, draining = 0;
+    int nfree = 0, up = 0, known = 0, draining = 0, cannot = 0;
     for (const sc_agent *a = S->agents; a; a = a->next) {
         known++;
         up += a->up;
         draining += a->up && a->draining;
-        if (usable(a))
+        cannot += a->up && ((j->need_mem && !a->lim_mem) || (j->need_cpu && !a->lim_cpu));
+        if (usable(a, j))
             nfree += a->slots - a->used;
     }
     if (nfree >= np)
@@ -38,6 +45,11 @@ static bool fits(const sched *S, int np, char *why, size_t whylen)
                      np == 1 ? "" : "s", nfree, up, up == 1 ? "" : "s", known);
     if (draining && n > 0 && (size_t)n < whylen)
         n += snprintf(why + n, whylen - (size_t)n, ", %d draining", draining);
+    if (cannot && n > 0 && (size_t)n < whylen)
+        n += snprintf(why + n, whylen - (size_t)n, ", %d that cannot enforce its %s", cannot,
+                      j->need_mem && j->need_cpu ? "memory_limit and cpu_limit"
+                      : j->need_mem              ? "memory_limit"
+                                                 : "cpu_limit");
     if (n > 0 && (size_t)n < whylen)
         snprintf(why + n, whylen - (size_t)n, ")");
     return false;
@@ -45,11 +57,11 @@ static bool fits(const sched *S, int np, char *why, size_t whylen)
 
 bool sc_place(sched *S, sc_job *j, int np, char *why, size_t whylen)
 {
-    if (!fits(S, np, why, whylen))
+    if (!fits(S, j, np, why, whylen))
         return false;
     int n = 0;
     for (sc_agent *a = S->agents; a; a = a->next)
-        n += usable(a);
+        n += usable(a, j);
     /* no fixed-size array here: the agents (and hosts) are as many as register */
     sc_agent **list = malloc((size_t)n * sizeof *list);
     int *host_first = malloc((size_t)n * sizeof *host_first);
@@ -65,7 +77,7 @@ bool sc_place(sched *S, sc_job *j, int np, char *why, size_t whylen)
     }
     n = 0;
     for (sc_agent *a = S->agents; a; a = a->next)
-        if (usable(a))
+        if (usable(a, j))
             list[n++] = a;
     qsort(list, (size_t)n, sizeof *list, cmp_agents);
     /* the previous attempt's ranks have all exited: they hold nothing */
@@ -267,7 +279,7 @@ void sc_queue_pass(sched *S, sc_clock now)
         int np = j->np;
         if (j->state == JOB_RESTARTING && j->min_np > 0 && nfree < np && nfree >= j->min_np)
             np = nfree; /* elastic: as many ranks as are free, down to min_np */
-        bool fit = fits(S, np, why, sizeof why);
+        bool fit = fits(S, j, np, why, sizeof why);
         if (!head) {
             if (fit && sc_place(S, j, np, why, sizeof why)) {
                 sc_start_attempt(S, j, np, now);

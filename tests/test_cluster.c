@@ -702,6 +702,7 @@ int main(void)
         cmocka_unit_test(test_python_binding),
         cmocka_unit_test(test_rank_usage),
         cmocka_unit_test(test_gpu_usage),
+        cmocka_unit_test(test_job_limits),
         cmocka_unit_test(test_tokens_and_roles),
         cmocka_unit_test(test_rank_failure),
         cmocka_unit_test(test_invalid_job_file),

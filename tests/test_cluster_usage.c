@@ -162,3 +162,84 @@ void test_gpu_usage(void **state)
     free(out);
     rt_json_free(cl_wait_job(&C, id, "cancelled", 20000));
 }
+
+/* ---- limits ---------------------------------------------------------------------- */
+
+/* 1 when every agent enforces the job limit ("memory", "cpu": the "limits"
+ * of its capabilities in /v1/nodes), 0 when none does, -1 when they differ. */
+static int agents_enforce(const char *limit)
+{
+    rt_json *nodes = cl_get(&C, "/v1/nodes");
+    const rt_json *nl = rt_json_get(nodes, "nodes");
+    int yes = 0, n = (int)rt_json_len(nl);
+    for (int i = 0; i < n; i++) {
+        const rt_json *lim = rt_json_get(rt_json_get(rt_json_at(nl, i), "caps"), "limits");
+        for (size_t k = 0; k < rt_json_len(lim); k++)
+            yes += !strcmp(rt_json_str(rt_json_at(lim, k), ""), limit);
+    }
+    rt_json_free(nodes);
+    return n == 0 ? -1 : yes == n ? 1 : yes == 0 ? 0 : -1;
+}
+
+/* The newest job's state and reason. */
+static void last_job(char *state, size_t sn, char *reason, size_t rn)
+{
+    rt_json *list = cl_get(&C, "/v1/jobs?limit=1");
+    const rt_json *j = rt_json_at(rt_json_get(list, "jobs"), 0);
+    snprintf(state, sn, "%s", rt_json_str(rt_json_get(j, "state"), ""));
+    snprintf(reason, rn, "%s", rt_json_str(rt_json_get(j, "reason"), ""));
+    rt_json_free(list);
+}
+
+/* A job's memory_limit and cpu_limit.  Where the agents enforce them: a rank
+ * that fills 256 MiB under a 64 MiB limit is ended by the OOM killer and the
+ * job's reason says so; two busy loops of 2 s under cpu_limit 0.5 get about
+ * 1 s of CPU, not 4.  Where they cannot (cgroup v1 controllers, as on a
+ * hybrid host), the submission is refused, saying so, and nothing runs: a
+ * limit is never silently dropped.  (An agent given a limit it cannot
+ * enforce fails the rank itself: test_sched has the coordinator's side.) */
+void test_job_limits(void **state)
+{
+    (void)state;
+    const int mem = agents_enforce("memory"), cpu = agents_enforce("cpu");
+    fprintf(stderr, "the agents enforce memory_limit: %s, cpu_limit: %s\n",
+            mem == 1 ? "yes" : mem == 0 ? "no" : "?", cpu == 1 ? "yes" : cpu == 0 ? "no" : "?");
+    CHECK(mem >= 0 && cpu >= 0); /* agents of one host agree */
+    char *out = NULL, st[32], reason[1024];
+    const char *fill[] = {"exec", "--np", "1", "--memory-limit", "64M", "--", "sh", "-c",
+                          "echo limited-rank-started; "
+                          "exec dd if=/dev/zero of=/dev/null bs=256M count=1", NULL};
+    const int before = njobs();
+    CHECK(cl_cli(&C, &out, 60, fill) != 0);
+    if (mem == 1) {
+        last_job(st, sizeof st, reason, sizeof reason);
+        fprintf(stderr, "memory_limit job: %s: %s\n", st, reason);
+        CHECK(!strcmp(st, "failed") && out && strstr(out, "limited-rank-started"));
+        CHECK(strstr(reason, "OOM killer") && strstr(reason, "memory_limit of 64.0 MiB"));
+    } else {
+        fprintf(stderr, "memory_limit job: %s", out ? out : "(no output)\n");
+        CHECK(out && !strstr(out, "limited-rank-started") && njobs() == before);
+        CHECK(strstr(out, "1 ranks with memory_limit, but the agents that can enforce it have "
+                          "0 slots"));
+    }
+    free(out);
+    const char *spin[] = {"exec", "--np", "1", "--cpu-limit", "0.5", "--", "sh", "-c",
+                          "timeout 2 sh -c 'while :; do :; done' & "
+                          "timeout 2 sh -c 'while :; do :; done'; wait; "
+                          "echo cpu-times: $(times | tail -n 1)", NULL};
+    int rc = cl_cli(&C, &out, 60, spin);
+    if (cpu == 1) {
+        int um = 0, sm = 0;
+        double us = 0, ss = 0;
+        const char *t = out ? strstr(out, "cpu-times: ") : NULL;
+        CHECK(rc == 0 && t && sscanf(t, "cpu-times: %dm%lfs %dm%lfs", &um, &us, &sm, &ss) == 4);
+        const double used = um * 60 + us + sm * 60 + ss;
+        fprintf(stderr, "two busy loops of 2 s under cpu_limit 0.5: %.2f CPU s\n", used);
+        CHECK(used > 0.3 && used < 1.6);
+    } else {
+        fprintf(stderr, "cpu_limit job: %s", out ? out : "(no output)\n");
+        CHECK(rc != 0 && out && !strstr(out, "cpu-times:") && njobs() == before);
+        CHECK(strstr(out, "with cpu_limit, but the agents that can enforce it have 0 slots"));
+    }
+    free(out);
+}

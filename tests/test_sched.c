@@ -26,6 +26,8 @@ typedef struct world {
     sc_clock now;
     int sent[RT_MSG_COUNT]; /* frames sent, by type */
     char transport[16];     /* of the last start */
+    int64_t mem_limit;      /* its memory_limit_bytes (-1: absent) */
+    double cpu_limit;       /* its cpu_limit (-1: absent) */
     int saved_jobs;
 } world;
 
@@ -116,6 +118,9 @@ static void settle(world *w)
                 rt_json_get_int(m, RT_F_SIZE, &size);
                 snprintf(w->transport, sizeof w->transport, "%s",
                          rt_json_str(rt_json_get(m, RT_F_TRANSPORT), "?"));
+                w->mem_limit = -1;
+                rt_json_get_int(m, RT_F_MEMORY_LIMIT, &w->mem_limit);
+                w->cpu_limit = rt_json_num(rt_json_get(m, RT_F_CPU_LIMIT), -1);
                 sc_job *j = sched_job(&w->S, job);
                 for (int r = 0; j && r < j->cur_np; r++) {
                     if (j->ranks[r].ag != a)
@@ -139,15 +144,15 @@ static void settle(world *w)
     fail_msg("the scheduler did not settle");
 }
 
-static sc_agent *agent_up_with(world *w, const char *host, const char *name, int slots,
-                               const char *running)
+static sc_agent *agent_hello(world *w, const char *host, const char *name, int slots,
+                             const char *running, const char *caps)
 {
     char buf[4096], err[RT_ERR_LEN];
     snprintf(buf, sizeof buf,
              "{\"type\":\"hello\",\"token\":\"t\",\"proto\":%d,\"version\":\"x\",\"host_id\":\"%s\","
              "\"name\":\"%s\",\"hostname\":\"%s-host\",\"slots\":%d,\"address\":\"127.0.0.1\","
-             "\"caps\":{},\"running\":%s,\"exited\":[]}",
-             RT_PROTO_VERSION, host, name, host, slots, running ? running : "[]");
+             "\"caps\":%s,\"running\":%s,\"exited\":[]}",
+             RT_PROTO_VERSION, host, name, host, slots, caps, running ? running : "[]");
     rt_json *m = parse(buf);
     sc_agent *a = sched_agent_up(&w->S, m, w->now, err);
     rt_json_free(m);
@@ -155,6 +160,12 @@ static sc_agent *agent_up_with(world *w, const char *host, const char *name, int
         fail_msg("agent %s/%s refused: %s", host, name, err);
     settle(w);
     return a;
+}
+
+static sc_agent *agent_up_with(world *w, const char *host, const char *name, int slots,
+                               const char *running)
+{
+    return agent_hello(w, host, name, slots, running, "{}");
 }
 
 static sc_agent *agent_up(world *w, const char *host, const char *name, int slots)
@@ -411,6 +422,65 @@ static void test_priority_hold_and_refusal(void **state)
     settle(&w);
     assert_int_equal(job_state(&w, low), JOB_CANCELLED);
     assert_int_equal(sched_cancel(&w.S, 999, w.now, err), RT_ERR_NOTFOUND);
+    world_free(&w);
+}
+
+/* memory_limit and cpu_limit: bad values refused at submission; a job with
+ * them runs only on agents that enforce them (caps "limits"), is refused when
+ * those have too few slots, waits saying why while they are busy, and its
+ * start frame carries them (absent when not set); what an agent says of a
+ * rank's end (the OOM killer) is in the job's reason and first failure. */
+static void test_job_limits(void **state)
+{
+    (void)state;
+    world w;
+    world_init(&w);
+    agent_up(&w, "A", "a", 2);
+    sc_agent *b = agent_hello(&w, "B", "b", 2, NULL, "{\"limits\":[\"memory\",\"cpu\"]}");
+    char err[RT_ERR_LEN];
+    int64_t id = 0;
+    const char *bad[] = {"\"memory_limit_bytes\":-1", "\"memory_limit_bytes\":\"1G\"",
+                         "\"cpu_limit\":-0.5", "\"cpu_limit\":5000", "\"cpu_limit\":\"2\""};
+    for (size_t i = 0; i < RT_ARRAY_LEN(bad); i++) {
+        char spec[200];
+        snprintf(spec, sizeof spec, "{\"type\":\"exec\",\"np\":1,\"argv\":[\"x\"],%s}", bad[i]);
+        assert_int_equal(sched_submit(&w.S, spec, strlen(spec), "u", w.now, &id, err),
+                         RT_ERR_INVALID);
+        assert_non_null(strstr(err, i < 2 ? "memory_limit_bytes" : "cpu_limit"));
+    }
+    const char *three = "{\"type\":\"exec\",\"np\":3,\"argv\":[\"x\"],\"cpu_limit\":1}";
+    assert_int_equal(sched_submit(&w.S, three, strlen(three), "u", w.now, &id, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "3 ranks with cpu_limit, but the agents that can enforce it have 2 slots"));
+    int64_t plain = submit_ok(&w, NULL, 2); /* on A, the first host */
+    assert_int_equal(w.mem_limit, -1);
+    assert_true(w.cpu_limit == -1);
+    assert_string_equal(sched_job(&w.S, plain)->ranks[0].agent_key, "A/a");
+    finish_job(&w, plain, 0);
+    int64_t lim = submit_ok(&w, "\"memory_limit_bytes\":67108864,\"cpu_limit\":1.5", 2);
+    assert_int_equal(job_state(&w, lim), JOB_RUNNING);
+    assert_string_equal(sched_job(&w.S, lim)->ranks[1].agent_key, "B/b"); /* A is free: not it */
+    assert_int_equal(w.mem_limit, 67108864);
+    assert_true(w.cpu_limit == 1.5);
+    int64_t next = submit_ok(&w, "\"memory_limit_bytes\":1048576", 1);
+    assert_int_equal(job_state(&w, next), JOB_QUEUED);
+    assert_non_null(strstr(sched_job(&w.S, next)->reason, "1 that cannot enforce its memory_limit"));
+    char buf[300];
+    snprintf(buf, sizeof buf,
+             "{\"type\":\"exited\",\"job\":%lld,\"attempt\":1,\"rank\":0,\"code\":0,"
+             "\"signal\":9,\"reason\":\"the kernel's OOM killer ended 1 of its processes\","
+             "\"tail\":[]}", (long long)lim);
+    rt_json *m = parse(buf);
+    sched_on_exited(&w.S, b, m, w.now);
+    rt_json_free(m);
+    settle(&w);
+    sc_job *j = sched_job(&w.S, lim);
+    assert_int_equal(j->state, JOB_FAILED);
+    assert_non_null(strstr(j->reason, "killed by signal 9"));
+    assert_non_null(strstr(j->reason, ": the kernel's OOM killer ended 1 of its processes"));
+    assert_non_null(strstr(j->first_failure, "\"reason\":\"the kernel's OOM killer"));
+    finish_job(&w, lim, 0); /* the other rank, stopped by the abort */
+    assert_int_equal(job_state(&w, next), JOB_RUNNING);
+    assert_string_equal(sched_job(&w.S, next)->ranks[0].agent_key, "B/b");
     world_free(&w);
 }
 
@@ -757,6 +827,7 @@ int main(void)
         cmocka_unit_test(test_backfill_by_deadline),
         cmocka_unit_test(test_backfill_by_room),
         cmocka_unit_test(test_priority_hold_and_refusal),
+        cmocka_unit_test(test_job_limits),
         cmocka_unit_test(test_queue_timeout_and_drain),
         cmocka_unit_test(test_lost_agent_elastic_restart),
         cmocka_unit_test(test_restart_keeps_queue_and_reconciles),

@@ -142,6 +142,8 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_F_MASTER_PORT "master_port" /* prepared (rank 0) and start: MASTER_PORT */
 #define RT_F_MAX_RESTARTS "max_restarts"
 #define RT_F_GPU "gpu" /* started: the rank's CUDA_VISIBLE_DEVICES */
+#define RT_F_MEMORY_LIMIT "memory_limit_bytes" /* start: per rank (absent: none) */
+#define RT_F_CPU_LIMIT "cpu_limit"             /* start: CPUs per rank (absent: none) */
 #define RT_F_USAGE "usage" /* heartbeat: [{job, attempt, rank, cpu_s, rss_bytes, procs}] */
 
 /* ---- what an agent gives each rank it starts --------------------------------- */

@@ -308,8 +308,10 @@ async function viewNodes() {
       // ringtrain's GEMM kernel; OpenBLAS's for exec jobs (own pick -> the one the agent sets)
       const blas = c.blas_core ? ` · OpenBLAS ${c.blas_set ? esc(c.blas_own) + '→' : ''}${esc(c.blas_core)}` : '';
       const kern = c.gemm_kernel ? `<div>GEMM ${esc(c.gemm_kernel)}${blas}</div>` : '';
+      // the job limits it enforces on its ranks' cgroups (memory_limit, cpu_limit)
+      const lim = `<div>limits: ${c.limits && c.limits.length ? c.limits.map(esc).join(', ') : 'none'}</div>`;
       return `<tr><td>${esc(n.agent)}</td><td>${esc(n.hostname)}<div class="small">${esc(n.address)}</div></td><td>${st}</td>` +
-        `<td class="num">${n.used}/${n.slots - n.used}</td><td class="small">${esc(c.cpu || '-')}<div>${esc(c.isa || '')}</div>${kern}</td>` +
+        `<td class="num">${n.used}/${n.slots - n.used}</td><td class="small">${esc(c.cpu || '-')}<div>${esc(c.isa || '')}</div>${kern}${lim}</td>` +
         `<td class="num">${c.cores || '-'}</td><td class="num">${bytes(c.memory_bytes)}</td><td>${gpus}</td><td class="small">${esc(ago(n.since))}</td></tr>`;
     }).join('') + '</table>';
 }
