@@ -260,7 +260,8 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_B("train", "trace", "false", rt_job_cfg, trace,
              "a timeline of every step (data, forward, backward per layer, each bucket's "
              "allreduce, the wait for the slowest rank, Adam) as Chrome trace JSON in "
-             "STORE/trace/rank-R.json, rewritten every epoch (CPU steps)"),
+             "STORE/trace/rank-R.json, rewritten every epoch (GPU steps: timed by CUDA events "
+             "inside the step's graph)"),
     RT_CFG_I("train", "trace_spans", "100000", 16, 1 << 26, rt_job_cfg, trace_spans,
              "spans each rank keeps for the timeline: the newest (about 100 bytes each in the file)"),
 

@@ -243,6 +243,36 @@ static rt_status rt_cuda_event_sync(rt_kctx *ctx, void *ev, char *err)
     return rt_cuda_check(ctx, err);
 }
 
+static rt_status rt_cuda_timer_create(rt_kctx *ctx, void **ev, char *err)
+{
+    (void)ctx;
+    cudaEvent_t e = NULL;
+    cudaError_t r = cudaEventCreateWithFlags(&e, cudaEventDefault);
+    *ev = e;
+    return r == cudaSuccess ? RT_OK : cuda_fail(err, r, "cudaEventCreateWithFlags (timing)");
+}
+
+/* External: in a capture, an event record node of the graph (each replay
+ * records the time), not the dependency a plain record would become. */
+static void rt_cuda_timer_mark(rt_kctx *ctx, void *ev, bool comm)
+{
+    cuda_state *s = CS(ctx);
+    after_op(s, cudaEventRecordWithFlags((cudaEvent_t)ev, comm ? s->comm : s->stream,
+                                         cudaEventRecordExternal),
+             "cudaEventRecordWithFlags (timing mark)");
+}
+
+static rt_status rt_cuda_timer_ms(rt_kctx *ctx, void *a, void *b, double *ms, char *err)
+{
+    (void)ctx;
+    float f = 0;
+    cudaError_t e = cudaEventSynchronize((cudaEvent_t)b);
+    if (e == cudaSuccess)
+        e = cudaEventElapsedTime(&f, (cudaEvent_t)a, (cudaEvent_t)b);
+    *ms = f;
+    return e == cudaSuccess ? RT_OK : cuda_fail(err, e, "cudaEventElapsedTime");
+}
+
 static void rt_cuda_fork(rt_kctx *ctx)
 {
     cuda_state *s = CS(ctx);
@@ -310,6 +340,9 @@ const rt_kernel_ops rt_cuda_kernel_ops = {
     .event_destroy = rt_cuda_event_destroy,
     .event_record = rt_cuda_event_record,
     .event_sync = rt_cuda_event_sync,
+    .timer_create = rt_cuda_timer_create,
+    .timer_mark = rt_cuda_timer_mark,
+    .timer_ms = rt_cuda_timer_ms,
     .fork = rt_cuda_fork,
     .join = rt_cuda_join,
     .malloc_dev = rt_cuda_malloc,

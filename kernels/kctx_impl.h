@@ -51,6 +51,10 @@ struct rt_kernel_ops {
     void (*event_destroy)(void *ev);
     void (*event_record)(rt_kctx *ctx, void *ev);
     rt_status (*event_sync)(rt_kctx *ctx, void *ev, char *err);
+    /* timing marks (NULL on the CPU: unsupported) */
+    rt_status (*timer_create)(rt_kctx *ctx, void **ev, char *err);
+    void (*timer_mark)(rt_kctx *ctx, void *ev, bool comm);
+    rt_status (*timer_ms)(rt_kctx *ctx, void *a, void *b, double *ms, char *err);
     void (*fork)(rt_kctx *ctx);
     void (*join)(rt_kctx *ctx);
     /* memory */

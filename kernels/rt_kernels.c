@@ -109,6 +109,34 @@ rt_status rt_kevent_sync(rt_kctx *ctx, rt_kevent *ev, char *err)
     return ctx->ops->event_sync ? ctx->ops->event_sync(ctx, ev->h, err) : RT_OK;
 }
 
+rt_status rt_kevent_create_timer(rt_kctx *ctx, rt_kevent **out, char *err)
+{
+    *out = NULL;
+    if (!ctx->ops->timer_create)
+        return rt_err(err, RT_ERR_UNSUPPORTED, "timing marks need a CUDA context");
+    if (!(*out = calloc(1, sizeof **out)))
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    rt_status st = ctx->ops->timer_create(ctx, &(*out)->h, err);
+    if (st != RT_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+void rt_kevent_mark(rt_kctx *ctx, rt_kevent *ev, bool comm)
+{
+    if (ctx->ops->timer_mark && ev)
+        ctx->ops->timer_mark(ctx, ev->h, comm);
+}
+
+rt_status rt_kevent_ms(rt_kctx *ctx, rt_kevent *a, rt_kevent *b, double *ms, char *err)
+{
+    if (!ctx->ops->timer_ms)
+        return rt_err(err, RT_ERR_UNSUPPORTED, "timing marks need a CUDA context");
+    return ctx->ops->timer_ms(ctx, a->h, b->h, ms, err);
+}
+
 struct rt_kgraph {
     const rt_kernel_ops *ops;
     void *exec; /* cudaGraphExec_t */

@@ -8,7 +8,9 @@
  *   - two ranks on one GPU: the ranks agree not to use NCCL and stage,
  *     with the same result;
  *   - a peer that leaves, or stays silent: the next step fails within the
- *     collective timeout with an error naming the rank, no crash, no hang.
+ *     collective timeout with an error naming the rank, no crash, no hang;
+ *   - the timeline of GPU steps (timing marks inside the graph): every step's
+ *     spans, in the order the streams run them, eager, captured and replayed.
  * Exits 77 (skipped) with fewer than 2 CUDA devices. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +26,11 @@
 
 #include "rank_harness.h"
 #include "rt_dp.h"
+#include "rt_file.h"
+#include "rt_json.h"
 #include "rt_log.h"
 #include "rt_time.h"
+#include "rt_trace.h"
 #include "test_util.h"
 
 enum { B = 48, K = 6, NCAT = 3, NCONT = 2 };
@@ -73,6 +79,9 @@ typedef struct run {
     bool nccl, graphs, same_gpu;
     int leave_after;     /* rank 1 stops after this many steps (0: never) */
     bool silent;         /* ... and stays, without stepping, instead of leaving */
+    bool trace;          /* each rank's timeline into trace[rank] */
+    char trace_path[2][96];
+    int buckets[2];      /* rt_dp_buckets after the steps */
     int64_t timeout_us;
     float *params[2];
     int64_t nparams;
@@ -101,6 +110,11 @@ static void rank_body(rt_comm *c, int rank, void *arg, rh_result *res)
     rt_dp *d = NULL;
     RH_CHECK(res, rt_dp_create(&s, &o, c, &d, err) == RT_OK, "create: %s", err);
     snprintf(r->path[rank], sizeof r->path[rank], "%s", rt_dp_gradient_path(d));
+    rt_trace *tr = NULL;
+    if (r->trace) {
+        RH_CHECK(res, rt_trace_create(4096, rank, &tr, err) == RT_OK, "trace: %s", err);
+        rt_dp_set_trace(d, tr);
+    }
     rt_status st = rt_dp_broadcast_state(d, 0, false, err);
     for (int k = 0; k < K && st == RT_OK; k++) {
         if (rank == 1 && r->leave_after && k == r->leave_after) {
@@ -116,24 +130,34 @@ static void rank_body(rt_comm *c, int rank, void *arg, rh_result *res)
     }
     r->last_st[rank] = st;
     snprintf(r->last_err[rank], sizeof r->last_err[rank], "%s", st == RT_OK ? "" : err);
+    r->buckets[rank] = rt_dp_buckets(d); /* allreduces a step, after steps */
+    if (tr) {
+        rt_dp_trace_flush(d);
+        snprintf(r->trace_path[rank], sizeof r->trace_path[rank], "/tmp/rt_dp_gpu_trace_%d_%p_%d.json",
+                 (int)getpid(), (void *)r, rank); /* one file per run and rank */
+        RH_CHECK(res, rt_trace_write(tr, r->trace_path[rank], err) == RT_OK, "%s", err);
+    }
     if (st == RT_OK && !r->leave_after) {
         r->nparams = rt_model_num_params(rt_dp_model(d));
         r->params[rank] = malloc((size_t)r->nparams * 4);
         st = rt_model_get_state(rt_dp_model(d), r->params[rank], NULL, NULL, NULL, NULL, err);
     }
     rt_dp_destroy(d);
+    rt_trace_destroy(tr);
     RH_CHECK(res, st == RT_OK || r->leave_after, "rank %d: %s", rank, err);
 }
 
-static void run_two(run *r)
+static void run_n(run *r, int n)
 {
     rt_comm_opts o;
     rt_comm_opts_defaults(&o);
     o.timeout_us = 30000000;
     rh_result res;
-    if (!rh_run(2, RT_TRANSPORT_TCP, &o, rank_body, r, &res))
+    if (!rh_run(n, RT_TRANSPORT_TCP, &o, rank_body, r, &res))
         fail_msg("%s", res.msg);
 }
+
+static void run_two(run *r) { run_n(r, 2); }
 
 static void free_run(run *r)
 {
@@ -200,6 +224,133 @@ static void test_dead_peer(void **state)
     }
 }
 
+/* One span of a trace file, in microseconds. */
+typedef struct tspan {
+    char cat[16];
+    int64_t step, arg;
+    double t0, t1;
+} tspan;
+
+/* The spans of a Chrome trace file written by rt_trace_write. */
+static int read_trace(const char *path, tspan *out, int max)
+{
+    char *text = NULL, err[RT_ERR_LEN];
+    size_t len = 0;
+    rt_json *j = NULL;
+    if (rt_read_file(path, 16 << 20, &text, &len, err) != RT_OK ||
+        rt_json_parse(text, len, &j, err) != RT_OK)
+        fail_msg("%s: %s", path, err);
+    free(text);
+    const rt_json *ev = rt_json_get(j, "traceEvents");
+    int n = 0;
+    for (size_t i = 0; i < rt_json_len(ev) && n < max; i++) {
+        const rt_json *e = rt_json_at(ev, i);
+        if (strcmp(rt_json_str(rt_json_get(e, "ph"), ""), "X") != 0)
+            continue;
+        tspan *s = &out[n++];
+        snprintf(s->cat, sizeof s->cat, "%s", rt_json_str(rt_json_get(e, "cat"), "?"));
+        rt_json_get_int(rt_json_get(e, "args"), "step", &s->step);
+        const char *name = rt_json_str(rt_json_get(e, "name"), "");
+        const char *sp = strrchr(name, ' ');
+        s->arg = sp ? atoi(sp + 1) : 0;
+        s->t0 = rt_json_num(rt_json_get(e, "ts"), 0);
+        s->t1 = s->t0 + rt_json_num(rt_json_get(e, "dur"), -1);
+    }
+    rt_json_free(j);
+    unlink(path);
+    return n;
+}
+
+/* Checks one rank's GPU timeline: every step 0..K-1 has forward, backward
+ * (with its layers inside, in order), the optimizer, and with ranks the
+ * allreduces (buckets of them) and the wait for them, in stream order. */
+static void check_timeline(const char *path, bool ranks, int buckets, int *layers_out)
+{
+    static tspan sp[4096];
+    const int n = read_trace(path, sp, 4096);
+    const double eps = 1.0; /* us: marks are read as float milliseconds */
+    int layers = -1;
+    double prev_end = -1e18;
+    for (int64_t k = 0; k < K; k++) {
+        const tspan *fwd = NULL, *bwd = NULL, *opt = NULL, *wait = NULL;
+        int nl = 0, nar = 0;
+        double last_layer = -1e18;
+        for (int i = 0; i < n; i++) {
+            const tspan *s = &sp[i];
+            if (s->step != k)
+                continue;
+            assert_true(s->t1 >= s->t0); /* no span ends before it starts */
+            if (!strcmp(s->cat, "forward"))
+                fwd = s;
+            else if (!strcmp(s->cat, "backward"))
+                bwd = s;
+            else if (!strcmp(s->cat, "optimizer"))
+                opt = s;
+            else if (!strcmp(s->cat, "wait"))
+                wait = s;
+            else if (!strcmp(s->cat, "allreduce"))
+                nar++;
+            else if (!strcmp(s->cat, "layer")) {
+                assert_int_equal(s->arg, nl); /* in order, each once */
+                assert_true(s->t0 >= last_layer - eps);
+                last_layer = s->t1;
+                nl++;
+            }
+        }
+        if (!fwd || !bwd || !opt || (ranks && !wait))
+            fail_msg("%s: step %lld lacks a span (forward %d, backward %d, optimizer %d, wait %d)",
+                     path, (long long)k, !!fwd, !!bwd, !!opt, !!wait);
+        assert_true(fwd->t0 >= prev_end - eps);   /* after the step before */
+        assert_true(fabs(fwd->t1 - bwd->t0) <= eps); /* one mark between them */
+        assert_true(opt->t0 >= bwd->t1 - eps);
+        if (wait)
+            assert_true(fabs(wait->t0 - bwd->t1) <= eps && opt->t0 >= wait->t1 - eps);
+        assert_true(nl > 0 && last_layer <= bwd->t1 + eps);
+        if (layers < 0)
+            layers = nl;
+        if (nl != layers || nar != (ranks ? buckets : 0)) /* the same in every step */
+            fail_msg("%s: step %lld has %d layers (step 0: %d), %d allreduces (want %d)", path,
+                     (long long)k, nl, layers, nar, ranks ? buckets : 0);
+        for (int i = 0; i < n; i++) /* allreduces within the step's backward and wait */
+            if (sp[i].step == k && !strcmp(sp[i].cat, "allreduce"))
+                assert_true(sp[i].t0 >= bwd->t0 - eps && sp[i].t1 <= wait->t1 + eps);
+        prev_end = opt->t1;
+    }
+    *layers_out = layers;
+}
+
+/* [train] trace on GPUs: the timeline of 6 steps (2 op by op, 2 captured, 2
+ * replayed) for one GPU, two with NCCL (several buckets) and two staged,
+ * with as many layers as the same model's CPU steps report. */
+static void test_gpu_timeline(void **state)
+{
+    (void)state;
+    run cpu = {.device = RT_DEVICE_CPU, .trace = true};
+    run one = {.device = RT_DEVICE_CUDA, .nccl = true, .graphs = true, .trace = true};
+    run nccl = {.device = RT_DEVICE_CUDA, .nccl = true, .graphs = true, .trace = true};
+    run staged = {.device = RT_DEVICE_CUDA, .nccl = false, .graphs = true, .trace = true};
+    run_n(&cpu, 1);
+    run_n(&one, 1);
+    run_two(&nccl);
+    run_two(&staged);
+    int cpu_layers = 0, layers = 0;
+    check_timeline(cpu.trace_path[0], false, 0, &cpu_layers);
+    check_timeline(one.trace_path[0], false, 0, &layers);
+    assert_int_equal(layers, cpu_layers);
+    assert_true(nccl.buckets[0] > 1);
+    for (int r = 0; r < 2; r++) {
+        check_timeline(nccl.trace_path[r], true, nccl.buckets[r], &layers);
+        assert_int_equal(layers, cpu_layers);
+        check_timeline(staged.trace_path[r], true, 1, &layers);
+        assert_int_equal(layers, cpu_layers);
+    }
+    fprintf(stderr, "GPU timelines: %d layers a step, %d NCCL buckets\n", layers, nccl.buckets[0]);
+    free_run(&cpu);
+    free_run(&one);
+    free_run(&nccl);
+    free_run(&staged);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2)
@@ -214,6 +365,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_gpu_matches_cpu),
         cmocka_unit_test(test_shared_gpu_stages),
         cmocka_unit_test(test_dead_peer),
+        cmocka_unit_test(test_gpu_timeline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

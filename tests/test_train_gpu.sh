@@ -7,7 +7,9 @@
 # within 1% of the CPU job's (float rounding in other summation orders moves
 # them by about 1e-8 under the emulator and by well under 1% on a GPU over
 # these 142 steps; a wrong gradient, or an update that keeps a stale learning
-# rate of the cosine schedule, moves them by far more).
+# rate of the cosine schedule, moves them by far more).  The CUDA job keeps a
+# timeline ([train] trace): each rank's file has every kind of span, timed
+# on the device, for every step, and `ringtrain trace` merges them.
 # Usage: test_train_gpu.sh BUILD_DIR   (exit 77: no CUDA device in this build)
 set -euo pipefail
 build=$1
@@ -42,7 +44,8 @@ store = $out/store
 EOF
 for dev in cpu cuda; do
   if ! TMPDIR=$out timeout 900 "$rt" run "$out/job.ini" --np 2 --set model.device=$dev \
-         --set output.store="$out/$dev" --keep > "$out/$dev.log" 2>&1; then
+         --set output.store="$out/$dev" --set train.trace=$([ $dev = cuda ] && echo true || echo false) \
+         --keep > "$out/$dev.log" 2>&1; then
     echo "FAIL: the $dev job failed:"; tail -30 "$out/$dev.log"; exit 1
   fi
 done
@@ -61,3 +64,27 @@ awk 'function rel(a, b) { d = a - b; if (d < 0) d = -d; return d / b }
      { n++; printf "epoch %d: cpu loss %.5f val %.5f | cuda loss %.5f val %.5f\n", n, $1, $2, $3, $4
        if (rel($3, $1) > 0.01 || rel($4, $2) > 0.01) bad = 1 }
      END { if (n != 2 || bad) { print "FAIL: the histories differ by more than 1%"; exit 1 } }'
+# the GPU timeline: every span kind on both ranks, every step's forward,
+# backward, wait and optimizer (timed on the device), and the merged file
+for r in 0 1; do
+  python3 - "$out/cuda/trace/rank-$r.json" <<'PY' || { echo "FAIL: rank $r's GPU timeline"; exit 1; }
+import json, sys
+t = json.load(open(sys.argv[1]))
+spans = [e for e in t["traceEvents"] if e["ph"] == "X"]
+kinds = {e["cat"] for e in spans}
+want = {"data", "forward", "backward", "layer", "allreduce", "wait", "optimizer", "eval"}
+assert want <= kinds, "missing: %s" % (want - kinds)
+steps = {}
+for e in spans:
+    assert e["dur"] >= 0, e
+    steps.setdefault(e["args"]["step"], set()).add(e["cat"])
+full = [s for s, k in steps.items() if {"forward", "backward", "wait", "optimizer"} <= k]
+n = max(steps) + 1
+assert len(full) >= n - 1, "%d of %d steps have all their spans" % (len(full), n)
+print("%s: %d spans, %d steps, kinds %s" % (sys.argv[1].split("/")[-1], len(spans), n, sorted(kinds)))
+PY
+done
+"$rt" trace "$out/cuda" --out "$out/merged.json" > /dev/null
+python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert {e["pid"] for e in t["traceEvents"]} == {0, 1}' \
+  "$out/merged.json" || { echo "FAIL: ringtrain trace did not merge both ranks"; exit 1; }
+echo "ok: the CUDA job's timeline has every span kind on both ranks, timed on the device"

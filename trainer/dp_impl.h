@@ -6,7 +6,9 @@
 #include "rt_dp.h"
 #include "rt_trace.h"
 
-#define DP_GRAPHS 4 /* batch sizes with a captured step: the full batch, the last one, eval */
+/* captured steps: the full batch and the last one (twice each with a
+ * timeline: a graph per set of marks) */
+#define DP_GRAPHS 8
 
 /* a pinned batch buffer and the event after its copy to the device */
 typedef struct dp_slot {
@@ -17,6 +19,7 @@ typedef struct dp_slot {
 
 typedef struct dp_graph {
     int64_t n;   /* batch rows; 0: unused */
+    int set;     /* the timeline's set of marks it records (dpt_graph_key) */
     int seen;    /* eager steps of this size so far */
     rt_kgraph *g;
     uint64_t used;
@@ -30,6 +33,7 @@ struct rt_dp {
     int size;
     rt_fusion *fusion; /* CPU, size > 1 */
     rt_trace *trace;   /* the timeline, or NULL */
+    struct dp_timeline *tl; /* GPU: the marks that time its steps (rt_dp_gpu_trace.c) */
     int64_t steps;     /* rt_dp_step calls so far */
     int64_t mark_ns;   /* backward: when the last layer's gradients were final */
     int layer;         /* backward: layers reported so far this step */
@@ -52,6 +56,21 @@ struct rt_dp {
     rt_status hook_st;
     char hook_err[RT_ERR_LEN];
 };
+
+/* rt_dp_gpu_trace.c: the GPU step's timeline.  dpt_begin before a step
+ * (reads the marks of the step two before); dpt_mark enqueues a mark;
+ * dpt_body_done after the step's body ran (false) or its graph replayed
+ * (true); dpt_graph_key picks the graph that records this step's set. */
+typedef enum dpt_kind {
+    DPT_START, DPT_FORWARD, DPT_LAYER, DPT_BACKWARD, DPT_AR_BEGIN, DPT_AR_END, DPT_JOIN, DPT_UPDATE
+} dpt_kind;
+typedef struct dp_timeline dp_timeline;
+rt_status dpt_create(rt_dp *d, char *err);
+void dpt_destroy(rt_dp *d);
+void dpt_begin(rt_dp *d);
+void dpt_mark(rt_dp *d, dpt_kind kind, int arg, bool comm);
+void dpt_body_done(rt_dp *d, bool replayed);
+int dpt_graph_key(const rt_dp *d);
 
 /* rt_dp_gpu.c */
 rt_status rt_dp_gpu_init(rt_dp *d, char *err);

@@ -22,7 +22,16 @@ static void on_grads_ready(void *user, int64_t off, int64_t count)
         rt_fusion_ready(d->fusion, (size_t)off, (size_t)count);
 }
 
-void rt_dp_set_trace(rt_dp *d, rt_trace *t) { d->trace = t; }
+void rt_dp_set_trace(rt_dp *d, rt_trace *t)
+{
+    d->trace = t;
+    if (rt_kctx_device(d->ctx) != RT_DEVICE_CUDA)
+        return;
+    dpt_destroy(d); /* GPU steps: timed by marks on the device */
+    char err[RT_ERR_LEN];
+    if (t && dpt_create(d, err) != RT_OK)
+        RT_WARN("dp", "no timeline of the GPU steps: %s", err);
+}
 
 double rt_dp_wait_seconds(rt_dp *d)
 {

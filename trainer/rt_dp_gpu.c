@@ -8,6 +8,7 @@
 
 #include "dp_impl.h"
 #include "rt_log.h"
+#include "rt_time.h"
 
 /* ---- pinned batches ------------------------------------------------------- */
 
@@ -62,18 +63,24 @@ static void nccl_flush(rt_dp *d)
     if (d->bucket_hi <= d->bucket_lo)
         return;
     rt_kctx_fork(d->ctx);
+    dpt_mark(d, DPT_AR_BEGIN, d->buckets, true);
     if (d->hook_st == RT_OK)
         d->hook_st = rt_nccl_allreduce(d->nccl, rt_model_grads(d->model) + d->bucket_lo,
                                        (size_t)(d->bucket_hi - d->bucket_lo), RT_C_F32, RT_SUM,
                                        d->hook_err);
+    dpt_mark(d, DPT_AR_END, d->buckets, true);
     d->buckets++;
     d->bucket_lo = d->bucket_hi = -1;
 }
 
-/* Backward's hook: ranges arrive from the end of the arena to its start. */
-static void nccl_hook(void *user, int64_t off, int64_t count)
+/* Backward's hook: a layer's gradients are enqueued (the timeline's mark);
+ * ranges arrive from the end of the arena to its start (NCCL's buckets). */
+static void grads_hook(void *user, int64_t off, int64_t count)
 {
     rt_dp *d = user;
+    dpt_mark(d, DPT_LAYER, d->layer++, false);
+    if (!d->nccl)
+        return;
     if (d->bucket_hi < 0)
         d->bucket_hi = off + count;
     d->bucket_lo = off;
@@ -89,15 +96,22 @@ static void step_body(rt_dp *d, int64_t n)
     d->hook_st = RT_OK;
     d->buckets = 0;
     d->bucket_lo = d->bucket_hi = -1;
+    d->layer = 0;
+    dpt_mark(d, DPT_START, 0, false);
     rt_model_forward(m, n, true);
     rt_model_loss(m, n, true);
-    rt_model_backward(m, n, d->nccl ? nccl_hook : NULL, d);
+    dpt_mark(d, DPT_FORWARD, 0, false);
+    rt_model_backward(m, n, d->nccl || d->tl ? grads_hook : NULL, d);
+    dpt_mark(d, DPT_BACKWARD, 0, false);
     if (d->nccl) {
         nccl_flush(d);
         rt_kctx_join(d->ctx); /* Adam after the last bucket */
+        dpt_mark(d, DPT_JOIN, 0, false);
     }
-    if (!d->staged)
+    if (!d->staged) {
         rt_model_update(m);
+        dpt_mark(d, DPT_UPDATE, 0, false);
+    }
 }
 
 /* The graph for batch size n: NULL (run eagerly) the first time a size is
@@ -108,8 +122,9 @@ static rt_kgraph *graph_for(rt_dp *d, int64_t n)
     if (!d->graphs)
         return NULL;
     dp_graph *e = NULL, *victim = &d->graph[0];
+    const int set = dpt_graph_key(d);
     for (int i = 0; i < DP_GRAPHS; i++) {
-        if (d->graph[i].n == n)
+        if (d->graph[i].n == n && d->graph[i].set == set)
             e = &d->graph[i];
         if (d->graph[i].used < victim->used)
             victim = &d->graph[i];
@@ -117,7 +132,7 @@ static rt_kgraph *graph_for(rt_dp *d, int64_t n)
     d->clock++;
     if (!e) {
         rt_kgraph_destroy(victim->g);
-        *victim = (dp_graph){.n = n, .seen = 1, .used = d->clock};
+        *victim = (dp_graph){.n = n, .set = set, .seen = 1, .used = d->clock};
         return NULL;
     }
     e->used = d->clock;
@@ -151,24 +166,37 @@ rt_status rt_dp_gpu_step(rt_dp *d, const int32_t *cat, const float *cont, const 
     rt_adam_hp h = *hp;
     h.grad_scale = hp->grad_scale / (float)d->size; /* the sum becomes the average */
     rt_model_set_hparams(m, &h);
+    dpt_begin(d);
     rt_kgraph *g = graph_for(d, n);
     if (g)
         st = rt_kgraph_launch(d->ctx, g, err);
     else
         step_body(d, n);
+    dpt_body_done(d, g != NULL);
     if (st == RT_OK && d->hook_st != RT_OK)
         st = rt_err(err, d->hook_st, "%s", d->hook_err);
     if (st == RT_OK && d->staged) {
-        st = rt_allreduce_device(d->comm, rt_model_grads(m), (size_t)rt_model_arena_len(m), RT_C_F32,
+        /* host-driven, so timed on the host: from when backward is done */
+        if (d->tl)
+            st = rt_kctx_sync(d->ctx, err);
+        const int64_t a0 = d->tl ? rt_now_ns() : 0;
+        if (st == RT_OK)
+            st = rt_allreduce_device(d->comm, rt_model_grads(m), (size_t)rt_model_arena_len(m), RT_C_F32,
                                  RT_SUM, rt_kctx_stream(d->ctx), err);
+        if (d->tl)
+            rt_trace_span(d->trace, RT_SPAN_ALLREDUCE, a0, rt_now_ns(), d->steps, 0);
+        dpt_mark(d, DPT_JOIN, 0, false);
         if (st == RT_OK)
             rt_model_update(m);
+        dpt_mark(d, DPT_UPDATE, 0, false);
     }
     /* bounded: a peer that never arrives fails the step instead of hanging it */
     if (st == RT_OK && d->nccl)
         st = rt_nccl_wait_stream(d->nccl, rt_kctx_stream(d->ctx), d->o.timeout_us, err);
     if (st == RT_OK)
         st = rt_kctx_check(d->ctx, err);
+    if (st == RT_OK)
+        d->steps++;
     return st;
 }
 
@@ -202,6 +230,7 @@ rt_status rt_dp_gpu_init(rt_dp *d, char *err)
 
 void rt_dp_gpu_fini(rt_dp *d)
 {
+    dpt_destroy(d);
     if (d->nccl)
         rt_nccl_destroy(d->nccl);
     d->nccl = NULL;

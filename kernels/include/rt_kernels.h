@@ -124,6 +124,16 @@ void rt_kevent_destroy(rt_kctx *ctx, rt_kevent *ev);
 void rt_kevent_record(rt_kctx *ctx, rt_kevent *ev);
 rt_status rt_kevent_sync(rt_kctx *ctx, rt_kevent *ev, char *err);
 
+/* Timing marks, for a timeline of the device's work (rt_trace): an event
+ * from rt_kevent_create_timer records the time the stream reaches it —
+ * the compute stream, or with comm the communication stream — also when
+ * marked during a graph capture, where each replay of the graph records it
+ * again.  rt_kevent_ms gives the milliseconds from mark a to mark b, waiting
+ * for b.  The CPU has none (RT_ERR_UNSUPPORTED; marking does nothing). */
+rt_status rt_kevent_create_timer(rt_kctx *ctx, rt_kevent **out, char *err);
+void rt_kevent_mark(rt_kctx *ctx, rt_kevent *ev, bool comm);
+rt_status rt_kevent_ms(rt_kctx *ctx, rt_kevent *a, rt_kevent *b, double *ms, char *err);
+
 /* The communication stream of a CUDA context (NULL on the CPU): collectives
  * run there so that they overlap the compute stream.  rt_kctx_fork makes
  * the communication stream wait for the work enqueued on the compute stream

@@ -33,6 +33,7 @@ struct gnode {
     std::function<void()> fn;
     std::vector<int> deps;
     std::string what;
+    CUevent_st *event = nullptr; /* an event record node's event */
 };
 
 struct capture {
@@ -58,6 +59,17 @@ cudaError_t graph_add_node(CUstream_st *s, std::function<void()> fn, const char 
     if (c->invalid)
         return set_error(cudaErrorStreamCaptureInvalidated);
     c->nodes.push_back(gnode{std::move(fn), stream_tail(s), what});
+    stream_tail(s) = {(int)c->nodes.size() - 1};
+    return cudaSuccess;
+}
+
+cudaError_t graph_add_event_node(CUstream_st *s, CUevent_st *e)
+{
+    std::lock_guard<std::mutex> l(g_mu);
+    capture *c = stream_capture(s);
+    if (c->invalid)
+        return cudaErrorStreamCaptureInvalidated;
+    c->nodes.push_back(gnode{[e] { event_stamp(e); }, stream_tail(s), "event record", e});
     stream_tail(s) = {(int)c->nodes.size() - 1};
     return cudaSuccess;
 }
@@ -298,11 +310,15 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t st)
         return set_error(cudaErrorNotSupported); /* graphs into captures: not emulated */
     std::shared_ptr<std::vector<gnode>> nodes = x->nodes;
     std::vector<int> order = x->order;
-    stream_push_graph(stream_resolve(st), [nodes, order] {
+    CUstream_st *s = stream_resolve(st);
+    const uint64_t seq = stream_push_graph(s, [nodes, order] {
         for (int i : order)
             if ((*nodes)[(size_t)i].fn)
                 (*nodes)[(size_t)i].fn();
     });
+    for (const gnode &n : *nodes) /* reached when the launch is done */
+        if (n.event)
+            event_bind(n.event, s, seq);
     return cudaSuccess;
 }
 

@@ -15,16 +15,22 @@ struct capture;
 /* runtime.cpp */
 capture *&stream_capture(CUstream_st *s);
 std::vector<int> &stream_tail(CUstream_st *s);
-void stream_push_graph(CUstream_st *s, std::function<void()> fn);
+uint64_t stream_push_graph(CUstream_st *s, std::function<void()> fn); /* its sequence number */
 CUstream_st *stream_resolve(cudaStream_t s);
 bool stream_known(cudaStream_t s);
 bool stream_blocking(CUstream_st *s); /* not cudaStreamNonBlocking */
 capture *&event_capture(CUevent_st *e);
 std::vector<int> &event_nodes(CUevent_st *e);
+/* an event record node: its replay stamps the time; a launch binds the
+ * event to the launch's stream operation (query, synchronize) */
+void event_stamp(CUevent_st *e);
+void event_bind(CUevent_st *e, CUstream_st *s, uint64_t seq);
 
 /* graph.cpp */
 cudaError_t graph_add_node(CUstream_st *s, std::function<void()> fn, const char *what);
 cudaError_t graph_wait_event(CUstream_st *s, CUevent_st *e);
+/* cudaEventRecordExternal in a capture: an event record node */
+cudaError_t graph_add_event_node(CUstream_st *s, CUevent_st *e);
 bool capturing(cudaStream_t s);
 /* A call not allowed on a capturing stream: invalidates its capture and
  * returns the error for the call. */

@@ -440,10 +440,10 @@ static void drain_device(int device)
 /* The graph module's view of a stream. */
 capture *&stream_capture(CUstream_st *s) { return s->cap; }
 std::vector<int> &stream_tail(CUstream_st *s) { return s->tail; }
-void stream_push_graph(CUstream_st *s, std::function<void()> fn)
+uint64_t stream_push_graph(CUstream_st *s, std::function<void()> fn)
 {
     g_launches++;
-    push(s, stream_op{std::move(fn), {}});
+    return push(s, stream_op{std::move(fn), {}});
 }
 CUstream_st *stream_resolve(cudaStream_t s) { return resolve(s); }
 bool stream_known(cudaStream_t s) { return known_stream(s); }
@@ -701,6 +701,14 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 capture *&event_capture(CUevent_st *e) { return e->cap; }
+void event_stamp(CUevent_st *e) { e->when = now_s(); }
+void event_bind(CUevent_st *e, CUstream_st *s, uint64_t seq)
+{
+    std::lock_guard<std::mutex> l(e->mu);
+    e->cap = nullptr;
+    e->s = s;
+    e->seq = seq;
+}
 std::vector<int> &event_nodes(CUevent_st *e) { return e->nodes; }
 } /* namespace cudaemu */
 
@@ -743,6 +751,21 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t st)
     e->s = s;
     e->seq = push(s, stream_op{[e] { e->when = now_s(); }, {}});
     return cudaSuccess;
+}
+
+/* External: recorded in a capture, an event record node of the graph (each
+ * launch records it), not a dependency for other captured streams. */
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t st, unsigned int flags)
+{
+    if (!(flags & cudaEventRecordExternal))
+        return cudaEventRecord(e, st);
+    CHECK_STICKY();
+    if (!e || !known_stream(st))
+        return set_error(cudaErrorInvalidResourceHandle);
+    CUstream_st *s = resolve(st);
+    if (!s->cap)
+        return cudaEventRecord(e, st);
+    return set_error(graph_add_event_node(s, e));
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t e)

@@ -82,9 +82,12 @@ rt_status rt_dp_forward_eval(rt_dp *d, const int32_t *cat, const float *cont, co
  * [1] rows, [2] sum of squared percentage errors, [3] rows in [2]. */
 rt_status rt_dp_metrics_allreduce(rt_dp *d, double out[RT_MODEL_NMETRICS], char *err);
 
-/* The timeline (rt_trace.h): spans of every CPU step from now on (NULL: none). */
+/* The timeline (rt_trace.h): spans of every step from now on (NULL: none).
+ * A GPU step's spans are timed on the device and reach the trace two steps
+ * later; rt_dp_trace_flush puts in those still pending (before writing it). */
 typedef struct rt_trace rt_trace;
 void rt_dp_set_trace(rt_dp *d, rt_trace *t);
+void rt_dp_trace_flush(rt_dp *d);
 /* Seconds the steps spent waiting for their last gradient bucket since the
  * previous call (the slowest rank waits least). */
 double rt_dp_wait_seconds(rt_dp *d);

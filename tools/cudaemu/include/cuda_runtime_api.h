@@ -81,6 +81,8 @@ enum cudaStreamCaptureStatus {
 #define cudaEventDefault 0x0
 #define cudaEventBlockingSync 0x1
 #define cudaEventDisableTiming 0x2
+#define cudaEventRecordDefault 0x0
+#define cudaEventRecordExternal 0x1
 #define cudaHostAllocDefault 0x0
 #define cudaHostAllocPortable 0x1
 
@@ -139,6 +141,8 @@ cudaError_t cudaEventCreate(cudaEvent_t *e);
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags);
 cudaError_t cudaEventDestroy(cudaEvent_t e);
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s CUDAEMU_DV(0));
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s CUDAEMU_DV(0),
+                                     unsigned int flags CUDAEMU_DV(0));
 cudaError_t cudaEventSynchronize(cudaEvent_t e);
 cudaError_t cudaEventQuery(cudaEvent_t e);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
