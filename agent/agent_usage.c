@@ -1,7 +1,10 @@
-/* agent_usage.c — what each running rank uses, from /proc: the CPU time and
- * resident memory of every process in the rank's process group (the rank
- * leads its group; its children and their children stay in it unless they
- * leave on purpose).  Sent with the heartbeat as "usage"; the coordinator
+/* agent_usage.c — what each running rank uses: the CPU time and resident
+ * memory of its processes.  Where the rank has a cgroup (agent_cgroup.c)
+ * they are every process in it, whatever session or group it made, and the
+ * CPU time is the cgroup's (cpu.stat usage_usec: also that of the processes
+ * that have exited); elsewhere they are the processes of its process group
+ * (the rank leads its group; its children stay in it unless they leave on
+ * purpose), from /proc.  Sent with the heartbeat as "usage"; the coordinator
  * shows it in the job's placement, `ringtrain status` and /metrics.
  * On a node with NVIDIA's driver, also each rank's GPU memory and SM
  * utilisation, through NVML: libnvidia-ml is opened at run time (nodes
@@ -26,6 +29,9 @@
 
 typedef struct group_use {
     pid_t pgid;
+    const char *cg_dir;       /* the rank's cgroup, or NULL: its process group */
+    pid_t *cg_pids;           /* the processes in it (sorted) */
+    int cg_n;
     double cpu_s;
     long long rss_bytes;
     int procs;
@@ -182,6 +188,12 @@ static void add_gpu_use(group_use *g, int ng)
     free(samples);
 }
 
+static int cmp_pid(const void *a, const void *b)
+{
+    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* Add /proc/PID/stat's CPU time and RSS to the group it belongs to, if it
  * is one of ours.  The leader's cutime/cstime keep the time of the
  * children it has waited for. */
@@ -204,14 +216,52 @@ static void add_proc(const char *pid, group_use *g, int ng, double tick, long pa
                "%*u %*u %lld",
                &state, &ppid, &pgrp, &ut, &st, &cut, &cst, &rss) != 8)
         return;
-    for (int i = 0; i < ng; i++)
-        if (g[i].pgid == pgrp) {
-            bool leader = atoi(pid) == pgrp;
+    const pid_t me = (pid_t)atoi(pid);
+    for (int i = 0; i < ng; i++) {
+        if (g[i].cg_dir) { /* its cgroup's members, its CPU time from cpu.stat */
+            if (bsearch(&me, g[i].cg_pids, (size_t)g[i].cg_n, sizeof me, cmp_pid)) {
+                g[i].rss_bytes += rss * page;
+                g[i].procs++;
+                return;
+            }
+        } else if (g[i].pgid == pgrp) {
+            bool leader = me == pgrp;
             g[i].cpu_s += (double)(ut + st + (leader ? (unsigned long long)(cut + cst) : 0)) / tick;
             g[i].rss_bytes += rss * page;
             g[i].procs++;
             return;
         }
+    }
+}
+
+/* A rank's cgroup: its processes (sorted, for add_proc) and its CPU time. */
+static void read_cgroup(group_use *g)
+{
+    char path[700], key[64];
+    snprintf(path, sizeof path, "%s/cgroup.procs", g->cg_dir);
+    FILE *f = fopen(path, "r");
+    int pid, cap = 0;
+    while (f && fscanf(f, "%d", &pid) == 1) {
+        if (g->cg_n == cap) {
+            cap = cap ? 2 * cap : 16;
+            pid_t *more = realloc(g->cg_pids, (size_t)cap * sizeof *more);
+            if (!more)
+                break;
+            g->cg_pids = more;
+        }
+        g->cg_pids[g->cg_n++] = (pid_t)pid;
+    }
+    if (f)
+        fclose(f);
+    qsort(g->cg_pids, (size_t)g->cg_n, sizeof *g->cg_pids, cmp_pid);
+    snprintf(path, sizeof path, "%s/cpu.stat", g->cg_dir);
+    long long v;
+    if ((f = fopen(path, "r")))
+        while (fscanf(f, "%63s %lld", key, &v) == 2)
+            if (!strcmp(key, "usage_usec"))
+                g->cpu_s = (double)v / 1e6;
+    if (f)
+        fclose(f);
 }
 
 void usage_json(agentd *ag, rt_jw *w)
@@ -228,7 +278,12 @@ void usage_json(agentd *ag, rt_jw *w)
         for (worker *x = ag->workers; x; x = x->next)
             if (x->started && !x->reaped) {
                 ws[k] = x;
-                g[k++].pgid = x->pid;
+                g[k].pgid = x->pid;
+                if (x->cg_dir[0]) {
+                    g[k].cg_dir = x->cg_dir;
+                    read_cgroup(&g[k]);
+                }
+                k++;
             }
         DIR *d = opendir("/proc");
         const double tick = (double)sysconf(_SC_CLK_TCK);
@@ -256,6 +311,8 @@ void usage_json(agentd *ag, rt_jw *w)
             rt_jw_obj_end(w);
         }
     }
+    for (int i = 0; g && i < n; i++)
+        free(g[i].cg_pids);
     free(g);
     free(ws);
     rt_jw_arr_end(w);

@@ -206,6 +206,7 @@ static char *with_usage(coord *co, int64_t id, char *doc)
         rt_jw_knum(&w, "cpu_s", s->cpu_s);
         rt_jw_knum(&w, "cpu_pct", s->cpu_pct);
         rt_jw_kint(&w, "rss_bytes", s->rss_bytes);
+        rt_jw_kint(&w, "procs", s->procs);
         if (s->gpu_util >= 0) {
             rt_jw_kint(&w, "gpu_util", s->gpu_util);
             rt_jw_kint(&w, "gpu_mem_bytes", s->gpu_mem_bytes);

@@ -100,6 +100,7 @@ typedef struct sc_rank {
     /* what it uses (its agent's last sample; memory only) */
     double cpu_s, cpu_pct; /* CPU seconds so far; percent of one core lately */
     int64_t rss_bytes;
+    int procs;             /* its processes (its cgroup's, or its process group's) */
     int64_t usage_ns;      /* when sampled (0: never) */
     int gpu_util;          /* SM utilisation, %, from NVML (-1: none reported) */
     int64_t gpu_mem_bytes;

@@ -456,6 +456,8 @@ void sched_on_usage(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
             s->cpu_pct = 100.0 * (cpu - s->cpu_s) / ((double)(now.mono_ns - s->usage_ns) / 1e9);
         s->cpu_s = cpu;
         s->rss_bytes = rss;
+        int64_t procs = 0;
+        s->procs = rt_json_get_int(u, "procs", &procs) && procs >= 0 && procs < (1 << 30) ? (int)procs : 0;
         s->usage_ns = now.mono_ns;
         int64_t gu = -1, gm = 0; /* GPU use, where the agent has NVML */
         s->gpu_util = rt_json_get_int(u, "gpu_util", &gu) && gu >= 0 && gu <= 100000 ? (int)gu : -1;

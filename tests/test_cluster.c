@@ -78,6 +78,18 @@ int njobs(void)
     return n;
 }
 
+bool agent_has_cgroups(void)
+{
+    FILE *f = fopen(C.agent[0].log, "r");
+    char line[1024];
+    bool yes = false;
+    while (f && !yes && fgets(line, sizeof line, f))
+        yes = strstr(line, "each rank runs in a cgroup of its own") != NULL;
+    if (f)
+        fclose(f);
+    return yes;
+}
+
 /* ---- placement ----------------------------------------------------------------- */
 /* (host A: agents a1 and a2, no GPUs; host B: agent b1 with `gpus = 2`) */
 
@@ -703,6 +715,7 @@ int main(void)
         cmocka_unit_test(test_rank_usage),
         cmocka_unit_test(test_gpu_usage),
         cmocka_unit_test(test_job_limits),
+        cmocka_unit_test(test_escaped_usage),
         cmocka_unit_test(test_tokens_and_roles),
         cmocka_unit_test(test_rank_failure),
         cmocka_unit_test(test_invalid_job_file),

@@ -16,6 +16,8 @@ extern bool failed_once;
 
 /* The number of jobs the coordinator lists. */
 int njobs(void);
+/* Whether agent 0's log says its ranks get cgroups of their own. */
+bool agent_has_cgroups(void);
 
 void test_launcher_env(void **state);
 void test_escaped_process(void **state);
@@ -29,5 +31,6 @@ void test_tokens_and_roles(void **state);
 void test_rank_usage(void **state); /* test_cluster_usage.c */
 void test_gpu_usage(void **state);
 void test_job_limits(void **state);
+void test_escaped_usage(void **state);
 
 #endif

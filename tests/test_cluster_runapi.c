@@ -128,19 +128,6 @@ void test_escaped_process(void **state)
     CHECK(cl_wait_no_marker(&C, 10000) == 0);
 }
 
-/* Whether agent 0's log says its ranks get cgroups of their own. */
-static bool agent_has_cgroups(void)
-{
-    FILE *f = fopen(C.agent[0].log, "r");
-    char line[1024];
-    bool yes = false;
-    while (f && !yes && fgets(line, sizeof line, f))
-        yes = strstr(line, "each rank runs in a cgroup of its own") != NULL;
-    if (f)
-        fclose(f);
-    return yes;
-}
-
 /* The same escapee with its environment emptied as well (no RT_* to know
  * it by): where the agent makes cgroups it is killed with its rank's, as
  * anything the rank started; where it cannot (said in its log) the process

@@ -98,6 +98,49 @@ void test_rank_usage(void **state)
     rt_json_free(cl_wait_job(&C, id, "cancelled", 20000));
 }
 
+/* A rank whose busy child left its process group (setsid) for 3 s while the
+ * rank sleeps: where the rank has a cgroup, its usage counts the child — its
+ * process while it runs, its CPU time after it exited too (cpu.stat);
+ * without one, only the process group (the sleeping shell) is seen, as
+ * documented. */
+void test_escaped_usage(void **state)
+{
+    (void)state;
+    char body[700];
+    snprintf(body, sizeof body,
+             "{\"type\":\"exec\",\"name\":\"escaped-busy\",\"np\":1,\"argv\":[\"sh\",\"-c\","
+             "\"setsid sh -c 'end=$(($(date +%%s) + 3)); while [ $(date +%%s) -lt $end ]; do :; done' &"
+             " sleep 8\",\"%s\"]}",
+             C.marker);
+    int64_t id = cl_submit(&C, body);
+    CHECK(id > 0);
+    rt_json_free(cl_wait_job(&C, id, "running", 20000));
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    double cpu = 0, running = 0; /* the most CPU seen while the child ran */
+    int64_t procs = 0, most_procs = 0;
+    for (int i = 0; i < 70; i++) { /* 7 s: the busy child's 3 s and after */
+        cl_sleep_ms(100);
+        rt_json *d = cl_get(&C, path);
+        const rt_json *u = rt_json_at(rt_json_get(d, "usage"), 0);
+        cpu = rt_json_num(rt_json_get(u, "cpu_s"), cpu);
+        if (rt_json_get_int(u, "procs", &procs) && procs > most_procs)
+            most_procs = procs;
+        if (procs >= 3 && cpu > running)
+            running = cpu;
+        rt_json_free(d);
+    }
+    const bool cg = agent_has_cgroups();
+    fprintf(stderr, "rank with an escaped busy child (%s): %.2f CPU s while it ran, at most "
+            "%lld processes\n", cg ? "cgroup" : "process group", running, (long long)most_procs);
+    if (cg) /* sh, sleep and the child: the child's time as it runs (its parent waits for it
+               only when it exits: the process group's sum sees it then only) */
+        CHECK(most_procs >= 3 && running > 0.8);
+    else
+        CHECK(most_procs <= 2); /* the group: sh and sleep */
+    rt_json_free(cl_wait_job(&C, id, "succeeded", 20000));
+}
+
 /* Ranks with a GPU (host B's, CUDA_VISIBLE_DEVICES set) on agents whose NVML
  * (the stand-in, tests/fake_nvml.c: 256 MiB and 42% per process) lists their
  * processes: their GPU memory and utilisation in the job's usage, /metrics and
