@@ -22,6 +22,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "model_state.h"
 #include "rt_model.h"
 #include "test_util.h"
 
@@ -359,32 +360,18 @@ static void make_batch(tu_rng *g, const rt_model_spec *s, int64_t n, int32_t *ca
     }
 }
 
-/* The whole state of a model on the host: parameters, Adam moments, moving
- * statistics, step (p owns the block). */
-typedef struct host_state {
-    float *p, *m, *v, *buf;
-    int64_t step;
-} host_state;
-
-static void state_get(rt_model *md, host_state *h)
+/* A model's state on the host (model_state.h), or the test fails. */
+static void state_get(rt_model *md, tu_state *h)
 {
-    const int64_t P = rt_model_num_params(md), nb = rt_model_num_buffers(md);
-    if (!h->p) {
-        h->p = malloc((size_t)(3 * P + nb + 1) * 4);
-        assert_non_null(h->p);
-        h->m = h->p + P;
-        h->v = h->m + P;
-        h->buf = h->v + P;
-    }
     char err[RT_ERR_LEN];
-    if (rt_model_get_state(md, h->p, h->m, h->v, h->buf, &h->step, err) != RT_OK)
+    if (!tu_state_get(md, h, err))
         fail_msg("%s", err);
 }
 
-static void state_set(rt_model *md, const host_state *h)
+static void state_set(rt_model *md, const tu_state *h)
 {
     char err[RT_ERR_LEN];
-    if (rt_model_set_state(md, h->p, h->m, h->v, h->buf, &h->step, err) != RT_OK)
+    if (!tu_state_set(md, h, err))
         fail_msg("%s", err);
 }
 
@@ -441,7 +428,7 @@ static void test_whole_step(void **state)
     rt_adam_hp hp = {1e-3f, 0.9f, 0.999f, 1e-3f, 1.0f};
     const int64_t P = rt_model_num_params(mc), NB = rt_model_num_buffers(mc);
     /* identical initial values on both devices (host-side counter RNG) */
-    host_state hc = {0}, hg = {0}, hgr = {0}, h0 = {0};
+    tu_state hc = {0}, hg = {0}, hgr = {0}, h0 = {0};
     state_get(mc, &hc);
     state_get(mg, &hg);
     assert_memory_equal(hc.p, hg.p, (size_t)P * 4);
@@ -519,7 +506,7 @@ static void test_whole_step(void **state)
     assert_true(moved > 1e-3);
     rt_kgraph_destroy(graph);
     free(cat); free(cont); free(lab);
-    free(hc.p); free(hg.p); free(hgr.p); free(h0.p);
+    tu_state_free(&hc); tu_state_free(&hg); tu_state_free(&hgr); tu_state_free(&h0);
     rt_model_destroy(mc);
     rt_model_destroy(mg);
     rt_model_destroy(mgraph);

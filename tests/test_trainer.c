@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model_state.h"
 #include "rank_harness.h"
 #include "rt_ckpt.h"
 #include "rt_dataset.h"
@@ -86,30 +87,12 @@ static const rt_adam_hp HP = {1e-2f, 0.9f, 0.999f, 1e-3f, 1.0f};
 enum { BN_F = 2 };
 static float g_cont[K * 2 * B * BN_F], g_label_bn[K * 2 * B];
 
-typedef struct snap {
-    float *p, *m, *v, *buf; /* p owns the block */
-    int64_t np, nb, step;
-} snap;
-
-static bool snap_take(rt_model *m, snap *s, char *err)
-{
-    s->np = rt_model_num_params(m);
-    s->nb = rt_model_num_buffers(m);
-    s->p = malloc((size_t)(3 * s->np + s->nb + 1) * 4);
-    if (!s->p)
-        return false;
-    s->m = s->p + s->np;
-    s->v = s->m + s->np;
-    s->buf = s->v + s->np;
-    return rt_model_get_state(m, s->p, s->m, s->v, s->buf, &s->step, err) == RT_OK;
-}
-
 typedef struct traj {
     int ncont;          /* 0, or BN_F: the batch-norm rows */
     bool sync;          /* [model] sync_batch_norm */
     size_t bucket;      /* gradient bucket bytes */
-    snap ref[K + 1];    /* the one process's state before each step, and at the end */
-    snap after[2][K];   /* each rank's state after step k taken from ref[k] */
+    tu_state ref[K + 1];  /* the one process's state before each step, and at the end */
+    tu_state after[2][K]; /* each rank's state after step k taken from ref[k] */
     int buckets;
 } traj;
 
@@ -136,7 +119,7 @@ static void one_process(traj *t)
     o.sync_batch_norm = t->sync; /* nothing to synchronise with: the plain step */
     assert_int_equal(rt_dp_create(&s, &o, NULL, &d, err), RT_OK);
     for (int k = 0; k <= K; k++) {
-        if (!snap_take(rt_dp_model(d), &t->ref[k], err))
+        if (!tu_state_get(rt_dp_model(d), &t->ref[k], err))
             fail_msg("state: %s", err);
         int64_t first = (int64_t)k * 2 * B;
         if (k < K && rt_dp_step(d, g_cat + first * NCAT, rows_cont(t, first), rows_label(t, first),
@@ -162,14 +145,13 @@ static void rank_body(rt_comm *c, int rank, void *arg, rh_result *res)
     RH_CHECK(res, rt_dp_broadcast_state(d, 0, false, err) == RT_OK, "broadcast: %s", err);
     rt_model *m = rt_dp_model(d);
     for (int k = 0; k < K; k++) {
-        const snap *r = &t->ref[k];
-        RH_CHECK(res, rt_model_set_state(m, r->p, r->m, r->v, r->buf, &r->step, err) == RT_OK,
+        RH_CHECK(res, tu_state_set(m, &t->ref[k], err),
                  "set state: %s", err);
         int64_t first = (int64_t)k * 2 * B + (int64_t)rank * B; /* this rank's half */
         rt_status st = rt_dp_step(d, g_cat + first * NCAT, rows_cont(t, first),
                                   rows_label(t, first), B, &HP, err);
         RH_CHECK(res, st == RT_OK, "step %d: %s", k, err);
-        RH_CHECK(res, snap_take(m, &t->after[rank][k], err), "state: %s", err);
+        RH_CHECK(res, tu_state_get(m, &t->after[rank][k], err), "state: %s", err);
     }
     t->buckets = rt_dp_buckets(d);
     rt_dp_destroy(d);
@@ -193,7 +175,7 @@ static double compare(const traj *t, const char *what, double atol, double rtol)
 {
     double worst = 0;
     for (int k = 0; k < K; k++) {
-        const snap *a = &t->after[0][k], *b = &t->after[1][k], *r = &t->ref[k + 1];
+        const tu_state *a = &t->after[0][k], *b = &t->after[1][k], *r = &t->ref[k + 1];
         assert_int_equal(a->np, r->np);
         assert_int_equal(a->nb, r->nb);
         assert_memory_equal(a->p, b->p, (size_t)a->np * 4);
@@ -216,10 +198,10 @@ static double compare(const traj *t, const char *what, double atol, double rtol)
 static void traj_free(traj *t)
 {
     for (int k = 0; k <= K; k++)
-        free(t->ref[k].p);
+        tu_state_free(&t->ref[k]);
     for (int r = 0; r < 2; r++)
         for (int k = 0; k < K; k++)
-            free(t->after[r][k].p);
+            tu_state_free(&t->after[r][k]);
 }
 
 /* A step moves at least one parameter by more than 1e-3 in all: equality is
