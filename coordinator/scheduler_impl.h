@@ -38,9 +38,10 @@ void sc_attempt_failed(sched *S, sc_job *j, const char *reason, bool counted, sc
 void sc_set_first_failure(sc_job *j, rt_jw *w);
 
 /* placement and the queue (scheduler_queue.c) */
-/* Place np ranks host by host on up, undrained agents' free slots; false
+/* Place np ranks of j host by host on the free slots of up, undrained agents
+ * that enforce its limits (given spare, only agents spare cannot use); false
  * with the reason ("needs 4 slots, 3 free on 2 agents (3 known)"). */
-bool sc_place(sched *S, sc_job *j, int np, char *why, size_t whylen);
+bool sc_place(sched *S, sc_job *j, int np, const sc_job *spare, char *why, size_t whylen);
 /* Start what can start, in queue order, with backfill; queue positions,
  * reasons and queue timeouts. */
 void sc_queue_pass(sched *S, sc_clock now);

@@ -12,12 +12,20 @@
 
 /* ---- placement ---------------------------------------------------------------- */
 
-/* Whether a can take ranks of j now: up, not drained, a free slot, and
- * enforcing the job's limits. */
-static bool usable(const sc_agent *a, const sc_job *j)
+/* Whether a enforces the limits j has (memory_limit, cpu_limit): any agent
+ * for a job without. */
+static bool enforces(const sc_agent *a, const sc_job *j)
 {
-    return a->up && !a->draining && a->slots > a->used && (!j->need_mem || a->lim_mem) &&
-           (!j->need_cpu || a->lim_cpu);
+    return (!j->need_mem || a->lim_mem) && (!j->need_cpu || a->lim_cpu);
+}
+
+/* Whether a can take ranks of j now: up, not drained, a free slot,
+ * enforcing j's limits — and, given spare (the queue's head), one that
+ * spare cannot use. */
+static bool usable(const sc_agent *a, const sc_job *j, const sc_job *spare)
+{
+    return a->up && !a->draining && a->slots > a->used && enforces(a, j) &&
+           (!spare || !enforces(a, spare));
 }
 
 static int cmp_agents(const void *x, const void *y)
@@ -27,16 +35,18 @@ static int cmp_agents(const void *x, const void *y)
     return c ? c : strcmp(a->name, b->name);
 }
 
-/* Whether np ranks of j fit in the free slots now; else why not. */
-static bool fits(const sched *S, const sc_job *j, int np, char *why, size_t whylen)
+/* Whether np ranks of j fit in the free slots now (those spare cannot use,
+ * given spare); else why not. */
+static bool fits(const sched *S, const sc_job *j, const sc_job *spare, int np, char *why,
+                 size_t whylen)
 {
     int nfree = 0, up = 0, known = 0, draining = 0, cannot = 0;
     for (const sc_agent *a = S->agents; a; a = a->next) {
         known++;
         up += a->up;
         draining += a->up && a->draining;
-        cannot += a->up && ((j->need_mem && !a->lim_mem) || (j->need_cpu && !a->lim_cpu));
-        if (usable(a, j))
+        cannot += a->up && !enforces(a, j);
+        if (usable(a, j, spare))
             nfree += a->slots - a->used;
     }
     if (nfree >= np)
@@ -55,13 +65,13 @@ static bool fits(const sched *S, const sc_job *j, int np, char *why, size_t whyl
     return false;
 }
 
-bool sc_place(sched *S, sc_job *j, int np, char *why, size_t whylen)
+bool sc_place(sched *S, sc_job *j, int np, const sc_job *spare, char *why, size_t whylen)
 {
-    if (!fits(S, j, np, why, whylen))
+    if (!fits(S, j, spare, np, why, whylen))
         return false;
     int n = 0;
     for (sc_agent *a = S->agents; a; a = a->next)
-        n += usable(a, j);
+        n += usable(a, j, spare);
     /* no fixed-size array here: the agents (and hosts) are as many as register */
     sc_agent **list = malloc((size_t)n * sizeof *list);
     int *host_first = malloc((size_t)n * sizeof *host_first);
@@ -77,7 +87,7 @@ bool sc_place(sched *S, sc_job *j, int np, char *why, size_t whylen)
     }
     n = 0;
     for (sc_agent *a = S->agents; a; a = a->next)
-        if (usable(a, j))
+        if (usable(a, j, spare))
             list[n++] = a;
     qsort(list, (size_t)n, sizeof *list, cmp_agents);
     /* the previous attempt's ranks have all exited: they hold nothing */
@@ -144,13 +154,15 @@ static int cmp_queue(const void *x, const void *y)
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
-/* Ranks of j that still hold a usable slot (its agent up and undrained). */
-static int held_slots(const sc_job *j)
+/* Ranks of j that still hold a usable slot (its agent up and undrained) —
+ * given for, only slots that job could use. */
+static int held_slots(const sc_job *j, const sc_job *for_job)
 {
     int n = 0;
     for (int r = 0; r < j->cur_np; r++) {
         const sc_rank *s = &j->ranks[r];
-        n += s->state != RS_EXITED && s->ag && s->ag->up && !s->ag->draining;
+        n += s->state != RS_EXITED && s->ag && s->ag->up && !s->ag->draining &&
+             (!for_job || enforces(s->ag, for_job));
     }
     return n;
 }
@@ -166,11 +178,22 @@ static int cmp_release(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-/* When np slots will be free at the latest, from the deadlines of the jobs
- * holding slots (a job without one may hold them forever: INFINITY), and
- * how many more than np will be free then. */
-static double shadow_time(const sched *S, int np, int nfree, sc_clock now, int *extra)
+/* Free slots that j could use now. */
+static int free_for(const sched *S, const sc_job *j)
 {
+    int n = 0;
+    for (const sc_agent *a = S->agents; a; a = a->next)
+        if (usable(a, j, NULL))
+            n += a->slots - a->used;
+    return n;
+}
+
+/* When np slots that head can use will be free at the latest, from the
+ * deadlines of the jobs holding them (a job without one may hold them
+ * forever: INFINITY), and how many more than np will be free then. */
+static double shadow_time(const sched *S, const sc_job *head, int np, sc_clock now, int *extra)
+{
+    const int nfree = free_for(S, head);
     int n = 0;
     for (const sc_job *j = S->jobs; j; j = j->next)
         n++;
@@ -180,7 +203,7 @@ static double shadow_time(const sched *S, int np, int nfree, sc_clock now, int *
         return INFINITY;
     n = 0;
     for (const sc_job *j = S->jobs; j; j = j->next) {
-        int held = held_slots(j);
+        int held = held_slots(j, head);
         if (held == 0)
             continue;
         double at = INFINITY;
@@ -263,8 +286,8 @@ void sc_queue_pass(sched *S, sc_clock now)
             tell(S, j, 0, "held (ringtrain release %lld)", (long long)j->id);
             continue;
         }
-        int nfree = sched_free_slots(S);
-        if (j->state == JOB_RESTARTING && held_slots(j) > 0) {
+        int nfree = free_for(S, j);
+        if (j->state == JOB_RESTARTING && held_slots(j, NULL) > 0) {
             /* the failed attempt's ranks are still being stopped */
             snprintf(why, sizeof why, "stopping the ranks of attempt %d", j->attempt);
             if (!timed_out(S, j, why, now))
@@ -279,9 +302,9 @@ void sc_queue_pass(sched *S, sc_clock now)
         int np = j->np;
         if (j->state == JOB_RESTARTING && j->min_np > 0 && nfree < np && nfree >= j->min_np)
             np = nfree; /* elastic: as many ranks as are free, down to min_np */
-        bool fit = fits(S, j, np, why, sizeof why);
+        bool fit = fits(S, j, NULL, np, why, sizeof why);
         if (!head) {
-            if (fit && sc_place(S, j, np, why, sizeof why)) {
+            if (fit && sc_place(S, j, np, NULL, why, sizeof why)) {
                 sc_start_attempt(S, j, np, now);
                 continue;
             }
@@ -290,17 +313,25 @@ void sc_queue_pass(sched *S, sc_clock now)
             tell(S, j, ++pos, "waiting: first in the queue; %s", why);
             head = j;
             head_np = np;
-            shadow = shadow_time(S, np, nfree, now, &extra);
+            shadow = shadow_time(S, j, np, now, &extra);
             continue;
         }
         /* behind the head: start now only if that cannot delay it */
         bool by_time = j->deadline_us > 0 && isfinite(shadow) &&
                        now.wall + (double)j->deadline_us / 1e6 <= shadow;
         bool by_room = isfinite(shadow) && np <= extra;
-        if (fit && (by_time || by_room) && sc_place(S, j, np, why, sizeof why)) {
+        if (fit && (by_time || by_room) && sc_place(S, j, np, NULL, why, sizeof why)) {
             if (!by_time)
                 extra -= np; /* it still runs when the head starts */
             sc_event(S, j, "backfilled", "started ahead of job %lld, which it cannot delay",
+                     (long long)head->id);
+            sc_start_attempt(S, j, np, now);
+            continue;
+        }
+        /* on agents the head cannot use (it has limits they do not enforce) */
+        if (fit && (head->need_mem || head->need_cpu) && sc_place(S, j, np, head, NULL, 0)) {
+            sc_event(S, j, "backfilled",
+                     "started ahead of job %lld on agents that cannot enforce its limits",
                      (long long)head->id);
             sc_start_attempt(S, j, np, now);
             continue;

@@ -484,6 +484,33 @@ static void test_job_limits(void **state)
     world_free(&w);
 }
 
+/* Backfill around a head with limits: A does not enforce them, B does.
+ * While the head waits for B (held by a job without a deadline), a job
+ * without limits starts on A, which the head could never use, though
+ * nothing tells when B frees; one that would need B's slot does not. */
+static void test_backfill_beside_limits(void **state)
+{
+    (void)state;
+    world w;
+    world_init(&w);
+    agent_up(&w, "A", "a", 2);
+    agent_hello(&w, "B", "b", 2, NULL, "{\"limits\":[\"memory\"]}");
+    int64_t hold = submit_ok(&w, "\"memory_limit_bytes\":1048576", 1); /* B, no deadline */
+    assert_string_equal(sched_job(&w.S, hold)->ranks[0].agent_key, "B/b");
+    int64_t head = submit_ok(&w, "\"memory_limit_bytes\":1048576", 2);
+    assert_int_equal(job_state(&w, head), JOB_QUEUED);
+    int64_t on_a = submit_ok(&w, NULL, 2);
+    assert_int_equal(job_state(&w, on_a), JOB_RUNNING);
+    assert_string_equal(sched_job(&w.S, on_a)->ranks[0].agent_key, "A/a");
+    assert_string_equal(sched_job(&w.S, on_a)->ranks[1].agent_key, "A/a");
+    int64_t on_b = submit_ok(&w, NULL, 1); /* only B's free slot: the head's */
+    assert_int_equal(job_state(&w, on_b), JOB_QUEUED);
+    finish_job(&w, hold, 0);
+    assert_int_equal(job_state(&w, head), JOB_RUNNING);
+    assert_int_equal(job_state(&w, on_b), JOB_QUEUED);
+    world_free(&w);
+}
+
 static void test_queue_timeout_and_drain(void **state)
 {
     (void)state;
@@ -828,6 +855,7 @@ int main(void)
         cmocka_unit_test(test_backfill_by_room),
         cmocka_unit_test(test_priority_hold_and_refusal),
         cmocka_unit_test(test_job_limits),
+        cmocka_unit_test(test_backfill_beside_limits),
         cmocka_unit_test(test_queue_timeout_and_drain),
         cmocka_unit_test(test_lost_agent_elastic_restart),
         cmocka_unit_test(test_restart_keeps_queue_and_reconciles),
