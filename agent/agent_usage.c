@@ -219,7 +219,7 @@ static void add_proc(const char *pid, group_use *g, int ng, double tick, long pa
     const pid_t me = (pid_t)atoi(pid);
     for (int i = 0; i < ng; i++) {
         if (g[i].cg_dir) { /* its cgroup's members, its CPU time from cpu.stat */
-            if (bsearch(&me, g[i].cg_pids, (size_t)g[i].cg_n, sizeof me, cmp_pid)) {
+            if (g[i].cg_n > 0 && bsearch(&me, g[i].cg_pids, (size_t)g[i].cg_n, sizeof me, cmp_pid)) {
                 g[i].rss_bytes += rss * page;
                 g[i].procs++;
                 return;
@@ -253,7 +253,8 @@ static void read_cgroup(group_use *g)
     }
     if (f)
         fclose(f);
-    qsort(g->cg_pids, (size_t)g->cg_n, sizeof *g->cg_pids, cmp_pid);
+    if (g->cg_n > 1)
+        qsort(g->cg_pids, (size_t)g->cg_n, sizeof *g->cg_pids, cmp_pid);
     snprintf(path, sizeof path, "%s/cpu.stat", g->cg_dir);
     long long v;
     if ((f = fopen(path, "r")))
@@ -282,6 +283,8 @@ void usage_json(agentd *ag, rt_jw *w)
                 if (x->cg_dir[0]) {
                     g[k].cg_dir = x->cg_dir;
                     read_cgroup(&g[k]);
+                    if (g[k].cg_n == 0) /* not entered yet (or could not): its group */
+                        g[k].cg_dir = NULL;
                 }
                 k++;
             }
