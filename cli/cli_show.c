@@ -249,6 +249,21 @@ int cli_show_job(const rt_json *d)
         }
         if (*str(spec, "cwd"))
             printf("  cwd:       %s\n", str(spec, "cwd"));
+        /* per rank, in its cgroup on nodes that enforce them */
+        const double mem = rt_json_num(rt_json_get(spec, "memory_limit_bytes"), 0),
+                     cpus = rt_json_num(rt_json_get(spec, "cpu_limit"), 0);
+        if (mem > 0 || cpus > 0) {
+            char m[32] = "", lim[96] = "";
+            int n = 0;
+            if (mem > 0) {
+                fmt_bytes(mem, m, sizeof m);
+                n = snprintf(lim, sizeof lim, "memory %s", m);
+            }
+            if (cpus > 0 && n >= 0 && (size_t)n < sizeof lim)
+                snprintf(lim + n, sizeof lim - (size_t)n, "%s%.4g CPU%s", n ? ", " : "", cpus,
+                         cpus == 1 ? "" : "s");
+            printf("  limits:    %s per rank\n", lim);
+        }
     }
     rt_json_free(spec);
     if (*str(j, "reason"))
@@ -264,8 +279,8 @@ int cli_show_job(const rt_json *d)
     const rt_json *pl = rt_json_get(d, "placement");
     const rt_json *use = rt_json_get(d, "usage");
     if (rt_json_len(use)) {
-        printf("  usage (from the agents, every few seconds):\n    %4s %8s %10s %10s %6s %10s\n",
-               "RANK", "CPU %", "CPU TIME", "RSS", "GPU %", "GPU MEM");
+        printf("  usage (from the agents, every few seconds):\n    %4s %8s %10s %10s %6s %6s %10s\n",
+               "RANK", "CPU %", "CPU TIME", "RSS", "PROCS", "GPU %", "GPU MEM");
         for (size_t i = 0; i < rt_json_len(use); i++) {
             const rt_json *u = rt_json_at(use, i);
             char ct[32], gu[16] = "-", gm[24] = "-"; /* GPU: where the agent has NVML */
@@ -274,9 +289,10 @@ int cli_show_job(const rt_json *d)
                 snprintf(gu, sizeof gu, "%.0f", rt_json_num(rt_json_get(u, "gpu_util"), 0));
                 snprintf(gm, sizeof gm, "%.0f MB", rt_json_num(rt_json_get(u, "gpu_mem_bytes"), 0) / 1e6);
             }
-            printf("    %4lld %8.0f %10s %7.0f MB %6s %10s\n", (long long)num(u, "rank"),
+            printf("    %4lld %8.0f %10s %7.0f MB %6lld %6s %10s\n", (long long)num(u, "rank"),
                    rt_json_num(rt_json_get(u, "cpu_pct"), 0), ct,
-                   rt_json_num(rt_json_get(u, "rss_bytes"), 0) / 1e6, gu, gm);
+                   rt_json_num(rt_json_get(u, "rss_bytes"), 0) / 1e6, (long long)num(u, "procs"),
+                   gu, gm);
         }
     }
     if (rt_json_len(pl)) {

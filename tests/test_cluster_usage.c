@@ -129,6 +129,13 @@ void test_escaped_usage(void **state)
         if (procs >= 3 && cpu > running)
             running = cpu;
         rt_json_free(d);
+        if (i == 30) { /* `ringtrain status` shows the processes too */
+            char *out = NULL, ids[24];
+            snprintf(ids, sizeof ids, "%lld", (long long)id);
+            const char *st[] = {"status", ids, NULL};
+            CHECK(cl_cli(&C, &out, 30, st) == 0 && out && strstr(out, "PROCS"));
+            free(out);
+        }
     }
     const bool cg = agent_has_cgroups();
     fprintf(stderr, "rank with an escaped busy child (%s): %.2f CPU s while it ran, at most "

@@ -194,6 +194,13 @@ out=$(cd / && cli exec --np 2 -- /bin/sh -c 'echo "token bytes: $(wc -c < /etc/r
   { echo "$out"; fail "the exec job reading the token file failed"; }
 [ "$(grep -c 'token bytes: 0' <<< "$out")" -eq 2 ] || { echo "$out"; fail "a rank could read the agent's token"; }
 grep -q "ranks see an empty /etc/ringtrain/token" "$work/agent-a1.log" || fail "the agent did not say it hides the token"
+# the unit's sandbox gives the agents no cgroup to write: a job with a memory limit is
+# refused, saying why, rather than run without it
+if out=$(cd / && cli exec --np 1 --memory-limit 256M -- /bin/true 2>&1); then
+  fail "a job with memory_limit ran on agents that cannot enforce it"
+fi
+grep -q "with memory_limit, but the agents that can enforce it have 0 slots" <<< "$out" ||
+  { echo "$out"; fail "refusing memory_limit, the CLI said: $out"; }
 
 # ---- a torchrun program, unchanged ---------------------------------------------------
 py=/usr/bin/python3
