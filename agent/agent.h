@@ -178,6 +178,8 @@ void cg_init(agentd *ag);
 rt_status cg_prepare(agentd *ag, worker *w, bool *in_cgroup, char *err);
 int cg_enter(const char *procs);
 int64_t cg_oom_kills(const worker *w);
+/* The value of key in a cgroup's flat-keyed file (cpu.stat, memory.events); -1 if none. */
+int64_t cg_key(const char *dir, const char *file, const char *key);
 void cg_release(agentd *ag, worker *w);
 void cg_tick(agentd *ag);
 /* agent_env.c: a NULL-terminated list of strings (argv, the environment) */

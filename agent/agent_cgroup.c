@@ -348,20 +348,24 @@ rt_status cg_prepare(agentd *ag, worker *w, bool *in_cgroup, char *err)
     return RT_OK;
 }
 
-int64_t cg_oom_kills(const worker *w)
+int64_t cg_key(const char *dir, const char *file, const char *key)
 {
-    char path[700], key[64];
-    long long v, n = 0;
-    if (!w->cg_dir[0])
-        return 0;
-    snprintf(path, sizeof path, "%s/memory.events", w->cg_dir);
+    char path[700], k[64];
+    long long v, found = -1;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
     FILE *f = fopen(path, "r");
-    while (f && fscanf(f, "%63s %lld", key, &v) == 2)
-        if (!strcmp(key, "oom_kill"))
-            n = v;
+    while (f && found < 0 && fscanf(f, "%63s %lld", k, &v) == 2)
+        if (!strcmp(k, key))
+            found = v;
     if (f)
         fclose(f);
-    return n;
+    return found;
+}
+
+int64_t cg_oom_kills(const worker *w)
+{
+    int64_t n = w->cg_dir[0] ? cg_key(w->cg_dir, "memory.events", "oom_kill") : 0;
+    return n > 0 ? n : 0;
 }
 
 int cg_enter(const char *procs)

@@ -237,7 +237,7 @@ static void add_proc(const char *pid, group_use *g, int ng, double tick, long pa
 /* A rank's cgroup: its processes (sorted, for add_proc) and its CPU time. */
 static void read_cgroup(group_use *g)
 {
-    char path[700], key[64];
+    char path[700];
     snprintf(path, sizeof path, "%s/cgroup.procs", g->cg_dir);
     FILE *f = fopen(path, "r");
     int pid, cap = 0;
@@ -255,14 +255,8 @@ static void read_cgroup(group_use *g)
         fclose(f);
     if (g->cg_n > 1)
         qsort(g->cg_pids, (size_t)g->cg_n, sizeof *g->cg_pids, cmp_pid);
-    snprintf(path, sizeof path, "%s/cpu.stat", g->cg_dir);
-    long long v;
-    if ((f = fopen(path, "r")))
-        while (fscanf(f, "%63s %lld", key, &v) == 2)
-            if (!strcmp(key, "usage_usec"))
-                g->cpu_s = (double)v / 1e6;
-    if (f)
-        fclose(f);
+    const int64_t us = cg_key(g->cg_dir, "cpu.stat", "usage_usec");
+    g->cpu_s = us > 0 ? (double)us / 1e6 : 0;
 }
 
 void usage_json(agentd *ag, rt_jw *w)
