@@ -386,6 +386,7 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
         return st;
     es->mae = m[1] > 0 ? m[0] / m[1] : NAN;
     es->seconds = rt_now_s() - t0;
+    rt_dp_trace_flush(t->dp); /* the GPU steps' last spans (and waits) */
     /* the straggler: every rank's wait for its last bucket, per step */
     double waits[4096];
     es->slowest_rank = -1;
@@ -420,7 +421,6 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
     es->val_rmspe = m[3] > 0 ? sqrt(m[2] / m[3]) : NAN;
     if (t->trace) {
         rt_trace_span(t->trace, RT_SPAN_EVAL, e0, rt_now_ns(), epoch * t->steps, 0);
-        rt_dp_trace_flush(t->dp); /* the GPU steps' last spans */
         if ((st = rt_trace_write(t->trace, t->path_trace, err)) != RT_OK)
             return st;
     }
