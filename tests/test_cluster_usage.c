@@ -43,6 +43,40 @@ static bool promtool_ok(const char *text)
     return rc == 0;
 }
 
+/* Submit the job and wait until it runs; path: its document's address. */
+static int64_t start_job(const char *body, char *path, size_t len)
+{
+    int64_t id = cl_submit(&C, body);
+    CHECK(id > 0);
+    rt_json_free(cl_wait_job(&C, id, "running", 20000));
+    snprintf(path, len, "/v1/jobs/%lld", (long long)id);
+    return id;
+}
+
+/* `ringtrain status ID`'s output (NULL when it failed). */
+static char *status_of(int64_t id)
+{
+    char *out = NULL, ids[24];
+    snprintf(ids, sizeof ids, "%lld", (long long)id);
+    const char *st[] = {"status", ids, NULL};
+    if (cl_cli(&C, &out, 30, st) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* `ringtrain cancel ID`, and the job is cancelled. */
+static void cancel_job(int64_t id)
+{
+    char *out = NULL, ids[24];
+    snprintf(ids, sizeof ids, "%lld", (long long)id);
+    const char *cancel[] = {"cancel", ids, NULL};
+    CHECK(cl_cli(&C, &out, 30, cancel) == 0);
+    free(out);
+    rt_json_free(cl_wait_job(&C, id, "cancelled", 20000));
+}
+
 /* A rank that holds 64 MB and keeps a core busy: its agent's samples show
  * both in the job's document, and /metrics has its series while it runs. */
 void test_rank_usage(void **state)
@@ -54,11 +88,8 @@ void test_rank_usage(void **state)
              "\"import time\\nx = bytearray(64 << 20)\\nt = time.time()\\nwhile time.time() - t < 20: pass\","
              "\"%s\"]}",
              C.marker);
-    int64_t id = cl_submit(&C, body);
-    CHECK(id > 0);
-    rt_json_free(cl_wait_job(&C, id, "running", 20000));
     char path[64];
-    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    int64_t id = start_job(body, path, sizeof path);
     double cpu = 0, pct = 0, rss = 0;
     for (int i = 0; i < 100 && !(cpu > 1.0 && rss > 64e6); i++) {
         cl_sleep_ms(100);
@@ -86,16 +117,10 @@ void test_rank_usage(void **state)
     CHECK(promtool_ok(r.body));
     free(r.body);
     /* and the CLI shows it */
-    char *out = NULL, ids[24];
-    snprintf(ids, sizeof ids, "%lld", (long long)id);
-    const char *st[] = {"status", ids, NULL};
-    CHECK(cl_cli(&C, &out, 30, st) == 0);
-    CHECK(strstr(out, "usage (from the agents") != NULL);
+    char *out = status_of(id);
+    CHECK(out && strstr(out, "usage (from the agents") != NULL);
     free(out);
-    const char *cancel[] = {"cancel", ids, NULL};
-    CHECK(cl_cli(&C, &out, 30, cancel) == 0);
-    free(out);
-    rt_json_free(cl_wait_job(&C, id, "cancelled", 20000));
+    cancel_job(id);
 }
 
 /* A rank whose busy child left its process group (setsid) for 3 s while the
@@ -112,11 +137,8 @@ void test_escaped_usage(void **state)
              "\"setsid sh -c 'end=$(($(date +%%s) + 3)); while [ $(date +%%s) -lt $end ]; do :; done' &"
              " sleep 8\",\"%s\"]}",
              C.marker);
-    int64_t id = cl_submit(&C, body);
-    CHECK(id > 0);
-    rt_json_free(cl_wait_job(&C, id, "running", 20000));
     char path[64];
-    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    int64_t id = start_job(body, path, sizeof path);
     double cpu = 0, running = 0; /* the most CPU seen while the child ran */
     int64_t procs = 0, most_procs = 0;
     for (int i = 0; i < 70; i++) { /* 7 s: the busy child's 3 s and after */
@@ -130,10 +152,8 @@ void test_escaped_usage(void **state)
             running = cpu;
         rt_json_free(d);
         if (i == 30) { /* `ringtrain status` shows the processes too */
-            char *out = NULL, ids[24];
-            snprintf(ids, sizeof ids, "%lld", (long long)id);
-            const char *st[] = {"status", ids, NULL};
-            CHECK(cl_cli(&C, &out, 30, st) == 0 && out && strstr(out, "PROCS"));
+            char *out = status_of(id);
+            CHECK(out && strstr(out, "PROCS"));
             free(out);
         }
     }
@@ -160,11 +180,8 @@ void test_gpu_usage(void **state)
              "{\"type\":\"exec\",\"name\":\"gpus\",\"np\":5,\"argv\":[\"sh\",\"-c\",\"sleep 20\","
              "\"%s\"]}",
              C.marker);
-    int64_t id = cl_submit(&C, body);
-    CHECK(id > 0);
-    rt_json_free(cl_wait_job(&C, id, "running", 20000));
     char path[64];
-    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    int64_t id = start_job(body, path, sizeof path);
     int with_gpu = 0, without = 0;
     for (int i = 0; i < 100 && with_gpu + without < 5; i++) {
         cl_sleep_ms(100);
@@ -201,16 +218,10 @@ void test_gpu_usage(void **state)
     CHECK(r.body && !strstr(r.body, want));
     CHECK(promtool_ok(r.body));
     free(r.body);
-    char *out = NULL, ids[24];
-    snprintf(ids, sizeof ids, "%lld", (long long)id);
-    const char *st[] = {"status", ids, NULL};
-    CHECK(cl_cli(&C, &out, 30, st) == 0);
-    CHECK(strstr(out, "GPU MEM") && strstr(out, "268 MB"));
+    char *out = status_of(id);
+    CHECK(out && strstr(out, "GPU MEM") && strstr(out, "268 MB"));
     free(out);
-    const char *cancel[] = {"cancel", ids, NULL};
-    CHECK(cl_cli(&C, &out, 30, cancel) == 0);
-    free(out);
-    rt_json_free(cl_wait_job(&C, id, "cancelled", 20000));
+    cancel_job(id);
 }
 
 /* ---- limits ---------------------------------------------------------------------- */
