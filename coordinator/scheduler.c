@@ -298,10 +298,12 @@ void sc_send_start(sched *S, sc_job *j, sc_clock now)
         rt_jw_kbool(&w, RT_F_ENCRYPT, rt_json_bool(rt_json_get(j->specj, RT_F_ENCRYPT), false));
         rt_jw_kbool(&w, RT_F_INTEGRITY, rt_json_bool(rt_json_get(j->specj, RT_F_INTEGRITY), true));
         rt_jw_kint(&w, RT_F_MAX_RESTARTS, j->max_restarts);
-        if (spec_int(j, RT_F_MEMORY_LIMIT, 0) > 0)
-            rt_jw_kint(&w, RT_F_MEMORY_LIMIT, spec_int(j, RT_F_MEMORY_LIMIT, 0));
-        if (rt_json_num(rt_json_get(j->specj, RT_F_CPU_LIMIT), 0) > 0)
-            rt_jw_knum(&w, RT_F_CPU_LIMIT, rt_json_num(rt_json_get(j->specj, RT_F_CPU_LIMIT), 0));
+        const int64_t mem = spec_int(j, RT_F_MEMORY_LIMIT, 0);
+        const double cpus = rt_json_num(rt_json_get(j->specj, RT_F_CPU_LIMIT), 0);
+        if (mem > 0)
+            rt_jw_kint(&w, RT_F_MEMORY_LIMIT, mem);
+        if (cpus > 0)
+            rt_jw_knum(&w, RT_F_CPU_LIMIT, cpus);
         if (j->master_port > 0)
             rt_jw_kint(&w, RT_F_MASTER_PORT, j->master_port);
         rt_jw_key(&w, RT_F_PEERS);
@@ -585,17 +587,14 @@ rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
     int able = 0, down = 0;
     for (const sc_agent *a = S->agents; a; a = a->next) {
         down += !a->up;
-        able += (!j->need_mem || a->lim_mem) && (!j->need_cpu || a->lim_cpu) ? a->slots : 0;
+        able += sc_enforces(a, j) ? a->slots : 0;
     }
     if (st == RT_OK && (j->need_mem || j->need_cpu) && nagents > 0 && down == 0 && j->np > able)
         st = rt_err(err, RT_ERR_INVALID,
                     "the job asks for %d ranks with %s, but the agents that can enforce it have "
                     "%d slots (`ringtrain nodes`: limits; an agent enforces them where it can "
                     "enable cgroup v2's memory and cpu controllers)",
-                    j->np, j->need_mem && j->need_cpu ? "memory_limit and cpu_limit"
-                           : j->need_mem              ? "memory_limit"
-                                                      : "cpu_limit",
-                    able);
+                    j->np, sc_limits_name(j), able);
     /* what its start message will carry must fit in a frame, with every
      * rank's address (at most ~64 bytes each) */
     if (st == RT_OK && len + (size_t)j->np * 64 + 4096 > RT_FRAME_MAX)

@@ -38,6 +38,10 @@ void sc_attempt_failed(sched *S, sc_job *j, const char *reason, bool counted, sc
 void sc_set_first_failure(sc_job *j, rt_jw *w);
 
 /* placement and the queue (scheduler_queue.c) */
+/* Whether agent a enforces the limits job j has (memory_limit, cpu_limit;
+ * any agent for a job without), and their names for messages. */
+bool sc_enforces(const sc_agent *a, const sc_job *j);
+const char *sc_limits_name(const sc_job *j);
 /* Place np ranks of j host by host on the free slots of up, undrained agents
  * that enforce its limits (given spare, only agents spare cannot use); false
  * with the reason ("needs 4 slots, 3 free on 2 agents (3 known)"). */

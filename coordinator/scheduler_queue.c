@@ -12,11 +12,17 @@
 
 /* ---- placement ---------------------------------------------------------------- */
 
-/* Whether a enforces the limits j has (memory_limit, cpu_limit): any agent
- * for a job without. */
-static bool enforces(const sc_agent *a, const sc_job *j)
+bool sc_enforces(const sc_agent *a, const sc_job *j)
 {
     return (!j->need_mem || a->lim_mem) && (!j->need_cpu || a->lim_cpu);
+}
+
+const char *sc_limits_name(const sc_job *j)
+{
+    return j->need_mem && j->need_cpu ? "memory_limit and cpu_limit"
+           : j->need_mem              ? "memory_limit"
+           : j->need_cpu              ? "cpu_limit"
+                                      : "no limits";
 }
 
 /* Whether a can take ranks of j now: up, not drained, a free slot,
@@ -24,8 +30,8 @@ static bool enforces(const sc_agent *a, const sc_job *j)
  * spare cannot use. */
 static bool usable(const sc_agent *a, const sc_job *j, const sc_job *spare)
 {
-    return a->up && !a->draining && a->slots > a->used && enforces(a, j) &&
-           (!spare || !enforces(a, spare));
+    return a->up && !a->draining && a->slots > a->used && sc_enforces(a, j) &&
+           (!spare || !sc_enforces(a, spare));
 }
 
 static int cmp_agents(const void *x, const void *y)
@@ -45,7 +51,7 @@ static bool fits(const sched *S, const sc_job *j, const sc_job *spare, int np, c
         known++;
         up += a->up;
         draining += a->up && a->draining;
-        cannot += a->up && !enforces(a, j);
+        cannot += a->up && !sc_enforces(a, j);
         if (usable(a, j, spare))
             nfree += a->slots - a->used;
     }
@@ -57,9 +63,7 @@ static bool fits(const sched *S, const sc_job *j, const sc_job *spare, int np, c
         n += snprintf(why + n, whylen - (size_t)n, ", %d draining", draining);
     if (cannot && n > 0 && (size_t)n < whylen)
         n += snprintf(why + n, whylen - (size_t)n, ", %d that cannot enforce its %s", cannot,
-                      j->need_mem && j->need_cpu ? "memory_limit and cpu_limit"
-                      : j->need_mem              ? "memory_limit"
-                                                 : "cpu_limit");
+                      sc_limits_name(j));
     if (n > 0 && (size_t)n < whylen)
         snprintf(why + n, whylen - (size_t)n, ")");
     return false;
@@ -162,7 +166,7 @@ static int held_slots(const sc_job *j, const sc_job *for_job)
     for (int r = 0; r < j->cur_np; r++) {
         const sc_rank *s = &j->ranks[r];
         n += s->state != RS_EXITED && s->ag && s->ag->up && !s->ag->draining &&
-             (!for_job || enforces(s->ag, for_job));
+             (!for_job || sc_enforces(s->ag, for_job));
     }
     return n;
 }
