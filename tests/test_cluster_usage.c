@@ -161,8 +161,11 @@ void test_escaped_usage(void **state)
     fprintf(stderr, "rank with an escaped busy child (%s): %.2f CPU s while it ran, at most "
             "%lld processes\n", cg ? "cgroup" : "process group", running, (long long)most_procs);
     if (cg) /* sh, sleep and the child: the child's time as it runs (its parent waits for it
-               only when it exits: the process group's sum sees it then only) */
-        CHECK(most_procs >= 3 && running > 0.8);
+               only when it exits: the process group's sum sees it then only). sh and sleep
+               use < 0.05 CPU s; the child's share of its 3 s depends on what else runs (0.69
+               s in CI beside test_transport on 2 cores), so only "clearly counted" is
+               asserted */
+        CHECK(most_procs >= 3 && running > 0.25);
     else
         CHECK(most_procs <= 2); /* the group: sh and sleep */
     rt_json_free(cl_wait_job(&C, id, "succeeded", 20000));
