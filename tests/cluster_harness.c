@@ -28,18 +28,26 @@ void cl_sleep_ms(int ms)
     }
 }
 
-static int free_port(void)
+/* Two distinct free ports on 127.0.0.1: both sockets stay bound until both
+ * are known — closed one at a time, the kernel may hand the same port out
+ * twice (seen in CI: the coordinator's agent and API ports both 43647). */
+static bool free_ports(int *p1, int *p2)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t l = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &l) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
+    int fd[2] = {-1, -1}, port[2] = {-1, -1};
+    for (int i = 0; i < 2; i++) {
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t l = sizeof a;
+        fd[i] = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd[i] >= 0 && bind(fd[i], (struct sockaddr *)&a, sizeof a) == 0 &&
+            getsockname(fd[i], (struct sockaddr *)&a, &l) == 0)
+            port[i] = ntohs(a.sin_port);
+    }
+    for (int i = 0; i < 2; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+    *p1 = port[0];
+    *p2 = port[1];
+    return port[0] > 0 && port[1] > 0 && port[0] != port[1];
 }
 
 static bool write_text(const char *path, const char *text)
@@ -114,8 +122,10 @@ bool cl_init(cluster *c, const char *tag)
         return false;
     }
     free(out);
-    c->cport = free_port();
-    c->hport = free_port();
+    if (!free_ports(&c->cport, &c->hport)) {
+        fprintf(stderr, "cl_init: no two free ports on 127.0.0.1\n");
+        return false;
+    }
     snprintf(c->conn.host, sizeof c->conn.host, "127.0.0.1");
     snprintf(c->conn.server_name, sizeof c->conn.server_name, "127.0.0.1");
     c->conn.port = c->hport;

@@ -24,11 +24,11 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -20 "$f"; done; exit 1; }
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# two distinct free ports, both held while chosen (one at a time, the same port can come twice)
+ports() { python3 -c 'import socket; s=[socket.socket() for _ in range(2)]; [x.bind(("127.0.0.1",0)) for x in s]; print(*[x.getsockname()[1] for x in s])'; }
 
 "$bin/ringtrain" init-cluster "$work" > /dev/null
-cport=$(port)
-hport=$(port)
+read -r cport hport < <(ports)
 cat > "$work/coordinator.conf" <<CONF
 [coordinator]
 listen = 127.0.0.1:$cport
