@@ -67,8 +67,8 @@ RT_MV void rt_simd_adam(float *restrict p, const float *restrict g, float *restr
  * form so the rounds vectorise (32x32->64 multiplies map to vpmuludq).  Same
  * arithmetic as rt_philox4x32() in rt_rng.h. */
 #define LANES 16
-RT_MV void rt_simd_dropout(float *x, int64_t n, uint64_t e0, float rate, uint32_t k0, uint32_t k1,
-                           uint64_t step)
+RT_MV void rt_simd_dropout_plain(float *x, int64_t n, uint64_t e0, float rate, uint32_t k0,
+                                 uint32_t k1, uint64_t step)
 {
     const float keep_scale = 1.0f / (1.0f - rate);
     const uint64_t e_end = e0 + (uint64_t)n;
@@ -113,4 +113,101 @@ RT_MV void rt_simd_dropout(float *x, int64_t n, uint64_t e0, float rate, uint32_
         }
         q += (uint64_t)lanes;
     }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* hi and lo 32 bits of c * x in each of the 8 lanes (vpmuludq on the even
+ * lanes and on the odd ones shifted down, blended back) */
+__attribute__((target("avx2"), always_inline)) static inline void
+mulhilo8(__m256i c, __m256i x, __m256i *hi, __m256i *lo)
+{
+    __m256i even = _mm256_mul_epu32(x, c), odd = _mm256_mul_epu32(_mm256_srli_epi64(x, 32), c);
+    *hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+    *lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+}
+
+/* The same numbers with AVX2: 8 Philox blocks (32 elements) at a time, the
+ * rounds in vector registers, the words put back in element order by a 4 x 8
+ * transpose, and the keep/drop a compare and a mask — no branch per element
+ * (the plain loop's were mispredicted half the time at rate 0.5: dropout was
+ * 4.6% of a batch-1024 step).  Integer rounds, and x * keep_scale or +0:
+ * the same bits as rt_simd_dropout_plain (test_dropout_avx2). */
+__attribute__((target("avx2"))) static void dropout_avx2(float *x, int64_t n, uint64_t e0,
+                                                          float rate, uint32_t k0, uint32_t k1,
+                                                          uint64_t step)
+{
+    const float keep_scale = 1.0f / (1.0f - rate);
+    const uint64_t e_end = e0 + (uint64_t)n;
+    const __m256i m0 = _mm256_set1_epi32((int)0xD2511F53u);
+    const __m256i m1 = _mm256_set1_epi32((int)0xCD9E8D57u);
+    const __m256 vrate = _mm256_set1_ps(rate), vscale = _mm256_set1_ps(keep_scale);
+    const __m256 unit = _mm256_set1_ps(1.0f / 16777216.0f);
+    uint64_t q = e0 >> 2;
+    while ((q << 2) < e_end) {
+        uint32_t c0[8], c1[8];
+        for (int i = 0; i < 8; i++) {
+            c0[i] = (uint32_t)(q + (uint64_t)i);
+            c1[i] = (uint32_t)((q + (uint64_t)i) >> 32);
+        }
+        __m256i x0 = _mm256_loadu_si256((const __m256i *)c0);
+        __m256i x1 = _mm256_loadu_si256((const __m256i *)c1);
+        __m256i x2 = _mm256_set1_epi32((int)(uint32_t)step);
+        __m256i x3 = _mm256_set1_epi32((int)(uint32_t)(step >> 32));
+        uint32_t a = k0, b = k1;
+        for (int r = 0; r < 10; r++) {
+            __m256i hi0, lo0, hi1, lo1;
+            mulhilo8(m0, x0, &hi0, &lo0);
+            mulhilo8(m1, x2, &hi1, &lo1);
+            x0 = _mm256_xor_si256(_mm256_xor_si256(hi1, x1), _mm256_set1_epi32((int)a));
+            x2 = _mm256_xor_si256(_mm256_xor_si256(hi0, x3), _mm256_set1_epi32((int)b));
+            x1 = lo1;
+            x3 = lo0;
+            a += 0x9E3779B9u;
+            b += 0xBB67AE85u;
+        }
+        /* lane i holds block q+i's words 0..3 in x0..x3: element 4(q+i)+k */
+        __m256i t0 = _mm256_unpacklo_epi32(x0, x1), t1 = _mm256_unpackhi_epi32(x0, x1);
+        __m256i t2 = _mm256_unpacklo_epi32(x2, x3), t3 = _mm256_unpackhi_epi32(x2, x3);
+        __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+        __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+        __m256i w[4] = {_mm256_permute2x128_si256(u0, u1, 0x20),
+                        _mm256_permute2x128_si256(u2, u3, 0x20),
+                        _mm256_permute2x128_si256(u0, u1, 0x31),
+                        _mm256_permute2x128_si256(u2, u3, 0x31)};
+        const uint64_t base = q << 2; /* element of w's first word */
+        for (int v = 0; v < 4; v++) {
+            const uint64_t e = base + 8 * (uint64_t)v;
+            __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(w[v], 8)), unit);
+            __m256 keep = _mm256_cmp_ps(u, vrate, _CMP_GE_OQ);
+            if (e >= e0 && e + 8 <= e_end) {
+                float *px = x + (e - e0);
+                __m256 kept = _mm256_mul_ps(_mm256_loadu_ps(px), vscale);
+                _mm256_storeu_ps(px, _mm256_and_ps(keep, kept));
+                continue;
+            }
+            uint32_t kv[8] __attribute__((aligned(32)));
+            _mm256_store_si256((__m256i *)kv, _mm256_castps_si256(keep));
+            for (int k = 0; k < 8; k++) /* the first and last pieces */
+                if (e + (uint64_t)k >= e0 && e + (uint64_t)k < e_end) {
+                    float *px = x + (e + (uint64_t)k - e0);
+                    *px = kv[k] ? *px * keep_scale : 0.0f;
+                }
+        }
+        q += 8;
+    }
+}
+#endif
+
+void rt_simd_dropout(float *x, int64_t n, uint64_t e0, float rate, uint32_t k0, uint32_t k1,
+                     uint64_t step)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx2")) {
+        dropout_avx2(x, n, e0, rate, k0, k1, step);
+        return;
+    }
+#endif
+    rt_simd_dropout_plain(x, n, e0, rate, k0, k1, step);
 }

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "cpu_gemm.h"
+#include "cpu_simd.h"
 #include "rt_kernels.h"
 #include "rt_rng.h"
 #include "test_util.h"
@@ -60,6 +61,34 @@ static void test_philox_kat(void **state)
     r = rt_philox4x32(f, 0xffffffffu, 0xffffffffu);
     assert_true(r.v[0] == 0x408f276du && r.v[1] == 0x41c83b0eu && r.v[2] == 0xa20bc7c6u &&
                 r.v[3] == 0x6d5451fdu);
+}
+
+/* The dropout that runs (AVX2 here) against the portable loop, bit for bit,
+ * on random values, lengths and first elements — misaligned starts and
+ * ends, and element numbers whose Philox counter crosses 2^32. */
+static void test_dropout_avx2(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(7);
+    float *a = fal(2000), *b = fal(2000);
+    for (int t = 0; t < 300; t++) {
+        const int64_t n = tu_int(&g, 0, 1999);
+        uint64_t e0 = (uint64_t)tu_int(&g, 0, 1 << 20);
+        if (t % 3 == 0) /* counters around 2^32 (element 2^34) */
+            e0 += (1ull << 34) - 1000;
+        const float rate = (float)tu_range(&g, 0.05, 0.9);
+        const uint32_t k0 = (uint32_t)tu_int(&g, 0, 1 << 30), k1 = (uint32_t)t * 2654435761u;
+        const uint64_t step = (uint64_t)tu_int(&g, 0, 1 << 30) << (t % 2 ? 20 : 0);
+        for (int64_t i = 0; i < n; i++)
+            a[i] = b[i] = (float)tu_range(&g, -4, 4);
+        rt_simd_dropout(a, n, e0, rate, k0, k1, step);
+        rt_simd_dropout_plain(b, n, e0, rate, k0, k1, step);
+        if (n && memcmp(a, b, (size_t)n * sizeof *a) != 0)
+            fail_msg("dropout differs from the plain loop: n %lld, e0 %llu", (long long)n,
+                     (unsigned long long)e0);
+    }
+    free(a);
+    free(b);
 }
 
 static void test_dropout_mask(void **state)
@@ -708,6 +737,7 @@ int main(void)
     tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_philox_kat),    cmocka_unit_test(test_dropout_mask),
+        cmocka_unit_test(test_dropout_avx2),
         cmocka_unit_test(test_embedding),     cmocka_unit_test(test_batchnorm),
         cmocka_unit_test(test_dense),         cmocka_unit_test(test_head_and_losses),
         cmocka_unit_test(test_adam),          cmocka_unit_test(test_gemm_bits),
