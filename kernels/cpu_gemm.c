@@ -29,8 +29,10 @@
 #include <omp.h>
 #endif
 
-typedef void (*micro_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                         bool load);
+/* the MR x NR tile's chains over kc values: continued from cin (row stride
+ * ldi) when load, else started from zero; the results go to c (stride ldc) */
+typedef void (*micro_fn)(int64_t kc, const float *a, const float *b, const float *cin, int64_t ldi,
+                         float *c, int64_t ldc, bool load);
 
 typedef struct kernel {
     const char *name;
@@ -52,8 +54,8 @@ typedef struct kernel {
     VEC acc[MR][2];                                                                                \
     _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++)                                          \
     {                                                                                              \
-        acc[r][0] = load ? LOADU(c + r * ldc) : ZERO();                                           \
-        acc[r][1] = load ? LOADU(c + r * ldc + VW) : ZERO();                                      \
+        acc[r][0] = load ? LOADU(cin + r * ldi) : ZERO();                                         \
+        acc[r][1] = load ? LOADU(cin + r * ldi + VW) : ZERO();                                    \
     }                                                                                              \
     _Pragma("GCC unroll 4") for (int64_t k = 0; k < kc; k++) {                                     \
         VEC b0 = LOADA(b), b1 = LOADA(b + VW);                                                     \
@@ -79,7 +81,8 @@ __attribute__((target("avx512f"), always_inline)) static inline __m512 bcast512(
 }
 
 __attribute__((target("avx512f"))) static void micro_avx512(int64_t kc, const float *a,
-                                                            const float *b, float *c, int64_t ldc,
+                                                            const float *b, const float *cin,
+                                                            int64_t ldi, float *c, int64_t ldc,
                                                             bool load)
 {
     MICRO_BODY(12, __m512, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_load_ps, _mm512_storeu_ps,
@@ -87,7 +90,8 @@ __attribute__((target("avx512f"))) static void micro_avx512(int64_t kc, const fl
 }
 
 __attribute__((target("avx2,fma"))) static void micro_avx2(int64_t kc, const float *a,
-                                                           const float *b, float *c, int64_t ldc,
+                                                           const float *b, const float *cin,
+                                                           int64_t ldi, float *c, int64_t ldc,
                                                            bool load)
 {
     MICRO_BODY(6, __m256, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_load_ps, _mm256_storeu_ps,
@@ -111,8 +115,8 @@ static inline v4 s_fma(v4 a, v4 b, v4 c)
     return c;
 }
 
-static void micro_scalar(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                         bool load)
+static void micro_scalar(int64_t kc, const float *a, const float *b, const float *cin,
+                         int64_t ldi, float *c, int64_t ldc, bool load)
 {
     MICRO_BODY(4, v4, s_zero, s_load, s_load, s_store, s_bcast, s_fma, 4)
 }
@@ -145,8 +149,8 @@ static inline v16 s16_fma(v16 a, v16 b, v16 c)
     return c;
 }
 
-static void micro_scalar_12x32(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                               bool load)
+static void micro_scalar_12x32(int64_t kc, const float *a, const float *b, const float *cin,
+                               int64_t ldi, float *c, int64_t ldc, bool load)
 {
     MICRO_BODY(12, v16, s16_zero, s16_load, s16_load, s16_store, s16_bcast, s16_fma, 16)
 }
@@ -222,50 +226,48 @@ const char *rt_gemm_kernel_name(void) { return current()->name; }
 
 /* ---- packing -------------------------------------------------------------------- */
 
-/* Rows [i0, i0+mc) of op(A) over k in [p0, p0+kc), as panels of mr rows:
- * element (row ip+r, k) of the block at ap[ip*kc + k*mr + r]. */
-static void pack_a(const float *A, int64_t lda, bool ta, int64_t i0, int64_t mc, int64_t p0,
-                   int64_t kc, int mr, float *ap)
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The first cnt (1..8) floats of x to d. */
+__attribute__((target("avx2"), always_inline)) static inline void store_first(float *d, __m256 x,
+                                                                               int cnt)
 {
-    for (int64_t ip = 0; ip < mc; ip += mr) {
-        int64_t m = mc - ip < mr ? mc - ip : mr;
-        float *dst = ap + ip * kc;
-        if (!ta) { /* A is M x K: each row is contiguous in k */
-            for (int64_t r = 0; r < mr; r++) {
-                const float *src = A + (i0 + ip + r) * lda + p0;
-                if (r < m)
-                    for (int64_t k = 0; k < kc; k++)
-                        dst[k * mr + r] = src[k];
-                else
-                    for (int64_t k = 0; k < kc; k++)
-                        dst[k * mr + r] = 0.0f;
-            }
-        } else { /* A is K x M: a panel's rows are contiguous for each k */
-            for (int64_t k = 0; k < kc; k++) {
-                const float *src = A + (p0 + k) * lda + i0 + ip;
-                float *d = dst + k * mr;
-                for (int64_t r = 0; r < m; r++)
-                    d[r] = src[r];
-                for (int64_t r = m; r < mr; r++)
-                    d[r] = 0.0f;
-            }
-        }
+    if (cnt == 8) {
+        _mm256_storeu_ps(d, x);
+        return;
+    }
+    __m128 lo = _mm256_castps256_ps128(x), hi = _mm256_extractf128_ps(x, 1);
+    if (cnt >= 4) {
+        _mm_storeu_ps(d, lo);
+        d += 4;
+        cnt -= 4;
+        lo = hi;
+    }
+    if (cnt == 4) {
+        _mm_storeu_ps(d, lo);
+    } else if (cnt >= 2) {
+        _mm_storel_pi((__m64 *)d, lo);
+        if (cnt == 3)
+            _mm_store_ss(d + 2, _mm_movehl_ps(lo, lo));
+    } else if (cnt == 1) {
+        _mm_store_ss(d, lo);
     }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-/* A whole panel of a transposed B: rows j = 0..nr-1 of src (each kc
- * floats, stride ld) become dst[k*nr + j], 8 x 8 blocks at a time through
- * registers.  Only moves floats: the bits are those of the plain loop. */
-__attribute__((target("avx2"))) static void pack_bt_avx2(const float *src, int64_t ld, int64_t kc,
-                                                          int nr, float *dst)
+/* A whole panel of w rows of a row-major source (rows of A for op(A) = A,
+ * of B for op(B) = Bᵀ): rows j = 0..w-1 of src (each kc floats, stride ld)
+ * become dst[k*w + j], 8 x 8 blocks at a time through registers (a group of
+ * fewer than 8 rows is padded with zero rows that are not stored).  Only
+ * moves floats: the bits are those of the plain loop. */
+__attribute__((target("avx2"))) static void pack_rows_avx2(const float *src, int64_t ld,
+                                                            int64_t kc, int w, float *dst)
 {
     int64_t k = 0;
     for (; k + 8 <= kc; k += 8)
-        for (int j = 0; j < nr; j += 8) {
+        for (int j = 0; j < w; j += 8) {
+            const int cnt = w - j < 8 ? w - j : 8;
             __m256 r[8], t[8];
             for (int i = 0; i < 8; i++)
-                r[i] = _mm256_loadu_ps(src + (j + i) * ld + k);
+                r[i] = i < cnt ? _mm256_loadu_ps(src + (j + i) * ld + k) : _mm256_setzero_ps();
             /* the classic 8 x 8 transpose: unpack, shuffle, swap halves */
             for (int i = 0; i < 8; i += 2) {
                 t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
@@ -282,13 +284,76 @@ __attribute__((target("avx2"))) static void pack_bt_avx2(const float *src, int64
                 t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
             }
             for (int i = 0; i < 8; i++)
-                _mm256_storeu_ps(dst + (k + i) * nr + j, t[i]);
+                store_first(dst + (k + i) * w + j, t[i], cnt);
         }
     for (; k < kc; k++)
-        for (int j = 0; j < nr; j++)
-            dst[k * nr + j] = src[j * ld + k];
+        for (int j = 0; j < w; j++)
+            dst[k * w + j] = src[j * ld + k];
 }
 #endif
+
+/* n floats from s to d: fixed sizes for the register tiles' heights and
+ * widths, so the copies are a few moves, not calls. */
+static inline void copy_row(float *d, const float *s, int n)
+{
+    switch (n) {
+    case 4: memcpy(d, s, 4 * sizeof *d); break;
+    case 6: memcpy(d, s, 6 * sizeof *d); break;
+    case 12: memcpy(d, s, 12 * sizeof *d); break;
+    case 8: memcpy(d, s, 8 * sizeof *d); break;
+    case 16: memcpy(d, s, 16 * sizeof *d); break;
+    case 32: memcpy(d, s, 32 * sizeof *d); break;
+    default: memcpy(d, s, (size_t)n * sizeof *d);
+    }
+}
+
+/* Rows [i0, i0+mc) of op(A) over k in [p0, p0+kc), as panels of mr rows:
+ * element (row ip+r, k) of the block at ap[ip*kc + k*mr + r]. */
+static void pack_a(const float *A, int64_t lda, bool ta, int64_t i0, int64_t mc, int64_t p0,
+                   int64_t kc, int mr, float *ap)
+{
+    for (int64_t ip = 0; ip < mc; ip += mr) {
+        int64_t m = mc - ip < mr ? mc - ip : mr;
+        float *dst = ap + ip * kc;
+        if (!ta) { /* A is M x K: each row is contiguous in k */
+#if defined(__x86_64__) && defined(__GNUC__)
+            if (m == mr && have_avx2) {
+                pack_rows_avx2(A + (i0 + ip) * lda + p0, lda, kc, mr, dst);
+                continue;
+            }
+#endif
+            for (int64_t r = 0; r < mr; r++) {
+                const float *src = A + (i0 + ip + r) * lda + p0;
+                if (r < m)
+                    for (int64_t k = 0; k < kc; k++)
+                        dst[k * mr + r] = src[k];
+                else
+                    for (int64_t k = 0; k < kc; k++)
+                        dst[k * mr + r] = 0.0f;
+            }
+        } else if (m < mr) { /* A is K x M: a panel's rows are contiguous for each k */
+            for (int64_t k = 0; k < kc; k++) {
+                const float *src = A + (p0 + k) * lda + i0 + ip;
+                float *d = dst + k * mr;
+                for (int64_t r = 0; r < m; r++)
+                    d[r] = src[r];
+                for (int64_t r = m; r < mr; r++)
+                    d[r] = 0.0f;
+            }
+        }
+    }
+    if (!ta)
+        return;
+    /* the full panels of a K x M A: each k's row of the block read once, in
+     * order, and dealt out to the panels (a panel at a time read 24 of each
+     * 64-byte line and came back for the rest: 1.3% of a batch-1024 step) */
+    const int64_t full = mc / mr * mr;
+    for (int64_t k = 0; k < kc; k++) {
+        const float *src = A + (p0 + k) * lda + i0;
+        for (int64_t ip = 0; ip < full; ip += mr)
+            copy_row(ap + ip * kc + k * mr, src + ip, mr);
+    }
+}
 
 /* Columns [j0, j0+nc) of op(B) over k in [p0, p0+kc), as panels of nr
  * columns: element (k, column jp+j) at bp[jp*kc + k*nr + j]. */
@@ -302,14 +367,14 @@ static void pack_b(const float *B, int64_t ldb, bool tb, int64_t j0, int64_t nc,
             for (int64_t k = 0; k < kc; k++) {
                 const float *src = B + (p0 + k) * ldb + j0 + jp;
                 float *d = dst + k * nr;
-                memcpy(d, src, (size_t)n * sizeof *d);
+                copy_row(d, src, (int)n);
                 for (int64_t j = n; j < nr; j++)
                     d[j] = 0.0f;
             }
         } else { /* B is N x K (a weight matrix, out x in): each column is a row */
 #if defined(__x86_64__) && defined(__GNUC__)
-            if (n == nr && nr % 8 == 0 && have_avx2) {
-                pack_bt_avx2(B + (j0 + jp) * ldb + p0, ldb, kc, nr, dst);
+            if (n == nr && have_avx2) {
+                pack_rows_avx2(B + (j0 + jp) * ldb + p0, ldb, kc, nr, dst);
                 continue;
             }
 #endif
@@ -375,9 +440,8 @@ __attribute__((target("avx2"))) static void adam_avx2(const rt_gemm_adam *ad, in
 #endif
 
 /* The parameters and moments that tile (i0, j0) will update (a line or two
- * of each of m rows, ldc apart): requested before its product is computed
- * rather than waited for after — one thread at batch 100, back to back:
- * 30.4 ms a step with it, 33.6 without. */
+ * of each of m rows, ldc apart): requested ahead rather than waited for
+ * (block_adam_rows). */
 static inline void prefetch_tile(const job *g, int64_t i0, int64_t j0, int64_t m, int64_t n)
 {
     for (int64_t r = 0; r < m; r++) {
@@ -409,6 +473,78 @@ static void finish_tile(const job *g, int64_t i0, int64_t j0, int64_t m, int64_t
     }
 }
 
+/* Tile (i0, j0) of C, m x n (mr x nr but at the edges), from the packed
+ * panels a and b over kc values: its chains continued from C (load) or
+ * started; stored in C, or (apply) handed to Adam. */
+static inline void one_tile(const job *g, int64_t kc, const float *a, const float *b, int64_t i0,
+                            int64_t j0, int64_t m, int64_t n, bool load, bool apply, float *tile)
+{
+    const kernel *kn = g->kn;
+    const int nr = kn->nr;
+    float *c = g->C + i0 * g->ldc + j0;
+    if (m == kn->mr && n == nr && !apply) {
+        kn->fn(kc, a, b, c, g->ldc, c, g->ldc, load);
+        return;
+    }
+    if (m == kn->mr && n == nr) { /* for Adam: the chains from C, the results to tile */
+        kn->fn(kc, a, b, c, g->ldc, tile, nr, load);
+        finish_tile(g, i0, j0, m, n, tile, nr);
+        return;
+    }
+    /* an edge tile: through the buffer */
+    if (load)
+        for (int64_t r = 0; r < m; r++)
+            memcpy(tile + r * nr, c + r * g->ldc, (size_t)n * sizeof *c);
+    kn->fn(kc, a, b, tile, nr, tile, nr, load);
+    if (apply) {
+        finish_tile(g, i0, j0, m, n, tile, nr);
+        return;
+    }
+    for (int64_t r = 0; r < m; r++)
+        memcpy(c + r * g->ldc, tile + r * nr, (size_t)n * sizeof *c);
+}
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* In the k-block that applies Adam, tiles go along rows of C, and the
+ * parameters and moments of the tile this many ahead are requested. */
+#define ADAM_AHEAD 2
+
+/* The rows [i0, i0+mc) x [j0, j0+nc) block's last k-block when it applies
+ * Adam: all of its B panels packed first (kc x nc, in L2), then the tiles
+ * row panel by row panel, each along its row.  Adam's p, m and v are then
+ * read as 3 x mr sequential streams that the tile ADAM_AHEAD on is
+ * prefetched from, where the column-panel order (below) read them down
+ * columns, a few lines 4 KB apart per tile: batch 100, 1 thread, the orders
+ * alternated step by step in one process: 26.0 vs 31.7 ms a step. */
+static void block_adam_rows(const job *g, int64_t i0, int64_t mc, int64_t j0, int64_t nc,
+                            int64_t pc, int64_t kc, bool load, float *ap, float *bp, bool pack,
+                            float *tile)
+{
+    const int mr = g->kn->mr, nr = g->kn->nr;
+    if (pack)
+        for (int64_t jr = 0; jr < nc; jr += nr)
+            pack_b(g->B, g->ldb, g->tb, j0 + jr, nc - jr < nr ? nc - jr : nr, pc, kc, nr,
+                   bp + jr * kc);
+    const int64_t width = round_up(nc, nr);
+    for (int64_t ir = 0; ir < mc; ir += mr) {
+        int64_t m = mc - ir < mr ? mc - ir : mr;
+        for (int64_t jr = 0; jr < nc; jr += nr) {
+            /* the tile ADAM_AHEAD on: in this row panel, or at the next one's start */
+            int64_t pr = ir, pj = jr + ADAM_AHEAD * nr;
+            if (pj >= nc) {
+                pr += mr;
+                pj -= width;
+            }
+            if (pr < mc && pj < nc)
+                prefetch_tile(g, i0 + pr, j0 + pj, mc - pr < mr ? mc - pr : mr,
+                              nc - pj < nr ? nc - pj : nr);
+            one_tile(g, kc, ap + ir * kc, bp + jr * kc, i0 + ir, j0 + jr, m,
+                     nc - jr < nr ? nc - jr : nr, load, true, tile);
+        }
+    }
+}
+
 static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float *ap,
                   float *bp)
 {
@@ -432,41 +568,24 @@ static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, 
             for (int64_t ic = m0; ic < m1; ic += kn->mc) {
                 int64_t mc = m1 - ic < kn->mc ? m1 - ic : kn->mc;
                 pack_a(g->A, g->lda, g->ta, ic, mc, pc, kc, mr, ap);
+                if (apply) {
+                    block_adam_rows(g, ic, mc, jc, nc, pc, kc, load, ap, bp, ic == m0, tile);
+                    continue;
+                }
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     int64_t n = nc - jr < nr ? nc - jr : nr;
                     /* each B panel is packed just before its first use, while
                      * it is hot in L1; later row blocks reuse it */
                     if (ic == m0)
                         pack_b(g->B, g->ldb, g->tb, jc + jr, n, pc, kc, nr, bp + jr * kc);
-                    for (int64_t ir = 0; ir < mc; ir += mr) {
-                        int64_t m = mc - ir < mr ? mc - ir : mr;
-                        float *c = g->C + (ic + ir) * g->ldc + jc + jr;
-                        const float *a = ap + ir * kc, *b = bp + jr * kc;
-                        if (m == mr && n == nr && !apply) {
-                            kn->fn(kc, a, b, c, g->ldc, load);
-                            continue;
-                        }
-                        /* an edge tile, or one for Adam: through the buffer */
-                        if (load)
-                            for (int64_t r = 0; r < m; r++)
-                                memcpy(tile + r * nr, c + r * g->ldc, (size_t)n * sizeof *c);
-                        if (apply) /* the parameters arrive while the tile is computed */
-                            prefetch_tile(g, ic + ir, jc + jr, m, n);
-                        kn->fn(kc, a, b, tile, nr, load);
-                        if (apply) {
-                            finish_tile(g, ic + ir, jc + jr, m, n, tile, nr);
-                            continue;
-                        }
-                        for (int64_t r = 0; r < m; r++)
-                            memcpy(c + r * g->ldc, tile + r * nr, (size_t)n * sizeof *c);
-                    }
+                    for (int64_t ir = 0; ir < mc; ir += mr)
+                        one_tile(g, kc, ap + ir * kc, bp + jr * kc, ic + ir, jc + jr,
+                                 mc - ir < mr ? mc - ir : mr, n, load, false, tile);
                 }
             }
         }
     }
 }
-
-static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 /* below this many multiply-adds the work stays on one thread */
 #define PAR_MIN_FMAS (1 << 20)
