@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "cpu_backend.h"
@@ -294,8 +295,17 @@ static rt_status cpu_done(rt_kctx *ctx, char *err)
     return RT_OK; /* every CPU op has finished when it returns */
 }
 
+#define HUGE_PAGE ((size_t)2 << 20)
+
 static rt_status cpu_malloc(size_t bytes, void **out)
 {
+    if (bytes >= HUGE_PAGE) {
+        size_t rounded = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+        *out = aligned_alloc(HUGE_PAGE, rounded);
+        if (*out)
+            (void)madvise(*out, rounded, MADV_HUGEPAGE);
+        return *out ? RT_OK : RT_ERR_NOMEM;
+    }
     size_t rounded = (bytes + 63) & ~(size_t)63;
     *out = aligned_alloc(64, rounded ? rounded : 64);
     return *out ? RT_OK : RT_ERR_NOMEM;
