@@ -13,7 +13,7 @@
  *
  * One micro-kernel body, instantiated for AVX-512 (12 x 32), AVX2+FMA
  * (6 x 16) and plain C with fmaf (4 x 8); all compute the same chains, so
- * all give the same bits (test_kernels_cpu compares them).  The best one the
+ * all give the same bits (test_gemm_cpu compares them).  The best one the
  * CPU supports is chosen at first use from CPUID (RT_GEMM_KERNEL=avx512|
  * avx2|scalar overrides).  Threads take disjoint blocks of rows or columns
  * of C; none splits k. */
@@ -292,6 +292,27 @@ __attribute__((target("avx2"))) static void pack_rows_avx2(const float *src, int
 }
 #endif
 
+/* w rows of a row-major source (each kc floats from src, ld apart), of
+ * which the first `valid` are real and the rest zero, as dst[k*w + j]: a
+ * panel of A for op(A) = A, of B for op(B) = Bᵀ. */
+static void pack_rows(const float *src, int64_t ld, int64_t kc, int w, int64_t valid, float *dst)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (valid == w && have_avx2) {
+        pack_rows_avx2(src, ld, kc, w, dst);
+        return;
+    }
+#endif
+    for (int64_t j = 0; j < w; j++) {
+        if (j < valid)
+            for (int64_t k = 0; k < kc; k++)
+                dst[k * w + j] = src[j * ld + k];
+        else
+            for (int64_t k = 0; k < kc; k++)
+                dst[k * w + j] = 0.0f;
+    }
+}
+
 /* n floats from s to d: fixed sizes for the register tiles' heights and
  * widths, so the copies are a few moves, not calls. */
 static inline void copy_row(float *d, const float *s, int n)
@@ -316,21 +337,7 @@ static void pack_a(const float *A, int64_t lda, bool ta, int64_t i0, int64_t mc,
         int64_t m = mc - ip < mr ? mc - ip : mr;
         float *dst = ap + ip * kc;
         if (!ta) { /* A is M x K: each row is contiguous in k */
-#if defined(__x86_64__) && defined(__GNUC__)
-            if (m == mr && have_avx2) {
-                pack_rows_avx2(A + (i0 + ip) * lda + p0, lda, kc, mr, dst);
-                continue;
-            }
-#endif
-            for (int64_t r = 0; r < mr; r++) {
-                const float *src = A + (i0 + ip + r) * lda + p0;
-                if (r < m)
-                    for (int64_t k = 0; k < kc; k++)
-                        dst[k * mr + r] = src[k];
-                else
-                    for (int64_t k = 0; k < kc; k++)
-                        dst[k * mr + r] = 0.0f;
-            }
+            pack_rows(A + (i0 + ip) * lda + p0, lda, kc, mr, m, dst);
         } else if (m < mr) { /* A is K x M: a panel's rows are contiguous for each k */
             for (int64_t k = 0; k < kc; k++) {
                 const float *src = A + (p0 + k) * lda + i0 + ip;
@@ -372,22 +379,7 @@ static void pack_b(const float *B, int64_t ldb, bool tb, int64_t j0, int64_t nc,
                     d[j] = 0.0f;
             }
         } else { /* B is N x K (a weight matrix, out x in): each column is a row */
-#if defined(__x86_64__) && defined(__GNUC__)
-            if (n == nr && have_avx2) {
-                pack_rows_avx2(B + (j0 + jp) * ldb + p0, ldb, kc, nr, dst);
-                continue;
-            }
-#endif
-            for (int64_t j = 0; j < nr; j++) {
-                if (j < n) {
-                    const float *src = B + (j0 + jp + j) * ldb + p0;
-                    for (int64_t k = 0; k < kc; k++)
-                        dst[k * nr + j] = src[k];
-                } else {
-                    for (int64_t k = 0; k < kc; k++)
-                        dst[k * nr + j] = 0.0f;
-                }
-            }
+            pack_rows(B + (j0 + jp) * ldb + p0, ldb, kc, nr, n, dst);
         }
     }
 }
