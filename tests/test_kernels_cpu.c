@@ -7,7 +7,8 @@
  * (L(θ+h) − L(θ−h)) / 2h with L evaluated by the double reference, h = 1e-6.
  * The finite difference is accurate to ~1e-8 here, so the tolerance below
  * is set by float rounding in the backward (rtol 2e-3, atol 2e-4 relative to
- * the gradient scale), not by the numeric side. */
+ * the gradient scale), not by the numeric side.  The GEMM under the dense
+ * layers is checked bit for bit in test_gemm_cpu.c. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,7 +19,6 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "cpu_gemm.h"
 #include "cpu_simd.h"
 #include "rt_kernels.h"
 #include "rt_rng.h"
@@ -577,165 +577,6 @@ static void test_adam(void **state)
     free(pf); free(mf); free(vf_);
 }
 
-/* ---- the GEMM: the plain chain, whatever the kernel, threads and rows ---------- */
-
-/* c[i][j] = fma chain over k of op(A)[i][k] * op(B)[k][j], from 0 */
-static void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
-                     int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc)
-{
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
-            float c = 0.0f;
-            for (int64_t k = 0; k < K; k++)
-                c = fmaf(ta ? A[k * lda + i] : A[i * lda + k], tb ? B[j * ldb + k] : B[k * ldb + j],
-                         c);
-            C[i * ldc + j] = c;
-        }
-}
-
-static void test_gemm_bits(void **state)
-{
-    (void)state;
-    tu_rng r = tu_rng_make(21);
-    const char *kernels[RT_GEMM_MAX_KERNELS];
-    int nk = rt_gemm_kernels(kernels);
-    char err[RT_ERR_LEN];
-    rt_kctx *ctx1, *ctx3;
-    assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, 1, &ctx1, err), RT_OK);
-    assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, 3, &ctx3, err), RT_OK);
-    printf("GEMM kernels on this CPU:");
-    for (int k = 0; k < nk; k++)
-        printf(" %s", kernels[k]);
-    printf("\n");
-    for (int trial = 0; trial < 40; trial++) {
-        /* edges: empty, single, odd, past the blocks (K > KC, N > NC panels) */
-        int64_t M = trial < 3 ? trial : tu_int(&r, 1, trial % 7 == 0 ? 300 : 70);
-        int64_t N = trial == 3 ? 0 : tu_int(&r, 1, trial % 5 == 0 ? 260 : 70);
-        int64_t K = trial == 4 ? 0 : tu_int(&r, 1, trial % 3 == 0 ? 600 : 50);
-        bool ta = trial & 1, tb = (trial >> 1) & 1;
-        int64_t lda = (ta ? M : K) + tu_int(&r, 0, 3), ldb = (tb ? K : N) + tu_int(&r, 0, 3);
-        int64_t ldc = N + tu_int(&r, 0, 3);
-        size_t na = (size_t)((ta ? K : M) * lda + 1), nb = (size_t)((tb ? N : K) * ldb + 1);
-        size_t nc = (size_t)(M * ldc + 1);
-        float *A = malloc(na * 4), *B = malloc(nb * 4), *C = malloc(nc * 4), *R = malloc(nc * 4);
-        tu_fill(&r, A, na, -1, 1);
-        tu_fill(&r, B, nb, -1, 1);
-        gemm_ref(ta, tb, M, N, K, A, lda, B, ldb, R, ldc);
-        for (int k = 0; k < nk; k++)
-            for (int t = 0; t < 3; t++) {
-                assert_true(rt_gemm_force(kernels[k]));
-                tu_poison(C, nc);
-                rt_gemm(t == 0 ? ctx1 : t == 1 ? ctx : ctx3, ta, tb, M, N, K, A, lda, B, ldb, C,
-                        ldc);
-                for (int64_t i = 0; i < M; i++)
-                    if (memcmp(C + i * ldc, R + i * ldc, (size_t)N * 4) != 0)
-                        fail_msg("GEMM %s, %d threads, %s%s M=%lld N=%lld K=%lld: row %lld is not "
-                                 "the plain fma chain",
-                                 kernels[k], t == 0 ? 1 : t == 1 ? 2 : 3, ta ? "T" : "N",
-                                 tb ? "T" : "N", (long long)M, (long long)N, (long long)K,
-                                 (long long)i);
-            }
-        free(A);
-        free(B);
-        free(C);
-        free(R);
-    }
-    assert_true(rt_gemm_force(kernels[0]));
-    rt_kctx_destroy(ctx1);
-    rt_kctx_destroy(ctx3);
-}
-
-/* The product with Adam applied to each finished tile (the fused backward's
- * dW): p, m and v are those of storing the plain product and running
- * rt_simd_adam over it, bit for bit — every kernel, 1 to 3 threads, sizes
- * past the row block (M > MC), with edge tiles and several k-blocks. */
-static void test_gemm_adam_fused(void **state)
-{
-    (void)state;
-    tu_rng r = tu_rng_make(23);
-    const char *kernels[RT_GEMM_MAX_KERNELS];
-    int nk = rt_gemm_kernels(kernels);
-    rt_kctx *ctx1, *ctx3;
-    assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, 1, &ctx1, NULL), RT_OK);
-    assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, 3, &ctx3, NULL), RT_OK);
-    for (int trial = 0; trial < 12; trial++) {
-        int64_t M = tu_int(&r, 1, trial % 3 == 0 ? 300 : 60), N = tu_int(&r, 1, 200);
-        int64_t K = trial == 1 ? 0 : tu_int(&r, 1, trial % 2 ? 600 : 60);
-        bool ta = trial % 4 != 3, tb = trial % 5 == 4; /* dW is T, N */
-        int64_t lda = (ta ? M : K) + tu_int(&r, 0, 3), ldb = (tb ? K : N) + tu_int(&r, 0, 3);
-        int64_t ldc = N + tu_int(&r, 0, 3);
-        size_t na = (size_t)((ta ? K : M) * lda + 1), nb = (size_t)((tb ? N : K) * ldb + 1);
-        size_t nc = (size_t)(M * ldc);
-        float *A = malloc(na * 4), *B = malloc(nb * 4), *G = malloc(nc * 4), *C = malloc(nc * 4);
-        float *st0 = malloc(3 * nc * 4), *ref = malloc(3 * nc * 4), *got = malloc(3 * nc * 4);
-        tu_fill(&r, A, na, -1, 1);
-        tu_fill(&r, B, nb, -1, 1);
-        tu_fill(&r, st0, nc, -1, 1);          /* p */
-        tu_fill(&r, st0 + nc, nc, -0.1, 0.1); /* m */
-        tu_fill(&r, st0 + 2 * nc, nc, 0, 0.01); /* v */
-        const float gs = 0.5f, l2x2 = 2e-3f, b1 = 0.9f, b2 = 0.999f, lrt = 1e-3f, eps = 1e-8f;
-        memcpy(ref, st0, 3 * nc * 4);
-        gemm_ref(ta, tb, M, N, K, A, lda, B, ldb, G, ldc);
-        for (int64_t i = 0; i < M; i++)
-            rt_simd_adam(ref + i * ldc, G + i * ldc, ref + nc + i * ldc, ref + 2 * nc + i * ldc, N,
-                         gs, l2x2, b1, b2, lrt, eps);
-        for (int k = 0; k < nk; k++)
-            for (int t = 0; t < 3; t++) {
-                assert_true(rt_gemm_force(kernels[k]));
-                memcpy(got, st0, 3 * nc * 4);
-                rt_gemm_adam ad = {got, got + nc, got + 2 * nc, gs, l2x2, b1, b2, lrt, eps};
-                tu_poison(C, nc);
-                rt_gemm_adam_fused(t == 0 ? ctx1 : t == 1 ? ctx : ctx3, ta, tb, M, N, K, A, lda,
-                                   B, ldb, C, ldc, &ad);
-                for (int a = 0; a < 3; a++)
-                    for (int64_t i = 0; i < M; i++)
-                        if (memcmp(got + a * nc + i * ldc, ref + a * nc + i * ldc,
-                                   (size_t)N * 4) != 0)
-                            fail_msg("fused Adam %s, %d threads, %s%s M=%lld N=%lld K=%lld: row "
-                                     "%lld of %s differs from the product then Adam",
-                                     kernels[k], t + 1, ta ? "T" : "N", tb ? "T" : "N",
-                                     (long long)M, (long long)N, (long long)K, (long long)i,
-                                     a == 0 ? "p" : a == 1 ? "m" : "v");
-            }
-        free(A);
-        free(B);
-        free(G);
-        free(C);
-        free(st0);
-        free(ref);
-        free(got);
-    }
-    assert_true(rt_gemm_force(kernels[0]));
-    rt_kctx_destroy(ctx1);
-    rt_kctx_destroy(ctx3);
-}
-
-/* A row's result does not depend on the rows around it: the rows of a big
- * product equal the same rows computed alone and in other batch sizes. */
-static void test_gemm_rows_alone(void **state)
-{
-    (void)state;
-    tu_rng r = tu_rng_make(22);
-    const int64_t M = 517, N = 333, K = 700;
-    float *A = malloc(M * K * 4), *W = malloc(N * K * 4), *C = malloc(M * N * 4),
-          *S = malloc(M * N * 4);
-    tu_fill(&r, A, (size_t)(M * K), -1, 1);
-    tu_fill(&r, W, (size_t)(N * K), -1, 1);
-    rt_gemm(ctx, false, true, M, N, K, A, K, W, K, C, N);
-    const int64_t batches[] = {1, 7, 64, 100, 256};
-    for (size_t b = 0; b < sizeof batches / sizeof *batches; b++)
-        for (int64_t off = 0; off < M; off += batches[b]) {
-            int64_t n = M - off < batches[b] ? M - off : batches[b];
-            rt_gemm(ctx, false, true, n, N, K, A + off * K, K, W, K, S + off * N, N);
-            if (off + n == M)
-                assert_memory_equal(C, S, (size_t)(M * N) * 4);
-        }
-    free(A);
-    free(W);
-    free(C);
-    free(S);
-}
-
 /* ---- OpenBLAS's kernels for programs under exec (cpu_blas.c) -------------- */
 
 static void test_blas_core_choice(void **state)
@@ -805,9 +646,7 @@ int main(void)
         cmocka_unit_test(test_dropout_avx2),
         cmocka_unit_test(test_embedding),     cmocka_unit_test(test_batchnorm),
         cmocka_unit_test(test_dense),         cmocka_unit_test(test_head_and_losses),
-        cmocka_unit_test(test_adam),          cmocka_unit_test(test_gemm_bits),
-        cmocka_unit_test(test_gemm_adam_fused),
-        cmocka_unit_test(test_gemm_rows_alone), cmocka_unit_test(test_blas_core_choice),
+        cmocka_unit_test(test_adam),          cmocka_unit_test(test_blas_core_choice),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
