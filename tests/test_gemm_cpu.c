@@ -17,18 +17,21 @@
 #include "rt_kernels.h"
 #include "test_util.h"
 
-static rt_kctx *ctx; /* 2 threads */
+static rt_kctx *ctxs[3]; /* 1, 2 and 3 threads */
 
 static int setup(void **state)
 {
     (void)state;
-    char err[RT_ERR_LEN];
-    return rt_kctx_create(RT_DEVICE_CPU, 2, &ctx, err) == RT_OK ? 0 : -1;
+    for (int t = 0; t < 3; t++)
+        if (rt_kctx_create(RT_DEVICE_CPU, t + 1, &ctxs[t], NULL) != RT_OK)
+            return -1;
+    return 0;
 }
 static int teardown(void **state)
 {
     (void)state;
-    rt_kctx_destroy(ctx);
+    for (int t = 0; t < 3; t++)
+        rt_kctx_destroy(ctxs[t]);
     return 0;
 }
 
@@ -54,10 +57,6 @@ static void test_gemm_bits(void **state)
     tu_rng r = tu_rng_make(21);
     const char *kernels[RT_GEMM_MAX_KERNELS];
     int nk = rt_gemm_kernels(kernels);
-    char err[RT_ERR_LEN];
-    rt_kctx *ctx1, *ctx3;
-    assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, 1, &ctx1, err), RT_OK);
-    assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, 3, &ctx3, err), RT_OK);
     printf("GEMM kernels on this CPU:");
     for (int k = 0; k < nk; k++)
         printf(" %s", kernels[k]);
@@ -80,13 +79,13 @@ static void test_gemm_bits(void **state)
             for (int t = 0; t < 3; t++) {
                 assert_true(rt_gemm_force(kernels[k]));
                 tu_poison(C, nc);
-                rt_gemm(t == 0 ? ctx1 : t == 1 ? ctx : ctx3, ta, tb, M, N, K, A, lda, B, ldb, C,
+                rt_gemm(ctxs[t], ta, tb, M, N, K, A, lda, B, ldb, C,
                         ldc);
                 for (int64_t i = 0; i < M; i++)
                     if (memcmp(C + i * ldc, R + i * ldc, (size_t)N * 4) != 0)
                         fail_msg("GEMM %s, %d threads, %s%s M=%lld N=%lld K=%lld: row %lld is not "
                                  "the plain fma chain",
-                                 kernels[k], t == 0 ? 1 : t == 1 ? 2 : 3, ta ? "T" : "N",
+                                 kernels[k], t + 1, ta ? "T" : "N",
                                  tb ? "T" : "N", (long long)M, (long long)N, (long long)K,
                                  (long long)i);
             }
@@ -96,8 +95,6 @@ static void test_gemm_bits(void **state)
         free(R);
     }
     assert_true(rt_gemm_force(kernels[0]));
-    rt_kctx_destroy(ctx1);
-    rt_kctx_destroy(ctx3);
 }
 
 /* The product with Adam applied to each finished tile (the fused backward's
@@ -110,9 +107,6 @@ static void test_gemm_adam_fused(void **state)
     tu_rng r = tu_rng_make(23);
     const char *kernels[RT_GEMM_MAX_KERNELS];
     int nk = rt_gemm_kernels(kernels);
-    rt_kctx *ctx1, *ctx3;
-    assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, 1, &ctx1, NULL), RT_OK);
-    assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, 3, &ctx3, NULL), RT_OK);
     for (int trial = 0; trial < 12; trial++) {
         int64_t M = tu_int(&r, 1, trial % 3 == 0 ? 300 : 60), N = tu_int(&r, 1, 200);
         int64_t K = trial == 1 ? 0 : tu_int(&r, 1, trial % 2 ? 600 : 60);
@@ -140,7 +134,7 @@ static void test_gemm_adam_fused(void **state)
                 memcpy(got, st0, 3 * nc * 4);
                 rt_gemm_adam ad = {got, got + nc, got + 2 * nc, gs, l2x2, b1, b2, lrt, eps};
                 tu_poison(C, nc);
-                rt_gemm_adam_fused(t == 0 ? ctx1 : t == 1 ? ctx : ctx3, ta, tb, M, N, K, A, lda,
+                rt_gemm_adam_fused(ctxs[t], ta, tb, M, N, K, A, lda,
                                    B, ldb, C, ldc, &ad);
                 for (int a = 0; a < 3; a++)
                     for (int64_t i = 0; i < M; i++)
@@ -161,8 +155,6 @@ static void test_gemm_adam_fused(void **state)
         free(got);
     }
     assert_true(rt_gemm_force(kernels[0]));
-    rt_kctx_destroy(ctx1);
-    rt_kctx_destroy(ctx3);
 }
 
 /* A row's result does not depend on the rows around it: the rows of a big
@@ -176,12 +168,12 @@ static void test_gemm_rows_alone(void **state)
           *S = malloc(M * N * 4);
     tu_fill(&r, A, (size_t)(M * K), -1, 1);
     tu_fill(&r, W, (size_t)(N * K), -1, 1);
-    rt_gemm(ctx, false, true, M, N, K, A, K, W, K, C, N);
+    rt_gemm(ctxs[1], false, true, M, N, K, A, K, W, K, C, N);
     const int64_t batches[] = {1, 7, 64, 100, 256};
     for (size_t b = 0; b < sizeof batches / sizeof *batches; b++)
         for (int64_t off = 0; off < M; off += batches[b]) {
             int64_t n = M - off < batches[b] ? M - off : batches[b];
-            rt_gemm(ctx, false, true, n, N, K, A + off * K, K, W, K, S + off * N, N);
+            rt_gemm(ctxs[1], false, true, n, N, K, A + off * K, K, W, K, S + off * N, N);
             if (off + n == M)
                 assert_memory_equal(C, S, (size_t)(M * N) * 4);
         }
