@@ -12,11 +12,6 @@ void rt_cpu_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, r
                       rt_view y);
 void rt_cpu_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, rt_view dy,
                       float *dw, float *db, rt_view dx);
-/* The layer's backward with its Adam update fused (contract:
- * rt_k_dense_bwd_adam). */
-void rt_cpu_dense_bwd_adam(rt_kctx *ctx, rt_view x, rt_view y, rt_act act, rt_view dy, rt_view dx,
-                           const rt_adam_tensor *w, const rt_adam_tensor *b, const rt_adam_hp *hp,
-                           const int64_t *step);
 /* Adam's step size with the bias correction folded in, for the update that
  * makes the step *step + 1: lr * sqrt(1 - b2^t) / (1 - b1^t). */
 static inline float rt_cpu_adam_lrt(const rt_adam_hp *hp, int64_t step)

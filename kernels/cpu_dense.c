@@ -7,9 +7,7 @@
  *   forward   y  = x · wᵀ            sgemm(N, T), then y = act(y + b)
  *   backward  dz = dy ⊙ act'(y), db = Σ_rows dz      (one pass)
  *             dw = dzᵀ · x           sgemm(T, N)
- *             dx = dz · w            sgemm(N, N)
- * and, fused (single process), dx first, then dw with Adam applied to each
- * finished tile of it (rt_gemm_adam_fused), then Adam on the bias. */
+ *             dx = dz · w            sgemm(N, N) */
 #include <cblas.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -87,29 +85,4 @@ void rt_cpu_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act
     rt_gemm(ctx, true, false, out, in, B, RT_F(dy), dy.ld, RT_F(x), x.ld, dw, in);
     if (dx.p)
         rt_gemm(ctx, false, false, B, in, out, RT_F(dy), dy.ld, w, in, RT_F(dx), dx.ld);
-}
-
-void rt_cpu_dense_bwd_adam(rt_kctx *ctx, rt_view x, rt_view y, rt_act act, rt_view dy, rt_view dx,
-                           const rt_adam_tensor *w, const rt_adam_tensor *b, const rt_adam_hp *hp,
-                           const int64_t *step)
-{
-    const int64_t B = x.rows, in = x.cols, out = dy.cols;
-    const float lrt = rt_cpu_adam_lrt(hp, *step);
-    rt_gemm_adam aw = {w->p, w->m, w->v, hp->grad_scale, 2.0f * w->l2, hp->beta1, hp->beta2,
-                       lrt, hp->eps};
-    if (B == 0) {
-        memset(b->g, 0, (size_t)out * sizeof(float));
-        if (dx.p)
-            for (int64_t r = 0; r < dx.rows; r++)
-                memset(RT_F(dx) + r * dx.ld, 0, (size_t)in * sizeof(float));
-    } else {
-        mask_and_bias_grad(ctx, y, act, dy, b->g);
-        /* dx from the kernel before its update */
-        if (dx.p)
-            rt_gemm(ctx, false, false, B, in, out, RT_F(dy), dy.ld, w->p, in, RT_F(dx), dx.ld);
-    }
-    /* K = B = 0 gives zero gradients, which Adam still applies */
-    rt_gemm_adam_fused(ctx, true, false, out, in, B, RT_F(dy), dy.ld, RT_F(x), x.ld, w->g, in, &aw);
-    rt_simd_adam(b->p, b->g, b->m, b->v, out, hp->grad_scale, 2.0f * b->l2, hp->beta1, hp->beta2,
-                 lrt, hp->eps);
 }

@@ -18,7 +18,6 @@
  * avx2|scalar overrides).  Threads take disjoint blocks of rows or columns
  * of C; none splits k. */
 #include "cpu_gemm.h"
-#include "cpu_simd.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -29,10 +28,10 @@
 #include <omp.h>
 #endif
 
-/* the MR x NR tile's chains over kc values: continued from cin (row stride
- * ldi) when load, else started from zero; the results go to c (stride ldc) */
-typedef void (*micro_fn)(int64_t kc, const float *a, const float *b, const float *cin, int64_t ldi,
-                         float *c, int64_t ldc, bool load);
+/* the MR x NR tile of c (row stride ldc): its chains over kc values,
+ * continued from c when load, else started from zero */
+typedef void (*micro_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                         bool load);
 
 typedef struct kernel {
     const char *name;
@@ -54,8 +53,8 @@ typedef struct kernel {
     VEC acc[MR][2];                                                                                \
     _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++)                                          \
     {                                                                                              \
-        acc[r][0] = load ? LOADU(cin + r * ldi) : ZERO();                                         \
-        acc[r][1] = load ? LOADU(cin + r * ldi + VW) : ZERO();                                    \
+        acc[r][0] = load ? LOADU(c + r * ldc) : ZERO();                                           \
+        acc[r][1] = load ? LOADU(c + r * ldc + VW) : ZERO();                                      \
     }                                                                                              \
     _Pragma("GCC unroll 4") for (int64_t k = 0; k < kc; k++) {                                     \
         VEC b0 = LOADA(b), b1 = LOADA(b + VW);                                                     \
@@ -81,8 +80,7 @@ __attribute__((target("avx512f"), always_inline)) static inline __m512 bcast512(
 }
 
 __attribute__((target("avx512f"))) static void micro_avx512(int64_t kc, const float *a,
-                                                            const float *b, const float *cin,
-                                                            int64_t ldi, float *c, int64_t ldc,
+                                                            const float *b, float *c, int64_t ldc,
                                                             bool load)
 {
     MICRO_BODY(12, __m512, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_load_ps, _mm512_storeu_ps,
@@ -90,8 +88,7 @@ __attribute__((target("avx512f"))) static void micro_avx512(int64_t kc, const fl
 }
 
 __attribute__((target("avx2,fma"))) static void micro_avx2(int64_t kc, const float *a,
-                                                           const float *b, const float *cin,
-                                                           int64_t ldi, float *c, int64_t ldc,
+                                                           const float *b, float *c, int64_t ldc,
                                                            bool load)
 {
     MICRO_BODY(6, __m256, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_load_ps, _mm256_storeu_ps,
@@ -115,8 +112,8 @@ static inline v4 s_fma(v4 a, v4 b, v4 c)
     return c;
 }
 
-static void micro_scalar(int64_t kc, const float *a, const float *b, const float *cin,
-                         int64_t ldi, float *c, int64_t ldc, bool load)
+static void micro_scalar(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                         bool load)
 {
     MICRO_BODY(4, v4, s_zero, s_load, s_load, s_store, s_bcast, s_fma, 4)
 }
@@ -149,8 +146,8 @@ static inline v16 s16_fma(v16 a, v16 b, v16 c)
     return c;
 }
 
-static void micro_scalar_12x32(int64_t kc, const float *a, const float *b, const float *cin,
-                               int64_t ldi, float *c, int64_t ldc, bool load)
+static void micro_scalar_12x32(int64_t kc, const float *a, const float *b, float *c,
+                               int64_t ldc, bool load)
 {
     MICRO_BODY(12, v16, s16_zero, s16_load, s16_load, s16_store, s16_bcast, s16_fma, 16)
 }
@@ -178,7 +175,7 @@ static bool cpu_can(const kernel *k)
 
 static const kernel *chosen;
 static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
-static bool have_avx2; /* packing and the Adam epilogue with AVX2 (set with the kernel choice) */
+static bool have_avx2; /* packing with AVX2 (set with the kernel choice) */
 
 static void choose(void)
 {
@@ -392,150 +389,30 @@ typedef struct job {
     int64_t M, N, K, lda, ldb, ldc;
     const float *A, *B;
     float *C;
-    const rt_gemm_adam *adam; /* or NULL: store C */
 } job;
 
-/* Adam on n elements at off from the gradients g: rt_simd_adam. */
-static void adam_plain(const rt_gemm_adam *ad, int64_t off, const float *g, int64_t n)
-{
-    rt_simd_adam(ad->p + off, g, ad->m + off, ad->v + off, n, ad->grad_scale, ad->l2x2,
-                 ad->beta1, ad->beta2, ad->lrt, ad->eps);
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-/* The same, 8 at a time, inline for the short rows of a tile: IEEE single
- * operations in rt_simd_adam's order, none fused (vsqrtps and vdivps are
- * correctly rounded), so the same bits (test_model's test_fused_update). */
-__attribute__((target("avx2"))) static void adam_avx2(const rt_gemm_adam *ad, int64_t off,
-                                                       const float *g, int64_t n)
-{
-    float *p = ad->p + off, *m = ad->m + off, *v = ad->v + off;
-    const __m256 gs = _mm256_set1_ps(ad->grad_scale), l2 = _mm256_set1_ps(ad->l2x2);
-    const __m256 b1 = _mm256_set1_ps(ad->beta1), b2 = _mm256_set1_ps(ad->beta2);
-    const __m256 c1 = _mm256_set1_ps(1.0f - ad->beta1), c2 = _mm256_set1_ps(1.0f - ad->beta2);
-    const __m256 lrt = _mm256_set1_ps(ad->lrt), eps = _mm256_set1_ps(ad->eps);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 pi = _mm256_loadu_ps(p + i);
-        __m256 gi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(g + i), gs), _mm256_mul_ps(l2, pi));
-        __m256 mi = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m + i)), _mm256_mul_ps(c1, gi));
-        __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + i)),
-                                  _mm256_mul_ps(_mm256_mul_ps(c2, gi), gi));
-        _mm256_storeu_ps(m + i, mi);
-        _mm256_storeu_ps(v + i, vi);
-        __m256 upd = _mm256_div_ps(_mm256_mul_ps(lrt, mi), _mm256_add_ps(_mm256_sqrt_ps(vi), eps));
-        _mm256_storeu_ps(p + i, _mm256_sub_ps(pi, upd));
-    }
-    if (i < n)
-        adam_plain(ad, off + i, g + i, n - i);
-}
-#endif
-
-/* The parameters and moments that tile (i0, j0) will update (a line or two
- * of each of m rows, ldc apart): requested ahead rather than waited for
- * (block_adam_rows). */
-static inline void prefetch_tile(const job *g, int64_t i0, int64_t j0, int64_t m, int64_t n)
-{
-    for (int64_t r = 0; r < m; r++) {
-        int64_t off = (i0 + r) * g->ldc + j0;
-        for (int64_t j = 0; j < n; j += 16) {
-            __builtin_prefetch(g->adam->p + off + j, 1, 3);
-            __builtin_prefetch(g->adam->m + off + j, 1, 3);
-            __builtin_prefetch(g->adam->v + off + j, 1, 3);
-        }
-        __builtin_prefetch(g->adam->p + off + n - 1, 1, 3);
-        __builtin_prefetch(g->adam->m + off + n - 1, 1, 3);
-        __builtin_prefetch(g->adam->v + off + n - 1, 1, 3);
-    }
-}
-
-/* Rows [i0, i0+m) x columns [j0, j0+n) of C, finished, in tile (stride ts). */
-static void finish_tile(const job *g, int64_t i0, int64_t j0, int64_t m, int64_t n,
-                        const float *tile, int64_t ts)
-{
-    for (int64_t r = 0; r < m; r++) {
-        int64_t off = (i0 + r) * g->ldc + j0;
-#if defined(__x86_64__) && defined(__GNUC__)
-        if (have_avx2) {
-            adam_avx2(g->adam, off, tile + r * ts, n);
-            continue;
-        }
-#endif
-        adam_plain(g->adam, off, tile + r * ts, n);
-    }
-}
-
 /* Tile (i0, j0) of C, m x n (mr x nr but at the edges), from the packed
- * panels a and b over kc values: its chains continued from C (load) or
- * started; stored in C, or (apply) handed to Adam. */
+ * panels a and b over kc values, its chains continued from C (load) or
+ * started; an edge tile goes through the buffer tile. */
 static inline void one_tile(const job *g, int64_t kc, const float *a, const float *b, int64_t i0,
-                            int64_t j0, int64_t m, int64_t n, bool load, bool apply, float *tile)
+                            int64_t j0, int64_t m, int64_t n, bool load, float *tile)
 {
     const kernel *kn = g->kn;
     const int nr = kn->nr;
     float *c = g->C + i0 * g->ldc + j0;
-    if (m == kn->mr && n == nr && !apply) {
-        kn->fn(kc, a, b, c, g->ldc, c, g->ldc, load);
+    if (m == kn->mr && n == nr) {
+        kn->fn(kc, a, b, c, g->ldc, load);
         return;
     }
-    if (m == kn->mr && n == nr) { /* for Adam: the chains from C, the results to tile */
-        kn->fn(kc, a, b, c, g->ldc, tile, nr, load);
-        finish_tile(g, i0, j0, m, n, tile, nr);
-        return;
-    }
-    /* an edge tile: through the buffer */
     if (load)
         for (int64_t r = 0; r < m; r++)
             memcpy(tile + r * nr, c + r * g->ldc, (size_t)n * sizeof *c);
-    kn->fn(kc, a, b, tile, nr, tile, nr, load);
-    if (apply) {
-        finish_tile(g, i0, j0, m, n, tile, nr);
-        return;
-    }
+    kn->fn(kc, a, b, tile, nr, load);
     for (int64_t r = 0; r < m; r++)
         memcpy(c + r * g->ldc, tile + r * nr, (size_t)n * sizeof *c);
 }
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-/* In the k-block that applies Adam, tiles go along rows of C, and the
- * parameters and moments of the tile this many ahead are requested. */
-#define ADAM_AHEAD 2
-
-/* The rows [i0, i0+mc) x [j0, j0+nc) block's last k-block when it applies
- * Adam: all of its B panels packed first (kc x nc, in L2), then the tiles
- * row panel by row panel, each along its row.  Adam's p, m and v are then
- * read as 3 x mr sequential streams that the tile ADAM_AHEAD on is
- * prefetched from, where the column-panel order (below) read them down
- * columns, a few lines 4 KB apart per tile: batch 100, 1 thread, the orders
- * alternated step by step in one process: 26.0 vs 31.7 ms a step. */
-static void block_adam_rows(const job *g, int64_t i0, int64_t mc, int64_t j0, int64_t nc,
-                            int64_t pc, int64_t kc, bool load, float *ap, float *bp, bool pack,
-                            float *tile)
-{
-    const int mr = g->kn->mr, nr = g->kn->nr;
-    if (pack)
-        for (int64_t jr = 0; jr < nc; jr += nr)
-            pack_b(g->B, g->ldb, g->tb, j0 + jr, nc - jr < nr ? nc - jr : nr, pc, kc, nr,
-                   bp + jr * kc);
-    const int64_t width = round_up(nc, nr);
-    for (int64_t ir = 0; ir < mc; ir += mr) {
-        int64_t m = mc - ir < mr ? mc - ir : mr;
-        for (int64_t jr = 0; jr < nc; jr += nr) {
-            /* the tile ADAM_AHEAD on: in this row panel, or at the next one's start */
-            int64_t pr = ir, pj = jr + ADAM_AHEAD * nr;
-            if (pj >= nc) {
-                pr += mr;
-                pj -= width;
-            }
-            if (pr < mc && pj < nc)
-                prefetch_tile(g, i0 + pr, j0 + pj, mc - pr < mr ? mc - pr : mr,
-                              nc - pj < nr ? nc - pj : nr);
-            one_tile(g, kc, ap + ir * kc, bp + jr * kc, i0 + ir, j0 + jr, m,
-                     nc - jr < nr ? nc - jr : nr, load, true, tile);
-        }
-    }
-}
 
 static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float *ap,
                   float *bp)
@@ -543,11 +420,8 @@ static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, 
     const kernel *kn = g->kn;
     const int mr = kn->mr, nr = kn->nr;
     if (g->K == 0) {
-        for (int64_t i = m0; i < m1; i++) {
+        for (int64_t i = m0; i < m1; i++)
             memset(g->C + i * g->ldc + n0, 0, (size_t)(n1 - n0) * sizeof(float));
-            if (g->adam) /* zero gradients still move the parameters (momentum) */
-                adam_plain(g->adam, i * g->ldc + n0, g->C + i * g->ldc + n0, n1 - n0);
-        }
         return;
     }
     float tile[MAX_MR * MAX_NR] __attribute__((aligned(64)));
@@ -556,14 +430,9 @@ static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, 
         for (int64_t pc = 0; pc < g->K; pc += kn->kc) {
             int64_t kc = g->K - pc < kn->kc ? g->K - pc : kn->kc;
             bool load = pc > 0; /* continue the chains after the first k-block */
-            bool apply = g->adam && pc + kc >= g->K; /* the last k-block: Adam, not C */
             for (int64_t ic = m0; ic < m1; ic += kn->mc) {
                 int64_t mc = m1 - ic < kn->mc ? m1 - ic : kn->mc;
                 pack_a(g->A, g->lda, g->ta, ic, mc, pc, kc, mr, ap);
-                if (apply) {
-                    block_adam_rows(g, ic, mc, jc, nc, pc, kc, load, ap, bp, ic == m0, tile);
-                    continue;
-                }
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     int64_t n = nc - jr < nr ? nc - jr : nr;
                     /* each B panel is packed just before its first use, while
@@ -572,7 +441,7 @@ static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, 
                         pack_b(g->B, g->ldb, g->tb, jc + jr, n, pc, kc, nr, bp + jr * kc);
                     for (int64_t ir = 0; ir < mc; ir += mr)
                         one_tile(g, kc, ap + ir * kc, bp + jr * kc, ic + ir, jc + jr,
-                                 mc - ir < mr ? mc - ir : mr, n, load, false, tile);
+                                 mc - ir < mr ? mc - ir : mr, n, load, tile);
                 }
             }
         }
@@ -585,17 +454,10 @@ static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, 
 void rt_gemm(rt_kctx *ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
              int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc)
 {
-    rt_gemm_adam_fused(ctx, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, NULL);
-}
-
-void rt_gemm_adam_fused(rt_kctx *ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
-                        const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
-                        int64_t ldc, const rt_gemm_adam *adam)
-{
     if (M <= 0 || N <= 0)
         return;
     const kernel *kn = current();
-    job g = {kn, ta, tb, M, N, K, lda, ldb, ldc, A, B, C, adam};
+    job g = {kn, ta, tb, M, N, K, lda, ldb, ldc, A, B, C};
     /* threads take whole panels of columns, or of rows when there are too
      * few column panels; never a share of k */
     int64_t npan = round_up(N, kn->nr) / kn->nr, mpan = round_up(M, kn->mr) / kn->mr;

@@ -26,20 +26,6 @@
 void rt_gemm(rt_kctx *ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
              int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
 
-/* Adam fused into the product (the weight gradient of a dense layer): each
- * finished tile of C is not stored but applied, while in cache, to the
- * parameters at the same positions — element (i, j) of C is the gradient of
- * p[i*ldc + j], and m, v alike — with rt_simd_adam's arithmetic (the same
- * bits as storing C and running Adam over it after). C serves as the
- * accumulator between k-blocks and holds no result afterwards. */
-typedef struct rt_gemm_adam {
-    float *p, *m, *v;
-    float grad_scale, l2x2, beta1, beta2, lrt, eps;
-} rt_gemm_adam;
-void rt_gemm_adam_fused(rt_kctx *ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
-                        const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
-                        int64_t ldc, const rt_gemm_adam *adam);
-
 /* The micro-kernels this CPU can run, best first ("avx512", "avx2",
  * "scalar", and "scalar-12x32": the AVX-512 kernel's shape in plain C, for
  * tests), and forcing one (tests; also RT_GEMM_KERNEL in the environment).

@@ -360,7 +360,6 @@ const rt_kernel_ops rt_cpu_kernel_ops = {
     .mae = cpu_mae,
     .rmspe = cpu_rmspe,
     .adam = cpu_adam,
-    .dense_bwd_adam = rt_cpu_dense_bwd_adam,
     .step_incr = cpu_step_incr,
     .scale = cpu_scale,
 };

@@ -92,10 +92,6 @@ struct rt_kernel_ops {
     void (*rmspe)(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc);
     void (*adam)(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                  const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, const int64_t *step);
-    /* NULL where the backend has none (CUDA) */
-    void (*dense_bwd_adam)(rt_kctx *ctx, rt_view x, rt_view y, rt_act act, rt_view dy,
-                           rt_view dx, const rt_adam_tensor *w, const rt_adam_tensor *b,
-                           const rt_adam_hp *hp, const int64_t *step);
     void (*step_incr)(rt_kctx *ctx, int64_t *step);
     void (*scale)(rt_kctx *ctx, float *p, int64_t n, float s);
 };

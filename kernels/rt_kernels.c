@@ -379,17 +379,6 @@ void rt_k_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, doub
     ctx->ops->rmspe(ctx, pred, y, n, acc);
 }
 
-bool rt_k_has_dense_bwd_adam(const rt_kctx *ctx) { return ctx->ops->dense_bwd_adam != NULL; }
-
-void rt_k_dense_bwd_adam(rt_kctx *ctx, rt_view x, rt_view y, rt_act act, rt_view dy, rt_view dx,
-                         const rt_adam_tensor *w, const rt_adam_tensor *b, const rt_adam_hp *hp,
-                         const int64_t *step)
-{
-    check_dense_bwd(ctx, x, y, dy, dx);
-    RT_ASSERT(ctx->ops->dense_bwd_adam);
-    ctx->ops->dense_bwd_adam(ctx, x, y, act, dy, dx, w, b, hp, step);
-}
-
 void rt_k_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, const int64_t *step)
 {

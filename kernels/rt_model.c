@@ -488,44 +488,17 @@ void rt_model_loss(rt_model *m, int64_t n, bool with_grad)
     rt_k_rmspe(m->ctx, m->pred, m->in_label, n, m->metrics + 2);
 }
 
-/* The L2 coefficient of the tensor at off (its Adam segment's). Empty
- * tensors (batch norm without continuous columns) share the offset of the
- * next one and are passed over. */
-static float l2_at(const rt_model *m, int64_t off)
-{
-    for (int t = 0; t < m->ninfo; t++)
-        if (m->info[t].trainable && m->info[t].off == off && m->info[t].count > 0)
-            return m->info[t].l2;
-    RT_ASSERT(!"no tensor at this offset");
-    return 0.0f;
-}
-
-/* Dense layer l's backward; with update, its Adam step in the same pass
- * (rt_k_dense_bwd_adam: the kernel's tiles of dw are applied while hot). */
-static void dense_bwd(rt_model *m, int l, rt_view x, rt_view y, rt_act act, rt_view dy,
-                      rt_view dx, bool update)
+/* Dense layer l's backward: its gradients into the arena. */
+static void dense_bwd(rt_model *m, int l, rt_view x, rt_view y, rt_act act, rt_view dy, rt_view dx)
 {
     float *g = m->grads;
-    if (!update) {
-        rt_k_dense_bwd(m->ctx, x, m->params + m->off_w[l], y, act, dy, g + m->off_w[l],
-                       g + m->off_b[l], dx);
-        return;
-    }
-    rt_adam_tensor w = {m->params + m->off_w[l], g + m->off_w[l], m->adam_m + m->off_w[l],
-                        m->adam_v + m->off_w[l], l2_at(m, m->off_w[l])};
-    rt_adam_tensor b = {m->params + m->off_b[l], g + m->off_b[l], m->adam_m + m->off_b[l],
-                        m->adam_v + m->off_b[l], l2_at(m, m->off_b[l])};
-    rt_k_dense_bwd_adam(m->ctx, x, y, act, dy, dx, &w, &b, m->hp, m->step);
+    rt_k_dense_bwd(m->ctx, x, m->params + m->off_w[l], y, act, dy, g + m->off_w[l],
+                   g + m->off_b[l], dx);
 }
 
-/* Backward; with update (single process, where the backend fuses it), Adam
- * as it goes: each dense layer's right after its gradients (its dx taken
- * first, from the kernel before the update), the embeddings and batch norm
- * at the end — the same bits as backward, then rt_model_update. */
-static void backward(rt_model *m, int64_t n, rt_grad_hook hook, void *user, bool update)
+void rt_model_backward(rt_model *m, int64_t n, rt_grad_hook hook, void *user)
 {
     RT_ASSERT(n >= 0 && n <= m->max_batch);
-    RT_ASSERT(!(update && hook));
     const rt_model_spec *s = &m->spec;
     rt_kctx *ctx = m->ctx;
     const int L = s->n_hidden;
@@ -539,7 +512,7 @@ static void backward(rt_model *m, int64_t n, rt_grad_hook hook, void *user, bool
     rt_view hl = mat(m, m->h[L - 1], n, s->hidden[L - 1]);
     float *gcur = m->ga, *gnext = m->gb;
     dense_bwd(m, L, hl, mat(m, m->z, n, 1), RT_ACT_NONE, mat(m, m->dz, n, 1),
-              mat(m, gcur, n, s->hidden[L - 1]), update);
+              mat(m, gcur, n, s->hidden[L - 1]));
     if (hook)
         hook(user, m->off_w[L], m->arena - m->off_w[L]);
     if (s->dropout > 0.0f)
@@ -552,7 +525,7 @@ static void backward(rt_model *m, int64_t n, rt_grad_hook hook, void *user, bool
         rt_view dx = l == 0 ? mat(m, m->dx0, n, m->f0)
                             : mat(m, gnext, n, s->hidden[l - 1]);
         dense_bwd(m, l, x, mat(m, m->h[l], n, s->hidden[l]), RT_ACT_RELU,
-                  mat(m, gcur, n, s->hidden[l]), dx, update);
+                  mat(m, gcur, n, s->hidden[l]), dx);
         if (hook)
             hook(user, m->off_w[l], m->off_w[l + 1] - m->off_w[l]); /* with the padding */
         float *t = gcur;
@@ -572,30 +545,6 @@ static void backward(rt_model *m, int64_t n, rt_grad_hook hook, void *user, bool
                        mat(m, g + m->off_emb, m->rows, s->emb_dim));
     if (hook)
         hook(user, 0, m->off_w[0]);
-    if (update) {
-        /* the segments of the embeddings and batch norm come first and end
-         * at the first dense kernel */
-        int nseg = 0;
-        for (int t = 0; t < m->ninfo; t++)
-            nseg += m->info[t].trainable && m->info[t].off < m->off_w[0];
-        rt_k_adam(ctx, m->params, g, m->adam_m, m->adam_v, m->off_w[0], m->segs, nseg, m->hp,
-                  m->step);
-        rt_k_step_incr(ctx, m->step);
-    }
-}
-
-void rt_model_backward(rt_model *m, int64_t n, rt_grad_hook hook, void *user)
-{
-    backward(m, n, hook, user, false);
-}
-
-bool rt_model_backward_apply(rt_model *m, int64_t n, const rt_adam_hp *hp)
-{
-    if (!rt_k_has_dense_bwd_adam(m->ctx))
-        return false;
-    rt_model_set_hparams(m, hp);
-    backward(m, n, NULL, NULL, true);
-    return true;
 }
 
 void rt_model_set_hparams(rt_model *m, const rt_adam_hp *hp)
@@ -620,10 +569,8 @@ void rt_model_train_step(rt_model *m, int64_t n, const rt_adam_hp *hp)
 {
     rt_model_forward(m, n, true);
     rt_model_loss(m, n, true);
-    if (!rt_model_backward_apply(m, n, hp)) {
-        rt_model_backward(m, n, NULL, NULL);
-        rt_model_apply(m, hp);
-    }
+    rt_model_backward(m, n, NULL, NULL);
+    rt_model_apply(m, hp);
 }
 
 /* ---- metrics and state ------------------------------------------------------ */

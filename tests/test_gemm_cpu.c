@@ -1,8 +1,7 @@
 /* test_gemm_cpu.c — ringtrain's CPU GEMM (kernels/cpu_gemm.c) gives every
  * output as the plain fused multiply-add chain over k in order, whatever the
- * micro-kernel, the thread count and the rows around it, and its fused Adam
- * update gives the bits of the product followed by rt_simd_adam (random
- * shapes each run; RT_TEST_SEED reproduces). */
+ * micro-kernel, the thread count and the rows around it (random shapes
+ * each run; RT_TEST_SEED reproduces). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +12,6 @@
 #include <string.h>
 #include <cmocka.h>
 #include "cpu_gemm.h"
-#include "cpu_simd.h"
 #include "rt_kernels.h"
 #include "test_util.h"
 
@@ -97,66 +95,6 @@ static void test_gemm_bits(void **state)
     assert_true(rt_gemm_force(kernels[0]));
 }
 
-/* The product with Adam applied to each finished tile (the fused backward's
- * dW): p, m and v are those of storing the plain product and running
- * rt_simd_adam over it, bit for bit — every kernel, 1 to 3 threads, sizes
- * past the row block (M > MC), with edge tiles and several k-blocks. */
-static void test_gemm_adam_fused(void **state)
-{
-    (void)state;
-    tu_rng r = tu_rng_make(23);
-    const char *kernels[RT_GEMM_MAX_KERNELS];
-    int nk = rt_gemm_kernels(kernels);
-    for (int trial = 0; trial < 12; trial++) {
-        int64_t M = tu_int(&r, 1, trial % 3 == 0 ? 300 : 60), N = tu_int(&r, 1, 200);
-        int64_t K = trial == 1 ? 0 : tu_int(&r, 1, trial % 2 ? 600 : 60);
-        bool ta = trial % 4 != 3, tb = trial % 5 == 4; /* dW is T, N */
-        int64_t lda = (ta ? M : K) + tu_int(&r, 0, 3), ldb = (tb ? K : N) + tu_int(&r, 0, 3);
-        int64_t ldc = N + tu_int(&r, 0, 3);
-        size_t na = (size_t)((ta ? K : M) * lda + 1), nb = (size_t)((tb ? N : K) * ldb + 1);
-        size_t nc = (size_t)(M * ldc);
-        float *A = malloc(na * 4), *B = malloc(nb * 4), *G = malloc(nc * 4), *C = malloc(nc * 4);
-        float *st0 = malloc(3 * nc * 4), *ref = malloc(3 * nc * 4), *got = malloc(3 * nc * 4);
-        tu_fill(&r, A, na, -1, 1);
-        tu_fill(&r, B, nb, -1, 1);
-        tu_fill(&r, st0, nc, -1, 1);          /* p */
-        tu_fill(&r, st0 + nc, nc, -0.1, 0.1); /* m */
-        tu_fill(&r, st0 + 2 * nc, nc, 0, 0.01); /* v */
-        const float gs = 0.5f, l2x2 = 2e-3f, b1 = 0.9f, b2 = 0.999f, lrt = 1e-3f, eps = 1e-8f;
-        memcpy(ref, st0, 3 * nc * 4);
-        gemm_ref(ta, tb, M, N, K, A, lda, B, ldb, G, ldc);
-        for (int64_t i = 0; i < M; i++)
-            rt_simd_adam(ref + i * ldc, G + i * ldc, ref + nc + i * ldc, ref + 2 * nc + i * ldc, N,
-                         gs, l2x2, b1, b2, lrt, eps);
-        for (int k = 0; k < nk; k++)
-            for (int t = 0; t < 3; t++) {
-                assert_true(rt_gemm_force(kernels[k]));
-                memcpy(got, st0, 3 * nc * 4);
-                rt_gemm_adam ad = {got, got + nc, got + 2 * nc, gs, l2x2, b1, b2, lrt, eps};
-                tu_poison(C, nc);
-                rt_gemm_adam_fused(ctxs[t], ta, tb, M, N, K, A, lda,
-                                   B, ldb, C, ldc, &ad);
-                for (int a = 0; a < 3; a++)
-                    for (int64_t i = 0; i < M; i++)
-                        if (memcmp(got + a * nc + i * ldc, ref + a * nc + i * ldc,
-                                   (size_t)N * 4) != 0)
-                            fail_msg("fused Adam %s, %d threads, %s%s M=%lld N=%lld K=%lld: row "
-                                     "%lld of %s differs from the product then Adam",
-                                     kernels[k], t + 1, ta ? "T" : "N", tb ? "T" : "N",
-                                     (long long)M, (long long)N, (long long)K, (long long)i,
-                                     a == 0 ? "p" : a == 1 ? "m" : "v");
-            }
-        free(A);
-        free(B);
-        free(G);
-        free(C);
-        free(st0);
-        free(ref);
-        free(got);
-    }
-    assert_true(rt_gemm_force(kernels[0]));
-}
-
 /* A row's result does not depend on the rows around it: the rows of a big
  * product equal the same rows computed alone and in other batch sizes. */
 static void test_gemm_rows_alone(void **state)
@@ -188,7 +126,6 @@ int main(void)
     tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_bits),
-        cmocka_unit_test(test_gemm_adam_fused),
         cmocka_unit_test(test_gemm_rows_alone),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

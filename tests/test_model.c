@@ -1,7 +1,8 @@
 /* test_model.c — the model runtime on the CPU: parameter count of the
  * Rossmann model, the whole model's gradient against central finite
  * differences of an independent double-precision forward, gradient-hook
- * coverage, bitwise determinism of a fixed-seed run, state round trip, and
+ * coverage, bitwise determinism of a fixed-seed run and across thread
+ * counts, state round trip, and
  * that training actually reduces the loss. */
 #include <math.h>
 #include <setjmp.h>
@@ -345,71 +346,53 @@ static void test_determinism(void **state)
     free(b);
 }
 
-/* The single-process step with Adam fused into backward (rt_model_train_step
- * on the CPU) against backward then apply: the same bits after every step —
+/* The training step on 1 and on 2 threads: the same bits after every step —
  * parameters, moments, moving statistics, step — with dropout, L2, batch
- * norm and without (empty tensors at the first kernel's offset), batches above and below the GEMM's k-block (256) and an empty one,
- * on 1 and 2 threads; and the two thread counts agree. */
-static void fused_case(rt_model_spec s)
+ * norm and without (empty tensors at the first kernel's offset), batches
+ * above and below the GEMM's k-block (256) and an empty one. */
+static void threads_case(rt_model_spec s)
 {
     const int64_t maxb = 300, sizes[] = {300, 7, 0, 64, 257, 1};
     const int nsteps = (int)(sizeof sizes / sizeof *sizes);
     int32_t *cat = calloc((size_t)(maxb * s.n_cat), 4);
     float *cont = calloc((size_t)(maxb * s.n_cont), 4), *label = calloc((size_t)maxb, 4);
-    float *st[2][2] = {{NULL}}; /* [threads-1][fused?]: the final state */
-    int64_t P = 0, NB = 0;
-    for (int threads = 1; threads <= 2; threads++) {
-        rt_kctx *c;
-        assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, threads, &c, NULL), RT_OK);
-        assert_true(rt_k_has_dense_bwd_adam(c));
-        rt_model *mf, *mu;
-        assert_int_equal(rt_model_create(&s, c, maxb, &mf, NULL), RT_OK);
-        assert_int_equal(rt_model_create(&s, c, maxb, &mu, NULL), RT_OK);
-        P = rt_model_num_params(mf);
-        NB = rt_model_num_buffers(mf);
-        const size_t all = (size_t)(3 * P + NB);
-        for (int k = 0; k < 2; k++)
-            st[threads - 1][k] = malloc(all * 4);
-        tu_rng data = tu_rng_make(32);
-        for (int step = 0; step < nsteps; step++) {
-            rt_adam_hp hp = {1e-3f * (float)(step + 1), 0.9f, 0.999f, 1e-3f, 1.0f};
-            const int64_t n = sizes[step];
-            fill_batch(mf, &data, n, cat, cont, label);
-            rt_model_set_batch(mu, cat, cont, label, n);
-            rt_model_train_step(mf, n, &hp);
-            rt_model_forward(mu, n, true);
-            rt_model_loss(mu, n, true);
-            rt_model_backward(mu, n, NULL, NULL);
-            rt_model_apply(mu, &hp);
-            int64_t sf = -1, su = -2;
-            for (int k = 0; k < 2; k++) {
-                float *d = st[threads - 1][k];
-                assert_int_equal(rt_model_get_state(k ? mf : mu, d, d + P, d + 2 * P, d + 3 * P,
-                                                    k ? &sf : &su, NULL),
-                                 RT_OK);
-            }
-            assert_int_equal(sf, step + 1);
-            assert_int_equal(su, step + 1);
-            if (memcmp(st[threads - 1][0], st[threads - 1][1], all * 4) != 0) {
-                for (size_t i = 0; i < all; i++)
-                    if (memcmp(&st[threads - 1][0][i], &st[threads - 1][1][i], 4) != 0)
-                        fail_msg("%d thread(s), step %d (batch %lld): state value %zu: fused %.9g, "
-                                 "unfused %.9g", threads, step, (long long)n, i,
-                                 (double)st[threads - 1][1][i], (double)st[threads - 1][0][i]);
-            }
-        }
-        rt_model_destroy(mf);
-        rt_model_destroy(mu);
-        rt_kctx_destroy(c);
+    rt_kctx *c[2];
+    rt_model *m[2];
+    for (int t = 0; t < 2; t++) {
+        assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, t + 1, &c[t], NULL), RT_OK);
+        assert_int_equal(rt_model_create(&s, c[t], maxb, &m[t], NULL), RT_OK);
     }
-    assert_memory_equal(st[0][1], st[1][1], (size_t)(3 * P + NB) * 4);
-    for (int t = 0; t < 2; t++)
-        for (int k = 0; k < 2; k++)
-            free(st[t][k]);
+    const int64_t P = rt_model_num_params(m[0]), NB = rt_model_num_buffers(m[0]);
+    const size_t all = (size_t)(3 * P + NB);
+    float *st[2] = {malloc(all * 4), malloc(all * 4)};
+    tu_rng data = tu_rng_make(32);
+    for (int step = 0; step < nsteps; step++) {
+        rt_adam_hp hp = {1e-3f * (float)(step + 1), 0.9f, 0.999f, 1e-3f, 1.0f};
+        const int64_t n = sizes[step];
+        fill_batch(m[0], &data, n, cat, cont, label);
+        rt_model_set_batch(m[1], cat, cont, label, n);
+        for (int t = 0; t < 2; t++) {
+            rt_model_train_step(m[t], n, &hp);
+            int64_t at = -1;
+            float *d = st[t];
+            assert_int_equal(rt_model_get_state(m[t], d, d + P, d + 2 * P, d + 3 * P, &at, NULL),
+                             RT_OK);
+            assert_int_equal(at, step + 1);
+        }
+        for (size_t i = 0; i < all; i++)
+            if (memcmp(&st[0][i], &st[1][i], 4) != 0)
+                fail_msg("step %d (batch %lld): state value %zu: 1 thread %.9g, 2 threads %.9g",
+                         step, (long long)n, i, (double)st[0][i], (double)st[1][i]);
+    }
+    for (int t = 0; t < 2; t++) {
+        rt_model_destroy(m[t]);
+        rt_kctx_destroy(c[t]);
+        free(st[t]);
+    }
     free(cat); free(cont); free(label);
 }
 
-static void test_fused_update(void **state)
+static void test_threads_agree(void **state)
 {
     (void)state;
     tu_rng g = tu_rng_make(31);
@@ -418,9 +401,9 @@ static void test_fused_update(void **state)
     s.l2 = 1e-3f;
     for (int l = 0; l < s.n_hidden; l++)
         s.hidden[l] = (int)tu_int(&g, 20, 90);
-    fused_case(s);
+    threads_case(s);
     s.n_cont = 0;
-    fused_case(s);
+    threads_case(s);
 }
 
 static void test_state_roundtrip_and_eval(void **state)
@@ -533,7 +516,7 @@ int main(void)
         cmocka_unit_test(test_rossmann_param_count),
         cmocka_unit_test(test_whole_model_gradient),
         cmocka_unit_test(test_determinism),
-        cmocka_unit_test(test_fused_update),
+        cmocka_unit_test(test_threads_agree),
         cmocka_unit_test(test_state_roundtrip_and_eval),
         cmocka_unit_test(test_training_learns),
     };

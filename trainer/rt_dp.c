@@ -233,13 +233,6 @@ rt_status rt_dp_step(rt_dp *d, const int32_t *cat, const float *cont, const floa
     rt_trace_span(tr, RT_SPAN_FORWARD, t0, t1, d->steps, 0);
     rt_adam_hp h = *hp;
     h.grad_scale = hp->grad_scale / (float)d->size; /* the sum becomes the average */
-    /* one process, no timeline (which times backward and the optimizer
-     * apart): Adam fused into backward where the backend has it, the same
-     * bits as the two passes */
-    if (d->size == 1 && !tr && rt_model_backward_apply(m, n, &h)) {
-        d->steps++;
-        return rt_kctx_check(d->ctx, err);
-    }
     d->mark_ns = t1;
     d->layer = 0;
     if (d->fusion)

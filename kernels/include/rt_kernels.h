@@ -269,23 +269,6 @@ typedef struct rt_adam_hp {
 void rt_k_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, const int64_t *step);
 
-/* One tensor's parameters, gradients and Adam moments, and its L2
- * coefficient (as its rt_adam_seg). */
-typedef struct rt_adam_tensor {
-    float *p, *g, *m, *v;
-    float l2;
-} rt_adam_tensor;
-
-/* rt_k_dense_bwd and the layer's Adam update in one pass: dx from the kernel
- * as it was, then the kernel w (out x in) and the bias b (out) updated
- * exactly as rt_k_adam would with their segments and *step, each tile of dw
- * applied while it is in cache instead of being stored (w->g holds no
- * gradient afterwards). Only where rt_k_has_dense_bwd_adam (the CPU). */
-bool rt_k_has_dense_bwd_adam(const rt_kctx *ctx);
-void rt_k_dense_bwd_adam(rt_kctx *ctx, rt_view x, rt_view y, rt_act act, rt_view dy, rt_view dx,
-                         const rt_adam_tensor *w, const rt_adam_tensor *b, const rt_adam_hp *hp,
-                         const int64_t *step);
-
 /* *step += 1 (in the context's memory). */
 void rt_k_step_incr(rt_kctx *ctx, int64_t *step);
 

@@ -144,14 +144,6 @@ void rt_model_set_hparams(rt_model *m, const rt_adam_hp *hp);
  * replayed graph uses the values set before each launch). */
 void rt_model_update(rt_model *m);
 
-/* backward + apply in one pass, for one process (no gradient reduction
- * between them): each dense layer's Adam step is taken as its weight
- * gradient is computed, while in cache (rt_k_dense_bwd_adam) — the same
- * bits as rt_model_backward then rt_model_apply. false, and nothing done,
- * where the backend cannot (CUDA); rt_model_grads then holds no gradients
- * of the dense kernels. */
-bool rt_model_backward_apply(rt_model *m, int64_t n, const rt_adam_hp *hp);
-
 /* forward(train) + loss + backward + apply, for one process. */
 void rt_model_train_step(rt_model *m, int64_t n, const rt_adam_hp *hp);
 
