@@ -8,7 +8,9 @@ the development machine) falls on both sides alike.
 e.g. python3 bench/ab_step.py 6 100 1 before=/tmp/old/bench/train_step after=build/bench/train_step
 
 OPENBLAS_CORETYPE is removed from the environment (a user's machine has none).
-The ratio is each run's step GFLOP/s over its own sgemm figure (gemm_peak)."""
+The ratio is each run's step GFLOP/s over its own sgemm figure (gemm_peak, the
+warm best); ratio_side over the sgemm median taken between its steps (builds
+that print it; nan otherwise)."""
 import os
 import statistics
 import subprocess
@@ -20,8 +22,9 @@ def run(binary, batch, threads, env):
                           "--seconds", "1.5"], capture_output=True, text=True, env=env,
                          timeout=120, check=True).stdout
     f = out.strip().splitlines()[-1].split()
-    # device threads batch samples/s step_us GFLOP/s gemm_peak ratio%
-    return float(f[3]), float(f[4]), float(f[6]), float(f[7].rstrip("%"))
+    # device threads batch samples/s step_us GFLOP/s gemm_peak ratio% [gemm_side ratio_side%]
+    side = float(f[9].rstrip("%")) if len(f) > 9 else float("nan")
+    return float(f[3]), float(f[4]), float(f[6]), float(f[7].rstrip("%")), side
 
 
 def main():
@@ -37,10 +40,12 @@ def main():
             res[label].append(run(binary, batch, threads, env))
     for label, _ in builds:
         v = res[label]
-        med = [statistics.median(x[i] for x in v) for i in range(4)]
+        med = [statistics.median(x[i] for x in v) for i in range(5)]
         print(f"{label}: batch {batch}, {threads} thread(s): {med[0]:.0f} samples/s, "
               f"step {med[1] / 1000:.1f} ms, sgemm {med[2]:.1f} GFLOP/s, ratio {med[3]:.0f}% "
-              f"({min(x[3] for x in v):.0f}-{max(x[3] for x in v):.0f}), {len(v)} runs")
+              f"({min(x[3] for x in v):.0f}-{max(x[3] for x in v):.0f}), ratio_side "
+              f"{med[4]:.0f}% ({min(x[4] for x in v):.0f}-{max(x[4] for x in v):.0f}), "
+              f"{len(v)} runs")
 
 
 if __name__ == "__main__":
