@@ -244,7 +244,10 @@ static void cpu_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v,
                  const rt_adam_seg *segs, int nseg, const rt_adam_hp *hpp, const int64_t *step)
 {
     const rt_adam_hp hp = *hpp;
-    const float lrt = rt_cpu_adam_lrt(&hp, *step);
+    /* the step size with the bias correction folded in, for the update that
+     * makes the step *step + 1: lr * sqrt(1 - b2^t) / (1 - b1^t) */
+    const double t = (double)(*step + 1);
+    const float lrt = (float)(hp.lr * sqrt(1.0 - pow(hp.beta2, t)) / (1.0 - pow(hp.beta1, t)));
     int64_t covered = 0;
     for (int s = 0; s < nseg; s++) {
         const int64_t lo = segs[s].off, len = segs[s].len;
@@ -295,6 +298,12 @@ static rt_status cpu_done(rt_kctx *ctx, char *err)
     return RT_OK; /* every CPU op has finished when it returns */
 }
 
+/* Tensors of 2 MiB and more (the parameters, gradients and Adam moments,
+ * 43 MB for the Rossmann model; the activations at large batches) on
+ * transparent huge pages, 2 MiB aligned: fewer TLB misses for Adam's
+ * streams and the GEMM's strided packing.  Zen 3, train_step builds with
+ * and without, 8 alternating runs: batch 100 27.4 vs 27.8 ms (1 thread),
+ * 14.8 vs 15.7 ms (2); batch 1024 204.5 vs 210.7 ms (1). */
 #define HUGE_PAGE ((size_t)2 << 20)
 
 static rt_status cpu_malloc(size_t bytes, void **out)
