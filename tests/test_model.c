@@ -2,8 +2,7 @@
  * Rossmann model, the whole model's gradient against central finite
  * differences of an independent double-precision forward, gradient-hook
  * coverage, bitwise determinism of a fixed-seed run and across thread
- * counts, state round trip, and
- * that training actually reduces the loss. */
+ * counts, state round trip, and that training actually reduces the loss. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
