@@ -1,7 +1,8 @@
 /* allreduce — the allreduce benchmark (nccl-tests style):
  *
  *   allreduce --np N [--bytes B | sweep] [--iters K] [--transport tcp|shm|loopback|rdma|nccl]
- *             [--sockets S] [--segment BYTES] [--spin-us US] [--yield-us US]
+ *             [--sockets S] [--segment BYTES] [--small BYTES] [--spin-us US]
+ *             [--yield-us US]
  *             [--encrypt | --no-integrity]
  *             [--json]
  *
@@ -40,6 +41,8 @@ typedef struct cfg {
     int64_t yield_us; /* -1: yield only when ranks share cores (as rt_init) */
     size_t sizes[MAX_SIZES];
     size_t segment;
+    size_t small;    /* small_bytes, when small_set */
+    bool small_set;
     bool encrypt, plain, json; /* plain: integrity off (unsealed frames) */
     rt_transport_kind kind;
 } cfg;
@@ -159,6 +162,8 @@ static void base_opts(const cfg *c, rt_comm_opts *o)
     o->integrity = !c->plain;
     if (c->segment)
         o->max_segment_bytes = c->segment;
+    if (c->small_set)
+        o->small_bytes = c->small;
     o->timeout_us = 120000000;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     o->spin_us = c->spin_us >= 0 ? c->spin_us : (c->np <= cores ? 50 : 0);
@@ -216,7 +221,7 @@ static void *lb_rank(void *p)
 static int usage(void)
 {
     fprintf(stderr, "usage: allreduce --np N [--bytes B] [--iters K] [--transport tcp|shm|loopback|"
-                    "rdma|nccl] [--sockets S] [--segment BYTES] [--spin-us US] [--yield-us US]\n"
+                    "rdma|nccl] [--sockets S] [--segment BYTES] [--small BYTES] [--spin-us US] [--yield-us US]\n"
                     "                 [--encrypt | --no-integrity] [--json]\n");
     return 2;
 }
@@ -249,6 +254,11 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--spin-us") && v) {
             c.spin_us = atoll(v);
+            i++;
+        } else if (!strcmp(a, "--small") && v) {
+            c.small = (size_t)strtoull(v, NULL, 0);
+            c.small_set = true;
+            i++;
         } else if (!strcmp(a, "--yield-us") && v) {
             c.yield_us = atoll(v);
             i++;

@@ -9,7 +9,7 @@
  * transport keeps the next ones moving (double buffering).
  *
  * Allreduce (Gloo's AllreduceRingChunked, Patarasuk & Yuan 2009): the buffer
- * is cut into `size` chunks, each chunk into nseg >= 2 segments.
+ * is cut into `size` chunks, each chunk into nseg segments (plan_nseg).
  *   reduce-scatter, steps s = 0..n-2: send chunk (r - s), receive chunk
  *     (r - s - 1) and reduce it in; after it rank r holds chunk r+1 summed;
  *   allgather, steps s = 0..n-2: send chunk (r + 1 - s), receive chunk (r - s)
@@ -18,8 +18,9 @@
  * segment j of step s-1 arrived and was reduced, so the segment is passed
  * on while still in cache and consecutive steps overlap.  Each chunk is reduced in one fixed order
  * around the ring and then copied, so every rank ends with the same bits,
- * run after run.  Small buffers (<= small_bytes) instead allgather whole
- * buffers (n-1 frames instead of 2(n-1)) and reduce them in rank order. */
+ * run after run.  Small buffers (small_path(): at most small_bytes, less as
+ * n grows) instead allgather whole buffers (n-1 frames instead of 2(n-1))
+ * and reduce them in rank order. */
 #include <stdio.h>
 #include <string.h>
 
@@ -248,13 +249,22 @@ static size_t chunked_dep(void *vu, size_t f)
     return s == 0 ? SIZE_MAX : rt_diag_index(u->steps, u->nseg, s - 1, j);
 }
 
-/* segments per chunk: at least two (one moving while one is reduced), and
- * none larger than max_segment_bytes */
+/* Segments per chunk: none larger than max_segment_bytes, and two (one
+ * moving while one is reduced) where each is at least RT_RING_PIPE_MIN
+ * bytes.  Below that a frame's wake-up costs more than the overlap gains:
+ * bench/allreduce, sealed frames, one chunk in one frame vs two, medians of
+ * 5 alternating runs: np = 4 on 2 cores 64 KiB 383 vs 535 us, 128 KiB 639
+ * vs 801; np = 2, 96 KiB 123 vs 144 (plain 43 vs 64); while at np = 2,
+ * 256 KiB two 64 KiB frames win (276 vs 389 us). */
+#define RT_RING_PIPE_MIN (32u << 10)
+
 static size_t plan_nseg(const rt_comm *c, size_t chunk_elems, size_t es)
 {
     size_t per = c->o.max_segment_bytes / es;
     size_t nseg = (chunk_elems + per - 1) / per;
-    return nseg < 2 ? 2 : nseg;
+    if (nseg == 1 && chunk_elems * es >= 2 * (size_t)RT_RING_PIPE_MIN)
+        nseg = 2;
+    return nseg;
 }
 
 static rt_status ring_chunked(rt_comm *c, chunked *u, bool with_allgather)
@@ -327,6 +337,18 @@ static rt_status check_usable(rt_comm *c)
     return RT_OK;
 }
 
+/* The small path sends n-1 whole buffers of B bytes in n-1 hops, the
+ * chunked ring 2(n-1) frames of B/n: with a cost of a + B·b a hop, the small
+ * path is cheaper while B < (a/b)·n/(n-2), for any B at n = 2.  a/b is taken
+ * as small_bytes / 4 (16 KiB by default: the crossover measured at np = 3
+ * and 4 on 2 cores lies between 32 and 64 KiB, which n/(n-2) puts at 48
+ * and 32 KiB), and small_bytes bounds it at every n. */
+static bool small_path(const rt_comm *c, size_t bytes)
+{
+    const size_t n = (size_t)c->size;
+    return bytes <= c->o.small_bytes && bytes * (n - 2) * 4 <= c->o.small_bytes * n;
+}
+
 rt_status rt_allreduce(rt_comm *c, void *buf, size_t count, rt_ctype t, rt_redop op)
 {
     rt_status st = check_usable(c);
@@ -338,7 +360,7 @@ rt_status rt_allreduce(rt_comm *c, void *buf, size_t count, rt_ctype t, rt_redop
     if (n == 1 || count == 0)
         return RT_OK;
     const size_t bytes = count * es;
-    if (bytes <= c->o.small_bytes) {
+    if (small_path(c, bytes)) {
         /* gather every rank's buffer, then reduce in rank order */
         char *all = c->small;
         memcpy(all + (size_t)c->rank * bytes, buf, bytes);
