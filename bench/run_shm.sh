@@ -31,7 +31,7 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
   mpicc -O2 bench/baselines/mpi_allreduce.c -o "$bl/mpi_allreduce" && have_mpi=1
 fi
 sizes=(4096 65536 1048576 67108864)
-iters() { case $1 in 4096) echo 2000 ;; 65536) echo 1000 ;; 1048576) echo 100 ;; *) echo 6 ;; esac; }
+iters() { case $1 in 4096) echo 10000 ;; 65536) echo 5000 ;; 1048576) echo 500 ;; *) echo 6 ;; esac; }
 ours() { timeout 300 "$build/bench/allreduce" --np "$1" --bytes "$2" --iters "$(iters "$2")" --transport "$3" |
   sed -n 's/^usec_per_iter=//p'; }
 mpi() { timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$1" --mca pml ob1 --mca btl vader,self \

@@ -55,6 +55,9 @@ mpi() {
     --mca btl_tcp_if_include lo "$bl/mpi_allreduce" --bytes "$2" --iters "$(iters_for "$2")" 2>/dev/null |
     sed -n 's/^usec_per_iter=//p'
 }
+# ours: the default, every frame with its AES-GMAC tag; oursp: plain frames,
+# like for like with Gloo and Open MPI, which authenticate nothing
+impl_name() { case $1 in ours*p) echo "ours, plain" ;; ours*) echo "ours (integrity)" ;; *) echo "${1%4}" ;; esac; }
 ceiling() { "$build/bench/tcp_ceiling" --np "$1" --json | sed -n 's/.*"link_gbps":\([0-9.]*\).*"half_rtt_us":\([0-9.]*\).*/\1 \2/p'; }
 
 declare -A R
@@ -64,6 +67,7 @@ for round in $(seq 1 "$rounds"); do
   R[ceil,$round]=$bw; R[lat,$round]=$lat
   for b in "${sizes[@]}"; do
     R[ours,$b,$round]=$(ours 2 "$b")
+    R[oursp,$b,$round]=$(ours 2 "$b" --no-integrity)
     [ $have_gloo -eq 1 ] && R[gloo,$b,$round]=$(gloo 2 "$b")
     [ $have_mpi -eq 1 ] && R[mpi,$b,$round]=$(mpi 2 "$b")
   done
@@ -81,13 +85,13 @@ printf '\nTCP ring ceiling, np=2: best %.3f GB/s, median %.3f GB/s per link; hal
 printf '| bytes | impl | best us | median us | best busbw GB/s | median busbw GB/s | best / best ceiling | median / median ceiling |\n'
 printf '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n'
 for b in "${sizes[@]}"; do
-  for impl in ours gloo mpi; do
+  for impl in ours oursp gloo mpi; do
     [ "$impl" = gloo ] && [ $have_gloo -eq 0 ] && continue
     [ "$impl" = mpi ] && [ $have_mpi -eq 0 ] && continue
     s=$(stat $(for i in $(seq 1 "$rounds"); do echo "${R[$impl,$b,$i]}"; done))
     best=$(echo "$s" | awk '{print $1}'); med=$(echo "$s" | awk '{print $2}')
     # np=2: busbw = algbw * 2(n-1)/n = bytes / time
-    awk -v b="$b" -v i="$impl" -v best="$best" -v med="$med" -v cb="$ceil_best" -v cm="$ceil_med" 'BEGIN {
+    awk -v b="$b" -v i="$(impl_name "$impl")" -v best="$best" -v med="$med" -v cb="$ceil_best" -v cm="$ceil_med" 'BEGIN {
       bb = b / best / 1e3; bm = b / med / 1e3;
       printf "| %d | %s | %.1f | %.1f | %.3f | %.3f | %.0f%% | %.0f%% |\n", b, i, best, med, bb, bm, 100*bb/cb, 100*bm/cm }'
   done
@@ -100,10 +104,12 @@ awk -v s="$s" 'BEGIN { split(s, a, " "); printf "\nours, 64 MiB with AES-256-GCM
 echo; echo "np=4 on $(nproc) cores (oversubscribed when that is fewer than 4):"
 "$build/bench/tcp_ceiling" --np 4 | tail -1
 sizes4=(4096 65536 1048576 67108864)
-iters4() { case $1 in 4096) echo 500 ;; 65536) echo 300 ;; 1048576) echo 50 ;; *) echo 5 ;; esac; }
+iters4() { case $1 in 4096) echo 2000 ;; 65536) echo 1000 ;; 1048576) echo 200 ;; *) echo 5 ;; esac; }
 for round in $(seq 1 "$rounds"); do
   for b in "${sizes4[@]}"; do
     R[ours4,$b,$round]=$("$build/bench/allreduce" --np 4 --bytes "$b" --iters "$(iters4 "$b")" | sed -n 's/^usec_per_iter=//p')
+    R[ours4p,$b,$round]=$("$build/bench/allreduce" --np 4 --bytes "$b" --iters "$(iters4 "$b")" --no-integrity |
+      sed -n 's/^usec_per_iter=//p')
     if [ $have_mpi -eq 1 ]; then
       R[mpi4,$b,$round]=$(mpirun --allow-run-as-root --oversubscribe -np 4 --mca pml ob1 --mca btl tcp,self \
         --mca btl_tcp_if_include lo "$bl/mpi_allreduce" --bytes "$b" --iters "$(iters4 "$b")" 2>/dev/null |
@@ -125,11 +131,11 @@ printf '\n| bytes | impl | best us | median us | median / Open MPI median |\n| -
 for b in "${sizes4[@]}"; do
   mpi_med=""
   [ $have_mpi -eq 1 ] && mpi_med=$(stat $(for i in $(seq 1 "$rounds"); do echo "${R[mpi4,$b,$i]}"; done) | awk '{print $2}')
-  for impl in ours4 gloo4 mpi4; do
+  for impl in ours4 ours4p gloo4 mpi4; do
     [ "$impl" = gloo4 ] && [ $have_gloo -eq 0 ] && continue
     [ "$impl" = mpi4 ] && [ $have_mpi -eq 0 ] && continue
     s=$(stat $(for i in $(seq 1 "$rounds"); do echo "${R[$impl,$b,$i]}"; done))
-    awk -v b="$b" -v i="${impl%4}" -v s="$s" -v m="$mpi_med" 'BEGIN { split(s, a, " ");
+    awk -v b="$b" -v i="$(impl_name "$impl")" -v s="$s" -v m="$mpi_med" 'BEGIN { split(s, a, " ");
       printf "| %d | %s | %.1f | %.1f | %s |\n", b, i, a[1], a[2], m == "" ? "-" : sprintf("%.2fx", a[2] / m) }'
   done
 done

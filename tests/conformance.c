@@ -123,7 +123,8 @@ void conf_body(rt_comm *c, int r, void *varg, rh_result *res)
 void conformance(rt_transport_kind kind)
 {
     const int ranks[] = {1, 2, 3, 5, 8};
-    const size_t counts[] = {0, 1, 63, 1000, 1u << 20};
+    /* 25000 floats (100 kB): the chunked ring with one frame per chunk at 512 KiB segments */
+    const size_t counts[] = {0, 1, 63, 1000, 25000, 1u << 20};
     const size_t segs[] = {4096, 512u << 10};
     for (size_t ri = 0; ri < RT_ARRAY_LEN(ranks); ri++)
         for (size_t ci = 0; ci < RT_ARRAY_LEN(counts); ci++)

@@ -254,8 +254,9 @@ static size_t chunked_dep(void *vu, size_t f)
  * bytes.  Below that a frame's wake-up costs more than the overlap gains:
  * bench/allreduce, sealed frames, one chunk in one frame vs two, medians of
  * 5 alternating runs: np = 4 on 2 cores 64 KiB 383 vs 535 us, 128 KiB 639
- * vs 801; np = 2, 96 KiB 123 vs 144 (plain 43 vs 64); while at np = 2,
- * 256 KiB two 64 KiB frames win (276 vs 389 us). */
+ * vs 801; np = 2, 96 KiB 123 vs 144 (plain 43 vs 64); while two frames
+ * win at np = 2, 256 KiB (64 KiB each: 276 vs 389 us) and hold their own at
+ * np = 4, 256 KiB (32 KiB each: 902 vs 965 us). */
 #define RT_RING_PIPE_MIN (32u << 10)
 
 static size_t plan_nseg(const rt_comm *c, size_t chunk_elems, size_t es)
