@@ -1,9 +1,11 @@
-/* test_transport.c — the collectives over {loopback, tcp} x ranks {1,2,3,5,8}
- * x counts {0,1,63,1000,1<<20} x segment sizes {4K (many segments), 512K},
- * each equal to a serial reference (bitwise for integer-valued data), random
- * data bitwise identical on every rank and across two runs, plus the wire
- * formats, the segment helper, encryption and several sockets per
- * neighbour, and peers that must be refused. */
+/* test_transport.c — the collectives over {loopback, tcp, shm} x ranks
+ * {1,2,3,5,8} x counts {0,1,63,1000,25000,1<<20} x segment sizes {4K (many
+ * segments), 512K}, each equal to a serial reference (bitwise for
+ * integer-valued data), random data bitwise identical on every rank and
+ * across two runs, plus the wire formats, the segment helper, encryption and
+ * several sockets per neighbour, peers that must be refused, and which plan
+ * (small path or chunked ring, how many frames) an allreduce of a given size
+ * takes. */
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -25,6 +27,7 @@
 #include "sock.h"
 #include "test_util.h"
 #include "diag.h"
+#include "rt_transport.h"
 #include "wire.h"
 
 /* ---- helpers under test -------------------------------------------------- */
@@ -287,6 +290,60 @@ static void fusion_body(rt_comm *c, int r, void *varg, rh_result *res)
     free(buf);
 }
 
+/* ---- which plan an allreduce takes: frames each rank receives ---------- */
+
+typedef struct plan_case {
+    int n;
+    size_t bytes, frames; /* small path: n - 1; chunked: 2 (n - 1) x segments */
+} plan_case;
+
+static void plan_body(rt_comm *c, int rank, void *arg, rh_result *res)
+{
+    const plan_case *pc = arg;
+    size_t count = pc->bytes / 4;
+    float *buf = malloc(count * 4);
+    RH_CHECK(res, buf, "out of memory");
+    for (size_t i = 0; i < count; i++)
+        buf[i] = (float)(rank + 1);
+    rt_status st = rt_allreduce(c, buf, count, RT_C_F32, RT_SUM);
+    float want = (float)(pc->n * (pc->n + 1) / 2);
+    bool ok = st == RT_OK && buf[0] == want && buf[count - 1] == want;
+    free(buf);
+    RH_CHECK(res, ok, "allreduce of %zu bytes failed", pc->bytes);
+    RH_CHECK(res, c->recv_frames == pc->frames, "n=%d, %zu bytes: %llu frames, expected %zu",
+             pc->n, pc->bytes, (unsigned long long)c->recv_frames, pc->frames);
+}
+
+/* Default options (512 KiB segments, 64 KiB small_bytes): the small path up
+ * to small_bytes * n / (4 (n - 2)), one frame per chunk under 64 KiB. */
+static void test_plan_choice(void **state)
+{
+    (void)state;
+    const plan_case cases[] = {
+        {2, 64u << 10, 1},        /* small path at any n = 2 size it covers */
+        {2, 96u << 10, 2},        /* 48 KiB chunks: one frame each */
+        {2, 256u << 10, 4},       /* 128 KiB chunks: two 64 KiB frames */
+        {3, 48u << 10, 2},        /* the limit at n = 3 */
+        {3, 52u << 10, 4},
+        {4, 32u << 10, 3},        /* the limit at n = 4 */
+        {4, 36u << 10, 6},
+        {4, 256u << 10, 12},      /* 64 KiB chunks: two 32 KiB frames */
+        {4, 4u << 20, 12},        /* 1 MiB chunks: two 512 KiB frames */
+        {4, 8u << 20, 24},        /* 2 MiB chunks: four */
+        {8, 16u << 10, 7},        /* under 64 KiB * 8 / 24 */
+        {8, 24u << 10, 14},
+    };
+    for (size_t i = 0; i < RT_ARRAY_LEN(cases); i++) {
+        rt_comm_opts o;
+        rt_comm_opts_defaults(&o);
+        memset(o.key, 7, sizeof o.key);
+        plan_case pc = cases[i];
+        rh_result fail;
+        if (!rh_run(pc.n, RT_TRANSPORT_LOOPBACK, &o, plan_body, &pc, &fail))
+            fail_msg("plan n=%d bytes=%zu: %s", pc.n, pc.bytes, fail.msg);
+    }
+}
+
 static void test_fusion(void **state)
 {
     (void)state;
@@ -318,6 +375,7 @@ int main(void)
         cmocka_unit_test(test_conformance_shm),
         cmocka_unit_test(test_tcp_encrypted_multi_socket),
         cmocka_unit_test(test_fusion),
+        cmocka_unit_test(test_plan_choice),
         cmocka_unit_test(test_report_result),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
