@@ -56,7 +56,9 @@ typedef struct rt_comm_opts {
     bool encrypt;                  /* AES-256-GCM on every frame */
     int sockets;                   /* TCP connections per neighbour (>= 1) */
     size_t max_segment_bytes;      /* pipelining unit (>= 4 KiB) */
-    size_t small_bytes;            /* allreduce at or below this: allgather+reduce */
+    size_t small_bytes;            /* allreduce at or below this (and at most
+                                    * small_bytes·n/(4(n-2)) for n > 2 ranks):
+                                    * allgather whole buffers, reduce in rank order */
     int64_t connect_timeout_us;    /* ring set-up deadline */
     int64_t timeout_us;            /* collective_timeout: each collective's deadline */
     int64_t spin_us;               /* busy-poll this long before sleeping in poll() */
