@@ -104,7 +104,7 @@ awk -v s="$s" 'BEGIN { split(s, a, " "); printf "\nours, 64 MiB with AES-256-GCM
 echo; echo "np=4 on $(nproc) cores (oversubscribed when that is fewer than 4):"
 "$build/bench/tcp_ceiling" --np 4 | tail -1
 sizes4=(4096 65536 1048576 67108864)
-iters4() { case $1 in 4096) echo 2000 ;; 65536) echo 1000 ;; 1048576) echo 200 ;; *) echo 5 ;; esac; }
+iters4() { case $1 in 4096) echo 5000 ;; 65536) echo 4000 ;; 1048576) echo 300 ;; *) echo 5 ;; esac; }
 for round in $(seq 1 "$rounds"); do
   for b in "${sizes4[@]}"; do
     R[ours4,$b,$round]=$("$build/bench/allreduce" --np 4 --bytes "$b" --iters "$(iters4 "$b")" | sed -n 's/^usec_per_iter=//p')
