@@ -221,7 +221,8 @@ static void *lb_rank(void *p)
 static int usage(void)
 {
     fprintf(stderr, "usage: allreduce --np N [--bytes B] [--iters K] [--transport tcp|shm|loopback|"
-                    "rdma|nccl] [--sockets S] [--segment BYTES] [--small BYTES] [--spin-us US] [--yield-us US]\n"
+                    "rdma|nccl] [--sockets S] [--segment BYTES]\n"
+                    "                 [--small BYTES] [--spin-us US] [--yield-us US]\n"
                     "                 [--encrypt | --no-integrity] [--json]\n");
     return 2;
 }

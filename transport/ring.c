@@ -341,9 +341,9 @@ static rt_status check_usable(rt_comm *c)
 /* The small path sends n-1 whole buffers of B bytes in n-1 hops, the
  * chunked ring 2(n-1) frames of B/n: with a cost of a + B·b a hop, the small
  * path is cheaper while B < (a/b)·n/(n-2), for any B at n = 2.  a/b is taken
- * as small_bytes / 4 (16 KiB by default: the crossover measured at np = 3
- * and 4 on 2 cores lies between 32 and 64 KiB, which n/(n-2) puts at 48
- * and 32 KiB), and small_bytes bounds it at every n. */
+ * as small_bytes / 4 (16 KiB by default, which puts the limit at 48 KiB for
+ * n = 3 and 32 KiB for n = 4: on 2 cores the crossovers measured there lie
+ * between 32 and 64 KiB), and small_bytes bounds it at every n. */
 static bool small_path(const rt_comm *c, size_t bytes)
 {
     const size_t n = (size_t)c->size;
