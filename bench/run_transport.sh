@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The transport targets of issue 4, measured in one run on this machine:
-# the TCP ring ceiling (bench/tcp_ceiling), our allreduce (bench/allreduce),
-# and, when Debian's packages are present, Gloo over its TCP transport and
+# the TCP ring ceiling (bench/tcp_ceiling), our allreduce (bench/allreduce,
+# with the default integrity tags and with plain frames), and, when Debian's
+# packages are present, Gloo over its TCP transport and
 # Open MPI over its TCP BTL, all at np=2 on 127.0.0.1; then np=4.  The
 # machine is a shared VM whose speed drifts, so every measurement is taken
 # in each of R interleaved rounds and both the best and the median round
