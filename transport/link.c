@@ -23,33 +23,40 @@ typedef struct connector {
     char err[RT_ERR_LEN];
 } connector;
 
-static void *connect_right(void *arg)
+/* Connect to the right neighbour (and, nrev times, to the left). */
+static void *connect_out(void *arg)
 {
     connector *w = arg;
     rt_comm *c = w->c;
     rt_links *L = w->L;
     char sub[RT_ERR_LEN];
     w->st = RT_OK;
-    for (int k = 0; k < L->n && w->st == RT_OK; k++) {
+    for (int k = 0; k < L->n + L->nrev && w->st == RT_OK; k++) {
+        const bool rev = k >= L->n; /* the other way round: to the left */
+        const int to = rev ? c->left : c->right;
         int fd = -1;
-        w->st = rt_sock_connect(c->peers[c->right], w->dl, &fd, sub);
+        rt_hs_result *hs = rev ? &L->out_rev_hs[k - L->n] : &L->out_hs[k];
+        w->st = rt_sock_connect(c->peers[to], w->dl, &fd, sub);
         if (w->st == RT_OK)
-            w->st = rt_handshake_initiate(fd, &L->hs, c->right, (uint32_t)k, w->dl, &L->out_hs[k],
-                                          sub);
+            w->st = rt_handshake_initiate(fd, &L->hs, to, (uint32_t)k, w->dl, hs, sub);
         if (w->st != RT_OK) {
             if (fd >= 0)
                 close(fd);
-            snprintf(w->err, sizeof w->err, "connecting to right neighbour %s: %s", L->right_name,
-                     sub);
+            snprintf(w->err, sizeof w->err, "connecting to %s neighbour %s: %s",
+                     rev ? "left" : "right", rev ? L->left_name : L->right_name, sub);
             break;
         }
         rt_sock_tune(fd, c->o.socket_buffer);
-        L->out[k] = fd;
+        if (rev)
+            L->out_rev[k - L->n] = fd;
+        else
+            L->out[k] = fd;
     }
     return NULL;
 }
 
-/* Accept n authenticated connections from the left neighbour.  Every
+/* Accept n authenticated connections from the left neighbour (and nrev from
+ * the right, the ring the other way round).  Every
  * connection is handshaken on a thread of its own (at most PENDING_MAX at a
  * time), each within 5 s of its arrival, and the main loop takes the ones
  * that prove the key as they finish: strangers that connect and say
@@ -92,7 +99,7 @@ static void *handshake_one(void *arg)
 
 static rt_status accept_left(rt_comm *c, rt_links *L, rt_deadline_t dl, char *err)
 {
-    int got = 0;
+    int got = 0, got_rev = 0;
     int done[2];
     if (pipe2(done, O_CLOEXEC) != 0)
         return rt_err(err, RT_ERR_IO, "pipe: %s", strerror(errno));
@@ -103,7 +110,7 @@ static rt_status accept_left(rt_comm *c, rt_links *L, rt_deadline_t dl, char *er
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     }
     rt_status st = RT_OK;
-    while (got < L->n) {
+    while (got < L->n + L->nrev) {
         struct pollfd p[2] = {{.fd = L->listen_fd, .events = POLLIN},
                               {.fd = done[0], .events = POLLIN}};
         int r = poll(p, 2, rt_deadline_ms_left(dl));
@@ -117,16 +124,26 @@ static rt_status accept_left(rt_comm *c, rt_links *L, rt_deadline_t dl, char *er
                 pending *q = &pend[slot];
                 pthread_join(q->th, NULL);
                 q->busy = false;
-                if (q->st == RT_OK && L->in[q->res.conn] >= 0)
+                /* the handshake took connections n.. only from the right */
+                const bool rev = q->st == RT_OK && q->res.conn >= (uint32_t)L->n;
+                int *fdp = NULL;
+                if (q->st == RT_OK)
+                    fdp = rev ? &L->in_rev[q->res.conn - (uint32_t)L->n] : &L->in[q->res.conn];
+                if (fdp && *fdp >= 0)
                     q->st = rt_err(q->why, RT_ERR_PROTO,
-                                   "duplicate connection %u from the left neighbour", q->res.conn);
+                                   "duplicate connection %u from the %s neighbour", q->res.conn,
+                                   rev ? "right" : "left");
                 if (q->st != RT_OK) {
                     reject_left(c, q->fd, q->why);
                 } else {
                     rt_sock_tune(q->fd, c->o.socket_buffer);
-                    L->in[q->res.conn] = q->fd;
-                    L->in_hs[q->res.conn] = q->res;
+                    *fdp = q->fd;
+                    if (rev)
+                        L->in_rev_hs[q->res.conn - (uint32_t)L->n] = q->res;
+                    else
+                        L->in_hs[q->res.conn] = q->res;
                     got++;
+                    got_rev += rev;
                 }
             }
             continue; /* the listening socket's turn comes with the next poll */
@@ -134,7 +151,9 @@ static rt_status accept_left(rt_comm *c, rt_links *L, rt_deadline_t dl, char *er
         if (rt_now_ns() >= dl) {
             st = rt_err(err, RT_ERR_TIMEOUT,
                         "%s did not connect before the deadline (%d of %d connections)",
-                        L->left_name, got, L->n);
+                        got - got_rev < L->n ? L->left_name : L->right_name,
+                        got - got_rev < L->n ? got - got_rev : got_rev,
+                        got - got_rev < L->n ? L->n : L->nrev);
             break;
         }
         if (r > 0 && (p[0].revents & POLLIN)) {
@@ -205,17 +224,19 @@ static void *late_acceptor(void *arg)
     }
 }
 
-rt_status rt_links_open(rt_comm *c, int n, rt_deadline_t dl, rt_links *L, char *err)
+rt_status rt_links_open(rt_comm *c, int n, int nrev, rt_deadline_t dl, rt_links *L, char *err)
 {
     memset(L, 0, sizeof *L);
     L->n = n;
+    L->nrev = c->size >= 3 ? nrev : 0;
     L->listen_fd = -1;
     L->stop_pipe[0] = L->stop_pipe[1] = -1;
     for (int k = 0; k < RT_MAX_SOCKETS; k++)
-        L->out[k] = L->in[k] = -1;
+        L->out[k] = L->in[k] = L->out_rev[k] = L->in_rev[k] = -1;
     L->hs = (rt_hs_params){.job_id = c->o.job_id, .key = c->o.key, .encrypt = c->o.encrypt,
-                           .integrity = c->o.integrity,
-                           .rank = c->rank, .world = c->size, .nconn = n};
+                           .integrity = c->o.integrity, .rank = c->rank, .world = c->size,
+                           .nconn = n + L->nrev, .nconn_fwd = L->nrev ? n : 0,
+                           .rev_from = c->right};
     rt_comm_peer_name(c, c->left, L->left_name, sizeof L->left_name);
     rt_comm_peer_name(c, c->right, L->right_name, sizeof L->right_name);
     rt_status st;
@@ -237,7 +258,7 @@ rt_status rt_links_open(rt_comm *c, int n, rt_deadline_t dl, rt_links *L, char *
     }
     connector w = {.c = c, .L = L, .dl = dl};
     pthread_t th;
-    if (pthread_create(&th, NULL, connect_right, &w) != 0) {
+    if (pthread_create(&th, NULL, connect_out, &w) != 0) {
         rt_links_close(L);
         return rt_err(err, RT_ERR_IO, "cannot start the connector thread");
     }
@@ -269,11 +290,12 @@ void rt_links_close(rt_links *L)
             L->stop_pipe[i] = -1;
         }
     for (int k = 0; k < RT_MAX_SOCKETS; k++) {
-        if (L->out[k] >= 0)
-            close(L->out[k]);
-        if (L->in[k] >= 0)
-            close(L->in[k]);
-        L->out[k] = L->in[k] = -1;
+        int *fds[4] = {&L->out[k], &L->in[k], &L->out_rev[k], &L->in_rev[k]};
+        for (int i = 0; i < 4; i++) {
+            if (*fds[i] >= 0)
+                close(*fds[i]);
+            *fds[i] = -1;
+        }
     }
     if (L->own_listen && L->listen_fd >= 0)
         close(L->listen_fd);

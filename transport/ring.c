@@ -329,6 +329,60 @@ static rt_status ring_gather(rt_comm *c, char *buf, size_t bytes)
     return ring_run(c, &p);
 }
 
+/* The small path both ways round (transports that link each rank to its
+ * left neighbour too: has_left): this rank's buffer goes to both
+ * neighbours and each stream passes on what it brings, so the n - 1 buffers
+ * arrive in n/2 hops instead of n - 1, the same bytes moved.  From the left
+ * come ranks r-1 .. r-nl, from the right r+1 .. r+nr.  all holds n buffers
+ * of `bytes`, this rank's in place; on return every slot is filled. */
+static rt_status gather_both(rt_comm *c, char *all, size_t bytes)
+{
+    const long n = c->size, r = c->rank;
+    const long nl = n / 2, nr = n - 1 - nl;
+    const uint32_t seq = ++c->seq;
+    const rt_deadline_t dl = rt_deadline_in_us(c->timeout_us);
+    char msg[RT_ERR_LEN];
+    long sent_r = 0, sent_l = 0, got_l = 0, got_r = 0; /* completed */
+    long post_r = 1, post_l = 1;                       /* sends posted */
+    rt_status st = RT_OK;
+    c->recv_frames = 0;
+    c->left_sent = c->right_recvd = 0;
+    for (long f = 0; f < nl && st == RT_OK; f++)
+        st = c->ops->post_recv(c, all + mod(r - 1 - f, n) * bytes, bytes, seq, (uint32_t)f);
+    for (long f = 0; f < nr && st == RT_OK; f++)
+        st = c->ops->post_recv_right(c, all + mod(r + 1 + f, n) * bytes, bytes, seq,
+                                     (uint32_t)f);
+    if (st == RT_OK)
+        st = c->ops->post_send(c, all + (size_t)r * bytes, bytes, seq, 0);
+    if (st == RT_OK)
+        st = c->ops->post_send_left(c, all + (size_t)r * bytes, bytes, seq, 0);
+    if (st != RT_OK)
+        return ring_failure(c, st, "cannot post a frame", 0, seq);
+    while (got_l < nl || got_r < nr || sent_r < nl || sent_l < nr) {
+        int ns = 0, nrc = 0;
+        c->fail_culprit = -1;
+        st = c->ops->wait(c, dl, &ns, &nrc, msg);
+        if (st != RT_OK)
+            return ring_failure(c, st, msg, (size_t)(got_l + got_r), seq);
+        sent_r += ns;
+        got_l += nrc;
+        sent_l += c->left_sent;
+        got_r += c->right_recvd;
+        c->left_sent = c->right_recvd = 0;
+        c->recv_frames = (uint64_t)(got_l + got_r);
+        /* send f onwards carries what receive f - 1 brought */
+        for (; post_r < nl && post_r <= got_l && st == RT_OK; post_r++)
+            st = c->ops->post_send(c, all + mod(r - post_r, n) * bytes, bytes, seq,
+                                   (uint32_t)post_r);
+        for (; post_l < nr && post_l <= got_r && st == RT_OK; post_l++)
+            st = c->ops->post_send_left(c, all + mod(r + post_l, n) * bytes, bytes, seq,
+                                        (uint32_t)post_l);
+        if (st != RT_OK)
+            return ring_failure(c, st, "cannot post a send", (size_t)(got_l + got_r), seq);
+    }
+    return RT_OK;
+}
+
 /* ---- public collectives --------------------------------------------------------- */
 
 static rt_status check_usable(rt_comm *c)
@@ -365,7 +419,13 @@ rt_status rt_allreduce(rt_comm *c, void *buf, size_t count, rt_ctype t, rt_redop
         /* gather every rank's buffer, then reduce in rank order */
         char *all = c->small;
         memcpy(all + (size_t)c->rank * bytes, buf, bytes);
-        st = ring_gather(c, all, bytes);
+        if (c->ops->has_left && c->ops->has_left(c) && n / 2 <= RT_RING_WINDOW) {
+            st = gather_both(c, all, bytes);
+            if (st != RT_OK)
+                c->ops->cancel(c);
+        } else {
+            st = ring_gather(c, all, bytes);
+        }
         if (st != RT_OK)
             return st;
         memcpy(buf, all, bytes);

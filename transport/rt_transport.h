@@ -3,7 +3,8 @@
  * see only this table, never a socket or a queue pair.
  *
  * A transport moves framed messages between this rank and its two ring
- * neighbours: sends go to the right neighbour, receives come from the left.
+ * neighbours: sends go to the right neighbour, receives come from the left
+ * (and, where the transport has them, the other way round too).
  * Operations are posted (at most RT_RING_WINDOW outstanding per direction)
  * and complete in the order they were posted; wait() makes progress until
  * something completes or the deadline passes.  Each frame carries the
@@ -30,6 +31,14 @@ typedef struct rt_transport_ops {
     /* Queue receipt of the next frame from the left neighbour into buf: it
      * must be tagged (seq, seg) and carry exactly len bytes. */
     rt_status (*post_recv)(rt_comm *c, void *buf, size_t len, uint32_t seq, uint32_t seg);
+    /* Optional (NULL where the transport has none): the same the other way
+     * round, frames to the left neighbour and from the right, on links of
+     * their own, when has_left() says they are open (three ranks or more).
+     * wait() counts their completions in c->left_sent and c->right_recvd. */
+    bool (*has_left)(rt_comm *c);
+    rt_status (*post_send_left)(rt_comm *c, const void *buf, size_t len, uint32_t seq,
+                                uint32_t seg);
+    rt_status (*post_recv_right)(rt_comm *c, void *buf, size_t len, uint32_t seq, uint32_t seg);
     /* Progress until at least one posted operation completes (counts added
      * to *nsend, *nrecv) or dl passes (RT_ERR_TIMEOUT).  On a failure: the
      * status, a message in err, and c->fail_culprit set to the rank blamed;
@@ -78,6 +87,7 @@ struct rt_comm {
     uint32_t seq;          /* collective sequence number */
     int64_t timeout_us;
     uint64_t recv_frames;  /* frames received in the current collective */
+    int left_sent, right_recvd; /* the other way round: completions counted by wait() */
 
     /* buffers allocated at create: the collectives allocate nothing */
     void *tmp[RT_RING_TMP];

@@ -14,7 +14,7 @@ rt_status rt_sidelink_open(rt_comm *c, rt_deadline_t dl, rt_sidelink *k, char *e
 {
     memset(k, 0, sizeof *k);
     k->links.listen_fd = -1;
-    rt_status st = rt_links_open(c, 1, dl, &k->links, err);
+    rt_status st = rt_links_open(c, 1, 0, dl, &k->links, err);
     if (st != RT_OK || !rt_comm_sealed(&c->o))
         return st;
     const bool m = !c->o.encrypt; /* integrity only */

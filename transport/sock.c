@@ -327,6 +327,8 @@ rt_status rt_handshake_respond(int fd, const rt_hs_params *p, int expect_from, b
         return refuse(fd, RT_REFUSE_JOB, &h, dl, err);
     if (h.world != (uint32_t)p->world)
         return refuse(fd, RT_REFUSE_WORLD, &h, dl, err);
+    if (p->nconn_fwd > 0 && h.conn >= (uint32_t)p->nconn_fwd && expect_from >= 0)
+        expect_from = p->rev_from;
     if (h.to != (uint32_t)p->rank || (expect_from >= 0 && h.from != (uint32_t)expect_from) ||
         h.from >= (uint32_t)p->world)
         return refuse(fd, RT_REFUSE_RANK, &h, dl, err);

@@ -29,6 +29,9 @@ typedef struct rt_hs_params {
     bool encrypt;
     bool integrity; /* frames sealed with AES-GMAC (ignored when encrypt) */
     int rank, world, nconn;
+    /* connections nconn_fwd .. nconn-1 run the other way round the ring:
+     * the responder takes them only from rank rev_from (0: none such) */
+    int nconn_fwd, rev_from;
 } rt_hs_params;
 
 typedef struct rt_hs_result {

@@ -6,7 +6,11 @@
  * frame i uses connection i % sockets, so several streams can fill a link.
  * The reverse direction of each connection carries only abort records, so
  * an abort never has to wait for a frame boundary: it travels leftwards,
- * rank to rank, while data flows rightwards.
+ * rank to rank, while data flows rightwards.  With three ranks or more a
+ * second ring runs the other way round on one connection to each
+ * neighbour of its own (d[1]: to the left, from the right), for the small
+ * allreduce that sends to both neighbours (ring.c, gather_both); it has the
+ * same framing, sealing and abort records as the first.
  *
  * The data path is non-blocking: wait() tries every connection that has
  * work (receives first, so the sender is never held up by us), spins for
@@ -67,13 +71,22 @@ typedef struct tcp_conn {
     int gone_errno;
 } tcp_conn;
 
+/* One direction round the ring: frames go out to `right` and come in from
+ * `left`.  d[0] is the ring itself; d[1], when opened (three ranks or more),
+ * runs the other way round on connections of its own, for collectives that
+ * send to both neighbours (its right is this rank's left neighbour). */
+typedef struct tcp_ring {
+    int n; /* connections to each neighbour; 0: not opened */
+    tcp_conn out[MAX_SOCKETS], in[MAX_SOCKETS];
+    rt_postq sq, rq;  /* sends to the right, receives from the left */
+    size_t frame_cap; /* largest payload a frame may carry */
+    int left, right;  /* ranks */
+    char left_name[160], right_name[160];
+} tcp_ring;
+
 typedef struct tcp_state {
     rt_links links; /* the sockets, the listener, the late acceptor */
-    int n;          /* connections per neighbour */
-    tcp_conn out[MAX_SOCKETS], in[MAX_SOCKETS];
-    rt_postq sq, rq; /* sends to the right, receives from the left */
-    size_t frame_cap; /* largest payload a frame may carry */
-    char left_name[160], right_name[160];
+    tcp_ring d[2];
 } tcp_state;
 
 /* ---- connect ------------------------------------------------------------- */
@@ -81,7 +94,6 @@ typedef struct tcp_state {
 static rt_status set_ciphers(rt_comm *c, tcp_conn *k, const rt_hs_result *r, bool initiator,
                              char *err)
 {
-    tcp_state *s = c->tp;
     if (!rt_comm_sealed(&c->o))
         return RT_OK;
     const bool mac_only = !c->o.encrypt;
@@ -91,8 +103,25 @@ static rt_status set_ciphers(rt_comm *c, tcp_conn *k, const rt_hs_result *r, boo
     rt_status st = rt_gcm_create(wkey, initiator ? SALT_FWD : SALT_REV, mac_only, &k->seal, err);
     if (st == RT_OK)
         st = rt_gcm_create(rkey, initiator ? SALT_REV : SALT_FWD, mac_only, &k->open, err);
-    if (st == RT_OK && !mac_only && !(k->cipher = malloc(s->frame_cap + RT_GCM_TAG_LEN)))
+    if (st == RT_OK && !mac_only && !(k->cipher = malloc(c->o.max_segment_bytes + RT_GCM_TAG_LEN)))
         st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    return st;
+}
+
+/* Ring g's connections from the links: out[k] initiated, in[k] accepted. */
+static rt_status ring_setup(rt_comm *c, tcp_ring *g, const int *out, const rt_hs_result *out_hs,
+                            const int *in, const rt_hs_result *in_hs, char *err)
+{
+    rt_status st = RT_OK;
+    for (int k = 0; k < g->n && st == RT_OK; k++) {
+        g->out[k].fd = out[k];
+        g->in[k].fd = in[k];
+        st = set_ciphers(c, &g->out[k], &out_hs[k], true, err);
+        if (st == RT_OK)
+            st = set_ciphers(c, &g->in[k], &in_hs[k], false, err);
+        if (st == RT_OK && !(g->in[k].scratch = malloc(g->frame_cap + RT_GCM_TAG_LEN)))
+            st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
     return st;
 }
 
@@ -102,26 +131,30 @@ static rt_status tcp_connect(rt_comm *c, rt_deadline_t dl, char *err)
     if (!s)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     c->tp = s;
-    s->n = c->o.sockets;
-    s->frame_cap = c->o.max_segment_bytes;
-    for (int k = 0; k < MAX_SOCKETS; k++) {
-        s->out[k].fd = s->in[k].fd = -1;
-        s->out[k].next = s->in[k].next = (uint64_t)k; /* connection k carries frames k, k+n, ... */
+    for (int d = 0; d < 2; d++) {
+        tcp_ring *g = &s->d[d];
+        g->frame_cap = c->o.max_segment_bytes;
+        g->left = d ? c->right : c->left;
+        g->right = d ? c->left : c->right;
+        for (int k = 0; k < MAX_SOCKETS; k++) {
+            g->out[k].fd = g->in[k].fd = -1;
+            g->out[k].next = g->in[k].next = (uint64_t)k; /* connection k: frames k, k+n, ... */
+        }
     }
-    rt_status st = rt_links_open(c, s->n, dl, &s->links, err);
+    /* the way back: one connection each, its frames are small */
+    rt_status st = rt_links_open(c, c->o.sockets, 1, dl, &s->links, err);
     if (st != RT_OK)
         return st;
-    snprintf(s->left_name, sizeof s->left_name, "%s", s->links.left_name);
-    snprintf(s->right_name, sizeof s->right_name, "%s", s->links.right_name);
-    for (int k = 0; k < s->n && st == RT_OK; k++) {
-        s->out[k].fd = s->links.out[k];
-        s->in[k].fd = s->links.in[k];
-        st = set_ciphers(c, &s->out[k], &s->links.out_hs[k], true, err);
-        if (st == RT_OK)
-            st = set_ciphers(c, &s->in[k], &s->links.in_hs[k], false, err);
-        if (st == RT_OK && !(s->in[k].scratch = malloc(s->frame_cap + RT_GCM_TAG_LEN)))
-            st = rt_err(err, RT_ERR_NOMEM, "out of memory");
-    }
+    s->d[0].n = c->o.sockets;
+    s->d[1].n = s->links.nrev;
+    snprintf(s->d[0].left_name, sizeof s->d[0].left_name, "%s", s->links.left_name);
+    snprintf(s->d[0].right_name, sizeof s->d[0].right_name, "%s", s->links.right_name);
+    snprintf(s->d[1].left_name, sizeof s->d[1].left_name, "%s", s->links.right_name);
+    snprintf(s->d[1].right_name, sizeof s->d[1].right_name, "%s", s->links.left_name);
+    st = ring_setup(c, &s->d[0], s->links.out, s->links.out_hs, s->links.in, s->links.in_hs, err);
+    if (st == RT_OK)
+        st = ring_setup(c, &s->d[1], s->links.out_rev, s->links.out_rev_hs, s->links.in_rev,
+                        s->links.in_rev_hs, err);
     return st;
 }
 
@@ -130,52 +163,77 @@ static void tcp_close(rt_comm *c)
     tcp_state *s = c->tp;
     if (!s)
         return;
-    /* a normal departure: tell the left neighbour before its end of stream */
-    for (int k = 0; k < s->n && !c->broken; k++)
-        if (s->in[k].fd >= 0) {
-            uint8_t bye[RT_CTL_MAX];
-            size_t n = rt_ctl_encode(bye, c->seq, NULL, s->in[k].seal);
-            ssize_t r = n ? send(s->in[k].fd, bye, n, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
-            (void)r;
-        }
+    /* a normal departure: tell the left neighbour (of each ring) before its
+     * end of stream */
+    for (int d = 0; d < 2; d++)
+        for (int k = 0; k < s->d[d].n && !c->broken; k++)
+            if (s->d[d].in[k].fd >= 0) {
+                uint8_t bye[RT_CTL_MAX];
+                size_t n = rt_ctl_encode(bye, c->seq, NULL, s->d[d].in[k].seal);
+                ssize_t r = n ? send(s->d[d].in[k].fd, bye, n, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
+                (void)r;
+            }
     rt_links_close(&s->links); /* closes the sockets too */
-    for (int k = 0; k < MAX_SOCKETS; k++) {
-        tcp_conn *cs[2] = {&s->out[k], &s->in[k]};
-        for (int j = 0; j < 2; j++) {
-            rt_gcm_destroy(cs[j]->seal);
-            rt_gcm_destroy(cs[j]->open);
-            free(cs[j]->cipher);
-            free(cs[j]->scratch);
+    for (int d = 0; d < 2; d++)
+        for (int k = 0; k < MAX_SOCKETS; k++) {
+            tcp_conn *cs[2] = {&s->d[d].out[k], &s->d[d].in[k]};
+            for (int j = 0; j < 2; j++) {
+                rt_gcm_destroy(cs[j]->seal);
+                rt_gcm_destroy(cs[j]->open);
+                free(cs[j]->cipher);
+                free(cs[j]->scratch);
+            }
         }
-    }
     free(s);
     c->tp = NULL;
 }
 
 /* ---- data path ---------------------------------------------------------- */
 
+static void post(tcp_ring *g, rt_postq *q, void *buf, size_t len, uint32_t seq, uint32_t seg)
+{
+    RT_ASSERT(g->n > 0 && len <= g->frame_cap);
+    rt_postq_push(q, buf, len, seq, seg);
+}
+
 static rt_status tcp_post_send(rt_comm *c, const void *buf, size_t len, uint32_t seq, uint32_t seg)
 {
     tcp_state *s = c->tp;
-    RT_ASSERT(len <= s->frame_cap);
-    rt_postq_push(&s->sq, (void *)buf, len, seq, seg);
+    post(&s->d[0], &s->d[0].sq, (void *)buf, len, seq, seg);
     return RT_OK;
 }
 
 static rt_status tcp_post_recv(rt_comm *c, void *buf, size_t len, uint32_t seq, uint32_t seg)
 {
     tcp_state *s = c->tp;
-    RT_ASSERT(len <= s->frame_cap);
-    rt_postq_push(&s->rq, buf, len, seq, seg);
+    post(&s->d[0], &s->d[0].rq, buf, len, seq, seg);
     return RT_OK;
 }
 
-static rt_status io_error(rt_comm *c, int side, int e, char *err)
+/* the other way round: to the left neighbour, from the right */
+static bool tcp_has_left(rt_comm *c) { return ((tcp_state *)c->tp)->d[1].n > 0; }
+
+static rt_status tcp_post_send_left(rt_comm *c, const void *buf, size_t len, uint32_t seq,
+                                    uint32_t seg)
 {
     tcp_state *s = c->tp;
-    const bool left = side < 0;
-    c->fail_culprit = left ? c->left : c->right;
-    const char *who = left ? s->left_name : s->right_name;
+    post(&s->d[1], &s->d[1].sq, (void *)buf, len, seq, seg);
+    return RT_OK;
+}
+
+static rt_status tcp_post_recv_right(rt_comm *c, void *buf, size_t len, uint32_t seq,
+                                     uint32_t seg)
+{
+    tcp_state *s = c->tp;
+    post(&s->d[1], &s->d[1].rq, buf, len, seq, seg);
+    return RT_OK;
+}
+
+static rt_status io_error(rt_comm *c, const tcp_ring *g, int side, int e, char *err)
+{
+        const bool left = side < 0;
+    c->fail_culprit = left ? g->left : g->right;
+    const char *who = left ? g->left_name : g->right_name;
     if (e == 0)
         return rt_err(err, RT_ERR_IO, "%s closed the connection (process gone?)", who);
     if (e == EPIPE || e == ECONNRESET)
@@ -184,18 +242,17 @@ static rt_status io_error(rt_comm *c, int side, int e, char *err)
     return rt_err(err, RT_ERR_IO, "connection to %s failed: %s", who, strerror(e));
 }
 
-static rt_status reverse_read(rt_comm *c, int k, char *err);
+static rt_status reverse_read(rt_comm *c, tcp_ring *g, int k, char *err);
 
 /* A send to the right neighbour failed with errno e.  A neighbour that saw
  * a failure first sends an abort record back and may then exit, and its
  * exit resets this connection: the record, already in our receive buffer,
  * names the rank really at fault, so it wins over blaming the neighbour. */
-static rt_status send_failed(rt_comm *c, int k, int e, char *err)
+static rt_status send_failed(rt_comm *c, tcp_ring *g, int k, int e, char *err)
 {
-    tcp_state *s = c->tp;
-    if (!s->out[k].closed && reverse_read(c, k, err) == RT_ERR_ABORTED)
+        if (!g->out[k].closed && reverse_read(c, g, k, err) == RT_ERR_ABORTED)
         return RT_ERR_ABORTED;
-    return io_error(c, +1, e, err);
+    return io_error(c, g, +1, e, err);
 }
 
 /* The iovecs of what is left of a frame laid out as n spans, done bytes of
@@ -232,21 +289,20 @@ static int frame_spans(tcp_conn *cn, void *payload, size_t len, struct iovec spa
 }
 
 /* Push the current frame of connection k; *moved if any byte went. */
-static rt_status send_progress(rt_comm *c, int k, bool *moved, char *err)
+static rt_status send_progress(rt_comm *c, tcp_ring *g, int k, bool *moved, char *err)
 {
-    tcp_state *s = c->tp;
-    tcp_conn *cn = &s->out[k];
-    if (cn->gone && cn->next < s->sq.posted)
-        return io_error(c, +1, cn->gone_errno, err);
-    if (cn->bye && cn->next < s->sq.posted) {
-        c->fail_culprit = c->right;
+        tcp_conn *cn = &g->out[k];
+    if (cn->gone && cn->next < g->sq.posted)
+        return io_error(c, g, +1, cn->gone_errno, err);
+    if (cn->bye && cn->next < g->sq.posted) {
+        c->fail_culprit = g->right;
         return rt_err(err, RT_ERR_IO,
                       "%s closed its communicator while this rank still had data for it (did "
                       "the ranks call different collectives?)",
-                      s->right_name);
+                      g->right_name);
     }
-    while (cn->next < s->sq.posted) {
-        rt_post *op = rt_postq_at(&s->sq, cn->next);
+    while (cn->next < g->sq.posted) {
+        rt_post *op = rt_postq_at(&g->sq, cn->next);
         const bool sealed = cn->seal != NULL;
         const size_t plen = op->len + (sealed ? RT_GCM_TAG_LEN : 0);
         if (cn->done == 0) {
@@ -268,7 +324,7 @@ static rt_status send_progress(rt_comm *c, int k, bool *moved, char *err)
         if (r < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
                 return RT_OK;
-            return send_failed(c, k, errno, err);
+            return send_failed(c, g, k, errno, err);
         }
         *moved = true;
         cn->done += (size_t)r;
@@ -276,22 +332,21 @@ static rt_status send_progress(rt_comm *c, int k, bool *moved, char *err)
             return RT_OK;
         op->done = true;
         cn->done = 0;
-        cn->next += (uint64_t)s->n;
+        cn->next += (uint64_t)g->n;
     }
     return RT_OK;
 }
 
 /* An abort record (in abuf, need bytes) arrived from the left in place of
  * a data frame: decode it into c->abort_in. */
-static rt_status left_abort(rt_comm *c, tcp_conn *cn, char *err)
+static rt_status left_abort(rt_comm *c, const tcp_ring *g, tcp_conn *cn, char *err)
 {
-    tcp_state *s = c->tp;
-    char why[RT_ERR_LEN];
-    c->fail_culprit = c->left;
+        char why[RT_ERR_LEN];
+    c->fail_culprit = g->left;
     rt_status st = rt_ctl_decode(&cn->ctl, cn->hdr, cn->abuf, cn->need, cn->open, &c->abort_in,
                                  why);
     if (st != RT_OK)
-        return rt_err(err, st, "%s from %s", why, s->left_name);
+        return rt_err(err, st, "%s from %s", why, g->left_name);
     return rt_err(err, RT_ERR_ABORTED, "%s", c->abort_in.reason);
 }
 
@@ -299,13 +354,12 @@ static rt_status left_abort(rt_comm *c, tcp_conn *cn, char *err)
  * buffers (header and payload in one recvmsg); with `drain`, frames nobody
  * posted are read and dropped, so an abort behind them can be seen; an abort
  * record in place of a data frame ends the read with RT_ERR_ABORTED. */
-static rt_status recv_progress(rt_comm *c, int k, bool drain, bool *moved, char *err)
+static rt_status recv_progress(rt_comm *c, tcp_ring *g, int k, bool drain, bool *moved, char *err)
 {
-    tcp_state *s = c->tp;
-    tcp_conn *cn = &s->in[k];
+        tcp_conn *cn = &g->in[k];
     for (;;) {
-        const bool posted = cn->next < s->rq.posted;
-        rt_post *op = posted ? rt_postq_at(&s->rq, cn->next) : NULL;
+        const bool posted = cn->next < g->rq.posted;
+        rt_post *op = posted ? rt_postq_at(&g->rq, cn->next) : NULL;
         const bool sealed = cn->open != NULL;
         struct iovec iov[3], span[3];
         int niov = 0, nspan = 0;
@@ -330,11 +384,11 @@ static rt_status recv_progress(rt_comm *c, int k, bool drain, bool *moved, char 
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
         ssize_t r = total > cn->done ? recvmsg(cn->fd, &mh, MSG_DONTWAIT) : 0;
         if (total > cn->done && r == 0)
-            return io_error(c, -1, 0, err);
+            return io_error(c, g, -1, 0, err);
         if (r < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
                 return RT_OK;
-            return io_error(c, -1, errno, err);
+            return io_error(c, g, -1, errno, err);
         }
         *moved = *moved || r > 0;
         size_t before = cn->done;
@@ -342,19 +396,19 @@ static rt_status recv_progress(rt_comm *c, int k, bool drain, bool *moved, char 
         if (cn->mode == RD_DATA && before < RT_FRAME_HDR_LEN && cn->done >= RT_FRAME_HDR_LEN) {
             rt_frame_hdr h;
             char why[RT_ERR_LEN];
-            c->fail_culprit = c->left;
+            c->fail_culprit = g->left;
             if (rt_frame_decode(cn->hdr, RT_FRAME_HDR_LEN, &h, why) != RT_OK)
-                return rt_err(err, RT_ERR_PROTO, "bad frame from %s: %s", s->left_name, why);
+                return rt_err(err, RT_ERR_PROTO, "bad frame from %s: %s", g->left_name, why);
             const size_t tag = (h.flags & RT_FRAME_SEALED) ? RT_GCM_TAG_LEN : 0;
             if (h.op == RT_FRAME_ABORT) {
                 /* whatever followed the header went into the data buffer */
                 size_t early = cn->done - RT_FRAME_HDR_LEN;
                 rt_status st = rt_ctl_body_len(cn->hdr, sealed, &cn->ctl, &cn->need, why);
                 if (st != RT_OK)
-                    return rt_err(err, st, "%s from %s", why, s->left_name);
+                    return rt_err(err, st, "%s from %s", why, g->left_name);
                 cn->mode = RD_ABORT;
                 if (early > cn->need)
-                    return rt_err(err, RT_ERR_PROTO, "bad abort frame from %s", s->left_name);
+                    return rt_err(err, RT_ERR_PROTO, "bad abort frame from %s", g->left_name);
                 for (int i = 1, got = 0; i < nspan && got < (int)early; i++) {
                     size_t n = early - (size_t)got < span[i].iov_len ? early - (size_t)got
                                                                       : span[i].iov_len;
@@ -363,23 +417,23 @@ static rt_status recv_progress(rt_comm *c, int k, bool drain, bool *moved, char 
                 }
             } else if (h.op != RT_FRAME_DATA) {
                 return rt_err(err, RT_ERR_PROTO, "unexpected frame (op %u) from %s", h.op,
-                              s->left_name);
+                              g->left_name);
             } else if (((h.flags & RT_FRAME_SEALED) != 0) != sealed) {
                 return rt_err(err, sealed ? RT_ERR_AUTH : RT_ERR_PROTO,
                               sealed ? "a frame without its authentication tag from %s (this "
                                        "ring's frames are sealed)"
                                      : "a sealed frame from %s on a ring without sealing",
-                              s->left_name);
+                              g->left_name);
             } else if (!posted) {
-                if (h.len > s->frame_cap)
-                    return rt_err(err, RT_ERR_PROTO, "oversized frame from %s", s->left_name);
+                if (h.len > g->frame_cap)
+                    return rt_err(err, RT_ERR_PROTO, "oversized frame from %s", g->left_name);
                 cn->mode = RD_SKIP;
                 cn->need = h.len + tag;
             } else if (h.seq != op->seq || h.seg != op->seg || h.len != op->len) {
                 return rt_err(err, RT_ERR_PROTO,
                               "%s sent frame %u of collective #%u (%u bytes), expected frame %u "
                               "of #%u (%zu bytes): the ranks called different collectives",
-                              s->left_name, h.seg, h.seq, h.len, op->seg, op->seq, op->len);
+                              g->left_name, h.seg, h.seq, h.len, op->seg, op->seq, op->len);
             }
             continue;
         }
@@ -390,7 +444,7 @@ static rt_status recv_progress(rt_comm *c, int k, bool drain, bool *moved, char 
         cn->done = 0;
         cn->mode = RD_DATA;
         if (m == RD_ABORT)
-            return left_abort(c, cn, err);
+            return left_abort(c, g, cn, err);
         if (m == RD_SKIP) {
             if (sealed)
                 rt_gcm_skip(cn->open);
@@ -399,21 +453,20 @@ static rt_status recv_progress(rt_comm *c, int k, bool drain, bool *moved, char 
         if (sealed && (rt_gcm_mac_only(cn->open)
                            ? rt_gcm_verify(cn->open, cn->hdr, op->p, op->len, cn->tag)
                            : rt_gcm_open(cn->open, cn->hdr, cn->cipher, op->len, op->p)) != RT_OK) {
-            c->fail_culprit = c->left;
+            c->fail_culprit = g->left;
             return rt_err(err, RT_ERR_AUTH, "a frame from %s failed authentication",
-                          s->left_name);
+                          g->left_name);
         }
         op->done = true;
-        cn->next += (uint64_t)s->n;
+        cn->next += (uint64_t)g->n;
     }
 }
 
 /* Read what the right neighbour sent back on connection k: only an abort
  * record may come; end of stream means it is gone. */
-static rt_status reverse_read(rt_comm *c, int k, char *err)
+static rt_status reverse_read(rt_comm *c, tcp_ring *g, int k, char *err)
 {
-    tcp_state *s = c->tp;
-    tcp_conn *cn = &s->out[k];
+        tcp_conn *cn = &g->out[k];
     for (;;) {
         /* only control records come back: BYE, or an ABORT */
         size_t want = RT_FRAME_HDR_LEN, body = 0;
@@ -422,18 +475,18 @@ static rt_status reverse_read(rt_comm *c, int k, char *err)
         if (cn->rev_fill >= RT_FRAME_HDR_LEN) {
             rt_status st = rt_ctl_body_len(cn->rev, cn->open != NULL, &h, &body, why);
             if (st != RT_OK) {
-                c->fail_culprit = c->right;
-                return rt_err(err, st, "%s sent unexpected data back: %s", s->right_name, why);
+                c->fail_culprit = g->right;
+                return rt_err(err, st, "%s sent unexpected data back: %s", g->right_name, why);
             }
             want += body;
         }
         if (cn->rev_fill == want && cn->rev_fill >= RT_FRAME_HDR_LEN) {
-            c->fail_culprit = c->right;
+            c->fail_culprit = g->right;
             rt_status st = rt_ctl_decode(&h, cn->rev, cn->rev + RT_FRAME_HDR_LEN, body, cn->open,
                                          &c->abort_in, why);
             cn->rev_fill = 0;
             if (st != RT_OK)
-                return rt_err(err, st, "%s from %s", why, s->right_name);
+                return rt_err(err, st, "%s from %s", why, g->right_name);
             if (h.op == RT_FRAME_BYE) {
                 c->fail_culprit = -1;
                 cn->bye = true;
@@ -461,8 +514,8 @@ static rt_status reverse_read(rt_comm *c, int k, char *err)
              * to it will report the departure) */
             cn->closed = cn->gone = true;
             cn->gone_errno = r == 0 ? 0 : errno;
-            if (cn->next < s->sq.posted)
-                return io_error(c, +1, cn->gone_errno, err);
+            if (cn->next < g->sq.posted)
+                return io_error(c, g, +1, cn->gone_errno, err);
             return RT_OK;
         }
         cn->rev_fill += (size_t)r;
@@ -477,18 +530,25 @@ static rt_status tcp_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, 
     for (;;) {
         bool moved = false;
         rt_status st = RT_OK;
-        for (int k = 0; k < s->n && st == RT_OK; k++)
-            st = recv_progress(c, k, false, &moved, err);
-        for (int k = 0; k < s->n && st == RT_OK; k++)
-            st = send_progress(c, k, &moved, err);
-        if (st != RT_OK)
-            return st;
-        rt_postq_advance(&s->sq);
-        rt_postq_advance(&s->rq);
-        int ns = rt_postq_report(&s->sq), nr = rt_postq_report(&s->rq);
-        if (ns || nr) {
-            *nsend += ns;
-            *nrecv += nr;
+        int done[2][2] = {{0, 0}, {0, 0}};
+        for (int d = 0; d < 2; d++) {
+            tcp_ring *g = &s->d[d];
+            for (int k = 0; k < g->n && st == RT_OK; k++)
+                st = recv_progress(c, g, k, false, &moved, err);
+            for (int k = 0; k < g->n && st == RT_OK; k++)
+                st = send_progress(c, g, k, &moved, err);
+            if (st != RT_OK)
+                return st;
+            rt_postq_advance(&g->sq);
+            rt_postq_advance(&g->rq);
+            done[d][0] = rt_postq_report(&g->sq);
+            done[d][1] = rt_postq_report(&g->rq);
+        }
+        if (done[0][0] || done[0][1] || done[1][0] || done[1][1]) {
+            *nsend += done[0][0];
+            *nrecv += done[0][1];
+            c->left_sent += done[1][0];
+            c->right_recvd += done[1][1];
             return RT_OK;
         }
         if (moved || rt_now_ns() < spin_end)
@@ -499,29 +559,37 @@ static rt_status tcp_wait(rt_comm *c, rt_deadline_t dl, int *nsend, int *nrecv, 
         }
         /* nothing moves: sleep until a socket is ready, an abort or end of
          * stream arrives from the right, or the deadline */
-        struct pollfd p[2 * MAX_SOCKETS];
+        struct pollfd p[4 * MAX_SOCKETS];
         int np = 0;
-        for (int k = 0; k < s->n; k++) {
-            bool sending = s->out[k].next < s->sq.posted;
-            short ev = (short)((s->out[k].closed ? 0 : POLLIN) | (sending ? POLLOUT : 0));
-            p[np++] = (struct pollfd){s->out[k].fd, ev, 0};
+        for (int d = 0; d < 2; d++) {
+            tcp_ring *g = &s->d[d];
+            for (int k = 0; k < g->n; k++) {
+                bool sending = g->out[k].next < g->sq.posted;
+                short ev = (short)((g->out[k].closed ? 0 : POLLIN) | (sending ? POLLOUT : 0));
+                p[np++] = (struct pollfd){g->out[k].fd, ev, 0};
+            }
         }
-        for (int k = 0; k < s->n; k++)
-            if (s->in[k].next < s->rq.posted)
-                p[np++] = (struct pollfd){s->in[k].fd, POLLIN, 0};
+        const int nout = np;
+        for (int d = 0; d < 2; d++)
+            for (int k = 0; k < s->d[d].n; k++)
+                if (s->d[d].in[k].next < s->d[d].rq.posted)
+                    p[np++] = (struct pollfd){s->d[d].in[k].fd, POLLIN, 0};
         int ms = rt_deadline_ms_left(dl);
         if (ms == 0 && rt_now_ns() >= dl)
             return rt_err(err, RT_ERR_TIMEOUT, "timed out");
         int r = poll(p, (nfds_t)np, ms);
         if (r < 0 && errno != EINTR)
             return rt_err(err, RT_ERR_IO, "poll: %s", strerror(errno));
-        for (int k = 0; k < s->n && r > 0; k++)
-            if (p[k].revents & (POLLIN | POLLHUP | POLLERR)) {
-                if ((st = reverse_read(c, k, err)) != RT_OK)
+        for (int i = 0; i < nout && r > 0; i++) {
+            tcp_ring *g = &s->d[i < s->d[0].n ? 0 : 1];
+            int k = i < s->d[0].n ? i : i - s->d[0].n;
+            if (p[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+                if ((st = reverse_read(c, g, k, err)) != RT_OK)
                     return st;
-                if (s->out[k].bye && s->out[k].next < s->sq.posted)
-                    return send_progress(c, k, &moved, err); /* reports the departure */
+                if (g->out[k].bye && g->out[k].next < g->sq.posted)
+                    return send_progress(c, g, k, &moved, err); /* reports the departure */
             }
+        }
     }
 }
 
@@ -529,51 +597,57 @@ static rt_status tcp_await_abort(rt_comm *c, rt_deadline_t dl)
 {
     tcp_state *s = c->tp;
     char err[RT_ERR_LEN];
-    bool left_gone = false, right_gone = false;
+    bool left_gone[2] = {false, s->d[1].n == 0}, right_gone[2] = {false, s->d[1].n == 0};
     for (;;) {
         /* from the left: data frames still in flight (dropped), then maybe an
-         * abort; from the right: an abort on the reverse direction */
+         * abort; from the right: an abort on the reverse direction (of each
+         * ring) */
         bool moved = false;
-        for (int k = 0; k < s->n && !left_gone; k++) {
-            rt_status st = recv_progress(c, k, true, &moved, err);
-            if (st == RT_ERR_ABORTED)
-                return st;
-            left_gone = st != RT_OK;
+        struct pollfd p[4 * MAX_SOCKETS];
+        int np = 0;
+        for (int d = 0; d < 2; d++) {
+            tcp_ring *g = &s->d[d];
+            for (int k = 0; k < g->n && !left_gone[d]; k++) {
+                rt_status st = recv_progress(c, g, k, true, &moved, err);
+                if (st == RT_ERR_ABORTED)
+                    return st;
+                left_gone[d] = st != RT_OK;
+            }
+            for (int k = 0; k < g->n; k++) {
+                p[np++] = (struct pollfd){(g->out[k].closed || right_gone[d]) ? -1 : g->out[k].fd,
+                                          POLLIN, 0};
+                p[np++] = (struct pollfd){left_gone[d] ? -1 : g->in[k].fd, POLLIN, 0};
+            }
         }
-        struct pollfd p[2 * MAX_SOCKETS];
-        for (int k = 0; k < s->n; k++) {
-            p[k] = (struct pollfd){(s->out[k].closed || right_gone) ? -1 : s->out[k].fd, POLLIN, 0};
-            p[s->n + k] = (struct pollfd){left_gone ? -1 : s->in[k].fd, POLLIN, 0};
-        }
-        if (left_gone && right_gone)
+        if (left_gone[0] && right_gone[0] && left_gone[1] && right_gone[1])
             return RT_ERR_TIMEOUT; /* nobody left to tell us anything */
         int ms = rt_deadline_ms_left(dl);
         if (ms == 0)
             return RT_ERR_TIMEOUT;
         if (moved)
             continue;
-        if (poll(p, (nfds_t)(2 * s->n), ms) <= 0)
+        if (poll(p, (nfds_t)np, ms) <= 0)
             continue;
-        for (int k = 0; k < s->n; k++)
-            if (p[k].revents) {
-                rt_status st = reverse_read(c, k, err);
-                if (st == RT_ERR_ABORTED)
-                    return st;
-                right_gone = right_gone || st != RT_OK;
-            }
+        for (int d = 0, i = 0; d < 2; d++)
+            for (int k = 0; k < s->d[d].n; k++, i += 2)
+                if (p[i].revents) {
+                    rt_status st = reverse_read(c, &s->d[d], k, err);
+                    if (st == RT_ERR_ABORTED)
+                        return st;
+                    right_gone[d] = right_gone[d] || st != RT_OK;
+                }
     }
 }
 
 /* Finish the frame in progress on connection k (any bytes will do: the
  * collective is lost) so that an abort record can follow it; never longer
  * than until dl. */
-static bool finish_frame(rt_comm *c, int k, rt_deadline_t dl)
+static bool finish_frame(tcp_ring *g, int k, rt_deadline_t dl)
 {
-    tcp_state *s = c->tp;
-    tcp_conn *cn = &s->out[k];
+    tcp_conn *cn = &g->out[k];
     if (cn->done == 0)
         return true;
-    const rt_post *op = rt_postq_at(&s->sq, cn->next);
+    const rt_post *op = rt_postq_at(&g->sq, cn->next);
     const size_t total = RT_FRAME_HDR_LEN + op->len + (cn->seal ? RT_GCM_TAG_LEN : 0);
     struct iovec span[3];
     const int nspan = frame_spans(cn, op->p, op->len, span);
@@ -594,7 +668,7 @@ static bool finish_frame(rt_comm *c, int k, rt_deadline_t dl)
             return false;
     }
     cn->done = 0;
-    cn->next += (uint64_t)s->n;
+    cn->next += (uint64_t)g->n;
     return true;
 }
 
@@ -617,13 +691,16 @@ static void tcp_abort(rt_comm *c, const rt_abort_info *info)
     tcp_state *s = c->tp;
     if (!s)
         return;
-    for (int k = 0; k < s->n; k++)
-        if (s->in[k].fd >= 0)
-            send_abort_frame(&s->in[k], c->seq, info);
     rt_deadline_t dl = rt_deadline_in_us(50000);
-    for (int k = 0; k < s->n; k++)
-        if (s->out[k].fd >= 0 && !s->out[k].bye && finish_frame(c, k, dl))
-            send_abort_frame(&s->out[k], c->seq, info);
+    for (int d = 0; d < 2; d++) { /* each ring: back on its reverse direction, then on */
+        tcp_ring *g = &s->d[d];
+        for (int k = 0; k < g->n; k++)
+            if (g->in[k].fd >= 0)
+                send_abort_frame(&g->in[k], c->seq, info);
+        for (int k = 0; k < g->n; k++)
+            if (g->out[k].fd >= 0 && !g->out[k].bye && finish_frame(g, k, dl))
+                send_abort_frame(&g->out[k], c->seq, info);
+    }
 }
 
 /* Posted operations only live in this rank's queues; the kernel never writes
@@ -633,8 +710,10 @@ static void tcp_cancel(rt_comm *c)
     tcp_state *s = c->tp;
     if (!s)
         return;
-    rt_postq_cancel(&s->sq);
-    rt_postq_cancel(&s->rq);
+    for (int d = 0; d < 2; d++) {
+        rt_postq_cancel(&s->d[d].sq);
+        rt_postq_cancel(&s->d[d].rq);
+    }
 }
 
 const rt_transport_ops rt_tcp_ops = {
@@ -642,6 +721,9 @@ const rt_transport_ops rt_tcp_ops = {
     .connect = tcp_connect,
     .post_send = tcp_post_send,
     .post_recv = tcp_post_recv,
+    .has_left = tcp_has_left,
+    .post_send_left = tcp_post_send_left,
+    .post_recv_right = tcp_post_recv_right,
     .wait = tcp_wait,
     .await_abort = tcp_await_abort,
     .cancel = tcp_cancel,

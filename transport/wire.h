@@ -39,7 +39,7 @@
 
 #include "rt_status.h"
 
-#define RT_WIRE_VERSION 1
+#define RT_WIRE_VERSION 2 /* 2: TCP links both ways round the ring (n >= 3) */
 #define RT_HELLO_LEN 72
 #define RT_CHALLENGE_LEN 72
 #define RT_PROOF_LEN 32
