@@ -1,6 +1,7 @@
 /* test_transport_kill.c — real processes over TCP on 127.0.0.1, and over
  * shared memory (with its TCP links for set-up and aborts): while the
- * ranks run back-to-back 4 MiB allreduces, one of them is killed with
+ * ranks run back-to-back 4 MiB allreduces (and, over TCP, 4 kB ones: the
+ * small path both ways round), one of them is killed with
  * SIGKILL.  Every survivor must return RT_ERR_IO (or the TIMEOUT a rank
  * further away may see) with a message naming the killed rank, long before
  * the 5 s collective deadline (the failure travels round the ring), and
@@ -26,7 +27,8 @@
 #include "rt_time.h"
 
 #define N 4
-#define COUNT (1u << 20)
+#define COUNT (1u << 20) /* the chunked ring */
+#define SMALL 1000        /* the small path, both ways round over TCP */
 
 typedef struct report {
     int rank;
@@ -36,7 +38,8 @@ typedef struct report {
     char msg[RT_ERR_LEN];
 } report;
 
-static void child(rt_transport_kind kind, int rank, int *fds, char **addrs, int ready_fd, int out_fd)
+static void child(rt_transport_kind kind, size_t count, int rank, int *fds, char **addrs,
+                  int ready_fd, int out_fd)
 {
     rt_comm_opts o;
     rt_comm_opts_defaults(&o);
@@ -59,12 +62,12 @@ static void child(rt_transport_kind kind, int rank, int *fds, char **addrs, int 
         (void)w;
         exit(2);
     }
-    float *buf = malloc(COUNT * 4);
-    for (size_t i = 0; i < COUNT; i++)
+    float *buf = malloc(count * 4);
+    for (size_t i = 0; i < count; i++)
         buf[i] = 1.0f;
     rt_status st = RT_OK;
     for (int round = 0; round < 100000 && st == RT_OK; round++) {
-        st = rt_allreduce(c, buf, COUNT, RT_C_F32, RT_SUM);
+        st = rt_allreduce(c, buf, count, RT_C_F32, RT_SUM);
         rep.rounds = round + 1;
         if (round == 2) {
             char x = 1;
@@ -82,7 +85,7 @@ static void child(rt_transport_kind kind, int rank, int *fds, char **addrs, int 
     exit(0);
 }
 
-static void kill_one_rank(rt_transport_kind kind)
+static void kill_one_rank(rt_transport_kind kind, size_t count)
 {
     const int victim = 2;
     int fds[N];
@@ -98,7 +101,7 @@ static void kill_one_rank(rt_transport_kind kind)
         if (pids[r] == 0) {
             close(ready[0]);
             close(out[0]);
-            child(kind, r, fds, addrs, ready[1], out[1]);
+            child(kind, count, r, fds, addrs, ready[1], out[1]);
         }
     }
     close(ready[1]);
@@ -144,9 +147,9 @@ static void kill_one_rank(rt_transport_kind kind)
     for (int i = 0; i < got; i++) {
         const report *rp = &reps[i];
         double after = (double)(rp->t_fail - t_kill) / 1e9;
-        printf("%s rank %d: status %d after %.3f s, %d rounds: %s\n",
-               kind == RT_TRANSPORT_SHM ? "shm" : "tcp", rp->rank, rp->status, after, rp->rounds,
-               rp->msg);
+        printf("%s, %zu floats: rank %d: status %d after %.3f s, %d rounds: %s\n",
+               kind == RT_TRANSPORT_SHM ? "shm" : "tcp", count, rp->rank, rp->status, after,
+               rp->rounds, rp->msg);
         if (rp->status != RT_ERR_IO && rp->status != RT_ERR_TIMEOUT)
             fail_msg("rank %d returned %d", rp->rank, rp->status);
         if (!strstr(rp->msg, "rank 2"))
@@ -163,20 +166,28 @@ static void kill_one_rank(rt_transport_kind kind)
 static void test_kill_one_rank(void **state)
 {
     (void)state;
-    kill_one_rank(RT_TRANSPORT_TCP);
+    kill_one_rank(RT_TRANSPORT_TCP, COUNT);
+}
+
+/* Small allreduces: every rank sends to both neighbours (two rings). */
+static void test_kill_one_rank_small(void **state)
+{
+    (void)state;
+    kill_one_rank(RT_TRANSPORT_TCP, SMALL);
 }
 
 /* The victim's segments stay mapped by its neighbours; its links close. */
 static void test_kill_one_rank_shm(void **state)
 {
     (void)state;
-    kill_one_rank(RT_TRANSPORT_SHM);
+    kill_one_rank(RT_TRANSPORT_SHM, COUNT);
 }
 
 int main(void)
 {
     rt_log_set_level(RT_LL_ERROR);
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kill_one_rank),
+                                       cmocka_unit_test(test_kill_one_rank_small),
                                        cmocka_unit_test(test_kill_one_rank_shm)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
