@@ -165,7 +165,8 @@ static const rt_cfg_key job_keys[] = {
              "data plane: auto uses NCCL when every rank has a GPU, shared memory (shm) when "
              "every rank is on one host, RDMA when present, else TCP"),
     RT_CFG_I("job", "sockets", "1", 1, 16, rt_job_cfg, sockets,
-             "TCP connections per ring neighbour"),
+             "TCP connections to the right ring neighbour (with three ranks or more one more "
+             "runs the other way round)"),
     RT_CFG_D("job", "collective_timeout", "60s", 1000, 86400e6, rt_job_cfg, collective_timeout_us,
              "deadline of every collective; a rank that does not arrive is named"),
     RT_CFG_B("job", "encrypt", "false", rt_job_cfg, encrypt, "AES-256-GCM on the data plane"),
