@@ -399,7 +399,7 @@ static const cli_flag EXEC_FLAGS[] = {
      "an environment variable for every rank (NAME alone: its value here, as horovodrun -x)", "-x"},
     {"--no-default-env", CLI_SWITCH, NULL, "do not pass PATH, PYTHONPATH and VIRTUAL_ENV from here", NULL},
     {"--transport", CLI_VALUE, "tcp|rdma|nccl|shm|auto", "the data plane (default tcp)", NULL},
-    {"--sockets", CLI_VALUE, "N", "TCP connections per ring neighbour", NULL},
+    {"--sockets", CLI_VALUE, "N", "TCP connections to the right ring neighbour", NULL},
     {"--priority", CLI_VALUE, "P", "queue order (higher first)", NULL},
     {"--queue-timeout", CLI_VALUE, "DURATION", "longest wait in the queue (default: none)", NULL},
     {"--deadline", CLI_VALUE, "DURATION", "longest run time", NULL},
