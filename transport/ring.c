@@ -20,7 +20,9 @@
  * around the ring and then copied, so every rank ends with the same bits,
  * run after run.  Small buffers (small_path(): at most small_bytes, less as
  * n grows) instead allgather whole buffers (n-1 frames instead of 2(n-1))
- * and reduce them in rank order. */
+ * and reduce them in rank order; where the transport also links each rank
+ * to its left neighbour (TCP, three ranks or more) that allgather goes both
+ * ways round in n/2 hops (gather_both, beside the engine). */
 #include <stdio.h>
 #include <string.h>
 
