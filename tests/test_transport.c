@@ -295,6 +295,7 @@ static void fusion_body(rt_comm *c, int r, void *varg, rh_result *res)
 typedef struct plan_case {
     int n;
     size_t bytes, frames; /* small path: n - 1; chunked: 2 (n - 1) x segments */
+    bool tcp; /* both rings: four ranks exchange in pairs (2 frames) */
 } plan_case;
 
 static void plan_body(rt_comm *c, int rank, void *arg, rh_result *res)
@@ -320,18 +321,23 @@ static void test_plan_choice(void **state)
 {
     (void)state;
     const plan_case cases[] = {
-        {2, 64u << 10, 1},        /* small path at any n = 2 size it covers */
-        {2, 96u << 10, 2},        /* 48 KiB chunks: one frame each */
-        {2, 256u << 10, 4},       /* 128 KiB chunks: two 64 KiB frames */
-        {3, 48u << 10, 2},        /* the limit at n = 3 */
-        {3, 52u << 10, 4},
-        {4, 32u << 10, 3},        /* the limit at n = 4 */
-        {4, 36u << 10, 6},
-        {4, 256u << 10, 12},      /* 64 KiB chunks: two 32 KiB frames */
-        {4, 4u << 20, 12},        /* 1 MiB chunks: two 512 KiB frames */
-        {4, 8u << 20, 24},        /* 2 MiB chunks: four */
-        {8, 16u << 10, 7},        /* under 64 KiB * 8 / 24 */
-        {8, 24u << 10, 14},
+        {2, 64u << 10, 1, false},   /* small path at any n = 2 size it covers */
+        {2, 96u << 10, 2, false},   /* 48 KiB chunks: one frame each */
+        {2, 256u << 10, 4, false},  /* 128 KiB chunks: two 64 KiB frames */
+        {3, 48u << 10, 2, false},   /* the limit at n = 3 */
+        {3, 52u << 10, 4, false},
+        {4, 32u << 10, 3, false},   /* the limit at n = 4 */
+        {4, 36u << 10, 6, false},
+        {4, 256u << 10, 12, false}, /* 64 KiB chunks: two 32 KiB frames */
+        {4, 4u << 20, 12, false},   /* 1 MiB chunks: two 512 KiB frames */
+        {4, 8u << 20, 24, false},   /* 2 MiB chunks: four */
+        {8, 16u << 10, 7, false},   /* under 64 KiB * 8 / 24 */
+        {8, 24u << 10, 14, false},
+        {4, 4u << 10, 2, true},     /* TCP, four ranks: neighbour pairs, two hops */
+        {4, 64u << 10, 2, true},    /* ... up to small_bytes */
+        {4, 68u << 10, 6, true},    /* then the chunked ring */
+        {3, 4u << 10, 2, true},     /* TCP, three ranks: the small path both ways */
+        {5, 4u << 10, 4, true},
     };
     for (size_t i = 0; i < RT_ARRAY_LEN(cases); i++) {
         rt_comm_opts o;
@@ -339,7 +345,8 @@ static void test_plan_choice(void **state)
         memset(o.key, 7, sizeof o.key);
         plan_case pc = cases[i];
         rh_result fail;
-        if (!rh_run(pc.n, RT_TRANSPORT_LOOPBACK, &o, plan_body, &pc, &fail))
+        if (!rh_run(pc.n, pc.tcp ? RT_TRANSPORT_TCP : RT_TRANSPORT_LOOPBACK, &o, plan_body, &pc,
+                    &fail))
             fail_msg("plan n=%d bytes=%zu: %s", pc.n, pc.bytes, fail.msg);
     }
 }

@@ -22,7 +22,9 @@
  * n grows) instead allgather whole buffers (n-1 frames instead of 2(n-1))
  * and reduce them in rank order; where the transport also links each rank
  * to its left neighbour (TCP, three ranks or more) that allgather goes both
- * ways round in n/2 hops (gather_both, beside the engine). */
+ * ways round in n/2 hops (gather_both, beside the engine), and four ranks
+ * exchange whole buffers in neighbour pairs, two hops (pairs4, up to
+ * small_bytes). */
 #include <stdio.h>
 #include <string.h>
 
@@ -385,6 +387,47 @@ static rt_status gather_both(rt_comm *c, char *all, size_t bytes)
     return RT_OK;
 }
 
+/* Four ranks with both rings: recursive doubling on neighbour pairs, (0,1)
+ * and (2,3), then (1,2) and (3,0): two hops of one frame each way, where
+ * the small path needs three.  Each step adds the partner's buffer to this
+ * rank's; the partner adds this one's to its own, and a + b == b + a, so
+ * every rank ends with (a0 + a1) + (a2 + a3), the same bits everywhere.
+ * tmp holds `bytes`. */
+static rt_status pairs4(rt_comm *c, char *buf, char *tmp, size_t count, size_t es, rt_ctype t,
+                        rt_redop op)
+{
+    const size_t bytes = count * es;
+    const uint32_t seq = ++c->seq;
+    const rt_deadline_t dl = rt_deadline_in_us(c->timeout_us);
+    char msg[RT_ERR_LEN];
+    c->recv_frames = 0;
+    for (uint32_t step = 0; step < 2; step++) {
+        const bool right = (c->rank % 2 == 0) == (step == 0);
+        rt_status st = right ? c->ops->post_recv_right(c, tmp, bytes, seq, step)
+                             : c->ops->post_recv(c, tmp, bytes, seq, step);
+        if (st == RT_OK)
+            st = right ? c->ops->post_send(c, buf, bytes, seq, step)
+                       : c->ops->post_send_left(c, buf, bytes, seq, step);
+        if (st != RT_OK)
+            return ring_failure(c, st, "cannot post a frame", step, seq);
+        int sent = 0, got = 0;
+        c->left_sent = c->right_recvd = 0;
+        while (sent < 1 || got < 1) {
+            int ns = 0, nr = 0;
+            c->fail_culprit = -1;
+            st = c->ops->wait(c, dl, &ns, &nr, msg);
+            if (st != RT_OK)
+                return ring_failure(c, st, msg, step, seq);
+            sent += right ? ns : c->left_sent;
+            got += right ? c->right_recvd : nr;
+            c->left_sent = c->right_recvd = 0;
+        }
+        c->recv_frames = step + 1;
+        rt_reduce(buf, tmp, count, t, op);
+    }
+    return RT_OK;
+}
+
 /* ---- public collectives --------------------------------------------------------- */
 
 static rt_status check_usable(rt_comm *c)
@@ -417,11 +460,18 @@ rt_status rt_allreduce(rt_comm *c, void *buf, size_t count, rt_ctype t, rt_redop
     if (n == 1 || count == 0)
         return RT_OK;
     const size_t bytes = count * es;
-    if (small_path(c, bytes)) {
+    const bool both = c->ops->has_left && c->ops->has_left(c);
+    if (both && n == 4 && bytes <= c->o.small_bytes) {
+        st = pairs4(c, buf, c->small, count, es, t, op);
+        if (st != RT_OK) {
+            c->ops->cancel(c);
+            return st;
+        }
+    } else if (small_path(c, bytes)) {
         /* gather every rank's buffer, then reduce in rank order */
         char *all = c->small;
         memcpy(all + (size_t)c->rank * bytes, buf, bytes);
-        if (c->ops->has_left && c->ops->has_left(c) && n / 2 <= RT_RING_WINDOW) {
+        if (both && n / 2 <= RT_RING_WINDOW) {
             st = gather_both(c, all, bytes);
             if (st != RT_OK)
                 c->ops->cancel(c);
