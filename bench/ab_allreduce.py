@@ -62,9 +62,10 @@ def main():
             variants.append((label, [binary, "--np", np_] + args))
     for size in sizes:
         res = {label: [] for label, _ in variants}
+        sized = ["--bytes", str(size), "--iters", str(iters_for(size))]
         for _ in range(rounds):
             for label, cmd in variants:
-                res[label].append(usec(cmd + ["--bytes", str(size), "--iters", str(iters_for(size))]))
+                res[label].append(usec(cmd + sized))
         base = statistics.median(res[variants[0][0]])
         print(f"np {np_}, {size} bytes, {rounds} rounds:")
         for label, _ in variants:

@@ -231,7 +231,7 @@ static rt_status tcp_post_recv_right(rt_comm *c, void *buf, size_t len, uint32_t
 
 static rt_status io_error(rt_comm *c, const tcp_ring *g, int side, int e, char *err)
 {
-        const bool left = side < 0;
+    const bool left = side < 0;
     c->fail_culprit = left ? g->left : g->right;
     const char *who = left ? g->left_name : g->right_name;
     if (e == 0)
@@ -250,7 +250,7 @@ static rt_status reverse_read(rt_comm *c, tcp_ring *g, int k, char *err);
  * names the rank really at fault, so it wins over blaming the neighbour. */
 static rt_status send_failed(rt_comm *c, tcp_ring *g, int k, int e, char *err)
 {
-        if (!g->out[k].closed && reverse_read(c, g, k, err) == RT_ERR_ABORTED)
+    if (!g->out[k].closed && reverse_read(c, g, k, err) == RT_ERR_ABORTED)
         return RT_ERR_ABORTED;
     return io_error(c, g, +1, e, err);
 }
@@ -291,7 +291,7 @@ static int frame_spans(tcp_conn *cn, void *payload, size_t len, struct iovec spa
 /* Push the current frame of connection k; *moved if any byte went. */
 static rt_status send_progress(rt_comm *c, tcp_ring *g, int k, bool *moved, char *err)
 {
-        tcp_conn *cn = &g->out[k];
+    tcp_conn *cn = &g->out[k];
     if (cn->gone && cn->next < g->sq.posted)
         return io_error(c, g, +1, cn->gone_errno, err);
     if (cn->bye && cn->next < g->sq.posted) {
@@ -341,7 +341,7 @@ static rt_status send_progress(rt_comm *c, tcp_ring *g, int k, bool *moved, char
  * a data frame: decode it into c->abort_in. */
 static rt_status left_abort(rt_comm *c, const tcp_ring *g, tcp_conn *cn, char *err)
 {
-        char why[RT_ERR_LEN];
+    char why[RT_ERR_LEN];
     c->fail_culprit = g->left;
     rt_status st = rt_ctl_decode(&cn->ctl, cn->hdr, cn->abuf, cn->need, cn->open, &c->abort_in,
                                  why);
@@ -356,7 +356,7 @@ static rt_status left_abort(rt_comm *c, const tcp_ring *g, tcp_conn *cn, char *e
  * record in place of a data frame ends the read with RT_ERR_ABORTED. */
 static rt_status recv_progress(rt_comm *c, tcp_ring *g, int k, bool drain, bool *moved, char *err)
 {
-        tcp_conn *cn = &g->in[k];
+    tcp_conn *cn = &g->in[k];
     for (;;) {
         const bool posted = cn->next < g->rq.posted;
         rt_post *op = posted ? rt_postq_at(&g->rq, cn->next) : NULL;
@@ -462,11 +462,11 @@ static rt_status recv_progress(rt_comm *c, tcp_ring *g, int k, bool drain, bool 
     }
 }
 
-/* Read what the right neighbour sent back on connection k: only an abort
+/* Read what ring g's right neighbour sent back on connection k: only an abort
  * record may come; end of stream means it is gone. */
 static rt_status reverse_read(rt_comm *c, tcp_ring *g, int k, char *err)
 {
-        tcp_conn *cn = &g->out[k];
+    tcp_conn *cn = &g->out[k];
     for (;;) {
         /* only control records come back: BYE, or an ABORT */
         size_t want = RT_FRAME_HDR_LEN, body = 0;
