@@ -1,8 +1,9 @@
-/* test_transport_kill.c — real processes over TCP on 127.0.0.1, and over
- * shared memory (with its TCP links for set-up and aborts): while the
- * ranks run back-to-back 4 MiB allreduces (and, over TCP, 4 kB ones: the
- * small path both ways round), one of them is killed with
- * SIGKILL.  Every survivor must return RT_ERR_IO (or the TIMEOUT a rank
+/* test_transport_kill.c — real processes over TCP on 127.0.0.1, over
+ * shared memory (with its TCP links for set-up and aborts), and in two
+ * "hosts" of two ranks (the hierarchical allreduce: shared memory within,
+ * TCP across): while the ranks run back-to-back 4 MiB allreduces (and 4 kB
+ * ones: over TCP the small path both ways round, in the hierarchy its two
+ * steps), one of them is killed with SIGKILL.  Every survivor must return RT_ERR_IO (or the TIMEOUT a rank
  * further away may see) with a message naming the killed rank, long before
  * the 5 s collective deadline (the failure travels round the ring), and
  * then exit normally: under the sanitizer build that includes LeakSanitizer
@@ -38,8 +39,8 @@ typedef struct report {
     char msg[RT_ERR_LEN];
 } report;
 
-static void child(rt_transport_kind kind, size_t count, int rank, int *fds, char **addrs,
-                  int ready_fd, int out_fd)
+static void child(rt_transport_kind kind, size_t count, int hier, int rank, int *fds,
+                  char **addrs, int ready_fd, int out_fd)
 {
     rt_comm_opts o;
     rt_comm_opts_defaults(&o);
@@ -55,7 +56,11 @@ static void child(rt_transport_kind kind, size_t count, int rank, int *fds, char
     report rep = {.rank = rank};
     rt_comm *c;
     char err[RT_ERR_LEN];
-    if (rt_comm_create(&o, &c, err) != RT_OK) {
+    rt_status cst = rt_comm_create(&o, &c, err);
+    if (cst == RT_OK && hier && (cst = rt_comm_hierarchy(c, rank % hier, hier, err)) == RT_OK &&
+        rt_comm_hierarchy_local_size(c) != hier)
+        cst = rt_err(err, RT_ERR_INVALID, "no hierarchy of %d ranks per host", hier);
+    if (cst != RT_OK) {
         rep.status = 1;
         snprintf(rep.msg, sizeof rep.msg, "create: %s", err);
         ssize_t w = write(out_fd, &rep, sizeof rep);
@@ -85,7 +90,7 @@ static void child(rt_transport_kind kind, size_t count, int rank, int *fds, char
     exit(0);
 }
 
-static void kill_one_rank(rt_transport_kind kind, size_t count)
+static void kill_one_rank(rt_transport_kind kind, size_t count, int hier)
 {
     const int victim = 2;
     int fds[N];
@@ -95,13 +100,14 @@ static void kill_one_rank(rt_transport_kind kind, size_t count)
     assert_int_equal(pipe(ready), 0);
     assert_int_equal(pipe(out), 0);
     pid_t pids[N];
+    fflush(stdout); /* or each child prints what the parent has not yet */
     for (int r = 0; r < N; r++) {
         pids[r] = fork();
         assert_true(pids[r] >= 0);
         if (pids[r] == 0) {
             close(ready[0]);
             close(out[0]);
-            child(kind, count, r, fds, addrs, ready[1], out[1]);
+            child(kind, count, hier, r, fds, addrs, ready[1], out[1]);
         }
     }
     close(ready[1]);
@@ -147,8 +153,8 @@ static void kill_one_rank(rt_transport_kind kind, size_t count)
     for (int i = 0; i < got; i++) {
         const report *rp = &reps[i];
         double after = (double)(rp->t_fail - t_kill) / 1e9;
-        printf("%s, %zu floats: rank %d: status %d after %.3f s, %d rounds: %s\n",
-               kind == RT_TRANSPORT_SHM ? "shm" : "tcp", count, rp->rank, rp->status, after,
+        printf("%s%s, %zu floats: rank %d: status %d after %.3f s, %d rounds: %s\n",
+               kind == RT_TRANSPORT_SHM ? "shm" : "tcp", hier ? " (2 x 2)" : "", count, rp->rank, rp->status, after,
                rp->rounds, rp->msg);
         if (rp->status != RT_ERR_IO && rp->status != RT_ERR_TIMEOUT)
             fail_msg("rank %d returned %d", rp->rank, rp->status);
@@ -166,21 +172,31 @@ static void kill_one_rank(rt_transport_kind kind, size_t count)
 static void test_kill_one_rank(void **state)
 {
     (void)state;
-    kill_one_rank(RT_TRANSPORT_TCP, COUNT);
+    kill_one_rank(RT_TRANSPORT_TCP, COUNT, 0);
 }
 
 /* Small allreduces: every rank sends to both neighbours (two rings). */
 static void test_kill_one_rank_small(void **state)
 {
     (void)state;
-    kill_one_rank(RT_TRANSPORT_TCP, SMALL);
+    kill_one_rank(RT_TRANSPORT_TCP, SMALL, 0);
 }
 
 /* The victim's segments stay mapped by its neighbours; its links close. */
 static void test_kill_one_rank_shm(void **state)
 {
     (void)state;
-    kill_one_rank(RT_TRANSPORT_SHM, COUNT);
+    kill_one_rank(RT_TRANSPORT_SHM, COUNT, 0);
+}
+
+/* Two hosts of two ranks: the victim (rank 2, local rank 0 of the second
+ * host) shares a ring with ranks 0 (across) and 3 (within); rank 1 hears of
+ * it from those. */
+static void test_kill_one_rank_hier(void **state)
+{
+    (void)state;
+    kill_one_rank(RT_TRANSPORT_TCP, COUNT, 2);
+    kill_one_rank(RT_TRANSPORT_TCP, SMALL, 2);
 }
 
 int main(void)
@@ -188,6 +204,7 @@ int main(void)
     rt_log_set_level(RT_LL_ERROR);
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kill_one_rank),
                                        cmocka_unit_test(test_kill_one_rank_small),
-                                       cmocka_unit_test(test_kill_one_rank_shm)};
+                                       cmocka_unit_test(test_kill_one_rank_shm),
+                                       cmocka_unit_test(test_kill_one_rank_hier)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rt_addr.h"
 #include "rt_log.h"
@@ -49,14 +50,19 @@ void rt_split(size_t total, size_t parts, size_t i, size_t *off, size_t *len)
     *len = q + (i < r ? 1 : 0);
 }
 
+int rt_comm_grank(const rt_comm *c, int r)
+{
+    return c->granks && r >= 0 && r < c->size ? c->granks[r] : r;
+}
+
 const char *rt_comm_peer_name(const rt_comm *c, int rank, char *buf, size_t len)
 {
     if (rank < 0 || rank >= c->size)
         snprintf(buf, len, "an unknown rank");
     else if (c->peers && c->peers[rank])
-        snprintf(buf, len, "rank %d (%s)", rank, c->peers[rank]);
+        snprintf(buf, len, "rank %d (%s)", rt_comm_grank(c, rank), c->peers[rank]);
     else
-        snprintf(buf, len, "rank %d", rank);
+        snprintf(buf, len, "rank %d", rt_comm_grank(c, rank));
     return buf;
 }
 
@@ -70,14 +76,16 @@ rt_status rt_comm_fail(rt_comm *c, rt_status st, int culprit, const char *fmt, .
     va_end(ap);
     c->broken = true;
     c->broken_st = st;
-    RT_ERROR("comm", "rank %d: %s", c->rank, c->err);
-    if (c->connected && c->ops && c->ops->abort) {
-        rt_abort_info info = {.origin = c->rank, .culprit = culprit, .status = st};
-        size_t rl = strnlen(c->err, RT_ABORT_REASON_MAX); /* truncation is fine on the wire */
-        memcpy(info.reason, c->err, rl);
-        info.reason[rl] = '\0';
-        c->ops->abort(c, &info);
-    }
+    RT_ERROR("comm", "rank %d: %s", rt_comm_grank(c, c->rank), c->err);
+    rt_abort_info *info = &c->abort_out;
+    *info = (rt_abort_info){.origin = rt_comm_grank(c, c->rank),
+                            .culprit = culprit >= 0 ? rt_comm_grank(c, culprit) : -1,
+                            .status = st};
+    size_t rl = strnlen(c->err, RT_ABORT_REASON_MAX); /* truncation is fine on the wire */
+    memcpy(info->reason, c->err, rl);
+    info->reason[rl] = '\0';
+    if (c->connected && c->ops && c->ops->abort)
+        c->ops->abort(c, info);
     return st;
 }
 
@@ -89,10 +97,23 @@ rt_status rt_comm_fail_forward(rt_comm *c, const rt_abort_info *a)
     snprintf(c->err, sizeof c->err, "%s (reported by rank %d)", a->reason, a->origin);
     c->broken = true;
     c->broken_st = st;
-    RT_ERROR("comm", "rank %d: %s", c->rank, c->err);
+    c->abort_out = *a;
+    RT_ERROR("comm", "rank %d: %s", rt_comm_grank(c, c->rank), c->err);
     if (c->connected && c->ops && c->ops->abort)
         c->ops->abort(c, a);
     return st;
+}
+
+void rt_comm_fail_like(rt_comm *c, const rt_comm *from)
+{
+    if (c->broken || !from->broken)
+        return;
+    memcpy(c->err, from->err, sizeof c->err);
+    c->broken = true;
+    c->broken_st = from->broken_st;
+    c->abort_out = from->abort_out;
+    if (c->connected && c->ops && c->ops->abort)
+        c->ops->abort(c, &c->abort_out);
 }
 
 static rt_status check_opts(const rt_comm_opts *o, char *err)
@@ -155,12 +176,14 @@ rt_status rt_comm_create(const rt_comm_opts *o, rt_comm **out, char *err)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     c->o = *o;
     c->o.peers = NULL;
+    c->o.global_ranks = NULL;
     c->rank = o->rank;
     c->size = o->size;
     c->left = (o->rank + o->size - 1) % o->size;
     c->right = (o->rank + 1) % o->size;
     c->timeout_us = o->timeout_us;
     c->fail_culprit = -1;
+    c->sub_fd[0] = c->sub_fd[1] = -1;
     switch (o->transport) {
     case RT_TRANSPORT_LOOPBACK: c->ops = &rt_loopback_ops; break;
     case RT_TRANSPORT_SHM: c->ops = &rt_shm_ops; break;
@@ -177,6 +200,12 @@ rt_status rt_comm_create(const rt_comm_opts *o, rt_comm **out, char *err)
             if (!c->peers[i])
                 st = RT_ERR_NOMEM;
         if (!c->peers)
+            st = RT_ERR_NOMEM;
+    }
+    if (st == RT_OK && o->global_ranks) {
+        if ((c->granks = malloc((size_t)o->size * sizeof *c->granks)))
+            memcpy(c->granks, o->global_ranks, (size_t)o->size * sizeof *c->granks);
+        else
             st = RT_ERR_NOMEM;
     }
     /* every buffer the collectives will use, now */
@@ -199,7 +228,7 @@ rt_status rt_comm_create(const rt_comm_opts *o, rt_comm **out, char *err)
         }
     }
     c->connected = true;
-    if (c->rank == 0 && c->size > 1) /* once per ring, in rank 0's log */
+    if (c->rank == 0 && c->size > 1 && !c->granks) /* once per ring, in rank 0's log */
         RT_INFO("comm", "ring of %d ranks up over %s", c->size, c->ops->name);
     else
         RT_DEBUG("comm", "rank %d/%d connected over %s", c->rank, c->size, c->ops->name);
@@ -211,11 +240,17 @@ void rt_comm_destroy(rt_comm *c)
 {
     if (!c)
         return;
+    rt_comm_destroy(c->local);
+    rt_comm_destroy(c->cross);
+    for (int i = 0; i < 2; i++)
+        if (c->sub_fd[i] >= 0)
+            close(c->sub_fd[i]);
     if (c->ops && c->size > 1)
         c->ops->close(c);
     for (int i = 0; c->peers && i < c->size; i++)
         free(c->peers[i]);
     free(c->peers);
+    free(c->granks);
     for (int i = 0; i < RT_RING_TMP; i++)
         free(c->tmp[i]);
     free(c->small);

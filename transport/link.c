@@ -69,7 +69,7 @@ static void reject_left(rt_comm *c, int fd, const char *why)
 {
     char who[96];
     rt_sock_peer_str(fd, who, sizeof who);
-    RT_WARN("tcp", "rank %d: rejected connection from %s: %s", c->rank, who, why);
+    RT_WARN("tcp", "rank %d: rejected connection from %s: %s", rt_comm_grank(c, c->rank), who, why);
     close(fd);
 }
 

@@ -65,8 +65,10 @@ static rt_status ring_failure(rt_comm *c, rt_status st, const char *msg, size_t 
     char left[160], dur[32];
     rt_comm_peer_name(c, c->left, left, sizeof left);
     fmt_duration(c->timeout_us, dur, sizeof dur);
+    /* (of two ranks, a neighbour that went away is the whole story: an abort
+     * it sent would have come before its end of stream) */
     bool local_view_weak = (st == RT_ERR_TIMEOUT && recvd > 0) ||
-                           (st == RT_ERR_IO && c->fail_culprit == c->left);
+                           (st == RT_ERR_IO && c->fail_culprit == c->left && c->size > 2);
     if (st != RT_ERR_ABORTED && local_view_weak && c->ops->await_abort) {
         /* the left neighbour arrived (or just went away): a rank nearer the
          * real failure may be sending a better diagnosis round the ring */
@@ -181,7 +183,8 @@ typedef struct chunked {
     size_t block;   /* > 0: chunk k is [k*block, (k+1)*block) (reduce-scatter);
                        0: balanced split of count (allreduce) */
     long shift;     /* reduce-scatter ends with rank r owning chunk r + 1 + shift */
-    size_t steps;   /* n-1 (reduce-scatter) or 2(n-1) (with the allgather) */
+    size_t s0;      /* the first step: 0, or n-1 for an allgather alone */
+    size_t steps;   /* steps run: n-1 (either half) or 2(n-1) (both) */
     rt_ctype t;
     rt_redop op;
 } chunked;
@@ -211,6 +214,7 @@ static bool frame_range(const chunked *u, size_t f, bool sending, size_t *off, s
     const long n = u->c->size, r = u->c->rank;
     size_t s, j;
     rt_diag_frame(u->steps, u->nseg, f, &s, &j);
+    s += u->s0;
     const bool rs = s < (size_t)(n - 1);
     long base = rs ? r + u->shift - (long)s : r + 1 + u->shift - (long)(s - (size_t)(n - 1));
     seg_range(u, mod(base - (sending ? 0 : 1), n), j, off, len);
@@ -272,10 +276,11 @@ static size_t plan_nseg(const rt_comm *c, size_t chunk_elems, size_t es)
     return nseg;
 }
 
-static rt_status ring_chunked(rt_comm *c, chunked *u, bool with_allgather)
+/* Steps [s0, s0 + steps) of the 2(n-1): reduce-scatter, allgather or both. */
+static rt_status ring_chunked(rt_comm *c, chunked *u, size_t s0, size_t steps)
 {
-    const size_t n = (size_t)c->size;
-    u->steps = (n - 1) * (with_allgather ? 2 : 1);
+    u->s0 = s0;
+    u->steps = steps;
     ring_plan p = {.nsend = u->steps * u->nseg,
                    .dep_of = chunked_dep,
                    .u = u,
@@ -459,6 +464,8 @@ rt_status rt_allreduce(rt_comm *c, void *buf, size_t count, rt_ctype t, rt_redop
         return RT_ERR_INVALID;
     if (n == 1 || count == 0)
         return RT_OK;
+    if (c->cross)
+        return rt_hier_allreduce(c, buf, count, t, op);
     const size_t bytes = count * es;
     const bool both = c->ops->has_left && c->ops->has_left(c);
     if (both && n == 4 && bytes <= c->o.small_bytes) {
@@ -486,12 +493,66 @@ rt_status rt_allreduce(rt_comm *c, void *buf, size_t count, rt_ctype t, rt_redop
     } else {
         chunked u = {.c = c, .buf = buf, .count = count, .es = es, .t = t, .op = op, .shift = 0};
         u.nseg = plan_nseg(c, (count + n - 1) / n, es);
-        st = ring_chunked(c, &u, true);
+        st = ring_chunked(c, &u, 0, 2 * (n - 1));
         if (st != RT_OK)
             return st;
     }
     if (op == RT_AVG)
         rt_scale(buf, count, t, 1.0 / (double)n);
+    return RT_OK;
+}
+
+/* ---- hierarchical allreduce (c->local, c->cross: hier.c) -------------------
+ * Within the host, a reduce-scatter of the balanced split (local rank l ends
+ * with part l summed over its host); across hosts, an allreduce of part l
+ * among the ranks with local rank l (L rings side by side, each over 1/L of
+ * the data); within the host, an allgather of the parts.  Up to small_bytes
+ * two steps instead, with fewer hops: an allreduce within the host, then
+ * one of the whole buffer on each of the L rings across hosts (each ring
+ * reduces the same host sums in the same order).  Every element is reduced
+ * in one fixed order, so every rank ends with the same bits.  A
+ * failure on either communicator breaks the other and c too, passing the
+ * abort record on over each: every rank waits on one of them, and hears. */
+static rt_status hier_failed(rt_comm *c, rt_comm *sub, rt_status st)
+{
+    if (!sub->broken) /* a failure before anything was sent: make it stick */
+        rt_comm_fail(sub, st, -1, "%s", rt_strerror(st));
+    rt_comm_fail_like(sub == c->local ? c->cross : c->local, sub);
+    rt_comm_fail_like(c, sub);
+    return c->broken_st;
+}
+
+rt_status rt_hier_allreduce(rt_comm *c, void *buf, size_t count, rt_ctype t, rt_redop op)
+{
+    rt_comm *lc = c->local, *xc = c->cross;
+    const size_t es = rt_ctype_size(t), L = (size_t)lc->size;
+    const rt_redop sub_op = op == RT_AVG ? RT_SUM : op;
+    rt_status st;
+    if (count * es <= c->o.small_bytes || count < L) {
+        if ((st = rt_allreduce(lc, buf, count, t, sub_op)) != RT_OK)
+            return hier_failed(c, lc, st);
+        if ((st = rt_allreduce(xc, buf, count, t, sub_op)) != RT_OK)
+            return hier_failed(c, xc, st);
+        if (op == RT_AVG)
+            rt_scale(buf, count, t, 1.0 / (double)c->size);
+        return RT_OK;
+    }
+    chunked u = {.c = lc, .buf = buf, .count = count, .es = es, .shift = -1, .t = t,
+                 .op = sub_op};
+    u.nseg = plan_nseg(lc, (count + L - 1) / L, es);
+    st = ring_chunked(lc, &u, 0, L - 1);
+    if (st != RT_OK)
+        return hier_failed(c, lc, st);
+    size_t off, len;
+    rt_split(count, L, (size_t)lc->rank, &off, &len);
+    st = rt_allreduce(xc, (char *)buf + off * es, len, t, sub_op);
+    if (st != RT_OK)
+        return hier_failed(c, xc, st);
+    st = ring_chunked(lc, &u, L - 1, L - 1);
+    if (st != RT_OK)
+        return hier_failed(c, lc, st);
+    if (op == RT_AVG)
+        rt_scale(buf, count, t, 1.0 / (double)c->size);
     return RT_OK;
 }
 
@@ -510,7 +571,7 @@ rt_status rt_reduce_scatter(rt_comm *c, void *buf, void *out, size_t count, rt_c
         chunked u = {.c = c, .buf = buf, .count = count * n, .es = es, .block = count,
                      .shift = -1, .t = t, .op = op};
         u.nseg = plan_nseg(c, count, es);
-        st = ring_chunked(c, &u, false);
+        st = ring_chunked(c, &u, 0, n - 1);
         if (st != RT_OK)
             return st;
     }

@@ -95,6 +95,13 @@ struct rt_comm {
     void *small; /* size * small_bytes, for small allreduces */
     void *stage; /* device.c: pinned buffers of rt_allreduce_device, made on first use */
     char listen_addr[96];
+
+    /* hierarchy (hier.c): this host's ranks and this local rank's ring
+     * across hosts, both NULL when there is none */
+    rt_comm *local, *cross;
+    int sub_fd[2];           /* their listening sockets, closed after them; -1: none */
+    int *granks;             /* job ranks of a communicator inside one (owned), or NULL */
+    rt_abort_info abort_out; /* the record this rank sent when it failed */
 };
 
 /* Record the first failure (message, status, culprit), mark the
@@ -104,6 +111,14 @@ rt_status rt_comm_fail(rt_comm *c, rt_status st, int culprit, const char *fmt, .
 /* Same for an abort record received from another rank: the message says
  * who reported it, and the record is passed on unchanged. */
 rt_status rt_comm_fail_forward(rt_comm *c, const rt_abort_info *a);
+/* c fails as `from` (a communicator of the same hierarchy) failed: the same
+ * status and message, and its abort record passed on over c's links; logged
+ * once, by from. */
+void rt_comm_fail_like(rt_comm *c, const rt_comm *from);
+/* The job's number for rank r of c (r itself outside a hierarchy). */
+int rt_comm_grank(const rt_comm *c, int r);
+/* Hierarchical allreduce (ring.c), for rt_allreduce when c->cross is set. */
+rt_status rt_hier_allreduce(rt_comm *c, void *buf, size_t count, rt_ctype t, rt_redop op);
 /* Free c->stage (device.c; nothing in builds without CUDA). */
 void rt_device_stage_free(rt_comm *c);
 /* "rank 3 (127.0.0.1:4000)" or "rank 3" when there is no address. */

@@ -70,6 +70,9 @@ typedef struct rt_comm_opts {
     bool integrity;                /* AES-GMAC on every frame, payload in clear (default
                                     * on; encrypt implies it): a peer on the path cannot
                                     * alter a gradient unseen */
+    const int *global_ranks;       /* rank numbers for messages and abort records (size
+                                    * entries): the job's ranks of a communicator inside
+                                    * a hierarchy; NULL: its own */
 } rt_comm_opts;
 
 /* What ringtrain's launcher sets when a host has more ranks than cores:
@@ -119,6 +122,24 @@ rt_status rt_reduce_scatter(rt_comm *c, void *buf, void *out, size_t count, rt_c
                             rt_redop op);
 /* Returns when every rank has entered it. */
 rt_status rt_barrier(rt_comm *c);
+
+/* ---- hierarchical allreduce (Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE) -----
+ * Collective over c (every rank calls it): where every host runs the same
+ * number L > 1 of ranks, contiguous (rank = host * L + local_rank, as
+ * ringtrain's scheduler places them), and there are two hosts or more, c
+ * gains two communicators: the L ranks of its host over shared memory, and
+ * the ranks with its local_rank on every host over c's transport.  From then
+ * on rt_allreduce (and the fused allreduce) runs in three steps: a
+ * reduce-scatter within the host, an allreduce of this rank's 1/L across
+ * hosts (L such rings side by side), an allgather within the host; the
+ * other collectives keep c's ring.  Results are the same bits on every rank
+ * and from run to run, though not the same bits as the flat ring's.  A
+ * failure anywhere breaks c and both communicators and reaches every rank.
+ * Returns RT_OK with c unchanged when the ranks do not form such a grid (the
+ * log says why), and an error when a communicator could not be built. */
+rt_status rt_comm_hierarchy(rt_comm *c, int local_rank, int local_size, char *err);
+/* Ranks per host of the hierarchy, or 0 when c has none. */
+int rt_comm_hierarchy_local_size(const rt_comm *c);
 
 /* ---- fused, bucketed allreduce of one flat float buffer ------------------
  * The buffer is cut into buckets of bucket_bytes from its end (gradients
