@@ -394,8 +394,9 @@ static rt_status write_rendezvous(worker *w, const rt_json *m, const char *path,
     rt_jw_kint(&jw, RT_F_LOCAL_SIZE, w->local_size);
     rt_jw_kint(&jw, RT_F_CROSS_RANK, w->cross_rank);
     rt_jw_kint(&jw, RT_F_CROSS_SIZE, w->cross_size);
-    const char *copy[] = {RT_F_PEERS,   RT_F_KEY,     RT_F_TRANSPORT, RT_F_SOCKETS,
-                          RT_F_COLLECTIVE_TIMEOUT_MS, RT_F_ENCRYPT, RT_F_INTEGRITY};
+    const char *copy[] = {RT_F_PEERS,   RT_F_KEY,       RT_F_TRANSPORT,
+                          RT_F_SOCKETS, RT_F_COLLECTIVE_TIMEOUT_MS, RT_F_ENCRYPT,
+                          RT_F_INTEGRITY, RT_F_HIERARCHICAL};
     for (size_t i = 0; i < RT_ARRAY_LEN(copy); i++) {
         rt_jw_key(&jw, copy[i]);
         rt_jw_value(&jw, rt_json_get(m, copy[i]));

@@ -588,6 +588,7 @@ static void job_fields(rt_jw *w, const rt_job_cfg *j)
     rt_jw_kint(w, "collective_timeout_ms", j->collective_timeout_us / 1000);
     rt_jw_kbool(w, "encrypt", j->encrypt);
     rt_jw_kbool(w, RT_F_INTEGRITY, j->integrity);
+    rt_jw_kbool(w, RT_F_HIERARCHICAL, j->hierarchical);
     if (j->memory_limit)
         rt_jw_kint(w, RT_F_MEMORY_LIMIT, (int64_t)j->memory_limit);
     if (j->cpu_limit > 0)
@@ -709,6 +710,7 @@ int cli_job_body_from_exec(const cli_args *a, char **body)
     }
     j.encrypt = cli_switch(a, "--encrypt");
     j.integrity = !cli_switch(a, "--no-integrity");
+    j.hierarchical = !cli_switch(a, "--flat");
     if (bad) {
         fprintf(stderr, "ringtrain exec: bad flags; nothing was submitted:\n");
         rt_cfg_errors_print(&e, stderr);

@@ -408,6 +408,7 @@ static const cli_flag EXEC_FLAGS[] = {
     {"--cpu-limit", CLI_VALUE, "CPUS", "per rank: CPUs' worth of time (1.5: one and a half cores)", NULL},
     {"--encrypt", CLI_SWITCH, NULL, "AES-256-GCM on the data plane", NULL},
     {"--no-integrity", CLI_SWITCH, NULL, "plain data-plane frames, no per-frame MAC (trusted networks)", NULL},
+    {"--flat", CLI_SWITCH, NULL, "one ring of all ranks, no hierarchical allreduce", NULL},
     {"--keep", CLI_SWITCH, NULL, "with --local: keep the cluster's folder", NULL},
     {"--json", CLI_SWITCH, NULL, "print the coordinator's answer as JSON", NULL},
     END};

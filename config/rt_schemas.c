@@ -173,6 +173,10 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_B("job", "integrity", "true", rt_job_cfg, integrity,
              "AES-GMAC on every data-plane frame, payload in clear (false: plain frames, for a "
              "trusted network; encrypt implies it)"),
+    RT_CFG_B("job", "hierarchical", "true", rt_job_cfg, hierarchical,
+             "where every host runs the same number of ranks (two hosts or more): allreduce "
+             "in shared memory within each host and across hosts on one ring per local rank, "
+             "as Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE (false: one flat ring)"),
     RT_CFG_Z("job", "memory_limit", "0", 0, 1e15, rt_job_cfg, memory_limit,
              "per rank: the most memory (RAM and swap) the rank and everything it starts may "
              "use, enforced by its cgroup; beyond it the kernel's OOM killer ends the rank and "

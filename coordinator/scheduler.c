@@ -297,6 +297,8 @@ void sc_send_start(sched *S, sc_job *j, sc_clock now)
         rt_jw_kint(&w, RT_F_COLLECTIVE_TIMEOUT_MS, spec_int(j, RT_F_COLLECTIVE_TIMEOUT_MS, 60000));
         rt_jw_kbool(&w, RT_F_ENCRYPT, rt_json_bool(rt_json_get(j->specj, RT_F_ENCRYPT), false));
         rt_jw_kbool(&w, RT_F_INTEGRITY, rt_json_bool(rt_json_get(j->specj, RT_F_INTEGRITY), true));
+        rt_jw_kbool(&w, RT_F_HIERARCHICAL,
+                    rt_json_bool(rt_json_get(j->specj, RT_F_HIERARCHICAL), true));
         rt_jw_kint(&w, RT_F_MAX_RESTARTS, j->max_restarts);
         const int64_t mem = spec_int(j, RT_F_MEMORY_LIMIT, 0);
         const double cpus = rt_json_num(rt_json_get(j->specj, RT_F_CPU_LIMIT), 0);

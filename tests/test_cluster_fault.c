@@ -17,7 +17,9 @@
  *   - log_retention: a finished job's folders go, a running one's stay;
  *   - 40 silent connections: past 16 per address closed at once, the
  *     registered agent unaffected;
- *   - per-agent tokens: bound to their name, no API credential, revoked at once.
+ *   - per-agent tokens: bound to their name, no API credential, revoked at once;
+ *   - two hosts of two ranks: the ranks build the hierarchical allreduce
+ *     through rt_init_from_env (and keep one ring with --flat).
  * (Followers across restarts and the chaos run: test_cluster_chaos.c.) */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -623,6 +625,46 @@ static void test_agent_enrollment(void **state)
     CHECK(log_says(c->agent[0].log, "wrong cluster token", 10000));
 }
 
+/* ---- two hosts of two ranks: the hierarchical allreduce --------------------------- */
+
+/* The ranks find the grid through rt_init_from_env (rank 0 says so), their
+ * allreduces are right, and `--flat` keeps the one ring. */
+static void test_hierarchical_job(void **state)
+{
+    cl_fixture *fx = *state;
+    bool *failed = &fx->failed;
+    cluster *c = &fx->c;
+    CHECK(cl_init(c, "hier"));
+    CHECK(cl_start_coord(c, NULL, NULL));
+    CHECK(cl_start_agent(c, 0, "a1", "A", 2, NULL) && cl_start_agent(c, 1, "b1", "B", 2, NULL));
+    CHECK(cl_wait_agents_up(c, 2, 20000));
+    for (int flat = 0; flat < 2; flat++) {
+        const char *args[] = {"exec", "--np", "4", "--transport", "tcp", "--", CL_PROBE,
+                              "--rounds", "3", "--marker", c->marker, NULL, NULL};
+        if (flat) { /* the switch goes before the "--" */
+            memmove(&args[6], &args[5], 7 * sizeof *args);
+            args[5] = "--flat";
+        }
+        char *out = NULL;
+        int rc = cl_cli(c, &out, 60, args);
+        if (rc != 0 || !strstr(out, "[3] allreduce ok: sum 10"))
+            fprintf(stderr, "exec%s output:\n%s\n", flat ? " --flat" : "", out ? out : "");
+        CHECK(rc == 0);
+        for (int r = 0; r < 4; r++) {
+            char want[64];
+            snprintf(want, sizeof want, "[%d] allreduce ok: sum 10", r);
+            CHECK(strstr(out, want) != NULL);
+        }
+        bool hier = strstr(out, "hierarchical allreduce: 2 hosts x 2 ranks (shm within a host, "
+                                "tcp across hosts)") != NULL;
+        if (hier == (bool)flat)
+            fprintf(stderr, "exec%s output:\n%s\n", flat ? " --flat" : "", out);
+        CHECK(hier == !flat);
+        free(out);
+    }
+    CHECK(cl_wait_no_marker(c, 10000) == 0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -636,6 +678,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_log_retention, cl_fixture_setup, cl_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_connection_flood, cl_fixture_setup, cl_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_agent_enrollment, cl_fixture_setup, cl_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_hierarchical_job, cl_fixture_setup, cl_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,6 +119,14 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
     o.spin_us = shared ? 0 : 50;
     o.yield_us = shared ? RT_COMM_SHARED_YIELD_US : 0;
     st = addrs ? rt_comm_create(&o, out, err) : rt_err(err, RT_ERR_NOMEM, "out of memory");
+    /* every rank of a networked job takes part; the ranks' table decides */
+    bool netted = o.transport == RT_TRANSPORT_RDMA || strcmp(info->transport, "tcp") == 0;
+    if (st == RT_OK && netted && info->size > 1 &&
+        rt_json_bool(rt_json_get(r, RT_F_HIERARCHICAL), true) &&
+        (st = rt_comm_hierarchy(*out, info->local_rank, info->local_size, err)) != RT_OK) {
+        rt_comm_destroy(*out);
+        *out = NULL;
+    }
     free(addrs);
     rt_json_free(r);
     return st;

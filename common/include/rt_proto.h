@@ -122,6 +122,7 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_F_COLLECTIVE_TIMEOUT_MS "collective_timeout_ms"
 #define RT_F_ENCRYPT "encrypt"
 #define RT_F_INTEGRITY "integrity" /* frames sealed with AES-GMAC (absent: true) */
+#define RT_F_HIERARCHICAL "hierarchical" /* allreduce within hosts, then across (absent: true) */
 #define RT_F_PEERS "peers"
 #define RT_F_ARGV "argv"
 #define RT_F_ENV "env"
@@ -164,7 +165,7 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 
 /* The rendezvous file: {job, attempt, rank, size, local_rank, local_size,
  * cross_rank, cross_size, peers, key, transport, sockets,
- * collective_timeout_ms, encrypt, integrity} — the RT_F_ names above. */
+ * collective_timeout_ms, encrypt, integrity, hierarchical} — the RT_F_ names above. */
 
 #ifdef __cplusplus
 }

@@ -71,6 +71,7 @@ typedef struct rt_job_cfg {
     int64_t collective_timeout_us;
     bool encrypt;
     bool integrity; /* AES-GMAC on every data-plane frame */
+    bool hierarchical; /* allreduce within hosts, then across (hosts of several ranks) */
     uint64_t memory_limit; /* per rank, bytes (0: none): the rank's cgroup memory.max */
     double cpu_limit;      /* per rank, CPUs (0: none): the rank's cgroup cpu.max */
     rt_strlist command; /* exec jobs: the program and its arguments */
