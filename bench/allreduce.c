@@ -2,7 +2,7 @@
  *
  *   allreduce --np N [--bytes B | sweep] [--iters K] [--transport tcp|shm|loopback|rdma|nccl]
  *             [--sockets S] [--segment BYTES] [--small BYTES] [--spin-us US]
- *             [--yield-us US]
+ *             [--yield-us US] [--hier L]
  *             [--encrypt | --no-integrity]
  *             [--json]
  *
@@ -15,7 +15,11 @@
  * per size instead of the table.  As ringtrain's launcher sets them: ranks
  * busy-poll for 50 us before sleeping when each can have a core; when they
  * share cores they do not spin but yield the core for up to 1 ms before
- * sleeping (--spin-us and --yield-us override). */
+ * sleeping (--spin-us and --yield-us override).  --hier L: the ranks form
+ * hosts of L (rank r is local rank r % L) and allreduce hierarchically
+ * (rt_comm_hierarchy: shared memory within a "host", the transport across;
+ * on one machine every link is local, so this measures the algorithm and
+ * the shared-memory hops, not a network). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,6 +41,7 @@
 typedef struct cfg {
     bool nccl; /* device buffers through NCCL (bootstrapped over the TCP ring) */
     int np, iters, sockets, nsizes;
+    int hier; /* ranks per host of a hierarchy, 0: none */
     int64_t spin_us;  /* -1: spin only when every rank can have a core */
     int64_t yield_us; /* -1: yield only when ranks share cores (as rt_init) */
     size_t sizes[MAX_SIZES];
@@ -184,6 +189,13 @@ static int tcp_rank(int r, int n, int listen_fd, char **addrs, void *vrec, void 
     rt_comm *comm;
     if (rt_comm_create(&o, &comm, out->err) != RT_OK)
         return 1;
+    if (c->hier > 0 && (rt_comm_hierarchy(comm, r % c->hier, c->hier, out->err) != RT_OK ||
+                        rt_comm_hierarchy_local_size(comm) != c->hier)) {
+        if (!out->err[0])
+            snprintf(out->err, sizeof out->err, "%d ranks do not form hosts of %d", n, c->hier);
+        rt_comm_destroy(comm);
+        return 1;
+    }
 #ifdef RT_HAVE_CUDA
     if (c->nccl)
         run_sizes_nccl(comm, c, r, out);
@@ -222,7 +234,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: allreduce --np N [--bytes B] [--iters K] [--transport tcp|shm|loopback|"
                     "rdma|nccl] [--sockets S] [--segment BYTES]\n"
-                    "                 [--small BYTES] [--spin-us US] [--yield-us US]\n"
+                    "                 [--small BYTES] [--spin-us US] [--yield-us US] [--hier L]\n"
                     "                 [--encrypt | --no-integrity] [--json]\n");
     return 2;
 }
@@ -263,6 +275,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--yield-us") && v) {
             c.yield_us = atoll(v);
             i++;
+        } else if (!strcmp(a, "--hier") && v) {
+            c.hier = atoi(v);
+            i++;
         } else if (!strcmp(a, "--encrypt")) {
             c.encrypt = true;
         } else if (!strcmp(a, "--no-integrity")) {
@@ -273,7 +288,8 @@ int main(int argc, char **argv)
             return usage();
         }
     }
-    if (c.np < 1 || c.np > 256)
+    if (c.np < 1 || c.np > 256 || c.hier < 0 ||
+        (c.hier > 0 && strcmp(transport, "tcp") != 0 && strcmp(transport, "rdma") != 0))
         return usage();
     if (!strcmp(transport, "loopback"))
         c.kind = RT_TRANSPORT_LOOPBACK;
@@ -328,9 +344,9 @@ int main(int argc, char **argv)
     if (status)
         return 1;
     if (!c.json)
-        printf("# allreduce float32 sum, np=%d, transport=%s, sockets=%d%s\n"
+        printf("# allreduce float32 sum, np=%d, transport=%s, sockets=%d%s%s\n"
                "%12s %12s %10s %10s\n",
-               c.np, transport, c.sockets,
+               c.np, transport, c.sockets, c.hier ? ", hierarchical" : "",
                c.encrypt ? ", encrypted" : c.plain ? ", plain frames" : ", GMAC frames", "bytes", "usec",
                "algbw GB/s", "busbw GB/s");
     double last = 0;

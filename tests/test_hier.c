@@ -3,7 +3,8 @@
  * within, TCP across).  The conformance body (every collective against a
  * serial reference, integer-valued data bitwise; random data the same bits
  * on every rank and in two runs) on grids of 2 x 2 to 4 x 2 and 2 x 4, both
- * plans (two steps up to small_bytes, three above); the layouts that must
+ * plans (two steps for fewer elements than ranks per host, three from there,
+ * the sub-rings on their small paths and chunked); the layouts that must
  * keep the flat ring; and a rank that leaves in the middle, which every
  * other rank must hear about by name.  (SIGKILL: test_transport_kill.) */
 #include <setjmp.h>
@@ -80,8 +81,8 @@ static void run_grid(int n, int L, int odd_rank, int odd_l, int want_local, cons
         }
 }
 
-/* counts: empty, fewer elements than ranks per host, the two-step plan (up
- * to 64 KiB), the three-step plan with parts of one frame and of many */
+/* counts: empty, fewer elements than ranks per host (two steps), then three
+ * steps whose parts take the sub-rings' small paths, one frame and many */
 static const size_t COUNTS[] = {0, 1, 3, 63, 1000, 16384, 16385, 25000, 300000};
 
 static void test_hier_2x2(void **state)

@@ -2,8 +2,8 @@
  * shared memory (with its TCP links for set-up and aborts), and in two
  * "hosts" of two ranks (the hierarchical allreduce: shared memory within,
  * TCP across): while the ranks run back-to-back 4 MiB allreduces (and 4 kB
- * ones: over TCP the small path both ways round, in the hierarchy its two
- * steps), one of them is killed with SIGKILL.  Every survivor must return RT_ERR_IO (or the TIMEOUT a rank
+ * ones: over TCP the small path both ways round, in the hierarchy the
+ * sub-rings' small paths), one of them is killed with SIGKILL.  Every survivor must return RT_ERR_IO (or the TIMEOUT a rank
  * further away may see) with a message naming the killed rank, long before
  * the 5 s collective deadline (the failure travels round the ring), and
  * then exit normally: under the sanitizer build that includes LeakSanitizer
