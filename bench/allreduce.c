@@ -2,7 +2,7 @@
  *
  *   allreduce --np N [--bytes B | sweep] [--iters K] [--transport tcp|shm|loopback|rdma|nccl]
  *             [--sockets S] [--segment BYTES] [--small BYTES] [--spin-us US]
- *             [--yield-us US] [--hier L]
+ *             [--yield-us US] [--hier L] [--sockbuf BYTES]
  *             [--encrypt | --no-integrity]
  *             [--json]
  *
@@ -19,7 +19,8 @@
  * hosts of L (rank r is local rank r % L) and allreduce hierarchically
  * (rt_comm_hierarchy: shared memory within a "host", the transport across;
  * on one machine every link is local, so this measures the algorithm and
- * the shared-memory hops, not a network). */
+ * the shared-memory hops, not a network).  --sockbuf: fixed socket buffers
+ * (rt_comm_opts.socket_buffer) instead of the kernel's autotuning. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@ typedef struct cfg {
     int64_t yield_us; /* -1: yield only when ranks share cores (as rt_init) */
     size_t sizes[MAX_SIZES];
     size_t segment;
+    size_t sockbuf;  /* SO_SNDBUF/SO_RCVBUF, 0: the kernel's autotuning */
     size_t small;    /* small_bytes, when small_set */
     bool small_set;
     bool encrypt, plain, json; /* plain: integrity off (unsealed frames) */
@@ -167,6 +169,7 @@ static void base_opts(const cfg *c, rt_comm_opts *o)
     o->integrity = !c->plain;
     if (c->segment)
         o->max_segment_bytes = c->segment;
+    o->socket_buffer = c->sockbuf;
     if (c->small_set)
         o->small_bytes = c->small;
     o->timeout_us = 120000000;
@@ -235,6 +238,7 @@ static int usage(void)
     fprintf(stderr, "usage: allreduce --np N [--bytes B] [--iters K] [--transport tcp|shm|loopback|"
                     "rdma|nccl] [--sockets S] [--segment BYTES]\n"
                     "                 [--small BYTES] [--spin-us US] [--yield-us US] [--hier L]\n"
+                    "                 [--sockbuf BYTES]\n"
                     "                 [--encrypt | --no-integrity] [--json]\n");
     return 2;
 }
@@ -274,6 +278,9 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--yield-us") && v) {
             c.yield_us = atoll(v);
+            i++;
+        } else if (!strcmp(a, "--sockbuf") && v) {
+            c.sockbuf = (size_t)strtoull(v, NULL, 0);
             i++;
         } else if (!strcmp(a, "--hier") && v) {
             c.hier = atoi(v);
