@@ -295,7 +295,7 @@ static void fusion_body(rt_comm *c, int r, void *varg, rh_result *res)
 typedef struct plan_case {
     int n;
     size_t bytes, frames; /* small path: n - 1; chunked: 2 (n - 1) x segments */
-    bool tcp; /* both rings: four ranks exchange in pairs (2 frames) */
+    bool tcp; /* both rings: four ranks exchange in pairs (2 frames), halves and quarters */
 } plan_case;
 
 static void plan_body(rt_comm *c, int rank, void *arg, rh_result *res)
@@ -335,7 +335,10 @@ static void test_plan_choice(void **state)
         {8, 24u << 10, 14, false},
         {4, 4u << 10, 2, true},     /* TCP, four ranks: neighbour pairs, two hops */
         {4, 64u << 10, 2, true},    /* ... up to small_bytes */
-        {4, 68u << 10, 6, true},    /* then the chunked ring */
+        {4, 68u << 10, 4, true},    /* then recursive halving and doubling: four steps */
+        {4, 4u << 20, 12, true},    /* 2 MiB halves in four 512 KiB frames, quarters in two */
+        {4, 16u << 20, 48, true},   /* ... up to 16 MiB */
+        {4, 20u << 20, 60, true},   /* then the chunked ring: 5 MiB chunks, ten frames */
         {3, 4u << 10, 2, true},     /* TCP, three ranks: the small path both ways */
         {5, 4u << 10, 4, true},
     };
