@@ -15,6 +15,9 @@
 #     private /tmp;
 #   - a training job (np 2: one rank per host, a real ring between hosts) and
 #     an exec job succeed, and the files land where the README says;
+#   - after the agents restart with two slots each, a training job of np 4
+#     (two hosts of two ranks) runs the hierarchical allreduce: shared memory
+#     within each host's sandbox, TCP across the bridge;
 #   - a PyTorch DDP program written for torchrun (gloo, env://) runs unchanged
 #     on the two hosts and its parameters equal a one-host launch with
 #     torchrun's variables; when its rank 1 fails the job names it, and with
@@ -100,7 +103,7 @@ shared=$work/shared
 mkdir -p "$shared/rossmann"
 "$build/examples/rossmann/rossmann-gen" --out "$work/data" --stores 6 --quiet
 "$bin/ringtrain" prep --input "$work/data" --sql "$src/examples/rossmann/prep.sql" \
-  --out "$shared/rossmann/dataset" --partitions 2 --quiet > /dev/null
+  --out "$shared/rossmann/dataset" --partitions 4 --quiet > /dev/null # np 2 and np 4
 chown ringtrain:ringtrain "$shared/rossmann"
 chmod -R a+rX "$shared"
 
@@ -239,4 +242,27 @@ grep -q 'rank 1 on host .* exited with code 7' <<< "$out" || { echo "$out"; fail
 out=$(cd / && cli exec --np 2 --max-restarts 1 -x GLOO_SOCKET_IFNAME=eth0 -- "$py" /shared/ddp_check.py --fail-rank 1 --code 7 2>&1) ||
   { echo "$out"; fail "the restarted DDP job failed"; }
 grep -q '\[1\] rank 1 of 2, local rank 0, restart count 1' <<< "$out" || { echo "$out"; fail "attempt 2 did not see TORCHELASTIC_RESTART_COUNT=1"; }
-echo "ok: installed system, 3 hosts, training, exec and PyTorch DDP jobs succeeded as user ringtrain"
+# ---- two ranks per host: the hierarchical allreduce ----------------------------------
+# the agents restarted with two slots each, as after an edit of agent.conf: four ranks
+# are two hosts of two, and the ranks build a shared-memory ring on each host (in the
+# unit's sandbox, as ringtrain) and a ring per local rank across the bridge
+pkill -TERM -x ringtrain-agent || true
+for _ in $(seq 100); do pgrep -x ringtrain-agent > /dev/null || break; sleep 0.1; done
+pgrep -x ringtrain-agent > /dev/null && fail "the agents did not stop on SIGTERM"
+sed -i 's/^slots = .*/slots = 2/' "$etc_agent"/agent-a1.conf "$etc_agent"/agent-a2.conf
+run_as_unit a1 agent-a1 "$etc_agent" /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-a1.conf
+run_as_unit a2 agent-a2 "$etc_agent" /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-a2.conf
+for _ in $(seq 100); do
+  [ "$(cli nodes 2> /dev/null | awk '$3 == "up" && $4 == 2' | wc -l)" -ge 2 ] && break
+  sleep 0.2
+done
+[ "$(cli nodes 2> /dev/null | awk '$3 == "up" && $4 == 2' | wc -l)" -ge 2 ] ||
+  { cli nodes; fail "the agents did not come back with two slots each"; }
+cli submit "$work/job.ini" --np 4 --set output.store=/shared/rossmann/store-hier --follow \
+  > "$work/train-hier.out" 2>&1 || { cat "$work/train-hier.out"; fail "the training job on 2 x 2 ranks failed"; }
+[ -s "$shared/rossmann/store-hier/submission.csv" ] || fail "the 2 x 2 job wrote no submission.csv"
+grep -rqs "hierarchical allreduce: 2 hosts x 2 ranks (shm within a host, tcp across hosts)" \
+  "$work"/agent-a1/logs/job-*/attempt-1/rank-0.log ||
+  { tail -n 5 "$work"/agent-a1/logs/job-*/attempt-1/rank-0.log; fail "rank 0 of the 2 x 2 job did not allreduce hierarchically"; }
+echo "ok: installed system, 3 hosts, training, exec and PyTorch DDP jobs succeeded as user ringtrain;"
+echo "    a training job of two hosts x two ranks allreduced hierarchically"
