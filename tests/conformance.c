@@ -122,7 +122,7 @@ void conf_body(rt_comm *c, int r, void *varg, rh_result *res)
 
 void conformance(rt_transport_kind kind)
 {
-    const int ranks[] = {1, 2, 3, 5, 8};
+    const int ranks[] = {1, 2, 3, 4, 5, 8};
     /* 25000 floats (100 kB): the chunked ring with one frame per chunk at 512 KiB segments */
     const size_t counts[] = {0, 1, 63, 1000, 25000, 1u << 20};
     const size_t segs[] = {4096, 512u << 10};

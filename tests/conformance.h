@@ -1,5 +1,5 @@
 /* conformance.h — the collectives conformance suite, shared by every
- * transport's test: {ranks 1,2,3,5,8} x {counts 0,1,63,1000,1<<20} x
+ * transport's test: {ranks 1,2,3,4,5,8} x {counts 0,1,63,1000,25000,1<<20} x
  * {segments 4K, 512K}, each collective against a serial reference (bitwise
  * for integer-valued data), random data identical on every rank and across
  * two runs. */

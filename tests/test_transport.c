@@ -1,5 +1,5 @@
 /* test_transport.c — the collectives over {loopback, tcp, shm} x ranks
- * {1,2,3,5,8} x counts {0,1,63,1000,25000,1<<20} x segment sizes {4K (many
+ * {1,2,3,4,5,8} x counts {0,1,63,1000,25000,1<<20} x segment sizes {4K (many
  * segments), 512K}, each equal to a serial reference (bitwise for
  * integer-valued data), random data bitwise identical on every rank and
  * across two runs, plus the wire formats, the segment helper, encryption and
