@@ -133,10 +133,13 @@ rt_status rt_comm_hierarchy(rt_comm *c, int local_rank, int local_size, char *er
         me.ok = open_listeners(c, &me, fd);
     rt_status st = rt_allgather(c, &me, all, sizeof me);
     char whybuf[160];
-    const char *why = st != RT_OK ? "" : !netted ? "the job's ring is not over the network"
-                                               : not_a_grid(c, all, whybuf, sizeof whybuf);
+    const char *why = st != RT_OK ? NULL
+                      : !netted   ? "the job's ring is not over the network"
+                                  : not_a_grid(c, all, whybuf, sizeof whybuf);
     const int L = all[0].local_size;
-    if (st == RT_OK && !why) {
+    if (st != RT_OK) {
+        rt_err(err, st, "%s", c->err);
+    } else if (!why) {
         st = make_sub(c, all, true, c->rank - c->rank % L, 1, L, fd[0], &c->local, err);
         if (st == RT_OK)
             st = make_sub(c, all, false, c->rank % L, L, c->size / L, fd[1], &c->cross, err);
@@ -144,23 +147,21 @@ rt_status rt_comm_hierarchy(rt_comm *c, int local_rank, int local_size, char *er
             rt_comm_destroy(c->local);
             c->local = NULL;
         }
-    } else if (st != RT_OK) {
-        rt_err(err, st, "%s", c->err);
     }
+    free(all);
     if (st == RT_OK && !why) {
         c->sub_fd[0] = fd[0];
         c->sub_fd[1] = fd[1];
         if (c->rank == 0)
             RT_INFO("comm", "hierarchical allreduce: %d hosts x %d ranks (shm within a host, "
                             "%s across hosts)", c->size / L, L, c->cross->ops->name);
-    } else {
-        for (int i = 0; i < 2; i++)
-            if (fd[i] >= 0)
-                close(fd[i]);
-        if (st == RT_OK && c->rank == 0 && netted)
-            RT_INFO("comm", "flat allreduce: %s", why);
+        return RT_OK;
     }
-    free(all);
+    for (int i = 0; i < 2; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+    if (why && c->rank == 0 && netted)
+        RT_INFO("comm", "flat allreduce: %s", why);
     return st;
 }
 

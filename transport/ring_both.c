@@ -106,11 +106,8 @@ rt_status pairs4(rt_comm *c, char *buf, char *tmp, size_t count, size_t es, rt_c
     return RT_OK;
 }
 
-/* One step of halving4 with the partner on the right or the left: send
- * elements [soff, soff + slen) of buf, receive rlen elements for [roff, roff
- * + rlen) — reduced into buf through c->tmp when `reduce`, else in place —
- * each side in segments of at most max_segment_bytes, split alike on both
- * ends (rt_split of the same length). */
+/* Elements [off, off + len) of a buffer, moved in nseg segments of at most
+ * max_segment_bytes: both ends split the same length alike (rt_split). */
 typedef struct span {
     size_t off, len, nseg;
 } span;
@@ -127,6 +124,9 @@ static void seg_of(const span *s, size_t j, size_t *off, size_t *len)
     *off += s->off;
 }
 
+/* One step of halving4 with the partner on the right or the left: send the
+ * span snd of buf, receive the span rcv — reduced into buf through c->tmp
+ * when `reduce`, else in place — as frames (seq, step << 24 | segment). */
 static rt_status exchange(rt_comm *c, uint32_t seq, rt_deadline_t dl, uint32_t step,
                           bool right, char *buf, size_t es, span snd, span rcv, bool reduce,
                           rt_ctype t, rt_redop op)
@@ -189,16 +189,15 @@ rt_status halving4(rt_comm *c, char *buf, size_t count, size_t es, rt_ctype t, r
 {
     const int r = c->rank;
     const bool right_a = r % 2 == 0, right_b = r % 2 == 1; /* where the partner is */
-    size_t hoff, hlen, qoff, qlen, ooff, olen;
-    rt_split(count, 2, r == 1 || r == 2 ? 0 : 1, &hoff, &hlen);  /* the half kept */
-    rt_split(count, 2, r == 1 || r == 2 ? 1 : 0, &ooff, &olen);  /* the half given */
-    size_t k0off, k0len, k1off, k1len;
-    rt_split(hlen, 2, 0, &k0off, &k0len);
-    rt_split(hlen, 2, 1, &k1off, &k1len);
-    const bool lower_q = r % 2 == 1;
-    qoff = hoff + (lower_q ? k0off : k1off);
-    qlen = lower_q ? k0len : k1len;
-    const size_t poff = hoff + (lower_q ? k1off : k0off), plen = lower_q ? k1len : k0len;
+    const bool lower_h = r == 1 || r == 2, lower_q = r % 2 == 1;
+    size_t hoff, hlen, ooff, olen; /* the half kept and the half given */
+    rt_split(count, 2, lower_h ? 0 : 1, &hoff, &hlen);
+    rt_split(count, 2, lower_h ? 1 : 0, &ooff, &olen);
+    size_t qoff, qlen, poff, plen; /* the quarter of it kept and the one given */
+    rt_split(hlen, 2, lower_q ? 0 : 1, &qoff, &qlen);
+    rt_split(hlen, 2, lower_q ? 1 : 0, &poff, &plen);
+    qoff += hoff;
+    poff += hoff;
     const uint32_t seq = ++c->seq;
     const rt_deadline_t dl = rt_deadline_in_us(c->timeout_us);
     c->recv_frames = 0;
