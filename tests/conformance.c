@@ -120,45 +120,54 @@ void conf_body(rt_comm *c, int r, void *varg, rh_result *res)
     free(buf); free(ib); free(db); free(lb); free(all); free(mine);
 }
 
+void conf_runs(int n, rt_transport_kind kind, const rt_comm_opts *o, rh_fn body, void *arg,
+               conf_arg *a, int runs, const char *what)
+{
+    float *first = NULL;
+    for (int run = 0; run < runs; run++) {
+        for (int r = 0; r < n; r++)
+            a->rand_out[r] = calloc(a->count + 1, 4);
+        rh_result fail;
+        if (!rh_run(n, kind, o, body, arg, &fail))
+            fail_msg("%s: %s", what, fail.msg);
+        for (int r = 1; r < n; r++)
+            if (memcmp(a->rand_out[r], a->rand_out[0], a->count * 4) != 0)
+                fail_msg("%s: rank %d's result differs from rank 0's", what, r);
+        if (run == 0) {
+            first = a->rand_out[0];
+            a->rand_out[0] = NULL;
+        } else if (memcmp(first, a->rand_out[0], a->count * 4) != 0) {
+            fail_msg("%s: two runs gave different bits", what);
+        }
+        for (int r = 0; r < n; r++)
+            free(a->rand_out[r]);
+    }
+    free(first);
+}
+
 void conformance(rt_transport_kind kind)
 {
     const int ranks[] = {1, 2, 3, 4, 5, 8};
     /* 25000 floats (100 kB): the chunked ring with one frame per chunk at 512 KiB segments */
     const size_t counts[] = {0, 1, 63, 1000, 25000, 1u << 20};
     const size_t segs[] = {4096, 512u << 10};
+    const char *name = kind == RT_TRANSPORT_TCP    ? "tcp"
+                       : kind == RT_TRANSPORT_RDMA ? "rdma"
+                       : kind == RT_TRANSPORT_SHM  ? "shm"
+                                                   : "loopback";
     for (size_t ri = 0; ri < RT_ARRAY_LEN(ranks); ri++)
         for (size_t ci = 0; ci < RT_ARRAY_LEN(counts); ci++)
             for (size_t si = 0; si < RT_ARRAY_LEN(segs); si++) {
                 const int n = ranks[ri];
                 conf_arg a = {.count = counts[ci], .seed = tu_seed() + ci};
-                float *first = NULL;
-                for (int run = 0; run < (counts[ci] >= 1000 ? 2 : 1); run++) {
-                    for (int r = 0; r < n; r++)
-                        a.rand_out[r] = calloc(counts[ci] + 1, 4);
-                    rt_comm_opts o = base_opts(segs[si]);
-                    if (n >= 5) { /* as rt_init sets ranks that share cores */
-                        o.spin_us = 0;
-                        o.yield_us = RT_COMM_SHARED_YIELD_US;
-                    }
-                    rh_result fail;
-                    if (!rh_run(n, kind, &o, conf_body, &a, &fail))
-                        fail_msg("%s n=%d count=%zu seg=%zu: %s",
-                                 kind == RT_TRANSPORT_TCP ? "tcp" : kind == RT_TRANSPORT_RDMA ? "rdma" : kind == RT_TRANSPORT_SHM ? "shm" : "loopback", n, counts[ci],
-                                 segs[si], fail.msg);
-                    for (int r = 1; r < n; r++)
-                        if (memcmp(a.rand_out[r], a.rand_out[0], counts[ci] * 4) != 0)
-                            fail_msg("n=%d count=%zu: rank %d's result differs from rank 0's", n,
-                                     counts[ci], r);
-                    if (run == 0) {
-                        first = a.rand_out[0];
-                        a.rand_out[0] = NULL;
-                    } else if (memcmp(first, a.rand_out[0], counts[ci] * 4) != 0) {
-                        fail_msg("n=%d count=%zu: two runs gave different bits", n, counts[ci]);
-                    }
-                    for (int r = 0; r < n; r++)
-                        free(a.rand_out[r]);
+                rt_comm_opts o = base_opts(segs[si]);
+                if (n >= 5) { /* as rt_init sets ranks that share cores */
+                    o.spin_us = 0;
+                    o.yield_us = RT_COMM_SHARED_YIELD_US;
                 }
-                free(first);
+                char what[96];
+                snprintf(what, sizeof what, "%s n=%d count=%zu seg=%zu", name, n, counts[ci],
+                         segs[si]);
+                conf_runs(n, kind, &o, conf_body, &a, &a, counts[ci] >= 1000 ? 2 : 1, what);
             }
 }
-

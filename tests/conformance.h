@@ -20,6 +20,12 @@ typedef struct conf_arg {
 
 /* The per-rank body: every collective once, checked. */
 void conf_body(rt_comm *c, int r, void *varg, rh_result *res);
+/* n ranks over `kind` run body(arg) `runs` times, a's random results
+ * collected (a->count floats per rank): fails the cmocka test, prefixed by
+ * `what`, when a rank fails, when two ranks' results differ, or when two
+ * runs' do.  arg is a itself, or a struct that holds it. */
+void conf_runs(int n, rt_transport_kind kind, const rt_comm_opts *o, rh_fn body, void *arg,
+               conf_arg *a, int runs, const char *what);
 /* The whole matrix over one transport; fails the cmocka test on error. */
 void conformance(rt_transport_kind kind);
 

@@ -52,32 +52,13 @@ static void run_grid(int n, int L, int odd_rank, int odd_l, int want_local, cons
                           .odd_rank = odd_rank,
                           .odd_l = odd_l,
                           .want_local = want_local};
-            float *first = NULL;
-            for (int run = 0; run < 2; run++) {
-                for (int r = 0; r < n; r++)
-                    a.conf.rand_out[r] = calloc(counts[ci] + 1, 4);
-                rt_comm_opts o = base_opts(segs[si]);
-                o.spin_us = 0; /* ranks share two cores */
-                o.yield_us = RT_COMM_SHARED_YIELD_US;
-                rh_result fail;
-                if (!rh_run(n, RT_TRANSPORT_TCP, &o, hier_body, &a, &fail))
-                    fail_msg("%d ranks, %d per host, count %zu, seg %zu: %s", n, L, counts[ci],
-                             segs[si], fail.msg);
-                for (int r = 1; r < n; r++)
-                    if (memcmp(a.conf.rand_out[r], a.conf.rand_out[0], counts[ci] * 4) != 0)
-                        fail_msg("%d x %d, count %zu: rank %d's result differs from rank 0's",
-                                 n / L, L, counts[ci], r);
-                if (run == 0) {
-                    first = a.conf.rand_out[0];
-                    a.conf.rand_out[0] = NULL;
-                } else if (memcmp(first, a.conf.rand_out[0], counts[ci] * 4) != 0) {
-                    fail_msg("%d x %d, count %zu: two runs gave different bits", n / L, L,
-                             counts[ci]);
-                }
-                for (int r = 0; r < n; r++)
-                    free(a.conf.rand_out[r]);
-            }
-            free(first);
+            rt_comm_opts o = base_opts(segs[si]);
+            o.spin_us = 0; /* ranks share two cores */
+            o.yield_us = RT_COMM_SHARED_YIELD_US;
+            char what[96];
+            snprintf(what, sizeof what, "%d ranks, %d per host, count %zu, seg %zu", n, L,
+                     counts[ci], segs[si]);
+            conf_runs(n, RT_TRANSPORT_TCP, &o, hier_body, &a, &a.conf, 2, what);
         }
 }
 
