@@ -380,11 +380,13 @@ rt_status rt_allreduce(rt_comm *c, void *buf, size_t count, rt_ctype t, rt_redop
         return RT_ERR_INVALID;
     if (n == 1 || count == 0)
         return RT_OK;
-    if (c->cross)
-        return rt_hier_allreduce(c, buf, count, t, op);
     const size_t bytes = count * es;
     const bool both = c->ops->has_left && c->ops->has_left(c);
-    if (both && n == 4 && bytes <= c->o.small_bytes) {
+    if (c->cross) { /* sums within and across hosts; the average below */
+        st = rt_hier_allreduce(c, buf, count, t, op == RT_AVG ? RT_SUM : op);
+        if (st != RT_OK)
+            return st;
+    } else if (both && n == 4 && bytes <= c->o.small_bytes) {
         st = pairs4(c, buf, c->small, count, es, t, op);
         if (st != RT_OK) {
             c->ops->cancel(c);
@@ -449,33 +451,27 @@ rt_status rt_hier_allreduce(rt_comm *c, void *buf, size_t count, rt_ctype t, rt_
 {
     rt_comm *lc = c->local, *xc = c->cross;
     const size_t es = rt_ctype_size(t), L = (size_t)lc->size;
-    const rt_redop sub_op = op == RT_AVG ? RT_SUM : op;
     rt_status st;
     if (count < L) { /* parts of nothing: the whole buffer on every ring */
-        if ((st = rt_allreduce(lc, buf, count, t, sub_op)) != RT_OK)
+        if ((st = rt_allreduce(lc, buf, count, t, op)) != RT_OK)
             return hier_failed(c, lc, st);
-        if ((st = rt_allreduce(xc, buf, count, t, sub_op)) != RT_OK)
+        if ((st = rt_allreduce(xc, buf, count, t, op)) != RT_OK)
             return hier_failed(c, xc, st);
-        if (op == RT_AVG)
-            rt_scale(buf, count, t, 1.0 / (double)c->size);
         return RT_OK;
     }
-    chunked u = {.c = lc, .buf = buf, .count = count, .es = es, .shift = -1, .t = t,
-                 .op = sub_op};
+    chunked u = {.c = lc, .buf = buf, .count = count, .es = es, .shift = -1, .t = t, .op = op};
     u.nseg = plan_nseg(lc, (count + L - 1) / L, es);
     st = ring_chunked(lc, &u, 0, L - 1);
     if (st != RT_OK)
         return hier_failed(c, lc, st);
     size_t off, len;
     rt_split(count, L, (size_t)lc->rank, &off, &len);
-    st = rt_allreduce(xc, (char *)buf + off * es, len, t, sub_op);
+    st = rt_allreduce(xc, (char *)buf + off * es, len, t, op);
     if (st != RT_OK)
         return hier_failed(c, xc, st);
     st = ring_chunked(lc, &u, L - 1, L - 1);
     if (st != RT_OK)
         return hier_failed(c, lc, st);
-    if (op == RT_AVG)
-        rt_scale(buf, count, t, 1.0 / (double)c->size);
     return RT_OK;
 }
 

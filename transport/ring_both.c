@@ -65,6 +65,25 @@ rt_status gather_both(rt_comm *c, char *all, size_t bytes)
     return RT_OK;
 }
 
+/* Progress until something completes or dl passes, counting only what
+ * moves between this rank and its partner on the right or the left: the
+ * sends and receives completed are added to *sent and *got.  A failure
+ * becomes the communicator's, naming the partner (ring_failure). */
+static rt_status wait_partner(rt_comm *c, rt_deadline_t dl, bool right, uint32_t seq,
+                              size_t recvd, size_t *sent, size_t *got)
+{
+    char msg[RT_ERR_LEN];
+    int ns = 0, nr = 0;
+    c->fail_culprit = -1;
+    rt_status st = c->ops->wait(c, dl, &ns, &nr, msg);
+    if (st != RT_OK)
+        return ring_failure(c, st, msg, recvd, seq, right ? c->right : c->left);
+    *sent += (size_t)(right ? ns : c->left_sent);
+    *got += (size_t)(right ? c->right_recvd : nr);
+    c->left_sent = c->right_recvd = 0;
+    return RT_OK;
+}
+
 /* Four ranks with both rings: recursive doubling on neighbour pairs, (0,1)
  * and (2,3), then (1,2) and (3,0): two hops of one frame each way, where
  * the small path needs three.  Each step adds the partner's buffer to this
@@ -77,7 +96,6 @@ rt_status pairs4(rt_comm *c, char *buf, char *tmp, size_t count, size_t es, rt_c
     const size_t bytes = count * es;
     const uint32_t seq = ++c->seq;
     const rt_deadline_t dl = rt_deadline_in_us(c->timeout_us);
-    char msg[RT_ERR_LEN];
     c->recv_frames = 0;
     for (uint32_t step = 0; step < 2; step++) {
         const bool right = (c->rank % 2 == 0) == (step == 0);
@@ -87,19 +105,13 @@ rt_status pairs4(rt_comm *c, char *buf, char *tmp, size_t count, size_t es, rt_c
             st = right ? c->ops->post_send(c, buf, bytes, seq, step)
                        : c->ops->post_send_left(c, buf, bytes, seq, step);
         if (st != RT_OK)
-            return ring_failure(c, st, "cannot post a frame", step, seq, right ? c->right : c->left);
-        int sent = 0, got = 0;
+            return ring_failure(c, st, "cannot post a frame", step, seq,
+                                right ? c->right : c->left);
+        size_t sent = 0, got = 0;
         c->left_sent = c->right_recvd = 0;
-        while (sent < 1 || got < 1) {
-            int ns = 0, nr = 0;
-            c->fail_culprit = -1;
-            st = c->ops->wait(c, dl, &ns, &nr, msg);
-            if (st != RT_OK)
-                return ring_failure(c, st, msg, step, seq, right ? c->right : c->left);
-            sent += right ? ns : c->left_sent;
-            got += right ? c->right_recvd : nr;
-            c->left_sent = c->right_recvd = 0;
-        }
+        while (sent < 1 || got < 1)
+            if ((st = wait_partner(c, dl, right, seq, step, &sent, &got)) != RT_OK)
+                return st;
         c->recv_frames = step + 1;
         rt_reduce(buf, tmp, count, t, op);
     }
@@ -135,7 +147,6 @@ static rt_status exchange(rt_comm *c, uint32_t seq, rt_deadline_t dl, uint32_t s
     const uint32_t tag = step << 24; /* frame indices: step, then segment */
     const size_t rwin = reduce ? RT_RING_TMP : RT_RING_WINDOW;
     size_t sp = 0, sd = 0, rp = 0, rd = 0;
-    char msg[RT_ERR_LEN];
     c->left_sent = c->right_recvd = 0;
     while (sd < snd.nseg || rd < rcv.nseg) {
         rt_status st = RT_OK;
@@ -155,14 +166,9 @@ static rt_status exchange(rt_comm *c, uint32_t seq, rt_deadline_t dl, uint32_t s
         }
         if (st != RT_OK)
             return ring_failure(c, st, "cannot post a frame", c->recv_frames, seq, from);
-        int ns = 0, nr = 0;
-        c->fail_culprit = -1;
-        st = c->ops->wait(c, dl, &ns, &nr, msg);
-        if (st != RT_OK)
-            return ring_failure(c, st, msg, c->recv_frames, seq, from);
-        size_t sent = (size_t)(right ? ns : c->left_sent);
-        size_t got = (size_t)(right ? c->right_recvd : nr);
-        c->left_sent = c->right_recvd = 0;
+        size_t sent = 0, got = 0;
+        if ((st = wait_partner(c, dl, right, seq, c->recv_frames, &sent, &got)) != RT_OK)
+            return st;
         sd += sent;
         /* receives complete in the order posted: reduce each as it lands */
         for (size_t k = 0; k < got; k++, rd++) {

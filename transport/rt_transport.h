@@ -117,7 +117,8 @@ rt_status rt_comm_fail_forward(rt_comm *c, const rt_abort_info *a);
 void rt_comm_fail_like(rt_comm *c, const rt_comm *from);
 /* The job's number for rank r of c (r itself outside a hierarchy). */
 int rt_comm_grank(const rt_comm *c, int r);
-/* Hierarchical allreduce (ring.c), for rt_allreduce when c->cross is set. */
+/* Hierarchical allreduce (ring.c), for rt_allreduce when c->cross is set;
+ * op is SUM, MAX or MIN (rt_allreduce scales an average afterwards). */
 rt_status rt_hier_allreduce(rt_comm *c, void *buf, size_t count, rt_ctype t, rt_redop op);
 /* Free c->stage (device.c; nothing in builds without CUDA). */
 void rt_device_stage_free(rt_comm *c);
