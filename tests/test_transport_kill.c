@@ -3,11 +3,12 @@
  * "hosts" of two ranks (the hierarchical allreduce: shared memory within,
  * TCP across): while the ranks run back-to-back 4 MiB allreduces (and 4 kB
  * ones: over TCP the small path both ways round, in the hierarchy the
- * sub-rings' small paths), one of them is killed with SIGKILL.  Every survivor must return RT_ERR_IO (or the TIMEOUT a rank
- * further away may see) with a message naming the killed rank, long before
- * the 5 s collective deadline (the failure travels round the ring), and
- * then exit normally: under the sanitizer build that includes LeakSanitizer
- * finding nothing. */
+ * sub-rings' small paths), one of them is killed with SIGKILL.  Every
+ * survivor must return RT_ERR_IO (or the TIMEOUT a rank further away may
+ * see) with a message naming the killed rank, long before the 5 s
+ * collective deadline (the failure travels round the ring), and then exit
+ * normally: under the sanitizer build that includes LeakSanitizer finding
+ * nothing. */
 #include <errno.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -154,8 +155,8 @@ static void kill_one_rank(rt_transport_kind kind, size_t count, int hier)
         const report *rp = &reps[i];
         double after = (double)(rp->t_fail - t_kill) / 1e9;
         printf("%s%s, %zu floats: rank %d: status %d after %.3f s, %d rounds: %s\n",
-               kind == RT_TRANSPORT_SHM ? "shm" : "tcp", hier ? " (2 x 2)" : "", count, rp->rank, rp->status, after,
-               rp->rounds, rp->msg);
+               kind == RT_TRANSPORT_SHM ? "shm" : "tcp", hier ? " (2 x 2)" : "", count,
+               rp->rank, rp->status, after, rp->rounds, rp->msg);
         if (rp->status != RT_ERR_IO && rp->status != RT_ERR_TIMEOUT)
             fail_msg("rank %d returned %d", rp->rank, rp->status);
         if (!strstr(rp->msg, "rank 2"))
