@@ -60,9 +60,11 @@ static void test_gemm_bits(void **state)
         printf(" %s", kernels[k]);
     printf("\n");
     for (int trial = 0; trial < 40; trial++) {
-        /* edges: empty, single, odd, past the blocks (K > KC, N > NC panels) */
+        /* edges: empty, single, odd, past the blocks (K > KC, N > NC: 512
+         * columns for the AVX-512 shape) */
         int64_t M = trial < 3 ? trial : tu_int(&r, 1, trial % 7 == 0 ? 300 : 70);
-        int64_t N = trial == 3 ? 0 : tu_int(&r, 1, trial % 5 == 0 ? 260 : 70);
+        int64_t N = trial == 3 ? 0 : trial % 10 == 5 ? tu_int(&r, 513, 600)
+                                     : tu_int(&r, 1, trial % 5 == 0 ? 260 : 70);
         int64_t K = trial == 4 ? 0 : tu_int(&r, 1, trial % 3 == 0 ? 600 : 50);
         bool ta = trial & 1, tb = (trial >> 1) & 1;
         int64_t lda = (ta ? M : K) + tu_int(&r, 0, 3), ldb = (tb ? K : N) + tu_int(&r, 0, 3);
