@@ -239,6 +239,56 @@ static void test_tcp_encrypted_multi_socket(void **state)
     }
 }
 
+/* Sealed frames when the socket's send buffer is full: a send that moves
+ * nothing (EAGAIN) at the start of a frame must not seal it again.  It
+ * did, spending a second nonce, and the receiver's check of that frame
+ * failed ("a frame from rank 2 ... failed authentication"); two ranks on
+ * veth links between network namespaces met it within a few hundred
+ * allreduces, small socket buffers on loopback within a few. */
+typedef struct full_arg {
+    size_t count;
+    int rounds;
+} full_arg;
+
+static void full_body(rt_comm *c, int r, void *varg, rh_result *res)
+{
+    const full_arg *a = varg;
+    const int n = rt_comm_size(c);
+    float *buf = malloc(a->count * 4);
+    RH_CHECK(res, buf, "out of memory");
+    for (int round = 0; round < a->rounds && !res->failed; round++) {
+        for (size_t i = 0; i < a->count; i++)
+            buf[i] = (float)((r + 1) * (int)((i + (size_t)round) % 13 + 1));
+        RH_CHECK(res, rt_allreduce(c, buf, a->count, RT_C_F32, RT_SUM) == RT_OK,
+                 "allreduce %d: %s", round, rt_comm_last_error(c));
+        for (size_t i = 0; i < a->count && !res->failed; i++)
+            RH_CHECK(res, buf[i] == (float)(n * (n + 1) / 2 * (int)((i + (size_t)round) % 13 + 1)),
+                     "allreduce %d: [%zu] = %g", round, i, (double)buf[i]);
+    }
+    free(buf);
+}
+
+static void test_tcp_sealed_full_send_buffer(void **state)
+{
+    (void)state;
+    const size_t bufs[] = {16u << 10, 64u << 10};
+    for (int n = 2; n <= 3; n++)
+        for (int enc = 0; enc < 2; enc++)
+            for (size_t b = 0; b < RT_ARRAY_LEN(bufs); b++) {
+                rt_comm_opts o;
+                rt_comm_opts_defaults(&o);
+                memset(o.key, 9, sizeof o.key);
+                o.integrity = true;
+                o.encrypt = enc;
+                o.socket_buffer = bufs[b];
+                full_arg a = {.count = 65536, .rounds = 30}; /* 256 KiB */
+                rh_result fail;
+                if (!rh_run(n, RT_TRANSPORT_TCP, &o, full_body, &a, &fail))
+                    fail_msg("n=%d, %s, socket buffers of %zu bytes: %s", n,
+                             enc ? "encrypted" : "integrity", bufs[b], fail.msg);
+            }
+}
+
 /* ---- fused bucketed allreduce ------------------------------------------------ */
 
 typedef struct fusion_arg {
@@ -384,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_conformance_tcp),
         cmocka_unit_test(test_conformance_shm),
         cmocka_unit_test(test_tcp_encrypted_multi_socket),
+        cmocka_unit_test(test_tcp_sealed_full_send_buffer),
         cmocka_unit_test(test_fusion),
         cmocka_unit_test(test_plan_choice),
         cmocka_unit_test(test_report_result),

@@ -52,6 +52,11 @@ typedef struct tcp_conn {
     /* the frame in progress on the data direction */
     uint64_t next;   /* index of the next op this connection carries */
     size_t done;     /* bytes of it moved so far (header + payload [+ tag]) */
+    /* sending: its header and tag (or ciphertext) are made.  Making them
+     * takes the next nonce, so a frame is sealed once: again after a send
+     * that moved nothing (EAGAIN) put this side one nonce ahead of the
+     * receiver, whose check of the frame then failed */
+    bool made;
     uint8_t hdr[RT_FRAME_HDR_LEN];
     uint8_t *cipher; /* encrypted payload + tag (encryption only) */
     uint8_t tag[RT_GCM_TAG_LEN]; /* integrity only: the tag after the clear payload */
@@ -305,7 +310,7 @@ static rt_status send_progress(rt_comm *c, tcp_ring *g, int k, bool *moved, char
         rt_post *op = rt_postq_at(&g->sq, cn->next);
         const bool sealed = cn->seal != NULL;
         const size_t plen = op->len + (sealed ? RT_GCM_TAG_LEN : 0);
-        if (cn->done == 0) {
+        if (!cn->made) {
             rt_frame_hdr h = {RT_FRAME_DATA, sealed ? RT_FRAME_SEALED : 0, op->seq, op->seg,
                               (uint32_t)op->len};
             rt_frame_encode(&h, cn->hdr);
@@ -316,6 +321,7 @@ static rt_status send_progress(rt_comm *c, tcp_ring *g, int k, bool *moved, char
                 st = rt_gcm_seal(cn->seal, cn->hdr, op->p, op->len, cn->cipher);
             if (st != RT_OK)
                 return rt_err(err, RT_ERR_IO, "sealing a frame failed");
+            cn->made = true;
         }
         struct iovec span[3], iov[3];
         int niov = iov_rest(iov, span, frame_spans(cn, op->p, op->len, span), cn->done);
@@ -332,6 +338,7 @@ static rt_status send_progress(rt_comm *c, tcp_ring *g, int k, bool *moved, char
             return RT_OK;
         op->done = true;
         cn->done = 0;
+        cn->made = false;
         cn->next += (uint64_t)g->n;
     }
     return RT_OK;
@@ -641,11 +648,12 @@ static rt_status tcp_await_abort(rt_comm *c, rt_deadline_t dl)
 
 /* Finish the frame in progress on connection k (any bytes will do: the
  * collective is lost) so that an abort record can follow it; never longer
- * than until dl. */
+ * than until dl.  A frame sealed but not started is in progress too: the
+ * receiver expects its nonce before the record's. */
 static bool finish_frame(tcp_ring *g, int k, rt_deadline_t dl)
 {
     tcp_conn *cn = &g->out[k];
-    if (cn->done == 0)
+    if (!cn->made)
         return true;
     const rt_post *op = rt_postq_at(&g->sq, cn->next);
     const size_t total = RT_FRAME_HDR_LEN + op->len + (cn->seal ? RT_GCM_TAG_LEN : 0);
@@ -668,6 +676,7 @@ static bool finish_frame(tcp_ring *g, int k, rt_deadline_t dl)
             return false;
     }
     cn->done = 0;
+    cn->made = false;
     cn->next += (uint64_t)g->n;
     return true;
 }
