@@ -3,8 +3,9 @@
  *   allreduce --np N [--bytes B | sweep] [--iters K] [--transport tcp|shm|loopback|rdma|nccl]
  *             [--sockets S] [--segment BYTES] [--small BYTES] [--spin-us US]
  *             [--yield-us US] [--hier L] [--sockbuf BYTES]
+ *             [--hosts L --host NS=ADDR --host NS=ADDR ...]
  *             [--encrypt | --no-integrity]
- *             [--json]
+ *             [--check] [--json]
  *
  * Launches N ranks on 127.0.0.1 (processes; threads for --transport
  * loopback), runs K timed float32 sum allreduces per size after warm-up,
@@ -19,8 +20,13 @@
  * hosts of L (rank r is local rank r % L) and allreduce hierarchically
  * (rt_comm_hierarchy: shared memory within a "host", the transport across;
  * on one machine every link is local, so this measures the algorithm and
- * the shared-memory hops, not a network).  --sockbuf: fixed socket buffers
- * (rt_comm_opts.socket_buffer) instead of the kernel's autotuning. */
+ * the shared-memory hops, not a network).  --hosts L: ranks as hosts of L,
+ * host h's ranks in the network namespace NS of the h-th --host and
+ * listening on its ADDR there (namespaces joined by links of a chosen
+ * rate: bench/hier_link.sh).  --sockbuf: fixed socket buffers
+ * (rt_comm_opts.socket_buffer) instead of the kernel's autotuning.
+ * --check: every timed allreduce starts from integers and its result is
+ * compared exactly (outside the timing); a wrong element fails the run. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -42,7 +48,10 @@
 typedef struct cfg {
     bool nccl; /* device buffers through NCCL (bootstrapped over the TCP ring) */
     int np, iters, sockets, nsizes;
-    int hier; /* ranks per host of a hierarchy, 0: none */
+    int hier;  /* ranks per host of a hierarchy, 0: none */
+    int hosts; /* ranks per host in namespaces (--hosts), 0: all on 127.0.0.1 */
+    int nhosts;
+    char *netns[64], *addr[64]; /* --host NS=ADDR, one per host */
     int64_t spin_us;  /* -1: spin only when every rank can have a core */
     int64_t yield_us; /* -1: yield only when ranks share cores (as rt_init) */
     size_t sizes[MAX_SIZES];
@@ -51,6 +60,7 @@ typedef struct cfg {
     size_t small;    /* small_bytes, when small_set */
     bool small_set;
     bool encrypt, plain, json; /* plain: integrity off (unsealed frames) */
+    bool check; /* verify every result (integer data) */
     rt_transport_kind kind;
 } cfg;
 
@@ -124,7 +134,27 @@ done:
 }
 #endif
 
-static void run_sizes(rt_comm *comm, const cfg *c, rec *out)
+/* --check: integers (exact in float32 for any order of summation), rank r
+ * contributing (r + 1)(i % 13 + 1) to element i */
+static void check_fill(float *buf, size_t count, int rank)
+{
+    for (size_t i = 0; i < count; i++)
+        buf[i] = (float)((rank + 1) * (int)(i % 13 + 1));
+}
+
+static bool check_sum(const float *buf, size_t count, int n, rec *out)
+{
+    for (size_t i = 0; i < count; i++)
+        if (buf[i] != (float)(n * (n + 1) / 2 * (int)(i % 13 + 1))) {
+            snprintf(out->err, sizeof out->err,
+                     "--check: element %zu of %zu is %g, not %d", i, count, (double)buf[i],
+                     n * (n + 1) / 2 * (int)(i % 13 + 1));
+            return false;
+        }
+    return true;
+}
+
+static void run_sizes(rt_comm *comm, const cfg *c, int rank, rec *out)
 {
     size_t maxb = 0;
     for (int s = 0; s < c->nsizes; s++)
@@ -140,12 +170,19 @@ static void run_sizes(rt_comm *comm, const cfg *c, rec *out)
             if (rt_allreduce(comm, buf, count, RT_C_F32, RT_SUM) != RT_OK)
                 goto fail;
         for (int i = 0; i < k; i++) {
+            if (c->check)
+                check_fill(buf, count, rank);
             int64_t t0 = rt_now_ns();
             if (rt_allreduce(comm, buf, count, RT_C_F32, RT_SUM) != RT_OK) {
                 free(t);
                 goto fail;
             }
             t[i] = (double)(rt_now_ns() - t0) / 1e3;
+            if (c->check && !check_sum(buf, count, c->np, out)) {
+                free(t);
+                free(buf);
+                return;
+            }
         }
         qsort(t, (size_t)k, sizeof *t, cmp_double);
         out->median_us[s] = t[k / 2];
@@ -204,7 +241,7 @@ static int tcp_rank(int r, int n, int listen_fd, char **addrs, void *vrec, void 
         run_sizes_nccl(comm, c, r, out);
     else
 #endif
-        run_sizes(comm, c, out);
+        run_sizes(comm, c, r, out);
     rt_comm_destroy(comm);
     return out->ok ? 0 : 1;
 }
@@ -227,7 +264,7 @@ static void *lb_rank(void *p)
     o.size = a->c->np;
     rt_comm *comm;
     if (rt_comm_create(&o, &comm, a->out.err) == RT_OK) {
-        run_sizes(comm, a->c, &a->out);
+        run_sizes(comm, a->c, a->rank, &a->out);
         rt_comm_destroy(comm);
     }
     return NULL;
@@ -238,8 +275,8 @@ static int usage(void)
     fprintf(stderr, "usage: allreduce --np N [--bytes B] [--iters K] [--transport tcp|shm|loopback|"
                     "rdma|nccl] [--sockets S] [--segment BYTES]\n"
                     "                 [--small BYTES] [--spin-us US] [--yield-us US] [--hier L]\n"
-                    "                 [--sockbuf BYTES]\n"
-                    "                 [--encrypt | --no-integrity] [--json]\n");
+                    "                 [--sockbuf BYTES] [--hosts L --host NS=ADDR ...]\n"
+                    "                 [--encrypt | --no-integrity] [--check] [--json]\n");
     return 2;
 }
 
@@ -285,17 +322,28 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--hier") && v) {
             c.hier = atoi(v);
             i++;
+        } else if (!strcmp(a, "--hosts") && v) {
+            c.hosts = atoi(v);
+            i++;
+        } else if (!strcmp(a, "--host") && v && strchr(v, '=') && c.nhosts < 64) {
+            c.netns[c.nhosts] = strdup(v);
+            c.addr[c.nhosts] = strchr(c.netns[c.nhosts], '=');
+            *c.addr[c.nhosts]++ = '\0';
+            c.nhosts++;
+            i++;
         } else if (!strcmp(a, "--encrypt")) {
             c.encrypt = true;
         } else if (!strcmp(a, "--no-integrity")) {
             c.plain = true;
+        } else if (!strcmp(a, "--check")) {
+            c.check = true;
         } else if (!strcmp(a, "--json")) {
             c.json = true;
         } else {
             return usage();
         }
     }
-    if (c.np < 1 || c.np > 256 || c.hier < 0 ||
+    if (c.np < 1 || c.np > 256 || c.hier < 0 || c.hosts < 0 || (c.hosts > 0) != (c.nhosts > 0) ||
         (c.hier > 0 && strcmp(transport, "tcp") != 0 && strcmp(transport, "rdma") != 0))
         return usage();
     if (!strcmp(transport, "loopback"))
@@ -341,6 +389,13 @@ int main(int argc, char **argv)
         free(la);
         free(th);
     } else {
+        if (c.hosts > 0 && c.nhosts * c.hosts != c.np) {
+            fprintf(stderr, "allreduce: --np %d as hosts of %d needs %d --host (got %d)\n", c.np,
+                    c.hosts, c.np / c.hosts, c.nhosts);
+            return 2;
+        }
+        if (c.hosts > 0 && !bl_hosts(c.hosts, c.nhosts, c.netns, c.addr))
+            return 2;
         status = bl_launch(c.np, tcp_rank, &c, recs, sizeof *recs, 3600);
     }
     for (int r = 0; r < c.np; r++)

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Issue 13.5, the hierarchical allreduce between hosts: 2 "hosts" x L ranks
+# whose link is a network of a given rate, flat ring vs hierarchical
+# (shared memory within a host, one ring per local rank across hosts).
+#
+# Every rank runs on this machine: host A's L ranks (default 2) in one network
+# namespace, host B's in another, joined by a veth pair whose two ends each
+# send at most RATE (tbf: a full-duplex link of that rate); ranks of one host
+# reach each other over that namespace's lo and shared memory, unlimited.
+# bench/allreduce --hosts 2 puts the ranks there.  The kernel here has no
+# netem, so the link has a rate but no added latency.  Variants are
+# alternated ROUNDS times (bench/ab_allreduce.py), medians and ratios.
+#   bench/hier_link.sh [--rounds R] [--rate 1gbit,10gbit] [--sizes B,B] [--per-host L]
+#                      [--build DIR]
+# Needs root (ip netns, tc); makes and removes its own namespaces only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=3 rates="1gbit,10gbit" per_host=2 sizes="65536,1048576,16777216,67108864"
+build=${RINGTRAIN_BUILD:-build}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rounds) rounds=$2; shift ;;
+    --rate) rates=$2; shift ;;
+    --sizes) sizes=$2; shift ;;
+    --per-host) per_host=$2; shift ;;
+    --build) build=$2; shift ;;
+    *) echo "usage: bench/hier_link.sh [--rounds R] [--rate R,R] [--sizes B,B] [--per-host L]" \
+            "[--build DIR]" >&2
+       exit 2 ;;
+  esac
+  shift
+done
+[ "$(id -u)" -eq 0 ] || { echo "bench/hier_link.sh: needs root (ip netns, tc)" >&2; exit 2; }
+[ -x "$build/bench/allreduce" ] || { echo "bench/hier_link.sh: no $build/bench/allreduce" >&2; exit 2; }
+tag=rtbhl$$
+trap 'ip netns del $tag-a 2>/dev/null || true; ip netns del $tag-b 2>/dev/null || true' EXIT
+for h in a b; do ip netns add $tag-$h; ip -n $tag-$h link set lo up; done
+ip link add $tag-ea netns $tag-a type veth peer name $tag-eb netns $tag-b
+ip -n $tag-a addr add 10.78.0.1/24 dev $tag-ea
+ip -n $tag-b addr add 10.78.0.2/24 dev $tag-eb
+ip -n $tag-a link set $tag-ea up
+ip -n $tag-b link set $tag-eb up
+ar="$build/bench/allreduce"
+hosts="--hosts,$per_host,--host,$tag-a=10.78.0.1,--host,$tag-b=10.78.0.2"
+echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; np = $((2 * per_host)) as 2 hosts x $per_host"
+IFS=, read -ra rate_list <<< "$rates"
+for rate in "${rate_list[@]}"; do
+  for h in a b; do
+    ip netns exec $tag-$h tc qdisc replace dev $tag-e$h root tbf rate "$rate" burst 256kb latency 50ms
+  done
+  echo "## link between the hosts: $rate each way"
+  timeout 1800 python3 bench/ab_allreduce.py "$rounds" $((2 * per_host)) "$sizes" \
+    "flat=$ar,$hosts" "hier=$ar,$hosts,--hier,$per_host" \
+    "flat-plain=$ar,$hosts,--no-integrity" "hier-plain=$ar,$hosts,--hier,$per_host,--no-integrity"
+  # what crossed the link (a run that bypassed it would show nothing)
+  for h in a b; do
+    ip netns exec $tag-$h tc -s qdisc show dev $tag-e$h | awk -v h=$h '/Sent/{print "  host " h " sent " $2 " bytes over the link"}'
+  done
+done
