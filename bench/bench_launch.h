@@ -1,6 +1,7 @@
 /* bench_launch.h — shared by the ring benchmarks: start N rank processes on
- * 127.0.0.1 (or as hosts in network namespaces) with pre-bound listening sockets, collect one fixed-size result
- * record per rank through a pipe, reap every child. */
+ * 127.0.0.1 (or as hosts in network namespaces) with pre-bound listening
+ * sockets, collect one fixed-size result record per rank through a pipe,
+ * reap every child. */
 #ifndef RT_BENCH_LAUNCH_H
 #define RT_BENCH_LAUNCH_H
 

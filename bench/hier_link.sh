@@ -32,28 +32,21 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" -eq 0 ] || { echo "bench/hier_link.sh: needs root (ip netns, tc)" >&2; exit 2; }
 [ -x "$build/bench/allreduce" ] || { echo "bench/hier_link.sh: no $build/bench/allreduce" >&2; exit 2; }
+. scripts/netns-link.sh
 tag=rtbhl$$
-trap 'ip netns del $tag-a 2>/dev/null || true; ip netns del $tag-b 2>/dev/null || true' EXIT
-for h in a b; do ip netns add $tag-$h; ip -n $tag-$h link set lo up; done
-ip link add $tag-ea netns $tag-a type veth peer name $tag-eb netns $tag-b
-ip -n $tag-a addr add 10.78.0.1/24 dev $tag-ea
-ip -n $tag-b addr add 10.78.0.2/24 dev $tag-eb
-ip -n $tag-a link set $tag-ea up
-ip -n $tag-b link set $tag-eb up
+trap 'netns_link_down $tag' EXIT
+netns_link_up $tag 10.78.0
 ar="$build/bench/allreduce"
 hosts="--hosts,$per_host,--host,$tag-a=10.78.0.1,--host,$tag-b=10.78.0.2"
-echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; np = $((2 * per_host)) as 2 hosts x $per_host"
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
+echo "# $cpu, $(nproc) cores; np = $((2 * per_host)) as 2 hosts x $per_host"
 IFS=, read -ra rate_list <<< "$rates"
 for rate in "${rate_list[@]}"; do
-  for h in a b; do
-    ip netns exec $tag-$h tc qdisc replace dev $tag-e$h root tbf rate "$rate" burst 256kb latency 50ms
-  done
+  netns_link_rate $tag "$rate" || { echo "bench/hier_link.sh: no tbf in this kernel" >&2; exit 2; }
   echo "## link between the hosts: $rate each way"
   timeout 1800 python3 bench/ab_allreduce.py "$rounds" $((2 * per_host)) "$sizes" \
     "flat=$ar,$hosts" "hier=$ar,$hosts,--hier,$per_host" \
     "flat-plain=$ar,$hosts,--no-integrity" "hier-plain=$ar,$hosts,--hier,$per_host,--no-integrity"
   # what crossed the link (a run that bypassed it would show nothing)
-  for h in a b; do
-    ip netns exec $tag-$h tc -s qdisc show dev $tag-e$h | awk -v h=$h '/Sent/{print "  host " h " sent " $2 " bytes over the link"}'
-  done
+  for h in a b; do echo "  host $h sent $(netns_link_sent $tag $h) bytes over the link"; done
 done

@@ -15,22 +15,11 @@ ar="$build/bench/allreduce"
 [ "$(id -u)" -eq 0 ] || { echo "skip: needs root (ip netns)"; exit 77; }
 command -v ip > /dev/null && command -v tc > /dev/null || { echo "skip: no ip/tc"; exit 77; }
 [ -x "$ar" ] || { echo "FAIL: no $ar"; exit 1; }
+. "$(dirname "$0")/../scripts/netns-link.sh"
 tag=rtnr$$
-cleanup() { ip netns del $tag-a 2> /dev/null || true; ip netns del $tag-b 2> /dev/null || true; }
-trap cleanup EXIT
-if ! ip netns add $tag-a 2> /dev/null; then echo "skip: cannot make a network namespace"; exit 77; fi
-ip netns add $tag-b
-for h in a b; do ip -n $tag-$h link set lo up; done
-ip link add $tag-ea netns $tag-a type veth peer name $tag-eb netns $tag-b
-ip -n $tag-a addr add 10.79.0.1/24 dev $tag-ea
-ip -n $tag-b addr add 10.79.0.2/24 dev $tag-eb
-for h in a b; do
-  ip -n $tag-$h link set $tag-e$h up
-  if ! ip netns exec $tag-$h tc qdisc add dev $tag-e$h root tbf rate 2gbit burst 256kb \
-         latency 50ms 2> /dev/null; then
-    echo "note: no tbf here: the link runs at veth speed"
-  fi
-done
+trap 'netns_link_down $tag' EXIT
+netns_link_up $tag 10.79.0 2> /dev/null || { echo "skip: cannot make network namespaces"; exit 77; }
+netns_link_rate $tag 2gbit || echo "note: no tbf here: the link runs at veth speed"
 
 fails=0 runs=0
 check() { # np, then options for bench/allreduce
@@ -59,7 +48,7 @@ check 8
 check 8 --hier 4
 check 8 --encrypt
 # the link carried the cross-host traffic (a run that bypassed it shows 0)
-sent=$(ip netns exec $tag-a tc -s qdisc show dev $tag-ea | awk '/Sent/{print $2; exit}')
+sent=$(netns_link_sent $tag a)
 echo "host a sent ${sent:-?} bytes over the link"
 if [ "${sent:-0}" -lt 100000000 ]; then
   echo "FAIL: less than 100 MB crossed the link between the hosts"
