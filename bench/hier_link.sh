@@ -31,7 +31,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ "$(id -u)" -eq 0 ] || { echo "bench/hier_link.sh: needs root (ip netns, tc)" >&2; exit 2; }
-[ -x "$build/bench/allreduce" ] || { echo "bench/hier_link.sh: no $build/bench/allreduce" >&2; exit 2; }
+[ -x "$build/bench/allreduce" ] ||
+  { echo "bench/hier_link.sh: no $build/bench/allreduce" >&2; exit 2; }
 . scripts/netns-link.sh
 tag=rtbhl$$
 trap 'netns_link_down $tag' EXIT
