@@ -147,7 +147,8 @@ static int stream_out(void *user, const char *data, size_t n)
  * or reconnect_timeout passes; true when it answers. */
 static bool reconnect(const cli_conn *c, int64_t id, const char *why)
 {
-    fprintf(stderr, "ringtrain: lost the coordinator (%s); reconnecting for up to %d s\n", why,
+    fprintf(stderr, "ringtrain: lost the connection to the coordinator (%s); reconnecting for up "
+                    "to %d s\n", why,
             c->reconnect_ms / 1000);
     const int64_t end = rt_now_ns() + (int64_t)c->reconnect_ms * 1000000;
     int backoff_ms = 200;

@@ -355,6 +355,20 @@ static void stream_done(log_stream *s)
     stream_free(s->co, s);
 }
 
+/* A client that stops reading a stream (a follower piped into a paused
+ * pager, or a hostile one) would have the coordinator hold the job's output
+ * for as long as it runs: evhttp queues every chunk.  Past this much unsent
+ * the stream is cut — the agents told to stop, the connection closed; the
+ * CLI reconnects and resumes from what it has (skip=), losing nothing. */
+#define LOG_BACKLOG_MAX (4u << 20)
+
+static size_t stream_backlog(const log_stream *s)
+{
+    struct evhttp_connection *evc = evhttp_request_get_connection(s->req);
+    struct bufferevent *bev = evc ? evhttp_connection_get_bufferevent(evc) : NULL;
+    return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+}
+
 void http_on_log_data(coord *co, conn *c, const rt_json *m)
 {
     int64_t id = 0;
@@ -370,6 +384,16 @@ void http_on_log_data(coord *co, conn *c, const rt_json *m)
             RT_WARN("coord", "agent %s sent output for log stream %lld, which it was not asked "
                              "for: dropped",
                     c->ag->key, (long long)id);
+            return;
+        }
+        size_t backlog = stream_backlog(s);
+        if (backlog > LOG_BACKLOG_MAX) {
+            struct evhttp_connection *evc = evhttp_request_get_connection(s->req);
+            RT_WARN("coord", "log stream %llu: its client has not read %zu KiB of it: closed (a "
+                             "follower resumes where it was)",
+                    (unsigned long long)s->id, backlog >> 10);
+            stream_closed(evc, s); /* the agents stop; frees s, leaves the request to evc */
+            evhttp_connection_free(evc);
             return;
         }
         const char *data = rt_json_get_str(m, RT_F_DATA);

@@ -311,12 +311,26 @@ rt_json *cl_wait_job(cluster *c, int64_t id, const char *state, int timeout_ms)
 
 const char *cl_agent_exe(void) { return RT_TEST_AGENT; }
 
+static int cli_run(cluster *c, char **out, int timeout_s, int sigint_after_ms, int stall_ms,
+                   const char *const *args);
+
 int cl_cli(cluster *c, char **out, int timeout_s, const char *const *args)
 {
-    return cl_cli_sigint(c, out, timeout_s, -1, args);
+    return cli_run(c, out, timeout_s, -1, 0, args);
 }
 
 int cl_cli_sigint(cluster *c, char **out, int timeout_s, int sigint_after_ms, const char *const *args)
+{
+    return cli_run(c, out, timeout_s, sigint_after_ms, 0, args);
+}
+
+int cl_cli_stalled(cluster *c, char **out, int timeout_s, int stall_ms, const char *const *args)
+{
+    return cli_run(c, out, timeout_s, -1, stall_ms, args);
+}
+
+static int cli_run(cluster *c, char **out, int timeout_s, int sigint_after_ms, int stall_ms,
+                   const char *const *args)
 {
     const char *argv[64];
     int n = 0;
@@ -346,6 +360,10 @@ int cl_cli_sigint(cluster *c, char **out, int timeout_s, int sigint_after_ms, co
         if (sigint_after_ms >= 0 && rt_now_ns() - start >= (int64_t)sigint_after_ms * 1000000) {
             kill(pid, SIGINT); /* Ctrl-C */
             sigint_after_ms = -1;
+        }
+        if (rt_now_ns() - start < (int64_t)stall_ms * 1000000) { /* its output left unread */
+            cl_sleep_ms(50);
+            continue;
         }
         struct pollfd p = {fd, POLLIN, 0};
         if (poll(&p, 1, (int)(left_ms > 100 ? 100 : left_ms)) <= 0)

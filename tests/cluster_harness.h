@@ -56,6 +56,8 @@ const char *cl_agent_exe(void);
 int cl_cli(cluster *c, char **out, int timeout_s, const char *const *args);
 /* The same, sending it SIGINT (Ctrl-C) after sigint_after_ms. */
 int cl_cli_sigint(cluster *c, char **out, int timeout_s, int sigint_after_ms, const char *const *args);
+/* The same, its output left unread for the first stall_ms (a paused pager). */
+int cl_cli_stalled(cluster *c, char **out, int timeout_s, int stall_ms, const char *const *args);
 /* GET path and parse the JSON answer (NULL on any failure, printed). */
 rt_json *cl_get(cluster *c, const char *path);
 /* POST a JSON body to /v1/jobs; the new job's id, or -1. */
