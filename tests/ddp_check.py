@@ -8,6 +8,7 @@ parameters, which must be equal on every rank and under both launchers.
 """
 import argparse
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -31,6 +32,12 @@ if rank == args.fail_rank and restarts == 0:
     # process does -- the job then names the peer (the first failure is the
     # first exit to reach the coordinator; torchrun's has the same race)
     os._exit(args.code)
+if args.fail_rank >= 0 and restarts == 0:
+    # the others wait before their first collective: a peer blocked in one
+    # when the failing rank's sockets close fails on them at once, and even
+    # os._exit did not always make the failing rank's exit reach the
+    # coordinator first (3 ms behind its peer's once, on CI)
+    time.sleep(1)
 
 torch.manual_seed(0)  # the same initial model on every rank
 model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
