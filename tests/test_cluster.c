@@ -562,6 +562,21 @@ static void test_cli_errors(void **state)
 
 /* ---- output after silence --------------------------------------------------------- */
 
+/* Submit the job file ini (not followed) and wait until it runs; its id. */
+static int64_t submit_running(const char *ini)
+{
+    char *out = NULL;
+    const char *sub[] = {"submit", ini, NULL};
+    CHECK(cl_cli(&C, &out, 30, sub) == 0);
+    free(out);
+    rt_json *jobs = cl_get(&C, "/v1/jobs?limit=1");
+    int64_t id = 0;
+    rt_json_get_int(rt_json_at(rt_json_get(jobs, "jobs"), 0), "id", &id);
+    rt_json_free(jobs);
+    rt_json_free(cl_wait_job(&C, id, "running", 20000));
+    return id;
+}
+
 /* A program silent for 3 s (three times the coordinator's HTTP timeout, and
  * three of the CLI's 1 s receive timeouts) is followed to its end by exec,
  * submit --follow and logs --follow: nothing is lost or cut short. */
@@ -587,14 +602,7 @@ static void test_silent_program(void **state)
     CHECK(cl_cli(&C, &out, 60, sub) == 0);
     CHECK(strstr(out, "[0] start") && strstr(out, "[0] end"));
     free(out);
-    const char *sub2[] = {"submit", ini, NULL};
-    CHECK(cl_cli(&C, &out, 30, sub2) == 0);
-    free(out);
-    rt_json *jobs = cl_get(&C, "/v1/jobs?limit=1");
-    int64_t id = 0;
-    rt_json_get_int(rt_json_at(rt_json_get(jobs, "jobs"), 0), "id", &id);
-    rt_json_free(jobs);
-    rt_json_free(cl_wait_job(&C, id, "running", 20000));
+    int64_t id = submit_running(ini);
     char ids[32];
     snprintf(ids, sizeof ids, "%lld", (long long)id);
     const char *lg[] = {"logs", ids, "--follow", NULL};
@@ -633,14 +641,7 @@ static void test_stalled_follower(void **state)
                "command = sh, -c, yes 0123456789012345678901234567890123456789012345678 | "
                "head -c 24000000; sleep 2\n");
     fclose(f);
-    const char *sub[] = {"submit", ini, NULL};
-    CHECK(cl_cli(&C, &out, 30, sub) == 0);
-    free(out);
-    rt_json *jobs = cl_get(&C, "/v1/jobs?limit=1");
-    int64_t id = 0;
-    rt_json_get_int(rt_json_at(rt_json_get(jobs, "jobs"), 0), "id", &id);
-    rt_json_free(jobs);
-    rt_json_free(cl_wait_job(&C, id, "running", 20000));
+    int64_t id = submit_running(ini);
     char ids[32];
     snprintf(ids, sizeof ids, "%lld", (long long)id);
     const char *lg[] = {"logs", ids, "--rank", "0", "--follow", NULL};
