@@ -38,6 +38,7 @@ rt_status rt_sidelink_read(rt_comm *c, rt_sidelink *k, bool right, char *err)
         return RT_OK;
     c->fail_culprit = right ? c->right : c->left;
     const char *who = right ? k->links.right_name : k->links.left_name;
+    k->left_eof = !right && r == 0;
     if (r == 0) {
         if (right && k->right_bye) {
             k->right_closed = true;

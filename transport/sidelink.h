@@ -16,6 +16,7 @@ typedef struct rt_sidelink {
     rt_gcm *seal_right, *open_right, *seal_left, *open_left;
     bool right_bye;    /* the right neighbour closed its communicator normally */
     bool right_closed; /* ... and its end of stream has been read */
+    bool left_eof;     /* the failure last read was the left neighbour's end of stream */
 } rt_sidelink;
 
 /* Open one link per neighbour (rt_links_open) and make the control keys. */
