@@ -41,17 +41,6 @@ typedef struct result {
     double step_us;
 } result;
 
-static double flops_per_sample(const rt_model_spec *s)
-{
-    double in = (double)s->n_cat * s->emb_dim + s->n_cont, sum = 0;
-    for (int l = 0; l < s->n_hidden; l++) {
-        sum += in * s->hidden[l];
-        in = s->hidden[l];
-    }
-    sum += in; /* output layer */
-    return 6.0 * sum;
-}
-
 /* The sgemm baseline: the model's dominant shape B x 1000 x 1000, N·Tᵀ. */
 typedef struct sgemm_case {
     int M, N, K;
@@ -172,7 +161,7 @@ static int run_one(rt_device dev, int threads, long batch, double seconds, bool 
         return 1;
     }
     r->samples_per_s = (double)batch / (r->step_us * 1e-6);
-    r->gflops = flops_per_sample(&s) * r->samples_per_s / 1e9;
+    r->gflops = rt_model_flops_per_sample(m) * r->samples_per_s / 1e9;
     free(cat);
     free(cont);
     free(label);

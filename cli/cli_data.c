@@ -237,6 +237,7 @@ int cli_model(const cli_args *a)
            ck.world_size == 1 ? "" : "s", (long long)ck.best_epoch, ck.best_val_loss);
     printf("label %s (%s, max %.6g); %d categorical, %d continuous columns\n", ck.label,
            ck.label_transform, ck.max_label, ck.spec.n_cat, ck.n_cont);
+    printf("architecture %s\n", rt_arch_names[ck.spec.arch]);
     rt_kctx *ctx = NULL;
     rt_model *m = NULL;
     int rc = 0;
@@ -246,6 +247,8 @@ int cli_model(const cli_args *a)
         rc = 1;
     } else {
         rt_model_summary(m, stdout);
+        if (cli_value(a, "--tensors"))
+            rt_model_summary_tensors(m, stdout);
     }
     rt_model_destroy(m);
     rt_kctx_destroy(ctx);

@@ -635,7 +635,8 @@ int cli_job_body_from_file(const cli_args *a, char **body)
     }
     if (np && rt_cfg_set(&rt_job_schema, &j, "job.np", np, &e) != RT_OK)
         st = RT_ERR_INVALID;
-    if (st == RT_OK && rt_job_schema.validate && rt_job_schema.validate(&j, file, &e) != RT_OK)
+    rt_cfg_origin origin = {file, NULL};
+    if (st == RT_OK && rt_cfg_validate(&rt_job_schema, &j, &origin, &e) != RT_OK)
         st = RT_ERR_INVALID;
     if (st != RT_OK) {
         fprintf(stderr, "ringtrain: %s is not a valid job file; nothing was submitted:\n", file);

@@ -424,6 +424,9 @@ static const cli_flag TRACE_FLAGS[] = {
     {"--out", CLI_VALUE, "FILE", "the merged Chrome trace JSON", NULL},
     {"--rank", CLI_VALUE, "R", "only rank R", NULL},
     END};
+static const cli_flag MODEL_FLAGS[] = {
+    {"--tensors", CLI_SWITCH, NULL, "also every parameter tensor with its shape", NULL},
+    END};
 static const cli_flag TOKEN_FLAGS[] = {
     {"--role", CLI_VALUE, "metrics|read|submit|admin|agent",
      "create: what the token may do (agent: one agent's own registration token, for its name)",
@@ -504,7 +507,8 @@ static const cli_cmd COMMANDS[] = {
      false, false, false, cli_prep},
     {"predict", "--model CKPT --dataset DIR|--input PATH --out FILE", "predictions from a checkpoint",
      PREDICT_FLAGS, 0, 0, false, false, false, cli_predict},
-    {"model", "summary CKPT", "what a checkpoint holds", NULL, 2, 2, false, false, false, cli_model},
+    {"model", "summary CKPT [--tensors]", "what a checkpoint holds: its architecture and a "
+     "Keras-style table of its layers", MODEL_FLAGS, 2, 2, false, false, false, cli_model},
     {"trace", "STORE|JOB --out FILE", "the ranks' timelines of a job run with [train] trace = "
      "true, as one Chrome trace (a job id: its store, read here)", TRACE_FLAGS, 1, 1, false, false,
      true, cli_trace},

@@ -547,9 +547,11 @@ static rt_status parse_text(const rt_cfg_schema *s, const char *text, size_t len
             }
         }
     }
+    if (errs->n + errs->dropped == before && s->validate) {
+        rt_cfg_origin o = {c.fname, c.set_line};
+        s->validate(obj, &o, errs);
+    }
     free(c.set_line);
-    if (errs->n + errs->dropped == before && s->validate)
-        s->validate(obj, c.fname, errs);
     return errs->n + errs->dropped == before ? RT_OK : RT_ERR_INVALID;
 }
 
@@ -769,4 +771,54 @@ char *rt_cfg_print_string(const rt_cfg_schema *s, const void *obj)
         return NULL;
     }
     return buf;
+}
+
+const char *rt_cfg_where(const rt_cfg_schema *s, const rt_cfg_origin *o, const char *section,
+                         const char *name, char *buf, size_t len)
+{
+    const rt_cfg_key *k = rt_cfg_find(s, section, name);
+    const int line = k && o->lines ? o->lines[k - s->keys] : 0;
+    if (line > 0)
+        snprintf(buf, len, "%s:%d", o->fname, line);
+    else
+        snprintf(buf, len, "%s", o->fname);
+    return buf;
+}
+
+/* A key's value as the file would write it (malloc'd). */
+static char *value_text(const rt_cfg_key *k, const void *obj)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    print_value(k, obj, f);
+    fclose(f);
+    return buf;
+}
+
+bool rt_cfg_is_default(const rt_cfg_schema *s, const void *obj, const char *section,
+                       const char *name)
+{
+    const rt_cfg_key *k = rt_cfg_find(s, section, name);
+    if (!k)
+        return true;
+    void *def = calloc(1, s->struct_size);
+    if (!def)
+        return true;
+    rt_cfg_init(s, def);
+    char *a = value_text(k, obj), *b = value_text(k, def);
+    bool same = a && b && strcmp(a, b) == 0;
+    free(a);
+    free(b);
+    rt_cfg_free(s, def);
+    free(def);
+    return same;
+}
+
+rt_status rt_cfg_validate(const rt_cfg_schema *s, const void *obj, const rt_cfg_origin *o,
+                          rt_cfg_errors *errs)
+{
+    return s->validate ? s->validate(obj, o, errs) : RT_OK;
 }

@@ -99,9 +99,10 @@ static const rt_cfg_key agent_keys[] = {
 const rt_cfg_schema rt_agent_schema = {"agent.conf", agent_keys, RT_ARRAY_LEN(agent_keys),
                                        sizeof(rt_agent_cfg), NULL};
 
-static rt_status job_validate(const void *obj, const char *fname, rt_cfg_errors *errs)
+static rt_status job_validate(const void *obj, const rt_cfg_origin *o, rt_cfg_errors *errs)
 {
     const rt_job_cfg *j = obj;
+    const char *fname = o->fname;
     rt_status st = RT_OK;
     if (j->min_np > j->np) {
         rt_cfg_errors_add(errs, "%s: [job] min_np: %lld is larger than np (%lld)", fname,
@@ -124,20 +125,8 @@ static rt_status job_validate(const void *obj, const char *fname, rt_cfg_errors 
             st = RT_ERR_INVALID;
         }
     }
-    if (j->hidden.n == 0 || j->hidden.n > 8) {
-        rt_cfg_errors_add(errs, "%s: [model] hidden: 1 to 8 layer widths, not %zu", fname,
-                          j->hidden.n);
+    if (rt_job_model_validate(j, o, errs) != RT_OK)
         st = RT_ERR_INVALID;
-    }
-    for (size_t i = 0; i < j->hidden.n; i++) {
-        char *end;
-        long v = strtol(j->hidden.items[i], &end, 10);
-        if (*end || v < 1 || v > 65536) {
-            rt_cfg_errors_add(errs, "%s: [model] hidden: '%s' is not a layer width (1 to 65536)",
-                              fname, j->hidden.items[i]);
-            st = RT_ERR_INVALID;
-        }
-    }
     if (j->beta1 >= 1 || j->beta2 >= 1) {
         rt_cfg_errors_add(errs, "%s: [train] beta1 and beta2 must be below 1", fname);
         st = RT_ERR_INVALID;
@@ -205,13 +194,66 @@ static const rt_cfg_key job_keys[] = {
              "memory follows N (two windows), not the dataset; validation rows are read a row "
              "group at a time too"),
 
+    RT_CFG_E("model", "architecture", "rossmann", RT_ARCH_CHOICES, rt_job_cfg, architecture,
+             "the model family (docs/models.md): rossmann (Horovod's Rossmann network), mlp, "
+             "resnet, dcn2 (DCN-V2) or ft_transformer; each takes its own keys below"),
     RT_CFG_I("model", "embedding_dim", "10", 1, 1024, rt_job_cfg, embedding_dim,
-             "width of every categorical embedding"),
+             "width of every categorical embedding (embedding_rule = fixed)"),
+    RT_CFG_L("model", "embedding_dims", NULL, rt_job_cfg, embedding_dims,
+             "per column, COLUMN:WIDTH (Store:16, DayOfWeek:4): overrides the rule for it"),
+    RT_CFG_E("model", "embedding_rule", "fixed", "fixed|fastai", rt_job_cfg, embedding_rule,
+             "fixed: embedding_dim for every column; fastai: min(600, round(1.6 * n^0.56)) "
+             "for a column of n values (fastai's emb_sz_rule)"),
+    RT_CFG_F("model", "embedding_dropout", "0", 0, 0.99, rt_job_cfg, embedding_dropout,
+             "dropout on the embeddings (fastai's emb_drop)"),
+    RT_CFG_E("model", "continuous_norm", "batchnorm", RT_CONT_NORM_CHOICES, rt_job_cfg,
+             continuous_norm,
+             "continuous inputs: a batch-norm layer, (x - mean) / std with the training rows' "
+             "statistics (the dataset's manifest), or as they are"),
     RT_CFG_L("model", "hidden", "1000, 1000, 1000, 500", rt_job_cfg, hidden,
-             "widths of the ReLU layers"),
-    RT_CFG_F("model", "dropout", "0.5", 0, 0.99, rt_job_cfg, dropout,
-             "dropout rate after the last hidden layer"),
-    RT_CFG_F("model", "l2", "5e-5", 0, 1, rt_job_cfg, l2, "L2 penalty on the dense kernels"),
+             "rossmann, mlp: widths of the hidden layers (1 to 16)"),
+    RT_CFG_L("model", "dropout", "0.5", rt_job_cfg, dropout,
+             "rossmann: the rate after the last hidden layer; mlp: one rate for every hidden "
+             "layer or one each; dcn2: the deep layers' (one, or one each)"),
+    RT_CFG_L("model", "batch_norm", "false", rt_job_cfg, batch_norm,
+             "mlp: batch norm after each hidden layer's activation (one value, or one each)"),
+    RT_CFG_E("model", "activation", "relu", RT_ACT_CHOICES, rt_job_cfg, activation,
+             "mlp: the hidden layers' activation (gelu: the exact erf form)"),
+    RT_CFG_I("model", "blocks", "3", 1, 64, rt_job_cfg, blocks,
+             "resnet: residual blocks; ft_transformer: transformer blocks"),
+    RT_CFG_I("model", "width", "256", 1, 65536, rt_job_cfg, width,
+             "resnet: the blocks' width (rtdl's d_main); dcn2: the cross and deep layers'"),
+    RT_CFG_F("model", "hidden_multiplier", "2", 0.01, 64, rt_job_cfg, hidden_multiplier,
+             "resnet: each block's inner width is width * hidden_multiplier (rtdl's d_hidden)"),
+    RT_CFG_F("model", "dropout1", "0.25", 0, 0.99, rt_job_cfg, dropout1,
+             "resnet: dropout after each block's first linear layer (rtdl's dropout_first)"),
+    RT_CFG_F("model", "dropout2", "0", 0, 0.99, rt_job_cfg, dropout2,
+             "resnet: dropout after each block's second linear layer (rtdl's dropout_second)"),
+    RT_CFG_I("model", "cross_layers", "3", 0, 64, rt_job_cfg, cross_layers,
+             "dcn2: cross layers x0 * (W x + b) + x"),
+    RT_CFG_I("model", "deep_layers", "2", 0, 16, rt_job_cfg, deep_layers,
+             "dcn2: ReLU layers of the deep network"),
+    RT_CFG_B("model", "stacked", "false", rt_job_cfg, stacked,
+             "dcn2: the deep network on the cross network's output (true) or beside it, both "
+             "on the first layer's output, concatenated (false)"),
+    RT_CFG_F("model", "cross_dropout", "0", 0, 0.99, rt_job_cfg, cross_dropout,
+             "dcn2: dropout of each cross layer's x0 * (W x + b)"),
+    RT_CFG_I("model", "d_token", "192", 1, 8192, rt_job_cfg, d_token,
+             "ft_transformer: the width of every token (a multiple of heads)"),
+    RT_CFG_I("model", "heads", "8", 1, 256, rt_job_cfg, heads,
+             "ft_transformer: attention heads (with one, no output projection: rtdl's)"),
+    RT_CFG_F("model", "attention_dropout", "0.2", 0, 0.99, rt_job_cfg, attention_dropout,
+             "ft_transformer: dropout on the attention probabilities"),
+    RT_CFG_F("model", "ffn_multiplier", "1.3333333333333333", 0.01, 64, rt_job_cfg,
+             ffn_multiplier,
+             "ft_transformer: the feed-forward's inner width is d_token * ffn_multiplier "
+             "(ReGLU: its first layer is twice that)"),
+    RT_CFG_F("model", "ffn_dropout", "0.1", 0, 0.99, rt_job_cfg, ffn_dropout,
+             "ft_transformer: dropout inside the feed-forward network"),
+    RT_CFG_F("model", "residual_dropout", "0", 0, 0.99, rt_job_cfg, residual_dropout,
+             "ft_transformer: dropout of each residual branch before its add"),
+    RT_CFG_F("model", "l2", "5e-5", 0, 1, rt_job_cfg, l2,
+             "L2 penalty on the dense kernels (the output layer's excepted)"),
     RT_CFG_F("model", "head_scale_factor", "1.2", 0.01, 100, rt_job_cfg, head_scale_factor,
              "output = factor * max label (in the label's transform) * sigmoid(z)"),
     RT_CFG_F("model", "bn_momentum", "0.99", 0, 1, rt_job_cfg, bn_momentum,

@@ -10,6 +10,30 @@ void rt_cpu_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, r
                       rt_view y);
 void rt_cpu_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, rt_view dy,
                       float *dw, float *db, rt_view dx);
+/* dy *= relu'(y) in place when act is RT_ACT_RELU (y unread otherwise),
+ * then db = dy's column sums (fixed order per column). */
+void rt_cpu_mask_colsum(rt_kctx *ctx, rt_view y, rt_act act, rt_view dy, float *db);
+/* cpu_layers.c and cpu_attn.c: the layer graph's ops (contracts: rt_k_*). */
+void rt_cpu_act_fwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view y);
+void rt_cpu_act_bwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view dy, rt_view dx);
+void rt_cpu_reglu_fwd(rt_kctx *ctx, rt_view x, rt_view y);
+void rt_cpu_reglu_bwd(rt_kctx *ctx, rt_view x, rt_view dy, rt_view dx);
+void rt_cpu_ln_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float eps,
+                   float *save_mean, float *save_rstd, rt_view y);
+void rt_cpu_ln_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
+                   const float *save_mean, const float *save_rstd, float *dgamma, float *dbeta,
+                   rt_view dx);
+void rt_cpu_ew(rt_kctx *ctx, rt_ew op, rt_view a, rt_view b, rt_view y);
+void rt_cpu_bias_add(rt_kctx *ctx, const float *b, rt_view y);
+void rt_cpu_colsum(rt_kctx *ctx, rt_view dy, float *out);
+void rt_cpu_tokens_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, int64_t d,
+                       rt_view y);
+void rt_cpu_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw,
+                       float *db, rt_view dx);
+void rt_cpu_attn_fwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
+                     const int64_t *step, rt_view out);
+void rt_cpu_attn_bwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
+                     const int64_t *step, rt_view dout, rt_view dqkv);
 /* Threads of the BLAS library (and the OpenMP pool it shares with us). */
 void rt_cpu_set_threads(int threads);
 

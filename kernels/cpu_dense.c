@@ -41,10 +41,11 @@ void rt_cpu_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, r
     }
 }
 
-/* dz = dy * act'(y) in place and db = column sums of dz.  Threads own
- * column ranges, so each db[j] is summed by one thread in row order:
- * deterministic for a given thread count. */
-static void mask_and_bias_grad(rt_kctx *ctx, rt_view y, rt_act act, rt_view dy, float *db)
+/* dz = dy * act'(y) in place (ReLU; y is unread otherwise: pass dy) and db = column
+ * sums of dz.  Threads own column ranges, so each db[j] is summed by one
+ * thread in row order: deterministic, and the same bits for any thread
+ * count. */
+void rt_cpu_mask_colsum(rt_kctx *ctx, rt_view y, rt_act act, rt_view dy, float *db)
 {
     const int64_t B = dy.rows, out = dy.cols;
     const int nthr = B * out > PAR_MIN ? ctx->threads : 1;
@@ -81,7 +82,7 @@ void rt_cpu_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act
                 memset(RT_F(dx) + r * dx.ld, 0, (size_t)in * sizeof(float));
         return;
     }
-    mask_and_bias_grad(ctx, y, act, dy, db);
+    rt_cpu_mask_colsum(ctx, y, act, dy, db);
     rt_gemm(ctx, true, false, out, in, B, RT_F(dy), dy.ld, RT_F(x), x.ld, dw, in);
     if (dx.p)
         rt_gemm(ctx, false, false, B, in, out, RT_F(dy), dy.ld, w, in, RT_F(dx), dx.ld);

@@ -23,42 +23,51 @@
 /* below this many elements a loop runs on the calling thread */
 #define PAR_MIN 32768
 
-static void cpu_embed_fwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view table, rt_view out)
+static void cpu_embed_fwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, const float *tab,
+                          rt_view out)
 {
-    const int64_t B = idx.rows, C = idx.cols, d = table.cols;
+    const int64_t B = idx.rows, C = idx.cols;
     const int32_t *ix = RT_I(idx);
-    const float *tab = RT_F(table);
     float *o = RT_F(out);
-#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (B * C * d > PAR_MIN)
+    int64_t work = 0;
+    for (int64_t c = 0; c < C; c++)
+        work += B * cols[c].dim;
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (work > PAR_MIN)
     for (int64_t b = 0; b < B; b++) {
         for (int64_t c = 0; c < C; c++) {
-            int64_t row = (int64_t)rowbase[c] + ix[b * idx.ld + c];
-            RT_ASSERT(row >= 0 && row < table.rows);
-            const float *src = tab + row * table.ld;
-            float *dst = o + b * out.ld + c * d;
-            for (int64_t j = 0; j < d; j++)
+            const rt_embed_col *ec = &cols[c];
+            const int64_t v = ix[b * idx.ld + c];
+            RT_ASSERT(v >= 0 && v < ec->vocab && ec->ooff + ec->dim <= out.cols);
+            const float *src = tab + ec->toff + v * ec->dim;
+            float *dst = o + b * out.ld + ec->ooff;
+            for (int64_t j = 0; j < ec->dim; j++)
                 dst[j] = src[j];
         }
     }
 }
 
-static void cpu_embed_bwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view dout, rt_view dtable)
+static void cpu_embed_bwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, rt_view dout,
+                          float *dt, int64_t ntab)
 {
-    const int64_t B = idx.rows, C = idx.cols, d = dtable.cols;
+    const int64_t B = idx.rows, C = idx.cols;
     const int32_t *ix = RT_I(idx);
     const float *g = RT_F(dout);
-    float *dt = RT_F(dtable);
-    memset(dt, 0, (size_t)(dtable.rows * dtable.ld) * sizeof(float));
+    memset(dt, 0, (size_t)ntab * sizeof(float));
+    int64_t work = 0;
+    for (int64_t c = 0; c < C; c++)
+        work += B * cols[c].dim;
     /* each column's table is its own block of rows, so columns can run in
      * parallel without races; within a column rows are added in order */
-#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (B * C * d > PAR_MIN)
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (work > PAR_MIN)
     for (int64_t c = 0; c < C; c++) {
+        const rt_embed_col *ec = &cols[c];
+        RT_ASSERT(ec->toff + (int64_t)ec->vocab * ec->dim <= ntab);
         for (int64_t b = 0; b < B; b++) {
-            int64_t row = (int64_t)rowbase[c] + ix[b * idx.ld + c];
-            RT_ASSERT(row >= 0 && row < dtable.rows);
-            float *dst = dt + row * dtable.ld;
-            const float *src = g + b * dout.ld + c * d;
-            for (int64_t j = 0; j < d; j++)
+            const int64_t v = ix[b * idx.ld + c];
+            RT_ASSERT(v >= 0 && v < ec->vocab);
+            float *dst = dt + ec->toff + v * ec->dim;
+            const float *src = g + b * dout.ld + ec->ooff;
+            for (int64_t j = 0; j < ec->dim; j++)
                 dst[j] += src[j];
         }
     }
@@ -322,6 +331,55 @@ static rt_status cpu_malloc(size_t bytes, void **out)
 
 static void cpu_free(void *p) { free(p); }
 
+/* A number read from a one-line file (cgroup's memory.max: "max" is none). */
+static bool read_number(const char *path, int64_t *out)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    long long v = 0;
+    bool ok = fscanf(f, "%lld", &v) == 1;
+    fclose(f);
+    *out = v;
+    return ok;
+}
+
+static rt_status cpu_mem_available(rt_kctx *ctx, int64_t *bytes, char *err)
+{
+    (void)ctx;
+    int64_t avail = -1;
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f)) {
+        long long kb;
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1)
+            avail = (int64_t)kb * 1024;
+    }
+    if (f)
+        fclose(f);
+    if (avail < 0)
+        return rt_err(err, RT_ERR_IO, "cannot read MemAvailable from /proc/meminfo");
+    /* cgroup v2: this process's group may allow less */
+    f = fopen("/proc/self/cgroup", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "0::", 3) != 0)
+            continue;
+        line[strcspn(line, "\n")] = '\0';
+        char path[512];
+        int64_t max, cur;
+        snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", line + 3);
+        if (!read_number(path, &max))
+            break;
+        snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.current", line + 3);
+        if (read_number(path, &cur) && max - cur < avail)
+            avail = max > cur ? max - cur : 0;
+    }
+    if (f)
+        fclose(f);
+    *bytes = avail;
+    return RT_OK;
+}
+
 static void cpu_memcpy(rt_kctx *ctx, void *dst, const void *src, size_t bytes, rt_copy kind)
 {
     (void)ctx;
@@ -350,6 +408,7 @@ const rt_kernel_ops rt_cpu_kernel_ops = {
     .fini = cpu_fini,
     .sync = cpu_done,
     .check = cpu_done,
+    .mem_available = cpu_mem_available,
     .malloc_dev = cpu_malloc,
     .free_dev = cpu_free,
     .malloc_host = cpu_malloc,
@@ -364,6 +423,19 @@ const rt_kernel_ops rt_cpu_kernel_ops = {
     .dense_fwd = rt_cpu_dense_fwd,
     .dense_bwd = rt_cpu_dense_bwd,
     .dropout = cpu_dropout,
+    .act_fwd = rt_cpu_act_fwd,
+    .act_bwd = rt_cpu_act_bwd,
+    .reglu_fwd = rt_cpu_reglu_fwd,
+    .reglu_bwd = rt_cpu_reglu_bwd,
+    .ln_fwd = rt_cpu_ln_fwd,
+    .ln_bwd = rt_cpu_ln_bwd,
+    .ew = rt_cpu_ew,
+    .bias_add = rt_cpu_bias_add,
+    .colsum = rt_cpu_colsum,
+    .tokens_fwd = rt_cpu_tokens_fwd,
+    .tokens_bwd = rt_cpu_tokens_bwd,
+    .attn_fwd = rt_cpu_attn_fwd,
+    .attn_bwd = rt_cpu_attn_bwd,
     .head_fwd = cpu_head_fwd,
     .head_bwd = cpu_head_bwd,
     .mae = cpu_mae,

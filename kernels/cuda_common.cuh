@@ -59,8 +59,10 @@ static inline cuda_state *CS(rt_kctx *ctx) { return (cuda_state *)ctx->cuda; }
 
 /* What cuda_ops.cu and cuda_dense.cu give the ops table in cuda_ctx.cu
  * (contracts: the rt_k_ functions of rt_kernels.h). */
-void rt_cuda_embed_fwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view table, rt_view out);
-void rt_cuda_embed_bwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view dout, rt_view dtable);
+void rt_cuda_embed_fwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, const float *tables,
+                       rt_view out);
+void rt_cuda_embed_bwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, rt_view dout,
+                       float *dtables, int64_t ntab);
 void rt_cuda_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float *run_mean,
                     float *run_var, float momentum, float eps, bool train, float *save_mean,
                     float *save_invstd, rt_view y);
@@ -81,6 +83,27 @@ void rt_cuda_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, in
 void rt_cuda_step_incr(rt_kctx *ctx, int64_t *step);
 void rt_cuda_scale(rt_kctx *ctx, float *p, int64_t n, float s);
 void rt_cuda_free_lt_plans(cuda_state *s);
+/* cuda_layers.cu and cuda_attn.cu: the layer graph's ops (contracts: rt_k_*) */
+void rt_cuda_act_fwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view y);
+void rt_cuda_act_bwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view dy, rt_view dx);
+void rt_cuda_reglu_fwd(rt_kctx *ctx, rt_view x, rt_view y);
+void rt_cuda_reglu_bwd(rt_kctx *ctx, rt_view x, rt_view dy, rt_view dx);
+void rt_cuda_ln_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float eps,
+                    float *save_mean, float *save_rstd, rt_view y);
+void rt_cuda_ln_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
+                    const float *save_mean, const float *save_rstd, float *dgamma, float *dbeta,
+                    rt_view dx);
+void rt_cuda_ew(rt_kctx *ctx, rt_ew op, rt_view a, rt_view b, rt_view y);
+void rt_cuda_bias_add(rt_kctx *ctx, const float *b, rt_view y);
+void rt_cuda_colsum(rt_kctx *ctx, rt_view dy, float *out);
+void rt_cuda_tokens_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, int64_t d,
+                        rt_view y);
+void rt_cuda_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw,
+                        float *db, rt_view dx);
+void rt_cuda_attn_fwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
+                      const int64_t *step, rt_view out);
+void rt_cuda_attn_bwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
+                      const int64_t *step, rt_view dout, rt_view dqkv);
 
 /* After an op (the call named `what`): keep the first error; in debug mode
  * wait for the op so that a fault is blamed on it. */

@@ -298,6 +298,15 @@ static rt_status rt_cuda_malloc(size_t bytes, void **out)
 
 static void rt_cuda_free(void *p) { cudaFree(p); }
 
+static rt_status rt_cuda_mem_available(rt_kctx *ctx, int64_t *bytes, char *err)
+{
+    (void)ctx;
+    size_t free_b = 0, total = 0;
+    cudaError_t e = cudaMemGetInfo(&free_b, &total);
+    *bytes = (int64_t)free_b;
+    return e == cudaSuccess ? RT_OK : cuda_fail(err, e, "cudaMemGetInfo");
+}
+
 static rt_status rt_cuda_malloc_host(size_t bytes, void **out)
 {
     cudaError_t e = cudaMallocHost(out, bytes);
@@ -345,6 +354,7 @@ const rt_kernel_ops rt_cuda_kernel_ops = {
     .timer_ms = rt_cuda_timer_ms,
     .fork = rt_cuda_fork,
     .join = rt_cuda_join,
+    .mem_available = rt_cuda_mem_available,
     .malloc_dev = rt_cuda_malloc,
     .free_dev = rt_cuda_free,
     .malloc_host = rt_cuda_malloc_host,
@@ -358,6 +368,19 @@ const rt_kernel_ops rt_cuda_kernel_ops = {
     .dense_fwd = rt_cuda_dense_fwd,
     .dense_bwd = rt_cuda_dense_bwd,
     .dropout = rt_cuda_dropout,
+    .act_fwd = rt_cuda_act_fwd,
+    .act_bwd = rt_cuda_act_bwd,
+    .reglu_fwd = rt_cuda_reglu_fwd,
+    .reglu_bwd = rt_cuda_reglu_bwd,
+    .ln_fwd = rt_cuda_ln_fwd,
+    .ln_bwd = rt_cuda_ln_bwd,
+    .ew = rt_cuda_ew,
+    .bias_add = rt_cuda_bias_add,
+    .colsum = rt_cuda_colsum,
+    .tokens_fwd = rt_cuda_tokens_fwd,
+    .tokens_bwd = rt_cuda_tokens_bwd,
+    .attn_fwd = rt_cuda_attn_fwd,
+    .attn_bwd = rt_cuda_attn_bwd,
     .head_fwd = rt_cuda_head_fwd,
     .head_bwd = rt_cuda_head_bwd,
     .mae = rt_cuda_mae,

@@ -239,3 +239,20 @@ void rt_cuda_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_ac
                                 (int)in, RT_F(dy), (int)dy.ld, &zero, RT_F(dx), (int)dx.ld),
                     "cublasSgemm (dense dX)");
 }
+
+void rt_cuda_colsum(rt_kctx *ctx, rt_view dy, float *out)
+{
+    cuda_state *s = CS(ctx);
+    const int64_t B = dy.rows, n = dy.cols;
+    if (n == 0)
+        return;
+    int64_t rows_per_chunk;
+    int64_t chunks = chunks_for(B, n, 1, &rows_per_chunk);
+    dim3 grid((unsigned)((n + 31) / 32), (unsigned)chunks), block(32, 8);
+    /* without the ReLU mask the first stage only reads dy */
+    k_mask_colsum<<<grid, block, 0, s->stream>>>(RT_F(dy), dy.ld, RT_F(dy), dy.ld, B, n, 0,
+                                                  rows_per_chunk, s->partials);
+    LAUNCHED(s, "k_mask_colsum (column sums)");
+    k_colsum_final<<<grid_for(n, 256), 256, 0, s->stream>>>(s->partials, chunks, n, out);
+    LAUNCHED(s, "k_colsum_final");
+}

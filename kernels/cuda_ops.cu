@@ -16,35 +16,45 @@
 
 /* ---- embedding -------------------------------------------------------------- */
 
-__global__ void k_embed_fwd(const int32_t *idx, int64_t ldi, const int32_t *rowbase,
-                            const float *tab, int64_t ldt, float *out, int64_t ldo, int64_t B,
-                            int C, int d)
+/* One warp per (row, column) pair: its lanes copy the column's vector. */
+__global__ void k_embed_fwd(const int32_t *idx, int64_t ldi, const rt_embed_col *cols,
+                            const float *tab, float *out, int64_t ldo, int64_t B, int C)
 {
-    const int64_t per_row = (int64_t)C * d, total = B * per_row;
-    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total;
-         t += (int64_t)gridDim.x * blockDim.x) {
-        int64_t b = t / per_row, rem = t - b * per_row;
-        int c = (int)(rem / d), j = (int)(rem - (int64_t)c * d);
-        int64_t row = (int64_t)rowbase[c] + idx[b * ldi + c];
-        out[b * ldo + rem] = tab[row * ldt + j];
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+    for (int64_t t = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32; t < B * C;
+         t += warps) {
+        const int64_t b = t / C;
+        const int c = (int)(t - b * C);
+        const rt_embed_col ec = cols[c];
+        const float *src = tab + ec.toff + (int64_t)idx[b * ldi + c] * ec.dim;
+        float *dst = out + b * ldo + ec.ooff;
+        for (int j = lane; j < ec.dim; j += 32)
+            dst[j] = src[j];
     }
 }
 
-/* Embedding backward in fixed point.  k_absmax finds m = max |g|; every
- * contribution is then scaled by 2^e with e chosen so that any sum of B of
- * them stays below 2^62 (e = 61 - ilogb(m) - ceil(log2(B + 1))), rounded to
- * an integer and added with 64-bit integer atomics, whose result does not
- * depend on their order; k_fixed_to_float scales back.  The rounding error
- * per term is 2^-e, below m * 2^-52 / B: far under float precision. */
-__global__ void __launch_bounds__(256) k_absmax(const float *g, int64_t ldg, int64_t B, int64_t cols,
-                                                unsigned *maxbits)
+/* Embedding backward in fixed point.  k_absmax finds m = max |g| over the
+ * embeddings' gradients; every contribution is then scaled by 2^e with e
+ * chosen so that any sum of B of them stays below 2^62 (e = 61 - ilogb(m) -
+ * ceil(log2(B + 1))), rounded to an integer and added with 64-bit integer
+ * atomics, whose result does not depend on their order; k_fixed_to_float
+ * scales back.  The rounding error per term is 2^-e, below m * 2^-52 / B:
+ * far under float precision. */
+__global__ void __launch_bounds__(256) k_absmax(const rt_embed_col *cols, const float *g,
+                                                int64_t ldg, int64_t B, int C, unsigned *maxbits)
 {
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
     unsigned local = 0;
-    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < B * cols;
-         t += (int64_t)gridDim.x * blockDim.x) {
-        int64_t b = t / cols, j = t - b * cols;
-        unsigned u = __float_as_uint(fabsf(g[b * ldg + j])); /* ordered like the values */
-        local = u > local ? u : local;
+    for (int64_t t = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32; t < B * C;
+         t += warps) {
+        const int64_t b = t / C;
+        const rt_embed_col ec = cols[t - b * C];
+        for (int j = lane; j < ec.dim; j += 32) {
+            unsigned u = __float_as_uint(fabsf(g[b * ldg + ec.ooff + j])); /* ordered like the values */
+            local = u > local ? u : local;
+        }
     }
     if (local)
         atomicMax(maxbits, local);
@@ -62,20 +72,24 @@ __device__ __forceinline__ int fixed_exponent(const unsigned *maxbits, int64_t B
 }
 
 __global__ void __launch_bounds__(256) k_embed_bwd_fixed(const int32_t *idx, int64_t ldi,
-                                                         const int32_t *rowbase, const float *g,
-                                                         int64_t ldg, long long *acc, int64_t ldt,
-                                                         int64_t B, int C, int d, const unsigned *maxbits)
+                                                         const rt_embed_col *cols, const float *g,
+                                                         int64_t ldg, long long *acc, int64_t B,
+                                                         int C, const unsigned *maxbits)
 {
     const int e = fixed_exponent(maxbits, B);
-    const int64_t per_row = (int64_t)C * d, total = B * per_row;
-    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total;
-         t += (int64_t)gridDim.x * blockDim.x) {
-        int64_t b = t / per_row, rem = t - b * per_row;
-        int c = (int)(rem / d), j = (int)(rem - (int64_t)c * d);
-        int64_t row = (int64_t)rowbase[c] + idx[b * ldi + c];
-        long long q = llrint(ldexp((double)g[b * ldg + rem], e));
-        if (q)
-            atomicAdd((unsigned long long *)&acc[row * ldt + j], (unsigned long long)q);
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+    for (int64_t t = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32; t < B * C;
+         t += warps) {
+        const int64_t b = t / C;
+        const int c = (int)(t - b * C);
+        const rt_embed_col ec = cols[c];
+        long long *dst = acc + ec.toff + (int64_t)idx[b * ldi + c] * ec.dim;
+        for (int j = lane; j < ec.dim; j += 32) {
+            long long q = llrint(ldexp((double)g[b * ldg + ec.ooff + j], e));
+            if (q)
+                atomicAdd((unsigned long long *)&dst[j], (unsigned long long)q);
+        }
     }
 }
 
@@ -88,21 +102,26 @@ __global__ void __launch_bounds__(256) k_fixed_to_float(const long long *acc, in
         out[i] = (float)ldexp((double)acc[i], -e);
 }
 
-void rt_cuda_embed_fwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view table, rt_view out)
+/* Blocks for a warp per (row, column) pair. */
+static unsigned pair_grid(int64_t pairs) { return grid_for(pairs * 32, T256); }
+
+void rt_cuda_embed_fwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, const float *tables,
+                       rt_view out)
 {
-    const int64_t total = idx.rows * idx.cols * table.cols;
-    if (total == 0)
+    const int64_t pairs = idx.rows * idx.cols;
+    if (pairs == 0)
         return;
-    k_embed_fwd<<<grid_for(total, T256), T256, 0, CS(ctx)->stream>>>(
-        RT_I(idx), idx.ld, rowbase, RT_F(table), table.ld, RT_F(out), out.ld, idx.rows,
-        (int)idx.cols, (int)table.cols);
+    k_embed_fwd<<<pair_grid(pairs), T256, 0, CS(ctx)->stream>>>(RT_I(idx), idx.ld, cols, tables,
+                                                                 RT_F(out), out.ld, idx.rows,
+                                                                 (int)idx.cols);
     LAUNCHED(CS(ctx), "k_embed_fwd");
 }
 
-void rt_cuda_embed_bwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view dout, rt_view dtable)
+void rt_cuda_embed_bwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, rt_view dout,
+                       float *dtables, int64_t ntab)
 {
     cuda_state *s = CS(ctx);
-    const size_t n = (size_t)(dtable.rows * dtable.ld);
+    const size_t n = (size_t)ntab;
     if (n == 0)
         return;
     if (s->emb_acc_len < n) {
@@ -123,20 +142,20 @@ void rt_cuda_embed_bwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_vie
         }
         s->emb_acc_len = n;
     }
-    const int64_t cols = idx.cols * dtable.cols, total = idx.rows * cols;
+    const int64_t pairs = idx.rows * idx.cols;
     after_op(s, cudaMemsetAsync(s->emb_acc, 0, n * sizeof(long long), s->stream), "cudaMemsetAsync");
     after_op(s, cudaMemsetAsync(s->maxbits, 0, sizeof(unsigned), s->stream), "cudaMemsetAsync");
-    if (total > 0) {
-        k_absmax<<<grid_for(total, T256), T256, 0, s->stream>>>(RT_F(dout), dout.ld, idx.rows, cols,
-                                                                s->maxbits);
+    if (pairs > 0) {
+        k_absmax<<<pair_grid(pairs), T256, 0, s->stream>>>(cols, RT_F(dout), dout.ld, idx.rows,
+                                                           (int)idx.cols, s->maxbits);
         LAUNCHED(s, "k_absmax");
-        k_embed_bwd_fixed<<<grid_for(total, T256), T256, 0, s->stream>>>(
-            RT_I(idx), idx.ld, rowbase, RT_F(dout), dout.ld, s->emb_acc, dtable.ld, idx.rows,
-            (int)idx.cols, (int)dtable.cols, s->maxbits);
+        k_embed_bwd_fixed<<<pair_grid(pairs), T256, 0, s->stream>>>(
+            RT_I(idx), idx.ld, cols, RT_F(dout), dout.ld, s->emb_acc, idx.rows, (int)idx.cols,
+            s->maxbits);
         LAUNCHED(s, "k_embed_bwd_fixed");
     }
     k_fixed_to_float<<<grid_for((int64_t)n, T256), T256, 0, s->stream>>>(s->emb_acc, (int64_t)n,
-                                                                          RT_F(dtable), idx.rows, s->maxbits);
+                                                                          dtables, idx.rows, s->maxbits);
     LAUNCHED(s, "k_fixed_to_float");
 }
 

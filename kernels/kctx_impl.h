@@ -58,6 +58,7 @@ struct rt_kernel_ops {
     void (*fork)(rt_kctx *ctx);
     void (*join)(rt_kctx *ctx);
     /* memory */
+    rt_status (*mem_available)(rt_kctx *ctx, int64_t *bytes, char *err);
     rt_status (*malloc_dev)(size_t bytes, void **out);
     void (*free_dev)(void *p);
     rt_status (*malloc_host)(size_t bytes, void **out);
@@ -65,10 +66,10 @@ struct rt_kernel_ops {
     void (*memcpy_async)(rt_kctx *ctx, void *dst, const void *src, size_t bytes, rt_copy kind);
     void (*memset_async)(rt_kctx *ctx, void *p, int value, size_t bytes);
     /* ops */
-    void (*embed_fwd)(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view table,
+    void (*embed_fwd)(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, const float *tables,
                       rt_view out);
-    void (*embed_bwd)(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view dout,
-                      rt_view dtable);
+    void (*embed_bwd)(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, rt_view dout,
+                      float *dtables, int64_t ntab);
     void (*bn_fwd)(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta,
                    float *run_mean, float *run_var, float momentum, float eps, bool train,
                    float *save_mean, float *save_invstd, rt_view y);
@@ -84,6 +85,26 @@ struct rt_kernel_ops {
                       rt_view dy, float *dw, float *db, rt_view dx);
     void (*dropout)(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t stream,
                     const int64_t *step);
+    void (*act_fwd)(rt_kctx *ctx, rt_act act, rt_view x, rt_view y);
+    void (*act_bwd)(rt_kctx *ctx, rt_act act, rt_view x, rt_view dy, rt_view dx);
+    void (*reglu_fwd)(rt_kctx *ctx, rt_view x, rt_view y);
+    void (*reglu_bwd)(rt_kctx *ctx, rt_view x, rt_view dy, rt_view dx);
+    void (*ln_fwd)(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float eps,
+                   float *save_mean, float *save_rstd, rt_view y);
+    void (*ln_bwd)(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
+                   const float *save_mean, const float *save_rstd, float *dgamma, float *dbeta,
+                   rt_view dx);
+    void (*ew)(rt_kctx *ctx, rt_ew op, rt_view a, rt_view b, rt_view y);
+    void (*bias_add)(rt_kctx *ctx, const float *b, rt_view y);
+    void (*colsum)(rt_kctx *ctx, rt_view dy, float *out);
+    void (*tokens_fwd)(rt_kctx *ctx, rt_view x, const float *w, const float *b, int64_t d,
+                       rt_view y);
+    void (*tokens_bwd)(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw,
+                       float *db, rt_view dx);
+    void (*attn_fwd)(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
+                     const int64_t *step, rt_view out);
+    void (*attn_bwd)(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
+                     const int64_t *step, rt_view dout, rt_view dqkv);
     void (*head_fwd)(rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred);
     void (*head_bwd)(rt_kctx *ctx, const float *pred, const float *dpred, int64_t n,
                      float scale, float *dz);

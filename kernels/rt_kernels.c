@@ -216,6 +216,11 @@ const char *rt_cuda_device_name(char *buf, size_t len)
 
 /* ---- memory ------------------------------------------------------------------- */
 
+rt_status rt_kctx_mem_available(rt_kctx *ctx, int64_t *bytes, char *err)
+{
+    return ctx->ops->mem_available(ctx, bytes, err);
+}
+
 rt_status rt_kmalloc(rt_kctx *ctx, size_t bytes, void **out)
 {
     *out = NULL;
@@ -262,23 +267,22 @@ static void check_view(const rt_kctx *ctx, rt_view v, rt_dtype t)
     RT_ASSERT(v.p != NULL || v.rows == 0 || v.cols == 0);
 }
 
-void rt_k_embed_fwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view table, rt_view out)
+void rt_k_embed_fwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, const float *tables,
+                    rt_view out)
 {
     check_view(ctx, idx, RT_I32);
-    check_view(ctx, table, RT_F32);
     check_view(ctx, out, RT_F32);
-    RT_ASSERT(out.rows == idx.rows && out.cols >= idx.cols * table.cols);
-    ctx->ops->embed_fwd(ctx, idx, rowbase, table, out);
+    RT_ASSERT(out.rows == idx.rows && (cols || idx.cols == 0));
+    ctx->ops->embed_fwd(ctx, idx, cols, tables, out);
 }
 
-void rt_k_embed_bwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view dout, rt_view dtable)
+void rt_k_embed_bwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, rt_view dout,
+                    float *dtables, int64_t ntab)
 {
     check_view(ctx, idx, RT_I32);
-    check_view(ctx, dtable, RT_F32);
     check_view(ctx, dout, RT_F32);
-    RT_ASSERT(dout.rows == idx.rows && dout.cols >= idx.cols * dtable.cols);
-    RT_ASSERT(dtable.ld == dtable.cols);
-    ctx->ops->embed_bwd(ctx, idx, rowbase, dout, dtable);
+    RT_ASSERT(dout.rows == idx.rows && ntab >= 0 && (cols || idx.cols == 0));
+    ctx->ops->embed_bwd(ctx, idx, cols, dout, dtables, ntab);
 }
 
 void rt_k_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float *run_mean,
@@ -320,7 +324,7 @@ void rt_k_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_
 {
     check_view(ctx, x, RT_F32);
     check_view(ctx, y, RT_F32);
-    RT_ASSERT(x.rows == y.rows);
+    RT_ASSERT(x.rows == y.rows && (act == RT_ACT_NONE || act == RT_ACT_RELU));
     ctx->ops->dense_fwd(ctx, x, w, b, act, y);
 }
 
@@ -341,6 +345,7 @@ void rt_k_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act a
                     float *dw, float *db, rt_view dx)
 {
     check_dense_bwd(ctx, x, y, dy, dx);
+    RT_ASSERT(act == RT_ACT_NONE || act == RT_ACT_RELU);
     ctx->ops->dense_bwd(ctx, x, w, y, act, dy, dw, db, dx);
 }
 
@@ -352,6 +357,136 @@ void rt_k_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t s
     if (rate == 0.0f)
         return;
     ctx->ops->dropout(ctx, x, rate, seed, stream, step);
+}
+
+/* Two views of one shape. */
+static void check_same(const rt_kctx *ctx, rt_view a, rt_view b)
+{
+    check_view(ctx, a, RT_F32);
+    check_view(ctx, b, RT_F32);
+    RT_ASSERT(a.rows == b.rows && a.cols == b.cols);
+}
+
+void rt_k_act_fwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view y)
+{
+    check_same(ctx, x, y);
+    RT_ASSERT(act >= RT_ACT_NONE && act <= RT_ACT_TANH);
+    ctx->ops->act_fwd(ctx, act, x, y);
+}
+
+void rt_k_act_bwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view dy, rt_view dx)
+{
+    check_same(ctx, x, dy);
+    check_same(ctx, x, dx);
+    RT_ASSERT(act >= RT_ACT_NONE && act <= RT_ACT_TANH);
+    ctx->ops->act_bwd(ctx, act, x, dy, dx);
+}
+
+void rt_k_reglu_fwd(rt_kctx *ctx, rt_view x, rt_view y)
+{
+    check_view(ctx, x, RT_F32);
+    check_view(ctx, y, RT_F32);
+    RT_ASSERT(x.rows == y.rows && x.cols == 2 * y.cols);
+    ctx->ops->reglu_fwd(ctx, x, y);
+}
+
+void rt_k_reglu_bwd(rt_kctx *ctx, rt_view x, rt_view dy, rt_view dx)
+{
+    check_same(ctx, x, dx);
+    check_view(ctx, dy, RT_F32);
+    RT_ASSERT(dy.rows == x.rows && x.cols == 2 * dy.cols);
+    ctx->ops->reglu_bwd(ctx, x, dy, dx);
+}
+
+void rt_k_ln_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float eps,
+                 float *save_mean, float *save_rstd, rt_view y)
+{
+    check_same(ctx, x, y);
+    RT_ASSERT(eps > 0.0f && save_mean && save_rstd);
+    ctx->ops->ln_fwd(ctx, x, gamma, beta, eps, save_mean, save_rstd, y);
+}
+
+void rt_k_ln_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const float *save_mean,
+                 const float *save_rstd, float *dgamma, float *dbeta, rt_view dx)
+{
+    check_same(ctx, x, dy);
+    if (dx.p)
+        check_same(ctx, x, dx);
+    ctx->ops->ln_bwd(ctx, x, dy, gamma, save_mean, save_rstd, dgamma, dbeta, dx);
+}
+
+void rt_k_ew(rt_kctx *ctx, rt_ew op, rt_view a, rt_view b, rt_view y)
+{
+    check_same(ctx, a, y);
+    if (op == RT_EW_ADD || op == RT_EW_MUL)
+        check_same(ctx, a, b);
+    RT_ASSERT(op >= RT_EW_ADD && op <= RT_EW_COPY);
+    ctx->ops->ew(ctx, op, a, b, y);
+}
+
+void rt_k_bias_add(rt_kctx *ctx, const float *b, rt_view y)
+{
+    check_view(ctx, y, RT_F32);
+    ctx->ops->bias_add(ctx, b, y);
+}
+
+void rt_k_colsum(rt_kctx *ctx, rt_view dy, float *out)
+{
+    check_view(ctx, dy, RT_F32);
+    ctx->ops->colsum(ctx, dy, out);
+}
+
+/* x of a token op: n columns (or NULL: ones) for y's n tokens of d */
+static void check_tokens(const rt_kctx *ctx, rt_view x, rt_view y, int64_t d)
+{
+    check_view(ctx, y, RT_F32);
+    RT_ASSERT(d > 0 && y.cols % d == 0);
+    if (x.p) {
+        check_view(ctx, x, RT_F32);
+        RT_ASSERT(x.rows == y.rows && x.cols * d == y.cols);
+    }
+}
+
+void rt_k_tokens_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, int64_t d, rt_view y)
+{
+    check_tokens(ctx, x, y, d);
+    ctx->ops->tokens_fwd(ctx, x, w, b, d, y);
+}
+
+void rt_k_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw,
+                     float *db, rt_view dx)
+{
+    check_tokens(ctx, x, dy, d);
+    if (dx.p) {
+        RT_ASSERT(x.p);
+        check_same(ctx, x, dx);
+    }
+    ctx->ops->tokens_bwd(ctx, x, w, dy, d, dw, db, dx);
+}
+
+/* qkv (B*T, 3d) and out (B*T, d) of an attention op */
+static void check_attn(const rt_kctx *ctx, const rt_attn *a, rt_view qkv, rt_view out)
+{
+    check_view(ctx, qkv, RT_F32);
+    check_view(ctx, out, RT_F32);
+    RT_ASSERT(a->T > 0 && a->H > 0 && out.cols % a->H == 0);
+    RT_ASSERT(qkv.rows == out.rows && qkv.rows % a->T == 0 && qkv.cols == 3 * out.cols);
+    RT_ASSERT(a->rate >= 0.0f && a->rate < 1.0f);
+}
+
+void rt_k_attn_fwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
+                   const int64_t *step, rt_view out)
+{
+    check_attn(ctx, a, qkv, out);
+    ctx->ops->attn_fwd(ctx, a, qkv, probs, step, out);
+}
+
+void rt_k_attn_bwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
+                   const int64_t *step, rt_view dout, rt_view dqkv)
+{
+    check_attn(ctx, a, qkv, dout);
+    check_same(ctx, qkv, dqkv);
+    ctx->ops->attn_bwd(ctx, a, qkv, probs, step, dout, dqkv);
 }
 
 void rt_k_head_fwd(rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred)

@@ -4,7 +4,8 @@
  *     against the same step on the CPU: the same parameters within float
  *     tolerance after K steps; both ranks bitwise equal; graphs on and off
  *     bitwise equal; gradients staged through pinned memory bitwise equal
- *     to NCCL (at 2 ranks every allreduce is the same a + b);
+ *     to NCCL (at 2 ranks every allreduce is the same a + b); and so for
+ *     every model family (graphs against op by op, CPU against GPU);
  *   - two ranks on one GPU: the ranks agree not to use NCCL and stage,
  *     with the same result;
  *   - a peer that leaves, or stays silent: the next step fails within the
@@ -43,15 +44,54 @@ static rt_model_spec small_spec(void)
     int32_t v[NCAT] = {50, 7, 2};
     for (int i = 0; i < NCAT; i++)
         s.vocab[i] = v[i];
-    s.emb_dim = 4;
+    rt_model_spec_set_emb_dim(&s, 4);
     s.n_cont = NCONT;
     s.n_hidden = 2;
     s.hidden[0] = 64;
     s.hidden[1] = 32;
-    s.dropout = 0.2f;
+    s.dropout[3] = 0;
+    s.dropout[1] = 0.2f; /* after the last hidden layer */
     s.l2 = 1e-4f;
     s.head_scale = 10;
     s.seed = 7;
+    return s;
+}
+
+/* The other families, as small: each with its dropouts, its norms (batch
+ * or layer), its residual or cross wiring. */
+static rt_model_spec family_spec(rt_arch arch)
+{
+    rt_model_spec s = small_spec();
+    s.arch = arch;
+    switch (arch) {
+    case RT_ARCH_MLP:
+        s.activation = RT_ACT_GELU;
+        s.batch_norm[0] = true;
+        s.dropout[0] = s.dropout[1] = 0.1f;
+        s.emb_dropout = 0.1f;
+        break;
+    case RT_ARCH_RESNET:
+        s.blocks = 2;
+        s.width = 16;
+        s.dropout1 = 0.1f;
+        s.dropout2 = 0.05f;
+        break;
+    case RT_ARCH_DCN2:
+        s.cross_layers = 2;
+        s.deep_layers = 1;
+        s.width = 16;
+        s.cross_dropout = 0.1f;
+        s.dropout[0] = 0.1f;
+        break;
+    case RT_ARCH_FT_TRANSFORMER:
+        s.blocks = 2;
+        s.d_token = 8;
+        s.heads = 2;
+        s.attention_dropout = s.ffn_dropout = s.residual_dropout = 0.1f;
+        break;
+    default:
+        break;
+    }
     return s;
 }
 
@@ -75,6 +115,7 @@ static void make_rows(void)
 static const rt_adam_hp HP = {1e-3f, 0.9f, 0.999f, 1e-3f, 1.0f};
 
 typedef struct run {
+    rt_arch arch;
     rt_device device;
     bool nccl, graphs, same_gpu;
     int leave_after;     /* rank 1 stops after this many steps (0: never) */
@@ -95,7 +136,7 @@ static void rank_body(rt_comm *c, int rank, void *arg, rh_result *res)
 {
     run *r = arg;
     char err[RT_ERR_LEN];
-    rt_model_spec s = small_spec();
+    rt_model_spec s = family_spec(r->arch);
     if (r->device == RT_DEVICE_CUDA)
         RH_CHECK(res, rt_cuda_set_device(r->same_gpu ? 0 : rank, err) == RT_OK, "%s", err);
     rt_dp_opts o;
@@ -190,6 +231,33 @@ static void test_gpu_matches_cpu(void **state)
     free_run(&nccl);
     free_run(&eager);
     free_run(&staged);
+}
+
+/* Every family: its step captured as a graph with NCCL buckets, replayed,
+ * bitwise the step op by op; both ranks bitwise equal; near the CPU's. */
+static void test_families(void **state)
+{
+    (void)state;
+    for (int a = RT_ARCH_MLP; a < RT_ARCH_COUNT; a++) {
+        run cpu = {.arch = (rt_arch)a, .device = RT_DEVICE_CPU};
+        run nccl = {.arch = (rt_arch)a, .device = RT_DEVICE_CUDA, .nccl = true, .graphs = true};
+        run eager = {.arch = (rt_arch)a, .device = RT_DEVICE_CUDA, .nccl = true, .graphs = false};
+        run_two(&cpu);
+        run_two(&nccl);
+        run_two(&eager);
+        const size_t n = (size_t)cpu.nparams;
+        assert_true(nccl.buckets[0] > 1);
+        assert_memory_equal(nccl.params[0], nccl.params[1], n * 4);
+        assert_memory_equal(nccl.params[0], eager.params[0], n * 4);
+        char what[64];
+        snprintf(what, sizeof what, "%s: GPU vs CPU parameters, np=2", rt_arch_names[a]);
+        assert_true(tu_close_f(what, nccl.params[0], cpu.params[0], n, 1e-4, 1e-4));
+        printf("%s: %zu parameters, %d NCCL buckets a step, graph == op by op\n",
+               rt_arch_names[a], n, nccl.buckets[0]);
+        free_run(&cpu);
+        free_run(&nccl);
+        free_run(&eager);
+    }
 }
 
 static void test_shared_gpu_stages(void **state)
@@ -363,6 +431,7 @@ int main(int argc, char **argv)
     make_rows();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpu_matches_cpu),
+        cmocka_unit_test(test_families),
         cmocka_unit_test(test_shared_gpu_stages),
         cmocka_unit_test(test_dead_peer),
         cmocka_unit_test(test_gpu_timeline),

@@ -140,58 +140,65 @@ static void test_dropout_mask(void **state)
 
 /* ---- embedding ----------------------------------------------------------- */
 
+/* Columns of different widths, their outputs apart (gaps between them). */
 static void test_embedding(void **state)
 {
     (void)state;
     tu_rng g = tu_rng_make(2);
     for (int rep = 0; rep < 5; rep++) {
-        const int64_t B = tu_int(&g, 1, 200), C = tu_int(&g, 1, 6), d = tu_int(&g, 1, 12);
-        int32_t vocab[6], rowbase[6], R = 0;
+        const int64_t B = tu_int(&g, 1, 200), C = tu_int(&g, 1, 6);
+        rt_embed_col cols[6];
+        int64_t R = 0, W = 0;
         for (int c = 0; c < C; c++) {
-            vocab[c] = (int32_t)tu_int(&g, 1, 9); /* small: indices repeat */
-            rowbase[c] = R;
-            R += vocab[c];
+            cols[c].vocab = (int32_t)tu_int(&g, 1, 9); /* small: indices repeat */
+            cols[c].dim = (int32_t)tu_int(&g, 1, 12);
+            cols[c].toff = R;
+            cols[c].ooff = (int32_t)(W + tu_int(&g, 0, 3));
+            R += (int64_t)cols[c].vocab * cols[c].dim;
+            W = cols[c].ooff + cols[c].dim;
         }
-        const int64_t ld = C * d + tu_int(&g, 0, 7);
+        const int64_t ld = W + tu_int(&g, 0, 7);
         int32_t *idx = calloc((size_t)(B * C), 4);
         for (int64_t b = 0; b < B; b++)
             for (int c = 0; c < C; c++)
-                idx[b * C + c] = (int32_t)tu_int(&g, 0, vocab[c] - 1);
-        float *tab = fal((size_t)(R * d)), *out = fal((size_t)(B * ld));
-        float *dout = fal((size_t)(B * ld)), *dtab = fal((size_t)(R * d));
-        tu_fill(&g, tab, (size_t)(R * d), -1, 1);
+                idx[b * C + c] = (int32_t)tu_int(&g, 0, cols[c].vocab - 1);
+        float *tab = fal((size_t)R), *out = fal((size_t)(B * ld));
+        float *dout = fal((size_t)(B * ld)), *dtab = fal((size_t)R);
+        tu_fill(&g, tab, (size_t)R, -1, 1);
         tu_fill(&g, dout, (size_t)(B * ld), -1, 1);
         tu_poison(out, (size_t)(B * ld));
-        tu_poison(dtab, (size_t)(R * d));
+        tu_poison(dtab, (size_t)R);
         rt_view vidx = rt_vi32(idx, B, C, C, RT_DEVICE_CPU);
-        rt_k_embed_fwd(ctx, vidx, rowbase, vf(tab, R, d), rt_vf32(out, B, C * d, ld, RT_DEVICE_CPU));
+        rt_k_embed_fwd(ctx, vidx, cols, tab, rt_vf32(out, B, W, ld, RT_DEVICE_CPU));
         for (int64_t b = 0; b < B; b++)
             for (int c = 0; c < C; c++)
-                for (int j = 0; j < d; j++)
-                    assert_true(out[b * ld + c * d + j] == tab[(rowbase[c] + idx[b * C + c]) * d + j]);
-        rt_k_embed_bwd(ctx, vidx, rowbase, rt_vf32(dout, B, C * d, ld, RT_DEVICE_CPU), vf(dtab, R, d));
-        /* L = Σ dout ⊙ out is linear in the table: its gradient, summed in
+                for (int j = 0; j < cols[c].dim; j++)
+                    assert_true(out[b * ld + cols[c].ooff + j] ==
+                                tab[cols[c].toff + idx[b * C + c] * cols[c].dim + j]);
+        rt_k_embed_bwd(ctx, vidx, cols, rt_vf32(dout, B, W, ld, RT_DEVICE_CPU), dtab, R);
+        /* L = Σ dout ⊙ out is linear in the tables: its gradient, summed in
          * double, is the reference; the finite difference agrees with it */
-        double *ref = dal((size_t)(R * d));
+        double *ref = dal((size_t)R);
         for (int64_t b = 0; b < B; b++)
             for (int c = 0; c < C; c++)
-                for (int j = 0; j < d; j++)
-                    ref[(rowbase[c] + idx[b * C + c]) * d + j] += dout[b * ld + c * d + j];
-        double *got = dal((size_t)(R * d));
-        for (int64_t i = 0; i < R * d; i++)
+                for (int j = 0; j < cols[c].dim; j++)
+                    ref[cols[c].toff + idx[b * C + c] * cols[c].dim + j] +=
+                        dout[b * ld + cols[c].ooff + j];
+        double *got = dal((size_t)R);
+        for (int64_t i = 0; i < R; i++)
             got[i] = dtab[i];
-        assert_true(tu_close_d("embed_bwd", got, ref, (size_t)(R * d), 1e-5, 1e-5));
+        assert_true(tu_close_d("embed_bwd", got, ref, (size_t)R, 1e-5, 1e-5));
         /* finite differences on a few entries */
         for (int k = 0; k < 10; k++) {
-            int64_t e = tu_int(&g, 0, R * d - 1);
+            int64_t e = tu_int(&g, 0, R - 1);
             double lp = 0, lm = 0;
             for (int64_t b = 0; b < B; b++)
                 for (int c = 0; c < C; c++)
-                    for (int j = 0; j < d; j++) {
-                        int64_t te = (rowbase[c] + idx[b * C + c]) * d + j;
+                    for (int j = 0; j < cols[c].dim; j++) {
+                        int64_t te = cols[c].toff + idx[b * C + c] * cols[c].dim + j;
                         double t = tab[te];
-                        lp += dout[b * ld + c * d + j] * (t + (te == e ? H : 0));
-                        lm += dout[b * ld + c * d + j] * (t - (te == e ? H : 0));
+                        lp += dout[b * ld + cols[c].ooff + j] * (t + (te == e ? H : 0));
+                        lm += dout[b * ld + cols[c].ooff + j] * (t - (te == e ? H : 0));
                     }
             double fd = (lp - lm) / (2 * H);
             assert_true(fabs(fd - dtab[e]) <= 1e-4 + 1e-4 * fabs(fd));

@@ -58,6 +58,7 @@ static void test_rossmann_param_count(void **state)
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     rt_model_summary(m, f);
+    rt_model_summary_tensors(m, f);
     fclose(f);
     char want[64];
     snprintf(want, sizeof want, "total params:         %lld\n", (long long)formula);
@@ -65,6 +66,7 @@ static void test_rossmann_param_count(void **state)
     snprintf(want, sizeof want, "non-trainable params: %lld\n", (long long)(2 * nc));
     assert_non_null(strstr(text, want));
     assert_non_null(strstr(text, "dense_1/kernel"));
+    assert_non_null(strstr(text, "Dense+relu"));
     free(text);
     rt_model_destroy(m);
 
@@ -99,7 +101,7 @@ static int64_t off_of(const refnet *r, const char *name)
 static double ref_loss(const refnet *r, const double *P)
 {
     const rt_model_spec *s = r->s;
-    const int64_t n = r->n, d = s->emb_dim, F0 = (int64_t)s->n_cat * d + s->n_cont;
+    const int64_t n = r->n, d = s->emb_dim[0], F0 = (int64_t)s->n_cat * d + s->n_cont;
     double *a = calloc((size_t)(n * 2048), sizeof(double));
     double *b = calloc((size_t)(n * 2048), sizeof(double));
     /* embeddings */
@@ -185,12 +187,12 @@ static void make_small_spec(rt_model_spec *s, tu_rng *g, float dropout)
     s->n_cat = (int)tu_int(g, 1, 4);
     for (int c = 0; c < s->n_cat; c++)
         s->vocab[c] = (int32_t)tu_int(g, 2, 7);
-    s->emb_dim = (int)tu_int(g, 1, 4);
+    rt_model_spec_set_emb_dim(s, (int)tu_int(g, 1, 4));
     s->n_cont = (int)tu_int(g, 1, 5);
     s->n_hidden = (int)tu_int(g, 1, 3);
     for (int l = 0; l < s->n_hidden; l++)
         s->hidden[l] = (int)tu_int(g, 3, 12);
-    s->dropout = dropout;
+    s->dropout[s->n_hidden - 1] = dropout;
     s->head_scale = 10.0f;
     s->seed = (uint64_t)tu_int(g, 1, 1 << 30);
 }
@@ -247,7 +249,7 @@ static void test_whole_model_gradient(void **state)
             expect_end = hl.off[i];
         }
         assert_int_equal(expect_end, 0);
-        assert_int_equal(hl.n, s.n_hidden + 2);
+        assert_int_equal(hl.n, s.n_hidden + 3); /* + output, batch norm, embeddings */
 
         float *grad = rt_model_grads(m);
         double *Pd = calloc((size_t)P, sizeof(double));
@@ -260,12 +262,13 @@ static void test_whole_model_gradient(void **state)
         r.ninfo = ninfo;
         const int L = s.n_hidden;
         double *mask = NULL;
-        if (s.dropout > 0) {
+        const float rate = s.dropout[L - 1];
+        if (rate > 0) {
             /* the same mask the model drew: step 0, the model's seed */
             mask = calloc((size_t)(n * s.hidden[L - 1]), sizeof(double));
             for (int64_t e = 0; e < n * s.hidden[L - 1]; e++)
-                mask[e] = rt_rng_uniform(s.seed, RT_MODEL_DROPOUT_STREAM, 0, (uint64_t)e) >= s.dropout
-                              ? 1.0 / (1.0 - s.dropout) : 0.0;
+                mask[e] = rt_rng_uniform(s.seed, RT_MODEL_DROPOUT_STREAM, 0, (uint64_t)e) >= rate
+                              ? 1.0 / (1.0 - rate) : 0.0;
             r.mask = mask;
         }
         /* the model's own loss agrees with the reference */
@@ -467,12 +470,12 @@ static void test_training_learns(void **state)
     s.n_cat = 2;
     s.vocab[0] = 20;
     s.vocab[1] = 7;
-    s.emb_dim = 4;
+    rt_model_spec_set_emb_dim(&s, 4);
     s.n_cont = 2;
     s.hidden[0] = 64;
     s.hidden[1] = 32;
     s.n_hidden = 2;
-    s.dropout = 0.1f;
+    s.dropout[1] = 0.1f;
     s.head_scale = 10.0f;
     rt_model *m;
     const int64_t n = 128;

@@ -199,9 +199,10 @@ static void test_determinism_and_predict(void **state)
     char *s = slurp(sub);
     CHECK(s && !strncmp(s, "Id,Sales\n1,", 11));
     free(s);
-    const char *margs[] = {"model", "summary", best, NULL};
+    const char *margs[] = {"model", "summary", best, "--tensors", NULL};
     CHECK(cl_cli(&C, &out, 30, margs) == 0);
-    CHECK(strstr(out, "emb_Store") && strstr(out, "dense"));
+    CHECK(strstr(out, "architecture rossmann") && strstr(out, "dense_1") &&
+          strstr(out, "emb_Store") && strstr(out, "dense_1/kernel"));
     free(out);
     /* the same job again into its finished store: it says there is nothing
      * left to train */

@@ -43,12 +43,12 @@ static rt_model_spec small_spec(int ncont)
         s.vocab[i] = v[i];
         snprintf(s.cat_names[i], sizeof s.cat_names[i], "c%d", i);
     }
-    s.emb_dim = 4;
+    rt_model_spec_set_emb_dim(&s, 4);
     s.n_cont = ncont;
     s.n_hidden = 2;
     s.hidden[0] = 64;
     s.hidden[1] = 32;
-    s.dropout = 0;
+    memset(s.dropout, 0, sizeof s.dropout);
     s.l2 = 1e-4f;
     s.head_scale = 10;
     s.seed = 7;

@@ -115,13 +115,11 @@ rt_status rt_predict_checkpoint(const char *ckpt_path, const char *dataset_dir, 
         st = rt_rows_load_test(ds, &cols, &test, err);
     rt_dp *d = NULL;
     if (st == RT_OK) {
-        rt_model_spec spec = ck.spec;
-        spec.dropout = 0;
         rt_dp_opts o;
         rt_dp_opts_defaults(&o);
         o.threads = threads;
         o.max_batch = batch > 0 ? batch : 4096;
-        st = rt_dp_create(&spec, &o, NULL, &d, err);
+        st = rt_dp_create(&ck.spec, &o, NULL, &d, err);
     }
     if (st == RT_OK)
         st = rt_ckpt_to_model(&ck, rt_dp_model(d), err);
@@ -350,7 +348,6 @@ rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_repo
     rt_dp *d = NULL;
     float *wide_params = NULL;
     rt_model_spec wide = ck.spec;
-    wide.dropout = 0;
     for (int i = 0; i < wide.n_cat; i++)
         wide.vocab[i]++;
     if (st == RT_OK)

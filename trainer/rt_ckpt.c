@@ -75,6 +75,54 @@ static uint32_t get_u32(const unsigned char *p)
 }
 static uint64_t get_u64(const unsigned char *p) { return get_u32(p) | (uint64_t)get_u32(p + 4) << 32; }
 
+/* The spec's network: the architecture and every family's keys (a reader
+ * rebuilds the model from these alone). */
+static void model_json(rt_jw *w, const rt_model_spec *s)
+{
+    rt_jw_obj(w);
+    rt_jw_kstr(w, "architecture", rt_arch_names[s->arch]);
+    rt_jw_kint(w, "embedding_dim", s->n_cat > 0 ? s->emb_dim[0] : 10);
+    rt_jw_knum(w, "embedding_dropout", s->emb_dropout);
+    rt_jw_kstr(w, "continuous_norm", rt_cont_norm_names[s->cont_norm]);
+    rt_jw_key(w, "hidden");
+    rt_jw_arr(w);
+    for (int i = 0; i < s->n_hidden; i++)
+        rt_jw_int(w, s->hidden[i]);
+    rt_jw_arr_end(w);
+    rt_jw_key(w, "dropout");
+    rt_jw_arr(w);
+    for (int i = 0; i < RT_MODEL_MAX_HIDDEN; i++)
+        rt_jw_num(w, s->dropout[i]);
+    rt_jw_arr_end(w);
+    rt_jw_key(w, "batch_norm");
+    rt_jw_arr(w);
+    for (int i = 0; i < RT_MODEL_MAX_HIDDEN; i++)
+        rt_jw_bool(w, s->batch_norm[i]);
+    rt_jw_arr_end(w);
+    rt_jw_kstr(w, "activation", rt_act_names[s->activation]);
+    rt_jw_kint(w, "blocks", s->blocks);
+    rt_jw_kint(w, "width", s->width);
+    rt_jw_knum(w, "hidden_multiplier", s->hidden_multiplier);
+    rt_jw_knum(w, "dropout1", s->dropout1);
+    rt_jw_knum(w, "dropout2", s->dropout2);
+    rt_jw_kint(w, "cross_layers", s->cross_layers);
+    rt_jw_kint(w, "deep_layers", s->deep_layers);
+    rt_jw_kbool(w, "stacked", s->stacked);
+    rt_jw_knum(w, "cross_dropout", s->cross_dropout);
+    rt_jw_kint(w, "d_token", s->d_token);
+    rt_jw_kint(w, "heads", s->heads);
+    rt_jw_knum(w, "attention_dropout", s->attention_dropout);
+    rt_jw_knum(w, "ffn_multiplier", s->ffn_multiplier);
+    rt_jw_knum(w, "ffn_dropout", s->ffn_dropout);
+    rt_jw_knum(w, "residual_dropout", s->residual_dropout);
+    rt_jw_knum(w, "l2", s->l2);
+    rt_jw_knum(w, "head_scale", s->head_scale);
+    rt_jw_knum(w, "bn_momentum", s->bn_momentum);
+    rt_jw_knum(w, "bn_eps", s->bn_eps);
+    rt_jw_kint(w, "seed", (int64_t)s->seed);
+    rt_jw_obj_end(w);
+}
+
 static char *header_json(const rt_ckpt *c)
 {
     const rt_model_spec *s = &c->spec;
@@ -97,6 +145,7 @@ static char *header_json(const rt_ckpt *c)
         rt_jw_obj(&w);
         rt_jw_kstr(&w, "name", s->cat_names[i]);
         rt_jw_kint(&w, "vocab", s->vocab[i]);
+        rt_jw_kint(&w, "dim", s->emb_dim[i]);
         if (c->values[i]) {
             rt_jw_key(&w, "values");
             rt_jw_arr(&w);
@@ -116,20 +165,7 @@ static char *header_json(const rt_ckpt *c)
         rt_jw_str(&w, c->cont_names[i]);
     rt_jw_arr_end(&w);
     rt_jw_key(&w, "model");
-    rt_jw_obj(&w);
-    rt_jw_kint(&w, "embedding_dim", s->emb_dim);
-    rt_jw_key(&w, "hidden");
-    rt_jw_arr(&w);
-    for (int i = 0; i < s->n_hidden; i++)
-        rt_jw_int(&w, s->hidden[i]);
-    rt_jw_arr_end(&w);
-    rt_jw_knum(&w, "dropout", s->dropout);
-    rt_jw_knum(&w, "l2", s->l2);
-    rt_jw_knum(&w, "head_scale", s->head_scale);
-    rt_jw_knum(&w, "bn_momentum", s->bn_momentum);
-    rt_jw_knum(&w, "bn_eps", s->bn_eps);
-    rt_jw_kint(&w, "seed", (int64_t)s->seed);
-    rt_jw_obj_end(&w);
+    model_json(&w, s);
     rt_jw_kint(&w, "params", c->nparams);
     rt_jw_kint(&w, "buffers", c->nbuffers);
     rt_jw_obj_end(&w);
@@ -191,21 +227,106 @@ static rt_status damaged(char *err, const char *name, const char *what)
                   what);
 }
 
+/* Index of text in names (n of them), or -1. */
+static int name_index(const char *const *names, int n, const char *text)
+{
+    for (int i = 0; text && i < n; i++)
+        if (!strcmp(names[i], text))
+            return i;
+    return -1;
+}
+
+/* The "model" object: the architecture and its keys.  A checkpoint from
+ * before the layer graph has no architecture (rossmann), one dropout rate
+ * (after the last hidden layer) and one embedding width. */
+static rt_status parse_model(const rt_json *m, rt_model_spec *s, const char *name, char *err)
+{
+    const rt_json *hid = rt_json_get(m, "hidden"), *drop = rt_json_get(m, "dropout"),
+                  *bn = rt_json_get(m, "batch_norm");
+    const char *arch = rt_json_str(rt_json_get(m, "architecture"), "rossmann");
+    int a = name_index(rt_arch_names, RT_ARCH_COUNT, arch);
+    if (a < 0)
+        return rt_err(err, RT_ERR_INVALID, "checkpoint %s holds a model of architecture '%s', "
+                      "which this build does not know", name, arch);
+    s->arch = (rt_arch)a;
+    if (rt_json_len(hid) > RT_MODEL_MAX_HIDDEN || rt_json_len(drop) > RT_MODEL_MAX_HIDDEN ||
+        rt_json_len(bn) > RT_MODEL_MAX_HIDDEN)
+        return damaged(err, name, "its model has more hidden layers than a model can");
+    s->n_hidden = (int)rt_json_len(hid);
+    int64_t v;
+    for (int i = 0; i < s->n_hidden; i++) {
+        if (!rt_json_int(rt_json_at(hid, (size_t)i), &v) || v < 1 || v > 65536)
+            return damaged(err, name, "a hidden layer without a width");
+        s->hidden[i] = (int)v;
+    }
+    memset(s->dropout, 0, sizeof s->dropout);
+    if (rt_json_type_of(drop) == RT_JSON_ARRAY)
+        for (size_t i = 0; i < rt_json_len(drop); i++)
+            s->dropout[i] = (float)rt_json_num(rt_json_at(drop, i), 0);
+    else if (s->n_hidden > 0)
+        s->dropout[s->n_hidden - 1] = (float)rt_json_num(drop, 0);
+    for (size_t i = 0; i < rt_json_len(bn); i++)
+        s->batch_norm[i] = rt_json_bool(rt_json_at(bn, i), false);
+    int act = name_index(rt_act_names, RT_ACT_COUNT, rt_json_str(rt_json_get(m, "activation"), "relu"));
+    int norm = name_index(rt_cont_norm_names, RT_CONT_NORM_COUNT,
+                          rt_json_str(rt_json_get(m, "continuous_norm"), "batchnorm"));
+    if (act < 0 || norm < 0)
+        return damaged(err, name, "its model's activation or continuous_norm is unknown");
+    s->activation = (rt_act)act;
+    s->cont_norm = (rt_cont_norm)norm;
+    s->emb_dropout = (float)rt_json_num(rt_json_get(m, "embedding_dropout"), 0);
+    /* the family keys: absent ones keep rt_model_spec_defaults' values */
+    const struct {
+        const char *key;
+        int *i;
+        float *f;
+    } keys[] = {
+        {"blocks", &s->blocks, NULL},          {"width", &s->width, NULL},
+        {"cross_layers", &s->cross_layers, NULL}, {"deep_layers", &s->deep_layers, NULL},
+        {"d_token", &s->d_token, NULL},        {"heads", &s->heads, NULL},
+        {"hidden_multiplier", NULL, &s->hidden_multiplier},
+        {"dropout1", NULL, &s->dropout1},      {"dropout2", NULL, &s->dropout2},
+        {"cross_dropout", NULL, &s->cross_dropout},
+        {"attention_dropout", NULL, &s->attention_dropout},
+        {"ffn_multiplier", NULL, &s->ffn_multiplier},
+        {"ffn_dropout", NULL, &s->ffn_dropout}, {"residual_dropout", NULL, &s->residual_dropout},
+        {"l2", NULL, &s->l2},                  {"head_scale", NULL, &s->head_scale},
+        {"bn_momentum", NULL, &s->bn_momentum}, {"bn_eps", NULL, &s->bn_eps},
+    };
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+        const rt_json *x = rt_json_get(m, keys[k].key);
+        if (!x)
+            continue;
+        if (keys[k].i) {
+            if (!rt_json_int(x, &v) || v < INT32_MIN || v > INT32_MAX)
+                return damaged(err, name, "a model key that is not an integer");
+            *keys[k].i = (int)v;
+        } else {
+            *keys[k].f = (float)rt_json_num(x, 0);
+        }
+    }
+    s->stacked = rt_json_bool(rt_json_get(m, "stacked"), false);
+    if (rt_json_get_int(m, "seed", &v))
+        s->seed = (uint64_t)v;
+    return RT_OK;
+}
+
 static rt_status parse_header(const rt_json *h, rt_ckpt *c, const char *name, char *err)
 {
     rt_model_spec *s = &c->spec;
     rt_model_spec_defaults(s);
     const rt_json *m = rt_json_get(h, "model"), *cats = rt_json_get(h, "categorical"),
-                  *conts = rt_json_get(h, "continuous"), *hid = rt_json_get(m, "hidden");
-    int64_t v;
+                  *conts = rt_json_get(h, "continuous");
+    int64_t v, dim = 0;
     if (strcmp(rt_json_str(rt_json_get(h, "format"), ""), "ringtrain-checkpoint") != 0 ||
         !rt_json_get_int(h, "epoch", &c->epoch) || !rt_json_get_int(h, "step", &c->step) ||
         !rt_json_get_int(h, "params", &c->nparams) || !rt_json_get_int(h, "buffers", &c->nbuffers) ||
         rt_json_len(cats) > RT_MODEL_MAX_CAT || rt_json_len(conts) > RT_CKPT_MAX_COLS ||
-        rt_json_len(hid) == 0 || rt_json_len(hid) > RT_MODEL_MAX_HIDDEN ||
-        !rt_json_get_int(m, "embedding_dim", &v))
+        rt_json_type_of(m) != RT_JSON_OBJECT || !rt_json_get_int(m, "embedding_dim", &dim))
         return damaged(err, name, "its header is not a ringtrain checkpoint header");
-    s->emb_dim = (int)v;
+    rt_status st = parse_model(m, s, name, err);
+    if (st != RT_OK)
+        return st;
     rt_json_get_int(h, "world_size", &c->world_size);
     rt_json_get_int(h, "best_epoch", &c->best_epoch);
     c->best_val_loss = rt_json_num(rt_json_get(h, "best_val_loss"), INFINITY);
@@ -220,6 +341,9 @@ static rt_status parse_header(const rt_json *h, rt_ckpt *c, const char *name, ch
         if (!rt_json_get_int(e, "vocab", &v) || v < 1 || v > INT32_MAX)
             return damaged(err, name, "a categorical column without a vocabulary size");
         s->vocab[i] = (int32_t)v;
+        int64_t w = dim; /* one width for every column before per-column widths */
+        rt_json_get_int(e, "dim", &w);
+        s->emb_dim[i] = (int32_t)(w >= 0 && w <= INT32_MAX ? w : 0);
         const rt_json *vals = rt_json_get(e, "values");
         if (vals && (int64_t)rt_json_len(vals) != v)
             return damaged(err, name, "a categorical column whose values are not its vocabulary");
@@ -238,19 +362,6 @@ static rt_status parse_header(const rt_json *h, rt_ckpt *c, const char *name, ch
     for (int i = 0; i < c->n_cont; i++)
         snprintf(c->cont_names[i], sizeof c->cont_names[i], "%s",
                  rt_json_str(rt_json_at(conts, (size_t)i), ""));
-    s->n_hidden = (int)rt_json_len(hid);
-    for (int i = 0; i < s->n_hidden; i++) {
-        if (!rt_json_int(rt_json_at(hid, (size_t)i), &v) || v < 1 || v > 65536)
-            return damaged(err, name, "a hidden layer without a width");
-        s->hidden[i] = (int)v;
-    }
-    s->dropout = (float)rt_json_num(rt_json_get(m, "dropout"), 0);
-    s->l2 = (float)rt_json_num(rt_json_get(m, "l2"), 0);
-    s->head_scale = (float)rt_json_num(rt_json_get(m, "head_scale"), 1);
-    s->bn_momentum = (float)rt_json_num(rt_json_get(m, "bn_momentum"), 0.99);
-    s->bn_eps = (float)rt_json_num(rt_json_get(m, "bn_eps"), 1e-3);
-    if (rt_json_get_int(m, "seed", &v))
-        s->seed = (uint64_t)v;
     char why[RT_ERR_LEN];
     if (rt_model_spec_check(s, why) != RT_OK)
         return damaged(err, name, why);
@@ -335,24 +446,8 @@ rt_status rt_ckpt_read(const char *path, rt_ckpt *c, char *err)
 
 rt_status rt_ckpt_compatible(const rt_ckpt *c, const rt_model_spec *s, char *err)
 {
-    const rt_model_spec *k = &c->spec;
-    char what[160] = "";
-    if (k->n_cat != s->n_cat || k->n_cont != s->n_cont)
-        snprintf(what, sizeof what, "%d categorical and %d continuous columns, the job has %d and %d",
-                 k->n_cat, k->n_cont, s->n_cat, s->n_cont);
-    for (int i = 0; !what[0] && i < s->n_cat; i++)
-        if (k->vocab[i] != s->vocab[i] || strcmp(k->cat_names[i], s->cat_names[i]) != 0)
-            snprintf(what, sizeof what, "column %d is %s with %d values, the job's is %s with %d", i,
-                     k->cat_names[i], k->vocab[i], s->cat_names[i], s->vocab[i]);
-    if (!what[0] && k->emb_dim != s->emb_dim)
-        snprintf(what, sizeof what, "embedding_dim %d, the job's is %d", k->emb_dim, s->emb_dim);
-    if (!what[0] && k->n_hidden != s->n_hidden)
-        snprintf(what, sizeof what, "%d hidden layers, the job has %d", k->n_hidden, s->n_hidden);
-    for (int i = 0; !what[0] && i < s->n_hidden; i++)
-        if (k->hidden[i] != s->hidden[i])
-            snprintf(what, sizeof what, "hidden layer %d has %d units, the job's %d", i + 1,
-                     k->hidden[i], s->hidden[i]);
-    if (what[0])
+    char what[RT_ERR_LEN];
+    if (!rt_model_spec_same_net(&c->spec, s, what, sizeof what))
         return rt_err(err, RT_ERR_INVALID, "the checkpoint is of another model: %s", what);
     return RT_OK;
 }

@@ -1,6 +1,7 @@
 /* rt_dp.c — see rt_dp.h. */
 #include "rt_dp.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,42 @@ void rt_dp_opts_defaults(rt_dp_opts *o)
     o->timeout_us = 60000000;
 }
 
+/* "1.5 GiB" */
+static const char *gib(int64_t bytes, char *buf, size_t len)
+{
+    if (bytes >= (int64_t)1 << 30)
+        snprintf(buf, len, "%.1f GiB", (double)bytes / (double)(1 << 30));
+    else
+        snprintf(buf, len, "%.0f MiB", (double)bytes / (double)(1 << 20));
+    return buf;
+}
+
+rt_status rt_dp_check_memory(const rt_model_spec *spec, rt_kctx *ctx, int64_t rows, int share,
+                             char *err)
+{
+    rt_model_memory mem;
+    int64_t avail = -1;
+    rt_status st = rt_model_spec_memory(spec, rows, &mem, err);
+    if (st != RT_OK || rt_kctx_mem_available(ctx, &avail, NULL) != RT_OK)
+        return st;
+    share = share > 0 ? share : 1;
+    if (mem.total_bytes <= avail / share)
+        return RT_OK;
+    char a[32], b[32], c[32], dv[32], e[32], name[160] = "the CPU";
+    if (rt_kctx_device(ctx) == RT_DEVICE_CUDA)
+        rt_cuda_device_name(name, sizeof name);
+    return rt_err(err, RT_ERR_NOMEM,
+                  "the %s model needs %s at %lld rows a pass (%lld parameters with their "
+                  "gradients and Adam's moments: %s; activations and their gradients: %s); "
+                  "%s has %s available%s%s%s: lower [train] batch_size or eval_batch_size, or "
+                  "make the model smaller",
+                  rt_arch_names[spec->arch], gib(mem.total_bytes, a, sizeof a), (long long)rows,
+                  (long long)mem.params, gib(mem.param_bytes, b, sizeof b),
+                  gib(mem.activation_bytes, c, sizeof c), name, gib(avail, dv, sizeof dv),
+                  share > 1 ? ", shared by its ranks: " : "",
+                  share > 1 ? gib(avail / share, e, sizeof e) : "", share > 1 ? " each" : "");
+}
+
 rt_status rt_dp_create(const rt_model_spec *spec, const rt_dp_opts *o, rt_comm *comm, rt_dp **out,
                        char *err)
 {
@@ -81,6 +118,8 @@ rt_status rt_dp_create(const rt_model_spec *spec, const rt_dp_opts *o, rt_comm *
                       "to false or model.device = cpu");
     }
     rt_status st = rt_kctx_create(o->device, o->threads, &d->ctx, err);
+    if (st == RT_OK)
+        st = rt_dp_check_memory(spec, d->ctx, o->max_batch, o->mem_share, err);
     if (st == RT_OK) {
         rt_kctx_set_tf32(d->ctx, o->tf32);
         st = rt_model_create(spec, d->ctx, o->max_batch, &d->model, err);

@@ -41,31 +41,6 @@ static int default_threads(const rt_trainer_env *env)
     return per > 0 ? per : 1;
 }
 
-static rt_status build_spec(trainer *t, char *err)
-{
-    const rt_job_cfg *cfg = t->cfg;
-    rt_model_spec *s = &t->spec;
-    rt_model_spec_defaults(s);
-    s->n_cat = t->cols.ncat;
-    for (int i = 0; i < s->n_cat; i++) {
-        s->vocab[i] = t->cols.vocab[i];
-        snprintf(s->cat_names[i], sizeof s->cat_names[i], "%s", t->cols.cat[i]);
-    }
-    s->emb_dim = (int)cfg->embedding_dim;
-    s->n_cont = t->cols.ncont;
-    s->n_hidden = (int)cfg->hidden.n;
-    for (int i = 0; i < s->n_hidden; i++)
-        s->hidden[i] = atoi(cfg->hidden.items[i]);
-    s->dropout = (float)cfg->dropout;
-    s->l2 = (float)cfg->l2;
-    double top = strcmp(t->ds->label_transform, "log") == 0 ? log(t->ds->max_label) : t->ds->max_label;
-    s->head_scale = (float)(cfg->head_scale_factor * top);
-    s->bn_momentum = (float)cfg->bn_momentum;
-    s->bn_eps = (float)cfg->bn_eps;
-    s->seed = (uint64_t)cfg->seed;
-    return rt_model_spec_check(s, err);
-}
-
 /* The device, the same on every rank: with device = auto the job uses its
  * GPUs only if every rank has one; with device = cuda a rank without one
  * fails the job on every rank, naming it. */
@@ -229,7 +204,7 @@ static rt_status setup(trainer *t, char *err)
         t->nval = t->val.n;
     }
     if (st == RT_OK)
-        st = build_spec(t, err);
+        st = rt_job_model_spec(cfg, t->ds, &t->cols, &t->spec, err);
     rt_device dev = RT_DEVICE_CPU;
     if (st == RT_OK)
         st = pick_device(t, &dev, err);
@@ -245,6 +220,7 @@ static rt_status setup(trainer *t, char *err)
     o.max_batch = maxb;
     o.nccl = env->transport && strcmp(env->transport, "nccl") == 0;
     o.timeout_us = env->collective_timeout_us;
+    o.mem_share = dev == RT_DEVICE_CPU ? env->local_size : 1;
     if (st == RT_OK)
         st = rt_dp_create(&t->spec, &o, env->size > 1 ? env->comm : NULL, &t->dp, err);
     if (st != RT_OK)

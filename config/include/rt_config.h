@@ -81,14 +81,23 @@ typedef struct rt_cfg_key {
 
 typedef struct rt_cfg_errors rt_cfg_errors;
 
+/* Where a parsed object's values came from, for the cross-key checks'
+ * messages: the file's name and, per key of the schema, the line that set
+ * it (0: not in the file; lines NULL: unknown, e.g. after --set). */
+typedef struct rt_cfg_origin {
+    const char *fname;
+    const int *lines;
+} rt_cfg_origin;
+
 typedef struct rt_cfg_schema {
     const char *what;        /* "job file", for messages */
     const rt_cfg_key *keys;
     size_t nkeys;
     size_t struct_size;
     /* Optional cross-key checks after a successful parse; add messages with
-     * rt_cfg_errors_add() and return RT_ERR_INVALID. */
-    rt_status (*validate)(const void *obj, const char *fname, rt_cfg_errors *errs);
+     * rt_cfg_errors_add() (rt_cfg_where names the place) and return
+     * RT_ERR_INVALID. */
+    rt_status (*validate)(const void *obj, const rt_cfg_origin *o, rt_cfg_errors *errs);
 } rt_cfg_schema;
 
 /* ---- error list ---------------------------------------------------------- */
@@ -143,6 +152,16 @@ void rt_cfg_print_reference(const rt_cfg_schema *s, FILE *f);
 void rt_cfg_free(const rt_cfg_schema *s, void *obj);
 
 const rt_cfg_key *rt_cfg_find(const rt_cfg_schema *s, const char *section, const char *name);
+
+/* "file:line" where section.name was set, else "file" (into buf). */
+const char *rt_cfg_where(const rt_cfg_schema *s, const rt_cfg_origin *o, const char *section,
+                         const char *name, char *buf, size_t len);
+/* Whether obj's value of section.name is its default's (as written). */
+bool rt_cfg_is_default(const rt_cfg_schema *s, const void *obj, const char *section,
+                       const char *name);
+/* Run the schema's cross-key checks on obj (messages name o's file). */
+rt_status rt_cfg_validate(const rt_cfg_schema *s, const void *obj, const rt_cfg_origin *o,
+                          rt_cfg_errors *errs);
 
 /* ---- value parsers (also used by CLI flags) ------------------------------ */
 

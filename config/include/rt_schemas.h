@@ -6,6 +6,7 @@
 #define RT_SCHEMAS_H
 
 #include "rt_config.h"
+#include "rt_model_names.h"
 
 /* ---- coordinator.conf ------------------------------------------------------ */
 typedef struct rt_coord_cfg {
@@ -59,6 +60,7 @@ enum { RT_CKPT_BEST = 0, RT_CKPT_LAST = 1, RT_CKPT_NONE = 2 };
 enum { RT_MON_VAL_LOSS = 0, RT_MON_VAL_EXP_RMSPE = 1, RT_MON_VAL_MAE = 2, RT_MON_LOSS = 3 };
 enum { RT_RESUME_AUTO = 0, RT_RESUME_NEVER = 1 };
 enum { RT_LR_CONSTANT = 0, RT_LR_COSINE = 1 };
+enum { RT_EMB_RULE_FIXED = 0, RT_EMB_RULE_FASTAI = 1 };
 
 typedef struct rt_job_cfg {
     /* [job] */
@@ -80,10 +82,25 @@ typedef struct rt_job_cfg {
     char *label, *validation;           /* NULL: the manifest's */
     rt_strlist categorical, continuous; /* empty: the manifest's; "none": no columns */
     int64_t stream_rows;                /* 0: rows in memory; N: read N at a time */
-    /* [model] */
+    /* [model]: the family and its keys (docs/models.md) */
+    int architecture;              /* rt_arch (rt_model_names.h) */
     int64_t embedding_dim;
+    rt_strlist embedding_dims;     /* "Column:width" */
+    int embedding_rule;            /* RT_EMB_RULE_* */
+    double embedding_dropout;
+    int continuous_norm;           /* rt_cont_norm */
     rt_strlist hidden;
-    double dropout, l2, head_scale_factor, bn_momentum, bn_eps;
+    rt_strlist dropout;            /* one rate, or one per hidden (deep) layer */
+    rt_strlist batch_norm;         /* one bool, or one per hidden layer */
+    int activation;                /* rt_act - 1 */
+    int64_t blocks, width;
+    double hidden_multiplier, dropout1, dropout2;
+    int64_t cross_layers, deep_layers;
+    bool stacked;
+    double cross_dropout;
+    int64_t d_token, heads;
+    double attention_dropout, ffn_multiplier, ffn_dropout, residual_dropout;
+    double l2, head_scale_factor, bn_momentum, bn_eps;
     int device;
     int64_t threads;
     bool tf32;
@@ -105,6 +122,12 @@ typedef struct rt_job_cfg {
     bool predict;
 } rt_job_cfg;
 extern const rt_cfg_schema rt_job_schema;
+/* The [model] keys' cross checks (rt_schema_model.c): each family's keys
+ * only with it, list lengths and values, heads dividing d_token. */
+rt_status rt_job_model_validate(const rt_job_cfg *j, const rt_cfg_origin *o, rt_cfg_errors *errs);
+/* The [model] lists parsed (after rt_job_model_validate passed): dropout
+ * rates and batch-norm flags, n each (a single value repeated). */
+void rt_job_model_rates(const rt_job_cfg *j, int n, float *dropout, bool *batch_norm);
 
 /* Log levels as enum text, for the tables above. */
 #define RT_LOG_LEVEL_CHOICES "error|warn|info|debug|trace"

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rt_model_names.h"
 #include "rt_status.h"
 
 #ifdef __cplusplus
@@ -161,6 +162,11 @@ const char *rt_cuda_device_name(char *buf, size_t len);
 /* Make device `dev` current for this thread (before rt_kctx_create). */
 rt_status rt_cuda_set_device(int dev, char *err);
 
+/* Bytes the context may still allocate on its device: the GPU's free
+ * memory, or on the CPU the memory the kernel reports available
+ * (MemAvailable) within what the process's cgroup still allows. */
+rt_status rt_kctx_mem_available(rt_kctx *ctx, int64_t *bytes, char *err);
+
 /* Memory of the context's device; host memory is 64-byte aligned.
  * rt_kmalloc_host returns pinned memory on CUDA (for async copies). */
 rt_status rt_kmalloc(rt_kctx *ctx, size_t bytes, void **out);
@@ -175,18 +181,29 @@ void rt_kmemset(rt_kctx *ctx, void *p, int value, size_t bytes);
 /* ---- ops ----------------------------------------------------------------
  * Shapes: B rows (batch), C categorical columns, d embedding dim, F features. */
 
-/* Embedding gather for all categorical columns at once.
- *   idx   (B, C) i32, 0 <= idx[b,c] < rows of column c's table
- *   rowbase (C) i32: first row of column c's table in `table`
- *   table (R, d) f32: all tables stacked
- *   out   (B, >= C*d): out[b, c*d + j] = table[rowbase[c] + idx[b,c], j] */
-void rt_k_embed_fwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view table, rt_view out);
+/* Where each categorical column's embedding table lives and where its
+ * vectors go: table c is (vocab, dim) row-major at element toff of the
+ * tables buffer; its vector for row b goes to out[b, ooff .. ooff+dim).
+ * Columns may have different widths (fastai's rule) and their outputs
+ * need not be adjacent (FT-Transformer's token slots). */
+typedef struct rt_embed_col {
+    int64_t toff;
+    int32_t vocab, dim, ooff, pad;
+} rt_embed_col;
 
-/* Embedding backward: dtable (R, d) = 0, then for every b, c:
- * dtable[rowbase[c] + idx[b,c], :] += dout[b, c*d : (c+1)*d].  Repeated
- * indices accumulate.  The CPU order is fixed (deterministic). */
-void rt_k_embed_bwd(rt_kctx *ctx, rt_view idx, const int32_t *rowbase, rt_view dout,
-                    rt_view dtable);
+/* Embedding gather for all categorical columns at once.
+ *   idx    (B, C) i32, 0 <= idx[b,c] < cols[c].vocab
+ *   cols   (C) in the context's memory
+ *   tables the parameters (ntab floats: every table)
+ *   out    (B, >= max ooff+dim): out[b, ooff_c + j] = table_c[idx[b,c], j] */
+void rt_k_embed_fwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, const float *tables,
+                    rt_view out);
+
+/* Embedding backward: dtables[0 .. ntab) = 0, then for every b, c:
+ * table_c's gradient row idx[b,c] += dout[b, ooff_c .. ooff_c+dim).
+ * Repeated indices accumulate.  The CPU order is fixed (deterministic). */
+void rt_k_embed_bwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, rt_view dout,
+                    float *dtables, int64_t ntab);
 
 /* Batch normalisation over the rows of x (B, F), per feature (Keras
  * BatchNormalization: biased batch variance, moving statistics updated as
@@ -211,9 +228,11 @@ void rt_k_bn_fwd_given(rt_kctx *ctx, rt_view x, const float *gamma, const float 
 void rt_k_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const float *save_mean,
                  const float *save_invstd, float *dgamma, float *dbeta, rt_view dx);
 
-typedef enum rt_act { RT_ACT_NONE = 0, RT_ACT_RELU = 1 } rt_act;
+/* Activations (rt_act: rt_model_names.h).  GELU is the exact (erf) form,
+ * PyTorch's default. */
 
-/* Dense forward: y (B, out) = act(x (B, in) · wᵀ + b); w (out, in), b (out). */
+/* Dense forward: y (B, out) = act(x (B, in) · wᵀ + b); w (out, in), b (out);
+ * act is RT_ACT_NONE or RT_ACT_RELU (the others are their own op). */
 void rt_k_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
                     rt_view y);
 
@@ -230,6 +249,70 @@ void rt_k_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act a
  * current value).  rate 0 is the identity. */
 void rt_k_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t stream,
                   const int64_t *step);
+
+/* ---- the layer graph's other ops (rt_model's layer kinds) ---------------- */
+
+/* y = act(x) elementwise; y may be x. */
+void rt_k_act_fwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view y);
+/* dx = dy * act'(x), x the forward's input; dx may be dy. */
+void rt_k_act_bwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view dy, rt_view dx);
+
+/* ReGLU (Shazeer 2020, FT-Transformer's feed-forward): x (B, 2h) = [a | b],
+ * y (B, h) = a * relu(b). */
+void rt_k_reglu_fwd(rt_kctx *ctx, rt_view x, rt_view y);
+/* dx (B, 2h) = [dy * relu(b) | dy * a * (b > 0)]. */
+void rt_k_reglu_bwd(rt_kctx *ctx, rt_view x, rt_view dy, rt_view dx);
+
+/* Layer normalisation of each row of x (B, F): y = (x - mean) * rstd *
+ * gamma + beta with rstd = 1/sqrt(biased var + eps); mean and rstd (B each)
+ * are saved for backward. */
+void rt_k_ln_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float eps,
+                 float *save_mean, float *save_rstd, rt_view y);
+/* dgamma, dbeta (F) = column sums of dy * xhat and dy (fixed order);
+ * dx (B, F) = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma. */
+void rt_k_ln_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const float *save_mean,
+                 const float *save_rstd, float *dgamma, float *dbeta, rt_view dx);
+
+/* Elementwise on views of one shape: y = a + b, y = a * b, y += a or
+ * y = a (b unused by the last two).  y may be a or b. */
+typedef enum rt_ew { RT_EW_ADD = 0, RT_EW_MUL = 1, RT_EW_ACC = 2, RT_EW_COPY = 3 } rt_ew;
+void rt_k_ew(rt_kctx *ctx, rt_ew op, rt_view a, rt_view b, rt_view y);
+
+/* y[r, j] += b[j] for a (B, n) view. */
+void rt_k_bias_add(rt_kctx *ctx, const float *b, rt_view y);
+/* out[j] = sum over the rows of dy[r, j] (fixed order). */
+void rt_k_colsum(rt_kctx *ctx, rt_view dy, float *out);
+
+/* Feature tokens (rtdl's NumericalFeatureTokenizer): y (B, n*d) holds n
+ * tokens of d per row, y[r, i*d + j] = x[r, i] * w[i*d + j] + b[i*d + j];
+ * x.p == NULL stands for ones (the [CLS] token), b == NULL for zeros. */
+void rt_k_tokens_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, int64_t d,
+                     rt_view y);
+/* dw[i*d+j] = sum_r x[r,i] * dy[r, i*d+j]; db (when not NULL) = sum_r dy;
+ * dx[r, i] = sum_j dy[r, i*d+j] * w[i*d+j] when dx.p != NULL. */
+void rt_k_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw,
+                     float *db, rt_view dx);
+
+/* Multi-head scaled dot-product self-attention over the T tokens of each
+ * sample (rtdl's MultiheadAttention between its projections):
+ *   qkv (B*T, 3d): row b*T + t is [q | k | v] of token t of sample b; head h
+ *        uses columns h*dh .. (h+1)*dh of each part (dh = d / H);
+ *   probs (B*H*T*T) saved for backward: P = softmax(q kᵀ / sqrt(dh)) per
+ *        sample and head, row t at ((b*H + h)*T + t)*T;
+ *   out (B*T, d): out[b*T + t, h*dh + e] = sum_s drop(P)[t, s] * v[b*T + s, h*dh + e].
+ * Dropout on the probabilities as rt_k_dropout with P's element numbering. */
+typedef struct rt_attn {
+    int64_t T, H;
+    float rate;
+    uint64_t seed;
+    uint32_t stream;
+} rt_attn;
+void rt_k_attn_fwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
+                   const int64_t *step, rt_view out);
+/* dqkv (B*T, 3d) from dout and the saved probabilities, which backward
+ * may overwrite (CUDA keeps the scores' gradients there). */
+void rt_k_attn_bwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
+                   const int64_t *step, rt_view dout, rt_view dqkv);
 
 /* Scaled-sigmoid head: pred = scale * sigmoid(z), n values. */
 void rt_k_head_fwd(rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred);

@@ -1,24 +1,39 @@
-/* rt_model.h — the tabular model runtime (Horovod's Rossmann Keras model,
- * generalised by config):
+/* rt_model.h — the tabular model runtime: a model is a list of layers over
+ * one flat arena of parameters, built from a spec by a family preset:
  *
- *   categorical c -> Embedding(V_c, d) ─┐
- *   continuous   -> BatchNorm(n_cont) ──┴─ concat (F0 = C*d + n_cont)
- *     -> Dense(h_1, ReLU) -> ... -> Dense(h_k, ReLU)   (L2 on kernels)
- *     -> Dropout(p) -> Dense(1) -> head_scale * sigmoid
- *   loss: MAE on log(label); metric: exp-RMSPE.
+ *   rossmann        Horovod's Rossmann Keras model (the default):
+ *                   embeddings ┐
+ *                   batch norm ┴ concat -> Dense+ReLU x k -> Dropout -> Dense(1)
+ *   mlp             the same inputs -> [Dense -> act -> (BN) -> Dropout] x k -> Dense(1)
+ *   resnet          rtdl's ResNet: Linear -> [BN -> Linear -> ReLU -> Dropout ->
+ *                   Linear -> Dropout, + skip] x blocks -> BN -> ReLU -> Linear
+ *   dcn2            DCN-V2: Linear -> cross layers x0 * (W x + b) + x, deep
+ *                   layers stacked on them or beside them -> Linear
+ *   ft_transformer  rtdl's FT-Transformer: feature tokens + [CLS] -> pre-LN
+ *                   transformer blocks (attention, ReGLU feed-forward) ->
+ *                   [CLS] -> LN -> ReLU -> Linear
+ *
+ * every one ending in the head pred = head_scale * sigmoid(z); loss: MAE on
+ * the (log) label; metric: exp-RMSPE.  docs/models.md draws each family.
+ * Each layer kind (embedding, linear, activation, dropout, batch norm,
+ * layer norm, residual add, cross, attention, feature tokens, head) has a
+ * forward and a backward written against the kernel API (rt_kernels.h), so
+ * one layer list runs on both backends.
  *
  * Parameters, gradients and the two Adam moments each live in one flat
  * allocation (the arena) carved by the same offsets table (rt_param_info),
- * so a gradient bucket is a range of elements.  Every tensor starts on a
- * 256-byte boundary (RT_MODEL_ALIGN floats) — cuBLASLt's fast kernels and
- * vector loads need it; the padding between tensors stays zero — except
- * the embedding tables, which form one matrix.  The
- * state calls and checkpoints use the packed order without padding.  Backward runs in reverse layer
- * order and calls a hook as each layer's gradient range is final, so the
- * trainer can start allreducing it while backward continues.  On CUDA every
- * step call only enqueues work (no sync, no allocation): forward, loss,
- * backward and apply can be captured in one CUDA graph.
- * (Model: llm.c malloc_and_point_parameters / gpt2_backward.) */
+ * in layer order, so a gradient bucket is a range of elements.  Every
+ * tensor starts on a 256-byte boundary (RT_MODEL_ALIGN floats) — cuBLASLt's
+ * fast kernels and vector loads need it; the padding between tensors stays
+ * zero — except the Rossmann embedding tables, which form one matrix.  The
+ * state calls and checkpoints use the packed order without padding.
+ * Backward runs in reverse layer order and calls a hook as each layer's
+ * gradient range is final, so the trainer can start allreducing it while
+ * backward continues.  On CUDA every step call only enqueues work (no
+ * sync, no allocation): forward, loss, backward and apply can be captured
+ * in one CUDA graph.
+ * (Model: llm.c malloc_and_point_parameters / gpt2_backward; rtdl's
+ * reference models for the tabular families.) */
 #ifndef RT_MODEL_H
 #define RT_MODEL_H
 
@@ -30,32 +45,72 @@
 extern "C" {
 #endif
 
-#define RT_MODEL_MAX_CAT 64
-#define RT_MODEL_MAX_HIDDEN 8
+#define RT_MODEL_MAX_CAT 256 /* a dataset has at most 256 columns (RT_SHARD_MAX_COLS) */
+#define RT_MODEL_MAX_HIDDEN 16
 #define RT_MODEL_NAME_LEN 40
-/* RNG stream of the dropout masks (element b*units + j, at the model step) */
+/* RNG stream of the dropout masks: the k-th dropout layer draws from
+ * stream RT_MODEL_DROPOUT_STREAM + k (element b*units + j, at the model step) */
 #define RT_MODEL_DROPOUT_STREAM 0x7000u
 
+/* The families' names (rt_arch: rt_model_names.h), as the job file and
+ * checkpoints write them; the activations' and continuous_norm's. */
+extern const char *const rt_arch_names[RT_ARCH_COUNT];
+extern const char *const rt_act_names[RT_ACT_COUNT];
+extern const char *const rt_cont_norm_names[RT_CONT_NORM_COUNT];
+
 typedef struct rt_model_spec {
-    int n_cat;                                   /* categorical columns */
-    int32_t vocab[RT_MODEL_MAX_CAT];             /* rows of each embedding table */
+    rt_arch arch;
+    /* inputs */
+    int n_cat;                                           /* categorical columns */
+    int32_t vocab[RT_MODEL_MAX_CAT];                     /* rows of each embedding table */
+    int32_t emb_dim[RT_MODEL_MAX_CAT];                   /* width of each (not ft_transformer) */
     char cat_names[RT_MODEL_MAX_CAT][RT_MODEL_NAME_LEN]; /* optional, for summaries */
-    int emb_dim;                                 /* d */
-    int n_cont;                                  /* continuous columns (batch-normalised) */
+    int n_cont;                                          /* continuous columns */
+    rt_cont_norm cont_norm;
+    float emb_dropout;                                   /* on the embeddings (not ft_transformer) */
+    /* rossmann and mlp: the hidden layers (dcn2: its deep layers' dropout) */
     int n_hidden;
-    int hidden[RT_MODEL_MAX_HIDDEN];             /* units of each ReLU layer */
-    float dropout;                               /* rate after the last hidden layer */
-    float l2;                                    /* loss += l2 * sum(w^2) per hidden kernel */
-    float head_scale;                            /* pred = head_scale * sigmoid(z) */
+    int hidden[RT_MODEL_MAX_HIDDEN];
+    float dropout[RT_MODEL_MAX_HIDDEN]; /* after each hidden layer; rossmann: only the last's */
+    bool batch_norm[RT_MODEL_MAX_HIDDEN];
+    rt_act activation;
+    /* resnet (blocks also ft_transformer's; width also dcn2's) */
+    int blocks, width;
+    float hidden_multiplier, dropout1, dropout2;
+    /* dcn2 */
+    int cross_layers, deep_layers;
+    bool stacked;
+    float cross_dropout;
+    /* ft_transformer */
+    int d_token, heads;
+    float attention_dropout, ffn_multiplier, ffn_dropout, residual_dropout;
+    /* every family */
+    float l2;          /* loss += l2 * sum(w^2) per hidden kernel */
+    float head_scale;  /* pred = head_scale * sigmoid(z) */
     float bn_momentum, bn_eps;
-    uint64_t seed;                               /* initialisation (and default dropout) seed */
+    uint64_t seed;     /* initialisation (and default dropout) seed */
 } rt_model_spec;
 
-/* The Rossmann defaults (d = 10, 1000-1000-1000-500, dropout 0.5, L2 5e-5,
- * BN momentum 0.99 / eps 1e-3); the caller fills columns and head_scale. */
+/* The Rossmann defaults (d = 10, 1000-1000-1000-500, dropout 0.5 after the
+ * last, L2 5e-5, BN momentum 0.99 / eps 1e-3) and every other family's
+ * keys at their job-file defaults; the caller fills columns and head_scale. */
 void rt_model_spec_defaults(rt_model_spec *spec);
+/* Set every categorical column's embedding width to d. */
+void rt_model_spec_set_emb_dim(rt_model_spec *spec, int d);
 /* Check a spec; RT_ERR_INVALID with a sentence in err. */
 rt_status rt_model_spec_check(const rt_model_spec *spec, char *err);
+/* Whether two specs build the same network (layers, widths, activations,
+ * inputs; dropout rates, l2 and the seed may differ); else a sentence
+ * naming the first difference, a's then b's. */
+bool rt_model_spec_same_net(const rt_model_spec *a, const rt_model_spec *b, char *why,
+                            size_t len);
+/* Bytes the model needs at max_batch rows: parameters with gradients and
+ * Adam's moments, and the activations and their gradients (training). */
+typedef struct rt_model_memory {
+    int64_t params, param_bytes, activation_bytes, total_bytes;
+} rt_model_memory;
+rt_status rt_model_spec_memory(const rt_model_spec *spec, int64_t max_batch, rt_model_memory *mem,
+                               char *err);
 
 typedef struct rt_param_info {
     char name[RT_MODEL_NAME_LEN + 16]; /* "emb_Store", "dense_1/kernel", ... */
@@ -69,11 +124,14 @@ typedef struct rt_param_info {
 typedef struct rt_model rt_model;
 
 /* Create the model on ctx's device with activations for up to max_batch
- * rows, and initialise it (Keras defaults from the seed: Glorot-uniform
- * kernels, zero biases, uniform(-0.05, 0.05) embeddings, BN gamma 1, beta 0,
- * moving mean 0, variance 1).  Initial values are drawn on the host from the
- * counter-based RNG, so CPU and CUDA models start identical.  The model
- * borrows ctx (which must outlive it). */
+ * rows, and initialise it from the seed: rossmann with Keras' defaults
+ * (Glorot-uniform kernels, zero biases, uniform(-0.05, 0.05) embeddings),
+ * the other families with their PyTorch references' (uniform(+-1/sqrt(fan
+ * in)) kernels and biases, rtdl's token and embedding uniform(+-1/sqrt(d)),
+ * zero attention biases); norms gamma 1, beta 0, moving mean 0, variance 1.
+ * Initial values are drawn on the host from the counter-based RNG, so CPU
+ * and CUDA models start identical.  The model borrows ctx (which must
+ * outlive it). */
 rt_status rt_model_create(const rt_model_spec *spec, rt_kctx *ctx, int64_t max_batch,
                           rt_model **out, char *err);
 void rt_model_destroy(rt_model *m);
@@ -92,13 +150,27 @@ int64_t rt_model_arena_len(const rt_model *m);
 /* Parameter table: trainable tensors in buffer order, then the
  * non-trainable ones (offsets into the buffer of rt_model_buffers()). */
 const rt_param_info *rt_model_param_table(const rt_model *m, int *n);
-/* Keras-style summary: one line per tensor, then the totals. */
+/* Multiply-add work of one training sample, in FLOP: 2·in·out per token
+ * of every dense layer forward and twice that backward, and the
+ * attention's two T x T x dh products per head (forward and backward
+ * alike); what benchmarks divide by the step time. */
+double rt_model_flops_per_sample(const rt_model *m);
+/* Keras-style summary: one line per layer (name, kind, output shape per
+ * row, parameters), then the totals. */
 void rt_model_summary(const rt_model *m, FILE *f);
+/* Every tensor of the parameter table (name, shape, values). */
+void rt_model_summary_tensors(const rt_model *m, FILE *f);
 
 /* Flat buffers in the context's memory (owned by the model). */
 float *rt_model_params(rt_model *m);
 float *rt_model_grads(rt_model *m);
-float *rt_model_buffers(rt_model *m); /* BN moving mean (n_cont) then variance (n_cont) */
+/* each batch-norm layer's moving mean then variance, then the
+ * standardisation's mean and std (continuous_norm = standardize) */
+float *rt_model_buffers(rt_model *m);
+/* continuous_norm = standardize: each continuous column's mean and std
+ * (n_cont each, host memory; a std of 0 is taken as 1).  RT_ERR_INVALID
+ * when the model does not standardise. */
+rt_status rt_model_set_standardize(rt_model *m, const float *mean, const float *std, char *err);
 
 /* Input buffers in the context's memory, max_batch rows each:
  * cat (B, n_cat) i32, cont (B, n_cont) f32, label (B) f32. */
@@ -117,10 +189,12 @@ void rt_model_set_batch(rt_model *m, const int32_t *cat, const float *cont, cons
 /* Forward over the first n input rows; train enables dropout and batch
  * statistics (and updates the BN moving statistics). */
 void rt_model_forward(rt_model *m, int64_t n, bool train);
-/* Synchronized batch norm: the next training forward normalises with this
- * mean and (biased) variance (n_cont each: the statistics of the global
- * batch, gathered by the caller) instead of its own batch's, and moves the
- * moving statistics towards them.  CPU models only (RT_ERR_UNSUPPORTED). */
+/* Synchronized batch norm of the continuous inputs: the next training
+ * forward's input batch-norm layer normalises with this mean and (biased)
+ * variance (n_cont each: the statistics of the global batch, gathered by
+ * the caller) instead of its own batch's, and moves the moving statistics
+ * towards them.  CPU models only (RT_ERR_UNSUPPORTED); RT_OK and nothing
+ * done for a model without that layer. */
 rt_status rt_model_set_bn_batch_stats(rt_model *m, const double *mean, const double *var,
                                       char *err);
 /* Loss and metrics of the last forward into the accumulators; with_grad
@@ -147,8 +221,8 @@ void rt_model_update(rt_model *m);
 /* forward(train) + loss + backward + apply, for one process. */
 void rt_model_train_step(rt_model *m, int64_t n, const rt_adam_hp *hp);
 
-/* Seed of the dropout masks (defaults to spec.seed); ranks use different
- * seeds so their masks differ. */
+/* Seed of the dropout masks, of every dropout layer and the attention's
+ * (defaults to spec.seed); ranks use different seeds so their masks differ. */
 void rt_model_set_dropout_seed(rt_model *m, uint64_t seed);
 
 /* Metrics accumulated since the last reset: [0] sum |pred - y|, [1] rows,

@@ -48,10 +48,18 @@ typedef struct rt_dp_opts {
     bool graphs;          /* capture the GPU step as CUDA graphs */
     int64_t timeout_us;   /* GPU collectives: NCCL start-up, each step (0: 60 s) */
     bool sync_batch_norm; /* batch-norm statistics of the global batch (CPU) */
+    int mem_share;        /* processes sharing the device's memory (CPU: the node's ranks; 0: 1) */
 } rt_dp_opts;
 void rt_dp_opts_defaults(rt_dp_opts *o);
 
-/* comm may be NULL (one process).  Collective over comm: the ranks agree
+/* RT_ERR_NOMEM with a sentence (what the model needs at `rows` rows, what
+ * the device has) when the model would not fit in ctx's device memory
+ * shared by `share` processes; RT_OK when it does or the memory is unknown. */
+rt_status rt_dp_check_memory(const rt_model_spec *spec, rt_kctx *ctx, int64_t rows, int share,
+                             char *err);
+
+/* comm may be NULL (one process).  Refuses (rt_dp_check_memory) a model
+ * that would not fit before allocating it.  Collective over comm: the ranks agree
  * on NCCL or staging. */
 rt_status rt_dp_create(const rt_model_spec *spec, const rt_dp_opts *o, rt_comm *comm, rt_dp **out,
                        char *err);

@@ -81,6 +81,15 @@ rt_status rt_rows_check_vocab(const rt_shard *s, const rt_columns *c, const char
 rt_status rt_rows_append(rt_rows *r, const rt_shard *s, const rt_columns *c, const uint8_t *vflag,
                          int want_val, const char *what, char *err);
 
+/* ---- the model (trainer_model.c) ------------------------------------------------- */
+
+/* The model of a job on a dataset: the [model] keys (checked by the
+ * schema) with the columns' vocabularies and the label's range; refuses an
+ * embedding width for a column the model does not have, naming the
+ * closest.  The same spec in the CLI, the workers and `ringtrain model`. */
+rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_dataset *ds, const rt_columns *cols,
+                            rt_model_spec *spec, char *err);
+
 /* ---- rows streamed a window at a time ([data] stream_rows; trainer_stream.c) ---- */
 
 /* This rank's training rows read window_rows at a time: the row groups of

@@ -1,0 +1,308 @@
+/* cpu_layers.c — CPU implementations of the layer graph's elementwise,
+ * normalisation and token ops: activations, ReGLU, layer norm, the
+ * elementwise add/multiply/accumulate, bias add and column sums, and the
+ * feature tokens of FT-Transformer (contracts in rt_kernels.h).
+ *
+ * Like cpu_ops.c these are the reference the CUDA kernels are tested
+ * against: plain loops, fixed orders, double accumulators for every sum.
+ * Loops over rows run in parallel (each thread writes its own rows); sums
+ * over rows run in parallel over columns (each column summed by one
+ * thread, rows in order), so results do not depend on the thread count. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "cpu_backend.h"
+#include "kctx_impl.h"
+
+/* below this many elements a loop runs on the calling thread */
+#define PAR_MIN 32768
+
+/* ---- activations ------------------------------------------------------------ */
+
+static inline float act_f(rt_act act, float x)
+{
+    switch (act) {
+    case RT_ACT_RELU:
+        return x > 0.0f ? x : 0.0f;
+    case RT_ACT_GELU:
+        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case RT_ACT_SILU:
+        return x / (1.0f + expf(-x));
+    case RT_ACT_TANH:
+        return tanhf(x);
+    default:
+        return x;
+    }
+}
+
+/* d act(x) / dx */
+static inline float act_df(rt_act act, float x)
+{
+    switch (act) {
+    case RT_ACT_RELU:
+        return x > 0.0f ? 1.0f : 0.0f;
+    case RT_ACT_GELU: {
+        const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+        const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+        return cdf + x * pdf;
+    }
+    case RT_ACT_SILU: {
+        const float s = 1.0f / (1.0f + expf(-x));
+        return s * (1.0f + x * (1.0f - s));
+    }
+    case RT_ACT_TANH: {
+        const float t = tanhf(x);
+        return 1.0f - t * t;
+    }
+    default:
+        return 1.0f;
+    }
+}
+
+void rt_cpu_act_fwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view y)
+{
+    const float *xp = RT_F(x);
+    float *yp = RT_F(y);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (x.rows * x.cols > PAR_MIN)
+    for (int64_t r = 0; r < x.rows; r++)
+        for (int64_t j = 0; j < x.cols; j++)
+            yp[r * y.ld + j] = act_f(act, xp[r * x.ld + j]);
+}
+
+void rt_cpu_act_bwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view dy, rt_view dx)
+{
+    const float *xp = RT_F(x), *g = RT_F(dy);
+    float *o = RT_F(dx);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (x.rows * x.cols > PAR_MIN)
+    for (int64_t r = 0; r < x.rows; r++)
+        for (int64_t j = 0; j < x.cols; j++)
+            o[r * dx.ld + j] = g[r * dy.ld + j] * act_df(act, xp[r * x.ld + j]);
+}
+
+void rt_cpu_reglu_fwd(rt_kctx *ctx, rt_view x, rt_view y)
+{
+    const int64_t h = y.cols;
+    const float *xp = RT_F(x);
+    float *yp = RT_F(y);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (x.rows * h > PAR_MIN)
+    for (int64_t r = 0; r < x.rows; r++) {
+        const float *a = xp + r * x.ld, *b = a + h;
+        for (int64_t j = 0; j < h; j++)
+            yp[r * y.ld + j] = a[j] * (b[j] > 0.0f ? b[j] : 0.0f);
+    }
+}
+
+void rt_cpu_reglu_bwd(rt_kctx *ctx, rt_view x, rt_view dy, rt_view dx)
+{
+    const int64_t h = dy.cols;
+    const float *xp = RT_F(x), *g = RT_F(dy);
+    float *o = RT_F(dx);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (x.rows * h > PAR_MIN)
+    for (int64_t r = 0; r < x.rows; r++) {
+        const float *a = xp + r * x.ld, *b = a + h, *gr = g + r * dy.ld;
+        float *da = o + r * dx.ld, *db = da + h;
+        for (int64_t j = 0; j < h; j++) {
+            const float gj = gr[j], aj = a[j], bj = b[j]; /* dx may alias x */
+            da[j] = gj * (bj > 0.0f ? bj : 0.0f);
+            db[j] = bj > 0.0f ? gj * aj : 0.0f;
+        }
+    }
+}
+
+/* ---- layer norm ----------------------------------------------------------------- */
+
+void rt_cpu_ln_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float eps,
+                       float *save_mean, float *save_rstd, rt_view y)
+{
+    const int64_t F = x.cols;
+    const float *xp = RT_F(x);
+    float *yp = RT_F(y);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (x.rows * F > PAR_MIN)
+    for (int64_t r = 0; r < x.rows; r++) {
+        const float *xr = xp + r * x.ld;
+        double mean = 0.0, var = 0.0;
+        for (int64_t j = 0; j < F; j++)
+            mean += xr[j];
+        mean = F > 0 ? mean / (double)F : 0.0;
+        for (int64_t j = 0; j < F; j++) {
+            const double dv = xr[j] - mean;
+            var += dv * dv;
+        }
+        var = F > 0 ? var / (double)F : 0.0;
+        const double rstd = 1.0 / sqrt(var + eps);
+        save_mean[r] = (float)mean;
+        save_rstd[r] = (float)rstd;
+        float *yr = yp + r * y.ld;
+        for (int64_t j = 0; j < F; j++)
+            yr[j] = (float)((xr[j] - mean) * rstd * gamma[j] + beta[j]);
+    }
+}
+
+/* This thread's share [c0, c1) of n columns (inside a parallel region). */
+static inline void thread_cols(int64_t n, int64_t *c0, int64_t *c1, int *t, int *nt)
+{
+#ifdef _OPENMP
+    *t = omp_get_thread_num();
+    *nt = omp_get_num_threads();
+#endif
+    *c0 = n * *t / *nt;
+    *c1 = n * (*t + 1) / *nt;
+}
+
+void rt_cpu_ln_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
+                       const float *save_mean, const float *save_rstd, float *dgamma, float *dbeta,
+                       rt_view dx)
+{
+    const int64_t B = x.rows, F = x.cols;
+    const float *xp = RT_F(x), *g = RT_F(dy);
+    /* dgamma, dbeta: every column by one thread, rows in order */
+    const int nthr = B * F > PAR_MIN ? ctx->threads : 1;
+#pragma omp parallel num_threads(nthr)
+    {
+        int64_t c0 = 0, c1 = F;
+        int t = 0, nt = 1;
+        thread_cols(F, &c0, &c1, &t, &nt);
+        for (int64_t j = c0; j < c1; j++) {
+            double sg = 0.0, sgx = 0.0;
+            for (int64_t r = 0; r < B; r++) {
+                const double gv = g[r * dy.ld + j];
+                sg += gv;
+                sgx += gv * ((xp[r * x.ld + j] - save_mean[r]) * (double)save_rstd[r]);
+            }
+            dbeta[j] = (float)sg;
+            dgamma[j] = (float)sgx;
+        }
+    }
+    if (!dx.p)
+        return;
+    float *o = RT_F(dx);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (B * F > PAR_MIN)
+    for (int64_t r = 0; r < B; r++) {
+        const float *xr = xp + r * x.ld, *gr = g + r * dy.ld;
+        const double mu = save_mean[r], rs = save_rstd[r];
+        double mg = 0.0, mgx = 0.0;
+        for (int64_t j = 0; j < F; j++) {
+            const double gj = (double)gr[j] * gamma[j];
+            mg += gj;
+            mgx += gj * (xr[j] - mu) * rs;
+        }
+        mg /= (double)F;
+        mgx /= (double)F;
+        float *dr = o + r * dx.ld; /* may alias dy: each element read before it is written */
+        for (int64_t j = 0; j < F; j++) {
+            const double xhat = (xr[j] - mu) * rs;
+            dr[j] = (float)(rs * ((double)gr[j] * gamma[j] - mg - xhat * mgx));
+        }
+    }
+}
+
+/* ---- elementwise, bias, column sums ------------------------------------------------ */
+
+void rt_cpu_ew(rt_kctx *ctx, rt_ew op, rt_view a, rt_view b, rt_view y)
+{
+    const float *ap = RT_F(a), *bp = op == RT_EW_ADD || op == RT_EW_MUL ? RT_F(b) : NULL;
+    float *yp = RT_F(y);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (a.rows * a.cols > PAR_MIN)
+    for (int64_t r = 0; r < a.rows; r++) {
+        const float *ar = ap + r * a.ld;
+        float *yr = yp + r * y.ld;
+        if (op == RT_EW_ACC) {
+            for (int64_t j = 0; j < a.cols; j++)
+                yr[j] += ar[j];
+        } else if (op == RT_EW_COPY) {
+            for (int64_t j = 0; j < a.cols; j++)
+                yr[j] = ar[j];
+        } else if (op == RT_EW_ADD) {
+            const float *br = bp + r * b.ld;
+            for (int64_t j = 0; j < a.cols; j++)
+                yr[j] = ar[j] + br[j];
+        } else {
+            const float *br = bp + r * b.ld;
+            for (int64_t j = 0; j < a.cols; j++)
+                yr[j] = ar[j] * br[j];
+        }
+    }
+}
+
+void rt_cpu_bias_add(rt_kctx *ctx, const float *b, rt_view y)
+{
+    float *yp = RT_F(y);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (y.rows * y.cols > PAR_MIN)
+    for (int64_t r = 0; r < y.rows; r++)
+        for (int64_t j = 0; j < y.cols; j++)
+            yp[r * y.ld + j] += b[j];
+}
+
+void rt_cpu_colsum(rt_kctx *ctx, rt_view dy, float *out)
+{
+    if (dy.rows == 0) {
+        memset(out, 0, (size_t)dy.cols * sizeof *out);
+        return;
+    }
+    rt_cpu_mask_colsum(ctx, dy, RT_ACT_NONE, dy, out);
+}
+
+/* ---- feature tokens ----------------------------------------------------------------- */
+
+void rt_cpu_tokens_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, int64_t d,
+                           rt_view y)
+{
+    const int64_t n = y.cols / d;
+    const float *xp = RT_F(x);
+    float *yp = RT_F(y);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (y.rows * y.cols > PAR_MIN)
+    for (int64_t r = 0; r < y.rows; r++)
+        for (int64_t i = 0; i < n; i++) {
+            const float xv = xp ? xp[r * x.ld + i] : 1.0f;
+            const float *wi = w + i * d;
+            float *yr = yp + r * y.ld + i * d;
+            if (b)
+                for (int64_t j = 0; j < d; j++)
+                    yr[j] = xv * wi[j] + b[i * d + j];
+            else
+                for (int64_t j = 0; j < d; j++)
+                    yr[j] = xv * wi[j];
+        }
+}
+
+void rt_cpu_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d,
+                           float *dw, float *db, rt_view dx)
+{
+    const int64_t B = dy.rows, N = dy.cols, n = N / d;
+    const float *xp = RT_F(x), *g = RT_F(dy);
+    /* dw, db: each of the n*d values summed by one thread over the rows in order */
+    const int nthr = B * N > PAR_MIN ? ctx->threads : 1;
+#pragma omp parallel num_threads(nthr)
+    {
+        int64_t c0 = 0, c1 = N;
+        int t = 0, nt = 1;
+        thread_cols(N, &c0, &c1, &t, &nt);
+        for (int64_t c = c0; c < c1; c++) {
+            const int64_t i = c / d;
+            double sw = 0.0, sb = 0.0;
+            for (int64_t r = 0; r < B; r++) {
+                const double gv = g[r * dy.ld + c];
+                sw += gv * (xp ? xp[r * x.ld + i] : 1.0f);
+                sb += gv;
+            }
+            dw[c] = (float)sw;
+            if (db)
+                db[c] = (float)sb;
+        }
+    }
+    if (!dx.p)
+        return;
+    float *o = RT_F(dx);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (B * N > PAR_MIN)
+    for (int64_t r = 0; r < B; r++)
+        for (int64_t i = 0; i < n; i++) {
+            double s = 0.0;
+            for (int64_t j = 0; j < d; j++)
+                s += (double)g[r * dy.ld + i * d + j] * w[i * d + j];
+            o[r * dx.ld + i] = (float)s;
+        }
+}

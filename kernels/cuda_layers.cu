@@ -1,0 +1,382 @@
+/* cuda_layers.cu — CUDA kernels of the layer graph's elementwise,
+ * normalisation and token ops (contracts in rt_kernels.h; the CPU
+ * reference is cpu_layers.c, compared by tests/test_kernels_cuda.c).
+ * Every launch is on the context's stream, allocates nothing and never
+ * synchronises (capturable).  Sums are deterministic: a warp's shuffle tree
+ * for a row, fixed-order chunk partials (double) for a column. */
+#include <math.h>
+
+#include "cuda_common.cuh"
+
+#define T256 256
+
+/* a grid-stride loop over the rows x cols elements of a view */
+#define FOR_EACH(rows, cols)                                                                       \
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, r = 0, j = 0;                 \
+         t < (rows) * (cols) && ((r = t / (cols)), (j = t - r * (cols)), true);                    \
+         t += (int64_t)gridDim.x * blockDim.x)
+
+/* ---- activations ----------------------------------------------------------------- */
+
+__device__ __forceinline__ float act_f(int act, float x)
+{
+    switch (act) {
+    case RT_ACT_RELU:
+        return x > 0.0f ? x : 0.0f;
+    case RT_ACT_GELU:
+        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case RT_ACT_SILU:
+        return x / (1.0f + expf(-x));
+    case RT_ACT_TANH:
+        return tanhf(x);
+    default:
+        return x;
+    }
+}
+
+__device__ __forceinline__ float act_df(int act, float x)
+{
+    switch (act) {
+    case RT_ACT_RELU:
+        return x > 0.0f ? 1.0f : 0.0f;
+    case RT_ACT_GELU: {
+        const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+        const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+        return cdf + x * pdf;
+    }
+    case RT_ACT_SILU: {
+        const float s = 1.0f / (1.0f + expf(-x));
+        return s * (1.0f + x * (1.0f - s));
+    }
+    case RT_ACT_TANH: {
+        const float th = tanhf(x);
+        return 1.0f - th * th;
+    }
+    default:
+        return 1.0f;
+    }
+}
+
+__global__ void k_act_fwd(int act, const float *x, int64_t ldx, float *y, int64_t ldy, int64_t rows,
+                          int64_t cols)
+{
+    FOR_EACH(rows, cols) y[r * ldy + j] = act_f(act, x[r * ldx + j]);
+}
+
+__global__ void k_act_bwd(int act, const float *x, int64_t ldx, const float *g, int64_t ldg,
+                          float *dx, int64_t lddx, int64_t rows, int64_t cols)
+{
+    FOR_EACH(rows, cols) dx[r * lddx + j] = g[r * ldg + j] * act_df(act, x[r * ldx + j]);
+}
+
+void rt_cuda_act_fwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view y)
+{
+    if (x.rows * x.cols == 0)
+        return;
+    k_act_fwd<<<grid_for(x.rows * x.cols, T256), T256, 0, CS(ctx)->stream>>>(
+        (int)act, RT_F(x), x.ld, RT_F(y), y.ld, x.rows, x.cols);
+    LAUNCHED(CS(ctx), "k_act_fwd");
+}
+
+void rt_cuda_act_bwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view dy, rt_view dx)
+{
+    if (x.rows * x.cols == 0)
+        return;
+    k_act_bwd<<<grid_for(x.rows * x.cols, T256), T256, 0, CS(ctx)->stream>>>(
+        (int)act, RT_F(x), x.ld, RT_F(dy), dy.ld, RT_F(dx), dx.ld, x.rows, x.cols);
+    LAUNCHED(CS(ctx), "k_act_bwd");
+}
+
+__global__ void k_reglu_fwd(const float *x, int64_t ldx, float *y, int64_t ldy, int64_t rows,
+                            int64_t h)
+{
+    FOR_EACH(rows, h)
+    {
+        const float b = x[r * ldx + h + j];
+        y[r * ldy + j] = x[r * ldx + j] * (b > 0.0f ? b : 0.0f);
+    }
+}
+
+__global__ void k_reglu_bwd(const float *x, int64_t ldx, const float *g, int64_t ldg, float *dx,
+                            int64_t lddx, int64_t rows, int64_t h)
+{
+    FOR_EACH(rows, h)
+    {
+        const float gj = g[r * ldg + j], a = x[r * ldx + j], b = x[r * ldx + h + j];
+        dx[r * lddx + j] = gj * (b > 0.0f ? b : 0.0f);
+        dx[r * lddx + h + j] = b > 0.0f ? gj * a : 0.0f;
+    }
+}
+
+void rt_cuda_reglu_fwd(rt_kctx *ctx, rt_view x, rt_view y)
+{
+    if (y.rows * y.cols == 0)
+        return;
+    k_reglu_fwd<<<grid_for(y.rows * y.cols, T256), T256, 0, CS(ctx)->stream>>>(
+        RT_F(x), x.ld, RT_F(y), y.ld, y.rows, y.cols);
+    LAUNCHED(CS(ctx), "k_reglu_fwd");
+}
+
+void rt_cuda_reglu_bwd(rt_kctx *ctx, rt_view x, rt_view dy, rt_view dx)
+{
+    if (dy.rows * dy.cols == 0)
+        return;
+    k_reglu_bwd<<<grid_for(dy.rows * dy.cols, T256), T256, 0, CS(ctx)->stream>>>(
+        RT_F(x), x.ld, RT_F(dy), dy.ld, RT_F(dx), dx.ld, dy.rows, dy.cols);
+    LAUNCHED(CS(ctx), "k_reglu_bwd");
+}
+
+/* ---- elementwise, bias -------------------------------------------------------------- */
+
+__global__ void k_ew(int op, const float *a, int64_t lda, const float *b, int64_t ldb, float *y,
+                     int64_t ldy, int64_t rows, int64_t cols)
+{
+    FOR_EACH(rows, cols)
+    {
+        const float av = a[r * lda + j];
+        float *yp = &y[r * ldy + j];
+        if (op == RT_EW_ADD)
+            *yp = av + b[r * ldb + j];
+        else if (op == RT_EW_MUL)
+            *yp = av * b[r * ldb + j];
+        else if (op == RT_EW_ACC)
+            *yp += av;
+        else
+            *yp = av;
+    }
+}
+
+void rt_cuda_ew(rt_kctx *ctx, rt_ew op, rt_view a, rt_view b, rt_view y)
+{
+    if (a.rows * a.cols == 0)
+        return;
+    const bool two = op == RT_EW_ADD || op == RT_EW_MUL;
+    k_ew<<<grid_for(a.rows * a.cols, T256), T256, 0, CS(ctx)->stream>>>(
+        (int)op, RT_F(a), a.ld, two ? RT_F(b) : NULL, two ? b.ld : 0, RT_F(y), y.ld, a.rows,
+        a.cols);
+    LAUNCHED(CS(ctx), "k_ew");
+}
+
+__global__ void k_bias_add(const float *b, float *y, int64_t ldy, int64_t rows, int64_t cols)
+{
+    FOR_EACH(rows, cols) y[r * ldy + j] += b[j];
+}
+
+void rt_cuda_bias_add(rt_kctx *ctx, const float *b, rt_view y)
+{
+    if (y.rows * y.cols == 0)
+        return;
+    k_bias_add<<<grid_for(y.rows * y.cols, T256), T256, 0, CS(ctx)->stream>>>(b, RT_F(y), y.ld,
+                                                                             y.rows, y.cols);
+    LAUNCHED(CS(ctx), "k_bias_add");
+}
+
+/* ---- two column sums at once, two-stage -------------------------------------------
+ * A (32 x 8) block sums a 32-column tile over one chunk of rows, its 8 row
+ * groups merged in order; k_pair_final adds the chunks in order.  What is
+ * summed per element: LN's dy * xhat and dy, or the tokens' dy * x and dy. */
+
+enum { PAIR_LN = 0, PAIR_TOKENS = 1 };
+
+__global__ void __launch_bounds__(256) k_pair_partials(int mode, const float *x, int64_t ldx,
+                                                       const float *g, int64_t ldg, int64_t B,
+                                                       int64_t n, int64_t d, const float *mean,
+                                                       const float *rstd, int64_t rows_per_chunk,
+                                                       double *part)
+{
+    __shared__ double sh[2][8][33];
+    const int64_t c = blockIdx.x * 32 + threadIdx.x;
+    const int64_t r0 = blockIdx.y * rows_per_chunk;
+    const int64_t r1 = r0 + rows_per_chunk < B ? r0 + rows_per_chunk : B;
+    double sa = 0.0, sb = 0.0;
+    if (c < n)
+        for (int64_t r = r0 + threadIdx.y; r < r1; r += 8) {
+            const double gv = g[r * ldg + c];
+            double w;
+            if (mode == PAIR_LN)
+                w = ((double)x[r * ldx + c] - mean[r]) * (double)rstd[r];
+            else
+                w = x ? (double)x[r * ldx + c / d] : 1.0;
+            sa += gv * w;
+            sb += gv;
+        }
+    sh[0][threadIdx.y][threadIdx.x] = sa;
+    sh[1][threadIdx.y][threadIdx.x] = sb;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < n) {
+        double a = 0.0, b = 0.0;
+        for (int k = 0; k < 8; k++) {
+            a += sh[0][k][threadIdx.x];
+            b += sh[1][k][threadIdx.x];
+        }
+        part[(blockIdx.y * n + c) * 2] = a;
+        part[(blockIdx.y * n + c) * 2 + 1] = b;
+    }
+}
+
+__global__ void k_pair_final(const double *part, int64_t chunks, int64_t n, float *outa,
+                             float *outb)
+{
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < n;
+         c += (int64_t)gridDim.x * blockDim.x) {
+        double a = 0.0, b = 0.0;
+        for (int64_t k = 0; k < chunks; k++) {
+            a += part[(k * n + c) * 2];
+            b += part[(k * n + c) * 2 + 1];
+        }
+        outa[c] = (float)a;
+        if (outb)
+            outb[c] = (float)b;
+    }
+}
+
+static void pair_sums(cuda_state *s, int mode, const float *x, int64_t ldx, rt_view dy, int64_t d,
+                      const float *mean, const float *rstd, float *outa, float *outb)
+{
+    const int64_t B = dy.rows, n = dy.cols;
+    if (n == 0)
+        return;
+    int64_t rows_per_chunk;
+    const int64_t chunks = chunks_for(B, n, 2, &rows_per_chunk);
+    dim3 grid((unsigned)((n + 31) / 32), (unsigned)chunks), block(32, 8);
+    k_pair_partials<<<grid, block, 0, s->stream>>>(mode, x, ldx, RT_F(dy), dy.ld, B, n, d, mean,
+                                                    rstd, rows_per_chunk, s->partials);
+    LAUNCHED(s, "k_pair_partials");
+    k_pair_final<<<grid_for(n, T256), T256, 0, s->stream>>>(s->partials, chunks, n, outa, outb);
+    LAUNCHED(s, "k_pair_final");
+}
+
+/* ---- layer norm: a warp per row ---------------------------------------------------- */
+
+__device__ __forceinline__ double warp_sum(double v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__global__ void k_ln_fwd(const float *x, int64_t ldx, int64_t rows, int64_t F, const float *gamma,
+                         const float *beta, float eps, float *smean, float *srstd, float *y,
+                         int64_t ldy)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+    for (int64_t r = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32; r < rows;
+         r += warps) {
+        const float *xr = x + r * ldx;
+        double s = 0.0;
+        for (int64_t j = lane; j < F; j += 32)
+            s += xr[j];
+        const double mean = F > 0 ? warp_sum(s) / (double)F : 0.0;
+        double v = 0.0;
+        for (int64_t j = lane; j < F; j += 32) {
+            const double dv = xr[j] - mean;
+            v += dv * dv;
+        }
+        const double var = F > 0 ? warp_sum(v) / (double)F : 0.0, rs = 1.0 / sqrt(var + eps);
+        if (lane == 0) {
+            smean[r] = (float)mean;
+            srstd[r] = (float)rs;
+        }
+        for (int64_t j = lane; j < F; j += 32)
+            y[r * ldy + j] = (float)((xr[j] - mean) * rs * gamma[j] + beta[j]);
+    }
+}
+
+__global__ void k_ln_bwd_dx(const float *x, int64_t ldx, const float *g, int64_t ldg, int64_t rows,
+                            int64_t F, const float *gamma, const float *smean, const float *srstd,
+                            float *dx, int64_t lddx)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+    for (int64_t r = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32; r < rows;
+         r += warps) {
+        const float *xr = x + r * ldx, *gr = g + r * ldg;
+        const double mu = smean[r], rs = srstd[r];
+        double mg = 0.0, mgx = 0.0;
+        for (int64_t j = lane; j < F; j += 32) {
+            const double gj = (double)gr[j] * gamma[j];
+            mg += gj;
+            mgx += gj * (xr[j] - mu) * rs;
+        }
+        mg = warp_sum(mg) / (double)F;
+        mgx = warp_sum(mgx) / (double)F;
+        for (int64_t j = lane; j < F; j += 32) {
+            const double xhat = (xr[j] - mu) * rs;
+            dx[r * lddx + j] = (float)(rs * ((double)gr[j] * gamma[j] - mg - xhat * mgx));
+        }
+    }
+}
+
+static unsigned row_grid(int64_t rows) { return grid_for(rows * 32, T256); }
+
+void rt_cuda_ln_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float eps,
+                    float *save_mean, float *save_rstd, rt_view y)
+{
+    if (x.rows == 0)
+        return;
+    k_ln_fwd<<<row_grid(x.rows), T256, 0, CS(ctx)->stream>>>(RT_F(x), x.ld, x.rows, x.cols, gamma,
+                                                             beta, eps, save_mean, save_rstd,
+                                                             RT_F(y), y.ld);
+    LAUNCHED(CS(ctx), "k_ln_fwd");
+}
+
+void rt_cuda_ln_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
+                    const float *save_mean, const float *save_rstd, float *dgamma, float *dbeta,
+                    rt_view dx)
+{
+    cuda_state *s = CS(ctx);
+    pair_sums(s, PAIR_LN, RT_F(x), x.ld, dy, 1, save_mean, save_rstd, dgamma, dbeta);
+    if (!dx.p || x.rows == 0)
+        return;
+    k_ln_bwd_dx<<<row_grid(x.rows), T256, 0, s->stream>>>(RT_F(x), x.ld, RT_F(dy), dy.ld, x.rows,
+                                                          x.cols, gamma, save_mean, save_rstd,
+                                                          RT_F(dx), dx.ld);
+    LAUNCHED(s, "k_ln_bwd_dx");
+}
+
+/* ---- feature tokens --------------------------------------------------------------- */
+
+__global__ void k_tokens_fwd(const float *x, int64_t ldx, const float *w, const float *b, int64_t d,
+                             float *y, int64_t ldy, int64_t rows, int64_t N)
+{
+    FOR_EACH(rows, N)
+    {
+        const float xv = x ? x[r * ldx + j / d] : 1.0f;
+        y[r * ldy + j] = b ? xv * w[j] + b[j] : xv * w[j];
+    }
+}
+
+__global__ void k_tokens_dx(const float *g, int64_t ldg, const float *w, int64_t d, float *dx,
+                            int64_t lddx, int64_t rows, int64_t n)
+{
+    FOR_EACH(rows, n)
+    {
+        double s = 0.0;
+        for (int64_t k = 0; k < d; k++)
+            s += (double)g[r * ldg + j * d + k] * w[j * d + k];
+        dx[r * lddx + j] = (float)s;
+    }
+}
+
+void rt_cuda_tokens_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, int64_t d,
+                        rt_view y)
+{
+    if (y.rows * y.cols == 0)
+        return;
+    k_tokens_fwd<<<grid_for(y.rows * y.cols, T256), T256, 0, CS(ctx)->stream>>>(
+        RT_F(x), x.ld, w, b, d, RT_F(y), y.ld, y.rows, y.cols);
+    LAUNCHED(CS(ctx), "k_tokens_fwd");
+}
+
+void rt_cuda_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw,
+                        float *db, rt_view dx)
+{
+    cuda_state *s = CS(ctx);
+    pair_sums(s, PAIR_TOKENS, RT_F(x), x.ld, dy, d, NULL, NULL, dw, db);
+    if (!dx.p || dy.rows == 0)
+        return;
+    k_tokens_dx<<<grid_for(dy.rows * dx.cols, T256), T256, 0, s->stream>>>(
+        RT_F(dy), dy.ld, w, d, RT_F(dx), dx.ld, dy.rows, dx.cols);
+    LAUNCHED(s, "k_tokens_dx");
+}

@@ -1,0 +1,324 @@
+/* model_layers.c — each layer kind's forward and backward (model_impl.h),
+ * written against the kernel API only, so the same code runs on the CPU
+ * and on CUDA (where every call only enqueues: capturable).
+ *
+ * Backward of a layer: its output slot's gradient is final (every reader
+ * of the output ran before it, in reverse order); it writes its parameters'
+ * gradients into the arena and, for each input that has a gradient, writes
+ * it (gmode 0), or adds to what a later reader wrote through a scratch
+ * buffer (gmode 1), zeroing it first when it is the first to touch a slot
+ * that covers part of the tensor (gmode 2). */
+#include <string.h>
+
+#include "model_impl.h"
+
+rt_view model_slot(const rt_model *m, mslot s, int64_t n, bool grad)
+{
+    const mtensor *t = &m->tensors[s.t];
+    float *base = t->input ? (grad ? NULL : m->in_cont) : grad ? t->gdata : t->data;
+    if (s.tok < 0)
+        return rt_vf32(base ? base + s.col0 : NULL, n * t->tpr, s.cols, t->cols, m->dev);
+    return rt_vf32(base ? base + (int64_t)s.tok * t->cols + s.col0 : NULL, n, s.cols,
+                   t->tpr * t->cols, m->dev);
+}
+
+static rt_view none_view(const rt_model *m)
+{
+    rt_view v = {0};
+    v.dtype = RT_F32;
+    v.dev = m->dev;
+    return v;
+}
+
+static rt_view in_view(const rt_model *m, const mlayer *L, int k, int64_t n)
+{
+    return model_slot(m, L->in[k], n, false);
+}
+
+static rt_view out_view(const rt_model *m, const mlayer *L, int64_t n)
+{
+    return model_slot(m, L->out, n, false);
+}
+
+static float *P(const rt_model *m, const mlayer *L, int k) { return m->params + m->info[L->p0 + k].off; }
+static float *G(const rt_model *m, const mlayer *L, int k) { return m->grads + m->info[L->p0 + k].off; }
+
+/* A scratch view of a slot's shape (contiguous). */
+static rt_view scratch_view(const rt_model *m, int which, rt_view shape)
+{
+    RT_ASSERT(shape.rows * shape.cols <= m->scratch_len * m->max_batch);
+    return rt_vf32(m->scratch[which], shape.rows, shape.cols, shape.cols, m->dev);
+}
+
+/* Where input k's gradient goes: its slot's gradient (gmode 0), scratch
+ * (otherwise), or nothing (no gradient: p == NULL). */
+static rt_view dx_begin(rt_model *m, const mlayer *L, int k, int64_t n)
+{
+    if (!m->tensors[L->in[k].t].grad)
+        return none_view(m);
+    rt_view g = model_slot(m, L->in[k], n, true);
+    return L->gmode[k] == 0 ? g : scratch_view(m, 0, g);
+}
+
+/* After dx_begin's view was written: add it where it belongs. */
+static void dx_end(rt_model *m, const mlayer *L, int k, int64_t n, rt_view dx)
+{
+    if (!dx.p || L->gmode[k] == 0)
+        return;
+    const mtensor *t = &m->tensors[L->in[k].t];
+    if (L->gmode[k] == 2)
+        rt_kmemset(m->ctx, t->gdata, 0, (size_t)(n * t->tpr * t->cols) * sizeof(float));
+    rt_k_ew(m->ctx, RT_EW_ACC, dx, dx, model_slot(m, L->in[k], n, true));
+}
+
+/* Input k's gradient = v (copied or added). */
+static void dx_pass(rt_model *m, const mlayer *L, int k, int64_t n, rt_view v)
+{
+    rt_view dx = dx_begin(m, L, k, n);
+    if (!dx.p)
+        return;
+    if (L->gmode[k] == 0) {
+        rt_k_ew(m->ctx, RT_EW_COPY, v, v, dx);
+        return;
+    }
+    if (L->gmode[k] == 2) {
+        const mtensor *t = &m->tensors[L->in[k].t];
+        rt_kmemset(m->ctx, t->gdata, 0, (size_t)(n * t->tpr * t->cols) * sizeof(float));
+    }
+    rt_k_ew(m->ctx, RT_EW_ACC, v, v, model_slot(m, L->in[k], n, true));
+}
+
+static rt_attn attn_of(const rt_model *m, const mlayer *L, bool train)
+{
+    rt_attn a = {m->tokens, L->heads, train ? L->rate : 0.0f, m->dropout_seed, L->stream};
+    return a;
+}
+
+/* The categorical indices, n rows. */
+static rt_view cat_view(const rt_model *m, int64_t n)
+{
+    return rt_vi32(m->in_cat, n, m->spec.n_cat, m->spec.n_cat, m->dev);
+}
+
+/* FT-Transformer's tokens of n samples as one (n, T*d) matrix. */
+static rt_view token_rows(const rt_model *m, const mlayer *L, int64_t n, bool grad)
+{
+    const mtensor *t = &m->tensors[L->out.t];
+    return rt_vf32(grad ? t->gdata : t->data, n, t->tpr * t->cols, t->tpr * t->cols, m->dev);
+}
+
+static void tokens_fwd(rt_model *m, const mlayer *L, int64_t n)
+{
+    const rt_model_spec *s = &m->spec;
+    const int64_t d = s->d_token, nn = s->n_cont, nc = s->n_cat;
+    rt_view y = token_rows(m, L, n, false);
+    int k = 0;
+    if (nn > 0) {
+        rt_k_tokens_fwd(m->ctx, in_view(m, L, 0, n), P(m, L, 0), P(m, L, 1), d,
+                        rt_view_cols(y, 0, nn * d));
+        k = 2;
+    }
+    if (nc > 0) {
+        rt_k_embed_fwd(m->ctx, cat_view(m, n), m->emb_cols, m->params + m->emb_lo, y);
+        rt_k_bias_add(m->ctx, P(m, L, k + (int)nc), rt_view_cols(y, nn * d, nc * d));
+        k += (int)nc + 1;
+    }
+    rt_k_tokens_fwd(m->ctx, none_view(m), P(m, L, k), NULL, d, rt_view_cols(y, (nn + nc) * d, d));
+}
+
+static void tokens_bwd(rt_model *m, const mlayer *L, int64_t n)
+{
+    const rt_model_spec *s = &m->spec;
+    const int64_t d = s->d_token, nn = s->n_cont, nc = s->n_cat;
+    rt_view dy = token_rows(m, L, n, true);
+    const int kcls = (nn > 0 ? 2 : 0) + (nc > 0 ? (int)nc + 1 : 0);
+    rt_k_tokens_bwd(m->ctx, none_view(m), P(m, L, kcls), rt_view_cols(dy, (nn + nc) * d, d), d,
+                    G(m, L, kcls), NULL, none_view(m));
+    if (nc > 0) {
+        const int k = nn > 0 ? 2 : 0;
+        rt_k_colsum(m->ctx, rt_view_cols(dy, nn * d, nc * d), G(m, L, k + (int)nc));
+        rt_k_embed_bwd(m->ctx, cat_view(m, n), m->emb_cols, dy, m->grads + m->emb_lo,
+                       m->emb_hi - m->emb_lo);
+    }
+    if (nn > 0) {
+        rt_view dx = dx_begin(m, L, 0, n);
+        rt_k_tokens_bwd(m->ctx, in_view(m, L, 0, n), P(m, L, 0), rt_view_cols(dy, 0, nn * d), d,
+                        G(m, L, 0), G(m, L, 1), dx);
+        dx_end(m, L, 0, n, dx);
+    }
+}
+
+void model_layer_fwd(rt_model *m, mlayer *L, int64_t n, bool train)
+{
+    const rt_model_spec *s = &m->spec;
+    rt_kctx *ctx = m->ctx;
+    switch (L->kind) {
+    case L_EMBED:
+        rt_k_embed_fwd(ctx, cat_view(m, n), m->emb_cols, m->params + m->emb_lo, out_view(m, L, n));
+        break;
+    case L_BATCHNORM: {
+        float *run = m->buffers + L->boff;
+        const int64_t F = L->out.cols;
+        if (train && L->input_bn && m->bn_given) {
+            /* statistics given (sync BN), in double as the kernel's own: the
+             * same y as one process holding the whole global batch */
+            rt_k_bn_fwd_given(ctx, in_view(m, L, 0, n), P(m, L, 0), P(m, L, 1), m->bn_given_mean,
+                              m->bn_given_var, s->bn_eps, out_view(m, L, n));
+            m->bn_given = false;
+        } else {
+            rt_k_bn_fwd(ctx, in_view(m, L, 0, n), P(m, L, 0), P(m, L, 1), run, run + F,
+                        s->bn_momentum, s->bn_eps, train, L->save, L->save + F, out_view(m, L, n));
+        }
+        break;
+    }
+    case L_STANDARDIZE: /* y = x * scale + shift (scale, shift: from the mean and std buffers) */
+        rt_k_tokens_fwd(ctx, in_view(m, L, 0, n), L->save, L->save + L->out.cols, 1,
+                        out_view(m, L, n));
+        break;
+    case L_COPY:
+        rt_k_ew(ctx, RT_EW_COPY, in_view(m, L, 0, n), in_view(m, L, 0, n), out_view(m, L, n));
+        break;
+    case L_LINEAR:
+        rt_k_dense_fwd(ctx, in_view(m, L, 0, n), P(m, L, 0), P(m, L, 1), L->act, out_view(m, L, n));
+        break;
+    case L_ACT:
+        rt_k_act_fwd(ctx, L->act, in_view(m, L, 0, n), out_view(m, L, n));
+        break;
+    case L_DROPOUT:
+        if (train)
+            rt_k_dropout(ctx, out_view(m, L, n), L->rate, m->dropout_seed, L->stream, m->step);
+        break;
+    case L_LAYERNORM: {
+        rt_view x = in_view(m, L, 0, n);
+        rt_k_ln_fwd(ctx, x, P(m, L, 0), P(m, L, 1), MODEL_LN_EPS, L->save,
+                    L->save + m->max_batch * L->save_per_sample / 2, out_view(m, L, n));
+        break;
+    }
+    case L_ADD:
+        rt_k_ew(ctx, RT_EW_ADD, in_view(m, L, 0, n), in_view(m, L, 1, n), out_view(m, L, n));
+        break;
+    case L_CROSS: {
+        rt_view y = out_view(m, L, n);
+        rt_k_ew(ctx, RT_EW_MUL, in_view(m, L, 0, n), in_view(m, L, 1, n), y);
+        if (train && L->rate > 0.0f)
+            rt_k_dropout(ctx, y, L->rate, m->dropout_seed, L->stream, m->step);
+        rt_k_ew(ctx, RT_EW_ACC, in_view(m, L, 2, n), in_view(m, L, 2, n), y);
+        break;
+    }
+    case L_TOKENS:
+        tokens_fwd(m, L, n);
+        break;
+    case L_ATTENTION: {
+        rt_attn a = attn_of(m, L, train);
+        rt_k_attn_fwd(ctx, &a, in_view(m, L, 0, n), L->save, m->step, out_view(m, L, n));
+        break;
+    }
+    case L_REGLU:
+        rt_k_reglu_fwd(ctx, in_view(m, L, 0, n), out_view(m, L, n));
+        break;
+    case L_HEAD:
+        rt_k_head_fwd(ctx, in_view(m, L, 0, n).p, n, s->head_scale, out_view(m, L, n).p);
+        break;
+    default:
+        RT_ASSERT(!"unknown layer kind");
+    }
+}
+
+void model_layer_bwd(rt_model *m, mlayer *L, int64_t n)
+{
+    const rt_model_spec *s = &m->spec;
+    rt_kctx *ctx = m->ctx;
+    if (!m->tensors[L->out.t].grad)
+        return; /* nothing before it trains */
+    rt_view dy = model_slot(m, L->out, n, true);
+    switch (L->kind) {
+    case L_EMBED:
+        rt_k_embed_bwd(ctx, cat_view(m, n), m->emb_cols, dy, m->grads + m->emb_lo,
+                       m->emb_hi - m->emb_lo);
+        break;
+    case L_BATCHNORM: {
+        rt_view dx = dx_begin(m, L, 0, n);
+        rt_k_bn_bwd(ctx, in_view(m, L, 0, n), dy, P(m, L, 0), L->save, L->save + L->out.cols,
+                    G(m, L, 0), G(m, L, 1), dx);
+        dx_end(m, L, 0, n, dx);
+        break;
+    }
+    case L_STANDARDIZE:
+        RT_ASSERT(!m->tensors[L->in[0].t].grad); /* it reads the model's inputs */
+        break;
+    case L_COPY:
+        dx_pass(m, L, 0, n, dy);
+        break;
+    case L_LINEAR: {
+        rt_view dx = dx_begin(m, L, 0, n);
+        rt_k_dense_bwd(ctx, in_view(m, L, 0, n), P(m, L, 0), out_view(m, L, n), L->act, dy,
+                       G(m, L, 0), G(m, L, 1), dx);
+        dx_end(m, L, 0, n, dx);
+        break;
+    }
+    case L_ACT: {
+        rt_view dx = dx_begin(m, L, 0, n);
+        if (dx.p)
+            rt_k_act_bwd(ctx, L->act, in_view(m, L, 0, n), dy, dx);
+        dx_end(m, L, 0, n, dx);
+        break;
+    }
+    case L_DROPOUT: /* the same mask on the gradient, in place */
+        rt_k_dropout(ctx, dy, L->rate, m->dropout_seed, L->stream, m->step);
+        break;
+    case L_LAYERNORM: {
+        rt_view dx = dx_begin(m, L, 0, n);
+        rt_k_ln_bwd(ctx, in_view(m, L, 0, n), dy, P(m, L, 0), L->save,
+                    L->save + m->max_batch * L->save_per_sample / 2, G(m, L, 0), G(m, L, 1), dx);
+        dx_end(m, L, 0, n, dx);
+        break;
+    }
+    case L_ADD:
+        dx_pass(m, L, 0, n, dy);
+        dx_pass(m, L, 1, n, dy);
+        break;
+    case L_CROSS: {
+        /* y = drop(x0 * u) + x; with g = drop'(dy): dx0 = g * u, du = g * x0,
+         * dx = dy — in input order, the order model_plan gave their modes */
+        rt_view g = dy;
+        if (L->rate > 0.0f) {
+            g = scratch_view(m, 1, dy);
+            rt_k_ew(ctx, RT_EW_COPY, dy, dy, g);
+            rt_k_dropout(ctx, g, L->rate, m->dropout_seed, L->stream, m->step);
+        }
+        for (int k = 0; k < 2; k++) {
+            rt_view dx = dx_begin(m, L, k, n);
+            if (dx.p)
+                rt_k_ew(ctx, RT_EW_MUL, g, in_view(m, L, 1 - k, n), dx);
+            dx_end(m, L, k, n, dx);
+        }
+        dx_pass(m, L, 2, n, dy);
+        break;
+    }
+    case L_TOKENS:
+        tokens_bwd(m, L, n);
+        break;
+    case L_ATTENTION: {
+        rt_attn a = attn_of(m, L, true);
+        rt_view dx = dx_begin(m, L, 0, n);
+        rt_k_attn_bwd(ctx, &a, in_view(m, L, 0, n), L->save, m->step, dy, dx);
+        dx_end(m, L, 0, n, dx);
+        break;
+    }
+    case L_REGLU: {
+        rt_view dx = dx_begin(m, L, 0, n);
+        rt_k_reglu_bwd(ctx, in_view(m, L, 0, n), dy, dx);
+        dx_end(m, L, 0, n, dx);
+        break;
+    }
+    case L_HEAD: {
+        rt_view dx = dx_begin(m, L, 0, n);
+        RT_ASSERT(dx.p && dx.ld == 1);
+        rt_k_head_bwd(ctx, out_view(m, L, n).p, dy.p, n, s->head_scale, dx.p);
+        dx_end(m, L, 0, n, dx);
+        break;
+    }
+    default:
+        RT_ASSERT(!"unknown layer kind");
+    }
+}

@@ -1,0 +1,237 @@
+/* model_dump — one training forward and backward of a small model of a
+ * family, as JSON on stdout, for tests/model_parity.py to compare with the
+ * same network in PyTorch (bench/torch_models.py):
+ *
+ *   model_dump CONFIG SEED   ->  {"spec", "n", "cat", "cont", "label", "mean",
+ *                                 "std", "params", "pred", "loss", "grads"}
+ *
+ * CONFIG picks a family and its options (0 .. model_dump_configs - 1, see
+ * CONFIGS); SEED draws the columns, widths, weights and rows.  Dropout
+ * rates are 0 (PyTorch draws other masks; dropout's own gradient is
+ * test_model_graph's), batch norm runs on the batch's statistics. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_json.h"
+#include "rt_model.h"
+
+static uint64_t rng_state;
+static double uni(void)
+{
+    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
+}
+static int irange(int lo, int hi) { return lo + (int)(uni() * (hi - lo + 1)); }
+
+typedef struct config {
+    rt_arch arch;
+    const char *act, *norm;
+    bool cats, conts, bn, stacked;
+    int heads;
+} config;
+
+static const config CONFIGS[] = {
+    {RT_ARCH_ROSSMANN, "relu", "batchnorm", true, true, false, false, 0},
+    {RT_ARCH_MLP, "relu", "standardize", true, true, true, false, 0},
+    {RT_ARCH_MLP, "gelu", "none", true, true, true, false, 0},
+    {RT_ARCH_MLP, "silu", "batchnorm", false, true, false, false, 0},
+    {RT_ARCH_MLP, "tanh", "batchnorm", true, false, true, false, 0},
+    {RT_ARCH_RESNET, "relu", "batchnorm", true, true, false, false, 0},
+    {RT_ARCH_DCN2, "relu", "batchnorm", true, true, false, true, 0},
+    {RT_ARCH_DCN2, "relu", "standardize", true, true, false, false, 0},
+    {RT_ARCH_FT_TRANSFORMER, "relu", "batchnorm", true, true, false, false, 2},
+    {RT_ARCH_FT_TRANSFORMER, "relu", "none", true, false, false, false, 1},
+    {RT_ARCH_FT_TRANSFORMER, "relu", "standardize", false, true, false, false, 4},
+};
+
+static int name_of(const char *const *names, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], s))
+            return i;
+    return 0;
+}
+
+static void spec_of(const config *c, rt_model_spec *s)
+{
+    rt_model_spec_defaults(s);
+    memset(s->dropout, 0, sizeof s->dropout);
+    s->arch = c->arch;
+    s->activation = (rt_act)name_of(rt_act_names, RT_ACT_COUNT, c->act);
+    s->cont_norm = (rt_cont_norm)name_of(rt_cont_norm_names, RT_CONT_NORM_COUNT, c->norm);
+    s->n_cat = c->cats ? irange(1, 4) : 0;
+    for (int i = 0; i < s->n_cat; i++) {
+        s->vocab[i] = irange(2, 9);
+        s->emb_dim[i] = c->arch == RT_ARCH_ROSSMANN ? 4 : irange(1, 6);
+        snprintf(s->cat_names[i], sizeof s->cat_names[i], "col%d", i);
+    }
+    s->n_cont = c->conts ? irange(1, 4) : 0;
+    s->n_hidden = irange(1, 3);
+    for (int l = 0; l < s->n_hidden; l++) {
+        s->hidden[l] = irange(8, 24);
+        s->batch_norm[l] = c->bn && (l % 2 == 0);
+    }
+    s->blocks = irange(1, 2);
+    s->width = irange(6, 16);
+    s->hidden_multiplier = 1.5f;
+    s->cross_layers = irange(1, 3);
+    s->deep_layers = irange(1, 2);
+    s->stacked = c->stacked;
+    s->d_token = c->heads ? c->heads * irange(2, 6) : 8;
+    s->heads = c->heads ? c->heads : 1;
+    s->ffn_multiplier = 4.0f / 3.0f;
+    s->attention_dropout = s->ffn_dropout = s->residual_dropout = 0;
+    s->dropout1 = s->dropout2 = s->cross_dropout = 0;
+    s->head_scale = 9.0f;
+    s->seed = rng_state;
+}
+
+static void floats(rt_jw *w, const char *key, const float *v, int64_t n)
+{
+    rt_jw_key(w, key);
+    rt_jw_arr(w);
+    for (int64_t i = 0; i < n; i++)
+        rt_jw_num(w, v[i]);
+    rt_jw_arr_end(w);
+}
+
+static void spec_json(rt_jw *w, const rt_model_spec *s)
+{
+    rt_jw_key(w, "spec");
+    rt_jw_obj(w);
+    rt_jw_kstr(w, "architecture", rt_arch_names[s->arch]);
+    rt_jw_key(w, "categorical");
+    rt_jw_arr(w);
+    for (int i = 0; i < s->n_cat; i++) {
+        rt_jw_obj(w);
+        rt_jw_kstr(w, "name", s->cat_names[i]);
+        rt_jw_kint(w, "vocab", s->vocab[i]);
+        rt_jw_kint(w, "dim", s->emb_dim[i]);
+        rt_jw_obj_end(w);
+    }
+    rt_jw_arr_end(w);
+    rt_jw_kint(w, "n_cont", s->n_cont);
+    rt_jw_kstr(w, "continuous_norm", rt_cont_norm_names[s->cont_norm]);
+    rt_jw_kstr(w, "activation", rt_act_names[s->activation]);
+    rt_jw_key(w, "hidden");
+    rt_jw_arr(w);
+    for (int i = 0; i < s->n_hidden; i++)
+        rt_jw_int(w, s->hidden[i]);
+    rt_jw_arr_end(w);
+    floats(w, "dropout", s->dropout, RT_MODEL_MAX_HIDDEN);
+    rt_jw_key(w, "batch_norm");
+    rt_jw_arr(w);
+    for (int i = 0; i < RT_MODEL_MAX_HIDDEN; i++)
+        rt_jw_bool(w, s->batch_norm[i]);
+    rt_jw_arr_end(w);
+    const struct { const char *k; int v; } ints[] = {
+        {"blocks", s->blocks}, {"width", s->width}, {"cross_layers", s->cross_layers},
+        {"deep_layers", s->deep_layers}, {"d_token", s->d_token}, {"heads", s->heads}};
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
+        rt_jw_kint(w, ints[i].k, ints[i].v);
+    rt_jw_kbool(w, "stacked", s->stacked);
+    const struct { const char *k; float v; } nums[] = {
+        {"hidden_multiplier", s->hidden_multiplier}, {"dropout1", s->dropout1},
+        {"dropout2", s->dropout2}, {"cross_dropout", s->cross_dropout},
+        {"attention_dropout", s->attention_dropout}, {"ffn_multiplier", s->ffn_multiplier},
+        {"ffn_dropout", s->ffn_dropout}, {"residual_dropout", s->residual_dropout},
+        {"embedding_dropout", s->emb_dropout}, {"head_scale", s->head_scale},
+        {"bn_momentum", s->bn_momentum}, {"bn_eps", s->bn_eps}};
+    for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
+        rt_jw_knum(w, nums[i].k, nums[i].v);
+    rt_jw_obj_end(w);
+}
+
+int main(int argc, char **argv)
+{
+    const int nconfigs = (int)(sizeof CONFIGS / sizeof *CONFIGS);
+    if (argc == 2 && !strcmp(argv[1], "--configs")) {
+        printf("%d\n", nconfigs);
+        return 0;
+    }
+    int ci = argc == 3 ? atoi(argv[1]) : -1;
+    if (ci < 0 || ci >= nconfigs) {
+        fprintf(stderr, "usage: model_dump CONFIG(0..%d) SEED | model_dump --configs\n",
+                nconfigs - 1);
+        return 2;
+    }
+    rng_state = strtoull(argv[2], NULL, 10) * 2654435761u + 88172645463325252ull + (uint64_t)ci;
+    rt_model_spec s;
+    spec_of(&CONFIGS[ci], &s);
+    const int64_t n = irange(6, 16);
+    char err[RT_ERR_LEN];
+    rt_kctx *ctx;
+    rt_model *m;
+    if (rt_kctx_create(RT_DEVICE_CPU, 1, &ctx, err) != RT_OK ||
+        rt_model_create(&s, ctx, n, &m, err) != RT_OK) {
+        fprintf(stderr, "model_dump: %s\n", err);
+        return 1;
+    }
+    int32_t *cat = calloc((size_t)(n * s.n_cat) + 1, 4);
+    float *cont = calloc((size_t)(n * s.n_cont) + 1, 4), *label = calloc((size_t)n, 4);
+    float mean[8], sd[8];
+    for (int f = 0; f < s.n_cont; f++)
+        mean[f] = (float)(uni() - 0.5), sd[f] = (float)(0.5 + uni());
+    for (int64_t i = 0; i < n; i++) {
+        for (int c = 0; c < s.n_cat; c++)
+            cat[i * s.n_cat + c] = (int32_t)(uni() * s.vocab[c]);
+        for (int f = 0; f < s.n_cont; f++)
+            cont[i * s.n_cont + f] = (float)((uni() * 4 - 2) * (f + 1));
+        label[i] = (float)(1 + uni() * 7);
+    }
+    if (s.cont_norm == RT_CONT_STANDARDIZE && rt_model_set_standardize(m, mean, sd, err) != RT_OK) {
+        fprintf(stderr, "model_dump: %s\n", err);
+        return 1;
+    }
+    /* weights off their initial values: biases, norms and all */
+    const int64_t P = rt_model_num_params(m);
+    float *p = malloc((size_t)P * 4);
+    for (int64_t i = 0; i < P; i++)
+        p[i] = (float)((uni() - 0.5) * 0.8);
+    rt_model_set_state(m, p, NULL, NULL, NULL, NULL, err);
+    rt_model_set_batch(m, cat, cont, label, n);
+    rt_model_forward(m, n, true);
+    rt_model_loss(m, n, true);
+    rt_model_backward(m, n, NULL, NULL);
+    double met[RT_MODEL_NMETRICS];
+    float *pred = malloc((size_t)n * 4);
+    rt_model_metrics_read(m, met, err);
+    rt_model_read_pred(m, pred, n, err);
+
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    spec_json(&w, &s);
+    rt_jw_kint(&w, "n", n);
+    rt_jw_key(&w, "cat");
+    rt_jw_arr(&w);
+    for (int64_t i = 0; i < n * s.n_cat; i++)
+        rt_jw_int(&w, cat[i]);
+    rt_jw_arr_end(&w);
+    floats(&w, "cont", cont, n * s.n_cont);
+    floats(&w, "label", label, n);
+    floats(&w, "mean", mean, s.n_cont);
+    floats(&w, "std", sd, s.n_cont);
+    int ninfo;
+    const rt_param_info *info = rt_model_param_table(m, &ninfo);
+    const float *grads = rt_model_grads(m); /* host memory on the CPU */
+    for (int pass = 0; pass < 2; pass++) {
+        rt_jw_key(&w, pass ? "grads" : "params");
+        rt_jw_obj(&w);
+        for (int t = 0; t < ninfo; t++)
+            if (info[t].trainable)
+                floats(&w, info[t].name, pass ? grads + info[t].off : p + info[t].pos, info[t].count);
+        rt_jw_obj_end(&w);
+    }
+    floats(&w, "pred", pred, n);
+    rt_jw_knum(&w, "loss", met[0] / met[1]);
+    rt_jw_obj_end(&w);
+    char *text = rt_jw_take(&w, NULL);
+    puts(text);
+    free(text);
+    free(cat), free(cont), free(label), free(p), free(pred);
+    rt_model_destroy(m);
+    rt_kctx_destroy(ctx);
+    return 0;
+}

@@ -1,0 +1,110 @@
+/* trainer_model.c — the job's model: the spec from the job file's [model]
+ * keys (checked by the schema, rt_schema_model.c) and the dataset (its
+ * columns, vocabularies, label), with the checks only the dataset and the
+ * dataset can answer: an embedding width for a column the model does not
+ * have (the memory a model needs is rt_dp_check_memory's). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer.h"
+
+/* fastai's emb_sz_rule: min(600, round(1.6 * n^0.56)) for n values. */
+static int fastai_width(int32_t n) { return (int)fmin(600.0, round(1.6 * pow((double)n, 0.56))); }
+
+/* The categorical column of cols nearest to name (for a hint), or NULL. */
+static const char *closest(const rt_columns *cols, const char *name)
+{
+    const char *best = NULL;
+    size_t bestd = (size_t)-1;
+    for (int i = 0; i < cols->ncat; i++) {
+        size_t d = rt_edit_distance(name, cols->cat[i]);
+        if (d < bestd) {
+            bestd = d;
+            best = cols->cat[i];
+        }
+    }
+    return best && bestd <= strlen(name) / 2 + 1 ? best : NULL;
+}
+
+/* embedding_dims: COLUMN:WIDTH for columns of the model. */
+static rt_status emb_overrides(const rt_job_cfg *cfg, const rt_dataset *ds, const rt_columns *cols,
+                               rt_model_spec *s, char *err)
+{
+    for (size_t i = 0; i < cfg->embedding_dims.n; i++) {
+        const char *it = cfg->embedding_dims.items[i], *colon = strrchr(it, ':');
+        char name[RT_SHARD_NAME_LEN];
+        snprintf(name, sizeof name, "%.*s", colon ? (int)(colon - it) : 0, it);
+        int c = 0;
+        while (c < cols->ncat && strcmp(cols->cat[c], name) != 0)
+            c++;
+        if (c == cols->ncat) {
+            const rt_ds_column *dc = rt_dataset_column(ds, name);
+            const char *near = closest(cols, name);
+            char hint[160] = "";
+            if (dc)
+                snprintf(hint, sizeof hint, " (%s is a %s column, not one of the model's "
+                         "categorical columns)", name, rt_col_role_name(dc->role));
+            else if (near)
+                snprintf(hint, sizeof hint, "; did you mean %s?", near);
+            return rt_err(err, RT_ERR_INVALID, "[model] embedding_dims: %s has no categorical "
+                          "column '%s'%s", ds->dir, name, hint);
+        }
+        s->emb_dim[c] = atoi(colon + 1);
+    }
+    return RT_OK;
+}
+
+rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_dataset *ds, const rt_columns *cols,
+                            rt_model_spec *s, char *err)
+{
+    rt_model_spec_defaults(s);
+    s->arch = (rt_arch)cfg->architecture;
+    s->n_cat = cols->ncat;
+    for (int i = 0; i < s->n_cat; i++) {
+        s->vocab[i] = cols->vocab[i];
+        snprintf(s->cat_names[i], sizeof s->cat_names[i], "%s", cols->cat[i]);
+        s->emb_dim[i] = cfg->embedding_rule == RT_EMB_RULE_FASTAI ? fastai_width(cols->vocab[i])
+                                                                  : (int)cfg->embedding_dim;
+    }
+    rt_status st = emb_overrides(cfg, ds, cols, s, err);
+    if (st != RT_OK)
+        return st;
+    s->emb_dropout = (float)cfg->embedding_dropout;
+    s->n_cont = cols->ncont;
+    s->cont_norm = (rt_cont_norm)cfg->continuous_norm;
+    s->n_hidden = (int)cfg->hidden.n < RT_MODEL_MAX_HIDDEN ? (int)cfg->hidden.n : RT_MODEL_MAX_HIDDEN;
+    for (int i = 0; i < s->n_hidden; i++)
+        s->hidden[i] = atoi(cfg->hidden.items[i]);
+    float rates[RT_MODEL_MAX_HIDDEN];
+    rt_job_model_rates(cfg, RT_MODEL_MAX_HIDDEN, rates, s->batch_norm);
+    memset(s->dropout, 0, sizeof s->dropout);
+    if (s->arch == RT_ARCH_ROSSMANN) /* one rate, after the last hidden layer */
+        s->dropout[s->n_hidden > 0 ? s->n_hidden - 1 : 0] = rates[0];
+    else
+        memcpy(s->dropout, rates, sizeof rates);
+    s->activation = (rt_act)(cfg->activation + 1);
+    s->blocks = (int)cfg->blocks;
+    s->width = (int)cfg->width;
+    s->hidden_multiplier = (float)cfg->hidden_multiplier;
+    s->dropout1 = (float)cfg->dropout1;
+    s->dropout2 = (float)cfg->dropout2;
+    s->cross_layers = (int)cfg->cross_layers;
+    s->deep_layers = (int)cfg->deep_layers;
+    s->stacked = cfg->stacked;
+    s->cross_dropout = (float)cfg->cross_dropout;
+    s->d_token = (int)cfg->d_token;
+    s->heads = (int)cfg->heads;
+    s->attention_dropout = (float)cfg->attention_dropout;
+    s->ffn_multiplier = (float)cfg->ffn_multiplier;
+    s->ffn_dropout = (float)cfg->ffn_dropout;
+    s->residual_dropout = (float)cfg->residual_dropout;
+    s->l2 = (float)cfg->l2;
+    double top = strcmp(ds->label_transform, "log") == 0 ? log(ds->max_label) : ds->max_label;
+    s->head_scale = (float)(cfg->head_scale_factor * top);
+    s->bn_momentum = (float)cfg->bn_momentum;
+    s->bn_eps = (float)cfg->bn_eps;
+    s->seed = (uint64_t)cfg->seed;
+    return rt_model_spec_check(s, err);
+}
