@@ -19,9 +19,12 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "rt_dataset.h"
+#include "rt_dp.h"
 #include "rt_json.h"
 #include "rt_schemas.h"
 #include "rt_time.h"
+#include "trainer.h"
 
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig)
@@ -596,6 +599,39 @@ static void job_fields(rt_jw *w, const rt_job_cfg *j)
         rt_jw_knum(w, RT_F_CPU_LIMIT, j->cpu_limit);
 }
 
+/* A training job's model on its dataset, when this machine can read the
+ * dataset (else its workers check it): the columns, the model's keys
+ * against them, and for `ringtrain run` (every rank here) whether np
+ * models fit this machine's memory.  0, or 2 with the reasons printed. */
+static int check_model(const cli_args *a, const rt_job_cfg *j, const rt_cfg_origin *o)
+{
+    rt_dataset *ds = NULL;
+    char err[RT_ERR_LEN];
+    if (j->type != RT_JOB_TRAIN || !j->dataset || rt_dataset_open(j->dataset, &ds, err) != RT_OK)
+        return 0;
+    rt_columns *cols = calloc(1, sizeof *cols);
+    rt_model_spec *spec = calloc(1, sizeof *spec);
+    rt_status st = cols && spec ? RT_OK : rt_err(err, RT_ERR_NOMEM, "out of memory");
+    if (st == RT_OK)
+        st = rt_columns_resolve(ds, j, cols, err);
+    if (st == RT_OK)
+        st = rt_job_model_spec(j, o, ds, cols, spec, err);
+    rt_kctx *ctx = NULL;
+    if (st == RT_OK && !strcmp(a->cmd->name, "run") && j->device != RT_DEV_CUDA &&
+        rt_kctx_create(RT_DEVICE_CPU, 1, &ctx, NULL) == RT_OK) {
+        int64_t rows = j->batch_size > j->eval_batch_size ? j->batch_size : j->eval_batch_size;
+        st = rt_dp_check_memory(spec, ctx, rows, (int)j->np, err);
+        rt_kctx_destroy(ctx);
+    }
+    if (st != RT_OK)
+        fprintf(stderr, "ringtrain: %s does not fit its dataset; nothing was submitted:\n%s\n",
+                o->fname, err);
+    free(cols);
+    free(spec);
+    rt_dataset_free(ds);
+    return st == RT_OK ? 0 : 2;
+}
+
 int cli_job_body_from_file(const cli_args *a, char **body)
 {
     *body = NULL;
@@ -605,7 +641,8 @@ int cli_job_body_from_file(const cli_args *a, char **body)
     const char *np = cli_value(a, "--np");
     rt_job_cfg j;
     rt_cfg_errors e = {0};
-    rt_status st = rt_cfg_load_file(&rt_job_schema, file, &j, &e);
+    int *lines = NULL;
+    rt_status st = rt_cfg_load_file_at(&rt_job_schema, file, &j, &e, &lines);
     for (int i = 0; i < nsets; i++) {
         char key[256];
         const char *eq = strchr(sets[i], '=');
@@ -635,7 +672,16 @@ int cli_job_body_from_file(const cli_args *a, char **body)
     }
     if (np && rt_cfg_set(&rt_job_schema, &j, "job.np", np, &e) != RT_OK)
         st = RT_ERR_INVALID;
-    rt_cfg_origin origin = {file, NULL};
+    /* --set changes the file's values: checks name the file's lines but for those */
+    for (int i = 0; lines && i < nsets; i++) {
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)strcspn(sets[i], "="), sets[i]);
+        char *dot = strchr(key, '.');
+        const rt_cfg_key *k = dot ? (*dot = '\0', rt_cfg_find(&rt_job_schema, key, dot + 1)) : NULL;
+        if (k)
+            lines[k - rt_job_schema.keys] = 0;
+    }
+    rt_cfg_origin origin = {file, lines};
     if (st == RT_OK && rt_cfg_validate(&rt_job_schema, &j, &origin, &e) != RT_OK)
         st = RT_ERR_INVALID;
     if (st != RT_OK) {
@@ -643,7 +689,14 @@ int cli_job_body_from_file(const cli_args *a, char **body)
         rt_cfg_errors_print(&e, stderr);
         rt_cfg_errors_free(&e);
         rt_cfg_free(&rt_job_schema, &j);
+        free(lines);
         return 2;
+    }
+    int rc = check_model(a, &j, &origin);
+    free(lines);
+    if (rc != 0) {
+        rt_cfg_free(&rt_job_schema, &j);
+        return rc;
     }
     char *text = rt_cfg_print_string(&rt_job_schema, &j);
     rt_jw w;

@@ -503,10 +503,11 @@ static void inih_setup(void)
 }
 static pthread_once_t inih_once = PTHREAD_ONCE_INIT;
 
-/* Parse text into obj, which already holds the defaults. */
+/* Parse text into obj, which already holds the defaults; lines_out (when
+ * not NULL) gets the per-key lines (the caller frees them). */
 static rt_status parse_text(const rt_cfg_schema *s, const char *text, size_t len,
                             const char *fname, const char *basedir, void *obj,
-                            rt_cfg_errors *errs)
+                            rt_cfg_errors *errs, int **lines_out)
 {
     pthread_once(&inih_once, inih_setup);
     load_ctx c = {.s = s, .obj = obj, .errs = errs, .fname = fname ? fname : "<string>",
@@ -551,7 +552,10 @@ static rt_status parse_text(const rt_cfg_schema *s, const char *text, size_t len
         rt_cfg_origin o = {c.fname, c.set_line};
         s->validate(obj, &o, errs);
     }
-    free(c.set_line);
+    if (lines_out)
+        *lines_out = c.set_line;
+    else
+        free(c.set_line);
     return errs->n + errs->dropped == before ? RT_OK : RT_ERR_INVALID;
 }
 
@@ -560,12 +564,20 @@ rt_status rt_cfg_load_string(const rt_cfg_schema *s, const char *text, size_t le
                              rt_cfg_errors *errs)
 {
     rt_cfg_init(s, obj);
-    return parse_text(s, text, len, fname, basedir, obj, errs);
+    return parse_text(s, text, len, fname, basedir, obj, errs, NULL);
 }
 
 rt_status rt_cfg_load_file(const rt_cfg_schema *s, const char *path, void *obj,
                            rt_cfg_errors *errs)
 {
+    return rt_cfg_load_file_at(s, path, obj, errs, NULL);
+}
+
+rt_status rt_cfg_load_file_at(const rt_cfg_schema *s, const char *path, void *obj,
+                              rt_cfg_errors *errs, int **lines)
+{
+    if (lines)
+        *lines = NULL;
     rt_cfg_init(s, obj);
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -600,7 +612,7 @@ rt_status rt_cfg_load_file(const rt_cfg_schema *s, const char *path, void *obj,
         dir = abs;
         basedir = dir;
     }
-    rt_status st = parse_text(s, buf, n, path, basedir, obj, errs);
+    rt_status st = parse_text(s, buf, n, path, basedir, obj, errs, lines);
     free(dir);
     free(buf);
     return st;

@@ -102,8 +102,8 @@ static void check_families(vctx *v)
             hint = "; resnet's dropouts are dropout1 and dropout2";
         else if (j->architecture == RT_ARCH_RESNET && !strcmp(f->key, "hidden"))
             hint = "; resnet's layers are blocks of width (and hidden_multiplier)";
-        bad(v, f->key, "architecture = %s does not take it: it is %s's%s", ARCH[j->architecture],
-            who, hint);
+        bad(v, f->key, "architecture = %s does not take it (%s %s)%s", ARCH[j->architecture], who,
+            (f->archs & (f->archs - 1)) ? "do" : "does", hint);
     }
 }
 

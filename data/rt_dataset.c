@@ -1,6 +1,7 @@
 /* rt_dataset.c — see rt_dataset.h. */
 #include "rt_dataset.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,10 @@ rt_status rt_dataset_write_manifest(const rt_dataset *ds, char *err)
             for (int32_t v = 0; v < col->vocab_size; v++)
                 rt_jw_str(&w, col->vocab ? col->vocab[v] : NULL);
             rt_jw_arr_end(&w);
+        }
+        if (col->role == RT_ROLE_CONTINUOUS && col->has_stats) {
+            rt_jw_knum(&w, "mean", col->mean);
+            rt_jw_knum(&w, "std", col->std);
         }
         rt_jw_obj_end(&w);
     }
@@ -231,6 +236,18 @@ static rt_status parse_manifest(rt_dataset *ds, const rt_json *m, const char *pa
                 const char *s = rt_json_str(rt_json_at(v, (size_t)k), NULL);
                 col->vocab[k] = s ? strdup(s) : NULL;
             }
+        }
+        const rt_json *mean = rt_json_get(j, "mean"), *sd = rt_json_get(j, "std");
+        if (col->role == RT_ROLE_CONTINUOUS && mean && sd) {
+            col->mean = rt_json_num(mean, NAN);
+            col->std = rt_json_num(sd, NAN);
+            if (!isfinite(col->mean) || !(col->std >= 0)) {
+                char msg[200];
+                snprintf(msg, sizeof msg, "continuous column %s has a mean or std that is not a "
+                         "finite number (std >= 0)", col->name);
+                return bad(err, path, msg);
+            }
+            col->has_stats = true;
         }
     }
     if (!rt_dataset_column(ds, ds->label))

@@ -127,6 +127,7 @@ typedef struct outcol {
     rt_col_role role;
     int sql;        /* column in the SELECT */
     vocab *v;       /* categorical */
+    double n, mean, m2; /* continuous: Welford over the training rows */
 } outcol;
 
 static int64_t count_rows(sqlite3 *db, const char *table)
@@ -197,9 +198,13 @@ static rt_status flush_group(rt_shard_writer *w, rt_shard_col *sc, int ncols, vo
     return rt_shard_writer_group(w, sc, n, err);
 }
 
+/* The rows of table into nparts shards (round robin); with stats, the
+ * continuous columns' mean and variance over the rows not flagged for
+ * validation accumulate in cols. */
 static rt_status write_table(sqlite3 *db, const char *table, outcol *cols, int ncols, int nparts,
                              const rt_prep_opts *o, const char *prefix, rt_ds_part *parts,
-                             int vcol, double max_log_label, int64_t *defaulted, char *err)
+                             int vcol, bool stats, double max_log_label, int64_t *defaulted,
+                             char *err)
 {
     int64_t n = count_rows(db, table);
     if (n < 0)
@@ -304,6 +309,16 @@ static rt_status write_table(sqlite3 *db, const char *table, outcol *cols, int n
             }
             }
         }
+        /* the continuous columns' statistics of the training rows (Welford) */
+        for (int c = 0; stats && c < ncols; c++) {
+            outcol *oc = &cols[c];
+            if (oc->role != RT_ROLE_CONTINUOUS || (vcol >= 0 && ((uint8_t *)data[p * ncols + vcol])[r]))
+                continue;
+            const double x = ((float *)data[p * ncols + c])[r], dv = x - oc->mean;
+            oc->n += 1;
+            oc->mean += dv / oc->n;
+            oc->m2 += dv * (x - oc->mean);
+        }
         i++;
         if (s == RT_OK && fill[p] == group) {
             s = flush_group(w[p], sc, ncols, data + p * ncols, group, vcol,
@@ -384,10 +399,10 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
     if (s == RT_OK && (!ds.parts || !ds.test))
         s = rt_err(err, RT_ERR_NOMEM, "out of memory");
     if (s == RT_OK)
-        s = write_table(db, m->train_table, tr, ntr, ds.nparts, o, "train", ds.parts, vcol,
+        s = write_table(db, m->train_table, tr, ntr, ds.nparts, o, "train", ds.parts, vcol, true,
                         max_log, &rep->cont_defaulted, err);
     if (s == RT_OK && ds.ntest)
-        s = write_table(db, m->test_table, te, nte, 1, o, "test", ds.test, -1, 0,
+        s = write_table(db, m->test_table, te, nte, 1, o, "test", ds.test, -1, false, 0,
                         &rep->cont_defaulted, err);
     if (s == RT_OK) {
         snprintf(ds.dir, sizeof ds.dir, "%s", o->out_dir);
@@ -409,6 +424,11 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
                 dc->vocab_size = oc->v->n;
                 dc->vocab = oc->v->values;
                 oc->v->values = NULL;
+            }
+            if (oc->role == RT_ROLE_CONTINUOUS && c < ntr) {
+                dc->has_stats = true;
+                dc->mean = oc->n > 0 ? oc->mean : 0.0;
+                dc->std = oc->n > 0 ? sqrt(oc->m2 / oc->n) : 0.0;
             }
         }
         for (int p = 0; p < ds.nparts; p++) {

@@ -335,6 +335,56 @@ static void test_service_directories(void **state)
     unsetenv("LOGS_DIRECTORY");
 }
 
+/* The job file's [model] checks: each message names file:line and key. */
+static void job_errors(const char *model, const char *const *want, int nwant)
+{
+    char text[1024];
+    snprintf(text, sizeof text, "[data]\ndataset = /d\n[output]\nstore = /s\n[model]\n%s", model);
+    rt_job_cfg j;
+    rt_cfg_errors e = {0};
+    rt_status st = rt_cfg_load_string(&rt_job_schema, text, strlen(text), "job.ini", NULL, &j, &e);
+    char all[4096];
+    rt_cfg_errors_join(&e, all, sizeof all);
+    if (nwant == 0 && st != RT_OK)
+        fail_msg("unexpected errors:\n%s", all);
+    if (nwant > 0 && (st != RT_ERR_INVALID || (int)e.n != nwant))
+        fail_msg("%d errors wanted, got %zu:\n%s", nwant, e.n, all);
+    for (int i = 0; i < nwant; i++)
+        if (!strstr(e.msg[i], want[i]))
+            fail_msg("error %d is '%s', wanted '%s'", i, e.msg[i], want[i]);
+    rt_cfg_errors_free(&e);
+    rt_cfg_free(&rt_job_schema, &j);
+}
+
+static void test_job_model_keys(void **state)
+{
+    (void)state;
+    job_errors("architecture = mlp\nhidden = 64, 32\ndropout = 0.1, 0.2\nbatch_norm = true\n"
+               "activation = gelu\nembedding_dims = Store:16, DayOfWeek:4\n", NULL, 0);
+    job_errors("architecture = ft_transformer\nd_token = 96\nheads = 8\nblocks = 2\n", NULL, 0);
+    /* a key of another family, at its line, with the family that takes it */
+    const char *e1[] = {"job.ini:7: [model] cross_layers: architecture = mlp does not take it "
+                        "(dcn2 does)"};
+    job_errors("architecture = mlp\ncross_layers = 5\n", e1, 1);
+    const char *e2[] = {"job.ini:7: [model] embedding_dim: architecture = ft_transformer does "
+                        "not take it (rossmann, mlp, resnet and dcn2 do); ft_transformer embeds "
+                        "every column in a token of d_token",
+                        "job.ini:8: [model] heads: 5 heads do not divide d_token = 192"};
+    job_errors("architecture = ft_transformer\nembedding_dim = 16\nheads = 5\n", e2, 2);
+    const char *e3[] = {"job.ini:7: [model] dropout: architecture = resnet does not take it "
+                        "(rossmann, mlp and dcn2 do); resnet's dropouts are dropout1 and dropout2"};
+    job_errors("architecture = resnet\ndropout = 0.3\n", e3, 1);
+    const char *e4[] = {"job.ini:8: [model] dropout: 3 values for 2 hidden layers"};
+    job_errors("architecture = mlp\nhidden = 8, 8\ndropout = 0.1, 0.1, 0.1\n", e4, 1);
+    const char *e5[] = {"job.ini:6: [model] embedding_dims: 'Store16' is not COLUMN:WIDTH",
+                        "job.ini:6: [model] embedding_dims: column Store is given twice"};
+    job_errors("embedding_dims = Store16, Store:3, Store:4\n", e5, 2);
+    const char *e6[] = {"job.ini:6: [model] dropout: rossmann takes one rate"};
+    job_errors("dropout = 0.5, 0.5\n", e6, 1);
+    const char *e7[] = {"job.ini:7: [model] batch_norm: 'maybe' is not true or false"};
+    job_errors("architecture = mlp\nbatch_norm = maybe\n", e7, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -348,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_files),
         cmocka_unit_test(test_set_and_print_roundtrip),
         cmocka_unit_test(test_service_directories),
+        cmocka_unit_test(test_job_model_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

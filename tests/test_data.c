@@ -248,10 +248,10 @@ static void test_manifest(void **state)
     assert_non_null(strstr(err, "no manifest.json"));
     /* write one by hand, with a partition of two rows */
     char *vocab[3] = {NULL, "a", "b"};
-    rt_ds_column cols[4] = {{"Type", RT_ROLE_CATEGORICAL, RT_COL_I32, 3, vocab},
-                            {"Dist", RT_ROLE_CONTINUOUS, RT_COL_F32, 0, NULL},
-                            {"Sales", RT_ROLE_LABEL, RT_COL_F32, 0, NULL},
-                            {"Validation", RT_ROLE_VALIDATION, RT_COL_U8, 0, NULL}};
+    rt_ds_column cols[4] = {{"Type", RT_ROLE_CATEGORICAL, RT_COL_I32, 3, vocab, false, 0, 0},
+                            {"Dist", RT_ROLE_CONTINUOUS, RT_COL_F32, 0, NULL, true, 12.5, 0.25},
+                            {"Sales", RT_ROLE_LABEL, RT_COL_F32, 0, NULL, false, 0, 0},
+                            {"Validation", RT_ROLE_VALIDATION, RT_COL_U8, 0, NULL, false, 0, 0}};
     rt_ds_part part = {"train-00000.rts", 2, 1};
     rt_dataset w = {0};
     snprintf(w.dir, sizeof w.dir, "%s", dir);
@@ -269,6 +269,8 @@ static void test_manifest(void **state)
     assert_int_equal(ds->cols[0].vocab_size, 3);
     assert_null(ds->cols[0].vocab[0]);
     assert_string_equal(ds->cols[0].vocab[2], "b");
+    assert_true(ds->cols[1].has_stats && ds->cols[1].mean == 12.5 && ds->cols[1].std == 0.25);
+    assert_false(ds->cols[0].has_stats);
     assert_true(ds->max_label == 41551);
     assert_int_equal(ds->train_rows, 1);
     assert_int_equal(ds->validation_rows, 1);

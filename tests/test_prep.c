@@ -302,6 +302,24 @@ static void test_hand_checked(void **state)
     assert_true(f32(f, "trend") == trend_of(40, "2015-12-27"));
     assert_true(f32(f, "AfterStateHoliday") == day_of("2015-12-23") - day_of("2015-01-01"));
     assert_null(rt_shard_find(te, "Sales"));
+    /* every continuous column's mean and std over the training rows, the
+     * validation rows left out (continuous_norm = standardize) */
+    const rt_shard_col *vf = rt_shard_find(tr, "Validation");
+    const char *names[] = {"CompetitionDistance", "trend", "AfterStateHoliday"};
+    for (int k = 0; k < 3; k++) {
+        const rt_ds_column *dc = rt_dataset_column(ds, names[k]);
+        const float *v = rt_shard_find(tr, names[k])->data;
+        double n = 0, sum = 0, sq = 0;
+        for (int64_t r = 0; r < tr->nrows; r++)
+            if (!((const uint8_t *)vf->data)[r])
+                n++, sum += v[r];
+        for (int64_t r = 0; r < tr->nrows; r++)
+            if (!((const uint8_t *)vf->data)[r])
+                sq += (v[r] - sum / n) * (v[r] - sum / n);
+        assert_true(dc->has_stats && n == 27);
+        assert_true(fabs(dc->mean - sum / n) <= 1e-9 * (1 + fabs(sum / n)));
+        assert_true(fabs(dc->std - sqrt(sq / n)) <= 1e-9 * (1 + sqrt(sq / n)));
+    }
     rt_shard_free(tr);
     rt_shard_free(te);
     rt_dataset_free(ds);

@@ -204,7 +204,7 @@ static rt_status setup(trainer *t, char *err)
         t->nval = t->val.n;
     }
     if (st == RT_OK)
-        st = rt_job_model_spec(cfg, t->ds, &t->cols, &t->spec, err);
+        st = rt_job_model_spec(cfg, NULL, t->ds, &t->cols, &t->spec, err);
     rt_device dev = RT_DEVICE_CPU;
     if (st == RT_OK)
         st = pick_device(t, &dev, err);
@@ -223,6 +223,8 @@ static rt_status setup(trainer *t, char *err)
     o.mem_share = dev == RT_DEVICE_CPU ? env->local_size : 1;
     if (st == RT_OK)
         st = rt_dp_create(&t->spec, &o, env->size > 1 ? env->comm : NULL, &t->dp, err);
+    if (st == RT_OK)
+        st = rt_job_model_standardize(rt_dp_model(t->dp), t->ds, &t->cols, err);
     if (st != RT_OK)
         return st;
     if (env->rank == 0 && (st = rt_mkdirs(cfg->store, err)) != RT_OK)

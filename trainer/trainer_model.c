@@ -28,9 +28,20 @@ static const char *closest(const rt_columns *cols, const char *name)
     return best && bestd <= strlen(name) / 2 + 1 ? best : NULL;
 }
 
+/* "FILE:LINE: " of a [model] key when the origin is known, else "". */
+static const char *where(const rt_cfg_origin *o, const char *key, char *buf, size_t len)
+{
+    if (!o)
+        return "";
+    char w[480];
+    rt_cfg_where(&rt_job_schema, o, "model", key, w, sizeof w);
+    snprintf(buf, len, "%s: ", w);
+    return buf;
+}
+
 /* embedding_dims: COLUMN:WIDTH for columns of the model. */
-static rt_status emb_overrides(const rt_job_cfg *cfg, const rt_dataset *ds, const rt_columns *cols,
-                               rt_model_spec *s, char *err)
+static rt_status emb_overrides(const rt_job_cfg *cfg, const rt_cfg_origin *o, const rt_dataset *ds,
+                               const rt_columns *cols, rt_model_spec *s, char *err)
 {
     for (size_t i = 0; i < cfg->embedding_dims.n; i++) {
         const char *it = cfg->embedding_dims.items[i], *colon = strrchr(it, ':');
@@ -48,16 +59,18 @@ static rt_status emb_overrides(const rt_job_cfg *cfg, const rt_dataset *ds, cons
                          "categorical columns)", name, rt_col_role_name(dc->role));
             else if (near)
                 snprintf(hint, sizeof hint, "; did you mean %s?", near);
-            return rt_err(err, RT_ERR_INVALID, "[model] embedding_dims: %s has no categorical "
-                          "column '%s'%s", ds->dir, name, hint);
+            char at[512];
+            return rt_err(err, RT_ERR_INVALID, "%s[model] embedding_dims: %s has no categorical "
+                          "column '%s'%s", where(o, "embedding_dims", at, sizeof at), ds->dir,
+                          name, hint);
         }
         s->emb_dim[c] = atoi(colon + 1);
     }
     return RT_OK;
 }
 
-rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_dataset *ds, const rt_columns *cols,
-                            rt_model_spec *s, char *err)
+rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const rt_dataset *ds,
+                            const rt_columns *cols, rt_model_spec *s, char *err)
 {
     rt_model_spec_defaults(s);
     s->arch = (rt_arch)cfg->architecture;
@@ -68,12 +81,22 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_dataset *ds, const r
         s->emb_dim[i] = cfg->embedding_rule == RT_EMB_RULE_FASTAI ? fastai_width(cols->vocab[i])
                                                                   : (int)cfg->embedding_dim;
     }
-    rt_status st = emb_overrides(cfg, ds, cols, s, err);
+    rt_status st = emb_overrides(cfg, o, ds, cols, s, err);
     if (st != RT_OK)
         return st;
     s->emb_dropout = (float)cfg->embedding_dropout;
     s->n_cont = cols->ncont;
     s->cont_norm = (rt_cont_norm)cfg->continuous_norm;
+    for (int i = 0; s->cont_norm == RT_CONT_STANDARDIZE && i < cols->ncont; i++) {
+        const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
+        char at[512];
+        if (!dc || !dc->has_stats)
+            return rt_err(err, RT_ERR_INVALID,
+                          "%s[model] continuous_norm = standardize: the manifest of %s has no "
+                          "statistics for its continuous column %s (a dataset prepared before "
+                          "ringtrain wrote them): prepare it again, or use batchnorm",
+                          where(o, "continuous_norm", at, sizeof at), ds->dir, cols->cont[i]);
+    }
     s->n_hidden = (int)cfg->hidden.n < RT_MODEL_MAX_HIDDEN ? (int)cfg->hidden.n : RT_MODEL_MAX_HIDDEN;
     for (int i = 0; i < s->n_hidden; i++)
         s->hidden[i] = atoi(cfg->hidden.items[i]);
@@ -107,4 +130,18 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_dataset *ds, const r
     s->bn_eps = (float)cfg->bn_eps;
     s->seed = (uint64_t)cfg->seed;
     return rt_model_spec_check(s, err);
+}
+
+rt_status rt_job_model_standardize(rt_model *m, const rt_dataset *ds, const rt_columns *cols,
+                                   char *err)
+{
+    if (rt_model_get_spec(m)->cont_norm != RT_CONT_STANDARDIZE || cols->ncont == 0)
+        return RT_OK;
+    float mean[256], sd[256];
+    for (int i = 0; i < cols->ncont; i++) {
+        const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
+        mean[i] = dc ? (float)dc->mean : 0.0f;
+        sd[i] = dc ? (float)dc->std : 1.0f;
+    }
+    return rt_model_set_standardize(m, mean, sd, err);
 }

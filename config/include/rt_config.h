@@ -129,6 +129,12 @@ void rt_cfg_init(const rt_cfg_schema *s, void *obj);
 rt_status rt_cfg_load_file(const rt_cfg_schema *s, const char *path, void *obj,
                            rt_cfg_errors *errs);
 
+/* The same, and where each key was set: *lines (the caller frees it; NULL
+ * when the file could not be read) holds, per key of the schema, the line
+ * that set it or 0 — an rt_cfg_origin's lines for later checks. */
+rt_status rt_cfg_load_file_at(const rt_cfg_schema *s, const char *path, void *obj,
+                              rt_cfg_errors *errs, int **lines);
+
 /* Same, from text; fname is used in messages, basedir resolves relative
  * paths (NULL: leave them as written). */
 rt_status rt_cfg_load_string(const rt_cfg_schema *s, const char *text, size_t len,

@@ -7,7 +7,9 @@
  *    "label": "Sales", "label_transform": "log", "max_label": 41551,
  *    "validation": "Validation", "id": "Id", "date": "Date",
  *    "columns": [{"name": "Store", "role": "categorical", "type": "i32",
- *                 "vocab": ["1", "10", ...]}, ...],
+ *                 "vocab": ["1", "10", ...]},
+ *                {"name": "Promo2Weeks", "role": "continuous", "type": "f32",
+ *                 "mean": 9.4, "std": 12.1}, ...],
  *    "partitions": [{"file": "train-00000.rts", "rows": 422000,
  *                    "validation_rows": 20000}, ...],
  *    "test": [{"file": "test-00000.rts", "rows": 41088}],
@@ -46,6 +48,11 @@ typedef struct rt_ds_column {
     rt_col_type type;
     int32_t vocab_size; /* categorical: indices are 0 .. vocab_size-1 */
     char **vocab;       /* the values (NULL entries were SQL NULL) */
+    /* continuous: mean and (population) standard deviation over the
+     * training rows, validation rows left out ([model] continuous_norm =
+     * standardize); has_stats false in a manifest written without them */
+    bool has_stats;
+    double mean, std;
 } rt_ds_column;
 
 typedef struct rt_ds_part {

@@ -86,9 +86,15 @@ rt_status rt_rows_append(rt_rows *r, const rt_shard *s, const rt_columns *c, con
 /* The model of a job on a dataset: the [model] keys (checked by the
  * schema) with the columns' vocabularies and the label's range; refuses an
  * embedding width for a column the model does not have, naming the
- * closest.  The same spec in the CLI, the workers and `ringtrain model`. */
-rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_dataset *ds, const rt_columns *cols,
-                            rt_model_spec *spec, char *err);
+ * closest, and standardisation without the manifest's statistics.  Errors
+ * name the job file's line when o (the file's origin) is given.  The same
+ * spec in the CLI (before anything is submitted) and the workers. */
+rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const rt_dataset *ds,
+                            const rt_columns *cols, rt_model_spec *spec, char *err);
+/* continuous_norm = standardize: the manifest's statistics of the training
+ * rows into a new model (a resumed one has them from its checkpoint). */
+rt_status rt_job_model_standardize(rt_model *m, const rt_dataset *ds, const rt_columns *cols,
+                                   char *err);
 
 /* ---- rows streamed a window at a time ([data] stream_rows; trainer_stream.c) ---- */
 
