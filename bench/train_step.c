@@ -1,7 +1,13 @@
 /* train_step — samples/s of one training step (forward + backward + Adam) of
- * the Rossmann model, next to the GEMM rate measured in the same run.
+ * a model family on the Rossmann columns (18 categorical, 18 continuous),
+ * next to the GEMM rate measured in the same run.
  *
- *   train_step [--device cpu|cuda] [--threads T] [--batch B] [--seconds S] [--tf32] [--json]
+ *   train_step [--architecture NAME] [--set model.KEY=VALUE]... [--print-spec]
+ *              [--device cpu|cuda] [--threads T] [--batch B] [--seconds S] [--tf32] [--json]
+ *
+ * The model is the job file's: its [model] defaults for the family (the
+ * Rossmann network by default), changed by --set as a job's; --print-spec
+ * prints its spec as JSON (what bench/torch_step.py builds in PyTorch).
  *
  * Without --device/--threads/--batch it runs every configuration: CPU with 1
  * and 2 threads (or the given count) and, when a GPU is present, CUDA, each at
@@ -25,9 +31,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rt_json.h"
 #include "rt_model.h"
 #include "rt_time.h"
 #include "train_step_gpu.h"
+#include "trainer.h"
 
 /* Realistic Rossmann vocabulary sizes (18 categorical columns). */
 static const int32_t VOCAB[18] = {1116, 13, 8, 4, 13, 32, 53, 26, 27, 5, 4, 4, 24, 9, 22, 3, 5, 3};
@@ -80,17 +88,60 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void make_spec(rt_model_spec *s)
+/* The job file's model (its defaults, then --set) on the Rossmann
+ * columns: a dataset that holds only its manifest's columns. */
+static rt_status make_spec(const char *arch, const char *const *sets, int nsets, rt_model_spec *s,
+                           char *err)
 {
-    rt_model_spec_defaults(s);
-    s->n_cat = 18;
-    for (int c = 0; c < 18; c++)
-        s->vocab[c] = VOCAB[c];
-    s->n_cont = 18;
-    s->head_scale = (float)(log(41551.0) * 1.2);
+    rt_job_cfg cfg;
+    rt_cfg_errors e = {0};
+    rt_cfg_init(&rt_job_schema, &cfg);
+    rt_status st = rt_cfg_set(&rt_job_schema, &cfg, "data.dataset", "/", &e);
+    if (st == RT_OK)
+        st = rt_cfg_set(&rt_job_schema, &cfg, "output.store", "/", &e);
+    if (st == RT_OK && arch)
+        st = rt_cfg_set(&rt_job_schema, &cfg, "model.architecture", arch, &e);
+    for (int i = 0; st == RT_OK && i < nsets; i++) {
+        char key[128];
+        const char *eq = strchr(sets[i], '=');
+        snprintf(key, sizeof key, "%.*s", eq ? (int)(eq - sets[i]) : 0, sets[i]);
+        st = rt_cfg_set(&rt_job_schema, &cfg, key, eq ? eq + 1 : "", &e);
+    }
+    rt_cfg_origin o = {"--set", NULL};
+    if (st == RT_OK)
+        st = rt_cfg_validate(&rt_job_schema, &cfg, &o, &e);
+    if (st != RT_OK) {
+        rt_cfg_errors_join(&e, err, RT_ERR_LEN);
+        rt_cfg_errors_free(&e);
+        rt_cfg_free(&rt_job_schema, &cfg);
+        return RT_ERR_INVALID;
+    }
+    rt_ds_column cols[37];
+    rt_dataset ds = {.ncols = 37, .cols = cols, .label_transform = "log", .max_label = 41551};
+    snprintf(ds.dir, sizeof ds.dir, "the Rossmann columns");
+    snprintf(ds.label, sizeof ds.label, "Sales");
+    for (int c = 0; c < 37; c++) {
+        rt_ds_column *dc = &cols[c];
+        memset(dc, 0, sizeof *dc);
+        snprintf(dc->name, sizeof dc->name, c < 18 ? "cat%d" : c < 36 ? "cont%d" : "Sales",
+                 c < 18 ? c : c - 18);
+        dc->role = c < 18 ? RT_ROLE_CATEGORICAL : c < 36 ? RT_ROLE_CONTINUOUS : RT_ROLE_LABEL;
+        dc->type = c < 18 ? RT_COL_I32 : RT_COL_F32;
+        dc->vocab_size = c < 18 ? VOCAB[c] : 0;
+        dc->has_stats = c >= 18 && c < 36;
+        dc->std = 1.0;
+    }
+    rt_columns *rc = calloc(1, sizeof *rc);
+    st = rc ? rt_columns_resolve(&ds, &cfg, rc, err) : rt_err(err, RT_ERR_NOMEM, "out of memory");
+    if (st == RT_OK)
+        st = rt_job_model_spec(&cfg, NULL, &ds, rc, s, err);
+    free(rc);
+    rt_cfg_free(&rt_job_schema, &cfg);
+    return st;
 }
 
-static int run_one(rt_device dev, int threads, long batch, double seconds, bool tf32, result *r)
+static int run_one(const rt_model_spec *spec, rt_device dev, int threads, long batch,
+                   double seconds, bool tf32, result *r)
 {
     char err[RT_ERR_LEN];
     rt_kctx *ctx;
@@ -99,10 +150,8 @@ static int run_one(rt_device dev, int threads, long batch, double seconds, bool 
         return 1;
     }
     rt_kctx_set_tf32(ctx, tf32);
-    rt_model_spec s;
-    make_spec(&s);
     rt_model *m;
-    if (rt_model_create(&s, ctx, batch, &m, err) != RT_OK) {
+    if (rt_model_create(spec, ctx, batch, &m, err) != RT_OK) {
         fprintf(stderr, "train_step: %s\n", err);
         rt_kctx_destroy(ctx);
         return 1;
@@ -173,8 +222,9 @@ static int run_one(rt_device dev, int threads, long batch, double seconds, bool 
 int main(int argc, char **argv)
 {
     rt_blas_reexec(argv); /* the sgemm baseline on the best OpenBLAS kernels */
-    const char *device = NULL;
-    int threads = 0, json = 0;
+    const char *device = NULL, *arch = NULL;
+    const char *sets[64];
+    int threads = 0, json = 0, nsets = 0, print_spec = 0;
     bool tf32 = false;
     long batch = 0;
     double seconds = 3.0;
@@ -191,11 +241,33 @@ int main(int argc, char **argv)
             json = 1;
         else if (strcmp(argv[i], "--tf32") == 0)
             tf32 = true;
+        else if (strcmp(argv[i], "--architecture") == 0 && i + 1 < argc)
+            arch = argv[++i];
+        else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc && nsets < 64)
+            sets[nsets++] = argv[++i];
+        else if (strcmp(argv[i], "--print-spec") == 0)
+            print_spec = 1;
         else {
-            fprintf(stderr, "usage: train_step [--device cpu|cuda] [--threads T] [--batch B] "
+            fprintf(stderr, "usage: train_step [--architecture NAME] [--set model.KEY=VALUE]... "
+                            "[--print-spec] [--device cpu|cuda] [--threads T] [--batch B] "
                             "[--seconds S] [--tf32] [--json]\n");
             return 2;
         }
+    }
+    rt_model_spec spec;
+    char err[RT_ERR_LEN];
+    if (make_spec(arch, sets, nsets, &spec, err) != RT_OK) {
+        fprintf(stderr, "train_step: %s\n", err);
+        return 2;
+    }
+    if (print_spec) {
+        rt_jw w;
+        rt_jw_init(&w);
+        rt_model_spec_json(&spec, &w);
+        char *text = rt_jw_take(&w, NULL);
+        puts(text ? text : "null");
+        free(text);
+        return 0;
     }
     if (device && strcmp(device, "cpu") != 0 && strcmp(device, "cuda") != 0) {
         fprintf(stderr, "train_step: --device must be cpu or cuda\n");
@@ -233,8 +305,8 @@ int main(int argc, char **argv)
     }
     char name[128];
     if (!json)
-        printf("ringtrain GEMM kernel %s; gemm_peak: OpenBLAS sgemm on its %s kernels\n",
-               rt_cpu_gemm_kernel(), rt_cpu_blas_core());
+        printf("%s; ringtrain GEMM kernel %s; gemm_peak: OpenBLAS sgemm on its %s kernels\n",
+               rt_arch_names[spec.arch], rt_cpu_gemm_kernel(), rt_cpu_blas_core());
     if (!json)
         printf("%-6s %7s %6s %12s %10s %9s %10s %6s %10s %10s\n", "device", "threads", "batch",
                "samples/s",
@@ -242,13 +314,15 @@ int main(int argc, char **argv)
     for (int c = 0; c < nc; c++)
         for (int b = 0; b < nb; b++) {
             result r;
-            if (run_one(cfg[c].dev, cfg[c].threads, batches[b], seconds, tf32, &r) != 0)
+            if (run_one(&spec, cfg[c].dev, cfg[c].threads, batches[b], seconds, tf32, &r) != 0)
                 return 1;
             if (json)
-                printf("{\"device\":\"%s\",\"threads\":%d,\"batch\":%ld,\"samples_per_s\":%.1f,"
+                printf("{\"architecture\":\"%s\",\"device\":\"%s\",\"threads\":%d,\"batch\":%ld,"
+                       "\"samples_per_s\":%.1f,"
                        "\"gflops\":%.2f,\"gemm_peak_gflops\":%.2f,\"gemm_side_gflops\":%.2f,"
                        "\"step_us\":%.1f,\"tf32\":%s,\"blas_core\":\"%s\",\"gemm_kernel\":\"%s\"}\n",
-                       r.device, r.threads, r.batch, r.samples_per_s, r.gflops, r.gemm_peak,
+                       rt_arch_names[spec.arch], r.device, r.threads, r.batch, r.samples_per_s,
+                       r.gflops, r.gemm_peak,
                        r.gemm_side, r.step_us,
                        strcmp(r.device, "cuda") == 0 && tf32 ? "true" : "false",
                        rt_cpu_blas_core(), rt_cpu_gemm_kernel());

@@ -16,6 +16,7 @@
 #endif
 
 #include "cpu_backend.h"
+#include "cpu_simd.h"
 #include "kctx_impl.h"
 
 /* below this many elements a loop runs on the calling thread */
@@ -63,54 +64,80 @@ static inline float act_df(rt_act act, float x)
     }
 }
 
+/* One row each, cloned per instruction-set level (RT_MV) so that the
+ * loops run as wide as the CPU allows; the activation is chosen outside
+ * the element loop. */
+RT_MV static void act_fwd_row(rt_act act, const float *x, float *y, int64_t n)
+{
+    switch (act) {
+    case RT_ACT_RELU:
+        for (int64_t j = 0; j < n; j++)
+            y[j] = x[j] > 0.0f ? x[j] : 0.0f;
+        break;
+    default:
+        for (int64_t j = 0; j < n; j++)
+            y[j] = act_f(act, x[j]);
+    }
+}
+
+RT_MV static void act_bwd_row(rt_act act, const float *x, const float *g, float *dx, int64_t n)
+{
+    switch (act) {
+    case RT_ACT_RELU:
+        for (int64_t j = 0; j < n; j++)
+            dx[j] = x[j] > 0.0f ? g[j] : 0.0f;
+        break;
+    default:
+        for (int64_t j = 0; j < n; j++)
+            dx[j] = g[j] * act_df(act, x[j]);
+    }
+}
+
+RT_MV static void reglu_fwd_row(const float *a, const float *b, float *y, int64_t h)
+{
+    for (int64_t j = 0; j < h; j++)
+        y[j] = a[j] * (b[j] > 0.0f ? b[j] : 0.0f);
+}
+
+RT_MV static void reglu_bwd_row(const float *a, const float *b, const float *g, float *da,
+                                float *db, int64_t h)
+{
+    for (int64_t j = 0; j < h; j++) {
+        const float gj = g[j], aj = a[j], bj = b[j]; /* dx may alias x */
+        da[j] = gj * (bj > 0.0f ? bj : 0.0f);
+        db[j] = bj > 0.0f ? gj * aj : 0.0f;
+    }
+}
+
 void rt_cpu_act_fwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view y)
 {
-    const float *xp = RT_F(x);
-    float *yp = RT_F(y);
 #pragma omp parallel for schedule(static) num_threads(ctx->threads) if (x.rows * x.cols > PAR_MIN)
     for (int64_t r = 0; r < x.rows; r++)
-        for (int64_t j = 0; j < x.cols; j++)
-            yp[r * y.ld + j] = act_f(act, xp[r * x.ld + j]);
+        act_fwd_row(act, RT_F(x) + r * x.ld, RT_F(y) + r * y.ld, x.cols);
 }
 
 void rt_cpu_act_bwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view dy, rt_view dx)
 {
-    const float *xp = RT_F(x), *g = RT_F(dy);
-    float *o = RT_F(dx);
 #pragma omp parallel for schedule(static) num_threads(ctx->threads) if (x.rows * x.cols > PAR_MIN)
     for (int64_t r = 0; r < x.rows; r++)
-        for (int64_t j = 0; j < x.cols; j++)
-            o[r * dx.ld + j] = g[r * dy.ld + j] * act_df(act, xp[r * x.ld + j]);
+        act_bwd_row(act, RT_F(x) + r * x.ld, RT_F(dy) + r * dy.ld, RT_F(dx) + r * dx.ld, x.cols);
 }
 
 void rt_cpu_reglu_fwd(rt_kctx *ctx, rt_view x, rt_view y)
 {
     const int64_t h = y.cols;
-    const float *xp = RT_F(x);
-    float *yp = RT_F(y);
 #pragma omp parallel for schedule(static) num_threads(ctx->threads) if (x.rows * h > PAR_MIN)
-    for (int64_t r = 0; r < x.rows; r++) {
-        const float *a = xp + r * x.ld, *b = a + h;
-        for (int64_t j = 0; j < h; j++)
-            yp[r * y.ld + j] = a[j] * (b[j] > 0.0f ? b[j] : 0.0f);
-    }
+    for (int64_t r = 0; r < x.rows; r++)
+        reglu_fwd_row(RT_F(x) + r * x.ld, RT_F(x) + r * x.ld + h, RT_F(y) + r * y.ld, h);
 }
 
 void rt_cpu_reglu_bwd(rt_kctx *ctx, rt_view x, rt_view dy, rt_view dx)
 {
     const int64_t h = dy.cols;
-    const float *xp = RT_F(x), *g = RT_F(dy);
-    float *o = RT_F(dx);
 #pragma omp parallel for schedule(static) num_threads(ctx->threads) if (x.rows * h > PAR_MIN)
-    for (int64_t r = 0; r < x.rows; r++) {
-        const float *a = xp + r * x.ld, *b = a + h, *gr = g + r * dy.ld;
-        float *da = o + r * dx.ld, *db = da + h;
-        for (int64_t j = 0; j < h; j++) {
-            const float gj = gr[j], aj = a[j], bj = b[j]; /* dx may alias x */
-            da[j] = gj * (bj > 0.0f ? bj : 0.0f);
-            db[j] = bj > 0.0f ? gj * aj : 0.0f;
-        }
-    }
+    for (int64_t r = 0; r < x.rows; r++)
+        reglu_bwd_row(RT_F(x) + r * x.ld, RT_F(x) + r * x.ld + h, RT_F(dy) + r * dy.ld,
+                      RT_F(dx) + r * dx.ld, RT_F(dx) + r * dx.ld + h, h);
 }
 
 /* ---- layer norm ----------------------------------------------------------------- */
@@ -159,23 +186,30 @@ void rt_cpu_ln_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
 {
     const int64_t B = x.rows, F = x.cols;
     const float *xp = RT_F(x), *g = RT_F(dy);
-    /* dgamma, dbeta: every column by one thread, rows in order */
+    /* dgamma, dbeta: every column by one thread, rows in order (a thread
+     * walks the rows along its columns: one pass over memory) */
     const int nthr = B * F > PAR_MIN ? ctx->threads : 1;
 #pragma omp parallel num_threads(nthr)
     {
         int64_t c0 = 0, c1 = F;
         int t = 0, nt = 1;
         thread_cols(F, &c0, &c1, &t, &nt);
-        for (int64_t j = c0; j < c1; j++) {
-            double sg = 0.0, sgx = 0.0;
-            for (int64_t r = 0; r < B; r++) {
-                const double gv = g[r * dy.ld + j];
-                sg += gv;
-                sgx += gv * ((xp[r * x.ld + j] - save_mean[r]) * (double)save_rstd[r]);
+        double *acc = calloc(2 * (size_t)(c1 - c0) + 1, sizeof *acc), *sg = acc, *sgx = acc + (c1 - c0);
+        RT_ASSERT(acc);
+        for (int64_t r = 0; r < B; r++) {
+            const float *gr = g + r * dy.ld, *xr = xp + r * x.ld;
+            const double mu = save_mean[r], rs = save_rstd[r];
+            for (int64_t j = c0; j < c1; j++) {
+                const double gv = gr[j];
+                sg[j - c0] += gv;
+                sgx[j - c0] += gv * ((xr[j] - mu) * rs);
             }
-            dbeta[j] = (float)sg;
-            dgamma[j] = (float)sgx;
         }
+        for (int64_t j = c0; j < c1; j++) {
+            dbeta[j] = (float)sg[j - c0];
+            dgamma[j] = (float)sgx[j - c0];
+        }
+        free(acc);
     }
     if (!dx.p)
         return;
@@ -202,30 +236,33 @@ void rt_cpu_ln_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
 
 /* ---- elementwise, bias, column sums ------------------------------------------------ */
 
+RT_MV static void ew_row(rt_ew op, const float *a, const float *b, float *y, int64_t n)
+{
+    switch (op) {
+    case RT_EW_ACC:
+        for (int64_t j = 0; j < n; j++)
+            y[j] += a[j];
+        break;
+    case RT_EW_COPY:
+        for (int64_t j = 0; j < n; j++)
+            y[j] = a[j];
+        break;
+    case RT_EW_ADD:
+        for (int64_t j = 0; j < n; j++)
+            y[j] = a[j] + b[j];
+        break;
+    default:
+        for (int64_t j = 0; j < n; j++)
+            y[j] = a[j] * b[j];
+    }
+}
+
 void rt_cpu_ew(rt_kctx *ctx, rt_ew op, rt_view a, rt_view b, rt_view y)
 {
-    const float *ap = RT_F(a), *bp = op == RT_EW_ADD || op == RT_EW_MUL ? RT_F(b) : NULL;
-    float *yp = RT_F(y);
+    const bool two = op == RT_EW_ADD || op == RT_EW_MUL;
 #pragma omp parallel for schedule(static) num_threads(ctx->threads) if (a.rows * a.cols > PAR_MIN)
-    for (int64_t r = 0; r < a.rows; r++) {
-        const float *ar = ap + r * a.ld;
-        float *yr = yp + r * y.ld;
-        if (op == RT_EW_ACC) {
-            for (int64_t j = 0; j < a.cols; j++)
-                yr[j] += ar[j];
-        } else if (op == RT_EW_COPY) {
-            for (int64_t j = 0; j < a.cols; j++)
-                yr[j] = ar[j];
-        } else if (op == RT_EW_ADD) {
-            const float *br = bp + r * b.ld;
-            for (int64_t j = 0; j < a.cols; j++)
-                yr[j] = ar[j] + br[j];
-        } else {
-            const float *br = bp + r * b.ld;
-            for (int64_t j = 0; j < a.cols; j++)
-                yr[j] = ar[j] * br[j];
-        }
-    }
+    for (int64_t r = 0; r < a.rows; r++)
+        ew_row(op, RT_F(a) + r * a.ld, two ? RT_F(b) + r * b.ld : NULL, RT_F(y) + r * y.ld, a.cols);
 }
 
 void rt_cpu_bias_add(rt_kctx *ctx, const float *b, rt_view y)
@@ -274,25 +311,30 @@ void rt_cpu_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int6
 {
     const int64_t B = dy.rows, N = dy.cols, n = N / d;
     const float *xp = RT_F(x), *g = RT_F(dy);
-    /* dw, db: each of the n*d values summed by one thread over the rows in order */
+    /* dw, db: each of the n*d values summed by one thread over the rows in
+     * order (a thread walks the rows along its columns) */
     const int nthr = B * N > PAR_MIN ? ctx->threads : 1;
 #pragma omp parallel num_threads(nthr)
     {
         int64_t c0 = 0, c1 = N;
         int t = 0, nt = 1;
         thread_cols(N, &c0, &c1, &t, &nt);
-        for (int64_t c = c0; c < c1; c++) {
-            const int64_t i = c / d;
-            double sw = 0.0, sb = 0.0;
-            for (int64_t r = 0; r < B; r++) {
-                const double gv = g[r * dy.ld + c];
-                sw += gv * (xp ? xp[r * x.ld + i] : 1.0f);
-                sb += gv;
+        double *acc = calloc(2 * (size_t)(c1 - c0) + 1, sizeof *acc), *sw = acc, *sb = acc + (c1 - c0);
+        RT_ASSERT(acc);
+        for (int64_t r = 0; r < B; r++) {
+            const float *gr = g + r * dy.ld;
+            for (int64_t c = c0; c < c1; c++) {
+                const double gv = gr[c];
+                sw[c - c0] += gv * (xp ? xp[r * x.ld + c / d] : 1.0f);
+                sb[c - c0] += gv;
             }
-            dw[c] = (float)sw;
-            if (db)
-                db[c] = (float)sb;
         }
+        for (int64_t c = c0; c < c1; c++) {
+            dw[c] = (float)sw[c - c0];
+            if (db)
+                db[c] = (float)sb[c - c0];
+        }
+        free(acc);
     }
     if (!dx.p)
         return;

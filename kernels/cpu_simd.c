@@ -4,14 +4,6 @@
 
 #include <math.h>
 
-/* GCC only: clang's target_clones does not take the x86-64-vN levels, and
- * sanitizer builds (clang's fuzzers included) need no clones */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_ADDRESS__) && !defined(RT_NO_MULTIVERSION)
-#define RT_MV __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define RT_MV
-#endif
 
 RT_MV void rt_simd_bias_act(float *y, int64_t ldy, int64_t rows, int64_t n, const float *b,
                             bool relu)

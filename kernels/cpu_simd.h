@@ -8,6 +8,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* A function cloned for x86-64-v4 (AVX-512), v3 (AVX2/FMA) and the
+ * baseline, picked at load time.  GCC only: clang's target_clones does not
+ * take the x86-64-vN levels, and sanitizer builds (clang's fuzzers
+ * included) need no clones. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(RT_NO_MULTIVERSION)
+#define RT_MV __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define RT_MV
+#endif
+
 /* y[r, j] = act(y[r, j] + b[j]) for rows x n. */
 void rt_simd_bias_act(float *y, int64_t ldy, int64_t rows, int64_t n, const float *b, bool relu);
 

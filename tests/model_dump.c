@@ -96,53 +96,6 @@ static void floats(rt_jw *w, const char *key, const float *v, int64_t n)
     rt_jw_arr_end(w);
 }
 
-static void spec_json(rt_jw *w, const rt_model_spec *s)
-{
-    rt_jw_key(w, "spec");
-    rt_jw_obj(w);
-    rt_jw_kstr(w, "architecture", rt_arch_names[s->arch]);
-    rt_jw_key(w, "categorical");
-    rt_jw_arr(w);
-    for (int i = 0; i < s->n_cat; i++) {
-        rt_jw_obj(w);
-        rt_jw_kstr(w, "name", s->cat_names[i]);
-        rt_jw_kint(w, "vocab", s->vocab[i]);
-        rt_jw_kint(w, "dim", s->emb_dim[i]);
-        rt_jw_obj_end(w);
-    }
-    rt_jw_arr_end(w);
-    rt_jw_kint(w, "n_cont", s->n_cont);
-    rt_jw_kstr(w, "continuous_norm", rt_cont_norm_names[s->cont_norm]);
-    rt_jw_kstr(w, "activation", rt_act_names[s->activation]);
-    rt_jw_key(w, "hidden");
-    rt_jw_arr(w);
-    for (int i = 0; i < s->n_hidden; i++)
-        rt_jw_int(w, s->hidden[i]);
-    rt_jw_arr_end(w);
-    floats(w, "dropout", s->dropout, RT_MODEL_MAX_HIDDEN);
-    rt_jw_key(w, "batch_norm");
-    rt_jw_arr(w);
-    for (int i = 0; i < RT_MODEL_MAX_HIDDEN; i++)
-        rt_jw_bool(w, s->batch_norm[i]);
-    rt_jw_arr_end(w);
-    const struct { const char *k; int v; } ints[] = {
-        {"blocks", s->blocks}, {"width", s->width}, {"cross_layers", s->cross_layers},
-        {"deep_layers", s->deep_layers}, {"d_token", s->d_token}, {"heads", s->heads}};
-    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
-        rt_jw_kint(w, ints[i].k, ints[i].v);
-    rt_jw_kbool(w, "stacked", s->stacked);
-    const struct { const char *k; float v; } nums[] = {
-        {"hidden_multiplier", s->hidden_multiplier}, {"dropout1", s->dropout1},
-        {"dropout2", s->dropout2}, {"cross_dropout", s->cross_dropout},
-        {"attention_dropout", s->attention_dropout}, {"ffn_multiplier", s->ffn_multiplier},
-        {"ffn_dropout", s->ffn_dropout}, {"residual_dropout", s->residual_dropout},
-        {"embedding_dropout", s->emb_dropout}, {"head_scale", s->head_scale},
-        {"bn_momentum", s->bn_momentum}, {"bn_eps", s->bn_eps}};
-    for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
-        rt_jw_knum(w, nums[i].k, nums[i].v);
-    rt_jw_obj_end(w);
-}
-
 int main(int argc, char **argv)
 {
     const int nconfigs = (int)(sizeof CONFIGS / sizeof *CONFIGS);
@@ -202,7 +155,8 @@ int main(int argc, char **argv)
     rt_jw w;
     rt_jw_init(&w);
     rt_jw_obj(&w);
-    spec_json(&w, &s);
+    rt_jw_key(&w, "spec");
+    rt_model_spec_json(&s, &w);
     rt_jw_kint(&w, "n", n);
     rt_jw_key(&w, "cat");
     rt_jw_arr(&w);

@@ -75,54 +75,6 @@ static uint32_t get_u32(const unsigned char *p)
 }
 static uint64_t get_u64(const unsigned char *p) { return get_u32(p) | (uint64_t)get_u32(p + 4) << 32; }
 
-/* The spec's network: the architecture and every family's keys (a reader
- * rebuilds the model from these alone). */
-static void model_json(rt_jw *w, const rt_model_spec *s)
-{
-    rt_jw_obj(w);
-    rt_jw_kstr(w, "architecture", rt_arch_names[s->arch]);
-    rt_jw_kint(w, "embedding_dim", s->n_cat > 0 ? s->emb_dim[0] : 10);
-    rt_jw_knum(w, "embedding_dropout", s->emb_dropout);
-    rt_jw_kstr(w, "continuous_norm", rt_cont_norm_names[s->cont_norm]);
-    rt_jw_key(w, "hidden");
-    rt_jw_arr(w);
-    for (int i = 0; i < s->n_hidden; i++)
-        rt_jw_int(w, s->hidden[i]);
-    rt_jw_arr_end(w);
-    rt_jw_key(w, "dropout");
-    rt_jw_arr(w);
-    for (int i = 0; i < RT_MODEL_MAX_HIDDEN; i++)
-        rt_jw_num(w, s->dropout[i]);
-    rt_jw_arr_end(w);
-    rt_jw_key(w, "batch_norm");
-    rt_jw_arr(w);
-    for (int i = 0; i < RT_MODEL_MAX_HIDDEN; i++)
-        rt_jw_bool(w, s->batch_norm[i]);
-    rt_jw_arr_end(w);
-    rt_jw_kstr(w, "activation", rt_act_names[s->activation]);
-    rt_jw_kint(w, "blocks", s->blocks);
-    rt_jw_kint(w, "width", s->width);
-    rt_jw_knum(w, "hidden_multiplier", s->hidden_multiplier);
-    rt_jw_knum(w, "dropout1", s->dropout1);
-    rt_jw_knum(w, "dropout2", s->dropout2);
-    rt_jw_kint(w, "cross_layers", s->cross_layers);
-    rt_jw_kint(w, "deep_layers", s->deep_layers);
-    rt_jw_kbool(w, "stacked", s->stacked);
-    rt_jw_knum(w, "cross_dropout", s->cross_dropout);
-    rt_jw_kint(w, "d_token", s->d_token);
-    rt_jw_kint(w, "heads", s->heads);
-    rt_jw_knum(w, "attention_dropout", s->attention_dropout);
-    rt_jw_knum(w, "ffn_multiplier", s->ffn_multiplier);
-    rt_jw_knum(w, "ffn_dropout", s->ffn_dropout);
-    rt_jw_knum(w, "residual_dropout", s->residual_dropout);
-    rt_jw_knum(w, "l2", s->l2);
-    rt_jw_knum(w, "head_scale", s->head_scale);
-    rt_jw_knum(w, "bn_momentum", s->bn_momentum);
-    rt_jw_knum(w, "bn_eps", s->bn_eps);
-    rt_jw_kint(w, "seed", (int64_t)s->seed);
-    rt_jw_obj_end(w);
-}
-
 static char *header_json(const rt_ckpt *c)
 {
     const rt_model_spec *s = &c->spec;
@@ -164,8 +116,8 @@ static char *header_json(const rt_ckpt *c)
     for (int i = 0; i < c->n_cont; i++)
         rt_jw_str(&w, c->cont_names[i]);
     rt_jw_arr_end(&w);
-    rt_jw_key(&w, "model");
-    model_json(&w, s);
+    rt_jw_key(&w, "model"); /* the network: a reader rebuilds it from this alone */
+    rt_model_spec_json(s, &w);
     rt_jw_kint(&w, "params", c->nparams);
     rt_jw_kint(&w, "buffers", c->nbuffers);
     rt_jw_obj_end(&w);

@@ -9,13 +9,18 @@
 #   4. prints the best epoch's validation exp-RMSPE next to the noise floor
 #      and the store-and-weekday-mean baseline.
 #
-#   examples/rossmann/run.sh [--small] [--np N] [--out DIR] [--aux DIR]
+#   examples/rossmann/run.sh [--small] [--model NAME] [--np N] [--out DIR] [--aux DIR]
 #                            [--stores N] [--epochs E]
 #
 # --small    100 stores and a 512-256 model for 20 epochs (about a minute
 #            on 2 cores), instead of 1115 stores and the seed's
 #            1000-1000-1000-500 model for 100 epochs (hours on a CPU; meant
 #            for GPU nodes).
+# --model    the model family (docs/models.md): rossmann (the seed's
+#            network, the default), mlp, resnet, dcn2 or ft_transformer;
+#            with --small each at a size for the small data (ft_transformer
+#            takes several minutes on 2 cores), else at its job-file
+#            defaults.
 # --aux DIR  the real store, test, store_states, state_names, googletrend and
 #            weather files (.csv or .csv.gz); by default ../shared/data/rossmann
 #            beside the repository when it exists, else a synthetic bundle.
@@ -25,16 +30,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${RINGTRAIN_BUILD:-$root/build}
 
-small=0 np=2 out="$root/runs/rossmann" aux="" stores="" epochs=""
+small=0 np=2 out="$root/runs/rossmann" aux="" stores="" epochs="" arch=rossmann
 while [ $# -gt 0 ]; do
   case "$1" in
     --small) small=1 ;;
+    --model) arch=$2; shift ;;
     --np) np=$2; shift ;;
     --out) out=$2; shift ;;
     --aux) aux=$2; shift ;;
     --stores) stores=$2; shift ;;
     --epochs) epochs=$2; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -52,14 +58,23 @@ if [ -z "$aux" ] && [ -d "$root/../shared/data/rossmann" ]; then
   aux=$(cd "$root/../shared/data/rossmann" && pwd)
 fi
 
+model=(--set model.architecture="$arch")
 if [ "$small" = 1 ]; then
   stores=${stores:-100} epochs=${epochs:-20}
-  model=(--set model.hidden=512,256 --set model.dropout=0.3 --set model.l2=1e-6
-         --set train.batch_size=128 --set train.learning_rate=1e-3
-         --set train.lr_schedule=cosine)
+  model+=(--set model.l2=1e-6 --set train.batch_size=128 --set train.learning_rate=1e-3
+          --set train.lr_schedule=cosine)
+  case "$arch" in
+    rossmann|mlp) model+=(--set model.hidden=512,256 --set model.dropout=0.3) ;;
+    resnet) model+=(--set model.blocks=2 --set model.width=256 --set model.dropout1=0.2) ;;
+    dcn2) model+=(--set model.width=256 --set model.cross_layers=3 --set model.deep_layers=2
+                  --set model.dropout=0.2) ;;
+    ft_transformer) model+=(--set model.d_token=32 --set model.blocks=2 --set model.heads=4
+                            --set model.attention_dropout=0.1 --set model.ffn_dropout=0.1) ;;
+    *) echo "run.sh: --model is rossmann, mlp, resnet, dcn2 or ft_transformer, not '$arch'" >&2
+       exit 2 ;;
+  esac
 else
   stores=${stores:-1115} epochs=${epochs:-100}
-  model=()
 fi
 
 mkdir -p "$out"

@@ -104,6 +104,11 @@ rt_status rt_model_spec_check(const rt_model_spec *spec, char *err);
  * naming the first difference, a's then b's. */
 bool rt_model_spec_same_net(const rt_model_spec *a, const rt_model_spec *b, char *why,
                             size_t len);
+/* The spec as a JSON object: the architecture, the columns ("categorical":
+ * name, vocab, dim; "n_cont"), every family's keys — what a checkpoint's
+ * "model" holds and bench/torch_models.py builds the same network from. */
+typedef struct rt_jw rt_jw;
+void rt_model_spec_json(const rt_model_spec *spec, rt_jw *w);
 /* Bytes the model needs at max_batch rows: parameters with gradients and
  * Adam's moments, and the activations and their gradients (training). */
 typedef struct rt_model_memory {

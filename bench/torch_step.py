@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""samples/s of one training step (forward, MAE loss, backward, Adam) of a
+ringtrain model family in PyTorch: the baseline bench/train_step is compared
+with, the same network (bench/torch_models.py) on the same machine and
+threads, in the same run (bench/families.sh).
+
+    torch_step.py SPEC.json --batch B --threads T [--seconds S] [--json]
+
+SPEC.json is `train_step --architecture NAME --print-spec`.  The step is
+what ringtrain's is: train mode (batch statistics, dropout on), the loss
+and its backward, torch.optim.Adam with ringtrain's epsilon, zero_grad with
+set_to_none; the data is one fixed random batch, as train_step's."""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_models  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("spec")
+    ap.add_argument("--batch", type=int, required=True)
+    ap.add_argument("--threads", type=int, required=True)
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    with open(a.spec) as f:
+        spec = json.load(f)
+    model = torch_models.build(spec)
+    model.train()
+    g = torch.Generator().manual_seed(1)
+    cats = spec["categorical"]
+    cat = (torch.stack([torch.randint(0, c["vocab"], (a.batch,), generator=g) for c in cats], 1)
+           if cats else torch.zeros(a.batch, 0, dtype=torch.long))
+    cont = torch.randn(a.batch, spec["n_cont"], generator=g)
+    label = 7.0 + torch.rand(a.batch, generator=g) * 2
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, eps=1e-3)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = (model(cat, cont) - label).abs().mean()
+        loss.backward()
+        opt.step()
+
+    for _ in range(3):
+        step()
+    times = []
+    until = time.perf_counter() + a.seconds
+    while time.perf_counter() < until or len(times) < 5:
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    med = times[len(times) // 2]
+    out = {"framework": "pytorch", "version": torch.__version__, "architecture": spec["architecture"],
+           "threads": a.threads, "batch": a.batch, "samples_per_s": a.batch / med,
+           "step_us": med * 1e6, "steps": len(times)}
+    if a.json:
+        print(json.dumps(out))
+    else:
+        print(f"pytorch {torch.__version__} {spec['architecture']}: {a.threads} thread(s), batch "
+              f"{a.batch}: {out['samples_per_s']:.0f} samples/s, step {med * 1e3:.2f} ms "
+              f"({len(times)} steps)")
+
+
+if __name__ == "__main__":
+    main()
