@@ -265,8 +265,10 @@ static const rt_cfg_key job_keys[] = {
              "CPU threads per rank (0: the node's cores shared by its ranks)"),
     RT_CFG_B("model", "tf32", "false", rt_job_cfg, tf32, "TF32 tensor cores for GPU GEMMs"),
     RT_CFG_B("model", "sync_batch_norm", "false", rt_job_cfg, sync_batch_norm,
-             "batch norm with the statistics of all ranks' batches (np > 1, CPU workers): "
-             "np ranks of batch B then train like one of batch np*B"),
+             "every batch-norm layer with the statistics of all ranks' batches (np > 1, CPU "
+             "workers): np ranks of batch B then train like one of batch np*B (a batch norm "
+             "inside the network also sums its backward over the ranks, and the gradient "
+             "buckets then wait for backward to finish)"),
 
     RT_CFG_I("train", "batch_size", "100", 1, 1 << 20, rt_job_cfg, batch_size,
              "rows per step on each rank"),

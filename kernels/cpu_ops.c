@@ -187,6 +187,24 @@ static void cpu_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, 
     }
 }
 
+/* dx of a batch norm whose statistics were the global batch's: the sums
+ * over every rank's rows given (double), count the global rows. */
+static void cpu_bn_bwd_given(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
+                             const float *save_mean, const float *save_invstd,
+                             const double *sum_dy, const double *sum_dy_xhat, double count,
+                             rt_view dx)
+{
+    (void)ctx;
+    const float *xp = RT_F(x), *g = RT_F(dy);
+    float *dxp = RT_F(dx);
+    for (int64_t b = 0; b < x.rows; b++)
+        for (int64_t f = 0; f < x.cols; f++) {
+            const double is = save_invstd[f], xhat = (xp[b * x.ld + f] - save_mean[f]) * is;
+            const double v = count * g[b * dy.ld + f] - sum_dy[f] - xhat * sum_dy_xhat[f];
+            dxp[b * dx.ld + f] = (float)(gamma[f] * is / count * v);
+        }
+}
+
 static void cpu_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t stream,
                     const int64_t *step)
 {
@@ -420,6 +438,7 @@ const rt_kernel_ops rt_cpu_kernel_ops = {
     .bn_fwd = cpu_bn_fwd,
     .bn_fwd_given = cpu_bn_fwd_given,
     .bn_bwd = cpu_bn_bwd,
+    .bn_bwd_given = cpu_bn_bwd_given,
     .dense_fwd = rt_cpu_dense_fwd,
     .dense_bwd = rt_cpu_dense_bwd,
     .dropout = cpu_dropout,

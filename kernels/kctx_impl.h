@@ -79,6 +79,9 @@ struct rt_kernel_ops {
     void (*bn_bwd)(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
                    const float *save_mean, const float *save_invstd, float *dgamma,
                    float *dbeta, rt_view dx);
+    void (*bn_bwd_given)(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
+                         const float *save_mean, const float *save_invstd, const double *sum_dy,
+                         const double *sum_dy_xhat, double count, rt_view dx); /* NULL on CUDA */
     void (*dense_fwd)(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
                       rt_view y);
     void (*dense_bwd)(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act,

@@ -81,7 +81,6 @@ typedef struct mlayer {
     /* backward, per input: 0 writes the gradient, 1 adds to it (via
      * scratch), 2 adds after zeroing it first (a partial slot written first) */
     int gmode[MODEL_MAX_IN];
-    bool input_bn;      /* the batch norm of the continuous inputs (sync BN) */
 } mlayer;
 
 /* Parameter initialisers. */
@@ -134,8 +133,12 @@ struct rt_model {
     float *in_cont, *in_label;
     float *scratch[2];
     int64_t scratch_len;
-    double *bn_given_mean, *bn_given_var; /* sync BN: the global batch's (host, CPU only) */
-    bool bn_given;
+    /* synchronized batch norm (CPU): the ranks' sum, its failure, host scratch */
+    rt_bn_sync_fn bn_sync;
+    void *bn_sync_user;
+    rt_status sync_st;
+    char sync_err[RT_ERR_LEN];
+    double *sync_buf, sync_count; /* 2F + 1 of the widest batch norm; the global rows */
 
     void **allocs;
     int nallocs, allocs_cap;

@@ -8,6 +8,8 @@
  * it (gmode 0), or adds to what a later reader wrote through a scratch
  * buffer (gmode 1), zeroing it first when it is the first to touch a slot
  * that covers part of the tensor (gmode 2). */
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "model_impl.h"
@@ -148,6 +150,73 @@ static void tokens_bwd(rt_model *m, const mlayer *L, int64_t n)
     }
 }
 
+/* Sum over the ranks (m->bn_sync); the first failure is kept for
+ * rt_model_sync_status and the rank's own values stay. */
+static void sync_sum(rt_model *m, double *v, int64_t count)
+{
+    char err[RT_ERR_LEN];
+    rt_status st = m->bn_sync(m->bn_sync_user, v, count, err);
+    if (st != RT_OK && m->sync_st == RT_OK) {
+        m->sync_st = st;
+        snprintf(m->sync_err, sizeof m->sync_err, "synchronized batch norm: %s", err);
+    }
+}
+
+/* Synchronized batch norm, forward (CPU: host memory): the global batch's
+ * mean, then its biased variance, each from the ranks' sums in double (the
+ * kernel's own two passes); y, the saved statistics and the moving ones as
+ * rt_k_bn_fwd would give for the whole global batch. */
+static void bn_sync_fwd(rt_model *m, mlayer *L, int64_t n)
+{
+    const rt_model_spec *s = &m->spec;
+    const rt_view x = in_view(m, L, 0, n);
+    const int64_t F = x.cols, R = x.rows;
+    double *sum = m->sync_buf, *var = m->sync_buf + F + 1;
+    for (int64_t f = 0; f <= F; f++)
+        sum[f] = 0.0;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t f = 0; f < F; f++)
+            sum[f] += RT_F(x)[r * x.ld + f];
+    sum[F] = (double)R;
+    sync_sum(m, sum, F + 1);
+    const double count = sum[F] > 0 ? sum[F] : 1.0;
+    m->sync_count = count;
+    for (int64_t f = 0; f < F; f++) {
+        sum[f] /= count; /* the mean */
+        var[f] = 0.0;
+    }
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t f = 0; f < F; f++) {
+            const double dv = RT_F(x)[r * x.ld + f] - sum[f];
+            var[f] += dv * dv;
+        }
+    sync_sum(m, var, F);
+    float *run_mean = m->buffers + L->boff, *run_var = run_mean + F;
+    for (int64_t f = 0; f < F; f++) {
+        var[f] = var[f] > 0 ? var[f] / count : 0.0;
+        L->save[f] = (float)sum[f];
+        L->save[F + f] = (float)(1.0 / sqrt(var[f] + s->bn_eps));
+        run_mean[f] = (float)(run_mean[f] * s->bn_momentum + sum[f] * (1.0 - s->bn_momentum));
+        run_var[f] = (float)(run_var[f] * s->bn_momentum + var[f] * (1.0 - s->bn_momentum));
+    }
+    rt_k_bn_fwd_given(m->ctx, x, P(m, L, 0), P(m, L, 1), sum, var, s->bn_eps, out_view(m, L, n));
+}
+
+/* Synchronized batch norm, backward: dx from the global sums of dy and
+ * dy·xhat (this rank's are its dbeta and dgamma, just computed). */
+static void bn_sync_bwd(rt_model *m, mlayer *L, int64_t n, rt_view dy, rt_view dx)
+{
+    const int64_t F = L->out.cols;
+    double *sums = m->sync_buf;
+    for (int64_t f = 0; f < F; f++) {
+        sums[f] = G(m, L, 1)[f];     /* dbeta: sum of dy */
+        sums[F + f] = G(m, L, 0)[f]; /* dgamma: sum of dy * xhat */
+    }
+    sync_sum(m, sums, 2 * F);
+    rt_k_bn_bwd_given(m->ctx, in_view(m, L, 0, n), dy, P(m, L, 0), L->save, L->save + F, sums,
+                      sums + F, m->sync_count, dx);
+}
+
 void model_layer_fwd(rt_model *m, mlayer *L, int64_t n, bool train)
 {
     const rt_model_spec *s = &m->spec;
@@ -159,16 +228,11 @@ void model_layer_fwd(rt_model *m, mlayer *L, int64_t n, bool train)
     case L_BATCHNORM: {
         float *run = m->buffers + L->boff;
         const int64_t F = L->out.cols;
-        if (train && L->input_bn && m->bn_given) {
-            /* statistics given (sync BN), in double as the kernel's own: the
-             * same y as one process holding the whole global batch */
-            rt_k_bn_fwd_given(ctx, in_view(m, L, 0, n), P(m, L, 0), P(m, L, 1), m->bn_given_mean,
-                              m->bn_given_var, s->bn_eps, out_view(m, L, n));
-            m->bn_given = false;
-        } else {
+        if (train && m->bn_sync)
+            bn_sync_fwd(m, L, n);
+        else
             rt_k_bn_fwd(ctx, in_view(m, L, 0, n), P(m, L, 0), P(m, L, 1), run, run + F,
                         s->bn_momentum, s->bn_eps, train, L->save, L->save + F, out_view(m, L, n));
-        }
         break;
     }
     case L_STANDARDIZE: /* y = x * scale + shift (scale, shift: from the mean and std buffers) */
@@ -238,8 +302,11 @@ void model_layer_bwd(rt_model *m, mlayer *L, int64_t n)
         break;
     case L_BATCHNORM: {
         rt_view dx = dx_begin(m, L, 0, n);
+        const bool sync = m->bn_sync && dx.p;
         rt_k_bn_bwd(ctx, in_view(m, L, 0, n), dy, P(m, L, 0), L->save, L->save + L->out.cols,
-                    G(m, L, 0), G(m, L, 1), dx);
+                    G(m, L, 0), G(m, L, 1), sync ? none_view(m) : dx);
+        if (sync)
+            bn_sync_bwd(m, L, n, dy, dx);
         dx_end(m, L, 0, n, dx);
         break;
     }

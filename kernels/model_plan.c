@@ -268,7 +268,6 @@ static mslot cont_block(plan *p, mslot to)
     input(L, in);
     if (k == L_BATCHNORM) {
         batchnorm_params(p, L, s->n_cont);
-        L->input_bn = true;
     } else if (k == L_STANDARDIZE) {
         buffer(p, L, "/mean", s->n_cont);
         buffer(p, L, "/std", s->n_cont);

@@ -320,6 +320,18 @@ void rt_k_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const 
     ctx->ops->bn_bwd(ctx, x, dy, gamma, save_mean, save_invstd, dgamma, dbeta, dx);
 }
 
+void rt_k_bn_bwd_given(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
+                       const float *save_mean, const float *save_invstd, const double *sum_dy,
+                       const double *sum_dy_xhat, double count, rt_view dx)
+{
+    check_view(ctx, x, RT_F32);
+    check_view(ctx, dy, RT_F32);
+    check_view(ctx, dx, RT_F32);
+    RT_ASSERT(x.rows == dy.rows && x.cols == dy.cols && dx.rows == x.rows && dx.cols == x.cols);
+    RT_ASSERT(ctx->ops->bn_bwd_given && count > 0);
+    ctx->ops->bn_bwd_given(ctx, x, dy, gamma, save_mean, save_invstd, sum_dy, sum_dy_xhat, count, dx);
+}
+
 void rt_k_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act, rt_view y)
 {
     check_view(ctx, x, RT_F32);

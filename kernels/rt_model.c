@@ -250,7 +250,7 @@ void rt_model_destroy(rt_model *m)
     free(m->init);
     free(m->fan_in);
     free(m->emb_host);
-    free(m->bn_given_mean);
+    free(m->sync_buf);
     free(m);
 }
 
@@ -313,38 +313,38 @@ rt_status rt_model_set_standardize(rt_model *m, const float *mean, const float *
 
 /* ---- step ----------------------------------------------------------------- */
 
-rt_status rt_model_set_bn_batch_stats(rt_model *m, const double *mean, const double *var,
-                                      char *err)
+rt_status rt_model_set_bn_sync(rt_model *m, rt_bn_sync_fn fn, void *user, char *err)
 {
-    const rt_model_spec *s = &m->spec;
-    if (m->dev != RT_DEVICE_CPU)
+    if (fn && m->dev != RT_DEVICE_CPU)
         return rt_err(err, RT_ERR_UNSUPPORTED,
                       "synchronized batch norm runs on CPU models only (not yet on GPUs)");
-    mlayer *L = NULL;
-    for (int i = 0; i < m->nlayers && !L; i++)
-        if (m->layers[i].input_bn)
-            L = &m->layers[i];
-    if (!L)
-        return RT_OK;
-    if (!m->bn_given_mean) {
-        m->bn_given_mean = calloc(2 * (size_t)(s->n_cont > 0 ? s->n_cont : 1), sizeof(double));
-        if (!m->bn_given_mean)
-            return rt_err(err, RT_ERR_NOMEM, "out of memory");
-        m->bn_given_var = m->bn_given_mean + s->n_cont;
-    }
-    /* what the training kernel would have saved and moved, from these */
-    float *run_mean = m->buffers + L->boff, *run_var = run_mean + s->n_cont;
-    for (int f = 0; f < s->n_cont; f++) {
-        double v = var[f] > 0 ? var[f] : 0.0;
-        m->bn_given_mean[f] = mean[f];
-        m->bn_given_var[f] = v;
-        L->save[f] = (float)mean[f];
-        L->save[s->n_cont + f] = (float)(1.0 / sqrt(v + s->bn_eps));
-        run_mean[f] = (float)(run_mean[f] * s->bn_momentum + mean[f] * (1.0 - s->bn_momentum));
-        run_var[f] = (float)(run_var[f] * s->bn_momentum + v * (1.0 - s->bn_momentum));
-    }
-    m->bn_given = true;
+    int64_t F = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].kind == L_BATCHNORM && m->layers[i].out.cols > F)
+            F = m->layers[i].out.cols;
+    if (fn && !m->sync_buf && !(m->sync_buf = calloc(2 * (size_t)F + 2, sizeof(double))))
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    m->bn_sync = fn;
+    m->bn_sync_user = user;
+    m->sync_st = RT_OK;
     return RT_OK;
+}
+
+rt_status rt_model_sync_status(rt_model *m, char *err)
+{
+    rt_status st = m->sync_st;
+    if (st != RT_OK)
+        rt_err(err, st, "%s", m->sync_err);
+    m->sync_st = RT_OK;
+    return st;
+}
+
+bool rt_model_syncs_in_backward(const rt_model *m)
+{
+    for (int i = 0; m->bn_sync && i < m->nlayers; i++)
+        if (m->layers[i].kind == L_BATCHNORM && m->tensors[m->layers[i].in[0].t].grad)
+            return true;
+    return false;
 }
 
 void rt_model_forward(rt_model *m, int64_t n, bool train)

@@ -88,6 +88,7 @@ enum { BN_F = 2 };
 static float g_cont[K * 2 * B * BN_F], g_label_bn[K * 2 * B];
 
 typedef struct traj {
+    rt_arch arch;       /* the family (rossmann: the zero value) */
     int ncont;          /* 0, or BN_F: the batch-norm rows */
     bool sync;          /* [model] sync_batch_norm */
     size_t bucket;      /* gradient bucket bytes */
@@ -107,9 +108,29 @@ static const float *rows_label(const traj *t, int64_t first)
     return (t->ncont ? g_label_bn : g_label) + first;
 }
 
-static void one_process(traj *t)
+/* small_spec as another family, without dropout; mlp with batch norm after
+ * every hidden layer (as resnet has in every block): only synchronized
+ * statistics make np ranks equal one process */
+static rt_model_spec family_spec(const traj *t)
 {
     rt_model_spec s = small_spec(t->ncont);
+    s.arch = t->arch;
+    s.activation = RT_ACT_SILU;
+    s.batch_norm[0] = s.batch_norm[1] = true;
+    s.blocks = 2;
+    s.width = 16;
+    s.dropout1 = s.dropout2 = s.cross_dropout = 0;
+    s.cross_layers = 2;
+    s.deep_layers = 1;
+    s.d_token = 8;
+    s.heads = 2;
+    s.attention_dropout = s.ffn_dropout = s.residual_dropout = 0;
+    return s;
+}
+
+static void one_process(traj *t)
+{
+    rt_model_spec s = family_spec(t);
     rt_dp *d = NULL;
     char err[RT_ERR_LEN];
     rt_dp_opts o;
@@ -132,7 +153,7 @@ static void one_process(traj *t)
 static void rank_body(rt_comm *c, int rank, void *arg, rh_result *res)
 {
     traj *t = arg;
-    rt_model_spec s = small_spec(t->ncont);
+    rt_model_spec s = family_spec(t);
     rt_dp *d = NULL;
     char err[RT_ERR_LEN];
     rt_dp_opts o;
@@ -280,6 +301,33 @@ static void test_sync_batch_norm(void **state)
     assert_moved(&sync);
     traj_free(&sync);
     traj_free(&own);
+}
+
+/* Every family: np = 2 of batch B step like np = 1 of batch 2B (batch
+ * norms synchronized, the continuous columns of the ranks' halves apart). */
+static void test_families_data_parallel(void **state)
+{
+    (void)state;
+    make_rows();
+    make_cont();
+    for (int a = RT_ARCH_MLP; a < RT_ARCH_COUNT; a++) {
+        static traj t;
+        memset(&t, 0, sizeof t);
+        t.arch = (rt_arch)a;
+        t.ncont = BN_F;
+        t.sync = true;
+        t.bucket = 4096;
+        one_process(&t);
+        run_two(&t);
+        char what[64];
+        snprintf(what, sizeof what, "%s np=2 vs np=1", rt_arch_names[a]);
+        double worst = compare(&t, what, STEP_ATOL, STEP_RTOL);
+        fprintf(stderr, "%s: np=2 x B=%d vs np=1 x B=%d, %d steps, %lld parameters, %d buckets: "
+                        "%.3g apart at most\n", rt_arch_names[a], B, 2 * B, K,
+                (long long)t.ref[0].np, t.buckets, worst);
+        assert_moved(&t);
+        traj_free(&t);
+    }
 }
 
 /* ---- checkpoints ----------------------------------------------------------------- */
@@ -450,6 +498,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_data_parallel_equivalence),
         cmocka_unit_test(test_sync_batch_norm),
+        cmocka_unit_test(test_families_data_parallel),
         cmocka_unit_test(test_checkpoint),
         cmocka_unit_test(test_shuffle),
     };

@@ -41,7 +41,7 @@ struct rt_dp {
     float *zeros;      /* labels for inference without labels */
     float *host;       /* scratch for state exchange */
     int64_t nhost;
-    double *bn_sums;   /* sync BN: 2 * n_cont + 1 (sums, count; then means, variances) */
+    bool overlap;      /* buckets allreduce while backward runs (not with a sync BN in it) */
 
     /* GPU */
     rt_nccl *nccl;     /* size > 1 with NCCL */

@@ -10,6 +10,7 @@
 #include "rt_time.h"
 
 static rt_status comm_error(rt_dp *d, rt_status st, char *err);
+static rt_status bn_sync(void *user, double *v, int64_t n, char *err);
 
 static void on_grads_ready(void *user, int64_t off, int64_t count)
 {
@@ -19,7 +20,7 @@ static void on_grads_ready(void *user, int64_t off, int64_t count)
         rt_trace_span(d->trace, RT_SPAN_LAYER, d->mark_ns, now, d->steps, d->layer++);
         d->mark_ns = now;
     }
-    if (d->fusion)
+    if (d->fusion && d->overlap)
         rt_fusion_ready(d->fusion, (size_t)off, (size_t)count);
 }
 
@@ -133,9 +134,16 @@ rt_status rt_dp_create(const rt_model_spec *spec, const rt_dp_opts *o, rt_comm *
                        : rt_model_num_buffers(d->model);
         d->host = malloc((size_t)d->nhost * sizeof *d->host);
         d->zeros = calloc((size_t)o->max_batch, sizeof *d->zeros);
-        d->bn_sums = calloc(2 * (size_t)spec->n_cont + 1, sizeof *d->bn_sums);
-        if (!d->host || !d->zeros || !d->bn_sums)
+        if (!d->host || !d->zeros)
             st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
+    /* synchronized batch norm: every batch norm on the global batch; one
+     * inside the network allreduces during backward, on the ring the
+     * gradient buckets use, so those wait for backward to finish */
+    d->overlap = true;
+    if (st == RT_OK && o->sync_batch_norm && d->size > 1 && o->device == RT_DEVICE_CPU) {
+        st = rt_model_set_bn_sync(d->model, bn_sync, d, err);
+        d->overlap = !rt_model_syncs_in_backward(d->model);
     }
     if (st == RT_OK && d->size > 1 && o->device == RT_DEVICE_CPU)
         st = rt_fusion_create(comm, rt_model_grads(d->model), (size_t)rt_model_arena_len(d->model),
@@ -160,7 +168,6 @@ void rt_dp_destroy(rt_dp *d)
     rt_kctx_destroy(d->ctx);
     free(d->zeros);
     free(d->host);
-    free(d->bn_sums);
     free(d);
 }
 
@@ -218,38 +225,12 @@ rt_status rt_dp_broadcast_state(rt_dp *d, int root, bool optimizer, char *err)
     return st;
 }
 
-/* Sync BN: the global batch's mean and biased variance of each continuous
- * column, from two allreduces of sums in double (the count with the first;
- * deviations from the global mean in the second, as the kernel's own two
- * passes), handed to the model for the next forward. */
-static rt_status sync_bn_stats(rt_dp *d, const float *cont, int64_t n, char *err)
+/* Synchronized batch norm: the model's sums over the ranks. */
+static rt_status bn_sync(void *user, double *v, int64_t n, char *err)
 {
-    const int F = rt_model_get_spec(d->model)->n_cont;
-    double *sum = d->bn_sums, *mean = d->bn_sums, *var = d->bn_sums + F;
-    for (int f = 0; f <= F; f++)
-        sum[f] = 0.0;
-    for (int64_t b = 0; b < n; b++)
-        for (int f = 0; f < F; f++)
-            sum[f] += cont[b * F + f];
-    sum[F] = (double)n;
-    rt_status st = rt_allreduce(d->comm, sum, (size_t)F + 1, RT_C_F64, RT_SUM);
-    if (st != RT_OK)
-        return comm_error(d, st, err);
-    const double total = sum[F];
-    for (int f = 0; f < F; f++)
-        mean[f] = total > 0 ? sum[f] / total : 0.0;
-    for (int f = 0; f < F; f++)
-        var[f] = 0.0;
-    for (int64_t b = 0; b < n; b++)
-        for (int f = 0; f < F; f++) {
-            double dv = cont[b * F + f] - mean[f];
-            var[f] += dv * dv;
-        }
-    if ((st = rt_allreduce(d->comm, var, (size_t)F, RT_C_F64, RT_SUM)) != RT_OK)
-        return comm_error(d, st, err);
-    for (int f = 0; f < F; f++)
-        var[f] = total > 0 ? var[f] / total : 0.0;
-    return rt_model_set_bn_batch_stats(d->model, mean, var, err);
+    rt_dp *d = user;
+    rt_status st = rt_allreduce(d->comm, v, (size_t)n, RT_C_F64, RT_SUM);
+    return st == RT_OK ? RT_OK : comm_error(d, st, err);
 }
 
 rt_status rt_dp_step(rt_dp *d, const int32_t *cat, const float *cont, const float *label,
@@ -261,11 +242,6 @@ rt_status rt_dp_step(rt_dp *d, const int32_t *cat, const float *cont, const floa
     rt_trace *tr = d->trace;
     const int64_t t0 = rt_now_ns();
     rt_model_set_batch(m, cat, cont, label, n);
-    if (d->o.sync_batch_norm && d->size > 1 && rt_model_get_spec(m)->n_cont > 0) {
-        rt_status st = sync_bn_stats(d, cont, n, err);
-        if (st != RT_OK)
-            return st;
-    }
     rt_model_forward(m, n, true);
     rt_model_loss(m, n, true);
     const int64_t t1 = rt_now_ns();
@@ -274,9 +250,19 @@ rt_status rt_dp_step(rt_dp *d, const int32_t *cat, const float *cont, const floa
     h.grad_scale = hp->grad_scale / (float)d->size; /* the sum becomes the average */
     d->mark_ns = t1;
     d->layer = 0;
-    if (d->fusion)
+    if (d->fusion && d->overlap)
         rt_fusion_begin(d->fusion);
-    rt_model_backward(m, n, d->fusion || tr ? on_grads_ready : NULL, d);
+    rt_model_backward(m, n, (d->fusion && d->overlap) || tr ? on_grads_ready : NULL, d);
+    if (d->fusion && !d->overlap) { /* backward's own allreduces are done: now the buckets */
+        rt_fusion_begin(d->fusion);
+        rt_fusion_ready(d->fusion, 0, (size_t)rt_model_arena_len(m));
+    }
+    rt_status sst = rt_model_sync_status(m, err);
+    if (sst != RT_OK) {
+        if (d->fusion)
+            rt_fusion_wait(d->fusion, NULL);
+        return sst;
+    }
     const int64_t t2 = rt_now_ns();
     rt_trace_span(tr, RT_SPAN_BACKWARD, t1, t2, d->steps, 0);
     if (d->fusion) {

@@ -231,6 +231,13 @@ void rt_k_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const 
 /* Activations (rt_act: rt_model_names.h).  GELU is the exact (erf) form,
  * PyTorch's default. */
 
+/* dx of synchronized batch norm (the statistics were every rank's rows):
+ * dx = gamma*invstd/count * (count*dy - sum_dy - xhat*sum_dy_xhat), the sums
+ * (F each, double) and count over the global batch.  CPU contexts only. */
+void rt_k_bn_bwd_given(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
+                       const float *save_mean, const float *save_invstd, const double *sum_dy,
+                       const double *sum_dy_xhat, double count, rt_view dx);
+
 /* Dense forward: y (B, out) = act(x (B, in) · wᵀ + b); w (out, in), b (out);
  * act is RT_ACT_NONE or RT_ACT_RELU (the others are their own op). */
 void rt_k_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,

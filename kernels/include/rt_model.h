@@ -194,14 +194,22 @@ void rt_model_set_batch(rt_model *m, const int32_t *cat, const float *cont, cons
 /* Forward over the first n input rows; train enables dropout and batch
  * statistics (and updates the BN moving statistics). */
 void rt_model_forward(rt_model *m, int64_t n, bool train);
-/* Synchronized batch norm of the continuous inputs: the next training
- * forward's input batch-norm layer normalises with this mean and (biased)
- * variance (n_cont each: the statistics of the global batch, gathered by
- * the caller) instead of its own batch's, and moves the moving statistics
- * towards them.  CPU models only (RT_ERR_UNSUPPORTED); RT_OK and nothing
- * done for a model without that layer. */
-rt_status rt_model_set_bn_batch_stats(rt_model *m, const double *mean, const double *var,
-                                      char *err);
+/* Synchronized batch norm (CPU models): with fn set, every batch-norm
+ * layer of a training forward normalises with the statistics of every
+ * rank's batch and moves its moving statistics towards them — fn sums n
+ * doubles over the ranks in place (an allreduce) — and its backward sums
+ * dy and dy·xhat the same way for the gradient it passes on, so N ranks
+ * of batch B train like one of batch N·B (its own dgamma, dbeta stay each
+ * rank's, for the gradients' allreduce).  fn NULL: each rank's own batch.
+ * RT_ERR_UNSUPPORTED on CUDA.  A failure of fn does not stop the step: it
+ * is reported by rt_model_sync_status after it. */
+typedef rt_status (*rt_bn_sync_fn)(void *user, double *v, int64_t n, char *err);
+rt_status rt_model_set_bn_sync(rt_model *m, rt_bn_sync_fn fn, void *user, char *err);
+/* The first failure of fn since the last call, which clears it. */
+rt_status rt_model_sync_status(rt_model *m, char *err);
+/* Whether backward calls fn (a batch norm whose input trains: inside the
+ * network, not on the continuous inputs). */
+bool rt_model_syncs_in_backward(const rt_model *m);
 /* Loss and metrics of the last forward into the accumulators; with_grad
  * also writes d(loss)/d(pred) for backward. */
 void rt_model_loss(rt_model *m, int64_t n, bool with_grad);

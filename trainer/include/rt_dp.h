@@ -24,11 +24,13 @@
  * statistics: batch normalisation uses each rank's own batch (as Keras
  * under Horovod does), and its moving statistics are averaged by
  * rt_dp_sync_buffers (the trainer does it every epoch) — unless
- * sync_batch_norm: then each step first allreduces the continuous
- * columns' sums (two passes, in double: mean, then squared deviations) and
- * every rank normalises with the global batch's statistics, deterministic
- * like every other reduction here.  The batch-norm layer sits on the
- * inputs, so nothing else of backward changes.  CPU models only.
+ * sync_batch_norm: then every batch-norm layer normalises with the global
+ * batch's statistics (two allreduces of sums in double: mean, then squared
+ * deviations) and one inside the network sums dy and dy·xhat over the
+ * ranks in its backward (PyTorch's SyncBatchNorm), deterministic like
+ * every other reduction here.  Those backward allreduces share the ring
+ * with the gradient buckets, so the buckets then start once backward is
+ * done.  CPU models only.
  * (Model: PyTorch DDP's Reducer buckets; Horovod's fusion buffer.) */
 #ifndef RT_DP_H
 #define RT_DP_H
