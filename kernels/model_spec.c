@@ -134,8 +134,9 @@ rt_status rt_model_spec_check(const rt_model_spec *s, char *err)
     for (int c = 0; c < s->n_cat; c++) {
         if (s->vocab[c] < 1)
             return rt_err(err, RT_ERR_INVALID, "categorical column %d has an empty vocabulary", c);
-        const int d = s->arch == RT_ARCH_FT_TRANSFORMER ? s->d_token : s->emb_dim[c];
-        if (d < 1 || d > 1024)
+        const bool ft = s->arch == RT_ARCH_FT_TRANSFORMER; /* d_token: checked with its family */
+        const int d = ft ? s->d_token : s->emb_dim[c];
+        if (!ft && (d < 1 || d > 1024))
             return rt_err(err, RT_ERR_INVALID, "embedding dimension %d is out of range [1, 1024]",
                           d);
         values += (int64_t)s->vocab[c] * d;
