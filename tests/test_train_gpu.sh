@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The Rossmann job end to end on GPUs: `ringtrain run` (coordinator and agent
 # on loopback), 2 ranks, 2 epochs of the small model on a synthetic 12-store
-# bundle, once with [model] device = cpu and once with device = cuda.  The
+# bundle, once with [model] device = cpu and once with device = cuda; then
+# each other model family, small, for 1 epoch on both devices, its losses
+# within 1% of the CPU's too.  The
 # CUDA job must report the GPU and NCCL gradients, write its checkpoint and
 # predictions, and its per-epoch training and validation losses must stay
 # within 1% of the CPU job's (float rounding in other summation orders moves
@@ -84,6 +86,32 @@ assert len(full) >= n - 1, "%d of %d steps have all their spans" % (len(full), n
 print("%s: %d spans, %d steps, kinds %s" % (sys.argv[1].split("/")[-1], len(spans), n, sorted(kinds)))
 PY
 done
+# every other family: one epoch on each device, the losses within 1% (a
+# job file without the rossmann network's keys, which the others refuse)
+grep -v '^hidden\|^embedding_dim\|^dropout' "$out/job.ini" > "$out/family.ini"
+family() { # NAME --set ...
+  local name=$1; shift
+  for dev in cpu cuda; do
+    if ! TMPDIR=$out timeout 900 "$rt" run "$out/family.ini" --np 2 --set model.device=$dev \
+           --set output.store="$out/$name-$dev" --set train.epochs=1 --set train.steps_per_epoch=15 \
+           --set model.architecture=$name \
+           "$@" > "$out/$name-$dev.log" 2>&1; then
+      echo "FAIL: the $name job on $dev failed:"; tail -30 "$out/$name-$dev.log"; exit 1
+    fi
+  done
+  paste -d' ' <(num loss < "$out/$name-cpu/history.jsonl") <(num val_loss < "$out/$name-cpu/history.jsonl") \
+              <(num loss < "$out/$name-cuda/history.jsonl") <(num val_loss < "$out/$name-cuda/history.jsonl") |
+  awk -v name="$name" 'function rel(a, b) { d = a - b; if (d < 0) d = -d; return d / b }
+       { printf "%s: cpu loss %.5f val %.5f | cuda loss %.5f val %.5f\n", name, $1, $2, $3, $4
+         if (rel($3, $1) > 0.01 || rel($4, $2) > 0.01) bad = 1 }
+       END { if (NR != 1 || bad) { print "FAIL: the histories of " name " differ by more than 1%"; exit 1 } }'
+}
+family mlp --set model.hidden=64,32 --set model.activation=gelu --set model.batch_norm=true \
+  --set model.embedding_dim=8
+family resnet --set model.blocks=2 --set model.width=32 --set model.embedding_dim=8
+family dcn2 --set model.width=32 --set model.cross_layers=2 --set model.deep_layers=1 \
+  --set model.embedding_dim=8
+family ft_transformer --set model.d_token=16 --set model.heads=2 --set model.blocks=2
 "$rt" trace "$out/cuda" --out "$out/merged.json" > /dev/null
 python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert {e["pid"] for e in t["traceEvents"]} == {0, 1}' \
   "$out/merged.json" || { echo "FAIL: ringtrain trace did not merge both ranks"; exit 1; }
