@@ -623,7 +623,8 @@ rt_status model_plan(rt_model *m, char *err)
             m->info = ni, m->info_cap = m->ninfo + p.nbuf;
     }
     if (!p.failed) {
-        memcpy(m->info + m->ninfo, p.buf, (size_t)p.nbuf * sizeof *p.buf);
+        if (p.nbuf > 0)
+            memcpy(m->info + m->ninfo, p.buf, (size_t)p.nbuf * sizeof *p.buf);
         m->nseg = m->ninfo;
         m->ninfo += p.nbuf;
     }
