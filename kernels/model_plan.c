@@ -35,6 +35,7 @@ typedef struct plan {
     bool failed;
     char why[RT_ERR_LEN];
     bool adjacent;        /* the next tensor follows the last without alignment */
+    mlayer spare;         /* what a layer past the limit is written to (the plan fails) */
 } plan;
 
 static void fail(plan *p, const char *what)
@@ -68,11 +69,10 @@ static mslot colrange(int t, int64_t c0, int64_t n) { return (mslot){t, c0, n, -
 static mlayer *layer(plan *p, layer_kind k, const char *name, mslot out)
 {
     rt_model *m = p->m;
-    static mlayer spare; /* a failed plan writes here and is discarded */
     if (m->nlayers >= MODEL_MAX_LAYERS) {
         fail(p, "the model has too many layers");
-        memset(&spare, 0, sizeof spare);
-        return &spare;
+        memset(&p->spare, 0, sizeof p->spare);
+        return &p->spare;
     }
     mlayer *L = &m->layers[m->nlayers++];
     memset(L, 0, sizeof *L);
