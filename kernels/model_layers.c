@@ -62,32 +62,36 @@ static rt_view dx_begin(rt_model *m, const mlayer *L, int k, int64_t n)
     return L->gmode[k] == 0 ? g : scratch_view(m, 0, g);
 }
 
+/* gmode 2: the first gradient into a slot covering part of its tensor:
+ * the rest of the tensor's gradient starts at 0. */
+static void zero_partial(rt_model *m, const mlayer *L, int k, int64_t n)
+{
+    const mtensor *t = &m->tensors[L->in[k].t];
+    if (L->gmode[k] == 2)
+        rt_kmemset(m->ctx, t->gdata, 0, (size_t)(n * t->tpr * t->cols) * sizeof(float));
+}
+
 /* After dx_begin's view was written: add it where it belongs. */
 static void dx_end(rt_model *m, const mlayer *L, int k, int64_t n, rt_view dx)
 {
     if (!dx.p || L->gmode[k] == 0)
         return;
-    const mtensor *t = &m->tensors[L->in[k].t];
-    if (L->gmode[k] == 2)
-        rt_kmemset(m->ctx, t->gdata, 0, (size_t)(n * t->tpr * t->cols) * sizeof(float));
+    zero_partial(m, L, k, n);
     rt_k_ew(m->ctx, RT_EW_ACC, dx, dx, model_slot(m, L->in[k], n, true));
 }
 
-/* Input k's gradient = v (copied or added). */
+/* Input k's gradient = v (copied, or added without going through scratch). */
 static void dx_pass(rt_model *m, const mlayer *L, int k, int64_t n, rt_view v)
 {
-    rt_view dx = dx_begin(m, L, k, n);
-    if (!dx.p)
+    if (!m->tensors[L->in[k].t].grad)
         return;
+    rt_view g = model_slot(m, L->in[k], n, true);
     if (L->gmode[k] == 0) {
-        rt_k_ew(m->ctx, RT_EW_COPY, v, v, dx);
+        rt_k_ew(m->ctx, RT_EW_COPY, v, v, g);
         return;
     }
-    if (L->gmode[k] == 2) {
-        const mtensor *t = &m->tensors[L->in[k].t];
-        rt_kmemset(m->ctx, t->gdata, 0, (size_t)(n * t->tpr * t->cols) * sizeof(float));
-    }
-    rt_k_ew(m->ctx, RT_EW_ACC, v, v, model_slot(m, L->in[k], n, true));
+    zero_partial(m, L, k, n);
+    rt_k_ew(m->ctx, RT_EW_ACC, v, v, g);
 }
 
 static rt_attn attn_of(const rt_model *m, const mlayer *L, bool train)
