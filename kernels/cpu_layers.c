@@ -15,6 +15,7 @@
 #include <omp.h>
 #endif
 
+#include "act_math.h"
 #include "cpu_backend.h"
 #include "cpu_simd.h"
 #include "kctx_impl.h"
@@ -23,46 +24,6 @@
 #define PAR_MIN 32768
 
 /* ---- activations ------------------------------------------------------------ */
-
-static inline float act_f(rt_act act, float x)
-{
-    switch (act) {
-    case RT_ACT_RELU:
-        return x > 0.0f ? x : 0.0f;
-    case RT_ACT_GELU:
-        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case RT_ACT_SILU:
-        return x / (1.0f + expf(-x));
-    case RT_ACT_TANH:
-        return tanhf(x);
-    default:
-        return x;
-    }
-}
-
-/* d act(x) / dx */
-static inline float act_df(rt_act act, float x)
-{
-    switch (act) {
-    case RT_ACT_RELU:
-        return x > 0.0f ? 1.0f : 0.0f;
-    case RT_ACT_GELU: {
-        const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
-        const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
-        return cdf + x * pdf;
-    }
-    case RT_ACT_SILU: {
-        const float s = 1.0f / (1.0f + expf(-x));
-        return s * (1.0f + x * (1.0f - s));
-    }
-    case RT_ACT_TANH: {
-        const float t = tanhf(x);
-        return 1.0f - t * t;
-    }
-    default:
-        return 1.0f;
-    }
-}
 
 /* One row each, cloned per instruction-set level (RT_MV) so that the
  * loops run as wide as the CPU allows; the activation is chosen outside
@@ -76,7 +37,7 @@ RT_MV static void act_fwd_row(rt_act act, const float *x, float *y, int64_t n)
         break;
     default:
         for (int64_t j = 0; j < n; j++)
-            y[j] = act_f(act, x[j]);
+            y[j] = rt_act_f(act, x[j]);
     }
 }
 
@@ -89,7 +50,7 @@ RT_MV static void act_bwd_row(rt_act act, const float *x, const float *g, float 
         break;
     default:
         for (int64_t j = 0; j < n; j++)
-            dx[j] = g[j] * act_df(act, x[j]);
+            dx[j] = g[j] * rt_act_df(act, x[j]);
     }
 }
 

@@ -47,6 +47,29 @@ __device__ __forceinline__ float dot(const float *x, const float *y, int64_t n)
     return s;
 }
 
+/* out[e] = sum_s w(s) * R[s*ldr + e] for e < dh, s < T, summed in order 32
+ * columns at a time in registers; w(s) = W[s*ws], with the dropout of P's
+ * element e0 + s*es applied when drop. */
+__device__ __forceinline__ void weighted_rows(const attn_args &a, const float *W, int64_t ws,
+                                              bool drop, uint64_t e0, uint64_t es, uint64_t step,
+                                              const float *R, int64_t ldr, float *out)
+{
+    for (int64_t c0 = 0; c0 < a.dh; c0 += CHUNK) {
+        const int64_t nc = a.dh - c0 < CHUNK ? a.dh - c0 : CHUNK;
+        float acc[CHUNK];
+        for (int k = 0; k < CHUNK; k++)
+            acc[k] = 0.0f;
+        for (int64_t s = 0; s < a.T; s++) {
+            const float w = drop ? dropped(a, W[s * ws], e0 + (uint64_t)s * es, step) : W[s * ws];
+            const float *r = R + s * ldr + c0;
+            for (int k = 0; k < nc; k++)
+                acc[k] += w * r[k];
+        }
+        for (int k = 0; k < nc; k++)
+            out[c0 + k] = acc[k];
+    }
+}
+
 __global__ void __launch_bounds__(ATT_THREADS) k_attn_fwd(attn_args a, float *probs,
                                                           const int64_t *step, float *out,
                                                           int64_t ldo)
@@ -69,22 +92,8 @@ __global__ void __launch_bounds__(ATT_THREADS) k_attn_fwd(attn_args a, float *pr
             const float inv = (float)(1.0 / sum);
             for (int64_t s = 0; s < a.T; s++)
                 pr[s] *= inv;
-            const uint64_t e0 = (uint64_t)(bh * a.T + t) * (uint64_t)a.T;
-            float *orow = out + (b * a.T + t) * ldo + h * a.dh;
-            for (int64_t c0 = 0; c0 < a.dh; c0 += CHUNK) {
-                const int64_t nc = a.dh - c0 < CHUNK ? a.dh - c0 : CHUNK;
-                float acc[CHUNK];
-                for (int k = 0; k < CHUNK; k++)
-                    acc[k] = 0.0f;
-                for (int64_t s = 0; s < a.T; s++) {
-                    const float w = dropped(a, pr[s], e0 + (uint64_t)s, st);
-                    const float *v = v0 + s * a.ld + c0;
-                    for (int k = 0; k < nc; k++)
-                        acc[k] += w * v[k];
-                }
-                for (int k = 0; k < nc; k++)
-                    orow[c0 + k] = acc[k];
-            }
+            weighted_rows(a, pr, 1, true, (uint64_t)(bh * a.T + t) * (uint64_t)a.T, 1, st, v0,
+                          a.ld, out + (b * a.T + t) * ldo + h * a.dh);
         }
     }
 }
@@ -100,28 +109,16 @@ __global__ void __launch_bounds__(ATT_THREADS) k_attn_bwd(attn_args a, float *pr
         const float *g0 = go + b * a.T * ldg + h * a.dh;
         float *dq0 = dqkv + b * a.T * ldq + h * a.dh, *dk0 = dq0 + a.d, *dv0 = dq0 + 2 * a.d;
         float *P = probs + bh * a.T * a.T;
-        /* A: dv */
+        const uint64_t e_pair = (uint64_t)(bh * a.T) * (uint64_t)a.T;
+        /* A: dv_s = sum_t drop(P)[t,s] dout_t */
         for (int64_t s = threadIdx.x; s < a.T; s += blockDim.x)
-            for (int64_t c0 = 0; c0 < a.dh; c0 += CHUNK) {
-                const int64_t nc = a.dh - c0 < CHUNK ? a.dh - c0 : CHUNK;
-                float acc[CHUNK];
-                for (int k = 0; k < CHUNK; k++)
-                    acc[k] = 0.0f;
-                for (int64_t t = 0; t < a.T; t++) {
-                    const uint64_t e = (uint64_t)(bh * a.T + t) * (uint64_t)a.T + (uint64_t)s;
-                    const float w = dropped(a, P[t * a.T + s], e, st);
-                    const float *g = g0 + t * ldg + c0;
-                    for (int k = 0; k < nc; k++)
-                        acc[k] += w * g[k];
-                }
-                for (int k = 0; k < nc; k++)
-                    dv0[s * ldq + c0 + k] = acc[k];
-            }
+            weighted_rows(a, P + s, a.T, true, e_pair + (uint64_t)s, (uint64_t)a.T, st, g0, ldg,
+                          dv0 + s * ldq);
         __syncthreads();
         /* B: ds over P's row, then dq */
         for (int64_t t = threadIdx.x; t < a.T; t += blockDim.x) {
             float *pr = P + t * a.T;
-            const uint64_t e0 = (uint64_t)(bh * a.T + t) * (uint64_t)a.T;
+            const uint64_t e0 = e_pair + (uint64_t)(t * a.T);
             double inner = 0.0;
             for (int64_t s = 0; s < a.T; s++)
                 inner += (double)pr[s] *
@@ -131,36 +128,12 @@ __global__ void __launch_bounds__(ATT_THREADS) k_attn_bwd(attn_args a, float *pr
                     dropped(a, dot(g0 + t * ldg, v0 + s * a.ld, a.dh), e0 + (uint64_t)s, st);
                 pr[s] = pr[s] * (gp - (float)inner) * a.scale;
             }
-            for (int64_t c0 = 0; c0 < a.dh; c0 += CHUNK) {
-                const int64_t nc = a.dh - c0 < CHUNK ? a.dh - c0 : CHUNK;
-                float acc[CHUNK];
-                for (int k = 0; k < CHUNK; k++)
-                    acc[k] = 0.0f;
-                for (int64_t s = 0; s < a.T; s++) {
-                    const float *kk = k0 + s * a.ld + c0;
-                    for (int k = 0; k < nc; k++)
-                        acc[k] += pr[s] * kk[k];
-                }
-                for (int k = 0; k < nc; k++)
-                    dq0[t * ldq + c0 + k] = acc[k];
-            }
+            weighted_rows(a, pr, 1, false, 0, 0, st, k0, a.ld, dq0 + t * ldq);
         }
         __syncthreads();
-        /* C: dk */
+        /* C: dk_s = sum_t ds[t,s] q_t */
         for (int64_t s = threadIdx.x; s < a.T; s += blockDim.x)
-            for (int64_t c0 = 0; c0 < a.dh; c0 += CHUNK) {
-                const int64_t nc = a.dh - c0 < CHUNK ? a.dh - c0 : CHUNK;
-                float acc[CHUNK];
-                for (int k = 0; k < CHUNK; k++)
-                    acc[k] = 0.0f;
-                for (int64_t t = 0; t < a.T; t++) {
-                    const float ds = P[t * a.T + s], *q = q0 + t * a.ld + c0;
-                    for (int k = 0; k < nc; k++)
-                        acc[k] += ds * q[k];
-                }
-                for (int k = 0; k < nc; k++)
-                    dk0[s * ldq + c0 + k] = acc[k];
-            }
+            weighted_rows(a, P + s, a.T, false, 0, 0, st, q0, a.ld, dk0 + s * ldq);
         __syncthreads(); /* the next pair's phase A may not overtake this one's C */
     }
 }

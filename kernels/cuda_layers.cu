@@ -6,6 +6,7 @@
  * for a row, fixed-order chunk partials (double) for a column. */
 #include <math.h>
 
+#include "act_math.h"
 #include "cuda_common.cuh"
 
 #define T256 256
@@ -18,55 +19,16 @@
 
 /* ---- activations ----------------------------------------------------------------- */
 
-__device__ __forceinline__ float act_f(int act, float x)
-{
-    switch (act) {
-    case RT_ACT_RELU:
-        return x > 0.0f ? x : 0.0f;
-    case RT_ACT_GELU:
-        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case RT_ACT_SILU:
-        return x / (1.0f + expf(-x));
-    case RT_ACT_TANH:
-        return tanhf(x);
-    default:
-        return x;
-    }
-}
-
-__device__ __forceinline__ float act_df(int act, float x)
-{
-    switch (act) {
-    case RT_ACT_RELU:
-        return x > 0.0f ? 1.0f : 0.0f;
-    case RT_ACT_GELU: {
-        const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
-        const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
-        return cdf + x * pdf;
-    }
-    case RT_ACT_SILU: {
-        const float s = 1.0f / (1.0f + expf(-x));
-        return s * (1.0f + x * (1.0f - s));
-    }
-    case RT_ACT_TANH: {
-        const float th = tanhf(x);
-        return 1.0f - th * th;
-    }
-    default:
-        return 1.0f;
-    }
-}
-
 __global__ void k_act_fwd(int act, const float *x, int64_t ldx, float *y, int64_t ldy, int64_t rows,
                           int64_t cols)
 {
-    FOR_EACH(rows, cols) y[r * ldy + j] = act_f(act, x[r * ldx + j]);
+    FOR_EACH(rows, cols) y[r * ldy + j] = rt_act_f(act, x[r * ldx + j]);
 }
 
 __global__ void k_act_bwd(int act, const float *x, int64_t ldx, const float *g, int64_t ldg,
                           float *dx, int64_t lddx, int64_t rows, int64_t cols)
 {
-    FOR_EACH(rows, cols) dx[r * lddx + j] = g[r * ldg + j] * act_df(act, x[r * ldx + j]);
+    FOR_EACH(rows, cols) dx[r * lddx + j] = g[r * ldg + j] * rt_act_df(act, x[r * ldx + j]);
 }
 
 void rt_cuda_act_fwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view y)

@@ -16,14 +16,19 @@
 
 /* ---- embedding -------------------------------------------------------------- */
 
+/* A grid-stride loop over (row, column) pairs, a warp each (its lanes take
+ * the column's vector): pair t of n. */
+#define FOR_EACH_PAIR(t, n)                                                                        \
+    for (int64_t t = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32; t < (n);         \
+         t += (int64_t)gridDim.x * (blockDim.x / 32))
+
 /* One warp per (row, column) pair: its lanes copy the column's vector. */
 __global__ void k_embed_fwd(const int32_t *idx, int64_t ldi, const rt_embed_col *cols,
                             const float *tab, float *out, int64_t ldo, int64_t B, int C)
 {
     const int lane = threadIdx.x & 31;
-    const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
-    for (int64_t t = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32; t < B * C;
-         t += warps) {
+    FOR_EACH_PAIR(t, B * C)
+    {
         const int64_t b = t / C;
         const int c = (int)(t - b * C);
         const rt_embed_col ec = cols[c];
@@ -45,10 +50,9 @@ __global__ void __launch_bounds__(256) k_absmax(const rt_embed_col *cols, const 
                                                 int64_t ldg, int64_t B, int C, unsigned *maxbits)
 {
     const int lane = threadIdx.x & 31;
-    const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
     unsigned local = 0;
-    for (int64_t t = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32; t < B * C;
-         t += warps) {
+    FOR_EACH_PAIR(t, B * C)
+    {
         const int64_t b = t / C;
         const rt_embed_col ec = cols[t - b * C];
         for (int j = lane; j < ec.dim; j += 32) {
@@ -78,9 +82,8 @@ __global__ void __launch_bounds__(256) k_embed_bwd_fixed(const int32_t *idx, int
 {
     const int e = fixed_exponent(maxbits, B);
     const int lane = threadIdx.x & 31;
-    const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
-    for (int64_t t = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32; t < B * C;
-         t += warps) {
+    FOR_EACH_PAIR(t, B * C)
+    {
         const int64_t b = t / C;
         const int c = (int)(t - b * C);
         const rt_embed_col ec = cols[c];

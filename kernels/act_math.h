@@ -1,0 +1,53 @@
+/* act_math.h — private to kernels/: the activations and their derivatives,
+ * one definition for the CPU kernels (cpu_layers.c) and the CUDA ones
+ * (cuda_layers.cu), as rt_rng.h is for the random numbers.  GELU is the
+ * exact erf form (PyTorch's default). */
+#ifndef RT_ACT_MATH_H
+#define RT_ACT_MATH_H
+
+#include <math.h>
+
+#include "rt_model_names.h"
+#include "rt_rng.h" /* RT_HD: host and device */
+
+RT_HD float rt_act_f(int act, float x)
+{
+    switch (act) {
+    case RT_ACT_RELU:
+        return x > 0.0f ? x : 0.0f;
+    case RT_ACT_GELU:
+        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case RT_ACT_SILU:
+        return x / (1.0f + expf(-x));
+    case RT_ACT_TANH:
+        return tanhf(x);
+    default:
+        return x;
+    }
+}
+
+/* d act(x) / dx */
+RT_HD float rt_act_df(int act, float x)
+{
+    switch (act) {
+    case RT_ACT_RELU:
+        return x > 0.0f ? 1.0f : 0.0f;
+    case RT_ACT_GELU: {
+        const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+        const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+        return cdf + x * pdf;
+    }
+    case RT_ACT_SILU: {
+        const float s = 1.0f / (1.0f + expf(-x));
+        return s * (1.0f + x * (1.0f - s));
+    }
+    case RT_ACT_TANH: {
+        const float t = tanhf(x);
+        return 1.0f - t * t;
+    }
+    default:
+        return 1.0f;
+    }
+}
+
+#endif
