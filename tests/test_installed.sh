@@ -167,8 +167,11 @@ np = 2
 [data]
 dataset = /shared/rossmann/dataset
 [model]
-hidden = 32, 16
+architecture = resnet
+blocks = 1
+width = 16
 embedding_dim = 4
+sync_batch_norm = true
 [train]
 batch_size = 64
 epochs = 1
@@ -181,6 +184,13 @@ for f in history.jsonl best.ckpt submission.csv; do
   [ -s "$shared/rossmann/store/$f" ] || fail "the store has no $f"
 done
 [ "$(stat -c %U "$shared/rossmann/store/best.ckpt")" = ringtrain ] || fail "the checkpoint is not ringtrain's"
+# the checkpoint carries the network: a ResNet whose batch norm spanned both hosts
+summary=$("$bin/ringtrain" model summary "$shared/rossmann/store/best.ckpt" 2>&1) ||
+  { echo "$summary"; fail "ringtrain model summary of the job's checkpoint failed"; }
+grep -q "^architecture resnet" <<< "$summary" && grep -q "^block_1/norm  *BatchNorm" <<< "$summary" ||
+  { echo "$summary"; fail "the checkpoint does not hold the ResNet the job asked for"; }
+grep -q "synchronized batch norm" "$work"/agent-a1/logs/job-1/attempt-1/rank-*.log "$work"/agent-a2/logs/job-1/attempt-1/rank-*.log ||
+  fail "the ranks did not say they synchronize batch norm"
 # one rank on each host: the ring crossed the bridge
 ls "$work"/agent-a1/logs/job-1/attempt-1/rank-*.log "$work"/agent-a2/logs/job-1/attempt-1/rank-*.log \
   > /dev/null 2>&1 || fail "the ranks did not run one per host (logs in each agent's LogsDirectory)"
