@@ -122,6 +122,11 @@ rt_status rt_make_cluster(const char *dir, const char *const *sans, int nsans, b
 int cli_prep(const cli_args *a);
 int cli_predict(const cli_args *a);
 int cli_model(const cli_args *a);
+/* A training job's model against its dataset, when this machine can read
+ * the dataset: 0, or 2 with the reasons printed (nothing is submitted). */
+typedef struct rt_job_cfg rt_job_cfg;
+typedef struct rt_cfg_origin rt_cfg_origin;
+int cli_check_job_model(const cli_args *a, const rt_job_cfg *j, const rt_cfg_origin *o);
 
 /* cli_local.c: `run` and `exec --local`. */
 int cli_local(const cli_args *a, bool is_exec);

@@ -5,7 +5,9 @@
  *   ringtrain prep --from-parquet PATH [--test PATH] --out DIR [--job FILE]
  *                  [--label COL] [--categorical COLS] [--continuous COLS] ...
  *   ringtrain predict --model CKPT --dataset DIR --out FILE [--threads N] [--batch N]
- *   ringtrain model summary CKPT */
+ *   ringtrain model summary CKPT [--tensors]
+ *
+ * and the model check of a job file before `submit` and `run` send it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,8 @@
 #include "cli.h"
 #include "rt_ckpt.h"
 #include "rt_config.h"
+#include "rt_dataset.h"
+#include "rt_dp.h"
 #include "rt_prep.h"
 #include "rt_schemas.h"
 #include "trainer.h"
@@ -254,4 +258,37 @@ int cli_model(const cli_args *a)
     rt_kctx_destroy(ctx);
     rt_ckpt_free(&ck);
     return rc;
+}
+
+/* A training job's model on its dataset, when this machine can read the
+ * dataset (else its workers check it): the columns, the model's keys
+ * against them, and for `ringtrain run` (every rank here) whether np
+ * models fit this machine's memory.  0, or 2 with the reasons printed. */
+int cli_check_job_model(const cli_args *a, const rt_job_cfg *j, const rt_cfg_origin *o)
+{
+    rt_dataset *ds = NULL;
+    char err[RT_ERR_LEN];
+    if (j->type != RT_JOB_TRAIN || !j->dataset || rt_dataset_open(j->dataset, &ds, err) != RT_OK)
+        return 0;
+    rt_columns *cols = calloc(1, sizeof *cols);
+    rt_model_spec *spec = calloc(1, sizeof *spec);
+    rt_status st = cols && spec ? RT_OK : rt_err(err, RT_ERR_NOMEM, "out of memory");
+    if (st == RT_OK)
+        st = rt_columns_resolve(ds, j, cols, err);
+    if (st == RT_OK)
+        st = rt_job_model_spec(j, o, ds, cols, spec, err);
+    rt_kctx *ctx = NULL;
+    if (st == RT_OK && !strcmp(a->cmd->name, "run") && j->device != RT_DEV_CUDA &&
+        rt_kctx_create(RT_DEVICE_CPU, 1, &ctx, NULL) == RT_OK) {
+        int64_t rows = j->batch_size > j->eval_batch_size ? j->batch_size : j->eval_batch_size;
+        st = rt_dp_check_memory(spec, ctx, rows, (int)j->np, err);
+        rt_kctx_destroy(ctx);
+    }
+    if (st != RT_OK)
+        fprintf(stderr, "ringtrain: %s does not fit its dataset; nothing was submitted:\n%s\n",
+                o->fname, err);
+    free(cols);
+    free(spec);
+    rt_dataset_free(ds);
+    return st == RT_OK ? 0 : 2;
 }

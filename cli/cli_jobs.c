@@ -19,12 +19,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "rt_dataset.h"
-#include "rt_dp.h"
 #include "rt_json.h"
 #include "rt_schemas.h"
 #include "rt_time.h"
-#include "trainer.h"
 
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig)
@@ -599,39 +596,6 @@ static void job_fields(rt_jw *w, const rt_job_cfg *j)
         rt_jw_knum(w, RT_F_CPU_LIMIT, j->cpu_limit);
 }
 
-/* A training job's model on its dataset, when this machine can read the
- * dataset (else its workers check it): the columns, the model's keys
- * against them, and for `ringtrain run` (every rank here) whether np
- * models fit this machine's memory.  0, or 2 with the reasons printed. */
-static int check_model(const cli_args *a, const rt_job_cfg *j, const rt_cfg_origin *o)
-{
-    rt_dataset *ds = NULL;
-    char err[RT_ERR_LEN];
-    if (j->type != RT_JOB_TRAIN || !j->dataset || rt_dataset_open(j->dataset, &ds, err) != RT_OK)
-        return 0;
-    rt_columns *cols = calloc(1, sizeof *cols);
-    rt_model_spec *spec = calloc(1, sizeof *spec);
-    rt_status st = cols && spec ? RT_OK : rt_err(err, RT_ERR_NOMEM, "out of memory");
-    if (st == RT_OK)
-        st = rt_columns_resolve(ds, j, cols, err);
-    if (st == RT_OK)
-        st = rt_job_model_spec(j, o, ds, cols, spec, err);
-    rt_kctx *ctx = NULL;
-    if (st == RT_OK && !strcmp(a->cmd->name, "run") && j->device != RT_DEV_CUDA &&
-        rt_kctx_create(RT_DEVICE_CPU, 1, &ctx, NULL) == RT_OK) {
-        int64_t rows = j->batch_size > j->eval_batch_size ? j->batch_size : j->eval_batch_size;
-        st = rt_dp_check_memory(spec, ctx, rows, (int)j->np, err);
-        rt_kctx_destroy(ctx);
-    }
-    if (st != RT_OK)
-        fprintf(stderr, "ringtrain: %s does not fit its dataset; nothing was submitted:\n%s\n",
-                o->fname, err);
-    free(cols);
-    free(spec);
-    rt_dataset_free(ds);
-    return st == RT_OK ? 0 : 2;
-}
-
 int cli_job_body_from_file(const cli_args *a, char **body)
 {
     *body = NULL;
@@ -692,7 +656,7 @@ int cli_job_body_from_file(const cli_args *a, char **body)
         free(lines);
         return 2;
     }
-    int rc = check_model(a, &j, &origin);
+    int rc = cli_check_job_model(a, &j, &origin);
     free(lines);
     if (rc != 0) {
         rt_cfg_free(&rt_job_schema, &j);
