@@ -256,9 +256,18 @@ grep -q '\[1\] rank 1 of 2, local rank 0, restart count 1' <<< "$out" || { echo 
 # the agents restarted with two slots each, as after an edit of agent.conf: four ranks
 # are two hosts of two, and the ranks build a shared-memory ring on each host (in the
 # unit's sandbox, as ringtrain) and a ring per local rank across the bridge
-pkill -TERM -x ringtrain-agent || true
-for _ in $(seq 100); do pgrep -x ringtrain-agent > /dev/null || break; sleep 0.1; done
-pgrep -x ringtrain-agent > /dev/null && fail "the agents did not stop on SIGTERM"
+# (this test's agents only: those in its namespaces, not any other ringtrain-agent here)
+agent_pids() {
+  for h in a1 a2; do
+    for p in $(ip netns pids $tag-$h 2> /dev/null); do
+      [ "$(cat /proc/$p/comm 2> /dev/null)" = ringtrain-agent ] && echo "$p"
+    done
+  done
+}
+[ -n "$(agent_pids)" ] || fail "no ringtrain-agent runs in the test's namespaces"
+kill -TERM $(agent_pids) 2> /dev/null || true
+for _ in $(seq 100); do [ -z "$(agent_pids)" ] && break; sleep 0.1; done
+[ -n "$(agent_pids)" ] && fail "the agents did not stop on SIGTERM"
 sed -i 's/^slots = .*/slots = 2/' "$etc_agent"/agent-a1.conf "$etc_agent"/agent-a2.conf
 run_as_unit a1 agent-a1 "$etc_agent" /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-a1.conf
 run_as_unit a2 agent-a2 "$etc_agent" /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-a2.conf
