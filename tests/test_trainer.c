@@ -31,7 +31,7 @@
 #include "test_util.h"
 #include "trainer.h"
 
-enum { B = 32, K = 12, NCAT = 3, NCONT = 0 };
+enum { B = 32, K = 20, NCAT = 3, NCONT = 0 };
 
 static rt_model_spec small_spec(int ncont)
 {
