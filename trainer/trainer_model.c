@@ -1,8 +1,9 @@
 /* trainer_model.c — the job's model: the spec from the job file's [model]
  * keys (checked by the schema, rt_schema_model.c) and the dataset (its
- * columns, vocabularies, label), with the checks only the dataset and the
- * dataset can answer: an embedding width for a column the model does not
- * have (the memory a model needs is rt_dp_check_memory's). */
+ * columns, vocabularies, label), with the checks only the dataset can
+ * answer: an embedding width for a column the model does not have, the
+ * statistics standardize needs (the memory a model needs is
+ * rt_dp_check_memory's). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
