@@ -217,7 +217,7 @@ rt_status rt_parse_duration(const char *text, int64_t *out_us, char *err)
                               (int)ulen, p);
         }
         p += ulen;
-        uint64_t v;
+        uint64_t v = 0;
         rt_status st = scale_decimal(&d, mult, &v, "microseconds", err);
         if (st != RT_OK)
             return st;

@@ -311,7 +311,7 @@ static rt_status read_test_range(gen_world *w, const char *dir, char *err)
 {
     rt_csv *c = NULL;
     rt_status st = open_aux(dir, "test", &c, err);
-    int pos[1];
+    int pos[1] = {-1};
     const char *want[] = {"Date"};
     if (st == RT_OK && (rt_csv_next(c, err) != 1 || !columns(c, want, 1, pos, err)))
         st = RT_ERR_INVALID;
