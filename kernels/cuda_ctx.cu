@@ -253,12 +253,17 @@ static rt_status rt_cuda_timer_create(rt_kctx *ctx, void **ev, char *err)
 }
 
 /* External: in a capture, an event record node of the graph (each replay
- * records the time), not the dependency a plain record would become. */
+ * records the time), not the dependency a plain record would become.  CUDA
+ * refuses the flag outside a capture (cudaErrorIllegalState). */
 static void rt_cuda_timer_mark(rt_kctx *ctx, void *ev, bool comm)
 {
     cuda_state *s = CS(ctx);
-    after_op(s, cudaEventRecordWithFlags((cudaEvent_t)ev, comm ? s->comm : s->stream,
-                                         cudaEventRecordExternal),
+    cudaStream_t st = comm ? s->comm : s->stream;
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    after_op(s, cudaStreamIsCapturing(st, &cap), "cudaStreamIsCapturing (timing mark)");
+    after_op(s, cudaEventRecordWithFlags((cudaEvent_t)ev, st,
+                                         cap == cudaStreamCaptureStatusActive ? cudaEventRecordExternal
+                                                                             : cudaEventRecordDefault),
              "cudaEventRecordWithFlags (timing mark)");
 }
 

@@ -754,7 +754,8 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t st)
 }
 
 /* External: recorded in a capture, an event record node of the graph (each
- * launch records it), not a dependency for other captured streams. */
+ * launch records it), not a dependency for other captured streams.  As
+ * CUDA (seen on an H100): the flag is invalid outside a capture. */
 cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t st, unsigned int flags)
 {
     if (!(flags & cudaEventRecordExternal))
@@ -764,7 +765,7 @@ cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t st, unsigned in
         return set_error(cudaErrorInvalidResourceHandle);
     CUstream_st *s = resolve(st);
     if (!s->cap)
-        return cudaEventRecord(e, st);
+        return set_error(cudaErrorIllegalState);
     return set_error(graph_add_event_node(s, e));
 }
 
