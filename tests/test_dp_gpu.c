@@ -1,5 +1,9 @@
 /* test_dp_gpu.c — the data-parallel step on GPUs: 2 ranks as threads over
- * TCP on loopback, each on its own CUDA device (the emulator gives 2):
+ * TCP on loopback, each on its own CUDA device (the emulator gives 2), or
+ * both on the one GPU a machine has, where the ranks stage their gradients
+ * (every check below then asserts the staged path; the NCCL ones need 2):
+ *   - one rank: the step captured as a CUDA graph, bitwise the step op by
+ *     op, near the CPU's;
  *   - NCCL (per-bucket allreduces overlapping backward, inside a CUDA graph)
  *     against the same step on the CPU: the same parameters within float
  *     tolerance after K steps; both ranks bitwise equal; graphs on and off
@@ -12,7 +16,7 @@
  *     collective timeout with an error naming the rank, no crash, no hang;
  *   - the timeline of GPU steps (timing marks inside the graph): every step's
  *     spans, in the order the streams run them, eager, captured and replayed.
- * Exits 77 (skipped) with fewer than 2 CUDA devices. */
+ * Exits 77 (skipped) with no CUDA device. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -113,6 +117,8 @@ static void make_rows(void)
 }
 
 static const rt_adam_hp HP = {1e-3f, 0.9f, 0.999f, 1e-3f, 1.0f};
+static int g_gpus; /* CUDA devices visible: with one, both ranks share it */
+static const char *const STAGED = "staged through pinned memory";
 
 typedef struct run {
     rt_arch arch;
@@ -138,7 +144,7 @@ static void rank_body(rt_comm *c, int rank, void *arg, rh_result *res)
     char err[RT_ERR_LEN];
     rt_model_spec s = family_spec(r->arch);
     if (r->device == RT_DEVICE_CUDA)
-        RH_CHECK(res, rt_cuda_set_device(r->same_gpu ? 0 : rank, err) == RT_OK, "%s", err);
+        RH_CHECK(res, rt_cuda_set_device(r->same_gpu ? 0 : rank % g_gpus, err) == RT_OK, "%s", err);
     rt_dp_opts o;
     rt_dp_opts_defaults(&o);
     o.device = r->device;
@@ -192,7 +198,9 @@ static void run_n(run *r, int n)
 {
     rt_comm_opts o;
     rt_comm_opts_defaults(&o);
-    o.timeout_us = 30000000;
+    /* as the trainer: the step's deadline is the collectives' (the staged
+     * path's allreduce runs on the ring) */
+    o.timeout_us = r->timeout_us ? r->timeout_us : 30000000;
     rh_result res;
     if (!rh_run(n, RT_TRANSPORT_TCP, &o, rank_body, r, &res))
         fail_msg("%s", res.msg);
@@ -204,6 +212,36 @@ static void free_run(run *r)
 {
     free(r->params[0]);
     free(r->params[1]);
+}
+
+/* The gradient path a run of 2 ranks takes: NCCL where asked for and each
+ * rank has a GPU of its own, else staged through pinned memory. */
+static const char *want_path(const run *r)
+{
+    return r->nccl && !r->same_gpu && g_gpus >= 2 ? "NCCL" : STAGED;
+}
+
+/* One rank: no allreduce; the step captured as a graph and replayed is
+ * bitwise the step op by op, and near the CPU's. */
+static void test_one_rank(void **state)
+{
+    (void)state;
+    for (int a = RT_ARCH_ROSSMANN; a < RT_ARCH_COUNT; a++) {
+        run cpu = {.arch = (rt_arch)a, .device = RT_DEVICE_CPU};
+        run graph = {.arch = (rt_arch)a, .device = RT_DEVICE_CUDA, .graphs = true};
+        run eager = {.arch = (rt_arch)a, .device = RT_DEVICE_CUDA, .graphs = false};
+        run_n(&cpu, 1);
+        run_n(&graph, 1);
+        run_n(&eager, 1);
+        const size_t n = (size_t)cpu.nparams;
+        assert_memory_equal(graph.params[0], eager.params[0], n * 4);
+        char what[64];
+        snprintf(what, sizeof what, "%s: GPU vs CPU parameters, np=1", rt_arch_names[a]);
+        assert_true(tu_close_f(what, graph.params[0], cpu.params[0], n, 1e-4, 1e-4));
+        free_run(&cpu);
+        free_run(&graph);
+        free_run(&eager);
+    }
 }
 
 static void test_gpu_matches_cpu(void **state)
@@ -218,8 +256,8 @@ static void test_gpu_matches_cpu(void **state)
     run_two(&eager);
     run_two(&staged);
     const size_t n = (size_t)cpu.nparams;
-    assert_string_equal(nccl.path[0], "NCCL");
-    assert_string_equal(staged.path[0], "staged through pinned memory");
+    assert_string_equal(nccl.path[0], want_path(&nccl));
+    assert_string_equal(staged.path[0], STAGED);
     assert_memory_equal(nccl.params[0], nccl.params[1], n * 4);
     assert_memory_equal(staged.params[0], staged.params[1], n * 4);
     assert_memory_equal(nccl.params[0], eager.params[0], n * 4);
@@ -246,14 +284,16 @@ static void test_families(void **state)
         run_two(&nccl);
         run_two(&eager);
         const size_t n = (size_t)cpu.nparams;
-        assert_true(nccl.buckets[0] > 1);
+        assert_string_equal(nccl.path[0], want_path(&nccl));
+        if (!strcmp(nccl.path[0], "NCCL"))
+            assert_true(nccl.buckets[0] > 1);
         assert_memory_equal(nccl.params[0], nccl.params[1], n * 4);
         assert_memory_equal(nccl.params[0], eager.params[0], n * 4);
         char what[64];
         snprintf(what, sizeof what, "%s: GPU vs CPU parameters, np=2", rt_arch_names[a]);
         assert_true(tu_close_f(what, nccl.params[0], cpu.params[0], n, 1e-4, 1e-4));
-        printf("%s: %zu parameters, %d NCCL buckets a step, graph == op by op\n",
-               rt_arch_names[a], n, nccl.buckets[0]);
+        printf("%s: %zu parameters, gradients %s (%d allreduces a step), graph == op by op\n",
+               rt_arch_names[a], n, nccl.path[0], nccl.buckets[0]);
         free_run(&cpu);
         free_run(&nccl);
         free_run(&eager);
@@ -267,8 +307,8 @@ static void test_shared_gpu_stages(void **state)
     run nccl = {.device = RT_DEVICE_CUDA, .nccl = true, .graphs = true};
     run_two(&shared);
     run_two(&nccl);
-    assert_string_equal(shared.path[0], "staged through pinned memory");
-    assert_string_equal(shared.path[1], "staged through pinned memory");
+    assert_string_equal(shared.path[0], STAGED);
+    assert_string_equal(shared.path[1], STAGED);
     assert_memory_equal(shared.params[0], nccl.params[0], (size_t)nccl.nparams * 4);
     free_run(&shared);
     free_run(&nccl);
@@ -284,7 +324,8 @@ static void test_dead_peer(void **state)
         fprintf(stderr, "%s peer: rank 0 failed after %.2f s: %s\n", silent ? "silent" : "vanished",
                 r.fail_s, r.last_err[0]);
         assert_int_not_equal(r.last_st[0], RT_OK);
-        assert_non_null(strstr(r.last_err[0], "rank 0 of 2"));
+        /* NCCL names the failing rank; the ring, the peer it lost */
+        assert_non_null(strstr(r.last_err[0], strcmp(r.path[0], "NCCL") ? "rank 1" : "rank 0 of 2"));
         assert_true(r.fail_s < 1.5 + 5.0);
         if (silent)
             assert_int_equal(r.last_st[0], RT_ERR_TIMEOUT);
@@ -405,14 +446,16 @@ static void test_gpu_timeline(void **state)
     check_timeline(cpu.trace_path[0], false, 0, &cpu_layers);
     check_timeline(one.trace_path[0], false, 0, &layers);
     assert_int_equal(layers, cpu_layers);
-    assert_true(nccl.buckets[0] > 1);
+    const bool use_nccl = !strcmp(nccl.path[0], "NCCL"); /* 2 GPUs */
+    assert_true(!use_nccl || nccl.buckets[0] > 1);
     for (int r = 0; r < 2; r++) {
-        check_timeline(nccl.trace_path[r], true, nccl.buckets[r], &layers);
+        check_timeline(nccl.trace_path[r], true, use_nccl ? nccl.buckets[r] : 1, &layers);
         assert_int_equal(layers, cpu_layers);
         check_timeline(staged.trace_path[r], true, 1, &layers);
         assert_int_equal(layers, cpu_layers);
     }
-    fprintf(stderr, "GPU timelines: %d layers a step, %d NCCL buckets\n", layers, nccl.buckets[0]);
+    fprintf(stderr, "GPU timelines: %d layers a step, gradients %s, %d allreduces a step\n", layers,
+            nccl.path[0], use_nccl ? nccl.buckets[0] : 1);
     free_run(&cpu);
     free_run(&one);
     free_run(&nccl);
@@ -423,13 +466,17 @@ int main(int argc, char **argv)
 {
     if (argc == 2)
         cmocka_set_test_filter(argv[1]);
-    if (rt_cuda_device_count_visible() < 2) {
-        printf("fewer than 2 CUDA devices: skipping\n");
+    g_gpus = rt_cuda_device_count_visible();
+    if (g_gpus < 1) {
+        printf("no CUDA device: skipping\n");
         return 77;
     }
+    printf("%d CUDA device(s): 2 ranks %s\n", g_gpus,
+           g_gpus >= 2 ? "on 2 GPUs, NCCL" : "share GPU 0, gradients staged");
     rt_log_set_level(RT_LL_ERROR);
     make_rows();
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_rank),
         cmocka_unit_test(test_gpu_matches_cpu),
         cmocka_unit_test(test_families),
         cmocka_unit_test(test_shared_gpu_stages),
