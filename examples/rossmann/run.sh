@@ -10,7 +10,8 @@
 #      and the store-and-weekday-mean baseline.
 #
 #   examples/rossmann/run.sh [--small] [--model NAME] [--np N] [--out DIR] [--aux DIR]
-#                            [--stores N] [--epochs E]
+#                            [--stores N] [--epochs E] [--device cpu|cuda]
+#                            [--dataset DIR] [--set SECTION.KEY=VALUE]...
 #
 # --small    100 stores and a 512-256 model for 20 epochs (about a minute
 #            on 2 cores), instead of 1115 stores and the seed's
@@ -24,13 +25,18 @@
 # --aux DIR  the real store, test, store_states, state_names, googletrend and
 #            weather files (.csv or .csv.gz); by default ../shared/data/rossmann
 #            beside the repository when it exists, else a synthetic bundle.
+# --device   where the ranks train ([model] device; cuda: one GPU per rank,
+#            or ranks sharing the one GPU a machine has).
+# --dataset  a dataset made before by steps 1-2 (a run's DIR/dataset): skips
+#            them (on a machine without the auxiliary files, the same data).
+# --set      any job-file key, after the ones above (e.g. model.tf32=true).
 # Binaries come from $RINGTRAIN_BUILD when set, else build/ of this repository.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${RINGTRAIN_BUILD:-$root/build}
 
-small=0 np=2 out="$root/runs/rossmann" aux="" stores="" epochs="" arch=rossmann
+small=0 np=2 out="$root/runs/rossmann" aux="" stores="" epochs="" arch=rossmann device=cpu dataset="" sets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --small) small=1 ;;
@@ -40,7 +46,10 @@ while [ $# -gt 0 ]; do
     --aux) aux=$2; shift ;;
     --stores) stores=$2; shift ;;
     --epochs) epochs=$2; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    --device) device=$2; shift ;;
+    --dataset) dataset=$2; shift ;;
+    --set) sets+=(--set "$2"); shift ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -58,7 +67,7 @@ if [ -z "$aux" ] && [ -d "$root/../shared/data/rossmann" ]; then
   aux=$(cd "$root/../shared/data/rossmann" && pwd)
 fi
 
-model=(--set model.architecture="$arch")
+model=(--set model.architecture="$arch" --set model.device="$device")
 if [ "$small" = 1 ]; then
   stores=${stores:-100} epochs=${epochs:-20}
   model+=(--set model.l2=1e-6 --set train.batch_size=128 --set train.learning_rate=1e-3
@@ -80,7 +89,13 @@ fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 data=$out/data
-rm -rf "$data" "$out/dataset" "$out/store"
+rm -rf "$out/store"
+if [ -n "$dataset" ]; then
+  [ -f "$dataset/manifest.json" ] || { echo "run.sh: $dataset is not a dataset (no manifest.json)" >&2; exit 1; }
+  dataset=$(cd "$dataset" && pwd)
+  echo "== 1-2. data: the dataset $dataset, made before"
+else
+rm -rf "$data" "$out/dataset"
 mkdir -p "$data"
 echo "== 1. data: $stores stores into $data"
 if [ -n "$aux" ]; then
@@ -96,11 +111,13 @@ fi
 
 echo "== 2. prep: $data -> $out/dataset ($np partitions)"
 "$ringtrain" prep --input "$data" --sql "$here/prep.sql" --out "$out/dataset" --partitions "$np"
+dataset=$out/dataset
+fi
 
 echo "== 3. train: ringtrain run job.ini --np $np"
 "$ringtrain" run "$here/job.ini" --np "$np" \
-  --set data.dataset="$out/dataset" --set output.store="$out/store" \
-  --set train.epochs="$epochs" "${model[@]}"
+  --set data.dataset="$dataset" --set output.store="$out/store" \
+  --set train.epochs="$epochs" "${model[@]}" ${sets[@]+"${sets[@]}"}
 
 echo "== 4. results"
 hist=$out/store/history.jsonl
@@ -108,8 +125,10 @@ num() { sed -n "s/.*\"$1\":\([-0-9.eE+]*\).*/\1/p"; }
 best=$(grep '"best":true' "$hist" | tail -1)
 val=$(printf '%s\n' "$best" | num val_exp_rmspe)
 epoch=$(printf '%s\n' "$best" | num epoch)
-floor=$(sed -n 's/.*"noise_floor": \([0-9.]*\).*/\1/p' "$data/generator.json")
-baseline=$(sed -n 's/.*"baseline": \([0-9.]*\).*/\1/p' "$data/generator.json")
+gen_json=$data/generator.json
+[ -f "$gen_json" ] || gen_json=$dataset/../data/generator.json
+floor=$(sed -n 's/.*"noise_floor": \([0-9.]*\).*/\1/p' "$gen_json" 2>/dev/null || true)
+baseline=$(sed -n 's/.*"baseline": \([0-9.]*\).*/\1/p' "$gen_json" 2>/dev/null || true)
 echo "history: $hist ($(wc -l < "$hist") epochs; best epoch $epoch)"
 echo "submission: $out/store/submission.csv ($(($(wc -l < "$out/store/submission.csv") - 1)) rows)"
 echo "val_exp_rmspe=$val noise_floor=$floor baseline=$baseline"
