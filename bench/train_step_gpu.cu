@@ -1,7 +1,8 @@
 /* train_step_gpu.cu — the CUDA half of bench/train_step: the training step
  * (forward, loss, backward, Adam) captured once as a CUDA graph and replayed,
  * timed with CUDA events; and cuBLAS sgemm on the model's dominant shape
- * (B x 1000 x 1000, TF32 when the context uses it), same stream. */
+ * (B x 1000 x 1000, TF32 when the context uses it, random data), same
+ * stream. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -47,6 +48,21 @@ static void launch_gemm(void *p)
     const float one = 1.0f, zero = 0.0f;
     cublasSgemm(g->h, CUBLAS_OP_T, CUBLAS_OP_N, g->m, g->n, g->k, &one, g->a, g->k, g->b, g->k,
                 &zero, g->c, g->m);
+}
+
+/* uniform in [-1, 1) from a hash of the index: the GEMM baseline runs on
+ * random data (on zeros a GPU draws less power and clocks higher) */
+__global__ void k_fill_random(float *p, size_t n, unsigned seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        unsigned x = (unsigned)i * 2654435761u ^ seed;
+        x ^= x >> 16;
+        x *= 0x7feb352du;
+        x ^= x >> 15;
+        x *= 0x846ca68bu;
+        x ^= x >> 16;
+        p[i] = (float)(x >> 8) * (2.0f / 16777216.0f) - 1.0f;
+    }
 }
 
 /* iterations that fill about `seconds` given one measured iteration */
@@ -95,8 +111,8 @@ int rt_train_step_gpu(rt_model *m, long batch, const rt_adam_hp *hp, double seco
     cudaMalloc(&a, (size_t)ga.m * ga.k * 4);
     cudaMalloc(&b, (size_t)ga.n * ga.k * 4);
     cudaMalloc(&c, (size_t)ga.m * ga.n * 4);
-    cudaMemsetAsync(a, 0, (size_t)ga.m * ga.k * 4, s);
-    cudaMemsetAsync(b, 0, (size_t)ga.n * ga.k * 4, s);
+    k_fill_random<<<256, 256, 0, s>>>(a, (size_t)ga.m * ga.k, 1u);
+    k_fill_random<<<256, 256, 0, s>>>(b, (size_t)ga.n * ga.k, 2u);
     ga.a = a;
     ga.b = b;
     ga.c = c;

@@ -268,7 +268,7 @@ static void cpu_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n
 }
 
 static void cpu_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-                 const rt_adam_seg *segs, int nseg, const rt_adam_hp *hpp, const int64_t *step)
+                 const rt_adam_seg *segs, int nseg, const rt_adam_hp *hpp, int64_t *step)
 {
     const rt_adam_hp hp = *hpp;
     /* the step size with the bias correction folded in, for the update that
@@ -291,6 +291,7 @@ static void cpu_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v,
         }
     }
     RT_ASSERT(covered == n);
+    (*step)++;
 }
 
 static void cpu_scale(rt_kctx *ctx, float *p, int64_t n, float s)
@@ -411,12 +412,6 @@ static void cpu_memset(rt_kctx *ctx, void *p, int value, size_t bytes)
     memset(p, value, bytes);
 }
 
-static void cpu_step_incr(rt_kctx *ctx, int64_t *step)
-{
-    (void)ctx;
-    (*step)++;
-}
-
 const rt_kernel_ops rt_cpu_kernel_ops = {
     .name = "CPU",
     .device_count = cpu_count,
@@ -460,6 +455,5 @@ const rt_kernel_ops rt_cpu_kernel_ops = {
     .mae = cpu_mae,
     .rmspe = cpu_rmspe,
     .adam = cpu_adam,
-    .step_incr = cpu_step_incr,
     .scale = cpu_scale,
 };

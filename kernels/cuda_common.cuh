@@ -43,6 +43,8 @@ struct cuda_state {
     void *workspace;
     double *partials;
     unsigned *maxbits;       /* embedding backward: max |gradient| as float bits */
+    struct adam_state *adam; /* Adam's bias corrections for the next step (cuda_ops.cu) */
+    unsigned *tickets;       /* per column tile: blocks done (last_of_tile), zero between uses */
     long long *emb_acc;      /* embedding backward: fixed-point accumulators */
     size_t emb_acc_len;
     lt_plan plans[RT_LT_CACHE];
@@ -79,8 +81,8 @@ void rt_cuda_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64
 void rt_cuda_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred, double *acc);
 void rt_cuda_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc);
 void rt_cuda_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-                  const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, const int64_t *step);
-void rt_cuda_step_incr(rt_kctx *ctx, int64_t *step);
+                  const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step);
+size_t rt_cuda_adam_state_bytes(void);
 void rt_cuda_scale(rt_kctx *ctx, float *p, int64_t n, float s);
 void rt_cuda_free_lt_plans(cuda_state *s);
 /* cuda_layers.cu and cuda_attn.cu: the layer graph's ops (contracts: rt_k_*) */
@@ -163,6 +165,30 @@ __device__ __forceinline__ double block_sum(double v, double *shm)
 /* Row chunks for a two-stage column reduction of a (B, n) matrix: enough
  * chunks to fill the GPU, within the partials buffer (per doubles_per_col
  * doubles per column and chunk). */
+/* Column tiles (of 32) whose two-stage reductions finish in their last
+ * block: up to this many; wider ops launch the final stage on its own. */
+#define RT_CUDA_TICKETS (1u << 14)
+
+/* After a block has written its partials for column tile `tile` (one of
+ * `blocks` blocks of that tile): true in the one block that finishes last,
+ * which then sees every other block's partials and finishes the tile; its
+ * ticket is back to 0 for the next op.  Call from all threads of the block. */
+__device__ static inline bool last_of_tile(unsigned *tickets, unsigned tile, unsigned blocks)
+{
+    __shared__ bool last;
+    __threadfence(); /* each thread's partials visible to the block that finishes */
+    __syncthreads();
+    if (threadIdx.x == 0 && threadIdx.y == 0) {
+        last = atomicAdd(&tickets[tile], 1u) == blocks - 1;
+        if (last)
+            tickets[tile] = 0;
+    }
+    __syncthreads();
+    if (last)
+        __threadfence(); /* then read what the others wrote */
+    return last;
+}
+
 static inline int64_t chunks_for(int64_t B, int64_t n, int64_t doubles_per_col, int64_t *rows_per_chunk)
 {
     int64_t chunks = (B + 255) / 256;

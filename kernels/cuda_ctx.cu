@@ -75,7 +75,11 @@ static rt_status rt_cuda_ctx_init(rt_kctx *ctx, char *err)
         goto err_ws;
     }
     if ((e = cudaMalloc(&s->partials, RT_CUDA_PARTIALS * sizeof(double))) != cudaSuccess ||
-        (e = cudaMalloc(&s->maxbits, sizeof(unsigned))) != cudaSuccess) {
+        (e = cudaMalloc(&s->maxbits, sizeof(unsigned))) != cudaSuccess ||
+        (e = cudaMalloc(&s->adam, rt_cuda_adam_state_bytes())) != cudaSuccess ||
+        (e = cudaMemset(s->adam, 0, rt_cuda_adam_state_bytes())) != cudaSuccess ||
+        (e = cudaMalloc(&s->tickets, RT_CUDA_TICKETS * sizeof(unsigned))) != cudaSuccess ||
+        (e = cudaMemset(s->tickets, 0, RT_CUDA_TICKETS * sizeof(unsigned))) != cudaSuccess) {
         st = cuda_fail(err, e, "cudaMalloc (reduction scratch)");
         goto err_partials;
     }
@@ -104,6 +108,8 @@ err_lt:
     cublasDestroy(s->blas);
 err_blas:
 err_partials:
+    cudaFree(s->tickets);
+    cudaFree(s->adam);
     cudaFree(s->maxbits);
     cudaFree(s->partials);
     cudaFree(s->workspace);
@@ -132,6 +138,8 @@ static void rt_cuda_ctx_fini(rt_kctx *ctx)
     cublasLtDestroy(s->lt);
     cublasDestroy(s->blas);
     cudaFree(s->emb_acc);
+    cudaFree(s->tickets);
+    cudaFree(s->adam);
     cudaFree(s->maxbits);
     cudaFree(s->partials);
     cudaFree(s->workspace);
@@ -391,6 +399,5 @@ const rt_kernel_ops rt_cuda_kernel_ops = {
     .mae = rt_cuda_mae,
     .rmspe = rt_cuda_rmspe,
     .adam = rt_cuda_adam,
-    .step_incr = rt_cuda_step_incr,
     .scale = rt_cuda_scale,
 };

@@ -8,7 +8,8 @@
  *             Plain cuBLAS + our epilogue kernel if cuBLASLt offers no
  *             algorithm or a matmul fails.
  *   backward  our kernel: dz = dy ⊙ relu'(y) in place and the bias gradient
- *             as two-stage column sums (fixed order: deterministic);
+ *             as two-stage column sums (fixed order: deterministic), the
+ *             second stage done by each column tile's last block;
  *             dWc (in, out) = Xc · dZcᵀ   (N, T)
  *             dXc (in, B)   = Wc · dZc    (N, N)
  * TF32 tensor cores are used when the context asks for them. */
@@ -164,9 +165,12 @@ void rt_cuda_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, 
 }
 
 /* Stage 1: a (32 x 8) block masks a 32-column tile over one chunk of rows
- * and writes the tile's partial column sums for that chunk. */
+ * and writes the tile's partial column sums for that chunk.  With db, the
+ * tile's last block to finish also does stage 2 for the tile (tickets):
+ * one kernel, the same sums in the same order. */
 __global__ void __launch_bounds__(256) k_mask_colsum(float *g, int64_t ldg, const float *y, int64_t ldy, int64_t B,
-                              int64_t n, int relu, int64_t rows_per_chunk, double *partials)
+                              int64_t n, int relu, int64_t rows_per_chunk, double *partials,
+                              unsigned *tickets, float *db)
 {
     __shared__ double shm[8][33];
     const int64_t j = blockIdx.x * 32 + threadIdx.x;
@@ -190,6 +194,12 @@ __global__ void __launch_bounds__(256) k_mask_colsum(float *g, int64_t ldg, cons
         for (int k = 0; k < 8; k++)
             t += shm[k][threadIdx.x];
         partials[blockIdx.y * n + j] = t;
+    }
+    if (db && last_of_tile(tickets, blockIdx.x, gridDim.y) && threadIdx.y == 0 && j < n) {
+        double t = 0.0; /* k_colsum_final's sum */
+        for (unsigned c = 0; c < gridDim.y; c++)
+            t += partials[c * n + j];
+        db[j] = (float)t;
     }
 }
 
@@ -219,12 +229,15 @@ void rt_cuda_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_ac
         int64_t rows_per_chunk;
         int64_t chunks = chunks_for(B, out, 1, &rows_per_chunk);
         dim3 grid((unsigned)((out + 31) / 32), (unsigned)chunks), block(32, 8);
+        const bool fused = grid.x <= RT_CUDA_TICKETS;
         k_mask_colsum<<<grid, block, 0, s->stream>>>(RT_F(dy), dy.ld, RT_F(y), y.ld, B, out,
                                                       act == RT_ACT_RELU, rows_per_chunk,
-                                                      s->partials);
+                                                      s->partials, s->tickets, fused ? db : NULL);
         LAUNCHED(s, "k_mask_colsum");
-        k_colsum_final<<<grid_for(out, 256), 256, 0, s->stream>>>(s->partials, chunks, out, db);
-        LAUNCHED(s, "k_colsum_final");
+        if (!fused) {
+            k_colsum_final<<<grid_for(out, 256), 256, 0, s->stream>>>(s->partials, chunks, out, db);
+            LAUNCHED(s, "k_colsum_final");
+        }
     }
     set_math(s, ctx->tf32);
     const float one = 1.0f, zero = 0.0f;
@@ -249,10 +262,14 @@ void rt_cuda_colsum(rt_kctx *ctx, rt_view dy, float *out)
     int64_t rows_per_chunk;
     int64_t chunks = chunks_for(B, n, 1, &rows_per_chunk);
     dim3 grid((unsigned)((n + 31) / 32), (unsigned)chunks), block(32, 8);
+    const bool fused = grid.x <= RT_CUDA_TICKETS;
     /* without the ReLU mask the first stage only reads dy */
     k_mask_colsum<<<grid, block, 0, s->stream>>>(RT_F(dy), dy.ld, RT_F(dy), dy.ld, B, n, 0,
-                                                  rows_per_chunk, s->partials);
+                                                  rows_per_chunk, s->partials, s->tickets,
+                                                  fused ? out : NULL);
     LAUNCHED(s, "k_mask_colsum (column sums)");
-    k_colsum_final<<<grid_for(n, 256), 256, 0, s->stream>>>(s->partials, chunks, n, out);
-    LAUNCHED(s, "k_colsum_final");
+    if (!fused) {
+        k_colsum_final<<<grid_for(n, 256), 256, 0, s->stream>>>(s->partials, chunks, n, out);
+        LAUNCHED(s, "k_colsum_final");
+    }
 }

@@ -115,8 +115,7 @@ struct rt_kernel_ops {
                 double *acc);
     void (*rmspe)(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc);
     void (*adam)(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-                 const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, const int64_t *step);
-    void (*step_incr)(rt_kctx *ctx, int64_t *step);
+                 const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step);
     void (*scale)(rt_kctx *ctx, float *p, int64_t n, float s);
 };
 

@@ -527,13 +527,11 @@ void rt_k_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, doub
 }
 
 void rt_k_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-               const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, const int64_t *step)
+               const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step)
 {
     RT_ASSERT(n >= 0 && nseg >= 0);
     ctx->ops->adam(ctx, p, g, m, v, n, segs, nseg, hp, step);
 }
-
-void rt_k_step_incr(rt_kctx *ctx, int64_t *step) { ctx->ops->step_incr(ctx, step); }
 
 void rt_k_scale(rt_kctx *ctx, float *p, int64_t n, float s)
 {

@@ -381,7 +381,6 @@ void rt_model_update(rt_model *m)
 {
     rt_k_adam(m->ctx, m->params, m->grads, m->adam_m, m->adam_v, m->arena, m->segs, m->nseg, m->hp,
               m->step);
-    rt_k_step_incr(m->ctx, m->step);
 }
 
 void rt_model_apply(rt_model *m, const rt_adam_hp *hp)

@@ -366,7 +366,11 @@ rt_status rt_nccl_wait_stream(rt_nccl *n, void *cuda_stream, int64_t timeout_us,
         return rt_err(err, RT_ERR_BROKEN, "the NCCL communicator was aborted");
     cudaStream_t s = cuda_stream ? (cudaStream_t)cuda_stream : n->stream;
     const rt_deadline_t dl = rt_deadline_in_us(timeout_us);
-    for (unsigned spins = 0;; spins++) {
+    /* spin by time, not by count: 64 queries were ~10 us, then each 20 us
+     * sleep cost ~70 us with the timer's slack, longer than the tail of a
+     * small step (an H100's whole step at batch 100 is ~200 us) */
+    const int64_t spin_until = rt_now_ns() + 300000;
+    for (;;) {
         cudaError_t e = cudaStreamQuery(s);
         if (e == cudaSuccess)
             return RT_OK;
@@ -391,8 +395,8 @@ rt_status rt_nccl_wait_stream(rt_nccl *n, void *cuda_stream, int64_t timeout_us,
                           "did not arrive); communicator aborted",
                           (double)timeout_us / 1e6, n->rank, n->size);
         }
-        /* spin briefly (a step's tail), then sleep so as not to take a core */
-        if (spins > 64) {
+        /* spin through a step's tail, then sleep so as not to take a core */
+        if (rt_now_ns() > spin_until) {
             struct timespec ts = {0, 20000};
             nanosleep(&ts, NULL);
         }

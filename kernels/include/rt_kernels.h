@@ -355,12 +355,11 @@ typedef struct rt_adam_hp {
  *   t = *step + 1;  g' = g*grad_scale + 2*l2*p
  *   m = b1*m + (1-b1)*g';  v = b2*v + (1-b2)*g'^2
  *   p -= lr * sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + eps)
+ * and then *step = t (the counter, in the context's memory, advances with
+ * the update: no kernel of its own on a GPU).
  * segs (nseg, in the context's memory) cover [0, n) in order, no gaps. */
 void rt_k_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-               const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, const int64_t *step);
-
-/* *step += 1 (in the context's memory). */
-void rt_k_step_incr(rt_kctx *ctx, int64_t *step);
+               const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step);
 
 /* Scale n floats in place: p *= s. */
 void rt_k_scale(rt_kctx *ctx, float *p, int64_t n, float s);

@@ -50,6 +50,13 @@ template <class T> static inline cudaError_t cudaHostAlloc(T **p, size_t bytes, 
  * at a time, so every block sees its own. */
 #define __shared__ static thread_local
 
+/* CUDA's vector type for 16-byte loads and stores: a float4 access to an
+ * address not 16-byte aligned is an error on a GPU, so here too (UBSan's
+ * alignment check sees the alignas). */
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+
 struct uint3 {
     unsigned int x, y, z;
 };
