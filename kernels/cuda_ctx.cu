@@ -75,7 +75,8 @@ static rt_status rt_cuda_ctx_init(rt_kctx *ctx, char *err)
         goto err_ws;
     }
     if ((e = cudaMalloc(&s->partials, RT_CUDA_PARTIALS * sizeof(double))) != cudaSuccess ||
-        (e = cudaMalloc(&s->maxbits, sizeof(unsigned))) != cudaSuccess ||
+        (e = cudaMalloc(&s->maxbits, 2 * sizeof(unsigned))) != cudaSuccess ||
+        (e = cudaMemset(s->maxbits, 0, 2 * sizeof(unsigned))) != cudaSuccess ||
         (e = cudaMalloc(&s->adam, rt_cuda_adam_state_bytes())) != cudaSuccess ||
         (e = cudaMemset(s->adam, 0, rt_cuda_adam_state_bytes())) != cudaSuccess ||
         (e = cudaMalloc(&s->tickets, RT_CUDA_TICKETS * sizeof(unsigned))) != cudaSuccess ||

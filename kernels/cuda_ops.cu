@@ -111,13 +111,24 @@ __global__ void __launch_bounds__(256) k_embed_bwd_fixed(const int32_t *idx, int
     }
 }
 
-__global__ void __launch_bounds__(256) k_fixed_to_float(const long long *acc, int64_t n, float *out,
-                                                        int64_t B, const unsigned *maxbits)
+/* Also leaves the state zero for the next step, so that no memset node
+ * precedes the embedding backward: each accumulator is zeroed by the thread
+ * that reads it, and the block that finishes last (maxbits[1], a ticket)
+ * zeroes the maximum, once every block has read it. */
+__global__ void __launch_bounds__(256) k_fixed_to_float(long long *acc, int64_t n, float *out,
+                                                        int64_t B, unsigned *maxbits)
 {
     const int e = fixed_exponent(maxbits, B);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
+         i += (int64_t)gridDim.x * blockDim.x) {
         out[i] = (float)ldexp((double)acc[i], -e);
+        acc[i] = 0;
+    }
+    __syncthreads(); /* every thread of the block has read maxbits[0] */
+    if (threadIdx.x == 0 && atomicAdd(&maxbits[1], 1u) == gridDim.x - 1) {
+        maxbits[0] = 0;
+        maxbits[1] = 0;
+    }
 }
 
 /* Blocks for a warp per (row, column) pair. */
@@ -154,6 +165,8 @@ void rt_cuda_embed_bwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, rt_v
         s->emb_acc = NULL;
         s->emb_acc_len = 0;
         cudaError_t e = cudaMalloc(&s->emb_acc, n * sizeof(long long));
+        if (e == cudaSuccess) /* zero once: each step leaves them zero (k_fixed_to_float) */
+            e = cudaMemsetAsync(s->emb_acc, 0, n * sizeof(long long), s->stream);
         if (e != cudaSuccess) {
             after_op(s, e, "cudaMalloc (embedding gradient accumulators)");
             return;
@@ -161,8 +174,6 @@ void rt_cuda_embed_bwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, rt_v
         s->emb_acc_len = n;
     }
     const int64_t pairs = idx.rows * idx.cols;
-    after_op(s, cudaMemsetAsync(s->emb_acc, 0, n * sizeof(long long), s->stream), "cudaMemsetAsync");
-    after_op(s, cudaMemsetAsync(s->maxbits, 0, sizeof(unsigned), s->stream), "cudaMemsetAsync");
     if (pairs > 0) {
         k_absmax<<<pair_grid(pairs), T256, 0, s->stream>>>(cols, RT_F(dout), dout.ld, idx.rows,
                                                            (int)idx.cols, s->maxbits);
