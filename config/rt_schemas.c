@@ -263,7 +263,8 @@ static const rt_cfg_key job_keys[] = {
              "auto: the rank's GPU (local_rank) when there is one, else the CPU"),
     RT_CFG_I("model", "threads", "0", 0, 1024, rt_job_cfg, threads,
              "CPU threads per rank (0: the node's cores shared by its ranks)"),
-    RT_CFG_B("model", "tf32", "false", rt_job_cfg, tf32, "TF32 tensor cores for GPU GEMMs"),
+    RT_CFG_B("model", "tf32", "true", rt_job_cfg, tf32,
+             "TF32 tensor cores for GPU GEMMs (false: exact FP32, as on the CPU)"),
     RT_CFG_B("model", "sync_batch_norm", "false", rt_job_cfg, sync_batch_norm,
              "every batch-norm layer with the statistics of all ranks' batches (np > 1, CPU "
              "workers): np ranks of batch B then train like one of batch np*B (a batch norm "
