@@ -10,6 +10,9 @@
 #   ncu.csv     per-kernel times of one step (ncu --clock-control none)
 #   memcheck.log compute-sanitizer memcheck of captured steps
 # Each step has its own time limit; the whole run fits in about 6 minutes.
+# A shorter run (a second try in a lease): CHECK_ARCHS="rossmann" (the
+# families benchmarked, default all five) and CHECK_EXAMPLES="rossmann" (the
+# example runs, default all six; "none" for none).
 # Without a GPU (here) every GPU step says "skipped: no GPU": the dry run
 # that proves the packing (every library found, from the pack or CUDA).
 set -uo pipefail
@@ -127,7 +130,7 @@ done
 
 say ""
 say "## Benchmarks (bench.jsonl)"
-archs=(rossmann mlp resnet dcn2 ft_transformer)
+read -r -a archs <<< "${CHECK_ARCHS:-rossmann mlp resnet dcn2 ft_transformer}"
 for a in "${archs[@]}"; do
   "$here/bin/train_step" --architecture "$a" --print-spec > "$tmp/$a.json" 2>> "$log" ||
     say "- train_step --print-spec $a: FAILED"
@@ -162,7 +165,9 @@ say ""
 say "## The small Rossmann example per model family (np = 2 on this GPU)"
 if [ $gpu -eq 1 ] && [ -d "$here/rossmann/dataset" ]; then
   # TF32 is the GPU default ([model] tf32); the Rossmann network also in FP32
-  for a in rossmann rossmann+fp32 mlp resnet dcn2 ft_transformer; do
+  read -r -a examples <<< "${CHECK_EXAMPLES:-rossmann rossmann+fp32 mlp resnet dcn2 ft_transformer}"
+  for a in "${examples[@]}"; do
+    [ "$a" != none ] || continue
     arch=${a%+fp32}
     extra=()
     [ "$a" = "$arch" ] || extra=(--set model.tf32=false)
