@@ -3,7 +3,16 @@
  * ... .log_keep), the last TAIL_LINES lines kept in memory for the failure
  * report, and streamed to the coordinator on request (from the start of the
  * current file; with follow, until the rank has exited and everything is
- * sent; with prefix, whole lines led by "[R] "). */
+ * sent; with prefix, whole lines led by "[R] ").
+ *
+ * The folders are the agent's, but a job's ranks may write there (they run
+ * as the agent's user until jobs have users of their own), so no file in
+ * them is trusted: every open refuses a symbolic link (O_NOFOLLOW) and
+ * anything but a regular file with one link (a hard link to the agent's
+ * token would otherwise be read back by `ringtrain logs`, or appended to);
+ * a rotated file larger than a rotation makes is not streamed; and a
+ * stream moves to another file at most log_keep + 1 times a tick, so no
+ * arrangement of names keeps the event loop (and SIGTERM) waiting. */
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
@@ -20,6 +29,31 @@
 #include "rt_time.h"
 
 #define CHUNK 49152 /* raw bytes per frame: far below the 1 MiB limit once escaped */
+
+/* Opens a log file as one the agent wrote: -1 (errno set) for a symbolic
+ * link, a hard-linked file, anything not a regular file, or (max > 0) one
+ * larger than max bytes. */
+static int open_log(const char *path, int flags, int64_t max)
+{
+    int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0640);
+    if (fd < 0)
+        return -1; /* ELOOP for a link */
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+        (max > 0 && st.st_size > max)) {
+        close(fd);
+        errno = EPERM;
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
+/* The largest a kept file can be: what rotation leaves (a write may pass
+ * the limit by up to one read of a rank's output). */
+static int64_t kept_max(const agentd *ag) { return (int64_t)ag->cfg.log_max_bytes + (1 << 20); }
 
 static void log_path(const agentd *ag, int64_t job, int64_t attempt, int rank, char *out,
                      size_t len)
@@ -39,9 +73,14 @@ rt_status log_open(worker *w, char *err)
     rt_status st0 = slash ? rt_mkdirs(dir, err) : RT_OK;
     if (st0 != RT_OK)
         return st0;
-    w->log = fopen(w->log_path, "a");
-    if (!w->log)
-        return rt_err(err, RT_ERR_IO, "cannot open %s: %s", w->log_path, strerror(errno));
+    int fd = open_log(w->log_path, O_WRONLY | O_APPEND | O_CREAT, 0);
+    w->log = fd >= 0 ? fdopen(fd, "a") : NULL;
+    if (!w->log) {
+        if (fd >= 0)
+            close(fd);
+        return rt_err(err, RT_ERR_IO, "cannot open %s: %s (a link or a linked file is refused)",
+                      w->log_path, strerror(errno));
+    }
     struct stat st;
     w->log_bytes = fstat(fileno(w->log), &st) == 0 ? (uint64_t)st.st_size : 0;
     return RT_OK;
@@ -61,7 +100,15 @@ static void rotate(worker *w)
         snprintf(to, sizeof to, "%s.1", w->log_path);
         rename(w->log_path, to);
     }
-    w->log = fopen(w->log_path, ag->cfg.log_keep > 0 ? "a" : "w");
+    int fd = open_log(w->log_path, O_WRONLY | O_CREAT | (ag->cfg.log_keep > 0 ? O_APPEND : O_TRUNC), 0);
+    w->log = fd >= 0 ? fdopen(fd, ag->cfg.log_keep > 0 ? "a" : "w") : NULL;
+    if (!w->log) {
+        if (fd >= 0)
+            close(fd);
+        RT_WARN("agent", "job %lld rank %d: cannot reopen %s after rotating it (%s); its further "
+                "output is kept only in memory", (long long)w->job, w->rank, w->log_path,
+                strerror(errno));
+    }
     w->log_bytes = 0;
 }
 
@@ -164,10 +211,10 @@ void logs_request(agentd *ag, const rt_json *m)
     for (int64_t k = ag->cfg.log_keep; k >= 1 && r->fd < 0; k--) {
         char old[600];
         snprintf(old, sizeof old, "%s.%lld", r->path, (long long)k);
-        r->fd = open(old, O_RDONLY | O_CLOEXEC);
+        r->fd = open_log(old, O_RDONLY, kept_max(ag));
     }
     if (r->fd < 0)
-        r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
+        r->fd = open_log(r->path, O_RDONLY, 0);
     r->next = ag->logs;
     ag->logs = r;
     RT_DEBUG("agent", "log stream %lld: job %lld attempt %lld rank %d%s", (long long)r->req,
@@ -251,7 +298,7 @@ static void send_prefixed(agentd *ag, log_req *r, const char *data, size_t n, bo
 static int next_file(agentd *ag, log_req *r)
 {
     struct stat mine, cur;
-    if (fstat(r->fd, &mine) != 0 || stat(r->path, &cur) != 0)
+    if (fstat(r->fd, &mine) != 0 || lstat(r->path, &cur) != 0 || !S_ISREG(cur.st_mode))
         return -1;
     if (mine.st_ino == cur.st_ino) {
         /* log_keep = 0 rotates by truncating in place: start over */
@@ -264,7 +311,7 @@ static int next_file(agentd *ag, log_req *r)
     for (int64_t k = 1; k <= ag->cfg.log_keep; k++) {
         struct stat sb;
         snprintf(p, sizeof p, "%s.%lld", r->path, (long long)k);
-        if (stat(p, &sb) != 0)
+        if (lstat(p, &sb) != 0 || !S_ISREG(sb.st_mode))
             break;
         oldest = k;
         if (sb.st_ino == mine.st_ino)
@@ -275,13 +322,19 @@ static int next_file(agentd *ag, log_req *r)
         snprintf(p, sizeof p, "%s", r->path);
     else
         snprintf(p, sizeof p, "%s.%lld", r->path, (long long)want);
-    return open(p, O_RDONLY | O_CLOEXEC);
+    return open_log(p, O_RDONLY, want == 0 ? 0 : kept_max(ag));
 }
 
 void logs_pump(agentd *ag)
 {
+    int switches = 0; /* of the request being pumped: bounded, whatever the names */
+    const log_req *cur = NULL;
     for (log_req *r = ag->logs, *next; r; r = next) {
         next = r->next;
+        if (r != cur) {
+            cur = r;
+            switches = 0;
+        }
         char buf[CHUNK];
         int rounds = 0;
         ssize_t n = 0;
@@ -300,13 +353,16 @@ void logs_pump(agentd *ag)
             continue; /* more next tick: do not starve the event loop */
         /* at the end of the file: rotated under us (go on with the next
          * newer file), still growing, or done */
-        int nfd = next_file(ag, r);
+        int nfd = switches <= ag->cfg.log_keep ? next_file(ag, r) : -1;
         if (nfd >= 0) {
             close(r->fd);
             r->fd = nfd;
             next = r; /* read it now */
+            switches++;
             continue;
         }
+        if (switches > ag->cfg.log_keep)
+            continue; /* the rest next tick */
         if (r->follow && running)
             continue;
         if (r->prefix)

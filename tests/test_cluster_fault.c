@@ -12,6 +12,10 @@
  *     its exit before the agent leaves;
  *   - a rank's output is rotated at log_max_bytes, log_keep files kept, and
  *     `ringtrain logs` still serves it;
+ *   - a job that plants links, a FIFO and an oversized file among its own
+ *     rotated logs (and a link where its next attempt's log will be) makes
+ *     the agent read or write neither the agents' token nor anything else
+ *     outside its logs, and the agent stays small and stops on SIGTERM;
  *   - 20 jobs over three agents whose last rank fails as it starts: every
  *     abort reaches ranks being spawned, and no agent stops itself;
  *   - log_retention: a finished job's folders go, a running one's stay;
@@ -42,6 +46,7 @@
 #include <unistd.h>
 
 #include "cluster_harness.h"
+#include "rt_file.h"
 #include "rt_time.h"
 
 #define CHECK(cond) CL_CHECK(failed, cond)
@@ -413,6 +418,82 @@ static void test_log_rotation(void **state)
     free(out);
 }
 
+/* Issue 28.1: ranks run as the agent's user and can write in their log
+ * folder.  Attempt 1 plants, among its rotated logs, a hard link and a
+ * symbolic link to the agents' token, a link to its own current log (a
+ * loop), a FIFO and a file larger than a rotation makes, and a link to the
+ * token where attempt 2's log will be, then fails; attempt 2 runs.  Then
+ * `ringtrain logs` of attempt 1 returns without the token, the token file
+ * is unchanged, and the agent is small and stops on SIGTERM at once.
+ * (Before: the token was printed, and the loop made the agent read the
+ * same files forever, growing without bound and deaf to SIGTERM.) */
+static void test_log_links(void **state)
+{
+    cl_fixture *fx = *state;
+    bool *failed = &fx->failed;
+    cluster *c = &fx->c;
+    CHECK(cl_init(c, "links"));
+    CHECK(cl_start_coord(c, NULL, NULL));
+    c->agent_extra = "log_max_bytes = 8K\nlog_keep = 5\n";
+    CHECK(cl_start_agent(c, 0, "a1", "A", 1, NULL));
+    CHECK(cl_wait_agents_up(c, 1, 20000));
+    char token_path[400], *token_before = NULL, *token_after = NULL;
+    snprintf(token_path, sizeof token_path, "%s/token", c->dir);
+    size_t len = 0;
+    char err[RT_ERR_LEN];
+    CHECK(rt_read_file(token_path, 4096, &token_before, &len, err) == RT_OK);
+    char ini[600], *out = NULL;
+    snprintf(ini, sizeof ini, "%s/links.ini", c->dir);
+    FILE *f = fopen(ini, "w");
+    CHECK(f != NULL);
+    fprintf(f,
+            "[job]\ntype = exec\nname = links\nnp = 1\nmax_restarts = 1\n"
+            "command = /bin/sh, -c, "
+            "d=%s/logs-a1/job-$RT_JOB_ID; a=$d/attempt-$RT_ATTEMPT/rank-0.log; "
+            "if [ $RT_ATTEMPT = 1 ]; then echo first-attempt; "
+            "ln %s $a.5; ln -s %s $a.4; ln -s $a $a.3; mkfifo $a.2; "
+            "head -c 3000000 /dev/zero > $a.1; "
+            "mkdir -p $d/attempt-2; ln -s %s $d/attempt-2/rank-0.log; exit 3; fi; "
+            "echo second-attempt\n",
+            c->dir, token_path, token_path, token_path);
+    fclose(f);
+    const char *sub[] = {"submit", ini, "--follow", NULL};
+    int rc = cl_cli(c, &out, 60, sub);
+    fprintf(stderr, "the job (rc %d):\n%s\n", rc, out ? out : "");
+    free(out);
+    /* attempt 1's logs: the job's own output, none of the planted files */
+    const char *lg[] = {"logs", "1", "--attempt", "1", "--rank", "0", NULL};
+    int64_t t0 = rt_now_ns();
+    CHECK(cl_cli(c, &out, 30, lg) == 0);
+    const double took = (double)(rt_now_ns() - t0) / 1e9;
+    fprintf(stderr, "ringtrain logs --attempt 1 (%.1f s, %zu bytes): %.300s\n", took,
+            out ? strlen(out) : 0, out ? out : "");
+    CHECK(out && strstr(out, "first-attempt") != NULL);
+    CHECK(out && strstr(out, c->agent_token) == NULL);
+    CHECK(out && strlen(out) < 100000); /* not the 3 MB file, not a loop */
+    free(out);
+    /* the token: never appended to (attempt 2's log was a link to it) */
+    CHECK(rt_read_file(token_path, 4096, &token_after, &len, err) == RT_OK);
+    CHECK(token_before && token_after && strcmp(token_before, token_after) == 0);
+    free(token_before);
+    free(token_after);
+    /* the agent: small, and SIGTERM stops it at once */
+    char status[64], line[256];
+    snprintf(status, sizeof status, "/proc/%d/status", (int)c->agent[0].pid);
+    long rss_kb = -1;
+    FILE *st = fopen(status, "r");
+    while (st && fgets(line, sizeof line, st))
+        if (sscanf(line, "VmRSS: %ld kB", &rss_kb) == 1)
+            break;
+    if (st)
+        fclose(st);
+    fprintf(stderr, "agent RSS %ld kB\n", rss_kb);
+    CHECK(rss_kb > 0 && rss_kb < 200 * 1024);
+    t0 = rt_now_ns();
+    CHECK(cl_stop(&c->agent[0], SIGTERM) >= 0); /* -1: it had to be killed */
+    fprintf(stderr, "agent stopped in %.1f s\n", (double)(rt_now_ns() - t0) / 1e9);
+}
+
 /* A rank that cannot be started (its program is not on that node's PATH)
  * aborts the job while the other agents are still spawning theirs: the
  * abort's SIGTERM then reaches processes between fork and exec.  (Before
@@ -674,6 +755,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_coordinator_restart, cl_fixture_setup, cl_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_sd_notify_and_sigterm, cl_fixture_setup, cl_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_log_rotation, cl_fixture_setup, cl_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_log_links, cl_fixture_setup, cl_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_spawn_failure_agents_stay_up, cl_fixture_setup, cl_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_log_retention, cl_fixture_setup, cl_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_connection_flood, cl_fixture_setup, cl_fixture_teardown),
