@@ -6,7 +6,8 @@
 #  - weather events the model never saw are counted and scored (the mean
 #    embedding), the other rows unchanged in kind;
 #  - a featurised CSV (no script) scores the same as the script's table;
-#  - mistakes are named: a misspelled --id, a missing model column.
+#  - mistakes are named: a misspelled --id, a missing model column;
+#  - a crafted checkpoint whose tensor counts are not its model's is refused.
 # Usage: test_predict_input.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
@@ -84,3 +85,27 @@ grep -q "has no column '" "$w/e5" || fail "missing column: $(cat "$w/e5")"
 if "$rt" predict --model "$w/store/best.ckpt" --dataset "$w/ds" --input "$w/feat.csv" --out "$w/p6.csv" 2> "$w/e6"; then
   fail "--dataset and --input together were accepted"; fi
 echo "ok: mistakes named"
+
+# 5. a crafted checkpoint (issue 28.8): a valid CRC and consistent sizes, but
+# tensor counts (1 parameter, no buffers) that are not its model's: refused
+# with the reason, by --input (which widens the embeddings) and --dataset, no
+# crash (it was SIGSEGV: the tensors were read by the model's sizes)
+python3 - "$w/store/best.ckpt" "$w/crafted.ckpt" <<'PY'
+import json, struct, sys, zlib
+d = open(sys.argv[1], "rb").read()
+hl = struct.unpack_from("<I", d, 12)[0]
+h = json.loads(d[16:16 + hl])
+h["params"], h["buffers"] = 1, 0
+hb = json.dumps(h).encode()
+raw = struct.pack("<3f", 0.5, 0.0, 0.0)
+comp = zlib.compress(raw)
+body = d[:8] + struct.pack("<II", 1, len(hb)) + hb + struct.pack("<QQ", len(raw), len(comp)) + comp
+open(sys.argv[2], "wb").write(body + struct.pack("<I", zlib.crc32(body)) + b"RTCKEND\0")
+PY
+for how in "--input $w/feat.csv" "--dataset $w/ds"; do
+  rc=0
+  "$rt" predict --model "$w/crafted.ckpt" $how --out "$w/p7.csv" 2> "$w/e7" || rc=$?
+  [ $rc -ne 0 ] && [ $rc -lt 128 ] || fail "a crafted checkpoint with $how: exit $rc"
+  grep -q "not written for this model" "$w/e7" || fail "crafted checkpoint ($how): $(cat "$w/e7")"
+done
+echo "ok: a checkpoint whose counts are not its model's is refused"

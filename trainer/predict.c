@@ -252,7 +252,12 @@ static rt_status widen_embeddings(const rt_ckpt *ck, const rt_model_spec *wide, 
     if (st == RT_OK)
         st = rt_model_create(&ck->spec, ctx, 1, &old, err);
     if (st == RT_OK)
+        st = rt_ckpt_fits(ck, old, err); /* the tensors are read by old's sizes */
+    if (st == RT_OK)
         st = rt_model_create(wide, ctx, 1, &neu, err);
+    if (st == RT_OK && rt_model_num_buffers(neu) != ck->nbuffers) /* set with ck's buffers */
+        st = rt_err(err, RT_ERR_INVALID, "the widened model has %lld buffer values, the "
+                    "checkpoint %lld", (long long)rt_model_num_buffers(neu), (long long)ck->nbuffers);
     float *p = st == RT_OK ? calloc((size_t)rt_model_num_params(neu) + 1, sizeof *p) : NULL;
     if (st == RT_OK && !p)
         st = rt_err(err, RT_ERR_NOMEM, "out of memory");

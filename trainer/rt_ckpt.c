@@ -46,16 +46,25 @@ rt_status rt_ckpt_from_model(rt_ckpt *c, rt_model *m, char *err)
     return rt_model_get_state(m, c->params, c->adam_m, c->adam_v, c->buffers, &c->step, err);
 }
 
-rt_status rt_ckpt_to_model(const rt_ckpt *c, rt_model *m, char *err)
+rt_status rt_ckpt_fits(const rt_ckpt *c, const rt_model *m, char *err)
 {
-    /* the header's counts are the file's word: the tensors are copied by
-     * the model's sizes, so they must be the same */
+    /* the header's counts are the file's word (a crafted file can pass
+     * every size and CRC check with counts its spec does not have): the
+     * tensors are copied by the model's sizes, so they must be the same */
     if (c->nparams != rt_model_num_params(m) || c->nbuffers != rt_model_num_buffers(m))
         return rt_err(err, RT_ERR_CORRUPT,
                       "checkpoint holds %lld parameters and %lld buffer values, its model "
                       "has %lld and %lld: damaged or not written for this model",
                       (long long)c->nparams, (long long)c->nbuffers,
                       (long long)rt_model_num_params(m), (long long)rt_model_num_buffers(m));
+    return RT_OK;
+}
+
+rt_status rt_ckpt_to_model(const rt_ckpt *c, rt_model *m, char *err)
+{
+    rt_status st = rt_ckpt_fits(c, m, err);
+    if (st != RT_OK)
+        return st;
     return rt_model_set_state(m, c->params, c->adam_m, c->adam_v, c->buffers, &c->step, err);
 }
 

@@ -52,6 +52,9 @@ rt_status rt_ckpt_write(const char *path, const rt_ckpt *c, char *err);
 rt_status rt_ckpt_read(const char *path, rt_ckpt *c, char *err);
 rt_status rt_ckpt_parse(const void *data, size_t len, const char *name, rt_ckpt *c, char *err);
 void rt_ckpt_free(rt_ckpt *c);
+/* Whether c's tensor counts are m's (RT_ERR_CORRUPT naming both): every
+ * path that copies a checkpoint's tensors checks this first. */
+rt_status rt_ckpt_fits(const rt_ckpt *c, const rt_model *m, char *err);
 /* Whether a model built from `spec` can take c's state; else a sentence. */
 rt_status rt_ckpt_compatible(const rt_ckpt *c, const rt_model_spec *spec, char *err);
 /* Whether a dataset's categorical values are the model's, index by index:
