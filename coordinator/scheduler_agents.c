@@ -12,6 +12,61 @@
 #include "scheduler.h"
 #include "scheduler_impl.h"
 
+/* An agent's capabilities as the API and the dashboard show them: an
+ * object of scalars (strings up to 256 bytes, finite numbers, booleans)
+ * and arrays of such strings (gpu_names, limits; up to 64), whatever the
+ * agent sent: anything else (objects, other types, long values) is
+ * dropped, so a rogue agent cannot put objects or megabytes there (the
+ * dashboard escapes every string it shows). */
+static char *caps_clean(const rt_json *caps)
+{
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    for (size_t i = 0; i < rt_json_len(caps) && i < 64 && rt_json_type_of(caps) == RT_JSON_OBJECT;
+         i++) {
+        const char *k = rt_json_key_at(caps, i);
+        const rt_json *v = rt_json_value_at(caps, i);
+        if (!k || strlen(k) > 64)
+            continue;
+        switch (rt_json_type_of(v)) {
+        case RT_JSON_BOOL:
+            rt_jw_kbool(&w, k, rt_json_bool(v, false));
+            break;
+        case RT_JSON_NUMBER: {
+            const double x = rt_json_num(v, 0);
+            if (x == floor(x) && fabs(x) < 9e15)
+                rt_jw_kint(&w, k, (int64_t)x);
+            else if (isfinite(x))
+                rt_jw_knum(&w, k, x);
+            break;
+        }
+        case RT_JSON_STRING:
+            if (strlen(rt_json_str(v, "")) <= 256)
+                rt_jw_kstr(&w, k, rt_json_str(v, ""));
+            break;
+        case RT_JSON_ARRAY: {
+            size_t n = rt_json_len(v), ok = 0;
+            for (size_t e = 0; e < n; e++)
+                ok += rt_json_type_of(rt_json_at(v, e)) == RT_JSON_STRING &&
+                      strlen(rt_json_str(rt_json_at(v, e), "")) <= 256;
+            if (n > 64 || ok != n)
+                break;
+            rt_jw_key(&w, k);
+            rt_jw_arr(&w);
+            for (size_t e = 0; e < n; e++)
+                rt_jw_str(&w, rt_json_str(rt_json_at(v, e), ""));
+            rt_jw_arr_end(&w);
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    rt_jw_obj_end(&w);
+    return rt_jw_take(&w, NULL);
+}
+
 /* ---- agents ---------------------------------------------------------------------- */
 
 /* A rank of a restored job that its agent did not account for: gone. */
@@ -84,7 +139,13 @@ sc_agent *sched_agent_up(sched *S, const rt_json *m, sc_clock now, char *err)
     snprintf(a->hostname, sizeof a->hostname, "%s", rt_json_str(rt_json_get(m, RT_F_HOSTNAME), "?"));
     snprintf(a->addr, sizeof a->addr, "%s", rt_json_str(rt_json_get(m, RT_F_ADDRESS), ""));
     a->slots = (int)slots;
-    const rt_json *caps = rt_json_get(m, RT_F_CAPS);
+    /* what the scheduler uses comes from what the API shows: the cleaned object */
+    free(a->caps);
+    a->caps = caps_clean(rt_json_get(m, RT_F_CAPS));
+    rt_json *caps = NULL;
+    char jerr[RT_ERR_LEN];
+    if (!a->caps || rt_json_parse(a->caps, strlen(a->caps), &caps, jerr) != RT_OK)
+        caps = NULL; /* out of memory: no capabilities */
     a->cuda = rt_json_bool(rt_json_get(caps, "cuda"), false);
     a->nccl = rt_json_bool(rt_json_get(caps, "nccl"), false);
     a->rdma = rt_json_bool(rt_json_get(caps, "rdma"), false);
@@ -96,15 +157,8 @@ sc_agent *sched_agent_up(sched *S, const rt_json *m, sc_clock now, char *err)
         a->lim_cpu = a->lim_cpu || !strcmp(l, "cpu");
     }
     int64_t g = 0;
-    a->gpus = rt_json_get_int(caps, "gpus", &g) ? (int)g : 0;
-    rt_jw w;
-    rt_jw_init(&w);
-    if (caps)
-        rt_jw_value(&w, caps);
-    else
-        rt_jw_raw(&w, "{}");
-    free(a->caps);
-    a->caps = rt_jw_take(&w, NULL);
+    a->gpus = rt_json_get_int(caps, "gpus", &g) && g >= 0 && g <= 4096 ? (int)g : 0;
+    rt_json_free(caps);
     a->up = true;
     a->since = now.wall;
     sc_agent_saved(S, a);

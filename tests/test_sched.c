@@ -215,6 +215,40 @@ static void test_priority_hold_and_refusal(void **state)
     world_free(&w);
 }
 
+/* Issue 28.9: an agent's capabilities are shown by the API and the
+ * dashboard; what the coordinator keeps is an object of bounded scalars and
+ * string arrays, whatever the agent sent (the dashboard escapes the rest). */
+static void test_agent_caps_cleaned(void **state)
+{
+    (void)state;
+    world w;
+    world_init(&w);
+    char big[600], caps[1400];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    snprintf(caps, sizeof caps,
+             "{\"cores\":{\"a\":\"<img src=x>\"},\"memory_bytes\":25276510208,\"cuda\":true,"
+             "\"cpu\":\"<b>EPYC</b>\",\"isa\":\"%s\",\"gpus\":-5,\"limits\":[\"memory\",{}],"
+             "\"gpu_names\":[\"H100\"],\"load\":0.25,\"nested\":[[1]]}", big);
+    sc_agent *a = agent_hello(&w, "A", "a", 2, NULL, caps);
+    rt_json *c = parse(a->caps);
+    assert_int_equal(rt_json_type_of(c), RT_JSON_OBJECT);
+    assert_null(rt_json_get(c, "cores"));             /* an object: dropped */
+    assert_null(rt_json_get(c, "isa"));               /* 599 bytes: dropped */
+    assert_null(rt_json_get(c, "limits"));            /* an array with an object */
+    assert_null(rt_json_get(c, "nested"));
+    assert_string_equal(rt_json_get_str(c, "cpu"), "<b>EPYC</b>"); /* a string: escaped when shown */
+    int64_t mem = 0;
+    assert_true(rt_json_get_int(c, "memory_bytes", &mem) && mem == 25276510208LL);
+    assert_true(rt_json_bool(rt_json_get(c, "cuda"), false));
+    assert_true(rt_json_num(rt_json_get(c, "load"), 0) == 0.25);
+    assert_string_equal(rt_json_str(rt_json_at(rt_json_get(c, "gpu_names"), 0), ""), "H100");
+    assert_int_equal(a->gpus, 0); /* a negative count is none */
+    assert_false(a->lim_mem);     /* the scheduler uses what is shown: no limits */
+    rt_json_free(c);
+    world_free(&w);
+}
+
 /* memory_limit and cpu_limit: bad values refused at submission; a job with
  * them runs only on agents that enforce them (caps "limits"), is refused when
  * those have too few slots, waits saying why while they are busy, and its
@@ -335,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_backfill_by_room),
         cmocka_unit_test(test_priority_hold_and_refusal),
         cmocka_unit_test(test_job_limits),
+        cmocka_unit_test(test_agent_caps_cleaned),
         cmocka_unit_test(test_backfill_beside_limits),
         cmocka_unit_test(test_queue_timeout_and_drain),
     };

@@ -130,8 +130,8 @@ async function viewJobs() {
     '<th>submitted</th><th>elapsed</th><th>progress</th><th>latest</th><th>reason / position</th></tr>';
   $('jobs-table').innerHTML = head + d.jobs.map((j) => {
     const pos = j.queue_pos > 0 ? `#${j.queue_pos} in the queue. ` : '';
-    return `<tr class="clickable" data-id="${j.id}"><td class="num">${j.id}</td><td>${esc(j.name)}</td>` +
-      `<td>${esc(j.user)}</td><td>${badge(j.state)}</td><td class="num">${j.np}</td><td class="num">${j.attempt || 0}</td>` +
+    return `<tr class="clickable" data-id="${esc(j.id)}"><td class="num">${esc(j.id)}</td><td>${esc(j.name)}</td>` +
+      `<td>${esc(j.user)}</td><td>${badge(j.state)}</td><td class="num">${esc(j.np)}</td><td class="num">${esc(j.attempt || 0)}</td>` +
       `<td class="small" title="${esc(fmtTime(j.created))}">${esc(ago(j.created))}</td><td class="num">${dur(elapsed(j))}</td>` +
       `<td>${bar(j.progress, j.state)}</td><td class="small">${esc(latestMetrics(j.progress))}</td>` +
       `<td class="reason">${esc(pos + (j.reason || ''))}</td></tr>`;
@@ -192,8 +192,8 @@ async function viewJob(id) {
   const d = await api('/v1/jobs/' + id);
   const j = d.job;
   if (!$('job-' + id)) {
-    $('view').innerHTML = `<div id="job-${id}">
-      <h1>Job ${id} <span id="j-name"></span> <span id="j-state"></span>
+    $('view').innerHTML = `<div id="job-${esc(id)}">
+      <h1>Job ${esc(id)} <span id="j-name"></span> <span id="j-state"></span>
         <button id="cancel" class="danger" hidden>Cancel</button></h1>
       <div class="grid"><div class="card" id="j-info"></div><div class="card" id="j-progress"></div></div>
       <div id="j-failure"></div>
@@ -215,7 +215,7 @@ async function viewJob(id) {
   $('j-name').textContent = `'${j.name}'`;
   $('j-state').innerHTML = badge(j.state);
   $('cancel').hidden = !canChange() || TERMINAL.includes(j.state);
-  $('j-info').innerHTML = `<div>${esc(j.type)} job of <b>${esc(j.user)}</b>, ${j.np} ranks, attempt ${j.attempt || 0}${j.restarts ? ` (${j.restarts} restarts)` : ''}</div>
+  $('j-info').innerHTML = `<div>${esc(j.type)} job of <b>${esc(j.user)}</b>, ${esc(j.np)} ranks, attempt ${esc(j.attempt || 0)}${j.restarts ? ` (${esc(j.restarts)} restarts)` : ''}</div>
     <div class="small">submitted ${esc(fmtTime(j.created))} · started ${esc(fmtTime(j.started))} · ended ${esc(fmtTime(j.finished))} · elapsed ${dur(elapsed(j))}</div>
     <div class="reason">${esc(j.queue_pos > 0 ? `#${j.queue_pos} in the queue. ` : '')}${esc(j.reason || '')}</div>`;
   const pr = j.progress || {};
@@ -244,15 +244,15 @@ async function viewJob(id) {
   // GPU utilisation and memory where the rank's agent has NVML
   const gpuUse = (u) => u && u.gpu_util != null ? `<div class="small">${num(u.gpu_util, 0)}% · ${bytes(u.gpu_mem_bytes)}</div>` : '';
   $('j-placement').innerHTML = '<tr><th>rank</th><th>host</th><th>agent</th><th>local</th><th>cross</th><th>GPU</th><th>pid</th><th>CPU %</th><th>RSS</th><th>state</th><th>exit</th></tr>' +
-    (d.placement || []).map((p) => `<tr><td class="num">${p.rank}</td><td>${esc(p.hostname)}</td><td>${esc(p.agent)}</td>` +
-      `<td class="num">${p.local_rank}/${p.local_size}</td><td class="num">${p.cross_rank}/${p.cross_size}</td><td class="gpu">${esc(p.gpu || '-')}${gpuUse(use[p.rank])}</td>` +
-      `<td class="num">${p.pid || '-'}</td><td class="num cpu">${use[p.rank] ? num(use[p.rank].cpu_pct, 0) : '-'}</td>` +
+    (d.placement || []).map((p) => `<tr><td class="num">${esc(p.rank)}</td><td>${esc(p.hostname)}</td><td>${esc(p.agent)}</td>` +
+      `<td class="num">${esc(p.local_rank)}/${esc(p.local_size)}</td><td class="num">${esc(p.cross_rank)}/${esc(p.cross_size)}</td><td class="gpu">${esc(p.gpu || '-')}${gpuUse(use[p.rank])}</td>` +
+      `<td class="num">${esc(p.pid || '-')}</td><td class="num cpu">${use[p.rank] ? num(use[p.rank].cpu_pct, 0) : '-'}</td>` +
       `<td class="num rss">${use[p.rank] ? bytes(use[p.rank].rss_bytes) : '-'}</td><td>${badge(p.state)}</td><td>${esc(describeExit(p))}</td></tr>`).join('');
   const res = d.results || [];
   $('j-results').innerHTML = res.length ? '<h2>Results</h2><table><tr><th>rank</th><th>value</th></tr>' +
-    res.map((r) => `<tr><td class="num">${r.rank}</td><td><code>${esc(JSON.stringify(r.value))}</code></td></tr>`).join('') + '</table>' : '';
+    res.map((r) => `<tr><td class="num">${esc(r.rank)}</td><td><code>${esc(JSON.stringify(r.value))}</code></td></tr>`).join('') + '</table>' : '';
   $('j-attempts').innerHTML = '<tr><th>#</th><th>np</th><th>state</th><th>started</th><th>ended</th><th>reason</th></tr>' +
-    (d.attempts || []).map((a) => `<tr><td class="num">${a.attempt}</td><td class="num">${a.np}</td><td>${badge(a.state)}</td>` +
+    (d.attempts || []).map((a) => `<tr><td class="num">${esc(a.attempt)}</td><td class="num">${esc(a.np)}</td><td>${badge(a.state)}</td>` +
       `<td class="small">${esc(fmtTime(a.started))}</td><td class="small">${esc(fmtTime(a.finished))}</td><td class="reason">${esc(a.reason)}</td></tr>`).join('');
   const ev = (d.events || []).slice(-30).reverse();
   $('j-events').innerHTML = '<tr><th>time</th><th>kind</th><th>message</th></tr>' +
@@ -303,7 +303,7 @@ async function viewNodes() {
     '<th>CPU</th><th>cores</th><th>memory</th><th>GPUs</th><th>since</th></tr>' +
     d.nodes.map((n) => {
       const c = n.caps || {};
-      const gpus = n.gpus ? `${n.gpus}${c.gpu_names && c.gpu_names.length ? ' × ' + esc(c.gpu_names[0]) : ''}` : '-';
+      const gpus = n.gpus ? `${esc(n.gpus)}${c.gpu_names && c.gpu_names.length ? ' × ' + esc(c.gpu_names[0]) : ''}` : '-';
       const st = badge(n.state) + (n.draining ? ' <span class="state">draining</span>' : '');
       // ringtrain's GEMM kernel; OpenBLAS's for exec jobs (own pick -> the one the agent sets)
       const blas = c.blas_core ? ` · OpenBLAS ${c.blas_set ? esc(c.blas_own) + '→' : ''}${esc(c.blas_core)}` : '';
@@ -311,8 +311,8 @@ async function viewNodes() {
       // the job limits it enforces on its ranks' cgroups (memory_limit, cpu_limit)
       const lim = `<div>limits: ${c.limits && c.limits.length ? c.limits.map(esc).join(', ') : 'none'}</div>`;
       return `<tr><td>${esc(n.agent)}</td><td>${esc(n.hostname)}<div class="small">${esc(n.address)}</div></td><td>${st}</td>` +
-        `<td class="num">${n.used}/${n.slots - n.used}</td><td class="small">${esc(c.cpu || '-')}<div>${esc(c.isa || '')}</div>${kern}${lim}</td>` +
-        `<td class="num">${c.cores || '-'}</td><td class="num">${bytes(c.memory_bytes)}</td><td>${gpus}</td><td class="small">${esc(ago(n.since))}</td></tr>`;
+        `<td class="num">${esc(n.used)}/${esc(n.slots - n.used)}</td><td class="small">${esc(c.cpu || '-')}<div>${esc(c.isa || '')}</div>${kern}${lim}</td>` +
+        `<td class="num">${esc(c.cores || '-')}</td><td class="num">${bytes(c.memory_bytes)}</td><td>${gpus}</td><td class="small">${esc(ago(n.since))}</td></tr>`;
     }).join('') + '</table>';
 }
 
