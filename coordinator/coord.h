@@ -159,6 +159,11 @@ void auth_free(coord *co);
 auth_role auth_check(coord *co, const char *bearer, const char *cookie, char *who, size_t wholen,
                      const char **why, int64_t *token_id, bool *by_cookie);
 auth_role auth_needed(bool get, const char *path);
+/* A job's document as a role below admin may see it: every "env" object's
+ * values replaced by "(hidden)", the names kept (issue 28.4: a read token
+ * saw the secrets passed with exec -x).  Takes doc (frees it); NULL stays
+ * NULL. */
+char *auth_hide_env(char *doc);
 /* May this hello's token register an agent named `name`?  The agents'
  * shared token, unless that name is enrolled (or enrollment is required),
  * or the agent's own token (role agent, made for that name).  NULL, or the

@@ -26,6 +26,7 @@
 
 #include "coord.h"
 #include "rt_hex.h"
+#include "rt_json.h"
 #include "rt_log.h"
 #include "rt_net.h"
 
@@ -271,4 +272,57 @@ auth_role auth_needed(bool get, const char *path)
     if (strncmp(path, "/v1/tokens", 10) == 0 || strncmp(path, "/v1/nodes/", 10) == 0)
         return ROLE_ADMIN; /* tokens; drain and resume */
     return get ? ROLE_READ : ROLE_SUBMIT;
+}
+
+/* ---- what a role may see ------------------------------------------------------ */
+
+static void copy_hiding_env(rt_jw *w, const rt_json *v, bool hide)
+{
+    switch (rt_json_type_of(v)) {
+    case RT_JSON_OBJECT:
+        rt_jw_obj(w);
+        for (size_t i = 0; i < rt_json_len(v); i++) {
+            const char *k = rt_json_key_at(v, i);
+            const rt_json *x = rt_json_value_at(v, i);
+            rt_jw_key(w, k);
+            if (hide) {
+                rt_jw_str(w, "(hidden)");
+            } else if (!strcmp(k, "spec") && rt_json_type_of(x) == RT_JSON_STRING) {
+                /* the submitted spec, kept as its JSON text */
+                char *inner = auth_hide_env(strdup(rt_json_str(x, "")));
+                rt_jw_str(w, inner ? inner : "(hidden)");
+                free(inner);
+            } else {
+                copy_hiding_env(w, x, !strcmp(k, "env") && rt_json_type_of(x) == RT_JSON_OBJECT);
+            }
+        }
+        rt_jw_obj_end(w);
+        break;
+    case RT_JSON_ARRAY:
+        rt_jw_arr(w);
+        for (size_t i = 0; i < rt_json_len(v); i++)
+            copy_hiding_env(w, rt_json_at(v, i), false);
+        rt_jw_arr_end(w);
+        break;
+    default:
+        rt_jw_value(w, v);
+    }
+}
+
+char *auth_hide_env(char *doc)
+{
+    if (!doc || !strstr(doc, "env")) /* also inside the spec, which is JSON text */
+        return doc;
+    rt_json *j = NULL;
+    char err[RT_ERR_LEN];
+    if (rt_json_parse(doc, strlen(doc), &j, err) != RT_OK) {
+        free(doc); /* shown to no one rather than unredacted */
+        return NULL;
+    }
+    rt_jw w;
+    rt_jw_init(&w);
+    copy_hiding_env(&w, j, false);
+    rt_json_free(j);
+    free(doc);
+    return rt_jw_take(&w, NULL);
 }

@@ -723,6 +723,8 @@ static void handle(struct evhttp_request *req, void *arg)
         sc_clock now = coord_now();
         if (!*rest && get) {
             char *doc = with_usage(co, id, cdb_job_detail(co, id));
+            if (role < ROLE_ADMIN) /* the job's environment: names only */
+                doc = auth_hide_env(doc);
             char msg[64];
             snprintf(msg, sizeof msg, "job %lld not found", id);
             if (doc)

@@ -416,7 +416,8 @@ void test_tokens_and_roles(void **state)
     if (!rd || !sb || !mx)
         return;
     CHECK(strlen(rd) == RT_TOKEN_HEX && strlen(sb) == RT_TOKEN_HEX);
-    const char *job = "{\"type\":\"exec\",\"np\":1,\"argv\":[\"/bin/true\"],\"hold\":true}";
+    const char *job = "{\"type\":\"exec\",\"np\":1,\"argv\":[\"/bin/true\"],\"hold\":true,"
+                      "\"env\":{\"SECRET_API_KEY\":\"hunter2\"}}";
     char *body = NULL;
     /* the agents' token: refused on the API, and told why */
     CHECK(api(C.agent_token, "GET", "/v1/jobs", NULL, &body) == 401);
@@ -443,6 +444,18 @@ void test_tokens_and_roles(void **state)
     rt_json_free(j);
     free(body);
     char path[64];
+    /* the job's environment (exec -x SECRET=...): names for every role, the
+     * values for admins only (issue 28.4) */
+    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    CHECK(api(rd, "GET", path, NULL, &body) == 200);
+    CHECK(body && strstr(body, "SECRET_API_KEY") && !strstr(body, "hunter2"));
+    free(body);
+    CHECK(api(sb, "GET", path, NULL, &body) == 200);
+    CHECK(body && strstr(body, "SECRET_API_KEY") && !strstr(body, "hunter2"));
+    free(body);
+    CHECK(api(C.conn.token, "GET", path, NULL, &body) == 200);
+    CHECK(body && strstr(body, "hunter2"));
+    free(body);
     snprintf(path, sizeof path, "/v1/jobs/%lld/cancel", (long long)id);
     CHECK(api(rd, "POST", path, NULL, NULL) == 403);
     CHECK(api(sb, "POST", path, NULL, NULL) == 200);
