@@ -609,7 +609,16 @@ static void jobs_get(coord *co, struct evhttp_request *req, const char *query)
     evhttp_clear_headers(&q);
 }
 
-static void jobs_post(coord *co, struct evhttp_request *req)
+/* The user a token acts as: its name ("token NAME"); NULL for the admin
+ * token (admin.token). */
+static const char *token_user(const char *who)
+{
+    return strncmp(who, "token ", 6) == 0 ? who + 6 : NULL;
+}
+
+/* A job's user is who its token says (issue 28.3: it was whatever the
+ * body said); an admin may submit for another user ("user" in the body). */
+static void jobs_post(coord *co, struct evhttp_request *req, auth_role role, const char *who)
 {
     size_t len;
     char *body = http_body_text(req, &len), err[RT_ERR_LEN];
@@ -618,9 +627,11 @@ static void jobs_post(coord *co, struct evhttp_request *req)
         return;
     }
     rt_json *j = NULL;
-    const char *user = "?";
-    if (rt_json_parse(body, len, &j, err) == RT_OK)
-        user = rt_json_str(rt_json_get(j, "user"), "?");
+    const char *user = token_user(who);
+    if (role >= ROLE_ADMIN && rt_json_parse(body, len, &j, err) == RT_OK)
+        user = rt_json_str(rt_json_get(j, "user"), user ? user : "admin");
+    if (!user)
+        user = "?";
     int64_t id = 0;
     rt_status st = sched_submit(&co->S, body, len, user, coord_now(), &id, err);
     rt_json_free(j);
@@ -713,7 +724,7 @@ static void handle(struct evhttp_request *req, void *arg)
     if (strcmp(path, "/v1/jobs") == 0 && get)
         return jobs_get(co, req, evhttp_uri_get_query(uri));
     if (strcmp(path, "/v1/jobs") == 0 && post)
-        return jobs_post(co, req);
+        return jobs_post(co, req, role, who);
     /* /v1/jobs/ID[/action]: the id is digits only */
     const char *p = strncmp(path, "/v1/jobs/", 9) == 0 ? path + 9 : NULL;
     size_t digits = p ? strspn(p, "0123456789") : 0;
@@ -721,9 +732,14 @@ static void handle(struct evhttp_request *req, void *arg)
         long long id = strtoll(p, NULL, 10);
         const char *rest = p + digits;
         sc_clock now = coord_now();
+        /* the job's own user (its token) or an admin: its environment's
+         * values, and cancel, hold and release (as scancel) */
+        const sc_job *jb = sched_job(&co->S, id);
+        const bool own = role >= ROLE_ADMIN ||
+                         (jb && token_user(who) && !strcmp(jb->user, token_user(who)));
         if (!*rest && get) {
             char *doc = with_usage(co, id, cdb_job_detail(co, id));
-            if (role < ROLE_ADMIN) /* the job's environment: names only */
+            if (!own) /* the job's environment: names only */
                 doc = auth_hide_env(doc);
             char msg[64];
             snprintf(msg, sizeof msg, "job %lld not found", id);
@@ -732,6 +748,13 @@ static void handle(struct evhttp_request *req, void *arg)
             else
                 http_reply_error(req, 404, msg);
             return;
+        }
+        if (post && jb && !own) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "job %lld is %s's; %s may change only its own jobs", id,
+                     jb->user, who);
+            RT_WARN("http", "%s from %s: refused: %s", path, peer ? peer : "?", msg);
+            return http_reply_error(req, 403, msg);
         }
         if (!strcmp(rest, "/cancel") && post)
             return reply_change(co, req, sched_cancel(&co->S, id, now, err), err,

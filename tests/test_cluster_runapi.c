@@ -411,13 +411,13 @@ void test_tokens_and_roles(void **state)
 {
     (void)state;
     char *rd = make_token("reader", "read"), *sb = make_token("ci-bot", "submit"),
-         *mx = make_token("prometheus", "metrics");
-    CHECK(rd && sb && mx);
-    if (!rd || !sb || !mx)
+         *mx = make_token("prometheus", "metrics"), *sb2 = make_token("other-bot", "submit");
+    CHECK(rd && sb && mx && sb2);
+    if (!rd || !sb || !mx || !sb2)
         return;
     CHECK(strlen(rd) == RT_TOKEN_HEX && strlen(sb) == RT_TOKEN_HEX);
     const char *job = "{\"type\":\"exec\",\"np\":1,\"argv\":[\"/bin/true\"],\"hold\":true,"
-                      "\"env\":{\"SECRET_API_KEY\":\"hunter2\"}}";
+                      "\"user\":\"mallory\",\"env\":{\"SECRET_API_KEY\":\"hunter2\"}}";
     char *body = NULL;
     /* the agents' token: refused on the API, and told why */
     CHECK(api(C.agent_token, "GET", "/v1/jobs", NULL, &body) == 401);
@@ -444,19 +444,30 @@ void test_tokens_and_roles(void **state)
     rt_json_free(j);
     free(body);
     char path[64];
-    /* the job's environment (exec -x SECRET=...): names for every role, the
-     * values for admins only (issue 28.4) */
+    /* the job is the token's user's, whatever the body says (issue 28.3);
+     * its environment (exec -x SECRET=...): names for every role, the
+     * values for its own token and admins (28.4) */
     snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
     CHECK(api(rd, "GET", path, NULL, &body) == 200);
+    CHECK(body && strstr(body, "\"user\":\"ci-bot\"") && !strstr(body, "\"user\":\"mallory\""));
+    CHECK(body && strstr(body, "SECRET_API_KEY") && !strstr(body, "hunter2"));
+    free(body);
+    CHECK(api(sb2, "GET", path, NULL, &body) == 200);
     CHECK(body && strstr(body, "SECRET_API_KEY") && !strstr(body, "hunter2"));
     free(body);
     CHECK(api(sb, "GET", path, NULL, &body) == 200);
-    CHECK(body && strstr(body, "SECRET_API_KEY") && !strstr(body, "hunter2"));
+    CHECK(body && strstr(body, "hunter2"));
     free(body);
     CHECK(api(C.conn.token, "GET", path, NULL, &body) == 200);
     CHECK(body && strstr(body, "hunter2"));
     free(body);
+    /* another submit token may not cancel, hold or release it (scancel) */
+    snprintf(path, sizeof path, "/v1/jobs/%lld/release", (long long)id);
+    CHECK(api(sb2, "POST", path, NULL, &body) == 403);
+    CHECK(body && strstr(body, "is ci-bot's; token other-bot may change only its own jobs"));
+    free(body);
     snprintf(path, sizeof path, "/v1/jobs/%lld/cancel", (long long)id);
+    CHECK(api(sb2, "POST", path, NULL, NULL) == 403);
     CHECK(api(rd, "POST", path, NULL, NULL) == 403);
     CHECK(api(sb, "POST", path, NULL, NULL) == 200);
     CHECK(api(sb, "POST", "/v1/nodes/drain", "{\"agent\":\"a1\"}", NULL) == 403);
@@ -491,5 +502,6 @@ void test_tokens_and_roles(void **state)
     free(rd);
     free(sb);
     free(mx);
+    free(sb2);
 }
 
