@@ -64,6 +64,9 @@ typedef struct worker {
     double ctl_tokens;     /* progress lines it may still send now (PROGRESS_RATE/s) */
     int64_t ctl_refill_ns; /* when the bucket was last topped up */
     int64_t ctl_dropped;   /* progress lines dropped for the rate, bad lines */
+    double ctl_etokens;    /* epoch and result lines it may still send (EPOCH_RATE/s) */
+    int64_t ctl_unreported; /* lines dropped since the coordinator was last told */
+    int64_t ctl_results;    /* result lines seen */
     int64_t kill_at_ns; /* SIGKILL after SIGTERM, when nonzero */
     int64_t reaped_ns;
     char workdir[512];
@@ -153,6 +156,9 @@ extern const agent_handler agent_handlers[RT_MSG_COUNT];
 /* agent_link.c */
 /* Send to the coordinator (consumes w); while disconnected it is dropped. */
 bool agent_send(agentd *ag, rt_jw *w);
+/* agent_proc.c: tell the coordinator how many progress lines of w were
+ * dropped since it was last told (a {"kind":"dropped"} progress frame). */
+void progress_flush_dropped(worker *w);
 /* An exit report: sent when connected, and kept for 10 minutes either way. */
 void agent_send_exit(agentd *ag, rt_jw *w);
 /* The kept exits as a JSON array (into w), for the hello. */

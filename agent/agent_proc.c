@@ -18,6 +18,7 @@
  *   the output pipe is drained (or 1 s after the process is reaped); after an
  *   attempt's last rank here, its shared-memory names left in /dev/shm go. */
 #include <dirent.h>
+#include <event2/buffer.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -313,6 +314,41 @@ static void on_output(evutil_socket_t fd, short what, void *arg)
 }
 
 #define PROGRESS_RATE 10 /* step reports relayed per second per rank (bursts of twice) */
+#define EPOCH_RATE 20    /* epoch lines per second per rank (bursts of 100) */
+#define EPOCH_BURST 100
+#define RESULTS_MAX 1000 /* result lines per rank (rt_report_result: a few) */
+#define BACKLOG_MAX (8u << 20) /* bytes queued for the coordinator past which progress waits */
+
+/* The progress frame for one relayed line (data), or, with data NULL, one
+ * that only says how many lines were dropped ({"kind":"dropped"}): the
+ * coordinator puts the count in the job's events. */
+static void send_progress(worker *w, const rt_json *data)
+{
+    rt_jw jw;
+    rt_jw_init(&jw);
+    rt_jw_obj(&jw);
+    rt_jw_kstr(&jw, RT_F_TYPE, rt_msg_name(RT_MSG_PROGRESS));
+    rt_jw_kint(&jw, RT_F_JOB, w->job);
+    rt_jw_kint(&jw, RT_F_ATTEMPT, w->attempt);
+    rt_jw_kint(&jw, RT_F_RANK, w->rank);
+    rt_jw_key(&jw, RT_F_DATA);
+    if (data)
+        rt_jw_value(&jw, data);
+    else
+        rt_jw_raw(&jw, "{\"kind\":\"dropped\"}");
+    if (w->ctl_unreported)
+        rt_jw_kint(&jw, "dropped", w->ctl_unreported);
+    rt_jw_obj_end(&jw);
+    if (agent_send(w->ag, &jw))
+        w->ctl_unreported = 0;
+}
+
+void progress_flush_dropped(worker *w)
+{
+    if (w->ctl_unreported)
+        send_progress(w, NULL);
+}
+
 
 /* One read of the rank's control lines, each relayed as progress; false
  * when nothing more is there now (or ever). */
@@ -327,37 +363,44 @@ static bool control_read(worker *w)
     }
     w->ctl_fill += (size_t)n;
     char *start = w->ctl_buf, *nl;
-    /* step reports are rate-limited (a program printing them in a tight loop
-     * must not flood the coordinator); epochs and results always go */
+    /* every kind is bounded (a program printing them in a tight loop must
+     * not flood the coordinator: 319,110 epoch lines in 10 s once made the
+     * agent 670 MB and the coordinator 50 s late): step reports at
+     * PROGRESS_RATE, epochs at EPOCH_RATE with bursts of EPOCH_BURST, results
+     * up to RESULTS_MAX; and nothing while the link to the coordinator has
+     * BACKLOG_MAX queued.  What is dropped is counted for the job's events. */
     const int64_t now = rt_now_ns();
-    w->ctl_tokens += (double)(now - w->ctl_refill_ns) / 1e9 * PROGRESS_RATE;
-    if (w->ctl_refill_ns == 0 || w->ctl_tokens > 2 * PROGRESS_RATE)
+    const double dt = w->ctl_refill_ns ? (double)(now - w->ctl_refill_ns) / 1e9 : 1e9;
+    w->ctl_tokens += dt * PROGRESS_RATE;
+    if (w->ctl_tokens > 2 * PROGRESS_RATE)
         w->ctl_tokens = 2 * PROGRESS_RATE;
+    w->ctl_etokens += dt * EPOCH_RATE;
+    if (w->ctl_etokens > EPOCH_BURST)
+        w->ctl_etokens = EPOCH_BURST;
     w->ctl_refill_ns = now;
+    const bool backlog = w->ag->bev &&
+                         evbuffer_get_length(bufferevent_get_output(w->ag->bev)) > BACKLOG_MAX;
     while ((nl = memchr(start, '\n', w->ctl_fill - (size_t)(start - w->ctl_buf)))) {
         rt_json *data = NULL;
         char err[RT_ERR_LEN];
         rt_status ps = rt_json_parse(start, (size_t)(nl - start), &data, err);
         const char *kind = ps == RT_OK ? rt_json_get_str(data, "kind") : NULL;
-        bool always = kind && (strcmp(kind, "epoch") == 0 || strcmp(kind, "result") == 0);
-        if (ps == RT_OK && rt_json_type_of(data) == RT_JSON_OBJECT && !always && w->ctl_tokens < 1) {
+        const bool result = kind && strcmp(kind, "result") == 0;
+        double one = 1, *bucket = result ? &one /* counted instead */
+                                : kind && strcmp(kind, "epoch") == 0 ? &w->ctl_etokens
+                                                                      : &w->ctl_tokens;
+        if (result && w->ctl_results++ >= RESULTS_MAX)
+            one = 0;
+        if (ps == RT_OK && rt_json_type_of(data) == RT_JSON_OBJECT && (*bucket < 1 || backlog)) {
+            w->ctl_unreported++;
             if (w->ctl_dropped++ == 0)
-                RT_WARN("agent", "job %lld rank %d reports progress faster than %d lines a "
-                                 "second: the excess is dropped",
-                        (long long)w->job, w->rank, PROGRESS_RATE);
+                RT_WARN("agent", "job %lld rank %d reports progress faster than %d step and %d "
+                                 "epoch lines a second%s: the excess is dropped",
+                        (long long)w->job, w->rank, PROGRESS_RATE, EPOCH_RATE,
+                        backlog ? " (or faster than the coordinator takes them)" : "");
         } else if (ps == RT_OK && rt_json_type_of(data) == RT_JSON_OBJECT) {
-            w->ctl_tokens -= always ? 0 : 1;
-            rt_jw jw;
-            rt_jw_init(&jw);
-            rt_jw_obj(&jw);
-            rt_jw_kstr(&jw, RT_F_TYPE, rt_msg_name(RT_MSG_PROGRESS));
-            rt_jw_kint(&jw, RT_F_JOB, w->job);
-            rt_jw_kint(&jw, RT_F_ATTEMPT, w->attempt);
-            rt_jw_kint(&jw, RT_F_RANK, w->rank);
-            rt_jw_key(&jw, RT_F_DATA);
-            rt_jw_value(&jw, data);
-            rt_jw_obj_end(&jw);
-            agent_send(w->ag, &jw);
+            *bucket -= 1;
+            send_progress(w, data);
         } else if (w->ctl_dropped++ < 5) {
             RT_WARN("agent", "job %lld rank %d sent a malformed progress line: %s",
                     (long long)w->job, w->rank, ps == RT_OK ? "not a JSON object" : err);
@@ -713,6 +756,7 @@ void proc_tick(agentd *ag)
             /* its last progress and its result go before its exit */
             for (int k = 0; k < 64 && w->ctl_fd >= 0 && control_read(w); k++) {
             }
+            progress_flush_dropped(w); /* the job's events say how many were dropped */
             report_exit(ag, w);
         }
         if (w->reported) {

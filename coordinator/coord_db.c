@@ -390,6 +390,24 @@ static void rows(coord *co, rt_jw *w, const char *key, const char *sql, int64_t 
     rt_jw_arr_end(w);
 }
 
+static int64_t count_rows(coord *co, const char *sql, int64_t id)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t n = 0;
+    if (sqlite3_prepare_v2(co->db, sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, id);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            n = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    return n;
+}
+
+#define CDB_DETAIL_EVENTS 1000
+#define CDB_DETAIL_METRICS 2000
+#define RT_STR_(x) #x
+#define RT_STR(x) RT_STR_(x)
+
 #define JOB_COLUMNS                                                                                \
     "id,name,type,np,state,reason,attempt,restarts,created,started,finished,user,priority,held," \
     "queue_pos,progress"
@@ -461,9 +479,19 @@ char *cdb_job_detail(coord *co, int64_t id)
          "SELECT rank,time,value FROM results WHERE job_id=? AND attempt="
          "(SELECT attempt FROM jobs WHERE id=job_id) ORDER BY rank",
          id);
-    rows(co, &w, "events", "SELECT time,kind,message FROM events WHERE job_id=? ORDER BY id", id);
+    /* the newest CDB_DETAIL_EVENTS events and CDB_DETAIL_METRICS epochs, in
+     * order, and how many there are: a job that floods them (issue 28.5: one
+     * answer was 12 MB) does not make the answer unbounded */
+    rows(co, &w, "events",
+         "SELECT time,kind,message FROM (SELECT id,time,kind,message FROM events WHERE job_id=?"
+         " ORDER BY id DESC LIMIT " RT_STR(CDB_DETAIL_EVENTS) ") ORDER BY id",
+         id);
+    rt_jw_kint(&w, "events_total", count_rows(co, "SELECT COUNT(*) FROM events WHERE job_id=?", id));
     rows(co, &w, "metrics",
-         "SELECT attempt,time,data FROM metrics WHERE job_id=? ORDER BY rowid", id);
+         "SELECT attempt,time,data FROM (SELECT rowid AS r,attempt,time,data FROM metrics WHERE"
+         " job_id=? ORDER BY rowid DESC LIMIT " RT_STR(CDB_DETAIL_METRICS) ") ORDER BY r",
+         id);
+    rt_jw_kint(&w, "metrics_total", count_rows(co, "SELECT COUNT(*) FROM metrics WHERE job_id=?", id));
     rt_jw_obj_end(&w);
     return rt_jw_take(&w, NULL);
 }

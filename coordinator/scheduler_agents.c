@@ -453,6 +453,13 @@ void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
     sc_job *j = msg_job(S, a, m, &r, true);
     const rt_json *data = rt_json_get(m, RT_F_DATA);
     const char *kind = rt_json_get_str(data, "kind");
+    int64_t dropped = 0;
+    if (j && rt_json_get_int(m, "dropped", &dropped) && dropped > 0)
+        sc_event(S, j, "progress", "rank %d: %lld progress lines dropped by its agent (more than "
+                 "10 step and 20 epoch lines a second, or the link to the coordinator backed up)",
+                 r, (long long)dropped);
+    if (kind && strcmp(kind, "dropped") == 0)
+        return; /* only the count */
     if (!j || rt_json_type_of(data) != RT_JSON_OBJECT ||
         (job_state_terminal(j->state) && !(kind && strcmp(kind, "result") == 0)))
         return;
