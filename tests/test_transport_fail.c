@@ -412,6 +412,41 @@ static void test_silent_strangers(void **state)
     rh_close_listeners(3, fds, addrs);
 }
 
+/* Issue 28.7: 80 connections that say nothing, more than the 64 handshake
+ * slots (16 of them per address), on rank 1's port before its real left
+ * neighbour: the neighbour is turned away while they hold the slots, tries
+ * again with backoff, and the ring forms once their 5 s run out (before, it
+ * never retried and the ring failed at its deadline). */
+static void test_slot_flood(void **state)
+{
+    (void)state;
+    rt_comm_opts o = base_opts();
+    o.connect_timeout_us = 20000000;
+    int fds[3], silent[80];
+    char *addrs[3];
+    rt_comm *cs[3];
+    rh_listeners(3, fds, addrs);
+    for (int k = 0; k < 80; k++) {
+        char err[RT_ERR_LEN];
+        silent[k] = -1;
+        rt_sock_connect(addrs[1], rt_deadline_in_us(2000000), &silent[k], err);
+    }
+    const int64_t t0 = rt_now_ns();
+    make_ring(3, fds, addrs, &o, cs);
+    double s = (double)(rt_now_ns() - t0) / 1e9;
+    fprintf(stderr, "ring of 3 up in %.2f s with 80 silent connections on rank 1's port\n", s);
+    assert_true(s < 15.0);
+    run_job jobs[3];
+    pthread_t th[3];
+    stranger_arg a = {addrs, 2};
+    start_rounds(3, cs, &a, jobs, th);
+    finish_rounds(3, cs, jobs, th);
+    for (int k = 0; k < 80; k++)
+        if (silent[k] >= 0)
+            close(silent[k]);
+    rh_close_listeners(3, fds, addrs);
+}
+
 /* the honest initiator learns why it was refused, and the responder says who */
 typedef struct responder {
     int lfd;
@@ -700,6 +735,7 @@ int main(void)
         cmocka_unit_test(test_mismatched_collectives),
         cmocka_unit_test(test_strangers),
         cmocka_unit_test(test_silent_strangers),
+        cmocka_unit_test(test_slot_flood),
         cmocka_unit_test(test_refusal_reasons),
         cmocka_unit_test(test_forged_control_records),
         cmocka_unit_test(test_tampered_data),

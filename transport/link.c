@@ -23,7 +23,12 @@ typedef struct connector {
     char err[RT_ERR_LEN];
 } connector;
 
-/* Connect to the right neighbour (and, nrev times, to the left). */
+/* Connect to the right neighbour (and, nrev times, to the left).  A
+ * connection the neighbour dropped before the handshake ended (its
+ * handshake slots full of strangers: issue 28.7, 80 silent connections
+ * kept a ring from forming) is tried again, backing off from 20 ms to
+ * 1 s, until the deadline; a refusal for a reason (the key, the job) is
+ * not. */
 static void *connect_out(void *arg)
 {
     connector *w = arg;
@@ -34,11 +39,26 @@ static void *connect_out(void *arg)
     for (int k = 0; k < L->n + L->nrev && w->st == RT_OK; k++) {
         const bool rev = k >= L->n; /* the other way round: to the left */
         const int to = rev ? c->left : c->right;
-        int fd = -1;
+        int fd = -1, tries = 0;
+        int64_t backoff_us = 20000;
         rt_hs_result *hs = rev ? &L->out_rev_hs[k - L->n] : &L->out_hs[k];
-        w->st = rt_sock_connect(c->peers[to], w->dl, &fd, sub);
-        if (w->st == RT_OK)
-            w->st = rt_handshake_initiate(fd, &L->hs, to, (uint32_t)k, w->dl, hs, sub);
+        for (;;) {
+            w->st = rt_sock_connect(c->peers[to], w->dl, &fd, sub);
+            if (w->st == RT_OK)
+                w->st = rt_handshake_initiate(fd, &L->hs, to, (uint32_t)k, w->dl, hs, sub);
+            if (w->st != RT_ERR_IO || rt_now_ns() + backoff_us * 1000 >= w->dl)
+                break;
+            if (tries++ == 0)
+                RT_INFO("tcp", "rank %d: %s neighbour %s dropped the connection before its "
+                        "handshake (%s): trying again until the deadline",
+                        rt_comm_grank(c, c->rank), rev ? "left" : "right",
+                        rev ? L->left_name : L->right_name, sub);
+            if (fd >= 0)
+                close(fd);
+            fd = -1;
+            usleep((useconds_t)backoff_us);
+            backoff_us = backoff_us * 2 > 1000000 ? 1000000 : backoff_us * 2;
+        }
         if (w->st != RT_OK) {
             if (fd >= 0)
                 close(fd);
@@ -63,6 +83,7 @@ static void *connect_out(void *arg)
  * nothing, or send a hello and stall, cannot hold up the neighbour behind
  * them. */
 #define PENDING_MAX 64
+#define PENDING_PER_ADDR 16 /* of them from one address other than the neighbours' */
 #define STRANGER_NS 5000000000LL
 
 static void reject_left(rt_comm *c, int fd, const char *why)
@@ -76,6 +97,7 @@ static void reject_left(rt_comm *c, int fd, const char *why)
 typedef struct pending {
     int fd;
     int slot;
+    char addr[64]; /* the peer's address, without the port */
     int done_fd; /* write end of the loop's pipe: the slot number when done */
     const rt_hs_params *hs;
     int expect_from;
@@ -110,6 +132,12 @@ static rt_status accept_left(rt_comm *c, rt_links *L, rt_deadline_t dl, char *er
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     }
     rt_status st = RT_OK;
+    /* the neighbours' hosts, as written in the peer list (an address, or a
+     * name that then never matches and is capped as any other) */
+    char left_host[256] = "", right_host[256] = "";
+    int port_unused;
+    rt_addr_parse(c->peers[c->left], true, left_host, sizeof left_host, &port_unused, NULL);
+    rt_addr_parse(c->peers[c->right], true, right_host, sizeof right_host, &port_unused, NULL);
     while (got < L->n + L->nrev) {
         struct pollfd p[2] = {{.fd = L->listen_fd, .events = POLLIN},
                               {.fd = done[0], .events = POLLIN}};
@@ -160,18 +188,33 @@ static rt_status accept_left(rt_comm *c, rt_links *L, rt_deadline_t dl, char *er
             int fd = accept4(L->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
             if (fd < 0)
                 continue;
-            int slot = -1;
-            for (int i = 0; i < PENDING_MAX && slot < 0; i++)
-                if (!pend[i].busy)
+            char addr[96];
+            rt_sock_peer_str(fd, addr, sizeof addr);
+            char *colon = strrchr(addr, ':'); /* the address without the port */
+            if (colon)
+                *colon = '\0';
+            int slot = -1, same = 0;
+            for (int i = 0; i < PENDING_MAX; i++) {
+                if (!pend[i].busy && slot < 0)
                     slot = i;
-            if (slot < 0) {
-                reject_left(c, fd, "too many connections waiting for their handshake");
+                same += pend[i].busy && !strcmp(pend[i].addr, addr);
+            }
+            /* a flood from elsewhere takes at most PENDING_PER_ADDR slots; the
+             * neighbours' own address is not capped (a flood from there, as
+             * from a rank's own host, is outlasted: strangers' slots free
+             * after 5 s, and the neighbour tries again) */
+            const bool neighbour = !strcmp(addr, left_host) || !strcmp(addr, right_host);
+            if (slot < 0 || (same >= PENDING_PER_ADDR && !neighbour)) {
+                reject_left(c, fd, slot < 0 ? "too many connections waiting for their handshake"
+                                            : "too many connections from this address waiting "
+                                              "for their handshake");
                 continue;
             }
             pending *q = &pend[slot];
             *q = (pending){.fd = fd, .slot = slot, .done_fd = done[1], .hs = &L->hs,
                            .expect_from = c->left, .busy = true,
                            .dl = rt_now_ns() + STRANGER_NS < dl ? rt_now_ns() + STRANGER_NS : dl};
+            snprintf(q->addr, sizeof q->addr, "%s", addr);
             if (pthread_create(&q->th, NULL, handshake_one, q) != 0) {
                 q->busy = false;
                 reject_left(c, fd, "no thread for its handshake");
