@@ -89,7 +89,10 @@ train_id=$(cli jobs --json | python3 -c 'import json,sys; print([j["id"] for j i
 (cd / && cli exec --np 1 --name dash-log -- sh -c 'echo before-open; sleep 12; echo printed-after-the-page-opened; sleep 2' \
   > "$work/log-job.out" 2>&1) &
 pids+=($!)
-(cd / && cli exec --np 1 --name dash-sleeper -- sleep 120 > "$work/sleeper.out" 2>&1) &
+# (submitted with the submit token: a submit token cancels only its own jobs)
+(umask 077 && printf '%s\n' "$submit_tok" > "$work/bot.token")
+(cd / && RINGTRAIN_TOKEN_FILE=$work/bot.token cli exec --np 1 --name dash-sleeper -- sleep 120 \
+  > "$work/sleeper.out" 2>&1) &
 pids+=($!)
 ids=""
 for _ in $(seq 50); do
