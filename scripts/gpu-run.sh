@@ -7,7 +7,8 @@
 #   check.log   every step's full output
 #   bench.jsonl train_step (ringtrain) and torch_step_gpu.py (PyTorch eager
 #               and CUDA graphs) JSON lines, side by side
-#   ncu.csv     per-kernel times of one step (ncu --clock-control none)
+#   ncu-100.csv, ncu-8192.csv  per-kernel times of the first kernels of
+#               train_step at batch 100 and 8192 (ncu --clock-control none)
 #   memcheck.log compute-sanitizer memcheck of captured steps
 # Each step has its own time limit; the whole run fits in about 6 minutes.
 # A shorter run (a second try in a lease): CHECK_ARCHS="rossmann" (the
@@ -187,7 +188,7 @@ else
 fi
 
 say ""
-say "## Per-kernel times (ncu.csv)"
+say "## Per-kernel times (ncu-100.csv, ncu-8192.csv)"
 if [ $gpu -eq 1 ] && command -v ncu > /dev/null; then
   # the 3 op-by-op warm-up steps of train_step at batch 100 and 8192
   for b in 100 8192; do
