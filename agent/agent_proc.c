@@ -139,6 +139,18 @@ static void sweep_shm(int64_t job, int64_t attempt)
                 n == 1 ? "" : "s", (long long)job, (long long)attempt);
 }
 
+/* The start of a frame about rank w to the coordinator: its type, job,
+ * attempt and rank; the caller adds the rest and closes the object. */
+static void rank_frame_begin(rt_jw *jw, rt_msg type, const worker *w)
+{
+    rt_jw_init(jw);
+    rt_jw_obj(jw);
+    rt_jw_kstr(jw, RT_F_TYPE, rt_msg_name(type));
+    rt_jw_kint(jw, RT_F_JOB, w->job);
+    rt_jw_kint(jw, RT_F_ATTEMPT, w->attempt);
+    rt_jw_kint(jw, RT_F_RANK, w->rank);
+}
+
 /* When a rank has exited its rendezvous file (the job's key) goes; when the
  * last rank of its job on this node has, the job's work folder goes too if
  * nothing else was left in it (an exec job may have written there). */
@@ -185,12 +197,7 @@ static void report_exit(agentd *ag, worker *w)
         log_write(w, line, strlen(line));
     }
     rt_jw jw;
-    rt_jw_init(&jw);
-    rt_jw_obj(&jw);
-    rt_jw_kstr(&jw, RT_F_TYPE, rt_msg_name(RT_MSG_EXITED));
-    rt_jw_kint(&jw, RT_F_JOB, w->job);
-    rt_jw_kint(&jw, RT_F_ATTEMPT, w->attempt);
-    rt_jw_kint(&jw, RT_F_RANK, w->rank);
+    rank_frame_begin(&jw, RT_MSG_EXITED, w);
     rt_jw_kint(&jw, RT_F_CODE, w->code);
     rt_jw_kint(&jw, RT_F_SIGNAL, w->sig);
     if (w->why[0])
@@ -325,12 +332,7 @@ static void on_output(evutil_socket_t fd, short what, void *arg)
 static void send_progress(worker *w, const rt_json *data)
 {
     rt_jw jw;
-    rt_jw_init(&jw);
-    rt_jw_obj(&jw);
-    rt_jw_kstr(&jw, RT_F_TYPE, rt_msg_name(RT_MSG_PROGRESS));
-    rt_jw_kint(&jw, RT_F_JOB, w->job);
-    rt_jw_kint(&jw, RT_F_ATTEMPT, w->attempt);
-    rt_jw_kint(&jw, RT_F_RANK, w->rank);
+    rank_frame_begin(&jw, RT_MSG_PROGRESS, w);
     rt_jw_key(&jw, RT_F_DATA);
     if (data)
         rt_jw_value(&jw, data);
@@ -386,12 +388,10 @@ static bool control_read(worker *w)
         rt_status ps = rt_json_parse(start, (size_t)(nl - start), &data, err);
         const char *kind = ps == RT_OK ? rt_json_get_str(data, "kind") : NULL;
         const bool result = kind && strcmp(kind, "result") == 0;
-        double one = 1, *bucket = result ? &one /* counted instead */
-                                : kind && strcmp(kind, "epoch") == 0 ? &w->ctl_etokens
-                                                                      : &w->ctl_tokens;
-        if (result && w->ctl_results++ >= RESULTS_MAX)
-            one = 0;
-        if (ps == RT_OK && rt_json_type_of(data) == RT_JSON_OBJECT && (*bucket < 1 || backlog)) {
+        double *bucket = kind && strcmp(kind, "epoch") == 0 ? &w->ctl_etokens : &w->ctl_tokens;
+        /* results are counted (every one seen), the others take a token */
+        const bool within = result ? w->ctl_results++ < RESULTS_MAX : *bucket >= 1;
+        if (ps == RT_OK && rt_json_type_of(data) == RT_JSON_OBJECT && (!within || backlog)) {
             w->ctl_unreported++;
             if (w->ctl_dropped++ == 0)
                 RT_WARN("agent", "job %lld rank %d reports progress faster than %d step and %d "
@@ -399,7 +399,8 @@ static bool control_read(worker *w)
                         (long long)w->job, w->rank, PROGRESS_RATE, EPOCH_RATE,
                         backlog ? " (or faster than the coordinator takes them)" : "");
         } else if (ps == RT_OK && rt_json_type_of(data) == RT_JSON_OBJECT) {
-            *bucket -= 1;
+            if (!result)
+                *bucket -= 1;
             send_progress(w, data);
         } else if (w->ctl_dropped++ < 5) {
             RT_WARN("agent", "job %lld rank %d sent a malformed progress line: %s",
@@ -661,12 +662,7 @@ void proc_start(agentd *ag, const rt_json *m)
             continue;
         }
         rt_jw jw;
-        rt_jw_init(&jw);
-        rt_jw_obj(&jw);
-        rt_jw_kstr(&jw, RT_F_TYPE, rt_msg_name(RT_MSG_STARTED));
-        rt_jw_kint(&jw, RT_F_JOB, job);
-        rt_jw_kint(&jw, RT_F_ATTEMPT, attempt);
-        rt_jw_kint(&jw, RT_F_RANK, w->rank);
+        rank_frame_begin(&jw, RT_MSG_STARTED, w); /* w's job and attempt: these */
         rt_jw_kint(&jw, RT_F_PID, w->pid);
         if (w->gpu[0])
             rt_jw_kstr(&jw, RT_F_GPU, w->gpu);

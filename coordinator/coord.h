@@ -159,6 +159,11 @@ void auth_free(coord *co);
 auth_role auth_check(coord *co, const char *bearer, const char *cookie, char *who, size_t wholen,
                      const char **why, int64_t *token_id, bool *by_cookie);
 auth_role auth_needed(bool get, const char *path);
+/* The user a request acts as: its token's name (who is "token NAME"); NULL
+ * for the admin token.  auth_owns: whether it may see and change a job of
+ * job_user (NULL: not in memory) as its own: admins any, others theirs. */
+const char *auth_user(const char *who);
+bool auth_owns(auth_role role, const char *who, const char *job_user);
 /* A job's document as a role below admin may see it: every "env" object's
  * values replaced by "(hidden)", the names kept (issue 28.4: a read token
  * saw the secrets passed with exec -x).  Takes doc (frees it); NULL stays

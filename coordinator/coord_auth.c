@@ -276,6 +276,17 @@ auth_role auth_needed(bool get, const char *path)
 
 /* ---- what a role may see ------------------------------------------------------ */
 
+const char *auth_user(const char *who)
+{
+    return strncmp(who, "token ", 6) == 0 ? who + 6 : NULL;
+}
+
+bool auth_owns(auth_role role, const char *who, const char *job_user)
+{
+    const char *user = auth_user(who);
+    return role >= ROLE_ADMIN || (job_user && user && !strcmp(job_user, user));
+}
+
 static void copy_hiding_env(rt_jw *w, const rt_json *v, bool hide)
 {
     switch (rt_json_type_of(v)) {

@@ -609,13 +609,6 @@ static void jobs_get(coord *co, struct evhttp_request *req, const char *query)
     evhttp_clear_headers(&q);
 }
 
-/* The user a token acts as: its name ("token NAME"); NULL for the admin
- * token (admin.token). */
-static const char *token_user(const char *who)
-{
-    return strncmp(who, "token ", 6) == 0 ? who + 6 : NULL;
-}
-
 /* A job's user is who its token says (issue 28.3: it was whatever the
  * body said); an admin may submit for another user ("user" in the body). */
 static void jobs_post(coord *co, struct evhttp_request *req, auth_role role, const char *who)
@@ -627,7 +620,7 @@ static void jobs_post(coord *co, struct evhttp_request *req, auth_role role, con
         return;
     }
     rt_json *j = NULL;
-    const char *user = token_user(who);
+    const char *user = auth_user(who);
     if (role >= ROLE_ADMIN && rt_json_parse(body, len, &j, err) == RT_OK)
         user = rt_json_str(rt_json_get(j, "user"), user ? user : "admin");
     if (!user)
@@ -735,8 +728,7 @@ static void handle(struct evhttp_request *req, void *arg)
         /* the job's own user (its token) or an admin: its environment's
          * values, and cancel, hold and release (as scancel) */
         const sc_job *jb = sched_job(&co->S, id);
-        const bool own = role >= ROLE_ADMIN ||
-                         (jb && token_user(who) && !strcmp(jb->user, token_user(who)));
+        const bool own = auth_owns(role, who, jb ? jb->user : NULL);
         if (!*rest && get) {
             char *doc = with_usage(co, id, cdb_job_detail(co, id));
             if (!own) /* the job's environment: names only */

@@ -362,16 +362,23 @@ static long file_size(const char *path)
     return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
 }
 
+/* A coordinator and one agent, a1 on host A with `slots` slots and the
+ * [agent] lines `agent_extra` (or none), registered. */
+static bool one_agent(cluster *c, const char *tag, const char *agent_extra, int slots)
+{
+    if (!cl_init(c, tag)) /* which clears c */
+        return false;
+    c->agent_extra = agent_extra;
+    return cl_start_coord(c, NULL, NULL) && cl_start_agent(c, 0, "a1", "A", slots, NULL) &&
+           cl_wait_agents_up(c, 1, 20000);
+}
+
 static void test_log_rotation(void **state)
 {
     cl_fixture *fx = *state;
     bool *failed = &fx->failed;
     cluster *c = &fx->c;
-    CHECK(cl_init(c, "logs"));
-    CHECK(cl_start_coord(c, NULL, NULL));
-    c->agent_extra = "log_max_bytes = 8K\nlog_keep = 2\n";
-    CHECK(cl_start_agent(c, 0, "a1", "A", 1, NULL));
-    CHECK(cl_wait_agents_up(c, 1, 20000));
+    CHECK(one_agent(c, "logs", "log_max_bytes = 8K\nlog_keep = 2\n", 1));
     /* 3000 lines of 32 bytes: 96 KB through an 8 KB log with 2 kept */
     char *out = NULL;
     const char *args[] = {"exec", "--np", "1", "--", "/bin/sh", "-c",
@@ -432,11 +439,7 @@ static void test_log_links(void **state)
     cl_fixture *fx = *state;
     bool *failed = &fx->failed;
     cluster *c = &fx->c;
-    CHECK(cl_init(c, "links"));
-    CHECK(cl_start_coord(c, NULL, NULL));
-    c->agent_extra = "log_max_bytes = 8K\nlog_keep = 5\n";
-    CHECK(cl_start_agent(c, 0, "a1", "A", 1, NULL));
-    CHECK(cl_wait_agents_up(c, 1, 20000));
+    CHECK(one_agent(c, "links", "log_max_bytes = 8K\nlog_keep = 5\n", 1));
     char token_path[400], *token_before = NULL, *token_after = NULL;
     snprintf(token_path, sizeof token_path, "%s/token", c->dir);
     size_t len = 0;
@@ -542,11 +545,7 @@ static void test_log_retention(void **state)
     cl_fixture *fx = *state;
     bool *failed = &fx->failed;
     cluster *c = &fx->c;
-    CHECK(cl_init(c, "retention"));
-    CHECK(cl_start_coord(c, NULL, NULL));
-    c->agent_extra = "log_retention = 2s\n";
-    CHECK(cl_start_agent(c, 0, "a1", "A", 2, NULL));
-    CHECK(cl_wait_agents_up(c, 1, 20000));
+    CHECK(one_agent(c, "retention", "log_retention = 2s\n", 2));
     char *out = NULL;
     const char *quick[] = {"exec", "--np", "1", "--", "sh", "-c", "echo short-lived", NULL};
     CHECK(cl_cli(c, &out, 60, quick) == 0);
@@ -590,10 +589,7 @@ static void test_connection_flood(void **state)
     cl_fixture *fx = *state;
     bool *failed = &fx->failed;
     cluster *c = &fx->c;
-    CHECK(cl_init(c, "flood"));
-    CHECK(cl_start_coord(c, NULL, NULL));
-    CHECK(cl_start_agent(c, 0, "a1", "A", 1, NULL));
-    CHECK(cl_wait_agents_up(c, 1, 20000));
+    CHECK(one_agent(c, "flood", NULL, 1));
     enum { N = 40 };
     int fd[N];
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->cport)};
