@@ -34,6 +34,13 @@ void rt_cpu_attn_fwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
                      const int64_t *step, rt_view out);
 void rt_cpu_attn_bwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
                      const int64_t *step, rt_view dout, rt_view dqkv);
+/* cpu_loss.c: rt_k_loss, rt_k_sqnorm, and rt_k_optim's AdamW and SGD on
+ * one segment (len elements from p, g, m, v; gs the gradient's factor). */
+void rt_cpu_loss(rt_kctx *ctx, const rt_loss_desc *d, rt_view z, const float *y, const float *w,
+                 const float *norm, rt_view dz, double *acc);
+void rt_cpu_sqnorm(rt_kctx *ctx, const float *g, int64_t n, double *out);
+void rt_cpu_optim_seg(const rt_adam_hp *hp, const rt_adam_seg *sg, float *p, const float *g,
+                      float *m, float *v, int64_t t, float gs);
 /* Threads of the BLAS library (and the OpenMP pool it shares with us). */
 void rt_cpu_set_threads(int threads);
 

@@ -267,14 +267,21 @@ static void cpu_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n
     acc[1] = count;
 }
 
-static void cpu_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-                 const rt_adam_seg *segs, int nseg, const rt_adam_hp *hpp, int64_t *step)
+static void cpu_optim(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
+                      const rt_adam_seg *segs, int nseg, const rt_adam_hp *hpp, int64_t *step,
+                      const double *gsq)
 {
     const rt_adam_hp hp = *hpp;
     /* the step size with the bias correction folded in, for the update that
      * makes the step *step + 1: lr * sqrt(1 - b2^t) / (1 - b1^t) */
     const double t = (double)(*step + 1);
     const float lrt = (float)(hp.lr * sqrt(1.0 - pow(hp.beta2, t)) / (1.0 - pow(hp.beta1, t)));
+    float gs = hp.grad_scale;
+    if (hp.clip_norm > 0 && gsq) { /* PyTorch's clip_grad_norm_ over the averaged gradient */
+        const double coef = hp.clip_norm / (sqrt(*gsq) * hp.grad_scale + 1e-6);
+        if (coef < 1.0)
+            gs = (float)(hp.grad_scale * coef);
+    }
     int64_t covered = 0;
     for (int s = 0; s < nseg; s++) {
         const int64_t lo = segs[s].off, len = segs[s].len;
@@ -286,8 +293,14 @@ static void cpu_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v,
 #pragma omp parallel for schedule(static) num_threads(ctx->threads) if (len > PAR_MIN)
         for (int64_t c = 0; c < nchunks; c++) {
             int64_t i = lo + c * chunk, k = len - c * chunk < chunk ? len - c * chunk : chunk;
-            rt_simd_adam(p + i, g + i, m + i, v + i, k, hp.grad_scale, l2x2, hp.beta1, hp.beta2,
-                         lrt, hp.eps);
+            if (hp.kind == RT_OPTIM_ADAM) {
+                rt_simd_adam(p + i, g + i, m + i, v + i, k, gs, l2x2, hp.beta1, hp.beta2, lrt,
+                             hp.eps);
+            } else {
+                rt_adam_seg part = segs[s];
+                part.len = k;
+                rt_cpu_optim_seg(&hp, &part, p + i, g + i, m + i, v + i, (int64_t)t, gs);
+            }
         }
     }
     RT_ASSERT(covered == n);
@@ -454,6 +467,8 @@ const rt_kernel_ops rt_cpu_kernel_ops = {
     .head_bwd = cpu_head_bwd,
     .mae = cpu_mae,
     .rmspe = cpu_rmspe,
-    .adam = cpu_adam,
+    .optim = cpu_optim,
+    .sqnorm = rt_cpu_sqnorm,
+    .loss = rt_cpu_loss,
     .scale = cpu_scale,
 };

@@ -81,8 +81,13 @@ void rt_cuda_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64
                       float *dz);
 void rt_cuda_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred, double *acc);
 void rt_cuda_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc);
-void rt_cuda_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-                  const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step);
+void rt_cuda_optim(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
+                   const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step,
+                   const double *gsq);
+/* cuda_loss.cu */
+void rt_cuda_loss(rt_kctx *ctx, const rt_loss_desc *d, rt_view z, const float *y, const float *w,
+                  const float *norm, rt_view dz, double *acc);
+void rt_cuda_sqnorm(rt_kctx *ctx, const float *g, int64_t n, double *out);
 size_t rt_cuda_adam_state_bytes(void);
 void rt_cuda_scale(rt_kctx *ctx, float *p, int64_t n, float s);
 void rt_cuda_free_lt_plans(cuda_state *s);

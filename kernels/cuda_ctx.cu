@@ -399,6 +399,8 @@ const rt_kernel_ops rt_cuda_kernel_ops = {
     .head_bwd = rt_cuda_head_bwd,
     .mae = rt_cuda_mae,
     .rmspe = rt_cuda_rmspe,
-    .adam = rt_cuda_adam,
+    .optim = rt_cuda_optim,
+    .sqnorm = rt_cuda_sqnorm,
+    .loss = rt_cuda_loss,
     .scale = rt_cuda_scale,
 };

@@ -571,16 +571,20 @@ __device__ static void adam_corr(float b1, float b2, int64_t t, double *sq, doub
 
 __global__ void __launch_bounds__(T256) k_adam(float *p, const float *g, float *m, float *v, int64_t n,
                                                const rt_adam_seg *segs, int nseg, const rt_adam_hp *hpp,
-                                               int64_t *step, struct adam_state *as, bool vec)
+                                               int64_t *step, struct adam_state *as, bool vec,
+                                               const double *gsq)
 {
     const rt_adam_hp hp = *hpp; /* read when the kernel runs: a replayed graph sees new values */
+    __shared__ float s_gs;
     __shared__ int64_t s_end[MAX_SEGS];
     __shared__ float s_l2x2[MAX_SEGS];
+    __shared__ int s_decay[MAX_SEGS];
     __shared__ float s_lrt;
     __shared__ int64_t s_t;
     for (int i = threadIdx.x; i < nseg; i += blockDim.x) {
         s_end[i] = segs[i].off + segs[i].len;
         s_l2x2[i] = 2.0f * segs[i].l2;
+        s_decay[i] = segs[i].decay;
     }
     if (threadIdx.x == 0) {
         const int64_t t = *step + 1;
@@ -594,10 +598,22 @@ __global__ void __launch_bounds__(T256) k_adam(float *p, const float *g, float *
         s_t = t;
         /* the CPU's expression (cpu_ops.c), so both round alike */
         s_lrt = (float)(hp.lr * sq / den);
+        float gsc = hp.grad_scale;
+        if (hp.clip_norm > 0 && gsq) {
+            const double coef = hp.clip_norm / (sqrt(*gsq) * hp.grad_scale + 1e-6);
+            if (coef < 1.0)
+                gsc = (float)(hp.grad_scale * coef);
+        }
+        s_gs = gsc;
     }
     __syncthreads();
     const float b1 = hp.beta1, b2 = hp.beta2, c1 = 1.0f - b1, c2 = 1.0f - b2;
-    const float lrt = s_lrt, eps = hp.eps, gs = hp.grad_scale;
+    const float lrt = s_lrt, eps = hp.eps, gs = s_gs;
+    /* AdamW and SGD (rt_k_optim's formulas, as cpu_loss.c's) */
+    const float bc1 = (float)(hp.lr / (1.0 - pow((double)hp.beta1, (double)s_t)));
+    const float bc2 = (float)sqrt(1.0 - pow((double)hp.beta2, (double)s_t));
+    if (hp.kind != RT_OPTIM_ADAM)
+        vec = false;
     int seg = 0;
     /* groups of 4 elements (float4 loads and stores where the buffers are
      * 16-byte aligned and the group lies in one segment), grid-stride */
@@ -639,6 +655,20 @@ __global__ void __launch_bounds__(T256) k_adam(float *p, const float *g, float *
                 seg++;
             const float pi = p[i];
             const float gi = g[i] * gs + s_l2x2[seg] * pi;
+            if (hp.kind != RT_OPTIM_ADAM) {
+                const float wd = s_decay[seg] ? hp.weight_decay : 0.0f;
+                if (hp.kind == RT_OPTIM_ADAMW) {
+                    const float mi = b1 * m[i] + c1 * gi, vi = b2 * v[i] + c2 * gi * gi;
+                    m[i] = mi;
+                    v[i] = vi;
+                    p[i] = pi * (1.0f - hp.lr * wd) - bc1 * mi / (sqrtf(vi) / bc2 + eps);
+                } else {
+                    const float gw = gi + wd * pi, bi = hp.momentum * m[i] + gw;
+                    m[i] = bi;
+                    p[i] = pi - hp.lr * (hp.nesterov ? gw + hp.momentum * bi : bi);
+                }
+                continue;
+            }
             const float mi = b1 * m[i] + c1 * gi;
             const float vi = b2 * v[i] + c2 * gi * gi;
             m[i] = mi;
@@ -663,12 +693,13 @@ __global__ void __launch_bounds__(T256) k_adam(float *p, const float *g, float *
     }
 }
 
-void rt_cuda_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-                  const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step)
+void rt_cuda_optim(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
+                   const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step,
+                   const double *gsq)
 {
     RT_ASSERT(nseg <= MAX_SEGS);
     if (n == 0 || nseg == 0) { /* still a step */
-        k_adam<<<1, 32, 0, CS(ctx)->stream>>>(p, g, m, v, 0, segs, nseg, hp, step, CS(ctx)->adam, false);
+        k_adam<<<1, 32, 0, CS(ctx)->stream>>>(p, g, m, v, 0, segs, nseg, hp, step, CS(ctx)->adam, false, gsq);
         LAUNCHED(CS(ctx), "k_adam");
         return;
     }
@@ -678,7 +709,7 @@ void rt_cuda_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, in
     if (grid > 1024)
         grid = 1024;
     const bool vec = (((uintptr_t)p | (uintptr_t)g | (uintptr_t)m | (uintptr_t)v) & 15) == 0;
-    k_adam<<<grid, T256, 0, CS(ctx)->stream>>>(p, g, m, v, n, segs, nseg, hp, step, CS(ctx)->adam, vec);
+    k_adam<<<grid, T256, 0, CS(ctx)->stream>>>(p, g, m, v, n, segs, nseg, hp, step, CS(ctx)->adam, vec, gsq);
     LAUNCHED(CS(ctx), "k_adam");
 }
 

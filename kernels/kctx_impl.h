@@ -114,8 +114,12 @@ struct rt_kernel_ops {
     void (*mae)(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred,
                 double *acc);
     void (*rmspe)(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc);
-    void (*adam)(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-                 const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step);
+    void (*optim)(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
+                  const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step,
+                  const double *gsq);
+    void (*sqnorm)(rt_kctx *ctx, const float *g, int64_t n, double *out);
+    void (*loss)(rt_kctx *ctx, const rt_loss_desc *d, rt_view z, const float *y, const float *w,
+                 const float *norm, rt_view dz, double *acc);
     void (*scale)(rt_kctx *ctx, float *p, int64_t n, float s);
 };
 

@@ -126,6 +126,9 @@ struct rt_model {
     int nseg;
     int64_t *step;
     double *metrics;
+    double *gsq;             /* the gradient's squared norm (clip_norm) */
+    float *class_w;          /* the spec's class weights (class_weighted), device copy */
+    bool clip;               /* the update clips the gradient norm */
     uint64_t dropout_seed;
 
     /* inputs, the loss's gradient, accumulation scratch; max_batch rows */

@@ -130,6 +130,7 @@ static void param(plan *p, mlayer *L, const char *suffix, int64_t rows, int64_t 
     pi->pos = m->n_params;
     pi->l2 = l2;
     pi->trainable = true;
+    pi->decay = strcmp(suffix, "/kernel") == 0; /* not biases, norms, embeddings, tokens */
     m->init[m->ninfo] = init;
     m->fan_in[m->ninfo] = fan_in;
     m->ninfo++;
@@ -338,9 +339,14 @@ static mslot input_block(plan *p, bool keras)
     return whole(p, x0);
 }
 
-/* The scaled-sigmoid head on a one-column slot. */
+/* The head on the output layer's slot: the scaled sigmoid of its one
+ * column, or (linear) the n_out columns themselves. */
 static void head(plan *p, mslot z)
 {
+    if (p->m->spec.head == RT_HEAD_LINEAR) {
+        p->m->t_pred = z.t;
+        return;
+    }
     mslot o = whole(p, tensor(p, 1, 1));
     mlayer *L = layer(p, L_HEAD, "head", o);
     input(L, z);
@@ -359,7 +365,7 @@ static void plan_rossmann(plan *p)
         x = linear(p, name, x, s->hidden[l], RT_ACT_RELU, true, s->l2, NO_SLOT);
     }
     dropout(p, "dropout", x, s->dropout[s->n_hidden - 1]);
-    head(p, linear(p, "output", x, 1, RT_ACT_NONE, true, 0.0f, NO_SLOT));
+    head(p, linear(p, "output", x, p->m->spec.n_out, RT_ACT_NONE, true, 0.0f, NO_SLOT));
 }
 
 static void plan_mlp(plan *p)
@@ -383,7 +389,7 @@ static void plan_mlp(plan *p)
         snprintf(name, sizeof name, "dense_%d/dropout", l + 1);
         dropout(p, name, x, s->dropout[l]);
     }
-    head(p, linear(p, "output", x, 1, RT_ACT_NONE, false, 0.0f, NO_SLOT));
+    head(p, linear(p, "output", x, p->m->spec.n_out, RT_ACT_NONE, false, 0.0f, NO_SLOT));
 }
 
 static void plan_resnet(plan *p)
@@ -408,7 +414,7 @@ static void plan_resnet(plan *p)
         x = add(p, name, x, z);
     }
     x = act_layer(p, "head/relu", batchnorm(p, "head/norm", x), RT_ACT_RELU);
-    head(p, linear(p, "output", x, 1, RT_ACT_NONE, false, 0.0f, NO_SLOT));
+    head(p, linear(p, "output", x, p->m->spec.n_out, RT_ACT_NONE, false, 0.0f, NO_SLOT));
 }
 
 static void plan_dcn2(plan *p)
@@ -451,7 +457,7 @@ static void plan_dcn2(plan *p)
         mlayer *L = layer(p, L_COPY, "deep", colrange(cat, w, w));
         input(L, x0);
     }
-    head(p, linear(p, "output", side ? whole(p, cat) : d, 1, RT_ACT_NONE, false, 0.0f, NO_SLOT));
+    head(p, linear(p, "output", side ? whole(p, cat) : d, p->m->spec.n_out, RT_ACT_NONE, false, 0.0f, NO_SLOT));
 }
 
 static void plan_ft_transformer(plan *p)
@@ -530,7 +536,7 @@ static void plan_ft_transformer(plan *p)
     /* rtdl's head: the [CLS] token (the last), LayerNorm, ReLU, Linear */
     mslot cls = {x.t, 0, d, (int)(T - 1)};
     mslot h = act_layer(p, "head/relu", layernorm(p, "head/norm", cls), RT_ACT_RELU);
-    head(p, linear(p, "output", h, 1, RT_ACT_NONE, false, 0.0f, NO_SLOT));
+    head(p, linear(p, "output", h, p->m->spec.n_out, RT_ACT_NONE, false, 0.0f, NO_SLOT));
 }
 
 /* ---- completing the plan ---------------------------------------------------------------- */

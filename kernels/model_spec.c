@@ -10,6 +10,10 @@
 const char *const rt_arch_names[RT_ARCH_COUNT] = {RT_ARCH_LIST(RT_NAME_STR_COMMA, )};
 const char *const rt_act_names[RT_ACT_COUNT] = {"none", RT_ACT_LIST(RT_NAME_STR_COMMA, )};
 const char *const rt_cont_norm_names[RT_CONT_NORM_COUNT] = {RT_CONT_NORM_LIST(RT_NAME_STR_COMMA, )};
+const char *const rt_loss_names[RT_LOSS_COUNT] = {RT_LOSS_LIST(RT_NAME_STR_COMMA, )};
+const char *const rt_head_names[RT_HEAD_COUNT] = {RT_HEAD_LIST(RT_NAME_STR_COMMA, )};
+const char *const rt_task_names[RT_TASK_COUNT] = {RT_TASK_LIST(RT_NAME_STR_COMMA, )};
+const char *const rt_optim_names[RT_OPTIM_COUNT] = {RT_OPTIM_LIST(RT_NAME_STR_COMMA, )};
 
 void rt_model_spec_set_emb_dim(rt_model_spec *s, int d)
 {
@@ -41,12 +45,47 @@ void rt_model_spec_defaults(rt_model_spec *s)
     s->ffn_dropout = 0.1f;
     s->l2 = 5e-5f;
     s->head_scale = 1.0f;
+    s->head = RT_HEAD_SCALED_SIGMOID;
+    s->n_out = 1;
+    s->loss = RT_LOSS_MAE;
+    s->huber_delta = 1.0f;
     s->bn_momentum = 0.99f;
     s->bn_eps = 1e-3f;
     s->seed = 42;
 }
 
 static bool rate_ok(float r) { return r >= 0.0f && r < 1.0f; }
+
+/* The head, outputs and loss fit together (the trainer's errors name the
+ * job's keys first; this is the model's own contract). */
+static rt_status check_task(const rt_model_spec *s, char *err)
+{
+    const bool cls = s->loss == RT_LOSS_BCE || s->loss == RT_LOSS_CE;
+    if (s->loss < 0 || s->loss >= RT_LOSS_COUNT || s->head < 0 || s->head >= RT_HEAD_COUNT)
+        return rt_err(err, RT_ERR_INVALID, "unknown loss or head");
+    if (cls && s->head != RT_HEAD_LINEAR)
+        return rt_err(err, RT_ERR_INVALID, "loss %s needs the linear head (logits)",
+                      rt_loss_names[s->loss]);
+    if (s->loss == RT_LOSS_CE && (s->n_classes < 2 || s->n_out != s->n_classes))
+        return rt_err(err, RT_ERR_INVALID, "cross_entropy needs one output per class (%d "
+                      "outputs, %d classes)", s->n_out, s->n_classes);
+    if (s->loss == RT_LOSS_BCE && (s->n_classes != 2 || s->n_out != 1))
+        return rt_err(err, RT_ERR_INVALID, "bce needs two classes and one output (%d classes)",
+                      s->n_classes);
+    if (!cls && (s->n_out != 1 || s->n_classes != 0))
+        return rt_err(err, RT_ERR_INVALID, "loss %s is a regression loss (one output, no "
+                      "classes)", rt_loss_names[s->loss]);
+    if (s->n_classes > RT_MODEL_MAX_CLASSES)
+        return rt_err(err, RT_ERR_INVALID, "%d classes (at most %d)", s->n_classes,
+                      RT_MODEL_MAX_CLASSES);
+    if (!(s->huber_delta > 0.0f) || !(s->label_smoothing >= 0.0f && s->label_smoothing < 1.0f))
+        return rt_err(err, RT_ERR_INVALID, "huber_delta must be > 0, label_smoothing in [0, 1)");
+    for (int k = 0; s->class_weighted && k < s->n_classes; k++)
+        if (!(s->class_weight[k] >= 0.0f) || !isfinite(s->class_weight[k]))
+            return rt_err(err, RT_ERR_INVALID, "class weight %d is %g (a finite number >= 0)",
+                          k, s->class_weight[k]);
+    return RT_OK;
+}
 
 /* The checks of one family's keys. */
 static rt_status check_family(const rt_model_spec *s, char *err)
@@ -149,6 +188,8 @@ rt_status rt_model_spec_check(const rt_model_spec *s, char *err)
     rt_status st = check_family(s, err);
     if (st != RT_OK)
         return st;
+    if ((st = check_task(s, err)) != RT_OK)
+        return st;
     if (!(s->l2 >= 0.0f) || !(s->head_scale > 0.0f) || !(s->bn_eps > 0.0f) ||
         !(s->bn_momentum >= 0.0f && s->bn_momentum <= 1.0f))
         return rt_err(err, RT_ERR_INVALID,
@@ -179,6 +220,9 @@ bool rt_model_spec_same_net(const rt_model_spec *a, const rt_model_spec *b, char
              "column %s has embeddings of %d, the job's %d", a->cat_names[i], a->emb_dim[i],
              b->emb_dim[i]);
     }
+    DIFF(a->n_out != b->n_out || a->head != b->head, "%d output%s (head %s), the job's %d (%s)",
+         a->n_out, a->n_out == 1 ? "" : "s", rt_head_names[a->head], b->n_out,
+         rt_head_names[b->head]);
     DIFF(a->cont_norm != b->cont_norm, "continuous_norm %s, the job's is %s",
          rt_cont_norm_names[a->cont_norm], rt_cont_norm_names[b->cont_norm]);
     switch (a->arch) {
@@ -246,7 +290,7 @@ rt_status rt_model_spec_memory(const rt_model_spec *spec, int64_t max_batch, rt_
         for (int i = 0; i < m->nlayers; i++)
             act += m->layers[i].save_fixed + m->layers[i].save_per_sample * max_batch;
         act += 2 * m->scratch_len * max_batch;
-        act += max_batch * ((int64_t)spec->n_cat + spec->n_cont + 1); /* the inputs */
+        act += max_batch * ((int64_t)spec->n_cat + spec->n_cont + 2); /* the inputs */
         mem->params = m->n_params;
         mem->param_bytes = (4 * m->arena + m->n_buffers) * 4;
         mem->activation_bytes = act * 4;
@@ -321,5 +365,19 @@ void rt_model_spec_json(const rt_model_spec *s, rt_jw *w)
     for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
         rt_jw_knum(w, nums[i].k, nums[i].v);
     rt_jw_kint(w, "seed", (int64_t)s->seed);
+    rt_jw_kstr(w, "head", rt_head_names[s->head]);
+    rt_jw_kint(w, "n_out", s->n_out);
+    rt_jw_kstr(w, "loss", rt_loss_names[s->loss]);
+    rt_jw_knum(w, "huber_delta", s->huber_delta);
+    rt_jw_knum(w, "label_smoothing", s->label_smoothing);
+    rt_jw_kint(w, "n_classes", s->n_classes);
+    if (s->class_weighted) {
+        rt_jw_key(w, "class_weight");
+        rt_jw_arr(w);
+        for (int k = 0; k < s->n_classes; k++)
+            rt_jw_num(w, s->class_weight[k]);
+        rt_jw_arr_end(w);
+    }
+    rt_jw_kbool(w, "weighted", s->weighted);
     rt_jw_obj_end(w);
 }

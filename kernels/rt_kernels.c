@@ -526,11 +526,35 @@ void rt_k_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, doub
     ctx->ops->rmspe(ctx, pred, y, n, acc);
 }
 
+void rt_k_optim(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
+                const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step,
+                const double *gsq)
+{
+    RT_ASSERT(n >= 0 && nseg >= 0);
+    ctx->ops->optim(ctx, p, g, m, v, n, segs, nseg, hp, step, gsq);
+}
+
 void rt_k_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step)
 {
-    RT_ASSERT(n >= 0 && nseg >= 0);
-    ctx->ops->adam(ctx, p, g, m, v, n, segs, nseg, hp, step);
+    rt_k_optim(ctx, p, g, m, v, n, segs, nseg, hp, step, NULL);
+}
+
+void rt_k_sqnorm(rt_kctx *ctx, const float *g, int64_t n, double *out)
+{
+    RT_ASSERT(n >= 0);
+    ctx->ops->sqnorm(ctx, g, n, out);
+}
+
+void rt_k_loss(rt_kctx *ctx, const rt_loss_desc *d, rt_view z, const float *y, const float *w,
+               const float *norm, rt_view dz, double *acc)
+{
+    check_view(ctx, z, RT_F32);
+    RT_ASSERT(d->kind >= 0 && d->kind < RT_LOSS_COUNT && d->K == z.cols);
+    RT_ASSERT(d->kind == RT_LOSS_CE ? d->K >= 2 : d->K == 1);
+    if (dz.p)
+        check_same(ctx, z, dz);
+    ctx->ops->loss(ctx, d, z, y, w, norm, dz, acc);
 }
 
 void rt_k_scale(rt_kctx *ctx, float *p, int64_t n, float s)

@@ -85,7 +85,8 @@ static void init_host(const rt_model *m, float *p, float *buf)
     }
 }
 
-/* Adam's segments: runs of tensors with the same L2 coefficient cover the
+/* The optimizer's segments: runs of tensors with the same L2 coefficient
+ * and weight-decay flag cover the
  * arena without gaps, each taking the padding after its tensors (zero
  * parameters with zero gradients stay zero). */
 static int make_segs(const rt_model *m, rt_adam_seg *segs)
@@ -94,10 +95,11 @@ static int make_segs(const rt_model *m, rt_adam_seg *segs)
     for (int t = 0; t < m->nseg; t++) {
         const rt_param_info *pi = &m->info[t];
         int64_t end = t + 1 < m->nseg ? m->info[t + 1].off : m->arena;
-        if (k > 0 && segs[k - 1].l2 == pi->l2 && segs[k - 1].off + segs[k - 1].len == pi->off)
+        if (k > 0 && segs[k - 1].l2 == pi->l2 && segs[k - 1].decay == (int32_t)pi->decay &&
+            segs[k - 1].off + segs[k - 1].len == pi->off)
             segs[k - 1].len = end - segs[k - 1].off;
         else
-            segs[k++] = (rt_adam_seg){pi->off, end - pi->off, pi->l2};
+            segs[k++] = (rt_adam_seg){pi->off, end - pi->off, pi->l2, pi->decay};
     }
     return k;
 }
@@ -142,10 +144,13 @@ static rt_status allocate(rt_model *m)
     m->hp = alloc_dev(m, sizeof(rt_adam_hp), &st);
     m->step = alloc_dev(m, sizeof(int64_t), &st);
     m->metrics = alloc_dev(m, RT_MODEL_NMETRICS * sizeof(double), &st);
+    m->gsq = alloc_dev(m, sizeof(double), &st);
+    if (s->class_weighted)
+        m->class_w = alloc_dev(m, (size_t)s->n_classes * 4, &st);
     m->emb_cols = alloc_dev(m, (size_t)(s->n_cat ? s->n_cat : 1) * sizeof(rt_embed_col), &st);
     m->in_cat = alloc_dev(m, Bm * (size_t)s->n_cat * 4, &st);
     m->in_cont = alloc_dev(m, Bm * (size_t)s->n_cont * 4, &st);
-    m->in_label = alloc_dev(m, Bm * 4, &st);
+    m->in_label = alloc_dev(m, Bm * 4 * (s->weighted ? 2 : 1), &st);
     for (int t = 0; t < m->ntensors; t++) {
         mtensor *x = &m->tensors[t];
         if (x->input)
@@ -220,6 +225,8 @@ rt_status rt_model_create(const rt_model_spec *spec, rt_kctx *ctx, int64_t max_b
     rt_kmemcpy(ctx, m->params, hp, P * 4, RT_H2D);
     rt_kmemcpy(ctx, m->buffers, hbuf, (size_t)m->n_buffers * 4, RT_H2D);
     rt_kmemcpy(ctx, m->segs, segs, (size_t)nseg * sizeof *segs, RT_H2D);
+    if (m->class_w)
+        rt_kmemcpy(ctx, m->class_w, spec->class_weight, (size_t)spec->n_classes * 4, RT_H2D);
     if (m->emb_host)
         rt_kmemcpy(ctx, m->emb_cols, m->emb_host, (size_t)spec->n_cat * sizeof *m->emb_host, RT_H2D);
     rt_kmemcpy(ctx, m->step, &zero, sizeof zero, RT_H2D);
@@ -288,6 +295,8 @@ void rt_model_set_batch(rt_model *m, const int32_t *cat, const float *cont, cons
         rt_kmemcpy(m->ctx, m->in_cont, cont, (size_t)(n * s->n_cont) * 4, RT_H2D);
     if (label)
         rt_kmemcpy(m->ctx, m->in_label, label, (size_t)n * 4, RT_H2D);
+    if (label && s->weighted) /* the weights after the labels, at a fixed place */
+        rt_kmemcpy(m->ctx, m->in_label + m->max_batch, label + n, (size_t)n * 4, RT_H2D);
 }
 
 rt_status rt_model_set_standardize(rt_model *m, const float *mean, const float *std, char *err)
@@ -354,11 +363,25 @@ void rt_model_forward(rt_model *m, int64_t n, bool train)
         model_layer_fwd(m, &m->layers[i], n, train);
 }
 
+bool rt_model_rossmann_loss(const rt_model_spec *s)
+{
+    return s->head == RT_HEAD_SCALED_SIGMOID && s->loss == RT_LOSS_MAE && !s->weighted;
+}
+
 void rt_model_loss(rt_model *m, int64_t n, bool with_grad)
 {
     const mtensor *t = &m->tensors[m->t_pred];
-    rt_k_mae(m->ctx, t->data, m->in_label, n, with_grad ? t->gdata : NULL, m->metrics);
-    rt_k_rmspe(m->ctx, t->data, m->in_label, n, m->metrics + 2);
+    const rt_model_spec *s = &m->spec;
+    if (rt_model_rossmann_loss(s)) {
+        rt_k_mae(m->ctx, t->data, m->in_label, n, with_grad ? t->gdata : NULL, m->metrics);
+        rt_k_rmspe(m->ctx, t->data, m->in_label, n, m->metrics + 2);
+        return;
+    }
+    const rt_loss_desc d = {s->loss, s->n_out, s->huber_delta, s->label_smoothing, m->class_w};
+    rt_view z = rt_vf32(t->data, n, s->n_out, s->n_out, m->dev);
+    rt_view dz = rt_vf32(with_grad ? t->gdata : NULL, n, s->n_out, s->n_out, m->dev);
+    rt_k_loss(m->ctx, &d, z, m->in_label, s->weighted ? m->in_label + m->max_batch : NULL,
+              with_grad ? &m->hp->loss_norm : NULL, dz, m->metrics);
 }
 
 void rt_model_backward(rt_model *m, int64_t n, rt_grad_hook hook, void *user)
@@ -374,13 +397,16 @@ void rt_model_backward(rt_model *m, int64_t n, rt_grad_hook hook, void *user)
 
 void rt_model_set_hparams(rt_model *m, const rt_adam_hp *hp)
 {
+    m->clip = hp->clip_norm > 0; /* fixed for a job: a captured graph keeps the norm's op */
     rt_kmemcpy(m->ctx, m->hp, hp, sizeof *hp, RT_H2D);
 }
 
 void rt_model_update(rt_model *m)
 {
-    rt_k_adam(m->ctx, m->params, m->grads, m->adam_m, m->adam_v, m->arena, m->segs, m->nseg, m->hp,
-              m->step);
+    if (m->clip)
+        rt_k_sqnorm(m->ctx, m->grads, m->arena, m->gsq);
+    rt_k_optim(m->ctx, m->params, m->grads, m->adam_m, m->adam_v, m->arena, m->segs, m->nseg, m->hp,
+               m->step, m->clip ? m->gsq : NULL);
 }
 
 void rt_model_apply(rt_model *m, const rt_adam_hp *hp)
@@ -391,6 +417,7 @@ void rt_model_apply(rt_model *m, const rt_adam_hp *hp)
 
 void rt_model_train_step(rt_model *m, int64_t n, const rt_adam_hp *hp)
 {
+    rt_model_set_hparams(m, hp); /* the loss reads loss_norm */
     rt_model_forward(m, n, true);
     rt_model_loss(m, n, true);
     rt_model_backward(m, n, NULL, NULL);
@@ -413,7 +440,7 @@ rt_status rt_model_metrics_read(rt_model *m, double out[RT_MODEL_NMETRICS], char
 rt_status rt_model_read_pred(rt_model *m, float *host, int64_t n, char *err)
 {
     RT_ASSERT(n >= 0 && n <= m->max_batch);
-    rt_kmemcpy(m->ctx, host, m->tensors[m->t_pred].data, (size_t)n * 4, RT_D2H);
+    rt_kmemcpy(m->ctx, host, m->tensors[m->t_pred].data, (size_t)(n * m->spec.n_out) * 4, RT_D2H);
     return rt_kctx_sync(m->ctx, err);
 }
 

@@ -36,4 +36,29 @@ typedef enum rt_act { RT_ACT_NONE = 0, RT_ACT_LIST(RT_NAME_ID, ) RT_ACT_COUNT } 
 typedef enum rt_cont_norm { RT_CONT_NORM_LIST(RT_NAME_ID, ) RT_CONT_NORM_COUNT } rt_cont_norm;
 #define RT_CONT_NORM_CHOICES RT_CONT_NORM_LIST(RT_NAME_STR, "|")
 
+/* Tasks (the dataset's manifest; [train] loss must fit it). */
+#define RT_TASK_LIST(X, S)                                                                         \
+    X(RT_TASK_REGRESSION, "regression") S X(RT_TASK_BINARY, "binary")                             \
+    S X(RT_TASK_MULTICLASS, "multiclass")
+typedef enum rt_task { RT_TASK_LIST(RT_NAME_ID, ) RT_TASK_COUNT } rt_task;
+#define RT_TASK_CHOICES RT_TASK_LIST(RT_NAME_STR, "|")
+
+/* Losses ([train] loss; rt_k_loss): regression's four, binary's, multiclass's. */
+#define RT_LOSS_LIST(X, S)                                                                         \
+    X(RT_LOSS_MAE, "mae") S X(RT_LOSS_MSE, "mse") S X(RT_LOSS_HUBER, "huber")                     \
+    S X(RT_LOSS_POISSON, "poisson") S X(RT_LOSS_BCE, "bce") S X(RT_LOSS_CE, "cross_entropy")
+typedef enum rt_loss { RT_LOSS_LIST(RT_NAME_ID, ) RT_LOSS_COUNT } rt_loss;
+#define RT_LOSS_CHOICES RT_LOSS_LIST(RT_NAME_STR, "|")
+
+/* The output layer's head ([model] head): the Rossmann scale * sigmoid(z),
+ * or z itself (logits for classification). */
+#define RT_HEAD_LIST(X, S) X(RT_HEAD_SCALED_SIGMOID, "scaled_sigmoid") S X(RT_HEAD_LINEAR, "linear")
+typedef enum rt_head { RT_HEAD_LIST(RT_NAME_ID, ) RT_HEAD_COUNT } rt_head;
+#define RT_HEAD_CHOICES RT_HEAD_LIST(RT_NAME_STR, "|")
+
+/* Optimizers ([train] optimizer; rt_k_optim). */
+#define RT_OPTIM_LIST(X, S) X(RT_OPTIM_ADAM, "adam") S X(RT_OPTIM_ADAMW, "adamw") S X(RT_OPTIM_SGD, "sgd")
+typedef enum rt_optim { RT_OPTIM_LIST(RT_NAME_ID, ) RT_OPTIM_COUNT } rt_optim;
+#define RT_OPTIM_CHOICES RT_OPTIM_LIST(RT_NAME_STR, "|")
+
 #endif

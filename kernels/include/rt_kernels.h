@@ -338,28 +338,73 @@ void rt_k_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float 
  * acc[1] += count.  exp_rmspe = sqrt(acc[0] / acc[1]) after summing ranks. */
 void rt_k_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc);
 
-/* One parameter tensor's range in the flat buffer and its L2 coefficient. */
+/* One parameter tensor's range in the flat buffer, its L2 coefficient and
+ * whether weight decay (AdamW's, SGD's) applies to it. */
 typedef struct rt_adam_seg {
     int64_t off, len;
-    float l2; /* loss += l2 * sum(w^2), so grad += 2 * l2 * w */
+    float l2;      /* loss += l2 * sum(w^2), so grad += 2 * l2 * w */
+    int32_t decay; /* 1: a kernel; 0: a bias, norm, embedding or token (rtdl's no_decay) */
 } rt_adam_seg;
 
+/* The optimizer's hyper-parameters, read from the context's memory when
+ * the update runs (a replayed graph picks up new values).  The fields
+ * after grad_scale are zero for the Rossmann default (Keras' Adam + L2). */
 typedef struct rt_adam_hp {
     float lr, beta1, beta2, eps;
-    float grad_scale; /* applied to g first: 1/world for averaged gradients */
+    float grad_scale;    /* applied to g first: 1/world for averaged gradients */
+    int32_t kind;        /* rt_optim */
+    float weight_decay;  /* adamw: decoupled; sgd: added to the gradient (decay segments) */
+    float momentum;      /* sgd */
+    int32_t nesterov;    /* sgd */
+    float clip_norm;     /* > 0: the global gradient norm (after grad_scale) clipped to it */
+    float loss_norm;     /* rt_k_loss's factor on every row's gradient (1 / global weight) */
 } rt_adam_hp;
 
-/* Adam with L2 over the whole flat buffer in one launch (Keras/TF2 form),
- * the hyper-parameters read from *hp in the context's memory when the op
- * runs (so a captured graph picks up new values):
- *   t = *step + 1;  g' = g*grad_scale + 2*l2*p
- *   m = b1*m + (1-b1)*g';  v = b2*v + (1-b2)*g'^2
- *   p -= lr * sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + eps)
- * and then *step = t (the counter, in the context's memory, advances with
- * the update: no kernel of its own on a GPU).
- * segs (nseg, in the context's memory) cover [0, n) in order, no gaps. */
+/* The update over the whole flat buffer in one launch, then *step = t
+ * (the counter, in the context's memory, advances with the update):
+ *   t = *step + 1;  g' = g * grad_scale * clip + 2*l2*p, where clip = 1, or
+ *     with clip_norm > 0 min(1, clip_norm / (sqrt(*gsq) * grad_scale + 1e-6))
+ *     (PyTorch's clip_grad_norm_; *gsq from rt_k_sqnorm of the same g)
+ *   adam  (Keras/TF2): m = b1*m + (1-b1)*g';  v = b2*v + (1-b2)*g'^2;
+ *         p -= lr * sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + eps)
+ *   adamw (PyTorch's AdamW): p *= 1 - lr*wd (decay segments); m, v as adam;
+ *         p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)
+ *   sgd   (PyTorch's SGD): g' += wd*p (decay segments); m = momentum*m + g';
+ *         p -= lr * (nesterov ? g' + momentum*m : m)  (m is the momentum buffer)
+ * segs (nseg, in the context's memory) cover [0, n) in order, no gaps;
+ * gsq may be NULL when clip_norm is 0. */
+void rt_k_optim(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
+                const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step,
+                const double *gsq);
+/* rt_k_optim with Adam's kind and no clipping (hp->kind must be adam). */
 void rt_k_adam(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step);
+/* *out = sum of g[i]^2 over n floats (double, fixed order; context memory). */
+void rt_k_sqnorm(rt_kctx *ctx, const float *g, int64_t n, double *out);
+
+/* ---- the losses (rt_loss: rt_model_names.h), PyTorch's definitions --------
+ * z (n, K) the model's outputs, y (n) the labels (a class index as a float
+ * for classification), w (n) sample weights or NULL (ones), class_w (K, in
+ * the context's memory) per-class weights or NULL.  Row i's weight
+ * c_i = w_i * class_w[y_i] (regression: w_i).  Row losses l_i:
+ *   mae |r|, mse r^2, huber 0.5 r^2 (|r| <= delta) else delta (|r| - 0.5 delta),
+ *     poisson exp(z) - y z (log input, PyTorch's poisson_nll_loss), r = z - y;
+ *   bce    max(z,0) - z t + log(1 + e^-|z|), t = y (1 - s) + s / 2 (s: smoothing);
+ *   cross_entropy  (1-s) c_i (-log p_y) + (s/K) w_i sum_k class_w[k] (-log p_k),
+ *     p = softmax(z) (torch.nn.functional.cross_entropy with weight and
+ *     label_smoothing); for the others the row's loss is c_i * l_i.
+ * acc[0] += sum of the weighted row losses, acc[1] += sum of c_i (the mean
+ * loss is acc[0] / acc[1], PyTorch's weighted mean); when dz != NULL,
+ * dz = d(weighted row loss)/dz * (*norm), norm in the context's memory
+ * (the step's 1 / global weight sum; NULL or <= 0: 1 / this batch's sum of c_i). */
+typedef struct rt_loss_desc {
+    rt_loss kind;
+    int64_t K;
+    float huber_delta, smoothing;
+    const float *class_w;
+} rt_loss_desc;
+void rt_k_loss(rt_kctx *ctx, const rt_loss_desc *d, rt_view z, const float *y, const float *w,
+               const float *norm, rt_view dz, double *acc);
 
 /* Scale n floats in place: p *= s. */
 void rt_k_scale(rt_kctx *ctx, float *p, int64_t n, float s);

@@ -13,8 +13,10 @@
  *                   transformer blocks (attention, ReGLU feed-forward) ->
  *                   [CLS] -> LN -> ReLU -> Linear
  *
- * every one ending in the head pred = head_scale * sigmoid(z); loss: MAE on
- * the (log) label; metric: exp-RMSPE.  docs/models.md draws each family.
+ * every one ending in an output layer of n_out units and a head: Rossmann's
+ * pred = head_scale * sigmoid(z) with MAE on the (log) label (the default,
+ * metric exp-RMSPE), or z itself (logits) with any loss of rt_k_loss
+ * (docs/tasks.md).  docs/models.md draws each family.
  * Each layer kind (embedding, linear, activation, dropout, batch norm,
  * layer norm, residual add, cross, attention, feature tokens, head) has a
  * forward and a backward written against the kernel API (rt_kernels.h), so
@@ -48,6 +50,7 @@ extern "C" {
 #define RT_MODEL_MAX_CAT 256 /* a dataset has at most 256 columns (RT_SHARD_MAX_COLS) */
 #define RT_MODEL_MAX_HIDDEN 16
 #define RT_MODEL_NAME_LEN 40
+#define RT_MODEL_MAX_CLASSES 256
 /* RNG stream of the dropout masks: the k-th dropout layer draws from
  * stream RT_MODEL_DROPOUT_STREAM + k (element b*units + j, at the model step) */
 #define RT_MODEL_DROPOUT_STREAM 0x7000u
@@ -57,6 +60,10 @@ extern "C" {
 extern const char *const rt_arch_names[RT_ARCH_COUNT];
 extern const char *const rt_act_names[RT_ACT_COUNT];
 extern const char *const rt_cont_norm_names[RT_CONT_NORM_COUNT];
+extern const char *const rt_loss_names[RT_LOSS_COUNT];
+extern const char *const rt_head_names[RT_HEAD_COUNT];
+extern const char *const rt_task_names[RT_TASK_COUNT];
+extern const char *const rt_optim_names[RT_OPTIM_COUNT];
 
 typedef struct rt_model_spec {
     rt_arch arch;
@@ -86,7 +93,17 @@ typedef struct rt_model_spec {
     float attention_dropout, ffn_multiplier, ffn_dropout, residual_dropout;
     /* every family */
     float l2;          /* loss += l2 * sum(w^2) per hidden kernel */
-    float head_scale;  /* pred = head_scale * sigmoid(z) */
+    float head_scale;  /* pred = head_scale * sigmoid(z) (head scaled_sigmoid) */
+    /* the task: the output layer, its head and the loss (rt_k_loss) */
+    rt_head head;      /* scaled_sigmoid (Rossmann's regression head) or linear (z itself) */
+    int n_out;         /* outputs per row: 1, or K logits for cross_entropy */
+    rt_loss loss;
+    float huber_delta, label_smoothing;
+    int n_classes;     /* classification: K (bce: 2); 0 for regression */
+    bool class_weighted;
+    float class_weight[RT_MODEL_MAX_CLASSES]; /* n_classes, when class_weighted */
+    bool weighted;     /* rows carry sample weights: a label buffer of n rows holds the n
+                          labels, then the n weights */
     float bn_momentum, bn_eps;
     uint64_t seed;     /* initialisation (and default dropout) seed */
 } rt_model_spec;
@@ -124,6 +141,7 @@ typedef struct rt_param_info {
     int64_t rows, cols;
     float l2;
     bool trainable;                    /* false: BN moving statistics (own buffer) */
+    bool decay;                        /* a dense kernel: weight decay applies (rtdl's groups) */
 } rt_param_info;
 
 typedef struct rt_model rt_model;
@@ -211,8 +229,15 @@ rt_status rt_model_sync_status(rt_model *m, char *err);
  * network, not on the continuous inputs). */
 bool rt_model_syncs_in_backward(const rt_model *m);
 /* Loss and metrics of the last forward into the accumulators; with_grad
- * also writes d(loss)/d(pred) for backward. */
+ * also writes d(loss)/d(pred) for backward.  Rossmann's head and MAE
+ * without weights: the metrics below; every other loss: [0] the sum of the
+ * weighted row losses, [1] the sum of the weights (rt_k_loss), the
+ * gradient scaled by the hyper-parameters' loss_norm (when > 0; else by
+ * 1 / this batch's weight). */
 void rt_model_loss(rt_model *m, int64_t n, bool with_grad);
+/* Whether a spec trains Rossmann's way (scaled sigmoid, MAE, no weights),
+ * whose metrics are rt_model_metrics_read's four. */
+bool rt_model_rossmann_loss(const rt_model_spec *s);
 
 /* Called during backward when the gradients of [off, off+count) elements
  * are final (enqueued, on CUDA: work on the context's stream after this
@@ -248,7 +273,8 @@ rt_status rt_model_metrics_read(rt_model *m, double out[RT_MODEL_NMETRICS], char
 /* L2 penalty sum(l2 * w^2) over the kernels (synchronises; for reporting). */
 rt_status rt_model_l2_penalty(rt_model *m, double *out, char *err);
 
-/* Predictions of the last forward, n values to host memory (synchronises). */
+/* Predictions of the last forward, n rows of n_out values to host memory
+ * (synchronises): the head's output, or the logits. */
 rt_status rt_model_read_pred(rt_model *m, float *host, int64_t n, char *err);
 
 /* ---- state --------------------------------------------------------------- */
