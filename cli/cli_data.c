@@ -32,6 +32,8 @@ static int featurised_roles(const cli_args *a, rt_prep_opts *o, char **bufs)
     o->roles.id = cli_value(a, "--id");
     o->roles.date = cli_value(a, "--date");
     o->roles.label_transform = cli_value(a, "--label-transform");
+    o->roles.task = cli_value(a, "--task");
+    o->roles.weight = cli_value(a, "--weight");
     const char *max = cli_value(a, "--max-label");
     if (max) {
         char *end;
@@ -133,9 +135,14 @@ int cli_prep(const cli_args *a)
     int64_t skipped = rep.bad_rows_skipped;
     for (int t = 0; t < rep.ntables; t++)
         skipped += rep.skipped[t];
-    printf("prepared %s: %lld training rows, %lld validation rows, %lld test rows in %d "
+    char task[200];
+    if (rep.nclasses > 0)
+        snprintf(task, sizeof task, "%s, %d classes, %s", rep.task, rep.nclasses, rep.task_why);
+    else
+        snprintf(task, sizeof task, "%s, %s", rep.task, rep.task_why);
+    printf("prepared %s (%s): %lld training rows, %lld validation rows, %lld test rows in %d "
            "partition%s (%.1f s)",
-           o.out_dir, (long long)rep.train_rows, (long long)rep.validation_rows,
+           o.out_dir, task, (long long)rep.train_rows, (long long)rep.validation_rows,
            (long long)rep.test_rows, o.partitions, o.partitions == 1 ? "" : "s", rep.seconds);
     if (skipped)
         printf("; %lld malformed or bad rows skipped", (long long)skipped);
@@ -157,12 +164,24 @@ int cli_prep(const cli_args *a)
 }
 
 /* predict --input: new raw data, the model's own vocabularies. */
+/* --proba false: a classification's class only. */
+static bool no_proba(const cli_args *a)
+{
+    const char *v = cli_value(a, "--proba");
+    bool on = true;
+    char e[RT_ERR_LEN];
+    if (v && rt_parse_bool(v, &on, e) != RT_OK)
+        on = true;
+    return !on;
+}
+
 static int predict_input(const cli_args *a, const char *model, const char *out, int threads,
                          int64_t batch)
 {
     rt_predict_input_opts o = {.model = model, .input = cli_value(a, "--input"),
                                .sql = cli_value(a, "--sql"), .out = out,
-                               .id = cli_value(a, "--id"), .threads = threads, .batch = batch};
+                               .id = cli_value(a, "--id"), .threads = threads, .batch = batch,
+                               .no_proba = no_proba(a)};
     rt_strlist keep = {0};
     char err[RT_ERR_LEN];
     const char *kv = cli_value(a, "--keep");
@@ -214,7 +233,8 @@ int cli_predict(const cli_args *a)
         return predict_input(a, model, out, (int)threads, batch);
     int64_t rows = 0;
     char err[RT_ERR_LEN];
-    if (rt_predict_checkpoint(model, dataset, out, (int)threads, batch, &rows, err) != RT_OK) {
+    if (rt_predict_checkpoint(model, dataset, out, (int)threads, batch, !no_proba(a), &rows,
+                              err) != RT_OK) {
         fprintf(stderr, "ringtrain predict: %s\n", err);
         return 1;
     }

@@ -339,7 +339,8 @@ rt_status prep_import_featurised(prep *p, char *err)
         return st;
     const char *transform = o->roles.label_transform ? o->roles.label_transform : "none";
     double max_label = o->roles.max_label;
-    if (max_label <= 0 && o->roles.label) { /* the label's largest value */
+    const bool cls = o->roles.task && strcmp(o->roles.task, "regression") != 0;
+    if (max_label <= 0 && o->roles.label && !cls) { /* the label's largest value */
         sqlite3_stmt *s = NULL;
         bool is_col = false;
         if (sqlite3_prepare_v2(p->db, "SELECT 1 FROM pragma_table_info('train') WHERE name = ?",
@@ -367,11 +368,14 @@ rt_status prep_import_featurised(prep *p, char *err)
                            {"label", o->roles.label},
                            {"label_transform", transform},
                            {"max_label", max_label > 0 ? max_text : NULL},
+                           {"max_label_auto", o->roles.max_label > 0 ? NULL : "1"},
                            {"categorical", o->roles.categorical},
                            {"continuous", o->roles.continuous},
                            {"validation", o->roles.validation},
                            {"id", o->roles.id},
-                           {"date", o->roles.date}};
+                           {"date", o->roles.date},
+                           {"task", o->roles.task},
+                           {"weight", o->roles.weight}};
     sqlite3_stmt *ins = NULL;
     if (sqlite3_exec(p->db, "CREATE TABLE meta(key, value)", NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(p->db, "INSERT INTO meta VALUES (?, ?)", -1, &ins, NULL) != SQLITE_OK)

@@ -13,7 +13,9 @@
 typedef struct prep_meta {
     char train_table[128], test_table[128];
     char label[64], label_transform[16], validation[64], id[64], date[64];
+    char task[16], weight[64]; /* task "": inferred from the label's values */
     double max_label;
+    bool max_given; /* meta names max_label (not --from-parquet's own): a regression */
     int ncat, ncont;
     char cat[PREP_MAX_COLS][64], cont[PREP_MAX_COLS][64];
 } prep_meta;

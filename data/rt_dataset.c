@@ -8,15 +8,18 @@
 
 #include "rt_file.h"
 #include "rt_json.h"
+#include "rt_model_names.h"
 
 #define MAX_MANIFEST (64u << 20)
 
-static const char *const ROLES[] = {"categorical", "continuous", "label",
-                                    "validation",  "id",         "date"};
+static const char *const ROLES[] = {"categorical", "continuous", "label", "validation",
+                                    "id",          "date",       "weight"};
+#define NROLES 7
+static const char *const TASKS[RT_TASK_COUNT] = {RT_TASK_LIST(RT_NAME_STR_COMMA, )};
 
 const char *rt_col_role_name(rt_col_role r)
 {
-    return (unsigned)r < 6 ? ROLES[r] : "?";
+    return (unsigned)r < NROLES ? ROLES[r] : "?";
 }
 
 void rt_dataset_free(rt_dataset *ds)
@@ -27,6 +30,7 @@ void rt_dataset_free(rt_dataset *ds)
         for (int32_t v = 0; ds->cols[c].vocab && v < ds->cols[c].vocab_size; v++)
             free(ds->cols[c].vocab[v]);
         free(ds->cols[c].vocab);
+        free(ds->cols[c].class_rows);
     }
     free(ds->cols);
     free(ds->parts);
@@ -79,9 +83,17 @@ rt_status rt_dataset_write_manifest(const rt_dataset *ds, char *err)
     rt_jw_obj(&w);
     rt_jw_kstr(&w, "format", "ringtrain-dataset");
     rt_jw_kint(&w, "version", 1);
+    rt_jw_kstr(&w, "task", TASKS[ds->task]);
     rt_jw_kstr(&w, "label", ds->label);
     rt_jw_kstr(&w, "label_transform", ds->label_transform);
-    rt_jw_knum(&w, "max_label", ds->max_label);
+    if (ds->max_label > 0)
+        rt_jw_knum(&w, "max_label", ds->max_label);
+    if (!strcmp(ds->label_transform, "standardize")) {
+        rt_jw_knum(&w, "label_mean", ds->label_mean);
+        rt_jw_knum(&w, "label_std", ds->label_std);
+    }
+    if (ds->weight[0])
+        rt_jw_kstr(&w, "weight", ds->weight);
     rt_jw_kstr(&w, "validation", ds->validation);
     rt_jw_kstr(&w, "id", ds->id);
     rt_jw_kstr(&w, "date", ds->date);
@@ -93,11 +105,18 @@ rt_status rt_dataset_write_manifest(const rt_dataset *ds, char *err)
         rt_jw_kstr(&w, "name", col->name);
         rt_jw_kstr(&w, "role", rt_col_role_name(col->role));
         rt_jw_kstr(&w, "type", rt_col_type_name(col->type));
-        if (col->role == RT_ROLE_CATEGORICAL) {
+        if (col->role == RT_ROLE_CATEGORICAL || (col->role == RT_ROLE_LABEL && col->vocab)) {
             rt_jw_key(&w, "vocab");
             rt_jw_arr(&w);
             for (int32_t v = 0; v < col->vocab_size; v++)
                 rt_jw_str(&w, col->vocab ? col->vocab[v] : NULL);
+            rt_jw_arr_end(&w);
+        }
+        if (col->role == RT_ROLE_LABEL && col->class_rows) {
+            rt_jw_key(&w, "class_rows");
+            rt_jw_arr(&w);
+            for (int32_t v = 0; v < col->vocab_size; v++)
+                rt_jw_int(&w, col->class_rows[v]);
             rt_jw_arr_end(&w);
         }
         if (col->role == RT_ROLE_CONTINUOUS && col->has_stats) {
@@ -186,13 +205,25 @@ static rt_status parse_manifest(rt_dataset *ds, const rt_json *m, const char *pa
     copy_name(ds->validation, sizeof ds->validation, rt_json_get_str(m, "validation"));
     copy_name(ds->id, sizeof ds->id, rt_json_get_str(m, "id"));
     copy_name(ds->date, sizeof ds->date, rt_json_get_str(m, "date"));
+    const char *task = rt_json_str(rt_json_get(m, "task"), "regression");
+    ds->task = -1;
+    for (int k = 0; k < RT_TASK_COUNT; k++)
+        if (!strcmp(task, TASKS[k]))
+            ds->task = k;
+    if (ds->task < 0)
+        return bad(err, path, "\"task\" must be regression, binary or multiclass");
+    copy_name(ds->weight, sizeof ds->weight, rt_json_get_str(m, "weight"));
     const char *tr = rt_json_str(rt_json_get(m, "label_transform"), "none");
-    if (strcmp(tr, "log") != 0 && strcmp(tr, "none") != 0)
-        return bad(err, path, "\"label_transform\" must be \"log\" or \"none\"");
+    if (strcmp(tr, "log") != 0 && strcmp(tr, "none") != 0 && strcmp(tr, "standardize") != 0)
+        return bad(err, path, "\"label_transform\" must be \"log\", \"standardize\" or \"none\"");
     snprintf(ds->label_transform, sizeof ds->label_transform, "%s", tr);
     ds->max_label = rt_json_num(rt_json_get(m, "max_label"), 0);
-    if (!(ds->max_label > 0))
+    ds->label_mean = rt_json_num(rt_json_get(m, "label_mean"), 0);
+    ds->label_std = rt_json_num(rt_json_get(m, "label_std"), 1);
+    if (ds->task == RT_TASK_REGRESSION && strcmp(tr, "standardize") != 0 && !(ds->max_label > 0))
         return bad(err, path, "\"max_label\" must be a positive number");
+    if (!strcmp(tr, "standardize") && (!isfinite(ds->label_mean) || !(ds->label_std > 0)))
+        return bad(err, path, "\"label_mean\" and \"label_std\" must be finite (std > 0)");
     const rt_json *cols = rt_json_get(m, "columns");
     ds->ncols = (int)rt_json_len(cols);
     if (ds->ncols == 0 || ds->ncols > RT_SHARD_MAX_COLS)
@@ -205,7 +236,7 @@ static rt_status parse_manifest(rt_dataset *ds, const rt_json *m, const char *pa
         rt_ds_column *col = &ds->cols[c];
         const char *role = rt_json_get_str(j, "role"), *type = rt_json_get_str(j, "type");
         int r = -1;
-        for (int k = 0; role && k < 6; k++)
+        for (int k = 0; role && k < NROLES; k++)
             if (strcmp(role, ROLES[k]) == 0)
                 r = k;
         col->type = !type ? 0 : !strcmp(type, "i32") ? RT_COL_I32
@@ -216,10 +247,30 @@ static rt_status parse_manifest(rt_dataset *ds, const rt_json *m, const char *pa
             col->type == 0) {
             char msg[200];
             snprintf(msg, sizeof msg, "column %d needs a name, a role (categorical, continuous, "
-                                      "label, validation, id, date) and a type (i32, f32, u8)", c);
+                                      "label, validation, id, date, weight) and a type (i32, f32, "
+                                      "u8)", c);
             return bad(err, path, msg);
         }
         col->role = (rt_col_role)r;
+        if (col->role == RT_ROLE_LABEL && ds->task != RT_TASK_REGRESSION) {
+            const rt_json *v = rt_json_get(j, "vocab"), *cr = rt_json_get(j, "class_rows");
+            col->vocab_size = (int32_t)rt_json_len(v);
+            if (col->vocab_size < 2 || col->vocab_size > 256 ||
+                (ds->task == RT_TASK_BINARY && col->vocab_size != 2) ||
+                rt_json_len(cr) != (size_t)col->vocab_size)
+                return bad(err, path, "a classification's label column needs its classes "
+                                      "(\"vocab\": 2 for binary, 2 to 256) and \"class_rows\"");
+            col->vocab = calloc((size_t)col->vocab_size, sizeof *col->vocab);
+            col->class_rows = calloc((size_t)col->vocab_size, sizeof *col->class_rows);
+            if (!col->vocab || !col->class_rows)
+                return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", path);
+            for (int32_t k = 0; k < col->vocab_size; k++) {
+                const char *s = rt_json_str(rt_json_at(v, (size_t)k), "");
+                col->vocab[k] = strdup(s);
+                if (!rt_json_int(rt_json_at(cr, (size_t)k), &col->class_rows[k]))
+                    return bad(err, path, "\"class_rows\" must hold integers");
+            }
+        }
         if (col->role == RT_ROLE_CATEGORICAL) {
             const rt_json *v = rt_json_get(j, "vocab");
             col->vocab_size = (int32_t)rt_json_len(v);
@@ -252,6 +303,8 @@ static rt_status parse_manifest(rt_dataset *ds, const rt_json *m, const char *pa
     }
     if (!rt_dataset_column(ds, ds->label))
         return bad(err, path, "the label column is not among \"columns\"");
+    if (ds->weight[0] && !rt_dataset_column(ds, ds->weight))
+        return bad(err, path, "the weight column is not among \"columns\"");
     rt_status st = read_parts(rt_json_get(m, "partitions"), &ds->parts, &ds->nparts, path,
                               "partitions", err);
     if (st == RT_OK && rt_json_get(m, "test")) /* a dataset may have no test rows */
@@ -333,7 +386,8 @@ rt_status rt_dataset_read_part(const rt_dataset *ds, int part, bool test, rt_sha
     }
     for (int c = 0; c < ds->ncols && st == RT_OK; c++) {
         const rt_ds_column *col = &ds->cols[c];
-        bool wanted = test ? col->role != RT_ROLE_LABEL && col->role != RT_ROLE_VALIDATION
+        bool wanted = test ? col->role != RT_ROLE_LABEL && col->role != RT_ROLE_VALIDATION &&
+                                 col->role != RT_ROLE_WEIGHT
                            : col->role != RT_ROLE_ID;
         if (!wanted)
             continue;

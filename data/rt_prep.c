@@ -201,7 +201,7 @@ static rt_status read_meta(prep *p, prep_meta *m, char *err)
         return rt_err(err, RT_ERR_INVALID, "%s: the script must leave a table meta(key, value) "
                                            "naming its result (%s)", p->what,
                       sqlite3_errmsg(p->db));
-    bool have_max = false;
+    bool have_max = false, auto_max = false;
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *k = (const char *)sqlite3_column_text(st, 0);
         const char *v = (const char *)sqlite3_column_text(st, 1);
@@ -217,7 +217,9 @@ static rt_status read_meta(prep *p, prep_meta *m, char *err)
                    {"label_transform", m->label_transform, sizeof m->label_transform},
                    {"validation", m->validation, sizeof m->validation},
                    {"id", m->id, sizeof m->id},
-                   {"date", m->date, sizeof m->date}};
+                   {"date", m->date, sizeof m->date},
+                   {"task", m->task, sizeof m->task},
+                   {"weight", m->weight, sizeof m->weight}};
         for (size_t i = 0; i < sizeof map / sizeof *map; i++)
             if (!strcmp(k, map[i].key))
                 snprintf(map[i].dst, map[i].len, "%s", v);
@@ -228,12 +230,16 @@ static rt_status read_meta(prep *p, prep_meta *m, char *err)
         else if (!strcmp(k, "max_label")) {
             m->max_label = sqlite3_column_double(st, 1);
             have_max = true;
+        } else if (!strcmp(k, "max_label_auto")) {
+            auto_max = true;
         }
     }
     sqlite3_finalize(st);
+    m->max_given = have_max && !auto_max;
+    if (have_max && !(m->max_label > 0))
+        m->max_label = -1; /* given, and wrong: a regression refuses it (rt_prep_out.c) */
     const char *missing = !m->train_table[0]              ? "train_table"
                           : !m->label[0]                  ? "label"
-                          : !have_max || !(m->max_label > 0) ? "max_label (a positive number)"
                           : m->ncat + m->ncont == 0       ? "categorical or continuous"
                           : m->test_table[0] && !m->id[0] ? "id (the test table needs one)"
                                                           : NULL;
@@ -248,9 +254,14 @@ static rt_status read_meta(prep *p, prep_meta *m, char *err)
     if (missing)
         return rt_err(err, RT_ERR_INVALID, "%s: its meta table does not name %s",
                       p->what, missing);
-    if (strcmp(m->label_transform, "log") != 0 && strcmp(m->label_transform, "none") != 0)
-        return rt_err(err, RT_ERR_INVALID, "%s: meta label_transform is '%s' (log or none)",
-                      p->what, m->label_transform);
+    if (strcmp(m->label_transform, "log") != 0 && strcmp(m->label_transform, "none") != 0 &&
+        strcmp(m->label_transform, "standardize") != 0)
+        return rt_err(err, RT_ERR_INVALID, "%s: meta label_transform is '%s' (log, standardize "
+                      "or none)", p->what, m->label_transform);
+    if (m->task[0] && strcmp(m->task, "regression") != 0 && strcmp(m->task, "binary") != 0 &&
+        strcmp(m->task, "multiclass") != 0)
+        return rt_err(err, RT_ERR_INVALID, "%s: meta task is '%s' (regression, binary or "
+                      "multiclass; leave it out to infer it from the label)", p->what, m->task);
     return RT_OK;
 }
 
@@ -315,6 +326,8 @@ static rt_status check_columns(prep *p, const prep_meta *m, const char *table, b
         want[nw++] = (want_col){m->label, "label"};
     if (!test && m->validation[0])
         want[nw++] = (want_col){m->validation, "validation"};
+    if (!test && m->weight[0])
+        want[nw++] = (want_col){m->weight, "weight"};
     if (test && m->id[0])
         want[nw++] = (want_col){m->id, "id"};
     for (int k = 0; s == RT_OK && k < nw; k++) {

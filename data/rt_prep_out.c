@@ -10,6 +10,7 @@
 #include "rt_config.h"
 #include "rt_dataset.h"
 #include "rt_json.h"
+#include "rt_model_names.h"
 
 /* ---- a vocabulary: value -> index, open addressing over "type:text" keys ---- */
 
@@ -126,8 +127,9 @@ typedef struct outcol {
     rt_shard_col c;
     rt_col_role role;
     int sql;        /* column in the SELECT */
-    vocab *v;       /* categorical */
-    double n, mean, m2; /* continuous: Welford over the training rows */
+    vocab *v;       /* categorical; a classification's label: its classes */
+    int64_t *class_rows; /* a classification's label: training rows per class */
+    double n, mean, m2; /* continuous (and the label): Welford over the training rows */
 } outcol;
 
 static int64_t count_rows(sqlite3 *db, const char *table)
@@ -184,6 +186,139 @@ static bool number_value(sqlite3_stmt *st, int c, float *out)
         return false;
     *out = (float)x;
     return true;
+}
+
+/* A label value as a class name: text as it is, a number (1, 1.0, '1')
+ * written as %.17g so every spelling of it is one class; false for NULL. */
+static bool class_key(sqlite3_stmt *st, int c, char *buf, size_t len)
+{
+    int t = sqlite3_column_type(st, c);
+    if (t == SQLITE_NULL)
+        return false;
+    const char *s = (const char *)sqlite3_column_text(st, c);
+    char *end = NULL;
+    double x = s ? strtod(s, &end) : 0;
+    if (t == SQLITE_INTEGER || t == SQLITE_FLOAT || (s && end != s && !*end && isfinite(x)))
+        snprintf(buf, len, "%.17g", t == SQLITE_TEXT ? x : sqlite3_column_double(st, c));
+    else
+        snprintf(buf, len, "%s", s ? s : "");
+    return true;
+}
+
+static int cmp_class(const void *a, const void *b)
+{
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    char *ex, *ey;
+    double dx = strtod(x, &ex), dy = strtod(y, &ey);
+    if (!*ex && ex != x && !*ey && ey != y) /* numbers in numeric order */
+        return dx < dy ? -1 : dx > dy;
+    return strcmp(x, y);
+}
+
+#define MAX_CLASSES 256
+#define INFER_MAX_INT_CLASSES 20
+
+/* The task (meta's, or inferred from the label's distinct values: text, or
+ * at most 20 integers, is a classification) and a classification's classes
+ * in order (numbers numerically, text by bytes) into v. */
+static rt_status label_task(sqlite3 *db, const prep_meta *m, rt_prep_report *rep, vocab *v,
+                            char *err)
+{
+    char q[512], il[140], it[140];
+    snprintf(q, sizeof q, "SELECT DISTINCT %s FROM %s", prep_ident(m->label, il, sizeof il),
+             prep_ident(m->train_table, it, sizeof it));
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+        return rt_err(err, RT_ERR_INVALID, "label %s: %s", m->label, sqlite3_errmsg(db));
+    char **names = NULL, first_text[80] = "";
+    int n = 0;
+    bool text = false, integral = true, many = false;
+    rt_status s = RT_OK;
+    while (s == RT_OK && sqlite3_step(st) == SQLITE_ROW) {
+        char key[600];
+        if (!class_key(st, 0, key, sizeof key))
+            continue; /* NULL: write_table names its row */
+        char *end;
+        double x = strtod(key, &end);
+        bool num = end != key && !*end;
+        if (!num && !text) {
+            text = true;
+            snprintf(first_text, sizeof first_text, "%s", key);
+        }
+        if (!num || x != floor(x))
+            integral = false;
+        bool dup = false; /* '1' and 1 are one class, but SQL's DISTINCT keeps both */
+        for (int k = 0; k < n && !dup; k++)
+            dup = !strcmp(names[k], key);
+        if (dup)
+            continue;
+        if (n == MAX_CLASSES) {
+            many = true;
+            if (!text && !m->task[0])
+                continue; /* a regression label: keep counting nothing */
+            break;
+        }
+        char **nn = realloc(names, (size_t)(n + 1) * sizeof *nn);
+        if (!nn || !(nn[n] = strdup(key)))
+            s = rt_err(err, RT_ERR_NOMEM, "out of memory");
+        else
+            names = nn, n++;
+    }
+    sqlite3_finalize(st);
+    const bool transformed = strcmp(m->label_transform, "none") != 0;
+    const char *task = m->task;
+    if (!task[0]) {
+        if (transformed || m->max_given) {
+            task = "regression";
+            snprintf(rep->task_why, sizeof rep->task_why, "%s%s",
+                     transformed ? "label_transform " : "meta gives max_label",
+                     transformed ? m->label_transform : "");
+        } else if (text || (integral && !many && n <= INFER_MAX_INT_CLASSES)) {
+            task = n == 2 ? "binary" : "multiclass";
+            if (text)
+                snprintf(rep->task_why, sizeof rep->task_why,
+                         "inferred: the label %s holds text ('%s')", m->label, first_text);
+            else
+                snprintf(rep->task_why, sizeof rep->task_why,
+                         "inferred: the label %s holds %d integer values; set meta task = "
+                         "regression if they are amounts", m->label, n);
+        } else {
+            task = "regression";
+            snprintf(rep->task_why, sizeof rep->task_why,
+                     "inferred: the label %s holds numbers", m->label);
+        }
+    } else {
+        snprintf(rep->task_why, sizeof rep->task_why, "meta task");
+    }
+    snprintf(rep->task, sizeof rep->task, "%s", task);
+    const bool cls = strcmp(task, "regression") != 0;
+    if (s == RT_OK && cls && many)
+        s = rt_err(err, RT_ERR_INVALID, "label %s has more than %d classes", m->label,
+                   MAX_CLASSES);
+    else if (s == RT_OK && cls && n < 2)
+        s = rt_err(err, RT_ERR_INVALID, "label %s has %d class%s in table %s: a classification "
+                   "needs two at least", m->label, n, n == 1 ? "" : "es", m->train_table);
+    else if (s == RT_OK && !strcmp(task, "binary") && n != 2)
+        s = rt_err(err, RT_ERR_INVALID, "label %s has %d classes: task binary needs 2 "
+                   "(multiclass takes more)", m->label, n);
+    else if (s == RT_OK && cls && transformed)
+        s = rt_err(err, RT_ERR_INVALID, "label_transform %s is for a regression, not task %s",
+                   m->label_transform, task);
+    else if (s == RT_OK && !cls && text)
+        s = rt_err(err, RT_ERR_INVALID, "task regression, but the label %s holds text ('%s'): "
+                   "a regression's label must be a number (or leave task out: a text label is "
+                   "a classification)", m->label, first_text);
+    if (s == RT_OK && cls) {
+        qsort(names, (size_t)n, sizeof *names, cmp_class);
+        for (int k = 0; k < n && s == RT_OK; k++)
+            if (!vocab_add(v, names[k], names[k]))
+                s = rt_err(err, RT_ERR_NOMEM, "out of memory");
+        rep->nclasses = n;
+    }
+    for (int k = 0; k < n; k++)
+        free(names[k]);
+    free(names);
+    return s;
 }
 
 /* A row group of a part: its n rows from data[c] into the shard. */
@@ -271,10 +406,26 @@ static rt_status write_table(sqlite3 *db, const char *table, outcol *cols, int n
                     (*defaulted)++;
                 break;
             case RT_ROLE_LABEL: {
-                double x = sqlite3_column_double(st, c);
-                if (t == SQLITE_NULL || !isfinite(x))
-                    s = rt_err(err, RT_ERR_INVALID, "%s row %lld: the label %s is %s", table,
-                               (long long)i + 1, oc->c.name, t == SQLITE_NULL ? "NULL" : "not finite");
+                float xf = 0;
+                double x = 0;
+                if (oc->v) { /* a class: its index */
+                    char key[600];
+                    int32_t k = class_key(st, c, key, sizeof key) ? vocab_find(oc->v, key) : -1;
+                    if (k < 0)
+                        s = rt_err(err, RT_ERR_INVALID, "%s row %lld: the label %s is %s", table,
+                                   (long long)i + 1, oc->c.name,
+                                   t == SQLITE_NULL ? "NULL" : "not one of its classes");
+                    ((float *)d)[r] = (float)k;
+                    break;
+                }
+                if (number_value(st, c, &xf))
+                    x = sqlite3_column_type(st, c) == SQLITE_TEXT ? xf : sqlite3_column_double(st, c);
+                if (t == SQLITE_NULL || !number_value(st, c, &xf))
+                    s = rt_err(err, RT_ERR_INVALID, "%s row %lld: the label %s is %s%s%s (a "
+                               "regression's label is a finite number)", table,
+                               (long long)i + 1, oc->c.name, t == SQLITE_NULL ? "NULL" : "'",
+                               t == SQLITE_NULL ? "" : (const char *)sqlite3_column_text(st, c),
+                               t == SQLITE_NULL ? "" : "'");
                 else if (max_log_label > 0 && x > max_log_label * 1.01 + 1e-6)
                     s = rt_err(err, RT_ERR_INVALID,
                                "%s row %lld: the label %s is %g, above ln(max_label) = %g: with "
@@ -284,6 +435,13 @@ static rt_status write_table(sqlite3 *db, const char *table, outcol *cols, int n
                 ((float *)d)[r] = (float)x;
                 break;
             }
+            case RT_ROLE_WEIGHT:
+                if (!number_value(st, c, &((float *)d)[r]) || ((float *)d)[r] < 0)
+                    s = rt_err(err, RT_ERR_INVALID,
+                               "%s row %lld: the weight %s is '%s' (a finite number >= 0)", table,
+                               (long long)i + 1, oc->c.name,
+                               t == SQLITE_NULL ? "NULL" : (const char *)sqlite3_column_text(st, c));
+                break;
             case RT_ROLE_VALIDATION:
                 if (!flag_value(st, c, &((uint8_t *)d)[r]))
                     s = rt_err(err, RT_ERR_INVALID,
@@ -310,10 +468,15 @@ static rt_status write_table(sqlite3 *db, const char *table, outcol *cols, int n
             }
         }
         /* the continuous columns' statistics of the training rows (Welford) */
-        for (int c = 0; stats && c < ncols; c++) {
+        for (int c = 0; stats && s == RT_OK && c < ncols; c++) {
             outcol *oc = &cols[c];
-            if (oc->role != RT_ROLE_CONTINUOUS || (vcol >= 0 && ((uint8_t *)data[p * ncols + vcol])[r]))
+            if ((oc->role != RT_ROLE_CONTINUOUS && oc->role != RT_ROLE_LABEL) ||
+                (vcol >= 0 && ((uint8_t *)data[p * ncols + vcol])[r]))
                 continue;
+            if (oc->class_rows) {
+                oc->class_rows[(int32_t)((float *)data[p * ncols + c])[r]]++;
+                continue;
+            }
             const double x = ((float *)data[p * ncols + c])[r], dv = x - oc->mean;
             oc->n += 1;
             oc->mean += dv / oc->n;
@@ -369,7 +532,16 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
     /* with a log label, no training label may be above ln(max_label) */
     const double max_log = strcmp(m->label_transform, "log") == 0 ? log(m->max_label) : 0;
     rep->cont_defaulted = 0;
+    rep->nclasses = 0;
     rep->has_validation = m->validation[0] != 0;
+    vocab classes = {0};
+    if (s == RT_OK)
+        s = label_task(db, m, rep, &classes, err);
+    const bool cls = rep->nclasses > 0;
+    if (s == RT_OK && !cls && strcmp(m->label_transform, "standardize") != 0 && !(m->max_label > 0))
+        s = rt_err(err, RT_ERR_INVALID, "%s: a regression needs max_label (a positive number: the "
+                   "largest raw target), or label_transform = standardize", o->sql_path ? o->sql_path
+                   : "--from-parquet (--max-label)");
     for (int c = 0; c < m->ncat && s == RT_OK; c++)
         s = build_vocab(db, m, m->cat[c], &vocabs[c], err);
     int ntr = 0, nte = 0, vcol = -1;
@@ -382,6 +554,15 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
     memcpy(te, tr, (size_t)ntr * sizeof *tr);
     nte = ntr;
     add_col(tr, &ntr, m->label, RT_ROLE_LABEL, RT_COL_F32);
+    outcol *label = &tr[ntr - 1];
+    if (cls) {
+        label->v = &classes;
+        label->class_rows = calloc((size_t)rep->nclasses, sizeof *label->class_rows);
+        if (!label->class_rows && s == RT_OK)
+            s = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
+    if (m->weight[0])
+        add_col(tr, &ntr, m->weight, RT_ROLE_WEIGHT, RT_COL_F32);
     if (m->validation[0]) {
         vcol = ntr;
         add_col(tr, &ntr, m->validation, RT_ROLE_VALIDATION, RT_COL_U8);
@@ -411,7 +592,12 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
         snprintf(ds.validation, sizeof ds.validation, "%s", m->validation);
         snprintf(ds.id, sizeof ds.id, "%s", m->id);
         snprintf(ds.date, sizeof ds.date, "%s", m->date);
-        ds.max_label = m->max_label;
+        ds.max_label = cls ? 0 : m->max_label;
+        ds.task = !cls ? RT_TASK_REGRESSION : rep->nclasses == 2 && strcmp(rep->task, "multiclass")
+                  ? RT_TASK_BINARY : RT_TASK_MULTICLASS;
+        snprintf(ds.weight, sizeof ds.weight, "%s", m->weight);
+        ds.label_mean = label->n > 0 ? label->mean : 0.0;
+        ds.label_std = label->n > 0 && label->m2 > 0 ? sqrt(label->m2 / label->n) : 1.0;
         ds.ncols = ntr + (m->id[0] ? 1 : 0);
         ds.cols = calloc((size_t)ds.ncols, sizeof *ds.cols);
         for (int c = 0; ds.cols && c < ds.ncols; c++) {
@@ -424,6 +610,16 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
                 dc->vocab_size = oc->v->n;
                 dc->vocab = oc->v->values;
                 oc->v->values = NULL;
+            }
+            if (oc->class_rows && c < ntr) {
+                dc->class_rows = oc->class_rows;
+                for (int32_t k = 0; k < dc->vocab_size && s == RT_OK; k++)
+                    if (dc->class_rows[k] == 0) /* only validation rows have it */
+                        s = rt_err(err, RT_ERR_INVALID,
+                                   "class '%s' of the label %s is in validation rows only: the "
+                                   "training rows never have it, so the model could not learn "
+                                   "it (move some of its rows to training, or drop them)",
+                                   dc->vocab[k], m->label);
             }
             if (oc->role == RT_ROLE_CONTINUOUS && c < ntr) {
                 dc->has_stats = true;
@@ -458,7 +654,9 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
         rt_jw_obj_end(&w);
         rt_jw_obj_end(&w);
         ds.source_json = rt_jw_take(&w, NULL);
-        s = ds.cols ? rt_dataset_write_manifest(&ds, err) : rt_err(err, RT_ERR_NOMEM, "out of memory");
+        if (s == RT_OK)
+            s = ds.cols ? rt_dataset_write_manifest(&ds, err)
+                        : rt_err(err, RT_ERR_NOMEM, "out of memory");
         rep->train_rows = ds.train_rows;
         rep->validation_rows = ds.validation_rows;
         rep->test_rows = ds.test_rows;
@@ -478,6 +676,11 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
         vocab_free(&vocabs[c]);
     }
     free(vocabs);
+    for (int32_t v = 0; classes.values && v < classes.n; v++)
+        free(classes.values[v]);
+    free(classes.values);
+    vocab_free(&classes);
+    free(label->class_rows);
     free(tr);
     free(te);
     free(ds.parts);

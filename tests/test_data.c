@@ -248,10 +248,10 @@ static void test_manifest(void **state)
     assert_non_null(strstr(err, "no manifest.json"));
     /* write one by hand, with a partition of two rows */
     char *vocab[3] = {NULL, "a", "b"};
-    rt_ds_column cols[4] = {{"Type", RT_ROLE_CATEGORICAL, RT_COL_I32, 3, vocab, false, 0, 0},
-                            {"Dist", RT_ROLE_CONTINUOUS, RT_COL_F32, 0, NULL, true, 12.5, 0.25},
-                            {"Sales", RT_ROLE_LABEL, RT_COL_F32, 0, NULL, false, 0, 0},
-                            {"Validation", RT_ROLE_VALIDATION, RT_COL_U8, 0, NULL, false, 0, 0}};
+    rt_ds_column cols[4] = {{"Type", RT_ROLE_CATEGORICAL, RT_COL_I32, 3, vocab, false, 0, 0, NULL},
+                            {"Dist", RT_ROLE_CONTINUOUS, RT_COL_F32, 0, NULL, true, 12.5, 0.25, NULL},
+                            {"Sales", RT_ROLE_LABEL, RT_COL_F32, 0, NULL, false, 0, 0, NULL},
+                            {"Validation", RT_ROLE_VALIDATION, RT_COL_U8, 0, NULL, false, 0, 0, NULL}};
     rt_ds_part part = {"train-00000.rts", 2, 1};
     rt_dataset w = {0};
     snprintf(w.dir, sizeof w.dir, "%s", dir);

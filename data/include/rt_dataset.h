@@ -3,13 +3,17 @@
  * type, the vocabulary of each categorical column (index = position), the
  * label's transform and maximum, and the row counts of every partition:
  *
- *   {"format": "ringtrain-dataset", "version": 1,
+ *   {"format": "ringtrain-dataset", "version": 1, "task": "regression",
  *    "label": "Sales", "label_transform": "log", "max_label": 41551,
  *    "validation": "Validation", "id": "Id", "date": "Date",
  *    "columns": [{"name": "Store", "role": "categorical", "type": "i32",
  *                 "vocab": ["1", "10", ...]},
  *                {"name": "Promo2Weeks", "role": "continuous", "type": "f32",
  *                 "mean": 9.4, "std": 12.1}, ...],
+ *   (a classification's label column: "vocab" holds its classes, index =
+ *   position, and "class_rows" their training rows; "weight" names a
+ *   sample-weight column; label_transform standardize adds "label_mean"
+ *   and "label_std")
  *    "partitions": [{"file": "train-00000.rts", "rows": 422000,
  *                    "validation_rows": 20000}, ...],
  *    "test": [{"file": "test-00000.rts", "rows": 41088}],
@@ -39,6 +43,7 @@ typedef enum rt_col_role {
     RT_ROLE_VALIDATION,
     RT_ROLE_ID,
     RT_ROLE_DATE,
+    RT_ROLE_WEIGHT,
 } rt_col_role;
 const char *rt_col_role_name(rt_col_role r);
 
@@ -46,13 +51,15 @@ typedef struct rt_ds_column {
     char name[RT_SHARD_NAME_LEN];
     rt_col_role role;
     rt_col_type type;
-    int32_t vocab_size; /* categorical: indices are 0 .. vocab_size-1 */
+    int32_t vocab_size; /* categorical: indices are 0 .. vocab_size-1; a classification's
+                           label: its classes (the label holds the index as an f32) */
     char **vocab;       /* the values (NULL entries were SQL NULL) */
     /* continuous: mean and (population) standard deviation over the
      * training rows, validation rows left out ([model] continuous_norm =
      * standardize); has_stats false in a manifest written without them */
     bool has_stats;
     double mean, std;
+    int64_t *class_rows; /* a classification's label: training rows of each class */
 } rt_ds_column;
 
 typedef struct rt_ds_part {
@@ -66,8 +73,11 @@ typedef struct rt_dataset {
     rt_ds_column *cols;
     char label[RT_SHARD_NAME_LEN], validation[RT_SHARD_NAME_LEN], id[RT_SHARD_NAME_LEN],
         date[RT_SHARD_NAME_LEN];
-    char label_transform[16]; /* "log" or "none" */
-    double max_label;         /* before the transform */
+    char label_transform[16]; /* "log", "standardize" or "none" */
+    double max_label;         /* before the transform (regression; 0 when not given) */
+    int task;                 /* rt_task (rt_model_names.h) */
+    char weight[RT_SHARD_NAME_LEN]; /* the sample-weight column, or "" */
+    double label_mean, label_std;   /* label_transform standardize: the training rows' */
     int nparts, ntest;
     rt_ds_part *parts, *test;
     int64_t train_rows, validation_rows, test_rows;

@@ -68,6 +68,7 @@ typedef struct rt_prep_opts {
     const char *train_parquet, *test_parquet;
     struct {
         const char *label, *categorical, *continuous, *validation, *id, *date, *label_transform;
+        const char *task, *weight; /* regression|binary|multiclass (NULL: inferred); weights */
         double max_label;
     } roles;
 } rt_prep_opts;
@@ -85,6 +86,9 @@ typedef struct rt_prep_report {
     int64_t cont_defaulted;  /* continuous values that were NULL or not numbers: 0 in the shards */
     bool has_validation;     /* meta names a validation column */
     bool db_on_disk;         /* where SQLite worked */
+    char task[16];           /* regression, binary or multiclass */
+    char task_why[160];      /* how it was decided (meta's key, or what inferred it) */
+    int nclasses;            /* classification: the label's classes */
     int64_t input_bytes;     /* inputs' bytes as db_mode auto counts them (compressed 5x) */
     double seconds;
 } rt_prep_report;
