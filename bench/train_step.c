@@ -169,7 +169,7 @@ static int run_one(const rt_model_spec *spec, rt_device dev, int threads, long b
         label[i] = 7.0f + (float)(x % 100) * 0.02f;
     }
     rt_model_set_batch(m, cat, cont, label, batch);
-    rt_adam_hp hp = {1e-4f, 0.9f, 0.999f, 1e-3f, 1.0f};
+    rt_adam_hp hp = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-3f, .grad_scale = 1.0f};
     r->device = dev == RT_DEVICE_CPU ? "cpu" : "cuda";
     r->gemm_side = 0;
     r->threads = dev == RT_DEVICE_CPU ? rt_kctx_threads(ctx) : 0;

@@ -187,6 +187,9 @@ static const rt_cfg_key job_keys[] = {
              "continuous columns (default: the manifest's; none: no columns)"),
     RT_CFG_S("data", "validation", NULL, rt_job_cfg, validation,
              "0/1 column marking validation rows (default: the manifest's)"),
+    RT_CFG_S("data", "weight", NULL, rt_job_cfg, weight,
+             "sample-weight column, multiplying each row's loss (default: the manifest's; "
+             "none: no weights)"),
     RT_CFG_I("data", "stream_rows", "0", 0, (int64_t)1 << 31, rt_job_cfg, stream_rows,
              "0: each rank holds its training rows in memory; N: it reads them N rows (whole "
              "row groups) at a time, the next window read while the current one trains, the "
@@ -255,7 +258,12 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_F("model", "l2", "5e-5", 0, 1, rt_job_cfg, l2,
              "L2 penalty on the dense kernels (the output layer's excepted)"),
     RT_CFG_F("model", "head_scale_factor", "1.2", 0.01, 100, rt_job_cfg, head_scale_factor,
-             "output = factor * max label (in the label's transform) * sigmoid(z)"),
+             "head scaled_sigmoid: output = factor * max label (in the label's transform) * "
+             "sigmoid(z)"),
+    RT_CFG_E("model", "head", "auto", "auto|" RT_HEAD_CHOICES, rt_job_cfg, head,
+             "the output's head: scaled_sigmoid (Rossmann's; regression with mae) or linear "
+             "(the output layer itself: logits for classification); auto: scaled_sigmoid "
+             "for a regression with loss mae, else linear"),
     RT_CFG_F("model", "bn_momentum", "0.99", 0, 1, rt_job_cfg, bn_momentum,
              "batch-norm moving-average momentum"),
     RT_CFG_F("model", "bn_eps", "1e-3", 1e-12, 1, rt_job_cfg, bn_eps, "batch-norm epsilon"),
@@ -276,16 +284,58 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_I("train", "epochs", "100", 1, 1000000, rt_job_cfg, epochs, "passes over the data"),
     RT_CFG_I("train", "steps_per_epoch", "0", 0, 1LL << 40, rt_job_cfg, steps_per_epoch,
              "0: enough for every rank to see each of its rows once"),
-    RT_CFG_E("train", "optimizer", "adam", "adam", rt_job_cfg, optimizer,
-             "Adam with L2 (the seed's)"),
-    RT_CFG_F("train", "learning_rate", "1e-4", 0, 10, rt_job_cfg, learning_rate, "Adam's step size"),
+    RT_CFG_E("train", "loss", "auto", "auto|" RT_LOSS_CHOICES, rt_job_cfg, loss,
+             "regression: mae, mse, huber, poisson (log input); binary: bce (with logits); "
+             "multiclass: cross_entropy; auto: the task's (mae, bce, cross_entropy)"),
+    RT_CFG_F("train", "huber_delta", "1", 1e-12, 1e12, rt_job_cfg, huber_delta,
+             "loss huber: where the loss turns from squared to linear"),
+    RT_CFG_F("train", "label_smoothing", "0", 0, 0.99, rt_job_cfg, label_smoothing,
+             "classification: the target mixes the label with the uniform distribution "
+             "(PyTorch's label_smoothing; bce: y (1 - s) + s/2, as Keras')"),
+    RT_CFG_L("train", "class_weights", "none", rt_job_cfg, class_weights,
+             "classification: none, balanced (rows / (classes * rows of the class), "
+             "scikit-learn's), or one weight per class in the manifest's class order; each "
+             "row's loss is multiplied by its class's weight"),
+    RT_CFG_L("train", "metrics", NULL, rt_job_cfg, metrics,
+             "computed on the validation rows each epoch (docs/tasks.md): accuracy, "
+             "balanced_accuracy, macro_f1, log_loss, auc, rmse, mae, r2, exp_rmspe (default: "
+             "the task's)"),
+    RT_CFG_E("train", "optimizer", "adam", RT_OPTIM_CHOICES, rt_job_cfg, optimizer,
+             "adam: Keras' Adam with L2 in the gradient (the seed's); adamw: PyTorch's AdamW "
+             "(decoupled weight_decay); sgd: PyTorch's SGD (momentum, nesterov)"),
+    RT_CFG_F("train", "learning_rate", "1e-4", 0, 10, rt_job_cfg, learning_rate,
+             "the optimizer's step size (one_cycle: its peak)"),
+    RT_CFG_F("train", "weight_decay", "0", 0, 10, rt_job_cfg, weight_decay,
+             "adamw: decoupled weight decay; sgd: added to the gradient; only on dense "
+             "kernels (not biases, norms, embeddings, tokens: rtdl's no_decay groups)"),
+    RT_CFG_F("train", "momentum", "0", 0, 0.9999, rt_job_cfg, momentum, "sgd: momentum"),
+    RT_CFG_B("train", "nesterov", "false", rt_job_cfg, nesterov, "sgd: Nesterov momentum"),
+    RT_CFG_F("train", "clip_norm", "0", 0, 1e12, rt_job_cfg, clip_norm,
+             "clip the global gradient norm (after the allreduce: the same on every rank) to "
+             "this (0: no clipping; PyTorch's clip_grad_norm_)"),
     RT_CFG_F("train", "beta1", "0.9", 0, 1, rt_job_cfg, beta1, "Adam beta1"),
     RT_CFG_F("train", "beta2", "0.999", 0, 1, rt_job_cfg, beta2, "Adam beta2"),
     RT_CFG_F("train", "epsilon", "1e-3", 1e-12, 1, rt_job_cfg, epsilon, "Adam epsilon (the seed's 1e-3)"),
     RT_CFG_B("train", "scale_lr", "false", rt_job_cfg, scale_lr,
              "multiply the learning rate by the number of ranks"),
-    RT_CFG_E("train", "lr_schedule", "constant", "constant|cosine", rt_job_cfg, lr_schedule,
-             "constant (the seed's), or cosine decay to lr_min over the epochs"),
+    RT_CFG_E("train", "lr_schedule", "constant",
+             "constant|cosine|step|exponential|one_cycle|plateau", rt_job_cfg, lr_schedule,
+             "constant (the seed's); cosine decay to lr_min over the epochs; step: times "
+             "lr_gamma every lr_step_epochs; exponential: times lr_gamma every epoch; "
+             "one_cycle: PyTorch's OneCycleLR per step; plateau: times lr_gamma when the "
+             "monitored metric has not improved for lr_patience epochs"),
+    RT_CFG_F("train", "lr_gamma", "0.1", 1e-6, 1, rt_job_cfg, lr_gamma,
+             "step, exponential, plateau: the learning rate's factor"),
+    RT_CFG_I("train", "lr_step_epochs", "30", 1, 1000000, rt_job_cfg, lr_step_epochs,
+             "step: epochs between decays"),
+    RT_CFG_I("train", "lr_patience", "10", 0, 1000000, rt_job_cfg, lr_patience,
+             "plateau: epochs without improvement before the rate drops"),
+    RT_CFG_F("train", "lr_pct_start", "0.3", 0.001, 0.999, rt_job_cfg, lr_pct_start,
+             "one_cycle: the share of the steps spent rising"),
+    RT_CFG_F("train", "lr_div_factor", "25", 1, 1e9, rt_job_cfg, lr_div_factor,
+             "one_cycle: the start is learning_rate / this"),
+    RT_CFG_F("train", "lr_final_div_factor", "1e4", 1, 1e12, rt_job_cfg, lr_final_div_factor,
+             "one_cycle: the end is the start / this"),
     RT_CFG_F("train", "lr_min", "0", 0, 10, rt_job_cfg, lr_min, "where cosine decay ends"),
     RT_CFG_F("train", "warmup_epochs", "0", 0, 1000, rt_job_cfg, warmup_epochs,
              "linear warmup from learning_rate/ranks (Horovod's LearningRateWarmupCallback)"),
@@ -295,11 +345,22 @@ static const rt_cfg_key job_keys[] = {
              "gradient allreduce bucket (fusion) size"),
     RT_CFG_I("train", "eval_batch_size", "4096", 1, 1 << 22, rt_job_cfg, eval_batch_size,
              "rows per forward pass in validation and prediction"),
-    RT_CFG_E("train", "monitor", "val_loss", "val_loss|val_exp_rmspe|val_mae|loss", rt_job_cfg,
-             monitor,
-             "the metric that picks the best epoch (best.ckpt, the predictions), like Keras' "
-             "ModelCheckpoint; every one is better lower; without validation rows the training "
-             "loss"),
+    RT_CFG_S("train", "monitor", "val_loss", rt_job_cfg, monitor,
+             "the metric that picks the best epoch (best.ckpt, the predictions) and stops "
+             "training early, like Keras' ModelCheckpoint and EarlyStopping: loss, val_loss, or "
+             "val_ and a metric the job computes (val_accuracy, val_auc, ...); without "
+             "validation rows the training loss"),
+    RT_CFG_E("train", "monitor_mode", "auto", "auto|min|max", rt_job_cfg, monitor_mode,
+             "whether the monitored metric is better lower or higher; auto: higher for "
+             "accuracy, balanced_accuracy, macro_f1, auc and r2"),
+    RT_CFG_I("train", "early_stopping_patience", "0", 0, 1000000, rt_job_cfg,
+             early_stopping_patience,
+             "stop after this many epochs without an improvement of the monitored metric "
+             "(0: train every epoch); decided once from the ranks' reduced metrics"),
+    RT_CFG_F("train", "min_delta", "0", 0, 1e12, rt_job_cfg, min_delta,
+             "the least change that counts as an improvement (best epoch and early stopping)"),
+    RT_CFG_B("train", "restore_best", "true", rt_job_cfg, restore_best,
+             "the predictions come from the best epoch's model (false: the last epoch's)"),
     RT_CFG_E("train", "checkpoint", "best", "best|last|none", rt_job_cfg, checkpoint,
              "best: best.ckpt by validation loss and last.ckpt each epoch; last: only "
              "last.ckpt; none: neither (no resume)"),
@@ -322,6 +383,10 @@ static const rt_cfg_key job_keys[] = {
              "write predictions for the test rows with the best model at the end"),
     RT_CFG_P("output", "predictions", NULL, rt_job_cfg, predictions,
              "predictions file (default: STORE/submission.csv)"),
+    RT_CFG_B("output", "proba", "true", rt_job_cfg, proba,
+             "classification: a probability column per class (p_NAME) after the class"),
+    RT_CFG_F("output", "threshold", "0.5", 0, 1, rt_job_cfg, threshold,
+             "binary: the probability of the second class from which it is predicted"),
 };
 const rt_cfg_schema rt_job_schema = {"job file", job_keys, RT_ARRAY_LEN(job_keys),
                                      sizeof(rt_job_cfg), job_validate};

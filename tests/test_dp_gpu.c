@@ -116,7 +116,7 @@ static void make_rows(void)
     }
 }
 
-static const rt_adam_hp HP = {1e-3f, 0.9f, 0.999f, 1e-3f, 1.0f};
+static const rt_adam_hp HP = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-3f, .grad_scale = 1.0f};
 static int g_gpus; /* CUDA devices visible: with one, both ranks share it */
 static const char *const STAGED = "staged through pinned memory";
 

@@ -534,7 +534,7 @@ static void test_adam(void **state)
         segs[s].l2 = s % 2 ? (float)tu_range(&g, 1e-5, 1e-2) : 0.0f;
         n += segs[s].len;
     }
-    rt_adam_hp hp = {(float)tu_range(&g, 1e-4, 1e-2), 0.9f, 0.999f, 1e-3f, 0.5f};
+    rt_adam_hp hp = {.lr = (float)tu_range(&g, 1e-4, 1e-2), .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-3f, .grad_scale = 0.5f};
     float *p = fal((size_t)n), *gr = fal((size_t)n), *m = fal((size_t)n), *v = fal((size_t)n);
     double *pd = dal((size_t)n), *md = dal((size_t)n), *vd = dal((size_t)n), *pg = dal((size_t)n);
     tu_fill(&g, p, (size_t)n, -1, 1);

@@ -311,7 +311,7 @@ static void test_op_dropout_head_losses_adam(void **state)
     rt_adam_seg segs[5];
     int64_t total = 0;
     for (int s = 0; s < 5; s++) {
-        segs[s] = (rt_adam_seg){total, tu_int(&g, 0, 300000), s % 2 ? 5e-5f : 0.0f};
+        segs[s] = (rt_adam_seg){total, tu_int(&g, 0, 300000), s % 2 ? 5e-5f : 0.0f, s % 3 == 0};
         total += segs[s].len;
     }
     float *pp = malloc((size_t)total * 4 + 4), *gg = malloc((size_t)total * 4 + 4);
@@ -321,7 +321,7 @@ static void test_op_dropout_head_losses_adam(void **state)
     float *d_mm = up(mm, (size_t)total * 4), *d_vv = up(vv, (size_t)total * 4);
     rt_adam_seg *d_segs = up(segs, sizeof segs);
     int64_t st = 0, *d_st = up(&st, 8);
-    rt_adam_hp hp = {1e-3f, 0.9f, 0.999f, 1e-3f, 0.5f};
+    rt_adam_hp hp = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-3f, .grad_scale = 0.5f};
     rt_adam_hp *d_hp = up(&hp, sizeof hp);
     for (int it = 0; it < 5; it++) {
         tu_fill(&g, gg, (size_t)total, -1, 1);
@@ -438,7 +438,7 @@ static void test_whole_step(void **state)
     assert_int_equal(rt_model_create(&s, gpu, n, &mgraph, NULL), RT_OK);
     int32_t *cat = malloc((size_t)(n * 18) * 4);
     float *cont = malloc((size_t)(n * 18) * 4), *lab = malloc((size_t)n * 4);
-    rt_adam_hp hp = {1e-3f, 0.9f, 0.999f, 1e-3f, 1.0f};
+    rt_adam_hp hp = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-3f, .grad_scale = 1.0f};
     const int64_t P = rt_model_num_params(mc), NB = rt_model_num_buffers(mc);
     /* identical initial values on both devices (host-side counter RNG) */
     tu_state hc = {0}, hg = {0}, hgr = {0}, h0 = {0};

@@ -322,7 +322,7 @@ static float *run_fixed(int threads, int64_t *np_out)
     tu_rng g = {987654321}; /* fixed data, independent of the test seed */
     int32_t *cat = calloc((size_t)(n * 3), 4);
     float *cont = calloc((size_t)(n * 6), 4), *label = calloc((size_t)n, 4);
-    rt_adam_hp hp = {1e-3f, 0.9f, 0.999f, 1e-3f, 1.0f};
+    rt_adam_hp hp = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-3f, .grad_scale = 1.0f};
     for (int step = 0; step < 8; step++) {
         fill_batch(m, &g, n, cat, cont, label);
         rt_model_train_step(m, n, &hp);
@@ -369,7 +369,7 @@ static void threads_case(rt_model_spec s)
     float *st[2] = {malloc(all * 4), malloc(all * 4)};
     tu_rng data = tu_rng_make(32);
     for (int step = 0; step < nsteps; step++) {
-        rt_adam_hp hp = {1e-3f * (float)(step + 1), 0.9f, 0.999f, 1e-3f, 1.0f};
+        rt_adam_hp hp = {.lr = 1e-3f * (float)(step + 1), .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-3f, .grad_scale = 1.0f};
         const int64_t n = sizes[step];
         fill_batch(m[0], &data, n, cat, cont, label);
         rt_model_set_batch(m[1], cat, cont, label, n);
@@ -423,7 +423,7 @@ static void test_state_roundtrip_and_eval(void **state)
     rt_model_set_dropout_seed(b, seed_a); /* the masks come from config, not state */
     int32_t *cat = calloc((size_t)(n * s.n_cat), 4);
     float *cont = calloc((size_t)(n * s.n_cont), 4), *label = calloc((size_t)n, 4);
-    rt_adam_hp hp = {1e-3f, 0.9f, 0.999f, 1e-3f, 1.0f};
+    rt_adam_hp hp = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-3f, .grad_scale = 1.0f};
     for (int i = 0; i < 3; i++) {
         fill_batch(a, &g, n, cat, cont, label);
         rt_model_train_step(a, n, &hp);
@@ -483,7 +483,7 @@ static void test_training_learns(void **state)
     tu_rng g = tu_rng_make(13);
     int32_t cat[128 * 2];
     float cont[128 * 2], label[128];
-    rt_adam_hp hp = {3e-3f, 0.9f, 0.999f, 1e-3f, 1.0f};
+    rt_adam_hp hp = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-3f, .grad_scale = 1.0f};
     double first = 0, last = 0;
     for (int step = 0; step < 1200; step++) {
         for (int64_t i = 0; i < n; i++) {

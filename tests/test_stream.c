@@ -104,8 +104,8 @@ static void test_one_window_is_in_memory(void **state)
             for (int64_t k = 0; k < n / B + 3; k++) { /* past the end: both wrap around */
                 for (int i = 0; i < B; i++)
                     idx[i] = perm[(k * B + i) % n];
-                rt_rows_gather(&f.train, idx, B, a.cat, a.cont, a.label);
-                assert_int_equal(rt_stream_batch(s, B, b.cat, b.cont, b.label, err), RT_OK);
+                rt_rows_gather(&f.train, idx, B, a.cat, a.cont, a.label, NULL);
+                assert_int_equal(rt_stream_batch(s, B, b.cat, b.cont, b.label, NULL, err), RT_OK);
                 assert_memory_equal(a.label, b.label, sizeof(float) * B);
                 assert_memory_equal(a.cat, b.cat, sizeof(int32_t) * B * (size_t)f.c.ncat);
                 assert_memory_equal(a.cont, b.cont, sizeof(float) * B * (size_t)f.c.ncont);
@@ -134,7 +134,7 @@ static void take_rows(rt_stream *s, const rt_columns *c, row *out, int64_t n)
     char err[RT_ERR_LEN];
     static batch b;
     for (int64_t i = 0; i < n; i++) {
-        if (rt_stream_batch(s, 1, b.cat, b.cont, b.label, err) != RT_OK)
+        if (rt_stream_batch(s, 1, b.cat, b.cont, b.label, NULL, err) != RT_OK)
             fail_msg("%s", err);
         memset(&out[i], 0, sizeof out[i]);
         memcpy(out[i].b, b.label, 4);
@@ -284,7 +284,7 @@ static int capped(const char *dir)
     if (rt_stream_epoch(s, 1, err) != RT_OK)
         return 14;
     for (int64_t k = 0; k < n; k += 64)
-        if (rt_stream_batch(s, 64, b.cat, b.cont, b.label, err) != RT_OK) {
+        if (rt_stream_batch(s, 64, b.cat, b.cont, b.label, NULL, err) != RT_OK) {
             fprintf(stderr, "streamed: %s\n", err);
             return 15;
         }

@@ -71,7 +71,7 @@ static void make_rows(void)
     }
 }
 
-static const rt_adam_hp HP = {1e-2f, 0.9f, 0.999f, 1e-3f, 1.0f};
+static const rt_adam_hp HP = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-3f, .grad_scale = 1.0f};
 
 /* ---- data parallel against one process, step by step --------------------------------
  * One process takes K steps on the global batches of 2B rows, keeping its

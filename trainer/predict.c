@@ -13,7 +13,7 @@
 
 typedef struct pair {
     int32_t id;
-    float v;
+    int64_t row;
 } pair;
 
 static int by_id(const void *a, const void *b)
@@ -22,44 +22,104 @@ static int by_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-rt_status rt_predict_rows(rt_dp *d, const rt_rows *test, const char *label,
-                          const char *label_transform, const char *path, char *err)
+void rt_pred_format_of(const rt_ckpt *ck, rt_pred_format *f)
 {
-    float *pred = malloc((size_t)(test->n ? test->n : 1) * sizeof *pred);
+    *f = (rt_pred_format){ck->label, ck->label_transform, ck->label_mean, ck->label_std,
+                          ck->spec.n_out, ck->spec.n_classes, ck->spec.loss, ck->classes,
+                          true, 0.5};
+}
+
+/* CSV quoting of a class name (commas, quotes, newlines). */
+static size_t csv_text(const char *s, char *buf, size_t len)
+{
+    if (!strpbrk(s, ",\"\n\r"))
+        return (size_t)snprintf(buf, len, "%s", s);
+    size_t n = (size_t)snprintf(buf, len, "\"");
+    for (; *s && n + 3 < len; s++) {
+        if (*s == '"')
+            buf[n++] = '"';
+        buf[n++] = *s;
+    }
+    n += (size_t)snprintf(buf + n, len > n ? len - n : 0, "\"");
+    return n;
+}
+
+size_t rt_pred_header(const rt_pred_format *f, char *buf, size_t len)
+{
+    if (f->nclasses == 0)
+        return (size_t)snprintf(buf, len, ",%s", f->label);
+    size_t n = (size_t)snprintf(buf, len, ",%s", f->label);
+    for (int k = 0; f->proba && k < f->nclasses && n + 1 < len; k++) {
+        char name[300];
+        snprintf(name, sizeof name, "p_%s", f->classes[k] ? f->classes[k] : "");
+        n += (size_t)snprintf(buf + n, len - n, ",");
+        n += csv_text(name, buf + n, len - n);
+    }
+    return n;
+}
+
+size_t rt_pred_fields(const rt_pred_format *f, const float *z, char *buf, size_t len)
+{
+    if (f->nclasses == 0) {
+        double v = z[0];
+        if (!strcmp(f->label_transform, "log"))
+            v = expf(z[0]);
+        else if (!strcmp(f->label_transform, "standardize"))
+            v = z[0] * f->label_std + f->label_mean;
+        return (size_t)snprintf(buf, len, ",%.6g", v);
+    }
+    rt_task_info t = {.nclasses = f->nclasses, .n_out = f->n_out, .loss = f->loss};
+    double p[RT_MODEL_MAX_CLASSES];
+    rt_task_proba(&t, z, p);
+    int c = rt_task_predict_class(&t, p, f->threshold);
+    size_t n = (size_t)snprintf(buf, len, ",");
+    n += csv_text(f->classes[c] ? f->classes[c] : "", buf + n, len - n);
+    for (int k = 0; f->proba && k < f->nclasses && n + 1 < len; k++)
+        n += (size_t)snprintf(buf + n, len - n, ",%.6g", p[k]);
+    return n;
+}
+
+rt_status rt_predict_rows(rt_dp *d, const rt_rows *test, const rt_pred_format *f,
+                          const char *path, char *err)
+{
+    float *pred = malloc((size_t)(test->n ? test->n : 1) * (size_t)f->n_out * sizeof *pred);
     if (!pred)
         return rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions",
                       (long long)test->n);
     rt_status st = rt_dp_forward_eval(d, test->cat, test->cont, NULL, test->n, pred, err);
     if (st == RT_OK)
-        st = rt_predict_write(test, pred, label, label_transform, path, err);
+        st = rt_predict_write(test, pred, f, path, err);
     free(pred);
     return st;
 }
 
-rt_status rt_predict_write(const rt_rows *test, const float *pred, const char *label,
-                           const char *label_transform, const char *path, char *err)
+rt_status rt_predict_write(const rt_rows *test, const float *pred, const rt_pred_format *f,
+                           const char *path, char *err)
 {
     pair *pr = malloc((size_t)(test->n ? test->n : 1) * sizeof *pr);
     if (!pr)
         return rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions",
                       (long long)test->n);
-    bool log_label = strcmp(label_transform, "log") == 0;
-    for (int64_t i = 0; i < test->n; i++) {
-        pr[i].id = test->id[i];
-        pr[i].v = log_label ? expf(pred[i]) : pred[i];
-    }
+    for (int64_t i = 0; i < test->n; i++)
+        pr[i] = (pair){test->id[i], i};
     rt_status st;
     qsort(pr, (size_t)test->n, sizeof *pr, by_id);
-    /* "Id,Sales" then one line per row; ~24 bytes a line */
-    size_t cap = 64 + (size_t)test->n * 32, len = 0;
+    /* "Id,Sales" then one line per row */
+    const size_t line = 40 + (f->nclasses ? (size_t)f->nclasses * 16 + 300 : 0);
+    size_t cap = 64 + line + (size_t)test->n * line, len = 0;
     char *csv = malloc(cap);
     if (!csv) {
         free(pr);
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     }
-    len += (size_t)snprintf(csv, cap, "Id,%s\n", label);
-    for (int64_t i = 0; i < test->n; i++)
-        len += (size_t)snprintf(csv + len, cap - len, "%d,%.6g\n", pr[i].id, (double)pr[i].v);
+    len += (size_t)snprintf(csv, cap, "Id");
+    len += rt_pred_header(f, csv + len, cap - len);
+    len += (size_t)snprintf(csv + len, cap - len, "\n");
+    for (int64_t i = 0; i < test->n; i++) {
+        len += (size_t)snprintf(csv + len, cap - len, "%d", pr[i].id);
+        len += rt_pred_fields(f, pred + pr[i].row * f->n_out, csv + len, cap - len);
+        len += (size_t)snprintf(csv + len, cap - len, "\n");
+    }
     free(pr);
     rt_iov iov = {csv, len};
     st = rt_write_atomic(path, &iov, 1, err);
@@ -68,7 +128,7 @@ rt_status rt_predict_write(const rt_rows *test, const float *pred, const char *l
 }
 
 rt_status rt_predict_checkpoint(const char *ckpt_path, const char *dataset_dir, const char *path,
-                                int threads, int64_t batch, int64_t *rows, char *err)
+                                int threads, int64_t batch, bool proba, int64_t *rows, char *err)
 {
     *rows = 0;
     rt_ckpt ck;
@@ -123,8 +183,11 @@ rt_status rt_predict_checkpoint(const char *ckpt_path, const char *dataset_dir, 
     }
     if (st == RT_OK)
         st = rt_ckpt_to_model(&ck, rt_dp_model(d), err);
+    rt_pred_format f;
+    rt_pred_format_of(&ck, &f);
+    f.proba = proba;
     if (st == RT_OK)
-        st = rt_predict_rows(d, &test, cols.label, ck.label_transform, path, err);
+        st = rt_predict_rows(d, &test, &f, path, err);
     if (st == RT_OK)
         *rows = test.n;
     rt_dp_destroy(d);
@@ -366,7 +429,9 @@ rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_repo
     }
     if (st == RT_OK)
         st = rt_model_set_state(rt_dp_model(d), wide_params, NULL, NULL, ck.buffers, NULL, err);
-    float *pred = st == RT_OK ? malloc((size_t)(s->rows.n ? s->rows.n : 1) * sizeof *pred) : NULL;
+    float *pred = st == RT_OK ? malloc((size_t)(s->rows.n ? s->rows.n : 1) *
+                                       (size_t)ck.spec.n_out * sizeof *pred)
+                              : NULL;
     if (st == RT_OK && !pred)
         st = rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions",
                     (long long)s->rows.n);
@@ -379,8 +444,13 @@ rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_repo
     if (st == RT_OK && !f)
         st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     if (f) {
-        bool log_label = !strcmp(ck.label_transform, "log");
-        fprintf(f, "%s,%s", o->id ? o->id : "row", ck.label[0] ? ck.label : "prediction");
+        rt_pred_format pf;
+        rt_pred_format_of(&ck, &pf);
+        pf.label = ck.label[0] ? ck.label : "prediction";
+        pf.proba = !o->no_proba;
+        char fields[8192];
+        rt_pred_header(&pf, fields, sizeof fields);
+        fprintf(f, "%s%s", o->id ? o->id : "row", fields);
         for (int i = 0; i < o->nkeep; i++) {
             fputc(',', f);
             csv_field(f, o->keep[i]);
@@ -391,7 +461,8 @@ rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_repo
                 csv_field(f, s->ids[r]);
             else
                 fprintf(f, "%lld", (long long)r + 1);
-            fprintf(f, ",%.6g", (double)(log_label ? expf(pred[r]) : pred[r]));
+            rt_pred_fields(&pf, pred + r * pf.n_out, fields, sizeof fields);
+            fputs(fields, f);
             for (int i = 0; i < o->nkeep; i++) {
                 fputc(',', f);
                 csv_field(f, s->keep[r * o->nkeep + i]);

@@ -23,6 +23,11 @@ void rt_ckpt_free(rt_ckpt *c)
         free(c->values[i]);
     }
     memset(c->values, 0, sizeof c->values);
+    for (int k = 0; c->values_owned && c->classes && k < c->spec.n_classes; k++)
+        free(c->classes[k]);
+    if (c->values_owned)
+        free(c->classes);
+    c->classes = NULL;
     free(c->params);
     free(c->adam_m);
     free(c->adam_v);
@@ -100,6 +105,17 @@ static char *header_json(const rt_ckpt *c)
     rt_jw_knum(&w, "max_label", c->max_label);
     rt_jw_kstr(&w, "label_transform", c->label_transform);
     rt_jw_kstr(&w, "label", c->label);
+    if (!strcmp(c->label_transform, "standardize")) {
+        rt_jw_knum(&w, "label_mean", c->label_mean);
+        rt_jw_knum(&w, "label_std", c->label_std);
+    }
+    if (c->classes) {
+        rt_jw_key(&w, "classes");
+        rt_jw_arr(&w);
+        for (int k = 0; k < s->n_classes; k++)
+            rt_jw_str(&w, c->classes[k]);
+        rt_jw_arr_end(&w);
+    }
     rt_jw_key(&w, "categorical");
     rt_jw_arr(&w);
     for (int i = 0; i < s->n_cat; i++) {
@@ -267,6 +283,27 @@ static rt_status parse_model(const rt_json *m, rt_model_spec *s, const char *nam
         }
     }
     s->stacked = rt_json_bool(rt_json_get(m, "stacked"), false);
+    /* the task's keys (absent: Rossmann's head and loss) */
+    int head = name_index(rt_head_names, RT_HEAD_COUNT,
+                          rt_json_str(rt_json_get(m, "head"), "scaled_sigmoid"));
+    int loss = name_index(rt_loss_names, RT_LOSS_COUNT, rt_json_str(rt_json_get(m, "loss"), "mae"));
+    int64_t nout = 1, ncls = 0;
+    rt_json_get_int(m, "n_out", &nout);
+    rt_json_get_int(m, "n_classes", &ncls);
+    const rt_json *cw = rt_json_get(m, "class_weight");
+    if (head < 0 || loss < 0 || nout < 1 || nout > RT_MODEL_MAX_CLASSES || ncls < 0 ||
+        ncls > RT_MODEL_MAX_CLASSES || (cw && (int64_t)rt_json_len(cw) != ncls))
+        return damaged(err, name, "its model's head, loss, outputs or classes are unknown");
+    s->head = (rt_head)head;
+    s->loss = (rt_loss)loss;
+    s->n_out = (int)nout;
+    s->n_classes = (int)ncls;
+    s->huber_delta = (float)rt_json_num(rt_json_get(m, "huber_delta"), 1.0);
+    s->label_smoothing = (float)rt_json_num(rt_json_get(m, "label_smoothing"), 0.0);
+    s->class_weighted = cw != NULL;
+    for (int k = 0; cw && k < s->n_classes; k++)
+        s->class_weight[k] = (float)rt_json_num(rt_json_at(cw, (size_t)k), 1.0);
+    s->weighted = rt_json_bool(rt_json_get(m, "weighted"), false);
     if (rt_json_get_int(m, "seed", &v))
         s->seed = (uint64_t)v;
     return RT_OK;
@@ -295,6 +332,19 @@ static rt_status parse_header(const rt_json *h, rt_ckpt *c, const char *name, ch
     snprintf(c->label_transform, sizeof c->label_transform, "%s",
              rt_json_str(rt_json_get(h, "label_transform"), "none"));
     snprintf(c->label, sizeof c->label, "%s", rt_json_str(rt_json_get(h, "label"), ""));
+    c->label_mean = rt_json_num(rt_json_get(h, "label_mean"), 0);
+    c->label_std = rt_json_num(rt_json_get(h, "label_std"), 1);
+    const rt_json *cls = rt_json_get(h, "classes");
+    if (s->n_classes > 0) {
+        if ((int)rt_json_len(cls) != s->n_classes)
+            return damaged(err, name, "its model has classes but the header does not name them");
+        c->classes = calloc((size_t)s->n_classes, sizeof *c->classes);
+        c->values_owned = true;
+        for (int k = 0; c->classes && k < s->n_classes; k++)
+            c->classes[k] = strdup(rt_json_str(rt_json_at(cls, (size_t)k), ""));
+        if (!c->classes)
+            return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
     s->n_cat = (int)rt_json_len(cats);
     for (int i = 0; i < s->n_cat; i++) {
         const rt_json *e = rt_json_at(cats, (size_t)i);

@@ -133,7 +133,7 @@ rt_status rt_dp_create(const rt_model_spec *spec, const rt_dp_opts *o, rt_comm *
                        ? rt_model_num_params(d->model)
                        : rt_model_num_buffers(d->model);
         d->host = malloc((size_t)d->nhost * sizeof *d->host);
-        d->zeros = calloc((size_t)o->max_batch, sizeof *d->zeros);
+        d->zeros = calloc((size_t)o->max_batch * 2, sizeof *d->zeros); /* labels, weights */
         if (!d->host || !d->zeros)
             st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     }
@@ -241,13 +241,14 @@ rt_status rt_dp_step(rt_dp *d, const int32_t *cat, const float *cont, const floa
     rt_model *m = d->model;
     rt_trace *tr = d->trace;
     const int64_t t0 = rt_now_ns();
+    rt_adam_hp h = *hp;
+    h.grad_scale = hp->grad_scale / (float)d->size; /* the sum becomes the average */
+    rt_model_set_hparams(m, &h); /* the loss reads its loss_norm */
     rt_model_set_batch(m, cat, cont, label, n);
     rt_model_forward(m, n, true);
     rt_model_loss(m, n, true);
     const int64_t t1 = rt_now_ns();
     rt_trace_span(tr, RT_SPAN_FORWARD, t0, t1, d->steps, 0);
-    rt_adam_hp h = *hp;
-    h.grad_scale = hp->grad_scale / (float)d->size; /* the sum becomes the average */
     d->mark_ns = t1;
     d->layer = 0;
     if (d->fusion && d->overlap)
@@ -279,7 +280,7 @@ rt_status rt_dp_step(rt_dp *d, const int32_t *cat, const float *cont, const floa
             return st;
     }
     const int64_t t4 = rt_now_ns();
-    rt_model_apply(m, &h);
+    rt_model_update(m);
     rt_trace_span(tr, RT_SPAN_OPTIMIZER, t4, rt_now_ns(), d->steps, 0);
     d->steps++;
     return rt_kctx_check(d->ctx, err);
@@ -306,13 +307,20 @@ rt_status rt_dp_forward_eval(rt_dp *d, const int32_t *cat, const float *cont, co
     int64_t B = rt_model_max_batch(m);
     for (int64_t off = 0; off < n; off += B) {
         int64_t k = n - off < B ? n - off : B;
-        rt_model_set_batch(m, cat + off * s->n_cat, cont + off * s->n_cont,
-                           label ? label + off : d->zeros, k);
+        const float *lab = label ? label + off : d->zeros;
+        if (label && s->weighted) { /* this chunk's labels, then its weights */
+            memcpy(d->zeros, label + off, (size_t)k * 4);
+            memcpy(d->zeros + k, label + n + off, (size_t)k * 4);
+            lab = d->zeros;
+        }
+        rt_model_set_batch(m, cat + off * s->n_cat, cont + off * s->n_cont, lab, k);
         rt_model_forward(m, k, false);
         if (label)
             rt_model_loss(m, k, false);
+        if (label && s->weighted)
+            memset(d->zeros, 0, (size_t)(2 * k) * 4);
         if (pred) {
-            rt_status st = rt_model_read_pred(m, pred + off, k, err);
+            rt_status st = rt_model_read_pred(m, pred + off * s->n_out, k, err);
             if (st != RT_OK)
                 return st;
         }

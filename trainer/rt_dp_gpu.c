@@ -23,7 +23,7 @@ static rt_status slots_init(rt_dp *d, char *err)
         if (st == RT_OK)
             st = rt_kmalloc_host(d->ctx, B * (size_t)s->n_cont * 4 + 4, &b);
         if (st == RT_OK)
-            st = rt_kmalloc_host(d->ctx, B * 4, &c);
+            st = rt_kmalloc_host(d->ctx, B * 4 * (s->weighted ? 2 : 1), &c);
         sl->cat = a, sl->cont = b, sl->label = c;
         if (st != RT_OK)
             return rt_err(err, st, "cannot allocate %zu MiB of pinned memory for the batches",
@@ -48,7 +48,7 @@ static rt_status stage_batch(rt_dp *d, const int32_t *cat, const float *cont, co
         return st;
     memcpy(sl->cat, cat, (size_t)(n * s->n_cat) * 4);
     memcpy(sl->cont, cont, (size_t)(n * s->n_cont) * 4);
-    memcpy(sl->label, label, (size_t)n * 4);
+    memcpy(sl->label, label, (size_t)n * 4 * (rt_model_get_spec(d->model)->weighted ? 2 : 1));
     rt_model_set_batch(d->model, sl->cat, sl->cont, sl->label, n);
     rt_kevent_record(d->ctx, sl->copied);
     return RT_OK;

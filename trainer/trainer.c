@@ -30,6 +30,16 @@ typedef struct trainer {
     int64_t best_epoch;
     char path_last[1200], path_best[1200], path_hist[1200], path_trace[1200];
     rt_trace *trace; /* [train] trace */
+    rt_task_info task;
+    rt_metrics vm;        /* the validation metrics */
+    bool legacy;          /* Rossmann's head and MAE: the model's own four metrics */
+    bool host_metrics;    /* metrics computed from the predictions */
+    bool class_weights;   /* rows weigh differently: the loss is divided by the global weight */
+    int64_t since_best;   /* epochs since the monitored metric improved */
+    double lr_factor;     /* plateau's reductions so far */
+    int64_t plateau_wait;
+    double plateau_best;
+    const char *stop_why; /* early stopping (rank 0's words) */
 } trainer;
 
 /* ---- set-up ------------------------------------------------------------------------ */
@@ -182,7 +192,10 @@ static rt_status resume_or_start(trainer *t, char *err)
                                  : rt_err(err, RT_ERR_INVALID, "rank 0 could not start: %s", msg.why);
     t->start_epoch = msg.epoch + 1;
     t->best_val_loss = msg.best_val_loss;
+    if (t->task.monitor_max && !(msg.resumed && isfinite(msg.best_val_loss)))
+        t->best_val_loss = -INFINITY; /* nothing seen yet */
     t->best_epoch = msg.best_epoch;
+    t->since_best = msg.resumed ? msg.epoch - msg.best_epoch : 0;
     /* like hvd.broadcast_variables: everyone starts from rank 0's state */
     return rt_dp_broadcast_state(t->dp, 0, msg.resumed != 0, err);
 }
@@ -205,6 +218,18 @@ static rt_status setup(trainer *t, char *err)
     }
     if (st == RT_OK)
         st = rt_job_model_spec(cfg, NULL, t->ds, &t->cols, &t->spec, err);
+    if (st == RT_OK)
+        st = rt_job_task(cfg, NULL, t->ds, &t->cols, &t->task, err);
+    if (st == RT_OK)
+        st = rt_metrics_init(&t->vm, &t->task, err);
+    t->legacy = rt_model_rossmann_loss(&t->spec);
+    t->host_metrics = !t->legacy;
+    for (int i = 0; t->legacy && i < t->task.nmetrics; i++) /* mae, exp_rmspe: the model's */
+        t->host_metrics |= t->task.metric[i] != RT_METRIC_MAE &&
+                           t->task.metric[i] != RT_METRIC_EXP_RMSPE;
+    t->class_weights = t->spec.weighted || t->spec.class_weighted;
+    t->lr_factor = 1.0;
+    t->plateau_best = t->task.monitor_max ? -INFINITY : INFINITY;
     rt_device dev = RT_DEVICE_CPU;
     if (st == RT_OK)
         st = pick_device(t, &dev, err);
@@ -252,8 +277,16 @@ static rt_status setup(trainer *t, char *err)
                                            "hold only validation rows)", env->rank, cfg->dataset);
     t->steps = cfg->steps_per_epoch > 0 ? cfg->steps_per_epoch
                                         : (most + cfg->batch_size - 1) / cfg->batch_size;
-    t->hp = (rt_adam_hp){(float)(cfg->learning_rate * (cfg->scale_lr ? env->size : 1)),
-                         (float)cfg->beta1, (float)cfg->beta2, (float)cfg->epsilon, 1.0f};
+    t->hp = (rt_adam_hp){.lr = (float)(cfg->learning_rate * (cfg->scale_lr ? env->size : 1)),
+                         .beta1 = (float)cfg->beta1,
+                         .beta2 = (float)cfg->beta2,
+                         .eps = (float)cfg->epsilon,
+                         .grad_scale = 1.0f,
+                         .kind = cfg->optimizer,
+                         .weight_decay = (float)cfg->weight_decay,
+                         .momentum = (float)cfg->momentum,
+                         .nesterov = cfg->nesterov,
+                         .clip_norm = (float)cfg->clip_norm};
     if (env->rank == 0 && env->log) {
         char where[200], stream[96] = "";
         if (t->stream)
@@ -285,6 +318,7 @@ static rt_status setup(trainer *t, char *err)
 
 typedef struct epoch_stats {
     double mae, val_mae, val_rmspe, l2, seconds, samples_per_s;
+    double metric[RT_METRIC_COUNT]; /* the task's metrics (t->task.metric) on validation */
     int64_t val_rows;
     /* who held the others up: the rank that waited least for the last
      * bucket, and the most any rank waited, per step */
@@ -318,11 +352,48 @@ static float lr_at(const trainer *t, int64_t e, int64_t k)
     double done = (double)(e - 1) + (double)k / (double)t->steps; /* epochs done, fractional */
     if (c->lr_schedule == RT_LR_COSINE)
         lr = c->lr_min + 0.5 * (lr - c->lr_min) * (1 + cos(M_PI * done / (double)c->epochs));
+    else if (c->lr_schedule == RT_LR_STEP) /* PyTorch's StepLR, stepped each epoch */
+        lr *= pow(c->lr_gamma, (double)((e - 1) / c->lr_step_epochs));
+    else if (c->lr_schedule == RT_LR_EXPONENTIAL)
+        lr *= pow(c->lr_gamma, (double)(e - 1));
+    else if (c->lr_schedule == RT_LR_PLATEAU)
+        lr *= t->lr_factor;
+    else if (c->lr_schedule == RT_LR_ONE_CYCLE) { /* OneCycleLR (cos), per step */
+        const double total = (double)(c->epochs * t->steps) - 1.0;
+        const double step = (double)((e - 1) * t->steps + k), up = c->lr_pct_start * total - 1.0;
+        const double lo = lr / c->lr_div_factor, end = lo / c->lr_final_div_factor;
+        if (step <= up)
+            lr = lo + (lr - lo) * (1 - cos(M_PI * step / up)) / 2;
+        else
+            lr = end + (lr - end) * (1 + cos(M_PI * (step - up) / (total - up))) / 2;
+    }
     if (done < c->warmup_epochs) {
         double from = 1.0 / t->env->size;
         lr *= from + (1 - from) * done / c->warmup_epochs;
     }
     return (float)lr;
+}
+
+/* Weighted rows: the loss of the step is divided by the weight of every
+ * rank's batch (one allreduce of a double), so that ranks whose rows weigh
+ * more count for more, as one process with the global batch would. */
+static rt_status loss_norm(trainer *t, const float *blabel, int64_t B, char *err)
+{
+    double w = 0;
+    for (int64_t b = 0; b < B; b++) {
+        double c = t->spec.weighted ? blabel[B + b] : 1.0;
+        if (t->spec.class_weighted)
+            c *= t->spec.class_weight[(int)blabel[b] < t->spec.n_classes ? (int)blabel[b] : 0];
+        w += c;
+    }
+    rt_status st = RT_OK;
+    if (t->env->size > 1 && (st = rt_allreduce(t->env->comm, &w, 1, RT_C_F64, RT_SUM)) != RT_OK)
+        return rt_err(err, st, "%s", rt_comm_last_error(t->env->comm));
+    /* the gradients are summed over the ranks, then divided by size */
+    t->hp.loss_norm = w > 0 ? (float)((double)t->env->size / w) : 0.0f;
+    if (!(w > 0))
+        t->hp.loss_norm = 1e-30f; /* every row weighs 0: no step (not the batch's own mean) */
+    return RT_OK;
 }
 
 static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bcat, float *bcont,
@@ -338,16 +409,20 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
     for (int64_t k = 0; k < t->steps && st == RT_OK; k++) {
         const int64_t g0 = t->trace ? rt_now_ns() : 0;
         if (t->stream) {
-            if ((st = rt_stream_batch(t->stream, B, bcat, bcont, blabel, err)) != RT_OK)
+            if ((st = rt_stream_batch(t->stream, B, bcat, bcont, blabel,
+                                      t->spec.weighted ? blabel + B : NULL, err)) != RT_OK)
                 break;
         } else {
             for (int64_t b = 0; b < B; b++) /* wrap around the shuffled rows */
                 idx[b] = perm[(k * B + b) % n];
-            rt_rows_gather(&t->train, idx, B, bcat, bcont, blabel);
+            rt_rows_gather(&t->train, idx, B, bcat, bcont, blabel,
+                           t->spec.weighted ? blabel + B : NULL);
         }
         if (t->trace)
             rt_trace_span(t->trace, RT_SPAN_DATA, g0, rt_now_ns(), (epoch - 1) * t->steps + k, 0);
         t->hp.lr = lr_at(t, epoch, k);
+        if (t->class_weights && (st = loss_norm(t, blabel, B, err)) != RT_OK)
+            break;
         st = rt_dp_step(t->dp, bcat, bcont, blabel, B, &t->hp, err);
         double now = rt_now_s();
         /* every progress_every, and the epoch's last step (its curve ends there) */
@@ -387,12 +462,18 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
     /* epoch end: the ranks' batch-norm statistics agree, then validation */
     if ((st = rt_dp_sync_buffers(t->dp, err)) != RT_OK)
         return st;
-    if (t->stream && (st = rt_stream_validate(t->stream, t->dp, err)) != RT_OK)
+    rt_metrics *vm = t->host_metrics ? &t->vm : NULL;
+    if (vm)
+        rt_metrics_reset(vm);
+    if (t->stream && (st = rt_stream_validate(t->stream, t->dp, vm, err)) != RT_OK)
         return st;
-    if ((st = rt_dp_forward_eval(t->dp, t->val.cat, t->val.cont, t->val.label, t->val.n, NULL,
-                                 err)) != RT_OK)
+    if ((st = rt_eval_rows(t->dp, &t->val, vm, err)) != RT_OK)
         return st;
     if ((st = rt_dp_metrics_allreduce(t->dp, m, err)) != RT_OK)
+        return st;
+    for (int i = 0; i < t->task.nmetrics; i++)
+        es->metric[i] = NAN;
+    if (vm && (st = rt_metrics_reduce(vm, t->env->comm, t->env->size, es->metric, err)) != RT_OK)
         return st;
     es->val_rows = (int64_t)m[1];
     es->val_mae = m[1] > 0 ? m[0] / m[1] : NAN;
@@ -405,6 +486,20 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
     return rt_model_l2_penalty(rt_dp_model(t->dp), &es->l2, err);
 }
 
+/* The value of metric k this epoch (the model's own for Rossmann's mae
+ * and exp_rmspe). */
+static double metric_value(const trainer *t, const epoch_stats *es, int k)
+{
+    if (t->legacy && k == RT_METRIC_MAE)
+        return es->val_mae;
+    if (t->legacy && k == RT_METRIC_EXP_RMSPE)
+        return es->val_rmspe;
+    for (int i = 0; i < t->task.nmetrics; i++)
+        if (t->task.metric[i] == k)
+            return es->metric[i];
+    return NAN;
+}
+
 /* Rank 0 after an epoch: history, checkpoints, progress, a log line. */
 static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, char *err)
 {
@@ -412,17 +507,40 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
     /* no validation rows: the training loss picks the best model */
     double val_loss = es->val_rows > 0 ? es->val_mae + es->l2 : loss;
     /* [train] monitor: what "best" means (the checkpoint keeps its best value) */
+    const rt_task_info *tk = &t->task;
     double mon = val_loss;
-    if (t->cfg->monitor == RT_MON_LOSS || es->val_rows == 0)
+    if (!strcmp(tk->monitor, "loss") || es->val_rows == 0)
         mon = loss;
-    else if (t->cfg->monitor == RT_MON_VAL_EXP_RMSPE)
-        mon = es->val_rmspe;
-    else if (t->cfg->monitor == RT_MON_VAL_MAE)
-        mon = es->val_mae;
-    bool best = mon < t->best_val_loss;
+    else if (tk->monitor_metric >= 0)
+        mon = metric_value(t, es, tk->monitor_metric);
+    const double delta = t->cfg->min_delta;
+    bool best = isfinite(mon) && (!isfinite(t->best_val_loss) ||
+                                  (tk->monitor_max ? mon > t->best_val_loss + delta
+                                                   : mon < t->best_val_loss - delta));
     if (best) {
         t->best_val_loss = mon;
         t->best_epoch = epoch;
+        t->since_best = 0;
+    } else {
+        t->since_best++;
+    }
+    /* plateau: the rate drops when the monitored metric stalls (ReduceLROnPlateau) */
+    if (t->cfg->lr_schedule == RT_LR_PLATEAU && isfinite(mon)) {
+        if (tk->monitor_max ? mon > t->plateau_best + delta : mon < t->plateau_best - delta) {
+            t->plateau_best = mon;
+            t->plateau_wait = 0;
+        } else if (++t->plateau_wait > t->cfg->lr_patience) {
+            t->lr_factor *= t->cfg->lr_gamma;
+            t->plateau_wait = 0;
+        }
+    }
+    static char why[200];
+    if (t->cfg->early_stopping_patience > 0 && t->since_best >= t->cfg->early_stopping_patience &&
+        epoch < t->cfg->epochs) {
+        snprintf(why, sizeof why, "early stopping: %s has not improved for %lld epochs (best "
+                 "%.6g at epoch %lld)", tk->monitor, (long long)t->since_best, t->best_val_loss,
+                 (long long)t->best_epoch);
+        t->stop_why = why;
     }
     rt_jw w; /* non-finite numbers (no validation rows) are written as null */
     rt_jw_init(&w);
@@ -433,11 +551,26 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
     rt_jw_kint(&w, "step", t->steps);
     rt_jw_kint(&w, "steps", t->steps);
     rt_jw_knum(&w, "loss", loss);
-    rt_jw_knum(&w, "mae", es->mae);
+    if (t->legacy)
+        rt_jw_knum(&w, "mae", es->mae);
     rt_jw_knum(&w, "l2", es->l2);
     rt_jw_knum(&w, "val_loss", val_loss);
-    rt_jw_knum(&w, "val_mae", es->val_rows > 0 ? es->val_mae : NAN);
-    rt_jw_knum(&w, "val_exp_rmspe", es->val_rows > 0 ? es->val_rmspe : NAN);
+    if (t->legacy)
+        rt_jw_knum(&w, "val_mae", es->val_rows > 0 ? es->val_mae : NAN);
+    if (t->legacy)
+        rt_jw_knum(&w, "val_exp_rmspe", es->val_rows > 0 ? es->val_rmspe : NAN);
+    for (int i = 0; i < tk->nmetrics; i++) {
+        const int k = tk->metric[i];
+        if (t->legacy && (k == RT_METRIC_MAE || k == RT_METRIC_EXP_RMSPE))
+            continue; /* written above, from the model's sums */
+        char key[48];
+        snprintf(key, sizeof key, "val_%s", rt_metric_names[k]);
+        rt_jw_knum(&w, key, es->val_rows > 0 ? es->metric[i] : NAN);
+    }
+    if (t->cfg->lr_schedule == RT_LR_PLATEAU)
+        rt_jw_knum(&w, "lr", (double)lr_at(t, epoch + 1, 0));
+    if (t->stop_why)
+        rt_jw_kstr(&w, "stopped", t->stop_why);
     rt_jw_knum(&w, "seconds", es->seconds);
     rt_jw_knum(&w, "samples_per_s", es->samples_per_s);
     rt_jw_knum(&w, "steps_per_s", (double)t->steps / es->seconds);
@@ -464,6 +597,9 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
         ck.max_label = t->ds->max_label;
         snprintf(ck.label_transform, sizeof ck.label_transform, "%s", t->ds->label_transform);
         snprintf(ck.label, sizeof ck.label, "%s", t->cols.label);
+        ck.label_mean = t->ds->label_mean;
+        ck.label_std = t->ds->label_std;
+        ck.classes = t->task.classes; /* lent */
         ck.n_cont = t->cols.ncont;
         for (int i = 0; i < t->cols.ncat; i++) { /* lent: the values of the categories */
             const rt_ds_column *dc = rt_dataset_column(t->ds, t->cols.cat[i]);
@@ -480,11 +616,18 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
     rt_report_progress(line);
     free(line);
     if (t->env->log) {
-        fprintf(t->env->log,
-                "epoch %lld/%lld: loss %.4f val_loss %.4f val_exp_rmspe %.4f (%.0f samples/s, "
+        char shown[200] = "";
+        if (t->legacy)
+            snprintf(shown, sizeof shown, " val_exp_rmspe %.4f", es->val_rmspe);
+        for (int i = 0, n = 0; !t->legacy && i < tk->nmetrics && i < 4; i++)
+            n += snprintf(shown + n, sizeof shown - (size_t)n, " val_%s %.4f",
+                          rt_metric_names[tk->metric[i]], es->metric[i]);
+        fprintf(t->env->log, "epoch %lld/%lld: loss %.4f val_loss %.4f%s (%.0f samples/s, "
                 "%.1f s)%s\n",
-                (long long)epoch, (long long)t->cfg->epochs, loss, val_loss, es->val_rmspe,
+                (long long)epoch, (long long)t->cfg->epochs, loss, val_loss, shown,
                 es->samples_per_s, es->seconds, best ? " *" : "");
+        if (t->stop_why)
+            fprintf(t->env->log, "trainer: %s\n", t->stop_why);
         if (es->slowest_rank >= 0 && es->wait_max_ms - es->wait_min_ms > 1.0)
             fprintf(t->env->log,
                     "epoch %lld: rank %d was the slowest: the others waited up to %.1f ms a step "
@@ -504,7 +647,8 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
 static rt_status predict_shared(trainer *t, int64_t total, float *pred, char *err)
 {
     const int size = t->env->size, rank = t->env->rank;
-    size_t lo, len, blk = (size_t)(total + size - 1) / (size_t)size;
+    const size_t K = (size_t)t->spec.n_out;
+    size_t lo, len, blk = (size_t)(total + size - 1) / (size_t)size * K;
     rt_split((size_t)total, (size_t)size, (size_t)rank, &lo, &len);
     float *all = calloc(blk * (size_t)size + 1, sizeof *all);
     if (!all)
@@ -521,7 +665,7 @@ static rt_status predict_shared(trainer *t, int64_t total, float *pred, char *er
         st = rt_err(err, st, "%s", rt_comm_last_error(t->env->comm));
     for (int r = 0; st == RT_OK && r < size; r++) {
         rt_split((size_t)total, (size_t)size, (size_t)r, &lo, &len);
-        memcpy(pred + lo, all + (size_t)r * blk, len * sizeof *pred);
+        memcpy(pred + lo * K, all + (size_t)r * blk, len * K * sizeof *pred);
     }
     free(all);
     return st;
@@ -546,7 +690,8 @@ static rt_status predict_end(trainer *t, rt_train_result *res, char *err)
     /* the best model: its checkpoint, else the model as it is */
     rt_ckpt ck = {0};
     rt_status st = RT_OK;
-    if (lead && t->cfg->checkpoint == RT_CKPT_BEST && rt_ckpt_read(t->path_best, &ck, err) == RT_OK) {
+    if (lead && t->cfg->checkpoint == RT_CKPT_BEST && t->cfg->restore_best &&
+        rt_ckpt_read(t->path_best, &ck, err) == RT_OK) {
         st = rt_ckpt_to_model(&ck, rt_dp_model(t->dp), err);
         rt_ckpt_free(&ck);
     }
@@ -566,14 +711,18 @@ static rt_status predict_end(trainer *t, rt_train_result *res, char *err)
         total += t->ds->test[p].rows;
     rt_rows test = {0};
     float *pred = NULL;
-    if (st == RT_OK && !(pred = malloc((size_t)(total ? total : 1) * sizeof *pred)))
+    const size_t K = (size_t)t->spec.n_out;
+    if (st == RT_OK && !(pred = malloc((size_t)(total ? total : 1) * K * sizeof *pred)))
         st = rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions", (long long)total);
     if (st == RT_OK)
         st = predict_shared(t, total, pred, err);
     if (st == RT_OK && lead)
         st = rt_rows_load_test_range(t->ds, &t->cols, 0, total, true, &test, err);
+    rt_pred_format f = {t->cols.label, t->ds->label_transform, t->ds->label_mean,
+                        t->ds->label_std, t->spec.n_out, t->task.nclasses, t->spec.loss,
+                        t->task.classes, t->cfg->proba, t->cfg->threshold};
     if (st == RT_OK && lead)
-        st = rt_predict_write(&test, pred, t->cols.label, t->ds->label_transform, path, err);
+        st = rt_predict_write(&test, pred, &f, path, err);
     if (st == RT_OK) {
         res->predictions = total;
         if (lead && t->env->log)
@@ -597,7 +746,7 @@ rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_re
     int64_t *idx = malloc((size_t)B * sizeof *idx);
     int32_t *bcat = malloc((size_t)B * (size_t)(t.cols.ncat ? t.cols.ncat : 1) * 4);
     float *bcont = malloc((size_t)B * (size_t)(t.cols.ncont ? t.cols.ncont : 1) * 4);
-    float *blabel = malloc((size_t)B * 4);
+    float *blabel = malloc((size_t)B * 8); /* the labels, then the weights */
     if (st == RT_OK && (!perm || !idx || !bcat || !bcont || !blabel))
         st = rt_err(err, RT_ERR_NOMEM, "out of memory for the batches");
     res->first_epoch = t.start_epoch;
@@ -618,11 +767,19 @@ rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_re
             break;
         if (env->rank == 0) /* the history, the checkpoints and the best epoch are rank 0's */
             st = after_epoch(&t, e, &es, err);
+        /* rank 0's decisions, for every rank: stop early, the plateau's rate
+         * (ranks deciding apart would hang: horovod/horovod#3140) */
+        double dec[2] = {t.stop_why ? 1.0 : 0.0, t.lr_factor};
+        if (st == RT_OK && env->size > 1 && (st = bcast(&t, dec, sizeof dec, err)) != RT_OK)
+            break;
+        t.lr_factor = dec[1];
         if (t.best_epoch == e)
             res->best_val_exp_rmspe = es.val_rmspe;
         samples += es.samples_per_s * es.seconds;
         seconds += es.seconds;
         res->epochs = e;
+        if (dec[0] != 0)
+            break;
     }
     res->best_val_loss = t.best_val_loss;
     res->best_epoch = t.best_epoch;
@@ -639,6 +796,7 @@ rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_re
     rt_rows_free(&t.train);
     rt_rows_free(&t.val);
     rt_stream_close(t.stream);
+    rt_metrics_free(&t.vm);
     rt_dataset_free(t.ds);
     return st;
 }

@@ -10,6 +10,7 @@ void rt_rows_free(rt_rows *r)
     free(r->cat);
     free(r->cont);
     free(r->label);
+    free(r->weight);
     free(r->id);
     memset(r, 0, sizeof *r);
 }
@@ -83,6 +84,14 @@ rt_status rt_columns_resolve(const rt_dataset *ds, const rt_job_cfg *cfg, rt_col
                                                "column of %s", c->validation, ds->dir);
     }
     snprintf(c->id, sizeof c->id, "%s", ds->id);
+    const char *wc = cfg->weight && *cfg->weight ? cfg->weight : ds->weight;
+    if (wc[0] && strcmp(wc, "none") != 0) {
+        const rt_ds_column *dc = rt_dataset_column(ds, wc);
+        if (!dc || dc->role != RT_ROLE_WEIGHT)
+            return rt_err(err, RT_ERR_INVALID, "[data] weight: %s is not a weight column of %s "
+                          "(prep's meta names it: weight = COLUMN)", wc, ds->dir);
+        snprintf(c->weight, sizeof c->weight, "%s", wc);
+    }
     return RT_OK;
 }
 
@@ -105,7 +114,10 @@ static bool grow(rt_rows *r, int64_t need)
     int32_t *id = realloc(r->id, (size_t)cap * 4);
     if (id)
         r->id = id;
-    if (!cat || !cont || !label || !id)
+    float *weight = realloc(r->weight, (size_t)cap * 4);
+    if (weight)
+        r->weight = weight;
+    if (!cat || !cont || !label || !id || !weight)
         return false;
     r->cap = cap;
     return true;
@@ -120,6 +132,9 @@ rt_status rt_rows_append(rt_rows *r, const rt_shard *s, const rt_columns *c, con
     for (int i = 0; i < c->ncont; i++)
         cont[i] = rt_shard_find(s, c->cont[i]);
     const rt_shard_col *label = rt_shard_find(s, c->label), *id = rt_shard_find(s, c->id);
+    const rt_shard_col *weight = c->weight[0] ? rt_shard_find(s, c->weight) : NULL;
+    const double mean = r->label_std > 0 ? r->label_mean : 0.0,
+                 inv = r->label_std > 0 ? 1.0 / r->label_std : 1.0;
     int64_t count = 0;
     for (int64_t k = 0; k < s->nrows; k++)
         count += !vflag || vflag[k] == want_val;
@@ -134,7 +149,10 @@ rt_status rt_rows_append(rt_rows *r, const rt_shard *s, const rt_columns *c, con
             r->cat[o * c->ncat + i] = ((const int32_t *)cat[i]->data)[k];
         for (int i = 0; i < c->ncont; i++)
             r->cont[o * c->ncont + i] = ((const float *)cont[i]->data)[k];
-        r->label[o] = label ? ((const float *)label->data)[k] : 0.0f;
+        r->label[o] = !label ? 0.0f
+                      : r->label_std > 0 ? (float)((((const float *)label->data)[k] - mean) * inv)
+                                         : ((const float *)label->data)[k];
+        r->weight[o] = weight ? ((const float *)weight->data)[k] : 1.0f;
         r->id[o] = id ? ((const int32_t *)id->data)[k] : (int32_t)o;
     }
     return RT_OK;
@@ -147,6 +165,10 @@ rt_status rt_rows_load(const rt_dataset *ds, const rt_columns *c, int rank, int 
     memset(val, 0, sizeof *val);
     train->ncat = val->ncat = c->ncat;
     train->ncont = val->ncont = c->ncont;
+    if (!strcmp(ds->label_transform, "standardize")) {
+        train->label_mean = val->label_mean = ds->label_mean;
+        train->label_std = val->label_std = ds->label_std;
+    }
     if (ds->nparts < size)
         return rt_err(err, RT_ERR_INVALID,
                       "%s has %d training partition%s for %d ranks: prep it again with "
@@ -187,7 +209,7 @@ rt_status rt_rows_load_test(const rt_dataset *ds, const rt_columns *c, rt_rows *
 }
 
 void rt_rows_gather(const rt_rows *r, const int64_t *idx, int64_t n, int32_t *cat, float *cont,
-                    float *label)
+                    float *label, float *weight)
 {
     for (int64_t b = 0; b < n; b++) {
         int64_t k = idx[b];
@@ -196,6 +218,8 @@ void rt_rows_gather(const rt_rows *r, const int64_t *idx, int64_t n, int32_t *ca
         if (r->ncont)
             memcpy(cont + b * r->ncont, r->cont + k * r->ncont, (size_t)r->ncont * 4);
         label[b] = r->label[k];
+        if (weight)
+            weight[b] = r->weight[k];
     }
 }
 

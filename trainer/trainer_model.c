@@ -125,8 +125,21 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const
     s->ffn_dropout = (float)cfg->ffn_dropout;
     s->residual_dropout = (float)cfg->residual_dropout;
     s->l2 = (float)cfg->l2;
+    rt_task_info t;
+    if ((st = rt_job_task(cfg, o, ds, cols, &t, err)) != RT_OK)
+        return st;
+    s->head = t.head;
+    s->n_out = t.n_out;
+    s->loss = t.loss;
+    s->huber_delta = (float)cfg->huber_delta;
+    s->label_smoothing = (float)cfg->label_smoothing;
+    s->n_classes = t.nclasses;
+    s->class_weighted = t.class_weighted;
+    memcpy(s->class_weight, t.class_weight, sizeof s->class_weight);
+    s->weighted = t.weighted;
     double top = strcmp(ds->label_transform, "log") == 0 ? log(ds->max_label) : ds->max_label;
-    s->head_scale = (float)(cfg->head_scale_factor * top);
+    if (s->head == RT_HEAD_SCALED_SIGMOID)
+        s->head_scale = (float)(cfg->head_scale_factor * top);
     s->bn_momentum = (float)cfg->bn_momentum;
     s->bn_eps = (float)cfg->bn_eps;
     s->seed = (uint64_t)cfg->seed;

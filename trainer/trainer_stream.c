@@ -61,6 +61,8 @@ static rt_status open_part(rt_stream *s, int p, rt_shard_reader **out, char *err
     for (int i = 0; i < s->c->ncont; i++)
         need[n] = s->c->cont[i], type[n++] = RT_COL_F32;
     need[n] = s->c->label, type[n++] = RT_COL_F32;
+    if (s->c->weight[0])
+        need[n] = s->c->weight, type[n++] = RT_COL_F32;
     if (s->c->validation[0])
         need[n] = s->c->validation, type[n++] = RT_COL_U8;
     for (int k = 0; k < n; k++) {
@@ -119,6 +121,12 @@ rt_status rt_stream_open(const rt_dataset *ds, const rt_columns *c, int rank, in
     s->rank = rank;
     s->win.ncat = s->vwin.ncat = s->pf.rows.ncat = c->ncat;
     s->win.ncont = s->vwin.ncont = s->pf.rows.ncont = c->ncont;
+    if (!strcmp(ds->label_transform, "standardize")) {
+        s->win.label_mean = s->vwin.label_mean = s->pf.rows.label_mean = val->label_mean =
+            ds->label_mean;
+        s->win.label_std = s->vwin.label_std = s->pf.rows.label_std = val->label_std =
+            ds->label_std;
+    }
     s->prefetch = true;
     int nparts = (ds->nparts - rank + size - 1) / size;
     s->rd = calloc((size_t)nparts + 1, sizeof *s->rd);
@@ -166,7 +174,7 @@ rt_status rt_stream_open(const rt_dataset *ds, const rt_columns *c, int rank, in
     return RT_OK;
 }
 
-rt_status rt_stream_validate(rt_stream *s, rt_dp *d, char *err)
+rt_status rt_stream_validate(rt_stream *s, rt_dp *d, rt_metrics *metrics, char *err)
 {
     if (s->one_window || !s->c->validation[0])
         return RT_OK; /* the caller evaluates the rows rt_stream_open loaded */
@@ -175,8 +183,7 @@ rt_status rt_stream_validate(rt_stream *s, rt_dp *d, char *err)
         s->vwin.n = 0;
         st = load_group(s, &s->groups[g], &s->vwin, 1, err);
         if (st == RT_OK && s->vwin.n > 0)
-            st = rt_dp_forward_eval(d, s->vwin.cat, s->vwin.cont, s->vwin.label, s->vwin.n,
-                                    NULL, err);
+            st = rt_eval_rows(d, &s->vwin, metrics, err);
     }
     return st;
 }
@@ -300,7 +307,7 @@ void rt_stream_set_prefetch(rt_stream *s, bool on)
 }
 
 rt_status rt_stream_batch(rt_stream *s, int64_t B, int32_t *cat, float *cont, float *label,
-                          char *err)
+                          float *weight, char *err)
 {
     for (int64_t b = 0; b < B;) {
         if (s->pos == s->win.n) {
@@ -310,7 +317,7 @@ rt_status rt_stream_batch(rt_stream *s, int64_t B, int32_t *cat, float *cont, fl
         }
         int64_t take = s->win.n - s->pos < B - b ? s->win.n - s->pos : B - b;
         rt_rows_gather(&s->win, s->perm + s->pos, take, cat + b * s->c->ncat,
-                       cont + b * s->c->ncont, label + b);
+                       cont + b * s->c->ncont, label + b, weight ? weight + b : NULL);
         s->pos += take;
         b += take;
     }

@@ -106,9 +106,6 @@ static int probe(void)
     return 0;
 }
 
-/* [train] monitor's names, in the order of RT_MON_* */
-static const char *const MONITORS[] = {"val_loss", "val_exp_rmspe", "val_mae", "loss"};
-
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "--probe") == 0)
@@ -157,7 +154,7 @@ int main(int argc, char **argv)
         printf("trainer: done: epochs %lld..%lld, best epoch %lld (%s %.4f), %.0f "
                "samples/s\n",
                (long long)res.first_epoch, (long long)res.epochs, (long long)res.best_epoch,
-               MONITORS[cfg.monitor >= 0 && cfg.monitor < 4 ? cfg.monitor : 0],
+               cfg.monitor,
                res.best_val_loss, res.samples_per_s);
     rt_comm_destroy(comm);
     rt_cfg_free(&rt_job_schema, &cfg);

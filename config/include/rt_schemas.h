@@ -57,9 +57,10 @@ enum { RT_JOB_TRAIN = 0, RT_JOB_EXEC = 1 };
 enum { RT_TP_TCP = 0, RT_TP_RDMA = 1, RT_TP_NCCL = 2, RT_TP_AUTO = 3 };
 enum { RT_DEV_AUTO = 0, RT_DEV_CPU = 1, RT_DEV_CUDA = 2 };
 enum { RT_CKPT_BEST = 0, RT_CKPT_LAST = 1, RT_CKPT_NONE = 2 };
-enum { RT_MON_VAL_LOSS = 0, RT_MON_VAL_EXP_RMSPE = 1, RT_MON_VAL_MAE = 2, RT_MON_LOSS = 3 };
+enum { RT_MON_AUTO = 0, RT_MON_MIN = 1, RT_MON_MAX = 2 };
 enum { RT_RESUME_AUTO = 0, RT_RESUME_NEVER = 1 };
-enum { RT_LR_CONSTANT = 0, RT_LR_COSINE = 1 };
+enum { RT_LR_CONSTANT = 0, RT_LR_COSINE = 1, RT_LR_STEP = 2, RT_LR_EXPONENTIAL = 3,
+       RT_LR_ONE_CYCLE = 4, RT_LR_PLATEAU = 5 };
 enum { RT_EMB_RULE_FIXED = 0, RT_EMB_RULE_FASTAI = 1 };
 
 typedef struct rt_job_cfg {
@@ -79,7 +80,7 @@ typedef struct rt_job_cfg {
     rt_strlist command; /* exec jobs: the program and its arguments */
     /* [data] */
     char *dataset;
-    char *label, *validation;           /* NULL: the manifest's */
+    char *label, *validation, *weight;  /* NULL: the manifest's */
     rt_strlist categorical, continuous; /* empty: the manifest's; "none": no columns */
     int64_t stream_rows;                /* 0: rows in memory; N: read N at a time */
     /* [model]: the family and its keys (docs/models.md) */
@@ -101,25 +102,39 @@ typedef struct rt_job_cfg {
     int64_t d_token, heads;
     double attention_dropout, ffn_multiplier, ffn_dropout, residual_dropout;
     double l2, head_scale_factor, bn_momentum, bn_eps;
+    int head;                      /* 0 auto, else rt_head + 1 */
     int device;
     int64_t threads;
     bool tf32;
     bool sync_batch_norm;
     /* [train] */
     int64_t batch_size, epochs, steps_per_epoch, eval_batch_size, seed;
-    int optimizer;
+    int loss;                      /* 0 auto, else rt_loss + 1 */
+    double huber_delta, label_smoothing;
+    rt_strlist class_weights;      /* none, balanced, or one weight per class */
+    rt_strlist metrics;            /* empty: the task's */
+    int optimizer;                 /* rt_optim */
     double learning_rate, beta1, beta2, epsilon, lr_min, warmup_epochs;
+    double weight_decay, momentum, clip_norm;
+    bool nesterov;
     int lr_schedule;
+    double lr_gamma, lr_pct_start, lr_div_factor, lr_final_div_factor;
+    int64_t lr_step_epochs, lr_patience;
     bool scale_lr;
     uint64_t bucket_bytes;
     int checkpoint, resume;
-    int monitor; /* RT_MON_*: what picks best.ckpt (lower is better) */
+    char *monitor;    /* the metric that picks best.ckpt and stops early */
+    int monitor_mode; /* RT_MON_* */
+    int64_t early_stopping_patience; /* 0: never stop early */
+    double min_delta;
+    bool restore_best;
     int64_t progress_every_us;
     bool trace;          /* the timeline: STORE/trace/rank-R.json every epoch */
     int64_t trace_spans; /* spans kept per rank (the newest) */
     /* [output] */
     char *store, *predictions;
-    bool predict;
+    bool predict, proba;
+    double threshold;
 } rt_job_cfg;
 extern const rt_cfg_schema rt_job_schema;
 /* The [model] keys' cross checks (rt_schema_model.c): each family's keys

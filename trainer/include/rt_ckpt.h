@@ -32,6 +32,9 @@ typedef struct rt_ckpt {
     double max_label;
     char label_transform[16];
     char label[64];
+    double label_mean, label_std; /* label_transform standardize */
+    char **classes;               /* classification: spec.n_classes names (owned when read;
+                                     lent by the trainer when written) */
     int n_cont;
     char cont_names[RT_CKPT_MAX_COLS][64]; /* categorical names are in spec.cat_names */
     int64_t nparams, nbuffers;

@@ -76,16 +76,17 @@ const char *rt_dp_gradient_path(const rt_dp *d);
  * optimizer also Adam's moments and step (a resumed checkpoint). */
 rt_status rt_dp_broadcast_state(rt_dp *d, int root, bool optimizer, char *err);
 /* One data-parallel step on n rows (n may differ per rank but must be
- * >= 1).  Metrics of the batch accumulate in the model.  On a GPU without
+ * >= 1; a weighted model's label holds the n labels, then the n weights).  Metrics of the batch accumulate in the model.  On a GPU without
  * communication the step may still run when this returns; every call that
  * reads results synchronises. */
 rt_status rt_dp_step(rt_dp *d, const int32_t *cat, const float *cont, const float *label,
                      int64_t n, const rt_adam_hp *hp, char *err);
 /* Batch-norm moving statistics averaged over the ranks. */
 rt_status rt_dp_sync_buffers(rt_dp *d, char *err);
-/* Forward (inference) over n rows in chunks; predictions to host `pred`
- * when not NULL, metrics accumulated in the model.  Local, no
- * communication. */
+/* Forward (inference) over n rows in chunks; predictions (n rows of the
+ * model's n_out values) to host `pred` when not NULL, the loss and metrics
+ * accumulated in the model when label is not NULL (a weighted model's:
+ * the n labels, then the n weights).  Local, no communication. */
 rt_status rt_dp_forward_eval(rt_dp *d, const int32_t *cat, const float *cont, const float *label,
                              int64_t n, float *pred, char *err);
 /* The model's metrics summed over the ranks (and reset): [0] sum |err|,

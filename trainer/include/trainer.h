@@ -40,16 +40,21 @@ typedef struct rt_columns {
     int32_t vocab[RT_MODEL_MAX_CAT];
     char cont[256][64];
     char label[64], validation[64], id[64];
+    char weight[64]; /* the sample-weight column, or "" */
 } rt_columns;
 
-/* Row-major rows: cat (n x ncat), cont (n x ncont), label, id (test rows). */
+/* Row-major rows: cat (n x ncat), cont (n x ncont), label (standardised
+ * when the dataset's label_transform says so), weight (NULL without a
+ * weight column), id (test rows). */
 typedef struct rt_rows {
     int ncat, ncont;
     int64_t n, cap;
     int32_t *cat;
     float *cont;
     float *label;
+    float *weight;
     int32_t *id;
+    double label_mean, label_std; /* label = (raw - mean) / std (0 and 1: as it is) */
 } rt_rows;
 
 /* The job's columns (or the manifest's), checked against the manifest. */
@@ -67,9 +72,10 @@ rt_status rt_rows_load_test_range(const rt_dataset *ds, const rt_columns *cols, 
 rt_status rt_rows_load_test(const rt_dataset *ds, const rt_columns *cols, rt_rows *test,
                             char *err);
 void rt_rows_free(rt_rows *r);
-/* Copy rows idx[0..n) into contiguous batch buffers. */
+/* Copy rows idx[0..n) into contiguous batch buffers (weight: NULL, or
+ * where their weights go). */
 void rt_rows_gather(const rt_rows *r, const int64_t *idx, int64_t n, int32_t *cat, float *cont,
-                    float *label);
+                    float *label, float *weight);
 /* The epoch's order of n rows: a permutation from (seed, epoch, rank). */
 void rt_shuffle(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch, int rank);
 /* Every categorical index of row group g of file (shard s, which has the
@@ -96,6 +102,68 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const
 rt_status rt_job_model_standardize(rt_model *m, const rt_dataset *ds, const rt_columns *cols,
                                    char *err);
 
+/* ---- the task: loss, head, class weights, metrics, monitor (trainer_task.c) ---- */
+
+enum {
+    RT_METRIC_ACCURACY, RT_METRIC_BALANCED_ACCURACY, RT_METRIC_MACRO_F1, RT_METRIC_LOG_LOSS,
+    RT_METRIC_AUC, RT_METRIC_RMSE, RT_METRIC_MAE, RT_METRIC_R2, RT_METRIC_EXP_RMSPE,
+    RT_METRIC_COUNT
+};
+extern const char *const rt_metric_names[RT_METRIC_COUNT];
+bool rt_metric_higher_better(int metric);
+
+typedef struct rt_task_info {
+    int task;                  /* rt_task */
+    int nclasses;              /* classification: K */
+    char **classes;            /* their names (the dataset's, lent) */
+    rt_loss loss;
+    rt_head head;
+    int n_out;
+    bool class_weighted, weighted;
+    float class_weight[RT_MODEL_MAX_CLASSES];
+    double label_mean, label_std; /* the model's label space -> the label's (standardize) */
+    int nmetrics, metric[RT_METRIC_COUNT];
+    char monitor[64];
+    int monitor_metric;        /* -1: loss or val_loss */
+    bool monitor_max;          /* higher is better */
+} rt_task_info;
+
+/* The job's task from [train] (loss, class_weights, metrics, monitor) and
+ * [model] head on the dataset: errors name the key (FILE:LINE when o is
+ * given), what does not fit and what would (a loss for another task, class
+ * weights of the wrong count with the classes' names, a monitor the job
+ * does not compute). */
+rt_status rt_job_task(const rt_job_cfg *cfg, const rt_cfg_origin *o, const rt_dataset *ds,
+                      const rt_columns *cols, rt_task_info *t, char *err);
+/* A classification row's class probabilities p (nclasses) from its outputs
+ * z, and its predicted class (binary: p[1] >= threshold). */
+void rt_task_proba(const rt_task_info *t, const float *z, double *p);
+int rt_task_predict_class(const rt_task_info *t, const double *p, double threshold);
+
+/* Validation metrics: rows added on each rank, reduced over the ranks. */
+typedef struct rt_metrics {
+    const rt_task_info *t;
+    double *sums;      /* confusion matrix and sums, or the regression's sums */
+    int nsums;
+    bool auc;          /* scores kept for AUC */
+    float *scores;     /* per row: label, then K probabilities */
+    int64_t nscores, cap;
+} rt_metrics;
+rt_status rt_metrics_init(rt_metrics *m, const rt_task_info *t, char *err);
+void rt_metrics_free(rt_metrics *m);
+void rt_metrics_reset(rt_metrics *m);
+/* n rows of the model's outputs (n_out each) and their labels. */
+rt_status rt_metrics_add(rt_metrics *m, const float *pred, const float *label, int64_t n,
+                         char *err);
+/* Every metric of t (out[i] for t->metric[i]; NaN without rows), the same
+ * on every rank: sums allreduced, AUC's scores allgathered (a collective
+ * when comm is not NULL and size > 1). */
+rt_status rt_metrics_reduce(rt_metrics *m, rt_comm *comm, int size, double *out, char *err);
+
+/* Evaluate rows: the loss into the model's accumulators (rt_dp_forward_eval
+ * with their labels and weights) and, with metrics, every metric's sums. */
+rt_status rt_eval_rows(rt_dp *d, const rt_rows *r, rt_metrics *metrics, char *err);
+
 /* ---- rows streamed a window at a time ([data] stream_rows; trainer_stream.c) ---- */
 
 /* This rank's training rows read window_rows at a time: the row groups of
@@ -112,13 +180,14 @@ rt_status rt_stream_open(const rt_dataset *ds, const rt_columns *c, int rank, in
                          int64_t window_rows, uint64_t seed, rt_stream **out, rt_rows *val,
                          int64_t *train_rows, int64_t *val_rows, char *err);
 /* Forward passes over the streamed validation rows (the metrics add up in
- * the model, as one rt_dp_forward_eval over all of them would). */
-rt_status rt_stream_validate(rt_stream *s, rt_dp *d, char *err);
+ * the model, as one rt_dp_forward_eval over all of them would, and in
+ * metrics when not NULL). */
+rt_status rt_stream_validate(rt_stream *s, rt_dp *d, rt_metrics *metrics, char *err);
 /* Start an epoch; then batches of B rows (past the last row: the epoch's
  * first again, as rows in memory wrap around). */
 rt_status rt_stream_epoch(rt_stream *s, int64_t epoch, char *err);
 rt_status rt_stream_batch(rt_stream *s, int64_t B, int32_t *cat, float *cont, float *label,
-                          char *err);
+                          float *weight, char *err);
 /* Whether the next window is read on a thread while the current one
  * trains (the default; memory: two windows); the batches are the same
  * either way. */
@@ -152,14 +221,33 @@ rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_re
 
 /* ---- prediction (predict.c) ----------------------------------------------------- */
 
-/* Predictions of the model in d for the test rows, as CSV "Id,<label>"
- * sorted by id (exp() applied when the label was log-transformed), written
- * atomically to path. */
-rt_status rt_predict_rows(rt_dp *d, const rt_rows *test, const char *label,
-                          const char *label_transform, const char *path, char *err);
-/* The same CSV from predictions already made (pred[i] for test row i). */
-rt_status rt_predict_write(const rt_rows *test, const float *pred, const char *label,
-                           const char *label_transform, const char *path, char *err);
+/* What a predictions file holds: a regression's value (exp() with a log
+ * label, mean + std * z with a standardised one) under the label's name, or
+ * a classification's class name and, with proba, p_<class> per class. */
+typedef struct rt_pred_format {
+    const char *label, *label_transform;
+    double label_mean, label_std;
+    int n_out, nclasses;
+    rt_loss loss;
+    char **classes;
+    bool proba;
+    double threshold;
+} rt_pred_format;
+/* The format of a checkpoint's model (proba on, threshold 0.5). */
+typedef struct rt_ckpt rt_ckpt;
+void rt_pred_format_of(const rt_ckpt *ck, rt_pred_format *f);
+/* Predictions of the model in d for the test rows, as CSV "Id,..." sorted
+ * by id, written atomically to path. */
+rt_status rt_predict_rows(rt_dp *d, const rt_rows *test, const rt_pred_format *f,
+                          const char *path, char *err);
+/* The same CSV from predictions already made (n_out values per test row). */
+rt_status rt_predict_write(const rt_rows *test, const float *pred, const rt_pred_format *f,
+                           const char *path, char *err);
+/* One row's prediction fields after its id (",value" or ",class,p...")
+ * into buf; returns the length. */
+size_t rt_pred_fields(const rt_pred_format *f, const float *z, char *buf, size_t len);
+/* The header's fields after the id. */
+size_t rt_pred_header(const rt_pred_format *f, char *buf, size_t len);
 /* `ringtrain predict --input`: new raw data scored with the checkpoint's
  * own vocabularies.  The input is read as prep reads it (rt_prep_scan: the
  * training's feature script over a folder of tables with sql, else one
@@ -174,6 +262,7 @@ typedef struct rt_predict_input_opts {
     const char *const *keep;
     int nkeep, threads;
     int64_t batch;
+    bool no_proba; /* classification: only the class, no p_<class> columns */
 } rt_predict_input_opts;
 typedef struct rt_predict_input_report {
     int64_t rows, defaulted;
@@ -186,6 +275,6 @@ rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_repo
 
 /* `ringtrain predict`: a checkpoint and a dataset in, the CSV out. */
 rt_status rt_predict_checkpoint(const char *ckpt_path, const char *dataset_dir, const char *path,
-                                int threads, int64_t batch, int64_t *rows, char *err);
+                                int threads, int64_t batch, bool proba, int64_t *rows, char *err);
 
 #endif
