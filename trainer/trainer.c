@@ -390,9 +390,8 @@ static rt_status loss_norm(trainer *t, const float *blabel, int64_t B, char *err
     if (t->env->size > 1 && (st = rt_allreduce(t->env->comm, &w, 1, RT_C_F64, RT_SUM)) != RT_OK)
         return rt_err(err, st, "%s", rt_comm_last_error(t->env->comm));
     /* the gradients are summed over the ranks, then divided by size */
+    /* every row weighs 0: 0 leaves the kernel its batch's weight, which is 0 too (no step) */
     t->hp.loss_norm = w > 0 ? (float)((double)t->env->size / w) : 0.0f;
-    if (!(w > 0))
-        t->hp.loss_norm = 1e-30f; /* every row weighs 0: no step (not the batch's own mean) */
     return RT_OK;
 }
 
