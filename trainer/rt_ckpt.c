@@ -102,6 +102,14 @@ static char *header_json(const rt_ckpt *c)
     if (isfinite(c->best_val_loss))
         rt_jw_knum(&w, "best_val_loss", c->best_val_loss);
     rt_jw_kint(&w, "best_epoch", c->best_epoch);
+    /* the plateau's state, once it has one (lr_factor 0: not set by a trainer) */
+    if (c->lr_factor > 0 && (c->lr_factor != 1.0 || c->plateau_wait != 0 ||
+                             isfinite(c->plateau_best))) {
+        rt_jw_knum(&w, "lr_factor", c->lr_factor);
+        rt_jw_kint(&w, "plateau_wait", c->plateau_wait);
+        if (isfinite(c->plateau_best))
+            rt_jw_knum(&w, "plateau_best", c->plateau_best);
+    }
     rt_jw_knum(&w, "max_label", c->max_label);
     rt_jw_kstr(&w, "label_transform", c->label_transform);
     rt_jw_kstr(&w, "label", c->label);
@@ -328,6 +336,12 @@ static rt_status parse_header(const rt_json *h, rt_ckpt *c, const char *name, ch
     rt_json_get_int(h, "world_size", &c->world_size);
     rt_json_get_int(h, "best_epoch", &c->best_epoch);
     c->best_val_loss = rt_json_num(rt_json_get(h, "best_val_loss"), INFINITY);
+    c->lr_factor = rt_json_num(rt_json_get(h, "lr_factor"), 1.0);
+    c->plateau_wait = 0;
+    rt_json_get_int(h, "plateau_wait", &c->plateau_wait);
+    c->plateau_best = rt_json_num(rt_json_get(h, "plateau_best"), NAN);
+    if (!(c->lr_factor > 0 && c->lr_factor <= 1) || c->plateau_wait < 0)
+        return damaged(err, name, "its lr_factor or plateau_wait is out of range");
     c->max_label = rt_json_num(rt_json_get(h, "max_label"), 0);
     snprintf(c->label_transform, sizeof c->label_transform, "%s",
              rt_json_str(rt_json_get(h, "label_transform"), "none"));

@@ -26,8 +26,6 @@ typedef struct trainer {
     rt_dp *dp;
     rt_adam_hp hp;
     int64_t steps, start_epoch;
-    double best_val_loss;
-    int64_t best_epoch;
     char path_last[1200], path_best[1200], path_hist[1200], path_trace[1200];
     rt_trace *trace; /* [train] trace */
     rt_task_info task;
@@ -35,11 +33,7 @@ typedef struct trainer {
     bool legacy;          /* Rossmann's head and MAE: the model's own four metrics */
     bool host_metrics;    /* metrics computed from the predictions */
     bool class_weights;   /* rows weigh differently: the loss is divided by the global weight */
-    int64_t since_best;   /* epochs since the monitored metric improved */
-    double lr_factor;     /* plateau's reductions so far */
-    int64_t plateau_wait;
-    double plateau_best;
-    const char *stop_why; /* early stopping (rank 0's words) */
+    rt_monitor mon;       /* the best epoch, the plateau, early stopping */
 } trainer;
 
 /* ---- set-up ------------------------------------------------------------------------ */
@@ -142,8 +136,8 @@ static rt_status history_append(const char *path, const char *line, char *err)
 typedef struct start_msg {
     int32_t status; /* 0 fine, 1 failed */
     int32_t resumed;
-    int64_t epoch, best_epoch;
-    double best_val_loss;
+    int64_t epoch, best_epoch, plateau_wait;
+    double best_val_loss, lr_factor, plateau_best;
     char why[RT_ERR_LEN]; /* rank 0's reason: every rank reports it, whichever is seen first */
 } start_msg;
 
@@ -157,7 +151,7 @@ static rt_status bcast(trainer *t, void *buf, size_t n, char *err)
 
 static rt_status resume_or_start(trainer *t, char *err)
 {
-    start_msg msg = {0, 0, 0, 0, INFINITY, ""};
+    start_msg msg = {.best_val_loss = INFINITY, .lr_factor = 1.0, .plateau_best = NAN};
     rt_status st = RT_OK;
     char *why = msg.why;
     if (t->env->rank == 0) {
@@ -178,6 +172,9 @@ static rt_status resume_or_start(trainer *t, char *err)
             msg.epoch = ck.epoch;
             msg.best_epoch = ck.best_epoch;
             msg.best_val_loss = ck.best_val_loss;
+            msg.lr_factor = ck.lr_factor;
+            msg.plateau_wait = ck.plateau_wait;
+            msg.plateau_best = ck.plateau_best;
             r = history_cut(t->path_hist, ck.epoch, why);
         } else if (r == RT_ERR_NOTFOUND) {
             r = history_cut(t->path_hist, 0, why); /* a fresh start: a fresh history */
@@ -191,11 +188,16 @@ static rt_status resume_or_start(trainer *t, char *err)
         return t->env->rank == 0 ? rt_err(err, RT_ERR_INVALID, "%s", msg.why)
                                  : rt_err(err, RT_ERR_INVALID, "rank 0 could not start: %s", msg.why);
     t->start_epoch = msg.epoch + 1;
-    t->best_val_loss = msg.best_val_loss;
-    if (t->task.monitor_max && !(msg.resumed && isfinite(msg.best_val_loss)))
-        t->best_val_loss = -INFINITY; /* nothing seen yet */
-    t->best_epoch = msg.best_epoch;
-    t->since_best = msg.resumed ? msg.epoch - msg.best_epoch : 0;
+    if (msg.resumed) { /* the monitor where the checkpoint left it */
+        if (isfinite(msg.best_val_loss))
+            t->mon.best = msg.best_val_loss;
+        t->mon.best_epoch = msg.best_epoch;
+        t->mon.since_best = msg.epoch - msg.best_epoch;
+        t->mon.lr_factor = msg.lr_factor;
+        t->mon.plateau_wait = msg.plateau_wait;
+        if (isfinite(msg.plateau_best))
+            t->mon.plateau_best = msg.plateau_best;
+    }
     /* like hvd.broadcast_variables: everyone starts from rank 0's state */
     return rt_dp_broadcast_state(t->dp, 0, msg.resumed != 0, err);
 }
@@ -228,8 +230,7 @@ static rt_status setup(trainer *t, char *err)
         t->host_metrics |= t->task.metric[i] != RT_METRIC_MAE &&
                            t->task.metric[i] != RT_METRIC_EXP_RMSPE;
     t->class_weights = t->spec.weighted || t->spec.class_weighted;
-    t->lr_factor = 1.0;
-    t->plateau_best = t->task.monitor_max ? -INFINITY : INFINITY;
+    rt_monitor_init(&t->mon, t->task.monitor, t->task.monitor_max);
     rt_device dev = RT_DEVICE_CPU;
     if (st == RT_OK)
         st = pick_device(t, &dev, err);
@@ -344,36 +345,6 @@ static void report_step(trainer *t, int64_t epoch, int64_t step, double rate)
     rt_report_progress(buf);
 }
 
-/* The learning rate at step k of epoch e (1-based epochs). */
-static float lr_at(const trainer *t, int64_t e, int64_t k)
-{
-    const rt_job_cfg *c = t->cfg;
-    double lr = c->learning_rate * (c->scale_lr ? t->env->size : 1);
-    double done = (double)(e - 1) + (double)k / (double)t->steps; /* epochs done, fractional */
-    if (c->lr_schedule == RT_LR_COSINE)
-        lr = c->lr_min + 0.5 * (lr - c->lr_min) * (1 + cos(M_PI * done / (double)c->epochs));
-    else if (c->lr_schedule == RT_LR_STEP) /* PyTorch's StepLR, stepped each epoch */
-        lr *= pow(c->lr_gamma, (double)((e - 1) / c->lr_step_epochs));
-    else if (c->lr_schedule == RT_LR_EXPONENTIAL)
-        lr *= pow(c->lr_gamma, (double)(e - 1));
-    else if (c->lr_schedule == RT_LR_PLATEAU)
-        lr *= t->lr_factor;
-    else if (c->lr_schedule == RT_LR_ONE_CYCLE) { /* OneCycleLR (cos), per step */
-        const double total = (double)(c->epochs * t->steps) - 1.0;
-        const double step = (double)((e - 1) * t->steps + k), up = c->lr_pct_start * total - 1.0;
-        const double lo = lr / c->lr_div_factor, end = lo / c->lr_final_div_factor;
-        if (step <= up)
-            lr = lo + (lr - lo) * (1 - cos(M_PI * step / up)) / 2;
-        else
-            lr = end + (lr - end) * (1 + cos(M_PI * (step - up) / (total - up))) / 2;
-    }
-    if (done < c->warmup_epochs) {
-        double from = 1.0 / t->env->size;
-        lr *= from + (1 - from) * done / c->warmup_epochs;
-    }
-    return (float)lr;
-}
-
 /* Weighted rows: the loss of the step is divided by the weight of every
  * rank's batch (one allreduce of a double), so that ranks whose rows weigh
  * more count for more, as one process with the global batch would. */
@@ -419,7 +390,7 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
         }
         if (t->trace)
             rt_trace_span(t->trace, RT_SPAN_DATA, g0, rt_now_ns(), (epoch - 1) * t->steps + k, 0);
-        t->hp.lr = lr_at(t, epoch, k);
+        t->hp.lr = (float)rt_lr_at(t->cfg, t->env->size, t->steps, epoch, k, t->mon.lr_factor);
         if (t->class_weights && (st = loss_norm(t, blabel, B, err)) != RT_OK)
             break;
         st = rt_dp_step(t->dp, bcat, bcont, blabel, B, &t->hp, err);
@@ -512,35 +483,7 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
         mon = loss;
     else if (tk->monitor_metric >= 0)
         mon = metric_value(t, es, tk->monitor_metric);
-    const double delta = t->cfg->min_delta;
-    bool best = isfinite(mon) && (!isfinite(t->best_val_loss) ||
-                                  (tk->monitor_max ? mon > t->best_val_loss + delta
-                                                   : mon < t->best_val_loss - delta));
-    if (best) {
-        t->best_val_loss = mon;
-        t->best_epoch = epoch;
-        t->since_best = 0;
-    } else {
-        t->since_best++;
-    }
-    /* plateau: the rate drops when the monitored metric stalls (ReduceLROnPlateau) */
-    if (t->cfg->lr_schedule == RT_LR_PLATEAU && isfinite(mon)) {
-        if (tk->monitor_max ? mon > t->plateau_best + delta : mon < t->plateau_best - delta) {
-            t->plateau_best = mon;
-            t->plateau_wait = 0;
-        } else if (++t->plateau_wait > t->cfg->lr_patience) {
-            t->lr_factor *= t->cfg->lr_gamma;
-            t->plateau_wait = 0;
-        }
-    }
-    static char why[200];
-    if (t->cfg->early_stopping_patience > 0 && t->since_best >= t->cfg->early_stopping_patience &&
-        epoch < t->cfg->epochs) {
-        snprintf(why, sizeof why, "early stopping: %s has not improved for %lld epochs (best "
-                 "%.6g at epoch %lld)", tk->monitor, (long long)t->since_best, t->best_val_loss,
-                 (long long)t->best_epoch);
-        t->stop_why = why;
-    }
+    const bool best = rt_monitor_update(&t->mon, t->cfg, epoch, mon);
     rt_jw w; /* non-finite numbers (no validation rows) are written as null */
     rt_jw_init(&w);
     rt_jw_obj(&w);
@@ -567,9 +510,10 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
         rt_jw_knum(&w, key, es->val_rows > 0 ? es->metric[i] : NAN);
     }
     if (t->cfg->lr_schedule == RT_LR_PLATEAU)
-        rt_jw_knum(&w, "lr", (double)lr_at(t, epoch + 1, 0));
-    if (t->stop_why)
-        rt_jw_kstr(&w, "stopped", t->stop_why);
+        rt_jw_knum(&w, "lr", (double)(float)rt_lr_at(t->cfg, t->env->size, t->steps, epoch + 1,
+                                                     0, t->mon.lr_factor));
+    if (t->mon.stop)
+        rt_jw_kstr(&w, "stopped", t->mon.why);
     rt_jw_knum(&w, "seconds", es->seconds);
     rt_jw_knum(&w, "samples_per_s", es->samples_per_s);
     rt_jw_knum(&w, "steps_per_s", (double)t->steps / es->seconds);
@@ -591,8 +535,11 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
         st = rt_ckpt_from_model(&ck, rt_dp_model(t->dp), err);
         ck.epoch = epoch;
         ck.world_size = t->env->size;
-        ck.best_val_loss = t->best_val_loss;
-        ck.best_epoch = t->best_epoch;
+        ck.best_val_loss = t->mon.best;
+        ck.best_epoch = t->mon.best_epoch;
+        ck.lr_factor = t->mon.lr_factor;
+        ck.plateau_wait = t->mon.plateau_wait;
+        ck.plateau_best = t->mon.plateau_best;
         ck.max_label = t->ds->max_label;
         snprintf(ck.label_transform, sizeof ck.label_transform, "%s", t->ds->label_transform);
         snprintf(ck.label, sizeof ck.label, "%s", t->cols.label);
@@ -625,8 +572,8 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
                 "%.1f s)%s\n",
                 (long long)epoch, (long long)t->cfg->epochs, loss, val_loss, shown,
                 es->samples_per_s, es->seconds, best ? " *" : "");
-        if (t->stop_why)
-            fprintf(t->env->log, "trainer: %s\n", t->stop_why);
+        if (t->mon.stop)
+            fprintf(t->env->log, "trainer: %s\n", t->mon.why);
         if (es->slowest_rank >= 0 && es->wait_max_ms - es->wait_min_ms > 1.0)
             fprintf(t->env->log,
                     "epoch %lld: rank %d was the slowest: the others waited up to %.1f ms a step "
@@ -726,7 +673,7 @@ static rt_status predict_end(trainer *t, rt_train_result *res, char *err)
         res->predictions = total;
         if (lead && t->env->log)
             fprintf(t->env->log, "predictions: %lld rows to %s (best epoch %lld, scored by %d rank%s)\n",
-                    (long long)total, path, (long long)t->best_epoch, t->env->size,
+                    (long long)total, path, (long long)t->mon.best_epoch, t->env->size,
                     t->env->size == 1 ? "" : "s");
     }
     free(pred);
@@ -738,7 +685,7 @@ rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_re
                    char *err)
 {
     memset(res, 0, sizeof *res);
-    trainer t = {.cfg = cfg, .env = env, .best_val_loss = INFINITY};
+    trainer t = {.cfg = cfg, .env = env};
     rt_status st = setup(&t, err);
     const int64_t B = cfg->batch_size;
     int64_t *perm = malloc((size_t)(t.train.n ? t.train.n : 1) * sizeof *perm);
@@ -766,22 +713,19 @@ rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_re
             break;
         if (env->rank == 0) /* the history, the checkpoints and the best epoch are rank 0's */
             st = after_epoch(&t, e, &es, err);
-        /* rank 0's decisions, for every rank: stop early, the plateau's rate
-         * (ranks deciding apart would hang: horovod/horovod#3140) */
-        double dec[2] = {t.stop_why ? 1.0 : 0.0, t.lr_factor};
-        if (st == RT_OK && env->size > 1 && (st = bcast(&t, dec, sizeof dec, err)) != RT_OK)
+        /* rank 0's decisions for every rank: stop early, the plateau's rate */
+        if (st == RT_OK && (st = rt_monitor_agree(&t.mon, env->comm, env->size, err)) != RT_OK)
             break;
-        t.lr_factor = dec[1];
-        if (t.best_epoch == e)
+        if (t.mon.best_epoch == e)
             res->best_val_exp_rmspe = es.val_rmspe;
         samples += es.samples_per_s * es.seconds;
         seconds += es.seconds;
         res->epochs = e;
-        if (dec[0] != 0)
+        if (t.mon.stop)
             break;
     }
-    res->best_val_loss = t.best_val_loss;
-    res->best_epoch = t.best_epoch;
+    res->best_val_loss = t.mon.best;
+    res->best_epoch = t.mon.best_epoch;
     res->samples_per_s = seconds > 0 ? samples / seconds : 0;
     if (st == RT_OK)
         st = predict_end(&t, res, err);

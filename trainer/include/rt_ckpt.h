@@ -29,6 +29,9 @@ typedef struct rt_ckpt {
     double best_val_loss; /* the monitored value ([train] monitor, val_loss by default) of
                              the best epoch so far (INFINITY when none) */
     int64_t best_epoch;
+    double lr_factor;     /* lr_schedule = plateau: the reductions so far (1: none) */
+    int64_t plateau_wait; /* and the epochs since its last improvement */
+    double plateau_best;  /* its best value (NaN: none) */
     double max_label;
     char label_transform[16];
     char label[64];

@@ -196,6 +196,37 @@ void rt_stream_set_prefetch(rt_stream *s, bool on);
 int64_t rt_stream_peak_rows(const rt_stream *s);
 void rt_stream_close(rt_stream *s);
 
+/* ---- the learning rate and the monitor (trainer_sched.c) ---------------------- */
+
+/* The learning rate of step k (0-based) of epoch e (1-based) on size ranks
+ * with steps steps an epoch: [train] learning_rate (times size with
+ * scale_lr), the lr_schedule (PyTorch's CosineAnnealingLR and OneCycleLR
+ * stepped every batch, StepLR and ExponentialLR every epoch, plateau: times
+ * factor), then warmup_epochs from lr / size. */
+double rt_lr_at(const rt_job_cfg *c, int size, int64_t steps, int64_t e, int64_t k,
+                double factor);
+
+/* The monitored metric ([train] monitor) over the epochs: the best epoch
+ * (Keras' EarlyStopping: better by more than min_delta), the plateau's
+ * rate factor (ReduceLROnPlateau with threshold_mode 'abs') and the
+ * decision to stop (early_stopping_patience epochs without a best). */
+typedef struct rt_monitor {
+    char name[64];
+    bool max;               /* higher is better */
+    double best;            /* +-INFINITY: none yet */
+    int64_t best_epoch, since_best;
+    double plateau_best, lr_factor;
+    int64_t plateau_wait;
+    bool stop;
+    char why[200];          /* why it stopped, for the history and the log */
+} rt_monitor;
+void rt_monitor_init(rt_monitor *m, const char *name, bool max);
+/* Epoch e's value (NaN: not better): whether it is the best so far. */
+bool rt_monitor_update(rt_monitor *m, const rt_job_cfg *c, int64_t epoch, double v);
+/* Rank 0's stop and rate factor on every rank (a broadcast when size > 1),
+ * so that all ranks stop after the same epoch whatever they saw. */
+rt_status rt_monitor_agree(rt_monitor *m, rt_comm *comm, int size, char *err);
+
 /* ---- training (trainer.c) --------------------------------------------------- */
 
 typedef struct rt_trainer_env {
@@ -246,7 +277,9 @@ rt_status rt_predict_write(const rt_rows *test, const float *pred, const rt_pred
 /* One row's prediction fields after its id (",value" or ",class,p...")
  * into buf; returns the length. */
 size_t rt_pred_fields(const rt_pred_format *f, const float *z, char *buf, size_t len);
-/* The header's fields after the id. */
+/* The header's fields after the id: the label's name (label_transform =
+ * log: the target's, without a log_/log/ln_ prefix: log_price -> price),
+ * then p_CLASS for each class. */
 size_t rt_pred_header(const rt_pred_format *f, char *buf, size_t len);
 /* `ringtrain predict --input`: new raw data scored with the checkpoint's
  * own vocabularies.  The input is read as prep reads it (rt_prep_scan: the
