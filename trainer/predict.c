@@ -44,10 +44,28 @@ static size_t csv_text(const char *s, char *buf, size_t len)
     return n;
 }
 
+/* A regression with label_transform = log writes exp(output), the target
+ * itself: its column drops the label's log prefix (log_price -> price,
+ * LogSales -> Sales; Rossmann's Sales, the log of sales, stays Sales). */
+static const char *target_name(const rt_pred_format *f)
+{
+    static const char *const prefix[] = {"log_", "log", "ln_", "Log_", "Log", "LOG_"};
+    if (strcmp(f->label_transform, "log") != 0)
+        return f->label;
+    for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++) {
+        size_t n = strlen(prefix[i]);
+        /* "log" alone, or "logistic": no prefix to drop */
+        if (!strncmp(f->label, prefix[i], n) && f->label[n] &&
+            (prefix[i][n - 1] == '_' || (f->label[n] >= 'A' && f->label[n] <= 'Z')))
+            return f->label + n;
+    }
+    return f->label;
+}
+
 size_t rt_pred_header(const rt_pred_format *f, char *buf, size_t len)
 {
     if (f->nclasses == 0)
-        return (size_t)snprintf(buf, len, ",%s", f->label);
+        return (size_t)snprintf(buf, len, ",%s", target_name(f));
     size_t n = (size_t)snprintf(buf, len, ",%s", f->label);
     for (int k = 0; f->proba && k < f->nclasses && n + 1 < len; k++) {
         char name[300];
