@@ -11,7 +11,8 @@
  *   ~1e-5·√k   GEMMs in fp32: cuBLAS and OpenBLAS sum k products in
  *              different orders; float rounding grows like √k
  *   1e-6 rel   head (expf vs expf), Adam (IEEE sqrt and divide, double pow)
- *   1e-9 rel   MAE / RMSPE sums (double accumulation in another order) */
+ *   1e-9 rel   MAE / RMSPE / loss sums (double accumulation in another order)
+ *   1e-5 rel   the losses' gradients (device exp/log, rounded to float) */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -349,6 +350,104 @@ static void test_op_dropout_head_losses_adam(void **state)
     rt_kfree(gpu, d_segs); rt_kfree(gpu, d_st); rt_kfree(gpu, d_hp); rt_kfree(gpu, d_step);
 }
 
+/* Every loss of rt_k_loss (class weights, sample weights, smoothing, the
+ * step's norm in device memory), then AdamW and SGD with clipping from a
+ * device rt_k_sqnorm: the same rows' math (loss_math.h) on both devices,
+ * device exp/log within an ulp of the host's. */
+static void test_op_losses_optim(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(26);
+    const struct { rt_loss kind; int K; float delta, s; bool w, cw; } cases[] = {
+        {RT_LOSS_MAE, 1, 0, 0, true, false},  {RT_LOSS_MSE, 1, 0, 0, false, false},
+        {RT_LOSS_HUBER, 1, 0.6f, 0, true, false}, {RT_LOSS_POISSON, 1, 0, 0, true, false},
+        {RT_LOSS_BCE, 1, 0, 0.1f, true, true}, {RT_LOSS_CE, 6, 0, 0.1f, true, true},
+        {RT_LOSS_CE, 2, 0, 0, false, false},
+    };
+    for (size_t c = 0; c < RT_ARRAY_LEN(cases); c++) {
+        const int64_t n = tu_int(&g, 1, 5000), K = cases[c].K;
+        const int ncls = cases[c].kind == RT_LOSS_BCE ? 2 : (int)K;
+        float *z = malloc((size_t)(n * K) * 4), *y = malloc((size_t)n * 4);
+        float *w = malloc((size_t)n * 4), *dz = malloc((size_t)(n * K) * 4), cw[8];
+        tu_fill(&g, z, (size_t)(n * K), -4, 3);
+        tu_fill(&g, w, (size_t)n, 0, 2);
+        tu_fill(&g, cw, 8, 0.3, 3);
+        for (int64_t i = 0; i < n; i++)
+            y[i] = cases[c].kind >= RT_LOSS_BCE ? (float)tu_int(&g, 0, ncls - 1)
+                                                : (float)tu_int(&g, 0, 5);
+        float norm = (float)tu_range(&g, 1e-4, 1e-2);
+        float *d_z = up(z, (size_t)(n * K) * 4), *d_y = up(y, (size_t)n * 4);
+        float *d_w = up(w, (size_t)n * 4), *d_cw = up(cw, sizeof cw), *d_norm = up(&norm, 4);
+        float *d_dz = dpoison((size_t)(n * K));
+        double acc[2] = {0, 0}, gacc[2] = {0, 0};
+        double *d_acc = up(gacc, sizeof gacc);
+        rt_loss_desc hd = {cases[c].kind, K, cases[c].delta, cases[c].s, cases[c].cw ? cw : NULL};
+        rt_loss_desc gd = hd;
+        gd.class_w = cases[c].cw ? d_cw : NULL;
+        /* with the step's norm, and with the batch's own (NULL) */
+        for (int pass = 0; pass < 2; pass++) {
+            rt_k_loss(cpu, &hd, hv(z, n, K, K), y, cases[c].w ? w : NULL, pass ? NULL : &norm,
+                      hv(dz, n, K, K), acc);
+            rt_k_loss(gpu, &gd, gv(d_z, n, K, K), d_y, cases[c].w ? d_w : NULL,
+                      pass ? NULL : d_norm, gv(d_dz, n, K, K), d_acc);
+            float *got = down(d_dz, (size_t)(n * K));
+            assert_true(tu_close_f("loss gradient", got, dz, (size_t)(n * K), 1e-9, 1e-5));
+            free(got);
+            rt_kmemcpy(gpu, gacc, d_acc, sizeof gacc, RT_D2H);
+            assert_int_equal(rt_kctx_sync(gpu, NULL), RT_OK);
+            assert_true(tu_close_d("loss sums", gacc, acc, 2, 1e-9, 1e-9));
+        }
+        free(z); free(y); free(w); free(dz);
+        float *bufs[] = {d_z, d_y, d_w, d_cw, d_norm, d_dz};
+        for (size_t i = 0; i < RT_ARRAY_LEN(bufs); i++)
+            rt_kfree(gpu, bufs[i]);
+        rt_kfree(gpu, d_acc);
+    }
+    /* AdamW, SGD (momentum, Nesterov), each with the gradient clipped */
+    const rt_adam_hp hps[] = {
+        {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .grad_scale = 0.5f,
+         .kind = RT_OPTIM_ADAMW, .weight_decay = 0.05f, .clip_norm = 3.0f},
+        {.lr = 5e-2f, .grad_scale = 0.5f, .kind = RT_OPTIM_SGD, .weight_decay = 1e-2f,
+         .momentum = 0.9f, .nesterov = 1, .clip_norm = 2.0f},
+        {.lr = 5e-2f, .grad_scale = 1.0f, .kind = RT_OPTIM_SGD, .momentum = 0.5f},
+    };
+    for (size_t h = 0; h < RT_ARRAY_LEN(hps); h++) {
+        rt_adam_seg segs[3];
+        int64_t total = 0;
+        for (int s = 0; s < 3; s++) {
+            segs[s] = (rt_adam_seg){total, tu_int(&g, 1, 200000), s == 2 ? 1e-4f : 0.0f, s != 1};
+            total += segs[s].len;
+        }
+        float *pp = malloc((size_t)total * 4), *gg = malloc((size_t)total * 4);
+        float *mm = calloc((size_t)total, 4), *vv = calloc((size_t)total, 4);
+        tu_fill(&g, pp, (size_t)total, -1, 1);
+        float *d_pp = up(pp, (size_t)total * 4), *d_gg = dpoison((size_t)total);
+        float *d_mm = up(mm, (size_t)total * 4), *d_vv = up(vv, (size_t)total * 4);
+        rt_adam_seg *d_segs = up(segs, sizeof segs);
+        rt_adam_hp *d_hp = up(&hps[h], sizeof hps[h]);
+        int64_t st = 0, *d_st = up(&st, 8);
+        double gsq = 0, *d_gsq = up(&gsq, 8);
+        for (int it = 0; it < 4; it++) {
+            tu_fill(&g, gg, (size_t)total, -1, 1);
+            rt_kmemcpy(gpu, d_gg, gg, (size_t)total * 4, RT_H2D);
+            rt_k_sqnorm(cpu, gg, total, &gsq);
+            rt_k_sqnorm(gpu, d_gg, total, d_gsq);
+            rt_k_optim(cpu, pp, gg, mm, vv, total, segs, 3, &hps[h], &st, &gsq);
+            rt_k_optim(gpu, d_pp, d_gg, d_mm, d_vv, total, d_segs, 3, d_hp, d_st, d_gsq);
+            double ggsq;
+            rt_kmemcpy(gpu, &ggsq, d_gsq, 8, RT_D2H);
+            assert_int_equal(rt_kctx_sync(gpu, NULL), RT_OK);
+            assert_true(tu_close_d("sqnorm", &ggsq, &gsq, 1, 0, 1e-12));
+        }
+        float *got = down(d_pp, (size_t)total);
+        assert_true(tu_close_f("optimizer params", got, pp, (size_t)total, 1e-7, 1e-6));
+        free(got);
+        free(pp); free(gg); free(mm); free(vv);
+        rt_kfree(gpu, d_pp); rt_kfree(gpu, d_gg); rt_kfree(gpu, d_mm); rt_kfree(gpu, d_vv);
+        rt_kfree(gpu, d_segs); rt_kfree(gpu, d_hp); rt_kfree(gpu, d_st); rt_kfree(gpu, d_gsq);
+    }
+}
+
 /* ---- whole step ------------------------------------------------------------ */
 
 static void rossmann_spec(rt_model_spec *s)
@@ -541,6 +640,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_op_batchnorm),
         cmocka_unit_test(test_op_dense),
         cmocka_unit_test(test_op_dropout_head_losses_adam),
+        cmocka_unit_test(test_op_losses_optim),
         cmocka_unit_test(test_whole_step),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
