@@ -322,6 +322,25 @@ static bool terminal(const char *state)
     return !strcmp(state, "succeeded") || !strcmp(state, "failed") || !strcmp(state, "cancelled");
 }
 
+/* " loss X val_loss Y" and the epoch's first three other val_ metrics
+ * (val_exp_rmspe, val_accuracy, val_auc, ...: what the job computes). */
+static int epoch_metrics(const rt_json *e, char *out, size_t len)
+{
+    int n = 0, shown = 0;
+    out[0] = '\0';
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < rt_json_len(e) && (size_t)n < len; i++) {
+            const char *k = rt_json_key_at(e, i);
+            const rt_json *v = rt_json_value_at(e, i);
+            bool head = !strcmp(k, "loss") || !strcmp(k, "val_loss");
+            if (rt_json_type_of(v) != RT_JSON_NUMBER || (pass == 0) != head ||
+                (!head && (strncmp(k, "val_", 4) != 0 || ++shown > 3)))
+                continue;
+            n += snprintf(out + n, len - (size_t)n, " %s %.4f", k, rt_json_num(v, 0));
+        }
+    return (size_t)n < len ? n : (int)len - 1;
+}
+
 static void progress_line(const rt_json *p, bool tty, char *last, size_t lastlen)
 {
     if (!p)
@@ -350,13 +369,7 @@ static void progress_line(const rt_json *p, bool tty, char *last, size_t lastlen
     if (eta >= 0)
         n += snprintf(line + n, sizeof line - (size_t)n, " ETA %d:%02d", (int)eta / 60,
                       (int)eta % 60);
-    const char *metrics[] = {"loss", "val_loss", "val_exp_rmspe"};
-    for (size_t i = 0; i < RT_ARRAY_LEN(metrics); i++) {
-        const rt_json *v = rt_json_get(p, metrics[i]);
-        if (rt_json_type_of(v) == RT_JSON_NUMBER)
-            n += snprintf(line + n, sizeof line - (size_t)n, " %s %.4f", metrics[i],
-                          rt_json_num(v, 0));
-    }
+    n += epoch_metrics(p, line + n, sizeof line - (size_t)n);
     if (tty) {
         printf("\r%-120s", line);
         fflush(stdout);
@@ -383,12 +396,9 @@ static void training_summary(const rt_json *d)
         return;
     int64_t be = 0;
     rt_json_get_int(best, "epoch", &be);
-    printf("best epoch %lld of %lld:", (long long)be, (long long)epochs);
-    const char *keys[] = {"loss", "val_loss", "val_exp_rmspe"};
-    for (size_t k = 0; k < RT_ARRAY_LEN(keys); k++)
-        if (rt_json_type_of(rt_json_get(best, keys[k])) == RT_JSON_NUMBER)
-            printf(" %s %.4f", keys[k], rt_json_num(rt_json_get(best, keys[k]), 0));
-    printf("\n");
+    char shown[300];
+    epoch_metrics(best, shown, sizeof shown);
+    printf("best epoch %lld of %lld:%s\n", (long long)be, (long long)epochs, shown);
     fflush(stdout);
 }
 

@@ -5,6 +5,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "coord.h"
 
@@ -19,6 +20,31 @@ static const char *prom_label(const char *in, char *out, size_t len)
     }
     out[k] = '\0';
     return out;
+}
+
+/* The latest epoch's loss and validation metrics of each running job
+ * (val_loss, val_accuracy, val_auc, ...: what the job computes). */
+static void epoch_metrics(coord *co, struct evbuffer *b)
+{
+    evbuffer_add_printf(b, "# HELP ringtrain_job_epoch_metric A running job's loss and validation "
+                           "metrics after its latest epoch.\n"
+                           "# TYPE ringtrain_job_epoch_metric gauge\n");
+    for (sc_job *j = co->S.jobs; j; j = j->next) {
+        rt_json *e = NULL;
+        char err[RT_ERR_LEN], name[140];
+        if (j->state != JOB_RUNNING || !j->last_epoch ||
+            rt_json_parse(j->last_epoch, strlen(j->last_epoch), &e, err) != RT_OK)
+            continue;
+        for (size_t i = 0; i < rt_json_len(e); i++) {
+            const char *k = rt_json_key_at(e, i);
+            const rt_json *v = rt_json_value_at(e, i);
+            if (rt_json_type_of(v) == RT_JSON_NUMBER && (!strcmp(k, "loss") || !strncmp(k, "val_", 4)))
+                evbuffer_add_printf(b, "ringtrain_job_epoch_metric{job=\"%lld\",metric=\"%s\"} %.9g\n",
+                                    (long long)j->id, prom_label(k, name, sizeof name),
+                                    rt_json_num(v, 0));
+        }
+        rt_json_free(e);
+    }
 }
 
 /* Per rank of the running jobs only: as many series as busy slots. */
@@ -96,6 +122,7 @@ void http_metrics(coord *co, struct evhttp_request *req)
         if (j->state == JOB_RUNNING)
             evbuffer_add_printf(b, "ringtrain_job_steps_per_second{job=\"%lld\"} %.3f\n",
                                 (long long)j->id, j->steps_per_s);
+    epoch_metrics(co, b);
     rank_metrics(co, b);
     evbuffer_add_printf(b,
                         "# HELP ringtrain_rejected_connections_total Control connections "

@@ -57,6 +57,7 @@ void sc_job_free(sc_job *j)
     free(j->ranks);
     free(j->first_failure);
     free(j->progress);
+    free(j->last_epoch);
     free(j->steps);
     free(j);
 }

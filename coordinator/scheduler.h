@@ -137,6 +137,7 @@ typedef struct sc_job {
                            agent, so this attempt's failure uses no restart */
     char *first_failure; /* JSON object */
     char *progress;      /* latest progress JSON from rank 0 */
+    char *last_epoch;    /* its latest epoch line (loss, val_loss, val_<metric>) */
     double steps_per_s;
     struct sc_steps *steps; /* the current epoch, step by step (NULL: no report yet) */
     struct sc_job *next;

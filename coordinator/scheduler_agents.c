@@ -494,6 +494,10 @@ void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
     j->steps_per_s = rt_json_num(rt_json_get(data, "steps_per_s"), j->steps_per_s);
     if (kind && strcmp(kind, "step") == 0)
         add_step(j, data);
+    if (kind && strcmp(kind, "epoch") == 0) {
+        free(j->last_epoch);
+        j->last_epoch = strdup(text);
+    }
     free(j->progress);
     j->progress = text;
     sc_job_saved(S, j);

@@ -157,6 +157,9 @@ try {
   check(series.samples_per_s.length === Number(epochs) && series.samples_per_s.every((v) => typeof v === 'number' && v > 0) &&
         await evaluate("document.querySelectorAll('#chart-rate polyline[data-series=samples_per_s]').length === 1"),
         `the throughput curve has each epoch's samples/s: ${JSON.stringify(series.samples_per_s)}`);
+  check(series.metrics.includes('val_exp_rmspe') && series.val_exp_rmspe.some((v) => typeof v === 'number') &&
+        await evaluate("document.querySelectorAll('#chart-vmetrics polyline[data-series=val_exp_rmspe]').length === 1"),
+        `the validation metrics the job computes are drawn (val_exp_rmspe): ${JSON.stringify(series.metrics)}`);
   const steps = JSON.parse(await evaluate('JSON.stringify(window.rtSteps || null)'));
   check(steps && steps.step.length >= 1 && steps.step.every((s, i) => i === 0 || s > steps.step[i - 1]) &&
         steps.mae.every((v) => typeof v === 'number' && v > 0) &&

@@ -90,9 +90,14 @@ function bar(p, state) {
   return `<div class="bar" title="${esc(g.text + eta)}" data-frac="${g.frac.toFixed(4)}">` +
     `<div style="width:${(g.frac * 100).toFixed(1)}%"></div><span>${esc(g.text + eta)}</span></div>`;
 }
+// the validation metrics of an epoch line other than val_loss (val_accuracy,
+// val_auc, val_exp_rmspe, ...: what the job computes), in the job's order
+function valMetrics(p) {
+  return Object.keys(p || {}).filter((k) => k.startsWith('val_') && k !== 'val_loss' && typeof p[k] === 'number');
+}
 function latestMetrics(p) {
   if (!p) return '';
-  const keys = ['loss', 'val_loss', 'val_exp_rmspe', 'samples_per_s'];
+  const keys = ['loss', 'val_loss', ...valMetrics(p).slice(0, 3), 'samples_per_s'];
   return keys.filter((k) => p[k] != null).map((k) => `${k} ${num(p[k], k === 'samples_per_s' ? 0 : 4)}`).join(' · ');
 }
 
@@ -143,8 +148,9 @@ async function viewJobs() {
 // the per-epoch metrics of the current attempt, as series
 function seriesOf(metrics) {
   const pts = (metrics || []).map((m) => m.data || {}).filter((x) => x.epoch != null);
-  const keys = ['loss', 'val_loss', 'mae', 'val_mae', 'samples_per_s'];
-  const out = { epoch: pts.map((x) => x.epoch) };
+  const vals = [...new Set(pts.flatMap(valMetrics))];
+  const keys = ['loss', 'val_loss', 'mae', 'val_mae', 'samples_per_s', ...vals];
+  const out = { epoch: pts.map((x) => x.epoch), metrics: vals };
   for (const k of keys) out[k] = pts.map((x) => (x[k] == null ? null : Number(x[k])));
   return out;
 }
@@ -154,6 +160,8 @@ function seriesOf(metrics) {
 function chart(series, xname = 'epoch', id = 'chart', keys = ['loss', 'val_loss', 'mae', 'val_mae']) {
   const W = 1200, H = 240, L = 56, R = 12, T = 10, B = 26;
   const colors = { loss: '#2f6fdb', val_loss: '#e0662a', mae: '#6aa84f', val_mae: '#a64d79', samples_per_s: '#7a5cff' };
+  const palette = ['#0b8a8a', '#c9a100', '#d1495b', '#6aa84f', '#a64d79', '#7a5cff', '#2f6fdb'];
+  keys.forEach((k, i) => { if (!colors[k]) colors[k] = palette[i % palette.length]; });
   const shown = keys.filter((k) => series[k] && series[k].some((v) => v != null));
   const xs = series[xname];
   let lo = Infinity, hi = -Infinity;
@@ -199,6 +207,7 @@ async function viewJob(id) {
       <div id="j-failure"></div>
       <h2>Curves (per epoch, attempt <span id="j-att"></span>)</h2><div class="card" id="j-chart"></div>
       <h2>This epoch, step by step <span class="small" id="j-steps-note"></span></h2><div class="card" id="j-steps"></div>
+      <h2>Validation metrics (per epoch)</h2><div class="card" id="j-vmetrics"></div>
       <h2>Throughput (samples/s of all ranks, per epoch)</h2><div class="card" id="j-rate"></div>
       <h2>Placement</h2><table id="j-placement"></table>
       <div id="j-results"></div>
@@ -232,6 +241,7 @@ async function viewJob(id) {
   const series = seriesOf(cur);
   $('j-chart').innerHTML = chart(series);
   window.rtChart = series;
+  $('j-vmetrics').innerHTML = chart(series, 'epoch', 'chart-vmetrics', series.metrics.filter((k) => k !== 'val_mae'));
   $('j-rate').innerHTML = chart(series, 'epoch', 'chart-rate', ['samples_per_s']);
   // rank 0's running MAE of the current epoch, from its step reports
   const st = d.steps && d.steps.attempt === j.attempt ? d.steps : null;
