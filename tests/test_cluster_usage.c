@@ -78,14 +78,19 @@ static void cancel_job(int64_t id)
 }
 
 /* A rank that holds 64 MB and keeps a core busy: its agent's samples show
- * both in the job's document, and /metrics has its series while it runs. */
+ * both in the job's document, and /metrics has its series while it runs,
+ * with the loss and val_ metrics of the epoch line it reported. */
 void test_rank_usage(void **state)
 {
     (void)state;
     char body[600];
     snprintf(body, sizeof body,
              "{\"type\":\"exec\",\"name\":\"busy\",\"np\":1,\"argv\":[\"python3\",\"-c\","
-             "\"import time\\nx = bytearray(64 << 20)\\nt = time.time()\\nwhile time.time() - t < 20: pass\","
+             "\"import os, socket, time\\nx = bytearray(64 << 20)\\n"
+             "s = socket.socket(fileno=int(os.environ['RT_CONTROL_FD']))\\n"
+             "s.send(b'{\\\"kind\\\":\\\"epoch\\\",\\\"epoch\\\":1,\\\"loss\\\":0.5,"
+             "\\\"val_auc\\\":0.75}\\\\n')\\n"
+             "t = time.time()\\nwhile time.time() - t < 20: pass\","
              "\"%s\"]}",
              C.marker);
     char path[64];
@@ -113,6 +118,10 @@ void test_rank_usage(void **state)
     snprintf(want, sizeof want, "ringtrain_rank_rss_bytes{job=\"%lld\",rank=\"0\",host=", (long long)id);
     CHECK(r.body && strstr(r.body, want));
     snprintf(want, sizeof want, "ringtrain_rank_cpu_seconds_total{job=\"%lld\",rank=\"0\"", (long long)id);
+    CHECK(r.body && strstr(r.body, want));
+    /* the epoch line it reported: its loss and validation metrics */
+    snprintf(want, sizeof want, "ringtrain_job_epoch_metric{job=\"%lld\",metric=\"val_auc\"} 0.75",
+             (long long)id);
     CHECK(r.body && strstr(r.body, want));
     CHECK(promtool_ok(r.body));
     free(r.body);
