@@ -47,6 +47,13 @@ static const rt_cfg_key coord_keys[] = {
              "restarts after a failure unless the job says"),
     RT_CFG_I("jobs", "log_tail_lines", "20", 0, 1000, rt_coord_cfg, log_tail_lines,
              "lines of a failed rank's output kept in the job record"),
+    RT_CFG_D("jobs", "job_retention", "30d", 0, 3650 * 86400e6, rt_coord_cfg, job_retention_us,
+             "a finished job's record (attempts, placement, events, metrics, results) is deleted "
+             "from the state database this long after it finished (0: kept for ever)"),
+    RT_CFG_D("coordinator", "agent_retention", "7d", 0, 3650 * 86400e6, rt_coord_cfg,
+             agent_retention_us,
+             "an agent down this long, with no rank of a job still tracked, is forgotten: "
+             "no longer listed in nodes or counted in /metrics (0: never)"),
     RT_CFG_E("logging", "level", "info", RT_LOG_LEVEL_CHOICES, rt_coord_cfg, log_level,
              "least important log level written"),
 };

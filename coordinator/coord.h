@@ -121,6 +121,13 @@ void cdb_close(coord *co);
 rt_status cdb_apply(coord *co, const sc_action *acts, int n);
 /* Known agents and unfinished jobs into the scheduler. */
 rt_status cdb_load(coord *co, sc_clock now, char *err);
+/* [jobs] job_retention: delete the finished jobs (and their attempts,
+ * placement, events, metrics, results) that finished before cutoff (wall
+ * seconds) and are no longer in the scheduler's memory, then give the
+ * freed pages back.  Returns how many, or -1 when the database failed. */
+int cdb_prune_jobs(coord *co, double cutoff);
+/* An agent forgotten by the scheduler (agent_retention). */
+bool cdb_forget_agent(coord *co, const char *key);
 /* JSON documents for the API, from the database (finished jobs too). */
 typedef struct cdb_job_filter {
     const char *state, *user;

@@ -440,6 +440,34 @@ static void status_line(coord *co)
     sd_notifyf(0, "STATUS=%d agents up, %d jobs running, %d queued", up, running, queued);
 }
 
+/* job_retention and agent_retention: old records out of the database and
+ * long-gone agents out of memory, every tenth of the shorter retention
+ * (between 1 s and an hour). */
+static void prune(coord *co, int64_t now_ns)
+{
+    static int64_t last;
+    const int64_t jr = co->cfg.job_retention_us, ar = co->cfg.agent_retention_us;
+    int64_t every = (jr > 0 && (ar == 0 || jr < ar) ? jr : ar) / 10 * 1000;
+    every = every < 1000000000LL ? 1000000000LL : every > 3600000000000LL ? 3600000000000LL : every;
+    if ((jr == 0 && ar == 0) || now_ns - last < every)
+        return;
+    last = now_ns;
+    const double wall = coord_now().wall;
+    if (jr > 0) {
+        int n = cdb_prune_jobs(co, wall - (double)jr / 1e6);
+        if (n > 0)
+            RT_INFO("coord", "deleted %d jobs that finished more than %.0f s ago (job_retention)",
+                    n, (double)jr / 1e6);
+    }
+    char keys[64][SC_KEY_LEN];
+    int n = ar > 0 ? sched_forget_agents(&co->S, wall - (double)ar / 1e6, keys, 64) : 0;
+    for (int i = 0; i < n; i++) {
+        cdb_forget_agent(co, keys[i]);
+        RT_INFO("coord", "agent %s forgotten: down for more than %.0f s (agent_retention)", keys[i],
+                (double)ar / 1e6);
+    }
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     coord *co = arg;
@@ -461,6 +489,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
     sched_tick(&co->S, coord_now());
     coord_flush(co);
+    prune(co, now);
     static int64_t last_status, last_watchdog;
     if (now - last_status > 5000000000LL) {
         status_line(co);
@@ -516,6 +545,9 @@ rt_status coord_create(const rt_coord_cfg *cfg, coord **out, char *err)
                     .reconcile_timeout_us = cfg->reconcile_timeout_us,
                     .default_max_restarts = (int)cfg->default_max_restarts,
                     .default_queue_timeout_us = cfg->default_queue_timeout_us,
+                    /* a minute, or job_retention when shorter: its record goes then */
+                    .retire_after_us = cfg->job_retention_us > 0 && cfg->job_retention_us < 60000000
+                                           ? cfg->job_retention_us : 60000000,
                     .random = rt_random_bytes};
     sched_init(&co->S, &sc);
     rt_status st = rt_token_load(cfg->token_file, co->token, err);

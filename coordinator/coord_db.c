@@ -14,8 +14,10 @@
 #include "rt_log.h"
 
 /* version 1: the first schema; version 2 adds the queue (user, priority,
- * held, queue times and position), drained agents and the stored next id */
-#define SCHEMA_VERSION 3
+ * held, queue times and position), drained agents and the stored next id;
+ * 3 results, GPUs and tokens; 4 incremental vacuum (the file shrinks as
+ * job_retention deletes old jobs) */
+#define SCHEMA_VERSION 4
 
 static const char *SCHEMA_V1 =
     "CREATE TABLE IF NOT EXISTS agents(key TEXT PRIMARY KEY, host_id TEXT, name TEXT,"
@@ -76,13 +78,16 @@ rt_status cdb_open(coord *co, const char *path, char *err)
         return RT_ERR_IO;
     }
     sqlite3_busy_timeout(co->db, 5000);
-    rt_status st = run(co, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", "settings", err);
     int version = 0;
     sqlite3_stmt *v = NULL;
-    if (st == RT_OK && sqlite3_prepare_v2(co->db, "PRAGMA user_version", -1, &v, NULL) == SQLITE_OK &&
+    if (sqlite3_prepare_v2(co->db, "PRAGMA user_version", -1, &v, NULL) == SQLITE_OK &&
         sqlite3_step(v) == SQLITE_ROW)
         version = sqlite3_column_int(v, 0);
     sqlite3_finalize(v);
+    /* a new file: pages freed by deletions go back (before any table exists) */
+    rt_status st = version == 0 ? run(co, "PRAGMA auto_vacuum=INCREMENTAL", "settings", err) : RT_OK;
+    if (st == RT_OK)
+        st = run(co, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", "settings", err);
     if (st == RT_OK && version > SCHEMA_VERSION)
         st = rt_err(err, RT_ERR_INVALID,
                     "state database %s is of a newer ringtrain (schema %d; this one knows %d)",
@@ -106,7 +111,14 @@ rt_status cdb_open(coord *co, const char *path, char *err)
             st = run(co, "PRAGMA user_version = 3; COMMIT", "migration", err);
         if (st != RT_OK)
             sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
-        else if (version > 0)
+    }
+    if (st == RT_OK && version < 4) {
+        /* an older file: switched to incremental vacuum by one VACUUM */
+        if (version > 0)
+            st = run(co, "PRAGMA auto_vacuum=INCREMENTAL; VACUUM", "migration to schema 4", err);
+        if (st == RT_OK)
+            st = run(co, "PRAGMA user_version = 4", "migration", err);
+        if (st == RT_OK && version > 0)
             RT_INFO("db", "state database %s upgraded to schema %d", path, SCHEMA_VERSION);
     }
     if (st != RT_OK) {
@@ -159,6 +171,46 @@ static bool exec(coord *co, const char *sql, const char *types, ...)
         return false;
     }
     return true;
+}
+
+/* ---- retention ---------------------------------------------------------------- */
+
+int cdb_prune_jobs(coord *co, double cutoff)
+{
+    if (!co->db)
+        return 0;
+    /* finished before cutoff and no longer in the scheduler's memory */
+    bool ok = sqlite3_exec(co->db, "BEGIN; CREATE TEMP TABLE IF NOT EXISTS gone(id INTEGER PRIMARY"
+                                   " KEY); DELETE FROM gone;", NULL, NULL, NULL) == SQLITE_OK;
+    ok = ok && exec(co, "INSERT INTO gone SELECT id FROM jobs WHERE state IN ('succeeded','failed',"
+                        "'cancelled') AND finished IS NOT NULL AND finished < ?", "d", cutoff);
+    for (sc_job *j = co->S.jobs; ok && j; j = j->next)
+        ok = exec(co, "DELETE FROM gone WHERE id = ?", "i", j->id);
+    int n = 0;
+    sqlite3_stmt *c = NULL;
+    if (ok && sqlite3_prepare_v2(co->db, "SELECT COUNT(*) FROM gone", -1, &c, NULL) == SQLITE_OK &&
+        sqlite3_step(c) == SQLITE_ROW)
+        n = sqlite3_column_int(c, 0);
+    sqlite3_finalize(c);
+    static const char *const tables[] = {"events", "metrics", "results", "placement", "attempts"};
+    char sql[160];
+    for (size_t i = 0; ok && n > 0 && i < RT_ARRAY_LEN(tables); i++) {
+        snprintf(sql, sizeof sql, "DELETE FROM %s WHERE job_id IN (SELECT id FROM gone)", tables[i]);
+        ok = exec(co, sql, "");
+    }
+    ok = ok && (n == 0 || exec(co, "DELETE FROM jobs WHERE id IN (SELECT id FROM gone)", ""));
+    if (!ok || sqlite3_exec(co->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
+    if (n > 0) /* the freed pages back to the file system */
+        sqlite3_exec(co->db, "PRAGMA incremental_vacuum", NULL, NULL, NULL);
+    return n;
+}
+
+bool cdb_forget_agent(coord *co, const char *key)
+{
+    return exec(co, "DELETE FROM agents WHERE key = ?", "t", key);
 }
 
 /* ---- writes ------------------------------------------------------------------- */
@@ -279,13 +331,15 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(co->db,
-                           "SELECT key,host_id,name,hostname,slots,draining FROM agents ORDER BY key",
+                           "SELECT key,host_id,name,hostname,slots,draining,last_seen FROM agents"
+                           " ORDER BY key",
                            -1, &st, NULL) != SQLITE_OK)
         return rt_err(err, RT_ERR_IO, "loading agents: %s", sqlite3_errmsg(co->db));
     while (sqlite3_step(st) == SQLITE_ROW)
         if (col(st, 0))
             sched_restore_agent(&co->S, col(st, 0), col(st, 1), col(st, 2), col(st, 3),
-                                sqlite3_column_int(st, 4), sqlite3_column_int(st, 5) != 0);
+                                sqlite3_column_int(st, 4), sqlite3_column_int(st, 5) != 0,
+                                sqlite3_column_double(st, 6));
     sqlite3_finalize(st);
     if (sqlite3_prepare_v2(co->db, "SELECT value FROM meta WHERE key='next_job_id'", -1, &st,
                            NULL) == SQLITE_OK &&

@@ -699,7 +699,7 @@ sc_agent *sc_agent_new(sched *S, const char *key)
 /* ---- restoring ------------------------------------------------------------------- */
 
 sc_agent *sched_restore_agent(sched *S, const char *key, const char *host_id, const char *name,
-                              const char *hostname, int slots, bool draining)
+                              const char *hostname, int slots, bool draining, double since)
 {
     sc_agent *a = sched_agent(S, key);
     if (!a && !(a = sc_agent_new(S, key)))
@@ -710,7 +710,29 @@ sc_agent *sched_restore_agent(sched *S, const char *key, const char *host_id, co
     a->slots = slots;
     a->draining = draining;
     a->up = false;
+    a->since = since;
     return a;
+}
+
+int sched_forget_agents(sched *S, double cutoff, char (*keys)[SC_KEY_LEN], int max)
+{
+    int n = 0;
+    for (sc_agent **p = &S->agents; *p && n < max;) {
+        sc_agent *a = *p;
+        bool used = false;
+        for (sc_job *j = S->jobs; j && !used; j = j->next)
+            for (int r = 0; r < j->cur_np && !used; r++)
+                used = j->ranks[r].ag == a;
+        if (a->up || used || a->conn || a->since >= cutoff) {
+            p = &a->next;
+            continue;
+        }
+        snprintf(keys[n++], SC_KEY_LEN, "%s", a->key);
+        *p = a->next;
+        free(a->caps);
+        free(a);
+    }
+    return n;
 }
 
 sc_job *sched_restore_job(sched *S, int64_t id, const char *spec, const char *user, int state,

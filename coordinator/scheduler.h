@@ -185,6 +185,7 @@ typedef struct sc_config {
     int64_t reconcile_timeout_us; /* agents' time to report back after a coordinator restart */
     int default_max_restarts;
     int64_t default_queue_timeout_us; /* 0: wait as long as it takes */
+    int64_t retire_after_us; /* a finished job leaves memory this long after (0: 60 s) */
     /* random bytes for the attempts' keys (tests may make them predictable) */
     void (*random)(uint8_t *out, size_t len);
 } sc_config;
@@ -242,9 +243,14 @@ void sched_tick(sched *S, sc_clock now);
 
 /* ---- restoring (coord_db.c) ---------------------------------------------------- */
 
-/* A known agent from the database: down until it says hello. */
+/* Forget agents down since before cutoff (wall seconds) that no job in
+ * memory has a rank on; their keys into keys (at most max).  Returns how
+ * many were forgotten. */
+int sched_forget_agents(sched *S, double cutoff, char (*keys)[SC_KEY_LEN], int max);
+/* A known agent from the database: down (since: its last change, wall
+ * seconds) until it says hello. */
 sc_agent *sched_restore_agent(sched *S, const char *key, const char *host_id, const char *name,
-                              const char *hostname, int slots, bool draining);
+                              const char *hostname, int slots, bool draining, double since);
 /* An unfinished job from the database; its spec is parsed again (NULL and
  * the reason when it cannot be).  Jobs that were placed get their ranks
  * from sched_restore_rank and are reconciled for reconcile_timeout. */

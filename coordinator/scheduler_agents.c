@@ -535,7 +535,8 @@ void sched_on_usage(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
 /* ---- timers ---------------------------------------------------------------------- */
 
 /* Finished jobs stay in memory while a rank still holds a slot and for a
- * minute after; then their record lives on in the database only. */
+ * minute after (retire_after_us); then their record lives on in the
+ * database only. */
 static void retire(sched *S, sc_clock now)
 {
     for (sc_job **p = &S->jobs; *p;) {
@@ -543,7 +544,8 @@ static void retire(sched *S, sc_clock now)
         bool holding = false;
         for (int r = 0; r < j->cur_np && !holding; r++)
             holding = j->ranks[r].state != RS_EXITED && j->ranks[r].ag && j->ranks[r].ag->up;
-        if (job_state_terminal(j->state) && !holding && now.wall - j->finished > 60.0) {
+        const double after = S->cfg.retire_after_us > 0 ? (double)S->cfg.retire_after_us / 1e6 : 60.0;
+        if (job_state_terminal(j->state) && !holding && now.wall - j->finished > after) {
             *p = j->next;
             for (int r = 0; r < j->cur_np; r++)
                 sc_rank_exit(&j->ranks[r]);

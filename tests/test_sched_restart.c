@@ -57,7 +57,7 @@ static void restore_into(world *to, world *from)
 {
     for (sc_agent *a = from->S.agents; a; a = a->next)
         sched_restore_agent(&to->S, a->key, a->host_id, a->name, a->hostname, a->slots,
-                            a->draining);
+                            a->draining, a->since);
     for (sc_job *j = from->S.jobs; j; j = j->next) {
         if (job_state_terminal(j->state))
             continue;

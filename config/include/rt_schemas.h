@@ -24,6 +24,8 @@ typedef struct rt_coord_cfg {
     int64_t default_queue_timeout_us;
     int64_t default_max_restarts;
     int64_t log_tail_lines;
+    int64_t job_retention_us;   /* a finished job's record is deleted this long after (0: never) */
+    int64_t agent_retention_us; /* an agent down this long is forgotten (0: never) */
     int log_level;
 } rt_coord_cfg;
 extern const rt_cfg_schema rt_coord_schema;
