@@ -301,8 +301,9 @@ static const rt_cfg_key job_keys[] = {
              "(PyTorch's label_smoothing; bce: y (1 - s) + s/2, as Keras')"),
     RT_CFG_L("train", "class_weights", "none", rt_job_cfg, class_weights,
              "classification: none, balanced (rows / (classes * rows of the class), "
-             "scikit-learn's), or one weight per class in the manifest's class order; each "
-             "row's loss is multiplied by its class's weight"),
+             "scikit-learn's), balanced_sqrt (its square root: gentler with rare classes), or "
+             "one weight per class in the manifest's class order; each row's loss is "
+             "multiplied by its class's weight"),
     RT_CFG_L("train", "metrics", NULL, rt_job_cfg, metrics,
              "computed on the validation rows each epoch (docs/tasks.md): accuracy, "
              "balanced_accuracy, macro_f1, log_loss, auc, rmse, mae, r2, exp_rmspe (default: "

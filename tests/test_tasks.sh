@@ -8,7 +8,11 @@
 #   - submission.csv has the class name and p_<class> columns, --proba false
 #     only the class; `ringtrain predict` writes the same file;
 #   - a loss for another task, class weights of the wrong count, a monitor
-#     the job does not compute: errors naming the key and what would fit.
+#     the job does not compute: errors naming the key and what would fit;
+#   - sample weights with classes, streamed (stream_rows): one window gives
+#     the predictions of the rows in memory, small windows train too; a
+#     negative weight is refused naming its row;
+#   - a log label's predictions are named for the target (log_pix -> pix).
 set -euo pipefail
 build=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,6 +52,7 @@ grep -q "class 'rare' of the label label is in validation rows only" "$tmp/err" 
 job=$root/examples/breastcancer/job.ini
 timeout 300 "$rt" run "$job" --np 2 --set data.dataset="$tmp/bcds" --set output.store="$tmp/bcs" \
   --set train.epochs=40 --set train.early_stopping_patience=2 --set train.learning_rate=0.2 \
+  --set train.monitor=val_auc \
   > "$tmp/run.log" 2>&1 || { cat "$tmp/run.log"; fail "the binary job failed"; }
 hist=$tmp/bcs/history.jsonl
 grep -q '"val_auc"' "$hist" || fail "no val_auc in the history"
@@ -81,5 +86,51 @@ check_bad "bce does not fit" --set train.loss=bce
 check_bad "2 weights for 6 classes (cotton crop, damp grey soil, grey soil, red soil, vegetation stubble, very damp grey soil" \
   --set train.class_weights=1,2
 check_bad "'val_r2' is not computed by this job" --set train.monitor=val_r2
+# class weights: balanced (scikit-learn's) and balanced_sqrt, its square root, in the log
+weights() { # class_weights value -> the log's "class weights:" line
+  sed "s|^dataset = .*|dataset = $tmp/satds|; s|^store = .*|store = $tmp/cw|; s|^epochs = .*|epochs = 1|" \
+    "$sat" > "$tmp/cw.ini"
+  printf '\n[train]\nclass_weights = %s\n' "$1" >> "$tmp/cw.ini"
+  rm -rf "$tmp/cw"
+  timeout 120 "$build/bin/ringtrain-worker" "$tmp/cw.ini" 2>&1 | grep 'class weights:' || true
+}
+b=$(weights balanced) q=$(weights balanced_sqrt)
+[ -n "$b" ] && [ -n "$q" ] || fail "no class weights in the log: '$b' '$q'"
+grep -q "cotton crop" <<<"$b" || fail "class weights without the class names: $b"
+paste <(tr ',' '\n' <<<"${b#*:}" | awk '{print $NF}') <(tr ',' '\n' <<<"${q#*:}" | awk '{print $NF}') |
+  awk '{ if ($2 * $2 < $1 * 0.999 || $2 * $2 > $1 * 1.001) bad = 1 } END { exit bad }' ||
+  fail "balanced_sqrt is not the square root of balanced: $b / $q"
 check_bad "'rmse' is not a multiclass metric" --set train.metrics=rmse
+# sample weights (1 to 3 by row) with classes, in memory and streamed
+sed "s/CAST(is_test AS INTEGER) AS is_test,/CAST(is_test AS INTEGER) AS is_test, 1 + CAST(_line AS INTEGER) % 3 AS w,/; \
+     s/('validation', 'is_val')/('validation', 'is_val'), ('weight', 'w')/" \
+  "$root/examples/satimage/prep.sql" > "$tmp/w.sql"
+timeout 120 "$rt" prep --input "$tmp/sat" --sql "$tmp/w.sql" --out "$tmp/wds" --partitions 2 --quiet > /dev/null
+grep -q '"role":"weight"' "$tmp/wds/manifest.json" || grep -q '"weight"' "$tmp/wds/manifest.json" ||
+  fail "no weight column in the manifest"
+for rows in 0 100000 300; do
+  timeout 300 "$rt" run "$sat" --np 2 --set data.dataset="$tmp/wds" --set output.store="$tmp/ws$rows" \
+    --set train.epochs=2 --set data.stream_rows=$rows > "$tmp/w.log" 2>&1 ||
+    { cat "$tmp/w.log"; fail "weighted multiclass, stream_rows = $rows"; }
+  grep -q '"val_accuracy"' "$tmp/ws$rows/history.jsonl" || fail "stream_rows $rows: no val_accuracy"
+done
+cmp -s "$tmp/ws0/submission.csv" "$tmp/ws100000/submission.csv" ||
+  fail "one streamed window predicts otherwise than the rows in memory"
+head -1 "$tmp/ws300/submission.csv" | grep -q '^Id,label,p_cotton crop,' || fail "streamed: $(head -1 "$tmp/ws300/submission.csv")"
+sed "s/1 + CAST(_line AS INTEGER) % 3 AS w/CASE WHEN _line = '77' THEN -1 ELSE 1 END AS w/" "$tmp/w.sql" > "$tmp/neg.sql"
+if timeout 120 "$rt" prep --input "$tmp/sat" --sql "$tmp/neg.sql" --out "$tmp/x" --quiet 2> "$tmp/err"; then
+  fail "a negative weight was accepted"
+fi
+grep -q "weight" "$tmp/err" && grep -q -- "-1" "$tmp/err" || fail "negative weight: $(cat "$tmp/err")"
+
+# a regression on a log label: the predictions are the target's, named for it
+sed "s/\"classes\" AS label/ln(CAST(\"x.17\" AS REAL) + 1) AS log_pix/; \
+     s/('label', 'label')/('label', 'log_pix'), ('label_transform', 'log'), ('max_label', '160')/" \
+  "$root/examples/satimage/prep.sql" > "$tmp/log.sql"
+out=$(timeout 120 "$rt" prep --input "$tmp/sat" --sql "$tmp/log.sql" --out "$tmp/lds" --quiet)
+grep -q "regression" <<<"$out" || fail "log label: $out"
+timeout 300 "$rt" run "$sat" --np 1 --set data.dataset="$tmp/lds" --set output.store="$tmp/ls" \
+  --set train.epochs=1 --set train.loss=auto --set train.metrics= --set train.monitor=val_loss \
+  --set train.label_smoothing=0 > "$tmp/l.log" 2>&1 || { cat "$tmp/l.log"; fail "log regression"; }
+head -1 "$tmp/ls/submission.csv" | grep -qx 'Id,pix' || fail "log label header: $(head -1 "$tmp/ls/submission.csv")"
 echo "ok: tasks"

@@ -378,6 +378,10 @@ static void test_checkpoint(void **state)
     }
     assert_true(c.spec.vocab[0] <= 64);
     c.values[0] = vals;
+    /* the plateau's state (lr_schedule = plateau), resumed with the model */
+    c.lr_factor = 0.25;
+    c.plateau_wait = 2;
+    c.plateau_best = 0.5;
     char path[] = "/tmp/rt_ckpt_XXXXXX";
     int fd = mkstemp(path);
     close(fd);
@@ -386,6 +390,7 @@ static void test_checkpoint(void **state)
     assert_int_equal(rt_ckpt_read(path, &back, err), RT_OK);
     assert_int_equal(back.epoch, 4);
     assert_int_equal(back.step, 3);
+    assert_true(back.lr_factor == 0.25 && back.plateau_wait == 2 && back.plateau_best == 0.5);
     /* the values come back; a dataset with the same values fits, one whose
      * categories are the same number but others does not */
     assert_null(back.values[0][0]);

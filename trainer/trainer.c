@@ -311,6 +311,13 @@ static rt_status setup(trainer *t, char *err)
                 rt_dp_buckets(t->dp) == 1 ? "" : "s",
                 cfg->sync_batch_norm && env->size > 1 ? ", synchronized batch norm" : "",
                 stream, where);
+        if (t->task.class_weighted) { /* the weights each class's rows are given */
+            fprintf(env->log, "trainer: class weights:");
+            for (int k = 0; k < t->task.nclasses; k++)
+                fprintf(env->log, "%s %s %.4g", k ? "," : "", t->task.classes[k],
+                        (double)t->task.class_weight[k]);
+            fprintf(env->log, "\n");
+        }
     }
     return resume_or_start(t, err);
 }

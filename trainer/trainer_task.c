@@ -97,21 +97,23 @@ rt_status rt_job_task(const rt_job_cfg *cfg, const rt_cfg_origin *o, const rt_da
     if (!none && !cls)
         return rt_err(err, RT_ERR_INVALID, "%s: a regression has no classes to weigh",
                       at(o, "train", "class_weights", w, sizeof w));
-    if (!none && cw->n == 1 && !strcmp(cw->items[0], "balanced")) {
+    const bool sq = !none && cw->n == 1 && !strcmp(cw->items[0], "balanced_sqrt");
+    if (!none && cw->n == 1 && (sq || !strcmp(cw->items[0], "balanced"))) {
         int64_t total = 0;
         for (int k = 0; k < t->nclasses; k++)
             total += lc->class_rows[k];
-        for (int k = 0; k < t->nclasses; k++)
-            t->class_weight[k] = lc->class_rows[k] > 0
-                                     ? (float)((double)total / ((double)t->nclasses *
-                                                                (double)lc->class_rows[k]))
-                                     : 0.0f;
+        for (int k = 0; k < t->nclasses; k++) { /* scikit-learn's; or its square root */
+            double b = lc->class_rows[k] > 0 ? (double)total / ((double)t->nclasses *
+                                                                (double)lc->class_rows[k])
+                                             : 0.0;
+            t->class_weight[k] = (float)(sq ? sqrt(b) : b);
+        }
         t->class_weighted = true;
     } else if (!none) {
         class_list(lc, names, sizeof names);
         if ((int)cw->n != t->nclasses)
             return rt_err(err, RT_ERR_INVALID, "%s: %zu weights for %d classes (%s, in this "
-                          "order), or none, or balanced", at(o, "train", "class_weights", w,
+                          "order), or none, balanced or balanced_sqrt", at(o, "train", "class_weights", w,
                           sizeof w), cw->n, t->nclasses, names);
         for (int k = 0; k < t->nclasses; k++) {
             char *end;
