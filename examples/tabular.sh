@@ -7,8 +7,8 @@
 #      loopback), keeps the best epoch, writes submission.csv;
 #   3. an awk scorer that knows nothing of the trainer compares the
 #      submission's classes with the CSV's labels of the test rows and
-#      prints the test accuracy last (with --auc, also the ROC AUC of the
-#      second class's probability, ties counted half).
+#      prints the test accuracy last (a binary task: before it the ROC AUC
+#      of the second class's probability, ties counted half).
 #
 #   examples/tabular.sh NAME [--np N] [--seed S] [--out DIR] [--data DIR]
 #                       [--set SECTION.KEY=VALUE]...
@@ -52,8 +52,9 @@ gzip -dc "$csv" | awk -F, -v subf="$out/store/submission.csv" '
   function unq(s) { gsub(/^"|"$/, "", s); return s }
   BEGIN {
     while ((getline line < subf) > 0) {
-      if (n++ == 0) continue
-      split(line, f, ","); pred[f[1]] = unq(f[2]); p1[f[1]] = f[4]
+      nf = split(line, f, ",")
+      if (n++ == 0) { binary = nf == 4; pos = substr(unq(f[4]), 3); continue }
+      pred[f[1]] = unq(f[2]); p1[f[1]] = f[4]
     }
   }
   NR == 1 { for (i = 1; i <= NF; i++) if (unq($i) == "is_test") t = i; next }
@@ -66,5 +67,11 @@ gzip -dc "$csv" | awk -F, -v subf="$out/store/submission.csv" '
   END {
     if (missing) { printf "scorer: %d test rows have no prediction\n", missing; exit 1 }
     for (c in cls) printf "recall %-22s %6.2f%% (%d of %d)\n", c, 100 * hit[c] / cls[c], hit[c], cls[c]
+    if (binary) { # ROC AUC of p_<second class>: the pairs ranked right, ties half
+      for (i = 1; i <= total; i++) if (lab[i] == pos) for (j = 1; j <= total; j++) if (lab[j] != pos) {
+        pairs++; good += (score[i] + 0 > score[j] + 0) ? 1 : (score[i] + 0 == score[j] + 0) ? 0.5 : 0
+      }
+      printf "test_auc=%.4f (%s against the rest)\n", good / pairs, pos
+    }
     printf "test_rows=%d test_accuracy=%.4f\n", total, right / total
   }'
