@@ -35,6 +35,15 @@ static const rt_cfg_key coord_keys[] = {
              heartbeat_timeout_us, "an agent silent this long is declared lost"),
     RT_CFG_D("coordinator", "http_timeout", "60s", 100000, 3600e6, rt_coord_cfg, http_timeout_us,
              "an API client silent this long in a request is dropped (log streams never are)"),
+    RT_CFG_D("coordinator", "http_request_timeout", "10s", 100000, 3600e6, rt_coord_cfg,
+             http_request_timeout_us,
+             "an API client must send a whole request (headers and body) within this of "
+             "connecting or of its last reply, however its bytes trickle in (log streams being "
+             "sent have no deadline)"),
+    RT_CFG_I("coordinator", "http_max_connections", "256", 1, 65536, rt_coord_cfg,
+             http_max_connections, "API connections open at once; one more is closed"),
+    RT_CFG_I("coordinator", "http_max_per_address", "32", 1, 65536, rt_coord_cfg,
+             http_max_per_address, "API connections open at once from one address"),
     RT_CFG_D("coordinator", "prepare_timeout", "30s", 100000, 600e6, rt_coord_cfg,
              prepare_timeout_us, "how long agents get to set up a job's ranks"),
     RT_CFG_D("coordinator", "reconcile_timeout", "60s", 1000000, 3600e6, rt_coord_cfg,

@@ -30,6 +30,7 @@
 
 typedef struct coord coord;
 typedef struct log_stream log_stream;
+typedef struct http_conn http_conn;
 
 /* API roles (coord_auth.c): each may do what the ones before it may, but
  * metrics, which may read /metrics only. */
@@ -90,6 +91,8 @@ struct coord {
     struct event *tick, *sigint, *sigterm;
     log_stream *streams;
     uint64_t next_stream_id;
+    http_conn *http_conns; /* the API's open connections, newest first */
+    int http_nconns;
     int64_t rejected_connections;
     int64_t db_errors;
     closing_conn *closing; /* rejected connections still writing their reason */
@@ -203,6 +206,14 @@ bool web_serve(coord *co, struct evhttp_request *req, const char *path, bool get
 void web_session_get(coord *co, struct evhttp_request *req, const char *who, auth_role role);
 void web_logout(coord *co, struct evhttp_request *req);
 
+rt_status http_start(coord *co, char *err);
+/* coord_http_conn.c: the API's connections, capped, with request deadlines */
+struct bufferevent *http_conn_bev(struct event_base *base, void *arg); /* evhttp's bevcb */
+/* A request was read whole (handle()): the next has http_request_timeout
+ * from now; streaming: none while its reply streams. */
+void http_conn_served(struct evhttp_request *req, bool streaming);
+void http_conn_tick(coord *co); /* caps and deadlines, each tick */
+void http_conn_listener(struct evhttp_bound_socket *bound); /* accept errors paced */
 rt_status http_start(coord *co, char *err);
 void http_stop(coord *co);
 void http_on_log_data(coord *co, conn *c, const rt_json *m);

@@ -490,6 +490,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     sched_tick(&co->S, coord_now());
     coord_flush(co);
     prune(co, now);
+    http_conn_tick(co);
     static int64_t last_status, last_watchdog;
     if (now - last_status > 5000000000LL) {
         status_line(co);

@@ -43,15 +43,6 @@ struct log_stream {
     log_stream *next;
 };
 
-static struct bufferevent *make_bev(struct event_base *base, void *arg)
-{
-    coord *co = arg;
-    SSL *ssl = SSL_new(co->ssl);
-    return ssl ? bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                                BEV_OPT_CLOSE_ON_FREE)
-               : NULL;
-}
-
 void http_reply_text(struct evhttp_request *req, int code, const char *type, const char *body)
 {
     struct evbuffer *b = evbuffer_new();
@@ -350,6 +341,7 @@ static void stream_closed(struct evhttp_connection *conn, void *arg)
 
 static void stream_done(log_stream *s)
 {
+    http_conn_served(s->req, false);
     evhttp_connection_set_closecb(evhttp_request_get_connection(s->req), NULL, NULL);
     evhttp_send_reply_end(s->req);
     stream_free(s->co, s);
@@ -573,6 +565,7 @@ static void logs(coord *co, struct evhttp_request *req, int64_t id, const char *
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                       "text/plain; charset=utf-8");
     evhttp_send_reply_start(req, 200, "OK");
+    http_conn_served(req, true); /* no request deadline while the output streams */
     struct evhttp_connection *evc = evhttp_request_get_connection(req);
     evhttp_connection_set_closecb(evc, stream_closed, s);
     /* a stream may be silent for days: no idle timeout, but TCP keep-alive
@@ -648,6 +641,7 @@ static void handle(struct evhttp_request *req, void *arg)
     bool get = method == EVHTTP_REQ_GET, post = method == EVHTTP_REQ_POST;
     if (!path)
         path = "/";
+    http_conn_served(req, false); /* read whole: the next request's deadline starts */
     char *peer = NULL;
     ev_uint16_t port = 0;
     evhttp_connection_get_peer(evhttp_request_get_connection(req), &peer, &port);
@@ -768,7 +762,7 @@ rt_status http_start(coord *co, char *err)
     co->http = evhttp_new(co->base);
     if (!co->http)
         return rt_err(err, RT_ERR_NOMEM, "evhttp_new failed");
-    evhttp_set_bevcb(co->http, make_bev, co);
+    evhttp_set_bevcb(co->http, http_conn_bev, co);
     evhttp_set_gencb(co->http, handle, co);
     evhttp_set_max_body_size(co->http, RT_FRAME_MAX);
     evhttp_set_max_headers_size(co->http, 16384);
@@ -781,8 +775,11 @@ rt_status http_start(coord *co, char *err)
         rt_err_prefix(err, "[coordinator] http_listen");
         return RT_ERR_INVALID;
     }
-    if (evhttp_bind_socket(co->http, host, (ev_uint16_t)port) != 0)
+    struct evhttp_bound_socket *bound = evhttp_bind_socket_with_handle(co->http, host,
+                                                                        (ev_uint16_t)port);
+    if (!bound)
         return rt_err(err, RT_ERR_IO, "cannot listen on %s for the API: %m", co->cfg.http_listen);
+    http_conn_listener(bound);
     return RT_OK;
 }
 

@@ -19,6 +19,8 @@ typedef struct rt_coord_cfg {
     char *state_db;    /* SQLite database */
     int64_t heartbeat_interval_us, heartbeat_timeout_us;
     int64_t http_timeout_us;
+    int64_t http_request_timeout_us; /* a whole request within this (absolute) */
+    int64_t http_max_connections, http_max_per_address;
     int64_t prepare_timeout_us;
     int64_t reconcile_timeout_us;
     int64_t default_queue_timeout_us;
