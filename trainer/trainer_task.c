@@ -343,7 +343,8 @@ rt_status rt_metrics_reduce(rt_metrics *m, rt_comm *comm, int size, double *out,
         }
         for (size_t i = 0; i < blk; i++)
             mine[i] = -1.0f; /* padding: label -1 */
-        memcpy(mine, m->scores, (size_t)m->nscores * row * sizeof *mine);
+        if (m->nscores > 0) /* a rank without validation rows has no scores */
+            memcpy(mine, m->scores, (size_t)m->nscores * row * sizeof *mine);
         st = rt_allgather(comm, mine, all, blk * sizeof *mine);
         free(mine);
         if (st != RT_OK) {
