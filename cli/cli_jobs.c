@@ -341,7 +341,8 @@ static int epoch_metrics(const rt_json *e, char *out, size_t len)
     return (size_t)n < len ? n : (int)len - 1;
 }
 
-static void progress_line(const rt_json *p, bool tty, char *last, size_t lastlen)
+static void progress_line(const rt_json *p, const rt_json *last_epoch, bool tty, char *last,
+                          size_t lastlen)
 {
     if (!p)
         return;
@@ -369,7 +370,9 @@ static void progress_line(const rt_json *p, bool tty, char *last, size_t lastlen
     if (eta >= 0)
         n += snprintf(line + n, sizeof line - (size_t)n, " ETA %d:%02d", (int)eta / 60,
                       (int)eta % 60);
-    n += epoch_metrics(p, line + n, sizeof line - (size_t)n);
+    /* mid-epoch (a step's report) the last finished epoch's metrics */
+    const bool is_epoch = !strcmp(rt_json_str(rt_json_get(p, "kind"), ""), "epoch");
+    n += epoch_metrics(is_epoch || !last_epoch ? p : last_epoch, line + n, sizeof line - (size_t)n);
     if (tty) {
         printf("\r%-120s", line);
         fflush(stdout);
@@ -515,7 +518,8 @@ static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_
         }
         if (ended) {
             if (!exec_output) { /* the last epoch's line, then what came out of it */
-                progress_line(rt_json_get(job, "progress"), tty, last, sizeof last);
+                progress_line(rt_json_get(job, "progress"), rt_json_get(job, "last_epoch"), tty, last,
+                              sizeof last);
                 if (tty && last[0])
                     printf("\n");
                 training_summary(d);
@@ -527,7 +531,8 @@ static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_
             break;
         }
         if (!exec_output)
-            progress_line(rt_json_get(job, "progress"), tty, last, sizeof last);
+            progress_line(rt_json_get(job, "progress"), rt_json_get(job, "last_epoch"), tty, last,
+                              sizeof last);
         rt_json_free(d);
         struct timespec ts = {0, 300000000};
         nanosleep(&ts, NULL);
@@ -557,10 +562,13 @@ int cli_submit_and_follow(const cli_conn *c, const char *body, bool do_follow, b
     if (rt_json_parse(r.body, r.len, &j, err) == RT_OK)
         rt_json_get_int(j, "id", &id);
     rt_json_free(j);
-    if (json)
+    if (json) {
         printf("%s\n", r.body);
-    else
+    } else {
         fprintf(stderr, "ringtrain: submitted job %lld\n", (long long)id);
+        if (!do_follow) /* the id alone on stdout, for scripts (sbatch --parsable) */
+            printf("%lld\n", (long long)id);
+    }
     free(r.body);
     if (!do_follow)
         return 0;

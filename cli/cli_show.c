@@ -163,8 +163,9 @@ static void describe_exit(const rt_json *p, char *buf, size_t len)
         snprintf(buf, len, "code %lld", (long long)code);
 }
 
-/* A progress report, for people: "epoch 3/20 step 120/288, 161 steps/s, loss 0.4498". */
-static void show_progress(const rt_json *p)
+/* A progress report, for people: "epoch 3/20 step 120/288, 161 steps/s, loss 0.4498";
+ * label: "progress" or "last epoch". */
+static void show_progress(const char *label, const rt_json *p)
 {
     if (rt_json_type_of(p) != RT_JSON_OBJECT)
         return;
@@ -187,7 +188,7 @@ static void show_progress(const rt_json *p)
         n += (size_t)snprintf(line + n, sizeof line - n, "%s %.4g ", k, rt_json_num(v, 0));
     }
     if (n)
-        printf("  progress:  %s\n", line);
+        printf("  %-10s %s\n", label, line);
 }
 
 /* Each rank's reported result: "<lead>R: VALUE", VALUE as compact JSON. */
@@ -268,7 +269,11 @@ int cli_show_job(const rt_json *d)
     rt_json_free(spec);
     if (*str(j, "reason"))
         printf("  reason:    %s\n", str(j, "reason"));
-    show_progress(rt_json_get(j, "progress"));
+    const rt_json *prog = rt_json_get(j, "progress"), *last = rt_json_get(j, "last_epoch");
+    show_progress("progress:", prog);
+    /* mid-epoch the report is a step's: the last finished epoch's metrics beside it */
+    if (strcmp(rt_json_str(rt_json_get(prog, "kind"), ""), "epoch") != 0)
+        show_progress("last epoch:", last);
     const rt_json *ff = rt_json_get(j, "first_failure");
     const rt_json *tail = rt_json_get(ff, "tail");
     if (rt_json_len(tail)) {

@@ -16,8 +16,8 @@
 /* version 1: the first schema; version 2 adds the queue (user, priority,
  * held, queue times and position), drained agents and the stored next id;
  * 3 results, GPUs and tokens; 4 incremental vacuum (the file shrinks as
- * job_retention deletes old jobs) */
-#define SCHEMA_VERSION 4
+ * job_retention deletes old jobs); 5 a job's last epoch line */
+#define SCHEMA_VERSION 5
 
 static const char *SCHEMA_V1 =
     "CREATE TABLE IF NOT EXISTS agents(key TEXT PRIMARY KEY, host_id TEXT, name TEXT,"
@@ -118,7 +118,13 @@ rt_status cdb_open(coord *co, const char *path, char *err)
             st = run(co, "PRAGMA auto_vacuum=INCREMENTAL; VACUUM", "migration to schema 4", err);
         if (st == RT_OK)
             st = run(co, "PRAGMA user_version = 4", "migration", err);
-        if (st == RT_OK && version > 0)
+    }
+    if (st == RT_OK && version < 5) {
+        st = run(co, "BEGIN; ALTER TABLE jobs ADD COLUMN last_epoch TEXT; PRAGMA user_version = 5;"
+                     " COMMIT", "migration to schema 5", err);
+        if (st != RT_OK)
+            sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
+        else if (version > 0)
             RT_INFO("db", "state database %s upgraded to schema %d", path, SCHEMA_VERSION);
     }
     if (st != RT_OK) {
@@ -232,17 +238,18 @@ static bool save_job(coord *co, const sc_job *j)
     return exec(co,
                 "INSERT INTO jobs(id,name,type,np,state,reason,spec,attempt,restarts,created,"
                 "started,finished,first_failure,progress,user,priority,held,queued_at,"
-                "attempt_started,queue_pos) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                "attempt_started,queue_pos,last_epoch) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
                 " ON CONFLICT(id) DO UPDATE SET state=excluded.state, reason=excluded.reason,"
                 " attempt=excluded.attempt, restarts=excluded.restarts, started=excluded.started,"
                 " finished=excluded.finished, first_failure=excluded.first_failure,"
                 " progress=excluded.progress, held=excluded.held, queued_at=excluded.queued_at,"
-                " attempt_started=excluded.attempt_started, queue_pos=excluded.queue_pos",
-                "ittitttiidddtttiiddi", j->id, j->name, j->type == JOB_EXEC ? "exec" : "train",
+                " attempt_started=excluded.attempt_started, queue_pos=excluded.queue_pos,"
+                " last_epoch=excluded.last_epoch",
+                "ittitttiidddtttiiddit", j->id, j->name, j->type == JOB_EXEC ? "exec" : "train",
                 (int64_t)j->np, job_state_name(j->state), j->reason, j->spec, (int64_t)j->attempt,
                 (int64_t)j->restarts, j->created, j->started, j->finished, j->first_failure,
                 j->progress, j->user, (int64_t)j->priority, (int64_t)j->held, j->queued_at,
-                j->attempt_started, (int64_t)j->queue_pos) &&
+                j->attempt_started, (int64_t)j->queue_pos, j->last_epoch) &&
            exec(co, "INSERT OR REPLACE INTO meta(key,value) VALUES('next_job_id',?)", "i",
                 co->S.next_id);
 }
@@ -347,7 +354,7 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
         co->S.next_id = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     const char *sql = "SELECT id,spec,user,state,reason,attempt,restarts,held,created,started,"
-                      "queued_at,attempt_started FROM jobs WHERE state NOT IN"
+                      "queued_at,attempt_started,progress,last_epoch FROM jobs WHERE state NOT IN"
                       " ('succeeded','failed','cancelled') ORDER BY id";
     if (sqlite3_prepare_v2(co->db, sql, -1, &st, NULL) != SQLITE_OK)
         return rt_err(err, RT_ERR_IO, "loading jobs: %s", sqlite3_errmsg(co->db));
@@ -372,6 +379,11 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
                  "its stored record is unreadable", now.wall, id);
             continue;
         }
+        /* the latest reports, shown until the next ones come */
+        if (col(st, 12))
+            j->progress = strdup(col(st, 12));
+        if (col(st, 13))
+            j->last_epoch = strdup(col(st, 13));
         n++;
     }
     sqlite3_finalize(st);
@@ -417,6 +429,7 @@ static void row_to_json(rt_jw *w, sqlite3_stmt *st)
             const char *t = col(st, c);
             /* stored JSON documents are inlined, everything else is text */
             bool is_json = (!strcmp(name, "first_failure") || !strcmp(name, "progress") ||
+                            !strcmp(name, "last_epoch") ||
                             !strcmp(name, "data") || !strcmp(name, "caps")) &&
                            t && (t[0] == '{' || t[0] == '[');
             if (is_json || (!strcmp(name, "value") && t && *t)) /* a result: any JSON value */
@@ -464,7 +477,7 @@ static int64_t count_rows(coord *co, const char *sql, int64_t id)
 
 #define JOB_COLUMNS                                                                                \
     "id,name,type,np,state,reason,attempt,restarts,created,started,finished,user,priority,held," \
-    "queue_pos,progress"
+    "queue_pos,progress,last_epoch"
 
 char *cdb_job_list(coord *co, const cdb_job_filter *f)
 {

@@ -83,13 +83,15 @@ static void cancel_job(int64_t id)
 void test_rank_usage(void **state)
 {
     (void)state;
-    char body[600];
+    char body[1024];
     snprintf(body, sizeof body,
              "{\"type\":\"exec\",\"name\":\"busy\",\"np\":1,\"argv\":[\"python3\",\"-c\","
              "\"import os, socket, time\\nx = bytearray(64 << 20)\\n"
              "s = socket.socket(fileno=int(os.environ['RT_CONTROL_FD']))\\n"
-             "s.send(b'{\\\"kind\\\":\\\"epoch\\\",\\\"epoch\\\":1,\\\"loss\\\":0.5,"
-             "\\\"val_auc\\\":0.75}\\\\n')\\n"
+             "s.send(b'{\\\"kind\\\":\\\"epoch\\\",\\\"epoch\\\":1,\\\"epochs\\\":3,\\\"loss\\\":0.5,"
+             "\\\"val_auc\\\":0.75}\\\\n')\\ntime.sleep(0.3)\\n"
+             "s.send(b'{\\\"kind\\\":\\\"step\\\",\\\"epoch\\\":2,\\\"epochs\\\":3,\\\"step\\\":1,"
+             "\\\"steps\\\":9}\\\\n')\\n"
              "t = time.time()\\nwhile time.time() - t < 20: pass\","
              "\"%s\"]}",
              C.marker);
@@ -125,9 +127,12 @@ void test_rank_usage(void **state)
     CHECK(r.body && strstr(r.body, want));
     CHECK(promtool_ok(r.body));
     free(r.body);
-    /* and the CLI shows it */
+    /* and the CLI shows it, with the last epoch's metrics beside the step's report */
     char *out = status_of(id);
     CHECK(out && strstr(out, "usage (from the agents") != NULL);
+    CHECK(out && strstr(out, "progress:  epoch 2/3 step 1/9") &&
+          strstr(out, "last epoch: epoch 1/3") &&
+          strstr(out, "val_auc 0.75"));
     free(out);
     cancel_job(id);
 }

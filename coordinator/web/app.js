@@ -95,6 +95,11 @@ function bar(p, state) {
 function valMetrics(p) {
   return Object.keys(p || {}).filter((k) => k.startsWith('val_') && k !== 'val_loss' && typeof p[k] === 'number');
 }
+// the metrics of the last finished epoch: the progress itself, or mid-epoch
+// (a step's report) the epoch line kept beside it
+function latestEpoch(j) {
+  return j.progress && j.progress.kind === 'epoch' ? j.progress : j.last_epoch || j.progress;
+}
 function latestMetrics(p) {
   if (!p) return '';
   const keys = ['loss', 'val_loss', ...valMetrics(p).slice(0, 3), 'samples_per_s'];
@@ -138,7 +143,7 @@ async function viewJobs() {
     return `<tr class="clickable" data-id="${esc(j.id)}"><td class="num">${esc(j.id)}</td><td>${esc(j.name)}</td>` +
       `<td>${esc(j.user)}</td><td>${badge(j.state)}</td><td class="num">${esc(j.np)}</td><td class="num">${esc(j.attempt || 0)}</td>` +
       `<td class="small" title="${esc(fmtTime(j.created))}">${esc(ago(j.created))}</td><td class="num">${dur(elapsed(j))}</td>` +
-      `<td>${bar(j.progress, j.state)}</td><td class="small">${esc(latestMetrics(j.progress))}</td>` +
+      `<td>${bar(j.progress, j.state)}</td><td class="small">${esc(latestMetrics(latestEpoch(j)))}</td>` +
       `<td class="reason">${esc(pos + (j.reason || ''))}</td></tr>`;
   }).join('');
   for (const tr of document.querySelectorAll('#jobs-table tr.clickable'))
@@ -230,7 +235,7 @@ async function viewJob(id) {
   const pr = j.progress || {};
   const straggler = pr.slowest_rank != null ?
     `<div class="small" id="straggler">slowest rank ${esc(pr.slowest_rank)}: the others waited up to ${num(pr.wait_ms_per_step_max, 1)} ms a step for it</div>` : '';
-  $('j-progress').innerHTML = bar(j.progress, j.state) + `<div class="small">${esc(latestMetrics(j.progress))}</div>` + straggler;
+  $('j-progress').innerHTML = bar(j.progress, j.state) + `<div class="small">${esc(latestMetrics(latestEpoch(j)))}</div>` + straggler;
   $('j-att').textContent = j.attempt || 0;
   const ff = j.first_failure;
   $('j-failure').innerHTML = ff && typeof ff === 'object' ?
