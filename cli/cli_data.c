@@ -297,6 +297,13 @@ int cli_check_job_model(const cli_args *a, const rt_job_cfg *j, const rt_cfg_ori
         st = rt_columns_resolve(ds, j, cols, err);
     if (st == RT_OK)
         st = rt_job_model_spec(j, o, ds, cols, spec, err);
+    if (st == RT_OK && ds->nparts < j->np) /* each rank reads whole partitions */
+        st = rt_err(err, RT_ERR_INVALID,
+                    "np = %lld ranks, but %s has %d training partition%s (each rank reads whole "
+                    "partitions): prep it again with --partitions %lld (or a multiple), or ask "
+                    "for at most %d rank%s", (long long)j->np, j->dataset, ds->nparts,
+                    ds->nparts == 1 ? "" : "s", (long long)j->np, ds->nparts,
+                    ds->nparts == 1 ? "" : "s");
     rt_kctx *ctx = NULL;
     if (st == RT_OK && !strcmp(a->cmd->name, "run") && j->device != RT_DEV_CUDA &&
         rt_kctx_create(RT_DEVICE_CPU, 1, &ctx, NULL) == RT_OK) {

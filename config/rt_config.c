@@ -141,6 +141,10 @@ void cfg_choice_name(const char *choices, int idx, char *buf, size_t len)
 
 void cfg_format_bound(const rt_cfg_key *k, double v, char *buf, size_t len)
 {
+    if (v >= RT_CFG_NOLIMIT_HI || v <= RT_CFG_NOLIMIT_LO) { /* no bound that side */
+        snprintf(buf, len, "%s", v > 0 ? "inf" : "-inf");
+        return;
+    }
     switch (k->type) {
     case RT_CFG_SIZE:
         rt_format_size(v <= 0 ? 0 : (uint64_t)v, buf, len);

@@ -113,7 +113,12 @@ void rt_cfg_print_reference(const rt_cfg_schema *s, FILE *f)
                 char lo[48], hi[48]; /* integers in full: 1048576, not 1.04858e+06 */
                 cfg_format_bound(k, k->min, lo, sizeof lo);
                 cfg_format_bound(k, k->max, hi, sizeof hi);
-                snprintf(range, sizeof range, " (%s to %s)", lo, hi);
+                if (k->max >= RT_CFG_NOLIMIT_HI) /* one bound: not "0 to 1e300" in full */
+                    snprintf(range, sizeof range, " (%s or more)", lo);
+                else if (k->min <= RT_CFG_NOLIMIT_LO)
+                    snprintf(range, sizeof range, " (at most %s)", hi);
+                else
+                    snprintf(range, sizeof range, " (%s to %s)", lo, hi);
             }
             const char *def = (k->flags & RT_CFG_REQUIRED) ? "required"
                               : k->def && k->def[0]         ? k->def

@@ -568,11 +568,15 @@ static int64_t submit_running(const char *ini)
     char *out = NULL;
     const char *sub[] = {"submit", ini, NULL};
     CHECK(cl_cli(&C, &out, 30, sub) == 0);
-    free(out);
     rt_json *jobs = cl_get(&C, "/v1/jobs?limit=1");
     int64_t id = 0;
     rt_json_get_int(rt_json_at(rt_json_get(jobs, "jobs"), 0), "id", &id);
     rt_json_free(jobs);
+    /* the id alone on a line (stdout, for scripts), besides stderr's words */
+    char line[32];
+    snprintf(line, sizeof line, "\n%lld\n", (long long)id);
+    CHECK(out && (strncmp(out, line + 1, strlen(line + 1)) == 0 || strstr(out, line) != NULL));
+    free(out);
     rt_json_free(cl_wait_job(&C, id, "running", 20000));
     return id;
 }

@@ -101,6 +101,13 @@ paste <(tr ',' '\n' <<<"${b#*:}" | awk '{print $NF}') <(tr ',' '\n' <<<"${q#*:}"
   awk '{ if ($2 * $2 < $1 * 0.999 || $2 * $2 > $1 * 1.001) bad = 1 } END { exit bad }' ||
   fail "balanced_sqrt is not the square root of balanced: $b / $q"
 check_bad "'rmse' is not a multiclass metric" --set train.metrics=rmse
+# more ranks than training partitions: refused before anything is queued
+if timeout 120 "$rt" run "$sat" --np 4 --set data.dataset="$tmp/satds" --set output.store="$tmp/ss" \
+    > "$tmp/bad.log" 2>&1; then
+  fail "np 4 on 2 partitions was accepted"
+fi
+grep -q "np = 4 ranks, but .* has 2 training partitions" "$tmp/bad.log" &&
+  grep -q "nothing was submitted" "$tmp/bad.log" || { cat "$tmp/bad.log"; fail "np vs partitions"; }
 # sample weights (1 to 3 by row) with classes, in memory and streamed
 sed "s/CAST(is_test AS INTEGER) AS is_test,/CAST(is_test AS INTEGER) AS is_test, 1 + CAST(_line AS INTEGER) % 3 AS w,/; \
      s/('validation', 'is_val')/('validation', 'is_val'), ('weight', 'w')/" \
