@@ -198,6 +198,11 @@ void strv_free(strv *s);
 /* A rank's environment (see agent_env.c) into *env; w->gpu set. */
 void rank_env(agentd *ag, worker *w, const rt_json *m, const char *type, const char *rdv,
               strv *env);
+/* The file a rank's program name stands for, looked up in the PATH of the
+ * rank's environment (as srun and horovodrun do; execvpe would search the
+ * agent's own), relative entries from cwd: malloc'ed, or NULL when prog is a
+ * path or nothing is found. */
+char *program_path(const char *prog, char *const *env, const char *cwd);
 /* Hide token_path from a child about to exec (0, or -1); async-signal-safe. */
 int hide_token(const char *token_path, const char *uidmap, const char *gidmap);
 /* Send the exits recorded at or after since_ns: those that came between the

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -212,4 +213,33 @@ void rank_env(agentd *ag, worker *w, const rt_json *m, const char *type, const c
             snprintf(w->gpu, sizeof w->gpu, "%s", env->v[i] + 21);
     if (strcmp(type, "train") == 0 && ag->gpus > 0 && !w->gpu[0])
         snprintf(w->gpu, sizeof w->gpu, "%d", w->local_rank % ag->gpus);
+}
+
+char *program_path(const char *prog, char *const *env, const char *cwd)
+{
+    if (!prog || !*prog || strchr(prog, '/'))
+        return NULL; /* a path: run as given, relative to the rank's folder */
+    const char *path = "/usr/local/bin:/usr/bin:/bin"; /* glibc's default */
+    for (char *const *e = env; *e; e++)
+        if (strncmp(*e, "PATH=", 5) == 0)
+            path = *e + 5;
+    for (const char *p = path;; p++) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char cand[4096];
+        int n;
+        if (len == 0) /* an empty entry is the current folder */
+            n = snprintf(cand, sizeof cand, "%s/%s", cwd, prog);
+        else if (p[0] == '/')
+            n = snprintf(cand, sizeof cand, "%.*s/%s", (int)len, p, prog);
+        else
+            n = snprintf(cand, sizeof cand, "%s/%.*s/%s", cwd, (int)len, p, prog);
+        struct stat sb;
+        if (n > 0 && (size_t)n < sizeof cand && stat(cand, &sb) == 0 && S_ISREG(sb.st_mode) &&
+            access(cand, X_OK) == 0)
+            return strdup(cand);
+        if (!end)
+            return NULL;
+        p = end;
+    }
 }

@@ -533,6 +533,8 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
     }
     const pid_t parent = getpid();
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    /* the program, found in the rank's PATH (a venv's python first) */
+    char *prog = program_path(argv.v[0], env.v, cwd[0] ? cwd : w->workdir);
     /* the token file is hidden from the rank (see hide_token below); what
      * the child writes is prepared here: it may not allocate */
     const bool hide = ag->token_hidden;
@@ -595,7 +597,10 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        execvpe(argv.v[0], argv.v, env.v);
+        if (prog)
+            execve(prog, argv.v, env.v);
+        else
+            execvpe(argv.v[0], argv.v, env.v);
         const char *msg = "[agent] cannot run the program: ";
         ssize_t r = write(2, msg, strlen(msg));
         r = write(2, argv.v[0], strlen(argv.v[0]));
@@ -607,6 +612,7 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
     }
     int e = errno;
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    free(prog);
     close(devnull);
     close(out[1]);
     close(ctl[1]);

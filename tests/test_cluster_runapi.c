@@ -530,3 +530,57 @@ void test_tokens_and_roles(void **state)
     free(sb2);
 }
 
+
+/* ---- the program a rank runs ------------------------------------------------------ */
+
+/* exec's PROGRAM is looked up in the PATH the ranks run with (a venv's bin
+ * first), as srun and horovodrun do, not in the agent's own: np = 3 over
+ * the three agents of two hosts all run the venv's `python`; a name in no
+ * folder of that PATH fails the job naming it. */
+void test_exec_program_path(void **state)
+{
+    (void)state;
+    char bin[600], tool[700];
+    snprintf(bin, sizeof bin, "%s/venv", C.dir);
+    CHECK(mkdir(bin, 0755) == 0 || errno == EEXIST);
+    snprintf(bin, sizeof bin, "%s/venv/bin", C.dir);
+    CHECK(mkdir(bin, 0755) == 0 || errno == EEXIST);
+    snprintf(tool, sizeof tool, "%s/python", bin);
+    FILE *f = fopen(tool, "w");
+    CHECK(f != NULL);
+    fprintf(f, "#!/bin/sh\necho \"venv python rank $RT_RANK\"\n");
+    fclose(f);
+    CHECK(chmod(tool, 0755) == 0);
+    char *body = NULL;
+    CHECK(asprintf(&body, "{\"type\":\"exec\",\"name\":\"venv\",\"np\":3,\"cwd\":\"/\","
+                          "\"env\":{\"PATH\":\"%s:/usr/local/bin:/usr/bin:/bin\"},"
+                          "\"argv\":[\"python\",\"-c\",\"import numpy\",\"%s\"]}",
+                   bin, C.marker) > 0);
+    int64_t id = cl_submit(&C, body);
+    free(body);
+    CHECK(id > 0);
+    rt_json *doc = cl_wait_job(&C, id, NULL, 30000);
+    CHECK(doc && !strcmp(cl_job_state(doc), "succeeded"));
+    rt_json_free(doc);
+    char idtxt[32], *out = NULL;
+    snprintf(idtxt, sizeof idtxt, "%lld", (long long)id);
+    const char *logs[] = {"logs", idtxt, NULL};
+    CHECK(cl_cli(&C, &out, 30, logs) == 0);
+    CHECK(out && strstr(out, "[0] venv python rank 0") && strstr(out, "[1] venv python rank 1") &&
+          strstr(out, "[2] venv python rank 2"));
+    free(out);
+    /* a program in no folder of the rank's PATH */
+    CHECK(asprintf(&body, "{\"type\":\"exec\",\"name\":\"nosuch\",\"np\":1,\"cwd\":\"/\","
+                          "\"env\":{\"PATH\":\"%s\"},\"argv\":[\"no-such-program-rt\",\"%s\"]}",
+                   bin, C.marker) > 0);
+    id = cl_submit(&C, body);
+    free(body);
+    CHECK(id > 0);
+    doc = cl_wait_job(&C, id, NULL, 30000);
+    CHECK(doc && !strcmp(cl_job_state(doc), "failed"));
+    rt_json_free(doc);
+    snprintf(idtxt, sizeof idtxt, "%lld", (long long)id);
+    CHECK(cl_cli(&C, &out, 30, logs) == 0 || out != NULL);
+    CHECK(out && strstr(out, "cannot run the program: no-such-program-rt"));
+    free(out);
+}
