@@ -435,13 +435,36 @@ static int outcome(const rt_json *job, int64_t id, bool show_tail)
     return 1;
 }
 
+/* Off a terminal, one line per epoch: every epoch of the current attempt
+ * in the job's metrics after *printed (a fast job finishes several epochs
+ * between two polls); a restarted attempt starts again. */
+static void epoch_lines(const rt_json *d, int64_t attempt, int64_t *printed, int64_t *of,
+                        char *last, size_t lastlen)
+{
+    if (*of != attempt) {
+        *of = attempt;
+        *printed = 0;
+    }
+    const rt_json *ms = rt_json_get(d, "metrics");
+    for (size_t i = 0; i < rt_json_len(ms); i++) {
+        const rt_json *m = rt_json_at(ms, i), *e = rt_json_get(m, "data");
+        int64_t att = 0, epoch = 0;
+        rt_json_get_int(m, "attempt", &att);
+        rt_json_get_int(e, "epoch", &epoch);
+        if (att == attempt && epoch > *printed) {
+            progress_line(e, NULL, false, last, lastlen);
+            *printed = epoch;
+        }
+    }
+}
+
 static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_on_interrupt)
 {
     cli_conn cc = *c0, *c = &cc;
     c->retry_ms = 0; /* get_job failures go through reconnect() */
     char err[RT_ERR_LEN], last[512] = "";
     bool tty = isatty(STDOUT_FILENO);
-    int64_t announced = 0, streamed = 0, pos_attempt = 0;
+    int64_t announced = 0, streamed = 0, pos_attempt = 0, printed = 0, printed_of = 0;
     bool cancelled = false, complained = false;
     stream_pos pos;
     memset(&pos, 0, sizeof pos);
@@ -518,8 +541,11 @@ static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_
         }
         if (ended) {
             if (!exec_output) { /* the last epoch's line, then what came out of it */
-                progress_line(rt_json_get(job, "progress"), rt_json_get(job, "last_epoch"), tty, last,
-                              sizeof last);
+                if (tty)
+                    progress_line(rt_json_get(job, "progress"), rt_json_get(job, "last_epoch"),
+                                  tty, last, sizeof last);
+                else
+                    epoch_lines(d, attempt, &printed, &printed_of, last, sizeof last);
                 if (tty && last[0])
                     printf("\n");
                 training_summary(d);
@@ -530,9 +556,11 @@ static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_
                 rc = 130;
             break;
         }
-        if (!exec_output)
+        if (!exec_output && tty)
             progress_line(rt_json_get(job, "progress"), rt_json_get(job, "last_epoch"), tty, last,
-                              sizeof last);
+                          sizeof last);
+        else if (!exec_output)
+            epoch_lines(d, attempt, &printed, &printed_of, last, sizeof last);
         rt_json_free(d);
         struct timespec ts = {0, 300000000};
         nanosleep(&ts, NULL);

@@ -31,7 +31,9 @@ static const rt_cfg_key cli_keys[] = {
     RT_CFG_S("cli", "coordinator", "127.0.0.1:7071", cli_cfg, coordinator,
              "host:port of the coordinator's HTTP API"),
     RT_CFG_P("cli", "ca", "ca.crt", cli_cfg, ca, "the cluster CA certificate"),
-    RT_CFG_P("cli", "token_file", "token", cli_cfg, token_file, "file holding the cluster token"),
+    RT_CFG_P("cli", "token_file", "token", cli_cfg, token_file,
+             "file holding your API token (`ringtrain token create NAME --role ...`, or the "
+             "admin.token of init-cluster); the agents' registration token is refused by the API"),
     RT_CFG_S("cli", "server_name", NULL, cli_cfg, server_name,
              "name in the coordinator's certificate (default: its host)"),
     RT_CFG_D("cli", "connect_retry", "30s", 0, 3600e6, cli_cfg, connect_retry_us,
@@ -530,6 +532,30 @@ static const cli_cmd *find_command(const char *name)
     return NULL;
 }
 
+/* The command closest to a mistyped one (at most 2 edits away), or NULL. */
+static const char *closest_command(const char *name)
+{
+    const char *best = NULL;
+    size_t best_d = 3;
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++) {
+        size_t d = rt_edit_distance(name, COMMANDS[i].name);
+        if (d < best_d) {
+            best_d = d;
+            best = COMMANDS[i].name;
+        }
+    }
+    return best;
+}
+
+static void no_command(const char *lead, const char *name)
+{
+    const char *near = closest_command(name);
+    fprintf(stderr, "%s: no command '%s'", lead, name);
+    if (near)
+        fprintf(stderr, "; did you mean %s?", near);
+    fprintf(stderr, " (ringtrain help lists them)\n");
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: ringtrain COMMAND [FLAGS] [ARGS]\n\n");
@@ -546,7 +572,7 @@ static int cmd_help(const cli_args *a)
     }
     const cli_cmd *c = find_command(a->pos[0]);
     if (!c) {
-        fprintf(stderr, "ringtrain help: no command '%s'\n", a->pos[0]);
+        no_command("ringtrain help", a->pos[0]);
         return 2;
     }
     cli_usage(c, stdout);
@@ -570,7 +596,7 @@ int main(int argc, char **argv)
         return cmd_version(NULL);
     const cli_cmd *cmd = find_command(argv[1]);
     if (!cmd) {
-        fprintf(stderr, "ringtrain: no command '%s' (ringtrain help lists them)\n", argv[1]);
+        no_command("ringtrain", argv[1]);
         return 2;
     }
     cli_args a;

@@ -98,8 +98,10 @@ int cli_show_nodes(const rt_json *d)
         if (*blas && gl < sizeof gpus)
             gl += (size_t)snprintf(gpus + gl, sizeof gpus - gl, "blas:%s%s%s", *set ? own : "",
                                    *set ? "->" : "", blas);
-        /* the job limits it enforces (memory_limit, cpu_limit) */
+        /* the job limits it enforces (memory_limit, cpu_limit), or none */
         const rt_json *lim = rt_json_get(caps, "limits");
+        if (rt_json_len(lim) == 0 && gl < sizeof gpus)
+            gl += (size_t)snprintf(gpus + gl, sizeof gpus - gl, "%slimits:none", gl ? " " : "");
         for (size_t k = 0; k < rt_json_len(lim) && gl < sizeof gpus; k++)
             gl += (size_t)snprintf(gpus + gl, sizeof gpus - gl, "%s%s",
                                    k ? "," : gl ? " limits:" : "limits:",

@@ -595,8 +595,8 @@ rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
     if (st == RT_OK && (j->need_mem || j->need_cpu) && nagents > 0 && down == 0 && j->np > able)
         st = rt_err(err, RT_ERR_INVALID,
                     "the job asks for %d ranks with %s, but the agents that can enforce it have "
-                    "%d slots (`ringtrain nodes`: limits; an agent enforces them where it can "
-                    "enable cgroup v2's memory and cpu controllers)",
+                    "%d slots (`ringtrain nodes`: the limits: each agent enforces, none where it "
+                    "cannot enable cgroup v2's memory and cpu controllers; its log says why)",
                     j->np, sc_limits_name(j), able);
     /* what its start message will carry must fit in a frame, with every
      * rank's address (at most ~64 bytes each) */

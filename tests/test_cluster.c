@@ -537,6 +537,7 @@ static void test_cli_errors(void **state)
         const char *says;
     } cases[] = {
         {{"frobnicate", "--coordinator", "127.0.0.1:1", NULL}, "no command 'frobnicate'"},
+        {{"submt", "x.ini", NULL}, "no command 'submt'; did you mean submit?"},
         {{"jobs", "--jsn", "--coordinator", "127.0.0.1:1", NULL}, "unknown flag '--jsn'; did you mean --json?"},
         {{"logs", "1", "--rank", "x", "--coordinator", "127.0.0.1:1", NULL}, "--rank x: expected a whole number"},
         {{"status", "2abc", "--coordinator", "127.0.0.1:1", NULL}, "'2abc' is not a job id"},

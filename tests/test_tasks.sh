@@ -61,6 +61,10 @@ last=$(tail -1 "$hist")
 grep -q '"stopped":"early stopping: val_auc has not improved for 2 epochs' <<<"$last" ||
   fail "the last epoch does not say it stopped early: $last"
 [ "$(wc -l < "$hist")" -lt 40 ] || fail "early stopping did not stop"
+# off a terminal the follower prints one line per epoch, however fast they go
+shown=$(grep -cE '^epoch [0-9]+/40 ' "$tmp/run.log" || true)
+[ "$shown" -eq "$(wc -l < "$hist")" ] ||
+  fail "the follower printed $shown epoch lines for $(wc -l < "$hist") epochs: $(cat "$tmp/run.log")"
 head -1 "$tmp/bcs/submission.csv" | grep -qx 'Id,label,p_benign,p_malignant' ||
   fail "header: $(head -1 "$tmp/bcs/submission.csv")"
 [ "$(wc -l < "$tmp/bcs/submission.csv")" -eq 175 ] || fail "not 174 predictions"
@@ -108,6 +112,14 @@ if timeout 120 "$rt" run "$sat" --np 4 --set data.dataset="$tmp/satds" --set out
 fi
 grep -q "np = 4 ranks, but .* has 2 training partitions" "$tmp/bad.log" &&
   grep -q "nothing was submitted" "$tmp/bad.log" || { cat "$tmp/bad.log"; fail "np vs partitions"; }
+# no validation rows: no val_loss (null, not the training loss), the loss picks the best
+sed "s/, ('validation', 'is_val')//" "$root/examples/breastcancer/prep.sql" > "$tmp/noval.sql"
+timeout 120 "$rt" prep --input "$tmp/bc" --sql "$tmp/noval.sql" --out "$tmp/nvds" --quiet > /dev/null
+timeout 300 "$rt" run "$job" --np 1 --set data.dataset="$tmp/nvds" --set output.store="$tmp/nvs" \
+  --set train.epochs=2 --set train.monitor=loss > "$tmp/nv.log" 2>&1 || { cat "$tmp/nv.log"; fail "no validation rows"; }
+grep -q '"val_loss":null' "$tmp/nvs/history.jsonl" || fail "val_loss without validation rows: $(head -1 "$tmp/nvs/history.jsonl")"
+! grep -q 'val_loss' "$tmp/nv.log" || fail "the follower shows a val_loss without validation rows: $(cat "$tmp/nv.log")"
+
 # sample weights (1 to 3 by row) with classes, in memory and streamed
 sed "s/CAST(is_test AS INTEGER) AS is_test,/CAST(is_test AS INTEGER) AS is_test, 1 + CAST(_line AS INTEGER) % 3 AS w,/; \
      s/('validation', 'is_val')/('validation', 'is_val'), ('weight', 'w')/" \

@@ -481,8 +481,9 @@ static double metric_value(const trainer *t, const epoch_stats *es, int k)
 static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, char *err)
 {
     double loss = es->mae + es->l2;
-    /* no validation rows: the training loss picks the best model */
-    double val_loss = es->val_rows > 0 ? es->val_mae + es->l2 : loss;
+    /* no validation rows: no val_loss (null in the history), and the
+     * training loss picks the best model */
+    double val_loss = es->val_rows > 0 ? es->val_mae + es->l2 : NAN;
     /* [train] monitor: what "best" means (the checkpoint keeps its best value) */
     const rt_task_info *tk = &t->task;
     double mon = val_loss;
@@ -575,10 +576,12 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
         for (int i = 0, n = 0; !t->legacy && i < tk->nmetrics && i < 4; i++)
             n += snprintf(shown + n, sizeof shown - (size_t)n, " val_%s %.4f",
                           rt_metric_names[tk->metric[i]], es->metric[i]);
-        fprintf(t->env->log, "epoch %lld/%lld: loss %.4f val_loss %.4f%s (%.0f samples/s, "
-                "%.1f s)%s\n",
-                (long long)epoch, (long long)t->cfg->epochs, loss, val_loss, shown,
-                es->samples_per_s, es->seconds, best ? " *" : "");
+        char vl[40] = " (no validation rows)";
+        if (es->val_rows > 0)
+            snprintf(vl, sizeof vl, " val_loss %.4f", val_loss);
+        fprintf(t->env->log, "epoch %lld/%lld: loss %.4f%s%s (%.0f samples/s, %.1f s)%s\n",
+                (long long)epoch, (long long)t->cfg->epochs, loss, vl,
+                es->val_rows > 0 ? shown : "", es->samples_per_s, es->seconds, best ? " *" : "");
         if (t->mon.stop)
             fprintf(t->env->log, "trainer: %s\n", t->mon.why);
         if (es->slowest_rank >= 0 && es->wait_max_ms - es->wait_min_ms > 1.0)
