@@ -165,6 +165,12 @@ try {
         steps.mae.every((v) => typeof v === 'number' && v > 0) &&
         await evaluate("document.querySelectorAll('#chart-steps polyline').length === 1"),
         `the last epoch's step-by-step curve (rank 0's running MAE) is drawn: ${JSON.stringify(steps)}`);
+  check(await evaluate("document.getElementById('j-steps').hidden && document.getElementById('j-steps-h').hidden"),
+        'a finished job shows no step-by-step panel');
+  const ticks = JSON.parse(await evaluate(`JSON.stringify(['chart', 'chart-rate', 'chart-vmetrics'].map((id) =>
+    [...document.querySelectorAll('#' + id + ' text[x="2"]')].map((t) => t.textContent)))`));
+  check(ticks.every((t) => t.length === 5 && new Set(t).size === 5), `every axis has five different tick labels: ${JSON.stringify(ticks)}`);
+  check(ticks[1].every((t) => !t.includes('.')), `throughput ticks are whole numbers: ${JSON.stringify(ticks[1])}`);
   check(await evaluate("document.getElementById('cancel').hidden"), 'a read token is offered no cancel');
   check(await evaluate(noHScroll), "the job's page fits 1280 px");
   await waitFor("document.getElementById('logs').textContent.includes('epoch')", "the job's log is shown");

@@ -28,6 +28,13 @@ function dur(s) {
 }
 function ago(t) { return t ? dur(Date.now() / 1000 - t) + ' ago' : '-'; }
 function num(x, d) { return x == null || !isFinite(x) ? '-' : Number(x).toFixed(d == null ? 4 : d); }
+// an axis's tick labels: as many decimals as its step needs (0.1071, 0.1073:
+// not 0.107 twice), none for large values (19575, not 19575.393)
+function tickDigits(lo, hi) {
+  const step = (hi - lo) / 4;
+  if (!(step > 0)) return 3;
+  return Math.min(6, Math.max(0, Math.ceil(-Math.log10(step)) + 1));
+}
 function bytes(b) {
   if (!b) return '-';
   const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
@@ -175,13 +182,14 @@ function chart(series, xname = 'epoch', id = 'chart', keys = ['loss', 'val_loss'
   if (!xs.length || !shown.length) {
     body = `<text x="${L}" y="${H / 2}">no finished ${xname} yet</text>`;
   } else {
-    if (hi === lo) { hi += 1; lo -= 1; }
+    if (hi === lo) { const pad = Math.abs(hi) * 0.05 || 1; hi += pad; lo -= pad; } /* one value: around it */
+    const dig = tickDigits(lo, hi);
     const x0 = Math.min(...xs), x1 = Math.max(...xs) === x0 ? x0 + 1 : Math.max(...xs);
     const X = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - R);
     const Y = (y) => T + (1 - (y - lo) / (hi - lo)) * (H - T - B);
     for (let i = 0; i <= 4; i++) {
       const v = lo + (i / 4) * (hi - lo), y = Y(v);
-      body += `<line x1="${L}" x2="${W - R}" y1="${y}" y2="${y}" stroke="#eef1f5"/><text x="2" y="${y + 4}">${num(v, 3)}</text>`;
+      body += `<line x1="${L}" x2="${W - R}" y1="${y}" y2="${y}" stroke="#eef1f5"/><text x="2" y="${y + 4}">${num(v, dig)}</text>`;
     }
     body += `<text x="${L}" y="${H - 6}">${xname} ${x0}</text><text x="${W - R - 70}" y="${H - 6}">${xname} ${Math.max(...xs)}</text>`;
     for (const k of shown) {
@@ -211,7 +219,7 @@ async function viewJob(id) {
       <div class="grid"><div class="card" id="j-info"></div><div class="card" id="j-progress"></div></div>
       <div id="j-failure"></div>
       <h2>Curves (per epoch, attempt <span id="j-att"></span>)</h2><div class="card" id="j-chart"></div>
-      <h2>This epoch, step by step <span class="small" id="j-steps-note"></span></h2><div class="card" id="j-steps"></div>
+      <h2 id="j-steps-h">This epoch, step by step <span class="small" id="j-steps-note"></span></h2><div class="card" id="j-steps"></div>
       <h2>Validation metrics (per epoch)</h2><div class="card" id="j-vmetrics"></div>
       <h2>Throughput (samples/s of all ranks, per epoch)</h2><div class="card" id="j-rate"></div>
       <h2>Placement</h2><table id="j-placement"></table>
@@ -252,6 +260,9 @@ async function viewJob(id) {
   const st = d.steps && d.steps.attempt === j.attempt ? d.steps : null;
   const stepSeries = { step: st ? st.points.map((p) => p[0]) : [], mae: st ? st.points.map((p) => p[1]) : [] };
   $('j-steps').innerHTML = chart(stepSeries, 'step', 'chart-steps');
+  // a finished job has no current epoch: no step-by-step panel
+  const showSteps = !TERMINAL.includes(j.state) && st != null;
+  $('j-steps').hidden = $('j-steps-h').hidden = !showSteps;
   $('j-steps-note').textContent = st ? `epoch ${st.epoch}: rank 0's mean |error| so far, ${st.points.length} reports` : '';
   window.rtSteps = stepSeries;
   const use = {};
