@@ -286,7 +286,9 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_E("model", "device", "auto", "auto|cpu|cuda", rt_job_cfg, device,
              "auto: the rank's GPU (local_rank) when there is one, else the CPU"),
     RT_CFG_I("model", "threads", "0", 0, 1024, rt_job_cfg, threads,
-             "CPU threads per rank (0: the node's cores shared by its ranks)"),
+             "CPU threads per rank (0: the CPUs a rank may run on, its affinity mask and "
+             "cgroup cpu.max, shared by the job's ranks on the host; the job's first log line "
+             "says how many and why)"),
     RT_CFG_B("model", "tf32", "true", rt_job_cfg, tf32,
              "TF32 tensor cores for GPU GEMMs (false: exact FP32, as on the CPU)"),
     RT_CFG_B("model", "sync_batch_norm", "false", rt_job_cfg, sync_batch_norm,

@@ -98,6 +98,12 @@ weights() { # class_weights value -> the log's "class weights:" line
   rm -rf "$tmp/cw"
   timeout 120 "$build/bin/ringtrain-worker" "$tmp/cw.ini" 2>&1 | grep 'class weights:' || true
 }
+# threads by default: the CPUs the rank may run on (its affinity mask here), said why
+if command -v taskset > /dev/null; then
+  weights balanced > /dev/null
+  line=$(taskset -c 0 "$build/bin/ringtrain-worker" "$tmp/cw.ini" 2>&1 | grep 'CPU, ' || true)
+  grep -q "CPU, 1 thread (1 usable CPU (affinity 1 of" <<<"$line" || fail "threads under taskset -c 0: $line"
+fi
 b=$(weights balanced) q=$(weights balanced_sqrt)
 [ -n "$b" ] && [ -n "$q" ] || fail "no class weights in the log: '$b' '$q'"
 grep -q "cotton crop" <<<"$b" || fail "class weights without the class names: $b"

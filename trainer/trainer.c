@@ -38,13 +38,6 @@ typedef struct trainer {
 
 /* ---- set-up ------------------------------------------------------------------------ */
 
-static int default_threads(const rt_trainer_env *env)
-{
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int per = (int)(cores > 0 ? cores : 1) / (env->local_size > 0 ? env->local_size : 1);
-    return per > 0 ? per : 1;
-}
-
 /* The device, the same on every rank: with device = auto the job uses its
  * GPUs only if every rank has one; with device = cuda a rank without one
  * fails the job on every rank, naming it. */
@@ -234,7 +227,10 @@ static rt_status setup(trainer *t, char *err)
     rt_device dev = RT_DEVICE_CPU;
     if (st == RT_OK)
         st = pick_device(t, &dev, err);
-    int threads = cfg->threads > 0 ? (int)cfg->threads : default_threads(env);
+    char threads_why[300] = "[model] threads";
+    int threads = cfg->threads > 0 ? (int)cfg->threads
+                                   : rt_default_threads(env->local_size, threads_why,
+                                                        sizeof threads_why);
     int64_t maxb = cfg->batch_size > cfg->eval_batch_size ? cfg->batch_size : cfg->eval_batch_size;
     rt_dp_opts o;
     rt_dp_opts_defaults(&o);
@@ -289,7 +285,7 @@ static rt_status setup(trainer *t, char *err)
                          .nesterov = cfg->nesterov,
                          .clip_norm = (float)cfg->clip_norm};
     if (env->rank == 0 && env->log) {
-        char where[200], stream[96] = "";
+        char where[600], stream[96] = "";
         if (t->stream)
             snprintf(stream, sizeof stream, ", training rows read %lld at a time",
                      (long long)cfg->stream_rows);
@@ -300,8 +296,9 @@ static rt_status setup(trainer *t, char *err)
                      rt_dp_gradient_path(t->dp), cfg->tf32 ? ", TF32" : "");
         }
         else
-            snprintf(where, sizeof where, "CPU, %d thread%s, GEMM kernel %s",
-                     rt_kctx_threads(kc), rt_kctx_threads(kc) == 1 ? "" : "s", rt_cpu_gemm_kernel());
+            snprintf(where, sizeof where, "CPU, %d thread%s (%s), GEMM kernel %s",
+                     rt_kctx_threads(kc), rt_kctx_threads(kc) == 1 ? "" : "s", threads_why,
+                     rt_cpu_gemm_kernel());
         fprintf(env->log,
                 "trainer: %d rank%s, %lld training + %lld validation rows on rank 0, %lld steps "
                 "of %lld rows per epoch, %lld parameters, %d gradient bucket%s%s%s; %s\n",

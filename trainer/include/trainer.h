@@ -196,6 +196,14 @@ void rt_stream_set_prefetch(rt_stream *s, bool on);
 int64_t rt_stream_peak_rows(const rt_stream *s);
 void rt_stream_close(rt_stream *s);
 
+/* ---- threads (trainer_cpus.c) ---------------------------------------------------- */
+
+/* A rank's default CPU threads ([model] threads = 0): the CPUs it may run
+ * on (affinity mask, cgroup v2 cpu.max) divided among local_size ranks of
+ * its job on the host, at least 1; why says so (and when the host is
+ * oversubscribed). */
+int rt_default_threads(int local_size, char *why, size_t len);
+
 /* ---- the learning rate and the monitor (trainer_sched.c) ---------------------- */
 
 /* The learning rate of step k (0-based) of epoch e (1-based) on size ranks
