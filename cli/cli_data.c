@@ -96,22 +96,22 @@ int cli_prep(const cli_args *a)
         o.rows_per_group = n;
     if (r1 < 0 || r2 < 0)
         return 2;
-    o.train_parquet = cli_value(a, "--from-parquet");
+    o.train_parquet = cli_value(a, "--from") ? cli_value(a, "--from") : cli_value(a, "--from-parquet");
     o.test_parquet = cli_value(a, "--test");
     if (o.train_parquet && (o.input_dir || o.sql_path)) {
-        fprintf(stderr, "ringtrain prep: --from-parquet replaces --input and --sql (its data "
+        fprintf(stderr, "ringtrain prep: --from replaces --input and --sql (its data "
                         "are featurised already); give one or the other\n");
         return 2;
     }
     if (!o.train_parquet && (o.test_parquet || cli_value(a, "--label") || cli_value(a, "--job"))) {
         fprintf(stderr, "ringtrain prep: --test, --label, --job and the other role flags go "
-                        "with --from-parquet (with --sql, the script's meta table names them)\n");
+                        "with --from (with --sql, the script's meta table names them)\n");
         return 2;
     }
     if (o.train_parquet ? !o.out_dir : (!o.input_dir || !o.sql_path || !o.out_dir)) {
         fprintf(stderr, "ringtrain prep: %s\n", o.train_parquet
                             ? "--out is needed"
-                            : "--input, --sql and --out are needed (or --from-parquet and --out)");
+                            : "--input, --sql and --out are needed (or --from and --out)");
         cli_usage(a->cmd, stderr);
         return 2;
     }

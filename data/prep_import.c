@@ -317,8 +317,16 @@ rt_status prep_import_all(prep *p, char *err)
     return st;
 }
 
-/* --from-parquet: tables train (and test) from the Parquet paths, and the
- * meta table from the roles, as a script would leave it. */
+static bool is_csv(const char *path)
+{
+    size_t n = strlen(path);
+    return (n > 4 && !strcmp(path + n - 4, ".csv")) || (n > 7 && !strcmp(path + n - 7, ".csv.gz"));
+}
+
+/* --from (--from-parquet): tables train (and test) from a Parquet file or
+ * Spark folder, or a CSV file (.csv, .csv.gz: text columns, as --input
+ * reads them), and the meta table from the roles, as a script would leave
+ * it. */
 rt_status prep_import_featurised(prep *p, char *err)
 {
     const rt_prep_opts *o = p->o;
@@ -330,7 +338,8 @@ rt_status prep_import_featurised(prep *p, char *err)
         snprintf(p->files[slot], sizeof p->files[slot], "%s", paths[i]);
         p->by_row[slot] = true;
         double t0 = rt_now_s();
-        st = prep_import_parquet(p, paths[i], names[i], slot, err);
+        st = is_csv(paths[i]) ? prep_import_csv(p, paths[i], names[i], slot, err)
+                              : prep_import_parquet(p, paths[i], names[i], slot, err);
         if (st == RT_OK && !o->quiet)
             fprintf(stderr, "prep: %-20s %9lld rows (%.1f s)\n", paths[i],
                     (long long)p->rep->rows_in[slot], rt_now_s() - t0);

@@ -244,7 +244,7 @@ static rt_status read_meta(prep *p, prep_meta *m, char *err)
                           : m->test_table[0] && !m->id[0] ? "id (the test table needs one)"
                                                           : NULL;
     if (missing && p->o->train_parquet)
-        return rt_err(err, RT_ERR_INVALID, "--from-parquet needs %s (flags, or [data] keys of "
+        return rt_err(err, RT_ERR_INVALID, "--from needs %s (flags, or [data] keys of "
                       "the job file given with --job)",
                       !m->label[0]                 ? "--label"
                       : !(m->max_label > 0)        ? "--max-label (a positive number; the label "
@@ -454,7 +454,7 @@ rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
         return rt_err(err, RT_ERR_INVALID, "--partitions must be 1 to 100000, not %d",
                       o->partitions);
     prep p = {.o = o, .rep = rep,
-              .what = o->train_parquet ? "--from-parquet (the roles given on the command line "
+              .what = o->train_parquet ? "--from (the roles given on the command line "
                                          "or by --job)"
                                        : o->sql_path};
     char db_tmp[PATH_MAX];

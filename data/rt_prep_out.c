@@ -541,7 +541,7 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
     if (s == RT_OK && !cls && strcmp(m->label_transform, "standardize") != 0 && !(m->max_label > 0))
         s = rt_err(err, RT_ERR_INVALID, "%s: a regression needs max_label (a positive number: the "
                    "largest raw target), or label_transform = standardize", o->sql_path ? o->sql_path
-                   : "--from-parquet (--max-label)");
+                   : "--from (--max-label)");
     for (int c = 0; c < m->ncat && s == RT_OK; c++)
         s = build_vocab(db, m, m->cat[c], &vocabs[c], err);
     int ntr = 0, nte = 0, vcol = -1;

@@ -516,7 +516,7 @@ static void test_from_parquet(void **state)
     assert_non_null(strstr(err, "did you mean 'u32'?"));
     o.roles.label = NULL;
     assert_int_not_equal(rt_prep_run(&o, &rep, err), RT_OK);
-    assert_non_null(strstr(err, "--from-parquet needs --label"));
+    assert_non_null(strstr(err, "--from needs --label"));
     o.roles.label = "u32";
     o.roles.validation = "b"; /* nullable: a NULL flag is no flag */
     assert_int_not_equal(rt_prep_run(&o, &rep, err), RT_OK);

@@ -74,6 +74,15 @@ cmp -s "$tmp/p.csv" "$tmp/bcs/submission.csv" || fail "predict differs from the 
 "$rt" predict --model "$tmp/bcs/best.ckpt" --dataset "$tmp/bcds" --out "$tmp/p2.csv" --proba false > /dev/null
 head -2 "$tmp/p2.csv" | tail -1 | grep -Eq '^[0-9]+,(benign|malignant)$' || fail "--proba false: $(head -2 "$tmp/p2.csv")"
 
+# prep --from a CSV file, no SQL: the same roles and checks as Parquet
+gzip -dc "$data/satimage.csv.gz" | awk -F, 'NR == 1 || $NF == 0' | sed '1s/"x\.\([0-9]*\)"/x\1/g' > "$tmp/sat.csv"
+out=$(timeout 120 "$rt" prep --from "$tmp/sat.csv" --label classes --continuous x1,x2,x3 --out "$tmp/csvds" 2>&1)
+grep -q "prepared .* (multiclass, 6 classes, inferred" <<<"$out" || fail "prep --from CSV: $out"
+if timeout 120 "$rt" prep --from "$tmp/sat.csv" --label classes --continuous x1,x99 --out "$tmp/x" > "$tmp/err" 2>&1; then
+  fail "prep --from CSV took a missing column"
+fi
+grep -q "x99" "$tmp/err" || fail "prep --from CSV, missing column: $(cat "$tmp/err")"
+
 # multiclass: the bad inputs, checked before anything trains
 timeout 120 "$rt" prep --input "$tmp/sat" --sql "$root/examples/satimage/prep.sql" --out "$tmp/satds" \
   --partitions 2 --quiet > /dev/null
