@@ -517,3 +517,18 @@ bool cl_destroy(cluster *c, bool dump)
     }
     return ok;
 }
+
+int64_t cl_metric(cluster *c, const char *name)
+{
+    http_resp r = {0};
+    char err[RT_ERR_LEN], key[128];
+    int64_t v = -1;
+    snprintf(key, sizeof key, "\n%s ", name);
+    if (http_request(&c->conn, "GET", "/metrics", NULL, &r, err) == RT_OK && r.body) {
+        const char *p = strstr(r.body, key);
+        if (p)
+            v = strtoll(p + strlen(key), NULL, 10);
+    }
+    free(r.body);
+    return v;
+}

@@ -60,6 +60,8 @@ int cl_cli_sigint(cluster *c, char **out, int timeout_s, int sigint_after_ms, co
 int cl_cli_stalled(cluster *c, char **out, int timeout_s, int stall_ms, const char *const *args);
 /* GET path and parse the JSON answer (NULL on any failure, printed). */
 rt_json *cl_get(cluster *c, const char *path);
+/* The value of the series NAME (no labels) in /metrics, or -1. */
+int64_t cl_metric(cluster *c, const char *name);
 /* POST a JSON body to /v1/jobs; the new job's id, or -1. */
 int64_t cl_submit(cluster *c, const char *body);
 /* Until the job's state is `state` (or any terminal state when NULL); the

@@ -394,26 +394,10 @@ static size_t make_frame(char *buf, const char *json)
     return n + 4;
 }
 
-static int64_t metric(const char *name)
-{
-    http_resp r = {0};
-    char err[RT_ERR_LEN];
-    int64_t v = -1;
-    if (http_request(&C.conn, "GET", "/metrics", NULL, &r, err) == RT_OK && r.body) {
-        char key[128];
-        snprintf(key, sizeof key, "\n%s ", name);
-        const char *p = strstr(r.body, key);
-        if (p)
-            v = strtoll(p + strlen(key), NULL, 10);
-    }
-    free(r.body);
-    return v;
-}
-
 static void test_hostile_clients(void **state)
 {
     (void)state;
-    int64_t rejected0 = metric("ringtrain_rejected_connections_total");
+    int64_t rejected0 = cl_metric(&C, "ringtrain_rejected_connections_total");
     CHECK(rejected0 >= 0);
     char buf[8192], reply[4096];
 
@@ -457,11 +441,11 @@ static void test_hostile_clients(void **state)
 
     /* the coordinator counted them, still serves, and its agents still work */
     cl_sleep_ms(300);
-    int64_t rejected = metric("ringtrain_rejected_connections_total");
+    int64_t rejected = cl_metric(&C, "ringtrain_rejected_connections_total");
     fprintf(stderr, "rejected connections: %lld -> %lld\n", (long long)rejected0,
             (long long)rejected);
     CHECK(rejected - rejected0 >= 8);
-    CHECK(metric("ringtrain_agents_up") == 3);
+    CHECK(cl_metric(&C, "ringtrain_agents_up") == 3);
     char *out = NULL;
     const char *args[] = {"exec", "--np", "5", "--", CL_PROBE, "--marker", C.marker, NULL};
     CHECK(cl_cli(&C, &out, 60, args) == 0);

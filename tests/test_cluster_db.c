@@ -24,22 +24,6 @@
 
 #define CHECK(cond) CL_CHECK(failed, cond)
 
-/* The number after "\nNAME " in /metrics, or -1. */
-static int64_t metric(cluster *c, const char *name)
-{
-    http_resp r = {0};
-    char err[RT_ERR_LEN], key[128];
-    int64_t v = -1;
-    snprintf(key, sizeof key, "\n%s ", name);
-    if (http_request(&c->conn, "GET", "/metrics", NULL, &r, err) == RT_OK && r.body) {
-        const char *p = strstr(r.body, key);
-        if (p)
-            v = strtoll(p + strlen(key), NULL, 10);
-    }
-    free(r.body);
-    return v;
-}
-
 /* The HTTP status of GET path. */
 static int status_of(cluster *c, const char *path)
 {
@@ -71,7 +55,7 @@ static void test_retention(void **state)
     CHECK(cl_start_coord(c, "agent_retention = 3s\n[jobs]\njob_retention = 3s\n", NULL));
     CHECK(cl_start_agent(c, 0, "a1", "A", 2, NULL) && cl_start_agent(c, 1, "b1", "B", 1, NULL));
     CHECK(cl_wait_agents_up(c, 2, 20000));
-    CHECK(metric(c, "ringtrain_agents_known") == 2);
+    CHECK(cl_metric(c, "ringtrain_agents_known") == 2);
 
     /* job 1 finishes at once, with events and a progress line; job 2 runs on */
     char *body = NULL;
@@ -118,7 +102,7 @@ static void test_retention(void **state)
     }
     CHECK(gone);
     CHECK(node_listed(c, "A/a1"));
-    CHECK(metric(c, "ringtrain_agents_known") == 1);
+    CHECK(cl_metric(c, "ringtrain_agents_known") == 1);
 
     /* the coordinator restarted on the same database finds the same state */
     cl_stop(&c->coord, SIGKILL);

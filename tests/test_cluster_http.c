@@ -132,7 +132,7 @@ static int request(SSL *ssl, const char *path)
 }
 
 /* user + system CPU seconds of a process */
-static double cl_cpu_seconds(pid_t pid)
+static double cpu_seconds(pid_t pid)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -149,7 +149,7 @@ static double cl_cpu_seconds(pid_t pid)
 }
 
 /* Lines of a daemon's log that hold text. */
-static int cl_count_log_lines(const cl_daemon *d, const char *text)
+static int log_lines(const cl_daemon *d, const char *text)
 {
     FILE *f = fopen(d->log, "r");
     char line[4096];
@@ -159,21 +159,6 @@ static int cl_count_log_lines(const cl_daemon *d, const char *text)
     if (f)
         fclose(f);
     return n;
-}
-
-static int64_t metric(const char *name)
-{
-    http_resp r = {0};
-    char err[RT_ERR_LEN], key[128];
-    int64_t v = -1;
-    snprintf(key, sizeof key, "\n%s ", name);
-    if (http_request(&C->conn, "GET", "/metrics", NULL, &r, err) == RT_OK && r.body) {
-        const char *p = strstr(r.body, key);
-        if (p)
-            v = strtoll(p + strlen(key), NULL, 10);
-    }
-    free(r.body);
-    return v;
 }
 
 static void test_http_limits(void **state)
@@ -226,7 +211,7 @@ static void test_http_limits(void **state)
     tls_close(good);
 
     /* 20 from one address: 6 served, the rest refused at once */
-    int64_t rejected0 = metric("ringtrain_rejected_connections_total");
+    int64_t rejected0 = cl_metric(C, "ringtrain_rejected_connections_total");
     SSL *many[20];
     int open = 0;
     for (int i = 0; i < 20; i++)
@@ -236,7 +221,7 @@ static void test_http_limits(void **state)
     rt_json *nodes = cl_get(C, "/v1/nodes"); /* another address is served meanwhile */
     CHECK(nodes != NULL);
     rt_json_free(nodes);
-    CHECK(metric("ringtrain_rejected_connections_total") - rejected0 >= 14);
+    CHECK(cl_metric(C, "ringtrain_rejected_connections_total") - rejected0 >= 14);
     for (int i = 0; i < 20; i++)
         if (many[i])
             tls_close(many[i]);
@@ -265,13 +250,13 @@ static void test_http_limits(void **state)
     CHECK(prlimit(pid, RLIMIT_NOFILE, NULL, &old) == 0);
     low.rlim_max = old.rlim_max;
     CHECK(prlimit(pid, RLIMIT_NOFILE, &low, NULL) == 0);
-    double cpu0 = cl_cpu_seconds(pid);
+    double cpu0 = cpu_seconds(pid);
     int fds[30];
     for (int i = 0; i < 30; i++)
         fds[i] = tcp_from("127.0.0.5");
     usleep(1500000);
-    double spent = cl_cpu_seconds(pid) - cpu0;
-    int lines = cl_count_log_lines(&C->coord, "accepting API connections failed");
+    double spent = cpu_seconds(pid) - cpu0;
+    int lines = log_lines(&C->coord, "accepting API connections failed");
     fprintf(stderr, "out of descriptors: %d log lines, %.2f CPU s in 1.5 s\n", lines, spent);
     CHECK(lines >= 1 && lines <= 4);
     CHECK(spent < 0.5);
