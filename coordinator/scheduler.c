@@ -714,27 +714,6 @@ sc_agent *sched_restore_agent(sched *S, const char *key, const char *host_id, co
     return a;
 }
 
-int sched_forget_agents(sched *S, double cutoff, char (*keys)[SC_KEY_LEN], int max)
-{
-    int n = 0;
-    for (sc_agent **p = &S->agents; *p && n < max;) {
-        sc_agent *a = *p;
-        bool used = false;
-        for (sc_job *j = S->jobs; j && !used; j = j->next)
-            for (int r = 0; r < j->cur_np && !used; r++)
-                used = j->ranks[r].ag == a;
-        if (a->up || used || a->conn || a->since >= cutoff) {
-            p = &a->next;
-            continue;
-        }
-        snprintf(keys[n++], SC_KEY_LEN, "%s", a->key);
-        *p = a->next;
-        free(a->caps);
-        free(a);
-    }
-    return n;
-}
-
 sc_job *sched_restore_job(sched *S, int64_t id, const char *spec, const char *user, int state,
                           const char *reason, int attempt, int restarts, bool held,
                           double created, double started, double queued_at,

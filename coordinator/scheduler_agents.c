@@ -532,6 +532,28 @@ void sched_on_usage(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
     }
 }
 
+/* agent_retention: agents long down, on no job's rank, leave the model */
+int sched_forget_agents(sched *S, double cutoff, char (*keys)[SC_KEY_LEN], int max)
+{
+    int n = 0;
+    for (sc_agent **p = &S->agents; *p && n < max;) {
+        sc_agent *a = *p;
+        bool used = false;
+        for (sc_job *j = S->jobs; j && !used; j = j->next)
+            for (int r = 0; r < j->cur_np && !used; r++)
+                used = j->ranks[r].ag == a;
+        if (a->up || used || a->conn || a->since >= cutoff) {
+            p = &a->next;
+            continue;
+        }
+        snprintf(keys[n++], SC_KEY_LEN, "%s", a->key);
+        *p = a->next;
+        free(a->caps);
+        free(a);
+    }
+    return n;
+}
+
 /* ---- timers ---------------------------------------------------------------------- */
 
 /* Finished jobs stay in memory while a rank still holds a slot and for a

@@ -1,0 +1,241 @@
+/* cli_jobdesc.c — a job's description for POST /v1/jobs: from a job file
+ * (submit, run: the [job] and [data] keys, the config text, the
+ * submitter's user and folder) and from exec's command line (argv, the
+ * environment it forwards). */
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "rt_json.h"
+#include "rt_schemas.h"
+
+static const char *const TRANSPORTS[] = {"tcp", "rdma", "nccl", "shm", "auto"};
+
+/* Who submits: the login name of this process's user. */
+static const char *submitter(void)
+{
+    const struct passwd *pw = getpwuid(getuid());
+    if (pw && pw->pw_name)
+        return pw->pw_name;
+    const char *u = getenv("USER");
+    return u && *u ? u : "?";
+}
+
+static void job_fields(rt_jw *w, const rt_job_cfg *j)
+{
+    rt_jw_kstr(w, "user", submitter());
+    rt_jw_kstr(w, "type", j->type == RT_JOB_EXEC ? "exec" : "train");
+    rt_jw_kstr(w, "name", j->name);
+    rt_jw_kint(w, "np", j->np);
+    rt_jw_kint(w, "min_np", j->min_np);
+    rt_jw_kint(w, "max_restarts", j->max_restarts);
+    rt_jw_kint(w, "priority", j->priority);
+    rt_jw_kint(w, "queue_timeout_ms", j->queue_timeout_us / 1000);
+    rt_jw_kint(w, "deadline_ms", j->deadline_us / 1000);
+    rt_jw_kstr(w, "transport", TRANSPORTS[j->transport]);
+    rt_jw_kint(w, "sockets", j->sockets);
+    rt_jw_kint(w, "collective_timeout_ms", j->collective_timeout_us / 1000);
+    rt_jw_kbool(w, "encrypt", j->encrypt);
+    rt_jw_kbool(w, RT_F_INTEGRITY, j->integrity);
+    rt_jw_kbool(w, RT_F_HIERARCHICAL, j->hierarchical);
+    if (j->memory_limit)
+        rt_jw_kint(w, RT_F_MEMORY_LIMIT, (int64_t)j->memory_limit);
+    if (j->cpu_limit > 0)
+        rt_jw_knum(w, RT_F_CPU_LIMIT, j->cpu_limit);
+}
+
+int cli_job_body_from_file(const cli_args *a, char **body)
+{
+    *body = NULL;
+    const char *file = a->pos[0];
+    const char *const *sets;
+    int nsets = cli_list(a, "--set", &sets);
+    const char *np = cli_value(a, "--np");
+    rt_job_cfg j;
+    rt_cfg_errors e = {0};
+    int *lines = NULL;
+    rt_status st = rt_cfg_load_file_at(&rt_job_schema, file, &j, &e, &lines);
+    for (int i = 0; i < nsets; i++) {
+        char key[256];
+        const char *eq = strchr(sets[i], '=');
+        if (!eq || (size_t)(eq - sets[i]) >= sizeof key) {
+            rt_cfg_errors_add(&e, "command line: --set %s: expected SECTION.KEY=VALUE", sets[i]);
+            st = RT_ERR_INVALID;
+            continue;
+        }
+        snprintf(key, sizeof key, "%.*s", (int)(eq - sets[i]), sets[i]);
+        /* a relative path on the command line is the caller's, not the job
+         * file's (nor the temporary folder's of `ringtrain run`) */
+        char sec[128], val[4096 + 1024];
+        const char *dot = strchr(key, '.');
+        const rt_cfg_key *k = NULL;
+        if (dot && (size_t)(dot - key) < sizeof sec) {
+            snprintf(sec, sizeof sec, "%.*s", (int)(dot - key), key);
+            k = rt_cfg_find(&rt_job_schema, sec, dot + 1);
+        }
+        const char *value = eq + 1;
+        char cwd[4096];
+        if (k && k->type == RT_CFG_PATH && value[0] && value[0] != '/' && getcwd(cwd, sizeof cwd)) {
+            snprintf(val, sizeof val, "%s/%s", cwd, value);
+            value = val;
+        }
+        if (rt_cfg_set(&rt_job_schema, &j, key, value, &e) != RT_OK)
+            st = RT_ERR_INVALID;
+    }
+    if (np && rt_cfg_set(&rt_job_schema, &j, "job.np", np, &e) != RT_OK)
+        st = RT_ERR_INVALID;
+    /* --set changes the file's values: checks name the file's lines but for those */
+    for (int i = 0; lines && i < nsets; i++) {
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)strcspn(sets[i], "="), sets[i]);
+        char *dot = strchr(key, '.');
+        const rt_cfg_key *k = dot ? (*dot = '\0', rt_cfg_find(&rt_job_schema, key, dot + 1)) : NULL;
+        if (k)
+            lines[k - rt_job_schema.keys] = 0;
+    }
+    rt_cfg_origin origin = {file, lines};
+    if (st == RT_OK && rt_cfg_validate(&rt_job_schema, &j, &origin, &e) != RT_OK)
+        st = RT_ERR_INVALID;
+    if (st != RT_OK) {
+        fprintf(stderr, "ringtrain: %s is not a valid job file; nothing was submitted:\n", file);
+        rt_cfg_errors_print(&e, stderr);
+        rt_cfg_errors_free(&e);
+        rt_cfg_free(&rt_job_schema, &j);
+        free(lines);
+        return 2;
+    }
+    int rc = cli_check_job_model(a, &j, &origin);
+    free(lines);
+    if (rc != 0) {
+        rt_cfg_free(&rt_job_schema, &j);
+        return rc;
+    }
+    char *text = rt_cfg_print_string(&rt_job_schema, &j);
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    job_fields(&w, &j);
+    rt_jw_kstr(&w, "config", text);
+    if (j.type == RT_JOB_EXEC) {
+        rt_jw_key(&w, "argv");
+        rt_jw_arr(&w);
+        for (size_t i = 0; i < j.command.n; i++)
+            rt_jw_str(&w, j.command.items[i]);
+        rt_jw_arr_end(&w);
+    }
+    rt_jw_obj_end(&w);
+    free(text);
+    rt_cfg_free(&rt_job_schema, &j);
+    *body = rt_jw_take(&w, NULL);
+    return *body ? 0 : 1;
+}
+
+/* An environment variable's name: a letter or _, then letters, digits, _. */
+static bool env_name_ok(const char *name, size_t len)
+{
+    if (len == 0 || len >= 256 || (name[0] >= '0' && name[0] <= '9'))
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+            return false;
+    }
+    return true;
+}
+
+int cli_job_body_from_exec(const cli_args *a, char **body)
+{
+    *body = NULL;
+    rt_job_cfg j;
+    rt_cfg_init(&rt_job_schema, &j);
+    rt_cfg_errors e = {0};
+    const char *const *envs;
+    int nenv = cli_list(a, "--env", &envs);
+    rt_cfg_set(&rt_job_schema, &j, "job.type", "exec", &e);
+    rt_cfg_set(&rt_job_schema, &j, "job.name", "exec", &e);
+    rt_cfg_set(&rt_job_schema, &j, "job.transport", "tcp", &e);
+    /* the flags are job-file keys: the same parser checks their values */
+    static const struct {
+        const char *flag, *key;
+    } map[] = {{"--np", "job.np"},
+               {"--name", "job.name"},
+               {"--max-restarts", "job.max_restarts"},
+               {"--min-np", "job.min_np"},
+               {"--transport", "job.transport"},
+               {"--sockets", "job.sockets"},
+               {"--priority", "job.priority"},
+               {"--queue-timeout", "job.queue_timeout"},
+               {"--deadline", "job.deadline"},
+               {"--collective-timeout", "job.collective_timeout"},
+               {"--memory-limit", "job.memory_limit"},
+               {"--cpu-limit", "job.cpu_limit"}};
+    bool bad = false;
+    for (size_t k = 0; k < RT_ARRAY_LEN(map); k++) {
+        const char *v = cli_value(a, map[k].flag);
+        if (v && rt_cfg_set(&rt_job_schema, &j, map[k].key, v, &e) != RT_OK)
+            bad = true;
+    }
+    j.encrypt = cli_switch(a, "--encrypt");
+    j.integrity = !cli_switch(a, "--no-integrity");
+    j.hierarchical = !cli_switch(a, "--flat");
+    if (bad) {
+        fprintf(stderr, "ringtrain exec: bad flags; nothing was submitted:\n");
+        rt_cfg_errors_print(&e, stderr);
+        rt_cfg_errors_free(&e);
+        rt_cfg_free(&rt_job_schema, &j);
+        return 2;
+    }
+    rt_cfg_errors_free(&e);
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    job_fields(&w, &j);
+    rt_jw_key(&w, "argv");
+    rt_jw_arr(&w);
+    for (int i = 0; i < a->nrest; i++)
+        rt_jw_str(&w, a->rest[i]);
+    rt_jw_arr_end(&w);
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd))
+        rt_jw_kstr(&w, "cwd", cwd);
+    rt_jw_key(&w, "env");
+    rt_jw_obj(&w);
+    /* --env NAME=VALUE, or NAME for its value here (horovodrun's -x); then
+     * what a Python program needs to find its interpreter and packages */
+    static const char *const DEFAULT_ENV[] = {"PATH", "PYTHONPATH", "VIRTUAL_ENV"};
+    bool given[RT_ARRAY_LEN(DEFAULT_ENV)] = {false};
+    for (int i = 0; i < nenv; i++) {
+        const char *eq = strchr(envs[i], '=');
+        size_t nlen = eq ? (size_t)(eq - envs[i]) : strlen(envs[i]);
+        const char *value = eq ? eq + 1 : NULL;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)nlen, envs[i]);
+        if (!eq)
+            value = getenv(name);
+        if (!env_name_ok(name, nlen) || !value) {
+            fprintf(stderr, "ringtrain exec: --env %s: %s\n", envs[i],
+                    !env_name_ok(name, nlen) ? "expected NAME=VALUE or NAME (letters, digits, _)"
+                                            : "not set in this shell (give NAME=VALUE)");
+            rt_jw_free(&w);
+            rt_cfg_free(&rt_job_schema, &j);
+            return 2;
+        }
+        rt_jw_kstr(&w, name, value);
+        for (size_t k = 0; k < RT_ARRAY_LEN(DEFAULT_ENV); k++)
+            given[k] |= strcmp(name, DEFAULT_ENV[k]) == 0;
+    }
+    for (size_t k = 0; k < RT_ARRAY_LEN(DEFAULT_ENV) && !cli_switch(a, "--no-default-env"); k++) {
+        const char *v = getenv(DEFAULT_ENV[k]);
+        if (v && !given[k])
+            rt_jw_kstr(&w, DEFAULT_ENV[k], v);
+    }
+    rt_jw_obj_end(&w);
+    rt_jw_obj_end(&w);
+    rt_cfg_free(&rt_job_schema, &j);
+    *body = rt_jw_take(&w, NULL);
+    return *body ? 0 : 1;
+}
