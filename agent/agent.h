@@ -201,7 +201,8 @@ void rank_env(agentd *ag, worker *w, const rt_json *m, const char *type, const c
 /* The file a rank's program name stands for, looked up in the PATH of the
  * rank's environment (as srun and horovodrun do; execvpe would search the
  * agent's own), relative entries from cwd: malloc'ed, or NULL when prog is a
- * path or nothing is found. */
+ * path or nothing is found (the rank then fails: No such file or directory;
+ * a script without #! is not handed to /bin/sh as execvpe would). */
 char *program_path(const char *prog, char *const *env, const char *cwd);
 /* Hide token_path from a child about to exec (0, or -1); async-signal-safe. */
 int hide_token(const char *token_path, const char *uidmap, const char *gidmap);

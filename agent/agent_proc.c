@@ -597,10 +597,12 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        if (prog)
+        if (prog) /* found in the rank's PATH */
             execve(prog, argv.v, env.v);
-        else
-            execvpe(argv.v[0], argv.v, env.v);
+        else if (strchr(argv.v[0], '/')) /* a path, from the rank's folder */
+            execve(argv.v[0], argv.v, env.v);
+        else /* in no folder of the rank's PATH: not the agent's PATH either */
+            errno = ENOENT;
         const char *msg = "[agent] cannot run the program: ";
         ssize_t r = write(2, msg, strlen(msg));
         r = write(2, argv.v[0], strlen(argv.v[0]));

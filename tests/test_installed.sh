@@ -156,7 +156,7 @@ if out=$(CLI_TOKEN=$etc_agent/token cli jobs 2>&1); then fail "the API took the 
 grep -q "agents' registration token" <<< "$out" || fail "refusing the agents' token, the API said: $out"
 [ "$(grep -c ' up ' "$work/nodes.txt")" -ge 2 ] || { cat "$work/nodes.txt"; fail "the two agents did not come up"; }
 # each node names ringtrain's GEMM kernel and the OpenBLAS kernels its ranks get
-[ "$(grep -cE ' gemm:(avx512|avx2|scalar) blas:[A-Za-z0-9_>-]+$' "$work/nodes.txt")" -ge 2 ] ||
+[ "$(grep -cE ' gemm:(avx512|avx2|scalar) blas:[A-Za-z0-9_>-]+( limits:[a-z,]+)?$' "$work/nodes.txt")" -ge 2 ] ||
   { cat "$work/nodes.txt"; fail "ringtrain nodes does not show the GEMM and BLAS kernels"; }
 
 cat > "$work/job.ini" <<EOF
