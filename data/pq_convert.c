@@ -114,7 +114,7 @@ const char *pq_emit(const pq_col *c, rt_pq_values *v, int64_t k, const phys *x)
         return put_bytes(v, k, buf, (size_t)n) ? NULL : "out of memory";
     }
     case CV_INT96: { /* nanoseconds of the day, then the Julian day */
-        int64_t nanos = (int64_t)le64(x->b), days = (int64_t)(int32_t)le32(x->b + 8) - 2440588;
+        int64_t nanos = (int64_t)rt_get_le64(x->b), days = (int64_t)(int32_t)rt_get_le32(x->b + 8) - 2440588;
         if (nanos < 0 || nanos >= INT64_C(86400000000000))
             return "an INT96 timestamp with a bad time of day";
         n = render_time(buf, sizeof buf, days, nanos / 1000000000, nanos % 1000000000, 9, true);

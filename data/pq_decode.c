@@ -181,17 +181,17 @@ static int width_of(const pq_col *c)
 static void fixed_value(const pq_col *c, const uint8_t *b, phys *x)
 {
     switch (c->pub.physical) {
-    case PQ_INT32: x->i = (int32_t)le32(b); break;
-    case PQ_INT64: x->i = (int64_t)le64(b); break;
+    case PQ_INT32: x->i = (int32_t)rt_get_le32(b); break;
+    case PQ_INT64: x->i = (int64_t)rt_get_le64(b); break;
     case PQ_FLOAT: {
-        uint32_t u = le32(b);
+        uint32_t u = rt_get_le32(b);
         float fl;
         memcpy(&fl, &u, 4);
         x->d = fl;
         break;
     }
     case PQ_DOUBLE: {
-        uint64_t u = le64(b);
+        uint64_t u = rt_get_le64(b);
         memcpy(&x->d, &u, 8);
         break;
     }
@@ -214,7 +214,7 @@ static const char *decode_plain(const pq_col *c, const uint8_t *p, const uint8_t
         for (int64_t k = 0; k < n; k++) {
             if (end - p < 4)
                 return "PLAIN BYTE_ARRAY: page too short";
-            uint32_t len = le32(p);
+            uint32_t len = rt_get_le32(p);
             p += 4;
             if (len > (uint64_t)(end - p))
                 return "PLAIN BYTE_ARRAY: a value runs past the page";
@@ -327,9 +327,9 @@ static const char *decode_values(dec *d, int enc, const uint8_t *p, const uint8_
     case ENC_RLE: {
         if (c->pub.physical != PQ_BOOLEAN)
             return "RLE values on a column that is not BOOLEAN";
-        if (end - p < 4 || le32(p) > (uint64_t)(end - p - 4))
+        if (end - p < 4 || rt_get_le32(p) > (uint64_t)(end - p - 4))
             return "truncated RLE booleans";
-        hyb h = {.p = p + 4, .end = p + 4 + le32(p), .bw = 1};
+        hyb h = {.p = p + 4, .end = p + 4 + rt_get_le32(p), .bw = 1};
         for (int64_t k = 0; k < n; k++) {
             uint64_t b;
             if (!hyb_next(&h, &b))
@@ -499,10 +499,10 @@ static const char *data_page(dec *d, int codec, const page_hdr *h, const uint8_t
         if (d->col->pub.nullable) {
             if (h->def_enc != ENC_RLE)
                 return "definition levels not RLE-encoded (BIT_PACKED levels are not read)";
-            if (vals_end - vals < 4 || le32(vals) > (uint64_t)(vals_end - vals - 4))
+            if (vals_end - vals < 4 || rt_get_le32(vals) > (uint64_t)(vals_end - vals - 4))
                 return "truncated definition levels";
             lv = vals + 4;
-            lv_end = lv + le32(vals);
+            lv_end = lv + rt_get_le32(vals);
             vals = lv_end;
         }
     }

@@ -8,6 +8,7 @@
 
 #include "rt_file.h"
 #include "shard_internal.h"
+#include "rt_endian.h"
 
 static const char MAGIC[8] = {'R', 'T', 'S', 'H', 'A', 'R', 'D', 0};
 static const char GROUP[4] = {'R', 'G', 'R', 'P'};
@@ -73,12 +74,6 @@ static void add_u64(bytes *b, uint64_t v)
     add_u32(b, (uint32_t)(v >> 32));
 }
 
-static uint32_t rd_u32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t rd_u64(const unsigned char *p) { return rd_u32(p) | (uint64_t)rd_u32(p + 4) << 32; }
 
 static uint32_t crc(const void *p, size_t n)
 {
@@ -270,7 +265,7 @@ rt_status shard_header(const unsigned char *p, size_t len, const char *name, rt_
 {
     if (len < 16 || memcmp(p, MAGIC, 8) != 0)
         return rt_err(err, RT_ERR_INVALID, "%s is not a ringtrain shard (bad magic)", name);
-    uint32_t version = rd_u32(p + 8), n = rd_u32(p + 12);
+    uint32_t version = rt_get_le32(p + 8), n = rt_get_le32(p + 12);
     if (version != RT_SHARD_VERSION)
         return rt_err(err, RT_ERR_INVALID, "%s: shard version %u, this build reads %d", name,
                       version, RT_SHARD_VERSION);
@@ -290,7 +285,7 @@ rt_status shard_header(const unsigned char *p, size_t len, const char *name, rt_
         col->name[nl] = '\0';
         q += 2 + nl;
     }
-    if (end - q < 4 || crc(p, (size_t)(q - p)) != rd_u32(q))
+    if (end - q < 4 || crc(p, (size_t)(q - p)) != rt_get_le32(q))
         return rt_err(err, RT_ERR_INVALID, "%s: corrupt header (CRC mismatch)", name);
     *ncols = (int)n;
     *hlen = (size_t)(q + 4 - p);
@@ -305,10 +300,10 @@ rt_status shard_trailer(const unsigned char *t, const char *name, uint64_t *rows
                       "%s is truncated: no trailer (the file was cut short or is still being "
                       "written)",
                       name);
-    if (crc(t + 8, 12) != rd_u32(t + 20))
+    if (crc(t + 8, 12) != rt_get_le32(t + 20))
         return rt_err(err, RT_ERR_INVALID, "%s: corrupt trailer (CRC mismatch)", name);
-    *rows = rd_u64(t + 8);
-    *groups = rd_u32(t + 16);
+    *rows = rt_get_le64(t + 8);
+    *groups = rt_get_le32(t + 16);
     if (*rows > INT32_MAX)
         return rt_err(err, RT_ERR_INVALID, "%s: corrupt trailer (%llu rows)", name,
                       (unsigned long long)*rows);
@@ -322,7 +317,7 @@ rt_status shard_group(const unsigned char *q, const unsigned char *end, const ch
     const unsigned char *q0 = q;
     if (end - q < 8 || memcmp(q, GROUP, 4) != 0)
         return rt_err(err, RT_ERR_INVALID, "%s: row group %u is missing or corrupt", name, g);
-    *n = rd_u32(q + 4);
+    *n = rt_get_le32(q + 4);
     q += 8;
     if (*n == 0 || *n > max_rows)
         return rt_err(err, RT_ERR_INVALID, "%s: row group %u has %llu rows, more than the "
@@ -333,7 +328,7 @@ rt_status shard_group(const unsigned char *q, const unsigned char *end, const ch
         if (end - q < 12)
             return rt_err(err, RT_ERR_INVALID, "%s: row group %u, column %s: cut short", name, g,
                           col->name);
-        uint32_t rawn = rd_u32(q), comp = rd_u32(q + 4), want = rd_u32(q + 8);
+        uint32_t rawn = rt_get_le32(q), comp = rt_get_le32(q + 4), want = rt_get_le32(q + 8);
         q += 12;
         if (rawn != *n * esz || (uint64_t)(end - q) < comp)
             return rt_err(err, RT_ERR_INVALID, "%s: row group %u, column %s: corrupt sizes",

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "shard_internal.h"
+#include "rt_endian.h"
 
 struct rt_shard_reader {
     int fd;
@@ -33,11 +34,6 @@ static bool read_at(int fd, void *buf, size_t n, int64_t off)
         off += r;
     }
     return true;
-}
-
-static uint32_t u32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 static rt_status walk(rt_shard_reader *r, int64_t size, char *err)
@@ -71,7 +67,7 @@ static rt_status walk(rt_shard_reader *r, int64_t size, char *err)
         unsigned char gh[12];
         if (end - at < 8 || !read_at(r->fd, gh, 8, at) || memcmp(gh, "RGRP", 4) != 0)
             return rt_err(err, RT_ERR_INVALID, "%s: row group %u is missing or corrupt", r->name, g);
-        int64_t n = u32(gh + 4);
+        int64_t n = rt_get_le32(gh + 4);
         if (n == 0 || row + n > r->rows)
             return rt_err(err, RT_ERR_INVALID, "%s: row group %u has %lld rows, more than the "
                                                "trailer's total", r->name, g, (long long)n);
@@ -82,7 +78,7 @@ static rt_status walk(rt_shard_reader *r, int64_t size, char *err)
             if (end - at < 12 || !read_at(r->fd, gh, 12, at))
                 return rt_err(err, RT_ERR_INVALID, "%s: row group %u, column %s: cut short",
                               r->name, g, r->cols[c].name);
-            at += 12 + (int64_t)u32(gh + 4);
+            at += 12 + (int64_t)rt_get_le32(gh + 4);
             if (at > end)
                 return rt_err(err, RT_ERR_INVALID, "%s: row group %u, column %s: corrupt sizes",
                               r->name, g, r->cols[c].name);

@@ -10,6 +10,7 @@
 
 #include "rt_file.h"
 #include "rt_json.h"
+#include "rt_endian.h"
 
 static const char MAGIC[8] = {'R', 'T', 'C', 'K', 'P', 'T', '1', 0};
 static const char END[8] = {'R', 'T', 'C', 'K', 'E', 'N', 'D', 0};
@@ -73,21 +74,6 @@ rt_status rt_ckpt_to_model(const rt_ckpt *c, rt_model *m, char *err)
     return rt_model_set_state(m, c->params, c->adam_m, c->adam_v, c->buffers, &c->step, err);
 }
 
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    put_u32(p, (uint32_t)v);
-    put_u32(p + 4, (uint32_t)(v >> 32));
-}
-static uint32_t get_u32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get_u64(const unsigned char *p) { return get_u32(p) | (uint64_t)get_u32(p + 4) << 32; }
 
 static char *header_json(const rt_ckpt *c)
 {
@@ -187,17 +173,17 @@ rt_status rt_ckpt_write(const char *path, const rt_ckpt *c, char *err)
     size_t hl = strlen(hdr);
     unsigned char head[16], lens[16], tail[12];
     memcpy(head, MAGIC, 8);
-    put_u32(head + 8, 1);
-    put_u32(head + 12, (uint32_t)hl);
-    put_u64(lens, raw_len);
-    put_u64(lens + 8, clen);
+    rt_put_le32(head + 8, 1);
+    rt_put_le32(head + 12, (uint32_t)hl);
+    rt_put_le64(lens, raw_len);
+    rt_put_le64(lens + 8, clen);
     uLong crc = crc32(0L, Z_NULL, 0);
     crc = crc32(crc, head, 16);
     crc = crc32(crc, (const Bytef *)hdr, (uInt)hl);
     crc = crc32(crc, lens, 16);
     for (uLong off = 0; off < clen; off += 1u << 30) /* crc32 takes uInt lengths */
         crc = crc32(crc, comp + off, (uInt)(clen - off < (1u << 30) ? clen - off : (1u << 30)));
-    put_u32(tail, (uint32_t)crc);
+    rt_put_le32(tail, (uint32_t)crc);
     memcpy(tail + 4, END, 8);
     rt_iov iov[5] = {{head, 16}, {hdr, hl}, {lens, 16}, {comp, clen}, {tail, 12}};
     rt_status st = rt_write_atomic(path, iov, 5, err);
@@ -401,22 +387,22 @@ rt_status rt_ckpt_parse(const void *data, size_t len, const char *name, rt_ckpt 
     const unsigned char *p = data;
     if (len < 16 || memcmp(p, MAGIC, 8) != 0)
         return rt_err(err, RT_ERR_INVALID, "%s is not a ringtrain checkpoint", name);
-    if (get_u32(p + 8) != 1)
+    if (rt_get_le32(p + 8) != 1)
         return rt_err(err, RT_ERR_INVALID, "%s: checkpoint version %u, this build reads 1", name,
-                      get_u32(p + 8));
+                      rt_get_le32(p + 8));
     if (len < 16 + 16 + 12 || memcmp(p + len - 8, END, 8) != 0)
         return damaged(err, name, "it is truncated (no end marker)");
-    size_t hl = get_u32(p + 12);
+    size_t hl = rt_get_le32(p + 12);
     if (hl > len - 44)
         return damaged(err, name, "its header length is impossible");
     const unsigned char *lens = p + 16 + hl;
-    uint64_t raw_len = get_u64(lens), clen = get_u64(lens + 8);
+    uint64_t raw_len = rt_get_le64(lens), clen = rt_get_le64(lens + 8);
     if (clen != len - 16 - hl - 16 - 12)
         return damaged(err, name, "its length does not match its contents (truncated?)");
     uLong crc = crc32(0L, Z_NULL, 0);
     for (size_t off = 0; off < len - 12; off += 1u << 30)
         crc = crc32(crc, p + off, (uInt)(len - 12 - off < (1u << 30) ? len - 12 - off : (1u << 30)));
-    if ((uint32_t)crc != get_u32(p + len - 12))
+    if ((uint32_t)crc != rt_get_le32(p + len - 12))
         return damaged(err, name, "CRC mismatch");
     rt_json *h = NULL;
     char jerr[RT_ERR_LEN];

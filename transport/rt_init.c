@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "rt_comm.h"
+#include "rt_file.h"
 #include "rt_json.h"
 #include "rt_proto.h"
 #include "rt_hex.h"
@@ -27,20 +28,6 @@ static bool env_int(const char *name, int64_t *out)
         return false;
     *out = x;
     return true;
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = malloc(1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-    fclose(f);
-    if (buf)
-        buf[n] = '\0';
-    *len = n;
-    return buf;
 }
 
 rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
@@ -67,10 +54,16 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
     info->attempt = v[7];
     const char *path = getenv(RT_ENV_RENDEZVOUS_FILE);
     size_t len = 0;
-    char *text = path ? slurp(path, &len) : NULL;
-    if (!text)
-        return rt_err(err, RT_ERR_NOTFOUND, "cannot read the rendezvous file %s: %s",
-                      path ? path : "(" RT_ENV_RENDEZVOUS_FILE " unset)", strerror(errno));
+    char *text = NULL;
+    if (!path)
+        return rt_err(err, RT_ERR_NOTFOUND, "cannot read the rendezvous file: "
+                      RT_ENV_RENDEZVOUS_FILE " is unset");
+    /* a whole control frame's worth (every peer's address): never cut short */
+    rt_status rst = rt_read_file(path, RT_FRAME_MAX, &text, &len, err);
+    if (rst != RT_OK) {
+        rt_err_prefix(err, "the rendezvous file");
+        return rst;
+    }
     rt_json *r = NULL;
     rt_status st = rt_json_parse(text, len, &r, err);
     free(text);

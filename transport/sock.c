@@ -17,6 +17,7 @@
 
 #include "rt_addr.h"
 #include "rt_comm.h"
+#include "rt_endian.h"
 
 static void set_nonblock(int fd)
 {
@@ -229,16 +230,6 @@ void rt_sock_tune(int fd, size_t bufsize)
 
 /* ---- handshake ------------------------------------------------------------ */
 
-static void put32le(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get32le(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
 /* What the data plane's frames carry, as the hello states it: both ends
  * must agree. */
 static uint16_t hello_flags(const rt_hs_params *p)
@@ -285,7 +276,7 @@ rt_status rt_handshake_initiate(int fd, const rt_hs_params *p, int to, uint32_t 
         rt_err_prefix(err, "handshake");
         return st;
     }
-    uint32_t status = get32le(acc);
+    uint32_t status = rt_get_le32(acc);
     if (status != RT_REFUSE_OK)
         return rt_err(err, status == RT_REFUSE_AUTH ? RT_ERR_AUTH : RT_ERR_PROTO,
                       "rank %d refused the connection: %s", to, rt_refuse_str(status));
@@ -358,12 +349,12 @@ rt_status rt_handshake_respond(int fd, const rt_hs_params *p, int expect_from, b
     rt_auth_mac(p->key, "rt-init", hello, ch.nonce, mac);
     uint8_t acc[RT_ACCEPT_LEN];
     if (!rt_mac_equal(mac, proof)) {
-        put32le(acc, RT_REFUSE_AUTH);
+        rt_put_le32(acc, RT_REFUSE_AUTH);
         rt_sock_write_full(fd, acc, sizeof acc, dl, NULL);
         return rt_err(err, RT_ERR_AUTH, "%s (hello claims rank %u of job %llu)",
                       rt_refuse_str(RT_REFUSE_AUTH), h.from, (unsigned long long)h.job_id);
     }
-    put32le(acc, RT_REFUSE_OK);
+    rt_put_le32(acc, RT_REFUSE_OK);
     if ((st = rt_sock_write_full(fd, acc, sizeof acc, dl, err)) != RT_OK)
         return st;
     out->conn = h.conn;

@@ -38,6 +38,7 @@
 
 #include "sidelink.h"
 #include "rt_log.h"
+#include "rt_endian.h"
 
 #define NSLOTS 16
 #define INFO_LEN 64
@@ -82,49 +83,34 @@ typedef struct vb_state {
     char left_name[160], right_name[160];
 } vb_state;
 
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)v);
-    put32(p + 4, (uint32_t)(v >> 32));
-}
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-static uint64_t get64(const uint8_t *p) { return get32(p) | ((uint64_t)get32(p + 4) << 32); }
 
 static void info_encode(const vb_info *v, uint8_t out[INFO_LEN])
 {
     memset(out, 0, INFO_LEN);
     memcpy(out, "RTIB", 4);
-    put32(out + 4, v->qpn);
-    put32(out + 8, v->psn);
+    rt_put_le32(out + 4, v->qpn);
+    rt_put_le32(out + 8, v->psn);
     out[12] = (uint8_t)v->lid;
     out[13] = (uint8_t)(v->lid >> 8);
     memcpy(out + 16, v->gid, 16);
-    put64(out + 32, v->addr);
-    put32(out + 40, v->rkey);
-    put32(out + 44, v->nslots);
-    put32(out + 48, v->slot_bytes);
+    rt_put_le64(out + 32, v->addr);
+    rt_put_le32(out + 40, v->rkey);
+    rt_put_le32(out + 44, v->nslots);
+    rt_put_le32(out + 48, v->slot_bytes);
 }
 
 static rt_status info_decode(const uint8_t in[INFO_LEN], vb_info *v, char *err)
 {
     if (memcmp(in, "RTIB", 4) != 0)
         return rt_err(err, RT_ERR_PROTO, "bad queue-pair record from the neighbour");
-    v->qpn = get32(in + 4);
-    v->psn = get32(in + 8) & 0xffffff;
+    v->qpn = rt_get_le32(in + 4);
+    v->psn = rt_get_le32(in + 8) & 0xffffff;
     v->lid = (uint16_t)(in[12] | (in[13] << 8));
     memcpy(v->gid, in + 16, 16);
-    v->addr = get64(in + 32);
-    v->rkey = get32(in + 40);
-    v->nslots = get32(in + 44);
-    v->slot_bytes = get32(in + 48);
+    v->addr = rt_get_le64(in + 32);
+    v->rkey = rt_get_le32(in + 40);
+    v->nslots = rt_get_le32(in + 44);
+    v->slot_bytes = rt_get_le32(in + 48);
     return RT_OK;
 }
 
@@ -312,11 +298,11 @@ static rt_status vb_connect(rt_comm *c, rt_deadline_t dl, char *err)
     ibv_query_port(s->ctx, s->port, &pa);
     uint8_t psn_rand[8];
     rt_random(psn_rand, sizeof psn_rand);
-    vb_info to_right = {.qpn = s->qp_right->qp_num, .psn = get32(psn_rand) & 0xffffff,
+    vb_info to_right = {.qpn = s->qp_right->qp_num, .psn = rt_get_le32(psn_rand) & 0xffffff,
                         .lid = pa.lid, .addr = (uintptr_t)s->credit_in,
                         .rkey = s->credit_in_mr->rkey, .nslots = NSLOTS,
                         .slot_bytes = (uint32_t)s->slot_bytes};
-    vb_info to_left = {.qpn = s->qp_left->qp_num, .psn = get32(psn_rand + 4) & 0xffffff,
+    vb_info to_left = {.qpn = s->qp_left->qp_num, .psn = rt_get_le32(psn_rand + 4) & 0xffffff,
                        .lid = pa.lid, .addr = (uintptr_t)s->rslots, .rkey = s->rslots_mr->rkey,
                        .nslots = NSLOTS, .slot_bytes = (uint32_t)s->slot_bytes};
     memcpy(to_right.gid, &gid, 16);

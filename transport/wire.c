@@ -2,6 +2,7 @@
  * authentication, HKDF key derivation and AES-256-GCM frame sealing (see
  * wire.h).  Decoders never trust lengths: every field is range-checked. */
 #include "wire.h"
+#include "rt_endian.h"
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -13,27 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | ((uint64_t)get32(p + 4) << 32); }
 
 static const uint8_t HELLO_MAGIC[4] = {'R', 'T', 'D', 'P'};
 static const uint8_t CHAL_MAGIC[4] = {'R', 'T', 'D', 'C'};
@@ -58,13 +38,13 @@ void rt_hello_encode(const rt_hello *h, uint8_t out[RT_HELLO_LEN])
 {
     memset(out, 0, RT_HELLO_LEN);
     memcpy(out, HELLO_MAGIC, 4);
-    put16(out + 4, h->version);
-    put16(out + 6, h->flags);
-    put64(out + 8, h->job_id);
-    put32(out + 16, h->from);
-    put32(out + 20, h->to);
-    put32(out + 24, h->conn);
-    put32(out + 28, h->world);
+    rt_put_le16(out + 4, h->version);
+    rt_put_le16(out + 6, h->flags);
+    rt_put_le64(out + 8, h->job_id);
+    rt_put_le32(out + 16, h->from);
+    rt_put_le32(out + 20, h->to);
+    rt_put_le32(out + 24, h->conn);
+    rt_put_le32(out + 28, h->world);
     memcpy(out + 32, h->nonce, RT_NONCE_LEN);
 }
 
@@ -77,13 +57,13 @@ rt_status rt_hello_decode(const uint8_t *in, size_t len, rt_hello *h, char *err)
     for (int i = 64; i < RT_HELLO_LEN; i++)
         if (in[i] != 0)
             return rt_err(err, RT_ERR_PROTO, "hello has non-zero reserved bytes");
-    h->version = get16(in + 4);
-    h->flags = get16(in + 6);
-    h->job_id = get64(in + 8);
-    h->from = get32(in + 16);
-    h->to = get32(in + 20);
-    h->conn = get32(in + 24);
-    h->world = get32(in + 28);
+    h->version = rt_get_le16(in + 4);
+    h->flags = rt_get_le16(in + 6);
+    h->job_id = rt_get_le64(in + 8);
+    h->from = rt_get_le32(in + 16);
+    h->to = rt_get_le32(in + 20);
+    h->conn = rt_get_le32(in + 24);
+    h->world = rt_get_le32(in + 28);
     memcpy(h->nonce, in + 32, RT_NONCE_LEN);
     if (h->flags & ~(uint16_t)(RT_HELLO_F_ENCRYPT | RT_HELLO_F_INTEGRITY))
         return rt_err(err, RT_ERR_PROTO, "hello has unknown flags 0x%x", h->flags);
@@ -93,8 +73,8 @@ rt_status rt_hello_decode(const uint8_t *in, size_t len, rt_hello *h, char *err)
 void rt_challenge_encode(const rt_challenge *c, uint8_t out[RT_CHALLENGE_LEN])
 {
     memcpy(out, CHAL_MAGIC, 4);
-    put16(out + 4, c->version);
-    put16(out + 6, c->status);
+    rt_put_le16(out + 4, c->version);
+    rt_put_le16(out + 6, c->status);
     memcpy(out + 8, c->nonce, RT_NONCE_LEN);
     memcpy(out + 40, c->mac, RT_MAC_LEN);
 }
@@ -106,8 +86,8 @@ rt_status rt_challenge_decode(const uint8_t *in, size_t len, rt_challenge *c, ch
                       RT_CHALLENGE_LEN);
     if (memcmp(in, CHAL_MAGIC, 4) != 0)
         return rt_err(err, RT_ERR_PROTO, "not a ringtrain challenge (bad magic)");
-    c->version = get16(in + 4);
-    c->status = get16(in + 6);
+    c->version = rt_get_le16(in + 4);
+    c->status = rt_get_le16(in + 6);
     memcpy(c->nonce, in + 8, RT_NONCE_LEN);
     memcpy(c->mac, in + 40, RT_MAC_LEN);
     return RT_OK;
@@ -177,9 +157,9 @@ void rt_frame_encode(const rt_frame_hdr *h, uint8_t out[RT_FRAME_HDR_LEN])
     out[0] = h->op;
     out[1] = h->flags;
     out[2] = out[3] = 0;
-    put32(out + 4, h->seq);
-    put32(out + 8, h->seg);
-    put32(out + 12, h->len);
+    rt_put_le32(out + 4, h->seq);
+    rt_put_le32(out + 8, h->seg);
+    rt_put_le32(out + 12, h->len);
 }
 
 rt_status rt_frame_decode(const uint8_t *in, size_t len, rt_frame_hdr *h, char *err)
@@ -189,9 +169,9 @@ rt_status rt_frame_decode(const uint8_t *in, size_t len, rt_frame_hdr *h, char *
                       RT_FRAME_HDR_LEN);
     h->op = in[0];
     h->flags = in[1];
-    h->seq = get32(in + 4);
-    h->seg = get32(in + 8);
-    h->len = get32(in + 12);
+    h->seq = rt_get_le32(in + 4);
+    h->seg = rt_get_le32(in + 8);
+    h->len = rt_get_le32(in + 12);
     if (h->op != RT_FRAME_DATA && h->op != RT_FRAME_ABORT && h->op != RT_FRAME_BYE)
         return rt_err(err, RT_ERR_PROTO, "unknown frame op %u", h->op);
     if (h->op == RT_FRAME_BYE && h->len != 0) /* sealed, it carries only the tag */
@@ -209,10 +189,10 @@ rt_status rt_frame_decode(const uint8_t *in, size_t len, rt_frame_hdr *h, char *
 size_t rt_abort_encode(const rt_abort_info *a, uint8_t *out)
 {
     size_t rl = strnlen(a->reason, RT_ABORT_REASON_MAX);
-    put32(out, (uint32_t)a->origin);
-    put32(out + 4, (uint32_t)a->culprit);
-    put32(out + 8, (uint32_t)a->status);
-    put16(out + 12, (uint16_t)rl);
+    rt_put_le32(out, (uint32_t)a->origin);
+    rt_put_le32(out + 4, (uint32_t)a->culprit);
+    rt_put_le32(out + 8, (uint32_t)a->status);
+    rt_put_le16(out + 12, (uint16_t)rl);
     memcpy(out + 14, a->reason, rl);
     return 14 + rl;
 }
@@ -221,10 +201,10 @@ rt_status rt_abort_decode(const uint8_t *in, size_t len, rt_abort_info *a, char 
 {
     if (len < 14)
         return rt_err(err, RT_ERR_PROTO, "abort record of %zu bytes is truncated", len);
-    a->origin = (int32_t)get32(in);
-    a->culprit = (int32_t)get32(in + 4);
-    a->status = (int32_t)get32(in + 8);
-    size_t rl = get16(in + 12);
+    a->origin = (int32_t)rt_get_le32(in);
+    a->culprit = (int32_t)rt_get_le32(in + 4);
+    a->status = (int32_t)rt_get_le32(in + 8);
+    size_t rl = rt_get_le16(in + 12);
     if (rl > RT_ABORT_REASON_MAX || 14 + rl != len)
         return rt_err(err, RT_ERR_PROTO, "abort record reason length %zu does not fit", rl);
     if (a->status > 0 || a->status < RT_ERR_BUSY)
@@ -273,8 +253,8 @@ void rt_gcm_destroy(rt_gcm *g)
 
 static void make_iv(uint32_t salt, uint64_t counter, uint8_t iv[12])
 {
-    put32(iv, salt);
-    put64(iv + 4, counter);
+    rt_put_le32(iv, salt);
+    rt_put_le64(iv + 4, counter);
 }
 
 rt_status rt_gcm_seal(rt_gcm *g, const uint8_t hdr[RT_FRAME_HDR_LEN], const void *in, size_t len,
