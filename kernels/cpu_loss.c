@@ -7,6 +7,14 @@
 #include "cpu_simd.h"
 #include "loss_math.h"
 
+double rt_loss_weight(const rt_loss_desc *d, const float *y, const float *w, int64_t n)
+{
+    double wsum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        wsum += rt_loss_row_weight(d, y[i], w ? w[i] : 1.0f);
+    return wsum;
+}
+
 void rt_cpu_loss(rt_kctx *ctx, const rt_loss_desc *d, rt_view z, const float *y, const float *w,
                  const float *norm, rt_view dz, double *acc)
 {
@@ -16,9 +24,7 @@ void rt_cpu_loss(rt_kctx *ctx, const rt_loss_desc *d, rt_view z, const float *y,
     if (norm && *norm > 0.0f) {
         scale = *norm;
     } else { /* this batch's weight */
-        double wsum = 0.0;
-        for (int64_t i = 0; i < n; i++)
-            wsum += rt_loss_row_weight(d, y[i], w ? w[i] : 1.0f);
+        const double wsum = rt_loss_weight(d, y, w, n);
         scale = wsum > 0 ? 1.0 / wsum : 0.0;
     }
     double sum = acc[0], wsum = acc[1]; /* row by row: the same however rows are batched */

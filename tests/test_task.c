@@ -130,6 +130,8 @@ static void one_loss(tu_rng *g, const loss_case *lc)
     for (int64_t i = 0; i < n; i++)
         wsum += (wp ? w[i] : 1.0) * (cwp && classes ? cw[(int)y[i]] : 1.0);
     const double sum = ref_sum(lc, z, y, wp, cwp, n, -1, 0);
+    /* the host's sum of the row weights (the trainer's share of the step's) */
+    assert_true(fabs(rt_loss_weight(&d, y, wp, n) - wsum) <= 1e-9 * (1 + wsum));
     char what[64];
     snprintf(what, sizeof what, "loss %d K=%d s=%g w=%d cw=%d", lc->kind, (int)K,
              (double)lc->smoothing, lc->weights, lc->class_weights);

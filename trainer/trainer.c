@@ -354,13 +354,10 @@ static void report_step(trainer *t, int64_t epoch, int64_t step, double rate)
  * more count for more, as one process with the global batch would. */
 static rt_status loss_norm(trainer *t, const float *blabel, int64_t B, char *err)
 {
-    double w = 0;
-    for (int64_t b = 0; b < B; b++) {
-        double c = t->spec.weighted ? blabel[B + b] : 1.0;
-        if (t->spec.class_weighted)
-            c *= t->spec.class_weight[(int)blabel[b] < t->spec.n_classes ? (int)blabel[b] : 0];
-        w += c;
-    }
+    const rt_model_spec *s = &t->spec; /* the kernel's row weights, on the host */
+    const rt_loss_desc d = {s->loss, s->n_out, s->huber_delta, s->label_smoothing,
+                            s->class_weighted ? s->class_weight : NULL};
+    double w = rt_loss_weight(&d, blabel, s->weighted ? blabel + B : NULL, B);
     rt_status st = RT_OK;
     if (t->env->size > 1 && (st = rt_allreduce(t->env->comm, &w, 1, RT_C_F64, RT_SUM)) != RT_OK)
         return rt_err(err, st, "%s", rt_comm_last_error(t->env->comm));

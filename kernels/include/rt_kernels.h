@@ -405,6 +405,10 @@ typedef struct rt_loss_desc {
 } rt_loss_desc;
 void rt_k_loss(rt_kctx *ctx, const rt_loss_desc *d, rt_view z, const float *y, const float *w,
                const float *norm, rt_view dz, double *acc);
+/* The sum of the rows' weights c_i (what rt_k_loss adds to acc[1]) of n
+ * rows whose labels, weights and d->class_w are in host memory: a rank's
+ * share of the step's global weight. */
+double rt_loss_weight(const rt_loss_desc *d, const float *y, const float *w, int64_t n);
 
 /* Scale n floats in place: p *= s. */
 void rt_k_scale(rt_kctx *ctx, float *p, int64_t n, float s);
