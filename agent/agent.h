@@ -69,7 +69,15 @@ typedef struct worker {
     int64_t ctl_results;    /* result lines seen */
     int64_t kill_at_ns; /* SIGKILL after SIGTERM, when nonzero */
     int64_t reaped_ns;
-    char workdir[512];
+    char workdir[512];  /* work_dir/job-N: the agent's (rendezvous, job.ini) */
+    char jobwork[600];  /* workdir/work: the job's own folder (RT_WORK_DIR) */
+    /* whom the rank runs as (agent_ident.c): as_job false: the agent's user */
+    bool as_job;
+    uid_t uid;
+    gid_t gid;
+    int ngroups;
+    gid_t groups[64];
+    char who[80];       /* "user alice" or "uid 1900000007", for messages */
     char cg_dir[600];   /* its cgroup ("" when none: agent_cgroup.c) */
     char cg_procs[640]; /* cg_dir/cgroup.procs, for the child to enter */
     int64_t mem_limit;  /* the job's memory_limit (0: none), in bytes */
@@ -133,6 +141,10 @@ struct agentd {
     int64_t sweep_ns;        /* when old jobs' folders were last looked for */
     int64_t leftovers_ns;    /* when orphans of finished ranks were last looked for */
     bool token_hidden;       /* ranks start with token_file hidden (hide_token works here) */
+    bool ids_on;             /* job_uids: each job's ranks run as a uid of their own */
+    uid_t uid_lo, uid_hi;    /* its range */
+    pid_t helpers[64];       /* clean-ups running as a job's uid (ident_helper) */
+    int nhelpers;
     int64_t hello_ns;        /* when the hello went out on this connection (0: none) */
     int64_t bye_deadline_ns; /* set once "bye" is queued: exit when written */
     bool cg_on;              /* ranks get cgroups of their own under cg_base */
@@ -188,6 +200,35 @@ int64_t cg_oom_kills(const worker *w);
 int64_t cg_key(const char *dir, const char *file, const char *key);
 void cg_release(agentd *ag, worker *w);
 void cg_tick(agentd *ag);
+/* agent_ident.c: whom a job's ranks run as (docs/security.md).
+ * ident_init reads [agent] job_uids and proves, in a child, that the agent
+ * can become such a uid, that the uid reaches work_dir, cannot read the
+ * token and can have it hidden (sets ag->token_hidden); an error when not.
+ * ident_for sets w->as_job, uid, gid, groups and who before fork: the Unix
+ * user the job's token names (m's unix_user), else the job's uid from the
+ * range, else the agent's own.  ident_enter, in the child (async-signal-
+ * safe), becomes it and drops every capability; -1 with errno on failure.
+ * ident_helper runs fn(arg) in a child as w's identity (cleaning what the
+ * job owns), bounded by 60 s; nothing waits for it (proc_reap reaps it and
+ * calls ident_reaped).
+ * ident_leftover: whether pid runs as a job uid no live rank here holds. */
+rt_status ident_init(agentd *ag, char *err);
+rt_status ident_for(agentd *ag, worker *w, const rt_json *m, char *err);
+int ident_enter(const worker *w);
+void ident_helper(agentd *ag, const worker *w, void (*fn)(void *), void *arg);
+bool ident_leftover(const agentd *ag, const char *pid);
+void ident_reaped(agentd *ag, pid_t pid); /* proc_reap: a helper has ended */
+/* agent_files.c: what the agent writes for a rank, through directory fds and
+ * O_NOFOLLOW|O_EXCL (nothing job-writable is opened by path): the job's
+ * folder work_dir/job-N (the agent's; 0711 when the job has a uid of its
+ * own, else 0700), its work/ (the job's, 0700), rank-R.rendezvous and
+ * job.ini (0400, the job's).  files_clean, once a rank has been reported:
+ * its rendezvous goes; after the job's last rank here, job.ini and the
+ * job's work folder (emptied as the job's uid, or kept until log_retention
+ * when it runs as the agent's user). */
+rt_status files_prepare(agentd *ag, worker *w, const rt_json *m, const char *type, char *rdv,
+                        size_t rdv_len, char *cfgpath, size_t cfg_len, char *err);
+void files_clean(agentd *ag, worker *w);
 /* agent_env.c: a NULL-terminated list of strings (argv, the environment) */
 typedef struct strv {
     char **v;

@@ -438,6 +438,8 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
     if (st == RT_OK)
         st = check_writable("log_dir", cfg->log_dir, err);
     if (st == RT_OK)
+        st = ident_init(ag, err); /* whom jobs run as */
+    if (st == RT_OK && !ag->ids_on)
         probe_hiding(ag);
     if (st != RT_OK) {
         agent_destroy(ag);

@@ -119,8 +119,10 @@ static worker *find(agentd *ag, int64_t job, int64_t attempt, int rank)
 /* Shared-memory segments of an attempt still named in /dev/shm (a rank
  * killed while setting up its ring): removed once its last rank here has
  * exited.  The ranks unlink their own as soon as both ends have them. */
-static void sweep_shm(int64_t job, int64_t attempt)
+static void sweep_shm(void *arg)
 {
+    const worker *w = arg;
+    const int64_t job = w->job, attempt = w->attempt;
     char prefix[64];
     snprintf(prefix, sizeof prefix, RT_SHM_PREFIX "%016llx-",
              (unsigned long long)rt_attempt_id(job, attempt));
@@ -151,33 +153,19 @@ static void rank_frame_begin(rt_jw *jw, rt_msg type, const worker *w)
     rt_jw_kint(jw, RT_F_RANK, w->rank);
 }
 
-/* When a rank has exited its rendezvous file (the job's key) goes; when the
- * last rank of its job on this node has, the job's work folder goes too if
- * nothing else was left in it (an exec job may have written there). */
-static void clean_workdir(agentd *ag, worker *w)
-{
-    char p[600];
-    snprintf(p, sizeof p, "%s/rank-%d.rendezvous", w->workdir, w->rank);
-    unlink(p);
-    for (worker *o = ag->workers; o; o = o->next)
-        if (o != w && o->job == w->job && !o->reported)
-            return;
-    snprintf(p, sizeof p, "%s/job.ini", w->workdir);
-    unlink(p);
-    rmdir(w->workdir); /* fails, harmlessly, when not empty */
-}
-
 static void report_exit(agentd *ag, worker *w)
 {
     w->reported = true;
     if (w->workdir[0])
-        clean_workdir(ag, w);
+        files_clean(ag, w);
     bool attempt_left = false;
     for (worker *o = ag->workers; o; o = o->next)
         attempt_left = attempt_left ||
                        (o != w && o->job == w->job && o->attempt == w->attempt && !o->reported);
-    if (!attempt_left)
-        sweep_shm(w->job, w->attempt);
+    if (!attempt_left && w->as_job && w->started) /* its segments are the job's */
+        ident_helper(ag, w, sweep_shm, w);
+    else if (!attempt_left)
+        sweep_shm(w);
     char line[300];
     if (w->sig)
         snprintf(line, sizeof line, "[agent] rank %d was killed by signal %d (%s)\n", w->rank,
@@ -425,47 +413,14 @@ static void on_control(evutil_socket_t fd, short what, void *arg)
 }
 
 
-static rt_status write_rendezvous(worker *w, const rt_json *m, const char *path, char *err)
-{
-    rt_jw jw;
-    rt_jw_init(&jw);
-    rt_jw_obj(&jw);
-    rt_jw_kint(&jw, RT_F_JOB, w->job);
-    rt_jw_kint(&jw, RT_F_ATTEMPT, w->attempt);
-    rt_jw_kint(&jw, RT_F_RANK, w->rank);
-    rt_jw_kint(&jw, RT_F_SIZE, w->size);
-    rt_jw_kint(&jw, RT_F_LOCAL_RANK, w->local_rank);
-    rt_jw_kint(&jw, RT_F_LOCAL_SIZE, w->local_size);
-    rt_jw_kint(&jw, RT_F_CROSS_RANK, w->cross_rank);
-    rt_jw_kint(&jw, RT_F_CROSS_SIZE, w->cross_size);
-    const char *copy[] = {RT_F_PEERS,   RT_F_KEY,       RT_F_TRANSPORT,
-                          RT_F_SOCKETS, RT_F_COLLECTIVE_TIMEOUT_MS, RT_F_ENCRYPT,
-                          RT_F_INTEGRITY, RT_F_HIERARCHICAL};
-    for (size_t i = 0; i < RT_ARRAY_LEN(copy); i++) {
-        rt_jw_key(&jw, copy[i]);
-        rt_jw_value(&jw, rt_json_get(m, copy[i]));
-    }
-    rt_jw_obj_end(&jw);
-    size_t len;
-    char *text = rt_jw_take(&jw, &len);
-    int fd = text ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
-    bool ok = fd >= 0 && write(fd, text, len) == (ssize_t)len;
-    if (fd >= 0)
-        close(fd);
-    free(text);
-    return ok ? RT_OK : rt_err(err, RT_ERR_IO, "cannot write %s: %s", path, strerror(errno));
-}
-
 static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
 {
     const char *type = rt_json_str(rt_json_get(m, RT_F_JOB_TYPE), "exec");
-    snprintf(w->workdir, sizeof w->workdir, "%s/job-%lld", ag->cfg.work_dir, (long long)w->job);
-    rt_status st = rt_mkdirs(w->workdir, err);
-    if (st != RT_OK)
-        return st;
     char rdv[600], cfgpath[600];
-    snprintf(rdv, sizeof rdv, "%s/rank-%d.rendezvous", w->workdir, w->rank);
-    if ((st = write_rendezvous(w, m, rdv, err)) != RT_OK)
+    rt_status st = ident_for(ag, w, m, err);
+    if (st == RT_OK)
+        st = files_prepare(ag, w, m, type, rdv, sizeof rdv, cfgpath, sizeof cfgpath, err);
+    if (st != RT_OK)
         return st;
     strv argv = {0}, env = {0};
     /* like horovodrun: an exec job runs in the submitter's folder where this
@@ -477,15 +432,6 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
         S_ISDIR(sb.st_mode))
         snprintf(cwd, sizeof cwd, "%s", jcwd);
     if (strcmp(type, "train") == 0) {
-        snprintf(cfgpath, sizeof cfgpath, "%s/job.ini", w->workdir);
-        const char *cfg = rt_json_str(rt_json_get(m, RT_F_CONFIG), "");
-        FILE *f = fopen(cfgpath, "w");
-        if (!f || fputs(cfg, f) < 0) {
-            if (f)
-                fclose(f);
-            return rt_err(err, RT_ERR_IO, "cannot write %s", cfgpath);
-        }
-        fclose(f);
         strv_add(&argv, strdup(ag->worker_exe));
         strv_add(&argv, strdup(cfgpath));
     } else {
@@ -534,13 +480,15 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
     const pid_t parent = getpid();
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     /* the program, found in the rank's PATH (a venv's python first) */
-    char *prog = program_path(argv.v[0], env.v, cwd[0] ? cwd : w->workdir);
+    char *prog = program_path(argv.v[0], env.v, cwd[0] ? cwd : w->jobwork);
     /* the token file is hidden from the rank (see hide_token below); what
      * the child writes is prepared here: it may not allocate */
     const bool hide = ag->token_hidden;
     char uidmap[48], gidmap[48];
-    snprintf(uidmap, sizeof uidmap, "%u %u 1\n", (unsigned)getuid(), (unsigned)getuid());
-    snprintf(gidmap, sizeof gidmap, "%u %u 1\n", (unsigned)getgid(), (unsigned)getgid());
+    const uid_t ruid = w->as_job ? w->uid : getuid();
+    const gid_t rgid = w->as_job ? w->gid : getgid();
+    snprintf(uidmap, sizeof uidmap, "%u %u 1\n", (unsigned)ruid, (unsigned)ruid);
+    snprintf(gidmap, sizeof gidmap, "%u %u 1\n", (unsigned)rgid, (unsigned)rgid);
     /* No signal may reach the child with the agent's handlers installed:
      * libevent's handler would write into the socketpair the child shares
      * with the agent, and the agent would act on a signal meant for a rank
@@ -583,6 +531,17 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
             if (limited)
                 _exit(126);
         }
+        /* then it becomes the job's user, keeping no capability */
+        if (ident_enter(w) != 0) {
+            const char *msg = "[agent] cannot run the rank as the job's user (";
+            ssize_t r = write(2, msg, strlen(msg));
+            r = write(2, w->who, strlen(w->who));
+            r = write(2, "): ", 3);
+            r = write(2, strerror(errno), strlen(strerror(errno)));
+            r = write(2, "\n", 1);
+            (void)r;
+            _exit(126);
+        }
         if (hide && hide_token(ag->cfg.token_file, uidmap, gidmap) != 0) {
             /* it worked when the agent tried: do not run with the token visible */
             const char *msg = "[agent] cannot hide the agent's token from this rank "
@@ -592,7 +551,11 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
             _exit(126);
         }
         close_range(RT_CONTROL_FD_NUM + 1, ~0U, 0);
-        if ((!cwd[0] || chdir(cwd) != 0) && chdir(w->workdir) != 0)
+        if ((!cwd[0] || chdir(cwd) != 0) && chdir(w->jobwork) != 0)
+            _exit(126);
+        /* a change of user cleared it: dies with the agent all the same */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
             _exit(126);
         sigset_t none;
         sigemptyset(&none);
@@ -728,6 +691,7 @@ void proc_reap(agentd *ag)
         pid_t pid = waitpid(-1, &status, WNOHANG);
         if (pid <= 0)
             return;
+        ident_reaped(ag, pid);
         for (worker *w = ag->workers; w; w = w->next) {
             if (w->pid != pid || w->reaped)
                 continue;

@@ -352,6 +352,13 @@ void proc_kill_leftovers(agentd *ag)
         bool ours = false; /* a rank itself */
         for (worker *w = ag->workers; w && !ours; w = w->next)
             ours = w->pid == pid;
+        if (!ours && ident_leftover(ag, e->d_name)) { /* a job uid no rank here holds */
+            RT_WARN("agent", "killed process %d left behind by a job whose ranks have ended "
+                             "(it runs as that job's uid)", (int)pid);
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            continue;
+        }
         long long job, attempt, rank;
         if (ours || !rank_of(e->d_name, &job, &attempt, &rank))
             continue;

@@ -433,6 +433,9 @@ static const cli_flag TOKEN_FLAGS[] = {
     {"--role", CLI_VALUE, "metrics|read|submit|admin|agent",
      "create: what the token may do (agent: one agent's own registration token, for its name)",
      NULL},
+    {"--unix-user", CLI_VALUE, "USER",
+     "create: the jobs it submits run as this Unix user on the agents (role submit or admin)",
+     NULL},
     F_JSON, END};
 static const cli_flag STATUS_FLAGS[] = {
     {"--results", CLI_SWITCH, NULL, "only each rank's reported result (\"R: JSON\")", NULL},
@@ -505,7 +508,7 @@ static const cli_cmd COMMANDS[] = {
      1, false, false, true, cmd_drain},
     {"resume", "NODE", "let a drained NODE take ranks again", NULL, 1, 1, false, false, true,
      cmd_resume},
-    {"token", "create NAME --role ROLE | list | revoke ID-OR-NAME",
+    {"token", "create NAME --role ROLE [--unix-user USER] | list | revoke ID-OR-NAME",
      "API tokens with roles (needs an admin token)", TOKEN_FLAGS, 1, 2, false, false, true, cli_token},
     {"init-cluster", "DIR", "make a cluster's CA, coordinator certificate, tokens and configs",
      INIT_FLAGS, 1, 1, false, false, false, cli_init_cluster},

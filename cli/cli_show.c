@@ -225,6 +225,8 @@ int cli_show_job(const rt_json *d)
     char t1[32], t2[32], t3[32], el[32] = "-";
     printf("job %lld '%s' (%s, %lld ranks) of %s: %s", (long long)num(j, "id"), str(j, "name"),
            str(j, "type"), (long long)num(j, "np"), str(j, "user"), str(j, "state"));
+    if (rt_json_get_str(j, "unix_user"))
+        printf(", runs as Unix user %s", str(j, "unix_user"));
     if (num(j, "queue_pos") > 0)
         printf(", position %lld in the queue", (long long)num(j, "queue_pos"));
     if (num(j, "attempt") > 0)

@@ -1,7 +1,8 @@
 /* cli_tokens.c — `ringtrain token create|list|revoke`: the API tokens the
  * coordinator keeps (an admin token is needed; docs/security.md).
- *   token create NAME --role metrics|read|submit|admin   prints the token once
- *   token list                                            id, name, role, dates
+ *   token create NAME --role metrics|read|submit|admin [--unix-user U]
+ *                                                         prints the token once
+ *   token list                                            id, name, role, Unix user, dates
  *   token revoke ID-OR-NAME                               at once, for good */
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +62,8 @@ int cli_token(const cli_args *a)
     if (!strcmp(verb, "create")) {
         const char *role = cli_value(a, "--role");
         if (a->npos != 2 || !role) {
-            fprintf(stderr, "ringtrain token create NAME --role metrics|read|submit|admin|agent\n");
+            fprintf(stderr, "ringtrain token create NAME --role metrics|read|submit|admin|agent "
+                            "[--unix-user USER]\n");
             return 2;
         }
         rt_jw w;
@@ -69,6 +71,9 @@ int cli_token(const cli_args *a)
         rt_jw_obj(&w);
         rt_jw_kstr(&w, "name", a->pos[1]);
         rt_jw_kstr(&w, "role", role);
+        const char *unix_user = cli_value(a, "--unix-user");
+        if (unix_user)
+            rt_jw_kstr(&w, "unix_user", unix_user);
         rt_jw_obj_end(&w);
         char *body = rt_jw_take(&w, NULL);
         rc = request(a, "POST", "/v1/tokens", body, 201, &doc);
@@ -86,15 +91,17 @@ int cli_token(const cli_args *a)
         rc = request(a, "GET", "/v1/tokens", NULL, 200, &doc);
         const rt_json *ts = rt_json_get(doc, "tokens");
         if (rc == 0 && doc)
-            printf("%4s  %-24s %-7s %-16s %s\n", "ID", "NAME", "ROLE", "CREATED", "REVOKED");
+            printf("%4s  %-24s %-7s %-12s %-16s %s\n", "ID", "NAME", "ROLE", "UNIX USER",
+                   "CREATED", "REVOKED");
         for (size_t i = 0; i < rt_json_len(ts); i++) {
             const rt_json *t = rt_json_at(ts, i);
             char c[32], r[32];
             when(rt_json_num(rt_json_get(t, "created"), 0), c, sizeof c);
             when(rt_json_num(rt_json_get(t, "revoked"), 0), r, sizeof r);
-            printf("%4lld  %-24s %-7s %-16s %s\n", (long long)rt_json_num(rt_json_get(t, "id"), 0),
+            printf("%4lld  %-24s %-7s %-12s %-16s %s\n",
+                   (long long)rt_json_num(rt_json_get(t, "id"), 0),
                    rt_json_str(rt_json_get(t, "name"), "?"), rt_json_str(rt_json_get(t, "role"), "?"),
-                   c, r);
+                   rt_json_str(rt_json_get(t, "unix_user"), "-"), c, r);
         }
     } else if (!strcmp(verb, "revoke") && a->npos == 2) {
         char path[160];

@@ -88,6 +88,11 @@ static const rt_cfg_key agent_keys[] = {
     RT_CFG_B("agent", "hide_token", "true", rt_agent_cfg, hide_token,
              "ranks see an empty file where token_file is (a user and mount namespace per rank; "
              "not for an agent running as root, whose ranks could undo it)"),
+    RT_CFG_S("agent", "job_uids", NULL, rt_agent_cfg, job_uids,
+             "FIRST-LAST: each job's ranks run as uid (and gid) FIRST + job id mod the range's "
+             "size, 0700 work folders of their own (a uid no account uses; the agent needs "
+             "CAP_SETUID, CAP_SETGID, CAP_CHOWN and CAP_KILL, as the unit grants; default: "
+             "jobs run as the agent's user unless their token names a Unix user)"),
     RT_CFG_I("agent", "gpus", "-1", -1, 1024, rt_agent_cfg, gpus,
              "GPUs this node hands out, one per slot as CUDA_VISIBLE_DEVICES for exec jobs "
              "(-1: as many as the worker's probe finds; 0: none)"),

@@ -59,6 +59,7 @@ typedef struct api_token {
     char name[64];
     auth_role role;
     char hash[65]; /* SHA-256 of the token, hex */
+    char unix_user[33]; /* its jobs run as this Unix user ("": as the agent decides) */
     struct api_token *next;
 } api_token;
 typedef struct closing_conn closing_conn;
@@ -138,7 +139,14 @@ typedef struct cdb_job_filter {
     int64_t limit, before_id; /* newest first; before_id 0: from the newest */
 } cdb_job_filter;
 char *cdb_job_list(coord *co, const cdb_job_filter *f);
-char *cdb_job_detail(coord *co, int64_t id);
+/* GET /v1/jobs/ID: a page of its events and of its epochs (metrics): the
+ * newest `limit` after skipping the `skip` newest */
+typedef struct cdb_page {
+    int64_t skip, limit;
+} cdb_page;
+#define CDB_DETAIL_EVENTS 1000
+#define CDB_DETAIL_METRICS 2000
+char *cdb_job_detail(coord *co, int64_t id, const cdb_page *events, const cdb_page *metrics);
 int cdb_job_counts(coord *co, int counts[JOB_CANCELLED + 1]);
 /* The agent holding each rank of an attempt of job id (attempt 0: the
  * latest; rank < 0: all): fn(user, rank, agent_key, attempt); false when
@@ -150,7 +158,7 @@ bool cdb_job_ranks(coord *co, int64_t id, int64_t attempt, int rank,
 /* API tokens in the database: insert (its id, or RT_ERR_EXISTS for a
  * taken name), revoke, list (JSON), and load the live ones into co->tokens. */
 rt_status cdb_token_insert(coord *co, const char *name, const char *role, const char *hash,
-                           int64_t *id, char *err);
+                           const char *unix_user, int64_t *id, char *err);
 rt_status cdb_token_revoke(coord *co, const char *id_or_name, int64_t *id, char *err);
 char *cdb_token_list(coord *co);
 rt_status cdb_token_load(coord *co, char *err);
@@ -159,7 +167,13 @@ rt_status cdb_token_load(coord *co, char *err);
 const char *auth_role_name(auth_role r);
 auth_role auth_role_parse(const char *name);
 void auth_hash(const char *token, char hex[65]);
-rt_status auth_add(coord *co, int64_t id, const char *name, auth_role role, const char *hash);
+rt_status auth_add(coord *co, int64_t id, const char *name, auth_role role, const char *hash,
+                   const char *unix_user);
+/* The Unix user the live token named user submits as ("" when none). */
+const char *auth_unix_user(const coord *co, const char *user);
+/* POST /v1/tokens and POST /v1/tokens/ID|NAME/revoke (admin) */
+void auth_token_create(coord *co, struct evhttp_request *req);
+void auth_token_revoke(coord *co, struct evhttp_request *req, const char *which);
 void auth_remove(coord *co, int64_t id);
 void auth_free(coord *co);
 /* The role of a request: its Authorization header's bearer token, else its

@@ -53,7 +53,8 @@ void auth_hash(const char *token, char hex[65])
     rt_hex_encode(md, sizeof md, hex);
 }
 
-rt_status auth_add(coord *co, int64_t id, const char *name, auth_role role, const char *hash)
+rt_status auth_add(coord *co, int64_t id, const char *name, auth_role role, const char *hash,
+                   const char *unix_user)
 {
     api_token *t = calloc(1, sizeof *t);
     if (!t)
@@ -62,9 +63,18 @@ rt_status auth_add(coord *co, int64_t id, const char *name, auth_role role, cons
     t->role = role;
     snprintf(t->name, sizeof t->name, "%s", name);
     snprintf(t->hash, sizeof t->hash, "%s", hash);
+    snprintf(t->unix_user, sizeof t->unix_user, "%s", unix_user ? unix_user : "");
     t->next = co->tokens;
     co->tokens = t;
     return RT_OK;
+}
+
+const char *auth_unix_user(const coord *co, const char *user)
+{
+    for (const api_token *t = co->tokens; user && t; t = t->next)
+        if (strcmp(t->name, user) == 0)
+            return t->unix_user;
+    return "";
 }
 
 void auth_remove(coord *co, int64_t id)
@@ -336,4 +346,90 @@ char *auth_hide_env(char *doc)
     rt_json_free(j);
     free(doc);
     return rt_jw_take(&w, NULL);
+}
+
+/* ---- API tokens (admin) --------------------------------------------------------- */
+
+/* A Unix user's name as useradd takes it (and not root): 1-32 letters,
+ * digits, '.', '_', '-', not starting with '-' or a digit. */
+static bool unix_name_ok(const char *u)
+{
+    size_t n = strlen(u);
+    return n >= 1 && n <= 32 && strcmp(u, "root") != 0 && u[0] != '-' && u[0] != '.' &&
+           !(u[0] >= '0' && u[0] <= '9') &&
+           strspn(u, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
+/* POST /v1/tokens {"name": N, "role": R[, "unix_user": U]}: 201 with the
+ * token, shown once; the jobs it submits run as Unix user U on the agents. */
+void auth_token_create(coord *co, struct evhttp_request *req)
+{
+    size_t len;
+    char *body = http_body_text(req, &len), err[RT_ERR_LEN];
+    rt_json *j = NULL;
+    const char *name = NULL, *role = NULL, *unix_user = NULL;
+    if (body && rt_json_parse(body, len, &j, err) == RT_OK) {
+        name = rt_json_get_str(j, "name");
+        role = rt_json_get_str(j, "role");
+        unix_user = rt_json_get_str(j, "unix_user");
+    }
+    const auth_role r = auth_role_parse(role);
+    size_t nlen = name ? strlen(name) : 0;
+    if (!name || nlen == 0 || nlen > 60 || strspn(name, "abcdefghijklmnopqrstuvwxyz"
+                                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@") != nlen ||
+        !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z'))) {
+        http_reply_error(req, 400, "the body must be {\"name\": NAME, \"role\": ROLE}; a name is 1-60 "
+                              "letters, digits, '.', '_', '-' or '@', starting with a letter");
+    } else if (r == ROLE_NONE) {
+        http_reply_error(req, 400, "\"role\" must be metrics, read, submit, admin or agent");
+    } else if (unix_user && !unix_name_ok(unix_user)) {
+        http_reply_error(req, 400, "\"unix_user\" must be a Unix user's name (1-32 letters, "
+                              "digits, '.', '_' or '-'), not root");
+    } else if (unix_user && r != ROLE_SUBMIT && r != ROLE_ADMIN) {
+        http_reply_error(req, 400, "a Unix user is for tokens that submit jobs (role submit or "
+                              "admin)");
+    } else {
+        uint8_t raw[32];
+        char tok[65], hash[65];
+        rt_random_bytes(raw, sizeof raw);
+        rt_hex_encode(raw, sizeof raw, tok);
+        auth_hash(tok, hash);
+        int64_t id = 0;
+        rt_status st = cdb_token_insert(co, name, role, hash, unix_user, &id, err);
+        if (st == RT_OK && auth_add(co, id, name, r, hash, unix_user) != RT_OK)
+            st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+        if (st != RT_OK) {
+            http_reply_error(req, st == RT_ERR_EXISTS ? 409 : 503, err);
+        } else {
+            RT_INFO("http", "API token %lld '%s' created with role %s%s%s", (long long)id, name,
+                    role, unix_user ? ", jobs as Unix user " : "", unix_user ? unix_user : "");
+            char out[256];
+            snprintf(out, sizeof out, "{\"id\":%lld,\"name\":\"%s\",\"role\":\"%s\",\"token\":\"%s\"}",
+                     (long long)id, name, role, tok);
+            http_reply_text(req, 201, "application/json", out);
+        }
+    }
+    rt_json_free(j);
+    free(body);
+}
+
+void auth_token_revoke(coord *co, struct evhttp_request *req, const char *which)
+{
+    char err[RT_ERR_LEN];
+    int64_t id = 0;
+    rt_status st = cdb_token_revoke(co, which, &id, err);
+    if (st != RT_OK) {
+        http_reply_error(req, st == RT_ERR_NOTFOUND ? 404 : 503, err);
+        return;
+    }
+    /* an agent's token: its connection goes too */
+    for (const api_token *t = co->tokens; t; t = t->next)
+        if (t->id == id && t->role == ROLE_AGENT)
+            for (conn *c = co->conns; c; c = c->next)
+                if (c->ag && strcmp(c->ag->name, t->name) == 0)
+                    c->revoked = true;
+    auth_remove(co, id);
+    auth_sessions_of_token_drop(co, id);
+    RT_INFO("http", "API token %lld revoked", (long long)id);
+    http_reply_text(req, 200, "application/json", "{\"revoked\":true}");
 }

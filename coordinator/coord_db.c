@@ -17,7 +17,7 @@
  * held, queue times and position), drained agents and the stored next id;
  * 3 results, GPUs and tokens; 4 incremental vacuum (the file shrinks as
  * job_retention deletes old jobs); 5 a job's last epoch line */
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 6
 
 static const char *SCHEMA_V1 =
     "CREATE TABLE IF NOT EXISTS agents(key TEXT PRIMARY KEY, host_id TEXT, name TEXT,"
@@ -122,6 +122,13 @@ rt_status cdb_open(coord *co, const char *path, char *err)
     if (st == RT_OK && version < 5) {
         st = run(co, "BEGIN; ALTER TABLE jobs ADD COLUMN last_epoch TEXT; PRAGMA user_version = 5;"
                      " COMMIT", "migration to schema 5", err);
+        if (st != RT_OK)
+            sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    if (st == RT_OK && version < 6) { /* the Unix user a token's jobs run as (issue 28.2) */
+        st = run(co, "BEGIN; ALTER TABLE tokens ADD COLUMN unix_user TEXT;"
+                     " ALTER TABLE jobs ADD COLUMN unix_user TEXT; PRAGMA user_version = 6; COMMIT",
+                 "migration to schema 6", err);
         if (st != RT_OK)
             sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
         else if (version > 0)
@@ -238,18 +245,20 @@ static bool save_job(coord *co, const sc_job *j)
     return exec(co,
                 "INSERT INTO jobs(id,name,type,np,state,reason,spec,attempt,restarts,created,"
                 "started,finished,first_failure,progress,user,priority,held,queued_at,"
-                "attempt_started,queue_pos,last_epoch) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                "attempt_started,queue_pos,last_epoch,unix_user)"
+                " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
                 " ON CONFLICT(id) DO UPDATE SET state=excluded.state, reason=excluded.reason,"
                 " attempt=excluded.attempt, restarts=excluded.restarts, started=excluded.started,"
                 " finished=excluded.finished, first_failure=excluded.first_failure,"
                 " progress=excluded.progress, held=excluded.held, queued_at=excluded.queued_at,"
                 " attempt_started=excluded.attempt_started, queue_pos=excluded.queue_pos,"
                 " last_epoch=excluded.last_epoch",
-                "ittitttiidddtttiiddit", j->id, j->name, j->type == JOB_EXEC ? "exec" : "train",
+                "ittitttiidddtttiidditt", j->id, j->name, j->type == JOB_EXEC ? "exec" : "train",
                 (int64_t)j->np, job_state_name(j->state), j->reason, j->spec, (int64_t)j->attempt,
                 (int64_t)j->restarts, j->created, j->started, j->finished, j->first_failure,
                 j->progress, j->user, (int64_t)j->priority, (int64_t)j->held, j->queued_at,
-                j->attempt_started, (int64_t)j->queue_pos, j->last_epoch) &&
+                j->attempt_started, (int64_t)j->queue_pos, j->last_epoch,
+                j->unix_user[0] ? j->unix_user : NULL) &&
            exec(co, "INSERT OR REPLACE INTO meta(key,value) VALUES('next_job_id',?)", "i",
                 co->S.next_id);
 }
@@ -354,7 +363,7 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
         co->S.next_id = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     const char *sql = "SELECT id,spec,user,state,reason,attempt,restarts,held,created,started,"
-                      "queued_at,attempt_started,progress,last_epoch FROM jobs WHERE state NOT IN"
+                      "queued_at,attempt_started,progress,last_epoch,unix_user FROM jobs WHERE state NOT IN"
                       " ('succeeded','failed','cancelled') ORDER BY id";
     if (sqlite3_prepare_v2(co->db, sql, -1, &st, NULL) != SQLITE_OK)
         return rt_err(err, RT_ERR_IO, "loading jobs: %s", sqlite3_errmsg(co->db));
@@ -384,6 +393,7 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
             j->progress = strdup(col(st, 12));
         if (col(st, 13))
             j->last_epoch = strdup(col(st, 13));
+        snprintf(j->unix_user, sizeof j->unix_user, "%s", col(st, 14) ? col(st, 14) : "");
         n++;
     }
     sqlite3_finalize(st);
@@ -457,6 +467,24 @@ static void rows(coord *co, rt_jw *w, const char *key, const char *sql, int64_t 
     rt_jw_arr_end(w);
 }
 
+/* rows() of a page: ?2 the rows to skip (newest first), ?3 how many */
+static void rows_page(coord *co, rt_jw *w, const char *key, const char *sql, int64_t id,
+                      const cdb_page *pg)
+{
+    sqlite3_stmt *st = NULL;
+    rt_jw_key(w, key);
+    rt_jw_arr(w);
+    if (sqlite3_prepare_v2(co->db, sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_int64(st, 2, pg->skip);
+        sqlite3_bind_int64(st, 3, pg->limit);
+        while (sqlite3_step(st) == SQLITE_ROW)
+            row_to_json(w, st);
+        sqlite3_finalize(st);
+    }
+    rt_jw_arr_end(w);
+}
+
 static int64_t count_rows(coord *co, const char *sql, int64_t id)
 {
     sqlite3_stmt *st = NULL;
@@ -470,14 +498,10 @@ static int64_t count_rows(coord *co, const char *sql, int64_t id)
     return n;
 }
 
-#define CDB_DETAIL_EVENTS 1000
-#define CDB_DETAIL_METRICS 2000
-#define RT_STR_(x) #x
-#define RT_STR(x) RT_STR_(x)
 
 #define JOB_COLUMNS                                                                                \
     "id,name,type,np,state,reason,attempt,restarts,created,started,finished,user,priority,held," \
-    "queue_pos,progress,last_epoch"
+    "queue_pos,progress,last_epoch,unix_user"
 
 char *cdb_job_list(coord *co, const cdb_job_filter *f)
 {
@@ -515,7 +539,7 @@ char *cdb_job_list(coord *co, const cdb_job_filter *f)
     return rt_jw_take(&w, NULL);
 }
 
-char *cdb_job_detail(coord *co, int64_t id)
+char *cdb_job_detail(coord *co, int64_t id, const cdb_page *events, const cdb_page *metrics)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(co->db,
@@ -546,19 +570,22 @@ char *cdb_job_detail(coord *co, int64_t id)
          "SELECT rank,time,value FROM results WHERE job_id=? AND attempt="
          "(SELECT attempt FROM jobs WHERE id=job_id) ORDER BY rank",
          id);
-    /* the newest CDB_DETAIL_EVENTS events and CDB_DETAIL_METRICS epochs, in
-     * order, and how many there are: a job that floods them (issue 28.5: one
-     * answer was 12 MB) does not make the answer unbounded */
-    rows(co, &w, "events",
-         "SELECT time,kind,message FROM (SELECT id,time,kind,message FROM events WHERE job_id=?"
-         " ORDER BY id DESC LIMIT " RT_STR(CDB_DETAIL_EVENTS) ") ORDER BY id",
-         id);
+    /* a page of events and of epochs (the newest CDB_DETAIL_EVENTS and
+     * CDB_DETAIL_METRICS unless asked for older ones), in order, and how many
+     * there are: a job that floods them (issue 28.5: one answer was 12 MB)
+     * does not make the answer unbounded, and the rest can still be read */
+    rows_page(co, &w, "events",
+              "SELECT time,kind,message FROM (SELECT id,time,kind,message FROM events WHERE"
+              " job_id=?1 ORDER BY id DESC LIMIT ?3 OFFSET ?2) ORDER BY id",
+              id, events);
     rt_jw_kint(&w, "events_total", count_rows(co, "SELECT COUNT(*) FROM events WHERE job_id=?", id));
-    rows(co, &w, "metrics",
-         "SELECT attempt,time,data FROM (SELECT rowid AS r,attempt,time,data FROM metrics WHERE"
-         " job_id=? ORDER BY rowid DESC LIMIT " RT_STR(CDB_DETAIL_METRICS) ") ORDER BY r",
-         id);
+    rt_jw_kint(&w, "events_skip", events->skip);
+    rows_page(co, &w, "metrics",
+              "SELECT attempt,time,data FROM (SELECT rowid AS r,attempt,time,data FROM metrics"
+              " WHERE job_id=?1 ORDER BY rowid DESC LIMIT ?3 OFFSET ?2) ORDER BY r",
+              id, metrics);
     rt_jw_kint(&w, "metrics_total", count_rows(co, "SELECT COUNT(*) FROM metrics WHERE job_id=?", id));
+    rt_jw_kint(&w, "metrics_skip", metrics->skip);
     rt_jw_obj_end(&w);
     return rt_jw_take(&w, NULL);
 }
@@ -611,16 +638,18 @@ bool cdb_job_ranks(coord *co, int64_t id, int64_t attempt, int rank,
 /* ---- API tokens ------------------------------------------------------------------ */
 
 rt_status cdb_token_insert(coord *co, const char *name, const char *role, const char *hash,
-                           int64_t *id, char *err)
+                           const char *unix_user, int64_t *id, char *err)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(co->db, "INSERT INTO tokens(name,role,hash,created) VALUES(?,?,?,?)",
+    if (sqlite3_prepare_v2(co->db, "INSERT INTO tokens(name,role,hash,created,unix_user) VALUES(?,?,?,?,?)",
                            -1, &st, NULL) != SQLITE_OK)
         return rt_err(err, RT_ERR_IO, "state database: %s", sqlite3_errmsg(co->db));
     sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, role, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 3, hash, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(st, 4, coord_now().wall);
+    if (unix_user)
+        sqlite3_bind_text(st, 5, unix_user, -1, SQLITE_TRANSIENT);
     int r = sqlite3_step(st);
     sqlite3_finalize(st);
     if (r == SQLITE_CONSTRAINT)
@@ -659,7 +688,7 @@ char *cdb_token_list(coord *co)
     rt_jw w;
     rt_jw_init(&w);
     rt_jw_obj(&w);
-    rows(co, &w, "tokens", "SELECT id,name,role,created,revoked FROM tokens ORDER BY id", -1);
+    rows(co, &w, "tokens", "SELECT id,name,role,created,revoked,unix_user FROM tokens ORDER BY id", -1);
     rt_jw_obj_end(&w);
     return rt_jw_take(&w, NULL);
 }
@@ -667,7 +696,7 @@ char *cdb_token_list(coord *co)
 rt_status cdb_token_load(coord *co, char *err)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(co->db, "SELECT id,name,role,hash FROM tokens WHERE revoked IS NULL",
+    if (sqlite3_prepare_v2(co->db, "SELECT id,name,role,hash,unix_user FROM tokens WHERE revoked IS NULL",
                            -1, &st, NULL) != SQLITE_OK)
         return rt_err(err, RT_ERR_IO, "state database: %s", sqlite3_errmsg(co->db));
     rt_status s = RT_OK;
@@ -679,7 +708,8 @@ rt_status cdb_token_load(coord *co, char *err)
                     (long long)sqlite3_column_int64(st, 0));
             continue;
         }
-        s = auth_add(co, sqlite3_column_int64(st, 0), col(st, 1) ? col(st, 1) : "?", role, hash);
+        s = auth_add(co, sqlite3_column_int64(st, 0), col(st, 1) ? col(st, 1) : "?", role, hash,
+                     col(st, 4));
     }
     sqlite3_finalize(st);
     return s == RT_OK ? RT_OK : rt_err(err, s, "out of memory");

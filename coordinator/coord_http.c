@@ -225,72 +225,6 @@ static char *with_usage(coord *co, int64_t id, char *doc)
     return out;
 }
 
-/* ---- API tokens (admin) --------------------------------------------------------- */
-
-/* POST /v1/tokens {"name": N, "role": R}: 201 with the token, shown once. */
-static void token_create(coord *co, struct evhttp_request *req)
-{
-    size_t len;
-    char *body = http_body_text(req, &len), err[RT_ERR_LEN];
-    rt_json *j = NULL;
-    const char *name = NULL, *role = NULL;
-    if (body && rt_json_parse(body, len, &j, err) == RT_OK) {
-        name = rt_json_get_str(j, "name");
-        role = rt_json_get_str(j, "role");
-    }
-    size_t nlen = name ? strlen(name) : 0;
-    if (!name || nlen == 0 || nlen > 60 || strspn(name, "abcdefghijklmnopqrstuvwxyz"
-                                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@") != nlen ||
-        !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z'))) {
-        http_reply_error(req, 400, "the body must be {\"name\": NAME, \"role\": ROLE}; a name is 1-60 "
-                              "letters, digits, '.', '_', '-' or '@', starting with a letter");
-    } else if (auth_role_parse(role) == ROLE_NONE) {
-        http_reply_error(req, 400, "\"role\" must be metrics, read, submit, admin or agent");
-    } else {
-        uint8_t raw[32];
-        char tok[65], hash[65];
-        rt_random_bytes(raw, sizeof raw);
-        rt_hex_encode(raw, sizeof raw, tok);
-        auth_hash(tok, hash);
-        int64_t id = 0;
-        rt_status st = cdb_token_insert(co, name, role, hash, &id, err);
-        if (st == RT_OK && auth_add(co, id, name, auth_role_parse(role), hash) != RT_OK)
-            st = rt_err(err, RT_ERR_NOMEM, "out of memory");
-        if (st != RT_OK) {
-            http_reply_error(req, st == RT_ERR_EXISTS ? 409 : 503, err);
-        } else {
-            RT_INFO("http", "API token %lld '%s' created with role %s", (long long)id, name, role);
-            char out[256];
-            snprintf(out, sizeof out, "{\"id\":%lld,\"name\":\"%s\",\"role\":\"%s\",\"token\":\"%s\"}",
-                     (long long)id, name, role, tok);
-            http_reply_text(req, 201, "application/json", out);
-        }
-    }
-    rt_json_free(j);
-    free(body);
-}
-
-static void token_revoke(coord *co, struct evhttp_request *req, const char *which)
-{
-    char err[RT_ERR_LEN];
-    int64_t id = 0;
-    rt_status st = cdb_token_revoke(co, which, &id, err);
-    if (st != RT_OK) {
-        http_reply_error(req, st == RT_ERR_NOTFOUND ? 404 : 503, err);
-        return;
-    }
-    /* an agent's token: its connection goes too */
-    for (const api_token *t = co->tokens; t; t = t->next)
-        if (t->id == id && t->role == ROLE_AGENT)
-            for (conn *c = co->conns; c; c = c->next)
-                if (c->ag && strcmp(c->ag->name, t->name) == 0)
-                    c->revoked = true;
-    auth_remove(co, id);
-    auth_sessions_of_token_drop(co, id);
-    RT_INFO("http", "API token %lld revoked", (long long)id);
-    http_reply_text(req, 200, "application/json", "{\"revoked\":true}");
-}
-
 /* ---- log streams --------------------------------------------------------------- */
 
 /* When a client goes away during a stream, evhttp detaches the request from
@@ -602,8 +536,45 @@ static void jobs_get(coord *co, struct evhttp_request *req, const char *query)
     evhttp_clear_headers(&q);
 }
 
+/* ?events_skip=N&events_limit=N&metrics_skip=N&metrics_limit=N of a job's
+ * detail (defaults: the newest CDB_DETAIL_EVENTS and CDB_DETAIL_METRICS);
+ * false, answered 400, when one is out of range. */
+static bool detail_pages(struct evhttp_request *req, cdb_page *ev, cdb_page *me)
+{
+    *ev = (cdb_page){0, CDB_DETAIL_EVENTS};
+    *me = (cdb_page){0, CDB_DETAIL_METRICS};
+    struct evkeyvalq q;
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    evhttp_parse_query_str(query ? query : "", &q);
+    const struct {
+        const char *key;
+        int64_t *v, lo, hi;
+    } ks[] = {{"events_skip", &ev->skip, 0, INT64_MAX / 2},
+              {"events_limit", &ev->limit, 1, CDB_DETAIL_EVENTS},
+              {"metrics_skip", &me->skip, 0, INT64_MAX / 2},
+              {"metrics_limit", &me->limit, 1, CDB_DETAIL_METRICS}};
+    bool ok = true;
+    for (size_t i = 0; i < RT_ARRAY_LEN(ks) && ok; i++) {
+        const char *v = evhttp_find_header(&q, ks[i].key);
+        char *end = NULL;
+        long long x = v ? strtoll(v, &end, 10) : 0;
+        if (v && (!*v || *end || x < ks[i].lo || x > ks[i].hi)) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "%s must be a number from %lld to %lld", ks[i].key,
+                     (long long)ks[i].lo, (long long)ks[i].hi);
+            http_reply_error(req, 400, msg);
+            ok = false;
+        } else if (v) {
+            *ks[i].v = x;
+        }
+    }
+    evhttp_clear_headers(&q);
+    return ok;
+}
+
 /* A job's user is who its token says (issue 28.3: it was whatever the
- * body said); an admin may submit for another user ("user" in the body). */
+ * body said); an admin may submit for another user ("user" in the body).
+ * Its ranks run as the Unix user that user's token names, if any (28.2). */
 static void jobs_post(coord *co, struct evhttp_request *req, auth_role role, const char *who)
 {
     size_t len;
@@ -619,7 +590,8 @@ static void jobs_post(coord *co, struct evhttp_request *req, auth_role role, con
     if (!user)
         user = "?";
     int64_t id = 0;
-    rt_status st = sched_submit(&co->S, body, len, user, coord_now(), &id, err);
+    rt_status st = sched_submit(&co->S, body, len, user, auth_unix_user(co, user), coord_now(),
+                                &id, err);
     rt_json_free(j);
     free(body);
     if (st != RT_OK) {
@@ -691,13 +663,13 @@ static void handle(struct evhttp_request *req, void *arg)
         return;
     }
     if (strcmp(path, "/v1/tokens") == 0 && post)
-        return token_create(co, req);
+        return auth_token_create(co, req);
     if (strncmp(path, "/v1/tokens/", 11) == 0 && post) {
         char which[80];
         const char *slash = strchr(path + 11, '/');
         if (slash && strcmp(slash, "/revoke") == 0 && slash - (path + 11) < (long)sizeof which) {
             snprintf(which, sizeof which, "%.*s", (int)(slash - (path + 11)), path + 11);
-            return token_revoke(co, req, which);
+            return auth_token_revoke(co, req, which);
         }
     }
     if (strcmp(path, "/metrics") == 0 && get)
@@ -724,7 +696,10 @@ static void handle(struct evhttp_request *req, void *arg)
         const sc_job *jb = sched_job(&co->S, id);
         const bool own = auth_owns(role, who, jb ? jb->user : NULL);
         if (!*rest && get) {
-            char *doc = with_usage(co, id, cdb_job_detail(co, id));
+            cdb_page ev, me;
+            if (!detail_pages(req, &ev, &me))
+                return;
+            char *doc = with_usage(co, id, cdb_job_detail(co, id, &ev, &me));
             if (!own) /* the job's environment: names only */
                 doc = auth_hide_env(doc);
             char msg[64];

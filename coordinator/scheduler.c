@@ -301,6 +301,8 @@ void sc_send_start(sched *S, sc_job *j, sc_clock now)
         rt_jw_kbool(&w, RT_F_HIERARCHICAL,
                     rt_json_bool(rt_json_get(j->specj, RT_F_HIERARCHICAL), true));
         rt_jw_kint(&w, RT_F_MAX_RESTARTS, j->max_restarts);
+        if (j->unix_user[0])
+            rt_jw_kstr(&w, RT_F_UNIX_USER, j->unix_user);
         const int64_t mem = spec_int(j, RT_F_MEMORY_LIMIT, 0);
         const double cpus = rt_json_num(rt_json_get(j->specj, RT_F_CPU_LIMIT), 0);
         if (mem > 0)
@@ -560,7 +562,8 @@ static rt_status parse_spec(sched *S, sc_job *j, const rt_json *s, char *err)
     return st;
 }
 
-rt_status sched_submit(sched *S, const char *body, size_t len, const char *user, sc_clock now,
+rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
+                       const char *unix_user, sc_clock now,
                        int64_t *id, char *err)
 {
     rt_json *s = NULL;
@@ -612,6 +615,7 @@ rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
         return st;
     }
     snprintf(j->user, sizeof j->user, "%s", user && *user ? user : "?");
+    snprintf(j->unix_user, sizeof j->unix_user, "%s", unix_user ? unix_user : "");
     j->held = rt_json_bool(rt_json_get(s, "hold"), false);
     j->id = S->next_id++;
     j->state = JOB_QUEUED;

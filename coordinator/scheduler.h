@@ -109,6 +109,7 @@ typedef struct sc_rank {
 typedef struct sc_job {
     int64_t id;
     char name[128], user[64];
+    char unix_user[33]; /* its ranks run as this Unix user (the token's; "": agent's choice) */
     int type;       /* enum job_type */
     char *spec;     /* the submission, JSON text (stored) */
     rt_json *specj; /* parsed */
@@ -217,7 +218,8 @@ int sched_free_slots(const sched *S);
 
 /* A submission (the JSON the CLI sends); the job is queued or refused
  * (RT_ERR_INVALID with the reason). */
-rt_status sched_submit(sched *S, const char *body, size_t len, const char *user, sc_clock now,
+rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
+                       const char *unix_user, sc_clock now,
                        int64_t *id, char *err);
 rt_status sched_cancel(sched *S, int64_t id, sc_clock now, char *err);
 /* Keep a waiting job from starting (hold) or let it start again. */

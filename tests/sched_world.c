@@ -160,7 +160,7 @@ int64_t submit_ok(world *w, const char *extra, int np)
              "{\"type\":\"exec\",\"name\":\"t\",\"np\":%d,\"argv\":[\"/bin/true\"]%s%s}", np,
              extra && *extra ? "," : "", extra ? extra : "");
     int64_t id = 0;
-    if (sched_submit(&w->S, buf, strlen(buf), "tester", w->now, &id, err) != RT_OK)
+    if (sched_submit(&w->S, buf, strlen(buf), "tester", NULL, w->now, &id, err) != RT_OK)
         fail_msg("submission refused: %s", err);
     settle(w);
     return id;

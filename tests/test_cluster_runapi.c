@@ -244,6 +244,26 @@ void test_progress_flood(void **state)
     CHECK(doc && strstr(doc, "progress lines dropped by its agent"));
     rt_json_free(d);
     free(doc);
+    /* older epochs page by page: the 10 newest, then the 10 before them */
+    double t_first_newer = 0, t_last_older = 1e300;
+    int64_t n_pages[2] = {-1, -1};
+    for (int pg = 0; pg < 2; pg++) {
+        snprintf(path, sizeof path, "/v1/jobs/%s?metrics_limit=10&metrics_skip=%d", id, pg * 10);
+        CHECK(api(C.conn.token, "GET", path, NULL, &doc) == 200);
+        CHECK(doc && rt_json_parse(doc, strlen(doc), &d, err) == RT_OK);
+        const rt_json *ms = rt_json_get(d, "metrics");
+        n_pages[pg] = (int64_t)rt_json_len(ms);
+        if (pg == 0 && n_pages[pg] > 0)
+            t_first_newer = rt_json_num(rt_json_get(rt_json_at(ms, 0), "time"), 0);
+        if (pg == 1 && n_pages[pg] > 0)
+            t_last_older = rt_json_num(rt_json_get(rt_json_at(ms, n_pages[pg] - 1), "time"), 0);
+        rt_json_free(d);
+        free(doc);
+    }
+    CHECK(n_pages[0] == 10 && n_pages[1] == 10 && t_last_older <= t_first_newer);
+    snprintf(path, sizeof path, "/v1/jobs/%s?events_limit=0", id);
+    CHECK(api(C.conn.token, "GET", path, NULL, &doc) == 400);
+    free(doc);
     bool said = false;
     for (int a = 0; a < C.nagents && !said; a++) {
         FILE *f = fopen(C.agent[a].log, "r");

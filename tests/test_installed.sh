@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The installed system, as the README's "A cluster" section sets it up:
 #   - `cmake --install` into a staging root (the programs at /usr/local/...);
-#   - the `ringtrain` user made by the project's own sysusers snippet;
+#   - the `ringtrain` and `ringtrain-coordinator` users made by the
+#     project's own sysusers snippet;
 #   - the cluster material from `ringtrain init-cluster`, installed with the
-#     README's owners and modes (/etc/ringtrain 0750 root:ringtrain, tokens
-#     and key 0640), configurations from the installed *.conf.example with
+#     README's owners and modes (/etc/ringtrain 0750 root:ringtrain, the
+#     agents' token 0640 root:ringtrain, the coordinator's key and admin
+#     token 0640 root:ringtrain-coordinator, which the agents' user cannot
+#     read), configurations from the installed *.conf.example with
 #     only the addresses changed; the agents' /etc/ringtrain holds the CA and
 #     the agents' token only, which the API refuses;
 #   - a coordinator and two agents (one slot each), each in its own network
@@ -12,7 +15,9 @@
 #     `ringtrain` inside bubblewrap reproducing the unit's view: read-only /,
 #     writable only its StateDirectory and LogsDirectory (STATE_DIRECTORY /
 #     LOGS_DIRECTORY set as systemd sets them) and the shared store, a
-#     private /tmp;
+#     private /tmp; the agents with the unit's four capabilities (ambient,
+#     and the bounding set) and the example's job_uids: every job's ranks run
+#     as a uid of their own;
 #   - a training job (np 2: one rank per host, a real ring between hosts) and
 #     an exec job succeed, and the files land where the README says;
 #   - after the agents restart with two slots each, a training job of np 4
@@ -21,7 +26,12 @@
 #   - a PyTorch DDP program written for torchrun (gloo, env://) runs unchanged
 #     on the two hosts and its parameters equal a one-host launch with
 #     torchrun's variables; when its rank 1 fails the job names it, and with
-#     --max-restarts 1 the second attempt sees TORCHELASTIC_RESTART_COUNT=1.
+#     --max-restarts 1 the second attempt sees TORCHELASTIC_RESTART_COUNT=1;
+#   - two jobs on one agent, one of them an attacker: it cannot read the
+#     other's rendezvous file (key), work folder or logs, list the jobs'
+#     folders, signal the other's rank, read the agent's token, nor plant a
+#     link the agent follows; a token made --unix-user runs its job as that
+#     Unix user.
 #     (Debian's torchrun 1.13 itself does not start under Python 3.11 — its
 #     Std.from_str returns None — so the one-host reference sets the same
 #     variables by hand.)
@@ -49,6 +59,7 @@ cleanup() {
   done
   ip netns del $tag-sw 2> /dev/null || true
   for d in "${made[@]}"; do rmdir "$d" 2> /dev/null || true; done
+  userdel $tag-alice 2> /dev/null || true
   if [ -n "${KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
@@ -58,7 +69,8 @@ fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -20 "$f
 stage=$work/root
 DESTDIR=$stage cmake --install "$build" --prefix /usr/local > "$work/install.log"
 systemd-sysusers "$stage/usr/local/lib/sysusers.d/ringtrain.conf"
-id ringtrain > /dev/null || fail "the sysusers snippet made no ringtrain user"
+id ringtrain > /dev/null && id ringtrain-coordinator > /dev/null ||
+  fail "the sysusers snippet made no ringtrain or ringtrain-coordinator user"
 bin=$stage/usr/local/bin
 
 # ---- cluster material, as the README installs it --------------------------------
@@ -66,8 +78,14 @@ bin=$stage/usr/local/bin
 etc=$work/etc-ringtrain
 install -d -m 0750 -o root -g ringtrain "$etc"        # ringtrain.tmpfiles.conf
 install -m 0644 -o root -g ringtrain "$work/material/ca.crt" "$work/material/coordinator.crt" "$etc/"
-install -m 0640 -o root -g ringtrain "$work/material/coordinator.key" "$work/material/token" \
+install -m 0640 -o root -g ringtrain "$work/material/token" "$etc/"
+install -m 0640 -o root -g ringtrain-coordinator "$work/material/coordinator.key" \
   "$work/material/admin.token" "$etc/"
+# the agents' user (and so an agent on the coordinator's node) cannot read them
+if setpriv --reuid=ringtrain --regid=ringtrain --init-groups cat "$etc/admin.token" > /dev/null 2>&1 ||
+  setpriv --reuid=ringtrain --regid=ringtrain --init-groups cat "$etc/coordinator.key" > /dev/null 2>&1; then
+  fail "user ringtrain can read the coordinator's admin token or key"
+fi
 # an agent's node holds the CA and the agents' token only: no API credential
 etc_agent=$work/etc-ringtrain-agent
 install -d -m 0750 -o root -g ringtrain "$etc_agent"
@@ -104,14 +122,16 @@ mkdir -p "$shared/rossmann"
 "$build/examples/rossmann/rossmann-gen" --out "$work/data" --stores 6 --quiet
 "$bin/ringtrain" prep --input "$work/data" --sql "$src/examples/rossmann/prep.sql" \
   --out "$shared/rossmann/dataset" --partitions 4 --quiet > /dev/null # np 2 and np 4
-chown ringtrain:ringtrain "$shared/rossmann"
 chmod -R a+rX "$shared"
+# the jobs write their stores as their own uids: a folder every job may write
+# in but not replace another's files in (as /tmp), as the README says
+chmod 1777 "$shared/rossmann"
 
 # ---- the daemons, as the units run them --------------------------------------------
 # the mount points the unit's view needs (a real install has them: tmpfiles
 # makes /etc/ringtrain, systemd the State/Logs directories); made here only
 # when missing, and removed again
-for d in /etc/ringtrain /var/lib/ringtrain /var/log/ringtrain /shared; do
+for d in /etc/ringtrain /var/lib/ringtrain /var/lib/ringtrain-coordinator /var/log/ringtrain /shared; do
   if [ ! -d "$d" ]; then mkdir -p "$d"; made=("$d" "${made[@]}"); fi
 done
 # run_as_unit HOST NAME ETC CMD...: in HOST's namespace, as ringtrain, in the
@@ -119,19 +139,33 @@ done
 run_as_unit() {
   local host=$1 name=$2 unit_etc=$3
   shift 3
-  local state=$work/$name/state logs=$work/$name/logs
+  local state=$work/$name/state logs=$work/$name/logs user=ringtrain statedir=/var/lib/ringtrain
+  [ "$name" = coordinator ] && user=ringtrain-coordinator statedir=/var/lib/ringtrain-coordinator
   mkdir -p "$state" "$logs"
-  chown ringtrain:ringtrain "$state" "$logs"
-  ip netns exec $tag-$host setpriv --reuid=ringtrain --regid=ringtrain --init-groups \
-    bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp \
+  chown $user:$user "$state" "$logs"
+  # the coordinator as ringtrain, no capability; an agent as ringtrain with
+  # the unit's CapabilityBoundingSet and AmbientCapabilities (bwrap, which
+  # refuses to run with capabilities as another user, runs as root and
+  # setpriv inside it becomes the service user)
+  local outer=(setpriv --reuid=ringtrain-coordinator --regid=ringtrain-coordinator
+    --groups=ringtrain) inner=()
+  if [ "$name" != coordinator ]; then
+    local caps=+setuid,+setgid,+chown,+kill
+    outer=()
+    inner=(setpriv --reuid=ringtrain --regid=ringtrain --init-groups --inh-caps=-all,$caps
+      --ambient-caps=-all,$caps --bounding-set=-all,$caps --no-new-privs)
+  fi
+  ip netns exec $tag-$host "${outer[@]}" \
+    bwrap --ro-bind / / --dev /dev --perms 1777 --tmpfs /dev/shm --proc /proc \
+      --perms 1777 --tmpfs /tmp \
       --ro-bind "$stage/usr/local/bin" /usr/local/bin \
       --ro-bind "$stage/usr/local/lib" /usr/local/lib \
       --ro-bind "$unit_etc" /etc/ringtrain \
-      --bind "$state" /var/lib/ringtrain --bind "$logs" /var/log/ringtrain \
+      --bind "$state" $statedir --bind "$logs" /var/log/ringtrain \
       --bind "$shared" /shared \
-      --setenv STATE_DIRECTORY /var/lib/ringtrain --setenv LOGS_DIRECTORY /var/log/ringtrain \
-      --chdir /var/lib/ringtrain --die-with-parent \
-      "$@" > "$work/$name.log" 2>&1 &
+      --setenv STATE_DIRECTORY $statedir --setenv LOGS_DIRECTORY /var/log/ringtrain \
+      --chdir $statedir --die-with-parent \
+      "${inner[@]}" "$@" > "$work/$name.log" 2>&1 &
   pids+=($!)
   disown $!
 }
@@ -183,7 +217,9 @@ cli submit "$work/job.ini" --follow > "$work/train.out" 2>&1 || { cat "$work/tra
 for f in history.jsonl best.ckpt submission.csv; do
   [ -s "$shared/rossmann/store/$f" ] || fail "the store has no $f"
 done
-[ "$(stat -c %U "$shared/rossmann/store/best.ckpt")" = ringtrain ] || fail "the checkpoint is not ringtrain's"
+# written by the job's own uid (job 1: the first of job_uids + 1), not ringtrain
+[ "$(stat -c %u "$shared/rossmann/store/best.ckpt")" = 1900000001 ] ||
+  fail "the checkpoint is uid $(stat -c %u "$shared/rossmann/store/best.ckpt")'s, not job 1's uid 1900000001"
 # the checkpoint carries the network: a ResNet whose batch norm spanned both hosts
 summary=$("$bin/ringtrain" model summary "$shared/rossmann/store/best.ckpt" 2>&1) ||
   { echo "$summary"; fail "ringtrain model summary of the job's checkpoint failed"; }
@@ -197,16 +233,21 @@ ls "$work"/agent-a1/logs/job-1/attempt-1/rank-*.log "$work"/agent-a2/logs/job-1/
 [ -d "$work/agent-a1/state/work" ] || fail "the agent's work folder is not in its StateDirectory"
 [ -f "$work/coordinator/state/state.db" ] || fail "the coordinator's state.db is not in its StateDirectory"
 
-out=$(cd / && cli exec --np 2 -- /bin/sh -c 'echo "rank $RT_RANK of $RT_SIZE as $(id -un)"') ||
+out=$(cd / && cli exec --np 2 -- /bin/sh -c 'echo "rank $RT_RANK of $RT_SIZE as $(id -u):$(id -g) caps $(grep CapEff /proc/self/status | cut -f2)"') ||
   { echo "$out"; fail "the exec job failed"; }
 echo "$out"
-grep -q "\[0\] rank 0 of 2 as ringtrain" <<< "$out" && grep -q "\[1\] rank 1 of 2 as ringtrain" <<< "$out" ||
-  fail "the exec job's output is not what it printed"
-# a rank runs as the agent's user, yet cannot read the agent's token
-out=$(cd / && cli exec --np 2 -- /bin/sh -c 'echo "token bytes: $(wc -c < /etc/ringtrain/token)"') ||
+# job 2: uid and gid 1900000002 on both hosts, no capability left
+grep -q "\[0\] rank 0 of 2 as 1900000002:1900000002 caps 0000000000000000" <<< "$out" &&
+  grep -q "\[1\] rank 1 of 2 as 1900000002:1900000002 caps 0000000000000000" <<< "$out" ||
+  fail "the exec job's ranks did not run as the job's uid without capabilities"
+grep -q "each job runs as a uid of its own (job_uids 1900000000-1900999999" "$work/agent-a1.log" ||
+  fail "the agent did not say it runs jobs as uids of their own"
+# a rank cannot read the agent's token
+out=$(cd / && cli exec --np 2 -- /bin/sh -c 'echo "token bytes: $(cat /etc/ringtrain/token 2> /dev/null | wc -c)"') ||
   { echo "$out"; fail "the exec job reading the token file failed"; }
 [ "$(grep -c 'token bytes: 0' <<< "$out")" -eq 2 ] || { echo "$out"; fail "a rank could read the agent's token"; }
-grep -q "ranks see an empty /etc/ringtrain/token" "$work/agent-a1.log" || fail "the agent did not say it hides the token"
+grep -qE "ranks (see an empty|cannot read) /etc/ringtrain/token" "$work/agent-a1.log" ||
+  fail "the agent did not say its ranks cannot read the token"
 # the unit's sandbox gives the agents no cgroup to write: a job with a memory limit is
 # refused, saying why, rather than run without it
 if out=$(cd / && cli exec --np 1 --memory-limit 256M -- /bin/true 2>&1); then
@@ -283,5 +324,68 @@ cli submit "$work/job.ini" --np 4 --set output.store=/shared/rossmann/store-hier
 grep -rqs "hierarchical allreduce: 2 hosts x 2 ranks (shm within a host, tcp across hosts)" \
   "$work"/agent-a1/logs/job-*/attempt-1/rank-0.log ||
   { tail -n 5 "$work"/agent-a1/logs/job-*/attempt-1/rank-0.log; fail "rank 0 of the 2 x 2 job did not allreduce hierarchically"; }
-echo "ok: installed system, 3 hosts, training, exec and PyTorch DDP jobs succeeded as user ringtrain;"
+
+# ---- two jobs on one agent: neither reaches the other --------------------------------
+cli drain "node-a2/$(hostname)" > /dev/null || fail "cannot drain agent a2"
+(cd / && cli exec --np 1 --name victim -- /bin/sh -c \
+  'echo "secret-of-the-victim" > "$RT_WORK_DIR/secret.txt"; echo victim-ready; sleep 30' victim-marker \
+  > "$work/victim.out" 2>&1 &)
+victim=
+for _ in $(seq 150); do
+  victim=$(cd "$work/agent-a1/state/work" && ls -d job-*/work/secret.txt 2> /dev/null | sed 's,^job-\([0-9]*\)/.*,\1,' | tail -1 || true)
+  [ -n "$victim" ] && break
+  sleep 0.2
+done
+[ -n "$victim" ] || { cat "$work/victim.out"; fail "the victim job did not start on agent a1"; }
+cat > "$shared/attack.sh" <<'SH'
+w=/var/lib/ringtrain/work
+try() { if out=$(sh -c "$2" 2>&1); then echo "LEAK $1: $out"; else echo "DENIED $1"; fi; }
+try list "ls $w"
+try key "cat $w/job-$VICTIM/rank-0.rendezvous"
+try work "cat $w/job-$VICTIM/work/secret.txt"
+try worklist "ls $w/job-$VICTIM/work"
+try logs "cat /var/log/ringtrain/job-$VICTIM/attempt-1/rank-0.log"
+try token "test -s /etc/ringtrain/token && cat /etc/ringtrain/token"
+try plant "ln -s /etc/ringtrain/token /var/log/ringtrain/job-$RT_JOB_ID/attempt-1/rank-0.log.1"
+try replace "echo x > $RT_RENDEZVOUS_FILE.new && mv $RT_RENDEZVOUS_FILE.new $RT_RENDEZVOUS_FILE"
+vp=$(grep -l "victim-marke[r]" /proc/[0-9]*/cmdline 2> /dev/null | head -1 | cut -d/ -f3)
+echo "victim pid ${vp:-none}"
+try signal "kill -0 ${vp:-1}"
+echo "own key $(wc -c < "$RT_RENDEZVOUS_FILE") bytes, own folder $(cd "$RT_WORK_DIR" && touch mine && echo writable)"
+SH
+chmod 0644 "$shared/attack.sh"
+out=$(cd / && cli exec --np 1 -x VICTIM=$victim -- /bin/sh /shared/attack.sh 2>&1) ||
+  { echo "$out"; fail "the attacking job failed"; }
+echo "$out"
+! grep -q LEAK <<< "$out" || fail "a job reached another job's files or the agent's"
+[ "$(grep -c DENIED <<< "$out")" -eq 9 ] || fail "the attacking job's tries did not all run"
+grep -q "victim pid [0-9]" <<< "$out" || fail "the attacker did not find the victim's process"
+grep -q "own key [1-9][0-9]* bytes, own folder writable" <<< "$out" ||
+  fail "a job cannot read its own rendezvous file or write its own folder"
+attacker=$(cd "$work/agent-a1/state/work" && ls -d job-* | sed 's/job-//' | sort -n | tail -1)
+[ "$attacker" != "$victim" ] || fail "the attacker ran on the other agent"
+if grep -q "$(cat "$etc_agent/token")" <(cli logs "$attacker" 2>&1); then fail "the attacker's logs hold the agents' token"; fi
+[ "$(cat "$etc_agent/token" | wc -c)" -gt 60 ] || fail "the agents' token file was changed"
+
+for _ in $(seq 200); do grep -q "victim-ready" "$work/victim.out" && ! pgrep -f victim-marker > /dev/null && break; sleep 0.2; done
+grep -q "victim-ready" "$work/victim.out" || { cat "$work/victim.out"; fail "the victim job did not finish"; }
+# the job's work folder goes with its last rank (emptied as the job's uid)
+for _ in $(seq 50); do [ ! -e "$work/agent-a1/state/work/job-$victim/work" ] && break; sleep 0.2; done
+[ ! -e "$work/agent-a1/state/work/job-$victim/work/secret.txt" ] && ! ls "$work"/agent-a1/state/work/job-$victim/gone-*/secret.txt 2> /dev/null ||
+  fail "the victim's work folder was left behind"
+
+# ---- a token that names a Unix user runs its jobs as that user -----------------------
+useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin $tag-alice
+cli token create alice --role submit --unix-user $tag-alice > "$work/alice.token" 2> /dev/null ||
+  fail "cannot create a token with --unix-user"
+chmod 0600 "$work/alice.token"
+out=$(cd / && CLI_TOKEN=$work/alice.token cli exec --np 1 -- /bin/sh -c 'echo "as $(id -un) home $HOME user $USER"' 2>&1) ||
+  { echo "$out"; fail "the job of a --unix-user token failed"; }
+grep -q "as $tag-alice home /nonexistent user $tag-alice" <<< "$out" || { echo "$out"; fail "the job did not run as the token's Unix user"; }
+job=$(cli jobs 2> /dev/null | awk '$1 ~ /^[0-9]+$/ {print $1}' | sort -n | tail -1)
+cli status "$job" 2> /dev/null | grep -q "runs as Unix user $tag-alice" || fail "ringtrain status does not say whom the job ran as"
+
+echo "ok: installed system, 3 hosts, training, exec and PyTorch DDP jobs succeeded, each as a uid of its own;"
+echo "    two jobs on one agent reached neither each other's key, files, logs nor processes, nor the token;"
+echo "    a --unix-user token's job ran as that user;"
 echo "    a training job of two hosts x two ranks allreduced hierarchically"

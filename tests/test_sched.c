@@ -189,7 +189,7 @@ static void test_priority_hold_and_refusal(void **state)
     char err[RT_ERR_LEN];
     int64_t id = 0;
     const char *big = "{\"type\":\"exec\",\"np\":3,\"argv\":[\"x\"]}";
-    assert_int_equal(sched_submit(&w.S, big, strlen(big), "u", w.now, &id, err), RT_ERR_INVALID);
+    assert_int_equal(sched_submit(&w.S, big, strlen(big), "u", NULL, w.now, &id, err), RT_ERR_INVALID);
     assert_non_null(strstr(err, "asks for 3 ranks but the whole cluster has 2 slots"));
     int64_t run = submit_ok(&w, NULL, 2);
     int64_t low = submit_ok(&w, NULL, 2);
@@ -268,12 +268,12 @@ static void test_job_limits(void **state)
     for (size_t i = 0; i < RT_ARRAY_LEN(bad); i++) {
         char spec[200];
         snprintf(spec, sizeof spec, "{\"type\":\"exec\",\"np\":1,\"argv\":[\"x\"],%s}", bad[i]);
-        assert_int_equal(sched_submit(&w.S, spec, strlen(spec), "u", w.now, &id, err),
+        assert_int_equal(sched_submit(&w.S, spec, strlen(spec), "u", NULL, w.now, &id, err),
                          RT_ERR_INVALID);
         assert_non_null(strstr(err, i < 2 ? "memory_limit_bytes" : "cpu_limit"));
     }
     const char *three = "{\"type\":\"exec\",\"np\":3,\"argv\":[\"x\"],\"cpu_limit\":1}";
-    assert_int_equal(sched_submit(&w.S, three, strlen(three), "u", w.now, &id, err), RT_ERR_INVALID);
+    assert_int_equal(sched_submit(&w.S, three, strlen(three), "u", NULL, w.now, &id, err), RT_ERR_INVALID);
     assert_non_null(strstr(err, "3 ranks with cpu_limit, but the agents that can enforce it have 2 slots"));
     int64_t plain = submit_ok(&w, NULL, 2); /* on A, the first host */
     assert_int_equal(w.mem_limit, -1);

@@ -213,7 +213,7 @@ static void test_agent_cannot_fail_others_job(void **state)
     const char *spec = "{\"type\":\"exec\",\"np\":1,\"argv\":[\"x\"]}";
     int64_t id = 0;
     char err[RT_ERR_LEN];
-    assert_int_equal(sched_submit(&w.S, spec, strlen(spec), "u", w.now, &id, err), RT_OK);
+    assert_int_equal(sched_submit(&w.S, spec, strlen(spec), "u", NULL, w.now, &id, err), RT_OK);
     assert_int_equal(job_state(&w, id), JOB_STARTING); /* its prepare is not answered yet */
     char buf[256];
     snprintf(buf, sizeof buf,
@@ -243,7 +243,7 @@ static void test_oversized_job(void **state)
     strcpy(spec + n + big, "\"}}");
     int64_t id = 0;
     char err[RT_ERR_LEN];
-    assert_int_equal(sched_submit(&w.S, spec, strlen(spec), "u", w.now, &id, err), RT_ERR_INVALID);
+    assert_int_equal(sched_submit(&w.S, spec, strlen(spec), "u", NULL, w.now, &id, err), RT_ERR_INVALID);
     assert_non_null(strstr(err, "would pass the 1048576-byte limit of a control frame"));
     free(spec);
     world_free(&w);

@@ -15,9 +15,18 @@ for unit in "$dir"/ringtrain-agent.service "$dir"/ringtrain-coordinator.service;
   fi
   for want in '^Type=notify$' '^WatchdogSec=' '^Restart=on-failure$' '^NoNewPrivileges=yes$' \
               '^ProtectSystem=strict$' '^ProtectHome=yes$' '^PrivateTmp=yes$' \
-              '^CapabilityBoundingSet=$' '^StateDirectory=ringtrain$' '^User=ringtrain$'; do
+              '^StateDirectory=ringtrain' '^User=ringtrain'; do
     grep -q -- "$want" "$unit" || { echo "FAIL: $name lacks $want"; fail=1; }
   done
+  # the agent: the four capabilities that run each job as its own user, no
+  # other; the coordinator: none, as a user of its own
+  case $name in
+    ringtrain-agent.service) want=('^CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_CHOWN CAP_KILL$'
+                                   '^AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_CHOWN CAP_KILL$' '^User=ringtrain$') ;;
+    *) want=('^CapabilityBoundingSet=$' '^AmbientCapabilities=$' '^User=ringtrain-coordinator$'
+             '^SupplementaryGroups=ringtrain$') ;;
+  esac
+  for w in "${want[@]}"; do grep -q -- "$w" "$unit" || { echo "FAIL: $name lacks $w"; fail=1; }; done
   # --threshold fails the command when the exposure is above it; it counts
   # in tenths of the printed score (0 = locked down, 10.0 = unprotected,
   # below 5.0 is "OK"), so 50 means "OK or better".

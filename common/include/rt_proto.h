@@ -127,6 +127,7 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_F_ARGV "argv"
 #define RT_F_ENV "env"
 #define RT_F_CWD "cwd"
+#define RT_F_UNIX_USER "unix_user"
 #define RT_F_CONFIG "config"
 #define RT_F_PID "pid"
 #define RT_F_CODE "code"

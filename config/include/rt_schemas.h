@@ -43,6 +43,7 @@ typedef struct rt_agent_cfg {
     int64_t slots;     /* 0: one per GPU, or one if there is none */
     int64_t gpus;      /* -1: as the worker's probe finds them */
     bool hide_token;   /* ranks see /dev/null where the token file is */
+    char *job_uids;    /* "FIRST-LAST": a uid per job (agent_ident.c); NULL: the agent's */
     char *work_dir, *log_dir;
     char *worker;      /* the training worker program (default: beside the agent) */
     uint64_t log_max_bytes;

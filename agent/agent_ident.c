@@ -1,0 +1,334 @@
+/* agent_ident.c — whom a job's ranks run as.
+ *
+ * Slurm runs a job as the user who submitted it; Kubernetes runs a pod as a
+ * uid of its own.  The agent does either, so that no job can read another's
+ * rendezvous file (its data-plane key), work folder or processes, nor the
+ * agent's token:
+ *   - the job's token names a Unix user (`token create NAME --role submit
+ *     --unix-user alice`): its ranks run as alice, with her groups;
+ *   - else, with `[agent] job_uids = FIRST-LAST`: as uid and gid FIRST +
+ *     (job id mod the range's size) — the same on every node and for every
+ *     attempt, so a restarted job can rewrite the checkpoint it wrote; two
+ *     jobs of this node with the same uid (ids a range apart, both running)
+ *     are refused rather than share it;
+ *   - else as the agent's own user (`ringtrain run`, one user's machine).
+ * The agent needs CAP_SETUID and CAP_SETGID to become them, CAP_CHOWN to
+ * give a job its folder, CAP_KILL to stop its ranks: the unit grants these
+ * four and no others (root has them too).  A rank keeps none: the child
+ * clears its ambient, permitted and effective capabilities and sets
+ * no_new_privs before exec. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "rt_log.h"
+
+#define UID_MAX_ID 2147483646u /* ids past 2^31 trip tools that read them signed */
+
+int ident_enter(const worker *w)
+{
+    if (!w->as_job)
+        return 0;
+    if (setgroups((size_t)w->ngroups, w->groups) != 0 || setresgid(w->gid, w->gid, w->gid) != 0 ||
+        setresuid(w->uid, w->uid, w->uid) != 0)
+        return -1;
+    /* an agent that is not root keeps its capabilities across a change
+     * between two nonzero uids: drop them all, and gain none by exec */
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    if (syscall(SYS_capset, &h, d) != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return -1;
+    if (getuid() != w->uid || geteuid() != w->uid || getegid() != w->gid)
+        return -1;
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); /* its own process: debuggers may attach */
+    umask(022); /* what it writes to the store is readable, its work folder is 0700 */
+    return 0;
+}
+
+/* "FIRST-LAST" into the range, or an error naming the key */
+static rt_status parse_range(const char *text, uid_t *lo, uid_t *hi, char *err)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long a = strtoul(text, &end, 10), b = 0;
+    bool ok = end != text && *end == '-' && errno == 0;
+    if (ok) {
+        const char *s = end + 1;
+        b = strtoul(s, &end, 10);
+        ok = end != s && *end == '\0' && errno == 0;
+    }
+    if (!ok || text[0] == '-' || a == 0 || b < a || b > UID_MAX_ID)
+        return rt_err(err, RT_ERR_INVALID,
+                      "[agent] job_uids = '%s': expected FIRST-LAST, 0 < FIRST <= LAST <= %u "
+                      "(e.g. 1900000000-1900999999)",
+                      text, UID_MAX_ID);
+    *lo = (uid_t)a;
+    *hi = (uid_t)b;
+    return RT_OK;
+}
+
+/* No account or group may own an id of the range: a job would be it. */
+static rt_status range_unused(uid_t lo, uid_t hi, char *err)
+{
+    rt_status st = RT_OK;
+    setpwent();
+    for (struct passwd *p; st == RT_OK && (p = getpwent());)
+        if (p->pw_uid >= lo && p->pw_uid <= hi)
+            st = rt_err(err, RT_ERR_INVALID,
+                        "[agent] job_uids %u-%u holds the uid of user %s (%u): pick a range no "
+                        "account uses",
+                        (unsigned)lo, (unsigned)hi, p->pw_name, (unsigned)p->pw_uid);
+    endpwent();
+    setgrent();
+    for (struct group *g; st == RT_OK && (g = getgrent());)
+        if (g->gr_gid >= lo && g->gr_gid <= hi)
+            st = rt_err(err, RT_ERR_INVALID,
+                        "[agent] job_uids %u-%u holds the gid of group %s (%u): pick a range no "
+                        "group uses",
+                        (unsigned)lo, (unsigned)hi, g->gr_name, (unsigned)g->gr_gid);
+    endgrent();
+    return st;
+}
+
+/* What the probe child found, as uid FIRST of the range. */
+typedef struct probe_result {
+    int stage; /* 0: all passed; 1: could not become it; 2: cannot reach work_dir;
+                  3: may list or write it */
+    int err;
+    bool token_readable, hidden;
+} probe_result;
+
+static void probe_child(agentd *ag, const worker *w, int out, int hold)
+{
+    probe_result r = {0};
+    if (ident_enter(w) != 0) {
+        r.stage = 1;
+        r.err = errno;
+    } else if (access(ag->cfg.work_dir, X_OK) != 0) {
+        r.stage = 2;
+        r.err = errno;
+    } else if (access(ag->cfg.work_dir, R_OK) == 0 || access(ag->cfg.work_dir, W_OK) == 0) {
+        r.stage = 3; /* a job could list the others' folders, or plant one */
+    } else {
+        r.token_readable = access(ag->cfg.token_file, R_OK) == 0;
+        if (ag->cfg.hide_token) {
+            char map[48];
+            snprintf(map, sizeof map, "%u %u 1\n", (unsigned)w->uid, (unsigned)w->uid);
+            pid_t pid = fork(); /* hide_token changes this process: try it in another */
+            if (pid == 0)
+                _exit(hide_token(ag->cfg.token_file, map, map) == 0 ? 0 : 1);
+            int status = 0;
+            while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+            r.hidden = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        }
+    }
+    ssize_t n = write(out, &r, sizeof r);
+    char c;
+    n = read(hold, &c, 1); /* until the agent has tried to signal it */
+    (void)n;
+    _exit(0);
+}
+
+rt_status ident_init(agentd *ag, char *err)
+{
+    ag->ids_on = false;
+    if (!ag->cfg.job_uids || !*ag->cfg.job_uids) {
+        RT_INFO("agent", "jobs run as this agent's user (uid %d) unless their token names a Unix "
+                         "user: [agent] job_uids gives each job a uid of its own",
+                (int)getuid());
+        return RT_OK;
+    }
+    rt_status st = parse_range(ag->cfg.job_uids, &ag->uid_lo, &ag->uid_hi, err);
+    if (st == RT_OK)
+        st = range_unused(ag->uid_lo, ag->uid_hi, err);
+    if (st == RT_OK && getuid() >= ag->uid_lo && getuid() <= ag->uid_hi)
+        st = rt_err(err, RT_ERR_INVALID, "[agent] job_uids %s holds this agent's own uid %d",
+                    ag->cfg.job_uids, (int)getuid());
+    if (st != RT_OK)
+        return st;
+    /* the jobs reach their folders through work_dir: search, not list */
+    struct stat sb;
+    if (stat(ag->cfg.work_dir, &sb) == 0 && sb.st_uid == getuid())
+        chmod(ag->cfg.work_dir, 0711);
+    worker w = {.as_job = true, .uid = ag->uid_lo, .gid = ag->uid_lo};
+    int res[2], hold[2];
+    if (pipe2(res, O_CLOEXEC) != 0)
+        return rt_err(err, RT_ERR_IO, "pipe: %s", strerror(errno));
+    if (pipe2(hold, O_CLOEXEC) != 0) {
+        close(res[0]);
+        close(res[1]);
+        return rt_err(err, RT_ERR_IO, "pipe: %s", strerror(errno));
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(res[0]);
+        close(hold[1]);
+        probe_child(ag, &w, res[1], hold[0]);
+    }
+    close(res[1]);
+    close(hold[0]);
+    probe_result r = {.stage = 1, .err = EAGAIN};
+    bool got = pid > 0 && read(res[0], &r, sizeof r) == (ssize_t)sizeof r;
+    const bool can_kill = got && kill(pid, 0) == 0;
+    const int kill_err = errno;
+    close(hold[1]); /* the child exits */
+    close(res[0]);
+    int status;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    /* a folder given to the job: CAP_CHOWN */
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/.ringtrain-chown-test-%d", ag->cfg.work_dir, (int)getpid());
+    bool chowned = mkdir(probe, 0700) == 0 && chown(probe, ag->uid_lo, ag->uid_lo) == 0;
+    const int chown_err = errno;
+    rmdir(probe);
+    const char *caps = "it needs CAP_SETUID, CAP_SETGID, CAP_CHOWN and CAP_KILL: the unit's "
+                       "AmbientCapabilities grant them (docs/security.md)";
+    if (!got || r.stage == 1)
+        return rt_err(err, RT_ERR_UNSUPPORTED, "[agent] job_uids %s: this agent (uid %d) cannot run "
+                                        "ranks as uid %u: %s; %s",
+                      ag->cfg.job_uids, (int)getuid(), (unsigned)ag->uid_lo,
+                      strerror(got ? r.err : EIO), caps);
+    if (!chowned)
+        return rt_err(err, RT_ERR_UNSUPPORTED, "[agent] job_uids %s: this agent cannot give a job its "
+                                        "folder in %s: %s; %s",
+                      ag->cfg.job_uids, ag->cfg.work_dir, strerror(chown_err), caps);
+    if (!can_kill)
+        return rt_err(err, RT_ERR_UNSUPPORTED, "[agent] job_uids %s: this agent cannot signal a "
+                                        "rank running as uid %u: %s; %s",
+                      ag->cfg.job_uids, (unsigned)ag->uid_lo, strerror(kill_err), caps);
+    if (r.stage == 2)
+        return rt_err(err, RT_ERR_UNSUPPORTED, "[agent] job_uids %s: uid %u cannot reach work_dir %s "
+                                        "(%s): every folder above it needs search "
+                                        "permission for others (o+x)",
+                      ag->cfg.job_uids, (unsigned)ag->uid_lo, ag->cfg.work_dir,
+                      strerror(r.err));
+    if (r.stage == 3)
+        return rt_err(err, RT_ERR_UNSUPPORTED, "[agent] job_uids %s: uid %u may list or write "
+                                               "work_dir %s: make it 0711 and the agent's",
+                      ag->cfg.job_uids, (unsigned)ag->uid_lo, ag->cfg.work_dir);
+    ag->token_hidden = r.hidden;
+    if (r.token_readable && !r.hidden)
+        return rt_err(err, RT_ERR_UNSUPPORTED, "[agent] job_uids %s: uid %u can read token_file %s and "
+                                        "it cannot be hidden here: make it 0640 root:ringtrain",
+                      ag->cfg.job_uids, (unsigned)ag->uid_lo, ag->cfg.token_file);
+    ag->ids_on = true;
+    RT_INFO("agent", "each job runs as a uid of its own (job_uids %s, uid = %u + job id mod "
+                     "%u)%s%s",
+            ag->cfg.job_uids, (unsigned)ag->uid_lo, (unsigned)(ag->uid_hi - ag->uid_lo + 1),
+            r.hidden ? "; ranks see an empty " : "; ranks cannot read ", ag->cfg.token_file);
+    return RT_OK;
+}
+
+rt_status ident_for(agentd *ag, worker *w, const rt_json *m, char *err)
+{
+    w->as_job = false;
+    w->ngroups = 0;
+    snprintf(w->who, sizeof w->who, "uid %d (the agent's)", (int)getuid());
+    const char *user = rt_json_get_str(m, RT_F_UNIX_USER);
+    if (user && *user) {
+        struct passwd pw, *p = NULL;
+        char buf[4096];
+        int e = getpwnam_r(user, &pw, buf, sizeof buf, &p);
+        if (!p)
+            return rt_err(err, RT_ERR_NOTFOUND, "the job runs as Unix user '%s' (its token's "
+                                                "--unix-user), who has no account on this node%s%s",
+                          user, e ? ": " : "", e ? strerror(e) : "");
+        if (p->pw_uid == 0 || p->pw_uid == getuid())
+            return rt_err(err, RT_ERR_UNSUPPORTED, "the job's Unix user '%s' is %s: no job runs as it",
+                          user, p->pw_uid == 0 ? "root" : "this agent's own user");
+        w->uid = p->pw_uid;
+        w->gid = p->pw_gid;
+        int n = (int)RT_ARRAY_LEN(w->groups);
+        if (getgrouplist(user, p->pw_gid, w->groups, &n) < 0)
+            return rt_err(err, RT_ERR_INVALID, "Unix user '%s' has more than %d groups", user,
+                          (int)RT_ARRAY_LEN(w->groups));
+        w->ngroups = n;
+        w->as_job = true;
+        snprintf(w->who, sizeof w->who, "user %s", user);
+        return RT_OK;
+    }
+    if (!ag->ids_on)
+        return RT_OK;
+    const uint64_t size = (uint64_t)(ag->uid_hi - ag->uid_lo) + 1;
+    w->uid = w->gid = ag->uid_lo + (uid_t)((uint64_t)w->job % size);
+    for (const worker *o = ag->workers; o; o = o->next)
+        if (o->job != w->job && o->as_job && o->uid == w->uid && o->started && !o->reaped)
+            return rt_err(err, RT_ERR_BUSY, "uid %u (job %lld in job_uids %s) is held by job %lld, "
+                                            "still running here: a larger range avoids it",
+                          (unsigned)w->uid, (long long)w->job, ag->cfg.job_uids,
+                          (long long)o->job);
+    w->as_job = true;
+    snprintf(w->who, sizeof w->who, "uid %u", (unsigned)w->uid);
+    return RT_OK;
+}
+
+void ident_helper(agentd *ag, const worker *w, void (*fn)(void *), void *arg)
+{
+    if (ag->nhelpers == (int)RT_ARRAY_LEN(ag->helpers)) {
+        RT_WARN("agent", "job %lld: not cleaning up as %s: %d clean-ups still run",
+                (long long)w->job, w->who, ag->nhelpers);
+        return;
+    }
+    pid_t pid = fork();
+    if (pid != 0) {
+        if (pid < 0)
+            RT_WARN("agent", "job %lld: cannot clean up as %s: fork: %s", (long long)w->job,
+                    w->who, strerror(errno));
+        else
+            ag->helpers[ag->nhelpers++] = pid;
+        return;
+    }
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    alarm(60);
+    if (ident_enter(w) == 0)
+        fn(arg);
+    _exit(0);
+}
+
+bool ident_leftover(const agentd *ag, const char *pid)
+{
+    if (!ag->ids_on)
+        return false;
+    for (int i = 0; i < ag->nhelpers; i++)
+        if (ag->helpers[i] == (pid_t)atoi(pid))
+            return false; /* cleaning up as a job that has ended: ours */
+    char path[64];
+    struct stat sb;
+    snprintf(path, sizeof path, "/proc/%s", pid);
+    if (stat(path, &sb) != 0 || sb.st_uid < ag->uid_lo || sb.st_uid > ag->uid_hi)
+        return false;
+    for (const worker *w = ag->workers; w; w = w->next)
+        if (w->as_job && w->uid == sb.st_uid && w->started && !w->reported)
+            return false;
+    return true;
+}
+
+void ident_reaped(agentd *ag, pid_t pid)
+{
+    for (int i = 0; i < ag->nhelpers; i++)
+        if (ag->helpers[i] == pid) {
+            ag->helpers[i] = ag->helpers[--ag->nhelpers];
+            return;
+        }
+}
