@@ -70,6 +70,15 @@ void cli_usage(const cli_cmd *cmd, FILE *f);
  * every value of a repeatable flag. */
 const char *cli_value(const cli_args *a, const char *name);
 bool cli_switch(const cli_args *a, const char *name);
+/* What reaches the terminal (issue 28.12: a job named "\e]0;pwned\a"
+ * retitled it).  cli_safe: s with its control characters as \xNN, for
+ * tables and names (one of 8 rotating buffers, cut at 1 KiB).
+ * cli_write_out: a rank's output to f, escaped likewise (newlines, tabs and
+ * carriage returns kept) when f is a terminal and --raw was not given;
+ * false when f would not take it. */
+extern bool cli_raw;
+const char *cli_safe(const char *s);
+bool cli_write_out(FILE *f, const char *data, size_t n);
 int cli_list(const cli_args *a, const char *name, const char *const **items);
 /* An integer flag: 1 and *out, 0 when not given, -1 (printed) when it is
  * not a whole number in [lo, hi]. */

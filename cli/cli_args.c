@@ -3,6 +3,7 @@
  * may repeat; anything else is refused with the flag named, before the
  * command does anything (a bad flag never reaches the coordinator). */
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,4 +210,55 @@ void cli_usage(const cli_cmd *cmd, FILE *f)
             fprintf(f, "  %-28s %s%s\n", left, t[i].help, t[i].kind == CLI_LIST ? " (repeatable)" : "");
         }
     }
+}
+
+/* ---- what reaches the terminal -------------------------------------------------- */
+
+bool cli_raw;
+
+/* s's control characters (C0, DEL, and C1 as UTF-8 encodes them) as \xNN
+ * into out (cap bytes, cut with "..."); tab, and with lines also newline
+ * and carriage return, kept.  The length written. */
+static size_t escape(const char *s, size_t n, char *out, size_t cap, bool lines)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 8 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        bool c1 = c == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
+                  (unsigned char)s[i + 1] <= 0x9f;
+        if ((c < 0x20 && c != '\t' && !(lines && (c == '\n' || c == '\r'))) || c == 0x7f || c1) {
+            if (c1)
+                c = (unsigned char)s[++i];
+            k += (size_t)snprintf(out + k, cap - k, "\\x%02x", c);
+        } else {
+            out[k++] = (char)c;
+        }
+        if (k + 8 >= cap && i + 1 < n)
+            k += (size_t)snprintf(out + k, cap - k, "...");
+    }
+    out[k] = '\0';
+    return k;
+}
+
+const char *cli_safe(const char *s)
+{
+    static char ring[8][1024];
+    static int next;
+    char *out = ring[next++ % 8];
+    escape(s ? s : "", s ? strlen(s) : 0, out, sizeof ring[0], false);
+    return out;
+}
+
+bool cli_write_out(FILE *f, const char *data, size_t n)
+{
+    if (cli_raw || !isatty(fileno(f)))
+        return fwrite(data, 1, n, f) == n;
+    char buf[4096 * 4 + 16];
+    for (size_t off = 0; off < n; off += 4096) {
+        size_t len = n - off < 4096 ? n - off : 4096;
+        size_t k = escape(data + off, len, buf, sizeof buf, true);
+        if (fwrite(buf, 1, k, f) != k)
+            return false;
+    }
+    return true;
 }

@@ -134,7 +134,7 @@ static volatile sig_atomic_t stdout_closed;
 
 static int stream_out(void *user, const char *data, size_t n)
 {
-    if (fwrite(data, 1, n, stdout) != n || fflush(stdout) != 0) {
+    if (!cli_write_out(stdout, data, n) || fflush(stdout) != 0) {
         stdout_closed = 1;
         return 1;
     }
@@ -248,7 +248,7 @@ static void print_by_rank(const by_rank *b)
         nl += b->buf[i] == '\n';
     line_ref *lines = calloc(nl + 1, sizeof *lines);
     if (!lines) {
-        fwrite(b->buf, 1, b->len, stdout);
+        cli_write_out(stdout, b->buf, b->len);
         return;
     }
     size_t k = 0, start = 0;
@@ -266,7 +266,7 @@ static void print_by_rank(const by_rank *b)
     }
     qsort(lines, k, sizeof *lines, line_cmp);
     for (size_t i = 0; i < k; i++)
-        fwrite(b->buf + lines[i].off, 1, lines[i].len, stdout);
+        cli_write_out(stdout, b->buf + lines[i].off, lines[i].len);
     free(lines);
 }
 
@@ -373,11 +373,11 @@ static void progress_line(const rt_json *p, const rt_json *last_epoch, bool tty,
     /* mid-epoch (a step's report) the last finished epoch's metrics */
     const bool is_epoch = !strcmp(rt_json_str(rt_json_get(p, "kind"), ""), "epoch");
     n += epoch_metrics(is_epoch || !last_epoch ? p : last_epoch, line + n, sizeof line - (size_t)n);
-    if (tty) {
-        printf("\r%-120s", line);
+    if (tty) { /* its metrics' names are the job's: escaped */
+        printf("\r%-120s", cli_safe(line));
         fflush(stdout);
     } else if (strcmp(line, last) != 0 && (strcmp(rt_json_str(rt_json_get(p, "kind"), ""), "epoch") == 0)) {
-        printf("%s\n", line);
+        printf("%s\n", cli_safe(line));
         fflush(stdout);
     }
     snprintf(last, lastlen, "%s", line);
@@ -401,7 +401,7 @@ static void training_summary(const rt_json *d)
     rt_json_get_int(best, "epoch", &be);
     char shown[300];
     epoch_metrics(best, shown, sizeof shown);
-    printf("best epoch %lld of %lld:%s\n", (long long)be, (long long)epochs, shown);
+    printf("best epoch %lld of %lld:%s\n", (long long)be, (long long)epochs, cli_safe(shown));
     fflush(stdout);
 }
 
@@ -414,7 +414,8 @@ static int outcome(const rt_json *job, int64_t id, bool show_tail)
         fprintf(stderr, "ringtrain: job %lld succeeded\n", (long long)id);
         return 0;
     }
-    fprintf(stderr, "ringtrain: job %lld %s: %s\n", (long long)id, state, reason);
+    fprintf(stderr, "ringtrain: job %lld %s: %s\n", (long long)id, cli_safe(state),
+            cli_safe(reason));
     const rt_json *ff = rt_json_get(job, "first_failure");
     const rt_json *tail = rt_json_get(ff, "tail");
     size_t nt = rt_json_len(tail);
@@ -423,7 +424,7 @@ static int outcome(const rt_json *job, int64_t id, bool show_tail)
         rt_json_get_int(ff, "rank", &fr);
         fprintf(stderr, "ringtrain: the last lines of rank %lld:\n", (long long)fr);
         for (size_t i = nt > 10 ? nt - 10 : 0; i < nt; i++)
-            fprintf(stderr, "  %s\n", rt_json_str(rt_json_at(tail, i), ""));
+            fprintf(stderr, "  %s\n", cli_safe(rt_json_str(rt_json_at(tail, i), "")));
     }
     int64_t code = 0, sig = 0;
     rt_json_get_int(ff, "exit_code", &code);
@@ -502,7 +503,7 @@ static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_
         rt_json_get_int(job, "attempt", &attempt);
         if (attempt > announced && attempt > 1 && !terminal(state))
             fprintf(stderr, "ringtrain: job %lld attempt %lld: %s\n", (long long)id,
-                    (long long)attempt, rt_json_str(rt_json_get(job, "reason"), ""));
+                    (long long)attempt, cli_safe(rt_json_str(rt_json_get(job, "reason"), "")));
         announced = attempt > announced ? attempt : announced;
         if (exec_output && attempt != pos_attempt) { /* a new attempt's logs start over */
             pos_reset(&pos, true);

@@ -268,6 +268,7 @@ static int cmd_logs(const cli_args *a)
     cli_conn c;
     if (!connect_or_say(a, &c))
         return 1;
+    cli_raw = cli_switch(a, "--raw");
     return cli_logs(&c, id, (int)rank, attempt, cli_switch(a, "--follow"));
 }
 
@@ -444,6 +445,8 @@ static const cli_flag LOGS_FLAGS[] = {
     {"--rank", CLI_VALUE, "R", "only rank R (default: every rank, lines led by [rank])", NULL},
     {"--attempt", CLI_VALUE, "N", "attempt N's output (default: the latest attempt's)", NULL},
     {"--follow", CLI_SWITCH, NULL, "keep following until the ranks have exited", "-f"},
+    {"--raw", CLI_SWITCH, NULL,
+     "the output as the ranks wrote it, control characters too (escaped on a terminal)", NULL},
     END};
 static const cli_flag INIT_FLAGS[] = {
     {"--san", CLI_LIST, "HOSTNAME-OR-IP", "a name the coordinator's certificate holds", NULL},

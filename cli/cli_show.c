@@ -49,7 +49,11 @@ static void fmt_time(double t, char *buf, size_t len)
         strftime(buf, len, "%m-%d %H:%M", &a);
 }
 
-static const char *str(const rt_json *o, const char *k) { return rt_json_str(rt_json_get(o, k), ""); }
+/* a string field, its control characters escaped for the terminal */
+static const char *str(const rt_json *o, const char *k)
+{
+    return cli_safe(rt_json_str(rt_json_get(o, k), ""));
+}
 
 static int64_t num(const rt_json *o, const char *k)
 {
@@ -84,7 +88,7 @@ int cli_show_nodes(const rt_json *d)
         size_t gl = 0;
         if (rt_json_len(names))
             gl += (size_t)snprintf(gpus, sizeof gpus, "%zux %s ", rt_json_len(names),
-                                   rt_json_str(rt_json_at(names, 0), "GPU"));
+                                   cli_safe(rt_json_str(rt_json_at(names, 0), "GPU")));
         const char *capn[] = {"nccl", "rdma"};
         for (size_t k = 0; k < 2 && gl < sizeof gpus; k++)
             if (rt_json_bool(rt_json_get(caps, capn[k]), false))
@@ -105,7 +109,7 @@ int cli_show_nodes(const rt_json *d)
         for (size_t k = 0; k < rt_json_len(lim) && gl < sizeof gpus; k++)
             gl += (size_t)snprintf(gpus + gl, sizeof gpus - gl, "%s%s",
                                    k ? "," : gl ? " limits:" : "limits:",
-                                   rt_json_str(rt_json_at(lim, k), "?"));
+                                   cli_safe(rt_json_str(rt_json_at(lim, k), "?")));
         bool drain = rt_json_bool(rt_json_get(a, "draining"), false);
         char state[16];
         snprintf(state, sizeof state, "%s%s", str(a, "state"), drain ? ",drain" : "");
@@ -249,7 +253,7 @@ int cli_show_job(const rt_json *d)
         if (rt_json_len(argv)) {
             printf("  command:  ");
             for (size_t i = 0; i < rt_json_len(argv); i++)
-                printf(" %s", rt_json_str(rt_json_at(argv, i), ""));
+                printf(" %s", cli_safe(rt_json_str(rt_json_at(argv, i), "")));
             printf("\n");
         }
         if (*str(spec, "cwd"))
@@ -283,7 +287,7 @@ int cli_show_job(const rt_json *d)
     if (rt_json_len(tail)) {
         printf("  first failure: rank %lld, its last output:\n", (long long)num(ff, "rank"));
         for (size_t i = 0; i < rt_json_len(tail); i++)
-            printf("    | %s\n", rt_json_str(rt_json_at(tail, i), ""));
+            printf("    | %s\n", cli_safe(rt_json_str(rt_json_at(tail, i), "")));
     }
     const rt_json *pl = rt_json_get(d, "placement");
     const rt_json *use = rt_json_get(d, "usage");

@@ -204,6 +204,7 @@ rt_status auth_session_new(coord *co, auth_role role, int64_t token_id, const ch
 void auth_session_drop(coord *co, const char *cookie);
 void auth_sessions_of_token_drop(coord *co, int64_t token_id);
 #define AUTH_SESSION_S (12 * 3600) /* a login lasts 12 hours */
+#define AUTH_SESSIONS_PER_TOKEN 16 /* logins kept per token: a new one ends the oldest */
 
 /* coord_http.c: replies (a JSON body is freed), a request's body (NUL-ended) */
 void http_reply_text(struct evhttp_request *req, int code, const char *type, const char *body);

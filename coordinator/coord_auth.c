@@ -135,6 +135,20 @@ rt_status auth_session_new(coord *co, auth_role role, int64_t token_id, const ch
     s->token_id = token_id;
     snprintf(s->who, sizeof s->who, "%s", who);
     s->expires = coord_now().wall + AUTH_SESSION_S;
+    /* at most AUTH_SESSIONS_PER_TOKEN logins of one token: the oldest goes
+     * (the list is newest first), as a browser's new login would replace it */
+    web_session **oldest = NULL;
+    int n = 0;
+    for (web_session **p = &co->sessions; *p; p = &(*p)->next)
+        if ((*p)->token_id == token_id && strcmp((*p)->who, s->who) == 0) {
+            n++;
+            oldest = p;
+        }
+    if (n >= AUTH_SESSIONS_PER_TOKEN && oldest) {
+        web_session *gone = *oldest;
+        *oldest = gone->next;
+        free(gone);
+    }
     s->next = co->sessions;
     co->sessions = s;
     memcpy(out, s->id, 65);

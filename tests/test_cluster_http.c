@@ -13,6 +13,12 @@
  *     refused as their handshake starts and counted in
  *     ringtrain_rejected_connections_total; once those 6 close, the address
  *     may connect again;
+ *   - dashboard logins are bounded per token (issue 28.11: 28.7k logins
+ *     grew the coordinator 5 MB): after 40 logins with one token the first
+ *     session is refused and the newest 16 (AUTH_SESSIONS_PER_TOKEN) serve;
+ *   - the CLI escapes what a job controls (issue 28.12: a job named
+ *     "\e]0;pwned\a" retitled the terminal): names in tables always, a
+ *     rank's output only on a terminal (a pty here) unless --raw;
  *   - out of descriptors (the coordinator's limit lowered with prlimit):
  *     accept errors are logged a few times, not once per attempt, the
  *     coordinator does not spin, and it serves again once descriptors free. */
@@ -29,6 +35,7 @@
 #include <openssl/ssl.h>
 #include <dirent.h>
 #include <poll.h>
+#include <pty.h>
 #include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +44,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "cluster_harness.h"
 #include "rt_net.h"
 #include "rt_time.h"
@@ -129,6 +137,132 @@ static int request(SSL *ssl, const char *path)
     int code = -1;
     sscanf(buf, "HTTP/1.1 %d", &code);
     return code;
+}
+
+/* One exchange over a new TLS connection from 127.0.0.1: its status, and
+ * the rt_session cookie it set (into cookie, when given). */
+static int exchange(const char *req, char cookie[80])
+{
+    SSL *ssl = tls_from("127.0.0.1");
+    if (!ssl)
+        return -1;
+    char buf[16384];
+    int code = -1, n = (int)strlen(req);
+    size_t got = 0;
+    if (SSL_write(ssl, req, n) == n)
+        for (int r; got < sizeof buf - 1 && (r = SSL_read(ssl, buf + got,
+                                                          (int)(sizeof buf - 1 - got))) > 0;) {
+            got += (size_t)r;
+            buf[got] = '\0';
+            if (strstr(buf, "\r\n\r\n"))
+                break;
+        }
+    buf[got] = '\0';
+    sscanf(buf, "HTTP/1.1 %d", &code);
+    const char *c = strstr(buf, "rt_session=");
+    if (cookie && c)
+        sscanf(c, "rt_session=%64[0-9a-f]", cookie);
+    tls_close(ssl);
+    return code;
+}
+
+static int login(char cookie[80])
+{
+    char req[512];
+    char body[128];
+    int bl = snprintf(body, sizeof body, "{\"token\":\"%s\"}", C->conn.token);
+    snprintf(req, sizeof req, "POST /v1/session HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+             "application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", bl, body);
+    cookie[0] = '\0';
+    return exchange(req, cookie);
+}
+
+static int with_cookie(const char *cookie)
+{
+    char req[512];
+    snprintf(req, sizeof req, "GET /v1/nodes HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: "
+             "rt_session=%s\r\nConnection: close\r\n\r\n", cookie);
+    return exchange(req, NULL);
+}
+
+static void test_sessions_bounded(void **state)
+{
+    cl_fixture *fx = *state;
+    bool *failed = &fx->failed;
+    C = &fx->c;
+    CHECK(cl_init(C, "sessions"));
+    CHECK(cl_start_coord(C, NULL, NULL));
+    rt_json *up = NULL; /* the API answers */
+    for (int i = 0; i < 100 && !(up = cl_get(C, "/v1/nodes")); i++)
+        usleep(100000);
+    CHECK(up != NULL);
+    rt_json_free(up);
+    CTX = rt_tls_client_ctx(C->conn.ca, NULL);
+    CHECK(CTX != NULL);
+    char cookies[40][80];
+    for (int i = 0; i < 40; i++) {
+        int code = login(cookies[i]);
+        if (code != 200 || strlen(cookies[i]) != 64)
+            fprintf(stderr, "login %d: HTTP %d, cookie '%s'\n", i, code, cookies[i]);
+        CHECK(code == 200 && strlen(cookies[i]) == 64);
+    }
+    CHECK(with_cookie(cookies[0]) == 401);  /* the oldest logins have ended */
+    CHECK(with_cookie(cookies[23]) == 401);
+    CHECK(with_cookie(cookies[24]) == 200); /* the newest 16 serve */
+    CHECK(with_cookie(cookies[39]) == 200);
+    SSL_CTX_free(CTX);
+    CTX = NULL;
+}
+
+static void test_cli_escapes(void **state)
+{
+    cl_fixture *fx = *state;
+    bool *failed = &fx->failed;
+    C = &fx->c;
+    /* the escaping itself */
+    CHECK(!strcmp(cli_safe("a\x1b]0;pwned\x07" "b\tc"), "a\\x1b]0;pwned\\x07b\tc"));
+    CHECK(!strcmp(cli_safe("\xc2\x9b" "2J \x7f \xc3\xa9"), "\\x9b2J \\x7f \xc3\xa9")); /* C1 CSI, DEL; é kept */
+    int master = -1, slave = -1;
+    CHECK(openpty(&master, &slave, NULL, NULL, NULL) == 0);
+    struct termios tio;
+    tcgetattr(slave, &tio);
+    cfmakeraw(&tio); /* the bytes as written */
+    tcsetattr(slave, TCSANOW, &tio);
+    FILE *tty = fdopen(slave, "w");
+    const char out[] = "line\x1b[2J\r\n";
+    char got[128] = "";
+    CHECK(tty && cli_write_out(tty, out, sizeof out - 1) && fflush(tty) == 0);
+    usleep(100000);
+    ssize_t n = read(master, got, sizeof got - 1);
+    got[n > 0 ? n : 0] = '\0';
+    CHECK(!strcmp(got, "line\\x1b[2J\r\n")); /* on a terminal: escaped, lines kept */
+    cli_raw = true;
+    CHECK(cli_write_out(tty, out, sizeof out - 1) && fflush(tty) == 0);
+    usleep(100000);
+    n = read(master, got, sizeof got - 1);
+    got[n > 0 ? n : 0] = '\0';
+    CHECK(!strcmp(got, out)); /* --raw: as written */
+    cli_raw = false;
+    if (tty)
+        fclose(tty);
+    close(master);
+    /* a job whose name and output hold escapes, through the real CLI (a pipe) */
+    CHECK(cl_init(C, "escapes"));
+    CHECK(cl_start_coord(C, NULL, NULL));
+    CHECK(cl_start_agent(C, 0, "a1", "A", 1, NULL) && cl_wait_agents_up(C, 1, 20000));
+    const char *args[] = {"exec", "--np", "1", "--name", "\x1b]0;pwned\x07", "--", "/bin/printf",
+                          "out\\033]0;pwned\\007\\n", NULL};
+    char *txt = NULL;
+    CHECK(cl_cli(C, &txt, 60, args) == 0);
+    free(txt);
+    const char *jobs[] = {"jobs", NULL};
+    CHECK(cl_cli(C, &txt, 30, jobs) == 0);
+    CHECK(txt && strstr(txt, "\\x1b]0;pwned") && !strchr(txt, 0x1b)); /* the column cuts it */
+    free(txt);
+    const char *logs[] = {"logs", "1", NULL}; /* to a pipe: as the rank wrote it */
+    CHECK(cl_cli(C, &txt, 30, logs) == 0);
+    CHECK(txt && strstr(txt, "out\x1b]0;pwned\x07"));
+    free(txt);
 }
 
 /* user + system CPU seconds of a process */
@@ -278,6 +412,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_http_limits, cl_fixture_setup, cl_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_sessions_bounded, cl_fixture_setup,
+                                        cl_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_escapes, cl_fixture_setup, cl_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
