@@ -330,7 +330,10 @@ rt_status shard_group(const unsigned char *q, const unsigned char *end, const ch
                           col->name);
         uint32_t rawn = rt_get_le32(q), comp = rt_get_le32(q + 4), want = rt_get_le32(q + 8);
         q += 12;
-        if (rawn != *n * esz || (uint64_t)(end - q) < comp)
+        /* deflate expands at most ~1032:1: a larger claim is a crafted size,
+         * refused before anything is allocated for it */
+        if (rawn != *n * esz || (uint64_t)(end - q) < comp ||
+            rawn > (uint64_t)comp * SHARD_MAX_RATIO + 64)
             return rt_err(err, RT_ERR_INVALID, "%s: row group %u, column %s: corrupt sizes",
                           name, g, col->name);
         if (col->data) { /* NULL: only walk over it */
@@ -367,6 +370,24 @@ rt_status rt_shard_parse(const void *data, size_t len, const char *name, rt_shar
     uint32_t groups;
     if ((st = shard_trailer(end - TRAILER_LEN, name, &total, &groups, err)) != RT_OK)
         return st;
+    /* the row groups' sizes first (cols' data NULL: walked, not decoded):
+     * memory for the trailer's rows only once the file holds them */
+    const unsigned char *w = p + hlen;
+    uint64_t seen = 0;
+    for (uint32_t g = 0; g < groups && st == RT_OK; g++) {
+        uint64_t n = 0;
+        size_t used = 0;
+        st = shard_group(w, end - TRAILER_LEN, name, g, total - seen, cols, ncols, 0, &n, &used,
+                         err);
+        w += used;
+        seen += n;
+    }
+    if (st != RT_OK)
+        return st;
+    if (seen != total || w != end - TRAILER_LEN)
+        return rt_err(err, RT_ERR_INVALID, "%s: the row groups hold %llu rows, the trailer says "
+                                           "%llu", name, (unsigned long long)seen,
+                      (unsigned long long)total);
     rt_shard *s = calloc(1, sizeof *s);
     if (!s || !(s->cols = calloc((size_t)ncols, sizeof *s->cols))) {
         free(s);

@@ -6,6 +6,9 @@
 #include "rt_shard.h"
 
 #define TRAILER_LEN 24
+/* deflate's largest expansion is about 1032:1 (zlib's FAQ): a column chunk
+ * that claims more is refused as corrupt */
+#define SHARD_MAX_RATIO 1032
 
 /* The header at p (len bytes available): columns (names, types; data
  * NULL), their count, and the header's length. */

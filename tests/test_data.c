@@ -16,6 +16,7 @@
 
 #include "rt_csv.h"
 #include "rt_dataset.h"
+#include "rt_endian.h"
 #include "rt_file.h"
 #include "rt_prep.h"
 #include "rt_shard.h"
@@ -235,6 +236,46 @@ static void test_shard_damage(void **state)
     unlink(path);
 }
 
+/* A shard whose sizes claim 2^30 - 1 rows (CRCs made to match, as a crafted
+ * file's would be): refused as corrupt before memory for the rows is taken
+ * (issue 28.15's fuzzing: the reader allocated 4.9 GB for a 200-byte file). */
+static void test_shard_crafted_sizes(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_make(13);
+    char path[] = "/tmp/rt_shard_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    rt_shard_col cols[3];
+    make_cols(cols, 10, &r);
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_shard_write(path, cols, 3, 10, 1000, err), RT_OK);
+    for (int c = 0; c < 3; c++)
+        free(cols[c].data);
+    char *data = NULL;
+    size_t len = 0;
+    assert_int_equal(rt_read_file(path, 1 << 20, &data, &len, err), RT_OK);
+    unsigned char *p = (unsigned char *)data, *t = p + len - 24;
+    unsigned char *g = memmem(p + 16, len - 16, "RGRP", 4);
+    assert_non_null(g);
+    const uint32_t n = (1u << 30) - 1; /* n * 4 bytes still fits a chunk's 32-bit size */
+    rt_put_le32(g + 4, n);
+    unsigned char *q = g + 8;
+    for (int c = 0; c < 3; c++) { /* each chunk claims n rows of its type */
+        size_t esz = rt_get_le32(q) / 10;
+        rt_put_le32(q, (uint32_t)(n * esz));
+        q += 12 + rt_get_le32(q + 4);
+    }
+    rt_put_le64(t + 8, n);
+    rt_put_le32(t + 20, (uint32_t)crc32(crc32(0L, Z_NULL, 0), t + 8, 12));
+    rt_shard *s = NULL;
+    assert_int_equal(rt_shard_parse(data, len, "crafted.rts", &s, err), RT_ERR_INVALID);
+    assert_null(s);
+    assert_non_null(strstr(err, "corrupt sizes"));
+    free(data);
+    unlink(path);
+}
+
 /* ---- manifest ---------------------------------------------------------------------- */
 
 static void test_manifest(void **state)
@@ -342,7 +383,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_csv_quirks),    cmocka_unit_test(test_csv_errors),
         cmocka_unit_test(test_csv_gzip),      cmocka_unit_test(test_shard_roundtrip),
-        cmocka_unit_test(test_shard_damage),  cmocka_unit_test(test_manifest),
+        cmocka_unit_test(test_shard_damage),  cmocka_unit_test(test_shard_crafted_sizes),
+        cmocka_unit_test(test_manifest),
         cmocka_unit_test(test_dates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
