@@ -235,6 +235,18 @@ rt_status ident_init(agentd *ag, char *err)
     return RT_OK;
 }
 
+/* Whether this process may become another user and give it a folder. */
+static bool can_switch(void)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    if (syscall(SYS_capget, &h, d) != 0)
+        return false;
+    const uint32_t need = (1u << CAP_SETUID) | (1u << CAP_SETGID) | (1u << CAP_CHOWN);
+    return (d[0].effective & need) == need;
+}
+
 rt_status ident_for(agentd *ag, worker *w, const rt_json *m, char *err)
 {
     w->as_job = false;
@@ -252,6 +264,12 @@ rt_status ident_for(agentd *ag, worker *w, const rt_json *m, char *err)
         if (p->pw_uid == 0 || p->pw_uid == getuid())
             return rt_err(err, RT_ERR_UNSUPPORTED, "the job's Unix user '%s' is %s: no job runs as it",
                           user, p->pw_uid == 0 ? "root" : "this agent's own user");
+        if (!can_switch())
+            return rt_err(err, RT_ERR_UNSUPPORTED, "the job runs as Unix user '%s' (its token's "
+                                                   "--unix-user), but this agent (uid %d) cannot "
+                                                   "become another user: it needs CAP_SETUID, "
+                                                   "CAP_SETGID and CAP_CHOWN, as the unit grants",
+                          user, (int)getuid());
         w->uid = p->pw_uid;
         w->gid = p->pw_gid;
         int n = (int)RT_ARRAY_LEN(w->groups);

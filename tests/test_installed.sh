@@ -384,6 +384,15 @@ out=$(cd / && CLI_TOKEN=$work/alice.token cli exec --np 1 -- /bin/sh -c 'echo "a
 grep -q "as $tag-alice home /nonexistent user $tag-alice" <<< "$out" || { echo "$out"; fail "the job did not run as the token's Unix user"; }
 job=$(cli jobs 2> /dev/null | awk '$1 ~ /^[0-9]+$/ {print $1}' | sort -n | tail -1)
 cli status "$job" 2> /dev/null | grep -q "runs as Unix user $tag-alice" || fail "ringtrain status does not say whom the job ran as"
+# a Unix user the node does not have: the job fails, saying so
+cli token create bob --role submit --unix-user $tag-nobody > "$work/bob.token" 2> /dev/null ||
+  fail "cannot create a token with --unix-user"
+chmod 0600 "$work/bob.token"
+if out=$(cd / && CLI_TOKEN=$work/bob.token cli exec --np 1 -- /bin/true 2>&1); then
+  fail "a job ran as a Unix user the node does not have"
+fi
+grep -q "runs as Unix user '$tag-nobody' (its token's --unix-user), who has no account on this node" <<< "$out" ||
+  { echo "$out"; fail "the failure does not say the Unix user is missing"; }
 
 echo "ok: installed system, 3 hosts, training, exec and PyTorch DDP jobs succeeded, each as a uid of its own;"
 echo "    two jobs on one agent reached neither each other's key, files, logs nor processes, nor the token;"
