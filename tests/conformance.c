@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "conformance.h"
@@ -170,4 +171,33 @@ void conformance(rt_transport_kind kind)
                          segs[si]);
                 conf_runs(n, kind, &o, conf_body, &a, &a, counts[ci] >= 1000 ? 2 : 1, what);
             }
+}
+
+/* ---- a neighbour that finishes first ------------------------------------------- */
+
+void late_body(rt_comm *c, int r, void *varg, rh_result *res)
+{
+    const late_arg *a = varg;
+    uint8_t *buf = malloc(a->bytes);
+    RH_CHECK(res, buf, "out of memory");
+    for (size_t i = 0; i < a->bytes; i++)
+        buf[i] = r == 0 ? (uint8_t)(i * 7 + 1) : 0;
+    if (r == a->late_rank)
+        usleep((useconds_t)a->late_ms * 1000);
+    RH_CHECK(res, rt_broadcast(c, buf, a->bytes, 0) == RT_OK, "rank %d: %s", r,
+             rt_comm_last_error(c));
+    for (size_t i = 0; i < a->bytes; i++)
+        RH_CHECK(res, buf[i] == (uint8_t)(i * 7 + 1), "rank %d: [%zu] = %u", r, i, buf[i]);
+    free(buf);
+}
+
+void left_done_first(rt_transport_kind kind)
+{
+    rt_comm_opts o = base_opts(4096);
+    late_arg a = {.bytes = 128u << 10, .late_rank = 2, .late_ms = 400};
+    for (int round = 0; round < 3; round++) {
+        rh_result fail;
+        if (!rh_run(3, kind, &o, late_body, &a, &fail))
+            fail_msg("round %d: %s", round, fail.msg);
+    }
 }

@@ -26,6 +26,18 @@ void conf_body(rt_comm *c, int r, void *varg, rh_result *res);
  * runs' do.  arg is a itself, or a struct that holds it. */
 void conf_runs(int n, rt_transport_kind kind, const rt_comm_opts *o, rh_fn body, void *arg,
                conf_arg *a, int runs, const char *what);
+/* A broadcast of `bytes` from rank 0 with rank late_rank arriving late_ms
+ * late: with more frames than a transport's slots, a rank between them has
+ * all it needs from its left and only sends to finish when its left,
+ * done, closes — which must fail nothing (test_*_left_done_first). */
+typedef struct late_arg {
+    size_t bytes;
+    int late_rank, late_ms;
+} late_arg;
+void late_body(rt_comm *c, int r, void *varg, rh_result *res);
+/* 128 KiB in 4 KiB frames (32 frames, more than any transport's slots) from
+ * rank 0 of 3, rank 2 400 ms late, three rounds; fails the cmocka test. */
+void left_done_first(rt_transport_kind kind);
 /* The whole matrix over one transport; fails the cmocka test on error. */
 void conformance(rt_transport_kind kind);
 

@@ -296,37 +296,10 @@ static void test_tcp_sealed_full_send_buffer(void **state)
  * every frame, fills rank 2's segment, and waits for room while rank 0,
  * done, closes.  Rank 1 failed on that end of stream ("rank 0 ... closed
  * the connection"); once on CI the same in an n = 8 allreduce. */
-typedef struct late_arg {
-    size_t bytes;
-    int late_rank, late_ms;
-} late_arg;
-
-static void late_body(rt_comm *c, int r, void *varg, rh_result *res)
-{
-    const late_arg *a = varg;
-    uint8_t *buf = malloc(a->bytes);
-    RH_CHECK(res, buf, "out of memory");
-    for (size_t i = 0; i < a->bytes; i++)
-        buf[i] = r == 0 ? (uint8_t)(i * 7 + 1) : 0;
-    if (r == a->late_rank)
-        usleep((useconds_t)a->late_ms * 1000);
-    RH_CHECK(res, rt_broadcast(c, buf, a->bytes, 0) == RT_OK, "rank %d: %s", r,
-             rt_comm_last_error(c));
-    for (size_t i = 0; i < a->bytes; i++)
-        RH_CHECK(res, buf[i] == (uint8_t)(i * 7 + 1), "rank %d: [%zu] = %u", r, i, buf[i]);
-    free(buf);
-}
-
 static void test_shm_left_done_first(void **state)
 {
     (void)state;
-    rt_comm_opts o = base_opts(4096);
-    late_arg a = {.bytes = 128u << 10, .late_rank = 2, .late_ms = 400};
-    for (int round = 0; round < 3; round++) {
-        rh_result fail;
-        if (!rh_run(3, RT_TRANSPORT_SHM, &o, late_body, &a, &fail))
-            fail_msg("round %d: %s", round, fail.msg);
-    }
+    left_done_first(RT_TRANSPORT_SHM);
 }
 
 /* ---- fused bucketed allreduce ------------------------------------------------ */

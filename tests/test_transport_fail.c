@@ -118,6 +118,10 @@ static void test_absent_rank(void **state)
     absent_case(RT_TRANSPORT_TCP, 5, 4);
     absent_case(RT_TRANSPORT_SHM, 4, 2);
     absent_case(RT_TRANSPORT_SHM, 2, 0);
+    if (rt_rdma_available()) { /* a device, or tools/verbsemu (scripts/test.sh --rdma-emu) */
+        absent_case(RT_TRANSPORT_RDMA, 4, 2);
+        absent_case(RT_TRANSPORT_RDMA, 2, 0);
+    }
 }
 
 /* ---- ranks calling different collectives -------------------------------------- */
@@ -140,8 +144,9 @@ static void mismatch_body(rt_comm *c, int r, void *varg, rh_result *res)
 static void test_mismatched_collectives(void **state)
 {
     (void)state;
-    rt_transport_kind kinds[] = {RT_TRANSPORT_LOOPBACK, RT_TRANSPORT_TCP, RT_TRANSPORT_SHM};
-    for (int k = 0; k < 3; k++) {
+    rt_transport_kind kinds[] = {RT_TRANSPORT_LOOPBACK, RT_TRANSPORT_TCP, RT_TRANSPORT_SHM,
+                                 RT_TRANSPORT_RDMA};
+    for (int k = 0; k < 3 + rt_rdma_available(); k++) {
         static mismatch_arg a;
         memset(&a, 0, sizeof a);
         rt_comm_opts o = base_opts();

@@ -155,7 +155,8 @@ static void kill_one_rank(rt_transport_kind kind, size_t count, int hier)
         const report *rp = &reps[i];
         double after = (double)(rp->t_fail - t_kill) / 1e9;
         printf("%s%s, %zu floats: rank %d: status %d after %.3f s, %d rounds: %s\n",
-               kind == RT_TRANSPORT_SHM ? "shm" : "tcp", hier ? " (2 x 2)" : "", count,
+               kind == RT_TRANSPORT_SHM ? "shm" : kind == RT_TRANSPORT_RDMA ? "rdma" : "tcp",
+               hier ? " (2 x 2)" : "", count,
                rp->rank, rp->status, after, rp->rounds, rp->msg);
         if (rp->status != RT_ERR_IO && rp->status != RT_ERR_TIMEOUT)
             fail_msg("rank %d returned %d", rp->rank, rp->status);
@@ -190,6 +191,18 @@ static void test_kill_one_rank_shm(void **state)
     kill_one_rank(RT_TRANSPORT_SHM, COUNT, 0);
 }
 
+/* Over RDMA (a device, or tools/verbsemu): the victim's QPs vanish with it;
+ * its neighbours hear of it from their TCP links, or from their adapter's
+ * retries running out, within the deadline. */
+static void test_kill_one_rank_rdma(void **state)
+{
+    (void)state;
+    if (!rt_rdma_available())
+        skip();
+    kill_one_rank(RT_TRANSPORT_RDMA, COUNT, 0);
+    kill_one_rank(RT_TRANSPORT_RDMA, SMALL, 0);
+}
+
 /* Two hosts of two ranks: the victim (rank 2, local rank 0 of the second
  * host) shares a ring with ranks 0 (across) and 3 (within); rank 1 hears of
  * it from those. */
@@ -206,6 +219,7 @@ int main(void)
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kill_one_rank),
                                        cmocka_unit_test(test_kill_one_rank_small),
                                        cmocka_unit_test(test_kill_one_rank_shm),
+                                       cmocka_unit_test(test_kill_one_rank_rdma),
                                        cmocka_unit_test(test_kill_one_rank_hier)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
