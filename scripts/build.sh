@@ -4,6 +4,8 @@
 #   scripts/build.sh --sanitize      # build-asan/ with ASan+UBSan, CPU only
 #   scripts/build.sh --gpu-emu       # build-gpu-emu/: the CUDA code run on the CPU
 #                                    # (tools/cudaemu), with ASan+UBSan
+#   scripts/build.sh --rdma-emu      # build-rdma-emu/: the RDMA transport over an
+#                                    # emulated adapter (tools/verbsemu), with ASan+UBSan
 #   BUILD_DIR=dir scripts/build.sh   # another folder
 # Extra arguments after -- go to cmake's configure step.
 set -euo pipefail
@@ -11,11 +13,13 @@ cd "$(dirname "$0")/.."
 
 sanitize=0
 gpu_emu=0
+rdma_emu=0
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --sanitize) sanitize=1 ;;
     --gpu-emu) gpu_emu=1 ;;
+    --rdma-emu) rdma_emu=1 ;;
     --) shift; extra+=("$@"); break ;;
     *) echo "build.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -23,7 +27,13 @@ while [ $# -gt 0 ]; do
 done
 
 args=(-DRINGTRAIN_WERROR=ON)
-if [ $gpu_emu -eq 1 ]; then
+if [ $rdma_emu -eq 1 ]; then
+  BUILD_DIR=${BUILD_DIR:-build-rdma-emu}
+  args+=(-DRINGTRAIN_VERBS=EMU -DRINGTRAIN_CUDA=OFF)
+  if [ $sanitize -eq 1 ]; then
+    args+=(-DRINGTRAIN_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug)
+  fi
+elif [ $gpu_emu -eq 1 ]; then
   BUILD_DIR=${BUILD_DIR:-build-gpu-emu}
   args+=(-DRINGTRAIN_CUDA=EMU -DRINGTRAIN_VERBS=OFF)
   if [ $sanitize -eq 1 ]; then
@@ -38,5 +48,12 @@ else
   BUILD_DIR=${BUILD_DIR:-build}
 fi
 cmake -S . -B "$BUILD_DIR" "${args[@]}" "${extra[@]}" >/dev/null
-cmake --build "$BUILD_DIR" -j"$(nproc)"
+if [ $rdma_emu -eq 1 ]; then
+  # only what differs from the sanitizer build: the transport over verbsemu
+  # and the programs that run it
+  cmake --build "$BUILD_DIR" -j"$(nproc)" --target test_verbsemu test_transport_rdma \
+    test_transport_fail test_transport_kill allreduce
+else
+  cmake --build "$BUILD_DIR" -j"$(nproc)"
+fi
 echo "build.sh: built in $BUILD_DIR"

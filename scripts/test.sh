@@ -5,6 +5,8 @@
 #                                # but for the long Rossmann quality run
 #   scripts/test.sh --gpu-emu    # the GPU tests (CTest label gpu-emu) with the CUDA code
 #                                # run on the CPU by tools/cudaemu, ASan+UBSan (build-gpu-emu/)
+#   scripts/test.sh --rdma-emu   # the RDMA suite (CTest label rdma-emu) over tools/verbsemu's
+#                                # emulated adapter, ASan+UBSan (build-rdma-emu/)
 # Arguments after -- go to ctest (e.g. -- -R config).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,16 +14,25 @@ cd "$(dirname "$0")/.."
 build_args=()
 ctest_args=()
 gpu_emu=0
+rdma_emu=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --sanitize) build_args+=(--sanitize) ;;
     --gpu-emu) gpu_emu=1 ;;
+    --rdma-emu) rdma_emu=1 ;;
     --) shift; ctest_args+=("$@"); break ;;
     *) echo "test.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
 done
 
+if [ $rdma_emu -eq 1 ]; then
+  bash scripts/build.sh --rdma-emu --sanitize
+  dir=${BUILD_DIR:-build-rdma-emu}
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  exec ctest --test-dir "$dir" --output-on-failure -L rdma-emu "${ctest_args[@]}"
+fi
 if [ $gpu_emu -eq 1 ]; then
   bash scripts/build.sh --gpu-emu --sanitize
   dir=${BUILD_DIR:-build-gpu-emu}
