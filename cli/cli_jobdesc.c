@@ -13,8 +13,6 @@
 #include "rt_json.h"
 #include "rt_schemas.h"
 
-static const char *const TRANSPORTS[] = {"tcp", "rdma", "nccl", "shm", "auto"};
-
 /* Who submits: the login name of this process's user. */
 static const char *submitter(void)
 {
@@ -36,7 +34,9 @@ static void job_fields(rt_jw *w, const rt_job_cfg *j)
     rt_jw_kint(w, "priority", j->priority);
     rt_jw_kint(w, "queue_timeout_ms", j->queue_timeout_us / 1000);
     rt_jw_kint(w, "deadline_ms", j->deadline_us / 1000);
-    rt_jw_kstr(w, "transport", TRANSPORTS[j->transport]);
+    char tp[16]; /* the schema's name for it: [job] transport's choices */
+    rt_jw_kstr(w, "transport", rt_cfg_enum_name(&rt_job_schema, "job", "transport", j->transport,
+                                                tp, sizeof tp));
     rt_jw_kint(w, "sockets", j->sockets);
     rt_jw_kint(w, "collective_timeout_ms", j->collective_timeout_us / 1000);
     rt_jw_kbool(w, "encrypt", j->encrypt);

@@ -319,7 +319,7 @@ int cli_logs(const cli_conn *c0, int64_t id, int rank, int64_t attempt, bool fol
 
 static bool terminal(const char *state)
 {
-    return !strcmp(state, "succeeded") || !strcmp(state, "failed") || !strcmp(state, "cancelled");
+    return rt_job_state_terminal(rt_job_state_parse(state));
 }
 
 /* " loss X val_loss Y" and the epoch's first three other val_ metrics

@@ -208,14 +208,9 @@ static int cmd_jobs(const cli_args *a)
     const char *state = cli_value(a, "--state"), *user = cli_value(a, "--user"),
                *since = cli_value(a, "--since");
     if (state) {
-        static const char *const states[] = {"queued",    "starting", "running",  "restarting",
-                                             "succeeded", "failed",   "cancelled"};
-        bool ok = false;
-        for (size_t i = 0; i < 7; i++)
-            ok = ok || !strcmp(state, states[i]);
-        if (!ok) {
-            fprintf(stderr, "ringtrain jobs: --state %s: one of queued, starting, running, "
-                            "restarting, succeeded, failed, cancelled\n", state);
+        if (rt_job_state_parse(state) < 0) {
+            fprintf(stderr, "ringtrain jobs: --state %s: one of %s\n", cli_safe(state),
+                    rt_job_state_list());
             return 2;
         }
         n += (size_t)snprintf(path + n, sizeof path - n, "state=%s&", state);

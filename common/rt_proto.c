@@ -107,3 +107,33 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err)
     }
     return k;
 }
+
+/* ---- job states ------------------------------------------------------------------ */
+
+static const char *const JOB_STATES[RT_JS_COUNT] = {
+    [RT_JS_QUEUED] = "queued",       [RT_JS_STARTING] = "starting", [RT_JS_RUNNING] = "running",
+    [RT_JS_RESTARTING] = "restarting", [RT_JS_SUCCEEDED] = "succeeded",
+    [RT_JS_FAILED] = "failed",       [RT_JS_CANCELLED] = "cancelled",
+};
+
+const char *rt_job_state_name(int s) { return s >= 0 && s < RT_JS_COUNT ? JOB_STATES[s] : "?"; }
+
+int rt_job_state_parse(const char *name)
+{
+    for (int s = 0; name && s < RT_JS_COUNT; s++)
+        if (strcmp(JOB_STATES[s], name) == 0)
+            return s;
+    return -1;
+}
+
+bool rt_job_state_terminal(int s) { return s >= RT_JS_SUCCEEDED && s < RT_JS_COUNT; }
+
+const char *rt_job_state_list(void)
+{
+    static char list[128];
+    if (!list[0])
+        for (int s = 0; s < RT_JS_COUNT; s++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", s ? ", " : "",
+                     JOB_STATES[s]);
+    return list;
+}

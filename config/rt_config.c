@@ -306,6 +306,23 @@ const rt_cfg_key *rt_cfg_find(const rt_cfg_schema *s, const char *section, const
     return NULL;
 }
 
+const char *rt_cfg_enum_name(const rt_cfg_schema *s, const char *section, const char *name, int v,
+                             char *buf, size_t len)
+{
+    const rt_cfg_key *k = rt_cfg_find(s, section, name);
+    snprintf(buf, len, "?");
+    if (!k || k->type != RT_CFG_ENUM || !k->choices || v < 0)
+        return buf;
+    const char *p = k->choices;
+    for (int i = 0; i < v && p; i++) {
+        p = strchr(p, '|');
+        p = p ? p + 1 : NULL;
+    }
+    if (p)
+        snprintf(buf, len, "%.*s", (int)strcspn(p, "|"), p);
+    return buf;
+}
+
 static bool section_known(const rt_cfg_schema *s, const char *section)
 {
     for (size_t i = 0; i < s->nkeys; i++)

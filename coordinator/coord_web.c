@@ -41,6 +41,23 @@ static void set_cookie(struct evhttp_request *req, const char *id, int max_age)
     evhttp_add_header(evhttp_request_get_output_headers(req), "Set-Cookie", c);
 }
 
+/* The job states and which are terminal (rt_proto.h's one table): the
+ * dashboard names none itself. */
+static void web_job_states(rt_jw *w)
+{
+    rt_jw_key(w, "job_states");
+    rt_jw_arr(w);
+    for (int s = 0; s < RT_JS_COUNT; s++)
+        rt_jw_str(w, rt_job_state_name(s));
+    rt_jw_arr_end(w);
+    rt_jw_key(w, "terminal_states");
+    rt_jw_arr(w);
+    for (int s = 0; s < RT_JS_COUNT; s++)
+        if (rt_job_state_terminal(s))
+            rt_jw_str(w, rt_job_state_name(s));
+    rt_jw_arr_end(w);
+}
+
 /* POST /v1/session {"token": T}: a session for the token's role. */
 static void login(coord *co, struct evhttp_request *req)
 {
@@ -67,9 +84,14 @@ static void login(coord *co, struct evhttp_request *req)
     } else {
         RT_INFO("http", "dashboard login: %s (role %s)", who, auth_role_name(role));
         set_cookie(req, id, AUTH_SESSION_S);
-        char out[200];
-        snprintf(out, sizeof out, "{\"who\":\"%s\",\"role\":\"%s\"}", who, auth_role_name(role));
-        http_reply_text(req, 200, "application/json", out);
+        rt_jw w;
+        rt_jw_init(&w);
+        rt_jw_obj(&w);
+        rt_jw_kstr(&w, "who", who);
+        rt_jw_kstr(&w, "role", auth_role_name(role));
+        web_job_states(&w);
+        rt_jw_obj_end(&w);
+        http_reply_json(req, 200, rt_jw_take(&w, NULL));
     }
     rt_json_free(j);
     free(body);
@@ -102,6 +124,7 @@ void web_session_get(coord *co, struct evhttp_request *req, const char *who, aut
     rt_jw_obj(&w);
     rt_jw_kstr(&w, "who", who);
     rt_jw_kstr(&w, "role", auth_role_name(role));
+    web_job_states(&w);
     rt_jw_obj_end(&w);
     http_reply_json(req, 200, rt_jw_take(&w, NULL));
 }

@@ -14,22 +14,14 @@
 #include "rt_schemas.h"
 #include "scheduler_impl.h"
 
-static const char *const STATE_NAMES[] = {"queued",    "starting", "running",  "restarting",
-                                          "succeeded", "failed",   "cancelled"};
 static const char *const RANK_STATES[] = {"none",     "preparing", "prepared",
                                           "starting", "running",   "exited"};
 
-const char *job_state_name(int s) { return s >= 0 && s <= JOB_CANCELLED ? STATE_NAMES[s] : "?"; }
-bool job_state_terminal(int s) { return s == JOB_SUCCEEDED || s == JOB_FAILED || s == JOB_CANCELLED; }
+const char *job_state_name(int s) { return rt_job_state_name(s); }
+bool job_state_terminal(int s) { return rt_job_state_terminal(s); }
 const char *rank_state_name(int s) { return s >= 0 && s <= RS_EXITED ? RANK_STATES[s] : "?"; }
 
-int job_state_parse(const char *name)
-{
-    for (int s = 0; name && s <= JOB_CANCELLED; s++)
-        if (strcmp(STATE_NAMES[s], name) == 0)
-            return s;
-    return -1;
-}
+int job_state_parse(const char *name) { return rt_job_state_parse(name); }
 
 int rank_state_parse(const char *name)
 {

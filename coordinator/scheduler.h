@@ -46,6 +46,7 @@
 #include <stdint.h>
 
 #include "rt_json.h"
+#include "rt_proto.h"
 #include "rt_status.h"
 
 #define SC_KEY_LEN 200 /* "host_id/name" */
@@ -69,14 +70,15 @@ typedef struct sc_agent {
     struct sc_agent *next;
 } sc_agent;
 
+/* rt_proto.h's states (their names are there, once) */
 enum job_state {
-    JOB_QUEUED,
-    JOB_STARTING,
-    JOB_RUNNING,
-    JOB_RESTARTING,
-    JOB_SUCCEEDED,
-    JOB_FAILED,
-    JOB_CANCELLED,
+    JOB_QUEUED = RT_JS_QUEUED,
+    JOB_STARTING = RT_JS_STARTING,
+    JOB_RUNNING = RT_JS_RUNNING,
+    JOB_RESTARTING = RT_JS_RESTARTING,
+    JOB_SUCCEEDED = RT_JS_SUCCEEDED,
+    JOB_FAILED = RT_JS_FAILED,
+    JOB_CANCELLED = RT_JS_CANCELLED,
 };
 const char *job_state_name(int state);
 int job_state_parse(const char *name); /* -1 when unknown */

@@ -385,10 +385,50 @@ static void test_job_model_keys(void **state)
     job_errors("architecture = mlp\nbatch_norm = maybe\n", e7, 1);
 }
 
+/* An enum key's choice by number, as the CLI names [job] transport. */
+static void test_enum_name(void **state)
+{
+    (void)state;
+    /* every numbered enum of rt_schemas.h against its key's choices: they
+     * disagreed once (RT_TP_AUTO was 3, which the schema calls shm) */
+    static const struct {
+        const char *sec, *key;
+        int v;
+        const char *name;
+    } E[] = {
+        {"job", "type", RT_JOB_TRAIN, "train"},       {"job", "type", RT_JOB_EXEC, "exec"},
+        {"job", "transport", RT_TP_TCP, "tcp"},       {"job", "transport", RT_TP_RDMA, "rdma"},
+        {"job", "transport", RT_TP_NCCL, "nccl"},     {"job", "transport", RT_TP_SHM, "shm"},
+        {"job", "transport", RT_TP_AUTO, "auto"},     {"model", "device", RT_DEV_AUTO, "auto"},
+        {"model", "device", RT_DEV_CPU, "cpu"},       {"model", "device", RT_DEV_CUDA, "cuda"},
+        {"train", "checkpoint", RT_CKPT_BEST, "best"}, {"train", "checkpoint", RT_CKPT_LAST, "last"},
+        {"train", "checkpoint", RT_CKPT_NONE, "none"}, {"train", "monitor_mode", RT_MON_AUTO, "auto"},
+        {"train", "monitor_mode", RT_MON_MIN, "min"}, {"train", "monitor_mode", RT_MON_MAX, "max"},
+        {"train", "resume", RT_RESUME_AUTO, "auto"},  {"train", "resume", RT_RESUME_NEVER, "never"},
+        {"train", "lr_schedule", RT_LR_CONSTANT, "constant"},
+        {"train", "lr_schedule", RT_LR_COSINE, "cosine"},
+        {"train", "lr_schedule", RT_LR_STEP, "step"},
+        {"train", "lr_schedule", RT_LR_EXPONENTIAL, "exponential"},
+        {"train", "lr_schedule", RT_LR_ONE_CYCLE, "one_cycle"},
+        {"train", "lr_schedule", RT_LR_PLATEAU, "plateau"},
+        {"model", "embedding_rule", RT_EMB_RULE_FIXED, "fixed"},
+        {"model", "embedding_rule", RT_EMB_RULE_FASTAI, "fastai"},
+    };
+    char b[32];
+    for (size_t i = 0; i < sizeof E / sizeof *E; i++)
+        if (strcmp(rt_cfg_enum_name(&rt_job_schema, E[i].sec, E[i].key, E[i].v, b, sizeof b),
+                   E[i].name) != 0)
+            fail_msg("[%s] %s choice %d is '%s' in the schema, '%s' in rt_schemas.h", E[i].sec,
+                     E[i].key, E[i].v, b, E[i].name);
+    assert_string_equal(rt_cfg_enum_name(&rt_job_schema, "job", "transport", 99, b, sizeof b), "?");
+    assert_string_equal(rt_cfg_enum_name(&rt_job_schema, "job", "np", 0, b, sizeof b), "?");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_and_defaults),
+        cmocka_unit_test(test_enum_name),
         cmocka_unit_test(test_unknown_keys_and_sections),
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_out_of_range),

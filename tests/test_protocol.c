@@ -102,6 +102,22 @@ static void test_check(void **state)
 
 /* docs/protocol.md: a "#### `name`" section per message naming each of
  * its required fields, and every RT_ENV_ variable. */
+/* One table of job states: names round-trip, the terminal ones are the
+ * last three, the scheduler's enum is the same numbers. */
+static void test_job_states(void **state)
+{
+    (void)state;
+    for (int s = 0; s < RT_JS_COUNT; s++) {
+        assert_int_equal(rt_job_state_parse(rt_job_state_name(s)), s);
+        assert_int_equal(rt_job_state_terminal(s), s >= RT_JS_SUCCEEDED);
+        assert_non_null(strstr(rt_job_state_list(), rt_job_state_name(s)));
+    }
+    assert_int_equal(rt_job_state_parse("done"), -1);
+    assert_string_equal(rt_job_state_name(RT_JS_COUNT), "?");
+    assert_false(rt_job_state_terminal(-1));
+    assert_string_equal(rt_job_state_name(RT_JS_RESTARTING), "restarting");
+}
+
 static void test_documented(void **state)
 {
     (void)state;
@@ -151,6 +167,7 @@ int main(void)
         cmocka_unit_test(test_every_message_has_a_receiver),
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_documented),
+        cmocka_unit_test(test_job_states),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -157,12 +157,30 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_ENV_CROSS_SIZE "RT_CROSS_SIZE"
 #define RT_ENV_JOB_ID "RT_JOB_ID"
 #define RT_ENV_ATTEMPT "RT_ATTEMPT"
-#define RT_ENV_RENDEZVOUS_FILE "RT_RENDEZVOUS_FILE" /* JSON, mode 0600: the keys below */
+#define RT_ENV_RENDEZVOUS_FILE "RT_RENDEZVOUS_FILE" /* JSON, mode 0400: the keys below */
 #define RT_ENV_LISTEN_FD "RT_LISTEN_FD"             /* the bound data-plane socket (3) */
 #define RT_ENV_CONTROL_FD "RT_CONTROL_FD"           /* progress lines to the agent (4) */
 #define RT_ENV_WORK_DIR "RT_WORK_DIR"
 #define RT_LISTEN_FD_NUM 3
 #define RT_CONTROL_FD_NUM 4
+
+/* ---- a job's states: as the API, the database, the CLI and the dashboard
+ * (served in GET /v1/session) name them; one table (rt_proto.c) ---------------- */
+typedef enum rt_job_state {
+    RT_JS_QUEUED,
+    RT_JS_STARTING,
+    RT_JS_RUNNING,
+    RT_JS_RESTARTING,
+    RT_JS_SUCCEEDED, /* the last three are terminal */
+    RT_JS_FAILED,
+    RT_JS_CANCELLED,
+    RT_JS_COUNT
+} rt_job_state;
+const char *rt_job_state_name(int s); /* "?" when out of range */
+int rt_job_state_parse(const char *name); /* -1 when unknown */
+bool rt_job_state_terminal(int s);
+/* "queued, starting, ..., cancelled", for messages */
+const char *rt_job_state_list(void);
 
 /* The rendezvous file: {job, attempt, rank, size, local_rank, local_size,
  * cross_rank, cross_size, peers, key, transport, sockets,

@@ -158,6 +158,10 @@ void rt_cfg_print_reference(const rt_cfg_schema *s, FILE *f);
 void rt_cfg_free(const rt_cfg_schema *s, void *obj);
 
 const rt_cfg_key *rt_cfg_find(const rt_cfg_schema *s, const char *section, const char *name);
+/* The name of an ENUM key's choice v ("tcp" of "tcp|rdma|..."), into buf;
+ * "?" when the key is not an enum or v is out of range. */
+const char *rt_cfg_enum_name(const rt_cfg_schema *s, const char *section, const char *name, int v,
+                             char *buf, size_t len);
 
 /* "file:line" where section.name was set, else "file" (into buf). */
 const char *rt_cfg_where(const rt_cfg_schema *s, const rt_cfg_origin *o, const char *section,

@@ -6,7 +6,9 @@
 
 const S = { me: null, timer: null, logAbort: null, pages: [], view: '', logKey: '' };
 const $ = (id) => document.getElementById(id);
-const TERMINAL = ['succeeded', 'failed', 'cancelled'];
+// the job states and the terminal ones come with the session (GET/POST /v1/session):
+// the coordinator's one table, never a copy here
+const terminal = (state) => ((S.me && S.me.terminal_states) || []).includes(state);
 
 function esc(s) {
   return String(s == null ? '' : s).replace(/[&<>"']/g,
@@ -86,7 +88,7 @@ function progressOf(p, state) {
   let text = epochs ? `epoch ${epoch}/${epochs}` : '';
   if (steps && p.kind !== 'epoch') text += (text ? ' · ' : '') + `step ${step}/${steps}`;
   let eta = null;
-  if (p.steps_per_s > 0 && steps > 0 && !TERMINAL.includes(state))
+  if (p.steps_per_s > 0 && steps > 0 && !terminal(state))
     eta = ((epochs || 1) * steps * (1 - frac)) / p.steps_per_s;
   return { frac, text, eta };
 }
@@ -126,7 +128,7 @@ async function viewJobs() {
   if (!$('jobs-table')) {
     $('view').innerHTML = `<h1>Jobs</h1>
       <div class="filters">
-        <label>state <select id="f-state"><option value="">any</option>${['queued', 'starting', 'running', 'restarting', 'succeeded', 'failed', 'cancelled'].map((s) => `<option>${s}</option>`).join('')}</select></label>
+        <label>state <select id="f-state"><option value="">any</option>${((S.me && S.me.job_states) || []).map((s) => `<option>${s}</option>`).join('')}</select></label>
         <label>user <input id="f-user" size="12"></label>
         <button id="newer">Newer</button> <button id="older">Older</button>
         <span class="small" id="page-info"></span>
@@ -236,7 +238,7 @@ async function viewJob(id) {
   }
   $('j-name').textContent = `'${j.name}'`;
   $('j-state').innerHTML = badge(j.state);
-  $('cancel').hidden = !canChange() || TERMINAL.includes(j.state);
+  $('cancel').hidden = !canChange() || terminal(j.state);
   $('j-info').innerHTML = `<div>${esc(j.type)} job of <b>${esc(j.user)}</b>, ${esc(j.np)} ranks, attempt ${esc(j.attempt || 0)}${j.restarts ? ` (${esc(j.restarts)} restarts)` : ''}</div>
     <div class="small">submitted ${esc(fmtTime(j.created))} · started ${esc(fmtTime(j.started))} · ended ${esc(fmtTime(j.finished))} · elapsed ${dur(elapsed(j))}</div>
     <div class="reason">${esc(j.queue_pos > 0 ? `#${j.queue_pos} in the queue. ` : '')}${esc(j.reason || '')}</div>`;
@@ -261,7 +263,7 @@ async function viewJob(id) {
   const stepSeries = { step: st ? st.points.map((p) => p[0]) : [], mae: st ? st.points.map((p) => p[1]) : [] };
   $('j-steps').innerHTML = chart(stepSeries, 'step', 'chart-steps');
   // a finished job has no current epoch: no step-by-step panel
-  const showSteps = !TERMINAL.includes(j.state) && st != null;
+  const showSteps = !terminal(j.state) && st != null;
   $('j-steps').hidden = $('j-steps-h').hidden = !showSteps;
   $('j-steps-note').textContent = st ? `epoch ${st.epoch}: rank 0's mean |error| so far, ${st.points.length} reports` : '';
   window.rtSteps = stepSeries;
