@@ -127,6 +127,7 @@ struct agentd {
     char *caps;  /* the node's capabilities (the worker's probe), a JSON object */
     char blas_set[32]; /* OPENBLAS_CORETYPE for ranks ("": OpenBLAS's own pick) */
     char worker_exe[1024];
+    char lib_path[1100]; /* the libringtrain beside this agent, for ranks (RT_LIBRARY); "" */
     worker *workers;
     log_req *logs;
     /* every rank exit of the last RT_RECENT_EXITS_S seconds (JSON objects),

@@ -467,6 +467,23 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
             *slash = '\0';
         snprintf(ag->worker_exe, sizeof ag->worker_exe, "%s/ringtrain-worker", slash ? self : ".");
     }
+    /* the Run API's library of this ringtrain, for ranks that load it (the
+     * Python binding): installed beside it, or in its build folder */
+    char self[900];
+    ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[sn > 0 ? sn : 0] = '\0';
+    char *sl = strrchr(self, '/');
+    if (sl)
+        *sl = '\0';
+    const char *rel[] = {"/../" RT_INSTALL_LIBDIR "/libringtrain.so.0", "/../transport/libringtrain.so.0"};
+    for (size_t i = 0; sl && i < RT_ARRAY_LEN(rel) && !ag->lib_path[0]; i++) {
+        char cand[1100];
+        snprintf(cand, sizeof cand, "%s%s", self, rel[i]);
+        char *real = realpath(cand, NULL);
+        if (real && access(real, R_OK) == 0)
+            snprintf(ag->lib_path, sizeof ag->lib_path, "%s", real);
+        free(real);
+    }
     agent_probe(ag);
     ag->slots = cfg->slots > 0 ? (int)cfg->slots : (ag->gpus > 0 ? ag->gpus : 1);
     ag->base = event_base_new();

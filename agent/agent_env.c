@@ -219,6 +219,8 @@ void rank_env(agentd *ag, worker *w, const rt_json *m, const char *type, const c
     strv_add(env, fmt("%s=%d", RT_ENV_LISTEN_FD, RT_LISTEN_FD_NUM));
     strv_add(env, fmt("%s=%d", RT_ENV_CONTROL_FD, RT_CONTROL_FD_NUM));
     strv_add(env, fmt("%s=%s", RT_ENV_WORK_DIR, w->jobwork));
+    if (ag->lib_path[0])
+        strv_add(env, fmt("%s=%s", RT_ENV_LIBRARY, ag->lib_path));
     launcher_env(ag, w, m, env);
     /* the device the rank sees, for `ringtrain status`: its own list, or the
      * one a training worker picks (local rank modulo the GPUs) */

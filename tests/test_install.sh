@@ -9,7 +9,7 @@
 # CFLAGS: extra flags for the probe (the sanitizer build's, which an
 # instrumented library needs in the program too).
 set -euo pipefail
-build=$1
+build=$(cd "$1" && pwd -P)
 src=$2
 extra=${3:-}
 tmp=$(mktemp -d)
@@ -71,7 +71,9 @@ preload=()
 if nm -D "$libdir/libringtrain.so.0" | grep " U __asan_init" > /dev/null; then  # (no -q: pipefail)
   preload=(--env "LD_PRELOAD=$(cc -print-file-name=libasan.so)" --env ASAN_OPTIONS=detect_leaks=0)
 fi
-out=$(cd "$tmp/user" && RINGTRAIN_LIBRARY="$libdir/libringtrain.so.0" PYTHONPATH="$tmp/pylib" \
+# the README's path: no RINGTRAIN_LIBRARY, no ldconfig: the agent tells the
+# rank where its ringtrain's library is (RT_LIBRARY)
+out=$(cd "$tmp/user" && env -u RINGTRAIN_LIBRARY PYTHONPATH="$tmp/pylib" \
   timeout 120 "$tmp/prefix/bin/ringtrain" exec --local --np 2 "${preload[@]}" -- "$py" -c '
 import ringtrain as rt
 rt.init()
@@ -81,6 +83,15 @@ print("python rank %d of %d, library %s" % (rt.rank(), rt.size(), rt.version()))
 rt.shutdown()' 2>&1) || { echo "FAIL: a Python rank under exec --local failed:"; echo "$out"; exit 1; }
 [ "$(echo "$out" | grep -c "python rank . of 2, library")" = 2 ] ||
   { echo "FAIL: expected two Python ranks:"; echo "$out"; exit 1; }
+# the same from the build folder, before any install (the README's two commands)
+out=$(cd "$tmp/user" && env -u RINGTRAIN_LIBRARY PYTHONPATH="$tmp/pylib" \
+  timeout 120 "$build/bin/ringtrain" exec --local --np 2 "${preload[@]}" -- "$py" -c '
+import os, ringtrain as rt
+rt.init()
+print("python rank %d of %d, library %s from %s" % (rt.rank(), rt.size(), rt.version(), os.environ.get("RT_LIBRARY")))
+rt.shutdown()' 2>&1) || { echo "FAIL: a Python rank from the build folder failed:"; echo "$out"; exit 1; }
+[ "$(echo "$out" | grep -c "python rank . of 2, library .* from $build/transport/libringtrain.so.0")" = 2 ] ||
+  { echo "FAIL: the build folder's agent did not give its library:"; echo "$out"; exit 1; }
 # OpenBLAS's kernels in a rank: the core the node reports (OpenBLAS's own
 # pick, or the one the agent sets where that pick is worse than the CPU) is
 # the one the rank's OpenBLAS runs; a core the job sets wins.  The rank runs

@@ -150,7 +150,8 @@ static void test_documented(void **state)
     const char *env[] = {RT_ENV_RANK,       RT_ENV_SIZE,       RT_ENV_LOCAL_RANK,
                          RT_ENV_LOCAL_SIZE, RT_ENV_CROSS_RANK, RT_ENV_CROSS_SIZE,
                          RT_ENV_JOB_ID,     RT_ENV_ATTEMPT,    RT_ENV_RENDEZVOUS_FILE,
-                         RT_ENV_LISTEN_FD,  RT_ENV_CONTROL_FD, RT_ENV_WORK_DIR};
+                         RT_ENV_LISTEN_FD,  RT_ENV_CONTROL_FD, RT_ENV_WORK_DIR,
+                         RT_ENV_LIBRARY};
     for (size_t i = 0; i < sizeof env / sizeof *env; i++) {
         char want[64];
         snprintf(want, sizeof want, "`%s`", env[i]);

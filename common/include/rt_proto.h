@@ -161,6 +161,7 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_ENV_LISTEN_FD "RT_LISTEN_FD"             /* the bound data-plane socket (3) */
 #define RT_ENV_CONTROL_FD "RT_CONTROL_FD"           /* progress lines to the agent (4) */
 #define RT_ENV_WORK_DIR "RT_WORK_DIR"
+#define RT_ENV_LIBRARY "RT_LIBRARY" /* the agent's libringtrain (the Python binding loads it) */
 #define RT_LISTEN_FD_NUM 3
 #define RT_CONTROL_FD_NUM 4
 

@@ -12,8 +12,10 @@ joins its job's ring and runs collectives on NumPy arrays.
     ringtrain.shutdown()
 
 A thin layer over libringtrain (rt_comm.h) with ctypes: no compiled extension.
-The library is found from RINGTRAIN_LIBRARY, then the system's library path
-(libringtrain.so.0), then /usr/local/lib and /usr/lib.  Errors raise
+The library is found from RINGTRAIN_LIBRARY, then RT_LIBRARY (the library of
+the ringtrain whose agent started this rank: installed beside it, or in its
+build folder), then the system's library path (libringtrain.so.0), then
+/usr/local/lib and /usr/lib.  Errors raise
 RingtrainError carrying ringtrain's message (which names the rank and address
 that failed); after a failed collective the communicator is broken and every
 later call raises the first error, as in C.  Collectives block (the GIL is
@@ -62,8 +64,9 @@ def _load():
         return _lib
     tried = []
     names = []
-    if os.environ.get("RINGTRAIN_LIBRARY"):
-        names.append(os.environ["RINGTRAIN_LIBRARY"])
+    for var in ("RINGTRAIN_LIBRARY", "RT_LIBRARY"):
+        if os.environ.get(var):
+            names.append(os.environ[var])
     found = ctypes.util.find_library("ringtrain")
     names += [n for n in (found, "libringtrain.so.0", "/usr/local/lib/libringtrain.so.0",
                           "/usr/lib/libringtrain.so.0") if n]
