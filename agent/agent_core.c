@@ -475,7 +475,8 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
     char *sl = strrchr(self, '/');
     if (sl)
         *sl = '\0';
-    const char *rel[] = {"/../" RT_INSTALL_LIBDIR "/libringtrain.so.0", "/../transport/libringtrain.so.0"};
+    const char *rel[] = {"/../" RT_INSTALL_LIBDIR "/libringtrain.so.0",
+                         "/../transport/libringtrain.so.0"};
     for (size_t i = 0; sl && i < RT_ARRAY_LEN(rel) && !ag->lib_path[0]; i++) {
         char cand[1100];
         snprintf(cand, sizeof cand, "%s%s", self, rel[i]);

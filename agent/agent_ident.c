@@ -200,32 +200,38 @@ rt_status ident_init(agentd *ag, char *err)
     const char *caps = "it needs CAP_SETUID, CAP_SETGID, CAP_CHOWN and CAP_KILL: the unit's "
                        "AmbientCapabilities grant them (docs/security.md)";
     if (!got || r.stage == 1)
-        return rt_err(err, RT_ERR_UNSUPPORTED, "[agent] job_uids %s: this agent (uid %d) cannot run "
-                                        "ranks as uid %u: %s; %s",
+        return rt_err(err, RT_ERR_UNSUPPORTED,
+                      "[agent] job_uids %s: this agent (uid %d) cannot run "
+                      "ranks as uid %u: %s; %s",
                       ag->cfg.job_uids, (int)getuid(), (unsigned)ag->uid_lo,
                       strerror(got ? r.err : EIO), caps);
     if (!chowned)
-        return rt_err(err, RT_ERR_UNSUPPORTED, "[agent] job_uids %s: this agent cannot give a job its "
-                                        "folder in %s: %s; %s",
+        return rt_err(err, RT_ERR_UNSUPPORTED,
+                      "[agent] job_uids %s: this agent cannot give a job its "
+                      "folder in %s: %s; %s",
                       ag->cfg.job_uids, ag->cfg.work_dir, strerror(chown_err), caps);
     if (!can_kill)
-        return rt_err(err, RT_ERR_UNSUPPORTED, "[agent] job_uids %s: this agent cannot signal a "
-                                        "rank running as uid %u: %s; %s",
+        return rt_err(err, RT_ERR_UNSUPPORTED,
+                      "[agent] job_uids %s: this agent cannot signal a "
+                      "rank running as uid %u: %s; %s",
                       ag->cfg.job_uids, (unsigned)ag->uid_lo, strerror(kill_err), caps);
     if (r.stage == 2)
-        return rt_err(err, RT_ERR_UNSUPPORTED, "[agent] job_uids %s: uid %u cannot reach work_dir %s "
-                                        "(%s): every folder above it needs search "
-                                        "permission for others (o+x)",
+        return rt_err(err, RT_ERR_UNSUPPORTED,
+                      "[agent] job_uids %s: uid %u cannot reach work_dir %s "
+                      "(%s): every folder above it needs search "
+                      "permission for others (o+x)",
                       ag->cfg.job_uids, (unsigned)ag->uid_lo, ag->cfg.work_dir,
                       strerror(r.err));
     if (r.stage == 3)
-        return rt_err(err, RT_ERR_UNSUPPORTED, "[agent] job_uids %s: uid %u may list or write "
-                                               "work_dir %s: make it 0711 and the agent's",
+        return rt_err(err, RT_ERR_UNSUPPORTED,
+                      "[agent] job_uids %s: uid %u may list or write "
+                      "work_dir %s: make it 0711 and the agent's",
                       ag->cfg.job_uids, (unsigned)ag->uid_lo, ag->cfg.work_dir);
     ag->token_hidden = r.hidden;
     if (r.token_readable && !r.hidden)
-        return rt_err(err, RT_ERR_UNSUPPORTED, "[agent] job_uids %s: uid %u can read token_file %s and "
-                                        "it cannot be hidden here: make it 0640 root:ringtrain",
+        return rt_err(err, RT_ERR_UNSUPPORTED,
+                      "[agent] job_uids %s: uid %u can read token_file %s and "
+                      "it cannot be hidden here: make it 0640 root:ringtrain",
                       ag->cfg.job_uids, (unsigned)ag->uid_lo, ag->cfg.token_file);
     ag->ids_on = true;
     RT_INFO("agent", "each job runs as a uid of its own (job_uids %s, uid = %u + job id mod "
@@ -262,8 +268,9 @@ rt_status ident_for(agentd *ag, worker *w, const rt_json *m, char *err)
                                                 "--unix-user), who has no account on this node%s%s",
                           user, e ? ": " : "", e ? strerror(e) : "");
         if (p->pw_uid == 0 || p->pw_uid == getuid())
-            return rt_err(err, RT_ERR_UNSUPPORTED, "the job's Unix user '%s' is %s: no job runs as it",
-                          user, p->pw_uid == 0 ? "root" : "this agent's own user");
+            return rt_err(err, RT_ERR_UNSUPPORTED,
+                          "the job's Unix user '%s' is %s: no job runs as it", user,
+                          p->pw_uid == 0 ? "root" : "this agent's own user");
         if (!can_switch())
             return rt_err(err, RT_ERR_UNSUPPORTED, "the job runs as Unix user '%s' (its token's "
                                                    "--unix-user), but this agent (uid %d) cannot "
