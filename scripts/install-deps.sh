@@ -11,6 +11,7 @@ pkgs=(
   libsnappy-dev libzstd-dev liblz4-dev   # Parquet codecs
   libopenblas-openmp-dev libibverbs-dev libsystemd-dev libcmocka-dev
   clang libclang-rt-dev          # libFuzzer targets
+  clang-format                   # the style check of new changes (scripts/check-style.sh)
   systemd                        # systemd-analyze verify in the unit-file test
   gzip procps iproute2 ca-certificates
   bubblewrap                     # the installed-system test: the units' sandbox
