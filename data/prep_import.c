@@ -62,39 +62,93 @@ static rt_status create_table(prep *p, const char *path, const char *table, cons
     return st;
 }
 
-rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot, char *err)
+static bool is_csv(const char *path)
 {
-    rt_csv *csv = NULL;
-    rt_status st = rt_csv_open(path, &csv, err);
-    if (st != RT_OK)
-        return st;
-    int r = rt_csv_next(csv, err);
-    if (r <= 0) {
-        rt_csv_close(csv);
-        return r < 0 ? RT_ERR_INVALID : rt_err(err, RT_ERR_INVALID, "%s is empty (no header)", path);
+    size_t n = strlen(path);
+    return (n > 4 && !strcmp(path + n - 4, ".csv")) || (n > 7 && !strcmp(path + n - 7, ".csv.gz"));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* path itself, or a folder's .csv/.csv.gz part files in name order (as
+ * Spark writes them: hidden and _ files skipped, _temporary refused). */
+static rt_status csv_files(const char *path, char ***files, int *n, char *err)
+{
+    *files = NULL;
+    *n = 0;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return rt_err(err, RT_ERR_NOTFOUND, "cannot open %s: %m", path);
+    int cap = 1;
+    char **list = malloc(sizeof *list);
+    if (!list)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    if (!S_ISDIR(sb.st_mode)) {
+        list[(*n)++] = strdup(path);
+        *files = list;
+        return RT_OK;
     }
-    size_t nf = rt_csv_nfields(csv);
-    const char **names = calloc(nf + 1, sizeof *names);
-    for (size_t i = 0; i < nf; i++)
-        names[i] = rt_csv_field(csv, i, NULL);
-    sqlite3_stmt *ins = NULL;
-    char where[PATH_MAX + 8];
-    snprintf(where, sizeof where, "%s:1", path);
-    st = create_table(p, where, table, names, nf, "header", &ins, err);
-    free(names);
-    sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL);
-    int64_t rows = 0, skipped = 0;
+    DIR *d = opendir(path);
+    if (!d) {
+        free(list);
+        return rt_err(err, RT_ERR_IO, "cannot open the folder %s: %m", path);
+    }
+    rt_status st = RT_OK;
+    for (struct dirent *e; st == RT_OK && (e = readdir(d));) {
+        if (!strcmp(e->d_name, "_temporary"))
+            st = rt_err(err, RT_ERR_INVALID,
+                        "%s holds _temporary: the job writing it has not "
+                        "finished (or failed)",
+                        path);
+        if (st != RT_OK || e->d_name[0] == '.' || e->d_name[0] == '_' || !is_csv(e->d_name))
+            continue;
+        if (*n == cap) {
+            char **l = realloc(list, (size_t)(cap *= 2) * sizeof *list);
+            if (!l) {
+                st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+                break;
+            }
+            list = l;
+        }
+        size_t len = strlen(path) + strlen(e->d_name) + 2;
+        if ((list[*n] = malloc(len)))
+            snprintf(list[(*n)++], len, "%s/%s", path, e->d_name);
+    }
+    closedir(d);
+    if (st == RT_OK && *n == 0)
+        st = rt_err(err, RT_ERR_NOTFOUND, "the folder %s holds no .csv or .csv.gz files", path);
+    if (st != RT_OK) {
+        for (int i = 0; i < *n; i++)
+            free(list[i]);
+        free(list);
+        *n = 0;
+        return st;
+    }
+    qsort(list, (size_t)*n, sizeof *list, cmp_str);
+    *files = list;
+    return RT_OK;
+}
+
+/* One CSV file's rows into the table (its header read and checked by the
+ * caller); _line is the row's line in its file. */
+static rt_status csv_rows(prep *p, rt_csv *csv, const char *path, size_t nf, sqlite3_stmt *ins,
+                          int64_t *rows, int64_t *skipped, char *err)
+{
+    rt_status st = RT_OK;
+    int r;
     while (st == RT_OK && (r = rt_csv_next(csv, err)) == 1) {
         if (rt_csv_nfields(csv) != nf) {
             if (p->o->skip_bad_rows) {
-                skipped++;
+                (*skipped)++;
                 continue;
             }
-            st = rt_err(err, RT_ERR_INVALID,
-                        "%s:%lld: %zu fields, the header has %zu (--skip-bad-rows skips such "
-                        "rows and counts them)",
-                        path, (long long)rt_csv_line(csv), rt_csv_nfields(csv), nf);
-            break;
+            return rt_err(err, RT_ERR_INVALID,
+                          "%s:%lld: %zu fields, the header has %zu (--skip-bad-rows skips such "
+                          "rows and counts them)",
+                          path, (long long)rt_csv_line(csv), rt_csv_nfields(csv), nf);
         }
         sqlite3_bind_int64(ins, 1, rt_csv_line(csv));
         for (size_t i = 0; i < nf; i++) {
@@ -109,13 +163,64 @@ rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot
             st = rt_err(err, RT_ERR_IO, "%s:%lld: %s", path, (long long)rt_csv_line(csv),
                         sqlite3_errmsg(p->db));
         sqlite3_reset(ins);
-        rows++;
+        (*rows)++;
     }
-    if (st == RT_OK && r < 0)
-        st = RT_ERR_INVALID; /* the reader's message (file:line) is in err */
-    sqlite3_exec(p->db, st == RT_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
+    return st == RT_OK && r < 0 ? RT_ERR_INVALID : st; /* the reader's message is in err */
+}
+
+/* A CSV file, or a folder of CSV part files with the same header, as one
+ * table of text columns. */
+rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot, char *err)
+{
+    char **files = NULL, **names = NULL;
+    int nfiles = 0;
+    size_t nf = 0;
+    rt_status st = csv_files(path, &files, &nfiles, err);
+    sqlite3_stmt *ins = NULL;
+    int64_t rows = 0, skipped = 0;
+    for (int i = 0; i < nfiles && st == RT_OK; i++) {
+        rt_csv *csv = NULL;
+        if ((st = rt_csv_open(files[i], &csv, err)) != RT_OK)
+            break;
+        int r = rt_csv_next(csv, err);
+        if (r <= 0) {
+            st = r < 0 ? RT_ERR_INVALID
+                       : rt_err(err, RT_ERR_INVALID, "%s is empty (no header)", files[i]);
+        } else if (i == 0) {
+            nf = rt_csv_nfields(csv);
+            names = calloc(nf + 1, sizeof *names);
+            for (size_t c = 0; names && c < nf; c++)
+                names[c] = strdup(rt_csv_field(csv, c, NULL));
+            char where[PATH_MAX + 8];
+            snprintf(where, sizeof where, "%s:1", files[i]);
+            st = names
+                     ? create_table(p, where, table, (const char **)names, nf, "header", &ins, err)
+                     : rt_err(err, RT_ERR_NOMEM, "out of memory");
+            if (st == RT_OK)
+                sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL);
+        } else {
+            bool same = rt_csv_nfields(csv) == nf;
+            for (size_t c = 0; same && c < nf; c++)
+                same = !strcmp(rt_csv_field(csv, c, NULL), names[c]);
+            if (!same)
+                st = rt_err(err, RT_ERR_INVALID,
+                            "%s:1: its header differs from %s's (the files "
+                            "of one table must have the same columns in the same order)",
+                            files[i], files[0]);
+        }
+        if (st == RT_OK)
+            st = csv_rows(p, csv, files[i], nf, ins, &rows, &skipped, err);
+        rt_csv_close(csv);
+    }
+    if (ins)
+        sqlite3_exec(p->db, st == RT_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
     sqlite3_finalize(ins);
-    rt_csv_close(csv);
+    for (size_t c = 0; names && c < nf; c++)
+        free(names[c]);
+    free(names);
+    for (int i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
     p->rep->rows_in[slot] = rows;
     p->rep->skipped[slot] = skipped;
     return st;
@@ -259,11 +364,6 @@ static bool table_name(const char *dir, const char *file, char *out, size_t len,
     return true;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 rt_status prep_import_all(prep *p, char *err)
 {
     DIR *d = opendir(p->o->input_dir);
@@ -317,16 +417,25 @@ rt_status prep_import_all(prep *p, char *err)
     return st;
 }
 
-static bool is_csv(const char *path)
+/* A folder of CSV part files (and no Parquet ones): read as CSV. */
+static bool csv_folder(const char *path)
 {
-    size_t n = strlen(path);
-    return (n > 4 && !strcmp(path + n - 4, ".csv")) || (n > 7 && !strcmp(path + n - 7, ".csv.gz"));
+    DIR *d = opendir(path);
+    int csv = 0, pq = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        csv += e->d_name[0] != '.' && is_csv(e->d_name);
+        pq += n > 8 && !strcmp(e->d_name + n - 8, ".parquet");
+    }
+    if (d)
+        closedir(d);
+    return csv > 0 && pq == 0;
 }
 
 /* --from (--from-parquet): tables train (and test) from a Parquet file or
  * Spark folder, or a CSV file (.csv, .csv.gz: text columns, as --input
- * reads them), and the meta table from the roles, as a script would leave
- * it. */
+ * reads them) or folder of CSV part files, and the meta table from the
+ * roles, as a script would leave it. */
 rt_status prep_import_featurised(prep *p, char *err)
 {
     const rt_prep_opts *o = p->o;
@@ -338,8 +447,9 @@ rt_status prep_import_featurised(prep *p, char *err)
         snprintf(p->files[slot], sizeof p->files[slot], "%s", paths[i]);
         p->by_row[slot] = true;
         double t0 = rt_now_s();
-        st = is_csv(paths[i]) ? prep_import_csv(p, paths[i], names[i], slot, err)
-                              : prep_import_parquet(p, paths[i], names[i], slot, err);
+        st = is_csv(paths[i]) || csv_folder(paths[i])
+                 ? prep_import_csv(p, paths[i], names[i], slot, err)
+                 : prep_import_parquet(p, paths[i], names[i], slot, err);
         if (st == RT_OK && !o->quiet)
             fprintf(stderr, "prep: %-20s %9lld rows (%.1f s)\n", paths[i],
                     (long long)p->rep->rows_in[slot], rt_now_s() - t0);

@@ -31,7 +31,8 @@ typedef struct prep {
 } prep;
 
 /* prep_import.c: every input of o->input_dir as a table; --from-parquet's
- * tables and meta; one CSV or Parquet path as table `table` in slot. */
+ * tables and meta; one CSV or Parquet path (a file, or a folder of part
+ * files) as table `table` in slot. */
 rt_status prep_import_all(prep *p, char *err);
 rt_status prep_import_featurised(prep *p, char *err);
 rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot, char *err);

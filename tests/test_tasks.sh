@@ -82,6 +82,27 @@ if timeout 120 "$rt" prep --from "$tmp/sat.csv" --label classes --continuous x1,
   fail "prep --from CSV took a missing column"
 fi
 grep -q "x99" "$tmp/err" || fail "prep --from CSV, missing column: $(cat "$tmp/err")"
+# ... and a folder of CSV part files (as Spark writes one: a header in each,
+# _SUCCESS and .crc files beside): the same rows, the same dataset
+mkdir -p "$tmp/satparts"
+head -1 "$tmp/sat.csv" > "$tmp/hdr"
+tail -n +2 "$tmp/sat.csv" | split -l 1000 - "$tmp/satparts/body-"
+for f in "$tmp"/satparts/body-*; do
+  cat "$tmp/hdr" "$f" > "$tmp/satparts/part-$(basename "$f").csv" && rm "$f"
+done
+gzip "$tmp/satparts/part-body-aa.csv" # a compressed part among plain ones
+touch "$tmp/satparts/_SUCCESS" "$tmp/satparts/.part-body-ab.csv.crc"
+out=$(timeout 120 "$rt" prep --from "$tmp/satparts" --label classes --continuous x1,x2,x3 --out "$tmp/csvds2" 2>&1) ||
+  fail "prep --from a CSV folder: $out"
+grep -q "prepared .* (multiclass, 6 classes, inferred" <<<"$out" || fail "prep --from a CSV folder: $out"
+[ "$(grep -o '"rows":{[^}]*}' "$tmp/csvds/manifest.json")" = "$(grep -o '"rows":{[^}]*}' "$tmp/csvds2/manifest.json")" ] &&
+  grep -q '"rows":{"train":[1-9]' "$tmp/csvds2/manifest.json" ||
+  fail "the CSV folder's dataset has other rows than the file's"
+sed -i '1s/x3/x33/' "$tmp/satparts/part-body-ac.csv"
+if out=$(timeout 120 "$rt" prep --from "$tmp/satparts" --label classes --continuous x1,x2 --out "$tmp/x" 2>&1); then
+  fail "prep --from took a CSV folder whose parts' headers differ"
+fi
+grep -q "part-body-ac.csv:1: its header differs" <<<"$out" || fail "a differing header, prep said: $out"
 
 # multiclass: the bad inputs, checked before anything trains
 timeout 120 "$rt" prep --input "$tmp/sat" --sql "$root/examples/satimage/prep.sql" --out "$tmp/satds" \
