@@ -498,14 +498,57 @@ static void test_shuffle(void **state)
     assert_int_equal(one[0], 0);
 }
 
+/* The cgroup v2 quota a rank's default threads honour, on a made-up tree:
+ * the smallest cpu.max of the cgroup and its parents, "max" none. */
+static void put(const char *dir, const char *rel, const char *text)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_cgroup_cpus(void **state)
+{
+    (void)state;
+    char root[] = "/tmp/rt_cgroup_XXXXXX";
+    assert_non_null(mkdtemp(root));
+    char d[600];
+    snprintf(d, sizeof d, "%s/a/b/c", root);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", d);
+    assert_int_equal(system(cmd), 0);
+    put(root, "a/cpu.max", "200000 100000\n");      /* 2 CPUs */
+    put(root, "a/b/cpu.max", "max 100000\n");       /* none here */
+    put(root, "a/b/c/cpu.max", "150000 100000\n");  /* 1.5 */
+    put(root, "self", "12:memory:/x\n0::/a/b/c\n"); /* a hybrid host's lines */
+    char self[600];
+    snprintf(self, sizeof self, "%s/self", root);
+    assert_true(fabs(rt_cgroup_cpus(root, self) - 1.5) < 1e-9);
+    put(root, "a/b/c/cpu.max", "max 100000\n"); /* a parent's quota binds */
+    assert_true(fabs(rt_cgroup_cpus(root, self) - 2.0) < 1e-9);
+    put(root, "a/cpu.max", "max 100000\n");
+    assert_true(rt_cgroup_cpus(root, self) == 0); /* none anywhere */
+    put(root, "a/cpu.max", "100000 100000\n");
+    assert_true(fabs(rt_cgroup_cpus(root, self) - 1.0) < 1e-9);
+    put(root, "self", "1:cpu:/a\n"); /* cgroup v1 only: no v2 quota is read */
+    assert_true(rt_cgroup_cpus(root, self) == 0);
+    assert_true(rt_cgroup_cpus(root, "/nonexistent/cgroup") == 0);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    assert_int_equal(system(cmd), 0);
+    char why[300];
+    assert_true(rt_default_threads(64, why, sizeof why) >= 1); /* never 0 */
+    assert_non_null(strstr(why, "for 64 ranks of this job"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_data_parallel_equivalence),
-        cmocka_unit_test(test_sync_batch_norm),
-        cmocka_unit_test(test_families_data_parallel),
-        cmocka_unit_test(test_checkpoint),
-        cmocka_unit_test(test_shuffle),
+        cmocka_unit_test(test_cgroup_cpus),     cmocka_unit_test(test_data_parallel_equivalence),
+        cmocka_unit_test(test_sync_batch_norm), cmocka_unit_test(test_families_data_parallel),
+        cmocka_unit_test(test_checkpoint),      cmocka_unit_test(test_shuffle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,11 +12,10 @@
 
 #include "trainer.h"
 
-/* The cgroup v2 cpu.max quota of this process, in CPUs (0: none). */
-static double cgroup_cpus(void)
+double rt_cgroup_cpus(const char *cgroup_root, const char *self_cgroup)
 {
     char line[4096], path[4200];
-    FILE *f = fopen("/proc/self/cgroup", "r");
+    FILE *f = fopen(self_cgroup, "r");
     double cpus = 0;
     while (f && fgets(line, sizeof line, f)) {
         if (strncmp(line, "0::", 3) != 0) /* the unified hierarchy's line */
@@ -25,7 +24,7 @@ static double cgroup_cpus(void)
         /* cpu.max of the cgroup and of each parent: the smallest binds */
         for (char *end = line + strlen(line); end >= line + 3;) {
             *end = '\0';
-            snprintf(path, sizeof path, "/sys/fs/cgroup%s/cpu.max", line + 3);
+            snprintf(path, sizeof path, "%s%s/cpu.max", cgroup_root, line + 3);
             FILE *m = fopen(path, "r");
             char quota[32] = "";
             long period = 0;
@@ -54,7 +53,7 @@ int rt_default_threads(int local_size, char *why, size_t len)
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     int affinity = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
                                                                 : (int)(online > 0 ? online : 1);
-    const double quota = cgroup_cpus();
+    const double quota = rt_cgroup_cpus("/sys/fs/cgroup", "/proc/self/cgroup");
     int usable = affinity;
     if (quota > 0 && (int)ceil(quota) < usable)
         usable = (int)ceil(quota);

@@ -203,6 +203,10 @@ void rt_stream_close(rt_stream *s);
  * its job on the host, at least 1; why says so (and when the host is
  * oversubscribed). */
 int rt_default_threads(int local_size, char *why, size_t len);
+/* The cgroup v2 cpu.max quota, in CPUs, of the process whose
+ * /proc/PID/cgroup is self_cgroup, under the cgroup file system mounted at
+ * cgroup_root: the smallest of its cgroup's and every parent's (0: none). */
+double rt_cgroup_cpus(const char *cgroup_root, const char *self_cgroup);
 
 /* ---- the learning rate and the monitor (trainer_sched.c) ---------------------- */
 
