@@ -542,7 +542,11 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
             (void)r;
             _exit(126);
         }
-        if (hide && hide_token(ag->cfg.token_file, uidmap, gidmap) != 0) {
+        /* a job's own user that cannot read the token (its folder is
+         * root:ringtrain 0750) has nothing to hide, and could not mount over
+         * a file it cannot reach */
+        const bool hide_it = hide && (!w->as_job || access(ag->cfg.token_file, R_OK) == 0);
+        if (hide_it && hide_token(ag->cfg.token_file, uidmap, gidmap) != 0) {
             /* it worked when the agent tried: do not run with the token visible */
             const char *msg = "[agent] cannot hide the agent's token from this rank "
                               "(hide_token): not starting it\n";

@@ -393,6 +393,26 @@ if out=$(cd / && CLI_TOKEN=$work/bob.token cli exec --np 1 -- /bin/true 2>&1); t
 fi
 grep -q "runs as Unix user '$tag-nobody' (its token's --unix-user), who has no account on this node" <<< "$out" ||
   { echo "$out"; fail "the failure does not say the Unix user is missing"; }
+# an agent without job_uids, whose ranks otherwise run as ringtrain with the token
+# hidden: a --unix-user job runs as its user all the same (it cannot reach the token)
+for p in $(ip netns pids $tag-a1 2> /dev/null); do
+  [ "$(cat /proc/$p/comm 2> /dev/null)" = ringtrain-agent ] && kill -TERM "$p"
+done
+for _ in $(seq 100); do
+  [ "$(cli nodes 2> /dev/null | awk '$1 ~ /node-a1/ && $3 == "up"' | wc -l)" -eq 0 ] && break
+  sleep 0.1
+done
+sed -i '/^job_uids/d' "$etc_agent/agent-a1.conf"
+run_as_unit a1 agent-a1b "$etc_agent" /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-a1.conf
+for _ in $(seq 100); do
+  [ "$(cli nodes 2> /dev/null | awk '$1 ~ /node-a1/ && $3 == "up"' | wc -l)" -ge 1 ] && break
+  sleep 0.2
+done
+grep -q "ranks see an empty /etc/ringtrain/token" "$work/agent-a1b.log" ||
+  { cat "$work/agent-a1b.log"; fail "the agent without job_uids does not hide the token"; }
+out=$(cd / && CLI_TOKEN=$work/alice.token cli exec --np 1 -- /bin/sh -c 'echo "as $(id -un)"' 2>&1) ||
+  { echo "$out"; fail "a --unix-user job on an agent without job_uids failed"; }
+grep -q "as $tag-alice" <<< "$out" || { echo "$out"; fail "the job did not run as alice there"; }
 
 echo "ok: installed system, 3 hosts, training, exec and PyTorch DDP jobs succeeded, each as a uid of its own;"
 echo "    two jobs on one agent reached neither each other's key, files, logs nor processes, nor the token;"
