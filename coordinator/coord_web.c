@@ -84,14 +84,7 @@ static void login(coord *co, struct evhttp_request *req)
     } else {
         RT_INFO("http", "dashboard login: %s (role %s)", who, auth_role_name(role));
         set_cookie(req, id, AUTH_SESSION_S);
-        rt_jw w;
-        rt_jw_init(&w);
-        rt_jw_obj(&w);
-        rt_jw_kstr(&w, "who", who);
-        rt_jw_kstr(&w, "role", auth_role_name(role));
-        web_job_states(&w);
-        rt_jw_obj_end(&w);
-        http_reply_json(req, 200, rt_jw_take(&w, NULL));
+        web_session_get(co, req, who, role); /* the same answer as GET /v1/session */
     }
     rt_json_free(j);
     free(body);
