@@ -73,65 +73,6 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* path itself, or a folder's .csv/.csv.gz part files in name order (as
- * Spark writes them: hidden and _ files skipped, _temporary refused). */
-static rt_status csv_files(const char *path, char ***files, int *n, char *err)
-{
-    *files = NULL;
-    *n = 0;
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        return rt_err(err, RT_ERR_NOTFOUND, "cannot open %s: %m", path);
-    int cap = 1;
-    char **list = malloc(sizeof *list);
-    if (!list)
-        return rt_err(err, RT_ERR_NOMEM, "out of memory");
-    if (!S_ISDIR(sb.st_mode)) {
-        list[(*n)++] = strdup(path);
-        *files = list;
-        return RT_OK;
-    }
-    DIR *d = opendir(path);
-    if (!d) {
-        free(list);
-        return rt_err(err, RT_ERR_IO, "cannot open the folder %s: %m", path);
-    }
-    rt_status st = RT_OK;
-    for (struct dirent *e; st == RT_OK && (e = readdir(d));) {
-        if (!strcmp(e->d_name, "_temporary"))
-            st = rt_err(err, RT_ERR_INVALID,
-                        "%s holds _temporary: the job writing it has not "
-                        "finished (or failed)",
-                        path);
-        if (st != RT_OK || e->d_name[0] == '.' || e->d_name[0] == '_' || !is_csv(e->d_name))
-            continue;
-        if (*n == cap) {
-            char **l = realloc(list, (size_t)(cap *= 2) * sizeof *list);
-            if (!l) {
-                st = rt_err(err, RT_ERR_NOMEM, "out of memory");
-                break;
-            }
-            list = l;
-        }
-        size_t len = strlen(path) + strlen(e->d_name) + 2;
-        if ((list[*n] = malloc(len)))
-            snprintf(list[(*n)++], len, "%s/%s", path, e->d_name);
-    }
-    closedir(d);
-    if (st == RT_OK && *n == 0)
-        st = rt_err(err, RT_ERR_NOTFOUND, "the folder %s holds no .csv or .csv.gz files", path);
-    if (st != RT_OK) {
-        for (int i = 0; i < *n; i++)
-            free(list[i]);
-        free(list);
-        *n = 0;
-        return st;
-    }
-    qsort(list, (size_t)*n, sizeof *list, cmp_str);
-    *files = list;
-    return RT_OK;
-}
-
 /* One CSV file's rows into the table (its header read and checked by the
  * caller); _line is the row's line in its file. */
 static rt_status csv_rows(prep *p, rt_csv *csv, const char *path, size_t nf, sqlite3_stmt *ins,
@@ -175,7 +116,8 @@ rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot
     char **files = NULL, **names = NULL;
     int nfiles = 0;
     size_t nf = 0;
-    rt_status st = csv_files(path, &files, &nfiles, err);
+    static const char *const csv[] = {".csv", ".csv.gz", NULL};
+    rt_status st = rt_part_files(path, csv, ".csv or .csv.gz", &files, &nfiles, err);
     sqlite3_stmt *ins = NULL;
     int64_t rows = 0, skipped = 0;
     for (int i = 0; i < nfiles && st == RT_OK; i++) {

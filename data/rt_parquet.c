@@ -538,27 +538,34 @@ static bool has_suffix(const char *s, const char *suf)
     return n >= k && !strcmp(s + n - k, suf);
 }
 
-rt_status rt_pq_files(const char *path, char ***files, int *n, char *err)
+rt_status rt_part_files(const char *path, const char *const *suffixes, const char *what,
+                        char ***files, int *n, char *err)
 {
     *files = NULL;
     *n = 0;
     struct stat sb;
     if (stat(path, &sb) != 0)
         return rt_err(err, RT_ERR_NOTFOUND, "cannot open %s: %m", path);
+    int cap = 16;
+    char **list = malloc((size_t)cap * sizeof *list);
+    if (!list)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
     if (!S_ISDIR(sb.st_mode)) {
-        *files = malloc(sizeof **files);
-        (*files)[0] = strdup(path);
+        if (!(list[0] = strdup(path))) {
+            free(list);
+            return rt_err(err, RT_ERR_NOMEM, "out of memory");
+        }
+        *files = list;
         *n = 1;
         return RT_OK;
     }
     DIR *d = opendir(path);
-    if (!d)
+    if (!d) {
+        free(list);
         return rt_err(err, RT_ERR_IO, "cannot open the folder %s: %m", path);
-    int cap = 16;
-    char **list = malloc((size_t)cap * sizeof *list);
-    struct dirent *e;
+    }
     rt_status st = RT_OK;
-    while ((e = readdir(d))) {
+    for (struct dirent *e; st == RT_OK && (e = readdir(d));) {
         const char *nm = e->d_name;
         if (!strcmp(nm, "_temporary")) {
             st = rt_err(err, RT_ERR_INVALID,
@@ -566,18 +573,30 @@ rt_status rt_pq_files(const char *path, char ***files, int *n, char *err)
                         path);
             break;
         }
-        if (nm[0] == '.' || nm[0] == '_' || !has_suffix(nm, ".parquet"))
+        bool wanted = false;
+        for (const char *const *s = suffixes; *s && !wanted; s++)
+            wanted = has_suffix(nm, *s);
+        if (nm[0] == '.' || nm[0] == '_' || !wanted)
             continue; /* hidden .crc files, _SUCCESS, _metadata, other files */
-        if (*n == cap)
-            list = realloc(list, (size_t)(cap *= 2) * sizeof *list);
+        if (*n == cap) {
+            char **l = realloc(list, (size_t)(cap *= 2) * sizeof *list);
+            if (!l) {
+                st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+                break;
+            }
+            list = l;
+        }
         size_t len = strlen(path) + strlen(nm) + 2;
-        list[*n] = malloc(len);
+        if (!(list[*n] = malloc(len))) {
+            st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+            break;
+        }
         snprintf(list[*n], len, "%s/%s", path, nm);
         (*n)++;
     }
     closedir(d);
     if (st == RT_OK && *n == 0)
-        st = rt_err(err, RT_ERR_NOTFOUND, "the folder %s holds no .parquet files", path);
+        st = rt_err(err, RT_ERR_NOTFOUND, "the folder %s holds no %s files", path, what);
     if (st != RT_OK) {
         for (int i = 0; i < *n; i++)
             free(list[i]);
@@ -588,4 +607,10 @@ rt_status rt_pq_files(const char *path, char ***files, int *n, char *err)
     qsort(list, (size_t)*n, sizeof *list, cmp_str);
     *files = list;
     return RT_OK;
+}
+
+rt_status rt_pq_files(const char *path, char ***files, int *n, char *err)
+{
+    static const char *const parquet[] = {".parquet", NULL};
+    return rt_part_files(path, parquet, ".parquet", files, n, err);
 }

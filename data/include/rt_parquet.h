@@ -83,10 +83,14 @@ void rt_pq_values_free(rt_pq_values *v);
 uint32_t rt_pq_encodings_seen(const rt_pq_file *f);
 uint32_t rt_pq_codecs_seen(const rt_pq_file *f);
 
-/* A .parquet file, or a folder of them as Spark writes it (part-*.parquet,
- * _SUCCESS, hidden .crc files): the files to read, sorted by name
- * (free each and the array).  A folder without any .parquet file, or with
- * a _temporary folder (a job still writing), is an error. */
+/* A file, or a folder of part files as Spark writes one (part-*,
+ * _SUCCESS, hidden .crc files): the path itself, or the folder's files
+ * ending in one of suffixes (NULL-terminated), sorted by name (free each
+ * and the array).  A folder without any, or with a _temporary folder (a
+ * job still writing), is an error; what names the suffixes in it. */
+rt_status rt_part_files(const char *path, const char *const *suffixes, const char *what,
+                        char ***files, int *n, char *err);
+/* rt_part_files of .parquet files. */
 rt_status rt_pq_files(const char *path, char ***files, int *n, char *err);
 
 #ifdef __cplusplus
