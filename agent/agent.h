@@ -78,6 +78,8 @@ typedef struct worker {
     int ngroups;
     gid_t groups[64];
     char who[80];       /* "user alice" or "uid 1900000007", for messages */
+    char login[40];     /* USER: "alice", or "job-N" for a job uid */
+    char home[512];     /* HOME: the user's ("": a job uid's is its work folder) */
     char cg_dir[600];   /* its cgroup ("" when none: agent_cgroup.c) */
     char cg_procs[640]; /* cg_dir/cgroup.procs, for the child to enter */
     int64_t mem_limit;  /* the job's memory_limit (0: none), in bytes */

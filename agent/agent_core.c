@@ -455,29 +455,26 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
     snprintf(ag->name, sizeof ag->name, "%s", cfg->name && *cfg->name ? cfg->name : ag->hostname);
     if (cfg->data_address && *cfg->data_address)
         snprintf(ag->data_addr, sizeof ag->data_addr, "%s", cfg->data_address);
-    /* the worker program: configured, or beside this one */
-    if (cfg->worker && *cfg->worker) {
-        snprintf(ag->worker_exe, sizeof ag->worker_exe, "%s", cfg->worker);
-    } else {
-        char self[900];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        self[n > 0 ? n : 0] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash)
-            *slash = '\0';
-        snprintf(ag->worker_exe, sizeof ag->worker_exe, "%s/ringtrain-worker", slash ? self : ".");
-    }
-    /* the Run API's library of this ringtrain, for ranks that load it (the
-     * Python binding): installed beside it, or in its build folder */
+    /* this program's folder ("." when unknown): the worker program and the
+     * Run API's library are found beside it */
     char self[900];
     ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
     self[sn > 0 ? sn : 0] = '\0';
-    char *sl = strrchr(self, '/');
-    if (sl)
-        *sl = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(self, sizeof self, ".");
+    /* the worker program: configured, or beside this one */
+    if (cfg->worker && *cfg->worker)
+        snprintf(ag->worker_exe, sizeof ag->worker_exe, "%s", cfg->worker);
+    else
+        snprintf(ag->worker_exe, sizeof ag->worker_exe, "%s/ringtrain-worker", self);
+    /* the Run API's library of this ringtrain, for ranks that load it (the
+     * Python binding): installed beside it, or in its build folder */
     const char *rel[] = {"/../" RT_INSTALL_LIBDIR "/libringtrain.so.0",
                          "/../transport/libringtrain.so.0"};
-    for (size_t i = 0; sl && i < RT_ARRAY_LEN(rel) && !ag->lib_path[0]; i++) {
+    for (size_t i = 0; slash && i < RT_ARRAY_LEN(rel) && !ag->lib_path[0]; i++) {
         char cand[1100];
         snprintf(cand, sizeof cand, "%s%s", self, rel[i]);
         char *real = realpath(cand, NULL);

@@ -3,7 +3,6 @@
  * variables of torchrun and horovodrun, its GPU), and a view of the file
  * system in which the agent's token is not there (hide_token). */
 #include <fcntl.h>
-#include <pwd.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -187,19 +186,11 @@ void rank_env(agentd *ag, worker *w, const rt_json *m, const char *type, const c
             strv_add(env, strdup(*e));
     if (ag->blas_set[0]) /* OpenBLAS's pick was worse than the CPU (the job's wins) */
         strv_set(env, fmt("OPENBLAS_CORETYPE=%s", ag->blas_set));
-    if (w->as_job) { /* who it runs as, as login(1) says (the job's own variables win) */
-        const char *user = rt_json_get_str(m, RT_F_UNIX_USER);
-        struct passwd pw, *p = NULL;
-        char buf[4096];
-        if (user && *user && getpwnam_r(user, &pw, buf, sizeof buf, &p) == 0 && p) {
-            strv_set(env, fmt("HOME=%s", p->pw_dir));
-            strv_set(env, fmt("USER=%s", user));
-            strv_set(env, fmt("LOGNAME=%s", user));
-        } else { /* a job uid: no account, its work folder is its home */
-            strv_set(env, fmt("HOME=%s", w->jobwork));
-            strv_set(env, fmt("USER=job-%lld", (long long)w->job));
-            strv_set(env, fmt("LOGNAME=job-%lld", (long long)w->job));
-        }
+    if (w->as_job) { /* who it runs as, as login(1) says (the job's own variables win); a
+                      * job uid has no account: its work folder is its home */
+        strv_set(env, fmt("HOME=%s", w->home[0] ? w->home : w->jobwork));
+        strv_set(env, fmt("USER=%s", w->login));
+        strv_set(env, fmt("LOGNAME=%s", w->login));
     }
     const rt_json *jenv = rt_json_get(m, RT_F_ENV);
     if (strcmp(type, "train") != 0 && ag->gpus > 0 && !rt_json_get(jenv, "CUDA_VISIBLE_DEVICES"))

@@ -241,6 +241,16 @@ rt_status ident_init(agentd *ag, char *err)
     return RT_OK;
 }
 
+/* A rank of a job other than `job` that holds uid here (started, its exit
+ * not yet reported: its processes may still run); NULL when none. */
+static const worker *uid_holder(const agentd *ag, uid_t uid, int64_t job)
+{
+    for (const worker *o = ag->workers; o; o = o->next)
+        if (o->job != job && o->as_job && o->uid == uid && o->started && !o->reported)
+            return o;
+    return NULL;
+}
+
 /* Whether this process may become another user and give it a folder. */
 static bool can_switch(void)
 {
@@ -257,6 +267,7 @@ rt_status ident_for(agentd *ag, worker *w, const rt_json *m, char *err)
 {
     w->as_job = false;
     w->ngroups = 0;
+    w->home[0] = '\0';
     snprintf(w->who, sizeof w->who, "uid %d (the agent's)", (int)getuid());
     const char *user = rt_json_get_str(m, RT_F_UNIX_USER);
     if (user && *user) {
@@ -286,20 +297,23 @@ rt_status ident_for(agentd *ag, worker *w, const rt_json *m, char *err)
         w->ngroups = n;
         w->as_job = true;
         snprintf(w->who, sizeof w->who, "user %s", user);
+        snprintf(w->login, sizeof w->login, "%s", user);
+        snprintf(w->home, sizeof w->home, "%s", p->pw_dir);
         return RT_OK;
     }
     if (!ag->ids_on)
         return RT_OK;
     const uint64_t size = (uint64_t)(ag->uid_hi - ag->uid_lo) + 1;
     w->uid = w->gid = ag->uid_lo + (uid_t)((uint64_t)w->job % size);
-    for (const worker *o = ag->workers; o; o = o->next)
-        if (o->job != w->job && o->as_job && o->uid == w->uid && o->started && !o->reaped)
-            return rt_err(err, RT_ERR_BUSY, "uid %u (job %lld in job_uids %s) is held by job %lld, "
-                                            "still running here: a larger range avoids it",
-                          (unsigned)w->uid, (long long)w->job, ag->cfg.job_uids,
-                          (long long)o->job);
+    const worker *o = uid_holder(ag, w->uid, w->job);
+    if (o)
+        return rt_err(err, RT_ERR_BUSY,
+                      "uid %u (job %lld in job_uids %s) is held by job %lld, "
+                      "still running here: a larger range avoids it",
+                      (unsigned)w->uid, (long long)w->job, ag->cfg.job_uids, (long long)o->job);
     w->as_job = true;
     snprintf(w->who, sizeof w->who, "uid %u", (unsigned)w->uid);
+    snprintf(w->login, sizeof w->login, "job-%lld", (long long)w->job);
     return RT_OK;
 }
 
@@ -343,10 +357,7 @@ bool ident_leftover(const agentd *ag, const char *pid)
     snprintf(path, sizeof path, "/proc/%s", pid);
     if (stat(path, &sb) != 0 || sb.st_uid < ag->uid_lo || sb.st_uid > ag->uid_hi)
         return false;
-    for (const worker *w = ag->workers; w; w = w->next)
-        if (w->as_job && w->uid == sb.st_uid && w->started && !w->reported)
-            return false;
-    return true;
+    return uid_holder(ag, sb.st_uid, -1) == NULL; /* job -1: any job's rank */
 }
 
 void ident_reaped(agentd *ag, pid_t pid)
