@@ -16,6 +16,25 @@
 
 #define EMU_MAX_QPS 4096
 
+/* The queues below are singly linked FIFOs (head, tail, and each item's
+ * link field): EMU_PUSH appends x at the tail, EMU_POP unlinks the head
+ * (which the caller has already taken). */
+#define EMU_PUSH(head, tail, x, link) \
+    do {                              \
+        (x)->link = NULL;             \
+        if (tail)                     \
+            (tail)->link = (x);       \
+        else                          \
+            (head) = (x);             \
+        (tail) = (x);                 \
+    } while (0)
+#define EMU_POP(head, tail, link) \
+    do {                          \
+        (head) = (head)->link;    \
+        if (!(head))              \
+            (tail) = NULL;        \
+    } while (0)
+
 /* A work request of a send queue, from post to completion. */
 typedef struct emu_swr {
     uint64_t wr_id, raddr, seq;

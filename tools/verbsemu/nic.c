@@ -153,9 +153,7 @@ static bool apply(emu_qp *q, emu_conn *from, const emu_msg *m, const uint8_t *da
         memcpy((void *)(uintptr_t)m->raddr, data, m->len);
     if (m->imm_on) {
         emu_rwr *r = q->rq_head;
-        q->rq_head = r->next;
-        if (!q->rq_head)
-            q->rq_tail = NULL;
+        EMU_POP(q->rq_head, q->rq_tail, next);
         q->rq_count--;
         struct ibv_wc wc = {.wr_id = r->wr_id, .status = IBV_WC_SUCCESS,
                             .opcode = IBV_WC_RECV_RDMA_WITH_IMM, .byte_len = m->len,
@@ -189,11 +187,7 @@ static void hold(emu_qp *q, emu_conn *from, const emu_msg *m, const uint8_t *dat
     /* rnr_retry 7 retries for ever; else (rnr_retry + 1) waits of the RNR timer
      * (min_rnr_timer 12 is 0.64 ms; counted as 1 ms here) */
     h->give_up_ns = q->rnr_retry >= 7 ? 0 : emu_now_ns() + 1000000LL * (q->rnr_retry + 1);
-    if (q->held_tail)
-        q->held_tail->next = h;
-    else
-        q->held_head = h;
-    q->held_tail = h;
+    EMU_PUSH(q->held_head, q->held_tail, h, next);
 }
 
 void nic_deliver_held(emu_qp *q)
@@ -205,9 +199,7 @@ void nic_deliver_held(emu_qp *q)
                      .imm = h->imm, .imm_on = h->imm_on};
         if (!apply(q, h->from, &m, h->data))
             return;
-        q->held_head = h->next;
-        if (!q->held_head)
-            q->held_tail = NULL;
+        EMU_POP(q->held_head, q->held_tail, next);
         free(h->data);
         free(h);
     }
@@ -240,9 +232,7 @@ static void on_ack(emu_conn *c, const emu_msg *m)
         emu_qp_error(q, (enum ibv_wc_status)m->status, w->wr_id);
         return;
     }
-    q->wait_head = w->next;
-    if (!q->wait_head)
-        q->wait_tail = NULL;
+    EMU_POP(q->wait_head, q->wait_tail, next);
     q->sq_count--;
     if (w->signaled) {
         struct ibv_wc wc = {.wr_id = w->wr_id, .status = IBV_WC_SUCCESS,
@@ -324,9 +314,7 @@ static void transmit(emu_qp *q, int64_t now)
             emu_log("QP %u: a send of %u bytes at 0x%llx with lkey 0x%x is outside its region: "
                     "local protection error", q->qp.qp_num, w->len,
                     (unsigned long long)w->laddr, w->lkey);
-            q->sq_head = w->next;
-            if (!q->sq_head)
-                q->sq_tail = NULL;
+            EMU_POP(q->sq_head, q->sq_tail, next);
             w->next = q->wait_head; /* completes first, with the error */
             q->wait_head = w;
             if (!q->wait_tail)
@@ -339,15 +327,8 @@ static void transmit(emu_qp *q, int64_t now)
                      .imm = w->imm, .imm_on = w->imm_on};
         if (!conn_put(q->conn, &m, (const void *)(uintptr_t)w->laddr, w->len))
             break;
-        q->sq_head = w->next;
-        if (!q->sq_head)
-            q->sq_tail = NULL;
-        w->next = NULL;
-        if (q->wait_tail)
-            q->wait_tail->next = w;
-        else
-            q->wait_head = w;
-        q->wait_tail = w;
+        EMU_POP(q->sq_head, q->sq_tail, next);
+        EMU_PUSH(q->wait_head, q->wait_tail, w, next);
     }
 }
 
@@ -440,13 +421,12 @@ static int64_t timers(int64_t now)
                         "retries: RNR retry counter exceeded at the sender", q->qp.qp_num);
                 while (q->held_head) {
                     emu_held *h = q->held_head;
-                    q->held_head = h->next;
+                    EMU_POP(q->held_head, q->held_tail, next);
                     emu_msg m = {.dst_qpn = q->qp.qp_num, .src_qpn = h->src_qpn, .seq = h->seq};
                     ack(h->from, &m, IBV_WC_RNR_RETRY_EXC_ERR);
                     free(h->data);
                     free(h);
                 }
-                q->held_tail = NULL;
             } else if (q->held_head->give_up_ns < next) {
                 next = q->held_head->give_up_ns;
             }

@@ -65,12 +65,7 @@ void emu_log(const char *fmt, ...)
 static void channel_push(emu_cq *c)
 {
     emu_channel *ch = (emu_channel *)c->cq.channel;
-    c->next_event = NULL;
-    if (ch->q_tail)
-        ch->q_tail->next_event = c;
-    else
-        ch->q_head = c;
-    ch->q_tail = c;
+    EMU_PUSH(ch->q_head, ch->q_tail, c, next_event);
     char one = 1;
     ssize_t r = write(ch->wfd, &one, 1);
     (void)r;
@@ -236,11 +231,7 @@ static int emu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_s
             w->lkey = wr->sg_list[0].lkey;
         }
         w->seq = q->next_seq++;
-        if (q->sq_tail)
-            q->sq_tail->next = w;
-        else
-            q->sq_head = w;
-        q->sq_tail = w;
+        EMU_PUSH(q->sq_head, q->sq_tail, w, next);
         q->sq_count++;
     }
     if (rc && bad)
@@ -274,11 +265,7 @@ static int emu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_r
             break;
         }
         r->wr_id = wr->wr_id;
-        if (q->rq_tail)
-            q->rq_tail->next = r;
-        else
-            q->rq_head = r;
-        q->rq_tail = r;
+        EMU_PUSH(q->rq_head, q->rq_tail, r, next);
         q->rq_count++;
     }
     if (rc && bad)
@@ -546,9 +533,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
     pthread_mutex_lock(&emu.lock);
     emu_cq *c = ch->q_head;
     if (c) {
-        ch->q_head = c->next_event;
-        if (!ch->q_head)
-            ch->q_tail = NULL;
+        EMU_POP(ch->q_head, ch->q_tail, next_event);
         c->events_sent++; /* returned: to be acknowledged before the CQ goes */
     }
     pthread_mutex_unlock(&emu.lock);
