@@ -1,5 +1,6 @@
 /* cluster_harness.c — see cluster_harness.h. */
 #include "cluster_harness.h"
+#include "test_util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -48,15 +49,6 @@ static bool free_ports(int *p1, int *p2)
     *p1 = port[0];
     *p2 = port[1];
     return port[0] > 0 && port[1] > 0 && port[0] != port[1];
-}
-
-static bool write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return false;
-    bool ok = fputs(text, f) >= 0;
-    return fclose(f) == 0 && ok;
 }
 
 /* fork/exec argv with extra environment, output to `log` (or a pipe when
@@ -165,7 +157,7 @@ bool cl_start_coord(cluster *c, const char *extra, const char *const *env)
                  "state_db = state.db\nheartbeat_interval = 200ms\nheartbeat_timeout = 2s\n"
                  "%s[logging]\nlevel = debug\n",
                  c->cport, c->hport, extra ? extra : "");
-        if (!write_text(d->conf, text))
+        if (!tu_write_text(d->conf, text))
             return false;
     }
     const char *argv[] = {RT_TEST_COORD, "--config", d->conf, NULL};
@@ -190,7 +182,7 @@ bool cl_start_agent(cluster *c, int i, const char *name, const char *host_id, in
              "data_address = 127.0.0.1\nslots = %d\nwork_dir = work-%s\nlog_dir = logs-%s\n"
              "reconnect_max = 300ms\nkill_grace = 1s\n%s[logging]\nlevel = debug\n",
              c->cport, name, host_id, slots, name, name, c->agent_extra ? c->agent_extra : "");
-    if (!write_text(d->conf, text))
+    if (!tu_write_text(d->conf, text))
         return false;
     const char *argv[] = {RT_TEST_AGENT, "--config", d->conf, NULL};
     d->pid = spawn(argv, env, d->log, NULL);

@@ -18,6 +18,7 @@
 
 #include "rt_dataset.h"
 #include "rt_prep.h"
+#include "test_util.h"
 
 static char dir[64], in[128], out[128];
 
@@ -25,10 +26,7 @@ static void put(const char *name, const char *text)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/%s", in, name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    assert_true(tu_write_text(path, text));
 }
 
 static int day_of(const char *s)

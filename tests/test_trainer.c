@@ -504,10 +504,7 @@ static void put(const char *dir, const char *rel, const char *text)
 {
     char p[600];
     snprintf(p, sizeof p, "%s/%s", dir, rel);
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    assert_true(tu_write_text(p, text));
 }
 
 static void test_cgroup_cpus(void **state)

@@ -94,3 +94,12 @@ bool tu_close_d(const char *what, const double *got, const double *ref, size_t n
 {
     CLOSE_BODY(double)
 }
+
+bool tu_write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return false;
+    bool ok = fputs(text, f) >= 0;
+    return fclose(f) == 0 && ok;
+}

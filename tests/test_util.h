@@ -28,6 +28,9 @@ bool tu_close_f(const char *what, const float *got, const float *ref, size_t n, 
 bool tu_close_d(const char *what, const double *got, const double *ref, size_t n, double atol,
                 double rtol);
 
+/* Write text to path (created or truncated); false when it could not. */
+bool tu_write_text(const char *path, const char *text);
+
 /* Fill with a NaN pattern so an output the op forgot to write is caught. */
 void tu_poison(float *p, size_t n);
 
