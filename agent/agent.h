@@ -40,6 +40,7 @@ typedef struct worker {
     agentd *ag;
     int64_t job, attempt;
     int rank, size, local_rank, local_size, cross_rank, cross_size;
+    int machine_ranks; /* this job's ranks on this machine, of every agent here (0: unknown) */
     int listen_fd; /* bound at prepare, handed to the worker */
     int master_fd; /* rank 0: holds MASTER_PORT from prepare until the rank starts */
     int master_port, node_rank, nodes;
@@ -111,6 +112,7 @@ struct agentd {
     rt_agent_cfg cfg;
     char token[RT_TOKEN_HEX + 1];
     char host_id[80], name[80], hostname[256];
+    char machine[40]; /* the kernel's boot id: agents that share it share the CPUs */
     char coord_host[256], server_name[256];
     int coord_port;
     struct event_base *base;
@@ -287,5 +289,8 @@ void agent_probe(agentd *ag);
 
 /* hostid.c */
 void rt_host_id(char *out, size_t len);
+/* The machine: the running kernel's boot id, the same in every container and
+ * namespace on it ("" when unreadable). */
+void rt_machine_id(char *out, size_t len);
 
 #endif

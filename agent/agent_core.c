@@ -59,6 +59,7 @@ static void send_hello(agentd *ag)
     rt_jw_kstr(&w, RT_F_TYPE, rt_msg_name(RT_MSG_HELLO));
     rt_jw_kstr(&w, RT_F_TOKEN, ag->token);
     rt_jw_kstr(&w, RT_F_HOST_ID, ag->host_id);
+    rt_jw_kstr(&w, RT_F_MACHINE, ag->machine);
     rt_jw_kstr(&w, RT_F_NAME, ag->name);
     rt_jw_kstr(&w, RT_F_HOSTNAME, ag->hostname);
     rt_jw_kint(&w, RT_F_SLOTS, ag->slots);
@@ -452,6 +453,7 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
         snprintf(ag->host_id, sizeof ag->host_id, "%s", cfg->host_id);
     else
         rt_host_id(ag->host_id, sizeof ag->host_id);
+    rt_machine_id(ag->machine, sizeof ag->machine);
     snprintf(ag->name, sizeof ag->name, "%s", cfg->name && *cfg->name ? cfg->name : ag->hostname);
     if (cfg->data_address && *cfg->data_address)
         snprintf(ag->data_addr, sizeof ag->data_addr, "%s", cfg->data_address);

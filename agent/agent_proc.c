@@ -251,6 +251,7 @@ void proc_prepare(agentd *ag, const rt_json *m)
             w->out_fd = w->ctl_fd = w->listen_fd = w->master_fd = -1;
             w->local_rank = rt_json_get_int(r, RT_F_LOCAL_RANK, &v) ? (int)v : 0;
             w->local_size = rt_json_get_int(r, RT_F_LOCAL_SIZE, &v) ? (int)v : 1;
+            w->machine_ranks = rt_json_get_int(r, RT_F_MACHINE_RANKS, &v) ? (int)v : 0;
             w->cross_rank = rt_json_get_int(r, RT_F_CROSS_RANK, &v) ? (int)v : 0;
             w->cross_size = rt_json_get_int(r, RT_F_CROSS_SIZE, &v) ? (int)v : 1;
             w->node_rank = rt_json_get_int(r, RT_F_NODE_RANK, &v) ? (int)v : w->cross_rank;

@@ -1,6 +1,7 @@
 /* hostid.c — the host hash, as Horovod computes it: the short hostname plus
  * a digest of the kernel namespaces this process lives in, so two containers
- * on one machine are two hosts and two agents in one namespace are one. */
+ * on one machine are two hosts and two agents in one namespace are one; and
+ * the machine under them (the kernel's boot id), whose CPUs they share. */
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,4 +33,16 @@ void rt_host_id(char *out, size_t len)
     EVP_MD_CTX_free(md);
     snprintf(out, len, "%s-%02x%02x%02x%02x%02x%02x%02x%02x", host, d[0], d[1], d[2], d[3], d[4],
              d[5], d[6], d[7]);
+}
+
+void rt_machine_id(char *out, size_t len)
+{
+    out[0] = '\0';
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f)
+        return;
+    if (!fgets(out, (int)len, f))
+        out[0] = '\0';
+    fclose(f);
+    out[strcspn(out, "\n")] = '\0';
 }

@@ -195,9 +195,10 @@ static const rt_cfg_key job_keys[] = {
              "per rank: the CPU time the rank and everything it starts may use, in CPUs (1.5: "
              "one and a half cores), enforced by its cgroup (0: no limit; a node that cannot "
              "enforce it fails the rank)"),
-    RT_CFG_L("job", "command", NULL, rt_job_cfg, command,
-             "exec jobs: the program and its arguments, comma-separated; an argument with a "
-             "comma in \"double quotes\"; a ';' after a space written \\; (\" ;\" starts a comment)"),
+    RT_CFG_L(
+        "job", "command", NULL, rt_job_cfg, command,
+        "exec jobs: the program and its arguments, comma-separated; an argument with a "
+        "comma in \"double quotes\"; a ';' after a space written \\; (\" ;\" starts a comment)"),
 
     RT_CFG_P("data", "dataset", NULL, rt_job_cfg, dataset,
              "prepared dataset folder (ringtrain prep --out), on every node"),
@@ -268,8 +269,7 @@ static const rt_cfg_key job_keys[] = {
              "ft_transformer: attention heads (with one, no output projection: rtdl's)"),
     RT_CFG_F("model", "attention_dropout", "0.2", 0, 0.99, rt_job_cfg, attention_dropout,
              "ft_transformer: dropout on the attention probabilities"),
-    RT_CFG_F("model", "ffn_multiplier", "1.3333333333333333", 0.01, 64, rt_job_cfg,
-             ffn_multiplier,
+    RT_CFG_F("model", "ffn_multiplier", "1.3333333333333333", 0.01, 64, rt_job_cfg, ffn_multiplier,
              "ft_transformer: the feed-forward's inner width is d_token * ffn_multiplier "
              "(ReGLU: its first layer is twice that)"),
     RT_CFG_F("model", "ffn_dropout", "0.1", 0, 0.99, rt_job_cfg, ffn_dropout,
@@ -292,8 +292,9 @@ static const rt_cfg_key job_keys[] = {
              "auto: the rank's GPU (local_rank) when there is one, else the CPU"),
     RT_CFG_I("model", "threads", "0", 0, 1024, rt_job_cfg, threads,
              "CPU threads per rank (0: the CPUs a rank may run on, its affinity mask and "
-             "cgroup cpu.max, shared by the job's ranks on the host; the job's first log line "
-             "says how many and why)"),
+             "cgroup cpu.max, shared by the job's ranks on the host, or on the machine when "
+             "several hosts are containers of one; the job's first log line says how many and "
+             "why)"),
     RT_CFG_B("model", "tf32", "true", rt_job_cfg, tf32,
              "TF32 tensor cores for GPU GEMMs (false: exact FP32, as on the CPU)"),
     RT_CFG_B("model", "sync_batch_norm", "false", rt_job_cfg, sync_batch_norm,
@@ -339,7 +340,8 @@ static const rt_cfg_key job_keys[] = {
              "this (0: no clipping; PyTorch's clip_grad_norm_)"),
     RT_CFG_F("train", "beta1", "0.9", 0, 1, rt_job_cfg, beta1, "Adam beta1"),
     RT_CFG_F("train", "beta2", "0.999", 0, 1, rt_job_cfg, beta2, "Adam beta2"),
-    RT_CFG_F("train", "epsilon", "1e-3", 1e-12, 1, rt_job_cfg, epsilon, "Adam epsilon (the seed's 1e-3)"),
+    RT_CFG_F("train", "epsilon", "1e-3", 1e-12, 1, rt_job_cfg, epsilon,
+             "Adam epsilon (the seed's 1e-3)"),
     RT_CFG_B("train", "scale_lr", "false", rt_job_cfg, scale_lr,
              "multiply the learning rate by the number of ranks"),
     RT_CFG_E("train", "lr_schedule", "constant",
@@ -397,8 +399,9 @@ static const rt_cfg_key job_keys[] = {
              "allreduce, the wait for the slowest rank, Adam) as Chrome trace JSON in "
              "STORE/trace/rank-R.json, rewritten every epoch (GPU steps: timed by CUDA events "
              "inside the step's graph)"),
-    RT_CFG_I("train", "trace_spans", "100000", 16, 1 << 26, rt_job_cfg, trace_spans,
-             "spans each rank keeps for the timeline: the newest (about 100 bytes each in the file)"),
+    RT_CFG_I(
+        "train", "trace_spans", "100000", 16, 1 << 26, rt_job_cfg, trace_spans,
+        "spans each rank keeps for the timeline: the newest (about 100 bytes each in the file)"),
 
     RT_CFG_P("output", "store", NULL, rt_job_cfg, store,
              "folder for checkpoints, history.jsonl and predictions (shared by the ranks' "

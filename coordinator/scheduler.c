@@ -397,6 +397,8 @@ void sc_start_attempt(sched *S, sc_job *j, int np, sc_clock now)
                 rt_jw_kint(&w, RT_F_NODES, nodes);
                 rt_jw_kint(&w, RT_F_LOCAL_RANK, s->local_rank);
                 rt_jw_kint(&w, RT_F_LOCAL_SIZE, s->local_size);
+                if (s->machine_ranks > 0)
+                    rt_jw_kint(&w, RT_F_MACHINE_RANKS, s->machine_ranks);
                 rt_jw_kint(&w, RT_F_CROSS_RANK, s->cross_rank);
                 rt_jw_kint(&w, RT_F_CROSS_SIZE, s->cross_size);
                 rt_jw_obj_end(&w);

@@ -59,6 +59,7 @@ typedef struct sc_clock {
 typedef struct sc_agent {
     char key[SC_KEY_LEN]; /* host_id/name, unique */
     char host_id[80], name[80], hostname[256], addr[96];
+    char machine[40]; /* its kernel's boot id: agents that share one share the CPUs ("": unknown) */
     int slots, used;
     bool up, draining;
     bool cuda, nccl, rdma;
@@ -94,6 +95,7 @@ typedef struct sc_rank {
     sc_agent *ag; /* NULL while its agent is unknown (after a restart) */
     char agent_key[SC_KEY_LEN], host_id[80], hostname[256];
     int local_rank, local_size, cross_rank, cross_size;
+    int machine_ranks; /* the job's ranks on its agent's machine, of every host there */
     char gpu[64]; /* the GPU(s) its agent gave it ("" when none) */
     char addr[96];
     int64_t pid;

@@ -138,6 +138,9 @@ sc_agent *sched_agent_up(sched *S, const rt_json *m, sc_clock now, char *err)
     snprintf(a->name, sizeof a->name, "%s", name);
     snprintf(a->hostname, sizeof a->hostname, "%s", rt_json_str(rt_json_get(m, RT_F_HOSTNAME), "?"));
     snprintf(a->addr, sizeof a->addr, "%s", rt_json_str(rt_json_get(m, RT_F_ADDRESS), ""));
+    const char *machine = rt_json_str(rt_json_get(m, RT_F_MACHINE), "");
+    snprintf(a->machine, sizeof a->machine, "%s",
+             strlen(machine) < sizeof a->machine ? machine : "");
     a->slots = (int)slots;
     /* what the scheduler uses comes from what the API shows: the cleaned object */
     free(a->caps);

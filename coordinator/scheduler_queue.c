@@ -136,6 +136,18 @@ bool sc_place(sched *S, sc_job *j, int np, const sc_job *spare, char *why, size_
                     s->cross_size++;
                 }
         }
+    /* hosts that are namespaces of one machine share its CPUs: each rank's
+     * default thread count divides them among all of the job's ranks there */
+    for (int r = 0; r < np; r++) {
+        sc_rank *s = &j->ranks[r];
+        s->machine_ranks = s->local_size;
+        if (!s->ag || !s->ag->machine[0])
+            continue;
+        s->machine_ranks = 0;
+        for (int q = 0; q < np; q++)
+            s->machine_ranks +=
+                j->ranks[q].ag && strcmp(j->ranks[q].ag->machine, s->ag->machine) == 0;
+    }
     free(list);
     free(host_first);
     free(host_size);

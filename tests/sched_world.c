@@ -124,15 +124,16 @@ void settle(world *w)
     fail_msg("the scheduler did not settle");
 }
 
-sc_agent *agent_hello(world *w, const char *host, const char *name, int slots,
-                             const char *running, const char *caps)
+static sc_agent *hello(world *w, const char *host, const char *name, int slots, const char *running,
+                       const char *caps, const char *machine)
 {
     char buf[4096], err[RT_ERR_LEN];
-    snprintf(buf, sizeof buf,
-             "{\"type\":\"hello\",\"token\":\"t\",\"proto\":%d,\"version\":\"x\",\"host_id\":\"%s\","
-             "\"name\":\"%s\",\"hostname\":\"%s-host\",\"slots\":%d,\"address\":\"127.0.0.1\","
-             "\"caps\":%s,\"running\":%s,\"exited\":[]}",
-             RT_PROTO_VERSION, host, name, host, slots, caps, running ? running : "[]");
+    snprintf(
+        buf, sizeof buf,
+        "{\"type\":\"hello\",\"token\":\"t\",\"proto\":%d,\"version\":\"x\",\"host_id\":\"%s\","
+        "\"name\":\"%s\",\"hostname\":\"%s-host\",\"slots\":%d,\"address\":\"127.0.0.1\","
+        "\"machine\":\"%s\",\"caps\":%s,\"running\":%s,\"exited\":[]}",
+        RT_PROTO_VERSION, host, name, host, slots, machine, caps, running ? running : "[]");
     rt_json *m = parse(buf);
     sc_agent *a = sched_agent_up(&w->S, m, w->now, err);
     rt_json_free(m);
@@ -140,6 +141,18 @@ sc_agent *agent_hello(world *w, const char *host, const char *name, int slots,
         fail_msg("agent %s/%s refused: %s", host, name, err);
     settle(w);
     return a;
+}
+
+sc_agent *agent_hello(world *w, const char *host, const char *name, int slots, const char *running,
+                      const char *caps)
+{
+    return hello(w, host, name, slots, running, caps, "");
+}
+
+sc_agent *agent_on_machine(world *w, const char *host, const char *name, int slots,
+                           const char *machine)
+{
+    return hello(w, host, name, slots, NULL, "{}", machine);
 }
 
 sc_agent *agent_up_with(world *w, const char *host, const char *name, int slots,

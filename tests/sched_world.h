@@ -33,6 +33,10 @@ void settle(world *w);
  * none) is what it runs, caps its capabilities object. */
 sc_agent *agent_hello(world *w, const char *host, const char *name, int slots,
                       const char *running, const char *caps);
+/* An agent on the machine whose boot id is machine (several hosts — containers,
+ * namespaces — on one machine share it). */
+sc_agent *agent_on_machine(world *w, const char *host, const char *name, int slots,
+                           const char *machine);
 sc_agent *agent_up_with(world *w, const char *host, const char *name, int slots,
                         const char *running);
 sc_agent *agent_up(world *w, const char *host, const char *name, int slots);

@@ -554,9 +554,11 @@ void test_tokens_and_roles(void **state)
 /* ---- the program a rank runs ------------------------------------------------------ */
 
 /* exec's PROGRAM is looked up in the PATH the ranks run with (a venv's bin
- * first), as srun and horovodrun do, not in the agent's own: np = 3 over
+ * first), as srun and horovodrun do, not in the agent's own: np = 5 over
  * the three agents of two hosts all run the venv's `python`; a name in no
- * folder of that PATH fails the job naming it. */
+ * folder of that PATH fails the job naming it.  The two hosts are one
+ * machine (one boot id): every rank is told the job has 5 ranks on it
+ * (RT_MACHINE_RANKS, which divides the CPUs), beside its host's 3 or 2. */
 void test_exec_program_path(void **state)
 {
     (void)state;
@@ -568,13 +570,15 @@ void test_exec_program_path(void **state)
     snprintf(tool, sizeof tool, "%s/python", bin);
     FILE *f = fopen(tool, "w");
     CHECK(f != NULL);
-    fprintf(f, "#!/bin/sh\necho \"venv python rank $RT_RANK\"\n");
+    fprintf(f, "#!/bin/sh\necho \"venv python rank $RT_RANK host $RT_LOCAL_SIZE machine "
+               "$RT_MACHINE_RANKS\"\n");
     fclose(f);
     CHECK(chmod(tool, 0755) == 0);
     char *body = NULL;
-    CHECK(asprintf(&body, "{\"type\":\"exec\",\"name\":\"venv\",\"np\":3,\"cwd\":\"/\","
-                          "\"env\":{\"PATH\":\"%s:/usr/local/bin:/usr/bin:/bin\"},"
-                          "\"argv\":[\"python\",\"-c\",\"import numpy\",\"%s\"]}",
+    CHECK(asprintf(&body,
+                   "{\"type\":\"exec\",\"name\":\"venv\",\"np\":5,\"cwd\":\"/\","
+                   "\"env\":{\"PATH\":\"%s:/usr/local/bin:/usr/bin:/bin\"},"
+                   "\"argv\":[\"python\",\"-c\",\"import numpy\",\"%s\"]}",
                    bin, C.marker) > 0);
     int64_t id = cl_submit(&C, body);
     free(body);
@@ -586,8 +590,10 @@ void test_exec_program_path(void **state)
     snprintf(idtxt, sizeof idtxt, "%lld", (long long)id);
     const char *logs[] = {"logs", idtxt, NULL};
     CHECK(cl_cli(&C, &out, 30, logs) == 0);
-    CHECK(out && strstr(out, "[0] venv python rank 0") && strstr(out, "[1] venv python rank 1") &&
-          strstr(out, "[2] venv python rank 2"));
+    CHECK(out && strstr(out, "[0] venv python rank 0 host 3 machine 5") &&
+          strstr(out, "[2] venv python rank 2 host 3 machine 5") &&
+          strstr(out, "[3] venv python rank 3 host 2 machine 5") &&
+          strstr(out, "[4] venv python rank 4 host 2 machine 5"));
     free(out);
     /* a program in no folder of the rank's PATH */
     CHECK(asprintf(&body, "{\"type\":\"exec\",\"name\":\"nosuch\",\"np\":1,\"cwd\":\"/\","

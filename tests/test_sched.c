@@ -59,6 +59,33 @@ static void test_placement_horovod(void **state)
     world_free(&w);
 }
 
+/* Hosts that are namespaces of one machine (one kernel boot id) share its
+ * CPUs: each rank learns how many of the job's ranks are on its machine,
+ * whatever host they are on; an agent that says no machine is its own. */
+static void test_machine_ranks(void **state)
+{
+    (void)state;
+    world w;
+    world_init(&w);
+    agent_on_machine(&w, "A", "a", 2, "boot-1");
+    agent_on_machine(&w, "B", "b", 1, "boot-1");
+    agent_on_machine(&w, "C", "c", 2, "boot-2");
+    agent_up(&w, "D", "d", 1);
+    int64_t id = submit_ok(&w, NULL, 6);
+    sc_job *j = sched_job(&w.S, id);
+    const struct {
+        const char *host;
+        int ls, mr;
+    } want[6] = {{"A", 2, 3}, {"A", 2, 3}, {"B", 1, 3}, {"C", 2, 2}, {"C", 2, 2}, {"D", 1, 1}};
+    for (int r = 0; r < 6; r++) {
+        assert_string_equal(j->ranks[r].host_id, want[r].host);
+        assert_int_equal(j->ranks[r].local_size, want[r].ls);
+        assert_int_equal(j->ranks[r].machine_ranks, want[r].mr);
+    }
+    finish_job(&w, id, 0);
+    world_free(&w);
+}
+
 /* Rank 0's step reports make the current epoch's curve: bounded however
  * many come (thinned, steps still increasing, the last one near the end),
  * started again by a new epoch; other ranks' reports are not in it. */
@@ -363,6 +390,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_placement_horovod),
+        cmocka_unit_test(test_machine_ranks),
         cmocka_unit_test(test_step_curve),
         cmocka_unit_test(test_fifo_and_no_starvation),
         cmocka_unit_test(test_backfill_by_deadline),

@@ -10,6 +10,7 @@
 #include "rt_file.h"
 #include "rt_json.h"
 #include "rt_log.h"
+#include "rt_proto.h"
 #include "rt_time.h"
 #include "trainer.h"
 #include "rt_trace.h"
@@ -228,9 +229,11 @@ static rt_status setup(trainer *t, char *err)
     if (st == RT_OK)
         st = pick_device(t, &dev, err);
     char threads_why[300] = "[model] threads";
-    int threads = cfg->threads > 0 ? (int)cfg->threads
-                                   : rt_default_threads(env->local_size, threads_why,
-                                                        sizeof threads_why);
+    const char *machine = getenv(RT_ENV_MACHINE_RANKS); /* the agent's, when hosts share CPUs */
+    int threads = cfg->threads > 0
+                      ? (int)cfg->threads
+                      : rt_default_threads(env->local_size, machine ? atoi(machine) : 0,
+                                           threads_why, sizeof threads_why);
     int64_t maxb = cfg->batch_size > cfg->eval_batch_size ? cfg->batch_size : cfg->eval_batch_size;
     rt_dp_opts o;
     rt_dp_opts_defaults(&o);

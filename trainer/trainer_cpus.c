@@ -5,6 +5,7 @@
  * OMP_NUM_THREADS for several processes per node. */
 #include <math.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,7 +48,7 @@ double rt_cgroup_cpus(const char *cgroup_root, const char *self_cgroup)
     return cpus;
 }
 
-int rt_default_threads(int local_size, char *why, size_t len)
+int rt_default_threads(int local_size, int machine_ranks, char *why, size_t len)
 {
     cpu_set_t set;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -57,16 +58,21 @@ int rt_default_threads(int local_size, char *why, size_t len)
     int usable = affinity;
     if (quota > 0 && (int)ceil(quota) < usable)
         usable = (int)ceil(quota);
-    const int ranks = local_size > 0 ? local_size : 1;
+    const int host = local_size > 0 ? local_size : 1;
+    const bool machine = machine_ranks > host;
+    const int ranks = machine ? machine_ranks : host;
     int n = usable / ranks;
     n = n > 0 ? n : 1;
     char q[48] = "no cpu.max quota";
     if (quota > 0)
         snprintf(q, sizeof q, "cpu.max %.3g CPUs", quota);
-    snprintf(why, len, "%d usable CPU%s (affinity %d of %ld online, %s) for %d rank%s of this job "
-             "on this host%s", usable, usable == 1 ? "" : "s", affinity, online, q, ranks,
-             ranks == 1 ? "" : "s",
-             usable < ranks ? ": oversubscribed, more ranks than CPUs (fewer ranks per host, or "
-                              "more CPUs, will be faster)" : "");
+    snprintf(why, len,
+             "%d usable CPU%s (affinity %d of %ld online, %s) for %d rank%s of this job "
+             "on this %s%s",
+             usable, usable == 1 ? "" : "s", affinity, online, q, ranks, ranks == 1 ? "" : "s",
+             machine ? "machine (its hosts share the CPUs)" : "host",
+             usable < ranks ? ": oversubscribed, more ranks than CPUs (fewer ranks per machine, or "
+                              "more CPUs, will be faster)"
+                            : "");
     return n;
 }

@@ -111,6 +111,8 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_F_RANKS "ranks" /* prepare: [{rank, local_rank, ...}]; prepared: [{rank, addr}] */
 #define RT_F_LOCAL_RANK "local_rank"
 #define RT_F_LOCAL_SIZE "local_size"
+#define RT_F_MACHINE "machine"
+#define RT_F_MACHINE_RANKS "machine_ranks"
 #define RT_F_CROSS_RANK "cross_rank"
 #define RT_F_CROSS_SIZE "cross_size"
 #define RT_F_ADDR "addr"
@@ -153,6 +155,7 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_ENV_SIZE "RT_SIZE"
 #define RT_ENV_LOCAL_RANK "RT_LOCAL_RANK"
 #define RT_ENV_LOCAL_SIZE "RT_LOCAL_SIZE"
+#define RT_ENV_MACHINE_RANKS "RT_MACHINE_RANKS"
 #define RT_ENV_CROSS_RANK "RT_CROSS_RANK"
 #define RT_ENV_CROSS_SIZE "RT_CROSS_SIZE"
 #define RT_ENV_JOB_ID "RT_JOB_ID"

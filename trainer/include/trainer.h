@@ -200,9 +200,10 @@ void rt_stream_close(rt_stream *s);
 
 /* A rank's default CPU threads ([model] threads = 0): the CPUs it may run
  * on (affinity mask, cgroup v2 cpu.max) divided among local_size ranks of
- * its job on the host, at least 1; why says so (and when the host is
- * oversubscribed). */
-int rt_default_threads(int local_size, char *why, size_t len);
+ * its job on the host — or machine_ranks, when more, the job's ranks on
+ * every host (container, namespace) of this machine (RT_MACHINE_RANKS) —
+ * at least 1; why says so (and when the machine is oversubscribed). */
+int rt_default_threads(int local_size, int machine_ranks, char *why, size_t len);
 /* The cgroup v2 cpu.max quota, in CPUs, of the process whose
  * /proc/PID/cgroup is self_cgroup, under the cgroup file system mounted at
  * cgroup_root: the smallest of its cgroup's and every parent's (0: none). */
