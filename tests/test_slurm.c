@@ -12,6 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rt_comm.h"
 #include "rt_slurm.h"
 
 static void expect_hosts(const char *spec, const char *want)
@@ -120,11 +127,127 @@ static void test_layout(void **state)
     assert_non_null(strstr(err, "SLURM_NTASKS is unset"));
 }
 
+/* The key file: made 0600 on first use, the same step key from it every
+ * time, another for another step; refused when others may read it. */
+static void test_key_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rt-slurmkey-XXXXXX", path[128], err[RT_ERR_LEN];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/cfg/ringtrain/slurm.key", dir);
+    uint8_t a[32], b[32], c[32];
+    assert_int_equal(rt_slurm_key(path, 7, 0, a, err), RT_OK);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600);
+    assert_int_equal(rt_slurm_key(path, 7, 0, b, err), RT_OK);
+    assert_memory_equal(a, b, 32);
+    assert_int_equal(rt_slurm_key(path, 7, 1, c, err), RT_OK);
+    assert_memory_not_equal(a, c, 32);
+    assert_int_equal(chmod(path, 0640), 0);
+    assert_int_equal(rt_slurm_key(path, 7, 0, b, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "can be read by others (mode 0640)"));
+    assert_int_equal(chmod(path, 0600), 0);
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    assert_true(fd >= 0 && write(fd, "short\n", 6) == 6);
+    close(fd);
+    assert_int_equal(rt_slurm_key(path, 7, 0, b, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "holds 6 bytes"));
+    setenv("RINGTRAIN_KEY_FILE", "/some/where.key", 1);
+    assert_int_equal(rt_slurm_key_path(path, sizeof path, err), RT_OK);
+    assert_string_equal(path, "/some/where.key");
+    unsetenv("RINGTRAIN_KEY_FILE");
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A step of 3 tasks on two "nodes" (127.0.0.1, 127.0.0.2) of which task 2
+ * never starts: the first task's error names it, and the task that came
+ * learns the same from it; both within the rendezvous timeout.  Then all
+ * three come and sum their ranks. */
+static int run_task(const char *dir, int rank, int ntasks, char *err)
+{
+    char r[8], node[8], local[8], nt[8], home[128];
+    snprintf(r, sizeof r, "%d", rank);
+    snprintf(node, sizeof node, "%d", rank < 2 ? 0 : 1);
+    snprintf(local, sizeof local, "%d", rank < 2 ? rank : 0);
+    snprintf(nt, sizeof nt, "%d", ntasks);
+    snprintf(home, sizeof home, "%s/step-%d.key", dir, ntasks);
+    set_step(r, local, node, nt, "127.0.0.1,127.0.0.2", "2,1");
+    setenv("SLURM_JOB_ID", ntasks == 3 ? "5151" : "5152", 1);
+    setenv("RINGTRAIN_KEY_FILE", home, 1);
+    setenv("RINGTRAIN_RENDEZVOUS_TIMEOUT", "2", 1);
+    unsetenv("RT_RANK");
+    rt_comm *c = NULL;
+    rt_rank_info info;
+    rt_status st = rt_init_from_env(&c, &info, err);
+    if (st != RT_OK)
+        return 1;
+    int32_t v = info.rank;
+    st = rt_allreduce(c, &v, 1, RT_C_I32, RT_SUM);
+    rt_comm_destroy(c);
+    return st == RT_OK && v == 3 && info.size == 3 ? 0 : 2;
+}
+
+static void test_rendezvous(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rt-slurmrdv-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    int fds[2][2];
+    pid_t pid[2];
+    for (int k = 0; k < 2; k++) { /* tasks 0 and 1 of 3; task 2 never comes */
+        assert_int_equal(pipe(fds[k]), 0);
+        if ((pid[k] = fork()) == 0) {
+            alarm(20);
+            char err[RT_ERR_LEN] = "";
+            int rc = run_task(dir, k, 3, err);
+            (void)!write(fds[k][1], err, strlen(err));
+            _exit(rc);
+        }
+        close(fds[k][1]);
+    }
+    for (int k = 0; k < 2; k++) {
+        char said[RT_ERR_LEN + 1] = "";
+        ssize_t n = read(fds[k][0], said, RT_ERR_LEN);
+        said[n > 0 ? n : 0] = '\0';
+        close(fds[k][0]);
+        int status = 0;
+        assert_int_equal(waitpid(pid[k], &status, 0), pid[k]);
+        if (!strstr(said, "task 2 (of 3) did not arrive"))
+            fail_msg("task %d said: %s (status %d)", k, said, status);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+        if (k == 1)
+            assert_non_null(strstr(said, "task 1 on 127.0.0.1: the step's first task"));
+    }
+    pid_t all[3];
+    for (int k = 0; k < 3; k++)
+        if ((all[k] = fork()) == 0) {
+            alarm(20);
+            char err[RT_ERR_LEN];
+            int rc = run_task(dir, k, 3, err);
+            if (rc)
+                fprintf(stderr, "task %d: %s\n", k, err);
+            _exit(rc);
+        }
+    for (int k = 0; k < 3; k++) {
+        int status = 0;
+        assert_int_equal(waitpid(all[k], &status, 0), all[k]);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hostlist),
         cmocka_unit_test(test_layout),
+        cmocka_unit_test(test_key_file),
+        cmocka_unit_test(test_rendezvous),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,11 +1,15 @@
 /* rt_init.c — the Run API (see rt_comm.h): a program started by an agent
- * joins its job's ring from the environment and the rendezvous file. */
+ * joins its job's ring from the environment and the rendezvous file; a task
+ * started by srun, from Slurm's environment and a rendezvous of its own
+ * (rt_slurm.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <openssl/crypto.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +18,7 @@
 #include "rt_json.h"
 #include "rt_proto.h"
 #include "rt_hex.h"
+#include "rt_slurm.h"
 #include "rt_time.h"
 
 static bool env_int(const char *name, int64_t *out)
@@ -30,10 +35,137 @@ static bool env_int(const char *name, int64_t *out)
     return true;
 }
 
+/* What a rank needs to join its ring, from the rendezvous file or from a
+ * Slurm step's rendezvous. */
+typedef struct ring_plan {
+    const char **peers;
+    uint8_t key[RT_COMM_KEY_LEN];
+    const char *transport; /* "tcp", "shm" or "rdma" */
+    int sockets, listen_fd;
+    int64_t timeout_ms;
+    bool encrypt, integrity, hierarchical;
+    uint64_t job_id; /* the data plane's: the attempt's (and the step's) */
+} ring_plan;
+
+static rt_status join(const ring_plan *p, rt_rank_info *info, rt_comm **out, char *err)
+{
+    rt_comm_opts o;
+    rt_comm_opts_defaults(&o);
+    o.rank = info->rank;
+    o.size = info->size;
+    memcpy(o.key, p->key, sizeof o.key);
+    snprintf(info->transport, sizeof info->transport, "%s", p->transport);
+    info->collective_timeout_us = p->timeout_ms * 1000;
+    o.peers = p->peers;
+    o.job_id = p->job_id;
+    o.encrypt = p->encrypt;
+    o.integrity = p->integrity;
+    o.sockets = p->sockets;
+    o.timeout_us = p->timeout_ms * 1000;
+    o.connect_timeout_us = p->timeout_ms * 1000;
+    o.transport = strcmp(p->transport, "rdma") == 0  ? RT_TRANSPORT_RDMA
+                  : strcmp(p->transport, "shm") == 0 ? RT_TRANSPORT_SHM
+                                                     : RT_TRANSPORT_TCP;
+    o.listen_fd = p->listen_fd;
+    /* ranks busy-poll only when each has a core of its own; ranks that share
+     * cores yield to each other before sleeping (Open MPI's yield_when_idle) */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    bool shared = info->local_size > cores;
+    o.spin_us = shared ? 0 : 50;
+    o.yield_us = shared ? RT_COMM_SHARED_YIELD_US : 0;
+    rt_status st = rt_comm_create(&o, out, err);
+    OPENSSL_cleanse(o.key, sizeof o.key);
+    /* every rank of a networked job takes part; the ranks' table decides */
+    bool netted = o.transport == RT_TRANSPORT_RDMA || strcmp(p->transport, "tcp") == 0;
+    if (st == RT_OK && netted && info->size > 1 && p->hierarchical &&
+        (st = rt_comm_hierarchy(*out, info->local_rank, info->local_size, err)) != RT_OK) {
+        rt_comm_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+static bool env_flag(const char *name, bool dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    return !(strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0 || strcasecmp(v, "no") == 0);
+}
+
+/* A task of a Slurm job step (srun): the layout from Slurm's variables, the
+ * step's key from the user's key file, the peers from the rendezvous over
+ * the first node; the ring's settings from RINGTRAIN_* (docs/slurm.md). */
+static rt_status init_slurm(rt_comm **out, rt_rank_info *info, char *err)
+{
+    rt_slurm_step s;
+    rt_status st = rt_slurm_layout(&s, err);
+    if (st != RT_OK)
+        return st;
+    info->rank = s.rank;
+    info->size = s.size;
+    info->local_rank = s.local_rank;
+    info->local_size = s.local_size;
+    info->cross_rank = s.cross_rank;
+    info->cross_size = s.cross_size;
+    info->job_id = s.job_id;
+    int64_t restarts = 0; /* a requeued job is the same job, run again */
+    env_int("SLURM_RESTART_COUNT", &restarts);
+    info->attempt = restarts + 1;
+    ring_plan p = {.sockets = 1,
+                   .listen_fd = -1,
+                   .timeout_ms = 60000,
+                   .encrypt = env_flag("RINGTRAIN_ENCRYPT", false),
+                   .integrity = env_flag("RINGTRAIN_INTEGRITY", true),
+                   .hierarchical = env_flag("RINGTRAIN_HIERARCHICAL", true),
+                   .transport = s.nhosts == 1 && s.size > 1 ? "shm" : "tcp"};
+    p.job_id = rt_attempt_id(s.job_id, info->attempt) ^ ((uint64_t)s.step_id << 40);
+    int64_t v, rdv_s = 120;
+    if (env_int("RINGTRAIN_TIMEOUT", &v) && v > 0 && v <= 86400)
+        p.timeout_ms = v * 1000;
+    if (env_int("RINGTRAIN_RENDEZVOUS_TIMEOUT", &v) && v > 0 && v <= 86400)
+        rdv_s = v;
+    if (env_int("RINGTRAIN_SOCKETS", &v) && v >= 1 && v <= 16)
+        p.sockets = (int)v;
+    const char *tp = getenv("RINGTRAIN_TRANSPORT");
+    if (tp && *tp && strcmp(tp, "auto") != 0) {
+        if (strcmp(tp, "tcp") != 0 && strcmp(tp, "shm") != 0 && strcmp(tp, "rdma") != 0 &&
+            strcmp(tp, "nccl") != 0) /* nccl: gradients over NCCL, the ring over TCP */
+            st = rt_err(err, RT_ERR_INVALID,
+                        "RINGTRAIN_TRANSPORT is '%s': tcp, shm, rdma, nccl or auto", tp);
+        else if (strcmp(tp, "shm") == 0 && s.nhosts > 1)
+            st = rt_err(err, RT_ERR_INVALID,
+                        "RINGTRAIN_TRANSPORT is shm, but the step runs on %d nodes", s.nhosts);
+        p.transport = tp;
+    }
+    char path[4096];
+    char **peers = NULL;
+    if (st == RT_OK)
+        st = rt_slurm_key_path(path, sizeof path, err);
+    if (st == RT_OK)
+        st = rt_slurm_key(path, s.job_id, s.step_id, p.key, err);
+    if (st == RT_OK)
+        st = rt_slurm_rendezvous(&s, p.key, rdv_s * 1000000, &p.listen_fd, &peers, err);
+    if (st == RT_OK) {
+        p.peers = (const char **)peers;
+        st = join(&p, info, out, err);
+    }
+    if (p.listen_fd >= 0 && st != RT_OK)
+        close(p.listen_fd);
+    for (int r = 0; peers && r < s.size; r++)
+        free(peers[r]);
+    free(peers);
+    OPENSSL_cleanse(p.key, sizeof p.key);
+    rt_slurm_free(&s);
+    return st;
+}
+
 rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
 {
     *out = NULL;
     memset(info, 0, sizeof *info);
+    if (!getenv(RT_ENV_RANK) && rt_slurm_detected())
+        return init_slurm(out, info, err);
     int64_t v[8];
     const char *names[] = {RT_ENV_RANK,       RT_ENV_SIZE,       RT_ENV_LOCAL_RANK,
                            RT_ENV_LOCAL_SIZE, RT_ENV_CROSS_RANK, RT_ENV_CROSS_SIZE,
@@ -42,7 +174,7 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
         if (!env_int(names[i], &v[i]))
             return rt_err(err, RT_ERR_NOTFOUND,
                           "%s is not set: this program was not started by a ringtrain agent "
-                          "(use `ringtrain exec`)",
+                          "(use `ringtrain exec`) nor by srun",
                           names[i]);
     info->rank = (int)v[0];
     info->size = (int)v[1];
@@ -71,10 +203,6 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
         rt_err_prefix(err, "rendezvous file %s", path);
         return st;
     }
-    rt_comm_opts o;
-    rt_comm_opts_defaults(&o);
-    o.rank = info->rank;
-    o.size = info->size;
     const rt_json *peers = rt_json_get(r, RT_F_PEERS);
     int64_t fr = -1, fs = -1, sockets = 1, tmo = 60000;
     rt_json_get_int(r, RT_F_RANK, &fr);
@@ -82,44 +210,27 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
     rt_json_get_int(r, RT_F_SOCKETS, &sockets);
     rt_json_get_int(r, RT_F_COLLECTIVE_TIMEOUT_MS, &tmo);
     const char *key = rt_json_get_str(r, RT_F_KEY);
+    ring_plan p = {.listen_fd = -1};
     if (fr != info->rank || fs != info->size || (int64_t)rt_json_len(peers) != fs || !key ||
-        rt_hex_decode(key, o.key, sizeof o.key) != RT_OK) {
+        rt_hex_decode(key, p.key, sizeof p.key) != RT_OK) {
         rt_json_free(r);
         return rt_err(err, RT_ERR_INVALID, "rendezvous file %s does not match this rank", path);
     }
-    snprintf(info->transport, sizeof info->transport, "%s",
-             rt_json_str(rt_json_get(r, RT_F_TRANSPORT), "tcp"));
-    info->collective_timeout_us = tmo * 1000;
+    p.transport = rt_json_str(rt_json_get(r, RT_F_TRANSPORT), "tcp");
+    p.timeout_ms = tmo;
+    p.sockets = (int)sockets;
+    p.job_id = rt_attempt_id(info->job_id, info->attempt);
+    p.encrypt = rt_json_bool(rt_json_get(r, RT_F_ENCRYPT), false);
+    p.integrity = rt_json_bool(rt_json_get(r, RT_F_INTEGRITY), true);
+    p.hierarchical = rt_json_bool(rt_json_get(r, RT_F_HIERARCHICAL), true);
+    int64_t lfd = -1;
+    p.listen_fd = env_int(RT_ENV_LISTEN_FD, &lfd) ? (int)lfd : -1;
     const char **addrs = calloc((size_t)fs, sizeof *addrs);
     for (int64_t i = 0; addrs && i < fs; i++)
         addrs[i] = rt_json_str(rt_json_at(peers, (size_t)i), "");
-    o.peers = addrs;
-    o.job_id = rt_attempt_id(info->job_id, info->attempt);
-    o.encrypt = rt_json_bool(rt_json_get(r, RT_F_ENCRYPT), false);
-    o.integrity = rt_json_bool(rt_json_get(r, RT_F_INTEGRITY), true);
-    o.sockets = (int)sockets;
-    o.timeout_us = tmo * 1000;
-    o.connect_timeout_us = tmo * 1000;
-    o.transport = strcmp(info->transport, "rdma") == 0  ? RT_TRANSPORT_RDMA
-                  : strcmp(info->transport, "shm") == 0 ? RT_TRANSPORT_SHM
-                                                        : RT_TRANSPORT_TCP;
-    int64_t lfd = -1;
-    o.listen_fd = env_int(RT_ENV_LISTEN_FD, &lfd) ? (int)lfd : -1;
-    /* ranks busy-poll only when each has a core of its own; ranks that share
-     * cores yield to each other before sleeping (Open MPI's yield_when_idle) */
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    bool shared = info->local_size > cores;
-    o.spin_us = shared ? 0 : 50;
-    o.yield_us = shared ? RT_COMM_SHARED_YIELD_US : 0;
-    st = addrs ? rt_comm_create(&o, out, err) : rt_err(err, RT_ERR_NOMEM, "out of memory");
-    /* every rank of a networked job takes part; the ranks' table decides */
-    bool netted = o.transport == RT_TRANSPORT_RDMA || strcmp(info->transport, "tcp") == 0;
-    if (st == RT_OK && netted && info->size > 1 &&
-        rt_json_bool(rt_json_get(r, RT_F_HIERARCHICAL), true) &&
-        (st = rt_comm_hierarchy(*out, info->local_rank, info->local_size, err)) != RT_OK) {
-        rt_comm_destroy(*out);
-        *out = NULL;
-    }
+    p.peers = addrs;
+    st = addrs ? join(&p, info, out, err) : rt_err(err, RT_ERR_NOMEM, "out of memory");
+    OPENSSL_cleanse(p.key, sizeof p.key);
     free(addrs);
     rt_json_free(r);
     return st;

@@ -1,6 +1,6 @@
-/* rt_slurm.h — a Slurm job step as ringtrain sees it (issue 31, the first
- * piece: the layout; the rendezvous over the first host and the key file
- * are to come).  Private to transport/.
+/* rt_slurm.h — a Slurm job step as ringtrain sees it: its layout from
+ * srun's environment, the step's key and the rendezvous over its first
+ * node (docs/slurm.md).  Private to transport/; rt_init_from_env uses it.
  *
  * From srun's environment: SLURM_PROCID (rank), SLURM_NTASKS (size),
  * SLURM_LOCALID (local rank), SLURM_NODEID (this task's node, an index
@@ -32,6 +32,25 @@ bool rt_slurm_detected(void);
 /* The step's layout from the environment; an error naming the variable. */
 rt_status rt_slurm_layout(rt_slurm_step *s, char *err);
 void rt_slurm_free(rt_slurm_step *s);
+
+/* rt_slurm_rdv.c.  The rendezvous tries ports port .. port + RT_SLURM_PORTS - 1
+ * (the first free one on the first node), so a port held by another program
+ * does not stop the step. */
+#define RT_SLURM_PORTS 8
+/* The key file: RINGTRAIN_KEY_FILE, else $XDG_CONFIG_HOME/ringtrain/slurm.key,
+ * else ~/.config/ringtrain/slurm.key. */
+rt_status rt_slurm_key_path(char *out, size_t len, char *err);
+/* The step's key, HMAC-SHA256(file, "ringtrain slurm step JOB.STEP"), from
+ * the key file — made (32 random bytes, 0600) when missing; refused when
+ * another user owns it or others may read it. */
+rt_status rt_slurm_key(const char *path, int64_t job, int64_t step, uint8_t out[32], char *err);
+/* Every task's data address: task 0 of node 0 listens on hosts[0]:port,
+ * the others send theirs (with a MAC under the step's key) and get the list
+ * back; *listen_fd is this task's data-plane socket (every address, port
+ * peers[rank]'s).  Within timeout_us, else an error naming the missing tasks
+ * (on the first task; the others learn it from there). */
+rt_status rt_slurm_rendezvous(const rt_slurm_step *s, const uint8_t key[32], int64_t timeout_us,
+                              int *listen_fd, char ***peers, char *err);
 /* A Slurm node list ("node[01-04,07],gpu-a[1-2]x,login") expanded as
  * `scontrol show hostnames` does: ranges keep their zero padding, several
  * bracket groups in one name multiply, order kept. */
