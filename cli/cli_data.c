@@ -312,8 +312,8 @@ int cli_check_job_model(const cli_args *a, const rt_job_cfg *j, const rt_cfg_ori
         rt_kctx_destroy(ctx);
     }
     if (st != RT_OK)
-        fprintf(stderr, "ringtrain: %s does not fit its dataset; nothing was submitted:\n%s\n",
-                o->fname, err);
+        fprintf(stderr, "ringtrain: %s does not fit its dataset%s:\n%s\n", o->fname,
+                strcmp(a->cmd->name, "worker") != 0 ? "; nothing was submitted" : "", err);
     free(cols);
     free(spec);
     rt_dataset_free(ds);

@@ -48,13 +48,11 @@ static void job_fields(rt_jw *w, const rt_job_cfg *j)
         rt_jw_knum(w, RT_F_CPU_LIMIT, j->cpu_limit);
 }
 
-int cli_job_body_from_file(const cli_args *a, char **body)
+int cli_job_load(const cli_args *a, const char *np, const char *nothing, rt_job_cfg *jp)
 {
-    *body = NULL;
     const char *file = a->pos[0];
     const char *const *sets;
     int nsets = cli_list(a, "--set", &sets);
-    const char *np = cli_value(a, "--np");
     rt_job_cfg j;
     rt_cfg_errors e = {0};
     int *lines = NULL;
@@ -101,7 +99,7 @@ int cli_job_body_from_file(const cli_args *a, char **body)
     if (st == RT_OK && rt_cfg_validate(&rt_job_schema, &j, &origin, &e) != RT_OK)
         st = RT_ERR_INVALID;
     if (st != RT_OK) {
-        fprintf(stderr, "ringtrain: %s is not a valid job file; nothing was submitted:\n", file);
+        fprintf(stderr, "ringtrain: %s is not a valid job file%s:\n", file, nothing);
         rt_cfg_errors_print(&e, stderr);
         rt_cfg_errors_free(&e);
         rt_cfg_free(&rt_job_schema, &j);
@@ -114,6 +112,17 @@ int cli_job_body_from_file(const cli_args *a, char **body)
         rt_cfg_free(&rt_job_schema, &j);
         return rc;
     }
+    *jp = j;
+    return 0;
+}
+
+int cli_job_body_from_file(const cli_args *a, char **body)
+{
+    *body = NULL;
+    rt_job_cfg j;
+    int rc = cli_job_load(a, cli_value(a, "--np"), "; nothing was submitted", &j);
+    if (rc != 0)
+        return rc;
     char *text = rt_cfg_print_string(&rt_job_schema, &j);
     rt_jw w;
     rt_jw_init(&w);

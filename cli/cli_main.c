@@ -21,6 +21,7 @@
 #include "rt_addr.h"
 #include "rt_json.h"
 #include "rt_schemas.h"
+#include "trainer.h"
 
 typedef struct cli_cfg {
     char *coordinator, *ca, *token_file, *server_name;
@@ -340,6 +341,29 @@ static int cmd_exec(const cli_args *a)
 
 static int cmd_run(const cli_args *a) { return cli_local(a, false); }
 
+/* One rank of a training job in a Slurm step (`srun ringtrain worker JOB.INI`):
+ * the job file with --set, np = the step's tasks, checked as `run` checks it,
+ * trained by the rank with its step's rendezvous (docs/slurm.md). */
+static int cmd_worker(const cli_args *a)
+{
+    rt_job_cfg j;
+    int rc = cli_job_load(a, getenv("SLURM_NTASKS"), "", &j);
+    if (rc != 0)
+        return rc;
+    if (j.type != RT_JOB_TRAIN) {
+        fprintf(stderr,
+                "ringtrain worker: %s is not a training job (type = exec runs its "
+                "program under srun itself: srun PROGRAM)\n",
+                a->pos[0]);
+        rt_cfg_free(&rt_job_schema, &j);
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    rc = rt_worker_run(&j);
+    rt_cfg_free(&rt_job_schema, &j);
+    return rc;
+}
+
 static int cmd_config_reference(const cli_args *a)
 {
     (void)a;
@@ -387,6 +411,8 @@ static const cli_flag RUN_FLAGS[] = {
     {"--set", CLI_LIST, "SECTION.KEY=VALUE", "override a key of the job file", NULL},
     {"--keep", CLI_SWITCH, NULL, "keep the temporary cluster's folder (logs) after success", NULL},
     END};
+static const cli_flag WORKER_FLAGS[] = {
+    {"--set", CLI_LIST, "SECTION.KEY=VALUE", "override a key of the job file", NULL}, END};
 static const cli_flag EXEC_FLAGS[] = {
     {"--np", CLI_VALUE, "N", "number of ranks", NULL},
     {"--local", CLI_SWITCH, NULL, "on this machine: a coordinator and an agent just for it", NULL},
@@ -494,8 +520,8 @@ static const cli_cmd COMMANDS[] = {
     {"run", "JOB.INI", "run a job on this machine: coordinator and agent just for it", RUN_FLAGS, 1,
      1, false, false, false, cmd_run},
     {"jobs", "", "list jobs, newest first", JOBS_FLAGS, 0, 0, false, false, true, cmd_jobs},
-    {"status", "JOB", "a job's state, placement, failure, events and results", STATUS_FLAGS, 1, 1, false,
-     false, true, cmd_status},
+    {"status", "JOB", "a job's state, placement, failure, events and results", STATUS_FLAGS, 1, 1,
+     false, false, true, cmd_status},
     {"logs", "JOB", "the output of a job's ranks", LOGS_FLAGS, 1, 1, false, false, true, cmd_logs},
     {"cancel", "JOB", "stop a job", NULL, 1, 1, false, false, true, cmd_cancel},
     {"hold", "JOB", "keep a queued job from starting", NULL, 1, 1, false, false, true, cmd_hold},
@@ -507,18 +533,25 @@ static const cli_cmd COMMANDS[] = {
     {"resume", "NODE", "let a drained NODE take ranks again", NULL, 1, 1, false, false, true,
      cmd_resume},
     {"token", "create NAME --role ROLE [--unix-user USER] | list | revoke ID-OR-NAME",
-     "API tokens with roles (needs an admin token)", TOKEN_FLAGS, 1, 2, false, false, true, cli_token},
+     "API tokens with roles (needs an admin token)", TOKEN_FLAGS, 1, 2, false, false, true,
+     cli_token},
     {"init-cluster", "DIR", "make a cluster's CA, coordinator certificate, tokens and configs",
      INIT_FLAGS, 1, 1, false, false, false, cli_init_cluster},
-    {"prep", "--input DIR --sql FILE --out DIR | --from PATH --label COL --out DIR", "turn CSV and Parquet files into a dataset", PREP_FLAGS, 0, 0,
-     false, false, false, cli_prep},
-    {"predict", "--model CKPT --dataset DIR|--input PATH --out FILE", "predictions from a checkpoint",
-     PREDICT_FLAGS, 0, 0, false, false, false, cli_predict},
-    {"model", "summary CKPT [--tensors]", "what a checkpoint holds: its architecture and a "
-     "Keras-style table of its layers", MODEL_FLAGS, 2, 2, false, false, false, cli_model},
-    {"trace", "STORE|JOB --out FILE", "the ranks' timelines of a job run with [train] trace = "
-     "true, as one Chrome trace (a job id: its store, read here)", TRACE_FLAGS, 1, 1, false, false,
-     true, cli_trace},
+    {"prep", "--input DIR --sql FILE --out DIR | --from PATH --label COL --out DIR",
+     "turn CSV and Parquet files into a dataset", PREP_FLAGS, 0, 0, false, false, false, cli_prep},
+    {"worker", "JOB.INI",
+     "one rank of a training job in a Slurm step: srun ringtrain worker JOB.INI", WORKER_FLAGS, 1,
+     1, false, false, false, cmd_worker},
+    {"predict", "--model CKPT --dataset DIR|--input PATH --out FILE",
+     "predictions from a checkpoint", PREDICT_FLAGS, 0, 0, false, false, false, cli_predict},
+    {"model", "summary CKPT [--tensors]",
+     "what a checkpoint holds: its architecture and a "
+     "Keras-style table of its layers",
+     MODEL_FLAGS, 2, 2, false, false, false, cli_model},
+    {"trace", "STORE|JOB --out FILE",
+     "the ranks' timelines of a job run with [train] trace = "
+     "true, as one Chrome trace (a job id: its store, read here)",
+     TRACE_FLAGS, 1, 1, false, false, true, cli_trace},
     {"config-reference", "", "every configuration key, as Markdown", NULL, 0, 0, false, false,
      false, cmd_config_reference},
     {"version", "", "ringtrain's version", NULL, 0, 0, false, false, false, cmd_version},

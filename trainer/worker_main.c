@@ -132,31 +132,7 @@ int main(int argc, char **argv)
         rt_cfg_free(&rt_job_schema, &cfg);
         return 2;
     }
-    char err[RT_ERR_LEN];
-    rt_comm *comm = NULL;
-    rt_rank_info info = {.rank = 0, .size = 1, .local_rank = 0, .local_size = 1, .attempt = 1};
-    rt_status st = rt_init_from_env(&comm, &info, err);
-    if (st == RT_ERR_NOTFOUND) {
-        st = RT_OK; /* not started by an agent: one rank */
-        info = (rt_rank_info){.rank = 0, .size = 1, .local_rank = 0, .local_size = 1, .attempt = 1};
-    }
-    rt_log_set_rank(info.rank);
-    rt_train_result res;
-    if (st == RT_OK) {
-        rt_trainer_env env = {comm, info.rank, info.size, info.local_rank, info.local_size,
-                              info.attempt, info.rank == 0 ? stdout : NULL,
-                              info.transport[0] ? info.transport : NULL, info.collective_timeout_us};
-        st = rt_train(&cfg, &env, &res, err);
-    }
-    if (st != RT_OK)
-        fprintf(stderr, "worker (rank %d of %d): %s\n", info.rank, info.size, err);
-    else if (info.rank == 0)
-        printf("trainer: done: epochs %lld..%lld, best epoch %lld (%s %.4f), %.0f "
-               "samples/s\n",
-               (long long)res.first_epoch, (long long)res.epochs, (long long)res.best_epoch,
-               cfg.monitor,
-               res.best_val_loss, res.samples_per_s);
-    rt_comm_destroy(comm);
+    int rc = rt_worker_run(&cfg);
     rt_cfg_free(&rt_job_schema, &cfg);
-    return st == RT_OK ? 0 : 1;
+    return rc;
 }

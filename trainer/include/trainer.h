@@ -263,6 +263,13 @@ typedef struct rt_train_result {
 rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_result *res,
                    char *err);
 
+/* One rank of a training job as ringtrain-worker and `ringtrain worker` run
+ * it (worker_run.c): joins the ring of its agent's rendezvous or, under
+ * srun, of the Slurm step (with the job file's ring settings), else trains
+ * alone; trains; rank 0 says how it ended, a failing rank why (with its
+ * host).  The exit status: 0, or 1. */
+int rt_worker_run(const rt_job_cfg *cfg);
+
 /* ---- prediction (predict.c) ----------------------------------------------------- */
 
 /* What a predictions file holds: a regression's value (exp() with a log

@@ -1,0 +1,75 @@
+/* worker_run.c — see trainer.h: one rank of a training job, as
+ * ringtrain-worker and `ringtrain worker` run it: join the ring (an agent's
+ * rendezvous, a Slurm step's, or none: one rank), train, say how it ended. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rt_comm.h"
+#include "rt_kernels.h"
+#include "rt_log.h"
+#include "rt_proto.h"
+#include "rt_schemas.h"
+#include "trainer.h"
+
+/* Under srun the ring's settings are the job file's, handed to
+ * rt_init_from_env as RINGTRAIN_* (docs/slurm.md); transport = auto on
+ * GPUs with NCCL is NCCL, as the coordinator resolves it. */
+static void slurm_settings(const rt_job_cfg *cfg)
+{
+    if (getenv(RT_ENV_RANK) || !getenv("SLURM_PROCID"))
+        return;
+    char v[32], name[16];
+    setenv("RINGTRAIN_ENCRYPT", cfg->encrypt ? "1" : "0", 1);
+    setenv("RINGTRAIN_INTEGRITY", cfg->integrity ? "1" : "0", 1);
+    setenv("RINGTRAIN_HIERARCHICAL", cfg->hierarchical ? "1" : "0", 1);
+    snprintf(v, sizeof v, "%lld", (long long)cfg->sockets);
+    setenv("RINGTRAIN_SOCKETS", v, 1);
+    snprintf(v, sizeof v, "%lld", (long long)ceil(cfg->collective_timeout_us / 1e6));
+    setenv("RINGTRAIN_TIMEOUT", v, 1);
+    const char *tp =
+        rt_cfg_enum_name(&rt_job_schema, "job", "transport", cfg->transport, name, sizeof name);
+    if (strcmp(tp, "auto") == 0 && cfg->device != RT_DEV_CPU && rt_cuda_available() &&
+        rt_cuda_device_count_visible() > 0 && rt_nccl_available())
+        tp = "nccl";
+    if (strcmp(tp, "auto") != 0)
+        setenv("RINGTRAIN_TRANSPORT", tp, 1);
+}
+
+int rt_worker_run(const rt_job_cfg *cfg)
+{
+    char err[RT_ERR_LEN], host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    rt_comm *comm = NULL;
+    rt_rank_info info = {.rank = 0, .size = 1, .local_rank = 0, .local_size = 1, .attempt = 1};
+    slurm_settings(cfg);
+    rt_status st = rt_init_from_env(&comm, &info, err);
+    if (st == RT_ERR_NOTFOUND) {
+        st = RT_OK; /* started by neither an agent nor srun: one rank */
+        info = (rt_rank_info){.rank = 0, .size = 1, .local_rank = 0, .local_size = 1, .attempt = 1};
+    }
+    rt_log_set_rank(info.rank);
+    rt_train_result res;
+    if (st == RT_OK) {
+        rt_trainer_env env = {comm,
+                              info.rank,
+                              info.size,
+                              info.local_rank,
+                              info.local_size,
+                              info.attempt,
+                              info.rank == 0 ? stdout : NULL,
+                              info.transport[0] ? info.transport : NULL,
+                              info.collective_timeout_us};
+        st = rt_train(cfg, &env, &res, err);
+    }
+    if (st != RT_OK)
+        fprintf(stderr, "worker (rank %d of %d, on %s): %s\n", info.rank, info.size, host, err);
+    else if (info.rank == 0)
+        printf("trainer: done: epochs %lld..%lld, best epoch %lld (%s %.4f), %.0f samples/s\n",
+               (long long)res.first_epoch, (long long)res.epochs, (long long)res.best_epoch,
+               cfg->monitor, res.best_val_loss, res.samples_per_s);
+    rt_comm_destroy(comm);
+    return st == RT_OK ? 0 : 1;
+}
