@@ -19,6 +19,7 @@ pkgs=(
   python3-numpy python3-pip      # the Python binding's tests; `pip install ./python`
   chromium nodejs                # the dashboard's test in a headless browser
   prometheus                     # promtool check metrics on /metrics (the tests use only promtool)
+  slurmctld slurmd slurm-client munge  # the Slurm test: a Slurm of its own (not left running)
 )
 
 missing=()

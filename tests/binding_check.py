@@ -5,6 +5,8 @@ of each dtype against a serial reference computed from every rank's data.
   binding_check.py collectives   all of them, then report_result
   binding_check.py dead-peer     the last rank leaves after init; the others'
                                  allreduce must raise RingtrainError naming it
+  binding_check.py no-agent      the collectives, without the agent's reports
+                                 (test_slurm_cluster runs it under srun)
 """
 import os
 import sys
@@ -78,7 +80,8 @@ try:
     sys.exit("allreduce accepted op mean")
 except ValueError:
     pass
-rt.report_progress({"kind": "step", "step": 1, "steps": 1})
-rt.report_result({"rank": r, "checks": checks, "gathered": g[:, 1].tolist()})
+if mode != "no-agent":
+    rt.report_progress({"kind": "step", "step": 1, "steps": 1})
+    rt.report_result({"rank": r, "checks": checks, "gathered": g[:, 1].tolist()})
 rt.shutdown()
 print("binding ok: rank %d, %d reductions" % (r, checks), flush=True)
