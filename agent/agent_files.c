@@ -27,6 +27,7 @@
 #include "agent.h"
 #include "rt_file.h"
 #include "rt_log.h"
+#include "rt_rendezvous.h"
 #include "rt_time.h"
 
 /* A folder below dirfd, made if missing, opened without following a link;
@@ -52,28 +53,40 @@ static rt_status write_at(int dirfd, const char *dir, const char *name, const ch
     return ok ? RT_OK : rt_err(err, RT_ERR_IO, "cannot write %s/%s: %s", dir, name, strerror(e));
 }
 
+/* The rank's rendezvous file: its place in the attempt, and the start
+ * message's ring settings (rt_rendezvous.h holds the defaults). */
 static char *rendezvous_text(const worker *w, const rt_json *m, size_t *len)
 {
-    rt_jw jw;
-    rt_jw_init(&jw);
-    rt_jw_obj(&jw);
-    rt_jw_kint(&jw, RT_F_JOB, w->job);
-    rt_jw_kint(&jw, RT_F_ATTEMPT, w->attempt);
-    rt_jw_kint(&jw, RT_F_RANK, w->rank);
-    rt_jw_kint(&jw, RT_F_SIZE, w->size);
-    rt_jw_kint(&jw, RT_F_LOCAL_RANK, w->local_rank);
-    rt_jw_kint(&jw, RT_F_LOCAL_SIZE, w->local_size);
-    rt_jw_kint(&jw, RT_F_CROSS_RANK, w->cross_rank);
-    rt_jw_kint(&jw, RT_F_CROSS_SIZE, w->cross_size);
-    const char *copy[] = {RT_F_PEERS,   RT_F_KEY,       RT_F_TRANSPORT,
-                          RT_F_SOCKETS, RT_F_COLLECTIVE_TIMEOUT_MS, RT_F_ENCRYPT,
-                          RT_F_INTEGRITY, RT_F_HIERARCHICAL};
-    for (size_t i = 0; i < RT_ARRAY_LEN(copy); i++) {
-        rt_jw_key(&jw, copy[i]);
-        rt_jw_value(&jw, rt_json_get(m, copy[i]));
-    }
-    rt_jw_obj_end(&jw);
-    return rt_jw_take(&jw, len);
+    rt_rendezvous r;
+    rt_rendezvous_defaults(&r);
+    r.job = w->job;
+    r.attempt = w->attempt;
+    r.rank = w->rank;
+    r.size = w->size;
+    r.local_rank = w->local_rank;
+    r.local_size = w->local_size;
+    r.cross_rank = w->cross_rank;
+    r.cross_size = w->cross_size;
+    const rt_json *peers = rt_json_get(m, RT_F_PEERS);
+    r.peers = calloc((size_t)(r.size > 0 ? r.size : 1), sizeof *r.peers); /* borrowed strings */
+    if (!r.peers)
+        return NULL;
+    for (int i = 0; i < r.size; i++)
+        r.peers[i] = (char *)rt_json_str(rt_json_at(peers, (size_t)i), "");
+    snprintf(r.key, sizeof r.key, "%s", rt_json_str(rt_json_get(m, RT_F_KEY), ""));
+    snprintf(r.transport, sizeof r.transport, "%s",
+             rt_json_str(rt_json_get(m, RT_F_TRANSPORT), r.transport));
+    int64_t v;
+    if (rt_json_get_int(m, RT_F_SOCKETS, &v))
+        r.sockets = (int)v;
+    if (rt_json_get_int(m, RT_F_COLLECTIVE_TIMEOUT_MS, &v))
+        r.collective_timeout_ms = v;
+    r.encrypt = rt_json_bool(rt_json_get(m, RT_F_ENCRYPT), r.encrypt);
+    r.integrity = rt_json_bool(rt_json_get(m, RT_F_INTEGRITY), r.integrity);
+    r.hierarchical = rt_json_bool(rt_json_get(m, RT_F_HIERARCHICAL), r.hierarchical);
+    char *text = rt_rendezvous_format(&r, len);
+    free(r.peers);
+    return text;
 }
 
 /* The job's work folder, its own: made here, or kept when it is already the

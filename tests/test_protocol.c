@@ -17,6 +17,7 @@
 #include "coord.h"
 #include "rt_file.h"
 #include "rt_proto.h"
+#include "rt_rendezvous.h"
 
 static void test_table(void **state)
 {
@@ -147,11 +148,11 @@ static void test_documented(void **state)
                 f++;
         }
     }
-    const char *env[] = {RT_ENV_RANK,       RT_ENV_SIZE,       RT_ENV_LOCAL_RANK,
-                         RT_ENV_LOCAL_SIZE, RT_ENV_CROSS_RANK, RT_ENV_CROSS_SIZE,
-                         RT_ENV_JOB_ID,     RT_ENV_ATTEMPT,    RT_ENV_RENDEZVOUS_FILE,
-                         RT_ENV_LISTEN_FD,  RT_ENV_CONTROL_FD, RT_ENV_WORK_DIR,
-                         RT_ENV_LIBRARY};
+    const char *env[] = {RT_ENV_RANK,       RT_ENV_SIZE,         RT_ENV_LOCAL_RANK,
+                         RT_ENV_LOCAL_SIZE, RT_ENV_CROSS_RANK,   RT_ENV_CROSS_SIZE,
+                         RT_ENV_JOB_ID,     RT_ENV_ATTEMPT,      RT_ENV_RENDEZVOUS_FILE,
+                         RT_ENV_LISTEN_FD,  RT_ENV_CONTROL_FD,   RT_ENV_WORK_DIR,
+                         RT_ENV_LIBRARY,    RT_ENV_MACHINE_RANKS};
     for (size_t i = 0; i < sizeof env / sizeof *env; i++) {
         char want[64];
         snprintf(want, sizeof want, "`%s`", env[i]);
@@ -161,14 +162,91 @@ static void test_documented(void **state)
     free(doc);
 }
 
+/* The rendezvous file: what the agent formats the rank parses back; the
+ * defaults where the start message said nothing; what is not one rank's
+ * place is refused, naming the field. */
+static void test_rendezvous_file(void **state)
+{
+    (void)state;
+    rt_rendezvous r, back;
+    rt_rendezvous_defaults(&r);
+    char *peers[3] = {"10.0.0.1:4000", "10.0.0.2:4001", "[fd00::3]:4002"};
+    r.job = 42;
+    r.attempt = 3;
+    r.rank = 2;
+    r.size = 3;
+    r.local_rank = 0;
+    r.local_size = 1;
+    r.cross_rank = 2;
+    r.cross_size = 3;
+    r.peers = peers;
+    memset(r.key, 'a', 64);
+    r.key[64] = '\0';
+    snprintf(r.transport, sizeof r.transport, "rdma");
+    r.sockets = 4;
+    r.collective_timeout_ms = 1234;
+    r.encrypt = true;
+    r.integrity = false;
+    r.hierarchical = false;
+    size_t len = 0;
+    char *text = rt_rendezvous_format(&r, &len);
+    char err[RT_ERR_LEN];
+    assert_non_null(text);
+    assert_int_equal(rt_rendezvous_parse(text, len, &back, err), RT_OK);
+    assert_true(back.job == 42 && back.attempt == 3 && back.rank == 2 && back.size == 3 &&
+                back.cross_rank == 2 && back.cross_size == 3 && back.local_size == 1);
+    for (int i = 0; i < 3; i++)
+        assert_string_equal(back.peers[i], peers[i]);
+    assert_string_equal(back.key, r.key);
+    assert_string_equal(back.transport, "rdma");
+    assert_true(back.sockets == 4 && back.collective_timeout_ms == 1234 && back.encrypt &&
+                !back.integrity && !back.hierarchical);
+    rt_rendezvous_free(&back);
+    free(text);
+    /* only the place and the key: the rest is the defaults, written once */
+#define BARE                                                                            \
+    "{\"job\":1,\"attempt\":1,\"rank\":0,\"size\":1,\"local_rank\":0,\"local_size\":1," \
+    "\"cross_rank\":0,\"cross_size\":1,\"peers\":[\"a:1\"],\"key\":\"%s\"}"
+    char buf[512];
+    snprintf(buf, sizeof buf, BARE, r.key);
+    assert_int_equal(rt_rendezvous_parse(buf, strlen(buf), &back, err), RT_OK);
+    rt_rendezvous d;
+    rt_rendezvous_defaults(&d);
+    assert_string_equal(back.transport, d.transport);
+    assert_true(back.sockets == d.sockets &&
+                back.collective_timeout_ms == d.collective_timeout_ms &&
+                back.encrypt == d.encrypt && back.integrity == d.integrity &&
+                back.hierarchical == d.hierarchical);
+    rt_rendezvous_free(&back);
+    const struct {
+        const char *from, *to, *says;
+    } bad[] = {{"\"rank\":0", "\"rank\":1", "rank 1 and 1 peers for 1 ranks"},
+               {"\"peers\":[\"a:1\"]", "\"peers\":[]", "0 peers"},
+               {"\"size\":1", "\"size\":0", "no valid \"size\""},
+               {"\"job\":1", "\"job\":\"1\"", "no valid \"job\""}};
+    for (size_t i = 0; i < RT_ARRAY_LEN(bad); i++) {
+        char b2[600];
+        const char *at = strstr(buf, bad[i].from);
+        assert_non_null(at);
+        snprintf(b2, sizeof b2, "%.*s%s%s", (int)(at - buf), buf, bad[i].to,
+                 at + strlen(bad[i].from));
+        assert_int_equal(rt_rendezvous_parse(b2, strlen(b2), &back, err), RT_ERR_INVALID);
+        rt_rendezvous_free(&back);
+        if (!strstr(err, bad[i].says))
+            fail_msg("'%s': %s", b2, err);
+    }
+    snprintf(buf, sizeof buf, BARE, "abc");
+    assert_int_equal(rt_rendezvous_parse(buf, strlen(buf), &back, err), RT_ERR_INVALID);
+    rt_rendezvous_free(&back);
+    assert_non_null(strstr(err, "no valid \"key\""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table),
-        cmocka_unit_test(test_every_message_has_a_receiver),
-        cmocka_unit_test(test_check),
-        cmocka_unit_test(test_documented),
-        cmocka_unit_test(test_job_states),
+        cmocka_unit_test(test_table),      cmocka_unit_test(test_every_message_has_a_receiver),
+        cmocka_unit_test(test_check),      cmocka_unit_test(test_documented),
+        cmocka_unit_test(test_job_states), cmocka_unit_test(test_rendezvous_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

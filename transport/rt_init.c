@@ -17,6 +17,7 @@
 #include "rt_file.h"
 #include "rt_json.h"
 #include "rt_proto.h"
+#include "rt_rendezvous.h"
 #include "rt_hex.h"
 #include "rt_slurm.h"
 #include "rt_time.h"
@@ -152,9 +153,7 @@ static rt_status init_slurm(rt_comm **out, rt_rank_info *info, char *err)
     }
     if (p.listen_fd >= 0 && st != RT_OK)
         close(p.listen_fd);
-    for (int r = 0; peers && r < s.size; r++)
-        free(peers[r]);
-    free(peers);
+    rt_slurm_peers_free(peers, s.size);
     OPENSSL_cleanse(p.key, sizeof p.key);
     rt_slurm_free(&s);
     return st;
@@ -196,43 +195,35 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
         rt_err_prefix(err, "the rendezvous file");
         return rst;
     }
-    rt_json *r = NULL;
-    rt_status st = rt_json_parse(text, len, &r, err);
+    rt_rendezvous r;
+    rt_status st = rt_rendezvous_parse(text, len, &r, err);
     free(text);
+    ring_plan p = {.listen_fd = -1};
+    if (st == RT_OK &&
+        (r.rank != info->rank || r.size != info->size || r.job != info->job_id ||
+         r.attempt != info->attempt || rt_hex_decode(r.key, p.key, sizeof p.key) != RT_OK))
+        st = rt_err(err, RT_ERR_INVALID,
+                    "it is rank %d of %d, job %lld attempt %lld: not this rank's", r.rank, r.size,
+                    (long long)r.job, (long long)r.attempt);
     if (st != RT_OK) {
+        rt_rendezvous_free(&r);
         rt_err_prefix(err, "rendezvous file %s", path);
         return st;
     }
-    const rt_json *peers = rt_json_get(r, RT_F_PEERS);
-    int64_t fr = -1, fs = -1, sockets = 1, tmo = 60000;
-    rt_json_get_int(r, RT_F_RANK, &fr);
-    rt_json_get_int(r, RT_F_SIZE, &fs);
-    rt_json_get_int(r, RT_F_SOCKETS, &sockets);
-    rt_json_get_int(r, RT_F_COLLECTIVE_TIMEOUT_MS, &tmo);
-    const char *key = rt_json_get_str(r, RT_F_KEY);
-    ring_plan p = {.listen_fd = -1};
-    if (fr != info->rank || fs != info->size || (int64_t)rt_json_len(peers) != fs || !key ||
-        rt_hex_decode(key, p.key, sizeof p.key) != RT_OK) {
-        rt_json_free(r);
-        return rt_err(err, RT_ERR_INVALID, "rendezvous file %s does not match this rank", path);
-    }
-    p.transport = rt_json_str(rt_json_get(r, RT_F_TRANSPORT), "tcp");
-    p.timeout_ms = tmo;
-    p.sockets = (int)sockets;
+    p.peers = (const char **)r.peers;
+    p.transport = r.transport;
+    p.timeout_ms = r.collective_timeout_ms;
+    p.sockets = r.sockets;
     p.job_id = rt_attempt_id(info->job_id, info->attempt);
-    p.encrypt = rt_json_bool(rt_json_get(r, RT_F_ENCRYPT), false);
-    p.integrity = rt_json_bool(rt_json_get(r, RT_F_INTEGRITY), true);
-    p.hierarchical = rt_json_bool(rt_json_get(r, RT_F_HIERARCHICAL), true);
+    p.encrypt = r.encrypt;
+    p.integrity = r.integrity;
+    p.hierarchical = r.hierarchical;
     int64_t lfd = -1;
     p.listen_fd = env_int(RT_ENV_LISTEN_FD, &lfd) ? (int)lfd : -1;
-    const char **addrs = calloc((size_t)fs, sizeof *addrs);
-    for (int64_t i = 0; addrs && i < fs; i++)
-        addrs[i] = rt_json_str(rt_json_at(peers, (size_t)i), "");
-    p.peers = addrs;
-    st = addrs ? join(&p, info, out, err) : rt_err(err, RT_ERR_NOMEM, "out of memory");
+    st = join(&p, info, out, err);
     OPENSSL_cleanse(p.key, sizeof p.key);
-    free(addrs);
-    rt_json_free(r);
+    OPENSSL_cleanse(r.key, sizeof r.key);
+    rt_rendezvous_free(&r);
     return st;
 }
 

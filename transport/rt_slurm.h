@@ -51,6 +51,7 @@ rt_status rt_slurm_key(const char *path, int64_t job, int64_t step, uint8_t out[
  * (on the first task; the others learn it from there). */
 rt_status rt_slurm_rendezvous(const rt_slurm_step *s, const uint8_t key[32], int64_t timeout_us,
                               int *listen_fd, char ***peers, char *err);
+void rt_slurm_peers_free(char **peers, int n);
 /* A Slurm node list ("node[01-04,07],gpu-a[1-2]x,login") expanded as
  * `scontrol show hostnames` does: ranges keep their zero padding, several
  * bracket groups in one name multiply, order kept. */

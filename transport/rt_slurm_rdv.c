@@ -382,9 +382,7 @@ static rt_status leader(const rt_slurm_step *s, const uint8_t key[32], int lfd, 
     free(text);
     free(a);
     if (!ok) {
-        for (int r = 0; peers && r < s->size; r++)
-            free(peers[r]);
-        free(peers);
+        rt_slurm_peers_free(peers, s->size);
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     }
     *peers_out = peers;
@@ -446,9 +444,7 @@ static rt_status follower(const rt_slurm_step *s, const uint8_t key[32], int dpo
             ok = (peers[r] = strdup(rt_json_str(rt_json_at(pl, (size_t)r), ""))) != NULL;
         rt_json_free(ans);
         if (!ok) {
-            for (int r = 0; peers && r < s->size; r++)
-                free(peers[r]);
-            free(peers);
+            rt_slurm_peers_free(peers, s->size);
             return rt_err(err, RT_ERR_NOMEM, "out of memory");
         }
         *peers_out = peers;
@@ -462,6 +458,13 @@ static rt_status follower(const rt_slurm_step *s, const uint8_t key[32], int dpo
 }
 
 /* ---- the step -------------------------------------------------------------------- */
+
+void rt_slurm_peers_free(char **peers, int n)
+{
+    for (int r = 0; peers && r < n; r++)
+        free(peers[r]);
+    free(peers);
+}
 
 rt_status rt_slurm_rendezvous(const rt_slurm_step *s, const uint8_t key[32], int64_t timeout_us,
                               int *listen_fd, char ***peers, char *err)
