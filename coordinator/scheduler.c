@@ -46,6 +46,7 @@ void sc_job_free(sc_job *j)
         return;
     free(j->spec);
     rt_json_free(j->specj);
+    rt_cfg_free(&rt_job_schema, &j->cfg);
     free(j->ranks);
     free(j->first_failure);
     free(j->progress);
@@ -253,11 +254,13 @@ void sc_send_abort(sched *S, sc_job *j, const char *reason)
     }
 }
 
-static const char *resolve_transport(const sc_job *j)
+/* The job's transport, "auto" resolved: NCCL for a training job whose
+ * every rank has a GPU and NCCL, shared memory on one host, RDMA where every
+ * agent has a device, else TCP; the names are the schema's. */
+static const char *resolve_transport(const sc_job *j, char *buf, size_t len)
 {
-    const char *t = rt_json_str(rt_json_get(j->specj, RT_F_TRANSPORT), "auto");
-    if (strcmp(t, "auto") != 0)
-        return t;
+    if (j->cfg.transport != RT_TP_AUTO)
+        return rt_cfg_enum_name(&rt_job_schema, "job", "transport", j->cfg.transport, buf, len);
     bool all_gpu = j->type == JOB_TRAIN, all_rdma = true, one_host = true;
     for (int r = 0; r < j->cur_np; r++) {
         const sc_agent *a = j->ranks[r].ag, *a0 = j->ranks[0].ag;
@@ -265,20 +268,20 @@ static const char *resolve_transport(const sc_job *j)
         all_rdma = all_rdma && a && a->rdma;
         one_host = one_host && a && a0 && strcmp(a->host_id, a0->host_id) == 0;
     }
-    return all_gpu ? "nccl" : one_host && j->cur_np > 1 ? "shm" : all_rdma ? "rdma" : "tcp";
-}
-
-static int64_t spec_int(const sc_job *j, const char *key, int64_t def)
-{
-    int64_t v;
-    return rt_json_get_int(j->specj, key, &v) ? v : def;
+    const int tp = all_gpu                     ? RT_TP_NCCL
+                   : one_host && j->cur_np > 1 ? RT_TP_SHM
+                   : all_rdma                  ? RT_TP_RDMA
+                                               : RT_TP_TCP;
+    return rt_cfg_enum_name(&rt_job_schema, "job", "transport", tp, buf, len);
 }
 
 void sc_send_start(sched *S, sc_job *j, sc_clock now)
 {
     char key[65];
     rt_hex_encode(j->key, sizeof j->key, key);
-    const char *transport = resolve_transport(j);
+    char tpbuf[16];
+    const char *transport = resolve_transport(j, tpbuf, sizeof tpbuf);
+    const rt_job_cfg *c = &j->cfg;
     /* one frame, the same for every agent of the attempt */
     rt_jw w;
     msg_begin(&w, RT_MSG_START, j, j->cur_np);
@@ -286,21 +289,18 @@ void sc_send_start(sched *S, sc_job *j, sc_clock now)
         rt_jw_kstr(&w, RT_F_JOB_TYPE, j->type == JOB_EXEC ? "exec" : "train");
         rt_jw_kstr(&w, RT_F_KEY, key);
         rt_jw_kstr(&w, RT_F_TRANSPORT, transport);
-        rt_jw_kint(&w, RT_F_SOCKETS, spec_int(j, RT_F_SOCKETS, 1));
-        rt_jw_kint(&w, RT_F_COLLECTIVE_TIMEOUT_MS, spec_int(j, RT_F_COLLECTIVE_TIMEOUT_MS, 60000));
-        rt_jw_kbool(&w, RT_F_ENCRYPT, rt_json_bool(rt_json_get(j->specj, RT_F_ENCRYPT), false));
-        rt_jw_kbool(&w, RT_F_INTEGRITY, rt_json_bool(rt_json_get(j->specj, RT_F_INTEGRITY), true));
-        rt_jw_kbool(&w, RT_F_HIERARCHICAL,
-                    rt_json_bool(rt_json_get(j->specj, RT_F_HIERARCHICAL), true));
+        rt_jw_kint(&w, RT_F_SOCKETS, c->sockets);
+        rt_jw_kint(&w, RT_F_COLLECTIVE_TIMEOUT_MS, c->collective_timeout_us / 1000);
+        rt_jw_kbool(&w, RT_F_ENCRYPT, c->encrypt);
+        rt_jw_kbool(&w, RT_F_INTEGRITY, c->integrity);
+        rt_jw_kbool(&w, RT_F_HIERARCHICAL, c->hierarchical);
         rt_jw_kint(&w, RT_F_MAX_RESTARTS, j->max_restarts);
         if (j->unix_user[0])
             rt_jw_kstr(&w, RT_F_UNIX_USER, j->unix_user);
-        const int64_t mem = spec_int(j, RT_F_MEMORY_LIMIT, 0);
-        const double cpus = rt_json_num(rt_json_get(j->specj, RT_F_CPU_LIMIT), 0);
-        if (mem > 0)
-            rt_jw_kint(&w, RT_F_MEMORY_LIMIT, mem);
-        if (cpus > 0)
-            rt_jw_knum(&w, RT_F_CPU_LIMIT, cpus);
+        if (c->memory_limit > 0)
+            rt_jw_kint(&w, RT_F_MEMORY_LIMIT, (int64_t)c->memory_limit);
+        if (c->cpu_limit > 0)
+            rt_jw_knum(&w, RT_F_CPU_LIMIT, c->cpu_limit);
         if (j->master_port > 0)
             rt_jw_kint(&w, RT_F_MASTER_PORT, j->master_port);
         rt_jw_key(&w, RT_F_PEERS);
@@ -469,93 +469,6 @@ void sc_set_first_failure(sc_job *j, rt_jw *w)
 
 /* The job's settings from its submission; everything checked here so that
  * nothing malformed reaches the agents (and a stored job reads back). */
-static rt_status parse_spec(sched *S, sc_job *j, const rt_json *s, char *err)
-{
-    const char *type = rt_json_get_str(s, RT_F_TYPE);
-    int64_t v;
-    if (rt_json_type_of(s) != RT_JSON_OBJECT)
-        return rt_err(err, RT_ERR_INVALID, "a job is a JSON object");
-    if (!type || (strcmp(type, "exec") != 0 && strcmp(type, "train") != 0))
-        return rt_err(err, RT_ERR_INVALID, "\"type\" must be \"exec\" or \"train\"");
-    j->type = strcmp(type, "exec") == 0 ? JOB_EXEC : JOB_TRAIN;
-    if (!rt_json_get_int(s, "np", &v) || v < 1 || v > 65536)
-        return rt_err(err, RT_ERR_INVALID, "\"np\" must be an integer in [1, 65536]");
-    j->np = (int)v;
-    j->min_np = 0;
-    if (rt_json_get(s, "min_np") && (!rt_json_get_int(s, "min_np", &v) || v < 0 || v > j->np))
-        return rt_err(err, RT_ERR_INVALID, "\"min_np\" must be an integer in [0, np]");
-    else if (rt_json_get(s, "min_np"))
-        j->min_np = (int)v;
-    j->max_restarts = S->cfg.default_max_restarts;
-    if (rt_json_get(s, "max_restarts")) {
-        if (!rt_json_get_int(s, "max_restarts", &v) || v < 0 || v > 1000)
-            return rt_err(err, RT_ERR_INVALID, "\"max_restarts\" must be an integer in [0, 1000]");
-        j->max_restarts = (int)v;
-    }
-    j->priority = 0;
-    if (rt_json_get(s, "priority")) {
-        if (!rt_json_get_int(s, "priority", &v) || v < -1000 || v > 1000)
-            return rt_err(err, RT_ERR_INVALID, "\"priority\" must be an integer in [-1000, 1000]");
-        j->priority = (int)v;
-    }
-    j->queue_timeout_us = S->cfg.default_queue_timeout_us;
-    if (rt_json_get(s, "queue_timeout_ms")) {
-        if (!rt_json_get_int(s, "queue_timeout_ms", &v) || v < 0)
-            return rt_err(err, RT_ERR_INVALID, "\"queue_timeout_ms\" must be an integer >= 0");
-        j->queue_timeout_us = v * 1000;
-    }
-    j->deadline_us = 0;
-    if (rt_json_get(s, "deadline_ms")) {
-        if (!rt_json_get_int(s, "deadline_ms", &v) || v < 0)
-            return rt_err(err, RT_ERR_INVALID, "\"deadline_ms\" must be an integer >= 0");
-        j->deadline_us = v * 1000;
-    }
-    if (rt_json_get(s, RT_F_MEMORY_LIMIT) &&
-        (!rt_json_get_int(s, RT_F_MEMORY_LIMIT, &v) || v < 0 || v > (int64_t)1e15))
-        return rt_err(err, RT_ERR_INVALID, "\"" RT_F_MEMORY_LIMIT "\" must be bytes in [0, 1e15]");
-    j->need_mem = rt_json_get(s, RT_F_MEMORY_LIMIT) && v > 0;
-    const double cpus = rt_json_num(rt_json_get(s, RT_F_CPU_LIMIT), 0);
-    if (rt_json_get(s, RT_F_CPU_LIMIT) &&
-        (rt_json_type_of(rt_json_get(s, RT_F_CPU_LIMIT)) != RT_JSON_NUMBER || !(cpus >= 0) ||
-         cpus > 4096))
-        return rt_err(err, RT_ERR_INVALID, "\"" RT_F_CPU_LIMIT "\" must be CPUs in [0, 4096]");
-    j->need_cpu = cpus > 0;
-    snprintf(j->name, sizeof j->name, "%s", rt_json_str(rt_json_get(s, "name"), type));
-    if (j->type == JOB_EXEC) {
-        const rt_json *argv = rt_json_get(s, RT_F_ARGV);
-        if (rt_json_len(argv) == 0 || rt_json_type_of(argv) != RT_JSON_ARRAY)
-            return rt_err(err, RT_ERR_INVALID, "an exec job needs a non-empty \"argv\" array");
-        for (size_t i = 0; i < rt_json_len(argv); i++)
-            if (!rt_json_str(rt_json_at(argv, i), NULL))
-                return rt_err(err, RT_ERR_INVALID, "\"argv\" must hold strings");
-        const rt_json *env = rt_json_get(s, RT_F_ENV);
-        if (env && rt_json_type_of(env) != RT_JSON_OBJECT)
-            return rt_err(err, RT_ERR_INVALID, "\"env\" must be an object of strings");
-        for (size_t i = 0; i < rt_json_len(env); i++)
-            if (!rt_json_str(rt_json_value_at(env, i), NULL))
-                return rt_err(err, RT_ERR_INVALID, "\"env\" must be an object of strings");
-        const rt_json *cwd = rt_json_get(s, RT_F_CWD);
-        if (cwd && (!rt_json_str(cwd, NULL) || rt_json_str(cwd, "")[0] != '/'))
-            return rt_err(err, RT_ERR_INVALID, "\"cwd\" must be an absolute path");
-        return RT_OK;
-    }
-    /* a training job carries its whole configuration: check it here too */
-    const char *cfg = rt_json_get_str(s, RT_F_CONFIG);
-    if (!cfg)
-        return rt_err(err, RT_ERR_INVALID, "a train job needs its \"config\" text");
-    rt_job_cfg jc;
-    rt_cfg_errors e = {0};
-    rt_status st = RT_OK;
-    if (rt_cfg_load_string(&rt_job_schema, cfg, strlen(cfg), "job", NULL, &jc, &e) != RT_OK) {
-        char all[RT_ERR_LEN];
-        rt_cfg_errors_join(&e, all, sizeof all);
-        st = rt_err(err, RT_ERR_INVALID, "%s", all);
-    }
-    rt_cfg_free(&rt_job_schema, &jc);
-    rt_cfg_errors_free(&e);
-    return st;
-}
-
 rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
                        const char *unix_user, sc_clock now,
                        int64_t *id, char *err)
@@ -570,7 +483,7 @@ rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     }
     j->specj = s;
-    st = parse_spec(S, j, s, err);
+    st = sc_parse_spec(S, j, s, err);
     int total = sched_total_slots(S), nagents = 0;
     for (const sc_agent *a = S->agents; a; a = a->next)
         nagents++;
@@ -723,7 +636,7 @@ sc_job *sched_restore_job(sched *S, int64_t id, const char *spec, const char *us
         return NULL;
     }
     if (!spec || rt_json_parse(spec, strlen(spec), &j->specj, err) != RT_OK ||
-        parse_spec(S, j, j->specj, err) != RT_OK || !(j->spec = strdup(spec))) {
+        sc_parse_spec(S, j, j->specj, err) != RT_OK || !(j->spec = strdup(spec))) {
         sc_job_free(j);
         return NULL;
     }

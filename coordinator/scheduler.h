@@ -47,6 +47,7 @@
 
 #include "rt_json.h"
 #include "rt_proto.h"
+#include "rt_schemas.h"
 #include "rt_status.h"
 
 #define SC_KEY_LEN 200 /* "host_id/name" */
@@ -117,7 +118,8 @@ typedef struct sc_job {
     int type;       /* enum job_type */
     char *spec;     /* the submission, JSON text (stored) */
     rt_json *specj; /* parsed */
-    /* from the submission */
+    rt_job_cfg cfg; /* its configuration, by the job schema (scheduler_spec.c) */
+    /* from the submission (cfg's, as the scheduler uses them) */
     int np, min_np, max_restarts, priority;
     int64_t queue_timeout_us, deadline_us; /* 0: none */
     bool need_mem, need_cpu; /* memory_limit / cpu_limit: only agents that enforce it */

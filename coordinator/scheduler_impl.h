@@ -50,4 +50,10 @@ bool sc_place(sched *S, sc_job *j, int np, const sc_job *spare, char *why, size_
  * reasons and queue timeouts. */
 void sc_queue_pass(sched *S, sc_clock now);
 
+/* the submission (scheduler_spec.c): s — its "config" text through the job
+ * schema, or the JSON fields an API client gives, through the same schema —
+ * into j->cfg and the fields the scheduler uses (type, np, min_np, limits,
+ * name ...); an error naming the field or the file's line. */
+rt_status sc_parse_spec(const sched *S, sc_job *j, const rt_json *s, char *err);
+
 #endif

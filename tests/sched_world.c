@@ -101,6 +101,9 @@ void settle(world *w)
                 w->mem_limit = -1;
                 rt_json_get_int(m, RT_F_MEMORY_LIMIT, &w->mem_limit);
                 w->cpu_limit = rt_json_num(rt_json_get(m, RT_F_CPU_LIMIT), -1);
+                rt_json_get_int(m, RT_F_SOCKETS, &w->sockets);
+                rt_json_get_int(m, RT_F_COLLECTIVE_TIMEOUT_MS, &w->collective_timeout_ms);
+                w->encrypt = rt_json_bool(rt_json_get(m, RT_F_ENCRYPT), false);
                 sc_job *j = sched_job(&w->S, job);
                 for (int r = 0; j && r < j->cur_np; r++) {
                     if (j->ranks[r].ag != a)

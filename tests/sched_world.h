@@ -18,6 +18,8 @@ typedef struct world {
     char transport[16];     /* of the last start */
     int64_t mem_limit;      /* its memory_limit_bytes (-1: absent) */
     double cpu_limit;       /* its cpu_limit (-1: absent) */
+    int64_t sockets, collective_timeout_ms; /* its ring settings */
+    bool encrypt;
     int saved_jobs;
 } world;
 

@@ -86,6 +86,58 @@ static void test_machine_ranks(void **state)
     world_free(&w);
 }
 
+/* A submission is its job file's text, parsed by the job schema: np, the
+ * queue's fields and the ring settings of the start message all come from
+ * it (the JSON fields an API client may give instead go through the same
+ * schema, errors naming the field and its key). */
+static void test_submission_config(void **state)
+{
+    (void)state;
+    world w;
+    world_init(&w);
+    agent_up(&w, "A", "a", 4);
+    char err[RT_ERR_LEN];
+    int64_t id = 0;
+    const char *body = "{\"type\":\"exec\",\"argv\":[\"x\"],\"config\":\"[job]\\nname = cfg\\n"
+                       "type = exec\\nnp = 3\\npriority = 7\\ncommand = x\\ntransport = tcp\\n"
+                       "sockets = 3\\ncollective_timeout = 90s\\nencrypt = true\\n\"}";
+    assert_int_equal(sched_submit(&w.S, body, strlen(body), "u", NULL, w.now, &id, err), RT_OK);
+    settle(&w);
+    const sc_job *j = sched_job(&w.S, id);
+    assert_string_equal(j->name, "cfg");
+    assert_true(j->np == 3 && j->priority == 7 && j->type == JOB_EXEC);
+    assert_string_equal(w.transport, "tcp");
+    assert_int_equal(w.sockets, 3);
+    assert_int_equal(w.collective_timeout_ms, 90000);
+    assert_true(w.encrypt);
+    finish_job(&w, id, 0);
+    const struct {
+        const char *body, *says;
+    } bad[] = {
+        {"{\"type\":\"train\",\"config\":\"[job]\\ntype = exec\\ncommand = x\\n\"}",
+         "\"type\" is train but its config says type = exec"},
+        {"{\"type\":\"exec\",\"argv\":[\"x\"],\"config\":\"[job]\\ntype = exec\\nnp = 0\\n"
+         "command = x\\n\"}",
+         "np"},
+        {"{\"type\":\"exec\",\"argv\":[\"x\"],\"np\":70000}", "\"np\" (job.np)"},
+        {"{\"type\":\"exec\",\"argv\":[\"x\"],\"np\":2,\"transport\":\"carrier-pigeon\"}",
+         "\"transport\" (job.transport)"},
+        {"{\"type\":\"exec\",\"argv\":[\"x\"],\"np\":2,\"min_np\":3}",
+         "min_np (3) must be at most np"},
+        {"{\"type\":\"exec\",\"argv\":[\"x\"]}", "\"np\" must be given"},
+        {"{\"type\":\"exec\",\"argv\":[\"x\"],\"np\":2,\"encrypt\":1}",
+         "\"encrypt\" must be true or false"},
+    };
+    for (size_t i = 0; i < RT_ARRAY_LEN(bad); i++) {
+        assert_int_equal(
+            sched_submit(&w.S, bad[i].body, strlen(bad[i].body), "u", NULL, w.now, &id, err),
+            RT_ERR_INVALID);
+        if (!strstr(err, bad[i].says))
+            fail_msg("%s: said '%s', not '%s'", bad[i].body, err, bad[i].says);
+    }
+    world_free(&w);
+}
+
 /* Rank 0's step reports make the current epoch's curve: bounded however
  * many come (thinned, steps still increasing, the last one near the end),
  * started again by a new epoch; other ranks' reports are not in it. */
@@ -391,6 +443,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_placement_horovod),
         cmocka_unit_test(test_machine_ranks),
+        cmocka_unit_test(test_submission_config),
         cmocka_unit_test(test_step_curve),
         cmocka_unit_test(test_fifo_and_no_starvation),
         cmocka_unit_test(test_backfill_by_deadline),
