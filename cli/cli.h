@@ -142,12 +142,12 @@ int cli_local(const cli_args *a, bool is_exec);
 
 /* cli_jobs.c: the JSON job description from a job file (errors printed
  * with file:line; returns 2 and submits nothing) or from exec's arguments. */
-int cli_job_body_from_file(const cli_args *a, char **body);
+int cli_job_body_from_file(const cli_args *a, char **body, int64_t *np);
 /* The job file a->pos[0] with --set (and np, when not NULL) into *j, checked
  * as a submission is (the model against its dataset too); 0, or 2 with the
  * reasons printed, "is not a valid job file" followed by nothing. */
 int cli_job_load(const cli_args *a, const char *np, const char *nothing, rt_job_cfg *j);
-int cli_job_body_from_exec(const cli_args *a, char **body);
+int cli_job_body_from_exec(const cli_args *a, char **body, int64_t *np);
 /* Ctrl-C while following: cancel the job (exec, run: the job is this
  * command) or detach from it (submit --follow: the job keeps running). */
 int cli_submit_and_follow(const cli_conn *c, const char *body, bool follow, bool exec_output,

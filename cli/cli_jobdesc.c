@@ -23,29 +23,20 @@ static const char *submitter(void)
     return u && *u ? u : "?";
 }
 
-static void job_fields(rt_jw *w, const rt_job_cfg *j)
+/* What every submission holds but its argv, env and cwd: who submits and
+ * the job's configuration as the job file's text — every key, after the
+ * file, --set and the flags — which the coordinator, the agent and the
+ * worker each parse with the same schema.  false when out of memory. */
+static bool job_fields(rt_jw *w, const rt_job_cfg *j)
 {
+    char *text = rt_cfg_print_string(&rt_job_schema, j);
+    if (!text)
+        return false;
     rt_jw_kstr(w, "user", submitter());
-    rt_jw_kstr(w, "type", j->type == RT_JOB_EXEC ? "exec" : "train");
-    rt_jw_kstr(w, "name", j->name);
-    rt_jw_kint(w, "np", j->np);
-    rt_jw_kint(w, "min_np", j->min_np);
-    rt_jw_kint(w, "max_restarts", j->max_restarts);
-    rt_jw_kint(w, "priority", j->priority);
-    rt_jw_kint(w, "queue_timeout_ms", j->queue_timeout_us / 1000);
-    rt_jw_kint(w, "deadline_ms", j->deadline_us / 1000);
-    char tp[16]; /* the schema's name for it: [job] transport's choices */
-    rt_jw_kstr(w, "transport", rt_cfg_enum_name(&rt_job_schema, "job", "transport", j->transport,
-                                                tp, sizeof tp));
-    rt_jw_kint(w, "sockets", j->sockets);
-    rt_jw_kint(w, "collective_timeout_ms", j->collective_timeout_us / 1000);
-    rt_jw_kbool(w, "encrypt", j->encrypt);
-    rt_jw_kbool(w, RT_F_INTEGRITY, j->integrity);
-    rt_jw_kbool(w, RT_F_HIERARCHICAL, j->hierarchical);
-    if (j->memory_limit)
-        rt_jw_kint(w, RT_F_MEMORY_LIMIT, (int64_t)j->memory_limit);
-    if (j->cpu_limit > 0)
-        rt_jw_knum(w, RT_F_CPU_LIMIT, j->cpu_limit);
+    rt_jw_kstr(w, RT_F_TYPE, j->type == RT_JOB_EXEC ? "exec" : "train");
+    rt_jw_kstr(w, RT_F_CONFIG, text);
+    free(text);
+    return true;
 }
 
 int cli_job_load(const cli_args *a, const char *np, const char *nothing, rt_job_cfg *jp)
@@ -116,19 +107,19 @@ int cli_job_load(const cli_args *a, const char *np, const char *nothing, rt_job_
     return 0;
 }
 
-int cli_job_body_from_file(const cli_args *a, char **body)
+int cli_job_body_from_file(const cli_args *a, char **body, int64_t *np)
 {
     *body = NULL;
     rt_job_cfg j;
     int rc = cli_job_load(a, cli_value(a, "--np"), "; nothing was submitted", &j);
     if (rc != 0)
         return rc;
-    char *text = rt_cfg_print_string(&rt_job_schema, &j);
+    if (np)
+        *np = j.np;
     rt_jw w;
     rt_jw_init(&w);
     rt_jw_obj(&w);
-    job_fields(&w, &j);
-    rt_jw_kstr(&w, "config", text);
+    bool ok = job_fields(&w, &j);
     if (j.type == RT_JOB_EXEC) {
         rt_jw_key(&w, "argv");
         rt_jw_arr(&w);
@@ -137,8 +128,11 @@ int cli_job_body_from_file(const cli_args *a, char **body)
         rt_jw_arr_end(&w);
     }
     rt_jw_obj_end(&w);
-    free(text);
     rt_cfg_free(&rt_job_schema, &j);
+    if (!ok) {
+        rt_jw_free(&w);
+        return 1;
+    }
     *body = rt_jw_take(&w, NULL);
     return *body ? 0 : 1;
 }
@@ -156,7 +150,7 @@ static bool env_name_ok(const char *name, size_t len)
     return true;
 }
 
-int cli_job_body_from_exec(const cli_args *a, char **body)
+int cli_job_body_from_exec(const cli_args *a, char **body, int64_t *np)
 {
     *body = NULL;
     rt_job_cfg j;
@@ -199,10 +193,29 @@ int cli_job_body_from_exec(const cli_args *a, char **body)
         return 2;
     }
     rt_cfg_errors_free(&e);
+    if (np)
+        *np = j.np;
+    /* what runs is argv (any bytes); the config names only the program, in
+     * characters an INI list keeps as they are */
+    char *prog = strdup(a->nrest > 0 ? a->rest[0] : "program");
+    for (char *p = prog; p && *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f || strchr(",;#=[] \t", *p))
+            *p = '_';
+    j.command.items = calloc(1, sizeof *j.command.items);
+    if (j.command.items && prog) {
+        j.command.items[0] = prog;
+        j.command.n = 1;
+    } else {
+        free(prog);
+    }
     rt_jw w;
     rt_jw_init(&w);
     rt_jw_obj(&w);
-    job_fields(&w, &j);
+    if (!job_fields(&w, &j) || j.command.n != 1) {
+        rt_jw_free(&w);
+        rt_cfg_free(&rt_job_schema, &j);
+        return 1;
+    }
     rt_jw_key(&w, "argv");
     rt_jw_arr(&w);
     for (int i = 0; i < a->nrest; i++)

@@ -120,14 +120,15 @@ int cli_local(const cli_args *a, bool is_exec)
     /* the job first: a bad job file costs nothing */
     bool keep = cli_switch(a, "--keep");
     char *body = NULL;
-    int rc = is_exec ? cli_job_body_from_exec(a, &body) : cli_job_body_from_file(a, &body);
+    int64_t np = 1;
+    int rc =
+        is_exec ? cli_job_body_from_exec(a, &body, &np) : cli_job_body_from_file(a, &body, &np);
     if (rc != 0)
         return rc;
     rt_json *bj = NULL;
-    int64_t np = 1;
     char err[RT_ERR_LEN];
-    if (rt_json_parse(body, strlen(body), &bj, err) == RT_OK)
-        rt_json_get_int(bj, "np", &np);
+    if (rt_json_parse(body, strlen(body), &bj, err) != RT_OK)
+        bj = NULL;
     bool exec_job = !strcmp(rt_json_str(rt_json_get(bj, "type"), ""), "exec");
     rt_json_free(bj);
 

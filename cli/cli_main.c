@@ -304,7 +304,7 @@ static int cmd_resume(const cli_args *a) { return node_action(a, false); }
 static int cmd_submit(const cli_args *a)
 {
     char *body = NULL;
-    int rc = cli_job_body_from_file(a, &body); /* a bad job file costs no connection */
+    int rc = cli_job_body_from_file(a, &body, NULL); /* a bad job file costs no connection */
     if (rc != 0)
         return rc;
     cli_conn c;
@@ -325,7 +325,7 @@ static int cmd_exec(const cli_args *a)
     if (cli_switch(a, "--local"))
         return cli_local(a, true);
     char *body = NULL;
-    int rc = cli_job_body_from_exec(a, &body);
+    int rc = cli_job_body_from_exec(a, &body, NULL);
     if (rc != 0)
         return rc;
     cli_conn c;

@@ -9,6 +9,8 @@
 
 #include "cli.h"
 #include "rt_json.h"
+#include "rt_proto.h"
+#include "rt_schemas.h"
 
 void cli_fmt_duration(double s, char *buf, size_t len)
 {
@@ -258,9 +260,22 @@ int cli_show_job(const rt_json *d)
         }
         if (*str(spec, "cwd"))
             printf("  cwd:       %s\n", str(spec, "cwd"));
-        /* per rank, in its cgroup on nodes that enforce them */
-        const double mem = rt_json_num(rt_json_get(spec, "memory_limit_bytes"), 0),
-                     cpus = rt_json_num(rt_json_get(spec, "cpu_limit"), 0);
+        /* per rank, in its cgroup on nodes that enforce them: the job file's
+         * keys (an API client's submission may give them as JSON fields) */
+        double mem = rt_json_num(rt_json_get(spec, RT_F_MEMORY_LIMIT), 0),
+               cpus = rt_json_num(rt_json_get(spec, RT_F_CPU_LIMIT), 0);
+        const char *config = str(spec, RT_F_CONFIG);
+        if (*config) {
+            rt_job_cfg jc;
+            rt_cfg_errors e = {0};
+            if (rt_cfg_load_string(&rt_job_schema, config, strlen(config), "job", NULL, &jc, &e) ==
+                RT_OK) {
+                mem = (double)jc.memory_limit;
+                cpus = jc.cpu_limit;
+            }
+            rt_cfg_free(&rt_job_schema, &jc);
+            rt_cfg_errors_free(&e);
+        }
         if (mem > 0 || cpus > 0) {
             char m[32] = "", lim[96] = "";
             int n = 0;

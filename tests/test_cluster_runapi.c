@@ -610,3 +610,43 @@ void test_exec_program_path(void **state)
     CHECK(out && strstr(out, "cannot run the program: no-such-program-rt"));
     free(out);
 }
+
+/* A job file's [job] ring settings reach the rank with no code of their own
+ * on the way: the CLI sends the file's text (after --set), the coordinator
+ * parses it with the job schema, the start message carries the settings,
+ * the agent writes them into the rank's rendezvous file, which the rank
+ * (here: cat) reads. */
+void test_job_file_reaches_rank(void **state)
+{
+    (void)state;
+    char ini[600], idtxt[32], *out = NULL;
+    snprintf(ini, sizeof ini, "%s/ring.ini", C.dir);
+    FILE *f = fopen(ini, "w");
+    CHECK(f != NULL);
+    fprintf(f,
+            "[job]\ntype = exec\nname = ring-settings\nnp = 2\nsockets = 3\n"
+            "command = sh, -c, cat \"$RT_RENDEZVOUS_FILE\" && echo && echo %s\n",
+            C.marker);
+    fclose(f);
+    const char *args[] = {
+        "submit", ini, "--set", "job.collective_timeout=77s", "--set", "job.integrity=false", NULL};
+    CHECK(cl_cli(&C, &out, 30, args) == 0);
+    const char *said = out ? strstr(out, "submitted job ") : NULL;
+    long long id = said ? atoll(said + strlen("submitted job ")) : 0;
+    free(out);
+    CHECK(id > 0);
+    rt_json *doc = cl_wait_job(&C, id, NULL, 30000);
+    CHECK(doc && !strcmp(cl_job_state(doc), "succeeded"));
+    rt_json_free(doc);
+    snprintf(idtxt, sizeof idtxt, "%lld", id);
+    const char *logs[] = {"logs", idtxt, NULL};
+    CHECK(cl_cli(&C, &out, 30, logs) == 0);
+    for (int r = 0; r < 2; r++) {
+        char want[64];
+        snprintf(want, sizeof want, "[%d] {\"job\":%lld", r, id);
+        CHECK(out && strstr(out, want));
+    }
+    CHECK(strstr(out, "\"sockets\":3") && strstr(out, "\"collective_timeout_ms\":77000") &&
+          strstr(out, "\"integrity\":false") && strstr(out, "\"hierarchical\":true"));
+    free(out);
+}
