@@ -130,7 +130,10 @@ for p in python3 /usr/bin/python3; do
   if "$p" -c 'import numpy' 2> /dev/null; then py=$(command -v "$p"); break; fi
 done
 if [ -n "$py" ]; then
-  out=$(srun_ -N 2 -n 4 -l "$py" "$src/tests/binding_check.py" no-agent 2>&1) ||
+  # the sanitizer build: the ASan runtime first (RT_PRELOAD), no leak report of python
+  pre=(env)
+  [ -n "${RT_PRELOAD:-}" ] && pre=(env LD_PRELOAD="$RT_PRELOAD" ASAN_OPTIONS=detect_leaks=0)
+  out=$(srun_ -N 2 -n 4 -l "${pre[@]}" "$py" "$src/tests/binding_check.py" no-agent 2>&1) ||
     { echo "$out"; fail "the Python binding under srun"; }
   [ "$(grep -c 'binding ok: rank' <<< "$out")" = 4 ] || { echo "$out"; fail "binding: 4 ranks"; }
   echo "ok: the Python binding's collectives under srun -N 2 -n 4"
