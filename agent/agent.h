@@ -259,6 +259,12 @@ void agent_backlog_free(agentd *ag);
 
 /* agent_proc.c */
 void proc_prepare(agentd *ag, const rt_json *m);
+/* agent_spawn.c: start worker w's process for the start message m — its
+ * identity, files, command, environment, descriptors and cgroup, then
+ * fork; *out_fd and *ctl_fd are the read ends of its output pipe and
+ * control socket.  On error nothing it made is left open. */
+rt_status proc_launch(agentd *ag, worker *w, const rt_json *m, pid_t *pid, int *out_fd, int *ctl_fd,
+                      char *err);
 void proc_start(agentd *ag, const rt_json *m);
 void proc_abort(agentd *ag, int64_t job, int64_t attempt, const char *reason);
 void proc_reap(agentd *ag);

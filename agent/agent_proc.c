@@ -3,8 +3,8 @@
  * prepare: bind a listening socket on the data address for each of the
  *   agent's ranks and report the addresses (gang start: nobody runs until
  *   every rank has one).
- * start: per rank, write the rendezvous file (mode 0600: peers and the
- *   job key) and fork/exec the program in a process group of its own, with
+ * start: per rank (agent_spawn.c), write the rendezvous file (mode 0400:
+ *   peers and the job key) and fork/exec the program in a process group of its own, with
  *   fd 0 /dev/null, fds 1 and 2 a pipe into the rank's log, fd 3 the bound
  *   listening socket (RT_LISTEN_FD) and fd 4 a control socket for progress
  *   reports (RT_CONTROL_FD), and the rank environment (agent_env.c: RT_*,
@@ -416,184 +416,11 @@ static void on_control(evutil_socket_t fd, short what, void *arg)
 
 static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
 {
-    const char *type = rt_json_str(rt_json_get(m, RT_F_JOB_TYPE), "exec");
-    char rdv[600], cfgpath[600];
-    rt_status st = ident_for(ag, w, m, err);
-    if (st == RT_OK)
-        st = files_prepare(ag, w, m, type, rdv, sizeof rdv, cfgpath, sizeof cfgpath, err);
+    pid_t pid = -1;
+    int out_fd = -1, ctl_fd = -1;
+    rt_status st = proc_launch(ag, w, m, &pid, &out_fd, &ctl_fd, err);
     if (st != RT_OK)
         return st;
-    strv argv = {0}, env = {0};
-    /* like horovodrun: an exec job runs in the submitter's folder where this
-     * node has it, else in the job's work folder */
-    char cwd[4096] = "";
-    const char *jcwd = rt_json_get_str(m, RT_F_CWD);
-    struct stat sb;
-    if (jcwd && jcwd[0] == '/' && strlen(jcwd) < sizeof cwd && stat(jcwd, &sb) == 0 &&
-        S_ISDIR(sb.st_mode))
-        snprintf(cwd, sizeof cwd, "%s", jcwd);
-    if (strcmp(type, "train") == 0) {
-        strv_add(&argv, strdup(ag->worker_exe));
-        strv_add(&argv, strdup(cfgpath));
-    } else {
-        const rt_json *a = rt_json_get(m, RT_F_ARGV);
-        for (size_t i = 0; i < rt_json_len(a); i++)
-            strv_add(&argv, strdup(rt_json_str(rt_json_at(a, i), "")));
-    }
-    if (argv.n == 0)
-        return rt_err(err, RT_ERR_INVALID, "no program to run");
-    rank_env(ag, w, m, type, rdv, &env);
-    if ((st = log_open(w, err)) != RT_OK) {
-        strv_free(&argv);
-        strv_free(&env);
-        return st;
-    }
-    int out[2], ctl[2];
-    if (pipe2(out, O_CLOEXEC) != 0) {
-        strv_free(&argv);
-        strv_free(&env);
-        return rt_err(err, RT_ERR_IO, "pipe: %s", strerror(errno));
-    }
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) != 0) {
-        close(out[0]);
-        close(out[1]);
-        strv_free(&argv);
-        strv_free(&env);
-        return rt_err(err, RT_ERR_IO, "socketpair: %s", strerror(errno));
-    }
-    /* its cgroup, with the job's limits (a limit this node cannot enforce
-     * fails the rank here: it never runs unlimited) */
-    int64_t mem = 0;
-    rt_json_get_int(m, RT_F_MEMORY_LIMIT, &mem);
-    w->mem_limit = mem > 0 ? mem : 0;
-    w->cpu_limit = rt_json_num(rt_json_get(m, RT_F_CPU_LIMIT), 0);
-    const bool limited = w->mem_limit > 0 || w->cpu_limit > 0;
-    bool in_cgroup = false;
-    if ((st = cg_prepare(ag, w, &in_cgroup, err)) != RT_OK) {
-        close(out[0]);
-        close(out[1]);
-        close(ctl[0]);
-        close(ctl[1]);
-        strv_free(&argv);
-        strv_free(&env);
-        return st;
-    }
-    const pid_t parent = getpid();
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    /* the program, found in the rank's PATH (a venv's python first) */
-    char *prog = program_path(argv.v[0], env.v, cwd[0] ? cwd : w->jobwork);
-    /* the token file is hidden from the rank (see hide_token below); what
-     * the child writes is prepared here: it may not allocate */
-    const bool hide = ag->token_hidden;
-    char uidmap[48], gidmap[48];
-    const uid_t ruid = w->as_job ? w->uid : getuid();
-    const gid_t rgid = w->as_job ? w->gid : getgid();
-    snprintf(uidmap, sizeof uidmap, "%u %u 1\n", (unsigned)ruid, (unsigned)ruid);
-    snprintf(gidmap, sizeof gidmap, "%u %u 1\n", (unsigned)rgid, (unsigned)rgid);
-    /* No signal may reach the child with the agent's handlers installed:
-     * libevent's handler would write into the socketpair the child shares
-     * with the agent, and the agent would act on a signal meant for a rank
-     * (a healthy agent stopped itself that way).  So every signal is blocked
-     * across fork, and the child resets every disposition before unblocking. */
-    sigset_t all, saved;
-    sigfillset(&all);
-    if (w->master_fd >= 0) { /* MASTER_PORT is the rank's to bind now */
-        close(w->master_fd);
-        w->master_fd = -1;
-    }
-    pthread_sigmask(SIG_SETMASK, &all, &saved);
-    pid_t pid = fork();
-    if (pid == 0) {
-        /* the child: async-signal-safe calls only until exec */
-        for (int sig = 1; sig < NSIG; sig++)
-            if (sig != SIGKILL && sig != SIGSTOP)
-                signal(sig, SIG_DFL);
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(126);
-        int o = fcntl(out[1], F_DUPFD, 10), l = fcntl(w->listen_fd, F_DUPFD, 10),
-            c = fcntl(ctl[1], F_DUPFD, 10);
-        dup2(devnull, 0);
-        dup2(o, 1);
-        dup2(o, 2);
-        dup2(l, RT_LISTEN_FD_NUM);
-        dup2(c, RT_CONTROL_FD_NUM);
-        /* into its cgroup before anything else can start (and before the
-         * user namespace of hide_token, where the file is not ours) */
-        if (in_cgroup && cg_enter(w->cg_procs) != 0) {
-            const char *msg = limited ? "[agent] cannot enter the rank's cgroup, where its "
-                                        "memory_limit/cpu_limit are: not starting it\n"
-                                      : "[agent] cannot enter the rank's cgroup: what it "
-                                        "starts is contained by its process group and RT_* "
-                                        "variables only\n";
-            ssize_t r = write(2, msg, strlen(msg));
-            (void)r;
-            if (limited)
-                _exit(126);
-        }
-        /* then it becomes the job's user, keeping no capability */
-        if (ident_enter(w) != 0) {
-            const char *msg = "[agent] cannot run the rank as the job's user (";
-            ssize_t r = write(2, msg, strlen(msg));
-            r = write(2, w->who, strlen(w->who));
-            r = write(2, "): ", 3);
-            r = write(2, strerror(errno), strlen(strerror(errno)));
-            r = write(2, "\n", 1);
-            (void)r;
-            _exit(126);
-        }
-        /* a job's own user that cannot read the token (its folder is
-         * root:ringtrain 0750) has nothing to hide, and could not mount over
-         * a file it cannot reach */
-        const bool hide_it = hide && (!w->as_job || access(ag->cfg.token_file, R_OK) == 0);
-        if (hide_it && hide_token(ag->cfg.token_file, uidmap, gidmap) != 0) {
-            /* it worked when the agent tried: do not run with the token visible */
-            const char *msg = "[agent] cannot hide the agent's token from this rank "
-                              "(hide_token): not starting it\n";
-            ssize_t r = write(2, msg, strlen(msg));
-            (void)r;
-            _exit(126);
-        }
-        close_range(RT_CONTROL_FD_NUM + 1, ~0U, 0);
-        if ((!cwd[0] || chdir(cwd) != 0) && chdir(w->jobwork) != 0)
-            _exit(126);
-        /* a change of user cleared it: dies with the agent all the same */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(126);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        if (prog) /* found in the rank's PATH */
-            execve(prog, argv.v, env.v);
-        else if (strchr(argv.v[0], '/')) /* a path, from the rank's folder */
-            execve(argv.v[0], argv.v, env.v);
-        else /* in no folder of the rank's PATH: not the agent's PATH either */
-            errno = ENOENT;
-        const char *msg = "[agent] cannot run the program: ";
-        ssize_t r = write(2, msg, strlen(msg));
-        r = write(2, argv.v[0], strlen(argv.v[0]));
-        r = write(2, ": ", 2);
-        r = write(2, strerror(errno), strlen(strerror(errno)));
-        r = write(2, "\n", 1);
-        (void)r;
-        _exit(127);
-    }
-    int e = errno;
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
-    free(prog);
-    close(devnull);
-    close(out[1]);
-    close(ctl[1]);
-    strv_free(&argv);
-    strv_free(&env);
-    if (pid < 0) {
-        close(out[0]);
-        close(ctl[0]);
-        cg_release(ag, w);
-        return rt_err(err, RT_ERR_IO, "fork: %s", strerror(e));
-    }
     setpgid(pid, pid); /* also here: no race with a kill before the child ran */
     close(w->listen_fd); /* the worker owns it now */
     w->listen_fd = -1;
@@ -605,8 +432,8 @@ static rt_status spawn(agentd *ag, worker *w, const rt_json *m, char *err)
                  "kernels on this CPU; set it in the job to choose)\n", ag->blas_set);
         log_write(w, line, strlen(line));
     }
-    w->out_fd = out[0];
-    w->ctl_fd = ctl[0];
+    w->out_fd = out_fd;
+    w->ctl_fd = ctl_fd;
     fcntl(w->out_fd, F_SETFL, O_NONBLOCK);
     fcntl(w->ctl_fd, F_SETFL, O_NONBLOCK);
     w->out_ev = event_new(ag->base, w->out_fd, EV_READ | EV_PERSIST, on_output, w);
