@@ -115,7 +115,7 @@ typedef struct sc_job {
     int64_t id;
     char name[128], user[64];
     char unix_user[33]; /* its ranks run as this Unix user (the token's; "": agent's choice) */
-    int type;       /* enum job_type */
+    enum job_type type;
     char *spec;     /* the submission, JSON text (stored) */
     rt_json *specj; /* parsed */
     rt_job_cfg cfg; /* its configuration, by the job schema (scheduler_spec.c) */
@@ -124,7 +124,7 @@ typedef struct sc_job {
     int64_t queue_timeout_us, deadline_us; /* 0: none */
     bool need_mem, need_cpu; /* memory_limit / cpu_limit: only agents that enforce it */
     /* state */
-    int state;
+    enum job_state state;
     bool held;
     char reason[1024];
     char last_failure[700]; /* why the last attempt failed (kept through a restart) */

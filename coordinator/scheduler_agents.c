@@ -69,6 +69,30 @@ static char *caps_clean(const rt_json *caps)
 
 /* ---- agents ---------------------------------------------------------------------- */
 
+/* Whether the attempt's failure is already decided (or the job is past
+ * failing): what happens to its other ranks now is the consequence. */
+static bool failure_decided(const sc_job *j)
+{
+    return job_state_terminal(j->state) || j->have_failure || j->state == JOB_RESTARTING;
+}
+
+/* The first failure of a rank that ended without an exit of its own (its
+ * agent lost, or silent about it after a coordinator restart). */
+static void lost_rank_failure(sc_job *j, int rank, const char *host, const char *agent,
+                              const char *why)
+{
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    rt_jw_kint(&w, RT_F_ATTEMPT, j->attempt);
+    rt_jw_kint(&w, RT_F_RANK, rank);
+    rt_jw_kstr(&w, "host", host);
+    rt_jw_kstr(&w, RT_F_AGENT, agent);
+    rt_jw_kstr(&w, "cause", why);
+    rt_jw_obj_end(&w);
+    sc_set_first_failure(j, &w);
+}
+
 /* A rank of a restored job that its agent did not account for: gone. */
 static void rank_unaccounted(sched *S, sc_job *j, int r, const char *why, sc_clock now)
 {
@@ -76,18 +100,9 @@ static void rank_unaccounted(sched *S, sc_job *j, int r, const char *why, sc_clo
     sc_rank_exit(s);
     s->exit_signal = -1;
     sc_rank_saved(S, j, r);
-    if (job_state_terminal(j->state) || j->have_failure || j->state == JOB_RESTARTING)
+    if (failure_decided(j))
         return;
-    rt_jw w;
-    rt_jw_init(&w);
-    rt_jw_obj(&w);
-    rt_jw_kint(&w, RT_F_ATTEMPT, j->attempt);
-    rt_jw_kint(&w, RT_F_RANK, r);
-    rt_jw_kstr(&w, "host", s->hostname);
-    rt_jw_kstr(&w, RT_F_AGENT, s->agent_key);
-    rt_jw_kstr(&w, "cause", why);
-    rt_jw_obj_end(&w);
-    sc_set_first_failure(j, &w);
+    lost_rank_failure(j, r, s->hostname, s->agent_key, why);
     char reason[700];
     snprintf(reason, sizeof reason, "rank %d (agent %s) %s", r, s->agent_key, why);
     /* an attempt that never ran was interrupted, not failed: no restart used */
@@ -230,22 +245,12 @@ void sched_agent_down(sched *S, sc_agent *a, const char *why, sc_clock now)
                 if (lost < 0)
                     lost = r;
             }
-        if (lost < 0 || job_state_terminal(j->state) || j->have_failure ||
-            j->state == JOB_RESTARTING || j->state == JOB_QUEUED)
+        if (lost < 0 || failure_decided(j) || j->state == JOB_QUEUED)
             continue;
         char reason[700];
         snprintf(reason, sizeof reason, "agent %s on host %s was lost (%s) with rank %d", a->key,
                  a->hostname, why, lost);
-        rt_jw w;
-        rt_jw_init(&w);
-        rt_jw_obj(&w);
-        rt_jw_kint(&w, RT_F_ATTEMPT, j->attempt);
-        rt_jw_kint(&w, RT_F_RANK, lost);
-        rt_jw_kstr(&w, "host", a->hostname);
-        rt_jw_kstr(&w, RT_F_AGENT, a->key);
-        rt_jw_kstr(&w, "cause", why);
-        rt_jw_obj_end(&w);
-        sc_set_first_failure(j, &w);
+        lost_rank_failure(j, lost, a->hostname, a->key, why);
         sc_attempt_failed(S, j, reason, true, now);
     }
     a->used = 0;

@@ -185,7 +185,7 @@ int64_t submit_ok(world *w, const char *extra, int np)
 int job_state(world *w, int64_t id)
 {
     sc_job *j = sched_job(&w->S, id);
-    return j ? j->state : -1;
+    return j ? (int)j->state : -1;
 }
 
 /* Every rank of job id exits with code (0: success). */
