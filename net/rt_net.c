@@ -19,7 +19,8 @@ void rt_tls_describe(unsigned long e, char *buf, size_t len)
     if (ERR_SYSTEM_ERROR(e) || ERR_GET_LIB(e) == 0) {
         int sys = ERR_GET_REASON(e);
         snprintf(buf, len, "%s", sys ? strerror(sys) : "connection closed abruptly");
-    } else if (ERR_GET_LIB(e) == ERR_LIB_SSL && ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+    } else if (ERR_GET_LIB(e) == ERR_LIB_SSL &&
+               ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
         snprintf(buf, len, "connection closed abruptly");
     } else {
         const char *r = ERR_reason_error_string(e);
@@ -112,7 +113,8 @@ rt_status rt_token_load(const char *path, char token[RT_TOKEN_HEX + 1], char *er
         fclose(f);
         return rt_err(err, RT_ERR_AUTH,
                       "token file %s is readable or writable by every user (mode %03o): chmod "
-                      "640 it (group ringtrain) or 600", path, (unsigned)(st.st_mode & 0777));
+                      "640 it (group ringtrain) or 600",
+                      path, (unsigned)(st.st_mode & 0777));
     }
     char line[256] = "";
     char *got = fgets(line, sizeof line, f);
@@ -121,8 +123,8 @@ rt_status rt_token_load(const char *path, char token[RT_TOKEN_HEX + 1], char *er
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
         line[--n] = '\0';
     if (n != RT_TOKEN_HEX || strspn(line, "0123456789abcdefABCDEF") != n)
-        return rt_err(err, RT_ERR_INVALID, "token file %s does not hold a %d-digit hex token",
-                      path, RT_TOKEN_HEX);
+        return rt_err(err, RT_ERR_INVALID, "token file %s does not hold a %d-digit hex token", path,
+                      RT_TOKEN_HEX);
     memcpy(token, line, RT_TOKEN_HEX + 1);
     return RT_OK;
 }
@@ -146,8 +148,8 @@ int rt_frame_pull_max(struct evbuffer *in, uint32_t max, rt_json **out, char *er
         return 0;
     unsigned char h[4];
     evbuffer_copyout(in, h, 4);
-    uint32_t len = (uint32_t)h[0] | ((uint32_t)h[1] << 8) | ((uint32_t)h[2] << 16) |
-                   ((uint32_t)h[3] << 24);
+    uint32_t len =
+        (uint32_t)h[0] | ((uint32_t)h[1] << 8) | ((uint32_t)h[2] << 16) | ((uint32_t)h[3] << 24);
     if (len == 0 || len > max) {
         rt_err(err, RT_ERR_PROTO, "frame of %u bytes (limit %u)", len, max);
         return -1;
@@ -179,8 +181,8 @@ rt_status rt_frame_push_text(struct bufferevent *bev, const char *text, size_t l
 {
     if (len > RT_FRAME_MAX)
         return RT_ERR_INVALID;
-    unsigned char h[4] = {(unsigned char)len, (unsigned char)(len >> 8),
-                          (unsigned char)(len >> 16), (unsigned char)(len >> 24)};
+    unsigned char h[4] = {(unsigned char)len, (unsigned char)(len >> 8), (unsigned char)(len >> 16),
+                          (unsigned char)(len >> 24)};
     struct evbuffer *out = bufferevent_get_output(bev);
     int r = evbuffer_add(out, h, 4) | evbuffer_add(out, text, len);
     return r == 0 ? RT_OK : RT_ERR_NOMEM;
