@@ -231,6 +231,9 @@ void http_conn_tick(coord *co); /* caps and deadlines, each tick */
 void http_conn_listener(struct evhttp_bound_socket *bound); /* accept errors paced */
 rt_status http_start(coord *co, char *err);
 void http_stop(coord *co);
+/* coord_logs.c: the log streams of GET /v1/jobs/ID/logs */
+void http_logs(coord *co, struct evhttp_request *req, int64_t id, const char *query);
+void http_logs_stop(coord *co); /* every stream ended (the API stops) */
 void http_on_log_data(coord *co, conn *c, const rt_json *m);
 void http_on_agent_gone(coord *co, const sc_agent *a);
 

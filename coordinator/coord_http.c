@@ -7,7 +7,7 @@
  *   GET  /v1/jobs/ID                       status, attempts, placement, events, metrics
  *   POST /v1/jobs/ID/cancel | /hold | /release
  *   GET  /v1/jobs/ID/logs?rank=R|all&follow=1[&skip=...]   output, streamed from the
- *        agents; skip: what a reconnecting follower has (R:LINES,... or BYTES)
+ *        agents (coord_logs.c); skip: what a reconnecting follower has (R:LINES,... or BYTES)
  *   GET  /metrics                          Prometheus text format
  *   GET  /v1/tokens, POST /v1/tokens {"name","role"}, POST /v1/tokens/ID|NAME/revoke
  *                                          API tokens (admin)
@@ -32,16 +32,6 @@
 #include "rt_addr.h"
 #include "rt_hex.h"
 #include "rt_log.h"
-
-struct log_stream {
-    uint64_t id;
-    coord *co;
-    struct evhttp_request *req;
-    int pending;          /* ranks still streaming */
-    char (*agents)[SC_KEY_LEN]; /* agents asked (for cancel, loss, and who may write) */
-    int nagents, cap;
-    log_stream *next;
-};
 
 void http_reply_text(struct evhttp_request *req, int code, const char *type, const char *body)
 {
@@ -223,291 +213,6 @@ static char *with_usage(coord *co, int64_t id, char *doc)
     free(u);
     free(doc);
     return out;
-}
-
-/* ---- log streams --------------------------------------------------------------- */
-
-/* When a client goes away during a stream, evhttp detaches the request from
- * its connection and leaves it to us (libevent: a request whose reply the
- * user has not finished is not freed with the connection): ending it frees
- * it.  A request still attached belongs to its connection. */
-static void stream_release_req(log_stream *s)
-{
-    struct evhttp_connection *evc = evhttp_request_get_connection(s->req);
-    if (!evc)
-        evhttp_send_reply_end(s->req); /* frees a detached request */
-    else
-        evhttp_connection_set_closecb(evc, NULL, NULL);
-    s->req = NULL;
-}
-
-static void stream_free(coord *co, log_stream *s)
-{
-    for (log_stream **p = &co->streams; *p; p = &(*p)->next)
-        if (*p == s) {
-            *p = s->next;
-            break;
-        }
-    free(s->agents);
-    free(s);
-}
-
-static void stream_closed(struct evhttp_connection *conn, void *arg)
-{
-    log_stream *s = arg;
-    coord *co = s->co;
-    (void)conn;
-    for (int i = 0; i < s->nagents; i++) {
-        sc_agent *a = sched_agent(&co->S, s->agents[i]);
-        if (!a || !a->up)
-            continue;
-        rt_jw w;
-        rt_jw_init(&w);
-        rt_jw_obj(&w);
-        rt_jw_kstr(&w, RT_F_TYPE, rt_msg_name(RT_MSG_LOG_CLOSE));
-        rt_jw_kint(&w, RT_F_REQ, (int64_t)s->id);
-        rt_jw_obj_end(&w);
-        coord_send(co, a, &w);
-    }
-    stream_release_req(s);
-    stream_free(co, s);
-}
-
-static void stream_done(log_stream *s)
-{
-    http_conn_served(s->req, false);
-    evhttp_connection_set_closecb(evhttp_request_get_connection(s->req), NULL, NULL);
-    evhttp_send_reply_end(s->req);
-    stream_free(s->co, s);
-}
-
-/* A client that stops reading a stream (a follower piped into a paused
- * pager, or a hostile one) would have the coordinator hold the job's output
- * for as long as it runs: evhttp queues every chunk.  Past this much unsent
- * the stream is cut — the agents told to stop, the connection closed; the
- * CLI reconnects and resumes from what it has (skip=), losing nothing. */
-#define LOG_BACKLOG_MAX (4u << 20)
-
-static size_t stream_backlog(const log_stream *s)
-{
-    struct evhttp_connection *evc = evhttp_request_get_connection(s->req);
-    struct bufferevent *bev = evc ? evhttp_connection_get_bufferevent(evc) : NULL;
-    return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
-}
-
-void http_on_log_data(coord *co, conn *c, const rt_json *m)
-{
-    int64_t id = 0;
-    rt_json_get_int(m, RT_F_REQ, &id);
-    for (log_stream *s = co->streams; s; s = s->next) {
-        if (s->id != (uint64_t)id)
-            continue;
-        /* only an agent the stream was asked of may write into it */
-        bool asked = false;
-        for (int i = 0; i < s->nagents && !asked; i++)
-            asked = strcmp(s->agents[i], c->ag->key) == 0;
-        if (!asked) {
-            RT_WARN("coord", "agent %s sent output for log stream %lld, which it was not asked "
-                             "for: dropped",
-                    c->ag->key, (long long)id);
-            return;
-        }
-        size_t backlog = stream_backlog(s);
-        if (backlog > LOG_BACKLOG_MAX) {
-            struct evhttp_connection *evc = evhttp_request_get_connection(s->req);
-            RT_WARN("coord", "log stream %llu: its client has not read %zu KiB of it: closed (a "
-                             "follower resumes where it was)",
-                    (unsigned long long)s->id, backlog >> 10);
-            stream_closed(evc, s); /* the agents stop; frees s, leaves the request to evc */
-            evhttp_connection_free(evc);
-            return;
-        }
-        const char *data = rt_json_get_str(m, RT_F_DATA);
-        const char *error = rt_json_get_str(m, RT_F_ERROR);
-        struct evbuffer *b = evbuffer_new();
-        if (data)
-            evbuffer_add(b, data, strlen(data));
-        if (error)
-            evbuffer_add_printf(b, "[agent %s: %s]\n", c->ag->key, error);
-        if (evbuffer_get_length(b))
-            evhttp_send_reply_chunk(s->req, b);
-        evbuffer_free(b);
-        if (rt_json_bool(rt_json_get(m, RT_F_EOF), false) && --s->pending == 0)
-            stream_done(s);
-        return;
-    }
-}
-
-void http_on_agent_gone(coord *co, const sc_agent *a)
-{
-    for (log_stream *s = co->streams, *next; s; s = next) {
-        next = s->next;
-        for (int i = 0; i < s->nagents; i++)
-            if (strcmp(s->agents[i], a->key) == 0) {
-                struct evbuffer *b = evbuffer_new();
-                evbuffer_add_printf(b, "[agent %s went away: its log stream ended]\n", a->key);
-                evhttp_send_reply_chunk(s->req, b);
-                evbuffer_free(b);
-                s->pending = 0;
-                stream_done(s);
-                break;
-            }
-    }
-}
-
-typedef struct log_ask {
-    coord *co;
-    log_stream *s;
-    int64_t job;
-    bool follow, all;
-    int asked, ranks;
-    const char *skip; /* "R:N,R:N" (rank=all) or "N" (one rank), or NULL */
-} log_ask;
-
-/* What a reconnecting follower already has of rank r: lines with rank=all,
- * bytes of a single rank. */
-static int64_t skip_of(const log_ask *q, int rank)
-{
-    if (!q->skip)
-        return 0;
-    if (!q->all)
-        return strtoll(q->skip, NULL, 10);
-    for (const char *p = q->skip; *p;) {
-        char *e;
-        long r = strtol(p, &e, 10);
-        if (*e != ':')
-            return 0;
-        long long n = strtoll(e + 1, &e, 10);
-        if (r == rank)
-            return n > 0 ? n : 0;
-        p = *e == ',' ? e + 1 : e;
-        if (!*e)
-            break;
-    }
-    return 0;
-}
-
-static void ask_rank(void *user, int rank, const char *key, int64_t attempt)
-{
-    log_ask *q = user;
-    q->ranks++;
-    sc_agent *a = sched_agent(&q->co->S, key);
-    if (!a || !a->up)
-        return;
-    rt_jw w;
-    rt_jw_init(&w);
-    rt_jw_obj(&w);
-    rt_jw_kstr(&w, RT_F_TYPE, rt_msg_name(RT_MSG_LOG_OPEN));
-    rt_jw_kint(&w, RT_F_REQ, (int64_t)q->s->id);
-    rt_jw_kint(&w, RT_F_JOB, q->job);
-    rt_jw_kint(&w, RT_F_ATTEMPT, attempt);
-    rt_jw_kint(&w, RT_F_RANK, rank);
-    rt_jw_kbool(&w, RT_F_FOLLOW, q->follow);
-    rt_jw_kbool(&w, RT_F_PREFIX, q->all);
-    int64_t skip = skip_of(q, rank);
-    if (skip > 0)
-        rt_jw_kint(&w, RT_F_SKIP, skip);
-    rt_jw_obj_end(&w);
-    if (coord_send(q->co, a, &w) != RT_OK)
-        return;
-    q->asked++;
-    log_stream *s = q->s;
-    bool known = false;
-    for (int i = 0; i < s->nagents && !known; i++)
-        known = strcmp(s->agents[i], key) == 0;
-    if (!known && s->nagents == s->cap) {
-        int cap = s->cap ? s->cap * 2 : 8;
-        char(*g)[SC_KEY_LEN] = realloc(s->agents, (size_t)cap * sizeof *g);
-        if (!g)
-            return; /* its output is refused; the stream ends with the others */
-        s->agents = g;
-        s->cap = cap;
-    }
-    if (!known)
-        snprintf(s->agents[s->nagents++], sizeof s->agents[0], "%s", key);
-}
-
-static void logs(coord *co, struct evhttp_request *req, int64_t id, const char *query)
-{
-    struct evkeyvalq q;
-    evhttp_parse_query_str(query ? query : "", &q);
-    const char *rank_s = evhttp_find_header(&q, "rank");
-    const char *follow_s = evhttp_find_header(&q, "follow");
-    const char *attempt_s = evhttp_find_header(&q, "attempt");
-    long long attempt = 0; /* the latest */
-    if (attempt_s && (strspn(attempt_s, "0123456789") != strlen(attempt_s) || !*attempt_s ||
-                      strlen(attempt_s) > 9 || (attempt = atoll(attempt_s)) < 1)) {
-        evhttp_clear_headers(&q);
-        http_reply_error(req, 400, "attempt must be a number from 1");
-        return;
-    }
-    bool all = !rank_s || strcmp(rank_s, "all") == 0;
-    long want = -1;
-    char *end = NULL;
-    if (!all) {
-        want = strtol(rank_s, &end, 10);
-        if (!*rank_s || *end || want < 0 || want > 65535) {
-            evhttp_clear_headers(&q);
-            http_reply_error(req, 400, "rank must be a rank number or \"all\"");
-            return;
-        }
-    }
-    log_stream *s = calloc(1, sizeof *s);
-    if (!s) {
-        evhttp_clear_headers(&q);
-        http_reply_error(req, 500, "out of memory");
-        return;
-    }
-    s->id = ++co->next_stream_id;
-    s->co = co;
-    s->req = req;
-    const char *skip_s = evhttp_find_header(&q, "skip");
-    char *skip = skip_s && strspn(skip_s, "0123456789:,") == strlen(skip_s) ? strdup(skip_s) : NULL;
-    log_ask ask = {co, s, id, follow_s && strcmp(follow_s, "0") != 0, all, 0, 0, skip};
-    evhttp_clear_headers(&q);
-    char msg[160];
-    bool found = cdb_job_ranks(co, id, attempt, all ? -1 : (int)want, ask_rank, &ask);
-    free(skip);
-    if (!found) {
-        free(s->agents);
-        free(s);
-        snprintf(msg, sizeof msg, "job %lld not found", (long long)id);
-        http_reply_error(req, 404, msg);
-        return;
-    }
-    if (ask.asked == 0) {
-        free(s->agents);
-        free(s);
-        if (ask.ranks == 0 && attempt > 0)
-            snprintf(msg, sizeof msg, "job %lld has no attempt %lld%s", (long long)id, attempt,
-                     all ? "" : " with that rank");
-        else if (ask.ranks == 0 && all)
-            snprintf(msg, sizeof msg, "job %lld has not started: no output yet", (long long)id);
-        else if (ask.ranks == 0)
-            snprintf(msg, sizeof msg, "job %lld has no rank %ld in its latest attempt",
-                     (long long)id, want);
-        else
-            snprintf(msg, sizeof msg, "the agent%s holding the output of job %lld%s %s not "
-                     "connected", all ? "s" : "", (long long)id, all ? "" : "'s rank",
-                     all ? "are" : "is");
-        http_reply_error(req, 404, msg);
-        return;
-    }
-    s->pending = ask.asked;
-    s->next = co->streams;
-    co->streams = s;
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      "text/plain; charset=utf-8");
-    evhttp_send_reply_start(req, 200, "OK");
-    http_conn_served(req, true); /* no request deadline while the output streams */
-    struct evhttp_connection *evc = evhttp_request_get_connection(req);
-    evhttp_connection_set_closecb(evc, stream_closed, s);
-    /* a stream may be silent for days: no idle timeout, but TCP keep-alive
-     * so that a vanished client is still noticed */
-    struct bufferevent *bev = evhttp_connection_get_bufferevent(evc);
-    bufferevent_set_timeouts(bev, NULL, NULL);
-    int one = 1;
-    setsockopt(bufferevent_getfd(bev), SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
 }
 
 /* ---- routing ------------------------------------------------------------------- */
@@ -727,7 +432,7 @@ static void handle(struct evhttp_request *req, void *arg)
             return reply_change(co, req, sched_hold(&co->S, id, false, now, err), err,
                                 "{\"held\":false}", 200);
         if (!strcmp(rest, "/logs") && get)
-            return logs(co, req, id, evhttp_uri_get_query(uri));
+            return http_logs(co, req, id, evhttp_uri_get_query(uri));
     }
     http_reply_error(req, 404, "no such endpoint");
 }
@@ -760,10 +465,7 @@ rt_status http_start(coord *co, char *err)
 
 void http_stop(coord *co)
 {
-    while (co->streams) {
-        stream_release_req(co->streams);
-        stream_free(co, co->streams);
-    }
+    http_logs_stop(co);
     if (co->http)
         evhttp_free(co->http);
     co->http = NULL;
