@@ -1,4 +1,4 @@
-/* prep_internal.h — shared by rt_prep.c (import, script) and rt_prep_out.c
+/* prep_internal.h — shared by rt_prep.c (import, script) and prep_out.c
  * (vocabularies, shards, manifest). */
 #ifndef RT_PREP_INTERNAL_H
 #define RT_PREP_INTERNAL_H

@@ -237,7 +237,7 @@ static rt_status read_meta(prep *p, prep_meta *m, char *err)
     sqlite3_finalize(st);
     m->max_given = have_max && !auto_max;
     if (have_max && !(m->max_label > 0))
-        m->max_label = -1; /* given, and wrong: a regression refuses it (rt_prep_out.c) */
+        m->max_label = -1; /* given, and wrong: a regression refuses it (prep_out.c) */
     const char *missing = !m->train_table[0]              ? "train_table"
                           : !m->label[0]                  ? "label"
                           : m->ncat + m->ncont == 0       ? "categorical or continuous"

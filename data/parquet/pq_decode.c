@@ -80,8 +80,8 @@ static bool hyb_next(hyb *h, uint64_t *out)
             return false;
         if (hdr & 1) {
             uint64_t groups = hdr >> 1;
-            if (groups > (uint64_t)(h->end - h->p) || groups * (uint64_t)h->bw >
-                                                          (uint64_t)(h->end - h->p))
+            if (groups > (uint64_t)(h->end - h->p) ||
+                groups * (uint64_t)h->bw > (uint64_t)(h->end - h->p))
                 return false;
             h->packed = h->p;
             h->p += groups * (uint64_t)h->bw;
@@ -113,8 +113,8 @@ static bool hyb_next(hyb *h, uint64_t *out)
 
 /* Decodes exactly `count` values (the header must say so) into out;
  * *after is where the encoded data ends. */
-static const char *delta_decode(const uint8_t *p, const uint8_t *end, int64_t count,
-                                int64_t *out, const uint8_t **after)
+static const char *delta_decode(const uint8_t *p, const uint8_t *end, int64_t count, int64_t *out,
+                                const uint8_t **after)
 {
     uint64_t block, nmini, total, first;
     if (!varint(&p, end, &block) || !varint(&p, end, &nmini) || !varint(&p, end, &total) ||
@@ -168,12 +168,17 @@ static int width_of(const pq_col *c)
 {
     switch (c->pub.physical) {
     case PQ_INT32:
-    case PQ_FLOAT: return 4;
+    case PQ_FLOAT:
+        return 4;
     case PQ_INT64:
-    case PQ_DOUBLE: return 8;
-    case PQ_INT96: return 12;
-    case PQ_FLBA: return c->type_length;
-    default: return 0;
+    case PQ_DOUBLE:
+        return 8;
+    case PQ_INT96:
+        return 12;
+    case PQ_FLBA:
+        return c->type_length;
+    default:
+        return 0;
     }
 }
 
@@ -181,8 +186,12 @@ static int width_of(const pq_col *c)
 static void fixed_value(const pq_col *c, const uint8_t *b, phys *x)
 {
     switch (c->pub.physical) {
-    case PQ_INT32: x->i = (int32_t)rt_get_le32(b); break;
-    case PQ_INT64: x->i = (int64_t)rt_get_le64(b); break;
+    case PQ_INT32:
+        x->i = (int32_t)rt_get_le32(b);
+        break;
+    case PQ_INT64:
+        x->i = (int64_t)rt_get_le64(b);
+        break;
     case PQ_FLOAT: {
         uint32_t u = rt_get_le32(b);
         float fl;
@@ -195,12 +204,14 @@ static void fixed_value(const pq_col *c, const uint8_t *b, phys *x)
         memcpy(&x->d, &u, 8);
         break;
     }
-    default: x->b = b; x->len = (uint32_t)width_of(c);
+    default:
+        x->b = b;
+        x->len = (uint32_t)width_of(c);
     }
 }
 
-static const char *decode_plain(const pq_col *c, const uint8_t *p, const uint8_t *end,
-                                int64_t n, phys *out)
+static const char *decode_plain(const pq_col *c, const uint8_t *p, const uint8_t *end, int64_t n,
+                                phys *out)
 {
     size_t left = (size_t)(end - p);
     if (c->pub.physical == PQ_BOOLEAN) {
@@ -232,8 +243,7 @@ static const char *decode_plain(const pq_col *c, const uint8_t *p, const uint8_t
     return NULL;
 }
 
-static const char *decode_bss(dec *d, const uint8_t *p, const uint8_t *end, int64_t n,
-                              phys *out)
+static const char *decode_bss(dec *d, const uint8_t *p, const uint8_t *end, int64_t n, phys *out)
 {
     int w = width_of(d->col);
     if (w == 0 || d->col->pub.physical == PQ_INT96)
@@ -273,8 +283,7 @@ static const char *decode_delta_bytes(dec *d, bool with_prefix, const uint8_t *p
             why = "a DELTA byte-array value's length is out of range";
         else {
             size_t vl = (size_t)pre[k] + (size_t)len[k];
-            if (vl > UINT32_MAX ||
-                !grow((void **)&d->scratch, &d->scratch_cap, total + vl + 1)) {
+            if (vl > UINT32_MAX || !grow((void **)&d->scratch, &d->scratch_cap, total + vl + 1)) {
                 why = "a DELTA byte-array value is too large";
                 break;
             }
@@ -298,8 +307,8 @@ static const char *decode_delta_bytes(dec *d, bool with_prefix, const uint8_t *p
     return why;
 }
 
-static const char *decode_values(dec *d, int enc, const uint8_t *p, const uint8_t *end,
-                                 int64_t n, phys *out)
+static const char *decode_values(dec *d, int enc, const uint8_t *p, const uint8_t *end, int64_t n,
+                                 phys *out)
 {
     const pq_col *c = d->col;
     switch (enc) {
@@ -378,33 +387,43 @@ static void read_sub(tc *t, int type, int which, page_hdr *h)
     int16_t last = 0;
     int ft;
     while (tc_field(t, &last, &ft)) {
-        if (ft == TC_STRUCT || ft == TC_BINARY || ft == TC_LIST || ft == TC_MAP ||
-            ft == TC_SET || ft == TC_DOUBLE) {
+        if (ft == TC_STRUCT || ft == TC_BINARY || ft == TC_LIST || ft == TC_MAP || ft == TC_SET ||
+            ft == TC_DOUBLE) {
             tc_skip(t, ft); /* statistics */
             continue;
         }
         int64_t x = tc_int(t, ft);
         if (which == 5) { /* DataPageHeader */
-            if (last == 1) h->nvalues = x;
-            else if (last == 2) h->enc = (int)x;
-            else if (last == 3) h->def_enc = (int)x;
+            if (last == 1)
+                h->nvalues = x;
+            else if (last == 2)
+                h->enc = (int)x;
+            else if (last == 3)
+                h->def_enc = (int)x;
         } else if (which == 7) { /* DictionaryPageHeader */
-            if (last == 1) h->dict_n = x;
-            else if (last == 2) h->enc = (int)x;
+            if (last == 1)
+                h->dict_n = x;
+            else if (last == 2)
+                h->enc = (int)x;
         } else { /* DataPageHeaderV2 */
-            if (last == 1) h->nvalues = x;
-            else if (last == 2) h->nnulls = x;
-            else if (last == 4) h->enc = (int)x;
-            else if (last == 5) h->def_len = x;
-            else if (last == 6) h->rep_len = x;
-            else if (last == 7) h->compressed = x != 0;
+            if (last == 1)
+                h->nvalues = x;
+            else if (last == 2)
+                h->nnulls = x;
+            else if (last == 4)
+                h->enc = (int)x;
+            else if (last == 5)
+                h->def_len = x;
+            else if (last == 6)
+                h->rep_len = x;
+            else if (last == 7)
+                h->compressed = x != 0;
         }
     }
     tc_leave(t);
 }
 
-static const char *read_page_header(const uint8_t *p, const uint8_t *end, page_hdr *h,
-                                    size_t *hlen)
+static const char *read_page_header(const uint8_t *p, const uint8_t *end, page_hdr *h, size_t *hlen)
 {
     memset(h, 0, sizeof *h);
     h->type = -1;
@@ -414,17 +433,24 @@ static const char *read_page_header(const uint8_t *p, const uint8_t *end, page_h
     int16_t last = 0;
     int ft;
     while (tc_field(&t, &last, &ft)) {
-        if (last == 1) h->type = (int)tc_int(&t, ft);
-        else if (last == 2) h->usize = tc_int(&t, ft);
-        else if (last == 3) h->csize = tc_int(&t, ft);
-        else if (last == 4) { h->crc = tc_int(&t, ft); h->has_crc = true; }
-        else if (last == 5 || last == 7 || last == 8) read_sub(&t, ft, last, h);
-        else tc_skip(&t, ft);
+        if (last == 1)
+            h->type = (int)tc_int(&t, ft);
+        else if (last == 2)
+            h->usize = tc_int(&t, ft);
+        else if (last == 3)
+            h->csize = tc_int(&t, ft);
+        else if (last == 4) {
+            h->crc = tc_int(&t, ft);
+            h->has_crc = true;
+        } else if (last == 5 || last == 7 || last == 8)
+            read_sub(&t, ft, last, h);
+        else
+            tc_skip(&t, ft);
     }
     if (t.bad)
         return t.bad;
-    if (h->usize < 0 || h->csize < 0 || h->usize > MAX_PAGE || h->nvalues < 0 ||
-        h->nnulls < 0 || h->def_len < 0 || h->rep_len < 0 || h->dict_n < 0)
+    if (h->usize < 0 || h->csize < 0 || h->usize > MAX_PAGE || h->nvalues < 0 || h->nnulls < 0 ||
+        h->def_len < 0 || h->rep_len < 0 || h->dict_n < 0)
         return "a page header with a negative or oversized count";
     *hlen = (size_t)(t.p - p);
     return NULL;
@@ -475,8 +501,7 @@ static const char *dictionary_page(dec *d, int codec, const page_hdr *h, const u
 }
 
 /* A data page (v1 or v2) into rows [done, done + nvalues) of the output. */
-static const char *data_page(dec *d, int codec, const page_hdr *h, const uint8_t *src,
-                             int64_t done)
+static const char *data_page(dec *d, int codec, const page_hdr *h, const uint8_t *src, int64_t done)
 {
     int64_t n = h->nvalues;
     const uint8_t *lv = NULL, *lv_end = NULL, *vals = NULL, *vals_end;
@@ -605,7 +630,8 @@ rt_status pq_read_chunk(rt_pq_file *f, int rg, int col, rt_pq_values *v, char *e
         }
         f->codec_seen |= 1u << ch->codec;
         if (h.type == PAGE_DICT) {
-            why = done ? "a dictionary page after data pages" : dictionary_page(&d, ch->codec, &h, src);
+            why = done ? "a dictionary page after data pages"
+                       : dictionary_page(&d, ch->codec, &h, src);
             f->enc_seen |= 1u << (h.enc & 31);
         } else if (h.type == PAGE_DATA || h.type == PAGE_DATA_V2) {
             if (h.nvalues > rows - done)

@@ -80,15 +80,23 @@ const char *pq_emit(const pq_col *c, rt_pq_values *v, int64_t k, const phys *x)
     char buf[64];
     int n;
     switch (c->conv) {
-    case CV_INT: v->i[k] = x->i; return NULL;
-    case CV_UINT32: v->i[k] = (int64_t)(uint32_t)x->i; return NULL;
+    case CV_INT:
+        v->i[k] = x->i;
+        return NULL;
+    case CV_UINT32:
+        v->i[k] = (int64_t)(uint32_t)x->i;
+        return NULL;
     case CV_UINT64:
         if (x->i < 0)
             return "an unsigned 64-bit value above 2^63-1 (SQLite's integers are signed)";
         v->i[k] = x->i;
         return NULL;
-    case CV_REAL: v->r[k] = x->d; return NULL;
-    case CV_FLOAT16: v->r[k] = half_to_double((uint32_t)x->b[0] | (uint32_t)x->b[1] << 8); return NULL;
+    case CV_REAL:
+        v->r[k] = x->d;
+        return NULL;
+    case CV_FLOAT16:
+        v->r[k] = half_to_double((uint32_t)x->b[0] | (uint32_t)x->b[1] << 8);
+        return NULL;
     case CV_DECIMAL: {
         double u = c->pub.physical == PQ_INT32 || c->pub.physical == PQ_INT64
                        ? (double)x->i
@@ -108,13 +116,17 @@ const char *pq_emit(const pq_col *c, rt_pq_values *v, int64_t k, const phys *x)
         int64_t per = c->per_second, sec = floor_div(x->i, per), frac = x->i - sec * per;
         int64_t days = floor_div(sec, 86400);
         n = render_time(buf, sizeof buf, days, sec - days * 86400, frac,
-                        per == 1000 ? 3 : per == 1000000 ? 6 : 9, true);
+                        per == 1000      ? 3
+                        : per == 1000000 ? 6
+                                         : 9,
+                        true);
         if (n < 0)
             return "a TIMESTAMP outside the years 1..9999";
         return put_bytes(v, k, buf, (size_t)n) ? NULL : "out of memory";
     }
     case CV_INT96: { /* nanoseconds of the day, then the Julian day */
-        int64_t nanos = (int64_t)rt_get_le64(x->b), days = (int64_t)(int32_t)rt_get_le32(x->b + 8) - 2440588;
+        int64_t nanos = (int64_t)rt_get_le64(x->b),
+                days = (int64_t)(int32_t)rt_get_le32(x->b + 8) - 2440588;
         if (nanos < 0 || nanos >= INT64_C(86400000000000))
             return "an INT96 timestamp with a bad time of day";
         n = render_time(buf, sizeof buf, days, nanos / 1000000000, nanos % 1000000000, 9, true);
@@ -127,7 +139,10 @@ const char *pq_emit(const pq_col *c, rt_pq_values *v, int64_t k, const phys *x)
         if (x->i < 0 || x->i >= 86400 * per)
             return "a TIME outside one day";
         n = render_time(buf, sizeof buf, 0, x->i / per, x->i % per,
-                        per == 1000 ? 3 : per == 1000000 ? 6 : 9, false);
+                        per == 1000      ? 3
+                        : per == 1000000 ? 6
+                                         : 9,
+                        false);
         return put_bytes(v, k, buf, (size_t)n) ? NULL : "out of memory";
     }
     case CV_TEXT:
@@ -168,8 +183,7 @@ static bool lz4_hadoop(const uint8_t *src, size_t n, uint8_t *dst, size_t out_n)
     return in == n && out == out_n;
 }
 
-const char *pq_decompress(int codec, const uint8_t *src, size_t n, uint8_t *dst,
-                              size_t out_n)
+const char *pq_decompress(int codec, const uint8_t *src, size_t n, uint8_t *dst, size_t out_n)
 {
     switch (codec) {
     case CODEC_SNAPPY: {
@@ -204,12 +218,11 @@ const char *pq_decompress(int codec, const uint8_t *src, size_t n, uint8_t *dst,
                    : "damaged LZ4_RAW data";
     case CODEC_LZ4:
         if (lz4_hadoop(src, n, dst, out_n) ||
-            (n <= INT32_MAX && LZ4_decompress_safe((const char *)src, (char *)dst, (int)n,
-                                                   (int)out_n) == (int)out_n))
+            (n <= INT32_MAX &&
+             LZ4_decompress_safe((const char *)src, (char *)dst, (int)n, (int)out_n) == (int)out_n))
             return NULL;
         return "damaged LZ4 data";
     default:
         return NULL; /* refused before: see page_bytes */
     }
 }
-

@@ -1,4 +1,4 @@
-/* rt_prep_out.c — the second half of the prep: vocabularies over the
+/* prep_out.c — the second half of the prep: vocabularies over the
  * feature tables, the rows dealt into shards, the manifest. */
 #include <math.h>
 #include <stdio.h>
@@ -15,9 +15,9 @@
 /* ---- a vocabulary: value -> index, open addressing over "type:text" keys ---- */
 
 typedef struct vocab {
-    char **values;  /* by index; NULL for SQL NULL */
+    char **values; /* by index; NULL for SQL NULL */
     int32_t n;
-    char **keys;    /* hash table */
+    char **keys; /* hash table */
     int32_t *idx;
     size_t cap;
 } vocab;
@@ -87,8 +87,7 @@ static void vocab_free(vocab *v)
     /* values are handed to the manifest's columns */
 }
 
-static rt_status build_vocab(sqlite3 *db, const prep_meta *m, const char *col, vocab *v,
-                             char *err)
+static rt_status build_vocab(sqlite3 *db, const prep_meta *m, const char *col, vocab *v, char *err)
 {
     char q[1024], ic[140], it[140], ie[140];
     prep_ident(col, ic, sizeof ic);
@@ -126,10 +125,10 @@ static rt_status build_vocab(sqlite3 *db, const prep_meta *m, const char *col, v
 typedef struct outcol {
     rt_shard_col c;
     rt_col_role role;
-    int sql;        /* column in the SELECT */
-    vocab *v;       /* categorical; a classification's label: its classes */
+    int sql;             /* column in the SELECT */
+    vocab *v;            /* categorical; a classification's label: its classes */
     int64_t *class_rows; /* a classification's label: training rows per class */
-    double n, mean, m2; /* continuous (and the label): Welford over the training rows */
+    double n, mean, m2;  /* continuous (and the label): Welford over the training rows */
 } outcol;
 
 static int64_t count_rows(sqlite3 *db, const char *table)
@@ -154,7 +153,8 @@ static bool flag_value(sqlite3_stmt *st, int c, uint8_t *out)
         return true;
     }
     const char *s = t == SQLITE_TEXT ? (const char *)sqlite3_column_text(st, c) : NULL;
-    static const char *const yes[] = {"1", "true", "t", "yes", "y"}, *const no[] = {"0", "false", "f", "no", "n"};
+    static const char *const yes[] = {"1", "true", "t", "yes", "y"}, *const no[] = {"0", "false",
+                                                                                    "f", "no", "n"};
     for (size_t i = 0; s && i < 5; i++) {
         if (strcasecmp(s, yes[i]) == 0)
             return (*out = 1), true;
@@ -281,11 +281,12 @@ static rt_status label_task(sqlite3 *db, const prep_meta *m, rt_prep_report *rep
             else
                 snprintf(rep->task_why, sizeof rep->task_why,
                          "inferred: the label %s holds %d integer values; set meta task = "
-                         "regression if they are amounts", m->label, n);
+                         "regression if they are amounts",
+                         m->label, n);
         } else {
             task = "regression";
-            snprintf(rep->task_why, sizeof rep->task_why,
-                     "inferred: the label %s holds numbers", m->label);
+            snprintf(rep->task_why, sizeof rep->task_why, "inferred: the label %s holds numbers",
+                     m->label);
         }
     } else {
         snprintf(rep->task_why, sizeof rep->task_why, "meta task");
@@ -293,21 +294,26 @@ static rt_status label_task(sqlite3 *db, const prep_meta *m, rt_prep_report *rep
     snprintf(rep->task, sizeof rep->task, "%s", task);
     const bool cls = strcmp(task, "regression") != 0;
     if (s == RT_OK && cls && many)
-        s = rt_err(err, RT_ERR_INVALID, "label %s has more than %d classes", m->label,
-                   MAX_CLASSES);
+        s = rt_err(err, RT_ERR_INVALID, "label %s has more than %d classes", m->label, MAX_CLASSES);
     else if (s == RT_OK && cls && n < 2)
-        s = rt_err(err, RT_ERR_INVALID, "label %s has %d class%s in table %s: a classification "
-                   "needs two at least", m->label, n, n == 1 ? "" : "es", m->train_table);
+        s = rt_err(err, RT_ERR_INVALID,
+                   "label %s has %d class%s in table %s: a classification "
+                   "needs two at least",
+                   m->label, n, n == 1 ? "" : "es", m->train_table);
     else if (s == RT_OK && !strcmp(task, "binary") && n != 2)
-        s = rt_err(err, RT_ERR_INVALID, "label %s has %d classes: task binary needs 2 "
-                   "(multiclass takes more)", m->label, n);
+        s = rt_err(err, RT_ERR_INVALID,
+                   "label %s has %d classes: task binary needs 2 "
+                   "(multiclass takes more)",
+                   m->label, n);
     else if (s == RT_OK && cls && transformed)
         s = rt_err(err, RT_ERR_INVALID, "label_transform %s is for a regression, not task %s",
                    m->label_transform, task);
     else if (s == RT_OK && !cls && text)
-        s = rt_err(err, RT_ERR_INVALID, "task regression, but the label %s holds text ('%s'): "
+        s = rt_err(err, RT_ERR_INVALID,
+                   "task regression, but the label %s holds text ('%s'): "
                    "a regression's label must be a number (or leave task out: a text label is "
-                   "a classification)", m->label, first_text);
+                   "a classification)",
+                   m->label, first_text);
     if (s == RT_OK && cls) {
         qsort(names, (size_t)n, sizeof *names, cmp_class);
         for (int k = 0; k < n && s == RT_OK; k++)
@@ -337,9 +343,8 @@ static rt_status flush_group(rt_shard_writer *w, rt_shard_col *sc, int ncols, vo
  * continuous columns' mean and variance over the rows not flagged for
  * validation accumulate in cols. */
 static rt_status write_table(sqlite3 *db, const char *table, outcol *cols, int ncols, int nparts,
-                             const rt_prep_opts *o, const char *prefix, rt_ds_part *parts,
-                             int vcol, bool stats, double max_log_label, int64_t *defaulted,
-                             char *err)
+                             const rt_prep_opts *o, const char *prefix, rt_ds_part *parts, int vcol,
+                             bool stats, double max_log_label, int64_t *defaulted, char *err)
 {
     int64_t n = count_rows(db, table);
     if (n < 0)
@@ -363,7 +368,8 @@ static rt_status write_table(sqlite3 *db, const char *table, outcol *cols, int n
      * row groups, whatever the table's size) */
     int64_t group = o->rows_per_group > 0 ? o->rows_per_group : 65536;
     void **data = calloc((size_t)nparts * (size_t)ncols, sizeof *data);
-    int64_t *rows = calloc((size_t)nparts, sizeof *rows), *fill = calloc((size_t)nparts, sizeof *fill);
+    int64_t *rows = calloc((size_t)nparts, sizeof *rows),
+            *fill = calloc((size_t)nparts, sizeof *fill);
     rt_shard_writer **w = calloc((size_t)nparts, sizeof *w);
     rt_shard_col sc[PREP_MAX_COLS + 8];
     for (int c = 0; c < ncols; c++)
@@ -419,11 +425,13 @@ static rt_status write_table(sqlite3 *db, const char *table, outcol *cols, int n
                     break;
                 }
                 if (number_value(st, c, &xf))
-                    x = sqlite3_column_type(st, c) == SQLITE_TEXT ? xf : sqlite3_column_double(st, c);
+                    x = sqlite3_column_type(st, c) == SQLITE_TEXT ? xf
+                                                                  : sqlite3_column_double(st, c);
                 if (t == SQLITE_NULL || !number_value(st, c, &xf))
-                    s = rt_err(err, RT_ERR_INVALID, "%s row %lld: the label %s is %s%s%s (a "
-                               "regression's label is a finite number)", table,
-                               (long long)i + 1, oc->c.name, t == SQLITE_NULL ? "NULL" : "'",
+                    s = rt_err(err, RT_ERR_INVALID,
+                               "%s row %lld: the label %s is %s%s%s (a "
+                               "regression's label is a finite number)",
+                               table, (long long)i + 1, oc->c.name, t == SQLITE_NULL ? "NULL" : "'",
                                t == SQLITE_NULL ? "" : (const char *)sqlite3_column_text(st, c),
                                t == SQLITE_NULL ? "" : "'");
                 else if (max_log_label > 0 && x > max_log_label * 1.01 + 1e-6)
@@ -440,7 +448,8 @@ static rt_status write_table(sqlite3 *db, const char *table, outcol *cols, int n
                     s = rt_err(err, RT_ERR_INVALID,
                                "%s row %lld: the weight %s is '%s' (a finite number >= 0)", table,
                                (long long)i + 1, oc->c.name,
-                               t == SQLITE_NULL ? "NULL" : (const char *)sqlite3_column_text(st, c));
+                               t == SQLITE_NULL ? "NULL"
+                                                : (const char *)sqlite3_column_text(st, c));
                 break;
             case RT_ROLE_VALIDATION:
                 if (!flag_value(st, c, &((uint8_t *)d)[r]))
@@ -448,7 +457,8 @@ static rt_status write_table(sqlite3 *db, const char *table, outcol *cols, int n
                                "%s row %lld: the validation flag %s is '%s' (0 or 1, true or "
                                "false, yes or no)",
                                table, (long long)i + 1, oc->c.name,
-                               t == SQLITE_NULL ? "NULL" : (const char *)sqlite3_column_text(st, c));
+                               t == SQLITE_NULL ? "NULL"
+                                                : (const char *)sqlite3_column_text(st, c));
                 break;
             case RT_ROLE_ID:
                 if (t != SQLITE_INTEGER && !(t == SQLITE_TEXT && sqlite3_column_int64(st, c) != 0))
@@ -539,9 +549,10 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
         s = label_task(db, m, rep, &classes, err);
     const bool cls = rep->nclasses > 0;
     if (s == RT_OK && !cls && strcmp(m->label_transform, "standardize") != 0 && !(m->max_label > 0))
-        s = rt_err(err, RT_ERR_INVALID, "%s: a regression needs max_label (a positive number: the "
-                   "largest raw target), or label_transform = standardize", o->sql_path ? o->sql_path
-                   : "--from (--max-label)");
+        s = rt_err(err, RT_ERR_INVALID,
+                   "%s: a regression needs max_label (a positive number: the "
+                   "largest raw target), or label_transform = standardize",
+                   o->sql_path ? o->sql_path : "--from (--max-label)");
     for (int c = 0; c < m->ncat && s == RT_OK; c++)
         s = build_vocab(db, m, m->cat[c], &vocabs[c], err);
     int ntr = 0, nte = 0, vcol = -1;
@@ -593,8 +604,9 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
         snprintf(ds.id, sizeof ds.id, "%s", m->id);
         snprintf(ds.date, sizeof ds.date, "%s", m->date);
         ds.max_label = cls ? 0 : m->max_label;
-        ds.task = !cls ? RT_TASK_REGRESSION : rep->nclasses == 2 && strcmp(rep->task, "multiclass")
-                  ? RT_TASK_BINARY : RT_TASK_MULTICLASS;
+        ds.task = !cls                                                    ? RT_TASK_REGRESSION
+                  : rep->nclasses == 2 && strcmp(rep->task, "multiclass") ? RT_TASK_BINARY
+                                                                          : RT_TASK_MULTICLASS;
         snprintf(ds.weight, sizeof ds.weight, "%s", m->weight);
         ds.label_mean = label->n > 0 ? label->mean : 0.0;
         ds.label_std = label->n > 0 && label->m2 > 0 ? sqrt(label->m2 / label->n) : 1.0;

@@ -15,20 +15,55 @@
 /* One SchemaElement, as much of it as a flat reader needs. */
 typedef struct schema_el {
     int type, type_length, repetition, num_children, converted, scale, precision;
-    int logical;              /* LogicalType's union field id, 0 when absent */
+    int logical;                                  /* LogicalType's union field id, 0 when absent */
     int lt_scale, lt_precision, lt_bits, lt_unit; /* lt_unit: 1 ms, 2 us, 3 ns */
     bool lt_signed;
     char name[128];
 } schema_el;
 
-enum { LT_STRING = 1, LT_MAP, LT_LIST, LT_ENUM, LT_DECIMAL, LT_DATE, LT_TIME, LT_TIMESTAMP,
-       LT_INTEGER = 10, LT_UNKNOWN, LT_JSON, LT_BSON, LT_UUID, LT_FLOAT16 };
-enum { CT_UTF8, CT_MAP, CT_MAP_KV, CT_LIST, CT_ENUM, CT_DECIMAL, CT_DATE, CT_TIME_MILLIS,
-       CT_TIME_MICROS, CT_TS_MILLIS, CT_TS_MICROS, CT_UINT8, CT_UINT16, CT_UINT32, CT_UINT64,
-       CT_INT8, CT_INT16, CT_INT32, CT_INT64, CT_JSON, CT_BSON, CT_INTERVAL };
+enum {
+    LT_STRING = 1,
+    LT_MAP,
+    LT_LIST,
+    LT_ENUM,
+    LT_DECIMAL,
+    LT_DATE,
+    LT_TIME,
+    LT_TIMESTAMP,
+    LT_INTEGER = 10,
+    LT_UNKNOWN,
+    LT_JSON,
+    LT_BSON,
+    LT_UUID,
+    LT_FLOAT16
+};
+enum {
+    CT_UTF8,
+    CT_MAP,
+    CT_MAP_KV,
+    CT_LIST,
+    CT_ENUM,
+    CT_DECIMAL,
+    CT_DATE,
+    CT_TIME_MILLIS,
+    CT_TIME_MICROS,
+    CT_TS_MILLIS,
+    CT_TS_MICROS,
+    CT_UINT8,
+    CT_UINT16,
+    CT_UINT32,
+    CT_UINT64,
+    CT_INT8,
+    CT_INT16,
+    CT_INT32,
+    CT_INT64,
+    CT_JSON,
+    CT_BSON,
+    CT_INTERVAL
+};
 
-static const char *const physical_name[] = {"BOOLEAN", "INT32", "INT64", "INT96", "FLOAT",
-                                            "DOUBLE", "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"};
+static const char *const physical_name[] = {
+    "BOOLEAN", "INT32", "INT64", "INT96", "FLOAT", "DOUBLE", "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"};
 
 /* ---- the footer ---------------------------------------------------------------------- */
 
@@ -82,21 +117,38 @@ static void read_schema_el(tc *t, int type, schema_el *e)
     size_t len;
     while (tc_field(t, &last, &ft)) {
         switch (last) {
-        case 1: e->type = (int)tc_int(t, ft); break;
-        case 2: e->type_length = (int)tc_int(t, ft); break;
-        case 3: e->repetition = (int)tc_int(t, ft); break;
+        case 1:
+            e->type = (int)tc_int(t, ft);
+            break;
+        case 2:
+            e->type_length = (int)tc_int(t, ft);
+            break;
+        case 3:
+            e->repetition = (int)tc_int(t, ft);
+            break;
         case 4: {
             const uint8_t *s = tc_binary(t, ft, &len);
             snprintf(e->name, sizeof e->name, "%.*s", (int)(len < 127 ? len : 127),
                      s ? (const char *)s : "");
             break;
         }
-        case 5: e->num_children = (int)tc_int(t, ft); break;
-        case 6: e->converted = (int)tc_int(t, ft); break;
-        case 7: e->scale = (int)tc_int(t, ft); break;
-        case 8: e->precision = (int)tc_int(t, ft); break;
-        case 10: read_logical(t, ft, e); break;
-        default: tc_skip(t, ft);
+        case 5:
+            e->num_children = (int)tc_int(t, ft);
+            break;
+        case 6:
+            e->converted = (int)tc_int(t, ft);
+            break;
+        case 7:
+            e->scale = (int)tc_int(t, ft);
+            break;
+        case 8:
+            e->precision = (int)tc_int(t, ft);
+            break;
+        case 10:
+            read_logical(t, ft, e);
+            break;
+        default:
+            tc_skip(t, ft);
         }
     }
     tc_leave(t);
@@ -113,7 +165,9 @@ static void read_column_meta(tc *t, int type, pq_chunk *c, int *ptype, char *pat
     int64_t data_off = -1, dict_off = -1;
     while (tc_field(t, &last, &ft)) {
         switch (last) {
-        case 1: *ptype = (int)tc_int(t, ft); break;
+        case 1:
+            *ptype = (int)tc_int(t, ft);
+            break;
         case 3:
             if (tc_list(t, ft, &elem, &n))
                 for (size_t i = 0; i < n && !t->bad; i++) {
@@ -125,12 +179,23 @@ static void read_column_meta(tc *t, int type, pq_chunk *c, int *ptype, char *pat
                         snprintf(path, plen, "(nested)");
                 }
             break;
-        case 4: c->codec = (int)tc_int(t, ft); break;
-        case 5: c->num_values = tc_int(t, ft); break;
-        case 7: c->size = tc_int(t, ft); break;
-        case 9: data_off = tc_int(t, ft); break;
-        case 11: dict_off = tc_int(t, ft); break;
-        default: tc_skip(t, ft);
+        case 4:
+            c->codec = (int)tc_int(t, ft);
+            break;
+        case 5:
+            c->num_values = tc_int(t, ft);
+            break;
+        case 7:
+            c->size = tc_int(t, ft);
+            break;
+        case 9:
+            data_off = tc_int(t, ft);
+            break;
+        case 11:
+            dict_off = tc_int(t, ft);
+            break;
+        default:
+            tc_skip(t, ft);
         }
     }
     tc_leave(t);
@@ -183,14 +248,13 @@ static rt_status column_of(const schema_el *e, pq_col *c, const char *file, char
     int lt = e->logical, ct = e->converted;
     int scale = lt == LT_DECIMAL ? e->lt_scale : e->scale;
     int precision = lt == LT_DECIMAL ? e->lt_precision : e->precision;
-    int unit = lt == LT_TIMESTAMP || lt == LT_TIME ? e->lt_unit
+    int unit = lt == LT_TIMESTAMP || lt == LT_TIME          ? e->lt_unit
                : ct == CT_TS_MILLIS || ct == CT_TIME_MILLIS ? 1
                : ct == CT_TS_MICROS || ct == CT_TIME_MICROS ? 2
                                                             : 0;
     bool is_ts = lt == LT_TIMESTAMP || ct == CT_TS_MILLIS || ct == CT_TS_MICROS;
     bool is_time = lt == LT_TIME || ct == CT_TIME_MILLIS || ct == CT_TIME_MICROS;
-    bool is_unsigned = (lt == LT_INTEGER && !e->lt_signed) ||
-                       (ct >= CT_UINT8 && ct <= CT_UINT64);
+    bool is_unsigned = (lt == LT_INTEGER && !e->lt_signed) || (ct >= CT_UINT8 && ct <= CT_UINT64);
     c->per_second = unit == 1 ? 1000 : unit == 2 ? 1000000 : 1000000000;
     snprintf(c->type_name, sizeof c->type_name, "%s", physical_name[e->type]);
     switch (e->type) {
@@ -202,17 +266,21 @@ static rt_status column_of(const schema_el *e, pq_col *c, const char *file, char
         c->conv = is_unsigned ? (e->type == PQ_INT32 ? CV_UINT32 : CV_UINT64) : CV_INT;
         if (is_unsigned)
             snprintf(c->type_name, sizeof c->type_name, "UINT%d",
-                     e->lt_bits ? e->lt_bits : e->type == PQ_INT32 ? 32 : 64);
+                     e->lt_bits            ? e->lt_bits
+                     : e->type == PQ_INT32 ? 32
+                                           : 64);
         if (lt == LT_DATE || ct == CT_DATE) {
             c->conv = CV_DATE;
             snprintf(c->type_name, sizeof c->type_name, "DATE");
         } else if (is_ts || is_time) {
             if (unit < 1 || unit > 3)
-                return rt_err(err, RT_ERR_INVALID, "%s: column '%s': a %s without its unit",
-                              file, e->name, is_ts ? "TIMESTAMP" : "TIME");
+                return rt_err(err, RT_ERR_INVALID, "%s: column '%s': a %s without its unit", file,
+                              e->name, is_ts ? "TIMESTAMP" : "TIME");
             c->conv = is_ts ? CV_TIMESTAMP : CV_TIME;
             snprintf(c->type_name, sizeof c->type_name, "%s(%s)", is_ts ? "TIMESTAMP" : "TIME",
-                     unit == 1 ? "MILLIS" : unit == 2 ? "MICROS" : "NANOS");
+                     unit == 1   ? "MILLIS"
+                     : unit == 2 ? "MICROS"
+                                 : "NANOS");
         }
         break;
     case PQ_INT96:
@@ -240,8 +308,8 @@ static rt_status column_of(const schema_el *e, pq_col *c, const char *file, char
             return rt_err(err, RT_ERR_INVALID, "%s: column '%s': DECIMAL on %s", file, e->name,
                           physical_name[e->type]);
         if (scale < 0 || scale > 38)
-            return rt_err(err, RT_ERR_INVALID, "%s: column '%s': DECIMAL scale %d", file,
-                          e->name, scale);
+            return rt_err(err, RT_ERR_INVALID, "%s: column '%s': DECIMAL scale %d", file, e->name,
+                          scale);
         c->conv = CV_DECIMAL;
         c->scale = scale;
         snprintf(c->type_name, sizeof c->type_name, "DECIMAL(%d,%d)", precision, scale);
@@ -249,7 +317,7 @@ static rt_status column_of(const schema_el *e, pq_col *c, const char *file, char
     if (c->conv == CV_BLOB && lt == LT_UUID)
         snprintf(c->type_name, sizeof c->type_name, "UUID");
     c->pub.kind = c->conv == CV_INT || c->conv == CV_UINT32 ? RT_PQ_INT
-                  : c->conv == CV_UINT64 ? RT_PQ_INT
+                  : c->conv == CV_UINT64                    ? RT_PQ_INT
                   : c->conv == CV_REAL || c->conv == CV_FLOAT16 || c->conv == CV_DECIMAL
                       ? RT_PQ_REAL
                   : c->conv == CV_BLOB ? RT_PQ_BLOB
@@ -283,7 +351,8 @@ static rt_status read_schema(rt_pq_file *f, schema_el *el, size_t nel, char *err
         if (e->repetition == 2)
             return rt_err(err, RT_ERR_INVALID,
                           "%s: column '%s' is repeated (a list); ringtrain reads flat columns "
-                          "only", f->name, e->name);
+                          "only",
+                          f->name, e->name);
         if (e->type < 0)
             return rt_err(err, RT_ERR_INVALID, "%s: column '%s' has no type", f->name, e->name);
         for (int j = 0; j < f->ncols; j++)
@@ -297,8 +366,10 @@ static rt_status read_schema(rt_pq_file *f, schema_el *el, size_t nel, char *err
         i++;
     }
     if (i != nel)
-        return rt_err(err, RT_ERR_INVALID, "%s: the schema lists %zu elements after its %zu "
-                      "columns", f->name, nel - i, nchildren);
+        return rt_err(err, RT_ERR_INVALID,
+                      "%s: the schema lists %zu elements after its %zu "
+                      "columns",
+                      f->name, nel - i, nchildren);
     return RT_OK;
 }
 
@@ -339,8 +410,10 @@ static rt_status read_footer(rt_pq_file *f, const uint8_t *p, size_t len, char *
             }
             have_groups = true;
             if (n * (size_t)(f->ncols ? f->ncols : 1) > len) { /* a chunk takes bytes */
-                st = rt_err(err, RT_ERR_INVALID, "%s: %zu row groups of %d columns cannot fit "
-                            "a %zu-byte footer", f->name, n, f->ncols, len);
+                st = rt_err(err, RT_ERR_INVALID,
+                            "%s: %zu row groups of %d columns cannot fit "
+                            "a %zu-byte footer",
+                            f->name, n, f->ncols, len);
                 break;
             }
             f->ngroups = (int)n;
@@ -370,8 +443,8 @@ static rt_status read_footer(rt_pq_file *f, const uint8_t *p, size_t len, char *
                             char path[128] = "";
                             read_chunk(&t, e2, ch, &ptype, path, sizeof path, &external);
                             const pq_col *col = &f->cols[c];
-                            if (!t.bad && (ptype != col->pub.physical ||
-                                           strcmp(path, col->pub.name) != 0))
+                            if (!t.bad &&
+                                (ptype != col->pub.physical || strcmp(path, col->pub.name) != 0))
                                 st = rt_err(err, RT_ERR_INVALID,
                                             "%s: row group %d: column chunk %zu is '%s' of type "
                                             "%d, the schema says '%s' of type %d",
@@ -409,8 +482,10 @@ static rt_status read_footer(rt_pq_file *f, const uint8_t *p, size_t len, char *
         total += f->group_rows[g];
     }
     if (total != f->nrows)
-        return rt_err(err, RT_ERR_INVALID, "%s: the row groups hold %lld rows, the footer says "
-                      "%lld", f->name, (long long)total, (long long)f->nrows);
+        return rt_err(err, RT_ERR_INVALID,
+                      "%s: the row groups hold %lld rows, the footer says "
+                      "%lld",
+                      f->name, (long long)total, (long long)f->nrows);
     return RT_OK;
 }
 
@@ -425,19 +500,18 @@ static rt_status open_common(rt_pq_file *f, char *err)
                           f->name);
         return rt_err(err, RT_ERR_INVALID, "%s is not a Parquet file (no PAR1 at %s)", f->name,
                       f->size >= 4 && !memcmp(f->data, "PAR1", 4) ? "its end: truncated?"
-                                                                   : "its start");
+                                                                  : "its start");
     }
     const uint8_t *q = f->data + f->size - 8;
-    uint32_t flen = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 |
-                    (uint32_t)q[3] << 24;
+    uint32_t flen =
+        (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
     if (flen > f->size - 12)
         return rt_err(err, RT_ERR_INVALID, "%s: footer length %u is beyond the file's %zu bytes",
                       f->name, flen, f->size);
     return read_footer(f, f->data + f->size - 8 - flen, flen, err);
 }
 
-rt_status rt_pq_open_mem(const void *buf, size_t len, const char *name, rt_pq_file **out,
-                         char *err)
+rt_status rt_pq_open_mem(const void *buf, size_t len, const char *name, rt_pq_file **out, char *err)
 {
     *out = NULL;
     rt_pq_file *f = calloc(1, sizeof *f);

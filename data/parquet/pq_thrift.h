@@ -9,8 +9,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { TC_STOP = 0, TC_TRUE = 1, TC_FALSE = 2, TC_BYTE = 3, TC_I16 = 4, TC_I32 = 5, TC_I64 = 6,
-       TC_DOUBLE = 7, TC_BINARY = 8, TC_LIST = 9, TC_SET = 10, TC_MAP = 11, TC_STRUCT = 12 };
+enum {
+    TC_STOP = 0,
+    TC_TRUE = 1,
+    TC_FALSE = 2,
+    TC_BYTE = 3,
+    TC_I16 = 4,
+    TC_I32 = 5,
+    TC_I64 = 6,
+    TC_DOUBLE = 7,
+    TC_BINARY = 8,
+    TC_LIST = 9,
+    TC_SET = 10,
+    TC_MAP = 11,
+    TC_STRUCT = 12
+};
 
 typedef struct tc {
     const uint8_t *p, *end;

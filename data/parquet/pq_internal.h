@@ -10,15 +10,42 @@
 #include "rt_endian.h"
 
 enum { PQ_BOOLEAN, PQ_INT32, PQ_INT64, PQ_INT96, PQ_FLOAT, PQ_DOUBLE, PQ_BYTE_ARRAY, PQ_FLBA };
-enum { ENC_PLAIN = 0, ENC_PLAIN_DICT = 2, ENC_RLE = 3, ENC_BIT_PACKED = 4, ENC_DELTA_BP = 5,
-       ENC_DELTA_LBA = 6, ENC_DELTA_BA = 7, ENC_RLE_DICT = 8, ENC_BSS = 9 };
-enum { CODEC_NONE, CODEC_SNAPPY, CODEC_GZIP, CODEC_LZO, CODEC_BROTLI, CODEC_LZ4, CODEC_ZSTD,
-       CODEC_LZ4_RAW };
+enum {
+    ENC_PLAIN = 0,
+    ENC_PLAIN_DICT = 2,
+    ENC_RLE = 3,
+    ENC_BIT_PACKED = 4,
+    ENC_DELTA_BP = 5,
+    ENC_DELTA_LBA = 6,
+    ENC_DELTA_BA = 7,
+    ENC_RLE_DICT = 8,
+    ENC_BSS = 9
+};
+enum {
+    CODEC_NONE,
+    CODEC_SNAPPY,
+    CODEC_GZIP,
+    CODEC_LZO,
+    CODEC_BROTLI,
+    CODEC_LZ4,
+    CODEC_ZSTD,
+    CODEC_LZ4_RAW
+};
 
 /* How a physical value becomes its output value. */
 typedef enum pq_conv {
-    CV_INT, CV_UINT32, CV_UINT64, CV_REAL, CV_FLOAT16, CV_DECIMAL, CV_DATE, CV_TIMESTAMP,
-    CV_INT96, CV_TIME, CV_TEXT, CV_BLOB
+    CV_INT,
+    CV_UINT32,
+    CV_UINT64,
+    CV_REAL,
+    CV_FLOAT16,
+    CV_DECIMAL,
+    CV_DATE,
+    CV_TIMESTAMP,
+    CV_INT96,
+    CV_TIME,
+    CV_TEXT,
+    CV_BLOB
 } pq_conv;
 
 typedef struct pq_col {
@@ -46,7 +73,7 @@ struct rt_pq_file {
     int64_t nrows;
     pq_col *cols;
     int64_t *group_rows;
-    pq_chunk *chunks;   /* ngroups x ncols */
+    pq_chunk *chunks; /* ngroups x ncols */
     uint32_t enc_seen, codec_seen;
 };
 

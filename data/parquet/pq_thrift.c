@@ -25,10 +25,7 @@ static uint64_t varint(tc *t)
     return 0;
 }
 
-static int64_t zigzag(uint64_t v)
-{
-    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
+static int64_t zigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
 
 bool tc_field(tc *t, int16_t *last, int *type)
 {
@@ -130,16 +127,10 @@ bool tc_enter(tc *t, int type)
     return !t->bad;
 }
 
-void tc_leave(tc *t)
-{
-    t->depth--;
-}
+void tc_leave(tc *t) { t->depth--; }
 
 /* Inside a list or map a bool is a whole byte, not a field type. */
-static int elem_wire(int type)
-{
-    return type == TC_TRUE || type == TC_FALSE ? TC_BYTE : type;
-}
+static int elem_wire(int type) { return type == TC_TRUE || type == TC_FALSE ? TC_BYTE : type; }
 
 void tc_skip(tc *t, int type)
 {
