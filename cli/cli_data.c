@@ -19,6 +19,7 @@
 #include "rt_dp.h"
 #include "rt_prep.h"
 #include "rt_schemas.h"
+#include "rt_predict.h"
 #include "trainer.h"
 
 /* --from-parquet's column roles: the flags, else the [data] keys of --job.

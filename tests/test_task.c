@@ -26,6 +26,7 @@
 #include "rank_harness.h"
 #include "rt_kernels.h"
 #include "test_util.h"
+#include "rt_predict.h"
 #include "trainer.h"
 
 static rt_kctx *ctx;

@@ -9,6 +9,7 @@
 #include "rt_config.h"
 #include "rt_file.h"
 #include "rt_prep.h"
+#include "rt_predict.h"
 #include "trainer.h"
 
 typedef struct pair {

@@ -12,6 +12,7 @@
 #include "rt_log.h"
 #include "rt_proto.h"
 #include "rt_time.h"
+#include "rt_predict.h"
 #include "trainer.h"
 #include "rt_trace.h"
 

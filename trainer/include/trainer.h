@@ -32,60 +32,7 @@
 #include "rt_dp.h"
 #include "rt_schemas.h"
 
-/* ---- rows in memory (trainer_data.c) ---------------------------------------- */
-
-typedef struct rt_columns {
-    int ncat, ncont;
-    char cat[RT_MODEL_MAX_CAT][64];
-    int32_t vocab[RT_MODEL_MAX_CAT];
-    char cont[256][64];
-    char label[64], validation[64], id[64];
-    char weight[64]; /* the sample-weight column, or "" */
-} rt_columns;
-
-/* Row-major rows: cat (n x ncat), cont (n x ncont), label (standardised
- * when the dataset's label_transform says so), weight (NULL without a
- * weight column), id (test rows). */
-typedef struct rt_rows {
-    int ncat, ncont;
-    int64_t n, cap;
-    int32_t *cat;
-    float *cont;
-    float *label;
-    float *weight;
-    int32_t *id;
-    double label_mean, label_std; /* label = (raw - mean) / std (0 and 1: as it is) */
-} rt_rows;
-
-/* The job's columns (or the manifest's), checked against the manifest. */
-rt_status rt_columns_resolve(const rt_dataset *ds, const rt_job_cfg *cfg, rt_columns *cols,
-                             char *err);
-/* This rank's training and validation rows (partitions p = rank mod size). */
-rt_status rt_rows_load(const rt_dataset *ds, const rt_columns *cols, int rank, int size,
-                       rt_rows *train, rt_rows *val, char *err);
-/* Test rows [lo, lo + len) in the order of the test partitions, read a row
- * group at a time (memory: those rows and one group); ids_only: only their
- * ids (r->id). */
-rt_status rt_rows_load_test_range(const rt_dataset *ds, const rt_columns *cols, int64_t lo,
-                                  int64_t len, bool ids_only, rt_rows *r, char *err);
-/* Every test row, with its id. */
-rt_status rt_rows_load_test(const rt_dataset *ds, const rt_columns *cols, rt_rows *test,
-                            char *err);
-void rt_rows_free(rt_rows *r);
-/* Copy rows idx[0..n) into contiguous batch buffers (weight: NULL, or
- * where their weights go). */
-void rt_rows_gather(const rt_rows *r, const int64_t *idx, int64_t n, int32_t *cat, float *cont,
-                    float *label, float *weight);
-/* The epoch's order of n rows: a permutation from (seed, epoch, rank). */
-void rt_shuffle(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch, int rank);
-/* Every categorical index of row group g of file (shard s, which has the
- * model's categorical columns) lies inside its column's vocabulary. */
-rt_status rt_rows_check_vocab(const rt_shard *s, const rt_columns *c, const char *file, int g,
-                              char *err);
-/* Append the rows of shard s whose validation flag (vflag, NULL: all rows)
- * equals want_val to r. */
-rt_status rt_rows_append(rt_rows *r, const rt_shard *s, const rt_columns *c, const uint8_t *vflag,
-                         int want_val, const char *what, char *err);
+#include "rt_rows.h"
 
 /* ---- the model (trainer_model.c) ------------------------------------------------- */
 
@@ -164,38 +111,6 @@ rt_status rt_metrics_reduce(rt_metrics *m, rt_comm *comm, int size, double *out,
  * with their labels and weights) and, with metrics, every metric's sums. */
 rt_status rt_eval_rows(rt_dp *d, const rt_rows *r, rt_metrics *metrics, char *err);
 
-/* ---- rows streamed a window at a time ([data] stream_rows; trainer_stream.c) ---- */
-
-/* This rank's training rows read window_rows at a time: the row groups of
- * its partitions, in an order shuffled from (seed, epoch, rank) when they
- * do not fit one window, collected until the window holds window_rows
- * rows (the next window read meanwhile on a thread), which are shuffled as
- * rt_shuffle shuffles; when one window holds them all the order is
- * rt_rows_load's and the batches are exactly those of the rows in memory,
- * and its validation rows are loaded into val (the
- * same evaluation too); else val stays empty and rt_stream_validate
- * evaluates them a row group at a time. */
-typedef struct rt_stream rt_stream;
-rt_status rt_stream_open(const rt_dataset *ds, const rt_columns *c, int rank, int size,
-                         int64_t window_rows, uint64_t seed, rt_stream **out, rt_rows *val,
-                         int64_t *train_rows, int64_t *val_rows, char *err);
-/* Forward passes over the streamed validation rows (the metrics add up in
- * the model, as one rt_dp_forward_eval over all of them would, and in
- * metrics when not NULL). */
-rt_status rt_stream_validate(rt_stream *s, rt_dp *d, rt_metrics *metrics, char *err);
-/* Start an epoch; then batches of B rows (past the last row: the epoch's
- * first again, as rows in memory wrap around). */
-rt_status rt_stream_epoch(rt_stream *s, int64_t epoch, char *err);
-rt_status rt_stream_batch(rt_stream *s, int64_t B, int32_t *cat, float *cont, float *label,
-                          float *weight, char *err);
-/* Whether the next window is read on a thread while the current one
- * trains (the default; memory: two windows); the batches are the same
- * either way. */
-void rt_stream_set_prefetch(rt_stream *s, bool on);
-/* The most rows a window held (memory: that times a row's bytes). */
-int64_t rt_stream_peak_rows(const rt_stream *s);
-void rt_stream_close(rt_stream *s);
-
 /* ---- threads (trainer_cpus.c) ---------------------------------------------------- */
 
 /* A rank's default CPU threads ([model] threads = 0): the CPUs it may run
@@ -269,65 +184,5 @@ rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_re
  * alone; trains; rank 0 says how it ended, a failing rank why (with its
  * host).  The exit status: 0, or 1. */
 int rt_worker_run(const rt_job_cfg *cfg);
-
-/* ---- prediction (predict.c) ----------------------------------------------------- */
-
-/* What a predictions file holds: a regression's value (exp() with a log
- * label, mean + std * z with a standardised one) under the label's name, or
- * a classification's class name and, with proba, p_<class> per class. */
-typedef struct rt_pred_format {
-    const char *label, *label_transform;
-    double label_mean, label_std;
-    int n_out, nclasses;
-    rt_loss loss;
-    char **classes;
-    bool proba;
-    double threshold;
-} rt_pred_format;
-/* The format of a checkpoint's model (proba on, threshold 0.5). */
-typedef struct rt_ckpt rt_ckpt;
-void rt_pred_format_of(const rt_ckpt *ck, rt_pred_format *f);
-/* Predictions of the model in d for the test rows, as CSV "Id,..." sorted
- * by id, written atomically to path. */
-rt_status rt_predict_rows(rt_dp *d, const rt_rows *test, const rt_pred_format *f,
-                          const char *path, char *err);
-/* The same CSV from predictions already made (n_out values per test row). */
-rt_status rt_predict_write(const rt_rows *test, const float *pred, const rt_pred_format *f,
-                           const char *path, char *err);
-/* One row's prediction fields after its id (",value" or ",class,p...")
- * into buf; returns the length. */
-size_t rt_pred_fields(const rt_pred_format *f, const float *z, char *buf, size_t len);
-/* The header's fields after the id: the label's name (label_transform =
- * log: the target's, without a log_/log/ln_ prefix: log_price -> price),
- * then p_CLASS for each class. */
-size_t rt_pred_header(const rt_pred_format *f, char *buf, size_t len);
-/* `ringtrain predict --input`: new raw data scored with the checkpoint's
- * own vocabularies.  The input is read as prep reads it (rt_prep_scan: the
- * training's feature script over a folder of tables with sql, else one
- * file or Parquet folder of featurised rows); each categorical value is
- * looked up in the values the model learnt — one it never saw gets an
- * extra embedding row, the mean of the column's learnt rows, and is
- * counted; continuous NULLs and non-numbers become 0, counted.  The CSV
- * keeps the input's row order: the id column (or the row's number), the
- * prediction (exp() with a log label), then the columns of keep. */
-typedef struct rt_predict_input_opts {
-    const char *model, *input, *sql, *out, *id;
-    const char *const *keep;
-    int nkeep, threads;
-    int64_t batch;
-    bool no_proba; /* classification: only the class, no p_<class> columns */
-} rt_predict_input_opts;
-typedef struct rt_predict_input_report {
-    int64_t rows, defaulted;
-    int ncat;
-    char cat[RT_MODEL_MAX_CAT][64];
-    int64_t unknown[RT_MODEL_MAX_CAT]; /* values the model never saw, per column */
-} rt_predict_input_report;
-rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_report *rep,
-                           char *err);
-
-/* `ringtrain predict`: a checkpoint and a dataset in, the CSV out. */
-rt_status rt_predict_checkpoint(const char *ckpt_path, const char *dataset_dir, const char *path,
-                                int threads, int64_t batch, bool proba, int64_t *rows, char *err);
 
 #endif
