@@ -459,39 +459,128 @@ static void epoch_lines(const rt_json *d, int64_t attempt, int64_t *printed, int
     }
 }
 
+/* A follower of one job: what it has said and printed so far. */
+typedef struct follower {
+    cli_conn conn;
+    int64_t id;
+    bool exec_output, cancel_on_interrupt, tty;
+    int64_t announced;           /* the last attempt whose start was said */
+    int64_t streamed;            /* the last attempt whose output was streamed whole */
+    int64_t pos_attempt;         /* the attempt pos counts lines of */
+    int64_t printed, printed_of; /* epoch lines printed (off a terminal), of which attempt */
+    bool cancelled, complained;
+    stream_pos pos;
+    char last[512]; /* the progress line last printed */
+} follower;
+
+/* Ctrl-C: detach (submit --follow) or cancel the job once (exec, run).
+ * True when the follower is done (rc set). */
+static bool on_interrupt(follower *f, int *rc)
+{
+    if (!interrupted)
+        return false;
+    if (!f->cancel_on_interrupt) {
+        long long id = (long long)f->id;
+        fprintf(stderr,
+                "\nringtrain: detached; job %lld keeps running (`ringtrain status %lld`, "
+                "`ringtrain logs %lld --follow` to watch it, `ringtrain cancel %lld` to stop it)\n",
+                id, id, id, id);
+        *rc = 130;
+        return true;
+    }
+    if (!f->cancelled) {
+        char path[64], err[RT_ERR_LEN];
+        snprintf(path, sizeof path, "/v1/jobs/%lld/cancel", (long long)f->id);
+        http_resp r;
+        if (http_request(&f->conn, "POST", path, NULL, &r, err) == RT_OK)
+            free(r.body);
+        fprintf(stderr, "\nringtrain: interrupted: job %lld cancelled\n", (long long)f->id);
+        f->cancelled = true;
+    }
+    return false;
+}
+
+/* A restarted attempt is said once; an exec job's output starts over. */
+static void on_attempt(follower *f, const rt_json *job, int64_t attempt, const char *state)
+{
+    if (attempt > f->announced && attempt > 1 && !terminal(state))
+        fprintf(stderr, "ringtrain: job %lld attempt %lld: %s\n", (long long)f->id,
+                (long long)attempt, cli_safe(rt_json_str(rt_json_get(job, "reason"), "")));
+    f->announced = attempt > f->announced ? attempt : f->announced;
+    if (f->exec_output && attempt != f->pos_attempt) {
+        pos_reset(&f->pos, true);
+        f->pos_attempt = attempt;
+    }
+}
+
+/* An exec job's output, running (followed) or ended (what is left): 0 to
+ * look at the job again, 1 when it ended (its state is to be read again),
+ * -1 when nobody reads our output (rc set). */
+static int stream_attempt(follower *f, int64_t attempt, bool ended, int *rc)
+{
+    char err[RT_ERR_LEN];
+    int status = 0;
+    rt_status st = stream_logs(&f->conn, f->id, -1, 0, !ended, &f->pos, &status, err);
+    if (stdout_closed) { /* nobody reads us: leave the job alone */
+        *rc = 128 + SIGPIPE;
+        return -1;
+    }
+    if (st == RT_OK || ended)
+        f->streamed = attempt;
+    if (st != RT_OK && !interrupted && (ended || !f->complained))
+        fprintf(stderr, "ringtrain: the output of job %lld is incomplete: %s\n", (long long)f->id,
+                err);
+    if (ended)
+        return 1;
+    if (st != RT_OK && !interrupted) { /* e.g. its agent is reconnecting */
+        f->complained = true;
+        struct timespec ts = {1, 0};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+/* A training job's progress: the step line on a terminal, else one line
+ * per finished epoch. */
+static void show_progress(follower *f, const rt_json *d, const rt_json *job, int64_t attempt)
+{
+    if (f->tty)
+        progress_line(rt_json_get(job, "progress"), rt_json_get(job, "last_epoch"), f->tty, f->last,
+                      sizeof f->last);
+    else
+        epoch_lines(d, attempt, &f->printed, &f->printed_of, f->last, sizeof f->last);
+}
+
+/* The job ended: a training job's last line and summary, then the outcome. */
+static int finish(follower *f, const rt_json *d, const rt_json *job, int64_t attempt)
+{
+    if (!f->exec_output) {
+        show_progress(f, d, job, attempt);
+        if (f->tty && f->last[0])
+            printf("\n");
+        training_summary(d);
+    }
+    int rc = outcome(job, f->id, !f->exec_output);
+    return f->cancelled ? 130 : rc;
+}
+
 static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_on_interrupt)
 {
-    cli_conn cc = *c0, *c = &cc;
-    c->retry_ms = 0; /* get_job failures go through reconnect() */
-    char err[RT_ERR_LEN], last[512] = "";
-    bool tty = isatty(STDOUT_FILENO);
-    int64_t announced = 0, streamed = 0, pos_attempt = 0, printed = 0, printed_of = 0;
-    bool cancelled = false, complained = false;
-    stream_pos pos;
-    memset(&pos, 0, sizeof pos);
-    pos_reset(&pos, true);
+    follower f = {.conn = *c0,
+                  .id = id,
+                  .exec_output = exec_output,
+                  .cancel_on_interrupt = cancel_on_interrupt,
+                  .tty = isatty(STDOUT_FILENO)};
+    f.conn.retry_ms = 0; /* get_job failures go through reconnect() */
+    pos_reset(&f.pos, true);
+    char err[RT_ERR_LEN];
     int rc = 1;
     for (;;) {
-        if (interrupted && !cancel_on_interrupt) {
-            fprintf(stderr,
-                    "\nringtrain: detached; job %lld keeps running (`ringtrain status %lld`, "
-                    "`ringtrain logs %lld --follow` to watch it, `ringtrain cancel %lld` to stop it)\n",
-                    (long long)id, (long long)id, (long long)id, (long long)id);
-            rc = 130;
+        if (on_interrupt(&f, &rc))
             break;
-        }
-        if (interrupted && !cancelled) {
-            char path[64];
-            snprintf(path, sizeof path, "/v1/jobs/%lld/cancel", (long long)id);
-            http_resp r;
-            if (http_request(c, "POST", path, NULL, &r, err) == RT_OK)
-                free(r.body);
-            fprintf(stderr, "\nringtrain: interrupted: job %lld cancelled\n", (long long)id);
-            cancelled = true;
-        }
         bool lost;
-        rt_json *d = get_job(c, id, &lost, err);
-        if (!d && lost && reconnect(c, id, err))
+        rt_json *d = get_job(&f.conn, id, &lost, err);
+        if (!d && lost && reconnect(&f.conn, id, err))
             continue;
         if (!d) {
             fprintf(stderr, "ringtrain: %s\n", err);
@@ -501,72 +590,34 @@ static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_
         const char *state = rt_json_str(rt_json_get(job, "state"), "?");
         int64_t attempt = 0;
         rt_json_get_int(job, "attempt", &attempt);
-        if (attempt > announced && attempt > 1 && !terminal(state))
-            fprintf(stderr, "ringtrain: job %lld attempt %lld: %s\n", (long long)id,
-                    (long long)attempt, cli_safe(rt_json_str(rt_json_get(job, "reason"), "")));
-        announced = attempt > announced ? attempt : announced;
-        if (exec_output && attempt != pos_attempt) { /* a new attempt's logs start over */
-            pos_reset(&pos, true);
-            pos_attempt = attempt;
-        }
-        bool ended = terminal(state);
-        if (exec_output && attempt > streamed && (ended || !strcmp(state, "running")) &&
+        on_attempt(&f, job, attempt, state);
+        const bool ended = terminal(state);
+        if (exec_output && attempt > f.streamed && (ended || !strcmp(state, "running")) &&
             !(ended && interrupted)) {
-            /* running: follow it; ended before we saw all of it: what is left */
             rt_json_free(d);
-            int status = 0;
-            rt_status st = stream_logs(c, id, -1, 0, !ended, &pos, &status, err);
-            if (stdout_closed) { /* nobody reads us: leave the job alone */
-                rc = 128 + SIGPIPE;
+            int s = stream_attempt(&f, attempt, ended, &rc);
+            if (s < 0)
                 break;
-            }
-            if (st == RT_OK || ended)
-                streamed = attempt;
-            if (st != RT_OK && !interrupted && (ended || !complained))
-                fprintf(stderr, "ringtrain: the output of job %lld is incomplete: %s\n",
-                        (long long)id, err);
-            if (!ended) {
-                if (st != RT_OK && !interrupted) { /* e.g. its agent is reconnecting */
-                    complained = true;
-                    struct timespec ts = {1, 0};
-                    nanosleep(&ts, NULL);
-                }
+            if (s == 0)
                 continue;
-            }
-            d = get_job(c, id, &lost, err);
-            if (!d) {
+            if (!(d = get_job(&f.conn, id, &lost, err))) {
                 fprintf(stderr, "ringtrain: %s\n", err);
                 break;
             }
             job = rt_json_get(d, "job");
         }
         if (ended) {
-            if (!exec_output) { /* the last epoch's line, then what came out of it */
-                if (tty)
-                    progress_line(rt_json_get(job, "progress"), rt_json_get(job, "last_epoch"),
-                                  tty, last, sizeof last);
-                else
-                    epoch_lines(d, attempt, &printed, &printed_of, last, sizeof last);
-                if (tty && last[0])
-                    printf("\n");
-                training_summary(d);
-            }
-            rc = outcome(job, id, !exec_output);
+            rc = finish(&f, d, job, attempt);
             rt_json_free(d);
-            if (cancelled)
-                rc = 130;
             break;
         }
-        if (!exec_output && tty)
-            progress_line(rt_json_get(job, "progress"), rt_json_get(job, "last_epoch"), tty, last,
-                          sizeof last);
-        else if (!exec_output)
-            epoch_lines(d, attempt, &printed, &printed_of, last, sizeof last);
+        if (!exec_output)
+            show_progress(&f, d, job, attempt);
         rt_json_free(d);
         struct timespec ts = {0, 300000000};
         nanosleep(&ts, NULL);
     }
-    pos_reset(&pos, false);
+    pos_reset(&f.pos, false);
     return rc;
 }
 
