@@ -66,7 +66,7 @@ typedef struct sc_agent {
     bool cuda, nccl, rdma;
     bool lim_mem, lim_cpu; /* enforces memory_limit / cpu_limit (caps "limits") */
     int gpus;
-    char *caps; /* the hello's capabilities object, as JSON text */
+    char *caps;   /* the hello's capabilities object, as JSON text */
     double since; /* wall time of the last up/down change */
     void *conn;   /* the core's connection; never touched here */
     struct sc_agent *next;
@@ -97,7 +97,7 @@ typedef struct sc_rank {
     char agent_key[SC_KEY_LEN], host_id[80], hostname[256];
     int local_rank, local_size, cross_rank, cross_size;
     int machine_ranks; /* the job's ranks on its agent's machine, of every host there */
-    char gpu[64]; /* the GPU(s) its agent gave it ("" when none) */
+    char gpu[64];      /* the GPU(s) its agent gave it ("" when none) */
     char addr[96];
     int64_t pid;
     int state;
@@ -105,9 +105,9 @@ typedef struct sc_rank {
     /* what it uses (its agent's last sample; memory only) */
     double cpu_s, cpu_pct; /* CPU seconds so far; percent of one core lately */
     int64_t rss_bytes;
-    int procs;             /* its processes (its cgroup's, or its process group's) */
-    int64_t usage_ns;      /* when sampled (0: never) */
-    int gpu_util;          /* SM utilisation, %, from NVML (-1: none reported) */
+    int procs;        /* its processes (its cgroup's, or its process group's) */
+    int64_t usage_ns; /* when sampled (0: never) */
+    int gpu_util;     /* SM utilisation, %, from NVML (-1: none reported) */
     int64_t gpu_mem_bytes;
 } sc_rank;
 
@@ -130,17 +130,17 @@ typedef struct sc_job {
     char last_failure[700]; /* why the last attempt failed (kept through a restart) */
     int attempt, restarts, cur_np;
     double created, started, finished; /* wall; started: first attempt running */
-    double queued_at;       /* wall: waiting since (submission, or the failure) */
-    double attempt_started; /* wall: this attempt running (deadline) */
-    int queue_pos;          /* 1-based among waiting jobs; 0 otherwise */
+    double queued_at;                  /* wall: waiting since (submission, or the failure) */
+    double attempt_started;            /* wall: this attempt running (deadline) */
+    int queue_pos;                     /* 1-based among waiting jobs; 0 otherwise */
     int64_t prepare_deadline_ns;
     uint8_t key[32]; /* data-plane secret of the current attempt */
     int master_port; /* reserved by rank 0's agent for MASTER_PORT (0: none) */
     sc_rank *ranks;  /* cur_np of them */
     int prepared, running, exited_ok;
     bool have_failure;
-    bool reconciling;   /* restored after a coordinator restart */
-    bool launch_unsure; /* restored while starting: the launch may not have reached every
+    bool reconciling;    /* restored after a coordinator restart */
+    bool launch_unsure;  /* restored while starting: the launch may not have reached every
                            agent, so this attempt's failure uses no restart */
     char *first_failure; /* JSON object */
     char *progress;      /* latest progress JSON from rank 0 */
@@ -167,9 +167,9 @@ typedef struct sc_steps {
 /* ---- actions -------------------------------------------------------------- */
 
 typedef enum sc_act_kind {
-    SC_SEND,       /* agent, text: a frame for that agent (dropped if it is down) */
-    SC_SAVE_AGENT, /* agent */
-    SC_SAVE_JOB,   /* job: the job's row */
+    SC_SEND,         /* agent, text: a frame for that agent (dropped if it is down) */
+    SC_SAVE_AGENT,   /* agent */
+    SC_SAVE_JOB,     /* job: the job's row */
     SC_SAVE_ATTEMPT, /* job, attempt, tag = state, text = reason */
     SC_SAVE_RANKS,   /* job: the placement of its current attempt */
     SC_SAVE_RANK,    /* job, rank */
@@ -192,7 +192,7 @@ typedef struct sc_config {
     int64_t reconcile_timeout_us; /* agents' time to report back after a coordinator restart */
     int default_max_restarts;
     int64_t default_queue_timeout_us; /* 0: wait as long as it takes */
-    int64_t retire_after_us; /* a finished job leaves memory this long after (0: 60 s) */
+    int64_t retire_after_us;          /* a finished job leaves memory this long after (0: 60 s) */
     /* random bytes for the attempts' keys (tests may make them predictable) */
     void (*random)(uint8_t *out, size_t len);
 } sc_config;
@@ -200,8 +200,8 @@ typedef struct sc_config {
 typedef struct sched {
     sc_config cfg;
     sc_agent *agents;
-    sc_job *jobs;       /* unfinished jobs, and finished ones until retired */
-    int64_t next_id;    /* the next job's id (never reused: stored) */
+    sc_job *jobs;    /* unfinished jobs, and finished ones until retired */
+    int64_t next_id; /* the next job's id (never reused: stored) */
     int64_t reconcile_until_ns;
     sc_action *out;
     int nout, capout;
@@ -225,8 +225,7 @@ int sched_free_slots(const sched *S);
 /* A submission (the JSON the CLI sends); the job is queued or refused
  * (RT_ERR_INVALID with the reason). */
 rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
-                       const char *unix_user, sc_clock now,
-                       int64_t *id, char *err);
+                       const char *unix_user, sc_clock now, int64_t *id, char *err);
 rt_status sched_cancel(sched *S, int64_t id, sc_clock now, char *err);
 /* Keep a waiting job from starting (hold) or let it start again. */
 rt_status sched_hold(sched *S, int64_t id, bool hold, sc_clock now, char *err);
@@ -263,9 +262,9 @@ sc_agent *sched_restore_agent(sched *S, const char *key, const char *host_id, co
  * the reason when it cannot be).  Jobs that were placed get their ranks
  * from sched_restore_rank and are reconciled for reconcile_timeout. */
 sc_job *sched_restore_job(sched *S, int64_t id, const char *spec, const char *user, int state,
-                          const char *reason, int attempt, int restarts, bool held,
-                          double created, double started, double queued_at,
-                          double attempt_started, sc_clock now, char *err);
+                          const char *reason, int attempt, int restarts, bool held, double created,
+                          double started, double queued_at, double attempt_started, sc_clock now,
+                          char *err);
 /* A rank whose stored state is "exited" keeps its exit (its agent may have
  * forgotten it); any other is unknown until its agent reports. */
 void sched_restore_rank(sched *S, sc_job *j, int rank, const char *agent_key, const char *host_id,
