@@ -31,10 +31,10 @@ static void slurm_settings(const rt_job_cfg *cfg)
     setenv("RINGTRAIN_TIMEOUT", v, 1);
     const char *tp =
         rt_cfg_enum_name(&rt_job_schema, "job", "transport", cfg->transport, name, sizeof name);
-    if (strcmp(tp, "auto") == 0 && cfg->device != RT_DEV_CPU && rt_cuda_available() &&
+    if (cfg->transport == RT_TP_AUTO && cfg->device != RT_DEV_CPU && rt_cuda_available() &&
         rt_cuda_device_count_visible() > 0 && rt_nccl_available())
-        tp = "nccl";
-    if (strcmp(tp, "auto") != 0)
+        tp = rt_cfg_enum_name(&rt_job_schema, "job", "transport", RT_TP_NCCL, name, sizeof name);
+    if (cfg->transport != RT_TP_AUTO || strcmp(tp, "auto") != 0)
         setenv("RINGTRAIN_TRANSPORT", tp, 1);
 }
 
