@@ -125,6 +125,17 @@ static void test_layout(void **state)
     assert_false(rt_slurm_detected());
     assert_int_equal(rt_slurm_layout(&s, err), RT_ERR_INVALID);
     assert_non_null(strstr(err, "SLURM_NTASKS is unset"));
+    /* the batch script: task 0 of the job's 4, but of no step: not a task,
+     * and the Run API says to use srun instead of waiting for 3 others */
+    set_step("0", "0", "0", "4", "n[1-2]", "2(x2)");
+    unsetenv("SLURM_STEP_ID");
+    unsetenv("RT_RANK");
+    assert_false(rt_slurm_detected());
+    rt_comm *c = NULL;
+    rt_rank_info info;
+    assert_int_equal(rt_init_from_env(&c, &info, err), RT_ERR_NOTFOUND);
+    assert_non_null(strstr(err, "the batch script of Slurm job 4242"));
+    assert_non_null(strstr(err, "start the program with srun"));
 }
 
 /* The key file: made 0600 on first use, the same step key from it every

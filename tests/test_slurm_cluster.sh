@@ -11,7 +11,9 @@
 #   - `srun -N 2 -n 4 ringtrain worker` trains a Rossmann job whose history
 #     and predictions equal `ringtrain run --np 4`'s within float tolerance;
 #   - examples/rossmann/slurm.sbatch, requeued with `scontrol requeue` after
-#     a few epochs, resumes from last.ckpt: the history's epochs continue.
+#     a few epochs, resumes from last.ckpt: the history's epochs continue;
+#   - `ringtrain worker` run by the batch script itself (no srun) fails at
+#     once, saying to start it with srun (not waiting for 3 tasks to come).
 # Needs root, Slurm's daemons and client, munge, ip/nsenter/unshare; exit 77
 # (skip, saying what is missing) otherwise.  Every wait is bounded; the
 # daemons and namespaces are removed at the end.
@@ -205,4 +207,17 @@ grep -q "trainer: resumed from .*last.ckpt after epoch" rossmann-$jid.out ||
 epochs=$(num epoch req/history.jsonl | tr '\n' ' ')
 [ "$epochs" = "$(seq -s ' ' 1 40) " ] || fail "history's epochs after the requeue: $epochs"
 echo "ok: sbatch --requeue: requeued after $before epochs, $(grep -o 'resumed from .*' rossmann-$jid.out | head -1 | sed 's|.*/||'), epochs 1..40 once each"
+
+# ---- `ringtrain worker` in a batch script without srun: told to use srun ------------
+jid=$(on ctl sbatch --parsable -N 2 -n 4 -o "$t/shared/nosrun-%j.out" --wrap \
+        "$build/bin/ringtrain worker $src/examples/rossmann/job.ini --set data.dataset=$t/shared/ds --set output.store=$t/shared/nosrun")
+jid=${jid%%;*}
+for _ in $(seq 120); do
+  s=$(state)
+  [ "$s" = COMPLETED ] || [ "$s" = FAILED ] && break
+  sleep 0.5
+done
+[ "$s" = FAILED ] && grep -q "the batch script of Slurm job $jid .*start the program with srun" nosrun-$jid.out ||
+  { cat nosrun-$jid.out; fail "ringtrain worker without srun ended $s"; }
+echo "ok: ringtrain worker in the batch script without srun fails at once, saying to use srun"
 echo "ok: ringtrain under a real Slurm 22.05 (2 slurmd hosts in network namespaces)"

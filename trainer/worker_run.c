@@ -46,6 +46,8 @@ int rt_worker_run(const rt_job_cfg *cfg)
     rt_rank_info info = {.rank = 0, .size = 1, .local_rank = 0, .local_size = 1, .attempt = 1};
     slurm_settings(cfg);
     rt_status st = rt_init_from_env(&comm, &info, err);
+    if (st == RT_ERR_NOTFOUND && getenv("SLURM_JOB_ID"))
+        st = RT_ERR_INVALID; /* a Slurm batch script: the job wants srun's tasks, not one rank */
     if (st == RT_ERR_NOTFOUND) {
         st = RT_OK; /* started by neither an agent nor srun: one rank */
         info = (rt_rank_info){.rank = 0, .size = 1, .local_rank = 0, .local_size = 1, .attempt = 1};

@@ -165,6 +165,12 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
     memset(info, 0, sizeof *info);
     if (!getenv(RT_ENV_RANK) && rt_slurm_detected())
         return init_slurm(out, info, err);
+    if (!getenv(RT_ENV_RANK) && getenv("SLURM_JOB_ID") && !getenv("SLURM_STEP_ID"))
+        return rt_err(err, RT_ERR_NOTFOUND,
+                      "this is the batch script of Slurm job %s (no SLURM_STEP_ID), not a task "
+                      "of a job step: start the program with srun (srun PROGRAM, srun ringtrain "
+                      "worker JOB.INI)",
+                      getenv("SLURM_JOB_ID"));
     int64_t v[8];
     const char *names[] = {RT_ENV_RANK,       RT_ENV_SIZE,       RT_ENV_LOCAL_RANK,
                            RT_ENV_LOCAL_SIZE, RT_ENV_CROSS_RANK, RT_ENV_CROSS_SIZE,

@@ -176,7 +176,10 @@ static rt_status env_num(const char *name, long lo, long hi, long *out, char *er
 
 bool rt_slurm_detected(void)
 {
-    return getenv("SLURM_PROCID") && getenv("SLURM_NTASKS") && getenv("SLURM_JOB_ID");
+    /* the batch script has SLURM_PROCID 0 and the job's SLURM_NTASKS too, but
+     * no step: only srun's tasks have SLURM_STEP_ID */
+    return getenv("SLURM_PROCID") && getenv("SLURM_NTASKS") && getenv("SLURM_JOB_ID") &&
+           getenv("SLURM_STEP_ID");
 }
 
 rt_status rt_slurm_layout(rt_slurm_step *s, char *err)

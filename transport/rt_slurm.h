@@ -27,7 +27,8 @@ typedef struct rt_slurm_step {
     int port; /* the rendezvous port on hosts[0], from the job and step ids */
 } rt_slurm_step;
 
-/* Whether this process looks like a task of a Slurm job step. */
+/* Whether this process looks like a task of a Slurm job step (srun's: the
+ * batch script itself, which has no SLURM_STEP_ID, is not one). */
 bool rt_slurm_detected(void);
 /* The step's layout from the environment; an error naming the variable. */
 rt_status rt_slurm_layout(rt_slurm_step *s, char *err);
