@@ -48,6 +48,11 @@ typedef struct cli_cmd {
     int (*run)(const cli_args *a);
 } cli_cmd;
 
+/* cli_flags.c: each command's flags (a table ends with a NULL name) */
+extern const cli_flag CLI_SUBMIT_FLAGS[], CLI_RUN_FLAGS[], CLI_WORKER_FLAGS[], CLI_EXEC_FLAGS[],
+    CLI_JOBS_FLAGS[], CLI_JSON_FLAGS[], CLI_TRACE_FLAGS[], CLI_MODEL_FLAGS[], CLI_TOKEN_FLAGS[],
+    CLI_STATUS_FLAGS[], CLI_LOGS_FLAGS[], CLI_INIT_FLAGS[], CLI_PREP_FLAGS[], CLI_PREDICT_FLAGS[];
+
 struct cli_args {
     const cli_cmd *cmd;
     const char *value[CLI_MAX_FLAGS]; /* CLI_VALUE: the value; CLI_SWITCH: "1" when given */
