@@ -227,6 +227,30 @@ rt_json *cl_get(cluster *c, const char *path)
     return j;
 }
 
+char *cl_exec_body(const char *const *args)
+{
+    static const cli_cmd exec = {.name = "exec",
+                                 .flags = CLI_EXEC_FLAGS,
+                                 .rest = true,
+                                 .rest_required = true,
+                                 .connects = true};
+    int argc = 0;
+    while (args[argc])
+        argc++;
+    char **argv = calloc((size_t)argc + 1, sizeof *argv);
+    if (!argv)
+        return NULL;
+    for (int i = 0; i < argc; i++)
+        argv[i] = (char *)args[i];
+    cli_args a;
+    char *body = NULL;
+    if (cli_parse(&exec, argc, argv, &a) != 0 || cli_job_body_from_exec(&a, &body, NULL) != 0)
+        body = NULL;
+    cli_args_free(&a);
+    free(argv);
+    return body;
+}
+
 int64_t cl_submit(cluster *c, const char *body)
 {
     http_resp r = {0};

@@ -64,6 +64,10 @@ rt_json *cl_get(cluster *c, const char *path);
 int64_t cl_metric(cluster *c, const char *name);
 /* POST a JSON body to /v1/jobs; the new job's id, or -1. */
 int64_t cl_submit(cluster *c, const char *body);
+/* The submission `ringtrain exec ARGS...` would POST (the CLI's own parser
+ * and builder: cli_parse, cli_job_body_from_exec), args ending with NULL;
+ * NULL on a bad flag (said on stderr).  The caller frees it. */
+char *cl_exec_body(const char *const *args);
 /* Until the job's state is `state` (or any terminal state when NULL); the
  * job document (caller frees) or NULL on timeout. */
 rt_json *cl_wait_job(cluster *c, int64_t id, const char *state, int timeout_ms);

@@ -58,17 +58,18 @@ static void test_retention(void **state)
     CHECK(cl_metric(c, "ringtrain_agents_known") == 2);
 
     /* job 1 finishes at once, with events and a progress line; job 2 runs on */
-    char *body = NULL;
-    CHECK(asprintf(&body, "{\"type\":\"exec\",\"name\":\"short\",\"np\":1,\"cwd\":\"/\","
-                          "\"argv\":[\"sh\",\"-c\",\"echo done\",\"%s\"]}", c->marker) > 0);
+    char *body = cl_exec_body((const char *[]){"--name", "short", "--np", "1", "--", "sh", "-c",
+                                               "echo done", c->marker, NULL});
+    CHECK(body != NULL);
     int64_t id1 = cl_submit(c, body);
     free(body);
     CHECK(id1 > 0);
     rt_json *doc = cl_wait_job(c, id1, "succeeded", 20000);
     CHECK(doc != NULL);
     rt_json_free(doc);
-    CHECK(asprintf(&body, "{\"type\":\"exec\",\"name\":\"long\",\"np\":1,\"cwd\":\"/\","
-                          "\"argv\":[\"sh\",\"-c\",\"sleep 60\",\"%s\"]}", c->marker) > 0);
+    body = cl_exec_body((const char *[]){"--name", "long", "--np", "1", "--", "sh", "-c",
+                                         "sleep 60", c->marker, NULL});
+    CHECK(body != NULL);
     int64_t id2 = cl_submit(c, body);
     free(body);
     CHECK(id2 == id1 + 1);
@@ -118,8 +119,9 @@ static void test_retention(void **state)
     CHECK(node_listed(c, "B/b1"));
 
     /* a new job takes the next id, not a deleted one */
-    CHECK(asprintf(&body, "{\"type\":\"exec\",\"name\":\"after\",\"np\":1,\"cwd\":\"/\","
-                          "\"argv\":[\"sh\",\"-c\",\"true\",\"%s\"]}", c->marker) > 0);
+    body = cl_exec_body((const char *[]){"--name", "after", "--np", "1", "--", "sh", "-c", "true",
+                                         c->marker, NULL});
+    CHECK(body != NULL);
     int64_t id3 = cl_submit(c, body);
     free(body);
     CHECK(id3 == id2 + 1);

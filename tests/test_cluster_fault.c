@@ -51,21 +51,36 @@
 
 #define CHECK(cond) CL_CHECK(failed, cond)
 
+/* `ringtrain exec --np NP --max-restarts R --queue-timeout Q ... -- rt_probe
+ * PROBE_ARGS --marker M`, built by the CLI's own code. */
 static char *exec_body(const cluster *c, int np, int max_restarts, int queue_timeout_ms,
-                       const char *probe_args)
+                       const char *const *probe_args)
 {
-    char *b = NULL;
-    char cwd[1024];
-    if (!getcwd(cwd, sizeof cwd))
-        snprintf(cwd, sizeof cwd, "/");
-    /* probe_args is a JSON list fragment: "\"--sleep\",\"60\"" */
-    if (asprintf(&b,
-                 "{\"type\":\"exec\",\"name\":\"fault\",\"np\":%d,\"max_restarts\":%d,"
-                 "\"queue_timeout_ms\":%d,\"transport\":\"tcp\",\"collective_timeout_ms\":10000,"
-                 "\"cwd\":\"%s\",\"argv\":[\"%s\",%s,\"--marker\",\"%s\"]}",
-                 np, max_restarts, queue_timeout_ms, cwd, CL_PROBE, probe_args, c->marker) < 0)
-        return NULL;
-    return b;
+    char n[16], r[16], q[32];
+    snprintf(n, sizeof n, "%d", np);
+    snprintf(r, sizeof r, "%d", max_restarts);
+    snprintf(q, sizeof q, "%dms", queue_timeout_ms);
+    const char *args[32] = {"--name",
+                            "fault",
+                            "--np",
+                            n,
+                            "--max-restarts",
+                            r,
+                            "--queue-timeout",
+                            q,
+                            "--transport",
+                            "tcp",
+                            "--collective-timeout",
+                            "10s",
+                            "--",
+                            CL_PROBE};
+    int k = 14;
+    for (int i = 0; probe_args[i] && k < 28; i++)
+        args[k++] = probe_args[i];
+    args[k++] = "--marker";
+    args[k++] = c->marker;
+    args[k] = NULL;
+    return cl_exec_body(args);
 }
 
 static const rt_json *placement_of(const rt_json *doc, int rank)
@@ -88,7 +103,8 @@ static void test_agent_killed(void **state)
     CHECK(cl_wait_agents_up(c, 3, 20000));
 
     /* np = 3 lands on A/a1 (ranks 0, 1) and A/a2 (rank 2); attempt 1 sleeps */
-    char *body = exec_body(c, 3, 1, 20000, "\"--sleep\",\"60\",\"--sleep-attempt\",\"1\"");
+    char *body =
+        exec_body(c, 3, 1, 20000, (const char *[]){"--sleep", "60", "--sleep-attempt", "1", NULL});
     int64_t id = cl_submit(c, body);
     free(body);
     CHECK(id > 0);
@@ -124,7 +140,7 @@ static void test_agent_killed(void **state)
 
     /* now 3 slots are left (A/a2, B/b1); lose B/b1 mid-job: a restart
      * needs 3 slots, 1 is free, and after queue_timeout the job fails */
-    body = exec_body(c, 3, 1, 2000, "\"--sleep\",\"60\"");
+    body = exec_body(c, 3, 1, 2000, (const char *[]){"--sleep", "60", NULL});
     id = cl_submit(c, body);
     free(body);
     CHECK(id > 0);
@@ -168,7 +184,7 @@ static void test_coordinator_restart(void **state)
     CHECK(cl_wait_agents_up(c, 2, 20000));
 
     /* the ranks finish 2 s in, while the coordinator is away */
-    char *body = exec_body(c, 3, 0, 20000, "\"--sleep\",\"2\"");
+    char *body = exec_body(c, 3, 0, 20000, (const char *[]){"--sleep", "2", NULL});
     int64_t id = cl_submit(c, body);
     free(body);
     CHECK(id > 0);
@@ -315,7 +331,7 @@ static void test_sd_notify_and_sigterm(void **state)
     }
     CHECK(count_notes(notes, n, -1, "") == 0); /* every message came from a daemon */
     /* the agent's STATUS tracks its workers */
-    char *body = exec_body(c, 1, 0, 20000, "\"--sleep\",\"60\"");
+    char *body = exec_body(c, 1, 0, 20000, (const char *[]){"--sleep", "60", NULL});
     int64_t id = cl_submit(c, body);
     free(body);
     rt_json *doc = cl_wait_job(c, id, "running", 20000);
