@@ -9,18 +9,21 @@
     {                \
         .name = NULL \
     } /* ends a flag table */
+/* flags several job-file commands take alike (submit, run, worker) */
+static const cli_flag F_JOB_NP = {.name = "--np",
+                                  .kind = CLI_VALUE,
+                                  .metavar = "N",
+                                  .help = "number of ranks (the job file's [job] np)"};
+static const cli_flag F_SET = {.name = "--set",
+                               .kind = CLI_LIST,
+                               .metavar = "SECTION.KEY=VALUE",
+                               .help = "override a key of the job file"};
 static const cli_flag F_JSON = {
     .name = "--json", .kind = CLI_SWITCH, .help = "print the coordinator's JSON"};
 
 const cli_flag CLI_SUBMIT_FLAGS[] = {
-    {.name = "--np",
-     .kind = CLI_VALUE,
-     .metavar = "N",
-     .help = "number of ranks (the job file's [job] np)"},
-    {.name = "--set",
-     .kind = CLI_LIST,
-     .metavar = "SECTION.KEY=VALUE",
-     .help = "override a key of the job file"},
+    F_JOB_NP,
+    F_SET,
     {.name = "--follow",
      .kind = CLI_SWITCH,
      .help = "show the job's progress or output until it ends (Ctrl-C detaches)",
@@ -28,23 +31,13 @@ const cli_flag CLI_SUBMIT_FLAGS[] = {
     {.name = "--json", .kind = CLI_SWITCH, .help = "print the coordinator's answer as JSON"},
     END};
 const cli_flag CLI_RUN_FLAGS[] = {
-    {.name = "--np",
-     .kind = CLI_VALUE,
-     .metavar = "N",
-     .help = "number of ranks (the job file's [job] np)"},
-    {.name = "--set",
-     .kind = CLI_LIST,
-     .metavar = "SECTION.KEY=VALUE",
-     .help = "override a key of the job file"},
+    F_JOB_NP,
+    F_SET,
     {.name = "--keep",
      .kind = CLI_SWITCH,
      .help = "keep the temporary cluster's folder (logs) after success"},
     END};
-const cli_flag CLI_WORKER_FLAGS[] = {{.name = "--set",
-                                      .kind = CLI_LIST,
-                                      .metavar = "SECTION.KEY=VALUE",
-                                      .help = "override a key of the job file"},
-                                     END};
+const cli_flag CLI_WORKER_FLAGS[] = {F_SET, END};
 const cli_flag CLI_EXEC_FLAGS[] = {
     {.name = "--np", .kind = CLI_VALUE, .metavar = "N", .help = "number of ranks"},
     {.name = "--local",
