@@ -7,6 +7,11 @@
 #                              fails where the kernel has no tbf
 #   netns_link_sent TAG H      bytes host H (a or b) has sent over the link
 #   netns_link_down TAG
+# and several "hosts" on one bridge (tests/test_installed.sh, test_slurm_cluster.sh):
+#   netns_bridge_up TAG NET HOST...   namespaces TAG-HOST joined by a bridge in
+#                                     TAG-sw (made here unless it exists); the
+#                                     k-th HOST gets NET.k/24 on its eth0, lo up
+#   netns_bridge_down TAG HOST...     kills what runs in them, removes them and TAG-sw
 
 netns_link_up() {
   local tag=$1 net=$2
@@ -37,4 +42,32 @@ netns_link_sent() {
 netns_link_down() {
   ip netns del "$1-a" 2> /dev/null || true
   ip netns del "$1-b" 2> /dev/null || true
+}
+
+netns_bridge_up() {
+  local tag=$1 net=$2 i=1 h
+  shift 2
+  ip netns add "$tag-sw" 2> /dev/null # may exist: the caller's check that it can
+  ip -n "$tag-sw" link add br0 type bridge || return 1
+  ip -n "$tag-sw" link set br0 up
+  for h in "$@"; do
+    ip netns add "$tag-$h" || return 1
+    ip link add "$tag-$h-e" netns "$tag-$h" type veth peer name "p$h" netns "$tag-sw" || return 1
+    ip -n "$tag-sw" link set "p$h" master br0 up
+    ip -n "$tag-$h" link set "$tag-$h-e" name eth0 # as on a real host
+    ip -n "$tag-$h" addr add "$net.$i/24" dev eth0
+    ip -n "$tag-$h" link set eth0 up
+    ip -n "$tag-$h" link set lo up
+    i=$((i + 1))
+  done
+}
+
+netns_bridge_down() {
+  local tag=$1 h p
+  shift
+  for h in "$@"; do
+    for p in $(ip netns pids "$tag-$h" 2> /dev/null); do kill -KILL "$p" 2> /dev/null || true; done
+    ip netns del "$tag-$h" 2> /dev/null || true
+  done
+  ip netns del "$tag-sw" 2> /dev/null || true
 }

@@ -41,6 +41,7 @@
 set -euo pipefail
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
+. "$src/scripts/netns-link.sh"
 skip() { echo "skipping: $*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "needs root (users, namespaces)"
 for t in bwrap ip setpriv systemd-sysusers; do
@@ -53,11 +54,7 @@ chmod 755 "$work"
 pids=()
 made=()
 cleanup() {
-  for ns in $tag-c $tag-a1 $tag-a2; do
-    for p in $(ip netns pids $ns 2> /dev/null); do kill -KILL "$p" 2> /dev/null || true; done
-    ip netns del $ns 2> /dev/null || true
-  done
-  ip netns del $tag-sw 2> /dev/null || true
+  netns_bridge_down $tag c a1 a2
   for d in "${made[@]}"; do rmdir "$d" 2> /dev/null || true; done
   userdel $tag-alice 2> /dev/null || true
   if [ -n "${KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
@@ -101,20 +98,8 @@ for a in a1 a2; do
 done
 chmod 0644 "$etc"/*.conf "$etc_agent"/*.conf
 
-# ---- three hosts on one bridge ---------------------------------------------------
-ip -n $tag-sw link add br0 type bridge
-ip -n $tag-sw link set br0 up
-i=1
-for h in c a1 a2; do
-  ip netns add $tag-$h
-  ip link add $tag-$h-e netns $tag-$h type veth peer name p$h netns $tag-sw
-  ip -n $tag-sw link set p$h master br0 up
-  ip -n $tag-$h link set $tag-$h-e name eth0 # as on a real host (GLOO_SOCKET_IFNAME below)
-  ip -n $tag-$h addr add 10.77.0.$i/24 dev eth0
-  ip -n $tag-$h link set eth0 up
-  ip -n $tag-$h link set lo up
-  i=$((i + 1))
-done
+# ---- three hosts on one bridge (each's interface eth0: GLOO_SOCKET_IFNAME below) ----
+netns_bridge_up $tag 10.77.0 c a1 a2 || fail "cannot make the hosts' namespaces"
 
 # ---- the data every node reads, the store they write (README: /shared/...) -------
 shared=$work/shared

@@ -32,31 +32,18 @@ if [ -z "${RT_SLURM_TEST_NS:-}" ]; then
   RT_SLURM_TEST_NS=1 exec unshare -m --propagation private "$0" "$@"
 fi
 
+. "$src/scripts/netns-link.sh"
 tag=rtsl$$
 t=$(mktemp -d /tmp/rt-slurm.XXXXXX)
 chmod 755 "$t"
 cleanup() {
-  for h in ctl n1 n2; do
-    for p in $(ip netns pids $tag-$h 2> /dev/null); do kill -KILL "$p" 2> /dev/null || true; done
-  done
+  netns_bridge_down $tag ctl n1 n2
   [ -f "$t/munge/pid" ] && kill "$(cat "$t/munge/pid")" 2> /dev/null || true
-  for ns in ctl n1 n2 sw; do ip netns del $tag-$ns 2> /dev/null || true; done
   rm -rf "$t"
 }
 trap cleanup EXIT
 ip netns add $tag-sw 2> /dev/null || skip "cannot create network namespaces here"
-ip -n $tag-sw link add br0 type bridge
-ip -n $tag-sw link set br0 up
-i=1
-for h in ctl n1 n2; do
-  ip netns add $tag-$h
-  ip link add $tag-$h-e netns $tag-$h type veth peer name p$h netns $tag-sw
-  ip -n $tag-sw link set p$h master br0 up
-  ip -n $tag-$h addr add 10.78.0.$i/24 dev $tag-$h-e
-  ip -n $tag-$h link set $tag-$h-e up
-  ip -n $tag-$h link set lo up
-  i=$((i + 1))
-done
+netns_bridge_up $tag 10.78.0 ctl n1 n2 || fail "cannot make the hosts' namespaces"
 printf '127.0.0.1 localhost\n10.78.0.1 ctl\n10.78.0.2 n1\n10.78.0.3 n2\n' > "$t/hosts"
 mount --bind "$t/hosts" /etc/hosts
 # on HOST (its network and hostname; /sys as it is: slurmd reads the cgroups)
