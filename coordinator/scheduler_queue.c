@@ -41,6 +41,22 @@ static int cmp_agents(const void *x, const void *y)
     return c ? c : strcmp(a->name, b->name);
 }
 
+/* The job's ranks on host h's machine (the agents' boot id): host h's own
+ * when its agent says no machine; hosts by host, not rank by rank, so that
+ * a large job's placement stays linear in its ranks. */
+static int machine_ranks(const sc_job *j, const int *first, const int *size, int hosts, int h)
+{
+    const sc_agent *a = j->ranks[first[h]].ag;
+    if (!a || !a->machine[0])
+        return size[h];
+    int n = 0;
+    for (int g = 0; g < hosts; g++) {
+        const sc_agent *b = j->ranks[first[g]].ag;
+        n += b && strcmp(b->machine, a->machine) == 0 ? size[g] : 0;
+    }
+    return n;
+}
+
 /* Whether np ranks of j fit in the free slots now (those spare cannot use,
  * given spare); else why not. */
 static bool fits(const sched *S, const sc_job *j, const sc_job *spare, int np, char *why,
@@ -122,11 +138,15 @@ bool sc_place(sched *S, sc_job *j, int np, const sc_job *spare, char *why, size_
         }
     }
     RT_ASSERT(rank == np);
-    /* local_size per host; cross communicators group equal local ranks */
-    for (int h = 0; h < hosts; h++)
+    /* local_size per host; cross communicators group equal local ranks;
+     * hosts that are namespaces of one machine share its CPUs: each rank's
+     * default thread count divides them among the job's ranks there */
+    for (int h = 0; h < hosts; h++) {
+        const int on_machine = machine_ranks(j, host_first, host_size, hosts, h);
         for (int r = host_first[h]; r < host_first[h] + host_size[h]; r++) {
             sc_rank *s = &j->ranks[r];
             s->local_size = host_size[h];
+            s->machine_ranks = on_machine;
             s->cross_rank = 0;
             s->cross_size = 0;
             for (int g = 0; g < hosts; g++)
@@ -136,17 +156,6 @@ bool sc_place(sched *S, sc_job *j, int np, const sc_job *spare, char *why, size_
                     s->cross_size++;
                 }
         }
-    /* hosts that are namespaces of one machine share its CPUs: each rank's
-     * default thread count divides them among all of the job's ranks there */
-    for (int r = 0; r < np; r++) {
-        sc_rank *s = &j->ranks[r];
-        s->machine_ranks = s->local_size;
-        if (!s->ag || !s->ag->machine[0])
-            continue;
-        s->machine_ranks = 0;
-        for (int q = 0; q < np; q++)
-            s->machine_ranks +=
-                j->ranks[q].ag && strcmp(j->ranks[q].ag->machine, s->ag->machine) == 0;
     }
     free(list);
     free(host_first);
