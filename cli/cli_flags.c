@@ -55,6 +55,10 @@ const cli_flag CLI_EXEC_FLAGS[] = {
      .help =
          "an environment variable for every rank (NAME alone: its value here, as horovodrun -x)",
      .alias = "-x"},
+    {.name = "--chdir",
+     .kind = CLI_VALUE,
+     .metavar = "DIR",
+     .help = "the ranks' working folder (default: this one; relative to it, as srun --chdir)"},
     {.name = "--no-default-env",
      .kind = CLI_SWITCH,
      .help = "do not pass PATH, PYTHONPATH and VIRTUAL_ENV from here"},

@@ -221,8 +221,23 @@ int cli_job_body_from_exec(const cli_args *a, char **body, int64_t *np)
     for (int i = 0; i < a->nrest; i++)
         rt_jw_str(&w, a->rest[i]);
     rt_jw_arr_end(&w);
-    char cwd[4096];
-    if (getcwd(cwd, sizeof cwd))
+    /* the ranks' folder: --chdir (relative to this one, as srun --chdir), else this one */
+    const char *dir = cli_value(a, "--chdir");
+    char here[4096], cwd[8192];
+    int n = -1;
+    if (dir && dir[0] == '/')
+        n = snprintf(cwd, sizeof cwd, "%s", dir);
+    else if (getcwd(here, sizeof here))
+        n = dir ? snprintf(cwd, sizeof cwd, "%s/%s", here, dir)
+                : snprintf(cwd, sizeof cwd, "%s", here);
+    if (dir && (n < 0 || n >= 4096 || !*dir)) {
+        fprintf(stderr, "ringtrain exec: --chdir '%s': %s\n", dir,
+                *dir ? "too long a path (at most 4095 bytes)" : "empty");
+        rt_jw_free(&w);
+        rt_cfg_free(&rt_job_schema, &j);
+        return 2;
+    }
+    if (n > 0)
         rt_jw_kstr(&w, "cwd", cwd);
     rt_jw_key(&w, "env");
     rt_jw_obj(&w);

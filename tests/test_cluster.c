@@ -764,6 +764,7 @@ int main(void)
         cmocka_unit_test(test_shm_leftovers),
         cmocka_unit_test(test_python_binding),
         cmocka_unit_test(test_exec_program_path),
+        cmocka_unit_test(test_exec_chdir),
         cmocka_unit_test(test_job_file_reaches_rank),
         cmocka_unit_test(test_rank_usage),
         cmocka_unit_test(test_gpu_usage),

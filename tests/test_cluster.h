@@ -29,6 +29,7 @@ void test_results(void **state);
 void test_python_binding(void **state);
 void test_tokens_and_roles(void **state);
 void test_exec_program_path(void **state);
+void test_exec_chdir(void **state);
 void test_job_file_reaches_rank(void **state);
 void test_rank_usage(void **state); /* test_cluster_usage.c */
 void test_gpu_usage(void **state);

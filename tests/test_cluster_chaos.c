@@ -86,17 +86,11 @@ static void test_followers_survive_restart(void **state)
     free(out);
     CHECK(cl_wait_agents_up(c, 1, 20000));
     /* logs --follow of a running job, across another restart */
-    const char *sub[] = {"exec", "--np", "1", "--", "sh", "-c",
-                         "for i in $(seq 16); do echo line $i; sleep 0.25; done", NULL};
     restarter r2 = {c, 1500, 1000, false};
-    char *body = NULL;
-    char cwd[1024];
-    if (!getcwd(cwd, sizeof cwd))
-        snprintf(cwd, sizeof cwd, "/");
-    (void)sub;
-    CHECK(asprintf(&body, "{\"type\":\"exec\",\"name\":\"lines\",\"np\":1,\"cwd\":\"%s\","
-                          "\"argv\":[\"sh\",\"-c\",\"for i in $(seq 16); do echo line $i; sleep 0.25; done\"]}",
-                   cwd) > 0);
+    char *body = cl_exec_body(
+        (const char *[]){"--name", "lines", "--np", "1", "--", "sh", "-c",
+                         "for i in $(seq 16); do echo line $i; sleep 0.25; done", NULL});
+    CHECK(body != NULL);
     int64_t id = cl_submit(c, body);
     free(body);
     CHECK(id > 0);

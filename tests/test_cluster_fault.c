@@ -533,16 +533,13 @@ static void test_spawn_failure_agents_stay_up(void **state)
     CHECK(cl_start_agent(c, 0, "a1", "A", 2, with) && cl_start_agent(c, 1, "b1", "B", 2, with) &&
           cl_start_agent(c, 2, "c1", "C", 2, without));
     CHECK(cl_wait_agents_up(c, 3, 20000));
-    char cwd[1024];
-    if (!getcwd(cwd, sizeof cwd))
-        snprintf(cwd, sizeof cwd, "/");
     for (int rep = 0; rep < 20 && !*failed; rep++) {
-        char *body = NULL;
-        CHECK(asprintf(&body,
-                       "{\"type\":\"exec\",\"name\":\"spawnfail\",\"np\":5,\"max_restarts\":0,"
-                       "\"transport\":\"tcp\",\"collective_timeout_ms\":10000,\"cwd\":\"%s\","
-                       "\"argv\":[\"rt_probe\",\"--sleep\",\"30\",\"--marker\",\"%s\"]}",
-                       cwd, c->marker) > 0);
+        /* no environment from here: each agent's own PATH finds rt_probe, or not */
+        char *body = cl_exec_body((const char *[]){
+            "--name", "spawnfail", "--np", "5", "--max-restarts", "0", "--transport", "tcp",
+            "--collective-timeout", "10s", "--no-default-env", "--", "rt_probe", "--sleep", "30",
+            "--marker", c->marker, NULL});
+        CHECK(body != NULL);
         int64_t id = cl_submit(c, body);
         free(body);
         CHECK(id > 0);
@@ -572,10 +569,10 @@ static void test_log_retention(void **state)
     struct stat sb;
     CHECK(stat(logs1, &sb) == 0);
     /* a job that runs longer than the retention, silent after its first line */
-    char *body = NULL;
-    CHECK(asprintf(&body, "{\"type\":\"exec\",\"name\":\"long\",\"np\":1,\"cwd\":\"/\","
-                          "\"argv\":[\"sh\",\"-c\",\"echo started; sleep 8\",\"%s\"]}",
-                   c->marker) > 0);
+    char *body =
+        cl_exec_body((const char *[]){"--name", "long", "--np", "1", "--chdir", "/", "--", "sh",
+                                      "-c", "echo started; sleep 8", c->marker, NULL});
+    CHECK(body != NULL);
     int64_t id = cl_submit(c, body);
     free(body);
     CHECK(id == 2);

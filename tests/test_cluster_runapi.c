@@ -558,7 +558,8 @@ void test_tokens_and_roles(void **state)
  * the three agents of two hosts all run the venv's `python`; a name in no
  * folder of that PATH fails the job naming it.  The two hosts are one
  * machine (one boot id): every rank is told the job has 5 ranks on it
- * (RT_MACHINE_RANKS, which divides the CPUs), beside its host's 3 or 2. */
+ * (RT_MACHINE_RANKS, which divides the CPUs), beside its host's 3 or 2,
+ * and runs in the folder --chdir named. */
 void test_exec_program_path(void **state)
 {
     (void)state;
@@ -571,15 +572,15 @@ void test_exec_program_path(void **state)
     FILE *f = fopen(tool, "w");
     CHECK(f != NULL);
     fprintf(f, "#!/bin/sh\necho \"venv python rank $RT_RANK host $RT_LOCAL_SIZE machine "
-               "$RT_MACHINE_RANKS\"\n");
+               "$RT_MACHINE_RANKS cwd $(pwd -P)\"\n");
     fclose(f);
     CHECK(chmod(tool, 0755) == 0);
-    char *body = NULL;
-    CHECK(asprintf(&body,
-                   "{\"type\":\"exec\",\"name\":\"venv\",\"np\":5,\"cwd\":\"/\","
-                   "\"env\":{\"PATH\":\"%s:/usr/local/bin:/usr/bin:/bin\"},"
-                   "\"argv\":[\"python\",\"-c\",\"import numpy\",\"%s\"]}",
-                   bin, C.marker) > 0);
+    char path[800];
+    snprintf(path, sizeof path, "PATH=%s:/usr/local/bin:/usr/bin:/bin", bin);
+    char *body =
+        cl_exec_body((const char *[]){"--name", "venv", "--np", "5", "--chdir", "/", "--env", path,
+                                      "--", "python", "-c", "import numpy", C.marker, NULL});
+    CHECK(body != NULL);
     int64_t id = cl_submit(&C, body);
     free(body);
     CHECK(id > 0);
@@ -590,15 +591,16 @@ void test_exec_program_path(void **state)
     snprintf(idtxt, sizeof idtxt, "%lld", (long long)id);
     const char *logs[] = {"logs", idtxt, NULL};
     CHECK(cl_cli(&C, &out, 30, logs) == 0);
-    CHECK(out && strstr(out, "[0] venv python rank 0 host 3 machine 5") &&
-          strstr(out, "[2] venv python rank 2 host 3 machine 5") &&
-          strstr(out, "[3] venv python rank 3 host 2 machine 5") &&
-          strstr(out, "[4] venv python rank 4 host 2 machine 5"));
+    CHECK(out && strstr(out, "[0] venv python rank 0 host 3 machine 5 cwd /\n") &&
+          strstr(out, "[2] venv python rank 2 host 3 machine 5 cwd /\n") &&
+          strstr(out, "[3] venv python rank 3 host 2 machine 5 cwd /\n") &&
+          strstr(out, "[4] venv python rank 4 host 2 machine 5 cwd /\n"));
     free(out);
     /* a program in no folder of the rank's PATH */
-    CHECK(asprintf(&body, "{\"type\":\"exec\",\"name\":\"nosuch\",\"np\":1,\"cwd\":\"/\","
-                          "\"env\":{\"PATH\":\"%s\"},\"argv\":[\"no-such-program-rt\",\"%s\"]}",
-                   bin, C.marker) > 0);
+    snprintf(path, sizeof path, "PATH=%s", bin);
+    body = cl_exec_body((const char *[]){"--name", "nosuch", "--np", "1", "--chdir", "/", "--env",
+                                         path, "--", "no-such-program-rt", C.marker, NULL});
+    CHECK(body != NULL);
     id = cl_submit(&C, body);
     free(body);
     CHECK(id > 0);
@@ -608,6 +610,44 @@ void test_exec_program_path(void **state)
     snprintf(idtxt, sizeof idtxt, "%lld", (long long)id);
     CHECK(cl_cli(&C, &out, 30, logs) == 0 || out != NULL);
     CHECK(out && strstr(out, "cannot run the program: no-such-program-rt"));
+    free(out);
+}
+
+/* --chdir: a relative folder is the submitter's joined with it (as srun
+ * --chdir), an empty one is refused before anything is sent, and a folder
+ * this node does not have leaves the rank in its job's work folder. */
+void test_exec_chdir(void **state)
+{
+    (void)state;
+    char here[4096], want[4200];
+    CHECK(getcwd(here, sizeof here) != NULL);
+    snprintf(want, sizeof want, "%s/sub/dir", here);
+    char *body =
+        cl_exec_body((const char *[]){"--np", "1", "--chdir", "sub/dir", "--", "true", NULL});
+    rt_json *j = NULL;
+    char err[RT_ERR_LEN];
+    CHECK(body && rt_json_parse(body, strlen(body), &j, err) == RT_OK);
+    CHECK(j && !strcmp(rt_json_get_str(j, "cwd"), want));
+    rt_json_free(j);
+    free(body);
+    CHECK(cl_exec_body((const char *[]){"--np", "1", "--chdir", "", "--", "true", NULL}) == NULL);
+
+    body = cl_exec_body((const char *[]){
+        "--name", "nofolder", "--np", "1", "--chdir", "/no-such-folder-rt", "--", "sh", "-c",
+        "[ \"$(pwd -P)\" = \"$(cd \"$RT_WORK_DIR\" && pwd -P)\" ] && echo in the work folder",
+        C.marker, NULL});
+    CHECK(body != NULL);
+    int64_t id = cl_submit(&C, body);
+    free(body);
+    CHECK(id > 0);
+    rt_json *doc = cl_wait_job(&C, id, NULL, 30000);
+    CHECK(doc && !strcmp(cl_job_state(doc), "succeeded"));
+    rt_json_free(doc);
+    char idtxt[32], *out = NULL;
+    snprintf(idtxt, sizeof idtxt, "%lld", (long long)id);
+    const char *logs[] = {"logs", idtxt, NULL};
+    CHECK(cl_cli(&C, &out, 30, logs) == 0);
+    CHECK(out && strstr(out, "[0] in the work folder"));
     free(out);
 }
 

@@ -43,10 +43,12 @@ static bool promtool_ok(const char *text)
     return rc == 0;
 }
 
-/* Submit the job and wait until it runs; path: its document's address. */
-static int64_t start_job(const char *body, char *path, size_t len)
+/* Submit the job (its body freed) and wait until it runs; path: its document's address. */
+static int64_t start_job(char *body, char *path, size_t len)
 {
-    int64_t id = cl_submit(&C, body);
+    CHECK(body != NULL);
+    int64_t id = body ? cl_submit(&C, body) : -1;
+    free(body);
     CHECK(id > 0);
     rt_json_free(cl_wait_job(&C, id, "running", 20000));
     snprintf(path, len, "/v1/jobs/%lld", (long long)id);
@@ -83,18 +85,18 @@ static void cancel_job(int64_t id)
 void test_rank_usage(void **state)
 {
     (void)state;
-    char body[1024];
-    snprintf(body, sizeof body,
-             "{\"type\":\"exec\",\"name\":\"busy\",\"np\":1,\"argv\":[\"python3\",\"-c\","
-             "\"import os, socket, time\\nx = bytearray(64 << 20)\\n"
-             "s = socket.socket(fileno=int(os.environ['RT_CONTROL_FD']))\\n"
-             "s.send(b'{\\\"kind\\\":\\\"epoch\\\",\\\"epoch\\\":1,\\\"epochs\\\":3,\\\"loss\\\":0.5,"
-             "\\\"val_auc\\\":0.75}\\\\n')\\ntime.sleep(0.3)\\n"
-             "s.send(b'{\\\"kind\\\":\\\"step\\\",\\\"epoch\\\":2,\\\"epochs\\\":3,\\\"step\\\":1,"
-             "\\\"steps\\\":9}\\\\n')\\n"
-             "t = time.time()\\nwhile time.time() - t < 20: pass\","
-             "\"%s\"]}",
-             C.marker);
+    const char *busy = "import os, socket, time\n"
+                       "x = bytearray(64 << 20)\n"
+                       "s = socket.socket(fileno=int(os.environ['RT_CONTROL_FD']))\n"
+                       "s.send(b'{\"kind\":\"epoch\",\"epoch\":1,\"epochs\":3,\"loss\":0.5,"
+                       "\"val_auc\":0.75}\\n')\n"
+                       "time.sleep(0.3)\n"
+                       "s.send(b'{\"kind\":\"step\",\"epoch\":2,\"epochs\":3,\"step\":1,"
+                       "\"steps\":9}\\n')\n"
+                       "t = time.time()\n"
+                       "while time.time() - t < 20: pass";
+    char *body = cl_exec_body((const char *[]){"--name", "busy", "--np", "1", "--", "python3", "-c",
+                                               busy, C.marker, NULL});
     char path[64];
     int64_t id = start_job(body, path, sizeof path);
     double cpu = 0, pct = 0, rss = 0;
@@ -145,12 +147,11 @@ void test_rank_usage(void **state)
 void test_escaped_usage(void **state)
 {
     (void)state;
-    char body[700];
-    snprintf(body, sizeof body,
-             "{\"type\":\"exec\",\"name\":\"escaped-busy\",\"np\":1,\"argv\":[\"sh\",\"-c\","
-             "\"setsid sh -c 'end=$(($(date +%%s) + 3)); while [ $(date +%%s) -lt $end ]; do :; done' &"
-             " sleep 8\",\"%s\"]}",
-             C.marker);
+    char *body = cl_exec_body((const char *[]){
+        "--name", "escaped-busy", "--np", "1", "--", "sh", "-c",
+        "setsid sh -c 'end=$(($(date +%s) + 3)); while [ $(date +%s) -lt $end ]; do :; done' &"
+        " sleep 8",
+        C.marker, NULL});
     char path[64];
     int64_t id = start_job(body, path, sizeof path);
     double cpu = 0, running = 0; /* the most CPU seen while the child ran */
@@ -192,11 +193,8 @@ void test_escaped_usage(void **state)
 void test_gpu_usage(void **state)
 {
     (void)state;
-    char body[400];
-    snprintf(body, sizeof body,
-             "{\"type\":\"exec\",\"name\":\"gpus\",\"np\":5,\"argv\":[\"sh\",\"-c\",\"sleep 20\","
-             "\"%s\"]}",
-             C.marker);
+    char *body = cl_exec_body((const char *[]){"--name", "gpus", "--np", "5", "--", "sh", "-c",
+                                               "sleep 20", C.marker, NULL});
     char path[64];
     int64_t id = start_job(body, path, sizeof path);
     int with_gpu = 0, without = 0;
