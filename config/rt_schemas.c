@@ -322,9 +322,9 @@ static const rt_cfg_key job_keys[] = {
              "one weight per class in the manifest's class order; each row's loss is "
              "multiplied by its class's weight"),
     RT_CFG_L("train", "metrics", NULL, rt_job_cfg, metrics,
-             "computed on the validation rows each epoch (docs/tasks.md): accuracy, "
-             "balanced_accuracy, macro_f1, log_loss, auc, rmse, mae, r2, exp_rmspe (default: "
-             "the task's)"),
+             "computed on the validation rows each epoch (docs/tasks.md): "
+             "classification's " RT_CLS_METRICS ", regression's " RT_REG_METRICS
+             " (default: the task's)"),
     RT_CFG_E("train", "optimizer", "adam", RT_OPTIM_CHOICES, rt_job_cfg, optimizer,
              "adam: Keras' Adam with L2 in the gradient (the seed's); adamw: PyTorch's AdamW "
              "(decoupled weight_decay); sgd: PyTorch's SGD (momentum, nesterov)"),
@@ -377,8 +377,8 @@ static const rt_cfg_key job_keys[] = {
              "val_ and a metric the job computes (val_accuracy, val_auc, ...); without "
              "validation rows the training loss"),
     RT_CFG_E("train", "monitor_mode", "auto", "auto|min|max", rt_job_cfg, monitor_mode,
-             "whether the monitored metric is better lower or higher; auto: higher for "
-             "accuracy, balanced_accuracy, macro_f1, auc and r2"),
+             "whether the monitored metric is better lower or higher; auto: higher "
+             "for " RT_HIGHER_METRICS "lower for the losses and the other metrics"),
     RT_CFG_I("train", "early_stopping_patience", "0", 0, 1000000, rt_job_cfg,
              early_stopping_patience,
              "stop after this many epochs without an improvement of the monitored metric "

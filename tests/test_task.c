@@ -444,6 +444,30 @@ static void test_monitor(void **state)
     }
 }
 
+/* The metric table: every name found by itself, classification's before
+ * regression's, and monitor_mode = auto's direction per metric. */
+static void test_metric_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        bool cls, higher;
+    } want[] = {{"accuracy", true, true},   {"balanced_accuracy", true, true},
+                {"macro_f1", true, true},   {"log_loss", true, false},
+                {"auc", true, true},        {"rmse", false, false},
+                {"mae", false, false},      {"r2", false, true},
+                {"exp_rmspe", false, false}};
+    assert_int_equal(RT_METRIC_COUNT, (int)(sizeof want / sizeof want[0]));
+    for (int k = 0; k < RT_METRIC_COUNT; k++) {
+        assert_string_equal(rt_metric_names[k], want[k].name);
+        assert_int_equal(k < RT_CLS_METRIC_COUNT, want[k].cls);
+        assert_int_equal(rt_metric_higher_better(k), want[k].higher);
+    }
+    assert_false(rt_metric_higher_better(-1));
+    assert_false(rt_metric_higher_better(RT_METRIC_COUNT));
+    assert_string_equal(RT_HIGHER_METRICS, "accuracy, balanced_accuracy, macro_f1, auc, r2, ");
+}
+
 /* Ranks that see different values (as ranks whose local metrics differ
  * would) all stop after the epoch rank 0 stops, with rank 0's rate. */
 static void monitor_rank(rt_comm *c, int rank, void *arg, rh_result *res)
@@ -517,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_optimizers),
         cmocka_unit_test(test_metrics_over_ranks),
         cmocka_unit_test(test_monitor),
+        cmocka_unit_test(test_metric_table),
         cmocka_unit_test(test_monitor_ranks_agree),
         cmocka_unit_test(test_prediction_header),
     };

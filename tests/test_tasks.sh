@@ -117,9 +117,11 @@ check_bad() { # expected-text, --set...
   grep -qF "$want" "$tmp/bad.log" || { cat "$tmp/bad.log"; fail "no '$want' for $*"; }
 }
 check_bad "bce does not fit" --set train.loss=bce
+check_bad "(use cross_entropy)" --set train.loss=mse
 check_bad "2 weights for 6 classes (cotton crop, damp grey soil, grey soil, red soil, vegetation stubble, very damp grey soil" \
   --set train.class_weights=1,2
 check_bad "'val_r2' is not computed by this job" --set train.monitor=val_r2
+check_bad "'' is not computed by this job (it computes loss, val_loss, val_accuracy," --set train.monitor=
 # class weights: balanced (scikit-learn's) and balanced_sqrt, its square root, in the log
 weights() { # class_weights value -> the log's "class weights:" line
   sed "s|^dataset = .*|dataset = $tmp/satds|; s|^store = .*|store = $tmp/cw|; s|^epochs = .*|epochs = 1|" \
@@ -140,7 +142,8 @@ grep -q "cotton crop" <<<"$b" || fail "class weights without the class names: $b
 paste <(tr ',' '\n' <<<"${b#*:}" | awk '{print $NF}') <(tr ',' '\n' <<<"${q#*:}" | awk '{print $NF}') |
   awk '{ if ($2 * $2 < $1 * 0.999 || $2 * $2 > $1 * 1.001) bad = 1 } END { exit bad }' ||
   fail "balanced_sqrt is not the square root of balanced: $b / $q"
-check_bad "'rmse' is not a multiclass metric" --set train.metrics=rmse
+check_bad "'rmse' is not a multiclass metric (accuracy, balanced_accuracy, macro_f1, log_loss or auc)" \
+  --set train.metrics=rmse
 # more ranks than training partitions: refused before anything is queued
 if timeout 120 "$rt" run "$sat" --np 4 --set data.dataset="$tmp/satds" --set output.store="$tmp/ss" \
     > "$tmp/bad.log" 2>&1; then

@@ -13,13 +13,13 @@
 #include "trainer.h"
 
 const char *const rt_metric_names[RT_METRIC_COUNT] = {
-    "accuracy", "balanced_accuracy", "macro_f1", "log_loss", "auc",
-    "rmse",     "mae",               "r2",       "exp_rmspe"};
+    RT_CLS_METRIC_LIST(RT_METRIC_STR_COMMA, ) RT_REG_METRIC_LIST(RT_METRIC_STR_COMMA, )};
 
 bool rt_metric_higher_better(int metric)
 {
-    return metric == RT_METRIC_ACCURACY || metric == RT_METRIC_BALANCED_ACCURACY ||
-           metric == RT_METRIC_MACRO_F1 || metric == RT_METRIC_AUC || metric == RT_METRIC_R2;
+    static const bool higher[RT_METRIC_COUNT] = {RT_CLS_METRIC_LIST(RT_METRIC_HIGHER, )
+                                                     RT_REG_METRIC_LIST(RT_METRIC_HIGHER, )};
+    return metric >= 0 && metric < RT_METRIC_COUNT && higher[metric];
 }
 
 static int metric_index(const char *name)
@@ -30,10 +30,35 @@ static int metric_index(const char *name)
     return -1;
 }
 
-static bool metric_fits(int k, bool cls)
+static bool metric_fits(int k, bool cls) { return cls == (k < RT_CLS_METRIC_COUNT); }
+
+static bool loss_fits(rt_loss loss, rt_task task)
 {
-    return cls ? k <= RT_METRIC_AUC : k > RT_METRIC_AUC;
+    return task == RT_TASK_BINARY       ? loss == RT_LOSS_BCE || loss == RT_LOSS_CE
+           : task == RT_TASK_MULTICLASS ? loss == RT_LOSS_CE
+                                        : loss != RT_LOSS_BCE && loss != RT_LOSS_CE;
 }
+
+/* "a, b or c": the names that fit (fits(i, arg)), from the table. */
+static const char *name_list(const char *const *names, int n, bool (*fits)(int, int), int arg,
+                             char *buf, size_t len)
+{
+    int last = -1, k = 0;
+    size_t m = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++)
+        last = fits(i, arg) ? i : last;
+    for (int i = 0; i < n && m < len; i++)
+        if (fits(i, arg))
+            m += (size_t)snprintf(buf + m, len - m, "%s%s",
+                                  !k++        ? ""
+                                  : i == last ? " or "
+                                              : ", ",
+                                  names[i]);
+    return buf;
+}
+static bool metric_fits_i(int k, int cls) { return metric_fits(k, cls != 0); }
+static bool loss_fits_i(int k, int task) { return loss_fits((rt_loss)k, (rt_task)task); }
 
 /* "FILE:LINE: [train] KEY" when the origin is known, else "[train] KEY". */
 static const char *at(const rt_cfg_origin *o, const char *sec, const char *key, char *buf,
@@ -70,16 +95,15 @@ rt_status rt_job_task(const rt_job_cfg *cfg, const rt_cfg_origin *o, const rt_da
               : ds->task == RT_TASK_MULTICLASS ? RT_LOSS_CE
                                                : RT_LOSS_MAE;
     const bool cls_loss = t->loss == RT_LOSS_BCE || t->loss == RT_LOSS_CE;
-    if (cls != cls_loss || (t->loss == RT_LOSS_BCE && ds->task != RT_TASK_BINARY)) {
+    if (!loss_fits(t->loss, ds->task)) {
+        char fit[256];
         if (cls)
             class_list(lc, names, sizeof names);
-        return rt_err(err, RT_ERR_INVALID, "%s: %s does not fit %s's %s label %s%s%s%s%s (use %s)",
-                      at(o, "train", "loss", w, sizeof w), rt_loss_names[t->loss], ds->dir,
-                      rt_task_names[ds->task], cols->label, cls ? " with " : "",
-                      cls ? "classes " : "", cls ? names : "", cls ? "" : "",
-                      ds->task == RT_TASK_BINARY       ? "bce or cross_entropy"
-                      : ds->task == RT_TASK_MULTICLASS ? "cross_entropy"
-                                                       : "mae, mse, huber or poisson");
+        return rt_err(
+            err, RT_ERR_INVALID, "%s: %s does not fit %s's %s label %s%s%s (use %s)",
+            at(o, "train", "loss", w, sizeof w), rt_loss_names[t->loss], ds->dir,
+            rt_task_names[ds->task], cols->label, cls ? " with classes " : "", cls ? names : "",
+            name_list(rt_loss_names, RT_LOSS_COUNT, loss_fits_i, ds->task, fit, sizeof fit));
     }
     t->head = cfg->head > 0 ? (rt_head)(cfg->head - 1)
               : !cls_loss && t->loss == RT_LOSS_MAE && strcmp(ds->label_transform, "standardize")
@@ -148,12 +172,12 @@ rt_status rt_job_task(const rt_job_cfg *cfg, const rt_cfg_origin *o, const rt_da
             return rt_err(err, RT_ERR_INVALID, "%s: '%s' is not a %s metric (%s)",
                           at(o, "train", "metrics", w, sizeof w), cfg->metrics.items[i],
                           rt_task_names[ds->task],
-                          cls ? "accuracy, balanced_accuracy, macro_f1, log_loss, auc"
-                              : "rmse, mae, r2, exp_rmspe");
+                          name_list(rt_metric_names, RT_METRIC_COUNT, metric_fits_i, cls, names,
+                                    sizeof names));
         t->metric[t->nmetrics++] = k;
     }
     /* the monitor: loss, val_loss, or val_ + a metric of the job */
-    const char *mon = cfg->monitor && *cfg->monitor ? cfg->monitor : "val_loss";
+    const char *mon = cfg->monitor ? cfg->monitor : "";
     snprintf(t->monitor, sizeof t->monitor, "%s", mon);
     t->monitor_metric = -1;
     if (strcmp(mon, "loss") != 0 && strcmp(mon, "val_loss") != 0) {

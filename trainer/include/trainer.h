@@ -51,11 +51,7 @@ rt_status rt_job_model_standardize(rt_model *m, const rt_dataset *ds, const rt_c
 
 /* ---- the task: loss, head, class weights, metrics, monitor (trainer_task.c) ---- */
 
-enum {
-    RT_METRIC_ACCURACY, RT_METRIC_BALANCED_ACCURACY, RT_METRIC_MACRO_F1, RT_METRIC_LOG_LOSS,
-    RT_METRIC_AUC, RT_METRIC_RMSE, RT_METRIC_MAE, RT_METRIC_R2, RT_METRIC_EXP_RMSPE,
-    RT_METRIC_COUNT
-};
+/* the metrics (rt_metric) are listed once in rt_model_names.h */
 extern const char *const rt_metric_names[RT_METRIC_COUNT];
 bool rt_metric_higher_better(int metric);
 
