@@ -150,6 +150,12 @@ void cdb_close(coord *co)
 
 /* Prepare, bind with a tiny format ("i" int64, "d" double, "t" text,
  * "n" null), step once; false (counted and logged) when it failed. */
+/* the terminal states' names, for "state IN (?, ?, ?)" */
+_Static_assert(RT_JS_COUNT - RT_JS_SUCCEEDED == 3, "three terminal job states");
+#define TERMINAL_NAMES                                                   \
+    rt_job_state_name(RT_JS_SUCCEEDED), rt_job_state_name(RT_JS_FAILED), \
+        rt_job_state_name(RT_JS_CANCELLED)
+
 static bool exec(coord *co, const char *sql, const char *types, ...)
 {
     sqlite3_stmt *st = NULL;
@@ -195,8 +201,10 @@ int cdb_prune_jobs(coord *co, double cutoff)
     /* finished before cutoff and no longer in the scheduler's memory */
     bool ok = sqlite3_exec(co->db, "BEGIN; CREATE TEMP TABLE IF NOT EXISTS gone(id INTEGER PRIMARY"
                                    " KEY); DELETE FROM gone;", NULL, NULL, NULL) == SQLITE_OK;
-    ok = ok && exec(co, "INSERT INTO gone SELECT id FROM jobs WHERE state IN ('succeeded','failed',"
-                        "'cancelled') AND finished IS NOT NULL AND finished < ?", "d", cutoff);
+    ok = ok && exec(co,
+                    "INSERT INTO gone SELECT id FROM jobs WHERE state IN (?, ?, ?) AND "
+                    "finished IS NOT NULL AND finished < ?",
+                    "tttd", TERMINAL_NAMES, cutoff);
     for (sc_job *j = co->S.jobs; ok && j; j = j->next)
         ok = exec(co, "DELETE FROM gone WHERE id = ?", "i", j->id);
     int n = 0;
@@ -362,11 +370,14 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
         sqlite3_step(st) == SQLITE_ROW)
         co->S.next_id = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    const char *sql = "SELECT id,spec,user,state,reason,attempt,restarts,held,created,started,"
-                      "queued_at,attempt_started,progress,last_epoch,unix_user FROM jobs WHERE state NOT IN"
-                      " ('succeeded','failed','cancelled') ORDER BY id";
+    const char *sql =
+        "SELECT id,spec,user,state,reason,attempt,restarts,held,created,started,"
+        "queued_at,attempt_started,progress,last_epoch,unix_user FROM jobs WHERE state NOT IN"
+        " (?, ?, ?) ORDER BY id";
     if (sqlite3_prepare_v2(co->db, sql, -1, &st, NULL) != SQLITE_OK)
         return rt_err(err, RT_ERR_IO, "loading jobs: %s", sqlite3_errmsg(co->db));
+    for (int s = RT_JS_SUCCEEDED; s < RT_JS_COUNT; s++)
+        sqlite3_bind_text(st, s - RT_JS_SUCCEEDED + 1, rt_job_state_name(s), -1, SQLITE_STATIC);
     int n = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
