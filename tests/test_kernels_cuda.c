@@ -248,11 +248,11 @@ static void test_op_dense(void **state)
     dense_case(&g, true);
 }
 
-static void test_op_dropout_head_losses_adam(void **state)
+/* Dropout: identical masks, identical values. */
+static void test_op_dropout(void **state)
 {
     (void)state;
     tu_rng g = tu_rng_make(24);
-    /* dropout: identical masks, identical values */
     const int64_t R = tu_int(&g, 1, 4000), C = tu_int(&g, 1, 600), ld = C + 2;
     float *x = malloc((size_t)(R * ld) * 4);
     tu_fill(&g, x, (size_t)(R * ld), -1, 1);
@@ -266,8 +266,16 @@ static void test_op_dropout_head_losses_adam(void **state)
     free(got);
     free(x);
     rt_kfree(gpu, d_x);
+    rt_kfree(gpu, d_step);
+}
 
-    /* head, MAE, RMSPE */
+/* The scaled-sigmoid head forward and backward, MAE's gradient and sums,
+ * RMSPE's sums. */
+static void test_op_head_mae_rmspe(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(29);
+    float *got;
     const int64_t n = tu_int(&g, 1, 9000);
     float *z = malloc((size_t)n * 4), *p = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
     float *dp = malloc((size_t)n * 4), *dz = malloc((size_t)n * 4);
@@ -307,8 +315,14 @@ static void test_op_dropout_head_losses_adam(void **state)
     for (size_t i = 0; i < RT_ARRAY_LEN(bufs); i++)
         rt_kfree(gpu, bufs[i]);
     rt_kfree(gpu, d_acc);
+}
 
-    /* Adam over segments with and without L2 */
+/* Adam over segments with and without L2, across a restored step counter. */
+static void test_op_adam_segments(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(27);
+    float *got;
     rt_adam_seg segs[5];
     int64_t total = 0;
     for (int s = 0; s < 5; s++) {
@@ -347,14 +361,15 @@ static void test_op_dropout_head_losses_adam(void **state)
     assert_int_equal(gst, 42); /* each update advanced it */
     free(pp); free(gg); free(mm); free(vv);
     rt_kfree(gpu, d_pp); rt_kfree(gpu, d_gg); rt_kfree(gpu, d_mm); rt_kfree(gpu, d_vv);
-    rt_kfree(gpu, d_segs); rt_kfree(gpu, d_st); rt_kfree(gpu, d_hp); rt_kfree(gpu, d_step);
+    rt_kfree(gpu, d_segs);
+    rt_kfree(gpu, d_st);
+    rt_kfree(gpu, d_hp);
 }
 
 /* Every loss of rt_k_loss (class weights, sample weights, smoothing, the
- * step's norm in device memory), then AdamW and SGD with clipping from a
- * device rt_k_sqnorm: the same rows' math (loss_math.h) on both devices,
- * device exp/log within an ulp of the host's. */
-static void test_op_losses_optim(void **state)
+ * step's norm in device memory): the same rows' math (loss_math.h) on both
+ * devices, device exp/log within an ulp of the host's. */
+static void test_op_losses(void **state)
 {
     (void)state;
     tu_rng g = tu_rng_make(26);
@@ -403,7 +418,14 @@ static void test_op_losses_optim(void **state)
             rt_kfree(gpu, bufs[i]);
         rt_kfree(gpu, d_acc);
     }
-    /* AdamW, SGD (momentum, Nesterov), each with the gradient clipped */
+}
+
+/* AdamW and SGD (momentum, Nesterov), each with the gradient clipped by
+ * the norm a device rt_k_sqnorm found. */
+static void test_op_optimizers(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(28);
     const rt_adam_hp hps[] = {
         {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .grad_scale = 0.5f,
          .kind = RT_OPTIM_ADAMW, .weight_decay = 0.05f, .clip_norm = 3.0f},
@@ -636,11 +658,10 @@ int main(int argc, char **argv)
     printf("device: %s\n", rt_cuda_device_name(name, sizeof name));
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_op_embedding),
-        cmocka_unit_test(test_op_batchnorm),
-        cmocka_unit_test(test_op_dense),
-        cmocka_unit_test(test_op_dropout_head_losses_adam),
-        cmocka_unit_test(test_op_losses_optim),
+        cmocka_unit_test(test_op_embedding),      cmocka_unit_test(test_op_batchnorm),
+        cmocka_unit_test(test_op_dense),          cmocka_unit_test(test_op_dropout),
+        cmocka_unit_test(test_op_head_mae_rmspe), cmocka_unit_test(test_op_adam_segments),
+        cmocka_unit_test(test_op_losses),         cmocka_unit_test(test_op_optimizers),
         cmocka_unit_test(test_whole_step),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
