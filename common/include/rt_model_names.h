@@ -64,16 +64,19 @@ typedef enum rt_optim { RT_OPTIM_LIST(RT_NAME_ID, ) RT_OPTIM_COUNT } rt_optim;
 /* Validation metrics ([train] metrics; monitor = val_ and a name):
  * classification's, then regression's, as X(id, "name", higher) with
  * higher 1 where a larger value is better (monitor_mode = auto). */
-#define RT_CLS_METRIC_LIST(X, S)                                                                 \
-    X(RT_METRIC_ACCURACY, "accuracy", 1)                                                         \
-    S X(RT_METRIC_BALANCED_ACCURACY, "balanced_accuracy", 1) S X(RT_METRIC_MACRO_F1, "macro_f1", \
-                                                                 1) S                            \
-    X(RT_METRIC_LOG_LOSS, "log_loss", 0) S                                                       \
+/* clang-format off */
+#define RT_CLS_METRIC_LIST(X, S)                                      \
+    X(RT_METRIC_ACCURACY, "accuracy", 1) S                            \
+    X(RT_METRIC_BALANCED_ACCURACY, "balanced_accuracy", 1) S          \
+    X(RT_METRIC_MACRO_F1, "macro_f1", 1) S                            \
+    X(RT_METRIC_LOG_LOSS, "log_loss", 0) S                            \
     X(RT_METRIC_AUC, "auc", 1)
-#define RT_REG_METRIC_LIST(X, S)                                                                  \
-    X(RT_METRIC_RMSE, "rmse", 0)                                                                  \
-    S X(RT_METRIC_MAE, "mae", 0) S X(RT_METRIC_R2, "r2", 1) S X(RT_METRIC_EXP_RMSPE, "exp_rmspe", \
-                                                                0)
+#define RT_REG_METRIC_LIST(X, S)                                      \
+    X(RT_METRIC_RMSE, "rmse", 0) S                                    \
+    X(RT_METRIC_MAE, "mae", 0) S                                      \
+    X(RT_METRIC_R2, "r2", 1) S                                        \
+    X(RT_METRIC_EXP_RMSPE, "exp_rmspe", 0)
+/* clang-format on */
 #define RT_METRIC_ID(id, name, higher) id,
 #define RT_METRIC_STR(id, name, higher) name
 #define RT_METRIC_STR_COMMA(id, name, higher) name,
