@@ -553,6 +553,25 @@ void test_tokens_and_roles(void **state)
 
 /* ---- the program a rank runs ------------------------------------------------------ */
 
+/* Submit an exec body (freed), wait for the job's end, check it ended in
+ * state, and return `ringtrain logs ID`'s output (NULL on failure). */
+static char *run_to_end(char *body, const char *state)
+{
+    CHECK(body != NULL);
+    int64_t id = body ? cl_submit(&C, body) : -1;
+    free(body);
+    CHECK(id > 0);
+    rt_json *doc = id > 0 ? cl_wait_job(&C, id, NULL, 30000) : NULL;
+    CHECK(doc && !strcmp(cl_job_state(doc), state));
+    rt_json_free(doc);
+    char idtxt[32], *out = NULL;
+    snprintf(idtxt, sizeof idtxt, "%lld", (long long)id);
+    const char *logs[] = {"logs", idtxt, NULL};
+    if (id <= 0 || (cl_cli(&C, &out, 30, logs) != 0 && !out))
+        fprintf(stderr, "ringtrain logs %s: failed\n", idtxt);
+    return out;
+}
+
 /* exec's PROGRAM is looked up in the PATH the ranks run with (a venv's bin
  * first), as srun and horovodrun do, not in the agent's own: np = 5 over
  * the three agents of two hosts all run the venv's `python`; a name in no
@@ -577,20 +596,10 @@ void test_exec_program_path(void **state)
     CHECK(chmod(tool, 0755) == 0);
     char path[800];
     snprintf(path, sizeof path, "PATH=%s:/usr/local/bin:/usr/bin:/bin", bin);
-    char *body =
+    char *out = run_to_end(
         cl_exec_body((const char *[]){"--name", "venv", "--np", "5", "--chdir", "/", "--env", path,
-                                      "--", "python", "-c", "import numpy", C.marker, NULL});
-    CHECK(body != NULL);
-    int64_t id = cl_submit(&C, body);
-    free(body);
-    CHECK(id > 0);
-    rt_json *doc = cl_wait_job(&C, id, NULL, 30000);
-    CHECK(doc && !strcmp(cl_job_state(doc), "succeeded"));
-    rt_json_free(doc);
-    char idtxt[32], *out = NULL;
-    snprintf(idtxt, sizeof idtxt, "%lld", (long long)id);
-    const char *logs[] = {"logs", idtxt, NULL};
-    CHECK(cl_cli(&C, &out, 30, logs) == 0);
+                                      "--", "python", "-c", "import numpy", C.marker, NULL}),
+        "succeeded");
     CHECK(out && strstr(out, "[0] venv python rank 0 host 3 machine 5 cwd /\n") &&
           strstr(out, "[2] venv python rank 2 host 3 machine 5 cwd /\n") &&
           strstr(out, "[3] venv python rank 3 host 2 machine 5 cwd /\n") &&
@@ -598,17 +607,9 @@ void test_exec_program_path(void **state)
     free(out);
     /* a program in no folder of the rank's PATH */
     snprintf(path, sizeof path, "PATH=%s", bin);
-    body = cl_exec_body((const char *[]){"--name", "nosuch", "--np", "1", "--chdir", "/", "--env",
-                                         path, "--", "no-such-program-rt", C.marker, NULL});
-    CHECK(body != NULL);
-    id = cl_submit(&C, body);
-    free(body);
-    CHECK(id > 0);
-    doc = cl_wait_job(&C, id, NULL, 30000);
-    CHECK(doc && !strcmp(cl_job_state(doc), "failed"));
-    rt_json_free(doc);
-    snprintf(idtxt, sizeof idtxt, "%lld", (long long)id);
-    CHECK(cl_cli(&C, &out, 30, logs) == 0 || out != NULL);
+    out = run_to_end(cl_exec_body((const char *[]){"--name", "nosuch", "--np", "1", "--env", path,
+                                                   "--", "no-such-program-rt", C.marker, NULL}),
+                     "failed");
     CHECK(out && strstr(out, "cannot run the program: no-such-program-rt"));
     free(out);
 }
@@ -632,21 +633,12 @@ void test_exec_chdir(void **state)
     free(body);
     CHECK(cl_exec_body((const char *[]){"--np", "1", "--chdir", "", "--", "true", NULL}) == NULL);
 
-    body = cl_exec_body((const char *[]){
-        "--name", "nofolder", "--np", "1", "--chdir", "/no-such-folder-rt", "--", "sh", "-c",
-        "[ \"$(pwd -P)\" = \"$(cd \"$RT_WORK_DIR\" && pwd -P)\" ] && echo in the work folder",
-        C.marker, NULL});
-    CHECK(body != NULL);
-    int64_t id = cl_submit(&C, body);
-    free(body);
-    CHECK(id > 0);
-    rt_json *doc = cl_wait_job(&C, id, NULL, 30000);
-    CHECK(doc && !strcmp(cl_job_state(doc), "succeeded"));
-    rt_json_free(doc);
-    char idtxt[32], *out = NULL;
-    snprintf(idtxt, sizeof idtxt, "%lld", (long long)id);
-    const char *logs[] = {"logs", idtxt, NULL};
-    CHECK(cl_cli(&C, &out, 30, logs) == 0);
+    char *out = run_to_end(
+        cl_exec_body((const char *[]){
+            "--name", "nofolder", "--np", "1", "--chdir", "/no-such-folder-rt", "--", "sh", "-c",
+            "[ \"$(pwd -P)\" = \"$(cd \"$RT_WORK_DIR\" && pwd -P)\" ] && echo in the work folder",
+            C.marker, NULL}),
+        "succeeded");
     CHECK(out && strstr(out, "[0] in the work folder"));
     free(out);
 }
