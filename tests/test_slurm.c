@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -173,10 +174,27 @@ static void test_key_file(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The process's open sockets (/proc/self/fd). */
+static int open_sockets(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[300], link[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        ssize_t k = readlink(path, link, sizeof link - 1);
+        n += k > 7 && !strncmp(link, "socket:", 7);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
 /* A step of 3 tasks on two "nodes" (127.0.0.1, 127.0.0.2) of which task 2
  * never starts: the first task's error names it, and the task that came
  * learns the same from it; both within the rendezvous timeout.  Then all
- * three come and sum their ranks. */
+ * three come and sum their ranks.  Either way no socket is left open. */
 static int run_task(const char *dir, int rank, int ntasks, char *err)
 {
     char r[8], node[8], local[8], nt[8], home[128];
@@ -192,12 +210,18 @@ static int run_task(const char *dir, int rank, int ntasks, char *err)
     unsetenv("RT_RANK");
     rt_comm *c = NULL;
     rt_rank_info info;
+    int before = open_sockets();
     rt_status st = rt_init_from_env(&c, &info, err);
     if (st != RT_OK)
-        return 1;
+        return open_sockets() == before ? 1 : 3;
     int32_t v = info.rank;
     st = rt_allreduce(c, &v, 1, RT_C_I32, RT_SUM);
     rt_comm_destroy(c);
+    if (open_sockets() != before) { /* the rendezvous' listening socket among them */
+        snprintf(err, RT_ERR_LEN, "%d sockets open after rt_comm_destroy, %d before",
+                 open_sockets(), before);
+        return 3;
+    }
     return st == RT_OK && v == 3 && info.size == 3 ? 0 : 2;
 }
 

@@ -184,6 +184,7 @@ rt_status rt_comm_create(const rt_comm_opts *o, rt_comm **out, char *err)
     c->timeout_us = o->timeout_us;
     c->fail_culprit = -1;
     c->sub_fd[0] = c->sub_fd[1] = -1;
+    c->adopted_fd = -1;
     switch (o->transport) {
     case RT_TRANSPORT_LOOPBACK: c->ops = &rt_loopback_ops; break;
     case RT_TRANSPORT_SHM: c->ops = &rt_shm_ops; break;
@@ -247,6 +248,8 @@ void rt_comm_destroy(rt_comm *c)
             close(c->sub_fd[i]);
     if (c->ops && c->size > 1)
         c->ops->close(c);
+    if (c->adopted_fd >= 0)
+        close(c->adopted_fd);
     for (int i = 0; c->peers && i < c->size; i++)
         free(c->peers[i]);
     free(c->peers);
@@ -257,6 +260,8 @@ void rt_comm_destroy(rt_comm *c)
     rt_device_stage_free(c);
     free(c);
 }
+
+void rt_comm_adopt_listen(rt_comm *c) { c->adopted_fd = c->o.listen_fd; }
 
 int rt_comm_rank(const rt_comm *c) { return c->rank; }
 int rt_comm_size(const rt_comm *c) { return c->size; }

@@ -21,6 +21,7 @@
 #include "rt_hex.h"
 #include "rt_slurm.h"
 #include "rt_time.h"
+#include "rt_transport.h"
 
 static bool env_int(const char *name, int64_t *out)
 {
@@ -151,7 +152,9 @@ static rt_status init_slurm(rt_comm **out, rt_rank_info *info, char *err)
         p.peers = (const char **)peers;
         st = join(&p, info, out, err);
     }
-    if (p.listen_fd >= 0 && st != RT_OK)
+    if (st == RT_OK)
+        rt_comm_adopt_listen(*out); /* the rendezvous opened it: closed with the comm */
+    else if (p.listen_fd >= 0)
         close(p.listen_fd);
     rt_slurm_peers_free(peers, s.size);
     OPENSSL_cleanse(p.key, sizeof p.key);

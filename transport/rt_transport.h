@@ -100,9 +100,16 @@ struct rt_comm {
      * across hosts, both NULL when there is none */
     rt_comm *local, *cross;
     int sub_fd[2];           /* their listening sockets, closed after them; -1: none */
+    int adopted_fd;          /* o.listen_fd when the comm owns it (rt_comm_adopt_listen) */
     int *granks;             /* job ranks of a communicator inside one (owned), or NULL */
     rt_abort_info abort_out; /* the record this rank sent when it failed */
 };
+
+/* Make c own the listening socket it was given (o.listen_fd): closed by
+ * rt_comm_destroy after the transport. For a socket the library opened
+ * itself (rt_init_from_env under Slurm); an agent's fd 3 stays the
+ * caller's. */
+void rt_comm_adopt_listen(rt_comm *c);
 
 /* Record the first failure (message, status, culprit), mark the
  * communicator broken, pass an abort record on, log it; returns st. */
