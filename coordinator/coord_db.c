@@ -148,14 +148,14 @@ void cdb_close(coord *co)
     co->db = NULL;
 }
 
-/* Prepare, bind with a tiny format ("i" int64, "d" double, "t" text,
- * "n" null), step once; false (counted and logged) when it failed. */
 /* the terminal states' names, for "state IN (?, ?, ?)" */
 _Static_assert(RT_JS_COUNT - RT_JS_SUCCEEDED == 3, "three terminal job states");
 #define TERMINAL_NAMES                                                   \
     rt_job_state_name(RT_JS_SUCCEEDED), rt_job_state_name(RT_JS_FAILED), \
         rt_job_state_name(RT_JS_CANCELLED)
 
+/* Prepare, bind with a tiny format ("i" int64, "d" double, "t" text,
+ * "n" null), step once; false (counted and logged) when it failed. */
 static bool exec(coord *co, const char *sql, const char *types, ...)
 {
     sqlite3_stmt *st = NULL;
