@@ -29,7 +29,10 @@
  * allocate. */
 typedef struct launch {
     const char *type; /* "train" or "exec" */
-    char rdv[600], cfgpath[600], cwd[4096];
+    char rdv[600], cfgpath[600];
+    /* the job's folder ("": its work folder), and whether the agent found it */
+    char cwd[4096];
+    bool cwd_seen;
     strv argv, env;
     char *prog; /* argv[0] found in the rank's PATH (NULL: not found) */
     int out[2], ctl[2], devnull;
@@ -53,15 +56,17 @@ static void launch_free(launch *l)
 }
 
 /* 2. The program, its folder and environment: like horovodrun, an exec
- * job runs in the submitter's folder where this node has it, else in the
- * job's work folder. */
+ * job runs in the submitter's folder (or --chdir's) where this node has
+ * it and the job's user may enter it, else in the job's work folder, and
+ * its log says so. */
 static rt_status launch_command(agentd *ag, worker *w, const rt_json *m, launch *l, char *err)
 {
     const char *jcwd = rt_json_get_str(m, RT_F_CWD);
     struct stat sb;
-    if (jcwd && jcwd[0] == '/' && strlen(jcwd) < sizeof l->cwd && stat(jcwd, &sb) == 0 &&
-        S_ISDIR(sb.st_mode))
+    if (jcwd && jcwd[0] == '/' && strlen(jcwd) < sizeof l->cwd) {
         snprintf(l->cwd, sizeof l->cwd, "%s", jcwd);
+        l->cwd_seen = stat(jcwd, &sb) == 0 && S_ISDIR(sb.st_mode);
+    }
     if (strcmp(l->type, "train") == 0) {
         strv_add(&l->argv, strdup(ag->worker_exe));
         strv_add(&l->argv, strdup(l->cfgpath));
@@ -74,7 +79,7 @@ static rt_status launch_command(agentd *ag, worker *w, const rt_json *m, launch 
         return rt_err(err, RT_ERR_INVALID, "no program to run");
     rank_env(ag, w, m, l->type, l->rdv, &l->env);
     /* the program, found in the rank's PATH (a venv's python first) */
-    l->prog = program_path(l->argv.v[0], l->env.v, l->cwd[0] ? l->cwd : w->jobwork);
+    l->prog = program_path(l->argv.v[0], l->env.v, l->cwd_seen ? l->cwd : w->jobwork);
     return log_open(w, err);
 }
 
@@ -155,8 +160,14 @@ static _Noreturn void child(const agentd *ag, const worker *w, const launch *l, 
         _exit(126);
     }
     close_range(RT_CONTROL_FD_NUM + 1, ~0U, 0);
-    if ((!l->cwd[0] || chdir(l->cwd) != 0) && chdir(w->jobwork) != 0)
-        _exit(126);
+    /* the job's folder, entered as the job's user; else its work folder, said in its log */
+    if (!l->cwd[0] || chdir(l->cwd) != 0) {
+        if (l->cwd[0])
+            say("[agent] cannot enter ", l->cwd,
+                ", running in the job's work folder instead: ", strerror(errno));
+        if (chdir(w->jobwork) != 0)
+            _exit(126);
+    }
     /* a change of user cleared it: dies with the agent all the same */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)

@@ -616,7 +616,8 @@ void test_exec_program_path(void **state)
 
 /* --chdir: a relative folder is the submitter's joined with it (as srun
  * --chdir), an empty one is refused before anything is sent, and a folder
- * this node does not have leaves the rank in its job's work folder. */
+ * this node does not have leaves the rank in its job's work folder, which
+ * the rank's log says. */
 void test_exec_chdir(void **state)
 {
     (void)state;
@@ -639,7 +640,9 @@ void test_exec_chdir(void **state)
             "[ \"$(pwd -P)\" = \"$(cd \"$RT_WORK_DIR\" && pwd -P)\" ] && echo in the work folder",
             C.marker, NULL}),
         "succeeded");
-    CHECK(out && strstr(out, "[0] in the work folder"));
+    CHECK(out && strstr(out, "[0] in the work folder") &&
+          strstr(out, "[0] [agent] cannot enter /no-such-folder-rt, running in the job's work "
+                      "folder instead: No such file or directory"));
     free(out);
 }
 
