@@ -467,8 +467,9 @@ void sc_set_first_failure(sc_job *j, rt_jw *w)
 
 /* ---- submissions --------------------------------------------------------------- */
 
-/* The job's settings from its submission; everything checked here so that
- * nothing malformed reaches the agents (and a stored job reads back). */
+/* The submission parsed by the job schema (sc_parse_spec) and checked
+ * against the cluster here, so that nothing malformed reaches the agents
+ * (and a stored job reads back). */
 rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
                        const char *unix_user, sc_clock now,
                        int64_t *id, char *err)

@@ -30,9 +30,11 @@ static int metric_index(const char *name)
     return -1;
 }
 
-static bool metric_fits(int k, bool cls) { return cls == (k < RT_CLS_METRIC_COUNT); }
+/* Whether a metric fits a classification (cls) or a regression, a loss a
+ * task; (int, int), so that name_list takes them as they are. */
+static bool metric_fits(int k, int cls) { return (cls != 0) == (k < RT_CLS_METRIC_COUNT); }
 
-static bool loss_fits(rt_loss loss, rt_task task)
+static bool loss_fits(int loss, int task)
 {
     return task == RT_TASK_BINARY       ? loss == RT_LOSS_BCE || loss == RT_LOSS_CE
            : task == RT_TASK_MULTICLASS ? loss == RT_LOSS_CE
@@ -57,8 +59,6 @@ static const char *name_list(const char *const *names, int n, bool (*fits)(int, 
                                   names[i]);
     return buf;
 }
-static bool metric_fits_i(int k, int cls) { return metric_fits(k, cls != 0); }
-static bool loss_fits_i(int k, int task) { return loss_fits((rt_loss)k, (rt_task)task); }
 
 /* "FILE:LINE: [train] KEY" when the origin is known, else "[train] KEY". */
 static const char *at(const rt_cfg_origin *o, const char *sec, const char *key, char *buf,
@@ -103,7 +103,7 @@ rt_status rt_job_task(const rt_job_cfg *cfg, const rt_cfg_origin *o, const rt_da
             err, RT_ERR_INVALID, "%s: %s does not fit %s's %s label %s%s%s (use %s)",
             at(o, "train", "loss", w, sizeof w), rt_loss_names[t->loss], ds->dir,
             rt_task_names[ds->task], cols->label, cls ? " with classes " : "", cls ? names : "",
-            name_list(rt_loss_names, RT_LOSS_COUNT, loss_fits_i, ds->task, fit, sizeof fit));
+            name_list(rt_loss_names, RT_LOSS_COUNT, loss_fits, ds->task, fit, sizeof fit));
     }
     t->head = cfg->head > 0 ? (rt_head)(cfg->head - 1)
               : !cls_loss && t->loss == RT_LOSS_MAE && strcmp(ds->label_transform, "standardize")
@@ -169,11 +169,11 @@ rt_status rt_job_task(const rt_job_cfg *cfg, const rt_cfg_origin *o, const rt_da
     for (size_t i = 0; i < cfg->metrics.n && i < RT_METRIC_COUNT; i++) {
         int k = metric_index(cfg->metrics.items[i]);
         if (k < 0 || !metric_fits(k, cls))
-            return rt_err(err, RT_ERR_INVALID, "%s: '%s' is not a %s metric (%s)",
-                          at(o, "train", "metrics", w, sizeof w), cfg->metrics.items[i],
-                          rt_task_names[ds->task],
-                          name_list(rt_metric_names, RT_METRIC_COUNT, metric_fits_i, cls, names,
-                                    sizeof names));
+            return rt_err(
+                err, RT_ERR_INVALID, "%s: '%s' is not a %s metric (%s)",
+                at(o, "train", "metrics", w, sizeof w), cfg->metrics.items[i],
+                rt_task_names[ds->task],
+                name_list(rt_metric_names, RT_METRIC_COUNT, metric_fits, cls, names, sizeof names));
         t->metric[t->nmetrics++] = k;
     }
     /* the monitor: loss, val_loss, or val_ + a metric of the job */
