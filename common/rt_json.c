@@ -570,6 +570,8 @@ static void put_escaped(rt_jw *w, const char *s, size_t n)
             esc = "\\r";
         else if (c == '\t')
             esc = "\\t";
+        else if (c == 0) /* the parser refuses \u0000 (C strings): as invalid UTF-8 */
+            esc = "\\ufffd";
         else if (c < 0x20 || c == 0x7f) {
             snprintf(u, sizeof u, "\\u%04x", c);
             esc = u;

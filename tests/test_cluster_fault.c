@@ -594,6 +594,31 @@ static void test_log_retention(void **state)
     free(l);
 }
 
+/* A rank whose last output holds NUL bytes: the exit report carries them
+ * (as U+FFFD: the JSON writer once wrote \u0000, which the coordinator's
+ * parser refuses, and it dropped the agent and failed every job on it). */
+static void test_nul_output(void **state)
+{
+    cl_fixture *fx = *state;
+    bool *failed = &fx->failed;
+    cluster *c = &fx->c;
+    CHECK(one_agent(c, "nul", NULL, 2));
+    char *out = NULL;
+    const char *nul[] = {"exec", "--np", "1", "--", "sh", "-c", "printf 'a\\000b\\n'; exit 3",
+                         NULL};
+    CHECK(cl_cli(c, &out, 60, nul) != 0 && strstr(out, "exited with code 3"));
+    free(out);
+    const char *ok[] = {"exec", "--np", "1", "--", "true", NULL};
+    CHECK(cl_cli(c, &out, 60, ok) == 0);
+    free(out);
+    char *log = NULL; /* the agent was never dropped for what it sent */
+    size_t len = 0;
+    char err[RT_ERR_LEN];
+    CHECK(rt_read_file(c->coord.log, 1 << 24, &log, &len, err) == RT_OK);
+    CHECK(!strstr(log, "bad frame"));
+    free(log);
+}
+
 /* 40 silent connections to the control port: past 16 from one address
  * they are closed at once; the registered agent keeps running jobs; once
  * the flood is gone a new agent registers. */
@@ -761,15 +786,22 @@ int main(int argc, char **argv)
         cmocka_set_test_filter(argv[1]); /* e.g. test_agent_killed */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_agent_killed, cl_fixture_setup, cl_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_coordinator_restart, cl_fixture_setup, cl_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_sd_notify_and_sigterm, cl_fixture_setup, cl_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_coordinator_restart, cl_fixture_setup,
+                                        cl_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_sd_notify_and_sigterm, cl_fixture_setup,
+                                        cl_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_log_rotation, cl_fixture_setup, cl_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_log_links, cl_fixture_setup, cl_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_spawn_failure_agents_stay_up, cl_fixture_setup, cl_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_spawn_failure_agents_stay_up, cl_fixture_setup,
+                                        cl_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_log_retention, cl_fixture_setup, cl_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_connection_flood, cl_fixture_setup, cl_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_agent_enrollment, cl_fixture_setup, cl_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_hierarchical_job, cl_fixture_setup, cl_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_nul_output, cl_fixture_setup, cl_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_connection_flood, cl_fixture_setup,
+                                        cl_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_agent_enrollment, cl_fixture_setup,
+                                        cl_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_hierarchical_job, cl_fixture_setup,
+                                        cl_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
