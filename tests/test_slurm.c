@@ -12,7 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -195,18 +201,24 @@ static int open_sockets(void)
  * never starts: the first task's error names it, and the task that came
  * learns the same from it; both within the rendezvous timeout.  Then all
  * three come and sum their ranks.  Either way no socket is left open. */
-static int run_task(const char *dir, int rank, int ntasks, char *err)
+static void task_env(const char *dir, int rank, int ntasks, const char *job, const char *timeout)
 {
     char r[8], node[8], local[8], nt[8], home[128];
     snprintf(r, sizeof r, "%d", rank);
     snprintf(node, sizeof node, "%d", rank < 2 ? 0 : 1);
     snprintf(local, sizeof local, "%d", rank < 2 ? rank : 0);
     snprintf(nt, sizeof nt, "%d", ntasks);
-    snprintf(home, sizeof home, "%s/step-%d.key", dir, ntasks);
+    snprintf(home, sizeof home, "%s/step-%s.key", dir, job);
     set_step(r, local, node, nt, "127.0.0.1,127.0.0.2", "2,1");
-    setenv("SLURM_JOB_ID", ntasks == 3 ? "5151" : "5152", 1);
+    setenv("SLURM_JOB_ID", job, 1);
     setenv("RINGTRAIN_KEY_FILE", home, 1);
-    setenv("RINGTRAIN_RENDEZVOUS_TIMEOUT", "2", 1);
+    setenv("RINGTRAIN_RENDEZVOUS_TIMEOUT", timeout, 1);
+}
+
+static int run_task_of(const char *dir, int rank, int ntasks, const char *job, const char *timeout,
+                       char *err)
+{
+    task_env(dir, rank, ntasks, job, timeout);
     unsetenv("RT_RANK");
     rt_comm *c = NULL;
     rt_rank_info info;
@@ -223,6 +235,11 @@ static int run_task(const char *dir, int rank, int ntasks, char *err)
         return 3;
     }
     return st == RT_OK && v == 3 && info.size == 3 ? 0 : 2;
+}
+
+static int run_task(const char *dir, int rank, int ntasks, char *err)
+{
+    return run_task_of(dir, rank, ntasks, ntasks == 3 ? "5151" : "5152", "2", err);
 }
 
 static void test_rendezvous(void **state)
@@ -276,13 +293,134 @@ static void test_rendezvous(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* A frame of the step's rendezvous (rt_slurm_rdv.c): u32le length | JSON |
+ * HMAC-SHA256(key, label NUL | bind | JSON). */
+static void put_frame(int fd, const uint8_t key[32], const char *label, const uint8_t *bind,
+                      const char *json)
+{
+    uint8_t msg[1024], mac[32];
+    size_t ll = strlen(label) + 1, n = strlen(json);
+    memcpy(msg, label, ll);
+    memcpy(msg + ll, bind, 32);
+    memcpy(msg + ll + 32, json, n);
+    unsigned olen = 32;
+    HMAC(EVP_sha256(), key, 32, msg, ll + 32 + n, mac, &olen);
+    uint8_t head[4] = {(uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
+    assert_true(write(fd, head, 4) == 4 && write(fd, json, n) == (ssize_t)n &&
+                write(fd, mac, 32) == 32);
+}
+
+/* n bytes from fd within ms (false: fewer came) */
+static bool read_n(int fd, void *buf, size_t n, int ms)
+{
+    size_t got = 0;
+    while (got < n) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        ssize_t r = poll(&p, 1, ms) == 1 ? read(fd, (char *)buf + got, n - got) : -1;
+        if (r <= 0)
+            return false;
+        got += (size_t)r;
+    }
+    return true;
+}
+
+/* A connection to 127.0.0.1:port, or -1. */
+static int connect_port(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The first task's rendezvous under attack: 40 connections that say
+ * nothing, and a hello of task 2 that proves the key but for another
+ * connection's challenge (as one seen on the network and replayed); the
+ * three tasks still form their ring, within the timeout. */
+static void test_rendezvous_flood(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rt-slurmflood-XXXXXX", err[RT_ERR_LEN];
+    assert_non_null(mkdtemp(dir));
+    task_env(dir, 0, 3, "5153", "6");
+    rt_slurm_step s;
+    assert_int_equal(rt_slurm_layout(&s, err), RT_OK);
+    const int port = s.port;
+    rt_slurm_free(&s);
+    char path[200];
+    snprintf(path, sizeof path, "%s/step-5153.key", dir);
+    pid_t all[3];
+    if ((all[0] = fork()) == 0) {
+        alarm(30);
+        _exit(run_task_of(dir, 0, 3, "5153", "6", err));
+    }
+    /* the leader is up once a port answers with a challenge (the key file
+     * is made by the first task that needs it) */
+    int fd = -1;
+    uint8_t head[4];
+    for (int i = 0; i < 200 && fd < 0; i++) {
+        for (int k = 0; k < RT_SLURM_PORTS && fd < 0; k++) {
+            fd = connect_port(port + k);
+            if (fd >= 0 && !read_n(fd, head, 4, 1000)) {
+                close(fd);
+                fd = -1;
+            }
+        }
+        if (fd < 0)
+            usleep(20000);
+    }
+    assert_true(fd >= 0);
+    uint8_t key[32], other[32], rest[300];
+    assert_int_equal(rt_slurm_key(path, 5153, 3, key, err), RT_OK);
+    size_t clen = head[0] | (size_t)head[1] << 8;
+    assert_true(clen + 32 < sizeof rest && read_n(fd, rest, clen + 32, 2000));
+    memset(other, 0x5a, sizeof other); /* not this connection's nonce */
+    put_frame(fd, key, "rt-slurm-hello", other,
+              "{\"rank\":2,\"node\":1,\"host\":\"127.0.0.2\",\"addr\":\"127.0.0.1:9\"}");
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    char c;
+    assert_int_equal(poll(&p, 1, 5000), 1);
+    assert_true(read(fd, &c, 1) <= 0); /* refused: closed without an answer */
+    close(fd);
+    int silent[40], nsilent = 0;
+    for (int i = 0; i < 40; i++) {
+        int sfd = connect_port(port + i % RT_SLURM_PORTS);
+        if (sfd >= 0)
+            silent[nsilent++] = sfd;
+    }
+    assert_true(nsilent >= 5); /* at least those to the leader's port */
+    for (int k = 1; k < 3; k++)
+        if ((all[k] = fork()) == 0) {
+            alarm(30);
+            int rc = run_task_of(dir, k, 3, "5153", "6", err);
+            if (rc)
+                fprintf(stderr, "task %d: %s\n", k, err);
+            _exit(rc);
+        }
+    for (int k = 0; k < 3; k++) {
+        int status = 0;
+        assert_int_equal(waitpid(all[k], &status, 0), all[k]);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            fail_msg("task %d of the flooded step: status %d", k, status);
+    }
+    for (int i = 0; i < nsilent; i++)
+        close(silent[i]);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hostlist),
-        cmocka_unit_test(test_layout),
-        cmocka_unit_test(test_key_file),
-        cmocka_unit_test(test_rendezvous),
+        cmocka_unit_test(test_hostlist),         cmocka_unit_test(test_layout),
+        cmocka_unit_test(test_key_file),         cmocka_unit_test(test_rendezvous),
+        cmocka_unit_test(test_rendezvous_flood),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

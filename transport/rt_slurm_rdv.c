@@ -2,13 +2,24 @@
  * the step key from the user's key file, and every task's data address
  * gathered by the first task of the first node and handed back to all.
  *
- *   follower -> leader  HELLO  {"rank","node","host","addr"} + mac
+ *   leader -> follower  CHALLENGE {"nonce":"<64 hex>"} + mac       at once
+ *   follower -> leader  HELLO  {"rank","node","host","addr"} + mac(nonce)
  *   leader -> follower  ACK    {"ok":true} + mac(hello's mac)   at once
  *   leader -> follower  PEERS  {"peers":[...]} or {"error":"..."} + mac(hello's mac)
  *
  * A frame is u32le length | JSON | HMAC-SHA256(step key, label | bind | JSON),
- * bind being the hello's MAC for the answers (fresh for this hello).  The
- * ACK lets a follower that reached a stranger's port try the next port. */
+ * bind being the connection's fresh nonce for the hello, the hello's MAC
+ * for the answers.  A hello proves the key for this connection only: one
+ * seen on the network and replayed elsewhere proves nothing, and a later
+ * valid hello for a rank replaces an earlier one (a task that reconnects is
+ * never locked out).  The challenge lets a follower that reached a
+ * stranger's port try the next port.
+ *
+ * The leader serves hellos concurrently, each on a thread of its own within
+ * HELLO_WAIT of its arrival, at most PENDING_MAX at once and PENDING_PER_ADDR
+ * from one address (one more from there pushes out its oldest): strangers
+ * that connect and say nothing cannot hold the step up, as in the data
+ * plane's accept (link.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +28,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +46,10 @@
 #define FRAME_MAX (16u << 20)
 #define MAC_LEN 32
 #define ACK_WAIT_US (3 * 1000000LL)
+#define HELLO_WAIT_NS (3 * 1000000000LL)
+#define PENDING_MAX 64
+#define PENDING_PER_ADDR 16
+#define NONCE_LEN 32
 #define ANSWER_GRACE_US (5 * 1000000LL)
 
 /* ---- the key file -------------------------------------------------------------- */
@@ -247,6 +263,39 @@ typedef struct arrival {
     uint8_t mac[MAC_LEN];
 } arrival;
 
+/* A connection being handshaken on its own thread. */
+typedef struct pending {
+    int fd, slot, done_fd;
+    bool busy;
+    char from[64]; /* the peer's address without the port */
+    int64_t since_ns;
+    const uint8_t *key;
+    rt_deadline_t dl;
+    rt_status st;
+    rt_json *hello;
+    uint8_t mac[MAC_LEN];
+    char why[RT_ERR_LEN];
+    pthread_t th;
+} pending;
+
+static void *hello_one(void *arg)
+{
+    pending *p = arg;
+    uint8_t nonce[NONCE_LEN];
+    char hex[2 * NONCE_LEN + 1], text[128];
+    rt_random_bytes(nonce, sizeof nonce);
+    rt_hex_encode(nonce, sizeof nonce, hex);
+    snprintf(text, sizeof text, "{\"nonce\":\"%s\"}", hex);
+    p->st = send_frame(p->fd, p->key, "rt-slurm-challenge", NULL, text, p->dl, NULL, p->why);
+    if (p->st == RT_OK)
+        p->st =
+            recv_frame(p->fd, p->key, "rt-slurm-hello", nonce, p->dl, &p->hello, p->mac, p->why);
+    unsigned char slot = (unsigned char)p->slot;
+    ssize_t r = write(p->done_fd, &slot, 1);
+    (void)r;
+    return NULL;
+}
+
 static void leader_answer(arrival *a, int size, const uint8_t key[32], const char *text)
 {
     char e[RT_ERR_LEN];
@@ -272,6 +321,164 @@ static void missing(const arrival *a, int size, char *out, size_t len)
     snprintf(out + n, len - n, "%s (of %d) did not arrive", count > 12 ? ", ..." : "", size);
 }
 
+/* A new connection into a free slot, its handshake started; a flood from
+ * one address (or from everywhere) pushes out its oldest handshake. */
+static void admit(pending *pend, int fd, const uint8_t key[32], int done_fd, rt_deadline_t dl)
+{
+    char from[96];
+    rt_sock_peer_str(fd, from, sizeof from);
+    char *colon = strrchr(from, ':');
+    if (colon)
+        *colon = '\0';
+    int free_slot = -1, same = 0, oldest_same = -1, oldest = -1;
+    for (int i = 0; i < PENDING_MAX; i++) {
+        if (!pend[i].busy) {
+            if (free_slot < 0)
+                free_slot = i;
+            continue;
+        }
+        if (oldest < 0 || pend[i].since_ns < pend[oldest].since_ns)
+            oldest = i;
+        if (!strcmp(pend[i].from, from)) {
+            same++;
+            if (oldest_same < 0 || pend[i].since_ns < pend[oldest_same].since_ns)
+                oldest_same = i;
+        }
+    }
+    /* cut the pushed-out handshake short: its thread ends, the slot frees */
+    if (same >= PENDING_PER_ADDR)
+        shutdown(pend[oldest_same].fd, SHUT_RDWR);
+    else if (free_slot < 0 && oldest >= 0)
+        shutdown(pend[oldest].fd, SHUT_RDWR);
+    if (free_slot < 0) { /* no room until one ends: this one waits its turn elsewhere */
+        close(fd);
+        return;
+    }
+    pending *q = &pend[free_slot];
+    const int64_t now = rt_now_ns();
+    *q = (pending){.fd = fd,
+                   .slot = free_slot,
+                   .done_fd = done_fd,
+                   .busy = true,
+                   .since_ns = now,
+                   .key = key,
+                   .dl = now + HELLO_WAIT_NS < dl ? now + HELLO_WAIT_NS : dl};
+    snprintf(q->from, sizeof q->from, "%.63s", from);
+    if (pthread_create(&q->th, NULL, hello_one, q) != 0) {
+        q->busy = false;
+        close(fd);
+    }
+}
+
+/* A finished handshake: the task it names arrives (replacing an earlier
+ * connection of the same task), or the connection goes; the number of
+ * tasks newly in. */
+static int take_hello(const rt_slurm_step *s, pending *q, arrival *a, const uint8_t key[32],
+                      char *my_ip, char *any_ip, char *stranger)
+{
+    pthread_join(q->th, NULL);
+    q->busy = false;
+    int64_t rank = -1, node = -1;
+    const char *addr = NULL, *host = NULL;
+    if (q->st == RT_OK) {
+        rt_json_get_int(q->hello, "rank", &rank);
+        rt_json_get_int(q->hello, "node", &node);
+        addr = rt_json_get_str(q->hello, "addr");
+        host = rt_json_get_str(q->hello, "host");
+    }
+    if (q->st != RT_OK || rank < 0 || rank >= s->size || rank == s->rank || !addr ||
+        strlen(addr) >= sizeof a[0].addr || !host) {
+        if (q->st == RT_ERR_AUTH)
+            snprintf(stranger, 160,
+                     "a connection from %s did not prove the step's key (is the key file "
+                     "the same on every node?)",
+                     q->from);
+        rt_json_free(q->hello);
+        q->hello = NULL;
+        close(q->fd);
+        return 0;
+    }
+    arrival *t = &a[rank];
+    const int newly = !t->in;
+    if (t->fd >= 0) /* the same task again (it reconnected): the newer one counts */
+        close(t->fd);
+    t->fd = q->fd;
+    t->in = true;
+    t->node = (int)node;
+    memcpy(t->mac, q->mac, MAC_LEN);
+    snprintf(t->addr, sizeof t->addr, "%s", addr);
+    snprintf(t->host, sizeof t->host, "%s", host);
+    rt_json_free(q->hello);
+    q->hello = NULL;
+    char e[RT_ERR_LEN];
+    send_frame(t->fd, key, "rt-slurm-ack", t->mac, "{\"ok\":true}", rt_deadline_in_us(ACK_WAIT_US),
+               NULL, e);
+    /* this node's address as the other nodes reach it */
+    bool lo = true, plo = true;
+    char ip[64], pip[64];
+    if (sock_ip(t->fd, true, ip, sizeof ip, &lo) && sock_ip(t->fd, false, pip, sizeof pip, &plo)) {
+        if (!lo && strcmp(ip, pip) != 0 && !my_ip[0])
+            snprintf(my_ip, 64, "%s", ip);
+        if (!any_ip[0])
+            snprintf(any_ip, 64, "%s", ip);
+    }
+    return newly;
+}
+
+/* Every task's hello, until all are in or dl passes. */
+static rt_status gather(const rt_slurm_step *s, const uint8_t key[32], int lfd, rt_deadline_t dl,
+                        arrival *a, char *my_ip, char *any_ip, char *err)
+{
+    int done[2];
+    if (pipe2(done, O_CLOEXEC) != 0)
+        return rt_err(err, RT_ERR_IO, "pipe: %s", strerror(errno));
+    pending *pend = calloc(PENDING_MAX, sizeof *pend);
+    if (!pend) {
+        close(done[0]);
+        close(done[1]);
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
+    char stranger[160] = "";
+    rt_status st = RT_OK;
+    for (int got = 1; got < s->size;) {
+        struct pollfd p[2] = {{.fd = lfd, .events = POLLIN}, {.fd = done[0], .events = POLLIN}};
+        int ms = rt_deadline_ms_left(dl);
+        int r = ms > 0 ? poll(p, 2, ms) : 0;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            char who[300];
+            missing(a, s->size, who, sizeof who);
+            st = rt_err(err, RT_ERR_TIMEOUT, "the Slurm rendezvous on %s port %d: %s%s%s",
+                        s->hosts[0], s->port, who, stranger[0] ? "; " : "", stranger);
+            break;
+        }
+        unsigned char slot;
+        if ((p[1].revents & POLLIN) && read(done[0], &slot, 1) == 1 && slot < PENDING_MAX &&
+            pend[slot].busy)
+            got += take_hello(s, &pend[slot], a, key, my_ip, any_ip, stranger);
+        if (p[0].revents & POLLIN) {
+            int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd >= 0)
+                admit(pend, fd, key, done[1], dl);
+        }
+    }
+    /* the step is in (or failed): cut the handshakes still going short */
+    for (int i = 0; i < PENDING_MAX; i++)
+        if (pend[i].busy)
+            shutdown(pend[i].fd, SHUT_RDWR);
+    for (int i = 0; i < PENDING_MAX; i++)
+        if (pend[i].busy) {
+            pthread_join(pend[i].th, NULL);
+            rt_json_free(pend[i].hello);
+            close(pend[i].fd);
+        }
+    free(pend);
+    close(done[0]);
+    close(done[1]);
+    return st;
+}
+
 static rt_status leader(const rt_slurm_step *s, const uint8_t key[32], int lfd, int dport,
                         rt_deadline_t dl, char ***peers_out, char *err)
 {
@@ -281,65 +488,8 @@ static rt_status leader(const rt_slurm_step *s, const uint8_t key[32], int lfd, 
     for (int r = 0; r < s->size; r++)
         a[r].fd = -1;
     a[s->rank].in = true;
-    int got = 1;
-    char my_ip[64] = "", any_ip[64] = "", stranger[160] = "";
-    rt_status st = RT_OK;
-    while (got < s->size) {
-        int ms = rt_deadline_ms_left(dl);
-        struct pollfd p = {.fd = lfd, .events = POLLIN};
-        if (ms <= 0 || poll(&p, 1, ms) <= 0) {
-            char who[300];
-            missing(a, s->size, who, sizeof who);
-            st = rt_err(err, RT_ERR_TIMEOUT, "the Slurm rendezvous on %s port %d: %s%s%s",
-                        s->hosts[0], s->port, who, stranger[0] ? "; " : "", stranger);
-            break;
-        }
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            continue;
-        rt_json *h = NULL;
-        uint8_t mac[MAC_LEN];
-        char e[RT_ERR_LEN], from[96];
-        rt_deadline_t hd = rt_deadline_in_us(ACK_WAIT_US);
-        int64_t rank = -1, node = -1;
-        const char *addr = NULL, *host = NULL;
-        rt_status hs = recv_frame(fd, key, "rt-slurm-hello", NULL, hd < dl ? hd : dl, &h, mac, e);
-        if (hs == RT_OK) {
-            rt_json_get_int(h, "rank", &rank);
-            rt_json_get_int(h, "node", &node);
-            addr = rt_json_get_str(h, "addr");
-            host = rt_json_get_str(h, "host");
-        }
-        if (hs != RT_OK || rank < 0 || rank >= s->size || a[rank].in || !addr ||
-            strlen(addr) >= sizeof a[0].addr || !host) {
-            if (hs == RT_ERR_AUTH)
-                snprintf(stranger, sizeof stranger,
-                         "a connection from %s did not prove the step's key (is the key file "
-                         "the same on every node?)",
-                         rt_sock_peer_str(fd, from, sizeof from));
-            rt_json_free(h);
-            close(fd);
-            continue;
-        }
-        a[rank].fd = fd;
-        a[rank].in = true;
-        a[rank].node = (int)node;
-        memcpy(a[rank].mac, mac, MAC_LEN);
-        snprintf(a[rank].addr, sizeof a[rank].addr, "%s", addr);
-        snprintf(a[rank].host, sizeof a[rank].host, "%s", host);
-        rt_json_free(h);
-        got++;
-        send_frame(fd, key, "rt-slurm-ack", mac, "{\"ok\":true}", hd, NULL, e);
-        /* this node's address as the other nodes reach it */
-        bool lo = true, plo = true;
-        char ip[64], pip[64];
-        if (sock_ip(fd, true, ip, sizeof ip, &lo) && sock_ip(fd, false, pip, sizeof pip, &plo)) {
-            if (!lo && strcmp(ip, pip) != 0 && !my_ip[0])
-                snprintf(my_ip, sizeof my_ip, "%s", ip);
-            if (!any_ip[0])
-                snprintf(any_ip, sizeof any_ip, "%s", ip);
-        }
-    }
+    char my_ip[64] = "", any_ip[64] = "";
+    rt_status st = gather(s, key, lfd, dl, a, my_ip, any_ip, err);
     if (st != RT_OK) {
         rt_jw w;
         rt_jw_init(&w);
@@ -410,10 +560,18 @@ static rt_status follower(const rt_slurm_step *s, const uint8_t key[32], int dpo
             snprintf(ip, sizeof ip, "127.0.0.1");
         snprintf(text, sizeof text, "{\"rank\":%d,\"node\":%d,\"host\":\"%s\",\"addr\":\"%s:%d\"}",
                  s->rank, s->node, s->hosts[s->node], ip, dport);
-        uint8_t mac[MAC_LEN];
-        rt_json *ack = NULL, *ans = NULL;
+        uint8_t mac[MAC_LEN], nonce[NONCE_LEN];
+        rt_json *ack = NULL, *ans = NULL, *ch = NULL;
         rt_deadline_t ad = rt_deadline_in_us(ACK_WAIT_US);
-        rt_status st = send_frame(fd, key, "rt-slurm-hello", NULL, text, ad < dl ? ad : dl, mac, e);
+        rt_status st =
+            recv_frame(fd, key, "rt-slurm-challenge", NULL, ad < dl ? ad : dl, &ch, NULL, e);
+        const char *nhex = st == RT_OK ? rt_json_get_str(ch, "nonce") : NULL;
+        if (st == RT_OK && (!nhex || strlen(nhex) != 2 * NONCE_LEN ||
+                            rt_hex_decode(nhex, nonce, NONCE_LEN) != RT_OK))
+            st = rt_err(e, RT_ERR_PROTO, "a challenge without a nonce");
+        rt_json_free(ch);
+        if (st == RT_OK)
+            st = send_frame(fd, key, "rt-slurm-hello", nonce, text, ad < dl ? ad : dl, mac, e);
         if (st == RT_OK)
             st = recv_frame(fd, key, "rt-slurm-ack", mac, ad < dl ? ad : dl, &ack, NULL, e);
         rt_json_free(ack);
