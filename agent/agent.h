@@ -83,7 +83,9 @@ typedef struct worker {
     char home[512];     /* HOME: the user's ("": a job uid's is its work folder) */
     char cg_dir[600];   /* its cgroup ("" when none: agent_cgroup.c) */
     char cg_procs[640]; /* cg_dir/cgroup.procs, for the child to enter */
+    bool own_uid;       /* as_job with a uid of the job's own (job_uids), not a Unix user's */
     int64_t mem_limit;  /* the job's memory_limit (0: none), in bytes */
+    int64_t disk_limit; /* the job's disk_limit (0: none; agent_disk.c), in bytes */
     double cpu_limit;   /* the job's cpu_limit (0: none), in CPUs */
     int64_t oom_kills;  /* processes of the rank the OOM killer ended (memory.events) */
     char why[300];      /* why it did not start, or what ended it, for the coordinator */
@@ -148,8 +150,12 @@ struct agentd {
     bool token_hidden;       /* ranks start with token_file hidden (hide_token works here) */
     bool ids_on;             /* job_uids: each job's ranks run as a uid of their own */
     uid_t uid_lo, uid_hi;    /* its range */
-    pid_t helpers[64];       /* clean-ups running as a job's uid (ident_helper) */
+    pid_t helpers[64];       /* children cleaning up, measuring or reaping (agent_clean.c) */
     int nhelpers;
+    char launch_exe[1024];    /* ringtrain-launch, beside the agent (launch.h) */
+    struct disk_watch *disks; /* running jobs' files, measured (agent_disk.c) */
+    int64_t disk_ns;          /* when disk_tick last looked */
+    bool reserve_held;        /* work_dir holds the agent's reserve file */
     int64_t hello_ns;        /* when the hello went out on this connection (0: none) */
     int64_t bye_deadline_ns; /* set once "bye" is queued: exit when written */
     bool cg_on;              /* ranks get cgroups of their own under cg_base */
@@ -206,31 +212,57 @@ int64_t cg_key(const char *dir, const char *file, const char *key);
 void cg_release(agentd *ag, worker *w);
 void cg_tick(agentd *ag);
 /* agent_ident.c: whom a job's ranks run as (docs/security.md).
- * ident_init reads [agent] job_uids and proves, in a child, that the agent
- * can become such a uid, that the uid reaches work_dir, cannot read the
- * token and can have it hidden (sets ag->token_hidden); an error when not.
- * ident_for sets w->as_job, uid, gid, groups and who before fork: the Unix
- * user the job's token names (m's unix_user), else the job's uid from the
- * range, else the agent's own.  ident_enter, in the child (async-signal-
- * safe), becomes it and drops every capability; -1 with errno on failure.
- * ident_helper runs fn(arg) in a child as w's identity (cleaning what the
- * job owns), bounded by 60 s; nothing waits for it (proc_reap reaps it and
- * calls ident_reaped).
- * ident_leftover: whether pid runs as a job uid no live rank here holds. */
+ * ident_init reads [agent] job_uids and proves, with `ringtrain-launch
+ * probe`, that the agent can become such a uid, that the uid reaches
+ * work_dir, cannot read the token and can have it hidden (sets
+ * ag->token_hidden); an error when not.  Without job_uids it finds out
+ * whether the token can be hidden from ranks of the agent's own user.
+ * ident_for sets w->as_job, own_uid, uid, gid, groups and who before fork:
+ * the Unix user the job's token names (m's unix_user), else the job's uid
+ * from the range, else the agent's own (refused for an agent running as
+ * root unless [agent] allow_root_jobs).  The child becomes it only by
+ * exec'ing ringtrain-launch (launch.h), which never holds this process's
+ * memory.  ident_leftover: whether pid runs as a job uid no live rank here
+ * holds. */
 rt_status ident_init(agentd *ag, char *err);
 rt_status ident_for(agentd *ag, worker *w, const rt_json *m, char *err);
-int ident_enter(const worker *w);
-void ident_helper(agentd *ag, const worker *w, void (*fn)(void *), void *arg);
 bool ident_leftover(const agentd *ag, const char *pid);
 void ident_reaped(agentd *ag, pid_t pid); /* proc_reap: a helper has ended */
+/* agent_clean.c: removing what jobs leave, and measuring what they hold,
+ * in children that take the job's uid for file access only (setfsuid: the
+ * job can neither signal nor trace them), never following a link.
+ * clean_job: the folder path (emptied, then removed as the agent) and, with
+ * own_uid, its entries in /tmp, /var/tmp and /dev/shm — first, with reap,
+ * every process of uid (ringtrain-launch reap: only where no other agent of
+ * this machine runs a rank of the job).  clean_shm: the attempt's
+ * shared-memory names.  clean_measure: a child writing one clean_usage to
+ * *fd (the read end, the caller's to close); its pid, or -1.
+ * clean_stale_work: at start, what jobs left in work_dir before a restart.
+ * Every child is tracked in ag->helpers and reaped by proc_reap. */
+typedef struct clean_usage {
+    bool ok;   /* the walk ran as the job's files' owner */
+    bool deep; /* folders nested deeper than it measures */
+    int64_t bytes, files;
+} clean_usage;
+void clean_job(agentd *ag, int64_t job, uid_t uid, gid_t gid, bool own_uid, bool reap,
+               const char *path);
+void clean_shm(agentd *ag, int64_t job, int64_t attempt, uid_t uid, gid_t gid, bool as_job);
+pid_t clean_measure(agentd *ag, uid_t uid, gid_t gid, bool own_uid, const char *path, int *fd);
+void clean_stale_work(agentd *ag);
+/* agent_disk.c: a running job's files against its disk_limit and the
+ * node's min_free_disk (disk_tick, from the agent's tick); the reserve the
+ * agent's own writes fall back on when work_dir's filesystem is full
+ * (disk_reserve_release: true when it freed some). */
+void disk_tick(agentd *ag);
+bool disk_reserve_release(agentd *ag);
+void disk_free_all(agentd *ag);
 /* agent_files.c: what the agent writes for a rank, through directory fds and
  * O_NOFOLLOW|O_EXCL (nothing job-writable is opened by path): the job's
  * folder work_dir/job-N (the agent's; 0711 when the job has a uid of its
  * own, else 0700), its work/ (the job's, 0700), rank-R.rendezvous and
  * job.ini (0400, the job's).  files_clean, once a rank has been reported:
  * its rendezvous goes; after the job's last rank here, job.ini and the
- * job's work folder (emptied as the job's uid, or kept until log_retention
- * when it runs as the agent's user). */
+ * job's work folder (clean_job: whatever modes the job set). */
 rt_status files_prepare(agentd *ag, worker *w, const rt_json *m, const char *type, char *rdv,
                         size_t rdv_len, char *cfgpath, size_t cfg_len, char *err);
 void files_clean(agentd *ag, worker *w);
@@ -250,8 +282,6 @@ void rank_env(agentd *ag, worker *w, const rt_json *m, const char *type, const c
  * path or nothing is found (the rank then fails: No such file or directory;
  * a script without #! is not handed to /bin/sh as execvpe would). */
 char *program_path(const char *prog, char *const *env, const char *cwd);
-/* Hide token_path from a child about to exec (0, or -1); async-signal-safe. */
-int hide_token(const char *token_path, const char *uidmap, const char *gidmap);
 /* Send the exits recorded at or after since_ns: those that came between the
  * hello (which listed the older ones) and the welcome. */
 void agent_backlog_since(agentd *ag, int64_t since_ns);
@@ -270,6 +300,8 @@ void proc_abort(agentd *ag, int64_t job, int64_t attempt, const char *reason);
 void proc_reap(agentd *ag);
 void proc_tick(agentd *ag);
 void proc_stop_all(agentd *ag);
+/* Stop every rank of job here, each reporting why as its exit's reason. */
+void proc_fail_job(agentd *ag, int64_t job, const char *why);
 int proc_live(const agentd *ag);
 int proc_unreported(const agentd *ag); /* started workers whose exit is not sent yet */
 /* {"job":..,"attempt":..,"rank":..,"pid":..} of every running worker */

@@ -305,6 +305,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     proc_tick(ag);
     cg_tick(ag);
+    disk_tick(ag);
     if (rt_now_ns() - ag->leftovers_ns > 1000000000LL) {
         ag->leftovers_ns = rt_now_ns();
         proc_kill_leftovers(ag);
@@ -385,35 +386,6 @@ static rt_status check_writable(const char *key, const char *dir, char *err)
     return RT_OK;
 }
 
-/* Whether the token can be hidden from the ranks here: a child tries it. */
-static void probe_hiding(agentd *ag)
-{
-    ag->token_hidden = false;
-    if (!ag->cfg.hide_token)
-        return;
-    if (geteuid() == 0) {
-        RT_WARN("agent", "running as root: ranks can read %s (run the agent as its service "
-                         "user, as the unit does)", ag->cfg.token_file);
-        return;
-    }
-    char uidmap[48], gidmap[48];
-    snprintf(uidmap, sizeof uidmap, "%u %u 1\n", (unsigned)getuid(), (unsigned)getuid());
-    snprintf(gidmap, sizeof gidmap, "%u %u 1\n", (unsigned)getgid(), (unsigned)getgid());
-    pid_t pid = fork();
-    if (pid == 0)
-        _exit(hide_token(ag->cfg.token_file, uidmap, gidmap) == 0 ? 0 : 1);
-    int status = 0;
-    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    ag->token_hidden = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (ag->token_hidden)
-        RT_INFO("agent", "ranks see an empty %s (a user and mount namespace each)",
-                ag->cfg.token_file);
-    else
-        RT_WARN("agent", "cannot hide %s from the ranks (user namespaces unavailable?): they "
-                         "can read it", ag->cfg.token_file);
-}
-
 rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
 {
     *out = NULL;
@@ -440,8 +412,8 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
         st = check_writable("log_dir", cfg->log_dir, err);
     if (st == RT_OK)
         st = ident_init(ag, err); /* whom jobs run as */
-    if (st == RT_OK && !ag->ids_on)
-        probe_hiding(ag);
+    if (st == RT_OK)
+        clean_stale_work(ag); /* what jobs left before a restart */
     if (st != RT_OK) {
         agent_destroy(ag);
         return st;
@@ -538,6 +510,7 @@ void agent_destroy(agentd *ag)
     if (ag->ssl)
         SSL_CTX_free(ag->ssl);
     agent_backlog_free(ag);
+    disk_free_all(ag);
     free(ag->caps);
     free(ag);
 }

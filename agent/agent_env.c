@@ -1,15 +1,12 @@
 /* agent_env.c — what a rank is given besides its program: its environment
  * (the agent's, the job's, ringtrain's RT_* variables, the launcher
- * variables of torchrun and horovodrun, its GPU), and a view of the file
- * system in which the agent's token is not there (hide_token). */
+ * variables of torchrun and horovodrun, its GPU).  The view of the file
+ * system without the agent's token is ringtrain-launch's (launch.h). */
 #include <fcntl.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -151,29 +148,6 @@ static void launcher_env(const agentd *ag, const worker *w, const rt_json *m, st
  * namespace of its own, where token_path shows /dev/null.  Nothing the rank
  * does can undo it from inside (its namespace's mounts are its own, and the
  * agent is not dumpable: no ptrace, no /proc/AGENT/mem).  0, or -1. */
-int hide_token(const char *token_path, const char *uidmap, const char *gidmap)
-{
-    /* the agent is not dumpable, and a non-dumpable process cannot write its
-     * own /proc/self/uid_map: the child about to become the rank may be */
-    prctl(PR_SET_DUMPABLE, 1);
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
-        return -1;
-    const char *files[3] = {"/proc/self/setgroups", "/proc/self/uid_map", "/proc/self/gid_map"};
-    const char *texts[3] = {"deny", uidmap, gidmap};
-    for (int i = 0; i < 3; i++) {
-        int fd = open(files[i], O_WRONLY | O_CLOEXEC);
-        ssize_t n = fd >= 0 ? write(fd, texts[i], strlen(texts[i])) : -1;
-        if (fd >= 0)
-            close(fd);
-        if (n < 0)
-            return -1;
-    }
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-        mount("/dev/null", token_path, NULL, MS_BIND, NULL) != 0)
-        return -1;
-    return 0;
-}
-
 /* Everything a rank finds in its environment: the agent's (without its
  * own systemd and RT_ variables), the job's, the GPU of its slot, ringtrain's
  * RT_* (docs/protocol.md), and torchrun's and Horovod's (launcher_env); and

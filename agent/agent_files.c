@@ -17,7 +17,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,13 +43,22 @@ static rt_status write_at(int dirfd, const char *dir, const char *name, const ch
 {
     if (unlinkat(dirfd, name, 0) != 0 && errno != ENOENT)
         return rt_err(err, RT_ERR_IO, "cannot replace %s/%s: %s", dir, name, strerror(errno));
-    int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
-    bool ok = fd >= 0 && write(fd, text, len) == (ssize_t)len &&
-              (!w->as_job || fchown(fd, w->uid, w->gid) == 0);
-    int e = errno;
-    if (fd >= 0)
-        close(fd);
-    return ok ? RT_OK : rt_err(err, RT_ERR_IO, "cannot write %s/%s: %s", dir, name, strerror(e));
+    for (int tries = 0;; tries++) {
+        int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+        bool ok = fd >= 0 && write(fd, text, len) == (ssize_t)len &&
+                  (!w->as_job || fchown(fd, w->uid, w->gid) == 0);
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        if (ok)
+            return RT_OK;
+        if (fd >= 0)
+            unlinkat(dirfd, name, 0);
+        /* a job filled the disk between two measurements: the reserve
+         * (agent_disk.c) makes room for this one */
+        if (!((e == ENOSPC || e == EDQUOT) && tries == 0 && disk_reserve_release(w->ag)))
+            return rt_err(err, RT_ERR_IO, "cannot write %s/%s: %s", dir, name, strerror(e));
+    }
 }
 
 /* The rank's rendezvous file: its place in the attempt, and the start
@@ -167,24 +175,6 @@ rt_status files_prepare(agentd *ag, worker *w, const rt_json *m, const char *typ
     return st;
 }
 
-static int remove_one(const char *path, const struct stat *sb, int type, struct FTW *f)
-{
-    (void)sb;
-    if (f->level == 0)
-        return 0; /* the folder itself: its parent is the agent's */
-    if (type == FTW_DP)
-        rmdir(path);
-    else
-        unlink(path);
-    return 0;
-}
-
-/* in a helper running as the job: empty the work folder moved aside */
-static void empty_as_job(void *path)
-{
-    nftw(path, remove_one, 16, FTW_PHYS | FTW_DEPTH | FTW_MOUNT);
-}
-
 void files_clean(agentd *ag, worker *w)
 {
     int jd = open(w->workdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -194,24 +184,28 @@ void files_clean(agentd *ag, worker *w)
     snprintf(name, sizeof name, "rank-%d.rendezvous", w->rank);
     unlinkat(jd, name, 0);
     bool last = true;
-    for (worker *o = ag->workers; o; o = o->next)
+    int here = 0; /* this attempt's ranks at this agent */
+    for (worker *o = ag->workers; o; o = o->next) {
         last = last && !(o != w && o->job == w->job && !o->reported);
+        here += o->job == w->job && o->attempt == w->attempt;
+    }
+    /* every process of the job's uid may be killed (kill(-1) as that uid)
+     * only where no other agent of this machine runs a rank of the job:
+     * the coordinator counts them (machine_ranks, 0: unknown) */
+    const bool reap = w->own_uid && w->machine_ranks > 0 && w->machine_ranks <= here;
     if (last) {
         unlinkat(jd, "job.ini", 0);
-        if (w->as_job) {
-            /* the job's files go now, removed as the job (the agent may not);
-             * moved aside first, so that a next attempt starts afresh */
-            char aside[64], path[700];
-            snprintf(aside, sizeof aside, "gone-%lld", (long long)rt_now_ns());
-            snprintf(path, sizeof path, "%s/%s", w->workdir, aside);
-            if (renameat(jd, "work", jd, aside) == 0)
-                ident_helper(ag, w, empty_as_job, path);
-        } else {
-            unlinkat(jd, "work", AT_REMOVEDIR); /* fails, harmlessly, when not empty */
-        }
-        /* the emptied folders go with the job's folder (log_retention) */
-        if (!w->as_job)
-            rmdir(w->workdir);
+        /* the job's files go now, as their owner (agent_clean.c), whatever
+         * modes the job set; moved aside first, so that a next attempt
+         * starts afresh */
+        char aside[64], path[700];
+        snprintf(aside, sizeof aside, "gone-%lld", (long long)rt_now_ns());
+        snprintf(path, sizeof path, "%s/%s", w->workdir, aside);
+        if (renameat(jd, "work", jd, aside) == 0)
+            clean_job(ag, w->job, w->as_job ? w->uid : getuid(), w->as_job ? w->gid : getgid(),
+                      w->own_uid, reap, path);
+        else if (w->own_uid) /* no folder, but what it left elsewhere and its processes */
+            clean_job(ag, w->job, w->uid, w->gid, true, reap, NULL);
     }
     close(jd);
 }

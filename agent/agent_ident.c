@@ -12,11 +12,17 @@
  *     jobs of this node with the same uid (ids a range apart, both running)
  *     are refused rather than share it;
  *   - else as the agent's own user (`ringtrain run`, one user's machine).
+ *   - else as the agent's own user (`ringtrain run`, one user's machine) —
+ *     but never as root unless [agent] allow_root_jobs says so: an agent
+ *     run as root without job_uids refuses the job, naming the setting
+ *     (Slurm runs no job as root unless root submitted it).
  * The agent needs CAP_SETUID and CAP_SETGID to become them, CAP_CHOWN to
  * give a job its folder, CAP_KILL to stop its ranks: the unit grants these
- * four and no others (root has them too).  A rank keeps none: the child
- * clears its ambient, permitted and effective capabilities and sets
- * no_new_privs before exec. */
+ * four and no others (root has them too).  It never becomes a job itself:
+ * the child it forks execs ringtrain-launch (launch.h), which changes uid,
+ * clears its ambient, permitted and effective capabilities, sets
+ * no_new_privs and execs the rank — so no process of a job's uid ever holds
+ * the agent's memory (the token, other jobs' keys). */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -33,31 +39,10 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "launch.h"
 #include "rt_log.h"
 
 #define UID_MAX_ID 2147483646u /* ids past 2^31 trip tools that read them signed */
-
-int ident_enter(const worker *w)
-{
-    if (!w->as_job)
-        return 0;
-    if (setgroups((size_t)w->ngroups, w->groups) != 0 || setresgid(w->gid, w->gid, w->gid) != 0 ||
-        setresuid(w->uid, w->uid, w->uid) != 0)
-        return -1;
-    /* an agent that is not root keeps its capabilities across a change
-     * between two nonzero uids: drop them all, and gain none by exec */
-    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct d[2];
-    memset(d, 0, sizeof d);
-    if (syscall(SYS_capset, &h, d) != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        return -1;
-    if (getuid() != w->uid || geteuid() != w->uid || getegid() != w->gid)
-        return -1;
-    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); /* its own process: debuggers may attach */
-    umask(022); /* what it writes to the store is readable, its work folder is 0700 */
-    return 0;
-}
 
 /* "FIRST-LAST" into the range, or an error naming the key */
 static rt_status parse_range(const char *text, uid_t *lo, uid_t *hi, char *err)
@@ -104,53 +89,115 @@ static rt_status range_unused(uid_t lo, uid_t hi, char *err)
     return st;
 }
 
-/* What the probe child found, as uid FIRST of the range. */
-typedef struct probe_result {
-    int stage; /* 0: all passed; 1: could not become it; 2: cannot reach work_dir;
-                  3: may list or write it */
-    int err;
-    bool token_readable, hidden;
-} probe_result;
-
-static void probe_child(agentd *ag, const worker *w, int out, int hold)
+/* Run `ringtrain-launch probe` as uid FIRST of the range (without a range:
+ * as the agent's own user, the token's hiding only) and collect what it
+ * found; *can_kill: whether this agent could signal it meanwhile. */
+static bool run_probe(agentd *ag, bool with_uid, launch_probe *r, bool *can_kill, int *kill_err)
 {
-    probe_result r = {0};
-    if (ident_enter(w) != 0) {
-        r.stage = 1;
-        r.err = errno;
-    } else if (access(ag->cfg.work_dir, X_OK) != 0) {
-        r.stage = 2;
-        r.err = errno;
-    } else if (access(ag->cfg.work_dir, R_OK) == 0 || access(ag->cfg.work_dir, W_OK) == 0) {
-        r.stage = 3; /* a job could list the others' folders, or plant one */
-    } else {
-        r.token_readable = access(ag->cfg.token_file, R_OK) == 0;
-        if (ag->cfg.hide_token) {
-            char map[48];
-            snprintf(map, sizeof map, "%u %u 1\n", (unsigned)w->uid, (unsigned)w->uid);
-            pid_t pid = fork(); /* hide_token changes this process: try it in another */
-            if (pid == 0)
-                _exit(hide_token(ag->cfg.token_file, map, map) == 0 ? 0 : 1);
-            int status = 0;
-            while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
-            r.hidden = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        }
+    char u[24], g[24];
+    snprintf(u, sizeof u, "%u", (unsigned)ag->uid_lo);
+    snprintf(g, sizeof g, "%u", (unsigned)ag->uid_lo);
+    char *argv[16];
+    int n = 0;
+    argv[n++] = ag->launch_exe;
+    argv[n++] = "probe";
+    if (with_uid) {
+        argv[n++] = "--uid";
+        argv[n++] = u;
+        argv[n++] = "--gid";
+        argv[n++] = g;
     }
-    ssize_t n = write(out, &r, sizeof r);
-    char c;
-    n = read(hold, &c, 1); /* until the agent has tried to signal it */
-    (void)n;
-    _exit(0);
+    argv[n++] = "--workdir";
+    argv[n++] = ag->cfg.work_dir;
+    argv[n++] = "--token";
+    argv[n++] = ag->cfg.token_file;
+    if (ag->cfg.hide_token)
+        argv[n++] = "--try-hide";
+    argv[n] = NULL;
+    int res[2], hold[2];
+    if (pipe2(res, O_CLOEXEC) != 0)
+        return false;
+    if (pipe2(hold, O_CLOEXEC) != 0) {
+        close(res[0]);
+        close(res[1]);
+        return false;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(hold[0], 0);
+        dup2(res[1], 1);
+        char *envp[] = {NULL};
+        execve(ag->launch_exe, argv, envp);
+        _exit(127);
+    }
+    close(res[1]);
+    close(hold[0]);
+    *r = (launch_probe){.stage = 1, .err = EAGAIN};
+    bool got = pid > 0 && read(res[0], r, sizeof *r) == (ssize_t)sizeof *r;
+    *can_kill = got && kill(pid, 0) == 0;
+    *kill_err = errno;
+    close(hold[1]); /* the child exits */
+    close(res[0]);
+    int status;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return got;
+}
+
+/* Without job_uids: whether the token can be hidden from ranks running as
+ * the agent's own user. */
+static void probe_hiding(agentd *ag)
+{
+    ag->token_hidden = false;
+    if (!ag->cfg.hide_token)
+        return;
+    if (geteuid() == 0) {
+        RT_WARN("agent",
+                "running as root: ranks can read %s (run the agent as its service "
+                "user, as the unit does)",
+                ag->cfg.token_file);
+        return;
+    }
+    launch_probe r;
+    bool can_kill;
+    int e;
+    ag->token_hidden = run_probe(ag, false, &r, &can_kill, &e) && r.hidden;
+    if (ag->token_hidden)
+        RT_INFO("agent", "ranks see an empty %s (a user and mount namespace each)",
+                ag->cfg.token_file);
+    else
+        RT_WARN("agent",
+                "cannot hide %s from the ranks (user namespaces unavailable?): they "
+                "can read it",
+                ag->cfg.token_file);
 }
 
 rt_status ident_init(agentd *ag, char *err)
 {
     ag->ids_on = false;
+    char self[900];
+    ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[sn > 0 ? sn : 0] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(ag->launch_exe, sizeof ag->launch_exe, "%s/" LAUNCH_PROGRAM, slash ? self : ".");
+    if (access(ag->launch_exe, X_OK) != 0)
+        return rt_err(err, RT_ERR_NOTFOUND,
+                      "%s: %s (installed beside the agent; it starts every "
+                      "rank)",
+                      ag->launch_exe, strerror(errno));
     if (!ag->cfg.job_uids || !*ag->cfg.job_uids) {
-        RT_INFO("agent", "jobs run as this agent's user (uid %d) unless their token names a Unix "
-                         "user: [agent] job_uids gives each job a uid of its own",
-                (int)getuid());
+        if (getuid() == 0 && !ag->cfg.allow_root_jobs)
+            RT_WARN("agent", "running as root without [agent] job_uids: jobs are refused unless "
+                             "their token names a Unix user (set job_uids, as init-cluster's "
+                             "agent.conf does, or allow_root_jobs = true to run them as root)");
+        else
+            RT_INFO("agent",
+                    "jobs run as this agent's user (uid %d) unless their token names a "
+                    "Unix user: [agent] job_uids gives each job a uid of its own",
+                    (int)getuid());
+        probe_hiding(ag);
         return RT_OK;
     }
     rt_status st = parse_range(ag->cfg.job_uids, &ag->uid_lo, &ag->uid_hi, err);
@@ -165,32 +212,10 @@ rt_status ident_init(agentd *ag, char *err)
     struct stat sb;
     if (stat(ag->cfg.work_dir, &sb) == 0 && sb.st_uid == getuid())
         chmod(ag->cfg.work_dir, 0711);
-    worker w = {.as_job = true, .uid = ag->uid_lo, .gid = ag->uid_lo};
-    int res[2], hold[2];
-    if (pipe2(res, O_CLOEXEC) != 0)
-        return rt_err(err, RT_ERR_IO, "pipe: %s", strerror(errno));
-    if (pipe2(hold, O_CLOEXEC) != 0) {
-        close(res[0]);
-        close(res[1]);
-        return rt_err(err, RT_ERR_IO, "pipe: %s", strerror(errno));
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(res[0]);
-        close(hold[1]);
-        probe_child(ag, &w, res[1], hold[0]);
-    }
-    close(res[1]);
-    close(hold[0]);
-    probe_result r = {.stage = 1, .err = EAGAIN};
-    bool got = pid > 0 && read(res[0], &r, sizeof r) == (ssize_t)sizeof r;
-    const bool can_kill = got && kill(pid, 0) == 0;
-    const int kill_err = errno;
-    close(hold[1]); /* the child exits */
-    close(res[0]);
-    int status;
-    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    launch_probe r;
+    bool can_kill = false;
+    int kill_err = 0;
+    bool got = run_probe(ag, true, &r, &can_kill, &kill_err);
     /* a folder given to the job: CAP_CHOWN */
     char probe[4200];
     snprintf(probe, sizeof probe, "%s/.ringtrain-chown-test-%d", ag->cfg.work_dir, (int)getpid());
@@ -265,7 +290,7 @@ static bool can_switch(void)
 
 rt_status ident_for(agentd *ag, worker *w, const rt_json *m, char *err)
 {
-    w->as_job = false;
+    w->as_job = w->own_uid = false;
     w->ngroups = 0;
     w->home[0] = '\0';
     snprintf(w->who, sizeof w->who, "uid %d (the agent's)", (int)getuid());
@@ -282,6 +307,13 @@ rt_status ident_for(agentd *ag, worker *w, const rt_json *m, char *err)
             return rt_err(err, RT_ERR_UNSUPPORTED,
                           "the job's Unix user '%s' is %s: no job runs as it", user,
                           p->pw_uid == 0 ? "root" : "this agent's own user");
+        /* an account made inside job_uids after the agent started would be
+         * some job's uid: it would reach that job's files and processes */
+        if (ag->ids_on && p->pw_uid >= ag->uid_lo && p->pw_uid <= ag->uid_hi)
+            return rt_err(err, RT_ERR_UNSUPPORTED,
+                          "the job's Unix user '%s' has uid %u, inside [agent] job_uids %s: "
+                          "no job runs as it (that uid belongs to the jobs of the range)",
+                          user, (unsigned)p->pw_uid, ag->cfg.job_uids);
         if (!can_switch())
             return rt_err(err, RT_ERR_UNSUPPORTED, "the job runs as Unix user '%s' (its token's "
                                                    "--unix-user), but this agent (uid %d) cannot "
@@ -301,8 +333,14 @@ rt_status ident_for(agentd *ag, worker *w, const rt_json *m, char *err)
         snprintf(w->home, sizeof w->home, "%s", p->pw_dir);
         return RT_OK;
     }
-    if (!ag->ids_on)
+    if (!ag->ids_on) {
+        if (getuid() == 0 && !ag->cfg.allow_root_jobs)
+            return rt_err(err, RT_ERR_UNSUPPORTED,
+                          "this agent runs as root and has no [agent] job_uids: the job would "
+                          "run as root; set job_uids (init-cluster's agent.conf has a range), "
+                          "give its token a --unix-user, or set allow_root_jobs = true");
         return RT_OK;
+    }
     const uint64_t size = (uint64_t)(ag->uid_hi - ag->uid_lo) + 1;
     w->uid = w->gid = ag->uid_lo + (uid_t)((uint64_t)w->job % size);
     const worker *o = uid_holder(ag, w->uid, w->job);
@@ -311,38 +349,10 @@ rt_status ident_for(agentd *ag, worker *w, const rt_json *m, char *err)
                       "uid %u (job %lld in job_uids %s) is held by job %lld, "
                       "still running here: a larger range avoids it",
                       (unsigned)w->uid, (long long)w->job, ag->cfg.job_uids, (long long)o->job);
-    w->as_job = true;
+    w->as_job = w->own_uid = true;
     snprintf(w->who, sizeof w->who, "uid %u", (unsigned)w->uid);
     snprintf(w->login, sizeof w->login, "job-%lld", (long long)w->job);
     return RT_OK;
-}
-
-void ident_helper(agentd *ag, const worker *w, void (*fn)(void *), void *arg)
-{
-    if (ag->nhelpers == (int)RT_ARRAY_LEN(ag->helpers)) {
-        RT_WARN("agent", "job %lld: not cleaning up as %s: %d clean-ups still run",
-                (long long)w->job, w->who, ag->nhelpers);
-        return;
-    }
-    pid_t pid = fork();
-    if (pid != 0) {
-        if (pid < 0)
-            RT_WARN("agent", "job %lld: cannot clean up as %s: fork: %s", (long long)w->job,
-                    w->who, strerror(errno));
-        else
-            ag->helpers[ag->nhelpers++] = pid;
-        return;
-    }
-    for (int sig = 1; sig < NSIG; sig++)
-        if (sig != SIGKILL && sig != SIGSTOP)
-            signal(sig, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    alarm(60);
-    if (ident_enter(w) == 0)
-        fn(arg);
-    _exit(0);
 }
 
 bool ident_leftover(const agentd *ag, const char *pid)

@@ -16,7 +16,8 @@
  * abort / stop: SIGTERM to the process group, SIGKILL after kill_grace.
  * exit: reported with the code or signal and the last lines of output, once
  *   the output pipe is drained (or 1 s after the process is reaped); after an
- *   attempt's last rank here, its shared-memory names left in /dev/shm go. */
+ *   attempt's last rank here, its shared-memory names left in /dev/shm go,
+ *   and after the job's, its files (agent_clean.c). */
 #include <dirent.h>
 #include <event2/buffer.h>
 #include <errno.h>
@@ -116,31 +117,6 @@ static worker *find(agentd *ag, int64_t job, int64_t attempt, int rank)
 
 /* ---- reporting ---------------------------------------------------------------- */
 
-/* Shared-memory segments of an attempt still named in /dev/shm (a rank
- * killed while setting up its ring): removed once its last rank here has
- * exited.  The ranks unlink their own as soon as both ends have them. */
-static void sweep_shm(void *arg)
-{
-    const worker *w = arg;
-    const int64_t job = w->job, attempt = w->attempt;
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, RT_SHM_PREFIX "%016llx-",
-             (unsigned long long)rt_attempt_id(job, attempt));
-    DIR *d = opendir("/dev/shm");
-    int n = 0;
-    for (struct dirent *e; d && (e = readdir(d));) {
-        char p[320];
-        snprintf(p, sizeof p, "/dev/shm/%s", e->d_name);
-        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && unlink(p) == 0)
-            n++;
-    }
-    if (d)
-        closedir(d);
-    if (n > 0)
-        RT_INFO("agent", "removed %d shared-memory segment%s left by job %lld attempt %lld", n,
-                n == 1 ? "" : "s", (long long)job, (long long)attempt);
-}
-
 /* The start of a frame about rank w to the coordinator: its type, job,
  * attempt and rank; the caller adds the rest and closes the object. */
 static void rank_frame_begin(rt_jw *jw, rt_msg type, const worker *w)
@@ -162,10 +138,11 @@ static void report_exit(agentd *ag, worker *w)
     for (worker *o = ag->workers; o; o = o->next)
         attempt_left = attempt_left ||
                        (o != w && o->job == w->job && o->attempt == w->attempt && !o->reported);
-    if (!attempt_left && w->as_job && w->started) /* its segments are the job's */
-        ident_helper(ag, w, sweep_shm, w);
-    else if (!attempt_left)
-        sweep_shm(w);
+    /* shared-memory segments of the attempt still named in /dev/shm (a rank
+     * killed while setting up its ring; the ranks unlink their own as soon
+     * as both ends have them), removed as their owner */
+    if (!attempt_left)
+        clean_shm(ag, w->job, w->attempt, w->uid, w->gid, w->as_job && w->started);
     char line[300];
     if (w->sig)
         snprintf(line, sizeof line, "[agent] rank %d was killed by signal %d (%s)\n", w->rank,
@@ -508,6 +485,15 @@ void proc_abort(agentd *ag, int64_t job, int64_t attempt, const char *reason)
     for (worker *w = ag->workers; w; w = w->next)
         if (w->job == job && w->attempt == attempt)
             terminate(ag, w, reason);
+}
+
+void proc_fail_job(agentd *ag, int64_t job, const char *why)
+{
+    for (worker *w = ag->workers; w; w = w->next)
+        if (w->job == job && !w->reported) {
+            snprintf(w->why, sizeof w->why, "%s", why);
+            terminate(ag, w, why);
+        }
 }
 
 void proc_stop_all(agentd *ag)

@@ -6,8 +6,11 @@
  *      folder, its environment (rank_env), its log file
  *   3. its descriptors: the output pipe and the control socket
  *   4. its cgroup, with the job's limits
- *   5. fork: the child becomes the rank (child(), async-signal-safe until
- *      exec); the parent keeps the read ends.
+ *   5. fork: the child sets up its descriptors, process group and cgroup
+ *      (child(), async-signal-safe) and execs ringtrain-launch, which alone
+ *      becomes the job's user and execs the rank (launch.h): no process of
+ *      the job's uid ever holds the agent's memory.  The parent keeps the
+ *      read ends.
  *
  * Whatever a step made is released by launch_free, whichever step failed. */
 #include <errno.h>
@@ -35,16 +38,17 @@ typedef struct launch {
     bool cwd_seen;
     strv argv, env;
     char *prog; /* argv[0] found in the rank's PATH (NULL: not found) */
+    strv largv; /* ringtrain-launch run ... -- argv */
     int out[2], ctl[2], devnull;
     bool in_cgroup, limited;
     bool hide;
-    char uidmap[48], gidmap[48];
 } launch;
 
 static void launch_free(launch *l)
 {
     strv_free(&l->argv);
     strv_free(&l->env);
+    strv_free(&l->largv);
     free(l->prog);
     l->prog = NULL;
     int *fds[] = {&l->out[0], &l->out[1], &l->ctl[0], &l->ctl[1], &l->devnull};
@@ -102,6 +106,9 @@ static rt_status launch_cgroup(agentd *ag, worker *w, const rt_json *m, launch *
     int64_t mem = 0;
     rt_json_get_int(m, RT_F_MEMORY_LIMIT, &mem);
     w->mem_limit = mem > 0 ? mem : 0;
+    int64_t disk = 0; /* not a cgroup's: measured (agent_disk.c) */
+    rt_json_get_int(m, RT_F_DISK_LIMIT, &disk);
+    w->disk_limit = disk > 0 ? disk : 0;
     w->cpu_limit = rt_json_num(rt_json_get(m, RT_F_CPU_LIMIT), 0);
     l->limited = w->mem_limit > 0 || w->cpu_limit > 0;
     return cg_prepare(ag, w, &l->in_cgroup, err);
@@ -114,6 +121,55 @@ static void say(const char *a, const char *b, const char *c, const char *d)
         ssize_t r = parts[i] ? write(2, parts[i], strlen(parts[i])) : 0;
         (void)r;
     }
+}
+
+static char *fmt_id(unsigned long v)
+{
+    char b[24];
+    snprintf(b, sizeof b, "%lu", v);
+    return strdup(b);
+}
+
+/* ringtrain-launch's argv (launch.h): who, where, then the rank's argv. */
+static void launch_argv(const agentd *ag, const worker *w, launch *l)
+{
+    strv *a = &l->largv;
+    strv_add(a, strdup(ag->launch_exe));
+    strv_add(a, strdup("run"));
+    if (w->as_job) {
+        strv_add(a, strdup("--uid"));
+        strv_add(a, fmt_id(w->uid));
+        strv_add(a, strdup("--gid"));
+        strv_add(a, fmt_id(w->gid));
+        if (w->ngroups > 0) {
+            char groups[64 * 12] = "";
+            size_t n = 0;
+            for (int i = 0; i < w->ngroups && n + 12 < sizeof groups; i++)
+                n += (size_t)snprintf(groups + n, sizeof groups - n, "%s%u", i ? "," : "",
+                                      (unsigned)w->groups[i]);
+            strv_add(a, strdup("--groups"));
+            strv_add(a, strdup(groups));
+        }
+    }
+    strv_add(a, strdup("--parent"));
+    strv_add(a, fmt_id((unsigned long)getpid()));
+    strv_add(a, strdup("--workdir"));
+    strv_add(a, strdup(w->jobwork));
+    if (l->cwd[0]) {
+        strv_add(a, strdup("--cwd"));
+        strv_add(a, strdup(l->cwd));
+    }
+    if (l->hide) {
+        strv_add(a, strdup("--hide"));
+        strv_add(a, strdup(ag->cfg.token_file));
+    }
+    if (l->prog) {
+        strv_add(a, strdup("--prog"));
+        strv_add(a, strdup(l->prog));
+    }
+    strv_add(a, strdup("--"));
+    for (int i = 0; i < l->argv.n; i++)
+        strv_add(a, strdup(l->argv.v[i]));
 }
 
 /* 5. The child, after fork: async-signal-safe calls only until exec. */
@@ -144,44 +200,10 @@ static _Noreturn void child(const agentd *ag, const worker *w, const launch *l, 
         if (l->limited)
             _exit(126);
     }
-    /* then it becomes the job's user, keeping no capability */
-    if (ident_enter(w) != 0) {
-        say("[agent] cannot run the rank as the job's user (", w->who, "): ", strerror(errno));
-        _exit(126);
-    }
-    /* a job's own user that cannot read the token (its folder is
-     * root:ringtrain 0750) has nothing to hide, and could not mount over a
-     * file it cannot reach */
-    const bool hide_it = l->hide && (!w->as_job || access(ag->cfg.token_file, R_OK) == 0);
-    if (hide_it && hide_token(ag->cfg.token_file, l->uidmap, l->gidmap) != 0) {
-        /* it worked when the agent tried: do not run with the token visible */
-        say("[agent] cannot hide the agent's token from this rank (hide_token): not starting it",
-            NULL, NULL, NULL);
-        _exit(126);
-    }
     close_range(RT_CONTROL_FD_NUM + 1, ~0U, 0);
-    /* the job's folder, entered as the job's user; else its work folder, said in its log */
-    if (!l->cwd[0] || chdir(l->cwd) != 0) {
-        if (l->cwd[0])
-            say("[agent] cannot enter ", l->cwd,
-                ", running in the job's work folder instead: ", strerror(errno));
-        if (chdir(w->jobwork) != 0)
-            _exit(126);
-    }
-    /* a change of user cleared it: dies with the agent all the same */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(126);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    if (l->prog) /* found in the rank's PATH */
-        execve(l->prog, l->argv.v, l->env.v);
-    else if (strchr(l->argv.v[0], '/')) /* a path, from the rank's folder */
-        execve(l->argv.v[0], l->argv.v, l->env.v);
-    else /* in no folder of the rank's PATH: not the agent's PATH either */
-        errno = ENOENT;
-    say("[agent] cannot run the program: ", l->argv.v[0], ": ", strerror(errno));
+    /* signals stay blocked: ringtrain-launch unblocks them before the rank */
+    execve(ag->launch_exe, l->largv.v, l->env.v);
+    say("[agent] cannot run ", ag->launch_exe, ": ", strerror(errno));
     _exit(127);
 }
 
@@ -199,16 +221,15 @@ rt_status proc_launch(agentd *ag, worker *w, const rt_json *m, pid_t *pid, int *
         st = launch_fds(&l, err);
     if (st == RT_OK)
         st = launch_cgroup(ag, w, m, &l, err);
+    if (st == RT_OK) {
+        launch_argv(ag, w, &l);
+        if (!l.largv.v || l.largv.n < l.argv.n + 4)
+            st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
     if (st != RT_OK) {
         launch_free(&l);
         return st;
     }
-    /* the token file is hidden from the rank (hide_token): what the child
-     * writes into its user namespace's maps is prepared here */
-    const uid_t ruid = w->as_job ? w->uid : getuid();
-    const gid_t rgid = w->as_job ? w->gid : getgid();
-    snprintf(l.uidmap, sizeof l.uidmap, "%u %u 1\n", (unsigned)ruid, (unsigned)ruid);
-    snprintf(l.gidmap, sizeof l.gidmap, "%u %u 1\n", (unsigned)rgid, (unsigned)rgid);
     if (w->master_fd >= 0) { /* MASTER_PORT is the rank's to bind now */
         close(w->master_fd);
         w->master_fd = -1;

@@ -175,7 +175,8 @@ int cli_job_body_from_exec(const cli_args *a, char **body, int64_t *np)
                {"--deadline", "job.deadline"},
                {"--collective-timeout", "job.collective_timeout"},
                {"--memory-limit", "job.memory_limit"},
-               {"--cpu-limit", "job.cpu_limit"}};
+               {"--cpu-limit", "job.cpu_limit"},
+               {"--disk-limit", "job.disk_limit"}};
     bool bad = false;
     for (size_t k = 0; k < RT_ARRAY_LEN(map); k++) {
         const char *v = cli_value(a, map[k].flag);

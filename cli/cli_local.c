@@ -168,7 +168,9 @@ int cli_local(const cli_args *a, bool is_exec)
     snprintf(text, sizeof text,
              "[agent]\ncoordinator = 127.0.0.1:%d\nca = ca.crt\ntoken_file = token\n"
              "name = local\nhost_id = local\ndata_address = 127.0.0.1\nslots = %lld\n"
-             "work_dir = work\nlog_dir = logs\nreconnect_max = 1s\n",
+             "work_dir = work\nlog_dir = logs\nreconnect_max = 1s\n"
+             /* the jobs of one user's own command: as privileged as it, root or not */
+             "allow_root_jobs = true\n",
              cport, (long long)np);
     ok = ok && write_file(acfg, text);
     if (!ok) {

@@ -167,7 +167,13 @@ rt_status rt_make_cluster(const char *dir, const char *const *sans, int nsans, b
          "; ca.crt and token, and point `coordinator` at the coordinator's host\n[agent]\n"
          "coordinator = 127.0.0.1:7070\nca = ca.crt\ntoken_file = token\n"
          "; work_dir and log_dir: by default work in the unit's StateDirectory and its\n"
-         "; LogsDirectory (/var/lib/ringtrain/work, /var/log/ringtrain), or beside this file\n"},
+         "; LogsDirectory (/var/lib/ringtrain/work, /var/log/ringtrain), or beside this file\n"
+         "; each job's ranks run as a uid of their own (FIRST + job id mod the range's size),\n"
+         "; the same range on every node, one no account uses; without it an agent run as\n"
+         "; root refuses jobs unless allow_root_jobs = true\n"
+         "job_uids = 1900000000-1900999999\n"
+         "; what a job's files may take on a node, and the free space the agent keeps\n"
+         "job_disk_limit = 20G\nmin_free_disk = 1G\n"},
         {"cli.conf",
          "; the ringtrain CLI; copy to ~/.config/ringtrain/cli.conf with ca.crt and an API\n"
          "; token: admin.token, or one made by `ringtrain token create --role submit NAME`\n"

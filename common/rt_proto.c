@@ -137,3 +137,15 @@ const char *rt_job_state_list(void)
                      JOB_STATES[s]);
     return list;
 }
+
+bool rt_name_ok(const char *s)
+{
+    size_t n = 0;
+    for (; s && s[n]; n++) {
+        const char c = s[n];
+        if (n == RT_NAME_MAX || !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                  (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+            return false;
+    }
+    return n > 0;
+}

@@ -26,9 +26,11 @@ static const rt_cfg_key coord_keys[] = {
     RT_CFG_P("coordinator", "admin_token_file", "admin.token", rt_coord_cfg, admin_token_file,
              "file holding the API's admin token (init-cluster writes it; more tokens, with "
              "roles: ringtrain token create)"),
-    RT_CFG_KEY("coordinator", "state_db", RT_CFG_PATH, "state.db", 0, 0, NULL, rt_coord_cfg, state_db,
+    RT_CFG_KEY("coordinator", "state_db", RT_CFG_PATH, "state.db", 0, 0, NULL, rt_coord_cfg,
+               state_db,
                "SQLite database with agents, jobs, attempts, events and metrics (default: in the "
-               "service's StateDirectory under systemd, else beside this file)", RT_CFG_IN_STATE_DIR),
+               "service's StateDirectory under systemd, else beside this file)",
+               RT_CFG_IN_STATE_DIR),
     RT_CFG_D("coordinator", "heartbeat_interval", "2s", 10000, 60e6, rt_coord_cfg,
              heartbeat_interval_us, "how often agents report in"),
     RT_CFG_D("coordinator", "heartbeat_timeout", "10s", 50000, 600e6, rt_coord_cfg,
@@ -54,6 +56,9 @@ static const rt_cfg_key coord_keys[] = {
              "how long a job may wait in the queue unless it says (0: as long as it takes)"),
     RT_CFG_I("jobs", "default_max_restarts", "0", 0, 1000, rt_coord_cfg, default_max_restarts,
              "restarts after a failure unless the job says"),
+    RT_CFG_I("jobs", "max_queued_per_user", "1000", 1, 1000000, rt_coord_cfg, max_queued_per_user,
+             "jobs one user may have waiting in the queue; one more is refused (as Slurm's "
+             "MaxSubmitJobs): a submit token cannot fill the coordinator"),
     RT_CFG_I("jobs", "log_tail_lines", "20", 0, 1000, rt_coord_cfg, log_tail_lines,
              "lines of a failed rank's output kept in the job record"),
     RT_CFG_D("jobs", "job_retention", "30d", 0, 3650 * 86400e6, rt_coord_cfg, job_retention_us,
@@ -93,15 +98,29 @@ static const rt_cfg_key agent_keys[] = {
              "size, 0700 work folders of their own (a uid no account uses; the agent needs "
              "CAP_SETUID, CAP_SETGID, CAP_CHOWN and CAP_KILL, as the unit grants; default: "
              "jobs run as the agent's user unless their token names a Unix user)"),
+    RT_CFG_B("agent", "allow_root_jobs", "false", rt_agent_cfg, allow_root_jobs,
+             "an agent running as root without job_uids runs jobs as root (else it refuses "
+             "them, unless their token names a Unix user)"),
+    RT_CFG_Z("agent", "job_disk_limit", "0", 0, 1e15, rt_agent_cfg, job_disk_limit,
+             "the most a job's files on this node may take: its work folder and, where it runs "
+             "as a uid of its own, that uid's files in /tmp, /var/tmp and /dev/shm; measured "
+             "every few seconds, beyond it the job's ranks here are stopped, saying so (0: no "
+             "limit; a job's own disk_limit may ask for less)"),
+    RT_CFG_Z("agent", "min_free_disk", "64M", 0, 1e15, rt_agent_cfg, min_free_disk,
+             "when work_dir's filesystem has less than this free, the job whose files take the "
+             "most there (1 MiB or more) is stopped, saying so (the kubelet's eviction; 0: "
+             "never)"),
     RT_CFG_I("agent", "gpus", "-1", -1, 1024, rt_agent_cfg, gpus,
              "GPUs this node hands out, one per slot as CUDA_VISIBLE_DEVICES for exec jobs "
              "(-1: as many as the worker's probe finds; 0: none)"),
     RT_CFG_KEY("agent", "work_dir", RT_CFG_PATH, "work", 0, 0, NULL, rt_agent_cfg, work_dir,
                "per-job working folders and rendezvous files (default: work in the service's "
-               "StateDirectory under systemd, else beside this file)", RT_CFG_IN_STATE_DIR),
+               "StateDirectory under systemd, else beside this file)",
+               RT_CFG_IN_STATE_DIR),
     RT_CFG_KEY("agent", "log_dir", RT_CFG_PATH, "logs", 0, 0, NULL, rt_agent_cfg, log_dir,
                "per-rank output of the workers (default: the service's LogsDirectory under "
-               "systemd, else logs beside this file)", RT_CFG_IN_LOGS_DIR),
+               "systemd, else logs beside this file)",
+               RT_CFG_IN_LOGS_DIR),
     RT_CFG_P("agent", "worker", NULL, rt_agent_cfg, worker,
              "the training worker program (default: ringtrain-worker beside the agent)"),
     RT_CFG_Z("agent", "log_max_bytes", "64M", 4096, 1e12, rt_agent_cfg, log_max_bytes,
@@ -195,6 +214,12 @@ static const rt_cfg_key job_keys[] = {
              "per rank: the CPU time the rank and everything it starts may use, in CPUs (1.5: "
              "one and a half cores), enforced by its cgroup (0: no limit; a node that cannot "
              "enforce it fails the rank)"),
+    RT_CFG_Z("job", "disk_limit", "0", 0, 1e15, rt_job_cfg, disk_limit,
+             "per node: the most the job's files there may take — its work folder "
+             "($RT_WORK_DIR) and, where it runs as a uid of its own, its files in /tmp, "
+             "/var/tmp and /dev/shm — measured every few seconds; beyond it the job's ranks "
+             "there are stopped and the job says so (0: the agent's job_disk_limit; a job may "
+             "ask for less, never more)"),
     RT_CFG_L(
         "job", "command", NULL, rt_job_cfg, command,
         "exec jobs: the program and its arguments, comma-separated; an argument with a "

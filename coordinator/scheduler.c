@@ -301,6 +301,8 @@ void sc_send_start(sched *S, sc_job *j, sc_clock now)
             rt_jw_kint(&w, RT_F_MEMORY_LIMIT, (int64_t)c->memory_limit);
         if (c->cpu_limit > 0)
             rt_jw_knum(&w, RT_F_CPU_LIMIT, c->cpu_limit);
+        if (c->disk_limit > 0)
+            rt_jw_kint(&w, RT_F_DISK_LIMIT, (int64_t)c->disk_limit);
         if (j->master_port > 0)
             rt_jw_kint(&w, RT_F_MASTER_PORT, j->master_port);
         rt_jw_key(&w, RT_F_PEERS);
@@ -516,6 +518,14 @@ rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
                     "the job's description is %zu bytes: with %d ranks its start message would "
                     "pass the %u-byte limit of a control frame (a smaller config, env or argv)",
                     len, j->np, RT_FRAME_MAX);
+    int waiting = 0; /* a flood of jobs from one token stops here */
+    for (const sc_job *o = S->jobs; st == RT_OK && o; o = o->next)
+        waiting += o->state == JOB_QUEUED && !strcmp(o->user, user && *user ? user : "?");
+    if (st == RT_OK && S->cfg.max_queued_per_user > 0 && waiting >= S->cfg.max_queued_per_user)
+        st = rt_err(err, RT_ERR_BUSY,
+                    "%s already has %d jobs waiting in the queue ([jobs] max_queued_per_user): "
+                    "submit more once some have started",
+                    user && *user ? user : "?", waiting);
     if (st == RT_OK && !(j->spec = strndup(body, len)))
         st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     if (st != RT_OK) {

@@ -36,6 +36,7 @@ static const struct {
     {.field = RT_F_HIERARCHICAL, .key = "job.hierarchical", .unit = U_BOOL},
     {.field = RT_F_MEMORY_LIMIT, .key = "job.memory_limit", .unit = U_INT},
     {.field = RT_F_CPU_LIMIT, .key = "job.cpu_limit", .unit = U_NUM},
+    {.field = RT_F_DISK_LIMIT, .key = "job.disk_limit", .unit = U_INT},
 };
 
 /* The JSON value as the text rt_cfg_set parses; false when its JSON type

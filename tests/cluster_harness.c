@@ -180,7 +180,8 @@ bool cl_start_agent(cluster *c, int i, const char *name, const char *host_id, in
     snprintf(text, sizeof text,
              "[agent]\ncoordinator = 127.0.0.1:%d\nname = %s\nhost_id = %s\n"
              "data_address = 127.0.0.1\nslots = %d\nwork_dir = work-%s\nlog_dir = logs-%s\n"
-             "reconnect_max = 300ms\nkill_grace = 1s\n%s[logging]\nlevel = debug\n",
+             "reconnect_max = 300ms\nkill_grace = 1s\nallow_root_jobs = true\n%s"
+             "[logging]\nlevel = debug\n",
              c->cport, name, host_id, slots, name, name, c->agent_extra ? c->agent_extra : "");
     if (!tu_write_text(d->conf, text))
         return false;

@@ -148,6 +148,7 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_F_GPU "gpu" /* started: the rank's CUDA_VISIBLE_DEVICES */
 #define RT_F_MEMORY_LIMIT "memory_limit_bytes" /* start: per rank (absent: none) */
 #define RT_F_CPU_LIMIT "cpu_limit"             /* start: CPUs per rank (absent: none) */
+#define RT_F_DISK_LIMIT "disk_limit_bytes"     /* start: per node (absent: the agent's) */
 #define RT_F_USAGE "usage" /* heartbeat: [{job, attempt, rank, cpu_s, rss_bytes, procs}] */
 
 /* ---- what an agent gives each rank it starts --------------------------------- */
@@ -183,6 +184,12 @@ typedef enum rt_job_state {
 const char *rt_job_state_name(int s); /* "?" when out of range */
 int rt_job_state_parse(const char *name); /* -1 when unknown */
 bool rt_job_state_terminal(int s);
+
+/* A name a job gives (a metric or progress key, a tag): 1 to
+ * RT_NAME_MAX bytes of [A-Za-z0-9_.-].  Checked where it enters (the
+ * coordinator drops and counts the others); shown escaped everywhere. */
+#define RT_NAME_MAX 64
+bool rt_name_ok(const char *s);
 /* "queued, starting, ..., cancelled", for messages */
 const char *rt_job_state_list(void);
 

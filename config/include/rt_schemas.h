@@ -25,6 +25,7 @@ typedef struct rt_coord_cfg {
     int64_t reconcile_timeout_us;
     int64_t default_queue_timeout_us;
     int64_t default_max_restarts;
+    int64_t max_queued_per_user; /* waiting jobs one user may have (Slurm's MaxSubmitJobs) */
     int64_t log_tail_lines;
     int64_t job_retention_us;   /* a finished job's record is deleted this long after (0: never) */
     int64_t agent_retention_us; /* an agent down this long is forgotten (0: never) */
@@ -44,6 +45,9 @@ typedef struct rt_agent_cfg {
     int64_t gpus;      /* -1: as the worker's probe finds them */
     bool hide_token;   /* ranks see /dev/null where the token file is */
     char *job_uids;    /* "FIRST-LAST": a uid per job (agent_ident.c); NULL: the agent's */
+    bool allow_root_jobs;    /* an agent running as root may run jobs as root */
+    uint64_t job_disk_limit; /* per job, bytes (0: none): its files on this node */
+    uint64_t min_free_disk;  /* below this free in work_dir, the largest job is stopped */
     char *work_dir, *log_dir;
     char *worker;      /* the training worker program (default: beside the agent) */
     uint64_t log_max_bytes;
@@ -84,6 +88,7 @@ typedef struct rt_job_cfg {
     bool hierarchical; /* allreduce within hosts, then across (hosts of several ranks) */
     uint64_t memory_limit; /* per rank, bytes (0: none): the rank's cgroup memory.max */
     double cpu_limit;      /* per rank, CPUs (0: none): the rank's cgroup cpu.max */
+    uint64_t disk_limit;   /* per node, bytes (0: the agent's job_disk_limit) */
     rt_strlist command; /* exec jobs: the program and its arguments */
     /* [data] */
     char *dataset;
