@@ -25,7 +25,7 @@ static void security_headers(struct evhttp_request *req)
 {
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     evhttp_add_header(h, "Content-Security-Policy",
-                      "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+                      "default-src 'self'; img-src 'self' data:; style-src 'self'; "
                       "frame-ancestors 'none'; "
                       "base-uri 'none'; form-action 'self'");
     evhttp_add_header(h, "X-Content-Type-Options", "nosniff");

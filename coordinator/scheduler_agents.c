@@ -452,6 +452,34 @@ static void add_step(sc_job *j, const rt_json *data)
     s->n++;
 }
 
+/* A progress line as it is kept and served: its keys names (rt_name_ok),
+ * its values scalars (strings of at most 256 bytes), the rest dropped and
+ * counted in *dropped — a job's names reach every user's dashboard and
+ * Prometheus labels (docs/security.md).  NULL when out of memory. */
+#define PROGRESS_STR_MAX 256
+static char *progress_clean(const rt_json *data, int *dropped)
+{
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    *dropped = 0;
+    for (size_t i = 0; i < rt_json_len(data); i++) {
+        const char *k = rt_json_key_at(data, i);
+        const rt_json *v = rt_json_value_at(data, i);
+        const rt_json_type t = rt_json_type_of(v);
+        const bool scalar = t == RT_JSON_NUMBER || t == RT_JSON_BOOL || t == RT_JSON_NULL ||
+                            (t == RT_JSON_STRING && strlen(rt_json_str(v, "")) <= PROGRESS_STR_MAX);
+        if (!rt_name_ok(k) || !scalar || (!strcmp(k, "kind") && !rt_name_ok(rt_json_str(v, "")))) {
+            (*dropped)++;
+            continue;
+        }
+        rt_jw_key(&w, k);
+        rt_jw_value(&w, v);
+    }
+    rt_jw_obj_end(&w);
+    return rt_jw_take(&w, NULL);
+}
+
 void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
 {
     int r;
@@ -471,13 +499,7 @@ void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
     if (!j || rt_json_type_of(data) != RT_JSON_OBJECT ||
         (job_state_terminal(j->state) && !(kind && strcmp(kind, "result") == 0)))
         return;
-    rt_jw w;
-    rt_jw_init(&w);
-    rt_jw_value(&w, data);
-    char *text = rt_jw_take(&w, NULL);
-    if (!text)
-        return;
-    if (kind && strcmp(kind, "result") == 0) { /* rt_report_result: kept per rank */
+    if (kind && strcmp(kind, "result") == 0) { /* rt_report_result: kept per rank, any JSON */
         const rt_json *v = rt_json_get(data, "value");
         rt_jw vw;
         rt_jw_init(&vw);
@@ -485,12 +507,20 @@ void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
             rt_jw_value(&vw, v);
         else
             rt_jw_null(&vw);
-        free(text);
         sc_emit(S, SC_RESULT, j->id, NULL, NULL, rt_jw_take(&vw, NULL));
         S->out[S->nout - 1].attempt = j->attempt;
         S->out[S->nout - 1].rank = r;
         return;
     }
+    int bad = 0;
+    char *text = progress_clean(data, &bad);
+    if (!text)
+        return;
+    if (bad > 0 && j->bad_names++ < 3) /* said a few times, not per line */
+        sc_event(S, j, "progress",
+                 "rank %d: %d progress key%s dropped: a key is 1 to %d letters, digits, '_', "
+                 "'.' or '-', a value a number, true/false/null or a string of at most %d bytes",
+                 r, bad, bad == 1 ? "" : "s", RT_NAME_MAX, PROGRESS_STR_MAX);
     if (kind && strcmp(kind, "epoch") == 0) {
         sc_emit(S, SC_METRIC, j->id, NULL, NULL, strdup(text)); /* the history */
         S->out[S->nout - 1].attempt = j->attempt;

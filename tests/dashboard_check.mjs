@@ -5,7 +5,11 @@
 // the page opened, a read token that cannot cancel, a submit token, the
 // session cookie's flags, the nodes page, and no horizontal scrolling at
 // 1280x800.  Screenshots go to OUT.  Run by test_dashboard.sh:
-//   node dashboard_check.mjs URL OUT READ_TOKEN SUBMIT_TOKEN TRAIN_JOB EPOCHS LOG_JOB HELD_JOB
+// A hostile job's markup (in its name, output, result and metric names)
+// must appear as text: no element it describes may be in the page and no
+// script of it may run; and the page's own code may trip no
+// Content-Security-Policy rule (no inline style or script).
+//   node dashboard_check.mjs URL OUT READ_TOKEN SUBMIT_TOKEN TRAIN_JOB EPOCHS LOG_JOB HELD_JOB HOSTILE_JOB
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -13,7 +17,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 
-const [url, out, readTok, submitTok, trainJob, epochs, logJob, heldJob] = process.argv.slice(2);
+const [url, out, readTok, submitTok, trainJob, epochs, logJob, heldJob, hostileJob] = process.argv.slice(2);
 const deadline = Date.now() + 150000;
 let failures = 0;
 const check = (ok, what) => {
@@ -103,6 +107,9 @@ await cdp.call('Page.enable');
 await cdp.call('Runtime.enable');
 await cdp.call('Network.enable');
 await cdp.call('Emulation.setDeviceMetricsOverride', { width: 1280, height: 800, deviceScaleFactor: 1, mobile: false });
+// every Content-Security-Policy violation of the page, kept for the end
+await cdp.call('Page.addScriptToEvaluateOnNewDocument', { source:
+  "window.__csp = []; document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));" });
 
 async function evaluate(expr) {
   const r = await cdp.call('Runtime.evaluate', { expression: expr, awaitPromise: true, returnByValue: true });
@@ -195,10 +202,28 @@ try {
   await evaluate('window.confirm = () => true; document.getElementById("cancel").click(); true');
   await waitFor("document.getElementById('j-state').textContent.includes('cancelled')", 'cancel from the page cancels the job');
 
+  // the hostile job: its list row and its page, markup shown as text only
+  const injected = "document.querySelector('[id^=pwned], img[src=x], [onerror], [onload]')";
+  await evaluate("location.hash = '#/jobs'; true");
+  await waitFor(`document.querySelector('#jobs-table tr[data-id="${hostileJob}"]')`, 'the jobs list shows the hostile job');
+  check(await evaluate(`document.querySelector('#jobs-table tr[data-id="${hostileJob}"]').innerText.includes('<b id=pwned-name>')`),
+        'its name is shown as the text it is');
+  await evaluate(`location.hash = '#/job/${hostileJob}'; true`);
+  await waitFor("document.getElementById('logs').textContent.includes('pwned-svg')", "the hostile job's log is shown");
+  await waitFor("document.getElementById('j-failure').textContent.includes('pwned-log2')", 'its failure shows its last lines');
+  await waitFor("document.getElementById('j-results').textContent.includes('pwned-result')", 'its result is shown');
+  const hostile = JSON.parse(await evaluate('JSON.stringify(window.rtChart)'));
+  check(!hostile.metrics.some((k) => k.includes('<')), `no metric name with markup reached the page: ${JSON.stringify(hostile.metrics)}`);
+  check(await evaluate(`${injected} === null`), `no element the job's markup describes is in the page: ${await evaluate(`(${injected} || {}).outerHTML || 'none'`)}`);
+  check(await evaluate('window.__pwned === undefined'), 'no script of the job ran');
+  await shot('job-hostile.png');
+
   await evaluate("location.hash = '#/nodes'; true");
   await waitFor("document.querySelectorAll('#nodes-table tr').length >= 2 && document.getElementById('nodes-table').innerText.includes('up')", 'the nodes page lists the agent, up');
   check(await evaluate(noHScroll), 'the nodes page fits 1280 px');
   await shot('nodes.png');
+  const csp = await evaluate('JSON.stringify(window.__csp)');
+  check(csp === '[]', `the page broke no Content-Security-Policy rule: ${csp}`);
 } catch (e) {
   check(false, 'the browser session: ' + e.message);
 }

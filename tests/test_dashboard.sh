@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The dashboard in a real browser: a coordinator and an agent on loopback,
 # a finished training job (3 epochs), an exec job that prints a line a few
-# seconds after the page opens, and a long one to cancel; then
+# seconds after the page opens, a long one to cancel, and a hostile one
+# whose name, output, result and metric names carry markup; then
 # tests/dashboard_check.mjs drives headless Chromium through the pages
 # (login, jobs, a job's curves and logs, roles, cancel, nodes) and saves
 # screenshots in BUILD_DIR/tests/dashboard.  Needs chromium and node (exit 77
@@ -42,7 +43,8 @@ coordinator = 127.0.0.1:$cport
 name = a1
 host_id = dash
 data_address = 127.0.0.1
-slots = 2
+slots = 3
+allow_root_jobs = true
 CONF
 "$bin/ringtrain-coordinator" --config "$work/coordinator.conf" > "$work/coordinator.log" 2>&1 &
 pids+=($!)
@@ -105,6 +107,20 @@ done
 read -r log_id sleeper_id <<< "$ids"
 [ -n "$log_id" ] && [ -n "$sleeper_id" ] || fail "the exec jobs did not start"
 
+# a hostile job: markup in its name, its output (and so its failure's last lines), a
+# result, a metric name and a progress value; the page must show them as text
+cat > "$work/hostile.sh" <<'SH'
+printf '%s\n' '<img id=pwned-log src=x onerror="window.__pwned=1"><b id=pwned-log2>' \
+  '"><svg id=pwned-svg onload="window.__pwned=2">'
+printf '%s\n' '{"kind":"epoch","epoch":1,"loss":0.5,"val_<img id=pwned-metric src=x onerror=window.__pwned=3>":0.25,"stopped":"<b id=pwned-value>"}' >&4
+printf '%s\n' '{"kind":"result","value":{"<i id=pwned-rkey>":"<img id=pwned-result src=x onerror=window.__pwned=4>"}}' >&4
+sleep 1
+exit 3
+SH
+(cd / && cli exec --np 1 --name '<b id=pwned-name>n</b><img src=x onerror="window.__pwned=5">' -- sh "$work/hostile.sh" \
+  > "$work/hostile.out" 2>&1) || true
+hostile_id=$(cli jobs --json | python3 -c 'import json,sys; print([j["id"] for j in json.load(sys.stdin)["jobs"] if "pwned-name" in j["name"]][0])')
+
 node "$src/tests/dashboard_check.mjs" "https://127.0.0.1:$hport/" "$out" "$read_tok" "$submit_tok" \
-  "$train_id" 3 "$log_id" "$sleeper_id" || fail "the dashboard checks failed (screenshots in $out)"
+  "$train_id" 3 "$log_id" "$sleeper_id" "$hostile_id" || fail "the dashboard checks failed (screenshots in $out)"
 echo "ok: dashboard checked in headless Chromium; screenshots in $out"

@@ -145,6 +145,7 @@ typedef struct sc_job {
     char *first_failure; /* JSON object */
     char *progress;      /* latest progress JSON from rank 0 */
     char *last_epoch;    /* its latest epoch line (loss, val_loss, val_<metric>) */
+    int bad_names;       /* progress lines that had keys or values dropped (said 3 times) */
     double steps_per_s;
     struct sc_steps *steps; /* the current epoch, step by step (NULL: no report yet) */
     struct sc_job *next;
@@ -191,6 +192,7 @@ typedef struct sc_config {
     int64_t prepare_timeout_us;   /* agents' time to prepare an attempt's ranks */
     int64_t reconcile_timeout_us; /* agents' time to report back after a coordinator restart */
     int default_max_restarts;
+    int max_queued_per_user;          /* waiting jobs of one user (0: no limit) */
     int64_t default_queue_timeout_us; /* 0: wait as long as it takes */
     int64_t retire_after_us;          /* a finished job leaves memory this long after (0: 60 s) */
     /* random bytes for the attempts' keys (tests may make them predictable) */

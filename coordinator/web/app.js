@@ -10,10 +10,32 @@ const $ = (id) => document.getElementById(id);
 // the coordinator's one table, never a copy here
 const terminal = (state) => ((S.me && S.me.terminal_states) || []).includes(state);
 
-function esc(s) {
-  return String(s == null ? '' : s).replace(/[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
+// The page is built from elements and text nodes only: nothing a job or a
+// user wrote (names, metric keys, log lines, reasons) is ever parsed as
+// markup, and no style is inline text (the CSP allows neither).
+// h('td', {class: 'num', title: t}, 'text', child): attributes by
+// setAttribute, `style` an object for the CSSOM, on* handlers as
+// properties, children nodes or text.  svgEl(...) the same in SVG.
+const SVGNS = 'http://www.w3.org/2000/svg';
+function build(el, props, children) {
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v == null || v === false) continue;
+    if (k === 'style') Object.assign(el.style, v);
+    else if (k.startsWith('on')) el[k] = v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  append(el, children);
+  return el;
 }
+function append(el, children) {
+  for (const c of children.flat(Infinity))
+    if (c != null && c !== false) el.append(c instanceof Node ? c : String(c));
+  return el;
+}
+const h = (tag, props, ...children) => build(document.createElement(tag), props, children);
+const svgEl = (tag, props, ...children) => build(document.createElementNS(SVGNS, tag), props, children);
+// replace what element id holds
+function fill(id, ...children) { const e = $(id); e.replaceChildren(); return append(e, children); }
 function pad(n) { return String(n).padStart(2, '0'); }
 function fmtTime(t) {
   if (!t) return '-';
@@ -44,7 +66,7 @@ function bytes(b) {
   while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
   return b.toFixed(i ? 1 : 0) + ' ' + u[i];
 }
-function badge(state) { return `<span class="state ${esc(state)}">${esc(state)}</span>`; }
+function badge(state) { return h('span', { class: 'state ' + String(state).replace(/[^a-z_-]/g, '') }, state); }
 function elapsed(j) {
   if (!j.started) return null;
   return (j.finished || Date.now() / 1000) - j.started;
@@ -94,10 +116,10 @@ function progressOf(p, state) {
 }
 function bar(p, state) {
   const g = progressOf(p, state);
-  if (!g) return '';
-  const eta = g.eta != null ? ' · ETA ' + dur(g.eta) : '';
-  return `<div class="bar" title="${esc(g.text + eta)}" data-frac="${g.frac.toFixed(4)}">` +
-    `<div style="width:${(g.frac * 100).toFixed(1)}%"></div><span>${esc(g.text + eta)}</span></div>`;
+  if (!g) return null;
+  const label = g.text + (g.eta != null ? ' · ETA ' + dur(g.eta) : '');
+  return h('div', { class: 'bar', title: label, 'data-frac': g.frac.toFixed(4) },
+    h('div', { style: { width: (g.frac * 100).toFixed(1) + '%' } }), h('span', {}, label));
 }
 // the validation metrics of an epoch line other than val_loss (val_accuracy,
 // val_auc, val_exp_rmspe, ...: what the job computes), in the job's order
@@ -126,14 +148,14 @@ async function viewJobs() {
   if (S.pages.length) q += '&before=' + S.pages[S.pages.length - 1];
   const d = await api('/v1/jobs' + q);
   if (!$('jobs-table')) {
-    $('view').innerHTML = `<h1>Jobs</h1>
-      <div class="filters">
-        <label>state <select id="f-state"><option value="">any</option>${((S.me && S.me.job_states) || []).map((s) => `<option>${s}</option>`).join('')}</select></label>
-        <label>user <input id="f-user" size="12"></label>
-        <button id="newer">Newer</button> <button id="older">Older</button>
-        <span class="small" id="page-info"></span>
-      </div>
-      <table id="jobs-table"></table>`;
+    const states = ((S.me && S.me.job_states) || []).map((x) => h('option', {}, x));
+    fill('view', h('h1', {}, 'Jobs'),
+      h('div', { class: 'filters' },
+        h('label', {}, 'state ', h('select', { id: 'f-state' }, h('option', { value: '' }, 'any'), states)),
+        h('label', {}, 'user ', h('input', { id: 'f-user', size: 12 })),
+        h('button', { id: 'newer' }, 'Newer'), ' ', h('button', { id: 'older' }, 'Older'),
+        h('span', { class: 'small', id: 'page-info' })),
+      h('table', { id: 'jobs-table' }));
     $('f-state').value = st;
     $('f-user').value = user;
     $('f-state').onchange = () => { S.pages = []; refresh(); };
@@ -145,18 +167,16 @@ async function viewJobs() {
   $('older').disabled = !S.nextBefore;
   $('newer').disabled = S.pages.length === 0;
   $('page-info').textContent = `${d.jobs.length} job${d.jobs.length === 1 ? '' : 's'}` + (S.pages.length ? ` (page ${S.pages.length + 1})` : '');
-  const head = '<tr><th>ID</th><th>name</th><th>user</th><th>state</th><th>np</th><th>att.</th>' +
-    '<th>submitted</th><th>elapsed</th><th>progress</th><th>latest</th><th>reason / position</th></tr>';
-  $('jobs-table').innerHTML = head + d.jobs.map((j) => {
+  const head = h('tr', {}, ['ID', 'name', 'user', 'state', 'np', 'att.', 'submitted', 'elapsed', 'progress', 'latest', 'reason / position'].map((t) => h('th', {}, t)));
+  fill('jobs-table', head, d.jobs.map((j) => {
     const pos = j.queue_pos > 0 ? `#${j.queue_pos} in the queue. ` : '';
-    return `<tr class="clickable" data-id="${esc(j.id)}"><td class="num">${esc(j.id)}</td><td>${esc(j.name)}</td>` +
-      `<td>${esc(j.user)}</td><td>${badge(j.state)}</td><td class="num">${esc(j.np)}</td><td class="num">${esc(j.attempt || 0)}</td>` +
-      `<td class="small" title="${esc(fmtTime(j.created))}">${esc(ago(j.created))}</td><td class="num">${dur(elapsed(j))}</td>` +
-      `<td>${bar(j.progress, j.state)}</td><td class="small">${esc(latestMetrics(latestEpoch(j)))}</td>` +
-      `<td class="reason">${esc(pos + (j.reason || ''))}</td></tr>`;
-  }).join('');
-  for (const tr of document.querySelectorAll('#jobs-table tr.clickable'))
-    tr.onclick = () => { location.hash = '#/job/' + tr.dataset.id; };
+    return h('tr', { class: 'clickable', 'data-id': j.id, onclick: () => { location.hash = '#/job/' + Number(j.id); } },
+      h('td', { class: 'num' }, j.id), h('td', {}, j.name), h('td', {}, j.user), h('td', {}, badge(j.state)),
+      h('td', { class: 'num' }, j.np), h('td', { class: 'num' }, j.attempt || 0),
+      h('td', { class: 'small', title: fmtTime(j.created) }, ago(j.created)), h('td', { class: 'num' }, dur(elapsed(j))),
+      h('td', {}, bar(j.progress, j.state)), h('td', { class: 'small' }, latestMetrics(latestEpoch(j))),
+      h('td', { class: 'reason' }, pos + (j.reason || '')));
+  }));
 }
 
 // the per-epoch metrics of the current attempt, as series
@@ -164,25 +184,26 @@ function seriesOf(metrics) {
   const pts = (metrics || []).map((m) => m.data || {}).filter((x) => x.epoch != null);
   const vals = [...new Set(pts.flatMap(valMetrics))];
   const keys = ['loss', 'val_loss', 'mae', 'val_mae', 'samples_per_s', ...vals];
-  const out = { epoch: pts.map((x) => x.epoch), metrics: vals };
+  // keyed by names jobs give: no prototype for a name to reach
+  const out = Object.assign(Object.create(null), { epoch: pts.map((x) => x.epoch), metrics: vals });
   for (const k of keys) out[k] = pts.map((x) => (x[k] == null ? null : Number(x[k])));
   return out;
 }
 
 // series: {x: [...], <name>: [...]}; xname labels the axis ("epoch", "step");
-// keys: the series drawn (one scale)
+// keys: the series drawn (one scale).  An SVG element and its legend.
 function chart(series, xname = 'epoch', id = 'chart', keys = ['loss', 'val_loss', 'mae', 'val_mae']) {
   const W = 1200, H = 240, L = 56, R = 12, T = 10, B = 26;
-  const colors = { loss: '#2f6fdb', val_loss: '#e0662a', mae: '#6aa84f', val_mae: '#a64d79', samples_per_s: '#7a5cff' };
+  const colors = Object.assign(Object.create(null), { loss: '#2f6fdb', val_loss: '#e0662a', mae: '#6aa84f', val_mae: '#a64d79', samples_per_s: '#7a5cff' });
   const palette = ['#0b8a8a', '#c9a100', '#d1495b', '#6aa84f', '#a64d79', '#7a5cff', '#2f6fdb'];
   keys.forEach((k, i) => { if (!colors[k]) colors[k] = palette[i % palette.length]; });
   const shown = keys.filter((k) => series[k] && series[k].some((v) => v != null));
   const xs = series[xname];
   let lo = Infinity, hi = -Infinity;
   for (const k of shown) for (const v of series[k]) if (v != null) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
-  let body = '';
+  const body = [];
   if (!xs.length || !shown.length) {
-    body = `<text x="${L}" y="${H / 2}">no finished ${xname} yet</text>`;
+    body.push(svgEl('text', { x: L, y: H / 2 }, `no finished ${xname} yet`));
   } else {
     if (hi === lo) { const pad = Math.abs(hi) * 0.05 || 1; hi += pad; lo -= pad; } /* one value: around it */
     const dig = tickDigits(lo, hi);
@@ -191,17 +212,17 @@ function chart(series, xname = 'epoch', id = 'chart', keys = ['loss', 'val_loss'
     const Y = (y) => T + (1 - (y - lo) / (hi - lo)) * (H - T - B);
     for (let i = 0; i <= 4; i++) {
       const v = lo + (i / 4) * (hi - lo), y = Y(v);
-      body += `<line x1="${L}" x2="${W - R}" y1="${y}" y2="${y}" stroke="#eef1f5"/><text x="2" y="${y + 4}">${num(v, dig)}</text>`;
+      body.push(svgEl('line', { x1: L, x2: W - R, y1: y, y2: y, stroke: '#eef1f5' }), svgEl('text', { x: 2, y: y + 4 }, num(v, dig)));
     }
-    body += `<text x="${L}" y="${H - 6}">${xname} ${x0}</text><text x="${W - R - 70}" y="${H - 6}">${xname} ${Math.max(...xs)}</text>`;
+    body.push(svgEl('text', { x: L, y: H - 6 }, `${xname} ${x0}`), svgEl('text', { x: W - R - 70, y: H - 6 }, `${xname} ${Math.max(...xs)}`));
     for (const k of shown) {
-      const p = xs.map((x, i) => (series[k][i] == null ? null : `${X(x).toFixed(1)},${Y(series[k][i]).toFixed(1)}`)).filter(Boolean);
-      body += `<polyline fill="none" stroke="${colors[k]}" stroke-width="2" points="${p.join(' ')}" data-series="${k}"/>`;
-      if (p.length === 1) body += `<circle cx="${p[0].split(',')[0]}" cy="${p[0].split(',')[1]}" r="3" fill="${colors[k]}"/>`;
+      const p = xs.map((x, i) => (series[k][i] == null ? null : [X(x).toFixed(1), Y(series[k][i]).toFixed(1)])).filter(Boolean);
+      body.push(svgEl('polyline', { fill: 'none', stroke: colors[k], 'stroke-width': 2, points: p.map((q) => q.join(',')).join(' '), 'data-series': k }));
+      if (p.length === 1) body.push(svgEl('circle', { cx: p[0][0], cy: p[0][1], r: 3, fill: colors[k] }));
     }
   }
-  const legend = shown.map((k) => `<span><i style="background:${colors[k]}"></i>${k}</span>`).join('');
-  return `<svg class="chart" id="${id}" viewBox="0 0 ${W} ${H}" data-points='${esc(JSON.stringify(series))}'>${body}</svg><div class="legend">${legend}</div>`;
+  return [svgEl('svg', { class: 'chart', id, viewBox: `0 0 ${W} ${H}`, 'data-points': JSON.stringify(series) }, body),
+    h('div', { class: 'legend' }, shown.map((k) => h('span', {}, h('i', { style: { background: colors[k] } }), k)))];
 }
 
 function describeExit(p) {
@@ -211,24 +232,29 @@ function describeExit(p) {
   return 'code ' + p.exit_code;
 }
 
+// a table's header row
+const headRow = (...names) => h('tr', {}, names.map((t) => h('th', {}, t)));
+
 async function viewJob(id) {
   const d = await api('/v1/jobs/' + id);
   const j = d.job;
   if (!$('job-' + id)) {
-    $('view').innerHTML = `<div id="job-${esc(id)}">
-      <h1>Job ${esc(id)} <span id="j-name"></span> <span id="j-state"></span>
-        <button id="cancel" class="danger" hidden>Cancel</button></h1>
-      <div class="grid"><div class="card" id="j-info"></div><div class="card" id="j-progress"></div></div>
-      <div id="j-failure"></div>
-      <h2>Curves (per epoch, attempt <span id="j-att"></span>)</h2><div class="card" id="j-chart"></div>
-      <h2 id="j-steps-h">This epoch, step by step <span class="small" id="j-steps-note"></span></h2><div class="card" id="j-steps"></div>
-      <h2>Validation metrics (per epoch)</h2><div class="card" id="j-vmetrics"></div>
-      <h2>Throughput (samples/s of all ranks, per epoch)</h2><div class="card" id="j-rate"></div>
-      <h2>Placement</h2><table id="j-placement"></table>
-      <div id="j-results"></div>
-      <h2>Logs <select id="log-rank"></select> <span class="small" id="log-state"></span></h2><pre id="logs"></pre>
-      <div class="grid"><div><h2>Attempts</h2><table id="j-attempts"></table></div>
-        <div><h2>Events</h2><table id="j-events"></table></div></div></div>`;
+    const card = (cid) => h('div', { class: 'card', id: cid });
+    fill('view', h('div', { id: 'job-' + id },
+      h('h1', {}, `Job ${id} `, h('span', { id: 'j-name' }), ' ', h('span', { id: 'j-state' }), ' ',
+        h('button', { id: 'cancel', class: 'danger', hidden: true }, 'Cancel')),
+      h('div', { class: 'grid' }, card('j-info'), card('j-progress')),
+      h('div', { id: 'j-failure' }),
+      h('h2', {}, 'Curves (per epoch, attempt ', h('span', { id: 'j-att' }), ')'), card('j-chart'),
+      h('h2', { id: 'j-steps-h' }, 'This epoch, step by step ', h('span', { class: 'small', id: 'j-steps-note' })), card('j-steps'),
+      h('h2', {}, 'Validation metrics (per epoch)'), card('j-vmetrics'),
+      h('h2', {}, 'Throughput (samples/s of all ranks, per epoch)'), card('j-rate'),
+      h('h2', {}, 'Placement'), h('table', { id: 'j-placement' }),
+      h('div', { id: 'j-results' }),
+      h('h2', {}, 'Logs ', h('select', { id: 'log-rank' }), ' ', h('span', { class: 'small', id: 'log-state' })), h('pre', { id: 'logs' }),
+      h('div', { class: 'grid' },
+        h('div', {}, h('h2', {}, 'Attempts'), h('table', { id: 'j-attempts' })),
+        h('div', {}, h('h2', {}, 'Events'), h('table', { id: 'j-events' })))));
     $('cancel').onclick = async () => {
       if (!confirm('Cancel job ' + id + '?')) return;
       try { await api(`/v1/jobs/${id}/cancel`, { method: 'POST' }); setStatus('job ' + id + ' cancelled'); refresh(); } catch (e) { setStatus(e.message, true); }
@@ -237,31 +263,32 @@ async function viewJob(id) {
     S.logKey = '';
   }
   $('j-name').textContent = `'${j.name}'`;
-  $('j-state').innerHTML = badge(j.state);
+  fill('j-state', badge(j.state));
   $('cancel').hidden = !canChange() || terminal(j.state);
-  $('j-info').innerHTML = `<div>${esc(j.type)} job of <b>${esc(j.user)}</b>, ${esc(j.np)} ranks, attempt ${esc(j.attempt || 0)}${j.restarts ? ` (${esc(j.restarts)} restarts)` : ''}</div>
-    <div class="small">submitted ${esc(fmtTime(j.created))} · started ${esc(fmtTime(j.started))} · ended ${esc(fmtTime(j.finished))} · elapsed ${dur(elapsed(j))}</div>
-    <div class="reason">${esc(j.queue_pos > 0 ? `#${j.queue_pos} in the queue. ` : '')}${esc(j.reason || '')}</div>`;
+  fill('j-info',
+    h('div', {}, `${j.type} job of `, h('b', {}, j.user), `, ${j.np} ranks, attempt ${j.attempt || 0}`, j.restarts ? ` (${j.restarts} restarts)` : ''),
+    h('div', { class: 'small' }, `submitted ${fmtTime(j.created)} · started ${fmtTime(j.started)} · ended ${fmtTime(j.finished)} · elapsed ${dur(elapsed(j))}`),
+    h('div', { class: 'reason' }, (j.queue_pos > 0 ? `#${j.queue_pos} in the queue. ` : '') + (j.reason || '')));
   const pr = j.progress || {};
-  const straggler = pr.slowest_rank != null ?
-    `<div class="small" id="straggler">slowest rank ${esc(pr.slowest_rank)}: the others waited up to ${num(pr.wait_ms_per_step_max, 1)} ms a step for it</div>` : '';
-  $('j-progress').innerHTML = bar(j.progress, j.state) + `<div class="small">${esc(latestMetrics(latestEpoch(j)))}</div>` + straggler;
+  fill('j-progress', bar(j.progress, j.state), h('div', { class: 'small' }, latestMetrics(latestEpoch(j))),
+    pr.slowest_rank != null ? h('div', { class: 'small', id: 'straggler' },
+      `slowest rank ${pr.slowest_rank}: the others waited up to ${num(pr.wait_ms_per_step_max, 1)} ms a step for it`) : null);
   $('j-att').textContent = j.attempt || 0;
   const ff = j.first_failure;
-  $('j-failure').innerHTML = ff && typeof ff === 'object' ?
-    `<h2>First failure</h2><div class="card failure">rank ${esc(ff.rank)} on ${esc(ff.host)} (agent ${esc(ff.agent)}), ` +
-    `${ff.exit_code != null ? 'exit code ' + esc(ff.exit_code) : esc(ff.cause || '')}` +
-    (ff.tail && ff.tail.length ? `<pre>${esc(ff.tail.join('\n'))}</pre>` : '') + '</div>' : '';
+  fill('j-failure', ff && typeof ff === 'object' ? [h('h2', {}, 'First failure'),
+    h('div', { class: 'card failure' }, `rank ${ff.rank} on ${ff.host} (agent ${ff.agent}), `,
+      ff.exit_code != null ? 'exit code ' + ff.exit_code : String(ff.cause || ''),
+      Array.isArray(ff.tail) && ff.tail.length ? h('pre', {}, ff.tail.join('\n')) : null)] : null);
   const cur = (d.metrics || []).filter((m) => m.attempt === j.attempt);
   const series = seriesOf(cur);
-  $('j-chart').innerHTML = chart(series);
+  fill('j-chart', chart(series));
   window.rtChart = series;
-  $('j-vmetrics').innerHTML = chart(series, 'epoch', 'chart-vmetrics', series.metrics.filter((k) => k !== 'val_mae'));
-  $('j-rate').innerHTML = chart(series, 'epoch', 'chart-rate', ['samples_per_s']);
+  fill('j-vmetrics', chart(series, 'epoch', 'chart-vmetrics', series.metrics.filter((k) => k !== 'val_mae')));
+  fill('j-rate', chart(series, 'epoch', 'chart-rate', ['samples_per_s']));
   // rank 0's running MAE of the current epoch, from its step reports
   const st = d.steps && d.steps.attempt === j.attempt ? d.steps : null;
   const stepSeries = { step: st ? st.points.map((p) => p[0]) : [], mae: st ? st.points.map((p) => p[1]) : [] };
-  $('j-steps').innerHTML = chart(stepSeries, 'step', 'chart-steps');
+  fill('j-steps', chart(stepSeries, 'step', 'chart-steps'));
   // a finished job has no current epoch: no step-by-step panel
   const showSteps = !terminal(j.state) && st != null;
   $('j-steps').hidden = $('j-steps-h').hidden = !showSteps;
@@ -270,27 +297,29 @@ async function viewJob(id) {
   const use = {};
   for (const u of d.usage || []) use[u.rank] = u;
   // GPU utilisation and memory where the rank's agent has NVML
-  const gpuUse = (u) => u && u.gpu_util != null ? `<div class="small">${num(u.gpu_util, 0)}% · ${bytes(u.gpu_mem_bytes)}</div>` : '';
-  $('j-placement').innerHTML = '<tr><th>rank</th><th>host</th><th>agent</th><th>local</th><th>cross</th><th>GPU</th><th>pid</th><th>CPU %</th><th>RSS</th><th>state</th><th>exit</th></tr>' +
-    (d.placement || []).map((p) => `<tr><td class="num">${esc(p.rank)}</td><td>${esc(p.hostname)}</td><td>${esc(p.agent)}</td>` +
-      `<td class="num">${esc(p.local_rank)}/${esc(p.local_size)}</td><td class="num">${esc(p.cross_rank)}/${esc(p.cross_size)}</td><td class="gpu">${esc(p.gpu || '-')}${gpuUse(use[p.rank])}</td>` +
-      `<td class="num">${esc(p.pid || '-')}</td><td class="num cpu">${use[p.rank] ? num(use[p.rank].cpu_pct, 0) : '-'}</td>` +
-      `<td class="num rss">${use[p.rank] ? bytes(use[p.rank].rss_bytes) : '-'}</td><td>${badge(p.state)}</td><td>${esc(describeExit(p))}</td></tr>`).join('');
+  const gpuUse = (u) => u && u.gpu_util != null ? h('div', { class: 'small' }, `${num(u.gpu_util, 0)}% · ${bytes(u.gpu_mem_bytes)}`) : null;
+  fill('j-placement', headRow('rank', 'host', 'agent', 'local', 'cross', 'GPU', 'pid', 'CPU %', 'RSS', 'state', 'exit'),
+    (d.placement || []).map((p) => h('tr', {}, h('td', { class: 'num' }, p.rank), h('td', {}, p.hostname), h('td', {}, p.agent),
+      h('td', { class: 'num' }, `${p.local_rank}/${p.local_size}`), h('td', { class: 'num' }, `${p.cross_rank}/${p.cross_size}`),
+      h('td', { class: 'gpu' }, p.gpu || '-', gpuUse(use[p.rank])), h('td', { class: 'num' }, p.pid || '-'),
+      h('td', { class: 'num cpu' }, use[p.rank] ? num(use[p.rank].cpu_pct, 0) : '-'),
+      h('td', { class: 'num rss' }, use[p.rank] ? bytes(use[p.rank].rss_bytes) : '-'),
+      h('td', {}, badge(p.state)), h('td', {}, describeExit(p)))));
   const res = d.results || [];
-  $('j-results').innerHTML = res.length ? '<h2>Results</h2><table><tr><th>rank</th><th>value</th></tr>' +
-    res.map((r) => `<tr><td class="num">${esc(r.rank)}</td><td><code>${esc(JSON.stringify(r.value))}</code></td></tr>`).join('') + '</table>' : '';
-  $('j-attempts').innerHTML = '<tr><th>#</th><th>np</th><th>state</th><th>started</th><th>ended</th><th>reason</th></tr>' +
-    (d.attempts || []).map((a) => `<tr><td class="num">${esc(a.attempt)}</td><td class="num">${esc(a.np)}</td><td>${badge(a.state)}</td>` +
-      `<td class="small">${esc(fmtTime(a.started))}</td><td class="small">${esc(fmtTime(a.finished))}</td><td class="reason">${esc(a.reason)}</td></tr>`).join('');
+  fill('j-results', res.length ? [h('h2', {}, 'Results'), h('table', {}, headRow('rank', 'value'),
+    res.map((r) => h('tr', {}, h('td', { class: 'num' }, r.rank), h('td', {}, h('code', {}, JSON.stringify(r.value))))))] : null);
+  fill('j-attempts', headRow('#', 'np', 'state', 'started', 'ended', 'reason'),
+    (d.attempts || []).map((a) => h('tr', {}, h('td', { class: 'num' }, a.attempt), h('td', { class: 'num' }, a.np), h('td', {}, badge(a.state)),
+      h('td', { class: 'small' }, fmtTime(a.started)), h('td', { class: 'small' }, fmtTime(a.finished)), h('td', { class: 'reason' }, a.reason || ''))));
   const ev = (d.events || []).slice(-30).reverse();
-  $('j-events').innerHTML = '<tr><th>time</th><th>kind</th><th>message</th></tr>' +
-    ev.map((e) => `<tr><td class="small">${esc(fmtTime(e.time))}</td><td>${esc(e.kind)}</td><td class="reason">${esc(e.message)}</td></tr>`).join('');
+  fill('j-events', headRow('time', 'kind', 'message'),
+    ev.map((e) => h('tr', {}, h('td', { class: 'small' }, fmtTime(e.time)), h('td', {}, e.kind), h('td', { class: 'reason' }, e.message))));
   // the log viewer: every rank, or one; restarted when the attempt changes
   const sel = $('log-rank');
-  const want = ['all'].concat((d.placement || []).map((p) => String(p.rank)));
+  const want = ['all'].concat((d.placement || []).map((p) => String(Number(p.rank))));
   if (sel.options.length !== want.length) {
     const keep = sel.value || 'all';
-    sel.innerHTML = want.map((r) => `<option value="${r}">${r === 'all' ? 'every rank' : 'rank ' + r}</option>`).join('');
+    fill('log-rank', want.map((r) => h('option', { value: r }, r === 'all' ? 'every rank' : 'rank ' + r)));
     sel.value = want.includes(keep) ? keep : 'all';
   }
   const key = id + '/' + j.attempt;
@@ -327,21 +356,23 @@ async function followLogs(id, rank) {
 
 async function viewNodes() {
   const d = await api('/v1/nodes');
-  $('view').innerHTML = '<h1>Nodes</h1><table id="nodes-table"><tr><th>agent</th><th>host</th><th>state</th><th>slots used/free</th>' +
-    '<th>CPU</th><th>cores</th><th>memory</th><th>GPUs</th><th>since</th></tr>' +
+  fill('view', h('h1', {}, 'Nodes'), h('table', { id: 'nodes-table' },
+    headRow('agent', 'host', 'state', 'slots used/free', 'CPU', 'cores', 'memory', 'GPUs', 'since'),
     d.nodes.map((n) => {
       const c = n.caps || {};
-      const gpus = n.gpus ? `${esc(n.gpus)}${c.gpu_names && c.gpu_names.length ? ' × ' + esc(c.gpu_names[0]) : ''}` : '-';
-      const st = badge(n.state) + (n.draining ? ' <span class="state">draining</span>' : '');
+      const gpus = n.gpus ? `${n.gpus}${c.gpu_names && c.gpu_names.length ? ' × ' + c.gpu_names[0] : ''}` : '-';
       // ringtrain's GEMM kernel; OpenBLAS's for exec jobs (own pick -> the one the agent sets)
-      const blas = c.blas_core ? ` · OpenBLAS ${c.blas_set ? esc(c.blas_own) + '→' : ''}${esc(c.blas_core)}` : '';
-      const kern = c.gemm_kernel ? `<div>GEMM ${esc(c.gemm_kernel)}${blas}</div>` : '';
-      // the job limits it enforces on its ranks' cgroups (memory_limit, cpu_limit)
-      const lim = `<div>limits: ${c.limits && c.limits.length ? c.limits.map(esc).join(', ') : 'none'}</div>`;
-      return `<tr><td>${esc(n.agent)}</td><td>${esc(n.hostname)}<div class="small">${esc(n.address)}</div></td><td>${st}</td>` +
-        `<td class="num">${esc(n.used)}/${esc(n.slots - n.used)}</td><td class="small">${esc(c.cpu || '-')}<div>${esc(c.isa || '')}</div>${kern}${lim}</td>` +
-        `<td class="num">${esc(c.cores || '-')}</td><td class="num">${bytes(c.memory_bytes)}</td><td>${gpus}</td><td class="small">${esc(ago(n.since))}</td></tr>`;
-    }).join('') + '</table>';
+      const blas = c.blas_core ? ` · OpenBLAS ${c.blas_set ? c.blas_own + '→' : ''}${c.blas_core}` : '';
+      return h('tr', {}, h('td', {}, n.agent), h('td', {}, n.hostname, h('div', { class: 'small' }, n.address)),
+        h('td', {}, badge(n.state), n.draining ? [' ', h('span', { class: 'state' }, 'draining')] : null),
+        h('td', { class: 'num' }, `${n.used}/${n.slots - n.used}`),
+        h('td', { class: 'small' }, c.cpu || '-', h('div', {}, c.isa || ''),
+          c.gemm_kernel ? h('div', {}, `GEMM ${c.gemm_kernel}${blas}`) : null,
+          // the job limits it enforces on its ranks' cgroups (memory_limit, cpu_limit)
+          h('div', {}, 'limits: ' + (Array.isArray(c.limits) && c.limits.length ? c.limits.join(', ') : 'none'))),
+        h('td', { class: 'num' }, c.cores || '-'), h('td', { class: 'num' }, bytes(c.memory_bytes)), h('td', {}, gpus),
+        h('td', { class: 'small' }, ago(n.since)));
+    })));
 }
 
 // ---- routing, login ------------------------------------------------------------
@@ -352,7 +383,7 @@ function route() {
   const view = m ? 'job' : h === '#/nodes' ? 'nodes' : 'jobs';
   if (view !== S.view || (m && !$('job-' + m[1]))) {
     if (S.logAbort) { S.logAbort.abort(); S.logAbort = null; }
-    $('view').innerHTML = '';
+    $('view').replaceChildren();
     S.view = view;
   }
   $('nav-jobs').className = view === 'nodes' ? '' : 'active';
@@ -382,7 +413,7 @@ function showLogin(msg) {
   $('nav').hidden = true;
   $('logout').hidden = true;
   $('whoami').textContent = '';
-  $('view').innerHTML = '';
+  $('view').replaceChildren();
   S.view = '';
   if (msg) $('login-error').textContent = msg;
 }
