@@ -1,6 +1,7 @@
 /* rt_file.c — see rt_file.h. */
 #include "rt_file.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <errno.h>
@@ -175,4 +176,48 @@ rt_status rt_mkdirs(const char *path, char *err)
     if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return rt_err(err, RT_ERR_IO, "%s exists and is not a folder", path);
     return RT_OK;
+}
+
+rt_status rt_own_dir_check(const char *path, char *err)
+{
+    char *real = realpath(path, NULL);
+    if (!real)
+        return rt_err(err, RT_ERR_IO, "%s: %s", path, strerror(errno));
+    struct stat sb;
+    rt_status st = RT_OK;
+    const uid_t me = geteuid();
+    const gid_t mygid = getegid();
+    if (stat(real, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        st = rt_err(err, RT_ERR_IO, "%s is not a folder", path);
+    } else if (sb.st_uid != me) {
+        st = rt_err(err, RT_ERR_AUTH,
+                    "the folder %s belongs to uid %u, not to this job (uid %u): a job writes only "
+                    "a folder it made or was given (another job may have made this one to swap "
+                    "its files); choose a new path, or have its owner chown or remove it",
+                    path, (unsigned)sb.st_uid, (unsigned)me);
+    } else if ((sb.st_mode & S_IWOTH) || ((sb.st_mode & S_IWGRP) && sb.st_gid != mygid)) {
+        st = rt_err(err, RT_ERR_AUTH,
+                    "the folder %s can be written by others (mode %04o, group %u): anyone "
+                    "could replace what the job writes there; chmod go-w it",
+                    path, (unsigned)(sb.st_mode & 07777), (unsigned)sb.st_gid);
+    }
+    /* every folder above: no one but its owner may rename entries in it,
+     * unless it is sticky (then only an entry's owner may) */
+    for (char *slash = strrchr(real, '/'); st == RT_OK && slash; slash = strrchr(real, '/')) {
+        *slash = '\0';
+        const char *up = real[0] ? real : "/";
+        if (stat(up, &sb) != 0)
+            break;
+        const bool others =
+            (sb.st_mode & S_IWOTH) || ((sb.st_mode & S_IWGRP) && sb.st_gid != mygid);
+        if (others && !(sb.st_mode & S_ISVTX) && sb.st_uid != me)
+            st = rt_err(err, RT_ERR_AUTH,
+                        "%s (above %s) can be written by others and is not sticky (mode %04o): "
+                        "anyone could replace the folder the job writes in; chmod +t or go-w it",
+                        up, path, (unsigned)(sb.st_mode & 07777));
+        if (!real[0])
+            break;
+    }
+    free(real);
+    return st;
 }

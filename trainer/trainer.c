@@ -255,8 +255,13 @@ static rt_status setup(trainer *t, char *err)
         st = rt_job_model_standardize(rt_dp_model(t->dp), t->ds, &t->cols, err);
     if (st != RT_OK)
         return st;
-    if (env->rank == 0 && (st = rt_mkdirs(cfg->store, err)) != RT_OK)
+    /* the store is the job's own: one made first by another job could have
+     * its checkpoint swapped (docs/security.md) */
+    if (env->rank == 0 && ((st = rt_mkdirs(cfg->store, err)) != RT_OK ||
+                           (st = rt_own_dir_check(cfg->store, err)) != RT_OK)) {
+        rt_err_prefix(err, "[output] store");
         return st;
+    }
     if (cfg->trace) { /* every rank writes its own timeline into the store */
         char dir[1200];
         snprintf(dir, sizeof dir, "%s/trace", cfg->store);

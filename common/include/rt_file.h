@@ -44,6 +44,14 @@ rt_status rt_read_file(const char *path, size_t max, char **data, size_t *len, c
 /* mkdir -p with mode 0755 (existing folders are fine). */
 rt_status rt_mkdirs(const char *path, char *err);
 
+/* Whether the folder path is this process's own to write results in (a
+ * job's store): owned by its effective uid, writable by nobody else (nor
+ * by a group other than its own), and below folders in which nobody else
+ * could replace it (each either writable only by its owner, or sticky).
+ * RT_ERR_AUTH with what is wrong and what to do when not: another job
+ * could have made it first and swap what this one writes. */
+rt_status rt_own_dir_check(const char *path, char *err);
+
 #ifdef __cplusplus
 }
 #endif
