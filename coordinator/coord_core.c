@@ -545,10 +545,12 @@ rt_status coord_create(const rt_coord_cfg *cfg, coord **out, char *err)
     sc_config sc = {.prepare_timeout_us = cfg->prepare_timeout_us,
                     .reconcile_timeout_us = cfg->reconcile_timeout_us,
                     .default_max_restarts = (int)cfg->default_max_restarts,
+                    .max_queued_per_user = (int)cfg->max_queued_per_user,
                     .default_queue_timeout_us = cfg->default_queue_timeout_us,
                     /* a minute, or job_retention when shorter: its record goes then */
                     .retire_after_us = cfg->job_retention_us > 0 && cfg->job_retention_us < 60000000
-                                           ? cfg->job_retention_us : 60000000,
+                                           ? cfg->job_retention_us
+                                           : 60000000,
                     .random = rt_random_bytes};
     sched_init(&co->S, &sc);
     rt_status st = rt_token_load(cfg->token_file, co->token, err);

@@ -301,7 +301,7 @@ static void jobs_post(coord *co, struct evhttp_request *req, auth_role role, con
     free(body);
     if (st != RT_OK) {
         coord_flush(co);
-        http_reply_error(req, st == RT_ERR_INVALID ? 400 : 500, err);
+        http_reply_error(req, st == RT_ERR_INVALID ? 400 : st == RT_ERR_BUSY ? 429 : 500, err);
         return;
     }
     char out[64];

@@ -294,6 +294,31 @@ static void test_priority_hold_and_refusal(void **state)
     world_free(&w);
 }
 
+/* Issue 42: one user's waiting jobs are bounded (max_queued_per_user),
+ * another user's are not affected; a started job frees a place. */
+static void test_queued_per_user(void **state)
+{
+    (void)state;
+    world w;
+    world_init(&w);
+    w.S.cfg.max_queued_per_user = 2;
+    agent_up(&w, "A", "a", 1);
+    int64_t run = submit_ok(&w, NULL, 1); /* "tester"'s, running: not waiting */
+    submit_ok(&w, NULL, 1);
+    submit_ok(&w, NULL, 1);
+    char err[RT_ERR_LEN];
+    int64_t id = 0;
+    const char *one = "{\"type\":\"exec\",\"np\":1,\"argv\":[\"x\"]}";
+    assert_int_equal(sched_submit(&w.S, one, strlen(one), "tester", NULL, w.now, &id, err),
+                     RT_ERR_BUSY);
+    assert_non_null(
+        strstr(err, "tester already has 2 jobs waiting in the queue ([jobs] max_queued_per_user)"));
+    assert_int_equal(sched_submit(&w.S, one, strlen(one), "v", NULL, w.now, &id, err), RT_OK);
+    finish_job(&w, run, 0); /* the next of "tester" starts: a place frees */
+    assert_int_equal(sched_submit(&w.S, one, strlen(one), "tester", NULL, w.now, &id, err), RT_OK);
+    world_free(&w);
+}
+
 /* Issue 28.9: an agent's capabilities are shown by the API and the
  * dashboard; what the coordinator keeps is an object of bounded scalars and
  * string arrays, whatever the agent sent (the dashboard escapes the rest). */
@@ -449,6 +474,7 @@ int main(void)
         cmocka_unit_test(test_backfill_by_deadline),
         cmocka_unit_test(test_backfill_by_room),
         cmocka_unit_test(test_priority_hold_and_refusal),
+        cmocka_unit_test(test_queued_per_user),
         cmocka_unit_test(test_job_limits),
         cmocka_unit_test(test_agent_caps_cleaned),
         cmocka_unit_test(test_backfill_beside_limits),
