@@ -57,6 +57,7 @@ cleanup() {
   netns_bridge_down $tag c a1 a2
   for d in "${made[@]}"; do rmdir "$d" 2> /dev/null || true; done
   userdel $tag-alice 2> /dev/null || true
+  userdel $tag-inrange 2> /dev/null || true
   if [ -n "${KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
@@ -359,6 +360,91 @@ for _ in $(seq 50); do [ ! -e "$work/agent-a1/state/work/job-$victim/work" ] && 
 [ ! -e "$work/agent-a1/state/work/job-$victim/work/secret.txt" ] && ! ls "$work"/agent-a1/state/work/job-$victim/gone-*/secret.txt 2> /dev/null ||
   fail "the victim's work folder was left behind"
 
+# ---- a job reads no agent memory: not a clean-up after it, nor a rank being started ----
+# (the review's attack: its first attempt leaves 120,000 files and fails, so that a
+# clean-up as its uid runs long; its second, the same uid, stops every other process
+# of that uid it finds and reads its memory)
+install -m 0644 "$src/tests/attack_memory.py" "$shared/attack_memory.py"
+out=$(cd / && CLI_TIMEOUT=180 cli exec --np 1 --max-restarts 1 -- /usr/bin/python3 \
+  /shared/attack_memory.py auto 120000 12 2>&1) || { echo "$out"; fail "the memory-reading job failed"; }
+grep -q "filled 120000 files" <<< "$out" && grep -q "scanned:" <<< "$out" ||
+  { echo "$out"; fail "the memory-reading job did not run both attempts"; }
+grep "READ pid\|DENIED pid\|scanned:" <<< "$out" | sort | uniq -c | head -20
+if grep -qF "$(cat "$etc_agent/token")" <<< "$out"; then
+  fail "a job read the agents' token from the memory of a process running as its uid"
+fi
+! grep -qE "READ pid [0-9]+ \(ringtrain" <<< "$out" ||
+  fail "a job read the memory of a ringtrain process running as its uid"
+
+# ---- a job's files go with it, whatever modes it set; a job over its disk limit stops ----
+# (agent a1 restarted with a small job_disk_limit: a job leaves a 0500 folder holding
+# 24 MiB, files in /tmp and /dev/shm, and a folder nested 40 deep; one writes past it)
+restart_a1() { # restart agent a1 with its agent.conf as it is now; $1: the log's name
+  for p in $(ip netns pids $tag-a1 2> /dev/null); do
+    [ "$(cat /proc/$p/comm 2> /dev/null)" = ringtrain-agent ] && kill -TERM "$p"
+  done
+  for _ in $(seq 100); do
+    [ "$(cli nodes 2> /dev/null | awk '$1 ~ /node-a1/ && $3 == "up"' | wc -l)" -eq 0 ] && break
+    sleep 0.1
+  done
+  run_as_unit a1 "$1" "$etc_agent" /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-a1.conf
+  for _ in $(seq 100); do
+    [ "$(cli nodes 2> /dev/null | awk '$1 ~ /node-a1/ && $3 == "up"' | wc -l)" -ge 1 ] && break
+    sleep 0.2
+  done
+}
+sed -i -e 's/^job_disk_limit = .*/job_disk_limit = 64M/' -e 's/^min_free_disk = .*/min_free_disk = 16M/' \
+  "$etc_agent/agent-a1.conf"
+restart_a1 agent-a1d
+a1pid=$(for p in $(ip netns pids $tag-a1); do [ "$(cat /proc/$p/comm)" = ringtrain-agent ] && echo $p; done | head -1)
+out=$(cd / && cli exec --np 1 -- /bin/sh -c 'mkdir "$RT_WORK_DIR/keep" &&
+  dd if=/dev/zero of="$RT_WORK_DIR/keep/blob" bs=1M count=24 status=none &&
+  chmod 0500 "$RT_WORK_DIR/keep" && chmod 0 "$RT_WORK_DIR" &&
+  echo x > /tmp/left-by-$RT_JOB_ID && echo x > /dev/shm/left-by-$RT_JOB_ID &&
+  mkdir -p /tmp/deep-$RT_JOB_ID/$(printf "d/%.0s" $(seq 40)) && echo left-behind' 2>&1) ||
+  { echo "$out"; fail "the job leaving files failed"; }
+grep -q left-behind <<< "$out" || { echo "$out"; fail "the job leaving files did not run"; }
+job=$(cli jobs 2> /dev/null | awk '$1 ~ /^[0-9]+$/ {print $1}' | sort -n | tail -1)
+for _ in $(seq 50); do
+  left=$( (ls -A "$work/agent-a1/state/work/job-$job/"; ls -A /proc/$a1pid/root/tmp /proc/$a1pid/root/dev/shm) 2> /dev/null |
+    grep -c "^work$\|^gone-\|left-by-$job\|deep-$job" || true)
+  [ "$left" -eq 0 ] && break
+  sleep 0.2
+done
+[ "$left" -eq 0 ] || { ls -la "$work/agent-a1/state/work/job-$job/" /proc/$a1pid/root/tmp /proc/$a1pid/root/dev/shm;
+  fail "job $job's files outlived it (a 0500 folder, /tmp, /dev/shm, a deep folder)"; }
+if out=$(cd / && cli exec --np 1 -- /bin/sh -c 'dd if=/dev/zero of="$RT_WORK_DIR/fill" bs=1M count=100 status=none; echo wrote; sleep 30' 2>&1); then
+  echo "$out"; fail "a job writing 100 MiB past its disk limit of 64M succeeded"
+fi
+grep -q "over its disk_limit of 64.0 MiB" <<< "$out" || { echo "$out"; fail "the disk-limit failure does not say so"; }
+job=$(cli jobs 2> /dev/null | awk '$1 ~ /^[0-9]+$/ {print $1}' | sort -n | tail -1)
+for _ in $(seq 50); do [ -z "$(ls -A "$work/agent-a1/state/work/job-$job/" 2> /dev/null)" ] && break; sleep 0.2; done
+[ -z "$(ls -A "$work/agent-a1/state/work/job-$job/" 2> /dev/null)" ] || fail "the job stopped for its disk use left its files"
+
+# ---- names a job gives are checked where they enter ------------------------------------
+out=$(cd / && cli exec --np 1 -- /bin/sh -c 'printf "%s\n" "{\"kind\":\"epoch\",\"epoch\":1,\"val_<img src=x onerror=alert(1)>\":0.25,\"val_ok\":0.5}" >&4; sleep 1' 2>&1) ||
+  { echo "$out"; fail "the job reporting a crafted metric name failed"; }
+job=$(cli jobs 2> /dev/null | awk '$1 ~ /^[0-9]+$/ {print $1}' | sort -n | tail -1)
+st=$(cli status "$job" --json 2>&1)
+python3 - "$st" <<'PY' || fail "the coordinator kept a metric name holding markup, or not the valid one"
+import json, sys
+d = json.loads(sys.argv[1])
+keys = {k for m in d.get("metrics", []) for k in m.get("data", {})}
+ev = " ".join(e.get("message", "") for e in d.get("events", []))
+print("metric keys:", sorted(keys))
+sys.exit(0 if "val_ok" in keys and not any("<" in k for k in keys) and "1 progress key dropped" in ev else 1)
+PY
+
+# ---- a store another job made first is refused -------------------------------------------
+out=$(cd / && cli exec --np 1 -- /bin/sh -c 'mkdir /shared/rossmann/store-squat && chmod 0777 /shared/rossmann/store-squat && echo squatted' 2>&1) ||
+  { echo "$out"; fail "the squatting job failed"; }
+if out=$(cli submit "$work/job.ini" --np 1 --set output.store=/shared/rossmann/store-squat --follow 2>&1); then
+  echo "$out"; fail "a training job wrote into a store folder another job made"
+fi
+grep -q "\[output\] store: the folder /shared/rossmann/store-squat belongs to uid" <<< "$out" ||
+  { echo "$out"; fail "the refused store does not say why"; }
+[ -z "$(ls -A "$shared/rossmann/store-squat")" ] || fail "the job wrote into the squatted store"
+
 # ---- a token that names a Unix user runs its jobs as that user -----------------------
 useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin $tag-alice
 cli token create alice --role submit --unix-user $tag-alice > "$work/alice.token" 2> /dev/null ||
@@ -378,21 +464,20 @@ if out=$(cd / && CLI_TOKEN=$work/bob.token cli exec --np 1 -- /bin/true 2>&1); t
 fi
 grep -q "runs as Unix user '$tag-nobody' (its token's --unix-user), who has no account on this node" <<< "$out" ||
   { echo "$out"; fail "the failure does not say the Unix user is missing"; }
+# an account made inside job_uids after the agent started would be some job's uid: refused
+useradd --system --no-create-home -u 1900000500 --home-dir /nonexistent --shell /usr/sbin/nologin $tag-inrange
+cli token create inrange --role submit --unix-user $tag-inrange > "$work/inrange.token" 2> /dev/null ||
+  fail "cannot create a token with --unix-user"
+chmod 0600 "$work/inrange.token"
+if out=$(cd / && CLI_TOKEN=$work/inrange.token cli exec --np 1 -- /bin/true 2>&1); then
+  fail "a job ran as a Unix user whose uid is in job_uids"
+fi
+grep -q "has uid 1900000500, inside \[agent\] job_uids" <<< "$out" || { echo "$out"; fail "the refusal does not say why"; }
+userdel $tag-inrange
 # an agent without job_uids, whose ranks otherwise run as ringtrain with the token
 # hidden: a --unix-user job runs as its user all the same (it cannot reach the token)
-for p in $(ip netns pids $tag-a1 2> /dev/null); do
-  [ "$(cat /proc/$p/comm 2> /dev/null)" = ringtrain-agent ] && kill -TERM "$p"
-done
-for _ in $(seq 100); do
-  [ "$(cli nodes 2> /dev/null | awk '$1 ~ /node-a1/ && $3 == "up"' | wc -l)" -eq 0 ] && break
-  sleep 0.1
-done
 sed -i '/^job_uids/d' "$etc_agent/agent-a1.conf"
-run_as_unit a1 agent-a1b "$etc_agent" /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-a1.conf
-for _ in $(seq 100); do
-  [ "$(cli nodes 2> /dev/null | awk '$1 ~ /node-a1/ && $3 == "up"' | wc -l)" -ge 1 ] && break
-  sleep 0.2
-done
+restart_a1 agent-a1b
 grep -q "ranks see an empty /etc/ringtrain/token" "$work/agent-a1b.log" ||
   { cat "$work/agent-a1b.log"; fail "the agent without job_uids does not hide the token"; }
 out=$(cd / && CLI_TOKEN=$work/alice.token cli exec --np 1 -- /bin/sh -c 'echo "as $(id -un)"' 2>&1) ||
