@@ -41,13 +41,24 @@ static bool job_fields(rt_jw *w, const rt_job_cfg *j)
 
 int cli_job_load(const cli_args *a, const char *np, const char *nothing, rt_job_cfg *jp)
 {
-    const char *file = a->pos[0];
+    /* no job file: every key from --set (a job is the defaults and those) */
     const char *const *sets;
     int nsets = cli_list(a, "--set", &sets);
+    const char *file = a->npos > 0 ? a->pos[0] : NULL;
+    if (!file && nsets == 0) {
+        fprintf(stderr,
+                "ringtrain: a job needs a job file or --set SECTION.KEY=VALUE "
+                "(at least --set data.dataset=DIR --set output.store=DIR)%s\n",
+                nothing);
+        return 2;
+    }
     rt_job_cfg j;
     rt_cfg_errors e = {0};
     int *lines = NULL;
-    rt_status st = rt_cfg_load_file_at(&rt_job_schema, file, &j, &e, &lines);
+    /* the file's cross-key checks wait for --set: a file without dataset
+     * or store runs with them given on the command line */
+    rt_status st =
+        rt_cfg_load_file_unchecked(&rt_job_schema, file ? file : "/dev/null", &j, &e, &lines);
     for (int i = 0; i < nsets; i++) {
         char key[256];
         const char *eq = strchr(sets[i], '=');
@@ -84,13 +95,16 @@ int cli_job_load(const cli_args *a, const char *np, const char *nothing, rt_job_
         char *dot = strchr(key, '.');
         const rt_cfg_key *k = dot ? (*dot = '\0', rt_cfg_find(&rt_job_schema, key, dot + 1)) : NULL;
         if (k)
-            lines[k - rt_job_schema.keys] = 0;
+            lines[k - rt_job_schema.keys] = RT_CFG_LINE_SET;
     }
-    rt_cfg_origin origin = {file, lines};
+    rt_cfg_origin origin = {file ? file : "the job given by --set", lines};
     if (st == RT_OK && rt_cfg_validate(&rt_job_schema, &j, &origin, &e) != RT_OK)
         st = RT_ERR_INVALID;
     if (st != RT_OK) {
-        fprintf(stderr, "ringtrain: %s is not a valid job file%s:\n", file, nothing);
+        if (file)
+            fprintf(stderr, "ringtrain: %s is not a valid job file%s:\n", file, nothing);
+        else
+            fprintf(stderr, "ringtrain: the job given by --set is not valid%s:\n", nothing);
         rt_cfg_errors_print(&e, stderr);
         rt_cfg_errors_free(&e);
         rt_cfg_free(&rt_job_schema, &j);

@@ -527,9 +527,9 @@ static pthread_once_t inih_once = PTHREAD_ONCE_INIT;
 
 /* Parse text into obj, which already holds the defaults; lines_out (when
  * not NULL) gets the per-key lines (the caller frees them). */
-static rt_status parse_text(const rt_cfg_schema *s, const char *text, size_t len,
-                            const char *fname, const char *basedir, void *obj,
-                            rt_cfg_errors *errs, int **lines_out)
+static rt_status parse_text(const rt_cfg_schema *s, const char *text, size_t len, const char *fname,
+                            const char *basedir, void *obj, rt_cfg_errors *errs, int **lines_out,
+                            bool checks)
 {
     pthread_once(&inih_once, inih_setup);
     load_ctx c = {.s = s, .obj = obj, .errs = errs, .fname = fname ? fname : "<string>",
@@ -546,7 +546,7 @@ static rt_status parse_text(const rt_cfg_schema *s, const char *text, size_t len
         rt_cfg_errors_add(errs, "%s: out of memory", c.fname);
     for (size_t i = 0; i < s->nkeys; i++) {
         const rt_cfg_key *k = &s->keys[i];
-        if ((k->flags & RT_CFG_REQUIRED) && !c.set_line[i])
+        if (checks && (k->flags & RT_CFG_REQUIRED) && !c.set_line[i])
             rt_cfg_errors_add(errs, "%s: [%s] %s: required key is missing (%s)", c.fname,
                               k->section, k->name, k->help);
         /* a default path is relative to the file too, like a written one, or
@@ -570,7 +570,7 @@ static rt_status parse_text(const rt_cfg_schema *s, const char *text, size_t len
             }
         }
     }
-    if (errs->n + errs->dropped == before && s->validate) {
+    if (checks && errs->n + errs->dropped == before && s->validate) {
         rt_cfg_origin o = {c.fname, c.set_line};
         s->validate(obj, &o, errs);
     }
@@ -586,7 +586,7 @@ rt_status rt_cfg_load_string(const rt_cfg_schema *s, const char *text, size_t le
                              rt_cfg_errors *errs)
 {
     rt_cfg_init(s, obj);
-    return parse_text(s, text, len, fname, basedir, obj, errs, NULL);
+    return parse_text(s, text, len, fname, basedir, obj, errs, NULL, true);
 }
 
 rt_status rt_cfg_load_file(const rt_cfg_schema *s, const char *path, void *obj,
@@ -595,8 +595,8 @@ rt_status rt_cfg_load_file(const rt_cfg_schema *s, const char *path, void *obj,
     return rt_cfg_load_file_at(s, path, obj, errs, NULL);
 }
 
-rt_status rt_cfg_load_file_at(const rt_cfg_schema *s, const char *path, void *obj,
-                              rt_cfg_errors *errs, int **lines)
+static rt_status load_file(const rt_cfg_schema *s, const char *path, void *obj, rt_cfg_errors *errs,
+                           int **lines, bool checks)
 {
     if (lines)
         *lines = NULL;
@@ -634,10 +634,22 @@ rt_status rt_cfg_load_file_at(const rt_cfg_schema *s, const char *path, void *ob
         dir = abs;
         basedir = dir;
     }
-    rt_status st = parse_text(s, buf, n, path, basedir, obj, errs, lines);
+    rt_status st = parse_text(s, buf, n, path, basedir, obj, errs, lines, checks);
     free(dir);
     free(buf);
     return st;
+}
+
+rt_status rt_cfg_load_file_at(const rt_cfg_schema *s, const char *path, void *obj,
+                              rt_cfg_errors *errs, int **lines)
+{
+    return load_file(s, path, obj, errs, lines, true);
+}
+
+rt_status rt_cfg_load_file_unchecked(const rt_cfg_schema *s, const char *path, void *obj,
+                                     rt_cfg_errors *errs, int **lines)
+{
+    return load_file(s, path, obj, errs, lines, false);
 }
 
 rt_status rt_cfg_set(const rt_cfg_schema *s, void *obj, const char *dotted, const char *value,

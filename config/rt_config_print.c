@@ -152,6 +152,8 @@ const char *rt_cfg_where(const rt_cfg_schema *s, const rt_cfg_origin *o, const c
     const int line = k && o->lines ? o->lines[k - s->keys] : 0;
     if (line > 0)
         snprintf(buf, len, "%s:%d", o->fname, line);
+    else if (line == RT_CFG_LINE_SET)
+        snprintf(buf, len, "--set %s.%s", section, name);
     else
         snprintf(buf, len, "%s", o->fname);
     return buf;

@@ -135,6 +135,14 @@ rt_status rt_cfg_load_file(const rt_cfg_schema *s, const char *path, void *obj,
 rt_status rt_cfg_load_file_at(const rt_cfg_schema *s, const char *path, void *obj,
                               rt_cfg_errors *errs, int **lines);
 
+/* The same without the schema's cross-key checks and required keys (each
+ * value is still checked): for a file that --set completes before
+ * rt_cfg_validate runs.  A line of RT_CFG_LINE_SET in *lines means a key
+ * --set gave (rt_cfg_where then names it so). */
+#define RT_CFG_LINE_SET (-1)
+rt_status rt_cfg_load_file_unchecked(const rt_cfg_schema *s, const char *path, void *obj,
+                                     rt_cfg_errors *errs, int **lines);
+
 /* Same, from text; fname is used in messages, basedir resolves relative
  * paths (NULL: leave them as written). */
 rt_status rt_cfg_load_string(const rt_cfg_schema *s, const char *text, size_t len,
