@@ -135,6 +135,8 @@ static rt_status make_spec(const char *arch, const char *const *sets, int nsets,
     st = rc ? rt_columns_resolve(&ds, &cfg, rc, err) : rt_err(err, RT_ERR_NOMEM, "out of memory");
     if (st == RT_OK)
         st = rt_job_model_spec(&cfg, NULL, &ds, rc, s, err);
+    if (rc)
+        rt_columns_free(rc);
     free(rc);
     rt_cfg_free(&rt_job_schema, &cfg);
     return st;

@@ -88,9 +88,18 @@ rt_status rt_dataset_write_manifest(const rt_dataset *ds, char *err)
     rt_jw_kstr(&w, "label_transform", ds->label_transform);
     if (ds->max_label > 0)
         rt_jw_knum(&w, "max_label", ds->max_label);
-    if (!strcmp(ds->label_transform, "standardize")) {
+    bool stdz = false;
+    rt_label_transform_parse(ds->label_transform, NULL, &stdz, NULL);
+    if (stdz) {
         rt_jw_knum(&w, "label_mean", ds->label_mean);
         rt_jw_knum(&w, "label_std", ds->label_std);
+    }
+    if (ds->task == RT_TASK_REGRESSION && ds->label_lo <= ds->label_hi) {
+        rt_jw_key(&w, "label_range");
+        rt_jw_arr(&w);
+        rt_jw_num(&w, ds->label_lo);
+        rt_jw_num(&w, ds->label_hi);
+        rt_jw_arr_end(&w);
     }
     if (ds->weight[0])
         rt_jw_kstr(&w, "weight", ds->weight);
@@ -214,20 +223,29 @@ static rt_status parse_manifest(rt_dataset *ds, const rt_json *m, const char *pa
         return bad(err, path, "\"task\" must be regression, binary or multiclass");
     copy_name(ds->weight, sizeof ds->weight, rt_json_get_str(m, "weight"));
     const char *tr = rt_json_str(rt_json_get(m, "label_transform"), "none");
-    if (strcmp(tr, "log") != 0 && strcmp(tr, "none") != 0 && strcmp(tr, "standardize") != 0)
-        return bad(err, path, "\"label_transform\" must be \"log\", \"standardize\" or \"none\"");
+    bool stdz = false;
+    if (rt_label_transform_parse(tr, NULL, &stdz, NULL) != RT_OK || strlen(tr) >= 16)
+        return bad(err, path,
+                   "\"label_transform\" must be \"none\", \"log\", \"standardize\" "
+                   "or \"log,standardize\"");
     snprintf(ds->label_transform, sizeof ds->label_transform, "%s", tr);
     ds->max_label = rt_json_num(rt_json_get(m, "max_label"), 0);
     ds->label_mean = rt_json_num(rt_json_get(m, "label_mean"), 0);
     ds->label_std = rt_json_num(rt_json_get(m, "label_std"), 1);
-    if (ds->task == RT_TASK_REGRESSION && strcmp(tr, "standardize") != 0 && !(ds->max_label > 0))
+    const rt_json *range = rt_json_get(m, "label_range");
+    ds->label_lo = rt_json_num(rt_json_at(range, 0), 1);
+    ds->label_hi = rt_json_num(rt_json_at(range, 1), 0); /* absent: lo > hi, unknown */
+    if (ds->task == RT_TASK_REGRESSION && !stdz && !(ds->max_label > 0))
         return bad(err, path, "\"max_label\" must be a positive number");
-    if (!strcmp(tr, "standardize") && (!isfinite(ds->label_mean) || !(ds->label_std > 0)))
+    if (stdz && (!isfinite(ds->label_mean) || !(ds->label_std > 0)))
         return bad(err, path, "\"label_mean\" and \"label_std\" must be finite (std > 0)");
     const rt_json *cols = rt_json_get(m, "columns");
     ds->ncols = (int)rt_json_len(cols);
-    if (ds->ncols == 0 || ds->ncols > RT_SHARD_MAX_COLS)
-        return bad(err, path, "\"columns\" must list 1 to 256 columns");
+    if (ds->ncols == 0 || ds->ncols > RT_SHARD_MAX_COLS) {
+        char msg[120];
+        snprintf(msg, sizeof msg, "\"columns\" must list 1 to %d columns", RT_SHARD_MAX_COLS);
+        return bad(err, path, msg);
+    }
     ds->cols = calloc((size_t)ds->ncols, sizeof *ds->cols);
     if (!ds->cols)
         return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", path);
@@ -414,4 +432,27 @@ rt_status rt_dataset_read_part(const rt_dataset *ds, int part, bool test, rt_sha
     }
     *out = s;
     return RT_OK;
+}
+
+rt_status rt_label_transform_parse(const char *s, bool *log, bool *standardize, char *err)
+{
+    static const struct {
+        const char *name;
+        bool log, stdz;
+    } forms[] = {{"none", false, false},
+                 {"log", true, false},
+                 {"standardize", false, true},
+                 {"log,standardize", true, true}};
+    for (size_t i = 0; s && i < sizeof forms / sizeof *forms; i++)
+        if (!strcmp(s, forms[i].name)) {
+            if (log)
+                *log = forms[i].log;
+            if (standardize)
+                *standardize = forms[i].stdz;
+            return RT_OK;
+        }
+    return rt_err(err, RT_ERR_INVALID,
+                  "'%s': none, log (the label holds log(target)), standardize (the trainer fits "
+                  "(label - mean) / std) or log,standardize (both, the log first)",
+                  s ? s : "");
 }

@@ -224,15 +224,18 @@ rt_status rt_shard_write(const char *path, const rt_shard_col *cols, int ncols, 
         rows_per_group = 65536;
     rt_shard_writer *w = NULL;
     rt_status st = rt_shard_writer_open(path, cols, ncols, &w, err);
+    rt_shard_col *at = st == RT_OK ? calloc((size_t)ncols, sizeof *at) : NULL;
+    if (st == RT_OK && !at)
+        st = rt_err(err, RT_ERR_NOMEM, "%s: out of memory", path);
     for (int64_t r0 = 0; st == RT_OK && r0 < nrows; r0 += rows_per_group) {
         int64_t n = nrows - r0 < rows_per_group ? nrows - r0 : rows_per_group;
-        rt_shard_col at[RT_SHARD_MAX_COLS];
         for (int c = 0; c < ncols; c++) {
             at[c] = cols[c];
             at[c].data = (unsigned char *)cols[c].data + (size_t)r0 * rt_col_type_size(cols[c].type);
         }
         st = rt_shard_writer_group(w, at, n, err);
     }
+    free(at);
     if (st != RT_OK) {
         rt_shard_writer_abort(w);
         return st;
@@ -350,12 +353,12 @@ rt_status shard_group(const unsigned char *q, const unsigned char *end, const ch
     return RT_OK;
 }
 
-rt_status rt_shard_parse(const void *data, size_t len, const char *name, rt_shard **out,
-                         char *err)
+/* rt_shard_parse with cols (RT_SHARD_MAX_COLS of them) to parse the header into */
+static rt_status parse(const void *data, size_t len, const char *name, rt_shard_col *cols,
+                       rt_shard **out, char *err)
 {
     *out = NULL;
     const unsigned char *p = data, *end = p + len;
-    rt_shard_col cols[RT_SHARD_MAX_COLS];
     int ncols = 0;
     size_t hlen = 0;
     rt_status st = shard_header(p, len, name, cols, &ncols, &hlen, err);
@@ -422,6 +425,18 @@ rt_status rt_shard_parse(const void *data, size_t len, const char *name, rt_shar
     }
     *out = s;
     return RT_OK;
+}
+
+rt_status rt_shard_parse(const void *data, size_t len, const char *name, rt_shard **out, char *err)
+{
+    rt_shard_col *cols = malloc(RT_SHARD_MAX_COLS * sizeof *cols);
+    if (!cols) {
+        *out = NULL;
+        return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", name);
+    }
+    rt_status st = parse(data, len, name, cols, out, err);
+    free(cols);
+    return st;
 }
 
 rt_status rt_shard_read(const char *path, rt_shard **out, char *err)

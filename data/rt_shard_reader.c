@@ -38,11 +38,17 @@ static bool read_at(int fd, void *buf, size_t n, int64_t off)
 
 static rt_status walk(rt_shard_reader *r, int64_t size, char *err)
 {
-    unsigned char head[RT_SHARD_MAX_COLS * (2 + RT_SHARD_NAME_LEN) + 32];
-    size_t want = (size_t)size < sizeof head ? (size_t)size : sizeof head, hlen = 0;
-    if (!read_at(r->fd, head, want, 0))
+    const size_t most = RT_SHARD_MAX_COLS * (2 + RT_SHARD_NAME_LEN) + 32;
+    size_t want = (size_t)size < most ? (size_t)size : most, hlen = 0;
+    unsigned char *head = malloc(want ? want : 1);
+    if (!head)
+        return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", r->name);
+    if (!read_at(r->fd, head, want, 0)) {
+        free(head);
         return rt_err(err, RT_ERR_IO, "cannot read %s: %m", r->name);
+    }
     rt_status st = shard_header(head, want, r->name, r->cols, &r->ncols, &hlen, err);
+    free(head);
     if (st != RT_OK)
         return st;
     unsigned char t[TRAILER_LEN];

@@ -163,8 +163,9 @@ rt_status rt_model_spec_check(const rt_model_spec *s, char *err)
     if (s->n_cat < 0 || s->n_cat > RT_MODEL_MAX_CAT)
         return rt_err(err, RT_ERR_INVALID, "%d categorical columns (at most %d)", s->n_cat,
                       RT_MODEL_MAX_CAT);
-    if (s->n_cont < 0 || s->n_cont > 4096)
-        return rt_err(err, RT_ERR_INVALID, "%d continuous columns (at most 4096)", s->n_cont);
+    if (s->n_cont < 0 || s->n_cont > RT_MODEL_MAX_CONT)
+        return rt_err(err, RT_ERR_INVALID, "%d continuous columns (at most %d)", s->n_cont,
+                      RT_MODEL_MAX_CONT);
     if (s->n_cat + s->n_cont == 0)
         return rt_err(err, RT_ERR_INVALID, "the model has no input columns");
     if ((unsigned)s->cont_norm > RT_CONT_NONE)

@@ -70,6 +70,7 @@ static void close_fixture(fixture *f)
 {
     rt_rows_free(&f->train);
     rt_rows_free(&f->val);
+    rt_columns_free(&f->c);
     rt_dataset_free(f->ds);
 }
 
@@ -229,6 +230,7 @@ static void test_damaged_group(void **state)
     assert_int_equal(truncate(path, sb.st_size - 10), 0);
     assert_int_not_equal(rt_stream_open(f.ds, &f.c, 0, 2, 150, 7, &s, &val, &n, &nv, err), RT_OK);
     assert_non_null(strstr(err, "truncated"));
+    rt_columns_free(&f.c);
     rt_dataset_free(f.ds);
 }
 
@@ -296,6 +298,7 @@ static int capped(const char *dir)
     if (need < 2 * CAP_HEADROOM)
         return 16; /* the rows in memory did not need clearly more than the cap */
     rt_stream_close(s);
+    rt_columns_free(&f.c);
     rt_dataset_free(f.ds);
     return 0;
 }

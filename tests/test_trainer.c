@@ -358,6 +358,8 @@ static void fill_ckpt(rt_ckpt *c, rt_model **m, rt_kctx **ctx)
     snprintf(c->label_transform, sizeof c->label_transform, "log");
     snprintf(c->label, sizeof c->label, "Sales");
     c->n_cont = 2;
+    static char names[2][64]; /* lent, as the trainer's */
+    c->cont_names = names;
     snprintf(c->cont_names[0], 64, "Dist");
     snprintf(c->cont_names[1], 64, "trend");
 }

@@ -26,9 +26,12 @@ void rt_ckpt_free(rt_ckpt *c)
     memset(c->values, 0, sizeof c->values);
     for (int k = 0; c->values_owned && c->classes && k < c->spec.n_classes; k++)
         free(c->classes[k]);
-    if (c->values_owned)
+    if (c->values_owned) {
         free(c->classes);
+        free(c->cont_names);
+    }
     c->classes = NULL;
+    c->cont_names = NULL;
     free(c->params);
     free(c->adam_m);
     free(c->adam_v);
@@ -99,9 +102,18 @@ static char *header_json(const rt_ckpt *c)
     rt_jw_knum(&w, "max_label", c->max_label);
     rt_jw_kstr(&w, "label_transform", c->label_transform);
     rt_jw_kstr(&w, "label", c->label);
-    if (!strcmp(c->label_transform, "standardize")) {
+    bool stdz = false;
+    rt_label_transform_parse(c->label_transform, NULL, &stdz, NULL);
+    if (stdz) {
         rt_jw_knum(&w, "label_mean", c->label_mean);
         rt_jw_knum(&w, "label_std", c->label_std);
+    }
+    if (c->label_lo <= c->label_hi) {
+        rt_jw_key(&w, "label_range");
+        rt_jw_arr(&w);
+        rt_jw_num(&w, c->label_lo);
+        rt_jw_num(&w, c->label_hi);
+        rt_jw_arr_end(&w);
     }
     if (c->classes) {
         rt_jw_key(&w, "classes");
@@ -312,9 +324,10 @@ static rt_status parse_header(const rt_json *h, rt_ckpt *c, const char *name, ch
     int64_t v, dim = 0;
     if (strcmp(rt_json_str(rt_json_get(h, "format"), ""), "ringtrain-checkpoint") != 0 ||
         !rt_json_get_int(h, "epoch", &c->epoch) || !rt_json_get_int(h, "step", &c->step) ||
-        !rt_json_get_int(h, "params", &c->nparams) || !rt_json_get_int(h, "buffers", &c->nbuffers) ||
-        rt_json_len(cats) > RT_MODEL_MAX_CAT || rt_json_len(conts) > RT_CKPT_MAX_COLS ||
-        rt_json_type_of(m) != RT_JSON_OBJECT || !rt_json_get_int(m, "embedding_dim", &dim))
+        !rt_json_get_int(h, "params", &c->nparams) ||
+        !rt_json_get_int(h, "buffers", &c->nbuffers) || rt_json_len(cats) > RT_MODEL_MAX_CAT ||
+        rt_json_len(conts) > RT_MODEL_MAX_CONT || rt_json_type_of(m) != RT_JSON_OBJECT ||
+        !rt_json_get_int(m, "embedding_dim", &dim))
         return damaged(err, name, "its header is not a ringtrain checkpoint header");
     rt_status st = parse_model(m, s, name, err);
     if (st != RT_OK)
@@ -334,6 +347,9 @@ static rt_status parse_header(const rt_json *h, rt_ckpt *c, const char *name, ch
     snprintf(c->label, sizeof c->label, "%s", rt_json_str(rt_json_get(h, "label"), ""));
     c->label_mean = rt_json_num(rt_json_get(h, "label_mean"), 0);
     c->label_std = rt_json_num(rt_json_get(h, "label_std"), 1);
+    const rt_json *range = rt_json_get(h, "label_range");
+    c->label_lo = rt_json_num(rt_json_at(range, 0), 1);
+    c->label_hi = rt_json_num(rt_json_at(range, 1), 0);
     const rt_json *cls = rt_json_get(h, "classes");
     if (s->n_classes > 0) {
         if ((int)rt_json_len(cls) != s->n_classes)
@@ -370,6 +386,9 @@ static rt_status parse_header(const rt_json *h, rt_ckpt *c, const char *name, ch
         }
     }
     c->n_cont = s->n_cont = (int)rt_json_len(conts);
+    c->values_owned = true; /* what is read here is the checkpoint's own */
+    if (!(c->cont_names = calloc((size_t)(c->n_cont ? c->n_cont : 1), sizeof *c->cont_names)))
+        return rt_err(err, RT_ERR_NOMEM, "out of memory reading %s", name);
     for (int i = 0; i < c->n_cont; i++)
         snprintf(c->cont_names[i], sizeof c->cont_names[i], "%s",
                  rt_json_str(rt_json_at(conts, (size_t)i), ""));

@@ -20,47 +20,89 @@ static bool is_none(const rt_strlist *l)
     return l->n == 1 && strcmp(l->items[0], "none") == 0;
 }
 
+bool rt_columns_alloc(rt_columns *c, int ncat, int ncont)
+{
+    c->ncat = c->ncont = 0;
+    c->cat = calloc((size_t)(ncat > 0 ? ncat : 1), sizeof *c->cat);
+    c->vocab = calloc((size_t)(ncat > 0 ? ncat : 1), sizeof *c->vocab);
+    c->cont = calloc((size_t)(ncont > 0 ? ncont : 1), sizeof *c->cont);
+    return c->cat && c->vocab && c->cont;
+}
+
+void rt_columns_free(rt_columns *c)
+{
+    free(c->cat);
+    free(c->vocab);
+    free(c->cont);
+    c->cat = NULL;
+    c->vocab = NULL;
+    c->cont = NULL;
+    c->ncat = c->ncont = 0;
+}
+
 rt_status rt_columns_resolve(const rt_dataset *ds, const rt_job_cfg *cfg, rt_columns *c,
                              char *err)
 {
     memset(c, 0, sizeof *c);
-    const rt_ds_column *cols[RT_SHARD_MAX_COLS];
+    const rt_ds_column **cols = calloc((size_t)(ds->ncols > 0 ? ds->ncols : 1), sizeof *cols);
+    const int ncat = rt_dataset_columns(ds, RT_ROLE_CATEGORICAL, cols, ds->ncols);
+    const int ncont = rt_dataset_columns(ds, RT_ROLE_CONTINUOUS, cols, ds->ncols);
+    const int wcat = cfg->categorical.n > 0 ? (int)cfg->categorical.n : ncat,
+              wcont = cfg->continuous.n > 0 ? (int)cfg->continuous.n : ncont;
+    if (!cols || !rt_columns_alloc(c, wcat, wcont)) {
+        free(cols);
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
+    rt_status st = RT_OK;
     /* categorical */
     if (is_none(&cfg->categorical)) {
         c->ncat = 0;
     } else if (cfg->categorical.n > 0) {
         if (cfg->categorical.n > RT_MODEL_MAX_CAT)
-            return rt_err(err, RT_ERR_INVALID, "[data] categorical: at most %d columns",
-                          RT_MODEL_MAX_CAT);
-        for (size_t i = 0; i < cfg->categorical.n; i++)
+            st = rt_err(err, RT_ERR_INVALID, "[data] categorical: at most %d columns",
+                        RT_MODEL_MAX_CAT);
+        for (size_t i = 0; st == RT_OK && i < cfg->categorical.n; i++)
             snprintf(c->cat[c->ncat++], 64, "%s", cfg->categorical.items[i]);
     } else {
-        int n = rt_dataset_columns(ds, RT_ROLE_CATEGORICAL, cols, RT_SHARD_MAX_COLS);
+        int n = rt_dataset_columns(ds, RT_ROLE_CATEGORICAL, cols, ds->ncols);
         if (n > RT_MODEL_MAX_CAT)
-            return rt_err(err, RT_ERR_INVALID, "%s has %d categorical columns, at most %d fit a "
-                                               "model", ds->dir, n, RT_MODEL_MAX_CAT);
-        for (int i = 0; i < n; i++)
+            st = rt_err(err, RT_ERR_INVALID,
+                        "%s has %d categorical columns, at most %d fit a "
+                        "model: [data] categorical lists the ones to use",
+                        ds->dir, n, RT_MODEL_MAX_CAT);
+        for (int i = 0; st == RT_OK && i < n; i++)
             snprintf(c->cat[c->ncat++], 64, "%s", cols[i]->name);
     }
+    /* continuous */
+    if (st != RT_OK || is_none(&cfg->continuous)) {
+        c->ncont = 0;
+    } else if (cfg->continuous.n > 0) {
+        if (cfg->continuous.n > RT_MODEL_MAX_CONT)
+            st = rt_err(err, RT_ERR_INVALID, "[data] continuous: at most %d columns",
+                        RT_MODEL_MAX_CONT);
+        for (size_t i = 0; st == RT_OK && i < cfg->continuous.n; i++)
+            snprintf(c->cont[c->ncont++], 64, "%s", cfg->continuous.items[i]);
+    } else {
+        int n = rt_dataset_columns(ds, RT_ROLE_CONTINUOUS, cols, ds->ncols);
+        if (n > RT_MODEL_MAX_CONT)
+            st = rt_err(err, RT_ERR_INVALID,
+                        "%s has %d continuous columns, at most %d fit a "
+                        "model: [data] continuous lists the ones to use",
+                        ds->dir, n, RT_MODEL_MAX_CONT);
+        for (int i = 0; st == RT_OK && i < n; i++)
+            snprintf(c->cont[c->ncont++], 64, "%s", cols[i]->name);
+    }
+    free(cols);
+    if (st != RT_OK)
+        return st;
     for (int i = 0; i < c->ncat; i++) {
         const rt_ds_column *dc = rt_dataset_column(ds, c->cat[i]);
         if (!dc || dc->role != RT_ROLE_CATEGORICAL)
-            return rt_err(err, RT_ERR_INVALID, "[data] categorical: %s is not a categorical "
-                                               "column of %s", c->cat[i], ds->dir);
+            return rt_err(err, RT_ERR_INVALID,
+                          "[data] categorical: %s is not a categorical "
+                          "column of %s",
+                          c->cat[i], ds->dir);
         c->vocab[i] = dc->vocab_size;
-    }
-    /* continuous */
-    if (is_none(&cfg->continuous)) {
-        c->ncont = 0;
-    } else if (cfg->continuous.n > 0) {
-        if (cfg->continuous.n > 256)
-            return rt_err(err, RT_ERR_INVALID, "[data] continuous: at most 256 columns");
-        for (size_t i = 0; i < cfg->continuous.n; i++)
-            snprintf(c->cont[c->ncont++], 64, "%s", cfg->continuous.items[i]);
-    } else {
-        int n = rt_dataset_columns(ds, RT_ROLE_CONTINUOUS, cols, RT_SHARD_MAX_COLS);
-        for (int i = 0; i < n && i < 256; i++)
-            snprintf(c->cont[c->ncont++], 64, "%s", cols[i]->name);
     }
     for (int i = 0; i < c->ncont; i++) {
         const rt_ds_column *dc = rt_dataset_column(ds, c->cont[i]);
@@ -126,7 +168,10 @@ static bool grow(rt_rows *r, int64_t need)
 rt_status rt_rows_append(rt_rows *r, const rt_shard *s, const rt_columns *c, const uint8_t *vflag,
                          int want_val, const char *what, char *err)
 {
-    const rt_shard_col *cat[RT_MODEL_MAX_CAT], *cont[256];
+    const rt_shard_col **cat = malloc((size_t)(c->ncat + c->ncont + 1) * sizeof *cat),
+                       **cont = cat ? cat + c->ncat : NULL;
+    if (!cat)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
     for (int i = 0; i < c->ncat; i++)
         cat[i] = rt_shard_find(s, c->cat[i]);
     for (int i = 0; i < c->ncont; i++)
@@ -138,9 +183,11 @@ rt_status rt_rows_append(rt_rows *r, const rt_shard *s, const rt_columns *c, con
     int64_t count = 0;
     for (int64_t k = 0; k < s->nrows; k++)
         count += !vflag || vflag[k] == want_val;
-    if (!grow(r, r->n + count))
+    if (!grow(r, r->n + count)) {
+        free(cat);
         return rt_err(err, RT_ERR_NOMEM, "out of memory for %lld %s rows",
                       (long long)(r->n + count), what);
+    }
     for (int64_t k = 0; k < s->nrows; k++) {
         if (vflag && vflag[k] != want_val)
             continue;
@@ -155,6 +202,7 @@ rt_status rt_rows_append(rt_rows *r, const rt_shard *s, const rt_columns *c, con
         r->weight[o] = weight ? ((const float *)weight->data)[k] : 1.0f;
         r->id[o] = id ? ((const int32_t *)id->data)[k] : (int32_t)o;
     }
+    free(cat);
     return RT_OK;
 }
 
@@ -165,7 +213,9 @@ rt_status rt_rows_load(const rt_dataset *ds, const rt_columns *c, int rank, int 
     memset(val, 0, sizeof *val);
     train->ncat = val->ncat = c->ncat;
     train->ncont = val->ncont = c->ncont;
-    if (!strcmp(ds->label_transform, "standardize")) {
+    bool stdz = false;
+    rt_label_transform_parse(ds->label_transform, NULL, &stdz, NULL);
+    if (stdz) {
         train->label_mean = val->label_mean = ds->label_mean;
         train->label_std = val->label_std = ds->label_std;
     }
@@ -255,13 +305,17 @@ static rt_status append_slice(rt_rows *r, const rt_shard *s, const rt_columns *c
         r->n += n;
         return RT_OK;
     }
-    rt_shard_col cols[RT_SHARD_MAX_COLS];
+    rt_shard_col *cols = malloc((size_t)(s->ncols ? s->ncols : 1) * sizeof *cols);
+    if (!cols)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
     for (int k = 0; k < s->ncols; k++) {
         cols[k] = s->cols[k];
         cols[k].data = (char *)s->cols[k].data + (size_t)from * rt_col_type_size(s->cols[k].type);
     }
     rt_shard view = {.ncols = s->ncols, .nrows = n, .cols = cols};
-    return rt_rows_append(r, &view, c, NULL, 0, "test", err);
+    rt_status st = rt_rows_append(r, &view, c, NULL, 0, "test", err);
+    free(cols);
+    return st;
 }
 
 rt_status rt_rows_check_vocab(const rt_shard *s, const rt_columns *c, const char *file, int g,

@@ -53,8 +53,14 @@ static rt_status open_part(rt_stream *s, int p, rt_shard_reader **out, char *err
     if (rt_shard_reader_rows(*out) != part->rows)
         return rt_err(err, RT_ERR_INVALID, "%s has %lld rows, the manifest says %lld", path,
                       (long long)rt_shard_reader_rows(*out), (long long)part->rows);
-    const char *need[RT_MODEL_MAX_CAT + 256 + 2];
-    rt_col_type type[RT_MODEL_MAX_CAT + 256 + 2];
+    const int cap = s->c->ncat + s->c->ncont + 3;
+    const char **need = malloc((size_t)cap * sizeof *need);
+    rt_col_type *type = malloc((size_t)cap * sizeof *type);
+    if (!need || !type) {
+        free(need);
+        free(type);
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
     int n = 0;
     for (int i = 0; i < s->c->ncat; i++)
         need[n] = s->c->cat[i], type[n++] = RT_COL_I32;
@@ -65,18 +71,21 @@ static rt_status open_part(rt_stream *s, int p, rt_shard_reader **out, char *err
         need[n] = s->c->weight, type[n++] = RT_COL_F32;
     if (s->c->validation[0])
         need[n] = s->c->validation, type[n++] = RT_COL_U8;
-    for (int k = 0; k < n; k++) {
+    st = RT_OK;
+    for (int k = 0; k < n && st == RT_OK; k++) {
         const rt_shard_col *found = NULL;
         for (int i = 0; i < rt_shard_reader_ncols(*out) && !found; i++)
             if (!strcmp(rt_shard_reader_col(*out, i)->name, need[k]))
                 found = rt_shard_reader_col(*out, i);
         if (!found)
-            return rt_err(err, RT_ERR_INVALID, "%s has no column %s", path, need[k]);
-        if (found->type != type[k])
-            return rt_err(err, RT_ERR_INVALID, "%s: column %s is %s, not %s", path, need[k],
-                          rt_col_type_name(found->type), rt_col_type_name(type[k]));
+            st = rt_err(err, RT_ERR_INVALID, "%s has no column %s", path, need[k]);
+        else if (found->type != type[k])
+            st = rt_err(err, RT_ERR_INVALID, "%s: column %s is %s, not %s", path, need[k],
+                        rt_col_type_name(found->type), rt_col_type_name(type[k]));
     }
-    return RT_OK;
+    free(need);
+    free(type);
+    return st;
 }
 
 /* Appends group g's rows with validation flag want_val to r. */
@@ -121,7 +130,9 @@ rt_status rt_stream_open(const rt_dataset *ds, const rt_columns *c, int rank, in
     s->rank = rank;
     s->win.ncat = s->vwin.ncat = s->pf.rows.ncat = c->ncat;
     s->win.ncont = s->vwin.ncont = s->pf.rows.ncont = c->ncont;
-    if (!strcmp(ds->label_transform, "standardize")) {
+    bool stdz = false;
+    rt_label_transform_parse(ds->label_transform, NULL, &stdz, NULL);
+    if (stdz) {
         s->win.label_mean = s->vwin.label_mean = s->pf.rows.label_mean = val->label_mean =
             ds->label_mean;
         s->win.label_std = s->vwin.label_std = s->pf.rows.label_std = val->label_std =

@@ -13,7 +13,8 @@
  *   (a classification's label column: "vocab" holds its classes, index =
  *   position, and "class_rows" their training rows; "weight" names a
  *   sample-weight column; label_transform standardize adds "label_mean"
- *   and "label_std")
+ *   and "label_std"; a regression's "label_range" is [lo, hi] of the
+ *   training rows' targets)
  *    "partitions": [{"file": "train-00000.rts", "rows": 422000,
  *                    "validation_rows": 20000}, ...],
  *    "test": [{"file": "test-00000.rts", "rows": 41088}],
@@ -73,16 +74,25 @@ typedef struct rt_dataset {
     rt_ds_column *cols;
     char label[RT_SHARD_NAME_LEN], validation[RT_SHARD_NAME_LEN], id[RT_SHARD_NAME_LEN],
         date[RT_SHARD_NAME_LEN];
-    char label_transform[16]; /* "log", "standardize" or "none" */
+    char label_transform[16]; /* rt_label_transform_parse's: "log,standardize", ... */
     double max_label;         /* before the transform (regression; 0 when not given) */
     int task;                 /* rt_task (rt_model_names.h) */
     char weight[RT_SHARD_NAME_LEN]; /* the sample-weight column, or "" */
     double label_mean, label_std;   /* label_transform standardize: the training rows' */
+    double label_lo, label_hi;      /* regression: the training rows' labels' range, in the
+                                       target's unit (exp of a log label); lo > hi: unknown */
     int nparts, ntest;
     rt_ds_part *parts, *test;
     int64_t train_rows, validation_rows, test_rows;
     char *source_json; /* where it came from (a JSON object), or NULL */
 } rt_dataset;
+
+/* A label_transform: "none", "log" (the label column holds log(target):
+ * predictions are exp of the model's), "standardize" (the trainer fits
+ * (label - mean) / std over the training rows and writes predictions back
+ * in the label's unit) or both, "log,standardize" (the log first).  The
+ * flags (either may be NULL), or RT_ERR_INVALID saying what it takes. */
+rt_status rt_label_transform_parse(const char *s, bool *log, bool *standardize, char *err);
 
 /* Read dir/manifest.json; errors name the file and what is wrong. */
 rt_status rt_dataset_open(const char *dir, rt_dataset **out, char *err);

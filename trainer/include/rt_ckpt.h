@@ -19,8 +19,6 @@
 
 #include "rt_model.h"
 
-#define RT_CKPT_MAX_COLS 256
-
 typedef struct rt_ckpt {
     rt_model_spec spec;
     int64_t epoch;        /* epochs completed */
@@ -36,10 +34,12 @@ typedef struct rt_ckpt {
     char label_transform[16];
     char label[64];
     double label_mean, label_std; /* label_transform standardize */
+    double label_lo, label_hi;    /* a regression's training targets' range (lo > hi: unknown) */
     char **classes;               /* classification: spec.n_classes names (owned when read;
                                      lent by the trainer when written) */
     int n_cont;
-    char cont_names[RT_CKPT_MAX_COLS][64]; /* categorical names are in spec.cat_names */
+    char (*cont_names)[64]; /* n_cont (categorical names are in spec.cat_names); owned
+                               when read, lent by the trainer when written */
     int64_t nparams, nbuffers;
     float *params, *adam_m, *adam_v, *buffers; /* owned */
     /* each categorical column's values in index order (NULL entries: SQL

@@ -17,12 +17,15 @@
 
 typedef struct rt_columns {
     int ncat, ncont;
-    char cat[RT_MODEL_MAX_CAT][64];
-    int32_t vocab[RT_MODEL_MAX_CAT];
-    char cont[256][64];
+    char (*cat)[64];  /* ncat names (malloc'ed: rt_columns_free) */
+    int32_t *vocab;   /* their vocabularies' sizes */
+    char (*cont)[64]; /* ncont names */
     char label[64], validation[64], id[64];
     char weight[64]; /* the sample-weight column, or "" */
 } rt_columns;
+/* Room for ncat and ncont names (zeroed counts); false when out of memory. */
+bool rt_columns_alloc(rt_columns *c, int ncat, int ncont);
+void rt_columns_free(rt_columns *c);
 
 /* Row-major rows: cat (n x ncat), cont (n x ncont), label (standardised
  * when the dataset's label_transform says so), weight (NULL without a
@@ -38,7 +41,8 @@ typedef struct rt_rows {
     double label_mean, label_std; /* label = (raw - mean) / std (0 and 1: as it is) */
 } rt_rows;
 
-/* The job's columns (or the manifest's), checked against the manifest. */
+/* The job's columns (or the manifest's), checked against the manifest
+ * (rt_columns_free releases them, also after an error). */
 rt_status rt_columns_resolve(const rt_dataset *ds, const rt_job_cfg *cfg, rt_columns *cols,
                              char *err);
 /* This rank's training and validation rows (partitions p = rank mod size). */
