@@ -2,8 +2,8 @@
  *
  *   ringtrain prep --input DIR --sql FILE --out DIR [--partitions N]
  *                  [--skip-bad-rows] [--keep-db FILE] [--rows-per-group N] [--quiet]
- *   ringtrain prep --from-parquet PATH [--test PATH] --out DIR [--job FILE]
- *                  [--label COL] [--categorical COLS] [--continuous COLS] ...
+ *   ringtrain prep --from PATH --label COL --out DIR [--test PATH | --test-column COL]
+ *                  [--validation F | --validation-column COL] [--categorical COLS] ...
  *   ringtrain predict --model CKPT --dataset DIR --out FILE [--threads N] [--batch N]
  *   ringtrain model summary CKPT [--tensors]
  *
@@ -22,14 +22,40 @@
 #include "rt_predict.h"
 #include "trainer.h"
 
-/* --from-parquet's column roles: the flags, else the [data] keys of --job.
+/* --from's column roles: the flags, else the [data] keys of --job.
  * Strings from the job file are kept in bufs (freed by the caller). */
 static int featurised_roles(const cli_args *a, rt_prep_opts *o, char **bufs)
 {
     o->roles.label = cli_value(a, "--label");
     o->roles.categorical = cli_value(a, "--categorical");
     o->roles.continuous = cli_value(a, "--continuous");
-    o->roles.validation = cli_value(a, "--validation");
+    o->roles.validation = cli_value(a, "--validation-column");
+    o->infer.test_column = cli_value(a, "--test-column");
+    o->infer.drop = cli_value(a, "--drop");
+    o->infer.validation_fraction = o->roles.validation ? 0 : 0.2;
+    const char *vf = cli_value(a, "--validation");
+    if (vf) {
+        char *end;
+        double f = strtod(vf, &end);
+        if (*end || end == vf || !(f >= 0 && f < 1)) {
+            fprintf(stderr,
+                    "ringtrain prep: --validation %s: the fraction of the training rows "
+                    "held out, 0 to below 1 (a column of 0/1 flags is "
+                    "--validation-column COL)\n",
+                    vf);
+            return 2;
+        }
+        if (o->roles.validation) {
+            fprintf(stderr, "ringtrain prep: --validation and --validation-column both say which "
+                            "rows validate: give one\n");
+            return 2;
+        }
+        o->infer.validation_fraction = f;
+    }
+    int64_t seed = 0;
+    if (cli_int(a, "--seed", 0, INT64_MAX / 2, &seed) < 0)
+        return 2;
+    o->infer.seed = (uint64_t)seed;
     o->roles.id = cli_value(a, "--id");
     o->roles.date = cli_value(a, "--date");
     o->roles.label_transform = cli_value(a, "--label-transform");
@@ -89,6 +115,8 @@ int cli_prep(const cli_args *a)
     o.out_dir = cli_value(a, "--out");
     o.db_path = cli_value(a, "--keep-db");
     o.db_mode = cli_value(a, "--db");
+    o.lenient = cli_switch(a, "--lenient");
+    o.roles.positive_class = cli_value(a, "--positive-class");
     int r1 = cli_int(a, "--partitions", 1, 100000, &n);
     if (r1 > 0)
         o.partitions = (int)n;
@@ -104,11 +132,31 @@ int cli_prep(const cli_args *a)
                         "are featurised already); give one or the other\n");
         return 2;
     }
-    if (!o.train_parquet && (o.test_parquet || cli_value(a, "--label") || cli_value(a, "--job"))) {
-        fprintf(stderr, "ringtrain prep: --test, --label, --job and the other role flags go "
-                        "with --from (with --sql, the script's meta table names them)\n");
-        return 2;
-    }
+    static const char *const from_only[] = {"--test",
+                                            "--test-column",
+                                            "--label",
+                                            "--job",
+                                            "--categorical",
+                                            "--continuous",
+                                            "--drop",
+                                            "--validation",
+                                            "--validation-column",
+                                            "--seed",
+                                            "--id",
+                                            "--date",
+                                            "--weight",
+                                            "--task",
+                                            "--label-transform",
+                                            "--max-label",
+                                            "--positive-class"};
+    for (size_t i = 0; !o.train_parquet && i < sizeof from_only / sizeof *from_only; i++)
+        if (cli_value(a, from_only[i])) {
+            fprintf(stderr,
+                    "ringtrain prep: %s goes with --from (with --sql, the script's meta "
+                    "table names the roles: docs/prep.md)\n",
+                    from_only[i]);
+            return 2;
+        }
     if (o.train_parquet ? !o.out_dir : (!o.input_dir || !o.sql_path || !o.out_dir)) {
         fprintf(stderr, "ringtrain prep: %s\n", o.train_parquet
                             ? "--out is needed"
@@ -124,6 +172,16 @@ int cli_prep(const cli_args *a)
             return rc;
         }
     }
+    char command[2048] = "ringtrain prep"; /* for the script's first lines */
+    for (const cli_flag *f = a->cmd->flags; f->name; f++) {
+        const char *v = cli_value(a, f->name);
+        size_t n = strlen(command);
+        if (v && f->kind == CLI_SWITCH)
+            snprintf(command + n, sizeof command - n, " %s", f->name);
+        else if (v)
+            snprintf(command + n, sizeof command - n, " %s %s", f->name, v);
+    }
+    o.infer.command = command;
     rt_prep_report rep;
     char err[RT_ERR_LEN];
     rt_status st = rt_prep_run(&o, &rep, err);
@@ -136,31 +194,59 @@ int cli_prep(const cli_args *a)
     int64_t skipped = rep.bad_rows_skipped;
     for (int t = 0; t < rep.ntables; t++)
         skipped += rep.skipped[t];
-    char task[200];
+    char task[400];
     if (rep.nclasses > 0)
         snprintf(task, sizeof task, "%s, %d classes, %s", rep.task, rep.nclasses, rep.task_why);
     else
         snprintf(task, sizeof task, "%s, %s", rep.task, rep.task_why);
+    if (rep.positive_class[0])
+        snprintf(task + strlen(task), sizeof task - strlen(task), "; positive class '%s' (%s)",
+                 rep.positive_class, rep.positive_why);
     printf("prepared %s (%s): %lld training rows, %lld validation rows, %lld test rows in %d "
            "partition%s (%.1f s)",
            o.out_dir, task, (long long)rep.train_rows, (long long)rep.validation_rows,
            (long long)rep.test_rows, o.partitions, o.partitions == 1 ? "" : "s", rep.seconds);
     if (skipped)
         printf("; %lld malformed or bad rows skipped", (long long)skipped);
-    if (rep.cont_defaulted)
-        printf("; %lld continuous values were NULL or not numbers and became 0",
+    if (rep.cont_defaulted) {
+        printf("; %lld continuous values were missing and became 0:",
                (long long)rep.cont_defaulted);
+        for (int i = 0; i < rep.ndefaulted; i++)
+            printf("%s %s %lld%s", i ? "," : "", rep.defaulted[i].name,
+                   (long long)(rep.defaulted[i].missing + rep.defaulted[i].text),
+                   rep.defaulted[i].text ? " (text: --lenient)" : "");
+        if (rep.ndefaulted == 8)
+            printf(", ...");
+    }
     printf("\n");
+    if (o.train_parquet)
+        printf("the script prep ran is %s/prep.sql: edit it and prep again with --input DIR "
+               "--sql %s/prep.sql\n",
+               o.out_dir, o.out_dir);
     if (!rep.has_validation)
-        fprintf(stderr, "ringtrain prep: warning: %s: "
-                        "training will have no validation loss and keep the best epoch by its "
-                        "training loss\n",
-                o.train_parquet ? "no validation column (--validation)"
+        fprintf(stderr,
+                "ringtrain prep: warning: %s: "
+                "training will have no validation loss and keep the best epoch by its "
+                "training loss\n",
+                o.train_parquet ? "no validation rows (--validation 0)"
                                 : "the script names no validation column");
     else if (rep.validation_rows == 0)
         fprintf(stderr, "ringtrain prep: warning: the validation column marks no row: training "
                         "will have no validation loss (its values must be 1/0, true/false or "
                         "yes/no)\n");
+    return 0;
+}
+
+/* --range-factor F (default 10; 0: no check). */
+static int range_factor(const cli_args *a, double *out)
+{
+    *out = 10;
+    const char *v = cli_value(a, "--range-factor");
+    char *end = NULL;
+    if (v && (*out = strtod(v, &end), !end || *end || !(*out >= 0))) {
+        fprintf(stderr, "ringtrain predict: --range-factor %s: a number >= 0 (0: no check)\n", v);
+        return 2;
+    }
     return 0;
 }
 
@@ -179,10 +265,17 @@ static bool no_proba(const cli_args *a)
 static int predict_input(const cli_args *a, const char *model, const char *out, int threads,
                          int64_t batch)
 {
-    rt_predict_input_opts o = {.model = model, .input = cli_value(a, "--input"),
-                               .sql = cli_value(a, "--sql"), .out = out,
-                               .id = cli_value(a, "--id"), .threads = threads, .batch = batch,
-                               .no_proba = no_proba(a)};
+    rt_predict_input_opts o = {.model = model,
+                               .input = cli_value(a, "--input"),
+                               .sql = cli_value(a, "--sql"),
+                               .out = out,
+                               .id = cli_value(a, "--id"),
+                               .threads = threads,
+                               .batch = batch,
+                               .no_proba = no_proba(a),
+                               .clip = cli_switch(a, "--clip")};
+    if (range_factor(a, &o.range_factor) != 0)
+        return 2;
     rt_strlist keep = {0};
     char err[RT_ERR_LEN];
     const char *kv = cli_value(a, "--keep");
@@ -209,6 +302,8 @@ static int predict_input(const cli_args *a, const char *model, const char *out, 
     if (rep.defaulted)
         printf("  %lld continuous values were NULL or not numbers and became 0\n",
                (long long)rep.defaulted);
+    if (rep.range[0])
+        printf("  %s\n", rep.range);
     return 0;
 }
 
@@ -233,13 +328,18 @@ int cli_predict(const cli_args *a)
     if (input)
         return predict_input(a, model, out, (int)threads, batch);
     int64_t rows = 0;
-    char err[RT_ERR_LEN];
-    if (rt_predict_checkpoint(model, dataset, out, (int)threads, batch, !no_proba(a), &rows,
-                              err) != RT_OK) {
+    char err[RT_ERR_LEN], range[RT_ERR_LEN];
+    rt_pred_opts po = {.proba = !no_proba(a), .clip = cli_switch(a, "--clip")};
+    if (range_factor(a, &po.range_factor) != 0)
+        return 2;
+    if (rt_predict_checkpoint(model, dataset, out, (int)threads, batch, &po, &rows, range, err) !=
+        RT_OK) {
         fprintf(stderr, "ringtrain predict: %s\n", err);
         return 1;
     }
     printf("wrote %lld predictions to %s\n", (long long)rows, out);
+    if (range[0])
+        printf("  %s\n", range);
     return 0;
 }
 
@@ -315,6 +415,8 @@ int cli_check_job_model(const cli_args *a, const rt_job_cfg *j, const rt_cfg_ori
     if (st != RT_OK)
         fprintf(stderr, "ringtrain: %s does not fit its dataset%s:\n%s\n", o->fname,
                 strcmp(a->cmd->name, "worker") != 0 ? "; nothing was submitted" : "", err);
+    if (cols)
+        rt_columns_free(cols);
     free(cols);
     free(spec);
     rt_dataset_free(ds);

@@ -1,6 +1,7 @@
 /* prep_import.c — the inputs of `ringtrain prep` as SQLite tables: CSV
- * files, Parquet files and Spark folders (rt_prep.h), and --from-parquet's
- * featurised tables with the meta table its flags describe. */
+ * files, Parquet files and Spark folders (rt_prep.h); a table wider than
+ * SQLite allows as blocks of columns (t, t__2, ...), and the values of
+ * --from's table looked at as they go in (prep_infer.c). */
 #include <dirent.h>
 #include <limits.h>
 #include <math.h>
@@ -16,50 +17,140 @@
 
 /* ---- import ------------------------------------------------------------------------ */
 
-/* CREATE TABLE "t" ("_line" INTEGER, "c1", ...) and its INSERT statement.
- * No declared types: values keep the type they are bound with (text for
- * CSV, Parquet's kind for Parquet).  what[i] says where name i is, for
- * messages ("column 3 of the header"). */
-static rt_status create_table(prep *p, const char *path, const char *table, const char **names,
-                              size_t nf, const char *what, sqlite3_stmt **ins, char *err)
+static int cmp_str(const void *a, const void *b)
 {
-    *ins = NULL;
-    if (nf > PREP_MAX_COLS)
-        return rt_err(err, RT_ERR_INVALID, "%s: %zu columns (at most %d)", path, nf,
-                      PREP_MAX_COLS);
-    size_t cap = 256 + nf * 140;
-    char *create = malloc(cap), *insert = malloc(cap), id[140];
-    size_t cl = (size_t)snprintf(create, cap, "CREATE TABLE %s (\"_line\" INTEGER",
-                                 prep_ident(table, id, sizeof id));
-    size_t il = (size_t)snprintf(insert, cap, "INSERT INTO %s VALUES (?", id);
-    rt_status st = RT_OK;
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* An input table being filled: one SQLite table per block of columns
+ * (SQLite takes at most 2000 columns in a table): t holds the first
+ * PREP_BLOCK_COLS, t__2 the next, ... each with "_line" — or t all of them
+ * when they fit. */
+typedef struct importer {
+    int nb;
+    size_t first[PREP_MAX_BLOCKS + 1]; /* block b holds fields first[b] .. first[b+1]-1 */
+    sqlite3_stmt *ins[PREP_MAX_BLOCKS];
+} importer;
+
+static void importer_close(importer *imp)
+{
+    for (int b = 0; b < imp->nb; b++)
+        sqlite3_finalize(imp->ins[b]);
+    imp->nb = 0;
+}
+
+/* Block b's name: t, t__2, t__3, ... */
+void prep_block_name(const char *table, int b, char *out, size_t len)
+{
+    if (b == 0)
+        snprintf(out, len, "%s", table);
+    else
+        snprintf(out, len, "%s__%d", table, b + 1);
+}
+
+/* CREATE TABLE "t" ("_line" INTEGER, "c1", ...) (and t__2, ...) and their
+ * INSERT statements.  No declared types: values keep the type they are
+ * bound with (text for CSV, Parquet's kind for Parquet).  what says where
+ * the names are, for messages ("header"). */
+static rt_status create_table(prep *p, const char *path, const char *table, const char **names,
+                              size_t nf, const char *what, importer *imp, char *err)
+{
+    memset(imp, 0, sizeof *imp);
+    const size_t per = nf <= PREP_SQLITE_MAX_COLS - 1 ? nf : PREP_BLOCK_COLS;
+    const size_t nb = nf == 0 ? 1 : (nf + per - 1) / per;
+    if (nb > PREP_MAX_BLOCKS)
+        return rt_err(err, RT_ERR_INVALID,
+                      "%s: %zu columns: prep reads at most %d (SQLite holds "
+                      "them as tables of %d)",
+                      path, nf, PREP_MAX_BLOCKS * PREP_BLOCK_COLS, PREP_BLOCK_COLS);
     for (size_t i = 0; i < nf; i++) {
         const char *name = names[i];
         size_t len = strlen(name);
-        bool dup = false;
-        for (size_t k = 0; k < i && !dup; k++)
-            dup = strcmp(names[k], name) == 0;
-        if (len == 0 || len > 60 || dup || !strcmp(name, "_line")) {
-            st = rt_err(err, RT_ERR_INVALID, "%s: column %zu of the %s is %s", path, i + 1, what,
-                        len == 0 ? "empty" : len > 60 ? "longer than 60 characters"
-                                   : dup          ? "a repeated name"
-                                                  : "the reserved name _line");
+        if (len == 0 || len > 60 || !strcmp(name, "_line"))
+            return rt_err(err, RT_ERR_INVALID, "%s: column %zu of the %s is %s", path, i + 1, what,
+                          len == 0   ? "empty"
+                          : len > 60 ? "longer than 60 characters"
+                                     : "the reserved name _line");
+    }
+    { /* repeated names, found by sorting (a wide header has thousands) */
+        const char **sorted = malloc((nf ? nf : 1) * sizeof *sorted);
+        if (!sorted)
+            return rt_err(err, RT_ERR_NOMEM, "out of memory");
+        memcpy(sorted, names, nf * sizeof *sorted);
+        qsort(sorted, nf, sizeof *sorted, cmp_str);
+        const char *dup = NULL;
+        for (size_t i = 1; i < nf && !dup; i++)
+            if (!strcasecmp(sorted[i], sorted[i - 1])) /* SQLite's names ignore case */
+                dup = sorted[i];
+        free(sorted);
+        if (dup)
+            return rt_err(err, RT_ERR_INVALID,
+                          "%s: column '%s' of the %s is a repeated name "
+                          "(SQLite does not tell names apart by case)",
+                          path, dup, what);
+    }
+    rt_status st = RT_OK;
+    for (size_t b = 0; b < nb && st == RT_OK; b++) {
+        const size_t lo = b * per, hi = lo + per < nf ? lo + per : nf;
+        size_t cap = 256 + (hi - lo) * 140;
+        char *create = malloc(cap), *insert = malloc(cap), id[140], bname[80];
+        if (!create || !insert) {
+            free(create);
+            free(insert);
+            st = rt_err(err, RT_ERR_NOMEM, "out of memory");
             break;
         }
-        cl += (size_t)snprintf(create + cl, cap - cl, ", %s", prep_ident(name, id, sizeof id));
-        il += (size_t)snprintf(insert + il, cap - il, ", ?");
+        prep_block_name(table, (int)b, bname, sizeof bname);
+        size_t cl = (size_t)snprintf(create, cap, "CREATE TABLE %s (\"_line\" INTEGER",
+                                     prep_ident(bname, id, sizeof id));
+        size_t il = (size_t)snprintf(insert, cap, "INSERT INTO %s VALUES (?", id);
+        for (size_t i = lo; i < hi; i++) {
+            cl += (size_t)snprintf(create + cl, cap - cl, ", %s",
+                                   prep_ident(names[i], id, sizeof id));
+            il += (size_t)snprintf(insert + il, cap - il, ", ?");
+        }
+        snprintf(create + cl, cap - cl, ")");
+        snprintf(insert + il, cap - il, ")");
+        char *emsg = NULL;
+        if (sqlite3_exec(p->db, create, NULL, NULL, &emsg) != SQLITE_OK)
+            st = rt_err(err, RT_ERR_INVALID, "%s: cannot create table %s: %s", path, bname, emsg);
+        else if (sqlite3_prepare_v2(p->db, insert, -1, &imp->ins[b], NULL) != SQLITE_OK)
+            st = rt_err(err, RT_ERR_IO, "%s: %s", path, sqlite3_errmsg(p->db));
+        imp->first[b] = lo;
+        imp->first[b + 1] = hi;
+        imp->nb = (int)b + 1;
+        free(create);
+        free(insert);
+        sqlite3_free(emsg);
     }
-    snprintf(create + cl, cap - cl, ")");
-    snprintf(insert + il, cap - il, ")");
-    char *emsg = NULL;
-    if (st == RT_OK && sqlite3_exec(p->db, create, NULL, NULL, &emsg) != SQLITE_OK)
-        st = rt_err(err, RT_ERR_INVALID, "%s: cannot create table %s: %s", path, table, emsg);
-    if (st == RT_OK && sqlite3_prepare_v2(p->db, insert, -1, ins, NULL) != SQLITE_OK)
-        st = rt_err(err, RT_ERR_IO, "%s: %s", path, sqlite3_errmsg(p->db));
-    free(create);
-    free(insert);
-    sqlite3_free(emsg);
+    if (st != RT_OK)
+        importer_close(imp);
     return st;
+}
+
+/* The row bound to every block's statement: insert it. */
+static rt_status importer_row(prep *p, importer *imp, int64_t line, const char *path,
+                              const char *where, char *err)
+{
+    for (int b = 0; b < imp->nb; b++) {
+        sqlite3_bind_int64(imp->ins[b], 1, line);
+        int rc = sqlite3_step(imp->ins[b]);
+        sqlite3_reset(imp->ins[b]);
+        if (rc != SQLITE_DONE)
+            return rt_err(err, RT_ERR_IO, "%s: %s %lld: %s", path, where, (long long)line,
+                          sqlite3_errmsg(p->db));
+    }
+    return RT_OK;
+}
+
+/* Field i's statement and parameter. */
+static sqlite3_stmt *field_stmt(const importer *imp, size_t i, int *param)
+{
+    int b = 0;
+    while (b + 1 < imp->nb && i >= imp->first[b + 1])
+        b++;
+    *param = (int)(i - imp->first[b]) + 2;
+    return imp->ins[b];
 }
 
 static bool is_csv(const char *path)
@@ -68,15 +159,10 @@ static bool is_csv(const char *path)
     return (n > 4 && !strcmp(path + n - 4, ".csv")) || (n > 7 && !strcmp(path + n - 7, ".csv.gz"));
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* One CSV file's rows into the table (its header read and checked by the
  * caller); _line is the row's line in its file. */
-static rt_status csv_rows(prep *p, rt_csv *csv, const char *path, size_t nf, sqlite3_stmt *ins,
-                          int64_t *rows, int64_t *skipped, char *err)
+static rt_status csv_rows(prep *p, rt_csv *csv, const char *path, size_t nf, importer *imp,
+                          prep_stats *stats, int64_t *rows, int64_t *skipped, char *err)
 {
     rt_status st = RT_OK;
     int r;
@@ -91,19 +177,21 @@ static rt_status csv_rows(prep *p, rt_csv *csv, const char *path, size_t nf, sql
                           "rows and counts them)",
                           path, (long long)rt_csv_line(csv), rt_csv_nfields(csv), nf);
         }
-        sqlite3_bind_int64(ins, 1, rt_csv_line(csv));
         for (size_t i = 0; i < nf; i++) {
             size_t len;
             const char *v = rt_csv_field(csv, i, &len);
+            int at;
+            sqlite3_stmt *ins = field_stmt(imp, i, &at);
             if (len == 0) /* empty, quoted or not: NULL, as Spark reads it */
-                sqlite3_bind_null(ins, (int)i + 2);
+                sqlite3_bind_null(ins, at);
             else
-                sqlite3_bind_text(ins, (int)i + 2, v, (int)len, SQLITE_STATIC);
+                sqlite3_bind_text(ins, at, v, (int)len, SQLITE_STATIC);
+            if (stats)
+                prep_stats_text(stats, i, len ? v : NULL, len);
         }
-        if (sqlite3_step(ins) != SQLITE_DONE)
-            st = rt_err(err, RT_ERR_IO, "%s:%lld: %s", path, (long long)rt_csv_line(csv),
-                        sqlite3_errmsg(p->db));
-        sqlite3_reset(ins);
+        st = importer_row(p, imp, rt_csv_line(csv), path, "line", err);
+        if (stats)
+            prep_stats_row(stats);
         (*rows)++;
     }
     return st == RT_OK && r < 0 ? RT_ERR_INVALID : st; /* the reader's message is in err */
@@ -118,7 +206,8 @@ rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot
     size_t nf = 0;
     static const char *const csv[] = {".csv", ".csv.gz", NULL};
     rt_status st = rt_part_files(path, csv, ".csv or .csv.gz", &files, &nfiles, err);
-    sqlite3_stmt *ins = NULL;
+    importer imp = {0};
+    prep_stats *stats = NULL;
     int64_t rows = 0, skipped = 0;
     for (int i = 0; i < nfiles && st == RT_OK; i++) {
         rt_csv *csv = NULL;
@@ -136,8 +225,11 @@ rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot
             char where[PATH_MAX + 8];
             snprintf(where, sizeof where, "%s:1", files[i]);
             st = names
-                     ? create_table(p, where, table, (const char **)names, nf, "header", &ins, err)
+                     ? create_table(p, where, table, (const char **)names, nf, "header", &imp, err)
                      : rt_err(err, RT_ERR_NOMEM, "out of memory");
+            if (st == RT_OK && p->stats_slot == slot + 1 &&
+                !(stats = p->stats = prep_stats_new((const char *const *)names, nf)))
+                st = rt_err(err, RT_ERR_NOMEM, "out of memory");
             if (st == RT_OK)
                 sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL);
         } else {
@@ -151,12 +243,12 @@ rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot
                             files[i], files[0]);
         }
         if (st == RT_OK)
-            st = csv_rows(p, csv, files[i], nf, ins, &rows, &skipped, err);
+            st = csv_rows(p, csv, files[i], nf, &imp, stats, &rows, &skipped, err);
         rt_csv_close(csv);
     }
-    if (ins)
+    if (imp.nb)
         sqlite3_exec(p->db, st == RT_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
-    sqlite3_finalize(ins);
+    importer_close(&imp);
     for (size_t c = 0; names && c < nf; c++)
         free(names[c]);
     free(names);
@@ -170,8 +262,8 @@ rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot
 
 /* One row group of a Parquet file into the table: _line is the row's
  * number in the table (1-based, across the folder's files in name order). */
-static rt_status insert_group(prep *p, const char *file, rt_pq_file *f, int g, sqlite3_stmt *ins,
-                              rt_pq_values *v, int64_t *row, char *err)
+static rt_status insert_group(prep *p, const char *file, rt_pq_file *f, int g, importer *imp,
+                              prep_stats *stats, rt_pq_values *v, int64_t *row, char *err)
 {
     int nc = rt_pq_ncols(f);
     for (int c = 0; c < nc; c++) {
@@ -181,28 +273,38 @@ static rt_status insert_group(prep *p, const char *file, rt_pq_file *f, int g, s
     }
     int64_t n = rt_pq_group_rows(f, g);
     for (int64_t k = 0; k < n; k++) {
-        sqlite3_bind_int64(ins, 1, ++*row);
+        ++*row;
         for (int c = 0; c < nc; c++) {
             const rt_pq_values *x = &v[c];
-            int at = c + 2;
+            const rt_pq_kind kind = rt_pq_col(f, c)->kind;
+            int at;
+            sqlite3_stmt *ins = field_stmt(imp, (size_t)c, &at);
             if (x->null[k])
                 sqlite3_bind_null(ins, at);
-            else if (rt_pq_col(f, c)->kind == RT_PQ_INT)
+            else if (kind == RT_PQ_INT)
                 sqlite3_bind_int64(ins, at, x->i[k]);
-            else if (rt_pq_col(f, c)->kind == RT_PQ_REAL)
+            else if (kind == RT_PQ_REAL)
                 sqlite3_bind_double(ins, at, x->r[k]);
-            else if (rt_pq_col(f, c)->kind == RT_PQ_TEXT)
+            else if (kind == RT_PQ_TEXT)
                 sqlite3_bind_text(ins, at, x->bytes + x->off[k], (int)x->len[k], SQLITE_STATIC);
             else
                 sqlite3_bind_blob(ins, at, x->bytes + x->off[k], (int)x->len[k], SQLITE_STATIC);
+            if (!stats)
+                continue;
+            if (x->null[k])
+                prep_stats_text(stats, (size_t)c, NULL, 0);
+            else if (kind == RT_PQ_INT)
+                prep_stats_num(stats, (size_t)c, true, (double)x->i[k]);
+            else if (kind == RT_PQ_REAL)
+                prep_stats_num(stats, (size_t)c, false, x->r[k]);
+            else
+                prep_stats_text(stats, (size_t)c, x->bytes + x->off[k], x->len[k]);
         }
-        if (sqlite3_step(ins) != SQLITE_DONE) {
-            rt_status st = rt_err(err, RT_ERR_IO, "%s: row %lld: %s", file, (long long)*row,
-                                  sqlite3_errmsg(p->db));
-            sqlite3_reset(ins);
+        rt_status st = importer_row(p, imp, *row, file, "row", err);
+        if (stats)
+            prep_stats_row(stats);
+        if (st != RT_OK)
             return st;
-        }
-        sqlite3_reset(ins);
     }
     return RT_OK;
 }
@@ -217,7 +319,8 @@ rt_status prep_import_parquet(prep *p, const char *path, const char *table, int 
     rt_status st = rt_pq_files(path, &files, &nfiles, err);
     if (st != RT_OK)
         return st;
-    sqlite3_stmt *ins = NULL;
+    importer imp = {0};
+    prep_stats *stats = NULL;
     rt_pq_values *v = NULL;
     const char **names = NULL;
     int ncols = 0;
@@ -232,7 +335,10 @@ rt_status prep_import_parquet(prep *p, const char *path, const char *table, int 
             names = calloc((size_t)ncols + 1, sizeof *names);
             for (int c = 0; c < ncols; c++)
                 names[c] = strdup(rt_pq_col(f, c)->name);
-            st = create_table(p, files[0], table, names, (size_t)ncols, "schema", &ins, err);
+            st = create_table(p, files[0], table, names, (size_t)ncols, "schema", &imp, err);
+            if (st == RT_OK && p->stats_slot == slot + 1 &&
+                !(stats = p->stats = prep_stats_new(names, (size_t)ncols)))
+                st = rt_err(err, RT_ERR_NOMEM, "out of memory");
             v = calloc((size_t)ncols + 1, sizeof *v);
         } else {
             bool same = rt_pq_ncols(f) == ncols;
@@ -244,11 +350,11 @@ rt_status prep_import_parquet(prep *p, const char *path, const char *table, int 
                             files[i], files[0]);
         }
         for (int g = 0; st == RT_OK && g < rt_pq_nrow_groups(f); g++)
-            st = insert_group(p, files[i], f, g, ins, v, &row, err);
+            st = insert_group(p, files[i], f, g, &imp, stats, v, &row, err);
         rt_pq_close(f);
     }
     sqlite3_exec(p->db, st == RT_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
-    sqlite3_finalize(ins);
+    importer_close(&imp);
     for (int c = 0; c < ncols; c++) {
         if (v)
             rt_pq_values_free(&v[c]);
@@ -374,83 +480,4 @@ static bool csv_folder(const char *path)
     return csv > 0 && pq == 0;
 }
 
-/* --from (--from-parquet): tables train (and test) from a Parquet file or
- * Spark folder, or a CSV file (.csv, .csv.gz: text columns, as --input
- * reads them) or folder of CSV part files, and the meta table from the
- * roles, as a script would leave it. */
-rt_status prep_import_featurised(prep *p, char *err)
-{
-    const rt_prep_opts *o = p->o;
-    const char *paths[2] = {o->train_parquet, o->test_parquet}, *names[2] = {"train", "test"};
-    rt_status st = RT_OK;
-    for (int i = 0; i < 2 && st == RT_OK && paths[i]; i++) {
-        int slot = p->rep->ntables++;
-        snprintf(p->rep->table[slot], sizeof p->rep->table[slot], "%s", names[i]);
-        snprintf(p->files[slot], sizeof p->files[slot], "%s", paths[i]);
-        p->by_row[slot] = true;
-        double t0 = rt_now_s();
-        st = is_csv(paths[i]) || csv_folder(paths[i])
-                 ? prep_import_csv(p, paths[i], names[i], slot, err)
-                 : prep_import_parquet(p, paths[i], names[i], slot, err);
-        if (st == RT_OK && !o->quiet)
-            fprintf(stderr, "prep: %-20s %9lld rows (%.1f s)\n", paths[i],
-                    (long long)p->rep->rows_in[slot], rt_now_s() - t0);
-    }
-    if (st != RT_OK)
-        return st;
-    const char *transform = o->roles.label_transform ? o->roles.label_transform : "none";
-    double max_label = o->roles.max_label;
-    const bool cls = o->roles.task && strcmp(o->roles.task, "regression") != 0;
-    if (max_label <= 0 && o->roles.label && !cls) { /* the label's largest value */
-        sqlite3_stmt *s = NULL;
-        bool is_col = false;
-        if (sqlite3_prepare_v2(p->db, "SELECT 1 FROM pragma_table_info('train') WHERE name = ?",
-                               -1, &s, NULL) == SQLITE_OK) {
-            sqlite3_bind_text(s, 1, o->roles.label, -1, SQLITE_STATIC);
-            is_col = sqlite3_step(s) == SQLITE_ROW;
-        }
-        sqlite3_finalize(s);
-        char q[300], sql[400];
-        snprintf(sql, sizeof sql, "SELECT max(CAST(%s AS REAL)) FROM train",
-                 prep_ident(o->roles.label, q, sizeof q));
-        s = NULL;
-        if (!is_col)
-            max_label = 1; /* check_columns names the missing label, with a suggestion */
-        else if (sqlite3_prepare_v2(p->db, sql, -1, &s, NULL) == SQLITE_OK &&
-                 sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
-            max_label = !strcmp(transform, "log") ? exp(sqlite3_column_double(s, 0))
-                                                  : sqlite3_column_double(s, 0);
-        sqlite3_finalize(s);
-    }
-    char max_text[64];
-    snprintf(max_text, sizeof max_text, "%.17g", max_label);
-    const char *kv[][2] = {{"train_table", "train"},
-                           {"test_table", o->test_parquet ? "test" : NULL},
-                           {"label", o->roles.label},
-                           {"label_transform", transform},
-                           {"max_label", max_label > 0 ? max_text : NULL},
-                           {"max_label_auto", o->roles.max_label > 0 ? NULL : "1"},
-                           {"categorical", o->roles.categorical},
-                           {"continuous", o->roles.continuous},
-                           {"validation", o->roles.validation},
-                           {"id", o->roles.id},
-                           {"date", o->roles.date},
-                           {"task", o->roles.task},
-                           {"weight", o->roles.weight}};
-    sqlite3_stmt *ins = NULL;
-    if (sqlite3_exec(p->db, "CREATE TABLE meta(key, value)", NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(p->db, "INSERT INTO meta VALUES (?, ?)", -1, &ins, NULL) != SQLITE_OK)
-        st = rt_err(err, RT_ERR_IO, "cannot make the meta table: %s", sqlite3_errmsg(p->db));
-    for (size_t i = 0; st == RT_OK && i < sizeof kv / sizeof kv[0]; i++) {
-        if (!kv[i][1])
-            continue;
-        sqlite3_bind_text(ins, 1, kv[i][0], -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 2, kv[i][1], -1, SQLITE_STATIC);
-        if (sqlite3_step(ins) != SQLITE_DONE)
-            st = rt_err(err, RT_ERR_IO, "cannot fill the meta table: %s", sqlite3_errmsg(p->db));
-        sqlite3_reset(ins);
-    }
-    sqlite3_finalize(ins);
-    return st;
-}
-
+bool prep_is_csv_input(const char *path) { return is_csv(path) || csv_folder(path); }

@@ -4,21 +4,98 @@
 #define RT_PREP_INTERNAL_H
 
 #include <sqlite3.h>
+#include <stdio.h>
 
 #include "rt_prep.h"
 
-#define PREP_MAX_COLS 256
+/* A feature table may be several SQLite tables of the same rows in the
+ * same order (meta's train_table "train,train__2"): SQLite takes at most
+ * 2000 columns in a table or a SELECT, and a wide input is imported as
+ * blocks of PREP_BLOCK_COLS columns (t, t__2, ...). */
+#define PREP_MAX_BLOCKS 64
+#define PREP_BLOCK_COLS 1000
+#define PREP_SQLITE_MAX_COLS 1999 /* SQLITE_MAX_COLUMN (2000), less the rowid's room */
 
 /* What the script's meta table says. */
 typedef struct prep_meta {
-    char train_table[128], test_table[128];
-    char label[64], label_transform[16], validation[64], id[64], date[64];
+    char train_table[PREP_MAX_BLOCKS * 64], test_table[PREP_MAX_BLOCKS * 64];
+    int ntrain, ntest; /* the blocks of each, in order */
+    char train_blocks[PREP_MAX_BLOCKS][64], test_blocks[PREP_MAX_BLOCKS][64];
+    char label[64], label_transform[32], validation[64], id[64], date[64];
     char task[16], weight[64]; /* task "": inferred from the label's values */
+    char positive_class[64];   /* binary: the class the model scores (""): the minority */
     double max_label;
     bool max_given; /* meta names max_label (not --from-parquet's own): a regression */
     int ncat, ncont;
-    char cat[PREP_MAX_COLS][64], cont[PREP_MAX_COLS][64];
+    char (*cat)[64], (*cont)[64]; /* malloc'ed (prep_meta_free) */
 } prep_meta;
+void prep_meta_free(prep_meta *m);
+
+/* ---- --from's inference (prep_infer.c) and its script (prep_script.c) ---- */
+
+typedef struct prep_stats prep_stats;
+struct col_stats;
+/* A table's columns, looked at while it is imported (n names). */
+prep_stats *prep_stats_new(const char *const *names, size_t n);
+void prep_stats_text(prep_stats *s, size_t col, const char *text, size_t len); /* NULL: NULL */
+void prep_stats_num(prep_stats *s, size_t col, bool integer, double x);        /* typed */
+void prep_stats_row(prep_stats *s);
+void prep_stats_free(prep_stats *s);
+/* NULL, "" or a missing-value mark (prep_missing_marks: NA, N/A, NaN, ?, ...) */
+bool prep_is_missing(const char *text);
+extern const char *const prep_missing_marks[];
+
+typedef enum prep_role {
+    PREP_DROP,
+    PREP_CAT,     /* categorical, values as they are */
+    PREP_CAT_INT, /* categorical integers (CAST AS INTEGER) */
+    PREP_CONT,
+    PREP_DATE, /* expanded */
+    PREP_LABEL,
+    PREP_TEST, /* the test flag */
+    PREP_VALID,
+    PREP_WEIGHT,
+    PREP_ID,
+    PREP_ROLE_COUNT
+} prep_role;
+
+typedef struct plan_col {
+    const char *name; /* the source column's (the stats') */
+    const struct col_stats *stats;
+    prep_role role;
+    bool given;                   /* a flag named it */
+    bool impute;                  /* continuous with missing values: the mean, and an indicator */
+    bool keep_date;               /* --date: also the dataset's date column */
+    bool maybe_id, maybe_text_id; /* dropped if their distinct values say so (prep_from) */
+    char mean[40];                /* impute: the mean of the non-test rows, as SQL text */
+    char why[80];
+    int block; /* the source table block that holds it */
+} plan_col;
+
+typedef struct prep_plan {
+    size_t ncols;
+    int64_t rows;
+    plan_col *c;
+    int label, test_flag, validation, weight, id; /* columns, or -1 */
+    bool classification;
+    char label_transform[32];
+    char date[64]; /* --date's column, kept */
+    double val_fraction;
+    uint64_t seed;
+} prep_plan;
+
+rt_status prep_plan_make(const prep_stats *s, const rt_prep_opts *o, prep_plan *pl, char *err);
+void prep_plan_free(prep_plan *pl);
+void prep_plan_print(const prep_plan *pl, FILE *f);
+const char *prep_role_name(prep_role r);
+int64_t prep_stats_missing(const struct col_stats *c);
+bool prep_stats_numeric(const struct col_stats *c);
+
+/* The feature script of a plan (malloc'ed): the source table (nsrc blocks,
+ * table, table__2, ...) and an optional test table, each into the
+ * feature tables and the meta table, as a user's script would. */
+char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table, int nsrc,
+                  const char *test_table, int ntest_src, const char *commands, const char *decided);
 
 /* One prep: the database, the options, what it reports. */
 typedef struct prep {
@@ -28,22 +105,62 @@ typedef struct prep {
     char files[RT_PREP_MAX_TABLES][300]; /* file name of each table, for messages */
     bool by_row[RT_PREP_MAX_TABLES];     /* _line is a row number (Parquet), not a line */
     const char *what; /* what named the meta table: the script, or --from-parquet */
+    int stats_slot;   /* the table slot + 1 whose values are looked at (0: none) */
+    prep_stats *stats;
 } prep;
 
 /* prep_import.c: every input of o->input_dir as a table; --from-parquet's
  * tables and meta; one CSV or Parquet path (a file, or a folder of part
  * files) as table `table` in slot. */
 rt_status prep_import_all(prep *p, char *err);
-rt_status prep_import_featurised(prep *p, char *err);
 rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot, char *err);
 rt_status prep_import_parquet(prep *p, const char *path, const char *table, int slot,
                               char *err);
 
+/* prep_from.c: --from's tables imported, their columns inferred, the
+ * feature script written (out_dir/prep.sql) and run. */
+rt_status prep_from(prep *p, char *err);
+/* rt_prep.c: run the SQL text (its statements in order; errors name path:line). */
+rt_status prep_run_sql(prep *p, const char *path, const char *sql, char *err);
+/* whether path is a CSV file or a folder of CSV part files */
+bool prep_is_csv_input(const char *path);
+
+/* prep_vocab.c: a categorical column's vocabulary, value -> index by
+ * "type:text" key (prep_value_key); the training rows' values of col (or
+ * the label's classes, by prep_label_task, which also settles the task and,
+ * for a binary task, puts the positive class second). */
+typedef struct prep_vocab {
+    char **values; /* by index; NULL for SQL NULL */
+    int32_t n;
+    char **keys; /* hash table */
+    int32_t *idx;
+    size_t cap;
+} prep_vocab;
+void prep_value_key(sqlite3_stmt *st, int col, char *buf, size_t len);
+int32_t prep_vocab_find(const prep_vocab *v, const char *key);
+void prep_vocab_free(prep_vocab *v);
+rt_status prep_build_vocab(sqlite3 *db, const prep_meta *m, const char *col, prep_vocab *v,
+                           char *err);
+rt_status prep_label_task(sqlite3 *db, const prep_meta *m, rt_prep_report *rep, prep_vocab *v,
+                          char *err);
+/* A class's key (every spelling of a number one key); a
+ * validation flag (0/1, true/false, yes/no, t/f, y/n); a number. False when
+ * the cell is none of these. */
+bool prep_class_key(sqlite3_stmt *st, int c, char *buf, size_t len);
+bool prep_flag_value(sqlite3_stmt *st, int c, uint8_t *out);
+bool prep_number_value(sqlite3_stmt *st, int c, float *out);
+/* Rows of a table (-1 on error). */
+int64_t prep_count_rows(sqlite3 *db, const char *table);
+
 /* Write the shards and the manifest from the feature tables. */
 rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts *o,
                              rt_prep_report *rep, char *err);
+/* The block of the tables (n of them) that has column col, or -1. */
+int prep_block_of(sqlite3 *db, char (*tables)[64], int n, const char *col);
 
 /* "name" quoted as an SQL identifier into buf. */
 const char *prep_ident(const char *name, char *buf, size_t len);
+/* Block b's table name of table: table, table__2, ... */
+void prep_block_name(const char *table, int b, char *out, size_t len);
 
 #endif

@@ -8,12 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "prep_internal.h"
 #include "rt_config.h"
 #include "rt_csv.h"
+#include "rt_dataset.h"
 #include "rt_file.h"
 #include "rt_parquet.h"
 #include "rt_time.h"
@@ -66,6 +68,61 @@ static void fn_check(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     }
     const char *msg = (const char *)sqlite3_value_text(argv[1]);
     sqlite3_result_error(ctx, msg ? msg : "a check failed", -1);
+}
+
+/* rt_flag(value, name, line): 1 or 0 for a flag (1/0, true/false, yes/no,
+ * t/f, y/n in any case, or a number: nonzero), else an error naming the
+ * column, line and value. */
+static void fn_flag(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const int t = sqlite3_value_type(argv[0]);
+    if (t == SQLITE_INTEGER || t == SQLITE_FLOAT) {
+        sqlite3_result_int(ctx, sqlite3_value_double(argv[0]) != 0);
+        return;
+    }
+    const char *s = (const char *)sqlite3_value_text(argv[0]);
+    static const char *const yes[] = {"1", "true", "t", "yes", "y"}, *const no[] = {"0", "false",
+                                                                                    "f", "no", "n"};
+    for (size_t i = 0; s && i < 5; i++) {
+        if (!strcasecmp(s, yes[i])) {
+            sqlite3_result_int(ctx, 1);
+            return;
+        }
+        if (!strcasecmp(s, no[i])) {
+            sqlite3_result_int(ctx, 0);
+            return;
+        }
+    }
+    char msg[300];
+    snprintf(msg, sizeof msg,
+             "line %lld: the flag %s is '%.60s' (1 or 0, true or false, yes or no)",
+             (long long)sqlite3_value_int64(argv[2]), (const char *)sqlite3_value_text(argv[1]),
+             s ? s : "NULL");
+    sqlite3_result_error(ctx, msg, -1);
+}
+
+/* rt_missing(x): 1 for NULL, '' and the marks of a missing value. */
+static void fn_missing(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const int t = sqlite3_value_type(argv[0]);
+    sqlite3_result_int(
+        ctx, t == SQLITE_NULL ||
+                 (t == SQLITE_TEXT && prep_is_missing((const char *)sqlite3_value_text(argv[0]))));
+}
+
+/* rt_hash(seed, n): a 64-bit mix of the two (SplitMix64), the same on every
+ * machine: the order in which prep --from's split takes validation rows. */
+static void fn_hash(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    uint64_t z = (uint64_t)sqlite3_value_int64(argv[0]) * 0x9e3779b97f4a7c15ull +
+                 (uint64_t)sqlite3_value_int64(argv[1]);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    sqlite3_result_int64(ctx, (int64_t)(z >> 1)); /* non-negative */
 }
 
 static void fn_bad_rows(sqlite3_context *ctx, int argc, sqlite3_value **argv)
@@ -134,13 +191,9 @@ static int line_of(const char *text, const char *at)
     return line;
 }
 
-static rt_status run_script(prep *p, const char *path, char *err)
+rt_status prep_run_sql(prep *p, const char *path, const char *sql, char *err)
 {
-    char *sql = NULL;
-    size_t len = 0;
-    rt_status st = rt_read_file(path, 16u << 20, &sql, &len, err);
-    if (st != RT_OK)
-        return st;
+    rt_status st = RT_OK;
     const char *tail = sql;
     while (st == RT_OK && *tail) {
         const char *start = tail;
@@ -168,14 +221,26 @@ static rt_status run_script(prep *p, const char *path, char *err)
         if (tail == start)
             break;
     }
+    return st;
+}
+
+static rt_status run_script(prep *p, const char *path, char *err)
+{
+    char *sql = NULL;
+    size_t len = 0;
+    rt_status st = rt_read_file(path, 16u << 20, &sql, &len, err);
+    if (st == RT_OK)
+        st = prep_run_sql(p, path, sql, err);
     free(sql);
     return st;
 }
 
-static void split_list(const char *s, char out[][64], int *n)
+/* A comma-separated list into *out (malloc'ed, grown as needed); false
+ * when out of memory or an item is 64 bytes or longer. */
+static bool split_list(const char *s, char (**out)[64], int *n)
 {
-    *n = 0;
-    while (s && *s && *n < PREP_MAX_COLS) {
+    int cap = *n;
+    while (s && *s) {
         while (*s == ' ' || *s == ',')
             s++;
         const char *e = s;
@@ -184,12 +249,43 @@ static void split_list(const char *s, char out[][64], int *n)
         const char *t = e;
         while (t > s && t[-1] == ' ')
             t--;
+        if (t - s >= 64)
+            return false;
         if (t > s) {
-            snprintf(out[*n], 64, "%.*s", (int)(t - s), s);
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 64;
+                char(*g)[64] = realloc(*out, (size_t)cap * sizeof **out);
+                if (!g)
+                    return false;
+                *out = g;
+            }
+            snprintf((*out)[*n], 64, "%.*s", (int)(t - s), s);
             (*n)++;
         }
         s = e;
     }
+    return true;
+}
+
+void prep_meta_free(prep_meta *m)
+{
+    free(m->cat);
+    free(m->cont);
+    m->cat = m->cont = NULL;
+    m->ncat = m->ncont = 0;
+}
+
+/* "a,b" into the block names; false when there are too many or one is too long. */
+static bool split_tables(const char *list, char (*out)[64], int *n)
+{
+    char(*tmp)[64] = NULL;
+    int k = 0;
+    bool ok = split_list(list, &tmp, &k) && k <= PREP_MAX_BLOCKS;
+    for (int i = 0; ok && i < k; i++)
+        snprintf(out[i], 64, "%s", tmp[i]);
+    *n = ok ? k : 0;
+    free(tmp);
+    return ok;
 }
 
 static rt_status read_meta(prep *p, prep_meta *m, char *err)
@@ -219,15 +315,24 @@ static rt_status read_meta(prep *p, prep_meta *m, char *err)
                    {"id", m->id, sizeof m->id},
                    {"date", m->date, sizeof m->date},
                    {"task", m->task, sizeof m->task},
-                   {"weight", m->weight, sizeof m->weight}};
+                   {"weight", m->weight, sizeof m->weight},
+                   {"positive_class", m->positive_class, sizeof m->positive_class}};
         for (size_t i = 0; i < sizeof map / sizeof *map; i++)
             if (!strcmp(k, map[i].key))
                 snprintf(map[i].dst, map[i].len, "%s", v);
+        bool ok = true;
         if (!strcmp(k, "categorical"))
-            split_list(v, m->cat, &m->ncat);
+            ok = split_list(v, &m->cat, &m->ncat);
         else if (!strcmp(k, "continuous"))
-            split_list(v, m->cont, &m->ncont);
-        else if (!strcmp(k, "max_label")) {
+            ok = split_list(v, &m->cont, &m->ncont);
+        if (!ok) {
+            sqlite3_finalize(st);
+            prep_meta_free(m);
+            return rt_err(err, RT_ERR_INVALID,
+                          "%s: meta %s: a column name of 64 bytes or more "
+                          "(or out of memory)",
+                          p->what, k);
+        } else if (!strcmp(k, "max_label")) {
             m->max_label = sqlite3_column_double(st, 1);
             have_max = true;
         } else if (!strcmp(k, "max_label_auto")) {
@@ -236,6 +341,14 @@ static rt_status read_meta(prep *p, prep_meta *m, char *err)
     }
     sqlite3_finalize(st);
     m->max_given = have_max && !auto_max;
+    if (!split_tables(m->train_table, m->train_blocks, &m->ntrain) ||
+        !split_tables(m->test_table, m->test_blocks, &m->ntest)) {
+        prep_meta_free(m);
+        return rt_err(err, RT_ERR_INVALID,
+                      "%s: meta train_table or test_table lists more than %d "
+                      "tables (or a name of 64 bytes or more)",
+                      p->what, PREP_MAX_BLOCKS);
+    }
     if (have_max && !(m->max_label > 0))
         m->max_label = -1; /* given, and wrong: a regression refuses it (prep_out.c) */
     const char *missing = !m->train_table[0]              ? "train_table"
@@ -243,6 +356,8 @@ static rt_status read_meta(prep *p, prep_meta *m, char *err)
                           : m->ncat + m->ncont == 0       ? "categorical or continuous"
                           : m->test_table[0] && !m->id[0] ? "id (the test table needs one)"
                                                           : NULL;
+    if (missing)
+        prep_meta_free(m);
     if (missing && p->o->train_parquet)
         return rt_err(err, RT_ERR_INVALID, "--from needs %s (flags, or [data] keys of "
                       "the job file given with --job)",
@@ -254,31 +369,76 @@ static rt_status read_meta(prep *p, prep_meta *m, char *err)
     if (missing)
         return rt_err(err, RT_ERR_INVALID, "%s: its meta table does not name %s",
                       p->what, missing);
-    if (strcmp(m->label_transform, "log") != 0 && strcmp(m->label_transform, "none") != 0 &&
-        strcmp(m->label_transform, "standardize") != 0)
-        return rt_err(err, RT_ERR_INVALID, "%s: meta label_transform is '%s' (log, standardize "
-                      "or none)", p->what, m->label_transform);
-    if (m->task[0] && strcmp(m->task, "regression") != 0 && strcmp(m->task, "binary") != 0 &&
-        strcmp(m->task, "multiclass") != 0)
-        return rt_err(err, RT_ERR_INVALID, "%s: meta task is '%s' (regression, binary or "
-                      "multiclass; leave it out to infer it from the label)", p->what, m->task);
-    return RT_OK;
+    rt_status rs = rt_label_transform_parse(m->label_transform, NULL, NULL, err);
+    if (rs != RT_OK)
+        rt_err_prefix(err, "%s: meta label_transform", p->what);
+    else if (m->task[0] && strcmp(m->task, "regression") != 0 && strcmp(m->task, "binary") != 0 &&
+             strcmp(m->task, "multiclass") != 0)
+        rs = rt_err(err, RT_ERR_INVALID,
+                    "%s: meta task is '%s' (regression, binary or "
+                    "multiclass; leave it out to infer it from the label)",
+                    p->what, m->task);
+    if (rs != RT_OK)
+        prep_meta_free(m);
+    return rs;
 }
 
-/* The column names of table (n of them, at most PREP_MAX_COLS * 4), or
- * NULL when out of memory; n is 0 for a table that does not exist. */
+/* The column names of the tables (n of them), or NULL when out of memory;
+ * n is 0 when none of them exists. */
+static char (*tables_columns(sqlite3 *db, char (*tables)[64], int ntables, int *n))[64]
+{
+    char(*have)[64] = NULL;
+    int cap = 0;
+    *n = 0;
+    for (int t = 0; t < ntables; t++) {
+        char q[300], sql[400];
+        snprintf(sql, sizeof sql, "PRAGMA table_info(%s)", prep_ident(tables[t], q, sizeof q));
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+            continue;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 256;
+                char(*g)[64] = realloc(have, (size_t)cap * sizeof *have);
+                if (!g) {
+                    sqlite3_finalize(st);
+                    free(have);
+                    return NULL;
+                }
+                have = g;
+            }
+            snprintf(have[(*n)++], 64, "%s", (const char *)sqlite3_column_text(st, 1));
+        }
+        sqlite3_finalize(st);
+    }
+    if (!have)
+        have = calloc(1, sizeof *have);
+    return have;
+}
+
 static char (*table_columns(sqlite3 *db, const char *table, int *n))[64]
 {
-    char q[300], sql[400];
-    snprintf(sql, sizeof sql, "PRAGMA table_info(%s)", prep_ident(table, q, sizeof q));
-    char (*have)[64] = calloc(PREP_MAX_COLS * 4, 64);
+    char one[1][64];
+    snprintf(one[0], sizeof one[0], "%s", table);
+    return tables_columns(db, one, 1, n);
+}
+
+int prep_block_of(sqlite3 *db, char (*tables)[64], int n, const char *col)
+{
     sqlite3_stmt *st = NULL;
-    *n = 0;
-    if (have && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK)
-        while (sqlite3_step(st) == SQLITE_ROW && *n < PREP_MAX_COLS * 4)
-            snprintf(have[(*n)++], 64, "%s", (const char *)sqlite3_column_text(st, 1));
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", -1, &st,
+                           NULL) != SQLITE_OK)
+        return -1;
+    int at = -1;
+    for (int t = 0; t < n && at < 0; t++) {
+        sqlite3_bind_text(st, 1, tables[t], -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, col, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            at = t;
+        sqlite3_reset(st);
+    }
     sqlite3_finalize(st);
-    return have;
+    return at;
 }
 
 /* Whether want is one of the n names; if not, the nearest within two
@@ -302,43 +462,63 @@ static const char *closest(char (*have)[64], int n, const char *want, bool *foun
 /* Every column meta names must be a column of its table: SQLite reads a
  * double-quoted unknown name as a string constant, so a typo would make a
  * feature one value (or the label 0) without a word. */
-static rt_status check_columns(prep *p, const prep_meta *m, const char *table, bool test,
-                               char *err)
+static int cmp_name(const void *a, const void *b)
 {
+    return strcmp((const char *)a, (const char *)b);
+}
+
+static rt_status check_one(prep *p, char (*have)[64], char (*sorted)[64], int n, const char *col,
+                           const char *role, const char *table, char *err)
+{
+    if (bsearch(col, sorted, (size_t)n, sizeof *sorted, cmp_name))
+        return RT_OK;
+    bool found = false;
+    const char *best = closest(have, n, col, &found);
+    return rt_err(err, RT_ERR_INVALID,
+                  "%s: meta names column '%s' (%s), but table %s has no such column%s%s%s", p->what,
+                  col, role, table, best ? "; did you mean '" : "", best ? best : "",
+                  best ? "'?" : "");
+}
+
+static rt_status check_columns(prep *p, const prep_meta *m, bool test, char *err)
+{
+    char(*tables)[64] = test ? (char(*)[64])m->test_blocks : (char(*)[64])m->train_blocks;
+    const int nt = test ? m->ntest : m->ntrain;
+    const char *table = test ? m->test_table : m->train_table;
     int n = 0;
-    char (*have)[64] = table_columns(p->db, table, &n);
-    if (!have)
+    char(*have)[64] = tables_columns(p->db, tables, nt, &n);
+    char(*sorted)[64] = have ? malloc((size_t)(n ? n : 1) * sizeof *sorted) : NULL;
+    if (!sorted) {
+        free(have);
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
-    rt_status s = RT_OK;
-    if (n == 0)
-        s = rt_err(err, RT_ERR_INVALID, "%s: meta names table '%s', which the script did not "
-                                        "make", p->what, table);
-    typedef struct {
-        const char *col, *role;
-    } want_col;
-    want_col want[2 * PREP_MAX_COLS + 4];
-    int nw = 0;
-    for (int i = 0; i < m->ncat; i++)
-        want[nw++] = (want_col){m->cat[i], "categorical"};
-    for (int i = 0; i < m->ncont; i++)
-        want[nw++] = (want_col){m->cont[i], "continuous"};
-    if (!test)
-        want[nw++] = (want_col){m->label, "label"};
-    if (!test && m->validation[0])
-        want[nw++] = (want_col){m->validation, "validation"};
-    if (!test && m->weight[0])
-        want[nw++] = (want_col){m->weight, "weight"};
-    if (test && m->id[0])
-        want[nw++] = (want_col){m->id, "id"};
-    for (int k = 0; s == RT_OK && k < nw; k++) {
-        bool found = false;
-        const char *best = closest(have, n, want[k].col, &found);
-        if (!found)
-            s = rt_err(err, RT_ERR_INVALID,
-                       "%s: meta names column '%s' (%s), but table %s has no such column%s%s%s",
-                       p->what, want[k].col, want[k].role, table,
-                       best ? "; did you mean '" : "", best ? best : "", best ? "'?" : "");
     }
+    memcpy(sorted, have, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_name);
+    rt_status s = RT_OK;
+    for (int t = 0; s == RT_OK && t < nt; t++) {
+        int k = 0;
+        free(table_columns(p->db, tables[t], &k));
+        if (k == 0)
+            s = rt_err(err, RT_ERR_INVALID,
+                       "%s: meta names table '%s', which the script did not "
+                       "make",
+                       p->what, tables[t]);
+    }
+    for (int i = 0; s == RT_OK && i < m->ncat; i++)
+        s = check_one(p, have, sorted, n, m->cat[i], "categorical", table, err);
+    for (int i = 0; s == RT_OK && i < m->ncont; i++)
+        s = check_one(p, have, sorted, n, m->cont[i], "continuous", table, err);
+    const struct {
+        const char *col, *role;
+        bool in_test;
+    } one[] = {{m->label, "label", false},
+               {m->validation, "validation", false},
+               {m->weight, "weight", false},
+               {m->id, "id", true}};
+    for (size_t i = 0; s == RT_OK && i < RT_ARRAY_LEN(one); i++)
+        if (one[i].col[0] && one[i].in_test == test)
+            s = check_one(p, have, sorted, n, one[i].col, one[i].role, table, err);
+    free(sorted);
     free(have);
     return s;
 }
@@ -438,6 +618,12 @@ static void add_functions(prep *p)
                             fn_valid_date, NULL, NULL);
     sqlite3_create_function(p->db, "rt_check", 2, SQLITE_UTF8, NULL, fn_check, NULL, NULL);
     sqlite3_create_function(p->db, "rt_bad_rows", 0, SQLITE_UTF8, p, fn_bad_rows, NULL, NULL);
+    sqlite3_create_function(p->db, "rt_flag", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, fn_flag,
+                            NULL, NULL);
+    sqlite3_create_function(p->db, "rt_missing", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
+                            fn_missing, NULL, NULL);
+    sqlite3_create_function(p->db, "rt_hash", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, fn_hash,
+                            NULL, NULL);
     char opts[200];
     snprintf(opts, sizeof opts,
              "CREATE TABLE prep_options(skip_bad_rows INTEGER); INSERT INTO prep_options "
@@ -470,7 +656,7 @@ rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
         remove(mf);
     }
     if (st == RT_OK && o->train_parquet)
-        st = prep_import_featurised(&p, err);
+        st = prep_from(&p, err);
     else if (st == RT_OK) {
         st = prep_import_all(&p, err);
         double t1 = rt_now_s();
@@ -479,16 +665,18 @@ rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
         if (st == RT_OK && !o->quiet)
             fprintf(stderr, "prep: %s ran in %.1f s\n", o->sql_path, rt_now_s() - t1);
     }
-    prep_meta m;
+    prep_meta m = {0};
     if (st == RT_OK)
         st = read_meta(&p, &m, err);
     if (st == RT_OK)
-        st = check_columns(&p, &m, m.train_table, false, err);
-    if (st == RT_OK && m.test_table[0])
-        st = check_columns(&p, &m, m.test_table, true, err);
+        st = check_columns(&p, &m, false, err);
+    if (st == RT_OK && m.ntest > 0)
+        st = check_columns(&p, &m, true, err);
     if (st == RT_OK)
         st = prep_write_dataset(p.db, &m, o, rep, err);
+    prep_meta_free(&m);
     sqlite3_close(p.db);
+    prep_stats_free(p.stats);
     if (db_tmp[0])
         remove(db_tmp);
     rep->seconds = rt_now_s() - t0;
@@ -537,11 +725,17 @@ rt_status rt_prep_scan(const rt_prep_opts *o, const char *const *cols, int ncols
         st = prep_import_all(&p, err);
         if (st == RT_OK)
             st = run_script(&p, o->sql_path, err);
-        prep_meta m;
+        prep_meta m = {0};
         if (st == RT_OK)
             st = read_meta(&p, &m, err);
+        if (st == RT_OK && (m.ntest > 1 || (m.ntest == 0 && m.ntrain > 1)))
+            st = rt_err(err, RT_ERR_UNSUPPORTED,
+                        "%s: predict --input reads one table, and the "
+                        "script's is several (a table wider than SQLite's 2000 columns)",
+                        o->sql_path);
         if (st == RT_OK)
-            snprintf(table, sizeof table, "%s", m.test_table[0] ? m.test_table : m.train_table);
+            snprintf(table, sizeof table, "%s", m.ntest ? m.test_blocks[0] : m.train_blocks[0]);
+        prep_meta_free(&m);
     } else {
         st = import_one(&p, o->input_dir, err);
     }

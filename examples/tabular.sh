@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # examples/tabular.sh — one of the real classification examples end to end:
 #   1. ringtrain prep runs NAME/prep.sql over ../shared/data/tabular/NAME.csv.gz
+#      (or NAME.csv)
 #      (its is_test rows become the test table; every 5th training row is
 #      the validation split);
 #   2. ringtrain run NAME/job.ini --np N trains (coordinator and agent on
@@ -12,14 +13,16 @@
 #
 #   examples/tabular.sh NAME [--np N] [--seed S] [--out DIR] [--data DIR]
 #                       [--set SECTION.KEY=VALUE]...
-# Binaries come from $RINGTRAIN_BUILD when set, else build/ of this repository.
+# Everything it writes goes to --out (default: a new folder in /tmp, named
+# on the first line), never into the checkout.  Binaries come from
+# $RINGTRAIN_BUILD when set, else build/ of this repository.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 build=${RINGTRAIN_BUILD:-$root/build}
 name=${1:?usage: examples/tabular.sh NAME [--np N] [--seed S] [--out DIR]}
 shift
-np=2 seed=42 out="$root/runs/$name" data="$root/../shared/data/tabular" sets=()
+np=2 seed=42 out= data="$root/../shared/data/tabular" sets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --np) np=$2; shift ;;
@@ -27,19 +30,24 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift ;;
     --data) data=$2; shift ;;
     --set) sets+=(--set "$2"); shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "tabular.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
 ringtrain=$build/bin/ringtrain
 csv=$data/$name.csv.gz
+[ -f "$csv" ] || csv=$data/$name.csv
 [ -x "$ringtrain" ] || { echo "tabular.sh: $ringtrain is missing: build first (bash scripts/build.sh)" >&2; exit 1; }
-[ -f "$csv" ] || { echo "tabular.sh: $csv is missing (the shared data sets: ../shared/data/tabular)" >&2; exit 1; }
+[ -f "$csv" ] || { echo "tabular.sh: neither $data/$name.csv.gz nor $name.csv is there (the shared data sets: ../shared/data/tabular)" >&2; exit 1; }
+if [ -z "$out" ]; then
+  out=$(mktemp -d "/tmp/ringtrain-$name-XXXXXX")
+  echo "== the run's files go to $out (--out DIR chooses)"
+fi
 
 rm -rf "$out"
 mkdir -p "$out/in"
-ln -s "$csv" "$out/in/$name.csv.gz"
+ln -s "$csv" "$out/in/${csv##*/}"
 echo "== 1. prep: $csv -> $out/dataset ($np partitions)"
 "$ringtrain" prep --input "$out/in" --sql "$here/$name/prep.sql" --out "$out/dataset" \
   --partitions "$np" --quiet
@@ -48,7 +56,7 @@ echo "== 2. train: ringtrain run $name/job.ini --np $np (seed $seed)"
   --set output.store="$out/store" --set train.seed="$seed" "${sets[@]}"
 echo "== 3. score the test rows (is_test = 1) against submission.csv"
 # the CSV's row r (1-based, after the header) is the submission's Id r
-gzip -dc "$csv" | awk -F, -v subf="$out/store/submission.csv" '
+{ case "$csv" in *.gz) gzip -dc "$csv" ;; *) cat "$csv" ;; esac; } | awk -F, -v subf="$out/store/submission.csv" '
   function unq(s) { gsub(/^"|"$/, "", s); return s }
   BEGIN {
     while ((getline line < subf) > 0) {

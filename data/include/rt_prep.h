@@ -60,6 +60,10 @@ typedef struct rt_prep_opts {
      * with the Rossmann script). */
     const char *db_mode;
     bool quiet;              /* no progress lines on stderr */
+    /* A text value that is not a number in a continuous column: an error
+     * naming the column, row and value; lenient: missing (0), counted per
+     * column in the report. */
+    bool lenient;
     /* Already-featurised Parquet instead of input_dir + sql_path (`prep
      * --from-parquet`, Horovod's fit_on_parquet): train_parquet (a file or a
      * Spark folder) becomes table train, test_parquet (optional) table test,
@@ -70,10 +74,26 @@ typedef struct rt_prep_opts {
         const char *label, *categorical, *continuous, *validation, *id, *date, *label_transform;
         const char *task, *weight; /* regression|binary|multiclass (NULL: inferred); weights */
         double max_label;
+        const char *positive_class; /* binary: the class the model scores (NULL: the minority) */
     } roles;
+    /* --from: every column not named by a role is given one from its values
+     * (prep_infer.c: the rules), and prep writes the feature script it ran
+     * as out_dir/prep.sql */
+    struct {
+        const char *test_column;    /* rows whose flag is true are the test rows */
+        const char *drop;           /* comma-separated columns left out */
+        double validation_fraction; /* held out of the training rows (stratified by class for
+                                       a classification; 0: none) unless roles.validation */
+        uint64_t seed;              /* of that split */
+        const char *command;        /* the command line, for the script's first lines */
+    } infer;
 } rt_prep_opts;
 
 #define RT_PREP_MAX_TABLES 32
+typedef struct rt_prep_defaulted { /* a continuous column's missing values */
+    char name[64];
+    int64_t missing, text; /* NULL values; text values made missing (lenient) */
+} rt_prep_defaulted;
 #define RT_PREP_MEMORY_MAX (2ll << 30)
 #define RT_PREP_MEMORY_FACTOR 20
 typedef struct rt_prep_report {
@@ -84,6 +104,10 @@ typedef struct rt_prep_report {
     int64_t bad_rows_skipped;              /* rows the script dropped via rt_bad_rows() */
     int64_t train_rows, validation_rows, test_rows;
     int64_t cont_defaulted;  /* continuous values that were NULL or not numbers: 0 in the shards */
+    int ndefaulted;          /* the (at most 8) columns with most of them */
+    rt_prep_defaulted defaulted[8];
+    char positive_class[64]; /* binary: the class the model scores */
+    char positive_why[96];   /* "the minority: 26.5% of the training rows", "meta positive_class" */
     bool has_validation;     /* meta names a validation column */
     bool db_on_disk;         /* where SQLite worked */
     char task[16];           /* regression, binary or multiclass */

@@ -1,0 +1,413 @@
+/* prep_script.c — the feature script of `ringtrain prep --from`: the
+ * decisions of prep_infer.c written as the SQL a user would have written.
+ * prep runs it exactly as a --sql script and keeps it as out/prep.sql, so
+ * `ringtrain prep --input DIR --sql out/prep.sql --out out` makes the same
+ * dataset (test_prep_infer), and a user who disagrees edits it.
+ *
+ *   rt_rows    one row per input row: rt_id (the row's number), _line, the
+ *              test flag (rt_test), the label and the feature columns as
+ *              the plan shapes them (missing marks to NULL, integers cast,
+ *              means and __na indicators, dates expanded)
+ *   rt_train   the rows that are not test rows, with rt_validation: within
+ *              each class (a classification), the rows ordered by
+ *              rt_hash(seed, _line), the first round(fraction x rows) of
+ *              them, never all of a class
+ *   rt_test    the test rows (--test-column), or the --test file's rows
+ *   meta       what a script's meta names
+ *
+ * A table wider than SQLite allows (2000 columns) is imported as blocks
+ * t, t__2, ...; the script then makes rt_rows, rt_rows__2, ... of at most
+ * OUT_BLOCK columns, joined on _line, and meta lists them all. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prep_internal.h"
+
+#define OUT_BLOCK 1500
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    bool failed;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k =
+            b->failed ? 0 : vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (b->failed || k < 0)
+            return;
+        if (b->p && (size_t)k < b->cap - b->n) {
+            b->n += (size_t)k;
+            return;
+        }
+        size_t cap = (b->cap + (size_t)k + 1) * 2;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            b->failed = true;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+}
+
+/* 'text' as an SQL string literal */
+static void put_lit(sbuf *b, const char *s)
+{
+    put(b, "'");
+    for (; *s; s++)
+        put(b, *s == '\'' ? "''" : "%c", *s);
+    put(b, "'");
+}
+
+/* sK."col" */
+static void put_ref(sbuf *b, const plan_col *c)
+{
+    char id[140];
+    put(b, "s%d.%s", c->block + 1, prep_ident(c->name, id, sizeof id));
+}
+
+/* rt_missing(x): NULL, "" or a missing-value mark (prep_is_missing) */
+static void put_missing(sbuf *b, const plan_col *c)
+{
+    put(b, "rt_missing(");
+    put_ref(b, c);
+    put(b, ")");
+}
+
+/* One output column: its expression, its name, its role in meta. */
+typedef struct outc {
+    const plan_col *c;
+    const char *what; /* the expression's kind: "", "na", "year", ... */
+    char name[64];
+    int kind; /* 0: not a feature; 1: categorical; 2: continuous */
+} outc;
+
+static void put_expr(sbuf *b, const outc *o)
+{
+    const plan_col *c = o->c;
+    char id[140];
+    if (!strcmp(o->what, "year") || !strcmp(o->what, "month") || !strcmp(o->what, "day") ||
+        !strcmp(o->what, "weekday")) {
+        const char *f = !strcmp(o->what, "year")    ? "%Y"
+                        : !strcmp(o->what, "month") ? "%m"
+                        : !strcmp(o->what, "day")   ? "%d"
+                                                    : "%w";
+        put(b, "CAST(strftime('%s', ", f);
+        put_ref(b, c);
+        put(b, ") AS INTEGER)");
+    } else if (!strcmp(o->what, "days")) {
+        put(b, "CAST(julianday(substr(");
+        put_ref(b, c);
+        put(b, ", 1, 10)) - 2440587.5 AS INTEGER)");
+    } else if (!strcmp(o->what, "date")) {
+        put(b, "substr(");
+        put_ref(b, c);
+        put(b, ", 1, 10)");
+    } else if (!strcmp(o->what, "ln")) { /* a log label: the script takes the log */
+        put(b, "CASE WHEN CAST(");
+        put_ref(b, c);
+        put(b, " AS REAL) > 0 THEN ln(CAST(");
+        put_ref(b, c);
+        put(b, " AS REAL)) ELSE rt_check(0, 'label_transform log: the label ' || ");
+        put_lit(b, c->name);
+        put(b, " || ' is ' || coalesce(");
+        put_ref(b, c);
+        put(b, ", 'NULL') || ' at line ' || _line || ', not a positive number') END");
+    } else if (!strcmp(o->what, "na")) {
+        put(b, "CASE WHEN ");
+        put_missing(b, c);
+        put(b, " THEN 1 ELSE 0 END");
+    } else if (!strcmp(o->what, "flag")) {
+        put(b, "rt_flag(");
+        put_ref(b, c);
+        put(b, ", ");
+        put_lit(b, c->name);
+        put(b, ", _line)");
+    } else if ((c->role == PREP_CAT || c->role == PREP_CAT_INT || c->role == PREP_CONT) &&
+               (prep_stats_missing(c->stats) > 0 || c->role == PREP_CAT_INT)) {
+        put(b, "CASE WHEN ");
+        put_missing(b, c);
+        put(b, " THEN %s ELSE ", c->role == PREP_CONT && c->impute ? c->mean : "NULL");
+        if (c->role == PREP_CAT_INT)
+            put(b, "CAST(");
+        put_ref(b, c);
+        if (c->role == PREP_CAT_INT)
+            put(b, " AS INTEGER)");
+        put(b, " END");
+    } else {
+        put_ref(b, c);
+    }
+    put(b, " AS %s", prep_ident(o->name, id, sizeof id));
+}
+
+static bool add_out(outc **v, int *n, int *cap, const plan_col *c, const char *what,
+                    const char *suffix, int kind)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        outc *g = realloc(*v, (size_t)*cap * sizeof *g);
+        if (!g)
+            return false;
+        *v = g;
+    }
+    outc *o = &(*v)[(*n)++];
+    o->c = c;
+    o->what = what;
+    o->kind = kind;
+    snprintf(o->name, sizeof o->name, "%s%s", c->name, suffix);
+    return true;
+}
+
+/* The outputs of the plan: specials first (block 1), then the features. */
+static outc *outputs(const prep_plan *pl, int *n, int *nspecial)
+{
+    outc *v = NULL;
+    int cap = 0;
+    bool ok = true;
+    *n = 0;
+    const int specials[] = {pl->label, pl->weight, pl->validation, pl->id};
+    for (size_t k = 0; ok && k < sizeof specials / sizeof *specials; k++)
+        if (specials[k] >= 0)
+            ok = add_out(&v, n, &cap, &pl->c[specials[k]],
+                         k == 0 && strstr(pl->label_transform, "log") ? "ln" : "", "", 0);
+    if (ok && pl->test_flag >= 0) {
+        ok = add_out(&v, n, &cap, &pl->c[pl->test_flag], "flag", "", 0);
+        if (ok)
+            snprintf(v[*n - 1].name, sizeof v[0].name, "rt_test");
+    }
+    for (size_t i = 0; ok && i < pl->ncols; i++)
+        if (pl->c[i].keep_date)
+            ok = add_out(&v, n, &cap, &pl->c[i], "date", "", 0);
+    *nspecial = *n;
+    for (size_t i = 0; ok && i < pl->ncols; i++) {
+        const plan_col *c = &pl->c[i];
+        switch (c->role) {
+        case PREP_CAT:
+        case PREP_CAT_INT:
+            ok = add_out(&v, n, &cap, c, "", "", 1);
+            break;
+        case PREP_CONT:
+            ok = add_out(&v, n, &cap, c, "", "", 2) &&
+                 (!c->impute || add_out(&v, n, &cap, c, "na", "__na", 1));
+            break;
+        case PREP_DATE:
+            ok = add_out(&v, n, &cap, c, "year", "__year", 2) &&
+                 add_out(&v, n, &cap, c, "month", "__month", 1) &&
+                 add_out(&v, n, &cap, c, "day", "__day", 2) &&
+                 add_out(&v, n, &cap, c, "weekday", "__weekday", 1) &&
+                 add_out(&v, n, &cap, c, "days", "__days", 2);
+            break;
+        default:
+            break;
+        }
+    }
+    if (!ok) {
+        free(v);
+        return NULL;
+    }
+    return v;
+}
+
+/* SELECT of the outputs [lo, hi) — the first block with rt_id and the
+ * specials [0, nspecial) — FROM the source blocks they read, joined on
+ * _line, into table name.  A --test file's rows (test) have no label,
+ * weight or validation column. */
+static void put_rows(sbuf *b, const char *name, const outc *v, int lo, int hi, bool first,
+                     int nspecial, const char *src, int nsrc, bool test, const prep_plan *pl)
+{
+    bool need[PREP_MAX_BLOCKS] = {false};
+    char id[140], bn[80];
+    put(b, "CREATE TABLE %s AS\nSELECT ", prep_ident(name, id, sizeof id));
+    if (first)
+        put(b, "ROW_NUMBER() OVER (ORDER BY _line) AS rt_id, ");
+    put(b, "_line");
+    for (int k = first ? 0 : lo; k < hi; k++) {
+        const plan_col *c = v[k].c;
+        if (k < nspecial && test &&
+            (c == &pl->c[pl->label] || c->role == PREP_WEIGHT || c->role == PREP_VALID))
+            continue;
+        if (k == nspecial && first)
+            k = lo; /* the specials done: this block's features */
+        if (k >= hi)
+            break;
+        put(b, ",\n  ");
+        put_expr(b, &v[k]);
+        need[v[k].c->block] = true;
+    }
+    int base = -1;
+    for (int s = 0; s < nsrc; s++)
+        if (need[s] && base < 0)
+            base = s;
+    if (base < 0)
+        base = 0;
+    prep_block_name(src, base, bn, sizeof bn);
+    put(b, "\nFROM %s AS s%d", prep_ident(bn, id, sizeof id), base + 1);
+    for (int s = base + 1; s < nsrc; s++)
+        if (need[s]) {
+            prep_block_name(src, s, bn, sizeof bn);
+            put(b, " JOIN %s AS s%d USING (_line)", prep_ident(bn, id, sizeof id), s + 1);
+        }
+    put(b, "\nORDER BY _line;\n");
+}
+
+/* rt_validation over the rows of rt_train: within each class, the first
+ * round(f x n) rows by rt_hash(seed, _line), never all n. */
+static void put_validation(sbuf *b, const prep_plan *pl)
+{
+    char id[140], part[200] = "";
+    if (pl->classification)
+        snprintf(part, sizeof part, "PARTITION BY %s ",
+                 prep_ident(pl->c[pl->label].name, id, sizeof id));
+    put(b,
+        ",\n  CASE WHEN ROW_NUMBER() OVER (%sORDER BY rt_hash(%llu, _line), _line) <= "
+        "min(CAST(round(%.17g * COUNT(*) OVER (%s)) AS INTEGER), COUNT(*) OVER (%s) - 1) "
+        "THEN 1 ELSE 0 END AS rt_validation",
+        part, (unsigned long long)pl->seed, pl->val_fraction, part, part);
+}
+
+char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table, int nsrc,
+                  const char *test_table, int ntest_src, const char *commands, const char *decided)
+{
+    int n = 0, nsp = 0;
+    outc *v = outputs(pl, &n, &nsp);
+    if (!v)
+        return NULL;
+    sbuf b = {0};
+    put(&b,
+        "-- prep.sql: what `ringtrain prep --from` decided, as a feature script.\n"
+        "-- Made by: %s\n"
+        "-- rt_missing(x) is true for NULL, '' and the marks of a missing value\n"
+        "-- (NA, N/A, NaN, null, None, #N/A, ?, ...: docs/prep.md).\n"
+        "-- Run again (after an edit, say) with\n"
+        "--   ringtrain prep --input DIR --sql prep.sql --out DATASET\n"
+        "-- where DIR holds the input file%s (table %s%s%s).\n",
+        commands, test_table ? "s" : "", table, test_table ? " and " : "",
+        test_table ? test_table : "");
+    put(&b, "--\n-- What prep decided, column by column (docs/prep.md says by which rules):\n");
+    for (const char *l = decided; *l;) {
+        const char *e = strchr(l, '\n');
+        int len = e ? (int)(e - l) : (int)strlen(l);
+        put(&b, "--   %.*s\n", len, l);
+        l += len + (e != NULL);
+    }
+    if (n + 2 > PREP_SQLITE_MAX_COLS)
+        put(&b,
+            "-- The table has %d columns: SQLite takes 2000 at most in one, so the rows are\n"
+            "-- made in tables of %d columns joined on _line (meta lists them all).\n",
+            n, OUT_BLOCK);
+    /* the blocks of outputs: [lo, hi) each, the specials in the first */
+    int nb = 0, lo[PREP_MAX_BLOCKS + 1];
+    for (int k = nsp; k < n || nb == 0; nb++) {
+        lo[nb] = k;
+        k += OUT_BLOCK - (nb == 0 ? nsp : 0);
+        if (nb + 1 == PREP_MAX_BLOCKS)
+            k = n;
+    }
+    lo[nb] = n;
+    const char *srcs[2] = {table, test_table};
+    const int nsrcs[2] = {nsrc, ntest_src};
+    const char *stems[2] = {"rt_rows", "rt_test_rows"};
+    for (int t = 0; t < 2 && srcs[t]; t++)
+        for (int k = 0; k < nb; k++) {
+            char name[80];
+            prep_block_name(stems[t], k, name, sizeof name);
+            put_rows(&b, name, v, lo[k], lo[k + 1], k == 0, nsp, srcs[t], nsrcs[t], t == 1, pl);
+        }
+    /* training and test rows */
+    const char *where_train = pl->test_flag >= 0 ? " WHERE rt_test = 0" : "";
+    put(&b, "CREATE TABLE rt_train AS\nSELECT *");
+    if (pl->val_fraction > 0)
+        put_validation(&b, pl);
+    put(&b, "\nFROM rt_rows%s\nORDER BY _line;\n", where_train);
+    const bool has_test = pl->test_flag >= 0 || test_table;
+    if (pl->test_flag >= 0)
+        put(&b,
+            "CREATE TABLE rt_test AS SELECT * FROM rt_rows WHERE rt_test = 1 ORDER BY _line;\n");
+    else if (test_table)
+        put(&b, "CREATE TABLE rt_test AS SELECT * FROM rt_test_rows ORDER BY _line;\n");
+    for (int k = 1; k < nb; k++) {
+        put(&b,
+            "CREATE TABLE rt_train__%d AS SELECT f.* FROM rt_rows__%d AS f JOIN rt_train "
+            "USING (_line) ORDER BY _line;\n",
+            k + 1, k + 1);
+        if (has_test)
+            put(&b,
+                "CREATE TABLE rt_test__%d AS SELECT f.* FROM %s__%d AS f JOIN rt_test "
+                "USING (_line) ORDER BY _line;\n",
+                k + 1, pl->test_flag >= 0 ? "rt_rows" : "rt_test_rows", k + 1);
+    }
+    if (pl->test_flag >= 0)
+        put(&b,
+            "SELECT rt_check((SELECT count(*) FROM rt_train) > 0, "
+            "'every row is a test row (%s)');\n",
+            pl->c[pl->test_flag].name);
+    /* meta */
+    put(&b, "CREATE TABLE meta(key, value);\nINSERT INTO meta VALUES\n  ('train_table', '");
+    for (int k = 0; k < nb; k++)
+        put(&b, k ? ",rt_train__%d" : "rt_train", k + 1);
+    put(&b, "')");
+    if (has_test) {
+        put(&b, ",\n  ('test_table', '");
+        for (int k = 0; k < nb; k++)
+            put(&b, k ? ",rt_test__%d" : "rt_test", k + 1);
+        put(&b, "')");
+    }
+    put(&b, ",\n  ('label', ");
+    put_lit(&b, pl->c[pl->label].name);
+    put(&b, "),\n  ('id', ");
+    put_lit(&b, pl->id >= 0 ? pl->c[pl->id].name : "rt_id");
+    put(&b, ")");
+    if (pl->validation >= 0) {
+        put(&b, ",\n  ('validation', ");
+        put_lit(&b, pl->c[pl->validation].name);
+        put(&b, ")");
+    } else if (pl->val_fraction > 0) {
+        put(&b, ",\n  ('validation', 'rt_validation')");
+    }
+    const char *kv[][2] = {{"weight", pl->weight >= 0 ? pl->c[pl->weight].name : NULL},
+                           {"date", pl->date[0] ? pl->date : NULL},
+                           {"task", o->roles.task},
+                           {"positive_class", o->roles.positive_class},
+                           {"label_transform", pl->classification ? NULL : pl->label_transform}};
+    for (size_t k = 0; k < sizeof kv / sizeof *kv; k++)
+        if (kv[k][1]) {
+            put(&b, ",\n  ('%s', ", kv[k][0]);
+            put_lit(&b, kv[k][1]);
+            put(&b, ")");
+        }
+    if (!pl->classification && o->roles.max_label > 0)
+        put(&b, ",\n  ('max_label', %.17g)", o->roles.max_label);
+    else if (!pl->classification && !strstr(pl->label_transform, "standardize")) {
+        char id[140]; /* the largest target: the label's, or exp of a log label's */
+        const bool lg = strstr(pl->label_transform, "log") != NULL;
+        put(&b, ",\n  ('max_label', (SELECT %smax(CAST(%s AS REAL))%s FROM rt_train))",
+            lg ? "exp(" : "", prep_ident(pl->c[pl->label].name, id, sizeof id), lg ? ")" : "");
+    }
+    for (int kind = 1; kind <= 2; kind++) {
+        put(&b, ",\n  ('%s', ", kind == 1 ? "categorical" : "continuous");
+        sbuf l = {0};
+        int cnt = 0;
+        for (int k = 0; k < n; k++)
+            if (v[k].kind == kind)
+                put(&l, "%s%s", cnt++ ? "," : "", v[k].name);
+        put_lit(&b, l.p ? l.p : "");
+        free(l.p);
+        put(&b, ")");
+    }
+    put(&b, ";\n");
+    free(v);
+    if (b.failed) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
