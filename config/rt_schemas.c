@@ -155,13 +155,19 @@ static rt_status job_validate(const void *obj, const rt_cfg_origin *o, rt_cfg_er
     }
     if (j->type == RT_JOB_TRAIN) {
         if (!j->dataset) {
-            rt_cfg_errors_add(errs, "%s: [data] dataset: a training job needs the prepared "
-                                    "dataset's folder (ringtrain prep --out)", fname);
+            rt_cfg_errors_add(errs,
+                              "%s: [data] dataset: a training job needs the prepared "
+                              "dataset's folder (ringtrain prep --out): in the file, or "
+                              "--set data.dataset=DIR",
+                              fname);
             st = RT_ERR_INVALID;
         }
         if (!j->store) {
-            rt_cfg_errors_add(errs, "%s: [output] store: a training job needs a folder for "
-                                    "checkpoints, history and predictions", fname);
+            rt_cfg_errors_add(errs,
+                              "%s: [output] store: a training job needs a folder for "
+                              "checkpoints, history and predictions: in the file, or --set "
+                              "output.store=DIR",
+                              fname);
             st = RT_ERR_INVALID;
         }
     }
@@ -256,10 +262,12 @@ static const rt_cfg_key job_keys[] = {
              "for a column of n values (fastai's emb_sz_rule)"),
     RT_CFG_F("model", "embedding_dropout", "0", 0, 0.99, rt_job_cfg, embedding_dropout,
              "dropout on the embeddings (fastai's emb_drop)"),
-    RT_CFG_E("model", "continuous_norm", "batchnorm", RT_CONT_NORM_CHOICES, rt_job_cfg,
+    RT_CFG_E("model", "continuous_norm", "auto", "auto|" RT_CONT_NORM_CHOICES, rt_job_cfg,
              continuous_norm,
              "continuous inputs: a batch-norm layer, (x - mean) / std with the training rows' "
-             "statistics (the dataset's manifest), or as they are"),
+             "statistics (the dataset's manifest), or as they are; auto: batchnorm for "
+             "rossmann (the Keras model's), standardize for the other families (a batch norm's "
+             "moving averages need hundreds of steps before validation means anything)"),
     RT_CFG_L("model", "hidden", "1000, 1000, 1000, 500", rt_job_cfg, hidden,
              "rossmann, mlp: widths of the hidden layers (1 to 16)"),
     RT_CFG_L("model", "dropout", "0.5", rt_job_cfg, dropout,
@@ -350,6 +358,10 @@ static const rt_cfg_key job_keys[] = {
              "computed on the validation rows each epoch (docs/tasks.md): "
              "classification's " RT_CLS_METRICS ", regression's " RT_REG_METRICS
              " (default: the task's)"),
+    RT_CFG_F("train", "at_k", "0.1", 1e-9, 1e9, rt_job_cfg, at_k,
+             "the ranking metrics' k (precision_at_k, recall_at_k, hits_at_k): the top k rows "
+             "by the positive class's probability (a number of rows, or below 1 a fraction of "
+             "the validation rows)"),
     RT_CFG_E("train", "optimizer", "adam", RT_OPTIM_CHOICES, rt_job_cfg, optimizer,
              "adam: Keras' Adam with L2 in the gradient (the seed's); adamw: PyTorch's AdamW "
              "(decoupled weight_decay); sgd: PyTorch's SGD (momentum, nesterov)"),
@@ -365,8 +377,9 @@ static const rt_cfg_key job_keys[] = {
              "this (0: no clipping; PyTorch's clip_grad_norm_)"),
     RT_CFG_F("train", "beta1", "0.9", 0, 1, rt_job_cfg, beta1, "Adam beta1"),
     RT_CFG_F("train", "beta2", "0.999", 0, 1, rt_job_cfg, beta2, "Adam beta2"),
-    RT_CFG_F("train", "epsilon", "1e-3", 1e-12, 1, rt_job_cfg, epsilon,
-             "Adam epsilon (the seed's 1e-3)"),
+    RT_CFG_F("train", "epsilon", "0", 0, 1, rt_job_cfg, epsilon,
+             "Adam/AdamW epsilon (0: the family's default: 1e-8 as PyTorch's, but 1e-3 for "
+             "rossmann, Horovod's Keras model)"),
     RT_CFG_B("train", "scale_lr", "false", rt_job_cfg, scale_lr,
              "multiply the learning rate by the number of ranks"),
     RT_CFG_E("train", "lr_schedule", "constant",
@@ -435,10 +448,36 @@ static const rt_cfg_key job_keys[] = {
              "write predictions for the test rows with the best model at the end"),
     RT_CFG_P("output", "predictions", NULL, rt_job_cfg, predictions,
              "predictions file (default: STORE/submission.csv)"),
+    RT_CFG_B("output", "predict_validation", "false", rt_job_cfg, predict_validation,
+             "also write the validation rows' predictions with the best model, beside their "
+             "true labels, as STORE/validation_predictions.csv (to compute other metrics, pick a "
+             "threshold or stack models)"),
     RT_CFG_B("output", "proba", "true", rt_job_cfg, proba,
              "classification: a probability column per class (p_NAME) after the class"),
     RT_CFG_F("output", "threshold", "0.5", 0, 1, rt_job_cfg, threshold,
-             "binary: the probability of the second class from which it is predicted"),
+             "binary: the probability of the positive class (the second) from which it is "
+             "predicted"),
+    RT_CFG_F("output", "prediction_range_factor", "10", 0, 1e12, rt_job_cfg,
+             prediction_range_factor,
+             "regression: predictions outside the training targets' range [lo, hi] by more than "
+             "(this - 1) times its width are counted and the first named in the log (0: no "
+             "check)"),
+    RT_CFG_B("output", "clip_predictions", "false", rt_job_cfg, clip_predictions,
+             "regression: write such predictions as the bound they passed"),
 };
 const rt_cfg_schema rt_job_schema = {"job file", job_keys, RT_ARRAY_LEN(job_keys),
                                      sizeof(rt_job_cfg), job_validate};
+
+int rt_job_continuous_norm(const rt_job_cfg *j)
+{
+    if (j->continuous_norm > 0)
+        return j->continuous_norm - 1;
+    return j->architecture == RT_ARCH_ROSSMANN ? RT_CONT_BATCHNORM : RT_CONT_STANDARDIZE;
+}
+
+double rt_job_epsilon(const rt_job_cfg *j)
+{
+    if (j->epsilon > 0)
+        return j->epsilon;
+    return j->architecture == RT_ARCH_ROSSMANN ? 1e-3 : 1e-8;
+}

@@ -304,6 +304,58 @@ static double pair_auc(const metric_world *w, int k)
     return good / pairs;
 }
 
+/* The ranking metrics by their definitions: average precision as the mean,
+ * over the positive rows, of the precision among the rows scored at least
+ * as high; the top k (200 = ceil(0.2 x 997) rows) with a tie at the k-th
+ * score counted at its share of the places left. */
+static void check_ranking(const metric_world *w)
+{
+    double p[2], q[2], pos = 0, ap = 0;
+    float *sc = malloc(MROWS * sizeof *sc);
+    for (int64_t i = 0; i < MROWS; i++) {
+        rt_task_proba(&w->task, w->pred + i, p);
+        sc[i] = (float)p[1];
+        pos += (int)w->label[i] == 1;
+    }
+    for (int64_t i = 0; i < MROWS; i++) {
+        if ((int)w->label[i] != 1)
+            continue;
+        double n = 0, tp = 0;
+        for (int64_t j = 0; j < MROWS; j++)
+            if (sc[j] >= sc[i])
+                n++, tp += (int)w->label[j] == 1;
+        ap += tp / n;
+    }
+    ap /= pos;
+    float *sorted = malloc(MROWS * sizeof *sorted);
+    memcpy(sorted, sc, MROWS * sizeof *sc);
+    for (int64_t i = 1; i < MROWS; i++) /* descending, by insertion */
+        for (int64_t j = i; j > 0 && sorted[j] > sorted[j - 1]; j--) {
+            float x = sorted[j];
+            sorted[j] = sorted[j - 1];
+            sorted[j - 1] = x;
+        }
+    const int64_t kk = 200;
+    const float t = sorted[kk - 1];
+    double above = 0, above_pos = 0, tie = 0, tie_pos = 0;
+    for (int64_t i = 0; i < MROWS; i++) {
+        const bool y = (int)w->label[i] == 1;
+        if (sc[i] > t)
+            above++, above_pos += y;
+        else if (sc[i] == t)
+            tie++, tie_pos += y;
+    }
+    const double hits = above_pos + tie_pos * ((double)kk - above) / tie;
+    (void)q;
+    if (fabs(w->one[5] - ap) > 1e-9 || fabs(w->one[8] - hits) > 1e-9 ||
+        fabs(w->one[6] - hits / (double)kk) > 1e-9 || fabs(w->one[7] - hits / pos) > 1e-9)
+        fail_msg("ranking: ap %.12g (want %.12g), hits %.12g (want %.12g), precision %.12g, "
+                 "recall %.12g",
+                 w->one[5], ap, w->one[8], hits, w->one[6], w->one[7]);
+    free(sorted);
+    free(sc);
+}
+
 static void metrics_case(tu_rng *g, rt_task t)
 {
     metric_world w = {0};
@@ -314,10 +366,19 @@ static void metrics_case(tu_rng *g, rt_task t)
     k->n_out = t == RT_TASK_MULTICLASS ? 6 : 1;
     k->label_std = t == RT_TASK_REGRESSION ? 2.5 : 1;
     k->label_mean = t == RT_TASK_REGRESSION ? 8.0 : 0;
-    const int cls[] = {RT_METRIC_ACCURACY, RT_METRIC_BALANCED_ACCURACY, RT_METRIC_MACRO_F1,
-                       RT_METRIC_LOG_LOSS, RT_METRIC_AUC};
+    const int cls[] = {RT_METRIC_ACCURACY,
+                       RT_METRIC_BALANCED_ACCURACY,
+                       RT_METRIC_MACRO_F1,
+                       RT_METRIC_LOG_LOSS,
+                       RT_METRIC_AUC,
+                       RT_METRIC_AVERAGE_PRECISION,
+                       RT_METRIC_PRECISION_AT_K,
+                       RT_METRIC_RECALL_AT_K,
+                       RT_METRIC_HITS_AT_K};
     const int reg[] = {RT_METRIC_RMSE, RT_METRIC_MAE, RT_METRIC_R2, RT_METRIC_EXP_RMSPE};
-    k->nmetrics = t == RT_TASK_REGRESSION ? 4 : 5;
+    /* the ranking metrics: a binary task's; k = 0.2 of the rows (200 of 997) */
+    k->nmetrics = t == RT_TASK_REGRESSION ? 4 : t == RT_TASK_BINARY ? 9 : 5;
+    k->at_k = 0.2;
     for (int i = 0; i < k->nmetrics; i++)
         k->metric[i] = t == RT_TASK_REGRESSION ? reg[i] : cls[i];
     w.pred = calloc((size_t)(MROWS * k->n_out), 4);
@@ -364,6 +425,8 @@ static void metrics_case(tu_rng *g, rt_task t)
         }
         assert_true(fabs(w.one[0] - right / MROWS) < 1e-12);
         assert_true(fabs(w.one[3] - ll / MROWS) < 1e-9);
+        if (k->nclasses == 2)
+            check_ranking(&w);
     } else {
         double se = 0, ae = 0, my = 0, sst = 0;
         for (int64_t i = 0; i < MROWS; i++)
@@ -452,10 +515,18 @@ static void test_metric_table(void **state)
     static const struct {
         const char *name;
         bool cls, higher;
-    } want[] = {{"accuracy", true, true},   {"balanced_accuracy", true, true},
-                {"macro_f1", true, true},   {"log_loss", true, false},
-                {"auc", true, true},        {"rmse", false, false},
-                {"mae", false, false},      {"r2", false, true},
+    } want[] = {{"accuracy", true, true},
+                {"balanced_accuracy", true, true},
+                {"macro_f1", true, true},
+                {"log_loss", true, false},
+                {"auc", true, true},
+                {"average_precision", true, true},
+                {"precision_at_k", true, true},
+                {"recall_at_k", true, true},
+                {"hits_at_k", true, true},
+                {"rmse", false, false},
+                {"mae", false, false},
+                {"r2", false, true},
                 {"exp_rmspe", false, false}};
     assert_int_equal(RT_METRIC_COUNT, (int)(sizeof want / sizeof want[0]));
     for (int k = 0; k < RT_METRIC_COUNT; k++) {
@@ -465,7 +536,9 @@ static void test_metric_table(void **state)
     }
     assert_false(rt_metric_higher_better(-1));
     assert_false(rt_metric_higher_better(RT_METRIC_COUNT));
-    assert_string_equal(RT_HIGHER_METRICS, "accuracy, balanced_accuracy, macro_f1, auc, r2, ");
+    assert_string_equal(RT_HIGHER_METRICS, "accuracy, balanced_accuracy, macro_f1, auc, "
+                                           "average_precision, precision_at_k, recall_at_k, "
+                                           "hits_at_k, r2, ");
 }
 
 /* Ranks that see different values (as ranks whose local metrics differ
@@ -514,10 +587,18 @@ static void test_monitor_ranks_agree(void **state)
 static void test_prediction_header(void **state)
 {
     (void)state;
-    const struct { const char *label, *transform, *want; } cases[] = {
-        {"log_price", "log", ",price"}, {"LogSales", "log", ",Sales"}, {"Sales", "log", ",Sales"},
-        {"logistic", "log", ",logistic"}, {"log", "log", ",log"}, {"ln_y", "log", ",y"},
-        {"log_price", "none", ",log_price"}, {"log_price", "standardize", ",log_price"},
+    const struct {
+        const char *label, *transform, *want;
+    } cases[] = {
+        {"log_price", "log", ",price"},
+        {"LogSales", "log", ",Sales"},
+        {"Sales", "log", ",Sales"},
+        {"logistic", "log", ",logistic"},
+        {"log", "log", ",log"},
+        {"ln_y", "log", ",y"},
+        {"log_price", "none", ",log_price"},
+        {"log_price", "standardize", ",log_price"},
+        {"log_price", "log,standardize", ",price"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rt_pred_format f = {.label = cases[i].label, .label_transform = cases[i].transform,
@@ -534,9 +615,51 @@ static void test_prediction_header(void **state)
     assert_string_equal(buf, ",log_y,p_no,\"p_yes, really\"");
 }
 
+/* Issue 43.4: a regression's value back in the label's unit through
+ * log,standardize; predictions past the training targets' range by more
+ * than the factor are counted (the first named) and clipped when asked. */
+static void test_prediction_range(void **state)
+{
+    (void)state;
+    rt_pred_range seen = {0};
+    rt_pred_format f = {.label = "price",
+                        .label_transform = "log,standardize",
+                        .n_out = 1,
+                        .label_mean = 2.0,
+                        .label_std = 0.5,
+                        .lo = 10,
+                        .hi = 20,
+                        .range_factor = 10,
+                        .range = &seen};
+    const float z = 0.4f; /* exp(0.4 * 0.5 + 2.0) */
+    assert_true(fabs(rt_pred_value(&f, &z) - exp(0.4f * 0.5 + 2.0)) < 1e-9);
+    char buf[200];
+    /* allowed: [10 - 9 x 10, 20 + 9 x 10] = [-80, 110] */
+    const float inside = (float)((log(100.0) - 2.0) / 0.5), far = (float)((log(1e6) - 2.0) / 0.5);
+    rt_pred_fields(&f, 7, &inside, buf, sizeof buf);
+    assert_int_equal(seen.n, 0);
+    rt_pred_fields(&f, 8, &far, buf, sizeof buf);
+    assert_int_equal(seen.n, 1);
+    assert_int_equal(seen.first[0], 8);
+    assert_true(strtod(buf + 1, NULL) > 9e5); /* written as it is */
+    char said[RT_ERR_LEN];
+    rt_pred_range_say(&f, "ids", said, sizeof said);
+    assert_non_null(strstr(said, "1 prediction outside the training targets' range [10, 20] by "
+                                 "more than 10x its width (ids 8: 1e+06"));
+    assert_non_null(strstr(said, "clip_predictions = true clips them"));
+    f.clip = true;
+    rt_pred_fields(&f, 9, &far, buf, sizeof buf);
+    assert_string_equal(buf, ",110");
+    assert_int_equal(seen.n, 2);
+    f.range_factor = 0; /* no check */
+    rt_pred_fields(&f, 10, &far, buf, sizeof buf);
+    assert_int_equal(seen.n, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_prediction_range),
         cmocka_unit_test(test_losses),
         cmocka_unit_test(test_optimizers),
         cmocka_unit_test(test_metrics_over_ranks),

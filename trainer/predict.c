@@ -25,9 +25,61 @@ static int by_id(const void *a, const void *b)
 
 void rt_pred_format_of(const rt_ckpt *ck, rt_pred_format *f)
 {
-    *f = (rt_pred_format){ck->label, ck->label_transform, ck->label_mean, ck->label_std,
-                          ck->spec.n_out, ck->spec.n_classes, ck->spec.loss, ck->classes,
-                          true, 0.5};
+    *f = (rt_pred_format){
+        ck->label,          ck->label_transform, ck->label_mean,    ck->label_std, ck->spec.n_out,
+        ck->spec.n_classes, ck->spec.loss,       ck->classes,       true,          0.5,
+        .lo = ck->label_lo, .hi = ck->label_hi,  .range_factor = 10};
+}
+
+double rt_pred_value(const rt_pred_format *f, const float *z)
+{
+    bool logged = false, stdz = false;
+    rt_label_transform_parse(f->label_transform, &logged, &stdz, NULL);
+    double v = z[0];
+    if (stdz)
+        v = v * f->label_std + f->label_mean;
+    return logged ? exp(v) : v;
+}
+
+double rt_pred_check_range(const rt_pred_format *f, int64_t id, double v)
+{
+    if (!(f->range_factor > 0) || !(f->lo <= f->hi))
+        return v;
+    double span = f->hi - f->lo;
+    if (!(span > 0))
+        span = fabs(f->hi) > 0 ? fabs(f->hi) : 1;
+    const double lo = f->lo - (f->range_factor - 1) * span,
+                 hi = f->hi + (f->range_factor - 1) * span;
+    if (v >= lo && v <= hi) /* also false for NaN: counted */
+        return v;
+    if (f->range) {
+        if (f->range->n < RT_PRED_RANGE_SHOWN) {
+            f->range->first[f->range->n] = id;
+            f->range->value[f->range->n] = v;
+        }
+        f->range->n++;
+    }
+    if (!f->clip)
+        return v;
+    return v < lo ? lo : v > hi ? hi : v != v ? f->lo : v;
+}
+
+void rt_pred_range_say(const rt_pred_format *f, const char *what, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (!f->range || f->range->n == 0)
+        return;
+    size_t n = (size_t)snprintf(buf, len,
+                                "%lld prediction%s outside the training targets' range [%g, %g] "
+                                "by more than %gx its width (%s",
+                                (long long)f->range->n, f->range->n == 1 ? "" : "s", f->lo, f->hi,
+                                f->range_factor, what);
+    for (int64_t i = 0; i < f->range->n && i < RT_PRED_RANGE_SHOWN && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%lld: %g", i ? ", " : " ",
+                              (long long)f->range->first[i], f->range->value[i]);
+    if (n < len)
+        snprintf(buf + n, len - n, "%s)%s", f->range->n > RT_PRED_RANGE_SHOWN ? ", ..." : "",
+                 f->clip ? ": clipped to it" : ": [output] clip_predictions = true clips them");
 }
 
 /* CSV quoting of a class name (commas, quotes, newlines). */
@@ -51,7 +103,9 @@ static size_t csv_text(const char *s, char *buf, size_t len)
 static const char *target_name(const rt_pred_format *f)
 {
     static const char *const prefix[] = {"log_", "log", "ln_", "Log_", "Log", "LOG_"};
-    if (strcmp(f->label_transform, "log") != 0)
+    bool logged = false;
+    rt_label_transform_parse(f->label_transform, &logged, NULL, NULL);
+    if (!logged)
         return f->label;
     for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++) {
         size_t n = strlen(prefix[i]);
@@ -77,14 +131,14 @@ size_t rt_pred_header(const rt_pred_format *f, char *buf, size_t len)
     return n;
 }
 
-size_t rt_pred_fields(const rt_pred_format *f, const float *z, char *buf, size_t len)
+size_t rt_pred_fields(const rt_pred_format *f, int64_t id, const float *z, char *buf, size_t len)
 {
     if (f->nclasses == 0) {
-        double v = z[0];
-        if (!strcmp(f->label_transform, "log"))
-            v = expf(z[0]);
-        else if (!strcmp(f->label_transform, "standardize"))
-            v = z[0] * f->label_std + f->label_mean;
+        bool logged = false, stdz = false;
+        rt_label_transform_parse(f->label_transform, &logged, &stdz, NULL);
+        /* a log label alone: exp in float, as the numbers always were */
+        double v = logged && !stdz ? expf(z[0]) : rt_pred_value(f, z);
+        v = rt_pred_check_range(f, id, v);
         return (size_t)snprintf(buf, len, ",%.6g", v);
     }
     rt_task_info t = {.nclasses = f->nclasses, .n_out = f->n_out, .loss = f->loss};
@@ -112,31 +166,50 @@ rt_status rt_predict_rows(rt_dp *d, const rt_rows *test, const rt_pred_format *f
     return st;
 }
 
-rt_status rt_predict_write(const rt_rows *test, const float *pred, const rt_pred_format *f,
+/* The rows' CSV sorted by id: "Id[,true_LABEL],..." (truth: the label as
+ * the rows hold it, in the label's unit or its class name). */
+static rt_status write_csv(const rt_rows *r, const float *pred, const rt_pred_format *f, bool truth,
                            const char *path, char *err)
 {
-    pair *pr = malloc((size_t)(test->n ? test->n : 1) * sizeof *pr);
+    pair *pr = malloc((size_t)(r->n ? r->n : 1) * sizeof *pr);
     if (!pr)
-        return rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions",
-                      (long long)test->n);
-    for (int64_t i = 0; i < test->n; i++)
-        pr[i] = (pair){test->id[i], i};
+        return rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions", (long long)r->n);
+    for (int64_t i = 0; i < r->n; i++)
+        pr[i] = (pair){r->id[i], i};
     rt_status st;
-    qsort(pr, (size_t)test->n, sizeof *pr, by_id);
+    qsort(pr, (size_t)r->n, sizeof *pr, by_id);
     /* "Id,Sales" then one line per row */
-    const size_t line = 40 + (f->nclasses ? (size_t)f->nclasses * 16 + 300 : 0);
-    size_t cap = 64 + line + (size_t)test->n * line, len = 0;
+    const size_t line = 40 + (f->nclasses ? (size_t)f->nclasses * 16 + 300 : 0) + (truth ? 340 : 0);
+    size_t cap = 400 + line + (size_t)r->n * line, len = 0;
     char *csv = malloc(cap);
     if (!csv) {
         free(pr);
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     }
     len += (size_t)snprintf(csv, cap, "Id");
+    if (truth) {
+        char name[300];
+        snprintf(name, sizeof name, "true_%s", f->label);
+        len += (size_t)snprintf(csv + len, cap - len, ",");
+        len += csv_text(name, csv + len, cap - len);
+    }
     len += rt_pred_header(f, csv + len, cap - len);
     len += (size_t)snprintf(csv + len, cap - len, "\n");
-    for (int64_t i = 0; i < test->n; i++) {
+    bool logged = false, stdz = false;
+    rt_label_transform_parse(f->label_transform, &logged, &stdz, NULL);
+    for (int64_t i = 0; i < r->n; i++) {
         len += (size_t)snprintf(csv + len, cap - len, "%d", pr[i].id);
-        len += rt_pred_fields(f, pred + pr[i].row * f->n_out, csv + len, cap - len);
+        if (truth && f->nclasses > 0) {
+            const char *c = f->classes[(int)r->label[pr[i].row]];
+            len += (size_t)snprintf(csv + len, cap - len, ",");
+            len += csv_text(c ? c : "", csv + len, cap - len);
+        } else if (truth) { /* the rows hold it standardised (label_mean, label_std) */
+            double y = (double)r->label[pr[i].row] * r->label_std + r->label_mean;
+            if (r->label_std == 0)
+                y = r->label[pr[i].row];
+            len += (size_t)snprintf(csv + len, cap - len, ",%.6g", logged ? exp(y) : y);
+        }
+        len += rt_pred_fields(f, pr[i].id, pred + pr[i].row * f->n_out, csv + len, cap - len);
         len += (size_t)snprintf(csv + len, cap - len, "\n");
     }
     free(pr);
@@ -146,9 +219,41 @@ rt_status rt_predict_write(const rt_rows *test, const float *pred, const rt_pred
     return st;
 }
 
-rt_status rt_predict_checkpoint(const char *ckpt_path, const char *dataset_dir, const char *path,
-                                int threads, int64_t batch, bool proba, int64_t *rows, char *err)
+rt_status rt_predict_write(const rt_rows *test, const float *pred, const rt_pred_format *f,
+                           const char *path, char *err)
 {
+    return write_csv(test, pred, f, false, path, err);
+}
+
+rt_status rt_predict_validation(rt_dp *d, const rt_dataset *ds, const rt_columns *cols,
+                                const rt_pred_format *f, const char *path, int64_t *rows, char *err)
+{
+    *rows = 0;
+    rt_rows train = {0}, val = {0};
+    /* every partition's rows as one rank would read them (the training
+     * rows are read too, then dropped) */
+    rt_status st = rt_rows_load(ds, cols, 0, 1, &train, &val, err);
+    rt_rows_free(&train);
+    float *pred =
+        st == RT_OK ? malloc((size_t)(val.n ? val.n : 1) * (size_t)f->n_out * sizeof *pred) : NULL;
+    if (st == RT_OK && !pred)
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions", (long long)val.n);
+    if (st == RT_OK)
+        st = rt_dp_forward_eval(d, val.cat, val.cont, NULL, val.n, pred, err);
+    if (st == RT_OK)
+        st = write_csv(&val, pred, f, true, path, err);
+    if (st == RT_OK)
+        *rows = val.n;
+    free(pred);
+    rt_rows_free(&val);
+    return st;
+}
+
+rt_status rt_predict_checkpoint(const char *ckpt_path, const char *dataset_dir, const char *path,
+                                int threads, int64_t batch, const rt_pred_opts *po, int64_t *rows,
+                                char *range, char *err)
+{
+    range[0] = '\0';
     *rows = 0;
     rt_ckpt ck;
     rt_status st = rt_ckpt_read(ckpt_path, &ck, err);
@@ -160,6 +265,8 @@ rt_status rt_predict_checkpoint(const char *ckpt_path, const char *dataset_dir, 
         rt_err_prefix(err, "%s does not fit the model of %s", dataset_dir, ckpt_path);
     /* the model's columns, which must mean the same in this dataset */
     rt_columns cols = {0};
+    if (st == RT_OK && !rt_columns_alloc(&cols, ck.spec.n_cat, ck.n_cont))
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     for (int i = 0; st == RT_OK && i < ck.spec.n_cat; i++) {
         const rt_ds_column *c = rt_dataset_column(ds, ck.spec.cat_names[i]);
         if (!c || c->role != RT_ROLE_CATEGORICAL || c->vocab_size != ck.spec.vocab[i])
@@ -204,13 +311,20 @@ rt_status rt_predict_checkpoint(const char *ckpt_path, const char *dataset_dir, 
         st = rt_ckpt_to_model(&ck, rt_dp_model(d), err);
     rt_pred_format f;
     rt_pred_format_of(&ck, &f);
-    f.proba = proba;
+    rt_pred_range out = {0};
+    f.proba = po->proba;
+    f.range_factor = po->range_factor;
+    f.clip = po->clip;
+    f.range = &out;
     if (st == RT_OK)
         st = rt_predict_rows(d, &test, &f, path, err);
+    if (st == RT_OK)
+        rt_pred_range_say(&f, "ids", range, RT_ERR_LEN);
     if (st == RT_OK)
         *rows = test.n;
     rt_dp_destroy(d);
     rt_rows_free(&test);
+    rt_columns_free(&cols);
     rt_dataset_free(ds);
     rt_ckpt_free(&ck);
     return st;
@@ -465,8 +579,12 @@ rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_repo
     if (f) {
         rt_pred_format pf;
         rt_pred_format_of(&ck, &pf);
+        rt_pred_range out = {0};
         pf.label = ck.label[0] ? ck.label : "prediction";
         pf.proba = !o->no_proba;
+        pf.range_factor = o->range_factor;
+        pf.clip = o->clip;
+        pf.range = &out;
         char fields[8192];
         rt_pred_header(&pf, fields, sizeof fields);
         fprintf(f, "%s%s", o->id ? o->id : "row", fields);
@@ -480,7 +598,7 @@ rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_repo
                 csv_field(f, s->ids[r]);
             else
                 fprintf(f, "%lld", (long long)r + 1);
-            rt_pred_fields(&pf, pred + r * pf.n_out, fields, sizeof fields);
+            rt_pred_fields(&pf, r + 1, pred + r * pf.n_out, fields, sizeof fields);
             fputs(fields, f);
             for (int i = 0; i < o->nkeep; i++) {
                 fputc(',', f);
@@ -489,6 +607,7 @@ rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_repo
             fputc('\n', f);
         }
         fclose(f);
+        rt_pred_range_say(&pf, "rows", rep->range, sizeof rep->range);
         rt_iov iov = {buf, len};
         st = rt_write_atomic(o->out, &iov, 1, err);
         free(buf);

@@ -288,7 +288,7 @@ static rt_status setup(trainer *t, char *err)
     t->hp = (rt_adam_hp){.lr = (float)(cfg->learning_rate * (cfg->scale_lr ? env->size : 1)),
                          .beta1 = (float)cfg->beta1,
                          .beta2 = (float)cfg->beta2,
-                         .eps = (float)cfg->epsilon,
+                         .eps = (float)rt_job_epsilon(cfg),
                          .grad_scale = 1.0f,
                          .kind = cfg->optimizer,
                          .weight_decay = (float)cfg->weight_decay,
@@ -310,15 +310,19 @@ static rt_status setup(trainer *t, char *err)
             snprintf(where, sizeof where, "CPU, %d thread%s (%s), GEMM kernel %s",
                      rt_kctx_threads(kc), rt_kctx_threads(kc) == 1 ? "" : "s", threads_why,
                      rt_cpu_gemm_kernel());
+        char opt[32];
+        rt_cfg_enum_name(&rt_job_schema, "train", "optimizer", cfg->optimizer, opt, sizeof opt);
         fprintf(env->log,
                 "trainer: %d rank%s, %lld training + %lld validation rows on rank 0, %lld steps "
-                "of %lld rows per epoch, %lld parameters, %d gradient bucket%s%s%s; %s\n",
+                "of %lld rows per epoch, %lld parameters, %d gradient bucket%s%s%s; %s learning "
+                "rate %g%s, epsilon %g%s; %s\n",
                 env->size, env->size == 1 ? "" : "s", (long long)t->ntrain, (long long)t->nval,
                 (long long)t->steps, (long long)cfg->batch_size,
                 (long long)rt_model_num_params(rt_dp_model(t->dp)), rt_dp_buckets(t->dp),
                 rt_dp_buckets(t->dp) == 1 ? "" : "s",
-                cfg->sync_batch_norm && env->size > 1 ? ", synchronized batch norm" : "",
-                stream, where);
+                cfg->sync_batch_norm && env->size > 1 ? ", synchronized batch norm" : "", stream,
+                opt, (double)t->hp.lr, cfg->scale_lr ? " (scaled by the ranks)" : "",
+                (double)t->hp.eps, cfg->epsilon > 0 ? "" : " (the family's default)", where);
         if (t->task.class_weighted) { /* the weights each class's rows are given */
             fprintf(env->log, "trainer: class weights:");
             for (int k = 0; k < t->task.nclasses; k++)
@@ -557,6 +561,8 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
         snprintf(ck.label_transform, sizeof ck.label_transform, "%s", t->ds->label_transform);
         snprintf(ck.label, sizeof ck.label, "%s", t->cols.label);
         ck.label_mean = t->ds->label_mean;
+        ck.label_lo = t->ds->label_lo;
+        ck.label_hi = t->ds->label_hi;
         ck.label_std = t->ds->label_std;
         ck.classes = t->task.classes; /* lent */
         ck.n_cont = t->cols.ncont;
@@ -564,8 +570,7 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
             const rt_ds_column *dc = rt_dataset_column(t->ds, t->cols.cat[i]);
             ck.values[i] = dc ? dc->vocab : NULL;
         }
-        for (int i = 0; i < ck.n_cont; i++)
-            snprintf(ck.cont_names[i], sizeof ck.cont_names[i], "%s", t->cols.cont[i]);
+        ck.cont_names = t->cols.cont; /* lent */
         if (st == RT_OK && best && t->cfg->checkpoint == RT_CKPT_BEST)
             st = rt_ckpt_write(t->path_best, &ck, err);
         if (st == RT_OK)
@@ -599,12 +604,11 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
     return st;
 }
 
-/* This rank's share of the test rows scored, gathered on rank 0 in row
- * order.  Scores do not depend on how rows are batched, so the file is the
- * one a single rank would write (test_train_job compares it with `ringtrain
+/* This rank's share of the total test rows (only those are read) scored,
+ * every share gathered into pred (rank 0's; total values) in row order.
+ * Scores do not depend on how rows are batched, so the file is the one a
+ * single rank would write (test_train_job compares it with `ringtrain
  * predict`). */
-/* This rank's share of the total test rows (only those are read), every
- * share gathered into pred (rank 0's; total values). */
 static rt_status predict_shared(trainer *t, int64_t total, float *pred, char *err)
 {
     const int size = t->env->size, rank = t->env->rank;
@@ -641,7 +645,8 @@ static rt_status predict_end(trainer *t, rt_train_result *res, char *err)
     if (lead && t->cfg->predict && t->ds->ntest == 0 && t->env->log)
         fprintf(t->env->log, "predictions: none: %s has no test rows (its script names no "
                              "test_table)\n", t->cfg->dataset);
-    if (!t->cfg->predict || t->ds->ntest == 0)
+    const bool test_rows = t->cfg->predict && t->ds->ntest > 0;
+    if (!test_rows && !t->cfg->predict_validation)
         return RT_OK;
     char path[1200];
     if (t->cfg->predictions && *t->cfg->predictions)
@@ -666,6 +671,41 @@ static rt_status predict_end(trainer *t, rt_train_result *res, char *err)
         if ((st = rt_dp_broadcast_state(t->dp, 0, false, err)) != RT_OK)
             return st;
     }
+    rt_pred_range out = {0};
+    rt_pred_format f = {t->cols.label,
+                        t->ds->label_transform,
+                        t->ds->label_mean,
+                        t->ds->label_std,
+                        t->spec.n_out,
+                        t->task.nclasses,
+                        t->spec.loss,
+                        t->task.classes,
+                        t->cfg->proba,
+                        t->cfg->threshold,
+                        .lo = t->ds->label_lo,
+                        .hi = t->ds->label_hi,
+                        .range_factor = t->cfg->prediction_range_factor,
+                        .clip = t->cfg->clip_predictions,
+                        .range = &out};
+    if (st == RT_OK && lead && t->cfg->predict_validation) { /* rank 0 alone: every partition's */
+        char vpath[1300];
+        int64_t n = 0;
+        snprintf(vpath, sizeof vpath, "%s/validation_predictions.csv", t->cfg->store);
+        st = rt_predict_validation(t->dp, t->ds, &t->cols, &f, vpath, &n, err);
+        if (st == RT_OK && t->env->log)
+            fprintf(t->env->log, "predictions: %lld validation rows to %s\n", (long long)n, vpath);
+    }
+    if (t->env->size > 1) { /* rank 0 wrote them, or failed: the others learn which */
+        int32_t ok = st == RT_OK;
+        rt_status bst = rt_broadcast(t->env->comm, &ok, sizeof ok, 0);
+        if (bst != RT_OK)
+            return rt_err(err, bst, "%s", rt_comm_last_error(t->env->comm));
+        if (!ok)
+            return lead ? st : rt_err(err, RT_ERR_ABORTED, "rank 0 could not predict");
+    }
+    if (st != RT_OK || !test_rows)
+        return st;
+    out = (rt_pred_range){0};
     /* each rank reads only its share of the test rows; rank 0 their ids too */
     int64_t total = 0;
     for (int p = 0; p < t->ds->ntest; p++)
@@ -679,11 +719,12 @@ static rt_status predict_end(trainer *t, rt_train_result *res, char *err)
         st = predict_shared(t, total, pred, err);
     if (st == RT_OK && lead)
         st = rt_rows_load_test_range(t->ds, &t->cols, 0, total, true, &test, err);
-    rt_pred_format f = {t->cols.label, t->ds->label_transform, t->ds->label_mean,
-                        t->ds->label_std, t->spec.n_out, t->task.nclasses, t->spec.loss,
-                        t->task.classes, t->cfg->proba, t->cfg->threshold};
     if (st == RT_OK && lead)
         st = rt_predict_write(&test, pred, &f, path, err);
+    char said[RT_ERR_LEN];
+    rt_pred_range_say(&f, "ids", said, sizeof said);
+    if (st == RT_OK && lead && said[0] && t->env->log)
+        fprintf(t->env->log, "predictions: %s\n", said);
     if (st == RT_OK) {
         res->predictions = total;
         if (lead && t->env->log)
@@ -753,6 +794,7 @@ rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_re
     rt_trace_destroy(t.trace);
     rt_rows_free(&t.train);
     rt_rows_free(&t.val);
+    rt_columns_free(&t.cols);
     rt_stream_close(t.stream);
     rt_metrics_free(&t.vm);
     rt_dataset_free(t.ds);

@@ -87,7 +87,7 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const
         return st;
     s->emb_dropout = (float)cfg->embedding_dropout;
     s->n_cont = cols->ncont;
-    s->cont_norm = (rt_cont_norm)cfg->continuous_norm;
+    s->cont_norm = (rt_cont_norm)rt_job_continuous_norm(cfg);
     for (int i = 0; s->cont_norm == RT_CONT_STANDARDIZE && i < cols->ncont; i++) {
         const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
         char at[512];
@@ -137,7 +137,9 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const
     s->class_weighted = t.class_weighted;
     memcpy(s->class_weight, t.class_weight, sizeof s->class_weight);
     s->weighted = t.weighted;
-    double top = strcmp(ds->label_transform, "log") == 0 ? log(ds->max_label) : ds->max_label;
+    bool logged = false;
+    rt_label_transform_parse(ds->label_transform, &logged, NULL, NULL);
+    double top = logged ? log(ds->max_label) : ds->max_label;
     if (s->head == RT_HEAD_SCALED_SIGMOID)
         s->head_scale = (float)(cfg->head_scale_factor * top);
     s->bn_momentum = (float)cfg->bn_momentum;
@@ -151,11 +153,20 @@ rt_status rt_job_model_standardize(rt_model *m, const rt_dataset *ds, const rt_c
 {
     if (rt_model_get_spec(m)->cont_norm != RT_CONT_STANDARDIZE || cols->ncont == 0)
         return RT_OK;
-    float mean[256], sd[256];
+    float *mean = malloc((size_t)cols->ncont * sizeof *mean),
+          *sd = malloc((size_t)cols->ncont * sizeof *sd);
+    if (!mean || !sd) {
+        free(mean);
+        free(sd);
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
     for (int i = 0; i < cols->ncont; i++) {
         const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
         mean[i] = dc ? (float)dc->mean : 0.0f;
         sd[i] = dc ? (float)dc->std : 1.0f;
     }
-    return rt_model_set_standardize(m, mean, sd, err);
+    rt_status st = rt_model_set_standardize(m, mean, sd, err);
+    free(mean);
+    free(sd);
+    return st;
 }

@@ -30,9 +30,21 @@ static int metric_index(const char *name)
     return -1;
 }
 
-/* Whether a metric fits a classification (cls) or a regression, a loss a
- * task; (int, int), so that name_list takes them as they are. */
-static bool metric_fits(int k, int cls) { return (cls != 0) == (k < RT_CLS_METRIC_COUNT); }
+/* The ranking metrics: a binary task's only. */
+static bool ranking(int k)
+{
+    return k == RT_METRIC_AVERAGE_PRECISION || k == RT_METRIC_PRECISION_AT_K ||
+           k == RT_METRIC_RECALL_AT_K || k == RT_METRIC_HITS_AT_K;
+}
+
+/* Whether a metric fits a task, a loss a task; (int, int), so that
+ * name_list takes them as they are. */
+static bool metric_fits(int k, int task)
+{
+    if (task == RT_TASK_REGRESSION)
+        return k >= RT_CLS_METRIC_COUNT;
+    return k < RT_CLS_METRIC_COUNT && (task == RT_TASK_BINARY || !ranking(k));
+}
 
 static bool loss_fits(int loss, int task)
 {
@@ -105,10 +117,11 @@ rt_status rt_job_task(const rt_job_cfg *cfg, const rt_cfg_origin *o, const rt_da
             rt_task_names[ds->task], cols->label, cls ? " with classes " : "", cls ? names : "",
             name_list(rt_loss_names, RT_LOSS_COUNT, loss_fits, ds->task, fit, sizeof fit));
     }
-    t->head = cfg->head > 0 ? (rt_head)(cfg->head - 1)
-              : !cls_loss && t->loss == RT_LOSS_MAE && strcmp(ds->label_transform, "standardize")
-                  ? RT_HEAD_SCALED_SIGMOID
-                  : RT_HEAD_LINEAR;
+    bool logged = false, stdz = false;
+    rt_label_transform_parse(ds->label_transform, &logged, &stdz, NULL);
+    t->head = cfg->head > 0                                  ? (rt_head)(cfg->head - 1)
+              : !cls_loss && t->loss == RT_LOSS_MAE && !stdz ? RT_HEAD_SCALED_SIGMOID
+                                                             : RT_HEAD_LINEAR;
     if (t->head == RT_HEAD_SCALED_SIGMOID && (cls_loss || !(ds->max_label > 0)))
         return rt_err(err, RT_ERR_INVALID, "%s = scaled_sigmoid needs a regression with "
                       "max_label (%s)", at(o, "model", "head", w, sizeof w),
@@ -151,7 +164,7 @@ rt_status rt_job_task(const rt_job_cfg *cfg, const rt_cfg_origin *o, const rt_da
         t->class_weighted = true;
     }
     t->weighted = cols->weight[0] != 0;
-    const bool stdz = !strcmp(ds->label_transform, "standardize");
+    t->at_k = cfg->at_k;
     t->label_mean = stdz ? ds->label_mean : 0.0;
     t->label_std = stdz ? ds->label_std : 1.0;
     /* metrics */
@@ -163,17 +176,23 @@ rt_status rt_job_task(const rt_job_cfg *cfg, const rt_cfg_origin *o, const rt_da
         const int *d = !cls ? reg : ds->task == RT_TASK_BINARY ? bin : mul;
         t->nmetrics = !cls ? 3 : ds->task == RT_TASK_BINARY ? 3 : 4;
         memcpy(t->metric, d, (size_t)t->nmetrics * sizeof *d);
-        if (!cls && !strcmp(ds->label_transform, "log"))
+        if (!cls && logged)
             t->metric[t->nmetrics++] = RT_METRIC_EXP_RMSPE;
     }
     for (size_t i = 0; i < cfg->metrics.n && i < RT_METRIC_COUNT; i++) {
         int k = metric_index(cfg->metrics.items[i]);
-        if (k < 0 || !metric_fits(k, cls))
-            return rt_err(
-                err, RT_ERR_INVALID, "%s: '%s' is not a %s metric (%s)",
-                at(o, "train", "metrics", w, sizeof w), cfg->metrics.items[i],
-                rt_task_names[ds->task],
-                name_list(rt_metric_names, RT_METRIC_COUNT, metric_fits, cls, names, sizeof names));
+        if (k >= 0 && ranking(k) && ds->task != RT_TASK_BINARY)
+            return rt_err(err, RT_ERR_INVALID,
+                          "%s: %s ranks rows by the positive class's probability: a binary "
+                          "task's metric, not %s's",
+                          at(o, "train", "metrics", w, sizeof w), cfg->metrics.items[i],
+                          rt_task_names[ds->task]);
+        if (k < 0 || !metric_fits(k, (int)ds->task))
+            return rt_err(err, RT_ERR_INVALID, "%s: '%s' is not a %s metric (%s)",
+                          at(o, "train", "metrics", w, sizeof w), cfg->metrics.items[i],
+                          rt_task_names[ds->task],
+                          name_list(rt_metric_names, RT_METRIC_COUNT, metric_fits, (int)ds->task,
+                                    names, sizeof names));
         t->metric[t->nmetrics++] = k;
     }
     /* the monitor: loss, val_loss, or val_ + a metric of the job */
@@ -244,8 +263,8 @@ rt_status rt_metrics_init(rt_metrics *m, const rt_task_info *t, char *err)
     m->sums = calloc((size_t)m->nsums, sizeof *m->sums);
     if (!m->sums)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < t->nmetrics; i++)
-        m->auc |= t->metric[i] == RT_METRIC_AUC;
+    for (int i = 0; i < t->nmetrics; i++) /* the metrics of ranks: every row's scores */
+        m->auc |= t->metric[i] == RT_METRIC_AUC || ranking(t->metric[i]);
     return RT_OK;
 }
 
@@ -343,6 +362,49 @@ static double auc_of(const float *rows, int64_t n, int K, int k, float *tmp)
     return pos > 0 && neg > 0 ? (ranks - pos * (pos + 1) / 2.0) / (pos * neg) : NAN;
 }
 
+/* A binary task's rows ranked by the positive class's probability (desc):
+ * average precision as scikit-learn's average_precision_score (a step per
+ * distinct score), and the positives among the first k rows — a tie across
+ * the k-th row counts as its expected share, so the value does not depend
+ * on the rows' order (nor on how the ranks split them). */
+static void ranked(const float *rows, int64_t n, double at_k, float *tmp, double *ap, double *hits,
+                   double *k_out, double *positives)
+{
+    for (int64_t i = 0; i < n; i++) {
+        tmp[2 * i] = -rows[i * 3 + 2]; /* ascending order of -p: descending p */
+        tmp[2 * i + 1] = (int)rows[i * 3] == 1 ? 1.0f : 0.0f;
+    }
+    qsort(tmp, (size_t)n, 2 * sizeof *tmp, cmp_score);
+    double pos = 0;
+    for (int64_t i = 0; i < n; i++)
+        pos += tmp[2 * i + 1];
+    double k = at_k >= 1 ? floor(at_k) : ceil(at_k * (double)n);
+    if (k > (double)n)
+        k = (double)n;
+    double tp = 0, seen = 0, a = 0, prev_recall = 0, h = 0;
+    for (int64_t i = 0; i < n;) {
+        int64_t j = i;
+        double gpos = 0;
+        while (j < n && tmp[2 * j] == tmp[2 * i])
+            gpos += tmp[2 * j++ + 1];
+        const double g = (double)(j - i);
+        if (seen < k) /* the part of this tie inside the top k, at its mean share */
+            h += gpos * (fmin(k - seen, g) / g);
+        tp += gpos;
+        seen += g;
+        if (pos > 0) {
+            const double recall = tp / pos;
+            a += (recall - prev_recall) * (tp / seen);
+            prev_recall = recall;
+        }
+        i = j;
+    }
+    *ap = pos > 0 ? a : NAN;
+    *hits = h;
+    *k_out = k;
+    *positives = pos;
+}
+
 rt_status rt_metrics_reduce(rt_metrics *m, rt_comm *comm, int size, double *out, char *err)
 {
     const rt_task_info *t = m->t;
@@ -423,6 +485,18 @@ rt_status rt_metrics_reduce(rt_metrics *m, rt_comm *comm, int size, double *out,
                     sum += a, seen++;
             }
             v = seen ? sum / seen : NAN;
+            break;
+        }
+        case RT_METRIC_AVERAGE_PRECISION:
+        case RT_METRIC_PRECISION_AT_K:
+        case RT_METRIC_RECALL_AT_K:
+        case RT_METRIC_HITS_AT_K: {
+            double ap, hits, k, pos;
+            ranked(all, total, t->at_k, tmp, &ap, &hits, &k, &pos);
+            v = t->metric[i] == RT_METRIC_AVERAGE_PRECISION ? ap
+                : t->metric[i] == RT_METRIC_HITS_AT_K       ? hits
+                : t->metric[i] == RT_METRIC_PRECISION_AT_K  ? (k > 0 ? hits / k : NAN)
+                                                            : (pos > 0 ? hits / pos : NAN);
             break;
         }
         case RT_METRIC_RMSE:

@@ -63,14 +63,20 @@ typedef enum rt_optim { RT_OPTIM_LIST(RT_NAME_ID, ) RT_OPTIM_COUNT } rt_optim;
 
 /* Validation metrics ([train] metrics; monitor = val_ and a name):
  * classification's, then regression's, as X(id, "name", higher) with
- * higher 1 where a larger value is better (monitor_mode = auto). */
+ * higher 1 where a larger value is better (monitor_mode = auto).  The
+ * ranking ones (average_precision, *_at_k) rank the rows by the positive
+ * class's probability: binary tasks only ([train] at_k says k). */
 /* clang-format off */
 #define RT_CLS_METRIC_LIST(X, S)                                      \
     X(RT_METRIC_ACCURACY, "accuracy", 1) S                            \
     X(RT_METRIC_BALANCED_ACCURACY, "balanced_accuracy", 1) S          \
     X(RT_METRIC_MACRO_F1, "macro_f1", 1) S                            \
     X(RT_METRIC_LOG_LOSS, "log_loss", 0) S                            \
-    X(RT_METRIC_AUC, "auc", 1)
+    X(RT_METRIC_AUC, "auc", 1) S                                      \
+    X(RT_METRIC_AVERAGE_PRECISION, "average_precision", 1) S          \
+    X(RT_METRIC_PRECISION_AT_K, "precision_at_k", 1) S                \
+    X(RT_METRIC_RECALL_AT_K, "recall_at_k", 1) S                      \
+    X(RT_METRIC_HITS_AT_K, "hits_at_k", 1)
 #define RT_REG_METRIC_LIST(X, S)                                      \
     X(RT_METRIC_RMSE, "rmse", 0) S                                    \
     X(RT_METRIC_MAE, "mae", 0) S                                      \

@@ -101,7 +101,7 @@ typedef struct rt_job_cfg {
     rt_strlist embedding_dims;     /* "Column:width" */
     int embedding_rule;            /* RT_EMB_RULE_* */
     double embedding_dropout;
-    int continuous_norm;           /* rt_cont_norm */
+    int continuous_norm; /* 0 auto, else rt_cont_norm + 1 (rt_job_continuous_norm) */
     rt_strlist hidden;
     rt_strlist dropout;            /* one rate, or one per hidden (deep) layer */
     rt_strlist batch_norm;         /* one bool, or one per hidden layer */
@@ -147,8 +147,18 @@ typedef struct rt_job_cfg {
     char *store, *predictions;
     bool predict, proba;
     double threshold;
+    double at_k;                    /* [train] the ranking metrics' k: rows, or a fraction (< 1) */
+    double prediction_range_factor; /* regression: flag predictions this far out (0: never) */
+    bool predict_validation;        /* STORE/validation_predictions.csv too */
+    bool clip_predictions;          /* and write them as the bound */
 } rt_job_cfg;
 extern const rt_cfg_schema rt_job_schema;
+/* [train] epsilon, resolved: the job's, else its family's default (1e-8,
+ * PyTorch's; 1e-3 for rossmann, the Keras model's). */
+double rt_job_epsilon(const rt_job_cfg *j);
+/* [model] continuous_norm, resolved (an rt_cont_norm): the job's, else
+ * batchnorm for rossmann, standardize for the other families. */
+int rt_job_continuous_norm(const rt_job_cfg *j);
 /* The [model] keys' cross checks (rt_schema_model.c): each family's keys
  * only with it, list lengths and values, heads dividing d_token. */
 rt_status rt_job_model_validate(const rt_job_cfg *j, const rt_cfg_origin *o, rt_cfg_errors *errs);

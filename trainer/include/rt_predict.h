@@ -18,6 +18,15 @@
 /* What a predictions file holds: a regression's value (exp() with a log
  * label, mean + std * z with a standardised one) under the label's name, or
  * a classification's class name and, with proba, p_<class> per class. */
+/* A regression's predictions far outside the training targets' range: how
+ * many, and the first ones (ids, or row numbers for new data). */
+#define RT_PRED_RANGE_SHOWN 5
+typedef struct rt_pred_range {
+    int64_t n;
+    int64_t first[RT_PRED_RANGE_SHOWN];
+    double value[RT_PRED_RANGE_SHOWN];
+} rt_pred_range;
+
 typedef struct rt_pred_format {
     const char *label, *label_transform;
     double label_mean, label_std;
@@ -26,7 +35,21 @@ typedef struct rt_pred_format {
     char **classes;
     bool proba;
     double threshold;
+    /* a regression: the training targets' range [lo, hi] (lo > hi:
+     * unknown); a value past it by more than (range_factor - 1) widths of
+     * it is counted in *range (range_factor 0: never), and with clip
+     * written as that bound */
+    double lo, hi, range_factor;
+    bool clip;
+    rt_pred_range *range;
 } rt_pred_format;
+/* One row's regression value in the target's unit (de-standardised, exp
+ * of a log label), before any clipping. */
+double rt_pred_value(const rt_pred_format *f, const float *z);
+/* Count v (of row id) if it is outside the allowed range; clipped value. */
+double rt_pred_check_range(const rt_pred_format *f, int64_t id, double v);
+/* "3 predictions outside ... (ids 17, 230, ...): ..." into buf ("" when none). */
+void rt_pred_range_say(const rt_pred_format *f, const char *what, char *buf, size_t len);
 /* The format of a checkpoint's model (proba on, threshold 0.5). */
 typedef struct rt_ckpt rt_ckpt;
 void rt_pred_format_of(const rt_ckpt *ck, rt_pred_format *f);
@@ -37,9 +60,18 @@ rt_status rt_predict_rows(rt_dp *d, const rt_rows *test, const rt_pred_format *f
 /* The same CSV from predictions already made (n_out values per test row). */
 rt_status rt_predict_write(const rt_rows *test, const float *pred, const rt_pred_format *f,
                            const char *path, char *err);
+/* The validation rows of every partition scored by the model in d (one
+ * process: no collective), as "Id,true_LABEL,..." sorted by id (the row's
+ * id where the training shards carry the id column, else its position):
+ * the label as the rows hold it (class names; a regression's in the
+ * target's unit), then the prediction as rt_predict_write writes it. */
+rt_status rt_predict_validation(rt_dp *d, const rt_dataset *ds, const rt_columns *cols,
+                                const rt_pred_format *f, const char *path, int64_t *rows,
+                                char *err);
 /* One row's prediction fields after its id (",value" or ",class,p...")
- * into buf; returns the length. */
-size_t rt_pred_fields(const rt_pred_format *f, const float *z, char *buf, size_t len);
+ * into buf; returns the length.  A regression's value is checked against
+ * the range (rt_pred_check_range, as row id). */
+size_t rt_pred_fields(const rt_pred_format *f, int64_t id, const float *z, char *buf, size_t len);
 /* The header's fields after the id: the label's name (label_transform =
  * log: the target's, without a log_/log/ln_ prefix: log_price -> price),
  * then p_CLASS for each class. */
@@ -59,17 +91,27 @@ typedef struct rt_predict_input_opts {
     int nkeep, threads;
     int64_t batch;
     bool no_proba; /* classification: only the class, no p_<class> columns */
+    double range_factor; /* a regression's range check (rt_pred_format; 0: none) */
+    bool clip;
 } rt_predict_input_opts;
 typedef struct rt_predict_input_report {
     int64_t rows, defaulted;
     int ncat;
     char cat[RT_MODEL_MAX_CAT][64];
     int64_t unknown[RT_MODEL_MAX_CAT]; /* values the model never saw, per column */
+    char range[RT_ERR_LEN];            /* rt_pred_range_say's ("" when none) */
 } rt_predict_input_report;
 rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_report *rep, char *err);
 
-/* `ringtrain predict`: a checkpoint and a dataset in, the CSV out. */
+/* `ringtrain predict`: a checkpoint and a dataset in, the CSV out; range
+ * gets rt_pred_range_say's sentence ("" when none). */
+typedef struct rt_pred_opts {
+    bool proba;
+    double range_factor; /* 0: no range check */
+    bool clip;
+} rt_pred_opts;
 rt_status rt_predict_checkpoint(const char *ckpt_path, const char *dataset_dir, const char *path,
-                                int threads, int64_t batch, bool proba, int64_t *rows, char *err);
+                                int threads, int64_t batch, const rt_pred_opts *po, int64_t *rows,
+                                char *range, char *err);
 
 #endif

@@ -66,6 +66,7 @@ typedef struct rt_task_info {
     float class_weight[RT_MODEL_MAX_CLASSES];
     double label_mean, label_std; /* the model's label space -> the label's (standardize) */
     int nmetrics, metric[RT_METRIC_COUNT];
+    double at_k; /* the ranking metrics' k: rows (>= 1), or a fraction of them */
     char monitor[64];
     int monitor_metric;        /* -1: loss or val_loss */
     bool monitor_max;          /* higher is better */
