@@ -90,7 +90,7 @@ typedef struct rt_predict_input_opts {
     const char *const *keep;
     int nkeep, threads;
     int64_t batch;
-    bool no_proba; /* classification: only the class, no p_<class> columns */
+    bool no_proba;       /* classification: only the class, no p_<class> columns */
     double range_factor; /* a regression's range check (rt_pred_format; 0: none) */
     bool clip;
 } rt_predict_input_opts;
