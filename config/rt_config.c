@@ -99,9 +99,70 @@ static void free_field(void *obj, const rt_cfg_key *k)
     case RT_CFG_LIST:
         rt_strlist_free(field(obj, k));
         break;
+    case RT_CFG_MAP: {
+        rt_cfgmap *m = field(obj, k);
+        for (size_t i = 0; i < m->n; i++) {
+            free(m->names[i]);
+            free(m->values[i]);
+        }
+        free(m->names);
+        free(m->values);
+        free(m->lines);
+        memset(m, 0, sizeof *m);
+        break;
+    }
     default:
         break;
     }
+}
+
+const char *rt_cfgmap_get(const rt_cfgmap *m, const char *name)
+{
+    for (size_t i = 0; m && i < m->n; i++)
+        if (strcmp(m->names[i], name) == 0)
+            return m->values[i];
+    return NULL;
+}
+
+/* name = text into a map key's entries; the line it was set on (an entry
+ * a file sets twice is refused; --set replaces) */
+static rt_status map_set(const rt_cfg_key *k, void *obj, const char *name, const char *text,
+                         int line, char *why)
+{
+    rt_cfgmap *m = field(obj, k);
+    if (strlen(name) <= strlen(k->name) || strlen(name) > 200)
+        return rt_err(why, RT_ERR_INVALID, "expected %sSECTION.KEY (at most 200 bytes)", k->name);
+    for (size_t i = 0; i < m->n; i++) {
+        if (strcmp(m->names[i], name) != 0)
+            continue;
+        if (line > 0 && m->lines[i] > 0)
+            return rt_err(why, RT_ERR_INVALID, "set twice (first at line %d)", m->lines[i]);
+        char *v = strdup(text);
+        if (!v)
+            return rt_err(why, RT_ERR_NOMEM, "out of memory");
+        free(m->values[i]);
+        m->values[i] = v;
+        m->lines[i] = line;
+        return RT_OK;
+    }
+    char **nn = realloc(m->names, (m->n + 1) * sizeof *nn);
+    if (nn)
+        m->names = nn;
+    char **nv = nn ? realloc(m->values, (m->n + 1) * sizeof *nv) : NULL;
+    if (nv)
+        m->values = nv;
+    int *nl = nv ? realloc(m->lines, (m->n + 1) * sizeof *nl) : NULL;
+    if (nl)
+        m->lines = nl;
+    char *a = nl ? strdup(name) : NULL, *b = a ? strdup(text) : NULL;
+    if (!b) {
+        free(a);
+        return rt_err(why, RT_ERR_NOMEM, "out of memory");
+    }
+    m->names[m->n] = a;
+    m->values[m->n] = b;
+    m->lines[m->n++] = line;
+    return RT_OK;
 }
 
 /* Index of text in "a|b|c", or -1. */
@@ -269,6 +330,8 @@ static rt_status set_value(const rt_cfg_key *k, void *obj, const char *text,
         *slot = l;
         return RT_OK;
     }
+    case RT_CFG_MAP: /* map_set takes each entry */
+        break;
     }
     return rt_err(why, RT_ERR_INVALID, "unknown key type");
 }
@@ -302,6 +365,10 @@ const rt_cfg_key *rt_cfg_find(const rt_cfg_schema *s, const char *section, const
 {
     for (size_t i = 0; i < s->nkeys; i++)
         if (strcmp(s->keys[i].section, section) == 0 && strcmp(s->keys[i].name, name) == 0)
+            return &s->keys[i];
+    for (size_t i = 0; i < s->nkeys; i++)
+        if (s->keys[i].type == RT_CFG_MAP && strcmp(s->keys[i].section, section) == 0 &&
+            strncmp(s->keys[i].name, name, strlen(s->keys[i].name)) == 0)
             return &s->keys[i];
     return NULL;
 }
@@ -500,13 +567,20 @@ static int handler(void *user, const char *section, const char *name, const char
         return 1;
     }
     size_t idx = (size_t)(k - c->s->keys);
+    char why[RT_ERR_LEN];
+    if (k->type == RT_CFG_MAP) {
+        if (!c->set_line[idx])
+            c->set_line[idx] = line;
+        if (map_set(k, c->obj, name, value, line, why) != RT_OK)
+            rt_cfg_errors_add(c->errs, "%s:%d: [%s] %s: %s", c->fname, line, section, name, why);
+        return 1;
+    }
     if (c->set_line[idx]) {
         rt_cfg_errors_add(c->errs, "%s:%d: [%s] %s: set twice (first at line %d)", c->fname, line,
                           section, name, c->set_line[idx]);
         return 1;
     }
     c->set_line[idx] = line;
-    char why[RT_ERR_LEN];
     if (set_value(k, c->obj, value, c->basedir, why) != RT_OK)
         rt_cfg_errors_add(c->errs, "%s:%d: [%s] %s: %s", c->fname, line, section, name, why);
     return 1;
@@ -655,7 +729,7 @@ rt_status rt_cfg_load_file_unchecked(const rt_cfg_schema *s, const char *path, v
 rt_status rt_cfg_set(const rt_cfg_schema *s, void *obj, const char *dotted, const char *value,
                      rt_cfg_errors *errs)
 {
-    const char *dot = strrchr(dotted, '.');
+    const char *dot = strchr(dotted, '.'); /* section names hold no dot; key names may */
     char section[128];
     if (!dot || (size_t)(dot - dotted) >= sizeof section) {
         rt_cfg_errors_add(errs, "command line: '%s': expected section.key=value", dotted);
@@ -681,7 +755,8 @@ rt_status rt_cfg_set(const rt_cfg_schema *s, void *obj, const char *dotted, cons
         return RT_ERR_INVALID;
     }
     char why[RT_ERR_LEN];
-    if (set_value(k, obj, value, NULL, why) != RT_OK) {
+    if (k->type == RT_CFG_MAP ? map_set(k, obj, name, value, RT_CFG_LINE_SET, why) != RT_OK
+                              : set_value(k, obj, value, NULL, why) != RT_OK) {
         rt_cfg_errors_add(errs, "command line: [%s] %s: %s", section, name, why);
         return RT_ERR_INVALID;
     }

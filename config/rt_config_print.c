@@ -48,6 +48,12 @@ static void print_value(const rt_cfg_key *k, const void *obj, FILE *f)
             fprintf(f, "%s%s", i ? ", " : "", l->items[i]);
         break;
     }
+    case RT_CFG_MAP: { /* its entries' values, one per line (compared, not loaded) */
+        const rt_cfgmap *m = cfg_cfield(obj, k);
+        for (size_t i = 0; i < m->n; i++)
+            fprintf(f, "%s%s = %s", i ? "\n" : "", m->names[i], m->values[i]);
+        break;
+    }
     }
 }
 
@@ -75,6 +81,12 @@ void rt_cfg_print(const rt_cfg_schema *s, const void *obj, FILE *f, bool with_he
                 continue;
             if (with_help)
                 fprintf(f, "; %s%s\n", k->help, (k->flags & RT_CFG_REQUIRED) ? " (required)" : "");
+            if (k->type == RT_CFG_MAP) { /* its entries, each a line of its own */
+                const rt_cfgmap *m = cfg_cfield(obj, k);
+                for (size_t e = 0; e < m->n; e++)
+                    fprintf(f, "%s = %s\n", m->names[e], m->values[e]);
+                continue;
+            }
             fprintf(f, "%s = ", k->name);
             print_value(k, obj, f);
             fputc('\n', f);
@@ -84,8 +96,8 @@ void rt_cfg_print(const rt_cfg_schema *s, const void *obj, FILE *f, bool with_he
 
 static const char *type_word(const rt_cfg_key *k)
 {
-    static const char *const w[] = {"integer", "number", "bool", "string", "path",
-                                    "list",    "size",   "duration", "choice"};
+    static const char *const w[] = {"integer", "number", "bool",     "string", "path",
+                                    "list",    "size",   "duration", "choice", "one key each"};
     return (unsigned)k->type < sizeof w / sizeof *w ? w[k->type] : "?";
 }
 
@@ -123,9 +135,13 @@ void rt_cfg_print_reference(const rt_cfg_schema *s, FILE *f)
             const char *def = (k->flags & RT_CFG_REQUIRED) ? "required"
                               : k->def && k->def[0]         ? k->def
                                                             : "";
-            fprintf(f, "| `%s` | %s%s | %s%s%s | %s |\n", k->name, type_word(k), range,
+            fprintf(f, "| `%s%s` | %s%s | %s%s%s | ", k->name,
+                    k->type == RT_CFG_MAP ? "SECTION.KEY" : "", type_word(k), range,
                     def[0] && strcmp(def, "required") ? "`" : "", def,
-                    def[0] && strcmp(def, "required") ? "`" : "", k->help);
+                    def[0] && strcmp(def, "required") ? "`" : "");
+            for (const char *h = k->help; *h; h++) /* a bare | would split the row */
+                fputs(*h == '|' ? "\\|" : (char[]){*h, 0}, f);
+            fputs(" |\n", f);
         }
     }
 }

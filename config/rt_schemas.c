@@ -2,6 +2,7 @@
  * rt_schemas.h).  Durations bounded to sane ranges; paths relative to the
  * file that names them. */
 #include "rt_schemas.h"
+#include "rt_sweep.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -153,7 +154,7 @@ static rt_status job_validate(const void *obj, const rt_cfg_origin *o, rt_cfg_er
         rt_cfg_errors_add(errs, "%s: [job] command: an exec job needs a command", fname);
         st = RT_ERR_INVALID;
     }
-    if (j->type == RT_JOB_TRAIN) {
+    if (j->type == RT_JOB_TRAIN || j->type == RT_JOB_SWEEP) {
         if (!j->dataset) {
             rt_cfg_errors_add(errs,
                               "%s: [data] dataset: a training job needs the prepared "
@@ -177,13 +178,26 @@ static rt_status job_validate(const void *obj, const rt_cfg_origin *o, rt_cfg_er
         rt_cfg_errors_add(errs, "%s: [train] beta1 and beta2 must be below 1", fname);
         st = RT_ERR_INVALID;
     }
+    if (j->type != RT_JOB_SWEEP && j->space.n > 0) {
+        char at[300];
+        rt_cfg_errors_add(
+            errs,
+            "%s: [sweep] %s: a search space in a %s job: a sweep is "
+            "[job] type = sweep",
+            rt_cfg_where(&rt_job_schema, o, "sweep", j->space.names[0], at, sizeof at),
+            j->space.names[0], j->type == RT_JOB_EXEC ? "exec" : "training");
+        st = RT_ERR_INVALID;
+    }
+    if (st == RT_OK && j->type == RT_JOB_SWEEP && rt_sweep_validate(j, o, errs) != RT_OK)
+        st = RT_ERR_INVALID;
     return st;
 }
 
 static const rt_cfg_key job_keys[] = {
     RT_CFG_S("job", "name", "job", rt_job_cfg, name, "a name for listings"),
-    RT_CFG_E("job", "type", "train", "train|exec", rt_job_cfg, type,
-             "train: the built-in trainer; exec: run `command` on every rank"),
+    RT_CFG_E("job", "type", "train", "train|exec|sweep", rt_job_cfg, type,
+             "train: the built-in trainer; exec: run `command` on every rank; sweep: trials of "
+             "the training job with the [sweep] section's values (docs/sweeps.md)"),
     RT_CFG_I("job", "np", "1", 1, 65536, rt_job_cfg, np, "number of ranks"),
     RT_CFG_I("job", "min_np", "0", 0, 65536, rt_job_cfg, min_np,
              "after a failure, restart on as few as this many ranks (0: np)"),
@@ -464,6 +478,29 @@ static const rt_cfg_key job_keys[] = {
              "check)"),
     RT_CFG_B("output", "clip_predictions", "false", rt_job_cfg, clip_predictions,
              "regression: write such predictions as the bound they passed"),
+
+    RT_CFG_I("sweep", "trials", "0", 0, 2000, rt_job_cfg, sweep_trials,
+             "how many configurations to train (asha and random: required; grid: every "
+             "combination, this many if given)"),
+    RT_CFG_I("sweep", "parallel", "4", 1, 10000, rt_job_cfg, sweep_parallel,
+             "at most this many trials queued or running at once (each asks for the job's np)"),
+    RT_CFG_E("sweep", "scheduler", "asha", "asha|random|grid", rt_job_cfg, sweep_scheduler,
+             "asha: random configurations, each stopped at a rung (grace_epochs * "
+             "reduction^k) unless it is in the top 1/reduction there; random: every "
+             "configuration trains in full; grid: every combination of the choice() keys"),
+    RT_CFG_I("sweep", "grace_epochs", "1", 1, 1000000, rt_job_cfg, grace_epochs,
+             "asha: the first rung, in epochs (no trial stops before it)"),
+    RT_CFG_I("sweep", "reduction", "3", 2, 100, rt_job_cfg, reduction,
+             "asha: rungs grow by this factor and the top 1/reduction of a rung go on (ASHA's "
+             "eta)"),
+    RT_CFG_I("sweep", "max_failed_trials", "3", 0, 100000, rt_job_cfg, max_failed_trials,
+             "the sweep fails, its running trials cancelled, when more trials than this fail"),
+    RT_CFG_I("sweep", "seed", "0", 0, 9007199254740991.0, rt_job_cfg, sweep_seed,
+             "the sampling's seed: the same seed gives the same trials"),
+    RT_CFG_M("sweep", "space.", rt_job_cfg, space,
+             "the search space, one key per line: space.train.learning_rate = "
+             "loguniform(1e-4, 3e-3); uniform(lo, hi), int(lo, hi), choice(a | b | c) "
+             "(docs/sweeps.md)"),
 };
 const rt_cfg_schema rt_job_schema = {"job file", job_keys, RT_ARRAY_LEN(job_keys),
                                      sizeof(rt_job_cfg), job_validate};

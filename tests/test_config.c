@@ -13,6 +13,7 @@
 
 #include "rt_config.h"
 #include "rt_schemas.h"
+#include "rt_sweep.h"
 
 typedef struct tcfg {
     int64_t epochs, batch_size;
@@ -396,15 +397,28 @@ static void test_enum_name(void **state)
         int v;
         const char *name;
     } E[] = {
-        {"job", "type", RT_JOB_TRAIN, "train"},       {"job", "type", RT_JOB_EXEC, "exec"},
-        {"job", "transport", RT_TP_TCP, "tcp"},       {"job", "transport", RT_TP_RDMA, "rdma"},
-        {"job", "transport", RT_TP_NCCL, "nccl"},     {"job", "transport", RT_TP_SHM, "shm"},
-        {"job", "transport", RT_TP_AUTO, "auto"},     {"model", "device", RT_DEV_AUTO, "auto"},
-        {"model", "device", RT_DEV_CPU, "cpu"},       {"model", "device", RT_DEV_CUDA, "cuda"},
-        {"train", "checkpoint", RT_CKPT_BEST, "best"}, {"train", "checkpoint", RT_CKPT_LAST, "last"},
-        {"train", "checkpoint", RT_CKPT_NONE, "none"}, {"train", "monitor_mode", RT_MON_AUTO, "auto"},
-        {"train", "monitor_mode", RT_MON_MIN, "min"}, {"train", "monitor_mode", RT_MON_MAX, "max"},
-        {"train", "resume", RT_RESUME_AUTO, "auto"},  {"train", "resume", RT_RESUME_NEVER, "never"},
+        {"job", "type", RT_JOB_TRAIN, "train"},
+        {"job", "type", RT_JOB_EXEC, "exec"},
+        {"job", "type", RT_JOB_SWEEP, "sweep"},
+        {"sweep", "scheduler", RT_SWEEP_ASHA, "asha"},
+        {"sweep", "scheduler", RT_SWEEP_RANDOM, "random"},
+        {"sweep", "scheduler", RT_SWEEP_GRID, "grid"},
+        {"job", "transport", RT_TP_TCP, "tcp"},
+        {"job", "transport", RT_TP_RDMA, "rdma"},
+        {"job", "transport", RT_TP_NCCL, "nccl"},
+        {"job", "transport", RT_TP_SHM, "shm"},
+        {"job", "transport", RT_TP_AUTO, "auto"},
+        {"model", "device", RT_DEV_AUTO, "auto"},
+        {"model", "device", RT_DEV_CPU, "cpu"},
+        {"model", "device", RT_DEV_CUDA, "cuda"},
+        {"train", "checkpoint", RT_CKPT_BEST, "best"},
+        {"train", "checkpoint", RT_CKPT_LAST, "last"},
+        {"train", "checkpoint", RT_CKPT_NONE, "none"},
+        {"train", "monitor_mode", RT_MON_AUTO, "auto"},
+        {"train", "monitor_mode", RT_MON_MIN, "min"},
+        {"train", "monitor_mode", RT_MON_MAX, "max"},
+        {"train", "resume", RT_RESUME_AUTO, "auto"},
+        {"train", "resume", RT_RESUME_NEVER, "never"},
         {"train", "lr_schedule", RT_LR_CONSTANT, "constant"},
         {"train", "lr_schedule", RT_LR_COSINE, "cosine"},
         {"train", "lr_schedule", RT_LR_STEP, "step"},

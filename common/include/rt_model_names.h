@@ -88,6 +88,7 @@ typedef enum rt_optim { RT_OPTIM_LIST(RT_NAME_ID, ) RT_OPTIM_COUNT } rt_optim;
 #define RT_METRIC_STR_COMMA(id, name, higher) name,
 #define RT_METRIC_HIGHER(id, name, higher) higher,
 #define RT_METRIC_ONE(id, name, higher) +1
+#define RT_METRIC_HIGHER_NAME(id, name, higher) ((higher) ? name : NULL),
 /* "name, " for each metric better higher */
 #define RT_METRIC_HIGHER_STR(id, name, higher) RT_METRIC_HIGHER_STR_##higher(name)
 #define RT_METRIC_HIGHER_STR_1(name) name ", "

@@ -29,12 +29,25 @@ typedef enum rt_cfg_type {
     RT_CFG_SIZE,     /* uint64_t bytes: "64M", "1.5G", "4096" (K/M/G/T are 1024-based) */
     RT_CFG_DURATION, /* int64_t microseconds: "500ms", "30s", "5m", "1h30m"; bare = seconds */
     RT_CFG_ENUM,     /* int: index into the key's "a|b|c" choices */
+    /* rt_cfgmap: every key whose name starts with the key's name (which
+     * ends in '.': "space."), each with its text and line, in file order;
+     * the values are the caller's to check */
+    RT_CFG_MAP,
 } rt_cfg_type;
 
 typedef struct rt_strlist {
     char **items; /* owned */
     size_t n;
 } rt_strlist;
+
+typedef struct rt_cfgmap {
+    size_t n;
+    char **names;  /* whole names ("space.train.learning_rate"), owned */
+    char **values; /* owned */
+    int *lines;    /* the line each was set on (RT_CFG_LINE_SET: --set) */
+} rt_cfgmap;
+/* The value of name in the map, or NULL. */
+const char *rt_cfgmap_get(const rt_cfgmap *m, const char *name);
 
 #define RT_CFG_REQUIRED 0x1u /* must be present in the file; def is ignored */
 /* A PATH whose default is relative to the service's state (logs) folder when
@@ -78,6 +91,8 @@ typedef struct rt_cfg_key {
     RT_CFG_KEY(sec, nm, RT_CFG_DURATION, def, lo, hi, NULL, st, fld, help, 0)
 #define RT_CFG_E(sec, nm, def, choices, st, fld, help) \
     RT_CFG_KEY(sec, nm, RT_CFG_ENUM, def, 0, 0, choices, st, fld, help, 0)
+#define RT_CFG_M(sec, prefix, st, fld, help) \
+    RT_CFG_KEY(sec, prefix, RT_CFG_MAP, NULL, 0, 0, NULL, st, fld, help, 0)
 
 typedef struct rt_cfg_errors rt_cfg_errors;
 
@@ -165,6 +180,8 @@ void rt_cfg_print_reference(const rt_cfg_schema *s, FILE *f);
 /* Release owned strings and lists; the struct itself is the caller's. */
 void rt_cfg_free(const rt_cfg_schema *s, void *obj);
 
+/* The key of section.name: the key of that name, else a map key
+ * (RT_CFG_MAP) whose prefix name starts. */
 const rt_cfg_key *rt_cfg_find(const rt_cfg_schema *s, const char *section, const char *name);
 /* The name of an ENUM key's choice v ("tcp" of "tcp|rdma|..."), into buf;
  * "?" when the key is not an enum or v is out of range. */

@@ -64,7 +64,7 @@ extern const rt_cfg_schema rt_agent_schema;
  * for training jobs (the trainer's Estimator parameters) ----------------------- */
 /* Each enum below numbers its key's choices in rt_schemas.c, in order
  * (test_config.test_enum_name checks every one) */
-enum { RT_JOB_TRAIN = 0, RT_JOB_EXEC = 1 };
+enum { RT_JOB_TRAIN = 0, RT_JOB_EXEC = 1, RT_JOB_SWEEP = 2 };
 enum { RT_TP_TCP = 0, RT_TP_RDMA = 1, RT_TP_NCCL = 2, RT_TP_SHM = 3, RT_TP_AUTO = 4 };
 enum { RT_DEV_AUTO = 0, RT_DEV_CPU = 1, RT_DEV_CUDA = 2 };
 enum { RT_CKPT_BEST = 0, RT_CKPT_LAST = 1, RT_CKPT_NONE = 2 };
@@ -151,6 +151,11 @@ typedef struct rt_job_cfg {
     double prediction_range_factor; /* regression: flag predictions this far out (0: never) */
     bool predict_validation;        /* STORE/validation_predictions.csv too */
     bool clip_predictions;          /* and write them as the bound */
+    /* [sweep] (type = sweep: rt_sweep.h, docs/sweeps.md) */
+    int64_t sweep_trials, sweep_parallel;
+    int sweep_scheduler; /* RT_SWEEP_ASHA, RANDOM, GRID */
+    int64_t grace_epochs, reduction, max_failed_trials, sweep_seed;
+    rt_cfgmap space; /* space.SECTION.KEY = DISTRIBUTION */
 } rt_job_cfg;
 extern const rt_cfg_schema rt_job_schema;
 /* [train] epsilon, resolved: the job's, else its family's default (1e-8,

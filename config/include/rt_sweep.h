@@ -1,0 +1,85 @@
+/* rt_sweep.h — a sweep's search space and its trials (docs/sweeps.md).
+ *
+ * A sweep is a training job file with `[job] type = sweep` and a [sweep]
+ * section: how many trials, how many at once, the scheduler (asha, random,
+ * grid), and one `space.SECTION.KEY = DISTRIBUTION` line per searched key:
+ *
+ *   uniform(lo, hi)       a number drawn evenly from [lo, hi]
+ *   loguniform(lo, hi)    evenly in log space, 0 < lo < hi (an integer key:
+ *                         rounded)
+ *   int(lo, hi)           an integer from lo to hi, both included
+ *   choice(a | b | c)     one of the values, as the file would write them
+ *                         ("choice(512,256 | 1024,512,256)": lists)
+ *
+ * A trial's job is the sweep's file with its values set exactly as --set
+ * sets them, so every value goes through the job schema; the sweep is
+ * refused before anything is queued when a key is unknown, a bound or a
+ * choice is out of the key's range, or a key belongs to another model
+ * family — each message naming file:line and the key.  Sampling is a
+ * function of (seed, trial, key): the same seed gives the same trials, and
+ * adding a key leaves the others' values as they were.  Grid: every
+ * combination of choice() keys, in order (the last key varies fastest). */
+#ifndef RT_SWEEP_H
+#define RT_SWEEP_H
+
+#include <stdint.h>
+
+#include "rt_config.h"
+#include "rt_schemas.h"
+
+enum { RT_SP_UNIFORM, RT_SP_LOGUNIFORM, RT_SP_INT, RT_SP_CHOICE };
+enum { RT_SWEEP_ASHA = 0, RT_SWEEP_RANDOM = 1, RT_SWEEP_GRID = 2 };
+
+#define RT_SWEEP_MAX_DIMS 64
+#define RT_SWEEP_MAX_CHOICES 64
+#define RT_SWEEP_VALUE_MAX 256 /* a sampled value's text */
+
+typedef struct rt_sweep_dim {
+    char key[200]; /* section.key ("train.learning_rate") */
+    int kind;      /* RT_SP_* */
+    double lo, hi;
+    bool integer; /* the key holds integers: values rounded */
+    int nchoices;
+    char **choices; /* owned */
+    int line;       /* in the sweep's file (RT_CFG_LINE_SET: --set) */
+} rt_sweep_dim;
+
+typedef struct rt_sweep_space {
+    int n;
+    rt_sweep_dim *d; /* owned */
+} rt_sweep_space;
+
+/* The space of c's [sweep] space.* keys, each distribution parsed and its
+ * key checked against the job schema (exists, not [job]/[sweep]/output.store,
+ * its kind fits the key's type).  Messages name o's file:line and the key. */
+rt_status rt_sweep_space_parse(const rt_job_cfg *c, const rt_cfg_origin *o, rt_sweep_space *sp,
+                               rt_cfg_errors *errs);
+void rt_sweep_space_free(rt_sweep_space *sp);
+
+/* How many trials the sweep runs: [sweep] trials, or the grid's size. */
+int64_t rt_sweep_trials(const rt_job_cfg *c, const rt_sweep_space *sp);
+
+/* Trial t's (0-based) value of every dimension, as text, into vals. */
+void rt_sweep_sample(const rt_job_cfg *c, const rt_sweep_space *sp, int64_t t,
+                     char (*vals)[RT_SWEEP_VALUE_MAX]);
+
+/* Trial t's job file: the sweep's configuration as a training job, the
+ * values set as --set sets them, its store STORE/trial-T (1-based), printed
+ * whole.  NULL and the reasons in errs when a value does not pass the job
+ * schema.  The caller frees the text. */
+char *rt_sweep_trial_text(const rt_job_cfg *c, const rt_sweep_space *sp,
+                          char (*vals)[RT_SWEEP_VALUE_MAX], int64_t t, rt_cfg_errors *errs);
+
+/* The sweep's checks (the job schema's validate calls it for type = sweep):
+ * its keys, its space, and every bound and choice through the schema. */
+rt_status rt_sweep_validate(const rt_job_cfg *c, const rt_cfg_origin *o, rt_cfg_errors *errs);
+
+/* ASHA's rungs: the epochs grace * reduction^k below [train] epochs, in
+ * order, into out (at most max); how many. */
+int rt_sweep_rungs(const rt_job_cfg *c, int64_t *out, int max);
+
+/* Whether the monitored value is better higher ([train] monitor and
+ * monitor_mode, as the trainer decides it). */
+bool rt_job_monitor_max(const rt_job_cfg *c);
+
+#endif
