@@ -84,6 +84,8 @@ typedef struct worker {
     char cg_dir[600];   /* its cgroup ("" when none: agent_cgroup.c) */
     char cg_procs[640]; /* cg_dir/cgroup.procs, for the child to enter */
     bool own_uid;       /* as_job with a uid of the job's own (job_uids), not a Unix user's */
+    int64_t ident_job;  /* whose id picks that uid: the job's, or its sweep's (every job of
+                           a sweep runs as one uid) */
     int64_t mem_limit;  /* the job's memory_limit (0: none), in bytes */
     int64_t disk_limit; /* the job's disk_limit (0: none; agent_disk.c), in bytes */
     double cpu_limit;   /* the job's cpu_limit (0: none), in CPUs */
@@ -226,6 +228,9 @@ void cg_tick(agentd *ag);
  * holds. */
 rt_status ident_init(agentd *ag, char *err);
 rt_status ident_for(agentd *ag, worker *w, const rt_json *m, char *err);
+/* Whether another job's rank here still runs as w's uid (a sweep's jobs
+ * share their sweep's). */
+bool ident_shared(const agentd *ag, const worker *w);
 bool ident_leftover(const agentd *ag, const char *pid);
 void ident_reaped(agentd *ag, pid_t pid); /* proc_reap: a helper has ended */
 /* agent_clean.c: removing what jobs leave, and measuring what they hold,

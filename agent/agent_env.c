@@ -180,6 +180,8 @@ void rank_env(agentd *ag, worker *w, const rt_json *m, const char *type, const c
     strv_add(env, fmt("%s=%d", RT_ENV_LOCAL_SIZE, w->local_size));
     if (w->machine_ranks > 0)
         strv_add(env, fmt("%s=%d", RT_ENV_MACHINE_RANKS, w->machine_ranks));
+    if (ag->slots > 0)
+        strv_add(env, fmt("%s=%d", RT_ENV_NODE_SLOTS, ag->slots));
     strv_add(env, fmt("%s=%d", RT_ENV_CROSS_RANK, w->cross_rank));
     strv_add(env, fmt("%s=%d", RT_ENV_CROSS_SIZE, w->cross_size));
     strv_add(env, fmt("%s=%s", RT_ENV_RENDEZVOUS_FILE, rdv));

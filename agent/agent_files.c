@@ -5,7 +5,8 @@
  *                                   nor write), else 0700
  *   work_dir/job-N/rank-R.rendezvous the rank's peers and the attempt's key
  *   work_dir/job-N/job.ini          a training job's configuration
- *                                   (both 0400, the job's: it reads them,
+ *   work_dir/job-N/sweep.json       a sweep's last step: every trial's record
+ *                                   (all 0400, the job's: it reads them,
  *                                   cannot replace them, no other job can)
  *   work_dir/job-N/work/            the job's own folder, 0700 (RT_WORK_DIR,
  *                                   and the ranks' folder when the
@@ -168,6 +169,17 @@ rt_status files_prepare(agentd *ag, worker *w, const rt_json *m, const char *typ
         const char *cfg = rt_json_str(rt_json_get(m, RT_F_CONFIG), "");
         st = write_at(jd, w->workdir, "job.ini", cfg, strlen(cfg), w, err);
     }
+    const rt_json *results = rt_json_get(m, RT_F_SWEEP_RESULTS);
+    if (st == RT_OK && results && strcmp(type, "train") == 0) { /* a sweep's last step */
+        rt_jw jw;
+        rt_jw_init(&jw);
+        rt_jw_value(&jw, results);
+        size_t len = 0;
+        char *text = rt_jw_take(&jw, &len);
+        st = text ? write_at(jd, w->workdir, "sweep.json", text, len, w, err)
+                  : rt_err(err, RT_ERR_NOMEM, "out of memory");
+        free(text);
+    }
     if (jd >= 0)
         close(jd);
     if (wd >= 0)
@@ -192,9 +204,14 @@ void files_clean(agentd *ag, worker *w)
     /* every process of the job's uid may be killed (kill(-1) as that uid)
      * only where no other agent of this machine runs a rank of the job:
      * the coordinator counts them (machine_ranks, 0: unknown) */
-    const bool reap = w->own_uid && w->machine_ranks > 0 && w->machine_ranks <= here;
+    /* a sweep's jobs share a uid: while another of them runs here, only
+     * this job's folder goes (its /tmp entries and processes are the
+     * last one's to clear) */
+    const bool shared = w->own_uid && ident_shared(ag, w);
+    const bool reap = w->own_uid && !shared && w->machine_ranks > 0 && w->machine_ranks <= here;
     if (last) {
         unlinkat(jd, "job.ini", 0);
+        unlinkat(jd, "sweep.json", 0);
         /* the job's files go now, as their owner (agent_clean.c), whatever
          * modes the job set; moved aside first, so that a next attempt
          * starts afresh */
@@ -203,8 +220,9 @@ void files_clean(agentd *ag, worker *w)
         snprintf(path, sizeof path, "%s/%s", w->workdir, aside);
         if (renameat(jd, "work", jd, aside) == 0)
             clean_job(ag, w->job, w->as_job ? w->uid : getuid(), w->as_job ? w->gid : getgid(),
-                      w->own_uid, reap, path);
-        else if (w->own_uid) /* no folder, but what it left elsewhere and its processes */
+                      w->own_uid && !shared, reap, path);
+        else if (w->own_uid &&
+                 !shared) /* no folder, but what it left elsewhere and its processes */
             clean_job(ag, w->job, w->uid, w->gid, true, reap, NULL);
     }
     close(jd);

@@ -266,14 +266,23 @@ rt_status ident_init(agentd *ag, char *err)
     return RT_OK;
 }
 
-/* A rank of a job other than `job` that holds uid here (started, its exit
- * not yet reported: its processes may still run); NULL when none. */
-static const worker *uid_holder(const agentd *ag, uid_t uid, int64_t job)
+/* A rank of another identity than `ident` (a job, or a sweep's jobs) that
+ * holds uid here (started, its exit not yet reported: its processes may
+ * still run); NULL when none. */
+static const worker *uid_holder(const agentd *ag, uid_t uid, int64_t ident)
 {
     for (const worker *o = ag->workers; o; o = o->next)
-        if (o->job != job && o->as_job && o->uid == uid && o->started && !o->reported)
+        if (o->ident_job != ident && o->as_job && o->uid == uid && o->started && !o->reported)
             return o;
     return NULL;
+}
+
+bool ident_shared(const agentd *ag, const worker *w)
+{
+    for (const worker *o = ag->workers; o; o = o->next)
+        if (o != w && o->job != w->job && o->own_uid && o->uid == w->uid && !o->reported)
+            return true;
+    return false;
 }
 
 /* Whether this process may become another user and give it a folder. */
@@ -291,6 +300,8 @@ static bool can_switch(void)
 rt_status ident_for(agentd *ag, worker *w, const rt_json *m, char *err)
 {
     w->as_job = w->own_uid = false;
+    int64_t ident = 0; /* a sweep's jobs: the sweep's id (the coordinator's word) */
+    w->ident_job = rt_json_get_int(m, RT_F_IDENTITY_JOB, &ident) && ident > 0 ? ident : w->job;
     w->ngroups = 0;
     w->home[0] = '\0';
     snprintf(w->who, sizeof w->who, "uid %d (the agent's)", (int)getuid());
@@ -342,16 +353,21 @@ rt_status ident_for(agentd *ag, worker *w, const rt_json *m, char *err)
         return RT_OK;
     }
     const uint64_t size = (uint64_t)(ag->uid_hi - ag->uid_lo) + 1;
-    w->uid = w->gid = ag->uid_lo + (uid_t)((uint64_t)w->job % size);
-    const worker *o = uid_holder(ag, w->uid, w->job);
+    w->uid = w->gid = ag->uid_lo + (uid_t)((uint64_t)w->ident_job % size);
+    const worker *o = uid_holder(ag, w->uid, w->ident_job);
     if (o)
         return rt_err(err, RT_ERR_BUSY,
                       "uid %u (job %lld in job_uids %s) is held by job %lld, "
                       "still running here: a larger range avoids it",
-                      (unsigned)w->uid, (long long)w->job, ag->cfg.job_uids, (long long)o->job);
+                      (unsigned)w->uid, (long long)w->ident_job, ag->cfg.job_uids,
+                      (long long)o->job);
     w->as_job = w->own_uid = true;
-    snprintf(w->who, sizeof w->who, "uid %u", (unsigned)w->uid);
-    snprintf(w->login, sizeof w->login, "job-%lld", (long long)w->job);
+    if (w->ident_job != w->job)
+        snprintf(w->who, sizeof w->who, "uid %u (sweep %lld's)", (unsigned)w->uid,
+                 (long long)w->ident_job);
+    else
+        snprintf(w->who, sizeof w->who, "uid %u", (unsigned)w->uid);
+    snprintf(w->login, sizeof w->login, "job-%lld", (long long)w->ident_job);
     return RT_OK;
 }
 

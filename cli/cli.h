@@ -168,6 +168,11 @@ int cli_logs(const cli_conn *c, int64_t id, int rank, int64_t attempt, bool foll
 int cli_show_nodes(const rt_json *d);
 int cli_show_jobs(const rt_json *d);
 int cli_show_job(const rt_json *d);
+/* cli_sweep.c: a sweep's document (GET /v1/jobs/ID): its trials as a table
+ * sorted by the monitor, best first; its new trial events as lines (seen:
+ * how many of its events were looked at), each with the best so far. */
+void cli_show_sweep(const rt_json *d);
+void cli_sweep_events(const rt_json *d, int64_t *seen);
 /* `ringtrain token create|list|revoke` (cli_tokens.c) */
 int cli_token(const cli_args *a);
 /* `ringtrain trace STORE --out FILE` (cli_trace.c) */

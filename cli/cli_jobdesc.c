@@ -33,7 +33,10 @@ static bool job_fields(rt_jw *w, const rt_job_cfg *j)
     if (!text)
         return false;
     rt_jw_kstr(w, "user", submitter());
-    rt_jw_kstr(w, RT_F_TYPE, j->type == RT_JOB_EXEC ? "exec" : "train");
+    rt_jw_kstr(w, RT_F_TYPE,
+               j->type == RT_JOB_EXEC    ? "exec"
+               : j->type == RT_JOB_SWEEP ? "sweep"
+                                         : "train");
     rt_jw_kstr(w, RT_F_CONFIG, text);
     free(text);
     return true;
@@ -128,8 +131,8 @@ int cli_job_body_from_file(const cli_args *a, char **body, int64_t *np)
     int rc = cli_job_load(a, cli_value(a, "--np"), "; nothing was submitted", &j);
     if (rc != 0)
         return rc;
-    if (np)
-        *np = j.np;
+    if (np) /* the slots it asks for at once (a sweep: its trials side by side) */
+        *np = j.type == RT_JOB_SWEEP ? j.np * j.sweep_parallel : j.np;
     rt_jw w;
     rt_jw_init(&w);
     rt_jw_obj(&w);
@@ -208,8 +211,8 @@ int cli_job_body_from_exec(const cli_args *a, char **body, int64_t *np)
         return 2;
     }
     rt_cfg_errors_free(&e);
-    if (np)
-        *np = j.np;
+    if (np) /* the slots it asks for at once (a sweep: its trials side by side) */
+        *np = j.type == RT_JOB_SWEEP ? j.np * j.sweep_parallel : j.np;
     /* what runs is argv (any bytes); the config names only the program, in
      * characters an INI list keeps as they are */
     char *prog = strdup(a->nrest > 0 ? a->rest[0] : "program");

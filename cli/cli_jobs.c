@@ -469,6 +469,7 @@ typedef struct follower {
     int64_t pos_attempt;         /* the attempt pos counts lines of */
     int64_t printed, printed_of; /* epoch lines printed (off a terminal), of which attempt */
     bool cancelled, complained;
+    int64_t events_seen; /* a sweep: its events looked at */
     stream_pos pos;
     char last[512]; /* the progress line last printed */
 } follower;
@@ -541,10 +542,12 @@ static int stream_attempt(follower *f, int64_t attempt, bool ended, int *rc)
 }
 
 /* A training job's progress: the step line on a terminal, else one line
- * per finished epoch. */
+ * per finished epoch; a sweep's: a line per trial event. */
 static void show_progress(follower *f, const rt_json *d, const rt_json *job, int64_t attempt)
 {
-    if (f->tty)
+    if (!strcmp(rt_json_str(rt_json_get(job, "type"), ""), "sweep"))
+        cli_sweep_events(d, &f->events_seen);
+    else if (f->tty)
         progress_line(rt_json_get(job, "progress"), rt_json_get(job, "last_epoch"), f->tty, f->last,
                       sizeof f->last);
     else
@@ -559,6 +562,7 @@ static int finish(follower *f, const rt_json *d, const rt_json *job, int64_t att
         if (f->tty && f->last[0])
             printf("\n");
         training_summary(d);
+        cli_show_sweep(d);
     }
     int rc = outcome(job, f->id, !f->exec_output);
     return f->cancelled ? 130 : rc;

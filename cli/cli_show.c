@@ -131,27 +131,45 @@ static double elapsed(const rt_json *j)
     return (fin > 0 ? fin : now_wall()) - st;
 }
 
+static void job_row(const rt_json *j, const char *lead)
+{
+    char sub[32], el[32] = "-", state[24], name[40];
+    fmt_time(rt_json_num(rt_json_get(j, "created"), 0), sub, sizeof sub);
+    double e = elapsed(j);
+    if (e >= 0)
+        cli_fmt_duration(e, el, sizeof el);
+    int64_t pos = num(j, "queue_pos");
+    if (pos > 0)
+        snprintf(state, sizeof state, "%s#%lld", str(j, "state"), (long long)pos);
+    else
+        snprintf(state, sizeof state, "%s%s", str(j, "state"),
+                 rt_json_bool(rt_json_get(j, "held"), false) ? ",held" : "");
+    snprintf(name, sizeof name, "%s%s", lead, str(j, "name"));
+    printf("%5lld %-14.14s %-10.10s %-10s %4lld %3lld %-11s %8s  %s\n", (long long)num(j, "id"),
+           name, str(j, "user"), state, (long long)num(j, "np"), (long long)num(j, "attempt"), sub,
+           el, str(j, "reason"));
+}
+
 int cli_show_jobs(const rt_json *d)
 {
     const rt_json *n = rt_json_get(d, "jobs");
     printf("%5s %-14s %-10s %-10s %4s %3s %-11s %8s  %s\n", "ID", "NAME", "USER", "STATE", "NP",
            "ATT", "SUBMITTED", "ELAPSED", "REASON");
+    /* a sweep's jobs under it (those of this page), the others in order */
     for (size_t i = 0; i < rt_json_len(n); i++) {
         const rt_json *j = rt_json_at(n, i);
-        char sub[32], el[32] = "-", state[24];
-        fmt_time(rt_json_num(rt_json_get(j, "created"), 0), sub, sizeof sub);
-        double e = elapsed(j);
-        if (e >= 0)
-            cli_fmt_duration(e, el, sizeof el);
-        int64_t pos = num(j, "queue_pos");
-        if (pos > 0)
-            snprintf(state, sizeof state, "%s#%lld", str(j, "state"), (long long)pos);
-        else
-            snprintf(state, sizeof state, "%s%s", str(j, "state"),
-                     rt_json_bool(rt_json_get(j, "held"), false) ? ",held" : "");
-        printf("%5lld %-14.14s %-10.10s %-10s %4lld %3lld %-11s %8s  %s\n", (long long)num(j, "id"),
-               str(j, "name"), str(j, "user"), state, (long long)num(j, "np"),
-               (long long)num(j, "attempt"), sub, el, str(j, "reason"));
+        int64_t parent = num(j, "sweep");
+        bool listed = false;
+        for (size_t k = 0; parent > 0 && k < rt_json_len(n) && !listed; k++)
+            listed = num(rt_json_at(n, k), "id") == parent;
+        if (listed)
+            continue;
+        job_row(j, "");
+        if (strcmp(str(j, "type"), "sweep") != 0)
+            continue;
+        for (size_t k = rt_json_len(n); k-- > 0;) /* oldest first */
+            if (num(rt_json_at(n, k), "sweep") == num(j, "id"))
+                job_row(rt_json_at(n, k), "  ");
     }
     if (rt_json_get(d, "next_before"))
         printf("(more: --before %lld)\n", (long long)num(d, "next_before"));
@@ -292,6 +310,11 @@ int cli_show_job(const rt_json *d)
     rt_json_free(spec);
     if (*str(j, "reason"))
         printf("  reason:    %s\n", str(j, "reason"));
+    if (num(j, "sweep") > 0)
+        printf("  %s of sweep %lld (ringtrain status %lld)\n",
+               num(j, "trial") > 0 ? "a trial" : "the last step", (long long)num(j, "sweep"),
+               (long long)num(j, "sweep"));
+    cli_show_sweep(d);
     const rt_json *prog = rt_json_get(j, "progress"), *last = rt_json_get(j, "last_epoch");
     show_progress("progress:", prog);
     /* mid-epoch the report is a step's: the last finished epoch's metrics beside it */

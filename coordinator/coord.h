@@ -120,6 +120,20 @@ extern const coord_handler coord_handlers[RT_MSG_COUNT];
 
 /* coord_db.c */
 rt_status cdb_open(coord *co, const char *path, char *err);
+/* What coord_db.c shares with coord_db_sweep.c: prepare, bind with a tiny
+ * format ("i" int64, "d" double, "t" text, "n" null), step once (false,
+ * counted and logged, when it failed); a column's text (NULL for NULL); a
+ * row as a JSON object (stored JSON documents inlined). */
+bool cdb_exec(coord *co, const char *sql, const char *types, ...);
+const char *cdb_col(sqlite3_stmt *st, int c);
+void cdb_row_json(rt_jw *w, sqlite3_stmt *st);
+/* coord_db_sweep.c: the sweeps' tables (schema 7), a trial's or a sweep's
+ * record written, the unfinished sweeps' trials read back into the
+ * scheduler, a sweep's trials in its API document */
+extern const char *const CDB_SWEEP_SCHEMA;
+bool cdb_save_trial(coord *co, const sc_job *sweep, int n);
+void cdb_load_sweeps(coord *co);
+void cdb_sweep_detail(coord *co, rt_jw *w, int64_t id);
 void cdb_close(coord *co);
 /* The writes among the actions, in one transaction. */
 rt_status cdb_apply(coord *co, const sc_action *acts, int n);

@@ -16,8 +16,9 @@
 /* version 1: the first schema; version 2 adds the queue (user, priority,
  * held, queue times and position), drained agents and the stored next id;
  * 3 results, GPUs and tokens; 4 incremental vacuum (the file shrinks as
- * job_retention deletes old jobs); 5 a job's last epoch line */
-#define SCHEMA_VERSION 6
+ * job_retention deletes old jobs); 5 a job's last epoch line; 6 Unix users;
+ * 7 sweeps (coord_db_sweep.c): their trials, and a job's sweep */
+#define SCHEMA_VERSION 7
 
 static const char *SCHEMA_V1 =
     "CREATE TABLE IF NOT EXISTS agents(key TEXT PRIMARY KEY, host_id TEXT, name TEXT,"
@@ -131,6 +132,15 @@ rt_status cdb_open(coord *co, const char *path, char *err)
                  "migration to schema 6", err);
         if (st != RT_OK)
             sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    if (st == RT_OK && version < 7) {
+        st = run(co, "BEGIN", "migration", err);
+        if (st == RT_OK)
+            st = run(co, CDB_SWEEP_SCHEMA, "migration to schema 7", err);
+        if (st == RT_OK)
+            st = run(co, "PRAGMA user_version = 7; COMMIT", "migration", err);
+        if (st != RT_OK)
+            sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
         else if (version > 0)
             RT_INFO("db", "state database %s upgraded to schema %d", path, SCHEMA_VERSION);
     }
@@ -154,9 +164,7 @@ _Static_assert(RT_JS_COUNT - RT_JS_SUCCEEDED == 3, "three terminal job states");
     rt_job_state_name(RT_JS_SUCCEEDED), rt_job_state_name(RT_JS_FAILED), \
         rt_job_state_name(RT_JS_CANCELLED)
 
-/* Prepare, bind with a tiny format ("i" int64, "d" double, "t" text,
- * "n" null), step once; false (counted and logged) when it failed. */
-static bool exec(coord *co, const char *sql, const char *types, ...)
+bool cdb_exec(coord *co, const char *sql, const char *types, ...)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(co->db, sql, -1, &st, NULL) != SQLITE_OK) {
@@ -201,25 +209,26 @@ int cdb_prune_jobs(coord *co, double cutoff)
     /* finished before cutoff and no longer in the scheduler's memory */
     bool ok = sqlite3_exec(co->db, "BEGIN; CREATE TEMP TABLE IF NOT EXISTS gone(id INTEGER PRIMARY"
                                    " KEY); DELETE FROM gone;", NULL, NULL, NULL) == SQLITE_OK;
-    ok = ok && exec(co,
-                    "INSERT INTO gone SELECT id FROM jobs WHERE state IN (?, ?, ?) AND "
-                    "finished IS NOT NULL AND finished < ?",
-                    "tttd", TERMINAL_NAMES, cutoff);
+    ok = ok && cdb_exec(co,
+                        "INSERT INTO gone SELECT id FROM jobs WHERE state IN (?, ?, ?) AND "
+                        "finished IS NOT NULL AND finished < ?",
+                        "tttd", TERMINAL_NAMES, cutoff);
     for (sc_job *j = co->S.jobs; ok && j; j = j->next)
-        ok = exec(co, "DELETE FROM gone WHERE id = ?", "i", j->id);
+        ok = cdb_exec(co, "DELETE FROM gone WHERE id = ?", "i", j->id);
     int n = 0;
     sqlite3_stmt *c = NULL;
     if (ok && sqlite3_prepare_v2(co->db, "SELECT COUNT(*) FROM gone", -1, &c, NULL) == SQLITE_OK &&
         sqlite3_step(c) == SQLITE_ROW)
         n = sqlite3_column_int(c, 0);
     sqlite3_finalize(c);
-    static const char *const tables[] = {"events", "metrics", "results", "placement", "attempts"};
+    static const char *const tables[] = {"events",   "metrics", "results", "placement",
+                                         "attempts", "trials",  "sweeps"};
     char sql[160];
     for (size_t i = 0; ok && n > 0 && i < RT_ARRAY_LEN(tables); i++) {
         snprintf(sql, sizeof sql, "DELETE FROM %s WHERE job_id IN (SELECT id FROM gone)", tables[i]);
-        ok = exec(co, sql, "");
+        ok = cdb_exec(co, sql, "");
     }
-    ok = ok && (n == 0 || exec(co, "DELETE FROM jobs WHERE id IN (SELECT id FROM gone)", ""));
+    ok = ok && (n == 0 || cdb_exec(co, "DELETE FROM jobs WHERE id IN (SELECT id FROM gone)", ""));
     if (!ok || sqlite3_exec(co->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;
@@ -231,57 +240,62 @@ int cdb_prune_jobs(coord *co, double cutoff)
 
 bool cdb_forget_agent(coord *co, const char *key)
 {
-    return exec(co, "DELETE FROM agents WHERE key = ?", "t", key);
+    return cdb_exec(co, "DELETE FROM agents WHERE key = ?", "t", key);
 }
 
 /* ---- writes ------------------------------------------------------------------- */
 
 static bool save_agent(coord *co, const sc_agent *a)
 {
-    return exec(co,
-                "INSERT INTO agents(key,host_id,name,hostname,address,slots,caps,state,last_seen,"
-                "draining) VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(key) DO UPDATE SET"
-                " host_id=excluded.host_id, name=excluded.name, hostname=excluded.hostname,"
-                " address=excluded.address, slots=excluded.slots, caps=excluded.caps,"
-                " state=excluded.state, last_seen=excluded.last_seen, draining=excluded.draining",
-                "tttttittdi", a->key, a->host_id, a->name, a->hostname, a->addr, (int64_t)a->slots,
-                a->caps ? a->caps : "{}", a->up ? "up" : "down", a->since, (int64_t)a->draining);
+    return cdb_exec(
+        co,
+        "INSERT INTO agents(key,host_id,name,hostname,address,slots,caps,state,last_seen,"
+        "draining) VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(key) DO UPDATE SET"
+        " host_id=excluded.host_id, name=excluded.name, hostname=excluded.hostname,"
+        " address=excluded.address, slots=excluded.slots, caps=excluded.caps,"
+        " state=excluded.state, last_seen=excluded.last_seen, draining=excluded.draining",
+        "tttttittdi", a->key, a->host_id, a->name, a->hostname, a->addr, (int64_t)a->slots,
+        a->caps ? a->caps : "{}", a->up ? "up" : "down", a->since, (int64_t)a->draining);
 }
 
 static bool save_job(coord *co, const sc_job *j)
 {
-    return exec(co,
-                "INSERT INTO jobs(id,name,type,np,state,reason,spec,attempt,restarts,created,"
-                "started,finished,first_failure,progress,user,priority,held,queued_at,"
-                "attempt_started,queue_pos,last_epoch,unix_user)"
-                " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-                " ON CONFLICT(id) DO UPDATE SET state=excluded.state, reason=excluded.reason,"
-                " attempt=excluded.attempt, restarts=excluded.restarts, started=excluded.started,"
-                " finished=excluded.finished, first_failure=excluded.first_failure,"
-                " progress=excluded.progress, held=excluded.held, queued_at=excluded.queued_at,"
-                " attempt_started=excluded.attempt_started, queue_pos=excluded.queue_pos,"
-                " last_epoch=excluded.last_epoch",
-                "ittitttiidddtttiidditt", j->id, j->name, j->type == JOB_EXEC ? "exec" : "train",
-                (int64_t)j->np, job_state_name(j->state), j->reason, j->spec, (int64_t)j->attempt,
-                (int64_t)j->restarts, j->created, j->started, j->finished, j->first_failure,
-                j->progress, j->user, (int64_t)j->priority, (int64_t)j->held, j->queued_at,
-                j->attempt_started, (int64_t)j->queue_pos, j->last_epoch,
-                j->unix_user[0] ? j->unix_user : NULL) &&
-           exec(co, "INSERT OR REPLACE INTO meta(key,value) VALUES('next_job_id',?)", "i",
-                co->S.next_id);
+    return cdb_exec(
+               co,
+               "INSERT INTO jobs(id,name,type,np,state,reason,spec,attempt,restarts,created,"
+               "started,finished,first_failure,progress,user,priority,held,queued_at,"
+               "attempt_started,queue_pos,last_epoch,unix_user,sweep,trial)"
+               " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+               " ON CONFLICT(id) DO UPDATE SET state=excluded.state, reason=excluded.reason,"
+               " attempt=excluded.attempt, restarts=excluded.restarts, started=excluded.started,"
+               " finished=excluded.finished, first_failure=excluded.first_failure,"
+               " progress=excluded.progress, held=excluded.held, queued_at=excluded.queued_at,"
+               " attempt_started=excluded.attempt_started, queue_pos=excluded.queue_pos,"
+               " last_epoch=excluded.last_epoch",
+               "ittitttiidddtttiidditt"
+               "ii",
+               j->id, j->name, job_type_name(j->type), (int64_t)j->np, job_state_name(j->state),
+               j->reason, j->spec, (int64_t)j->attempt, (int64_t)j->restarts, j->created,
+               j->started, j->finished, j->first_failure, j->progress, j->user,
+               (int64_t)j->priority, (int64_t)j->held, j->queued_at, j->attempt_started,
+               (int64_t)j->queue_pos, j->last_epoch, j->unix_user[0] ? j->unix_user : NULL,
+               j->sweep_id, (int64_t)j->trial) &&
+           cdb_exec(co, "INSERT OR REPLACE INTO meta(key,value) VALUES('next_job_id',?)", "i",
+                    co->S.next_id);
 }
 
 static bool save_rank(coord *co, const sc_job *j, int r)
 {
     const sc_rank *s = &j->ranks[r];
-    return exec(co,
-                "INSERT OR REPLACE INTO placement(job_id,attempt,rank,agent,host_id,hostname,"
-                "local_rank,local_size,cross_rank,cross_size,address,pid,state,exit_code,signal,gpu)"
-                " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                "iiitttiiiititiit", j->id, (int64_t)j->attempt, (int64_t)r, s->agent_key,
-                s->host_id, s->hostname, (int64_t)s->local_rank, (int64_t)s->local_size,
-                (int64_t)s->cross_rank, (int64_t)s->cross_size, s->addr, s->pid,
-                rank_state_name(s->state), (int64_t)s->exit_code, (int64_t)s->exit_signal, s->gpu);
+    return cdb_exec(
+        co,
+        "INSERT OR REPLACE INTO placement(job_id,attempt,rank,agent,host_id,hostname,"
+        "local_rank,local_size,cross_rank,cross_size,address,pid,state,exit_code,signal,gpu)"
+        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "iiitttiiiititiit", j->id, (int64_t)j->attempt, (int64_t)r, s->agent_key, s->host_id,
+        s->hostname, (int64_t)s->local_rank, (int64_t)s->local_size, (int64_t)s->cross_rank,
+        (int64_t)s->cross_size, s->addr, s->pid, rank_state_name(s->state), (int64_t)s->exit_code,
+        (int64_t)s->exit_signal, s->gpu);
 }
 
 static bool apply_one(coord *co, const sc_action *a, double wall)
@@ -296,13 +310,13 @@ static bool apply_one(coord *co, const sc_action *a, double wall)
     case SC_SAVE_JOB: return !j || save_job(co, j);
     case SC_SAVE_ATTEMPT: {
         bool done = strcmp(a->tag, "running") != 0 && strcmp(a->tag, "starting") != 0;
-        return exec(co,
-                    "INSERT INTO attempts(job_id,attempt,np,state,reason,started,finished)"
-                    " VALUES(?,?,?,?,?,?,?) ON CONFLICT(job_id,attempt) DO UPDATE SET"
-                    " state=excluded.state, reason=excluded.reason, finished=excluded.finished,"
-                    " np=excluded.np",
-                    "iiittdd", a->job, (int64_t)a->attempt, (int64_t)(j ? j->cur_np : 0), a->tag,
-                    a->text, wall, done ? wall : 0.0);
+        return cdb_exec(co,
+                        "INSERT INTO attempts(job_id,attempt,np,state,reason,started,finished)"
+                        " VALUES(?,?,?,?,?,?,?) ON CONFLICT(job_id,attempt) DO UPDATE SET"
+                        " state=excluded.state, reason=excluded.reason, finished=excluded.finished,"
+                        " np=excluded.np",
+                        "iiittdd", a->job, (int64_t)a->attempt, (int64_t)(j ? j->cur_np : 0),
+                        a->tag, a->text, wall, done ? wall : 0.0);
     }
     case SC_SAVE_RANKS: {
         bool ok = true;
@@ -312,14 +326,17 @@ static bool apply_one(coord *co, const sc_action *a, double wall)
     }
     case SC_SAVE_RANK: return !j || a->rank < 0 || a->rank >= j->cur_np || save_rank(co, j, a->rank);
     case SC_EVENT:
-        return exec(co, "INSERT INTO events(job_id,time,kind,message) VALUES(?,?,?,?)", "idtt",
-                    a->job, wall, a->tag, a->text ? a->text : "");
+        return cdb_exec(co, "INSERT INTO events(job_id,time,kind,message) VALUES(?,?,?,?)", "idtt",
+                        a->job, wall, a->tag, a->text ? a->text : "");
     case SC_RESULT:
-        return exec(co, "INSERT OR REPLACE INTO results(job_id,attempt,rank,time,value) VALUES(?,?,?,?,?)",
-                    "iiidt", a->job, (int64_t)a->attempt, (int64_t)a->rank, wall, a->text);
+        return cdb_exec(
+            co, "INSERT OR REPLACE INTO results(job_id,attempt,rank,time,value) VALUES(?,?,?,?,?)",
+            "iiidt", a->job, (int64_t)a->attempt, (int64_t)a->rank, wall, a->text);
     case SC_METRIC:
-        return exec(co, "INSERT INTO metrics(job_id,attempt,time,data) VALUES(?,?,?,?)", "iidt",
-                    a->job, (int64_t)a->attempt, wall, a->text);
+        return cdb_exec(co, "INSERT INTO metrics(job_id,attempt,time,data) VALUES(?,?,?,?)", "iidt",
+                        a->job, (int64_t)a->attempt, wall, a->text);
+    case SC_SAVE_TRIAL:
+        return !j || cdb_save_trial(co, j, a->rank);
     }
     return true;
 }
@@ -332,10 +349,10 @@ rt_status cdb_apply(coord *co, const sc_action *acts, int n)
     if (writes == 0)
         return RT_OK;
     double wall = coord_now().wall;
-    bool ok = exec(co, "BEGIN IMMEDIATE", "");
+    bool ok = cdb_exec(co, "BEGIN IMMEDIATE", "");
     for (int i = 0; ok && i < n; i++)
         ok = apply_one(co, &acts[i], wall);
-    if (ok && exec(co, "COMMIT", ""))
+    if (ok && cdb_exec(co, "COMMIT", ""))
         return RT_OK;
     sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
     RT_ERROR("db", "the state database could not record %d change%s: they live only in memory "
@@ -345,7 +362,7 @@ rt_status cdb_apply(coord *co, const sc_action *acts, int n)
 
 /* ---- loading ----------------------------------------------------------------------- */
 
-static const char *col(sqlite3_stmt *st, int c)
+const char *cdb_col(sqlite3_stmt *st, int c)
 {
     const unsigned char *t = sqlite3_column_text(st, c);
     return t ? (const char *)t : NULL;
@@ -360,10 +377,10 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
                            -1, &st, NULL) != SQLITE_OK)
         return rt_err(err, RT_ERR_IO, "loading agents: %s", sqlite3_errmsg(co->db));
     while (sqlite3_step(st) == SQLITE_ROW)
-        if (col(st, 0))
-            sched_restore_agent(&co->S, col(st, 0), col(st, 1), col(st, 2), col(st, 3),
-                                sqlite3_column_int(st, 4), sqlite3_column_int(st, 5) != 0,
-                                sqlite3_column_double(st, 6));
+        if (cdb_col(st, 0))
+            sched_restore_agent(&co->S, cdb_col(st, 0), cdb_col(st, 1), cdb_col(st, 2),
+                                cdb_col(st, 3), sqlite3_column_int(st, 4),
+                                sqlite3_column_int(st, 5) != 0, sqlite3_column_double(st, 6));
     sqlite3_finalize(st);
     if (sqlite3_prepare_v2(co->db, "SELECT value FROM meta WHERE key='next_job_id'", -1, &st,
                            NULL) == SQLITE_OK &&
@@ -381,30 +398,29 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
     int n = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
-        int state = job_state_parse(col(st, 3));
+        int state = job_state_parse(cdb_col(st, 3));
         char why[RT_ERR_LEN] = "";
-        sc_job *j = state < 0 ? NULL
-                              : sched_restore_job(&co->S, id, col(st, 1), col(st, 2), state,
-                                                  col(st, 4), sqlite3_column_int(st, 5),
-                                                  sqlite3_column_int(st, 6),
-                                                  sqlite3_column_int(st, 7) != 0,
-                                                  sqlite3_column_double(st, 8),
-                                                  sqlite3_column_double(st, 9),
-                                                  sqlite3_column_double(st, 10),
-                                                  sqlite3_column_double(st, 11), now, why);
+        sc_job *j = state < 0
+                        ? NULL
+                        : sched_restore_job(
+                              &co->S, id, cdb_col(st, 1), cdb_col(st, 2), state, cdb_col(st, 4),
+                              sqlite3_column_int(st, 5), sqlite3_column_int(st, 6),
+                              sqlite3_column_int(st, 7) != 0, sqlite3_column_double(st, 8),
+                              sqlite3_column_double(st, 9), sqlite3_column_double(st, 10),
+                              sqlite3_column_double(st, 11), now, why);
         if (!j) {
             RT_ERROR("db", "job %lld cannot be restored (%s): marked failed", (long long)id,
                      why[0] ? why : "unknown state");
-            exec(co, "UPDATE jobs SET state='failed', reason=?, finished=? WHERE id=?", "tdi",
-                 "its stored record is unreadable", now.wall, id);
+            cdb_exec(co, "UPDATE jobs SET state='failed', reason=?, finished=? WHERE id=?", "tdi",
+                     "its stored record is unreadable", now.wall, id);
             continue;
         }
         /* the latest reports, shown until the next ones come */
-        if (col(st, 12))
-            j->progress = strdup(col(st, 12));
-        if (col(st, 13))
-            j->last_epoch = strdup(col(st, 13));
-        snprintf(j->unix_user, sizeof j->unix_user, "%s", col(st, 14) ? col(st, 14) : "");
+        if (cdb_col(st, 12))
+            j->progress = strdup(cdb_col(st, 12));
+        if (cdb_col(st, 13))
+            j->last_epoch = strdup(cdb_col(st, 13));
+        snprintf(j->unix_user, sizeof j->unix_user, "%s", cdb_col(st, 14) ? cdb_col(st, 14) : "");
         n++;
     }
     sqlite3_finalize(st);
@@ -422,13 +438,15 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
         sqlite3_bind_int64(ps, 1, j->id);
         sqlite3_bind_int64(ps, 2, j->attempt);
         while (sqlite3_step(ps) == SQLITE_ROW)
-            sched_restore_rank(&co->S, j, sqlite3_column_int(ps, 0), col(ps, 1), col(ps, 2),
-                               col(ps, 3), sqlite3_column_int(ps, 4), sqlite3_column_int(ps, 5),
-                               sqlite3_column_int(ps, 6), sqlite3_column_int(ps, 7), col(ps, 8),
-                               sqlite3_column_int64(ps, 9), col(ps, 10), sqlite3_column_int(ps, 11),
-                               sqlite3_column_int(ps, 12), col(ps, 13));
+            sched_restore_rank(&co->S, j, sqlite3_column_int(ps, 0), cdb_col(ps, 1), cdb_col(ps, 2),
+                               cdb_col(ps, 3), sqlite3_column_int(ps, 4), sqlite3_column_int(ps, 5),
+                               sqlite3_column_int(ps, 6), sqlite3_column_int(ps, 7), cdb_col(ps, 8),
+                               sqlite3_column_int64(ps, 9), cdb_col(ps, 10),
+                               sqlite3_column_int(ps, 11), sqlite3_column_int(ps, 12),
+                               cdb_col(ps, 13));
         sqlite3_finalize(ps);
     }
+    cdb_load_sweeps(co);
     if (n)
         RT_INFO("coord", "restored %d unfinished job(s) from the state database", n);
     return RT_OK;
@@ -436,7 +454,7 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
 
 /* ---- API documents ------------------------------------------------------------------ */
 
-static void row_to_json(rt_jw *w, sqlite3_stmt *st)
+void cdb_row_json(rt_jw *w, sqlite3_stmt *st)
 {
     rt_jw_obj(w);
     for (int c = 0; c < sqlite3_column_count(st); c++) {
@@ -447,12 +465,13 @@ static void row_to_json(rt_jw *w, sqlite3_stmt *st)
         case SQLITE_FLOAT: rt_jw_num(w, sqlite3_column_double(st, c)); break;
         case SQLITE_NULL: rt_jw_null(w); break;
         default: {
-            const char *t = col(st, c);
+            const char *t = cdb_col(st, c);
             /* stored JSON documents are inlined, everything else is text */
-            bool is_json = (!strcmp(name, "first_failure") || !strcmp(name, "progress") ||
-                            !strcmp(name, "last_epoch") ||
-                            !strcmp(name, "data") || !strcmp(name, "caps")) &&
-                           t && (t[0] == '{' || t[0] == '[');
+            bool is_json =
+                (!strcmp(name, "first_failure") || !strcmp(name, "progress") ||
+                 !strcmp(name, "last_epoch") || !strcmp(name, "params") ||
+                 !strcmp(name, "rung_values") || !strcmp(name, "data") || !strcmp(name, "caps")) &&
+                t && (t[0] == '{' || t[0] == '[');
             if (is_json || (!strcmp(name, "value") && t && *t)) /* a result: any JSON value */
                 rt_jw_raw(w, t);
             else
@@ -472,7 +491,7 @@ static void rows(coord *co, rt_jw *w, const char *key, const char *sql, int64_t 
         if (id >= 0)
             sqlite3_bind_int64(st, 1, id);
         while (sqlite3_step(st) == SQLITE_ROW)
-            row_to_json(w, st);
+            cdb_row_json(w, st);
         sqlite3_finalize(st);
     }
     rt_jw_arr_end(w);
@@ -490,7 +509,7 @@ static void rows_page(coord *co, rt_jw *w, const char *key, const char *sql, int
         sqlite3_bind_int64(st, 2, pg->skip);
         sqlite3_bind_int64(st, 3, pg->limit);
         while (sqlite3_step(st) == SQLITE_ROW)
-            row_to_json(w, st);
+            cdb_row_json(w, st);
         sqlite3_finalize(st);
     }
     rt_jw_arr_end(w);
@@ -509,10 +528,9 @@ static int64_t count_rows(coord *co, const char *sql, int64_t id)
     return n;
 }
 
-
-#define JOB_COLUMNS                                                                                \
+#define JOB_COLUMNS                                                                              \
     "id,name,type,np,state,reason,attempt,restarts,created,started,finished,user,priority,held," \
-    "queue_pos,progress,last_epoch,unix_user"
+    "queue_pos,progress,last_epoch,unix_user,sweep,trial"
 
 char *cdb_job_list(coord *co, const cdb_job_filter *f)
 {
@@ -536,7 +554,7 @@ char *cdb_job_list(coord *co, const cdb_job_filter *f)
         sqlite3_bind_int64(st, 4, f->before_id);
         sqlite3_bind_int64(st, 5, f->limit > 0 ? f->limit : 100);
         while (sqlite3_step(st) == SQLITE_ROW) {
-            row_to_json(&w, st);
+            cdb_row_json(&w, st);
             last = sqlite3_column_int64(st, 0);
             count++;
         }
@@ -566,7 +584,7 @@ char *cdb_job_detail(coord *co, int64_t id, const cdb_page *events, const cdb_pa
     rt_jw_init(&w);
     rt_jw_obj(&w);
     rt_jw_key(&w, "job");
-    row_to_json(&w, st);
+    cdb_row_json(&w, st);
     sqlite3_finalize(st);
     rows(co, &w, "attempts",
          "SELECT attempt,np,state,reason,started,finished FROM attempts WHERE job_id=?"
@@ -597,6 +615,7 @@ char *cdb_job_detail(coord *co, int64_t id, const cdb_page *events, const cdb_pa
               id, metrics);
     rt_jw_kint(&w, "metrics_total", count_rows(co, "SELECT COUNT(*) FROM metrics WHERE job_id=?", id));
     rt_jw_kint(&w, "metrics_skip", metrics->skip);
+    cdb_sweep_detail(co, &w, id);
     rt_jw_obj_end(&w);
     return rt_jw_take(&w, NULL);
 }
@@ -610,7 +629,7 @@ int cdb_job_counts(coord *co, int counts[JOB_CANCELLED + 1])
                            NULL) != SQLITE_OK)
         return 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        int s = job_state_parse(col(st, 0));
+        int s = job_state_parse(cdb_col(st, 0));
         if (s >= 0) {
             counts[s] = sqlite3_column_int(st, 1);
             total += counts[s];
@@ -640,7 +659,7 @@ bool cdb_job_ranks(coord *co, int64_t id, int64_t attempt, int rank,
             continue; /* a job that never started */
         int r = sqlite3_column_int(st, 1);
         if (rank < 0 || r == rank)
-            fn(user, r, col(st, 2), sqlite3_column_int64(st, 3));
+            fn(user, r, cdb_col(st, 2), sqlite3_column_int64(st, 3));
     }
     sqlite3_finalize(st);
     return found;
@@ -689,7 +708,7 @@ rt_status cdb_token_revoke(coord *co, const char *id_or_name, int64_t *id, char 
         return rt_err(err, RT_ERR_NOTFOUND, "no token '%s'", id_or_name);
     if (revoked)
         return RT_OK;
-    if (!exec(co, "UPDATE tokens SET revoked=? WHERE id=?", "di", coord_now().wall, *id))
+    if (!cdb_exec(co, "UPDATE tokens SET revoked=? WHERE id=?", "di", coord_now().wall, *id))
         return rt_err(err, RT_ERR_IO, "state database: the revocation was not recorded");
     return RT_OK;
 }
@@ -712,15 +731,15 @@ rt_status cdb_token_load(coord *co, char *err)
         return rt_err(err, RT_ERR_IO, "state database: %s", sqlite3_errmsg(co->db));
     rt_status s = RT_OK;
     while (s == RT_OK && sqlite3_step(st) == SQLITE_ROW) {
-        auth_role role = auth_role_parse(col(st, 2));
-        const char *hash = col(st, 3);
+        auth_role role = auth_role_parse(cdb_col(st, 2));
+        const char *hash = cdb_col(st, 3);
         if (role == ROLE_NONE || !hash || strlen(hash) != 64) {
             RT_WARN("db", "token %lld has a role or hash this coordinator does not know: ignored",
                     (long long)sqlite3_column_int64(st, 0));
             continue;
         }
-        s = auth_add(co, sqlite3_column_int64(st, 0), col(st, 1) ? col(st, 1) : "?", role, hash,
-                     col(st, 4));
+        s = auth_add(co, sqlite3_column_int64(st, 0), cdb_col(st, 1) ? cdb_col(st, 1) : "?", role,
+                     hash, cdb_col(st, 4));
     }
     sqlite3_finalize(st);
     return s == RT_OK ? RT_OK : rt_err(err, s, "out of memory");

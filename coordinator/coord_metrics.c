@@ -122,6 +122,19 @@ void http_metrics(coord *co, struct evhttp_request *req)
         if (j->state == JOB_RUNNING)
             evbuffer_add_printf(b, "ringtrain_job_steps_per_second{job=\"%lld\"} %.3f\n",
                                 (long long)j->id, j->steps_per_s);
+    evbuffer_add_printf(b, "# HELP ringtrain_sweep_trials A sweep's trials by state (sweeps in "
+                           "memory: unfinished, or ended in the last minute).\n"
+                           "# TYPE ringtrain_sweep_trials gauge\n");
+    for (sc_job *j = co->S.jobs; j; j = j->next) {
+        if (j->type != JOB_SWEEP || !j->sweep)
+            continue;
+        int by[TRIAL_CANCELLED + 1] = {0};
+        for (int64_t i = 0; i < j->sweep->ntrials; i++)
+            by[j->sweep->t[i].state]++;
+        for (int s = 0; s <= TRIAL_CANCELLED; s++)
+            evbuffer_add_printf(b, "ringtrain_sweep_trials{sweep=\"%lld\",state=\"%s\"} %d\n",
+                                (long long)j->id, trial_state_name(s), by[s]);
+    }
     epoch_metrics(co, b);
     rank_metrics(co, b);
     evbuffer_add_printf(b,

@@ -18,6 +18,10 @@ static const char *const RANK_STATES[] = {"none",     "preparing", "prepared",
                                           "starting", "running",   "exited"};
 
 const char *job_state_name(int s) { return rt_job_state_name(s); }
+const char *job_type_name(int t)
+{
+    return t == JOB_EXEC ? "exec" : t == JOB_SWEEP ? "sweep" : "train";
+}
 bool job_state_terminal(int s) { return rt_job_state_terminal(s); }
 const char *rank_state_name(int s) { return s >= 0 && s <= RS_EXITED ? RANK_STATES[s] : "?"; }
 
@@ -52,6 +56,7 @@ void sc_job_free(sc_job *j)
     free(j->progress);
     free(j->last_epoch);
     free(j->steps);
+    sc_sweep_free(j->sweep);
     free(j);
 }
 
@@ -287,6 +292,8 @@ void sc_send_start(sched *S, sc_job *j, sc_clock now)
     msg_begin(&w, RT_MSG_START, j, j->cur_np);
     {
         rt_jw_kstr(&w, RT_F_JOB_TYPE, j->type == JOB_EXEC ? "exec" : "train");
+        if (j->sweep_id) /* a sweep's jobs run as the sweep's uid (job_uids) */
+            rt_jw_kint(&w, RT_F_IDENTITY_JOB, j->sweep_id);
         rt_jw_kstr(&w, RT_F_KEY, key);
         rt_jw_kstr(&w, RT_F_TRANSPORT, transport);
         rt_jw_kint(&w, RT_F_SOCKETS, c->sockets);
@@ -310,7 +317,7 @@ void sc_send_start(sched *S, sc_job *j, sc_clock now)
         for (int q = 0; q < j->cur_np; q++)
             rt_jw_str(&w, j->ranks[q].addr);
         rt_jw_arr_end(&w);
-        const char *fields[] = {RT_F_ARGV, RT_F_ENV, RT_F_CWD, RT_F_CONFIG};
+        const char *fields[] = {RT_F_ARGV, RT_F_ENV, RT_F_CWD, RT_F_CONFIG, RT_F_SWEEP_RESULTS};
         for (size_t f = 0; f < RT_ARRAY_LEN(fields); f++) {
             const rt_json *v = rt_json_get(j->specj, fields[f]);
             if (v) {
@@ -428,6 +435,7 @@ void sc_finish(sched *S, sc_job *j, int state, const char *reason, sc_clock now)
         sc_attempt_saved(S, j, job_state_name(state), reason);
     sc_job_saved(S, j);
     sc_event(S, j, job_state_name(state), "%s", reason);
+    sc_sweep_job_ended(S, j, now); /* a trial's record; a sweep's trials */
 }
 
 /* The attempt failed: stop every rank, then restart or fail the job.  A
@@ -472,9 +480,9 @@ void sc_set_first_failure(sc_job *j, rt_jw *w)
 /* The submission parsed by the job schema (sc_parse_spec) and checked
  * against the cluster here, so that nothing malformed reaches the agents
  * (and a stored job reads back). */
-rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
-                       const char *unix_user, sc_clock now,
-                       int64_t *id, char *err)
+static rt_status submit(sched *S, const char *body, size_t len, const char *user,
+                        const char *unix_user, const sc_job *parent, sc_clock now, int64_t *id,
+                        char *err)
 {
     rt_json *s = NULL;
     rt_status st = rt_json_parse(body, len, &s, err);
@@ -487,6 +495,15 @@ rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
     }
     j->specj = s;
     st = sc_parse_spec(S, j, s, err);
+    if (st == RT_OK && !parent &&
+        (rt_json_get(s, RT_F_SWEEP) || rt_json_get(s, RT_F_TRIAL) ||
+         rt_json_get(s, RT_F_SWEEP_RESULTS)))
+        st = rt_err(err, RT_ERR_INVALID,
+                    "\"%s\", \"%s\" and \"%s\" are set by the "
+                    "coordinator for a sweep's own jobs, not by a submission",
+                    RT_F_SWEEP, RT_F_TRIAL, RT_F_SWEEP_RESULTS);
+    if (st == RT_OK && j->type == JOB_SWEEP)
+        st = sc_sweep_init(j, err);
     int total = sched_total_slots(S), nagents = 0;
     for (const sc_agent *a = S->agents; a; a = a->next)
         nagents++;
@@ -518,8 +535,9 @@ rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
                     "the job's description is %zu bytes: with %d ranks its start message would "
                     "pass the %u-byte limit of a control frame (a smaller config, env or argv)",
                     len, j->np, RT_FRAME_MAX);
-    int waiting = 0; /* a flood of jobs from one token stops here */
-    for (const sc_job *o = S->jobs; st == RT_OK && o; o = o->next)
+    int waiting = 0; /* a flood of jobs from one token stops here (a sweep's own jobs are
+                        bound by its parallel) */
+    for (const sc_job *o = S->jobs; st == RT_OK && !parent && o; o = o->next)
         waiting += o->state == JOB_QUEUED && !strcmp(o->user, user && *user ? user : "?");
     if (st == RT_OK && S->cfg.max_queued_per_user > 0 && waiting >= S->cfg.max_queued_per_user)
         st = rt_err(err, RT_ERR_BUSY,
@@ -543,12 +561,31 @@ rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
         tail = &(*tail)->next;
     *tail = j;
     sc_job_saved(S, j);
-    sc_event(S, j, "submitted", "%s job '%s' for %d ranks by %s%s",
-             j->type == JOB_EXEC ? "exec" : "train", j->name, j->np, j->user,
-             j->held ? " (held)" : "");
+    if (j->type == JOB_SWEEP) /* its record: monitor, rungs */
+        sc_trial_saved(S, j, 0);
+    if (parent)
+        sc_event(S, j, "submitted", "%s of sweep %lld, for %d ranks",
+                 j->trial ? "a trial" : "the last step", (long long)parent->id, j->np);
+    else
+        sc_event(S, j, "submitted", "%s job '%s' for %d ranks by %s%s", job_type_name(j->type),
+                 j->name, j->np, j->user, j->held ? " (held)" : "");
     *id = j->id;
-    sc_queue_pass(S, now);
     return RT_OK;
+}
+
+rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
+                       const char *unix_user, sc_clock now, int64_t *id, char *err)
+{
+    rt_status st = submit(S, body, len, user, unix_user, NULL, now, id, err);
+    if (st == RT_OK)
+        sc_queue_pass(S, now);
+    return st;
+}
+
+rt_status sc_submit_child(sched *S, const sc_job *sweep, const char *body, size_t len, sc_clock now,
+                          int64_t *id, char *err)
+{
+    return submit(S, body, len, sweep->user, sweep->unix_user, sweep, now, id, err);
 }
 
 rt_status sched_cancel(sched *S, int64_t id, sc_clock now, char *err)
@@ -569,6 +606,17 @@ rt_status sched_hold(sched *S, int64_t id, bool hold, sc_clock now, char *err)
     sc_job *j = sched_job(S, id);
     if (!j)
         return rt_err(err, RT_ERR_NOTFOUND, "job %lld is not running or queued", (long long)id);
+    if (j->type == JOB_SWEEP && j->state == JOB_RUNNING) { /* no new trials meanwhile */
+        if (j->held != hold) {
+            j->held = hold;
+            sc_job_saved(S, j);
+            sc_event(S, j, hold ? "held" : "released",
+                     hold ? "held: its running trials go on; no new trial starts until released"
+                          : "released: new trials may start");
+        }
+        sc_queue_pass(S, now);
+        return RT_OK;
+    }
     if (j->state != JOB_QUEUED)
         return rt_err(err, RT_ERR_INVALID, "job %lld is %s: only a queued job can be %s",
                       (long long)id, job_state_name(j->state), hold ? "held" : "released");
@@ -647,7 +695,8 @@ sc_job *sched_restore_job(sched *S, int64_t id, const char *spec, const char *us
         return NULL;
     }
     if (!spec || rt_json_parse(spec, strlen(spec), &j->specj, err) != RT_OK ||
-        sc_parse_spec(S, j, j->specj, err) != RT_OK || !(j->spec = strdup(spec))) {
+        sc_parse_spec(S, j, j->specj, err) != RT_OK ||
+        (j->type == JOB_SWEEP && sc_sweep_init(j, err) != RT_OK) || !(j->spec = strdup(spec))) {
         sc_job_free(j);
         return NULL;
     }

@@ -417,6 +417,8 @@ void sched_on_exited(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
     /* a rank of an attempt whose launch the coordinator's restart may have
      * cut short (its peers never started) fails through no fault of its own */
     sc_attempt_failed(S, j, why, !j->launch_unsure, now);
+    if (job_state_terminal(j->state))
+        sc_queue_pass(S, now); /* its exited rank's slot may start the next job */
 }
 
 /* One step report into the current epoch's curve (a new epoch or attempt
@@ -483,7 +485,6 @@ static char *progress_clean(const rt_json *data, int *dropped)
 void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
 {
     int r;
-    (void)now;
     /* a result is kept even when it comes after the job ended (the rank's
      * exit may have been processed first on a reconnect) */
     sc_job *j = msg_job(S, a, m, &r, true);
@@ -535,6 +536,8 @@ void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
     if (kind && strcmp(kind, "epoch") == 0) {
         free(j->last_epoch);
         j->last_epoch = strdup(text);
+        if (j->sweep_id) /* a trial: its rungs */
+            sc_sweep_epoch(S, j, data, now);
     }
     free(j->progress);
     j->progress = text;

@@ -56,4 +56,21 @@ void sc_queue_pass(sched *S, sc_clock now);
  * name ...); an error naming the field or the file's line. */
 rt_status sc_parse_spec(const sched *S, sc_job *j, const rt_json *s, char *err);
 
+/* sweeps (scheduler_sweep.c) */
+/* j->sweep for a sweep job whose cfg is parsed (its space, trials, rungs). */
+rt_status sc_sweep_init(sc_job *j, char *err);
+void sc_sweep_free(sc_sweep *w);
+/* Each unfinished sweep: trials submitted up to `parallel`, its end. */
+void sc_sweep_pass(sched *S, sc_clock now);
+/* j reached a terminal state (sc_finish): a trial's record, a sweep's
+ * trials cancelled, the last step ending its sweep. */
+void sc_sweep_job_ended(sched *S, sc_job *j, sc_clock now);
+/* A trial's epoch line from its rank 0: its best value and ASHA's rungs. */
+void sc_sweep_epoch(sched *S, sc_job *j, const rt_json *data, sc_clock now);
+void sc_trial_saved(sched *S, const sc_job *sweep, int n);
+/* A job of the sweep's (a trial, or its last step): queued as the sweep's
+ * user and Unix user, with no queue pass (the caller is in one). */
+rt_status sc_submit_child(sched *S, const sc_job *sweep, const char *body, size_t len, sc_clock now,
+                          int64_t *id, char *err);
+
 #endif

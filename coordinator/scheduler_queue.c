@@ -165,7 +165,11 @@ bool sc_place(sched *S, sc_job *j, int np, const sc_job *spare, char *why, size_
 
 /* ---- the queue ------------------------------------------------------------------ */
 
-static bool waiting(const sc_job *j) { return j->state == JOB_QUEUED || j->state == JOB_RESTARTING; }
+/* a sweep waits for nothing: its trials do */
+static bool waiting(const sc_job *j)
+{
+    return j->type != JOB_SWEEP && (j->state == JOB_QUEUED || j->state == JOB_RESTARTING);
+}
 
 /* Restarting jobs first, then higher priority, then earlier submission. */
 static int cmp_queue(const void *x, const void *y)
@@ -287,6 +291,7 @@ static bool timed_out(sched *S, sc_job *j, const char *why, sc_clock now)
 
 void sc_queue_pass(sched *S, sc_clock now)
 {
+    sc_sweep_pass(S, now); /* the sweeps' next trials join the queue first */
     int n = 0;
     for (sc_job *j = S->jobs; j; j = j->next)
         n += waiting(j);

@@ -131,11 +131,22 @@ rt_status sc_parse_spec(const sched *S, sc_job *j, const rt_json *s, char *err)
     if (rt_json_type_of(s) != RT_JSON_OBJECT)
         return rt_err(err, RT_ERR_INVALID, "a job is a JSON object");
     const char *type = rt_json_get_str(s, RT_F_TYPE), *cfg = rt_json_get_str(s, RT_F_CONFIG);
-    if (!type || (strcmp(type, "exec") != 0 && strcmp(type, "train") != 0))
-        return rt_err(err, RT_ERR_INVALID, "\"type\" must be \"exec\" or \"train\"");
-    j->type = strcmp(type, "exec") == 0 ? JOB_EXEC : JOB_TRAIN;
-    if (j->type == JOB_TRAIN && !cfg)
-        return rt_err(err, RT_ERR_INVALID, "a train job needs its \"config\" text");
+    if (!type ||
+        (strcmp(type, "exec") != 0 && strcmp(type, "train") != 0 && strcmp(type, "sweep") != 0))
+        return rt_err(err, RT_ERR_INVALID, "\"type\" must be \"exec\", \"train\" or \"sweep\"");
+    j->type = !strcmp(type, "exec") ? JOB_EXEC : !strcmp(type, "sweep") ? JOB_SWEEP : JOB_TRAIN;
+    if (j->type != JOB_EXEC && !cfg)
+        return rt_err(err, RT_ERR_INVALID, "a %s job needs its \"config\" text", type);
+    /* a sweep's trial or last step (the coordinator's own submissions) */
+    int64_t sweep = 0, trial = -1;
+    if (rt_json_get(s, RT_F_SWEEP) &&
+        (!rt_json_get_int(s, RT_F_SWEEP, &sweep) || sweep < 1 ||
+         !rt_json_get_int(s, RT_F_TRIAL, &trial) || trial < 0 || trial > 100000))
+        return rt_err(err, RT_ERR_INVALID,
+                      "\"sweep\" and \"trial\" must be a job id and a "
+                      "trial number");
+    j->sweep_id = sweep;
+    j->trial = trial > 0 ? (int)trial : 0;
     rt_cfg_free(&rt_job_schema, &j->cfg);
     rt_status st = RT_OK;
     if (cfg) {
@@ -147,9 +158,16 @@ rt_status sc_parse_spec(const sched *S, sc_job *j, const rt_json *s, char *err)
             st = rt_err(err, RT_ERR_INVALID, "%s", all);
         }
         rt_cfg_errors_free(&e);
-        if (st == RT_OK && (j->cfg.type == RT_JOB_EXEC) != (j->type == JOB_EXEC))
-            st = rt_err(err, RT_ERR_INVALID, "\"type\" is %s but its config says type = %s", type,
-                        j->cfg.type == RT_JOB_EXEC ? "exec" : "train");
+        /* the type given and the file's agree; a sweep's last step is the
+         * sweep's file run by one rank as a training job */
+        const bool last_step =
+            j->sweep_id && j->trial == 0 && j->type == JOB_TRAIN && j->cfg.type == RT_JOB_SWEEP;
+        if (st == RT_OK && j->cfg.type != (int)j->type && !last_step) {
+            char ct[16];
+            st =
+                rt_err(err, RT_ERR_INVALID, "\"type\" is %s but its config says type = %s", type,
+                       rt_cfg_enum_name(&rt_job_schema, "job", "type", j->cfg.type, ct, sizeof ct));
+        }
     } else {
         st = cfg_from_fields(S, s, type, &j->cfg, err);
     }

@@ -538,16 +538,20 @@ static void test_cgroup_cpus(void **state)
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     assert_int_equal(system(cmd), 0);
     char why[300];
-    assert_true(rt_default_threads(64, 0, why, sizeof why) >= 1); /* never 0 */
+    assert_true(rt_default_threads(64, 0, 0, why, sizeof why) >= 1); /* never 0 */
     assert_non_null(strstr(why, "for 64 ranks of this job on this host: oversubscribed"));
     /* ranks of other hosts on this machine count when they are more */
-    const int one = rt_default_threads(1, 0, why, sizeof why);
+    const int one = rt_default_threads(1, 0, 0, why, sizeof why);
     assert_non_null(strstr(why, "for 1 rank of this job on this host"));
-    const int shared = rt_default_threads(1, 2, why, sizeof why);
+    const int shared = rt_default_threads(1, 2, 0, why, sizeof why);
     assert_non_null(strstr(why, "for 2 ranks of this job on this machine (its hosts share"));
     assert_int_equal(shared, one / 2 > 0 ? one / 2 : 1);
-    rt_default_threads(2, 1, why, sizeof why); /* fewer: the host's count */
+    rt_default_threads(2, 1, 0, why, sizeof why); /* fewer: the host's count */
     assert_non_null(strstr(why, "for 2 ranks of this job on this host"));
+    /* jobs side by side (a sweep's trials) share the agent's slots' CPUs */
+    const int packed = rt_default_threads(1, 0, 2, why, sizeof why);
+    assert_non_null(strstr(why, "for 2 ranks of the agent's slots"));
+    assert_int_equal(packed, one / 2 > 0 ? one / 2 : 1);
 }
 
 int main(void)

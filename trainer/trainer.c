@@ -231,10 +231,12 @@ static rt_status setup(trainer *t, char *err)
         st = pick_device(t, &dev, err);
     char threads_why[300] = "[model] threads";
     const char *machine = getenv(RT_ENV_MACHINE_RANKS); /* the agent's, when hosts share CPUs */
-    int threads = cfg->threads > 0
-                      ? (int)cfg->threads
-                      : rt_default_threads(env->local_size, machine ? atoi(machine) : 0,
-                                           threads_why, sizeof threads_why);
+    const char *slots = getenv(RT_ENV_NODE_SLOTS);      /* the agent's slots */
+    int threads =
+        cfg->threads > 0
+            ? (int)cfg->threads
+            : rt_default_threads(env->local_size, machine ? atoi(machine) : 0,
+                                 slots ? atoi(slots) : 0, threads_why, sizeof threads_why);
     int64_t maxb = cfg->batch_size > cfg->eval_batch_size ? cfg->batch_size : cfg->eval_batch_size;
     rt_dp_opts o;
     rt_dp_opts_defaults(&o);

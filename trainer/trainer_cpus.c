@@ -48,7 +48,7 @@ double rt_cgroup_cpus(const char *cgroup_root, const char *self_cgroup)
     return cpus;
 }
 
-int rt_default_threads(int local_size, int machine_ranks, char *why, size_t len)
+int rt_default_threads(int local_size, int machine_ranks, int node_slots, char *why, size_t len)
 {
     cpu_set_t set;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -60,17 +60,22 @@ int rt_default_threads(int local_size, int machine_ranks, char *why, size_t len)
         usable = (int)ceil(quota);
     const int host = local_size > 0 ? local_size : 1;
     const bool machine = machine_ranks > host;
-    const int ranks = machine ? machine_ranks : host;
+    const int job = machine ? machine_ranks : host;
+    const bool slots = node_slots > job;
+    const int ranks = slots ? node_slots : job;
     int n = usable / ranks;
     n = n > 0 ? n : 1;
     char q[48] = "no cpu.max quota";
     if (quota > 0)
         snprintf(q, sizeof q, "cpu.max %.3g CPUs", quota);
     snprintf(why, len,
-             "%d usable CPU%s (affinity %d of %ld online, %s) for %d rank%s of this job "
+             "%d usable CPU%s (affinity %d of %ld online, %s) for %d rank%s of %s "
              "on this %s%s",
              usable, usable == 1 ? "" : "s", affinity, online, q, ranks, ranks == 1 ? "" : "s",
-             machine ? "machine (its hosts share the CPUs)" : "host",
+             slots ? "the agent's slots (jobs side by side share the CPUs)" : "this job",
+             slots     ? "host"
+             : machine ? "machine (its hosts share the CPUs)"
+                       : "host",
              usable < ranks ? ": oversubscribed, more ranks than CPUs (fewer ranks per machine, or "
                               "more CPUs, will be faster)"
                             : "");

@@ -127,6 +127,11 @@ int main(int argc, char **argv)
         rt_cfg_free(&rt_job_schema, &cfg);
         return 2;
     }
+    if (cfg.type == RT_JOB_SWEEP) { /* a sweep's last step: its results */
+        int rc = rt_sweep_finish(&cfg, argv[1]);
+        rt_cfg_free(&rt_job_schema, &cfg);
+        return rc;
+    }
     if (cfg.type != RT_JOB_TRAIN) {
         fprintf(stderr, "worker: %s is not a training job\n", argv[1]);
         rt_cfg_free(&rt_job_schema, &cfg);

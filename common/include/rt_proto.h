@@ -131,6 +131,14 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_F_CWD "cwd"
 #define RT_F_UNIX_USER "unix_user"
 #define RT_F_CONFIG "config"
+/* a sweep's trial or last step: its sweep's id and its number (0: the last
+ * step), in its submission; start: the job whose id picks the ranks' uid
+ * (job_uids: every job of a sweep runs as the sweep's), and the last step's
+ * results (the agent writes them beside job.ini as sweep.json) */
+#define RT_F_SWEEP "sweep"
+#define RT_F_TRIAL "trial"
+#define RT_F_IDENTITY_JOB "identity_job"
+#define RT_F_SWEEP_RESULTS "sweep_results"
 #define RT_F_PID "pid"
 #define RT_F_CODE "code"
 #define RT_F_SIGNAL "signal"
@@ -157,6 +165,7 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_ENV_LOCAL_RANK "RT_LOCAL_RANK"
 #define RT_ENV_LOCAL_SIZE "RT_LOCAL_SIZE"
 #define RT_ENV_MACHINE_RANKS "RT_MACHINE_RANKS"
+#define RT_ENV_NODE_SLOTS "RT_NODE_SLOTS" /* the agent's slots: ranks side by side share CPUs */
 #define RT_ENV_CROSS_RANK "RT_CROSS_RANK"
 #define RT_ENV_CROSS_SIZE "RT_CROSS_SIZE"
 #define RT_ENV_JOB_ID "RT_JOB_ID"

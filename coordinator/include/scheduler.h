@@ -86,7 +86,10 @@ const char *job_state_name(int state);
 int job_state_parse(const char *name); /* -1 when unknown */
 bool job_state_terminal(int state);
 
-enum job_type { JOB_TRAIN = 0, JOB_EXEC = 1 };
+/* the job schema's types (rt_schemas.h); a sweep holds no ranks: its
+ * trials are jobs of their own (scheduler_sweep.c) */
+enum job_type { JOB_TRAIN = RT_JOB_TRAIN, JOB_EXEC = RT_JOB_EXEC, JOB_SWEEP = RT_JOB_SWEEP };
+const char *job_type_name(int type);
 
 enum rank_state { RS_NONE, RS_PREPARING, RS_PREPARED, RS_STARTING, RS_RUNNING, RS_EXITED };
 const char *rank_state_name(int state);
@@ -148,8 +151,60 @@ typedef struct sc_job {
     int bad_names;       /* progress lines that had keys or values dropped (said 3 times) */
     double steps_per_s;
     struct sc_steps *steps; /* the current epoch, step by step (NULL: no report yet) */
+    struct sc_sweep *sweep; /* a sweep: its trials (NULL for other jobs) */
+    int64_t sweep_id;       /* a trial or a sweep's last step: its sweep (0: none) */
+    int trial;              /* a trial's number (1-based); 0: the sweep's last step */
+    bool asha_stop;         /* a trial the sweep stopped at a rung (its end is not a failure) */
     struct sc_job *next;
 } sc_job;
+
+/* ---- sweeps (scheduler_sweep.c) ----------------------------------------------
+ * A sweep (type = sweep) is a job without ranks.  It submits its trials —
+ * ordinary training jobs of the sweep's user, priority and Unix identity,
+ * with the sweep's id and their number in their submission — at most
+ * `parallel` unfinished at once, and stops each at ASHA's rungs unless it is
+ * in the top 1/reduction there (Li et al. 2018, the asynchronous stopping
+ * rule).  When every trial has ended, one last job (np 1, the sweep's file)
+ * writes trials.jsonl and best/ into the sweep's store on a node, as the
+ * sweep's user; the sweep ends with it.  Every change is an SC_SAVE_TRIAL
+ * action; a restarted coordinator reads the trials back. */
+enum trial_state {
+    TRIAL_PENDING,
+    TRIAL_RUNNING,
+    TRIAL_STOPPED,
+    TRIAL_COMPLETED,
+    TRIAL_FAILED,
+    TRIAL_CANCELLED
+};
+const char *trial_state_name(int state);
+int trial_state_parse(const char *name); /* -1 when unknown */
+
+#define SC_MAX_RUNGS 24
+typedef struct sc_trial {
+    int n;          /* 1-based */
+    int64_t job;    /* its job (0: not submitted yet) */
+    char *params;   /* JSON object: "section.key": "value", as set */
+    int state;      /* enum trial_state */
+    int rung;       /* the rungs it passed or stopped at: -1 none yet */
+    int64_t epochs; /* epochs run (its last epoch line) */
+    double best;    /* its best monitor value so far (NAN: none) */
+    int64_t best_epoch;
+    double rung_val[SC_MAX_RUNGS]; /* its best value up to each rung's epoch (NAN: not reached) */
+    char reason[400];              /* why it stopped or failed */
+} sc_trial;
+
+typedef struct sc_sweep {
+    void *space;     /* rt_sweep_space */
+    int64_t ntrials; /* how many it runs */
+    int parallel, max_failed, scheduler, reduction;
+    bool maximize; /* the monitor is better higher */
+    char monitor[64];
+    int nrungs;
+    int64_t rung_epoch[SC_MAX_RUNGS];
+    sc_trial *t;        /* ntrials of them */
+    int64_t finish_job; /* the last step's job (0: not yet) */
+    int best;           /* the best trial's number (0: none) */
+} sc_sweep;
 
 /* Rank 0's step reports of the current epoch (attempt), for the live
  * per-step curve: at most SC_STEP_POINTS, thinned by half (every other
@@ -177,6 +232,7 @@ typedef enum sc_act_kind {
     SC_EVENT,        /* job, tag = kind, text = message */
     SC_METRIC,       /* job, attempt, text = the epoch's JSON */
     SC_RESULT,       /* job, attempt, rank, text = the rank's result (JSON) */
+    SC_SAVE_TRIAL,   /* job = the sweep, rank = the trial's number (0: the sweep's own record) */
 } sc_act_kind;
 
 typedef struct sc_action {
@@ -225,7 +281,8 @@ int sched_free_slots(const sched *S);
 /* ---- events ---------------------------------------------------------------- */
 
 /* A submission (the JSON the CLI sends); the job is queued or refused
- * (RT_ERR_INVALID with the reason). */
+ * (RT_ERR_INVALID with the reason).  A sweep's trials are submitted by the
+ * scheduler itself: a submission naming a sweep is refused. */
 rt_status sched_submit(sched *S, const char *body, size_t len, const char *user,
                        const char *unix_user, sc_clock now, int64_t *id, char *err);
 rt_status sched_cancel(sched *S, int64_t id, sc_clock now, char *err);
@@ -269,6 +326,12 @@ sc_job *sched_restore_job(sched *S, int64_t id, const char *spec, const char *us
                           char *err);
 /* A rank whose stored state is "exited" keeps its exit (its agent may have
  * forgotten it); any other is unknown until its agent reports. */
+/* A sweep's trial from the database (after its sweep's job): its record
+ * as stored; then the sweep's own (its last step's job, its best trial). */
+void sched_restore_trial(sched *S, sc_job *sweep, int n, int64_t job, const char *params,
+                         const char *state, int rung, int64_t epochs, double best,
+                         int64_t best_epoch, const char *rung_vals, const char *reason);
+void sched_restore_sweep(sched *S, sc_job *sweep, int64_t finish_job, int best);
 void sched_restore_rank(sched *S, sc_job *j, int rank, const char *agent_key, const char *host_id,
                         const char *hostname, int local_rank, int local_size, int cross_rank,
                         int cross_size, const char *addr, int64_t pid, const char *state,

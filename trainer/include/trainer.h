@@ -108,14 +108,23 @@ rt_status rt_metrics_reduce(rt_metrics *m, rt_comm *comm, int size, double *out,
  * with their labels and weights) and, with metrics, every metric's sums. */
 rt_status rt_eval_rows(rt_dp *d, const rt_rows *r, rt_metrics *metrics, char *err);
 
+/* ---- a sweep's last step (sweep_finish.c) ------------------------------------------ */
+
+/* The sweep's results (sweep.json beside job_ini, from the coordinator)
+ * into its store: trials.jsonl and best/.  0, or 1 with the reason on
+ * stderr. */
+int rt_sweep_finish(const rt_job_cfg *cfg, const char *job_ini);
+
 /* ---- threads (trainer_cpus.c) ---------------------------------------------------- */
 
 /* A rank's default CPU threads ([model] threads = 0): the CPUs it may run
  * on (affinity mask, cgroup v2 cpu.max) divided among local_size ranks of
  * its job on the host — or machine_ranks, when more, the job's ranks on
- * every host (container, namespace) of this machine (RT_MACHINE_RANKS) —
- * at least 1; why says so (and when the machine is oversubscribed). */
-int rt_default_threads(int local_size, int machine_ranks, char *why, size_t len);
+ * every host (container, namespace) of this machine (RT_MACHINE_RANKS), or
+ * node_slots, when more, the slots of its agent (RT_NODE_SLOTS: jobs side
+ * by side, a sweep's trials, share the CPUs) — at least 1; why says so
+ * (and when the machine is oversubscribed). */
+int rt_default_threads(int local_size, int machine_ranks, int node_slots, char *why, size_t len);
 /* The cgroup v2 cpu.max quota, in CPUs, of the process whose
  * /proc/PID/cgroup is self_cgroup, under the cgroup file system mounted at
  * cgroup_root: the smallest of its cgroup's and every parent's (0: none). */

@@ -1,0 +1,221 @@
+/* test_cluster_sweep.c — a sweep on a real cluster on loopback (a
+ * coordinator, two agents of 2 slots), on satimage prepared by `prep
+ * --from` (../shared/data/tabular):
+ *   - chaos: the coordinator SIGKILLed twice while the trials run, started
+ *     again on the same database — every trial is recorded once (one job
+ *     each, none run twice), the last step writes trials.jsonl and best/,
+ *     the sweep succeeds;
+ *   - `ringtrain status` shows the trials sorted by the monitor, `ringtrain
+ *     jobs` lists them under their sweep, /metrics counts them by state;
+ *   - a sweep whose space does not fit the job schema is refused before
+ *     anything is queued, naming file:line and key. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cluster_harness.h"
+
+static cluster C;
+static bool failed_once;
+static char ds_dir[300];
+
+#define CHECK(cond) CL_CHECK(&failed_once, cond)
+
+static int group_setup(void **state)
+{
+    (void)state;
+    struct stat sb;
+    if (stat(RT_SATIMAGE, &sb) != 0) {
+        fprintf(stderr, "test_cluster_sweep: %s is missing (../shared/data)\n", RT_SATIMAGE);
+        return -1;
+    }
+    if (!cl_init(&C, "sweep"))
+        return -1;
+    snprintf(ds_dir, sizeof ds_dir, "%s/sat", C.dir);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd,
+             "%s prep --from %s --label classes --test-column is_test --out %s --quiet "
+             "> /dev/null 2>&1",
+             RT_TEST_CLI, RT_SATIMAGE, ds_dir);
+    if (system(cmd) != 0)
+        return -1;
+    if (!cl_start_coord(&C, NULL, NULL) || !cl_start_agent(&C, 0, "a1", "A", 2, NULL) ||
+        !cl_start_agent(&C, 1, "b1", "B", 2, NULL) || !cl_wait_agents_up(&C, 2, 20000)) {
+        cl_destroy(&C, true);
+        return -1;
+    }
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    return cl_destroy(&C, failed_once) ? 0 : -1;
+}
+
+static const char *sweep_file(const char *name, const char *extra)
+{
+    static char path[400];
+    snprintf(path, sizeof path, "%s/%s.ini", C.dir, name);
+    FILE *f = fopen(path, "w");
+    fprintf(f,
+            "[job]\nname = %s\ntype = sweep\nnp = 1\n[data]\ndataset = %s\n"
+            "[model]\narchitecture = mlp\nhidden = 64\nthreads = 1\n"
+            "[train]\nepochs = 24\nbatch_size = 32\nmonitor = val_accuracy\n"
+            "[output]\nstore = %s/%s\n"
+            "[sweep]\ntrials = 10\nparallel = 4\ngrace_epochs = 3\nseed = 7\n"
+            "space.train.learning_rate = loguniform(1e-4, 1e-2)\n"
+            "space.model.hidden = choice(64 | 32 | 128)\n%s",
+            name, ds_dir, C.dir, name, extra ? extra : "");
+    fclose(f);
+    return path;
+}
+
+static bool exists(const char *dir, const char *name)
+{
+    char p[700];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &sb) == 0;
+}
+
+static void test_sweep_survives_coordinator_kills(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    const char *args[] = {"submit", sweep_file("chaos", NULL), NULL};
+    CHECK(cl_cli(&C, &out, 30, args) == 0);
+    long long id = -1;
+    const char *p = out ? strstr(out, "submitted job ") : NULL;
+    CHECK(p && sscanf(p, "submitted job %lld", &id) == 1);
+    free(out);
+    /* two kills while trials run: after the 2nd and the 6th trial ended */
+    char path[64], metric[96];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", id);
+    for (int k = 0; k < 2; k++) {
+        int ended = 0;
+        for (int wait = 0; wait < 600 && ended < (k == 0 ? 2 : 6); wait++) {
+            cl_sleep_ms(100);
+            rt_json *d = cl_get(&C, path);
+            const rt_json *ts = rt_json_get(rt_json_get(d, "sweep"), "trial_list");
+            ended = 0;
+            for (size_t i = 0; i < rt_json_len(ts); i++) {
+                const char *st = rt_json_str(rt_json_get(rt_json_at(ts, i), "state"), "");
+                ended += strcmp(st, "running") != 0 && strcmp(st, "pending") != 0;
+            }
+            rt_json_free(d);
+        }
+        CHECK(ended >= (k == 0 ? 2 : 6) && ended < 10); /* the kill lands mid-sweep */
+        if (k == 0) {                                   /* /metrics: its trials by state */
+            snprintf(metric, sizeof metric,
+                     "ringtrain_sweep_trials{sweep=\"%lld\",state=\"running\"}", id);
+            CHECK(cl_metric(&C, metric) > 0);
+        }
+        cl_stop(&C.coord, SIGKILL);
+        cl_sleep_ms(300);
+        CHECK(cl_start_coord(&C, NULL, NULL));
+    }
+    rt_json *d = cl_wait_job(&C, id, "succeeded", 240000);
+    if (!d || strcmp(cl_job_state(d), "succeeded") != 0)
+        fprintf(stderr, "the sweep: %s\n",
+                d ? rt_json_str(rt_json_get(rt_json_get(d, "job"), "reason"), "") : "no answer");
+    CHECK(d && !strcmp(cl_job_state(d), "succeeded"));
+    const rt_json *sw = rt_json_get(d, "sweep"), *ts = rt_json_get(sw, "trial_list");
+    CHECK(rt_json_len(ts) == 10);
+    int64_t finish = 0, best = 0;
+    rt_json_get_int(sw, "finish_job", &finish);
+    rt_json_get_int(sw, "best_trial", &best);
+    CHECK(finish > 0 && best >= 1 && best <= 10);
+    /* every trial once: one job each, every one ended, none submitted twice */
+    rt_json *list = cl_get(&C, "/v1/jobs?limit=200");
+    int trials = 0, steps = 0;
+    for (size_t i = 0; i < rt_json_len(rt_json_get(list, "jobs")); i++) {
+        const rt_json *j = rt_json_at(rt_json_get(list, "jobs"), i);
+        int64_t s = 0, t = 0;
+        rt_json_get_int(j, "sweep", &s);
+        rt_json_get_int(j, "trial", &t);
+        if (s != id)
+            continue;
+        trials += t > 0;
+        steps += t == 0;
+        CHECK(!strcmp(rt_json_str(rt_json_get(j, "state"), ""), "succeeded") ||
+              !strcmp(rt_json_str(rt_json_get(j, "state"), ""), "failed"));
+    }
+    rt_json_free(list);
+    if (trials != 10 || steps != 1)
+        fprintf(stderr, "%d trial jobs and %d last steps for 10 trials\n", trials, steps);
+    CHECK(trials == 10 && steps == 1);
+    for (size_t i = 0; i < rt_json_len(ts); i++) {
+        const char *st = rt_json_str(rt_json_get(rt_json_at(ts, i), "state"), "");
+        CHECK(!strcmp(st, "completed") || !strcmp(st, "stopped"));
+    }
+    rt_json_free(d);
+    /* the results in the store */
+    char store[400], best_dir[420], line[4096];
+    snprintf(store, sizeof store, "%s/chaos", C.dir);
+    snprintf(best_dir, sizeof best_dir, "%s/best", store);
+    CHECK(exists(best_dir, "best.ckpt") && exists(best_dir, "best.ini") &&
+          exists(best_dir, "history.jsonl") && exists(best_dir, "submission.csv"));
+    snprintf(line, sizeof line, "%s/trials.jsonl", store);
+    FILE *f = fopen(line, "r");
+    int lines = 0;
+    while (f && fgets(line, sizeof line, f))
+        lines += strstr(line, "\"trial\":") != NULL;
+    if (f)
+        fclose(f);
+    CHECK(lines == 10);
+    /* people's views */
+    char ids[24];
+    snprintf(ids, sizeof ids, "%lld", id);
+    const char *sargs[] = {"status", ids, NULL};
+    CHECK(cl_cli(&C, &out, 30, sargs) == 0);
+    CHECK(out && strstr(out, "TRIAL") && strstr(out, "val_accuracy") && strstr(out, "best:"));
+    free(out);
+    const char *jargs[] = {"jobs", NULL};
+    CHECK(cl_cli(&C, &out, 30, jargs) == 0);
+    CHECK(out && strstr(out, "  chaos-trial-"));
+    free(out);
+}
+
+static void test_bad_space_refused(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    const char *args[] = {"submit",
+                          sweep_file("bad", "space.model.dropout = uniform(0.5, 1.5)\n"
+                                            "space.train.nosuch = int(1, 4)\n"),
+                          NULL};
+    CHECK(cl_cli(&C, &out, 30, args) == 2);
+    CHECK(out && strstr(out, "bad.ini:25: [sweep] space.train.nosuch: no job key train.nosuch"));
+    free(out);
+    const char *args2[] = {"submit",
+                           sweep_file("bad2", "space.model.dropout = uniform(0.5, 1.5)\n"), NULL};
+    CHECK(cl_cli(&C, &out, 30, args2) == 2);
+    CHECK(out && strstr(out, "bad2.ini:24: [sweep] space.model.dropout: the upper bound 1.5: "
+                             "[model] dropout"));
+    free(out);
+    rt_json *list = cl_get(&C, "/v1/jobs?limit=200");
+    for (size_t i = 0; i < rt_json_len(rt_json_get(list, "jobs")); i++)
+        CHECK(
+            strncmp(rt_json_str(rt_json_get(rt_json_at(rt_json_get(list, "jobs"), i), "name"), ""),
+                    "bad", 3) != 0); /* nothing was queued */
+    rt_json_free(list);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_space_refused),
+        cmocka_unit_test(test_sweep_survives_coordinator_kills),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,235 @@
+/* sweep_finish.c — a sweep's last step (docs/sweeps.md): one rank, on a
+ * node that sees the sweep's store, as the sweep's user, writes what the
+ * coordinator recorded of every trial (sweep.json, beside job.ini) into
+ *
+ *   STORE/trials.jsonl   one line per trial: its number, job, values,
+ *                        state (stopped at rung r, completed, failed,
+ *                        cancelled), epochs run, best value and its epoch
+ *   STORE/best/          the best trial's best.ckpt (or last.ckpt),
+ *                        history.jsonl and predictions — made from its
+ *                        checkpoint when ASHA stopped it before it wrote
+ *                        them — and best.ini, its complete job file with
+ *                        its store at STORE/best/retrain, which `ringtrain
+ *                        run best.ini` trains again as it is.
+ *
+ * Everything is written atomically; a second run (a restarted last step)
+ * writes the same. */
+#include <errno.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rt_file.h"
+#include "rt_json.h"
+#include "rt_predict.h"
+#include "trainer.h"
+
+#define MAX_FILE (1ll << 36) /* 64 GiB: a checkpoint is read whole to be copied */
+
+static rt_status copy_file(const char *from, const char *to, char *err)
+{
+    char *data = NULL;
+    size_t len = 0;
+    rt_status st = rt_read_file(from, (size_t)MAX_FILE, &data, &len, err);
+    if (st == RT_OK) {
+        rt_iov iov = {data, len};
+        st = rt_write_atomic(to, &iov, 1, err);
+    }
+    free(data);
+    return st;
+}
+
+static bool exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* one line per trial, in trial order */
+static rt_status write_trials(const rt_json *res, const char *store, char *err)
+{
+    char *all = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&all, &len);
+    if (!out)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    const rt_json *ts = rt_json_get(res, "trials");
+    const char *monitor = rt_json_str(rt_json_get(res, "monitor"), "val_loss");
+    for (size_t i = 0; i < rt_json_len(ts); i++) {
+        const rt_json *t = rt_json_at(ts, i);
+        int64_t n = 0, job = 0, rung = -1, epochs = 0, be = 0;
+        rt_json_get_int(t, "trial", &n);
+        rt_json_get_int(t, "job", &job);
+        rt_json_get_int(t, "rung", &rung);
+        rt_json_get_int(t, "epochs", &epochs);
+        rt_json_get_int(t, "best_epoch", &be);
+        const char *state = rt_json_str(rt_json_get(t, "state"), "?");
+        char st_text[48];
+        if (!strcmp(state, "stopped"))
+            snprintf(st_text, sizeof st_text, "stopped at rung %lld", (long long)rung);
+        else
+            snprintf(st_text, sizeof st_text, "%s", state);
+        rt_jw w;
+        rt_jw_init(&w);
+        rt_jw_obj(&w);
+        rt_jw_kint(&w, "trial", n);
+        rt_jw_kint(&w, "job", job);
+        rt_jw_key(&w, "params");
+        rt_jw_value(&w, rt_json_get(t, "params"));
+        rt_jw_kstr(&w, "state", st_text);
+        rt_jw_kint(&w, "rung", rung);
+        rt_jw_kint(&w, "epochs", epochs);
+        rt_jw_kstr(&w, "monitor", monitor);
+        rt_jw_knum(&w, "best", rt_json_num(rt_json_get(t, "best"), NAN));
+        rt_jw_kint(&w, "best_epoch", be);
+        if (rt_json_get_str(t, "reason"))
+            rt_jw_kstr(&w, "reason", rt_json_get_str(t, "reason"));
+        char store_n[64];
+        snprintf(store_n, sizeof store_n, "trial-%lld", (long long)n);
+        rt_jw_kstr(&w, "store", store_n);
+        rt_jw_obj_end(&w);
+        char *line = rt_jw_take(&w, NULL);
+        if (line)
+            fprintf(out, "%s\n", line);
+        free(line);
+    }
+    if (fclose(out) != 0 || !all) {
+        free(all);
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
+    char *text = all;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/trials.jsonl", store);
+    rt_iov iov = {text, len};
+    rt_status st = rt_write_atomic(path, &iov, 1, err);
+    free(text);
+    return st;
+}
+
+/* best.ini: the best trial's job file, trained again into best/retrain */
+static rt_status write_best_ini(const char *text, const char *best, char *err)
+{
+    rt_job_cfg j;
+    rt_cfg_errors e = {0};
+    char retrain[4200];
+    snprintf(retrain, sizeof retrain, "%s/retrain", best);
+    rt_status st = rt_cfg_load_string(&rt_job_schema, text, strlen(text), "best.ini", NULL, &j, &e);
+    if (st == RT_OK)
+        st = rt_cfg_set(&rt_job_schema, &j, "output.store", retrain, &e);
+    char *out = st == RT_OK ? rt_cfg_print_string(&rt_job_schema, &j) : NULL;
+    if (!out && st == RT_OK)
+        st = RT_ERR_NOMEM;
+    if (st != RT_OK) {
+        char all[RT_ERR_LEN];
+        rt_cfg_errors_join(&e, all, sizeof all);
+        rt_err(err, st, "the best trial's job file: %s", all);
+    }
+    rt_cfg_errors_free(&e);
+    rt_cfg_free(&rt_job_schema, &j);
+    if (st != RT_OK)
+        return st;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/best.ini", best);
+    const char *head = "; the sweep's best trial, as it trained; `ringtrain run best.ini` trains "
+                       "it again into best/retrain\n";
+    rt_iov iov[2] = {{head, strlen(head)}, {out, strlen(out)}};
+    st = rt_write_atomic(path, iov, 2, err);
+    free(out);
+    return st;
+}
+
+static rt_status write_best(const rt_job_cfg *cfg, const rt_json *res, const char *store, char *err)
+{
+    int64_t b = 0;
+    rt_json_get_int(res, "best", &b);
+    if (b < 1)
+        return rt_err(err, RT_ERR_INVALID, "sweep.json names no best trial");
+    char from[4200], best[4200], a[4400], z[4400];
+    snprintf(from, sizeof from, "%s/trial-%lld", store, (long long)b);
+    snprintf(best, sizeof best, "%s/best", store);
+    rt_status st = rt_mkdirs(best, err);
+    if (st == RT_OK)
+        st = rt_own_dir_check(best, err);
+    /* the checkpoint: its best epoch's, else its last */
+    const char *ck = NULL;
+    snprintf(a, sizeof a, "%s/best.ckpt", from);
+    if (exists(a))
+        ck = "best.ckpt";
+    else if (snprintf(a, sizeof a, "%s/last.ckpt", from), exists(a))
+        ck = "last.ckpt";
+    if (st == RT_OK && !ck)
+        st = rt_err(err, RT_ERR_NOTFOUND, "%s has no best.ckpt nor last.ckpt", from);
+    if (st == RT_OK) {
+        snprintf(z, sizeof z, "%s/best.ckpt", best);
+        st = copy_file(a, z, err);
+    }
+    static const char *const files[] = {"history.jsonl", "submission.csv",
+                                        "validation_predictions.csv"};
+    bool have_pred = false;
+    for (size_t i = 0; st == RT_OK && i < sizeof files / sizeof *files; i++) {
+        snprintf(a, sizeof a, "%s/%s", from, files[i]);
+        snprintf(z, sizeof z, "%s/%s", best, files[i]);
+        if (exists(a)) {
+            st = copy_file(a, z, err);
+            have_pred = have_pred || i == 1;
+        }
+    }
+    /* stopped before it predicted: the predictions from its checkpoint */
+    if (st == RT_OK && !have_pred && cfg->predict && cfg->dataset) {
+        rt_pred_opts po = {.proba = cfg->proba,
+                           .range_factor = cfg->prediction_range_factor,
+                           .clip = cfg->clip_predictions};
+        int64_t rows = 0;
+        char range[RT_ERR_LEN] = "";
+        snprintf(a, sizeof a, "%s/best.ckpt", best);
+        snprintf(z, sizeof z, "%s/submission.csv", best);
+        st = rt_predict_checkpoint(a, cfg->dataset, z, 0, cfg->eval_batch_size, &po, &rows, range,
+                                   err);
+        if (st == RT_OK)
+            printf("sweep: trial %lld stopped before predicting: %lld predictions from its "
+                   "checkpoint%s%s\n",
+                   (long long)b, (long long)rows, range[0] ? "; " : "", range);
+    }
+    const char *text = rt_json_get_str(res, "best_config");
+    if (st == RT_OK && text)
+        st = write_best_ini(text, best, err);
+    if (st == RT_OK)
+        printf("sweep: best/ holds trial %lld's %s, history and predictions, and best.ini\n",
+               (long long)b, ck);
+    return st;
+}
+
+int rt_sweep_finish(const rt_job_cfg *cfg, const char *job_ini)
+{
+    char dir[4096], path[4200], err[RT_ERR_LEN];
+    snprintf(dir, sizeof dir, "%s", job_ini);
+    snprintf(path, sizeof path, "%s/sweep.json", dirname(dir));
+    char *text = NULL;
+    size_t len = 0;
+    rt_json *res = NULL;
+    rt_status st = rt_read_file(path, 64u << 20, &text, &len, err);
+    if (st == RT_OK)
+        st = rt_json_parse(text, len, &res, err);
+    free(text);
+    if (st == RT_OK && !cfg->store)
+        st = rt_err(err, RT_ERR_INVALID, "the sweep has no [output] store");
+    if (st == RT_OK && (st = rt_mkdirs(cfg->store, err)) == RT_OK)
+        st = rt_own_dir_check(cfg->store, err);
+    if (st == RT_OK)
+        st = write_trials(res, cfg->store, err);
+    if (st == RT_OK) {
+        printf("sweep: %s/trials.jsonl: %zu trials\n", cfg->store,
+               rt_json_len(rt_json_get(res, "trials")));
+        st = write_best(cfg, res, cfg->store, err);
+    }
+    rt_json_free(res);
+    if (st != RT_OK) {
+        fprintf(stderr, "sweep: the results of the sweep could not be written: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
