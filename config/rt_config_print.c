@@ -18,9 +18,17 @@ static void print_value(const rt_cfg_key *k, const void *obj, FILE *f)
     case RT_CFG_INT:
         fprintf(f, "%" PRId64, *(const int64_t *)cfg_cfield(obj, k));
         break;
-    case RT_CFG_FLOAT:
-        fprintf(f, "%.17g", *(const double *)cfg_cfield(obj, k));
+    case RT_CFG_FLOAT: { /* the shortest text that reads back the same (0.05, not
+                            0.050000000000000003) */
+        const double v = *(const double *)cfg_cfield(obj, k);
+        for (int p = 1; p <= 17; p++) {
+            snprintf(buf, sizeof buf, "%.*g", p, v);
+            if (strtod(buf, NULL) == v || p == 17)
+                break;
+        }
+        fputs(buf, f);
         break;
+    }
     case RT_CFG_BOOL:
         fputs(*(const bool *)cfg_cfield(obj, k) ? "true" : "false", f);
         break;
@@ -186,6 +194,13 @@ static char *value_text(const rt_cfg_key *k, const void *obj)
     print_value(k, obj, f);
     fclose(f);
     return buf;
+}
+
+char *rt_cfg_value_text(const rt_cfg_schema *s, const void *obj, const char *section,
+                        const char *name)
+{
+    const rt_cfg_key *k = rt_cfg_find(s, section, name);
+    return k && k->type != RT_CFG_MAP ? value_text(k, obj) : NULL;
 }
 
 bool rt_cfg_is_default(const rt_cfg_schema *s, const void *obj, const char *section,

@@ -497,6 +497,10 @@ static const rt_cfg_key job_keys[] = {
              "the sweep fails, its running trials cancelled, when more trials than this fail"),
     RT_CFG_I("sweep", "seed", "0", 0, 9007199254740991.0, rt_job_cfg, sweep_seed,
              "the sampling's seed: the same seed gives the same trials"),
+    RT_CFG_B("sweep", "baseline", "false", rt_job_cfg, sweep_baseline,
+             "trial 1 trains the file's own values of the searched keys (Ray Tune's "
+             "points_to_evaluate, Optuna's enqueue_trial): the sweep starts from the "
+             "configuration you have; asha and random only"),
     RT_CFG_M("sweep", "space.", rt_job_cfg, space,
              "the search space, one key per line: space.train.learning_rate = "
              "loguniform(1e-4, 3e-3); uniform(lo, hi), int(lo, hi), choice(a | b | c) "

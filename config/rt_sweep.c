@@ -235,6 +235,15 @@ void rt_sweep_sample(const rt_job_cfg *c, const rt_sweep_space *sp, int64_t t,
     int64_t rest = t; /* grid: the last key varies fastest */
     for (int i = sp->n - 1; i >= 0; i--) {
         const rt_sweep_dim *d = &sp->d[i];
+        if (c->sweep_baseline && t == 0 && c->sweep_scheduler != RT_SWEEP_GRID) {
+            char sec[64];
+            const char *dot = strchr(d->key, '.');
+            snprintf(sec, sizeof sec, "%.*s", dot ? (int)(dot - d->key) : 0, d->key);
+            char *v = dot ? rt_cfg_value_text(&rt_job_schema, c, sec, dot + 1) : NULL;
+            snprintf(vals[i], RT_SWEEP_VALUE_MAX, "%s", v ? v : "");
+            free(v);
+            continue;
+        }
         if (c->sweep_scheduler == RT_SWEEP_GRID) {
             int64_t n = d->kind == RT_SP_CHOICE ? d->nchoices : 1;
             snprintf(vals[i], RT_SWEEP_VALUE_MAX, "%s", d->choices ? d->choices[rest % n] : "");
@@ -365,6 +374,13 @@ rt_status rt_sweep_validate(const rt_job_cfg *c, const rt_cfg_origin *o, rt_cfg_
         if (st == RT_OK && (g > 2000 || (c->sweep_trials > 0 && c->sweep_trials != g))) {
             rt_cfg_errors_add(errs, "%s: [sweep] trials: the grid has %lld combinations%s", where,
                               (long long)g, g > 2000 ? ", more than 2000" : "; leave trials out");
+            st = RT_ERR_INVALID;
+        }
+        if (c->sweep_baseline) {
+            rt_cfg_errors_add(errs,
+                              "%s: [sweep] baseline: a grid tries every combination "
+                              "already (baseline is for asha and random)",
+                              rt_cfg_where(&rt_job_schema, o, "sweep", "baseline", at, sizeof at));
             st = RT_ERR_INVALID;
         }
     } else if (c->sweep_trials == 0) {

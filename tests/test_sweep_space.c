@@ -74,6 +74,8 @@ static void test_space_checks(void **state)
             "a grid takes choice(a | b) keys only");
     refused("scheduler = grid\ntrials = 5\nspace.train.seed = choice(1 | 2)\n",
             "[sweep] trials: the grid has 2 combinations; leave trials out");
+    refused("scheduler = grid\nbaseline = true\nspace.train.seed = choice(1 | 2)\n",
+            "s.ini:13: [sweep] baseline: a grid tries every combination already");
     refused("trials = 3\ngrace_epochs = 27\nspace.train.seed = int(1, 4)\n",
             "[sweep] grace_epochs: 27 is not below [train] epochs (27)");
     /* the space in a training job's file: said, not ignored */
@@ -165,6 +167,19 @@ static void test_sampling(void **state)
     rt_sweep_space_free(&sp3);
     rt_cfg_free(&rt_job_schema, &j2);
     free(printed);
+    /* baseline: trial 1 has the file's own values, the others theirs as before */
+    rt_sweep_sample(&j, &sp, 1, b);
+    j.sweep_baseline = true;
+    rt_sweep_sample(&j, &sp, 1, c = calloc(4, sizeof *c));
+    for (int i = 0; i < 4; i++)
+        assert_string_equal(b[i], c[i]);
+    rt_sweep_sample(&j, &sp, 0, c);
+    assert_string_equal(c[0], "0.0001"); /* learning_rate's default, 1e-4 */
+    assert_string_equal(c[1], "0.5");    /* dropout's */
+    assert_string_equal(c[2], "100");    /* batch_size's */
+    assert_string_equal(c[3], "1000, 1000, 1000, 500");
+    free(c);
+    j.sweep_baseline = false;
     /* ASHA's rungs: grace 1, reduction 3, 27 epochs: 1, 3, 9 */
     int64_t r[8];
     assert_int_equal(rt_sweep_rungs(&j, r, 8), 3);

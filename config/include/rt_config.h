@@ -191,6 +191,10 @@ const char *rt_cfg_enum_name(const rt_cfg_schema *s, const char *section, const 
 /* "file:line" where section.name was set, else "file" (into buf). */
 const char *rt_cfg_where(const rt_cfg_schema *s, const rt_cfg_origin *o, const char *section,
                          const char *name, char *buf, size_t len);
+/* obj's value of section.name as the file would write it (malloc'd; NULL
+ * for no such key). */
+char *rt_cfg_value_text(const rt_cfg_schema *s, const void *obj, const char *section,
+                        const char *name);
 /* Whether obj's value of section.name is its default's (as written). */
 bool rt_cfg_is_default(const rt_cfg_schema *s, const void *obj, const char *section,
                        const char *name);

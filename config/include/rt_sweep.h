@@ -17,8 +17,9 @@
  * choice is out of the key's range, or a key belongs to another model
  * family — each message naming file:line and the key.  Sampling is a
  * function of (seed, trial, key): the same seed gives the same trials, and
- * adding a key leaves the others' values as they were.  Grid: every
- * combination of choice() keys, in order (the last key varies fastest). */
+ * adding a key leaves the others' values as they were; with `baseline`,
+ * trial 1 has the file's own values.  Grid: every combination of choice()
+ * keys, in order (the last key varies fastest). */
 #ifndef RT_SWEEP_H
 #define RT_SWEEP_H
 
