@@ -448,8 +448,9 @@ void proc_start(agentd *ag, const rt_json *m)
             rt_jw_kstr(&jw, RT_F_GPU, w->gpu);
         rt_jw_obj_end(&jw);
         agent_send(ag, &jw);
-        RT_INFO("agent", "job %lld attempt %lld: rank %d started (pid %d%s%s)", (long long)job,
-                (long long)attempt, w->rank, (int)w->pid, w->gpu[0] ? ", GPU " : "", w->gpu);
+        RT_INFO("agent", "job %lld attempt %lld: rank %d started (pid %d, as %s%s%s)",
+                (long long)job, (long long)attempt, w->rank, (int)w->pid, w->who,
+                w->gpu[0] ? ", GPU " : "", w->gpu);
     }
 }
 

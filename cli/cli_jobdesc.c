@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -115,6 +116,20 @@ int cli_job_load(const cli_args *a, const char *np, const char *nothing, rt_job_
         return 2;
     }
     int rc = cli_check_job_model(a, &j, &origin);
+    /* a sweep's trials resume from their stores' checkpoints (after a lost
+     * agent): an earlier sweep's stores there would be resumed instead */
+    char old[4200];
+    struct stat sb;
+    if (rc == 0 && j.type == RT_JOB_SWEEP && j.store &&
+        ((snprintf(old, sizeof old, "%s/trials.jsonl", j.store), stat(old, &sb) == 0) ||
+         (snprintf(old, sizeof old, "%s/trial-1", j.store), stat(old, &sb) == 0))) {
+        fprintf(stderr,
+                "ringtrain: %s: [output] store %s holds an earlier sweep (%s): its "
+                "trials would continue from that one's checkpoints; give another store "
+                "(--set output.store=DIR) or remove it%s\n",
+                file ? file : "the job given by --set", j.store, old, nothing);
+        rc = 2;
+    }
     free(lines);
     if (rc != 0) {
         rt_cfg_free(&rt_job_schema, &j);

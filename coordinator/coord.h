@@ -5,8 +5,9 @@
  *   coord_core.c   event loop, the agents' control connections, one
  *                  handler per protocol message, performing the
  *                  scheduler's actions
- *   coord_db.c     SQLite: the only file that speaks SQL; every change is
- *                  committed before anyone is told of it
+ *   coord_db.c     SQLite: the only files that speak SQL (with
+ *                  coord_db_sweep.c); every change is committed before
+ *                  anyone is told of it
  *   coord_http.c   HTTP API, /metrics, dashboard, log streaming
  *
  * Everything runs on one libevent thread. */

@@ -712,8 +712,8 @@ sc_job *sched_restore_job(sched *S, int64_t id, const char *spec, const char *us
     j->queued_at = queued_at > 0 ? queued_at : created;
     j->attempt_started = attempt_started;
     /* placed jobs are reconciled with the agents' reports */
-    j->reconciling = state == JOB_STARTING || state == JOB_RUNNING;
-    j->launch_unsure = state == JOB_STARTING;
+    j->reconciling = j->type != JOB_SWEEP && (state == JOB_STARTING || state == JOB_RUNNING);
+    j->launch_unsure = j->reconciling && state == JOB_STARTING;
     if (j->reconciling)
         S->reconcile_until_ns = now.mono_ns + S->cfg.reconcile_timeout_us * 1000;
     if (id >= S->next_id)

@@ -312,6 +312,15 @@ static void sweep_step(sched *S, sc_job *sw, sc_clock now)
                 return;
             active++;
         }
+    if (sw->state == JOB_RUNNING && !w->finish_job) { /* what `ringtrain jobs` says of it */
+        char why[sizeof sw->reason];
+        snprintf(why, sizeof why, "trials: %d running, %d ended of %lld%s", active, done,
+                 (long long)w->ntrials, sw->held ? "; held: no new trial starts" : "");
+        if (strcmp(why, sw->reason) != 0) {
+            snprintf(sw->reason, sizeof sw->reason, "%s", why);
+            sc_job_saved(S, sw);
+        }
+    }
     if (done < w->ntrials || w->finish_job)
         return;
     w->best = best_trial(w);
@@ -336,6 +345,9 @@ static void sweep_step(sched *S, sc_job *sw, sc_clock now)
         return;
     }
     w->finish_job = id;
+    snprintf(sw->reason, sizeof sw->reason, "every trial has ended; job %lld writes the results",
+             (long long)id);
+    sc_job_saved(S, sw);
     sc_trial_saved(S, sw, 0);
     const sc_trial *b = &w->t[w->best - 1];
     sc_event(S, sw, "best",

@@ -8,7 +8,8 @@
  *   - `ringtrain status` shows the trials sorted by the monitor, `ringtrain
  *     jobs` lists them under their sweep, /metrics counts them by state;
  *   - a sweep whose space does not fit the job schema is refused before
- *     anything is queued, naming file:line and key. */
+ *     anything is queued, naming file:line and key; so is one whose store
+ *     holds an earlier sweep. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -211,11 +212,23 @@ static void test_bad_space_refused(void **state)
     rt_json_free(list);
 }
 
+/* the chaos sweep's store again: its trials would resume the old ones */
+static void test_store_reuse_refused(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    const char *args[] = {"submit", sweep_file("chaos", NULL), NULL};
+    CHECK(cl_cli(&C, &out, 30, args) == 2);
+    CHECK(out && strstr(out, "holds an earlier sweep") && strstr(out, "nothing was submitted"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_space_refused),
         cmocka_unit_test(test_sweep_survives_coordinator_kills),
+        cmocka_unit_test(test_store_reuse_refused),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

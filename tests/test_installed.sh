@@ -445,6 +445,41 @@ grep -q "\[output\] store: the folder /shared/rossmann/store-squat belongs to ui
   { echo "$out"; fail "the refused store does not say why"; }
 [ -z "$(ls -A "$shared/rossmann/store-squat")" ] || fail "the job wrote into the squatted store"
 
+# ---- a sweep: its trials and its last step run as the sweep's uid, side by side ----------
+cat > "$work/sweep.ini" <<EOF
+[job]
+name = installed-sweep
+type = sweep
+np = 1
+[data]
+dataset = /shared/rossmann/dataset
+[model]
+architecture = mlp
+hidden = 16
+embedding_dim = 2
+[train]
+batch_size = 64
+epochs = 2
+steps_per_epoch = 10
+[output]
+store = /shared/rossmann/sweep
+[sweep]
+trials = 3
+parallel = 2
+grace_epochs = 1
+space.train.learning_rate = loguniform(1e-4, 1e-2)
+EOF
+out=$(cli submit "$work/sweep.ini" --follow 2>&1) || { echo "$out"; fail "the sweep failed"; }
+sweep=$(sed -n 's/.*submitted job \([0-9]*\).*/\1/p' <<< "$out" | head -1)
+want_uid=$((1900000000 + sweep))
+[ "$(wc -l < "$shared/rossmann/sweep/trials.jsonl")" -eq 3 ] || fail "the sweep's trials.jsonl has not 3 lines"
+for f in trial-1/history.jsonl trial-3/history.jsonl best/best.ckpt best/best.ini trials.jsonl; do
+  [ "$(stat -c %u "$shared/rossmann/sweep/$f")" = "$want_uid" ] ||
+    fail "the sweep's $f is uid $(stat -c %u "$shared/rossmann/sweep/$f")'s, not sweep $sweep's $want_uid"
+done
+grep -q "uid $want_uid (sweep $sweep's)" "$work"/agent-*.log ||
+  fail "no agent said it ran a trial as the sweep's uid"
+
 # ---- a token that names a Unix user runs its jobs as that user -----------------------
 useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin $tag-alice
 cli token create alice --role submit --unix-user $tag-alice > "$work/alice.token" 2> /dev/null ||
