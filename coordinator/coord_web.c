@@ -1,4 +1,4 @@
-/* coord_web.c — the dashboard: its three files (coordinator/web, embedded at
+/* coord_web.c — the dashboard: its four files (coordinator/web, embedded at
  * build time) and its logins.  The page holds no secret: it asks for an API
  * token once, POSTs it to /v1/session, and from then on the browser carries
  * an HttpOnly, Secure, SameSite=Strict session cookie — the token is never
@@ -19,6 +19,7 @@ static const struct {
     const char *path, *type, *body;
 } FILES[] = {{"/", "text/html; charset=utf-8", web_index_html},
              {"/app.js", "text/javascript; charset=utf-8", web_app_js},
+             {"/sweep.js", "text/javascript; charset=utf-8", web_sweep_js},
              {"/style.css", "text/css; charset=utf-8", web_style_css}};
 
 static void security_headers(struct evhttp_request *req)

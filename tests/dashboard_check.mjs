@@ -17,7 +17,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 
-const [url, out, readTok, submitTok, trainJob, epochs, logJob, heldJob, hostileJob] = process.argv.slice(2);
+const [url, out, readTok, submitTok, trainJob, epochs, logJob, heldJob, hostileJob, sweepJob] = process.argv.slice(2);
 const deadline = Date.now() + 150000;
 let failures = 0;
 const check = (ok, what) => {
@@ -217,6 +217,23 @@ try {
   check(await evaluate(`${injected} === null`), `no element the job's markup describes is in the page: ${await evaluate(`(${injected} || {}).outerHTML || 'none'`)}`);
   check(await evaluate('window.__pwned === undefined'), 'no script of the job ran');
   await shot('job-hostile.png');
+
+  // the sweep's page: its trials best first, every trial's curve, each value against the monitor
+  await evaluate(`location.hash = '#/job/${sweepJob}'; true`);
+  await waitFor("document.querySelectorAll('#s-trials tr[data-trial]').length === 4", 'the sweep page lists its 4 trials');
+  const vals = JSON.parse(await evaluate("JSON.stringify([...document.querySelectorAll('#s-trials tr[data-trial]')].map((r) => r.children[5].textContent))"));
+  const nums = vals.filter((v) => v !== '-').map(Number);
+  check(nums.length >= 1 && nums.every((v, i) => i === 0 || v >= nums[i - 1]), `the trials are sorted by val_loss, best first: ${JSON.stringify(vals)}`);
+  await waitFor("document.querySelectorAll('#sweep-curves polyline[data-trial]').length === 4", "every trial's validation curve is drawn");
+  check(await evaluate("document.querySelectorAll('#sweep-curves line[data-rung]').length >= 1"), "ASHA's rungs are marked on the chart");
+  const stopped = await evaluate("document.querySelectorAll('#s-trials tr[data-trial] .state.stopped').length");
+  check(await evaluate("document.querySelectorAll('#sweep-curves path[data-stopped]').length") === stopped, `a cross for each of the ${stopped} stopped trials`);
+  check(await evaluate("document.querySelectorAll('#s-params svg[data-param]').length") === 2, 'one chart per searched key');
+  check(await evaluate("document.getElementById('s-best').textContent.startsWith('best: trial')"), 'the best trial is named');
+  check(await evaluate("document.getElementById('s-name').textContent.includes('<b id=pwned-sweep>')"), "the sweep's name is shown as the text it is");
+  check(await evaluate("document.getElementById('pwned-sweep') === null"), 'no element of its name is in the page');
+  check(await evaluate(noHScroll), "the sweep's page fits 1280 px");
+  await shot('sweep.png');
 
   await evaluate("location.hash = '#/nodes'; true");
   await waitFor("document.querySelectorAll('#nodes-table tr').length >= 2 && document.getElementById('nodes-table').innerText.includes('up')", 'the nodes page lists the agent, up');

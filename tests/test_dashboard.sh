@@ -2,9 +2,10 @@
 # The dashboard in a real browser: a coordinator and an agent on loopback,
 # a finished training job (3 epochs), an exec job that prints a line a few
 # seconds after the page opens, a long one to cancel, and a hostile one
-# whose name, output, result and metric names carry markup; then
+# whose name, output, result and metric names carry markup, and a sweep of
+# four trials; then
 # tests/dashboard_check.mjs drives headless Chromium through the pages
-# (login, jobs, a job's curves and logs, roles, cancel, nodes) and saves
+# (login, jobs, a job's curves and logs, roles, cancel, the sweep's page, nodes) and saves
 # screenshots in BUILD_DIR/tests/dashboard.  Needs chromium and node (exit 77
 # otherwise; scripts/install-deps.sh installs both).
 # Usage: test_dashboard.sh BUILD_DIR SOURCE_DIR
@@ -121,6 +122,33 @@ SH
   > "$work/hostile.out" 2>&1) || true
 hostile_id=$(cli jobs --json | python3 -c 'import json,sys; print([j["id"] for j in json.load(sys.stdin)["jobs"] if "pwned-name" in j["name"]][0])')
 
+# a sweep of four trials on the same data (ASHA at epoch 1), its name with markup
+cat > "$work/sweep.ini" <<CONF
+[job]
+name = <b id=pwned-sweep>s</b>
+type = sweep
+np = 1
+[data]
+dataset = $work/dataset
+[model]
+hidden = 16, 8
+embedding_dim = 2
+[train]
+batch_size = 64
+epochs = 4
+steps_per_epoch = 10
+[output]
+store = $work/sweep
+[sweep]
+trials = 4
+parallel = 2
+grace_epochs = 1
+space.train.learning_rate = loguniform(1e-4, 1e-2)
+space.model.hidden = choice(16, 8 | 8)
+CONF
+cli submit "$work/sweep.ini" --follow > "$work/sweep.out" 2>&1 || { cat "$work/sweep.out"; fail "the sweep failed"; }
+sweep_id=$(cli jobs --json | python3 -c 'import json,sys; print([j["id"] for j in json.load(sys.stdin)["jobs"] if j["type"]=="sweep"][0])')
+
 node "$src/tests/dashboard_check.mjs" "https://127.0.0.1:$hport/" "$out" "$read_tok" "$submit_tok" \
-  "$train_id" 3 "$log_id" "$sleeper_id" "$hostile_id" || fail "the dashboard checks failed (screenshots in $out)"
+  "$train_id" 3 "$log_id" "$sleeper_id" "$hostile_id" "$sweep_id" || fail "the dashboard checks failed (screenshots in $out)"
 echo "ok: dashboard checked in headless Chromium; screenshots in $out"

@@ -238,6 +238,7 @@ const headRow = (...names) => h('tr', {}, names.map((t) => h('th', {}, t)));
 async function viewJob(id) {
   const d = await api('/v1/jobs/' + id);
   const j = d.job;
+  if (j.type === 'sweep') return viewSweep(id, d); // sweep.js
   if (!$('job-' + id)) {
     const card = (cid) => h('div', { class: 'card', id: cid });
     fill('view', h('div', { id: 'job-' + id },
@@ -268,6 +269,8 @@ async function viewJob(id) {
   fill('j-info',
     h('div', {}, `${j.type} job of `, h('b', {}, j.user), `, ${j.np} ranks, attempt ${j.attempt || 0}`, j.restarts ? ` (${j.restarts} restarts)` : ''),
     h('div', { class: 'small' }, `submitted ${fmtTime(j.created)} · started ${fmtTime(j.started)} · ended ${fmtTime(j.finished)} · elapsed ${dur(elapsed(j))}`),
+    j.sweep > 0 ? h('div', {}, j.trial > 0 ? `trial ${j.trial} of ` : 'the last step of ',
+      h('a', { href: '#/job/' + Number(j.sweep) }, 'sweep ' + j.sweep)) : null,
     h('div', { class: 'reason' }, (j.queue_pos > 0 ? `#${j.queue_pos} in the queue. ` : '') + (j.reason || '')));
   const pr = j.progress || {};
   fill('j-progress', bar(j.progress, j.state), h('div', { class: 'small' }, latestMetrics(latestEpoch(j))),
