@@ -156,7 +156,7 @@ typedef struct rt_job_cfg {
     int sweep_scheduler; /* RT_SWEEP_ASHA, RANDOM, GRID */
     int64_t grace_epochs, reduction, max_failed_trials, sweep_seed;
     bool sweep_baseline; /* trial 1: the file's own values of the searched keys */
-    rt_cfgmap space; /* space.SECTION.KEY = DISTRIBUTION */
+    rt_cfgmap space;     /* space.SECTION.KEY = DISTRIBUTION */
 } rt_job_cfg;
 extern const rt_cfg_schema rt_job_schema;
 /* [train] epsilon, resolved: the job's, else its family's default (1e-8,
