@@ -197,7 +197,6 @@ void auth_free(coord *co);
  * *by_cookie when a session cookie was what counted. */
 auth_role auth_check(coord *co, const char *bearer, const char *cookie, char *who, size_t wholen,
                      const char **why, int64_t *token_id, bool *by_cookie);
-auth_role auth_needed(bool get, const char *path);
 /* The user a request acts as: its token's name (who is "token NAME"); NULL
  * for the admin token.  auth_owns: whether it may see and change a job of
  * job_user (NULL: not in memory) as its own: admins any, others theirs. */
@@ -221,6 +220,25 @@ void auth_sessions_of_token_drop(coord *co, int64_t token_id);
 #define AUTH_SESSION_S (12 * 3600) /* a login lasts 12 hours */
 #define AUTH_SESSIONS_PER_TOKEN 16 /* logins kept per token: a new one ends the oldest */
 
+/* coord_http.c: the API's routes — one table that dispatch and
+ * authorisation read (test_cluster_http walks it) */
+typedef struct http_call {
+    auth_role role;
+    const char *who;   /* "token NAME", "admin token", ... */
+    const char *query; /* the URI's query (NULL: none) */
+    const char *peer;  /* the client's address, for logs */
+    long long id;      /* {id} of the pattern */
+    char name[80];     /* {name} of the pattern */
+} http_call;
+typedef struct http_route {
+    const char *method;  /* "GET" or "POST" */
+    const char *pattern; /* "/v1/jobs/{id}/cancel": {id} digits, {name} one segment */
+    auth_role need;      /* the least role (http_role_allows) */
+    void (*fn)(coord *co, struct evhttp_request *req, const http_call *c);
+} http_route;
+extern const http_route http_routes[];
+extern const size_t http_nroutes;
+bool http_role_allows(auth_role role, auth_role need);
 /* coord_http.c: replies (a JSON body is freed), a request's body (NUL-ended) */
 void http_reply_text(struct evhttp_request *req, int code, const char *type, const char *body);
 void http_reply_json(struct evhttp_request *req, int code, char *json);

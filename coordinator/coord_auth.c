@@ -286,18 +286,6 @@ const char *auth_agent_hello(coord *co, const char *token, const char *name)
     return "wrong cluster token";
 }
 
-/* The least role a request needs. */
-auth_role auth_needed(bool get, const char *path)
-{
-    if (strncmp(path, "/v1/session", 11) == 0)
-        return ROLE_METRICS; /* whoever is logged in may see and end their session */
-    if (get && strcmp(path, "/metrics") == 0)
-        return ROLE_METRICS;
-    if (strncmp(path, "/v1/tokens", 10) == 0 || strncmp(path, "/v1/nodes/", 10) == 0)
-        return ROLE_ADMIN; /* tokens; drain and resume */
-    return get ? ROLE_READ : ROLE_SUBMIT;
-}
-
 /* ---- what a role may see ------------------------------------------------------ */
 
 const char *auth_user(const char *who)

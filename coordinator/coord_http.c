@@ -1,21 +1,9 @@
-/* coord_http.c — the HTTP API (libevent evhttp over TLS, bearer token):
- *
- *   GET  /v1/nodes                         agents, slots, capabilities, drain state
- *   POST /v1/nodes/drain, /v1/nodes/resume {"agent": KEY-OR-NAME}
- *   GET  /v1/jobs?state=&user=&since=&limit=&before=   newest first, paginated
- *   POST /v1/jobs                          submit (JSON body; 201 {"id": N})
- *   GET  /v1/jobs/ID                       status, attempts, placement, events, metrics
- *   POST /v1/jobs/ID/cancel | /hold | /release
- *   GET  /v1/jobs/ID/logs?rank=R|all&follow=1[&skip=...]   output, streamed from the
- *        agents (coord_logs.c); skip: what a reconnecting follower has (R:LINES,... or BYTES)
- *   GET  /metrics                          Prometheus text format
- *   GET  /v1/tokens, POST /v1/tokens {"name","role"}, POST /v1/tokens/ID|NAME/revoke
- *                                          API tokens (admin)
- * Every request but the dashboard's page carries an API token whose role
- * allows it (coord_auth.c): 401 without one, 403 when its role is short.
- *   GET  /, /app.js, /style.css            the dashboard (coord_web.c)
- *   POST /v1/session {"token"}, GET /v1/session, POST /v1/session/logout
- *                                          its logins (an HttpOnly session cookie)
+/* coord_http.c — the HTTP API (libevent evhttp over TLS, bearer token): one
+ * route table (http_routes, below: method, path, the least role, handler)
+ * that dispatch and authorisation both read — docs/protocol.md describes
+ * each route.  Every request but the dashboard's page and login
+ * (coord_web.c) carries an API token whose role allows it (coord_auth.c):
+ * 401 without one, 403 when its role is short.
  *
  * Errors are JSON {"error": "..."} with a fitting status code.  A reply
  * that reports a change is sent only after the change is committed. */
@@ -309,6 +297,195 @@ static void jobs_post(coord *co, struct evhttp_request *req, auth_role role, con
     reply_change(co, req, RT_OK, NULL, out, 201);
 }
 
+/* ---- the routes --------------------------------------------------------------- */
+
+static void r_session(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    web_session_get(co, req, c->who, c->role);
+}
+
+static void r_logout(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    (void)c;
+    web_logout(co, req);
+}
+
+static void r_tokens(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    (void)c;
+    char *doc = cdb_token_list(co);
+    if (doc)
+        http_reply_json(req, 200, doc);
+    else
+        http_reply_error(req, 500, "out of memory");
+}
+
+static void r_token_new(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    (void)c;
+    auth_token_create(co, req);
+}
+
+static void r_token_revoke(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    auth_token_revoke(co, req, c->name);
+}
+
+static void r_metrics(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    (void)c;
+    http_metrics(co, req);
+}
+
+static void r_nodes(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    (void)c;
+    nodes(co, req);
+}
+
+static void r_drain(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    (void)c;
+    drain(co, req, true);
+}
+
+static void r_resume(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    (void)c;
+    drain(co, req, false);
+}
+
+static void r_jobs(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    jobs_get(co, req, c->query);
+}
+
+static void r_submit(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    jobs_post(co, req, c->role, c->who);
+}
+
+/* A job's document; its environment's values for its own user (its token)
+ * or an admin only. */
+static void r_job(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    cdb_page ev, me;
+    if (!detail_pages(req, &ev, &me))
+        return;
+    const sc_job *jb = sched_job(&co->S, c->id);
+    char *doc = with_usage(co, c->id, cdb_job_detail(co, c->id, &ev, &me));
+    if (!auth_owns(c->role, c->who, jb ? jb->user : NULL)) /* the environment: names only */
+        doc = auth_hide_env(doc);
+    char msg[64];
+    snprintf(msg, sizeof msg, "job %lld not found", c->id);
+    if (doc)
+        http_reply_json(req, 200, doc);
+    else
+        http_reply_error(req, 404, msg);
+}
+
+/* Cancel, hold and release: the job's own user or an admin (as scancel). */
+static bool owner(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    const sc_job *jb = sched_job(&co->S, c->id);
+    if (!jb || auth_owns(c->role, c->who, jb->user))
+        return true;
+    char msg[300];
+    snprintf(msg, sizeof msg, "job %lld is %s's; %s may change only its own jobs", c->id, jb->user,
+             c->who);
+    RT_WARN("http", "job %lld from %s: refused: %s", c->id, c->peer, msg);
+    http_reply_error(req, 403, msg);
+    return false;
+}
+
+static void r_cancel(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    char err[RT_ERR_LEN];
+    if (owner(co, req, c))
+        reply_change(co, req, sched_cancel(&co->S, c->id, coord_now(), err), err,
+                     "{\"cancelled\":true}", 200);
+}
+
+static void r_hold(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    char err[RT_ERR_LEN];
+    if (owner(co, req, c))
+        reply_change(co, req, sched_hold(&co->S, c->id, true, coord_now(), err), err,
+                     "{\"held\":true}", 200);
+}
+
+static void r_release(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    char err[RT_ERR_LEN];
+    if (owner(co, req, c))
+        reply_change(co, req, sched_hold(&co->S, c->id, false, coord_now(), err), err,
+                     "{\"held\":false}", 200);
+}
+
+static void r_logs(coord *co, struct evhttp_request *req, const http_call *c)
+{
+    http_logs(co, req, c->id, c->query);
+}
+
+/* Every API route: dispatch and authorisation both read this table, and
+ * test_cluster_http walks it (no token: 401; a role below: 403; each in
+ * docs/protocol.md).  {id}: a job id (digits); {name}: one path segment.
+ * The dashboard's files and its login (POST /v1/session) need no token and
+ * are coord_web.c's. */
+const http_route http_routes[] = {
+    {"GET", "/v1/session", ROLE_READ, r_session},
+    {"POST", "/v1/session/logout", ROLE_READ, r_logout},
+    {"GET", "/v1/nodes", ROLE_READ, r_nodes},
+    {"POST", "/v1/nodes/drain", ROLE_ADMIN, r_drain},
+    {"POST", "/v1/nodes/resume", ROLE_ADMIN, r_resume},
+    {"GET", "/v1/jobs", ROLE_READ, r_jobs},
+    {"POST", "/v1/jobs", ROLE_SUBMIT, r_submit},
+    {"GET", "/v1/jobs/{id}", ROLE_READ, r_job},
+    {"POST", "/v1/jobs/{id}/cancel", ROLE_SUBMIT, r_cancel},
+    {"POST", "/v1/jobs/{id}/hold", ROLE_SUBMIT, r_hold},
+    {"POST", "/v1/jobs/{id}/release", ROLE_SUBMIT, r_release},
+    {"GET", "/v1/jobs/{id}/logs", ROLE_READ, r_logs},
+    {"GET", "/metrics", ROLE_METRICS, r_metrics},
+    {"GET", "/v1/tokens", ROLE_ADMIN, r_tokens},
+    {"POST", "/v1/tokens", ROLE_ADMIN, r_token_new},
+    {"POST", "/v1/tokens/{name}/revoke", ROLE_ADMIN, r_token_revoke},
+};
+const size_t http_nroutes = RT_ARRAY_LEN(http_routes);
+
+/* Whether path fits pattern, segment by segment; {id} and {name} into c. */
+static bool route_match(const char *pattern, const char *path, http_call *c)
+{
+    const char *p = pattern, *q = path;
+    while (*p && *q) {
+        size_t pl = strcspn(p, "/"), ql = strcspn(q, "/");
+        if (pl == 4 && !strncmp(p, "{id}", 4)) {
+            if (ql == 0 || ql > 18 || strspn(q, "0123456789") != ql)
+                return false;
+            c->id = strtoll(q, NULL, 10);
+        } else if (pl == 6 && !strncmp(p, "{name}", 6)) {
+            if (ql == 0 || ql >= sizeof c->name)
+                return false;
+            snprintf(c->name, sizeof c->name, "%.*s", (int)ql, q);
+        } else if (pl != ql || strncmp(p, q, pl) != 0) {
+            return false;
+        }
+        p += pl;
+        q += ql;
+        if (*p != *q) /* one ends, or has a '/' where the other has none */
+            return false;
+        if (*p)
+            p++, q++;
+    }
+    return !*p && !*q;
+}
+
+/* May a token of role use a route that needs `need`?  Each role may what
+ * the ones before it may, but metrics only what needs metrics. */
+bool http_role_allows(auth_role role, auth_role need)
+{
+    return role == ROLE_METRICS ? need == ROLE_METRICS : role >= need;
+}
+
 static void handle(struct evhttp_request *req, void *arg)
 {
     coord *co = arg;
@@ -316,25 +493,26 @@ static void handle(struct evhttp_request *req, void *arg)
     const char *path = evhttp_uri_get_path(uri);
     enum evhttp_cmd_type method = evhttp_request_get_command(req);
     bool get = method == EVHTTP_REQ_GET, post = method == EVHTTP_REQ_POST;
+    const char *mname = get ? "GET" : post ? "POST" : "?";
     if (!path)
         path = "/";
     http_conn_served(req, false); /* read whole: the next request's deadline starts */
     char *peer = NULL;
     ev_uint16_t port = 0;
     evhttp_connection_get_peer(evhttp_request_get_connection(req), &peer, &port);
-    RT_DEBUG("http", "%s %s from %s:%u", get ? "GET" : post ? "POST" : "?", path,
-             peer ? peer : "?", (unsigned)port);
+    RT_DEBUG("http", "%s %s from %s:%u", mname, path, peer ? peer : "?", (unsigned)port);
     if (web_serve(co, req, path, get, post))
         return; /* the dashboard's files, and its login */
+    http_call c = {.query = evhttp_uri_get_query(uri), .peer = peer ? peer : "?"};
     char who[96];
     const char *why = NULL;
     bool by_cookie = false;
     const struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-    auth_role role = auth_check(co, evhttp_find_header(in, "Authorization"),
-                                evhttp_find_header(in, "Cookie"), who, sizeof who, &why, NULL,
-                                &by_cookie);
-    if (role == ROLE_NONE) {
-        RT_WARN("http", "%s %s from %s: %s", get ? "GET" : "POST", path, peer ? peer : "?", why);
+    c.role = auth_check(co, evhttp_find_header(in, "Authorization"),
+                        evhttp_find_header(in, "Cookie"), who, sizeof who, &why, NULL, &by_cookie);
+    c.who = who;
+    if (c.role == ROLE_NONE) {
+        RT_WARN("http", "%s %s from %s: %s", mname, path, c.peer, why);
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
         http_reply_error(req, 401, why);
         return;
@@ -345,96 +523,23 @@ static void handle(struct evhttp_request *req, void *arg)
                                    "X-Requested-With: ringtrain");
         return;
     }
-    auth_role need = auth_needed(get, path);
-    if (role < need || (role == ROLE_METRICS && strcmp(path, "/metrics") != 0)) {
+    const http_route *r = NULL;
+    for (size_t i = 0; i < http_nroutes && !r; i++)
+        if (!strcmp(http_routes[i].method, mname) && route_match(http_routes[i].pattern, path, &c))
+            r = &http_routes[i];
+    if (!r) {
+        http_reply_error(req, 404, "no such endpoint");
+        return;
+    }
+    if (!http_role_allows(c.role, r->need)) {
         char msg[300];
-        snprintf(msg, sizeof msg, "%s has role %s; %s %s needs role %s", who, auth_role_name(role),
-                 get ? "GET" : "POST", path, auth_role_name(need > ROLE_READ ? need : ROLE_READ));
-        RT_WARN("http", "%s from %s: refused: %s", path, peer ? peer : "?", msg);
+        snprintf(msg, sizeof msg, "%s has role %s; %s %s needs role %s", who,
+                 auth_role_name(c.role), mname, path, auth_role_name(r->need));
+        RT_WARN("http", "%s from %s: refused: %s", path, c.peer, msg);
         http_reply_error(req, 403, msg);
         return;
     }
-    char err[RT_ERR_LEN];
-    if (strcmp(path, "/v1/session") == 0 && get)
-        return web_session_get(co, req, who, role);
-    if (strcmp(path, "/v1/session/logout") == 0 && post)
-        return web_logout(co, req);
-    if (strcmp(path, "/v1/tokens") == 0 && get) {
-        char *doc = cdb_token_list(co);
-        if (doc)
-            http_reply_json(req, 200, doc);
-        else
-            http_reply_error(req, 500, "out of memory");
-        return;
-    }
-    if (strcmp(path, "/v1/tokens") == 0 && post)
-        return auth_token_create(co, req);
-    if (strncmp(path, "/v1/tokens/", 11) == 0 && post) {
-        char which[80];
-        const char *slash = strchr(path + 11, '/');
-        if (slash && strcmp(slash, "/revoke") == 0 && slash - (path + 11) < (long)sizeof which) {
-            snprintf(which, sizeof which, "%.*s", (int)(slash - (path + 11)), path + 11);
-            return auth_token_revoke(co, req, which);
-        }
-    }
-    if (strcmp(path, "/metrics") == 0 && get)
-        return http_metrics(co, req);
-    if (strcmp(path, "/v1/nodes") == 0 && get)
-        return nodes(co, req);
-    if (strcmp(path, "/v1/nodes/drain") == 0 && post)
-        return drain(co, req, true);
-    if (strcmp(path, "/v1/nodes/resume") == 0 && post)
-        return drain(co, req, false);
-    if (strcmp(path, "/v1/jobs") == 0 && get)
-        return jobs_get(co, req, evhttp_uri_get_query(uri));
-    if (strcmp(path, "/v1/jobs") == 0 && post)
-        return jobs_post(co, req, role, who);
-    /* /v1/jobs/ID[/action]: the id is digits only */
-    const char *p = strncmp(path, "/v1/jobs/", 9) == 0 ? path + 9 : NULL;
-    size_t digits = p ? strspn(p, "0123456789") : 0;
-    if (digits > 0 && digits < 19) {
-        long long id = strtoll(p, NULL, 10);
-        const char *rest = p + digits;
-        sc_clock now = coord_now();
-        /* the job's own user (its token) or an admin: its environment's
-         * values, and cancel, hold and release (as scancel) */
-        const sc_job *jb = sched_job(&co->S, id);
-        const bool own = auth_owns(role, who, jb ? jb->user : NULL);
-        if (!*rest && get) {
-            cdb_page ev, me;
-            if (!detail_pages(req, &ev, &me))
-                return;
-            char *doc = with_usage(co, id, cdb_job_detail(co, id, &ev, &me));
-            if (!own) /* the job's environment: names only */
-                doc = auth_hide_env(doc);
-            char msg[64];
-            snprintf(msg, sizeof msg, "job %lld not found", id);
-            if (doc)
-                http_reply_json(req, 200, doc);
-            else
-                http_reply_error(req, 404, msg);
-            return;
-        }
-        if (post && jb && !own) {
-            char msg[300];
-            snprintf(msg, sizeof msg, "job %lld is %s's; %s may change only its own jobs", id,
-                     jb->user, who);
-            RT_WARN("http", "%s from %s: refused: %s", path, peer ? peer : "?", msg);
-            return http_reply_error(req, 403, msg);
-        }
-        if (!strcmp(rest, "/cancel") && post)
-            return reply_change(co, req, sched_cancel(&co->S, id, now, err), err,
-                                "{\"cancelled\":true}", 200);
-        if (!strcmp(rest, "/hold") && post)
-            return reply_change(co, req, sched_hold(&co->S, id, true, now, err), err,
-                                "{\"held\":true}", 200);
-        if (!strcmp(rest, "/release") && post)
-            return reply_change(co, req, sched_hold(&co->S, id, false, now, err), err,
-                                "{\"held\":false}", 200);
-        if (!strcmp(rest, "/logs") && get)
-            return http_logs(co, req, id, evhttp_uri_get_query(uri));
-    }
-    http_reply_error(req, 404, "no such endpoint");
+    r->fn(co, req, &c);
 }
 
 rt_status http_start(coord *co, char *err)

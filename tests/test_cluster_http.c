@@ -19,6 +19,9 @@
  *   - the CLI escapes what a job controls (issue 28.12: a job named
  *     "\e]0;pwned\a" retitled the terminal): names in tables always, a
  *     rank's output only on a terminal (a pty here) unless --raw;
+ *   - every route of the API's table (coord_http.c's http_routes): refused
+ *     without a token (401), refused with a token of the role below its
+ *     own (403, naming both roles), and described in docs/protocol.md;
  *   - out of descriptors (the coordinator's limit lowered with prlimit):
  *     accept errors are logged a few times, not once per attempt, the
  *     coordinator does not spin, and it serves again once descriptors free. */
@@ -46,6 +49,8 @@
 
 #include "cli.h"
 #include "cluster_harness.h"
+#include "coord.h"
+#include "rt_file.h"
 #include "rt_net.h"
 #include "rt_time.h"
 
@@ -408,9 +413,96 @@ static void test_http_limits(void **state)
     SSL_CTX_free(CTX);
 }
 
+/* One request with token (NULL: none); its status. */
+static int call(const char *token, const char *method, const char *path)
+{
+    cli_conn c = C->conn;
+    snprintf(c.token, sizeof c.token, "%s", token ? token : "");
+    http_resp r = {0};
+    char err[RT_ERR_LEN];
+    int st = http_request(&c, method, path, !strcmp(method, "POST") ? "{}" : NULL, &r, err) == RT_OK
+                 ? r.status
+                 : -1;
+    free(r.body);
+    return st;
+}
+
+static void test_routes_walked(void **state)
+{
+    cl_fixture *fx = *state;
+    bool *failed = &fx->failed;
+    C = &fx->c;
+    CHECK(cl_init(C, "routes"));
+    CHECK(cl_start_coord(C, NULL, NULL));
+    rt_json *up = NULL;
+    for (int i = 0; i < 100 && !(up = cl_get(C, "/v1/nodes")); i++)
+        usleep(100000);
+    CHECK(up != NULL);
+    rt_json_free(up);
+    /* a token of each role below admin */
+    static const char *const roles[] = {"metrics", "read", "submit"};
+    char tok[3][RT_TOKEN_HEX + 1];
+    for (int k = 0; k < 3; k++) {
+        char *out = NULL;
+        const char *args[] = {"token", "create", roles[k], "--role", roles[k], NULL};
+        CHECK(cl_cli(C, &out, 30, args) == 0);
+        snprintf(tok[k], sizeof tok[k], "%.*s", RT_TOKEN_HEX, out ? out : "");
+        free(out);
+    }
+    char *doc = NULL;
+    size_t len = 0;
+    char err[RT_ERR_LEN];
+    CHECK(rt_read_file(RT_PROTOCOL_MD, 1 << 20, &doc, &len, err) == RT_OK);
+    for (size_t i = 0; i < http_nroutes; i++) {
+        const http_route *r = &http_routes[i];
+        /* the pattern as a request path, and as docs/protocol.md writes it */
+        char path[128], documented[160];
+        size_t n = 0, d = (size_t)snprintf(documented, sizeof documented, "| `%s ", r->method);
+        for (const char *p = r->pattern; *p;) {
+            const char *real = !strncmp(p, "{id}", 4) ? "7" : !strncmp(p, "{name}", 6) ? "x" : NULL;
+            const char *doc_name = !strncmp(p, "{id}", 4) ? "ID" : "ID-OR-NAME";
+            if (real) {
+                n += (size_t)snprintf(path + n, sizeof path - n, "%s", real);
+                d += (size_t)snprintf(documented + d, sizeof documented - d, "%s", doc_name);
+                p = strchr(p, '}') + 1;
+            } else {
+                path[n++] = *p;
+                documented[d++] = *p++;
+            }
+        }
+        path[n] = documented[d] = '\0';
+        int none = call(NULL, r->method, path);
+        if (none != 401)
+            fprintf(stderr, "%s %s without a token: HTTP %d\n", r->method, path, none);
+        CHECK(none == 401);
+        if (r->need > ROLE_METRICS) { /* the role below its own */
+            int below = r->need == ROLE_READ ? 0 : r->need == ROLE_SUBMIT ? 1 : 2;
+            int st = call(tok[below], r->method, path);
+            if (st != 403)
+                fprintf(stderr, "%s %s with a %s token: HTTP %d\n", r->method, path, roles[below],
+                        st);
+            CHECK(st == 403);
+        }
+        /* a row of its own: "| `GET /v1/jobs/ID`" or, with a query, "| `GET /v1/jobs?..." */
+        char row[170], row_q[170];
+        snprintf(row, sizeof row, "%s`", documented);
+        snprintf(row_q, sizeof row_q, "%s?", documented);
+        const bool there = doc && (strstr(doc, row) || strstr(doc, row_q));
+        if (!there)
+            fprintf(stderr, "%s %s is not in docs/protocol.md's table (%s)\n", r->method,
+                    r->pattern, row);
+        CHECK(there);
+    }
+    free(doc);
+    /* a metrics token reads /metrics and nothing else */
+    CHECK(call(tok[0], "GET", "/metrics") == 200);
+    CHECK(call(tok[0], "GET", "/v1/session") == 403);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_routes_walked, cl_fixture_setup, cl_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_http_limits, cl_fixture_setup, cl_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_sessions_bounded, cl_fixture_setup,
                                         cl_fixture_teardown),
