@@ -97,11 +97,11 @@ typedef struct worker {
 typedef struct log_req {
     int64_t req, job, attempt;
     int rank;
-    bool follow, prefix;
-    int64_t skip; /* lines (prefix) or bytes a reconnecting follower already has */
+    bool follow, lines; /* lines: whole lines only (a stream of every rank) */
+    int64_t skip;       /* lines (lines) or bytes a reconnecting follower already has */
     int fd;
     char path[512];
-    char line[4096]; /* prefix mode: the line being assembled */
+    char line[4096]; /* lines mode: the line being assembled */
     size_t line_len;
     struct log_req *next;
 } log_req;

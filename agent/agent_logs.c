@@ -3,7 +3,9 @@
  * ... .log_keep), the last TAIL_LINES lines kept in memory for the failure
  * report, and streamed to the coordinator on request (from the start of the
  * current file; with follow, until the rank has exited and everything is
- * sent; with prefix, whole lines led by "[R] ").
+ * sent; with lines — a stream of every rank — whole lines only, so that
+ * the coordinator can interleave ranks line by line; the rank is the
+ * message's field, never text in the data).
  *
  * The folders are the agent's, but a job's ranks may write there (they run
  * as the agent's user until jobs have users of their own), so no file in
@@ -202,7 +204,7 @@ void logs_request(agentd *ag, const rt_json *m)
     rt_json_get_int(m, RT_F_RANK, &rank);
     r->rank = (int)rank;
     r->follow = rt_json_bool(rt_json_get(m, RT_F_FOLLOW), false);
-    r->prefix = rt_json_bool(rt_json_get(m, RT_F_PREFIX), false);
+    r->lines = rt_json_bool(rt_json_get(m, RT_F_LINES), false);
     if (!rt_json_get_int(m, RT_F_SKIP, &r->skip) || r->skip < 0)
         r->skip = 0;
     log_path(ag, r->job, r->attempt, r->rank, r->path, sizeof r->path);
@@ -252,13 +254,12 @@ static bool rank_running(agentd *ag, const log_req *r)
     return false;
 }
 
-/* Whole lines led by "[R] " (the aggregated stream of all ranks). */
-static void send_prefixed(agentd *ag, log_req *r, const char *data, size_t n, bool flush)
+/* Whole lines only (a stream of every rank): the coordinator interleaves
+ * the ranks line by line and says whose each is from the message's rank. */
+static void send_lines(agentd *ag, log_req *r, const char *data, size_t n, bool flush)
 {
     char out[CHUNK * 2];
     size_t o = 0;
-    char pre[24];
-    int pl = snprintf(pre, sizeof pre, "[%d] ", r->rank);
     for (size_t i = 0; i < n; i++) {
         if (r->line_len < sizeof r->line - 2)
             r->line[r->line_len++] = data[i];
@@ -270,20 +271,18 @@ static void send_prefixed(agentd *ag, log_req *r, const char *data, size_t n, bo
                 r->line_len = 0;
                 continue;
             }
-            if (o + (size_t)pl + r->line_len > sizeof out) {
+            if (o + r->line_len > sizeof out) {
                 send_chunk(ag, r, out, o, false, NULL);
                 o = 0;
             }
-            memcpy(out + o, pre, (size_t)pl);
-            memcpy(out + o + (size_t)pl, r->line, r->line_len);
-            o += (size_t)pl + r->line_len;
+            memcpy(out + o, r->line, r->line_len);
+            o += r->line_len;
             r->line_len = 0;
         }
     }
     if (flush && r->line_len) {
-        memcpy(out + o, pre, (size_t)pl);
-        memcpy(out + o + (size_t)pl, r->line, r->line_len);
-        o += (size_t)pl + r->line_len;
+        memcpy(out + o, r->line, r->line_len);
+        o += r->line_len;
         out[o++] = '\n';
         r->line_len = 0;
     }
@@ -340,8 +339,8 @@ void logs_pump(agentd *ag)
         ssize_t n = 0;
         bool running = rank_running(ag, r);
         while (rounds++ < 8 && (n = read(r->fd, buf, sizeof buf)) > 0) {
-            if (r->prefix) {
-                send_prefixed(ag, r, buf, (size_t)n, false);
+            if (r->lines) {
+                send_lines(ag, r, buf, (size_t)n, false);
                 continue;
             }
             size_t drop = r->skip > 0 ? ((size_t)r->skip < (size_t)n ? (size_t)r->skip : (size_t)n) : 0;
@@ -365,8 +364,8 @@ void logs_pump(agentd *ag)
             continue; /* the rest next tick */
         if (r->follow && running)
             continue;
-        if (r->prefix)
-            send_prefixed(ag, r, NULL, 0, true);
+        if (r->lines)
+            send_lines(ag, r, NULL, 0, true);
         send_chunk(ag, r, NULL, 0, true, NULL);
         remove_req(ag, r);
     }

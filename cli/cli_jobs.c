@@ -9,6 +9,7 @@
  * otherwise.  Ctrl-C while following cancels the job for `exec` and `run`
  * (the job is the command, as with horovodrun) and detaches for
  * `submit --follow` (the job keeps running; `logs --follow` re-attaches). */
+#include <ctype.h>
 #include <limits.h>
 #include <pwd.h>
 #include <signal.h>
@@ -54,59 +55,107 @@ static rt_json *get_job(const cli_conn *c, int64_t id, bool *lost, char *err)
 }
 
 /* What a follower has printed of a stream, so that after a reconnect it
- * asks only for the rest: complete lines per rank of an all-ranks stream
- * ("[R] ..." lines), or bytes of one rank's. */
+ * asks only for the rest: complete lines per rank of an all-ranks stream,
+ * or bytes of one rank's — counted from the NDJSON objects' rank field
+ * (the coordinator's and agents' notes are objects without one), never
+ * from the text: a note counted as a rank's line made a resumed stream
+ * skip a real one. */
 typedef struct stream_pos {
-    bool prefixed;
+    bool prefixed; /* every rank: lines printed led by "[R] " */
     int64_t bytes;
     int64_t *lines;
     int nranks;
-    bool line_start, in_tag;
-    long cur;
+    char *pend; /* an NDJSON line not complete yet */
+    size_t npend, cap;
 } stream_pos;
 
 static void pos_reset(stream_pos *p, bool prefixed)
 {
     free(p->lines);
+    free(p->pend);
     memset(p, 0, sizeof *p);
     p->prefixed = prefixed;
-    p->line_start = true;
-    p->cur = -1;
 }
 
-static void pos_track(stream_pos *p, const char *d, size_t n)
+static void pos_count(stream_pos *p, int64_t rank, const char *data, size_t n)
 {
     p->bytes += (int64_t)n;
-    if (!p->prefixed)
+    if (!p->prefixed || rank < 0 || rank >= 1000000)
         return;
-    for (size_t i = 0; i < n; i++) {
-        char ch = d[i];
-        if (p->line_start) {
-            p->line_start = false;
-            p->in_tag = ch == '[';
-            p->cur = p->in_tag ? 0 : -1;
-        } else if (p->in_tag) {
-            if (ch >= '0' && ch <= '9' && p->cur < 1000000)
-                p->cur = p->cur * 10 + (ch - '0');
-            else
-                p->in_tag = false;
-        }
-        if (ch == '\n') {
-            if (p->cur >= 0 && p->cur < 1000000) {
-                if (p->cur >= p->nranks) {
-                    int want = (int)p->cur + 16;
-                    int64_t *l = realloc(p->lines, (size_t)want * sizeof *l);
-                    if (!l)
-                        continue;
-                    memset(l + p->nranks, 0, (size_t)(want - p->nranks) * sizeof *l);
-                    p->lines = l;
-                    p->nranks = want;
-                }
-                p->lines[p->cur]++;
-            }
-            p->line_start = true;
-        }
+    if (rank >= p->nranks) {
+        int want = (int)rank + 16;
+        int64_t *l = realloc(p->lines, (size_t)want * sizeof *l);
+        if (!l)
+            return;
+        memset(l + p->nranks, 0, (size_t)(want - p->nranks) * sizeof *l);
+        p->lines = l;
+        p->nranks = want;
     }
+    for (size_t i = 0; i < n; i++)
+        p->lines[rank] += data[i] == '\n';
+}
+
+/* One object of the stream: a rank's data, or a note (rank -1) */
+typedef int (*stream_emit)(void *user, int64_t rank, const char *text, size_t n);
+
+/* Feed NDJSON bytes; each whole line's object to emit (nonzero: stop). */
+static int ndjson_feed(stream_pos *p, const char *d, size_t n, stream_emit emit, void *user)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (d[i] != '\n') {
+            if (p->npend + 1 >= p->cap) {
+                size_t cap = p->cap ? p->cap * 2 : 4096;
+                char *nb = realloc(p->pend, cap);
+                if (!nb)
+                    return 1;
+                p->pend = nb;
+                p->cap = cap;
+            }
+            p->pend[p->npend++] = d[i];
+            continue;
+        }
+        rt_json *o = NULL;
+        char err[RT_ERR_LEN];
+        int stop = 0;
+        if (p->npend && rt_json_parse(p->pend, p->npend, &o, err) == RT_OK) {
+            const char *data = rt_json_get_str(o, RT_F_DATA), *error = rt_json_get_str(o, "error");
+            int64_t rank = -1;
+            rt_json_get_int(o, RT_F_RANK, &rank);
+            char note[600];
+            if (data) {
+                pos_count(p, rank, data, strlen(data));
+                stop = emit(user, rank, data, strlen(data));
+            } else if (error) {
+                int k = snprintf(note, sizeof note, "[agent %s: %s]\n",
+                                 rt_json_str(rt_json_get(o, "agent"), "?"), error);
+                stop = emit(user, -1, note, (size_t)k < sizeof note ? (size_t)k : sizeof note - 1);
+            }
+        }
+        rt_json_free(o);
+        p->npend = 0;
+        if (stop)
+            return stop;
+    }
+    return 0;
+}
+
+/* A rank's data as a person reads it: "[R] " before each line of an
+ * all-ranks stream. */
+static bool write_lines(FILE *f, bool prefixed, int64_t rank, const char *t, size_t n)
+{
+    if (!prefixed || rank < 0)
+        return cli_write_out(f, t, n);
+    bool ok = true;
+    for (size_t i = 0; i < n && ok;) {
+        size_t k = i;
+        while (k < n && t[k] != '\n')
+            k++;
+        char tag[32];
+        int tl = snprintf(tag, sizeof tag, "[%lld] ", (long long)rank);
+        ok = cli_write_out(f, tag, (size_t)tl) && cli_write_out(f, t + i, k - i + (k < n));
+        i = k + 1;
+    }
+    return ok;
 }
 
 /* "&skip=..." for the stream's next request ("" when nothing was seen). */
@@ -132,15 +181,19 @@ static char *pos_query(const stream_pos *p)
 /* stdout was closed (`ringtrain logs 3 | head`): stop as SIGPIPE would */
 static volatile sig_atomic_t stdout_closed;
 
-static int stream_out(void *user, const char *data, size_t n)
+static int print_one(void *user, int64_t rank, const char *text, size_t n)
 {
-    if (!cli_write_out(stdout, data, n) || fflush(stdout) != 0) {
+    const stream_pos *p = user;
+    if (!write_lines(stdout, p->prefixed, rank, text, n) || fflush(stdout) != 0) {
         stdout_closed = 1;
         return 1;
     }
-    if (user)
-        pos_track(user, data, n);
     return interrupted ? 1 : 0;
+}
+
+static int stream_out(void *user, const char *data, size_t n)
+{
+    return ndjson_feed(user, data, n, print_one, user);
 }
 
 /* Wait, with backoff, until the coordinator answers again (it restarted)
@@ -189,8 +242,8 @@ static rt_status stream_logs(const cli_conn *c, int64_t id, int rank, int64_t at
         char att[32] = "";
         if (attempt > 0)
             snprintf(att, sizeof att, "&attempt=%lld", (long long)attempt);
-        snprintf(path, plen, "/v1/jobs/%lld/logs?rank=%s&follow=%d%s%s", (long long)id, rs, follow,
-                 att, skip);
+        snprintf(path, plen, "/v1/jobs/%lld/logs?rank=%s&follow=%d&format=ndjson%s%s",
+                 (long long)id, rs, follow, att, skip);
         free(skip);
         *status = 0;
         rt_status st = http_stream(c, path, stream_out, pos, &interrupted, status, err);
@@ -209,23 +262,47 @@ static rt_status stream_logs(const cli_conn *c, int64_t id, int rank, int64_t at
 typedef struct by_rank {
     char *buf;
     size_t len, cap;
+    stream_pos pos; /* the NDJSON decoder */
 } by_rank;
 
-static int collect_out(void *user, const char *data, size_t n)
+static bool collect_add(by_rank *b, const char *data, size_t n)
 {
-    by_rank *b = user;
     if (b->len + n + 1 > b->cap) {
         size_t cap = (b->len + n + 1) * 2;
         char *nb = realloc(b->buf, cap);
         if (!nb)
-            return 1;
+            return false;
         b->buf = nb;
         b->cap = cap;
     }
     memcpy(b->buf + b->len, data, n);
     b->len += n;
     b->buf[b->len] = '\0';
+    return true;
+}
+
+/* each line of a rank led by "[R] " (a note as it is: it sorts last) */
+static int collect_one(void *user, int64_t rank, const char *t, size_t n)
+{
+    by_rank *b = user;
+    for (size_t i = 0; i < n;) {
+        size_t k = i;
+        while (k < n && t[k] != '\n')
+            k++;
+        char tag[32];
+        int tl = rank >= 0 ? snprintf(tag, sizeof tag, "[%lld] ", (long long)rank) : 0;
+        if (!collect_add(b, tag, (size_t)tl) || !collect_add(b, t + i, k - i) ||
+            !collect_add(b, "\n", 1))
+            return 1;
+        i = k + 1;
+    }
     return interrupted ? 1 : 0;
+}
+
+static int collect_out(void *user, const char *data, size_t n)
+{
+    by_rank *b = user;
+    return ndjson_feed(&b->pos, data, n, collect_one, b);
 }
 
 typedef struct line_ref {
@@ -256,8 +333,9 @@ static void print_by_rank(const by_rank *b)
         if (i < b->len && b->buf[i] != '\n')
             continue;
         if (i > start || i < b->len) {
-            long r = LONG_MAX; /* lines without a "[R] " tag last, in order */
-            if (b->buf[start] == '[')
+            long r = LONG_MAX; /* lines without a "[R] " tag (notes) last, in order */
+            if (b->buf[start] == '[' && start + 1 < b->len &&
+                isdigit((unsigned char)b->buf[start + 1]))
                 r = strtol(b->buf + start + 1, NULL, 10);
             lines[k] = (line_ref){r, k, start, i - start + (i < b->len)};
             k++;
@@ -274,11 +352,13 @@ int cli_logs(const cli_conn *c0, int64_t id, int rank, int64_t attempt, bool fol
 {
     if (!follow && rank < 0) {
         char path[128], err[RT_ERR_LEN];
-        snprintf(path, sizeof path, "/v1/jobs/%lld/logs?rank=all&follow=0", (long long)id);
+        snprintf(path, sizeof path, "/v1/jobs/%lld/logs?rank=all&follow=0&format=ndjson",
+                 (long long)id);
         if (attempt > 0)
             snprintf(path + strlen(path), sizeof path - strlen(path), "&attempt=%lld",
                      (long long)attempt);
         by_rank b = {0};
+        pos_reset(&b.pos, true);
         int status = 0;
         rt_status st = http_stream(c0, path, collect_out, &b, &interrupted, &status, err);
         /* an answer cut short (seen rarely in CI under ASan, cause not found):
@@ -286,11 +366,13 @@ int cli_logs(const cli_conn *c0, int64_t id, int rank, int64_t attempt, bool fol
         for (int again = 0; again < 2 && st == RT_ERR_PROTO && status == 200 && !interrupted;
              again++) {
             b.len = 0;
+            pos_reset(&b.pos, true);
             st = http_stream(c0, path, collect_out, &b, &interrupted, &status, err);
         }
         if (b.len)
             print_by_rank(&b);
         free(b.buf);
+        pos_reset(&b.pos, false);
         if (st != RT_OK) {
             fprintf(stderr, "ringtrain: %s\n", err);
             return status == 404 ? 3 : 1;
@@ -410,7 +492,7 @@ static int outcome(const rt_json *job, int64_t id, bool show_tail)
 {
     const char *state = rt_json_str(rt_json_get(job, "state"), "?");
     const char *reason = rt_json_str(rt_json_get(job, "reason"), "");
-    if (!strcmp(state, "succeeded")) {
+    if (rt_job_state_parse(state) == RT_JS_SUCCEEDED) {
         fprintf(stderr, "ringtrain: job %lld succeeded\n", (long long)id);
         return 0;
     }

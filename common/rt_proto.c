@@ -38,7 +38,7 @@ const rt_msg_info rt_msgs[RT_MSG_COUNT] = {
                       "program or the training configuration)"},
     [RT_MSG_ABORT] = {"abort", RT_TO_AGENT, "job:i attempt:i reason:s",
                       "stop every rank of an attempt (SIGTERM, SIGKILL after the grace time)"},
-    [RT_MSG_LOG_OPEN] = {"log_open", RT_TO_AGENT, "req:i job:i attempt:i rank:i follow:b prefix:b",
+    [RT_MSG_LOG_OPEN] = {"log_open", RT_TO_AGENT, "req:i job:i attempt:i rank:i follow:b lines:b",
                          "stream a rank's output, from the oldest kept file; with follow until "
                          "the rank has exited"},
     [RT_MSG_LOG_CLOSE] = {"log_close", RT_TO_AGENT, "req:i", "stop a log stream"},

@@ -1,6 +1,10 @@
 /* coord_logs.c — GET /v1/jobs/ID/logs: a rank's output (or every rank's,
- * whole lines led by "[R] "), streamed from the agents that hold it
- * (log_open / log_data / log_close, docs/protocol.md) into the HTTP reply,
+ * line by line), streamed from the agents that hold it (log_open /
+ * log_data / log_close, docs/protocol.md) into the HTTP reply — as text
+ * (every rank's lines led by "[R] ", what a person reads; the dashboard's)
+ * or, with format=ndjson, one JSON object per chunk whose rank is a field
+ * (the CLI's: it counts each rank's lines from the field, never from the
+ * text, so that a resumed stream skips exactly what it has) —
  * following until the ranks have exited when asked; a follower that stops
  * reading is cut off past a backlog limit (the agents told to stop) and
  * resumes with skip.  The routing is coord_http.c's. */
@@ -20,6 +24,8 @@ struct log_stream {
     coord *co;
     struct evhttp_request *req;
     int pending;                /* ranks still streaming */
+    bool all;                   /* every rank: whole lines, each led by "[R] " as text */
+    bool ndjson;                /* one JSON object per chunk: {"rank", "data"} or an error */
     char (*agents)[SC_KEY_LEN]; /* agents asked (for cancel, loss, and who may write) */
     int nagents, cap;
     log_stream *next;
@@ -93,6 +99,62 @@ static size_t stream_backlog(const log_stream *s)
     return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
 }
 
+/* A rank's output into the reply: text (every rank's lines led by "[R] "),
+ * or an NDJSON object with the rank as a field. */
+static void put_data(const log_stream *s, struct evbuffer *b, int64_t rank, const char *data)
+{
+    if (s->ndjson) {
+        rt_jw w;
+        rt_jw_init(&w);
+        rt_jw_obj(&w);
+        rt_jw_kint(&w, RT_F_RANK, rank);
+        rt_jw_kstr(&w, RT_F_DATA, data);
+        rt_jw_obj_end(&w);
+        size_t n = 0;
+        char *t = rt_jw_take(&w, &n);
+        if (t) {
+            evbuffer_add(b, t, n);
+            evbuffer_add(b, "\n", 1);
+        }
+        free(t);
+        return;
+    }
+    if (!s->all) {
+        evbuffer_add(b, data, strlen(data));
+        return;
+    }
+    for (const char *p = data; *p;) { /* whole lines (log_open's lines) */
+        size_t n = strcspn(p, "\n");
+        evbuffer_add_printf(b, "[%lld] ", (long long)rank);
+        evbuffer_add(b, p, n);
+        evbuffer_add(b, "\n", 1);
+        p += n + (p[n] == '\n');
+    }
+}
+
+/* What an agent or the coordinator says about a stream: a line of its own
+ * in text, an object without a rank in NDJSON (never a rank's output). */
+static void put_error(const log_stream *s, struct evbuffer *b, const char *agent, const char *error)
+{
+    if (!s->ndjson) {
+        evbuffer_add_printf(b, "[agent %s: %s]\n", agent, error);
+        return;
+    }
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    rt_jw_kstr(&w, RT_F_AGENT, agent);
+    rt_jw_kstr(&w, RT_F_ERROR, error);
+    rt_jw_obj_end(&w);
+    size_t n = 0;
+    char *t = rt_jw_take(&w, &n);
+    if (t) {
+        evbuffer_add(b, t, n);
+        evbuffer_add(b, "\n", 1);
+    }
+    free(t);
+}
+
 void http_on_log_data(coord *co, conn *c, const rt_json *m)
 {
     int64_t id = 0;
@@ -124,11 +186,13 @@ void http_on_log_data(coord *co, conn *c, const rt_json *m)
         }
         const char *data = rt_json_get_str(m, RT_F_DATA);
         const char *error = rt_json_get_str(m, RT_F_ERROR);
+        int64_t rank = -1;
+        rt_json_get_int(m, RT_F_RANK, &rank);
         struct evbuffer *b = evbuffer_new();
-        if (data)
-            evbuffer_add(b, data, strlen(data));
+        if (data && *data)
+            put_data(s, b, rank, data);
         if (error)
-            evbuffer_add_printf(b, "[agent %s: %s]\n", c->ag->key, error);
+            put_error(s, b, c->ag->key, error);
         if (evbuffer_get_length(b))
             evhttp_send_reply_chunk(s->req, b);
         evbuffer_free(b);
@@ -145,7 +209,7 @@ void http_on_agent_gone(coord *co, const sc_agent *a)
         for (int i = 0; i < s->nagents; i++)
             if (strcmp(s->agents[i], a->key) == 0) {
                 struct evbuffer *b = evbuffer_new();
-                evbuffer_add_printf(b, "[agent %s went away: its log stream ended]\n", a->key);
+                put_error(s, b, a->key, "went away: its log stream ended");
                 evhttp_send_reply_chunk(s->req, b);
                 evbuffer_free(b);
                 s->pending = 0;
@@ -203,7 +267,7 @@ static void ask_rank(void *user, int rank, const char *key, int64_t attempt)
     rt_jw_kint(&w, RT_F_ATTEMPT, attempt);
     rt_jw_kint(&w, RT_F_RANK, rank);
     rt_jw_kbool(&w, RT_F_FOLLOW, q->follow);
-    rt_jw_kbool(&w, RT_F_PREFIX, q->all);
+    rt_jw_kbool(&w, RT_F_LINES, q->all);
     int64_t skip = skip_of(q, rank);
     if (skip > 0)
         rt_jw_kint(&w, RT_F_SKIP, skip);
@@ -234,6 +298,13 @@ void http_logs(coord *co, struct evhttp_request *req, int64_t id, const char *qu
     const char *rank_s = evhttp_find_header(&q, "rank");
     const char *follow_s = evhttp_find_header(&q, "follow");
     const char *attempt_s = evhttp_find_header(&q, "attempt");
+    const char *format = evhttp_find_header(&q, "format");
+    if (format && strcmp(format, "text") != 0 && strcmp(format, "ndjson") != 0) {
+        evhttp_clear_headers(&q);
+        http_reply_error(req, 400, "format must be text or ndjson");
+        return;
+    }
+    const bool ndjson = format && !strcmp(format, "ndjson");
     long long attempt = 0; /* the latest */
     if (attempt_s && (strspn(attempt_s, "0123456789") != strlen(attempt_s) || !*attempt_s ||
                       strlen(attempt_s) > 9 || (attempt = atoll(attempt_s)) < 1)) {
@@ -261,6 +332,8 @@ void http_logs(coord *co, struct evhttp_request *req, int64_t id, const char *qu
     s->id = ++co->next_stream_id;
     s->co = co;
     s->req = req;
+    s->all = all;
+    s->ndjson = ndjson;
     const char *skip_s = evhttp_find_header(&q, "skip");
     char *skip = skip_s && strspn(skip_s, "0123456789:,") == strlen(skip_s) ? strdup(skip_s) : NULL;
     log_ask ask = {co, s, id, follow_s && strcmp(follow_s, "0") != 0, all, 0, 0, skip};
@@ -298,7 +371,7 @@ void http_logs(coord *co, struct evhttp_request *req, int64_t id, const char *qu
     s->next = co->streams;
     co->streams = s;
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      "text/plain; charset=utf-8");
+                      ndjson ? "application/x-ndjson" : "text/plain; charset=utf-8");
     evhttp_send_reply_start(req, 200, "OK");
     http_conn_served(req, true); /* no request deadline while the output streams */
     struct evhttp_connection *evc = evhttp_request_get_connection(req);

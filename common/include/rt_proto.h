@@ -146,7 +146,7 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_F_DATA "data"
 #define RT_F_REQ "req"
 #define RT_F_FOLLOW "follow"
-#define RT_F_PREFIX "prefix"
+#define RT_F_LINES "lines" /* log_open: whole lines only (every rank's stream) */
 #define RT_F_SKIP "skip"
 #define RT_F_EOF "eof"
 #define RT_F_NODE_RANK "node_rank"     /* prepare: the rank's host, 0.. in placement order */
