@@ -312,7 +312,11 @@ static int cmd_submit(const cli_args *a)
         free(body);
         return 1;
     }
-    bool exec_job = strstr(body, "\"type\":\"exec\"") != NULL;
+    rt_json *bj = NULL;
+    char err[RT_ERR_LEN];
+    bool exec_job = rt_json_parse(body, strlen(body), &bj, err) == RT_OK &&
+                    !strcmp(rt_json_str(rt_json_get(bj, RT_F_TYPE), ""), "exec");
+    rt_json_free(bj);
     c.retry_ms = c.connect_retry_ms;
     rc = cli_submit_and_follow(&c, body, cli_switch(a, "--follow"), exec_job,
                                cli_switch(a, "--json"), false);

@@ -14,7 +14,7 @@ void rt_hex_encode(const uint8_t *in, size_t len, char *out)
     out[2 * len] = '\0';
 }
 
-static int hexdigit(char c)
+int rt_hex_digit(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -30,7 +30,7 @@ rt_status rt_hex_decode(const char *in, uint8_t *out, size_t len)
     if (!in || strlen(in) != 2 * len)
         return RT_ERR_INVALID;
     for (size_t i = 0; i < len; i++) {
-        int hi = hexdigit(in[2 * i]), lo = hexdigit(in[2 * i + 1]);
+        int hi = rt_hex_digit(in[2 * i]), lo = rt_hex_digit(in[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return RT_ERR_INVALID;
         out[i] = (uint8_t)(hi << 4 | lo);

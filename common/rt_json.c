@@ -2,6 +2,8 @@
  * bounded in depth; each node is one allocation, children in arrays. */
 #include "rt_json.h"
 
+#include "rt_hex.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -62,24 +64,13 @@ void rt_json_free(rt_json *j)
     free(j);
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static bool read_hex4(parser *ps, unsigned *out)
 {
     if (ps->end - ps->p < 4)
         return false;
     unsigned v = 0;
     for (int i = 0; i < 4; i++) {
-        int h = hexval(ps->p[i]);
+        int h = rt_hex_digit(ps->p[i]);
         if (h < 0)
             return false;
         v = v * 16 + (unsigned)h;
