@@ -64,7 +64,7 @@ static rt_status write_at(int dirfd, const char *dir, const char *name, const ch
 
 /* The rank's rendezvous file: its place in the attempt, and the start
  * message's ring settings (rt_rendezvous.h holds the defaults). */
-static char *rendezvous_text(const worker *w, const rt_json *m, size_t *len)
+static char *rendezvous_text(const worker *w, const rt_json *m, size_t *len, char *err)
 {
     rt_rendezvous r;
     rt_rendezvous_defaults(&r);
@@ -78,22 +78,22 @@ static char *rendezvous_text(const worker *w, const rt_json *m, size_t *len)
     r.cross_size = w->cross_size;
     const rt_json *peers = rt_json_get(m, RT_F_PEERS);
     r.peers = calloc((size_t)(r.size > 0 ? r.size : 1), sizeof *r.peers); /* borrowed strings */
-    if (!r.peers)
+    if (!r.peers) {
+        rt_err(err, RT_ERR_NOMEM, "out of memory");
         return NULL;
+    }
     for (int i = 0; i < r.size; i++)
         r.peers[i] = (char *)rt_json_str(rt_json_at(peers, (size_t)i), "");
     snprintf(r.key, sizeof r.key, "%s", rt_json_str(rt_json_get(m, RT_F_KEY), ""));
-    snprintf(r.transport, sizeof r.transport, "%s",
-             rt_json_str(rt_json_get(m, RT_F_TRANSPORT), r.transport));
-    int64_t v;
-    if (rt_json_get_int(m, RT_F_SOCKETS, &v))
-        r.sockets = (int)v;
-    if (rt_json_get_int(m, RT_F_COLLECTIVE_TIMEOUT_MS, &v))
-        r.collective_timeout_ms = v;
-    r.encrypt = rt_json_bool(rt_json_get(m, RT_F_ENCRYPT), r.encrypt);
-    r.integrity = rt_json_bool(rt_json_get(m, RT_F_INTEGRITY), r.integrity);
-    r.hierarchical = rt_json_bool(rt_json_get(m, RT_F_HIERARCHICAL), r.hierarchical);
+    /* the ring's settings, as the start frame has them (rt_run.h) */
+    if (rt_run_read_json(m, &r.run, err) != RT_OK) {
+        rt_err_prefix(err, "the start message");
+        free(r.peers);
+        return NULL;
+    }
     char *text = rt_rendezvous_format(&r, len);
+    if (!text)
+        rt_err(err, RT_ERR_NOMEM, "out of memory");
     free(r.peers);
     return text;
 }
@@ -158,9 +158,8 @@ rt_status files_prepare(agentd *ag, worker *w, const rt_json *m, const char *typ
     snprintf(rdv, rdv_len, "%s/%s", w->workdir, name);
     if (st == RT_OK) {
         size_t len = 0;
-        char *text = rendezvous_text(w, m, &len);
-        st = text ? write_at(jd, w->workdir, name, text, len, w, err)
-                  : rt_err(err, RT_ERR_NOMEM, "out of memory");
+        char *text = rendezvous_text(w, m, &len, err);
+        st = text ? write_at(jd, w->workdir, name, text, len, w, err) : RT_ERR_INVALID;
         free(text);
     }
     cfgpath[0] = '\0';

@@ -32,8 +32,8 @@ const rt_msg_info rt_msgs[RT_MSG_COUNT] = {
     [RT_MSG_PREPARE] = {"prepare", RT_TO_AGENT, "job:i attempt:i size:i ranks:a",
                         "bind a data-plane socket for each listed rank of an attempt"},
     [RT_MSG_START] = {"start", RT_TO_AGENT,
-                      "job:i attempt:i size:i job_type:s key:s transport:s sockets:i "
-                      "collective_timeout_ms:i encrypt:b integrity:b peers:a",
+                      "job:i attempt:i size:i job_type:s key:s peers:a", /* and the ring's
+                                                                            settings: rt_run.h */
                       "start the prepared ranks (every rank's address, the attempt's key, the "
                       "program or the training configuration)"},
     [RT_MSG_ABORT] = {"abort", RT_TO_AGENT, "job:i attempt:i reason:s",

@@ -11,11 +11,7 @@
 void rt_rendezvous_defaults(rt_rendezvous *r)
 {
     memset(r, 0, sizeof *r);
-    snprintf(r->transport, sizeof r->transport, "tcp");
-    r->sockets = 1;
-    r->collective_timeout_ms = 60000;
-    r->integrity = true;
-    r->hierarchical = true;
+    rt_run_defaults(&r->run);
 }
 
 char *rt_rendezvous_format(const rt_rendezvous *r, size_t *len)
@@ -37,12 +33,7 @@ char *rt_rendezvous_format(const rt_rendezvous *r, size_t *len)
         rt_jw_str(&w, r->peers && r->peers[i] ? r->peers[i] : "");
     rt_jw_arr_end(&w);
     rt_jw_kstr(&w, RT_F_KEY, r->key);
-    rt_jw_kstr(&w, RT_F_TRANSPORT, r->transport);
-    rt_jw_kint(&w, RT_F_SOCKETS, r->sockets);
-    rt_jw_kint(&w, RT_F_COLLECTIVE_TIMEOUT_MS, r->collective_timeout_ms);
-    rt_jw_kbool(&w, RT_F_ENCRYPT, r->encrypt);
-    rt_jw_kbool(&w, RT_F_INTEGRITY, r->integrity);
-    rt_jw_kbool(&w, RT_F_HIERARCHICAL, r->hierarchical);
+    rt_run_write_json(&r->run, &w);
     rt_jw_obj_end(&w);
     return rt_jw_take(&w, len);
 }
@@ -75,17 +66,14 @@ rt_status rt_rendezvous_parse(const char *text, size_t len, rt_rendezvous *r, ch
         if (!get_int(o, ints[i].k, ints[i].lo, ints[i].hi, &v[i]))
             st = rt_err(err, RT_ERR_INVALID, "no valid \"%s\"", ints[i].k);
     const rt_json *peers = rt_json_get(o, RT_F_PEERS);
-    const char *key = rt_json_get_str(o, RT_F_KEY), *tp = rt_json_get_str(o, RT_F_TRANSPORT);
+    const char *key = rt_json_get_str(o, RT_F_KEY);
     if (st == RT_OK && (v[2] >= v[3] || (int64_t)rt_json_len(peers) != v[3]))
         st = rt_err(err, RT_ERR_INVALID, "rank %lld and %zu peers for %lld ranks", (long long)v[2],
                     rt_json_len(peers), (long long)v[3]);
     if (st == RT_OK && (!key || strlen(key) != 64))
         st = rt_err(err, RT_ERR_INVALID, "no valid \"%s\"", RT_F_KEY);
-    if (st == RT_OK && tp && strlen(tp) >= sizeof r->transport)
-        st = rt_err(err, RT_ERR_INVALID, "transport '%s' is not one", tp);
-    int64_t x;
-    if (st == RT_OK && rt_json_get(o, RT_F_SOCKETS) && !get_int(o, RT_F_SOCKETS, 1, 16, &x))
-        st = rt_err(err, RT_ERR_INVALID, "\"%s\" is not 1 to 16", RT_F_SOCKETS);
+    if (st == RT_OK)
+        st = rt_run_read_json(o, &r->run, err);
     if (st == RT_OK) {
         r->job = v[0];
         r->attempt = v[1];
@@ -96,15 +84,6 @@ rt_status rt_rendezvous_parse(const char *text, size_t len, rt_rendezvous *r, ch
         r->cross_rank = (int)v[6];
         r->cross_size = (int)v[7];
         snprintf(r->key, sizeof r->key, "%s", key);
-        if (tp)
-            snprintf(r->transport, sizeof r->transport, "%s", tp);
-        if (get_int(o, RT_F_SOCKETS, 1, 16, &x))
-            r->sockets = (int)x;
-        if (get_int(o, RT_F_COLLECTIVE_TIMEOUT_MS, 1, INT64_MAX / 1000, &x))
-            r->collective_timeout_ms = x;
-        r->encrypt = rt_json_bool(rt_json_get(o, RT_F_ENCRYPT), r->encrypt);
-        r->integrity = rt_json_bool(rt_json_get(o, RT_F_INTEGRITY), r->integrity);
-        r->hierarchical = rt_json_bool(rt_json_get(o, RT_F_HIERARCHICAL), r->hierarchical);
         r->peers = calloc((size_t)r->size, sizeof *r->peers);
         if (!r->peers)
             st = rt_err(err, RT_ERR_NOMEM, "out of memory");

@@ -2,6 +2,7 @@
  * rt_schemas.h).  Durations bounded to sane ranges; paths relative to the
  * file that names them. */
 #include "rt_schemas.h"
+#include "rt_run.h"
 #include "rt_sweep.h"
 
 #include <stdlib.h>
@@ -213,10 +214,12 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_E("job", "transport", "auto", "tcp|rdma|nccl|shm|auto", rt_job_cfg, transport,
              "data plane: auto uses NCCL when every rank has a GPU, shared memory (shm) when "
              "every rank is on one host, RDMA when present, else TCP"),
-    RT_CFG_I("job", "sockets", "1", 1, 16, rt_job_cfg, sockets,
+    RT_CFG_I("job", "sockets", RT_RUN_STR(RT_RUN_SOCKETS), 1, RT_RUN_SOCKETS_MAX, rt_job_cfg,
+             sockets,
              "TCP connections to the right ring neighbour (with three ranks or more one more "
              "runs the other way round)"),
-    RT_CFG_D("job", "collective_timeout", "60s", 1000, 86400e6, rt_job_cfg, collective_timeout_us,
+    RT_CFG_D("job", "collective_timeout", RT_RUN_STR(RT_RUN_TIMEOUT_S) "s", 1000, 86400e6,
+             rt_job_cfg, collective_timeout_us,
              "deadline of every collective; a rank that does not arrive is named"),
     RT_CFG_B("job", "encrypt", "false", rt_job_cfg, encrypt, "AES-256-GCM on the data plane"),
     RT_CFG_B("job", "integrity", "true", rt_job_cfg, integrity,
@@ -419,8 +422,8 @@ static const rt_cfg_key job_keys[] = {
              "linear warmup from learning_rate/ranks (Horovod's LearningRateWarmupCallback)"),
     RT_CFG_I("train", "seed", "42", 0, NO_HI, rt_job_cfg, seed,
              "initialisation, shuffling and dropout"),
-    RT_CFG_Z("train", "bucket_size", "25M", 4096, 1e12, rt_job_cfg, bucket_bytes,
-             "gradient allreduce bucket (fusion) size"),
+    RT_CFG_Z("train", "bucket_size", RT_RUN_STR(RT_RUN_BUCKET_MB) "M", 4096, 1e12, rt_job_cfg,
+             bucket_bytes, "gradient allreduce bucket (fusion) size"),
     RT_CFG_I("train", "eval_batch_size", "4096", 1, 1 << 22, rt_job_cfg, eval_batch_size,
              "rows per forward pass in validation and prediction"),
     RT_CFG_S("train", "monitor", "val_loss", rt_job_cfg, monitor,
@@ -508,6 +511,18 @@ static const rt_cfg_key job_keys[] = {
 };
 const rt_cfg_schema rt_job_schema = {"job file", job_keys, RT_ARRAY_LEN(job_keys),
                                      sizeof(rt_job_cfg), job_validate};
+
+void rt_job_run_settings(const rt_job_cfg *j, rt_run_settings *s)
+{
+    rt_run_defaults(s);
+    rt_cfg_enum_name(&rt_job_schema, "job", "transport", j->transport, s->transport,
+                     sizeof s->transport);
+    s->sockets = j->sockets;
+    s->collective_timeout_ms = j->collective_timeout_us / 1000;
+    s->encrypt = j->encrypt;
+    s->integrity = j->integrity;
+    s->hierarchical = j->hierarchical;
+}
 
 int rt_job_continuous_norm(const rt_job_cfg *j)
 {

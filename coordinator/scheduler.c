@@ -11,6 +11,7 @@
 
 #include "rt_hex.h"
 #include "rt_proto.h"
+#include "rt_run.h"
 #include "rt_schemas.h"
 #include "scheduler_impl.h"
 
@@ -259,13 +260,11 @@ void sc_send_abort(sched *S, sc_job *j, const char *reason)
     }
 }
 
-/* The job's transport, "auto" resolved: NCCL for a training job whose
- * every rank has a GPU and NCCL, shared memory on one host, RDMA where every
- * agent has a device, else TCP; the names are the schema's. */
-static const char *resolve_transport(const sc_job *j, char *buf, size_t len)
+/* The attempt's ring settings, "auto" resolved from its placement
+ * (rt_run_resolve_transport: the one rule, also a Slurm step's). */
+static void run_settings(const sc_job *j, rt_run_settings *rs)
 {
-    if (j->cfg.transport != RT_TP_AUTO)
-        return rt_cfg_enum_name(&rt_job_schema, "job", "transport", j->cfg.transport, buf, len);
+    rt_job_run_settings(&j->cfg, rs);
     bool all_gpu = j->type == JOB_TRAIN, all_rdma = true, one_host = true;
     for (int r = 0; r < j->cur_np; r++) {
         const sc_agent *a = j->ranks[r].ag, *a0 = j->ranks[0].ag;
@@ -273,19 +272,19 @@ static const char *resolve_transport(const sc_job *j, char *buf, size_t len)
         all_rdma = all_rdma && a && a->rdma;
         one_host = one_host && a && a0 && strcmp(a->host_id, a0->host_id) == 0;
     }
-    const int tp = all_gpu                     ? RT_TP_NCCL
-                   : one_host && j->cur_np > 1 ? RT_TP_SHM
-                   : all_rdma                  ? RT_TP_RDMA
-                                               : RT_TP_TCP;
-    return rt_cfg_enum_name(&rt_job_schema, "job", "transport", tp, buf, len);
+    const char *tp =
+        rt_run_resolve_transport(rs->transport, all_gpu, one_host, j->cur_np, all_rdma);
+    if (tp != rs->transport) /* a name of its own when "auto" was resolved */
+        snprintf(rs->transport, sizeof rs->transport, "%s", tp);
 }
 
 void sc_send_start(sched *S, sc_job *j, sc_clock now)
 {
     char key[65];
     rt_hex_encode(j->key, sizeof j->key, key);
-    char tpbuf[16];
-    const char *transport = resolve_transport(j, tpbuf, sizeof tpbuf);
+    rt_run_settings rs;
+    run_settings(j, &rs);
+    const char *transport = rs.transport;
     const rt_job_cfg *c = &j->cfg;
     /* one frame, the same for every agent of the attempt */
     rt_jw w;
@@ -295,12 +294,7 @@ void sc_send_start(sched *S, sc_job *j, sc_clock now)
         if (j->sweep_id) /* a sweep's jobs run as the sweep's uid (job_uids) */
             rt_jw_kint(&w, RT_F_IDENTITY_JOB, j->sweep_id);
         rt_jw_kstr(&w, RT_F_KEY, key);
-        rt_jw_kstr(&w, RT_F_TRANSPORT, transport);
-        rt_jw_kint(&w, RT_F_SOCKETS, c->sockets);
-        rt_jw_kint(&w, RT_F_COLLECTIVE_TIMEOUT_MS, c->collective_timeout_us / 1000);
-        rt_jw_kbool(&w, RT_F_ENCRYPT, c->encrypt);
-        rt_jw_kbool(&w, RT_F_INTEGRITY, c->integrity);
-        rt_jw_kbool(&w, RT_F_HIERARCHICAL, c->hierarchical);
+        rt_run_write_json(&rs, &w); /* the ring's settings, one list (rt_run.h) */
         rt_jw_kint(&w, RT_F_MAX_RESTARTS, j->max_restarts);
         if (j->unix_user[0])
             rt_jw_kstr(&w, RT_F_UNIX_USER, j->unix_user);

@@ -10,13 +10,15 @@
 #include <string.h>
 
 #include "rt_proto.h"
+#include "rt_run.h"
 #include "rt_schemas.h"
 #include "scheduler.h"
 #include "scheduler_impl.h"
 
 enum unit { U_INT, U_MS, U_NUM, U_BOOL, U_STR };
 
-/* The JSON name of each [job] key a submission may give without "config". */
+/* The JSON name of each [job] key a submission may give without "config"
+ * (and the ring's settings, rt_run_fields). */
 static const struct {
     const char *field, *key;
     enum unit unit;
@@ -28,12 +30,6 @@ static const struct {
     {.field = "priority", .key = "job.priority", .unit = U_INT},
     {.field = "queue_timeout_ms", .key = "job.queue_timeout", .unit = U_MS},
     {.field = "deadline_ms", .key = "job.deadline", .unit = U_MS},
-    {.field = RT_F_TRANSPORT, .key = "job.transport", .unit = U_STR},
-    {.field = RT_F_SOCKETS, .key = "job.sockets", .unit = U_INT},
-    {.field = RT_F_COLLECTIVE_TIMEOUT_MS, .key = "job.collective_timeout", .unit = U_MS},
-    {.field = RT_F_ENCRYPT, .key = "job.encrypt", .unit = U_BOOL},
-    {.field = RT_F_INTEGRITY, .key = "job.integrity", .unit = U_BOOL},
-    {.field = RT_F_HIERARCHICAL, .key = "job.hierarchical", .unit = U_BOOL},
     {.field = RT_F_MEMORY_LIMIT, .key = "job.memory_limit", .unit = U_INT},
     {.field = RT_F_CPU_LIMIT, .key = "job.cpu_limit", .unit = U_NUM},
     {.field = RT_F_DISK_LIMIT, .key = "job.disk_limit", .unit = U_INT},
@@ -85,19 +81,24 @@ static rt_status cfg_from_fields(const sched *S, const rt_json *s, const char *t
     rt_cfg_set(&rt_job_schema, c, "job.name", type, &e);
     c->max_restarts = S->cfg.default_max_restarts;
     c->queue_timeout_us = S->cfg.default_queue_timeout_us;
-    for (size_t f = 0; f < RT_ARRAY_LEN(FIELDS); f++) {
-        const rt_json *v = rt_json_get(s, FIELDS[f].field);
+    /* the [job] keys above, then the ring's settings (their names: rt_run.h) */
+    static const enum unit RUN_UNIT[] = {
+        [RT_RUN_TEXT] = U_STR, [RT_RUN_INT] = U_INT, [RT_RUN_MS] = U_MS, [RT_RUN_BOOL] = U_BOOL};
+    const size_t nf = RT_ARRAY_LEN(FIELDS);
+    for (size_t f = 0; f < nf + rt_run_nfields; f++) {
+        const char *field = f < nf ? FIELDS[f].field : rt_run_fields[f - nf].json,
+                   *key = f < nf ? FIELDS[f].key : rt_run_fields[f - nf].key;
+        const enum unit unit = f < nf ? FIELDS[f].unit : RUN_UNIT[rt_run_fields[f - nf].kind];
+        const rt_json *v = rt_json_get(s, field);
         if (!v)
             continue;
-        if (!field_text(v, FIELDS[f].unit, buf, sizeof buf))
-            return rt_err(err, RT_ERR_INVALID, "\"%s\" must be %s", FIELDS[f].field,
-                          UNIT_NAME[FIELDS[f].unit]);
-        if (rt_cfg_set(&rt_job_schema, c, FIELDS[f].key, buf, &e) != RT_OK) {
+        if (!field_text(v, unit, buf, sizeof buf))
+            return rt_err(err, RT_ERR_INVALID, "\"%s\" must be %s", field, UNIT_NAME[unit]);
+        if (rt_cfg_set(&rt_job_schema, c, key, buf, &e) != RT_OK) {
             char all[RT_ERR_LEN];
             rt_cfg_errors_join(&e, all, sizeof all);
             rt_cfg_errors_free(&e);
-            return rt_err(err, RT_ERR_INVALID, "\"%s\" (%s): %s", FIELDS[f].field, FIELDS[f].key,
-                          all);
+            return rt_err(err, RT_ERR_INVALID, "\"%s\" (%s): %s", field, key, all);
         }
     }
     rt_cfg_errors_free(&e);

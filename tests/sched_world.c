@@ -10,6 +10,8 @@
 
 #include "sched_world.h"
 
+#include "rt_run.h"
+
 /* Key bytes the tests can predict. */
 static void fake_random(uint8_t *out, size_t len)
 {
@@ -96,14 +98,18 @@ void settle(world *w)
                 rt_json_get_int(m, RT_F_JOB, &job);
                 rt_json_get_int(m, RT_F_ATTEMPT, &att);
                 rt_json_get_int(m, RT_F_SIZE, &size);
-                snprintf(w->transport, sizeof w->transport, "%s",
-                         rt_json_str(rt_json_get(m, RT_F_TRANSPORT), "?"));
+                rt_run_settings rs;
+                rt_run_defaults(&rs);
+                char rerr[RT_ERR_LEN];
+                if (rt_run_read_json(m, &rs, rerr) != RT_OK)
+                    fail_msg("the start frame's ring settings: %s", rerr);
+                snprintf(w->transport, sizeof w->transport, "%s", rs.transport);
                 w->mem_limit = -1;
                 rt_json_get_int(m, RT_F_MEMORY_LIMIT, &w->mem_limit);
                 w->cpu_limit = rt_json_num(rt_json_get(m, RT_F_CPU_LIMIT), -1);
-                rt_json_get_int(m, RT_F_SOCKETS, &w->sockets);
-                rt_json_get_int(m, RT_F_COLLECTIVE_TIMEOUT_MS, &w->collective_timeout_ms);
-                w->encrypt = rt_json_bool(rt_json_get(m, RT_F_ENCRYPT), false);
+                w->sockets = rs.sockets;
+                w->collective_timeout_ms = rs.collective_timeout_ms;
+                w->encrypt = rs.encrypt;
                 sc_job *j = sched_job(&w->S, job);
                 for (int r = 0; j && r < j->cur_np; r++) {
                     if (j->ranks[r].ag != a)

@@ -18,6 +18,7 @@
 #include "rt_file.h"
 #include "rt_proto.h"
 #include "rt_rendezvous.h"
+#include "rt_run.h"
 
 static void test_table(void **state)
 {
@@ -182,12 +183,12 @@ static void test_rendezvous_file(void **state)
     r.peers = peers;
     memset(r.key, 'a', 64);
     r.key[64] = '\0';
-    snprintf(r.transport, sizeof r.transport, "rdma");
-    r.sockets = 4;
-    r.collective_timeout_ms = 1234;
-    r.encrypt = true;
-    r.integrity = false;
-    r.hierarchical = false;
+    snprintf(r.run.transport, sizeof r.run.transport, "rdma");
+    r.run.sockets = 4;
+    r.run.collective_timeout_ms = 1234;
+    r.run.encrypt = true;
+    r.run.integrity = false;
+    r.run.hierarchical = false;
     size_t len = 0;
     char *text = rt_rendezvous_format(&r, &len);
     char err[RT_ERR_LEN];
@@ -198,9 +199,9 @@ static void test_rendezvous_file(void **state)
     for (int i = 0; i < 3; i++)
         assert_string_equal(back.peers[i], peers[i]);
     assert_string_equal(back.key, r.key);
-    assert_string_equal(back.transport, "rdma");
-    assert_true(back.sockets == 4 && back.collective_timeout_ms == 1234 && back.encrypt &&
-                !back.integrity && !back.hierarchical);
+    assert_string_equal(back.run.transport, "rdma");
+    assert_true(back.run.sockets == 4 && back.run.collective_timeout_ms == 1234 &&
+                back.run.encrypt && !back.run.integrity && !back.run.hierarchical);
     rt_rendezvous_free(&back);
     free(text);
     /* only the place and the key: the rest is the defaults, written once */
@@ -212,18 +213,17 @@ static void test_rendezvous_file(void **state)
     assert_int_equal(rt_rendezvous_parse(buf, strlen(buf), &back, err), RT_OK);
     rt_rendezvous d;
     rt_rendezvous_defaults(&d);
-    assert_string_equal(back.transport, d.transport);
-    assert_true(back.sockets == d.sockets &&
-                back.collective_timeout_ms == d.collective_timeout_ms &&
-                back.encrypt == d.encrypt && back.integrity == d.integrity &&
-                back.hierarchical == d.hierarchical);
+    assert_memory_equal(&back.run, &d.run, sizeof d.run); /* the defaults, from one place */
     rt_rendezvous_free(&back);
     const struct {
         const char *from, *to, *says;
     } bad[] = {{"\"rank\":0", "\"rank\":1", "rank 1 and 1 peers for 1 ranks"},
                {"\"peers\":[\"a:1\"]", "\"peers\":[]", "0 peers"},
                {"\"size\":1", "\"size\":0", "no valid \"size\""},
-               {"\"job\":1", "\"job\":\"1\"", "no valid \"job\""}};
+               {"\"job\":1", "\"job\":\"1\"", "no valid \"job\""},
+               {"\"key\"", "\"sockets\":17,\"key\"", "\"sockets\" is not a number from 1 to 16"},
+               {"\"key\"", "\"transport\":\"udp\",\"key\"",
+                "\"transport\" is not tcp, shm, rdma, nccl or auto"}};
     for (size_t i = 0; i < RT_ARRAY_LEN(bad); i++) {
         char b2[600];
         const char *at = strstr(buf, bad[i].from);
@@ -235,6 +235,19 @@ static void test_rendezvous_file(void **state)
         if (!strstr(err, bad[i].says))
             fail_msg("'%s': %s", b2, err);
     }
+    /* a Slurm step's path: every setting through RINGTRAIN_* and back, by the list */
+    rt_run_settings a, b2;
+    rt_run_defaults(&b2);
+    a = r.run;
+    a.collective_timeout_ms = 5000; /* the environment says whole seconds */
+    rt_run_setenv(&a);
+    assert_int_equal(rt_run_getenv(&b2, err), RT_OK);
+    assert_memory_equal(&a, &b2, sizeof a);
+    setenv("RINGTRAIN_ENCRYPT", "maybe", 1);
+    assert_int_equal(rt_run_getenv(&b2, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "RINGTRAIN_ENCRYPT is 'maybe': 1 or 0"));
+    for (size_t i = 0; i < rt_run_nfields; i++)
+        unsetenv(rt_run_fields[i].env);
     snprintf(buf, sizeof buf, BARE, "abc");
     assert_int_equal(rt_rendezvous_parse(buf, strlen(buf), &back, err), RT_ERR_INVALID);
     rt_rendezvous_free(&back);

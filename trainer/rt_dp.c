@@ -1,4 +1,5 @@
 /* rt_dp.c — see rt_dp.h. */
+#include "rt_run.h"
 #include "rt_dp.h"
 
 #include <stdio.h>
@@ -55,11 +56,11 @@ void rt_dp_opts_defaults(rt_dp_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->device = RT_DEVICE_CPU;
-    o->bucket_bytes = 25u << 20;
+    o->bucket_bytes = (size_t)RT_RUN_BUCKET_MB << 20;
     o->max_batch = 1024;
     o->nccl = true;
     o->graphs = true;
-    o->timeout_us = 60000000;
+    o->timeout_us = RT_RUN_TIMEOUT_S * 1000000LL;
 }
 
 /* "1.5 GiB" */
@@ -107,9 +108,9 @@ rt_status rt_dp_create(const rt_model_spec *spec, const rt_dp_opts *o, rt_comm *
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     d->o = *o;
     if (d->o.bucket_bytes == 0)
-        d->o.bucket_bytes = 25u << 20;
+        d->o.bucket_bytes = (size_t)RT_RUN_BUCKET_MB << 20;
     if (d->o.timeout_us <= 0)
-        d->o.timeout_us = 60000000;
+        d->o.timeout_us = RT_RUN_TIMEOUT_S * 1000000LL;
     d->comm = comm;
     d->size = comm ? rt_comm_size(comm) : 1;
     if (o->sync_batch_norm && d->size > 1 && o->device == RT_DEVICE_CUDA) {

@@ -74,7 +74,14 @@ static void nccl_flush(rt_dp *d)
 }
 
 /* Backward's hook: a layer's gradients are enqueued (the timeline's mark);
- * ranges arrive from the end of the arena to its start (NCCL's buckets). */
+ * ranges arrive from the end of the arena to its start (NCCL's buckets).
+ * Why these buckets are whole layers up to bucket_bytes while the CPU's
+ * (transport/fusion.c) are fixed slices of bucket_bytes: here the hook
+ * runs while the step's CUDA graph is captured, and an allreduce may only
+ * be enqueued at a point of the stream where a whole layer's gradients
+ * are written (a slice would end inside a kernel's output); the CPU's
+ * communication thread waits on ranges as backward reports them, so it
+ * can cut anywhere and keeps every bucket the same size. */
 static void grads_hook(void *user, int64_t off, int64_t count)
 {
     rt_dp *d = user;

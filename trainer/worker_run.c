@@ -12,6 +12,7 @@
 #include "rt_log.h"
 #include "rt_proto.h"
 #include "rt_schemas.h"
+#include "rt_run.h"
 #include "trainer.h"
 
 /* Under srun the ring's settings are the job file's, handed to
@@ -21,21 +22,12 @@ static void slurm_settings(const rt_job_cfg *cfg)
 {
     if (getenv(RT_ENV_RANK) || !getenv("SLURM_PROCID"))
         return;
-    char v[32], name[16];
-    setenv("RINGTRAIN_ENCRYPT", cfg->encrypt ? "1" : "0", 1);
-    setenv("RINGTRAIN_INTEGRITY", cfg->integrity ? "1" : "0", 1);
-    setenv("RINGTRAIN_HIERARCHICAL", cfg->hierarchical ? "1" : "0", 1);
-    snprintf(v, sizeof v, "%lld", (long long)cfg->sockets);
-    setenv("RINGTRAIN_SOCKETS", v, 1);
-    snprintf(v, sizeof v, "%lld", (long long)ceil(cfg->collective_timeout_us / 1e6));
-    setenv("RINGTRAIN_TIMEOUT", v, 1);
-    const char *tp =
-        rt_cfg_enum_name(&rt_job_schema, "job", "transport", cfg->transport, name, sizeof name);
-    if (cfg->transport == RT_TP_AUTO && cfg->device != RT_DEV_CPU && rt_cuda_available() &&
+    rt_run_settings rs;
+    rt_job_run_settings(cfg, &rs);
+    if (!strcmp(rs.transport, "auto") && cfg->device != RT_DEV_CPU && rt_cuda_available() &&
         rt_cuda_device_count_visible() > 0 && rt_nccl_available())
-        tp = rt_cfg_enum_name(&rt_job_schema, "job", "transport", RT_TP_NCCL, name, sizeof name);
-    if (cfg->transport != RT_TP_AUTO || strcmp(tp, "auto") != 0)
-        setenv("RINGTRAIN_TRANSPORT", tp, 1);
+        snprintf(rs.transport, sizeof rs.transport, "nccl");
+    rt_run_setenv(&rs); /* "auto" left to rt_init_from_env: shm on one node, else tcp */
 }
 
 int rt_worker_run(const rt_job_cfg *cfg)

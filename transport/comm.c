@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rt_run.h"
 #include "rt_addr.h"
 #include "rt_log.h"
 #include "rt_transport.h"
@@ -20,8 +21,8 @@ void rt_comm_opts_defaults(rt_comm_opts *o)
     o->sockets = 1;
     o->max_segment_bytes = 512u << 10;
     o->small_bytes = 64u << 10;
-    o->connect_timeout_us = 60000000;
-    o->timeout_us = 60000000;
+    o->connect_timeout_us = RT_RUN_TIMEOUT_S * 1000000LL;
+    o->timeout_us = RT_RUN_TIMEOUT_S * 1000000LL;
     o->spin_us = 50;
     o->yield_us = 0;
     o->integrity = true;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rt_run.h"
 #include "reduce.h"
 #include "rt_log.h"
 #include "rt_transport.h"
@@ -283,7 +284,7 @@ rt_status rt_nccl_create(rt_comm *c, void *cuda_stream, rt_nccl **out, char *err
     n->stream = (cudaStream_t)cuda_stream;
     n->rank = c->rank;
     n->size = c->size;
-    n->timeout_us = c->timeout_us > 0 ? c->timeout_us : 60000000;
+    n->timeout_us = c->timeout_us > 0 ? c->timeout_us : RT_RUN_TIMEOUT_S * 1000000LL;
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     cfg.blocking = 0; /* initialise in the background, under our deadline */
     r = ncclCommInitRankConfig(&n->comm, c->size, id, c->rank, &cfg);

@@ -6,7 +6,9 @@
  * before it, is ready, while backward keeps computing.  Buckets go strictly
  * in index order (as in PyTorch DDP): every rank runs the same sequence of
  * allreduces even if its ranges were reported in another order.
- * rt_fusion_wait() returns when the round's buckets are done.
+ * rt_fusion_wait() returns when the round's buckets are done.  (The GPU
+ * path cuts at layer ends instead: trainer/rt_dp_gpu.c's grads_hook says
+ * why.)
  *
  * Threads: begin/ready/wait come from one thread (the trainer); the
  * communication thread is the only user of the communicator during a round,

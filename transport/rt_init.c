@@ -18,6 +18,7 @@
 #include "rt_json.h"
 #include "rt_proto.h"
 #include "rt_rendezvous.h"
+#include "rt_run.h"
 #include "rt_hex.h"
 #include "rt_slurm.h"
 #include "rt_time.h"
@@ -42,10 +43,8 @@ static bool env_int(const char *name, int64_t *out)
 typedef struct ring_plan {
     const char **peers;
     uint8_t key[RT_COMM_KEY_LEN];
-    const char *transport; /* "tcp", "shm" or "rdma" */
-    int sockets, listen_fd;
-    int64_t timeout_ms;
-    bool encrypt, integrity, hierarchical;
+    rt_run_settings run; /* the ring's settings, "auto" resolved (rt_run.h) */
+    int listen_fd;
     uint64_t job_id; /* the data plane's: the attempt's (and the step's) */
 } ring_plan;
 
@@ -56,18 +55,18 @@ static rt_status join(const ring_plan *p, rt_rank_info *info, rt_comm **out, cha
     o.rank = info->rank;
     o.size = info->size;
     memcpy(o.key, p->key, sizeof o.key);
-    snprintf(info->transport, sizeof info->transport, "%s", p->transport);
-    info->collective_timeout_us = p->timeout_ms * 1000;
+    snprintf(info->transport, sizeof info->transport, "%s", p->run.transport);
+    info->collective_timeout_us = p->run.collective_timeout_ms * 1000;
     o.peers = p->peers;
     o.job_id = p->job_id;
-    o.encrypt = p->encrypt;
-    o.integrity = p->integrity;
-    o.sockets = p->sockets;
-    o.timeout_us = p->timeout_ms * 1000;
-    o.connect_timeout_us = p->timeout_ms * 1000;
-    o.transport = strcmp(p->transport, "rdma") == 0  ? RT_TRANSPORT_RDMA
-                  : strcmp(p->transport, "shm") == 0 ? RT_TRANSPORT_SHM
-                                                     : RT_TRANSPORT_TCP;
+    o.encrypt = p->run.encrypt;
+    o.integrity = p->run.integrity;
+    o.sockets = (int)p->run.sockets;
+    o.timeout_us = p->run.collective_timeout_ms * 1000;
+    o.connect_timeout_us = p->run.collective_timeout_ms * 1000;
+    o.transport = strcmp(p->run.transport, "rdma") == 0  ? RT_TRANSPORT_RDMA
+                  : strcmp(p->run.transport, "shm") == 0 ? RT_TRANSPORT_SHM
+                                                         : RT_TRANSPORT_TCP;
     o.listen_fd = p->listen_fd;
     /* ranks busy-poll only when each has a core of its own; ranks that share
      * cores yield to each other before sleeping (Open MPI's yield_when_idle) */
@@ -78,21 +77,13 @@ static rt_status join(const ring_plan *p, rt_rank_info *info, rt_comm **out, cha
     rt_status st = rt_comm_create(&o, out, err);
     OPENSSL_cleanse(o.key, sizeof o.key);
     /* every rank of a networked job takes part; the ranks' table decides */
-    bool netted = o.transport == RT_TRANSPORT_RDMA || strcmp(p->transport, "tcp") == 0;
-    if (st == RT_OK && netted && info->size > 1 && p->hierarchical &&
+    bool netted = o.transport == RT_TRANSPORT_RDMA || strcmp(p->run.transport, "tcp") == 0;
+    if (st == RT_OK && netted && info->size > 1 && p->run.hierarchical &&
         (st = rt_comm_hierarchy(*out, info->local_rank, info->local_size, err)) != RT_OK) {
         rt_comm_destroy(*out);
         *out = NULL;
     }
     return st;
-}
-
-static bool env_flag(const char *name, bool dflt)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return dflt;
-    return !(strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0 || strcasecmp(v, "no") == 0);
 }
 
 /* A task of a Slurm job step (srun): the layout from Slurm's variables, the
@@ -114,32 +105,25 @@ static rt_status init_slurm(rt_comm **out, rt_rank_info *info, char *err)
     int64_t restarts = 0; /* a requeued job is the same job, run again */
     env_int("SLURM_RESTART_COUNT", &restarts);
     info->attempt = restarts + 1;
-    ring_plan p = {.sockets = 1,
-                   .listen_fd = -1,
-                   .timeout_ms = 60000,
-                   .encrypt = env_flag("RINGTRAIN_ENCRYPT", false),
-                   .integrity = env_flag("RINGTRAIN_INTEGRITY", true),
-                   .hierarchical = env_flag("RINGTRAIN_HIERARCHICAL", true),
-                   .transport = s.nhosts == 1 && s.size > 1 ? "shm" : "tcp"};
+    /* the ring's settings from RINGTRAIN_* (the worker sets them from the
+     * job file; rt_run.h); "auto": shared memory on one node, else TCP — a
+     * task cannot see the other nodes' RDMA devices, so a Slurm step asks
+     * for rdma by name */
+    ring_plan p = {.listen_fd = -1};
+    rt_run_defaults(&p.run);
+    snprintf(p.run.transport, sizeof p.run.transport, "auto");
     p.job_id = rt_attempt_id(s.job_id, info->attempt) ^ ((uint64_t)s.step_id << 40);
     int64_t v, rdv_s = 120;
-    if (env_int("RINGTRAIN_TIMEOUT", &v) && v > 0 && v <= 86400)
-        p.timeout_ms = v * 1000;
     if (env_int("RINGTRAIN_RENDEZVOUS_TIMEOUT", &v) && v > 0 && v <= 86400)
         rdv_s = v;
-    if (env_int("RINGTRAIN_SOCKETS", &v) && v >= 1 && v <= 16)
-        p.sockets = (int)v;
-    const char *tp = getenv("RINGTRAIN_TRANSPORT");
-    if (tp && *tp && strcmp(tp, "auto") != 0) {
-        if (strcmp(tp, "tcp") != 0 && strcmp(tp, "shm") != 0 && strcmp(tp, "rdma") != 0 &&
-            strcmp(tp, "nccl") != 0) /* nccl: gradients over NCCL, the ring over TCP */
-            st = rt_err(err, RT_ERR_INVALID,
-                        "RINGTRAIN_TRANSPORT is '%s': tcp, shm, rdma, nccl or auto", tp);
-        else if (strcmp(tp, "shm") == 0 && s.nhosts > 1)
-            st = rt_err(err, RT_ERR_INVALID,
-                        "RINGTRAIN_TRANSPORT is shm, but the step runs on %d nodes", s.nhosts);
-        p.transport = tp;
-    }
+    st = rt_run_getenv(&p.run, err);
+    /* nccl: gradients over NCCL, the ring over TCP */
+    const char *tp = rt_run_resolve_transport(p.run.transport, false, s.nhosts == 1, s.size, false);
+    if (tp != p.run.transport)
+        snprintf(p.run.transport, sizeof p.run.transport, "%s", tp);
+    if (st == RT_OK && strcmp(p.run.transport, "shm") == 0 && s.nhosts > 1)
+        st = rt_err(err, RT_ERR_INVALID,
+                    "RINGTRAIN_TRANSPORT is shm, but the step runs on %d nodes", s.nhosts);
     char path[4096];
     char **peers = NULL;
     if (st == RT_OK)
@@ -220,13 +204,8 @@ rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err)
         return st;
     }
     p.peers = (const char **)r.peers;
-    p.transport = r.transport;
-    p.timeout_ms = r.collective_timeout_ms;
-    p.sockets = r.sockets;
+    p.run = r.run;
     p.job_id = rt_attempt_id(info->job_id, info->attempt);
-    p.encrypt = r.encrypt;
-    p.integrity = r.integrity;
-    p.hierarchical = r.hierarchical;
     int64_t lfd = -1;
     p.listen_fd = env_int(RT_ENV_LISTEN_FD, &lfd) ? (int)lfd : -1;
     st = join(&p, info, out, err);

@@ -119,12 +119,7 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_F_ERROR "error"
 #define RT_F_JOB_TYPE "job_type" /* "train" or "exec" */
 #define RT_F_KEY "key"           /* the attempt's data-plane secret, hex */
-#define RT_F_TRANSPORT "transport"
-#define RT_F_SOCKETS "sockets"
-#define RT_F_COLLECTIVE_TIMEOUT_MS "collective_timeout_ms"
-#define RT_F_ENCRYPT "encrypt"
-#define RT_F_INTEGRITY "integrity" /* frames sealed with AES-GMAC (absent: true) */
-#define RT_F_HIERARCHICAL "hierarchical" /* allreduce within hosts, then across (absent: true) */
+/* the ring's settings (transport, sockets, ...) are rt_run.h's list */
 #define RT_F_PEERS "peers"
 #define RT_F_ARGV "argv"
 #define RT_F_ENV "env"

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rt_run.h"
 #include "rt_status.h"
 
 typedef struct rt_rendezvous {
@@ -16,14 +17,11 @@ typedef struct rt_rendezvous {
     int rank, size, local_rank, local_size, cross_rank, cross_size;
     char **peers;       /* size data-plane addresses, in rank order (owned when parsed) */
     char key[65];       /* the attempt's 32-byte key, hex */
-    char transport[16]; /* tcp, shm, rdma or nccl: "auto" is resolved before */
-    int sockets;        /* TCP connections per neighbour */
-    int64_t collective_timeout_ms;
-    bool encrypt, integrity, hierarchical;
+    rt_run_settings run; /* the ring's settings ("auto" resolved before) */
 } rt_rendezvous;
 
-/* Every field, the defaults where a field is absent: 1 socket, 60 s, tcp,
- * integrity and hierarchical on, encryption off. */
+/* Every field, the ring's settings' defaults where one is absent
+ * (rt_run_defaults). */
 void rt_rendezvous_defaults(rt_rendezvous *r);
 /* The file's JSON text (malloc'd; NULL when out of memory). */
 char *rt_rendezvous_format(const rt_rendezvous *r, size_t *len);

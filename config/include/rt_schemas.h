@@ -162,6 +162,9 @@ extern const rt_cfg_schema rt_job_schema;
 /* [train] epsilon, resolved: the job's, else its family's default (1e-8,
  * PyTorch's; 1e-3 for rossmann, the Keras model's). */
 double rt_job_epsilon(const rt_job_cfg *j);
+/* The job's ring settings (rt_run.h), "auto" not resolved yet. */
+struct rt_run_settings;
+void rt_job_run_settings(const rt_job_cfg *j, struct rt_run_settings *s);
 /* [model] continuous_norm, resolved (an rt_cont_norm): the job's, else
  * batchnorm for rossmann, standardize for the other families. */
 int rt_job_continuous_norm(const rt_job_cfg *j);
