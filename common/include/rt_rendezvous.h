@@ -15,8 +15,8 @@
 typedef struct rt_rendezvous {
     int64_t job, attempt;
     int rank, size, local_rank, local_size, cross_rank, cross_size;
-    char **peers;       /* size data-plane addresses, in rank order (owned when parsed) */
-    char key[65];       /* the attempt's 32-byte key, hex */
+    char **peers;        /* size data-plane addresses, in rank order (owned when parsed) */
+    char key[65];        /* the attempt's 32-byte key, hex */
     rt_run_settings run; /* the ring's settings ("auto" resolved before) */
 } rt_rendezvous;
 
