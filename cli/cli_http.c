@@ -288,28 +288,27 @@ static rt_status read_body(conn *k, body_state *b, http_chunk_fn fn, void *user,
     }
 }
 
-typedef struct collect {
-    char *buf;
-    size_t len, cap;
-} collect;
+bool cli_buf_add(cli_buf *b, const void *data, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 4096;
+        while (nc < b->len + n + 1)
+            nc *= 2;
+        char *p = realloc(b->p, nc);
+        if (!p)
+            return false;
+        b->p = p;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return true;
+}
 
 static int collect_fn(void *user, const char *d, size_t n)
 {
-    collect *c = user;
-    if (c->len + n + 1 > c->cap) {
-        size_t nc = c->cap ? c->cap * 2 : 4096;
-        while (nc < c->len + n + 1)
-            nc *= 2;
-        char *b = realloc(c->buf, nc);
-        if (!b)
-            return 1;
-        c->buf = b;
-        c->cap = nc;
-    }
-    memcpy(c->buf + c->len, d, n);
-    c->len += n;
-    c->buf[c->len] = '\0';
-    return 0;
+    return cli_buf_add(user, d, n) ? 0 : 1;
 }
 
 rt_status http_request(const cli_conn *c, const char *method, const char *path, const char *body,
@@ -321,7 +320,7 @@ rt_status http_request(const cli_conn *c, const char *method, const char *path, 
     if (st != RT_OK)
         return st;
     body_state b;
-    collect col = {0};
+    cli_buf col = {0};
     st = send_request(&k, c, method, path, body, err);
     if (st == RT_OK)
         st = read_head(&k, &out->status, &b, err);
@@ -329,10 +328,10 @@ rt_status http_request(const cli_conn *c, const char *method, const char *path, 
         st = read_body(&k, &b, collect_fn, &col, err);
     conn_close(&k);
     if (st != RT_OK) {
-        free(col.buf);
+        free(col.p);
         return st;
     }
-    out->body = col.buf ? col.buf : strdup("");
+    out->body = col.p ? col.p : strdup("");
     out->len = col.len;
     return RT_OK;
 }
@@ -353,12 +352,12 @@ rt_status http_stream(const cli_conn *c, const char *path, http_chunk_fn fn, voi
     if (st == RT_OK && *status == 200)
         st = read_body(&k, &b, fn, user, err);
     else if (st == RT_OK) {
-        collect col = {0};
+        cli_buf col = {0};
         read_body(&k, &b, collect_fn, &col, err);
-        http_resp r = {*status, col.buf, col.len};
+        http_resp r = {*status, col.p, col.len};
         char buf[512];
         rt_err(err, RT_ERR_IO, "%s", http_error_text(&r, buf, sizeof buf));
-        free(col.buf);
+        free(col.p);
         st = RT_ERR_IO;
     }
     conn_close(&k);

@@ -65,14 +65,13 @@ typedef struct stream_pos {
     int64_t bytes;
     int64_t *lines;
     int nranks;
-    char *pend; /* an NDJSON line not complete yet */
-    size_t npend, cap;
+    cli_buf pend; /* an NDJSON line not complete yet */
 } stream_pos;
 
 static void pos_reset(stream_pos *p, bool prefixed)
 {
     free(p->lines);
-    free(p->pend);
+    free(p->pend.p);
     memset(p, 0, sizeof *p);
     p->prefixed = prefixed;
 }
@@ -103,21 +102,18 @@ static int ndjson_feed(stream_pos *p, const char *d, size_t n, stream_emit emit,
 {
     for (size_t i = 0; i < n; i++) {
         if (d[i] != '\n') {
-            if (p->npend + 1 >= p->cap) {
-                size_t cap = p->cap ? p->cap * 2 : 4096;
-                char *nb = realloc(p->pend, cap);
-                if (!nb)
-                    return 1;
-                p->pend = nb;
-                p->cap = cap;
-            }
-            p->pend[p->npend++] = d[i];
+            size_t k = i; /* the rest of the line at once */
+            while (k < n && d[k] != '\n')
+                k++;
+            if (!cli_buf_add(&p->pend, d + i, k - i))
+                return 1;
+            i = k - 1;
             continue;
         }
         rt_json *o = NULL;
         char err[RT_ERR_LEN];
         int stop = 0;
-        if (p->npend && rt_json_parse(p->pend, p->npend, &o, err) == RT_OK) {
+        if (p->pend.len && rt_json_parse(p->pend.p, p->pend.len, &o, err) == RT_OK) {
             const char *data = rt_json_get_str(o, RT_F_DATA), *error = rt_json_get_str(o, "error");
             int64_t rank = -1;
             rt_json_get_int(o, RT_F_RANK, &rank);
@@ -132,7 +128,7 @@ static int ndjson_feed(stream_pos *p, const char *d, size_t n, stream_emit emit,
             }
         }
         rt_json_free(o);
-        p->npend = 0;
+        p->pend.len = 0;
         if (stop)
             return stop;
     }
@@ -260,25 +256,13 @@ static rt_status stream_logs(const cli_conn *c, int64_t id, int rank, int64_t at
 /* A finished stream of every rank, printed in rank order: the agents answer
  * in any order, a reader wants rank 0's output first. */
 typedef struct by_rank {
-    char *buf;
-    size_t len, cap;
+    cli_buf out;    /* "[R] " lines */
     stream_pos pos; /* the NDJSON decoder */
 } by_rank;
 
 static bool collect_add(by_rank *b, const char *data, size_t n)
 {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = (b->len + n + 1) * 2;
-        char *nb = realloc(b->buf, cap);
-        if (!nb)
-            return false;
-        b->buf = nb;
-        b->cap = cap;
-    }
-    memcpy(b->buf + b->len, data, n);
-    b->len += n;
-    b->buf[b->len] = '\0';
-    return true;
+    return cli_buf_add(&b->out, data, n);
 }
 
 /* each line of a rank led by "[R] " (a note as it is: it sorts last) */
@@ -318,25 +302,24 @@ static int line_cmp(const void *a, const void *b)
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static void print_by_rank(const by_rank *b)
+static void print_by_rank(const cli_buf *b)
 {
     size_t nl = 0;
     for (size_t i = 0; i < b->len; i++)
-        nl += b->buf[i] == '\n';
+        nl += b->p[i] == '\n';
     line_ref *lines = calloc(nl + 1, sizeof *lines);
     if (!lines) {
-        cli_write_out(stdout, b->buf, b->len);
+        cli_write_out(stdout, b->p, b->len);
         return;
     }
     size_t k = 0, start = 0;
     for (size_t i = 0; i <= b->len; i++) {
-        if (i < b->len && b->buf[i] != '\n')
+        if (i < b->len && b->p[i] != '\n')
             continue;
         if (i > start || i < b->len) {
             long r = LONG_MAX; /* lines without a "[R] " tag (notes) last, in order */
-            if (b->buf[start] == '[' && start + 1 < b->len &&
-                isdigit((unsigned char)b->buf[start + 1]))
-                r = strtol(b->buf + start + 1, NULL, 10);
+            if (b->p[start] == '[' && start + 1 < b->len && isdigit((unsigned char)b->p[start + 1]))
+                r = strtol(b->p + start + 1, NULL, 10);
             lines[k] = (line_ref){r, k, start, i - start + (i < b->len)};
             k++;
         }
@@ -344,7 +327,7 @@ static void print_by_rank(const by_rank *b)
     }
     qsort(lines, k, sizeof *lines, line_cmp);
     for (size_t i = 0; i < k; i++)
-        cli_write_out(stdout, b->buf + lines[i].off, lines[i].len);
+        cli_write_out(stdout, b->p + lines[i].off, lines[i].len);
     free(lines);
 }
 
@@ -365,13 +348,13 @@ int cli_logs(const cli_conn *c0, int64_t id, int rank, int64_t attempt, bool fol
          * nothing was printed yet, so ask again, twice at most */
         for (int again = 0; again < 2 && st == RT_ERR_PROTO && status == 200 && !interrupted;
              again++) {
-            b.len = 0;
+            b.out.len = 0;
             pos_reset(&b.pos, true);
             st = http_stream(c0, path, collect_out, &b, &interrupted, &status, err);
         }
-        if (b.len)
-            print_by_rank(&b);
-        free(b.buf);
+        if (b.out.len)
+            print_by_rank(&b.out);
+        free(b.out.p);
         pos_reset(&b.pos, false);
         if (st != RT_OK) {
             fprintf(stderr, "ringtrain: %s\n", err);
