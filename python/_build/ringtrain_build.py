@@ -5,10 +5,22 @@ ringtrain/*.py with the metadata pip needs, and nothing else."""
 import base64
 import hashlib
 import os
+import re
 import zipfile
 
-NAME, VERSION = "ringtrain", "0.1.0"
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _version():
+    """ringtrain's one version: the top CMakeLists.txt's project() line."""
+    with open(os.path.join(os.path.dirname(HERE), "CMakeLists.txt")) as f:
+        m = re.search(r"project\(ringtrain VERSION ([0-9][0-9.]*)", f.read())
+    if not m:
+        raise RuntimeError("ringtrain_build: no `project(ringtrain VERSION ...)` in CMakeLists.txt")
+    return m.group(1)
+
+
+NAME, VERSION = "ringtrain", _version()
 DIST_INFO = "%s-%s.dist-info" % (NAME, VERSION)
 METADATA = ("Metadata-Version: 2.1\nName: %s\nVersion: %s\n"
             "Summary: The ringtrain Run API from Python (ctypes over libringtrain)\n"

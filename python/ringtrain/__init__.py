@@ -30,7 +30,15 @@ __all__ = ["RingtrainError", "init", "shutdown", "initialized", "rank", "size", 
            "local_size", "cross_rank", "cross_size", "job_id", "attempt", "transport",
            "allreduce", "broadcast", "allgather", "barrier", "report_progress", "report_result",
            "version"]
-__version__ = "0.1.0"
+
+
+def __getattr__(name):
+    """ringtrain.__version__: the version of the libringtrain in use (one
+    version for the project, CMakeLists.txt's)."""
+    if name == "__version__":
+        return version()
+    raise AttributeError("module 'ringtrain' has no attribute %r" % name)
+
 
 _ERR_LEN = 512
 _CTYPES = {"float32": 0, "float64": 1, "int32": 2, "int64": 3}

@@ -236,8 +236,9 @@ void rt_report_progress(const char *json_object);
  * an agent, RT_ERR_IO when the agent cannot be reached (5 s). */
 rt_status rt_report_result(const char *json_value, char *err);
 
-/* The version of the library in use ("0.1.0"); RT_VERSION (rt_build_config.h)
- * is the one a program was compiled against. */
+/* The version of the library in use (CMakeLists.txt's project version, the
+ * project's one); RT_VERSION (rt_build_config.h) is the one a program was
+ * compiled against. */
 const char *rt_version(void);
 
 /* ---- helpers exposed for tests and benchmarks ------------------------------ */
