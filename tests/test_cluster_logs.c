@@ -68,7 +68,9 @@ static void test_follower_resumes_after_agent_error(void **state)
     const char *p = out ? strstr(out, "submitted job ") : NULL;
     CL_CHECK(failed, p && sscanf(p, "submitted job %lld", &id) == 1);
     free(out);
-    CL_CHECK(failed, cl_wait_job(c, id, "running", 20000) != NULL);
+    rt_json *running = cl_wait_job(c, id, "running", 20000);
+    CL_CHECK(failed, running != NULL);
+    rt_json_free(running);
     cl_sleep_ms(700); /* rank 1's log is a link by now */
     follower fo = {c, id, NULL, -1};
     pthread_t th;
