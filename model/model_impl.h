@@ -1,4 +1,4 @@
-/* model_impl.h — private to kernels/: the layer graph behind rt_model.
+/* model_impl.h — private to model/: the layer graph behind rt_model.
  *
  * A model is a list of layers in forward order over tensors (activations).
  * A tensor is a matrix of max_batch * tpr rows ("tokens per row": 1, or
@@ -16,7 +16,8 @@
  * scratch buffer).  Dropout works in place (its slot is its input's), in
  * forward on the values and in backward on their gradient.
  *
- * model_plan.c builds the list from a spec (the family presets),
+ * model_plan.c builds the list from a spec with a family's preset
+ * (family_*.c, model_build.h),
  * model_layers.c runs each kind's forward and backward, rt_model.c owns the
  * memory, the state and the public calls. */
 #ifndef RT_MODEL_IMPL_H

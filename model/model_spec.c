@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_impl.h"
+#include "model_build.h"
 #include "rt_json.h"
 
 const char *const rt_arch_names[RT_ARCH_COUNT] = {RT_ARCH_LIST(RT_NAME_STR_COMMA, )};
@@ -54,8 +54,6 @@ void rt_model_spec_defaults(rt_model_spec *s)
     s->seed = 42;
 }
 
-static bool rate_ok(float r) { return r >= 0.0f && r < 1.0f; }
-
 /* The head, outputs and loss fit together (the trainer's errors name the
  * job's keys first; this is the model's own contract). */
 static rt_status check_task(const rt_model_spec *s, char *err)
@@ -87,75 +85,6 @@ static rt_status check_task(const rt_model_spec *s, char *err)
     return RT_OK;
 }
 
-/* The checks of one family's keys. */
-static rt_status check_family(const rt_model_spec *s, char *err)
-{
-    switch (s->arch) {
-    case RT_ARCH_ROSSMANN:
-    case RT_ARCH_MLP:
-        if (s->n_hidden < 1 || s->n_hidden > RT_MODEL_MAX_HIDDEN)
-            return rt_err(err, RT_ERR_INVALID, "%d hidden layers (1 to %d)", s->n_hidden,
-                          RT_MODEL_MAX_HIDDEN);
-        for (int l = 0; l < s->n_hidden; l++) {
-            if (s->hidden[l] < 1 || s->hidden[l] > 65536)
-                return rt_err(err, RT_ERR_INVALID, "hidden layer %d has %d units (1 to 65536)",
-                              l + 1, s->hidden[l]);
-            if (!rate_ok(s->dropout[l]))
-                return rt_err(err, RT_ERR_INVALID, "dropout %g is out of range [0, 1)",
-                              s->dropout[l]);
-        }
-        if (s->activation < RT_ACT_RELU || s->activation > RT_ACT_TANH)
-            return rt_err(err, RT_ERR_INVALID, "unknown activation %d", (int)s->activation);
-        break;
-    case RT_ARCH_RESNET:
-        if (s->blocks < 1 || s->blocks > 64 || s->width < 1 || s->width > 65536)
-            return rt_err(err, RT_ERR_INVALID, "resnet: %d blocks of width %d (1 to 64 blocks, "
-                          "width 1 to 65536)", s->blocks, s->width);
-        if (!(s->hidden_multiplier > 0.0f) || (int64_t)(s->width * s->hidden_multiplier) < 1 ||
-            s->width * s->hidden_multiplier > 65536)
-            return rt_err(err, RT_ERR_INVALID, "resnet: width %d x hidden_multiplier %g is not "
-                          "a layer width (1 to 65536)", s->width, s->hidden_multiplier);
-        if (!rate_ok(s->dropout1) || !rate_ok(s->dropout2))
-            return rt_err(err, RT_ERR_INVALID, "resnet: dropout1 and dropout2 must be in [0, 1)");
-        break;
-    case RT_ARCH_DCN2:
-        if (s->width < 1 || s->width > 65536 || s->cross_layers < 0 || s->cross_layers > 64 ||
-            s->deep_layers < 0 || s->deep_layers > RT_MODEL_MAX_HIDDEN)
-            return rt_err(err, RT_ERR_INVALID, "dcn2: width %d (1 to 65536), %d cross layers (0 "
-                          "to 64), %d deep layers (0 to %d)", s->width, s->cross_layers,
-                          s->deep_layers, RT_MODEL_MAX_HIDDEN);
-        for (int l = 0; l < s->deep_layers; l++)
-            if (!rate_ok(s->dropout[l]))
-                return rt_err(err, RT_ERR_INVALID, "dropout %g is out of range [0, 1)",
-                              s->dropout[l]);
-        if (!rate_ok(s->cross_dropout))
-            return rt_err(err, RT_ERR_INVALID, "dcn2: cross_dropout must be in [0, 1)");
-        break;
-    case RT_ARCH_FT_TRANSFORMER: {
-        if (s->blocks < 1 || s->blocks > 64 || s->d_token < 1 || s->d_token > 8192 ||
-            s->heads < 1 || s->d_token % s->heads != 0)
-            return rt_err(err, RT_ERR_INVALID, "ft_transformer: %d blocks (1 to 64), d_token %d "
-                          "(1 to 8192) in %d heads (a divisor of d_token)", s->blocks, s->d_token,
-                          s->heads);
-        const double hid = (double)s->d_token * s->ffn_multiplier;
-        if (!(hid >= 1.0) || hid > 65536)
-            return rt_err(err, RT_ERR_INVALID, "ft_transformer: d_token %d x ffn_multiplier %g "
-                          "is not a layer width (1 to 65536)", s->d_token, s->ffn_multiplier);
-        if (!rate_ok(s->attention_dropout) || !rate_ok(s->ffn_dropout) ||
-            !rate_ok(s->residual_dropout))
-            return rt_err(err, RT_ERR_INVALID, "ft_transformer: attention_dropout, ffn_dropout "
-                          "and residual_dropout must be in [0, 1)");
-        if ((int64_t)s->n_cat + s->n_cont + 1 > 4096)
-            return rt_err(err, RT_ERR_INVALID, "ft_transformer: %d features make %d tokens "
-                          "(at most 4096)", s->n_cat + s->n_cont, s->n_cat + s->n_cont + 1);
-        break;
-    }
-    default:
-        return rt_err(err, RT_ERR_INVALID, "unknown architecture %d", (int)s->arch);
-    }
-    return RT_OK;
-}
-
 rt_status rt_model_spec_check(const rt_model_spec *s, char *err)
 {
     if ((unsigned)s->arch >= RT_ARCH_COUNT)
@@ -183,10 +112,10 @@ rt_status rt_model_spec_check(const rt_model_spec *s, char *err)
     }
     if (values > INT32_MAX)
         return rt_err(err, RT_ERR_INVALID, "embedding tables hold more than 2^31 values");
-    if (!rate_ok(s->emb_dropout))
+    if (!mb_rate_ok(s->emb_dropout))
         return rt_err(err, RT_ERR_INVALID, "embedding_dropout %g is out of range [0, 1)",
                       s->emb_dropout);
-    rt_status st = check_family(s, err);
+    rt_status st = model_family_of(s->arch)->check(s, err);
     if (st != RT_OK)
         return st;
     if ((st = check_task(s, err)) != RT_OK)
@@ -198,75 +127,27 @@ rt_status rt_model_spec_check(const rt_model_spec *s, char *err)
     return RT_OK;
 }
 
-#define DIFF(cond, ...)                                                                            \
-    do {                                                                                           \
-        if (cond) {                                                                                \
-            snprintf(why, len, __VA_ARGS__);                                                       \
-            return false;                                                                          \
-        }                                                                                          \
-    } while (0)
-
 bool rt_model_spec_same_net(const rt_model_spec *a, const rt_model_spec *b, char *why, size_t len)
 {
-    DIFF(a->arch != b->arch, "architecture %s, the job's is %s", rt_arch_names[a->arch],
+    MB_DIFF(a->arch != b->arch, "architecture %s, the job's is %s", rt_arch_names[a->arch],
          rt_arch_names[b->arch]);
-    DIFF(a->n_cat != b->n_cat || a->n_cont != b->n_cont,
+    MB_DIFF(a->n_cat != b->n_cat || a->n_cont != b->n_cont,
          "%d categorical and %d continuous columns, the job has %d and %d", a->n_cat, a->n_cont,
          b->n_cat, b->n_cont);
     for (int i = 0; i < a->n_cat; i++) {
-        DIFF(a->vocab[i] != b->vocab[i] || strcmp(a->cat_names[i], b->cat_names[i]) != 0,
+        MB_DIFF(a->vocab[i] != b->vocab[i] || strcmp(a->cat_names[i], b->cat_names[i]) != 0,
              "column %d is %s with %d values, the job's is %s with %d", i, a->cat_names[i],
              a->vocab[i], b->cat_names[i], b->vocab[i]);
-        DIFF(a->arch != RT_ARCH_FT_TRANSFORMER && a->emb_dim[i] != b->emb_dim[i],
+        MB_DIFF(a->arch != RT_ARCH_FT_TRANSFORMER && a->emb_dim[i] != b->emb_dim[i],
              "column %s has embeddings of %d, the job's %d", a->cat_names[i], a->emb_dim[i],
              b->emb_dim[i]);
     }
-    DIFF(a->n_out != b->n_out || a->head != b->head, "%d output%s (head %s), the job's %d (%s)",
+    MB_DIFF(a->n_out != b->n_out || a->head != b->head, "%d output%s (head %s), the job's %d (%s)",
          a->n_out, a->n_out == 1 ? "" : "s", rt_head_names[a->head], b->n_out,
          rt_head_names[b->head]);
-    DIFF(a->cont_norm != b->cont_norm, "continuous_norm %s, the job's is %s",
+    MB_DIFF(a->cont_norm != b->cont_norm, "continuous_norm %s, the job's is %s",
          rt_cont_norm_names[a->cont_norm], rt_cont_norm_names[b->cont_norm]);
-    switch (a->arch) {
-    case RT_ARCH_ROSSMANN:
-    case RT_ARCH_MLP:
-        DIFF(a->n_hidden != b->n_hidden, "%d hidden layers, the job has %d", a->n_hidden,
-             b->n_hidden);
-        for (int i = 0; i < a->n_hidden; i++) {
-            DIFF(a->hidden[i] != b->hidden[i], "hidden layer %d has %d units, the job's %d", i + 1,
-                 a->hidden[i], b->hidden[i]);
-            DIFF(a->arch == RT_ARCH_MLP && a->batch_norm[i] != b->batch_norm[i],
-                 "hidden layer %d %s batch norm, the job's %s", i + 1,
-                 a->batch_norm[i] ? "has" : "has no", b->batch_norm[i] ? "has" : "has none");
-        }
-        DIFF(a->arch == RT_ARCH_MLP && a->activation != b->activation,
-             "activation %s, the job's is %s", rt_act_names[a->activation],
-             rt_act_names[b->activation]);
-        break;
-    case RT_ARCH_RESNET:
-        DIFF(a->blocks != b->blocks || a->width != b->width ||
-                 (int64_t)(a->width * a->hidden_multiplier) != (int64_t)(b->width * b->hidden_multiplier),
-             "%d blocks of width %d (hidden %lld), the job's %d of %d (hidden %lld)", a->blocks,
-             a->width, (long long)(a->width * a->hidden_multiplier), b->blocks, b->width,
-             (long long)(b->width * b->hidden_multiplier));
-        break;
-    case RT_ARCH_DCN2:
-        DIFF(a->width != b->width || a->cross_layers != b->cross_layers ||
-                 a->deep_layers != b->deep_layers || a->stacked != b->stacked,
-             "width %d, %d cross and %d deep layers %s, the job's width %d, %d and %d %s",
-             a->width, a->cross_layers, a->deep_layers, a->stacked ? "stacked" : "side by side",
-             b->width, b->cross_layers, b->deep_layers, b->stacked ? "stacked" : "side by side");
-        break;
-    case RT_ARCH_FT_TRANSFORMER:
-        DIFF(a->blocks != b->blocks || a->d_token != b->d_token || a->heads != b->heads ||
-                 (int64_t)(a->d_token * a->ffn_multiplier) != (int64_t)(b->d_token * b->ffn_multiplier),
-             "%d blocks, d_token %d, %d heads, feed-forward %lld; the job's %d, %d, %d, %lld",
-             a->blocks, a->d_token, a->heads, (long long)(a->d_token * a->ffn_multiplier),
-             b->blocks, b->d_token, b->heads, (long long)(b->d_token * b->ffn_multiplier));
-        break;
-    default:
-        break;
-    }
-    return true;
+    return model_family_of(a->arch)->same_net(a, b, why, len);
 }
 
 rt_status rt_model_spec_memory(const rt_model_spec *spec, int64_t max_batch, rt_model_memory *mem,
