@@ -10,7 +10,7 @@ static void plan_dcn2(mplan *p)
     const rt_model_spec *s = &p->m->spec;
     const int64_t w = s->width;
     mslot x0 = mb_linear(p, "first_linear", mb_input_block(p, false), w, RT_ACT_NONE, false, s->l2,
-                      MB_NO_SLOT);
+                         MB_NO_SLOT);
     /* side by side: the last cross layer and the last deep layer write halves of one tensor */
     const bool side = !s->stacked;
     const int cat = side ? mb_tensor(p, 1, 2 * w) : -1;
@@ -19,7 +19,8 @@ static void plan_dcn2(mplan *p)
     for (int c = 1; c <= s->cross_layers; c++) {
         snprintf(name, sizeof name, "cross_%d/linear", c);
         mslot u = mb_linear(p, name, x, w, RT_ACT_NONE, false, s->l2, MB_NO_SLOT);
-        mslot o = side && c == s->cross_layers ? mb_colrange(cat, 0, w) : mb_whole(p, mb_tensor(p, 1, w));
+        mslot o =
+            side && c == s->cross_layers ? mb_colrange(cat, 0, w) : mb_whole(p, mb_tensor(p, 1, w));
         snprintf(name, sizeof name, "cross_%d", c);
         mlayer *L = mb_layer(p, L_CROSS, name, o);
         mb_input(L, x0);
@@ -45,16 +46,18 @@ static void plan_dcn2(mplan *p)
         mlayer *L = mb_layer(p, L_COPY, "deep", mb_colrange(cat, w, w));
         mb_input(L, x0);
     }
-    mb_head(p, mb_linear(p, "output", side ? mb_whole(p, cat) : d, p->m->spec.n_out, RT_ACT_NONE, false, 0.0f, MB_NO_SLOT));
+    mb_head(p, mb_linear(p, "output", side ? mb_whole(p, cat) : d, p->m->spec.n_out, RT_ACT_NONE,
+                         false, 0.0f, MB_NO_SLOT));
 }
 
 static rt_status check_dcn2(const rt_model_spec *s, char *err)
 {
     if (s->width < 1 || s->width > 65536 || s->cross_layers < 0 || s->cross_layers > 64 ||
         s->deep_layers < 0 || s->deep_layers > RT_MODEL_MAX_HIDDEN)
-        return rt_err(err, RT_ERR_INVALID, "dcn2: width %d (1 to 65536), %d cross layers (0 "
-                      "to 64), %d deep layers (0 to %d)", s->width, s->cross_layers,
-                      s->deep_layers, RT_MODEL_MAX_HIDDEN);
+        return rt_err(err, RT_ERR_INVALID,
+                      "dcn2: width %d (1 to 65536), %d cross layers (0 "
+                      "to 64), %d deep layers (0 to %d)",
+                      s->width, s->cross_layers, s->deep_layers, RT_MODEL_MAX_HIDDEN);
     for (int l = 0; l < s->deep_layers; l++)
         if (!mb_rate_ok(s->dropout[l]))
             return rt_err(err, RT_ERR_INVALID, "dropout %g is out of range [0, 1)", s->dropout[l]);

@@ -91,20 +91,26 @@ static rt_status check_ft_transformer(const rt_model_spec *s, char *err)
 {
     if (s->blocks < 1 || s->blocks > 64 || s->d_token < 1 || s->d_token > 8192 || s->heads < 1 ||
         s->d_token % s->heads != 0)
-        return rt_err(err, RT_ERR_INVALID, "ft_transformer: %d blocks (1 to 64), d_token %d "
-                      "(1 to 8192) in %d heads (a divisor of d_token)", s->blocks, s->d_token,
-                      s->heads);
+        return rt_err(err, RT_ERR_INVALID,
+                      "ft_transformer: %d blocks (1 to 64), d_token %d "
+                      "(1 to 8192) in %d heads (a divisor of d_token)",
+                      s->blocks, s->d_token, s->heads);
     const double hid = (double)s->d_token * s->ffn_multiplier;
     if (!(hid >= 1.0) || hid > 65536)
-        return rt_err(err, RT_ERR_INVALID, "ft_transformer: d_token %d x ffn_multiplier %g "
-                      "is not a layer width (1 to 65536)", s->d_token, s->ffn_multiplier);
+        return rt_err(err, RT_ERR_INVALID,
+                      "ft_transformer: d_token %d x ffn_multiplier %g "
+                      "is not a layer width (1 to 65536)",
+                      s->d_token, s->ffn_multiplier);
     if (!mb_rate_ok(s->attention_dropout) || !mb_rate_ok(s->ffn_dropout) ||
         !mb_rate_ok(s->residual_dropout))
-        return rt_err(err, RT_ERR_INVALID, "ft_transformer: attention_dropout, ffn_dropout "
+        return rt_err(err, RT_ERR_INVALID,
+                      "ft_transformer: attention_dropout, ffn_dropout "
                       "and residual_dropout must be in [0, 1)");
     if ((int64_t)s->n_cat + s->n_cont + 1 > 4096)
-        return rt_err(err, RT_ERR_INVALID, "ft_transformer: %d features make %d tokens "
-                      "(at most 4096)", s->n_cat + s->n_cont, s->n_cat + s->n_cont + 1);
+        return rt_err(err, RT_ERR_INVALID,
+                      "ft_transformer: %d features make %d tokens "
+                      "(at most 4096)",
+                      s->n_cat + s->n_cont, s->n_cat + s->n_cont + 1);
     return RT_OK;
 }
 
@@ -112,10 +118,11 @@ static bool same_ft_transformer(const rt_model_spec *a, const rt_model_spec *b, 
                                 size_t len)
 {
     MB_DIFF(a->blocks != b->blocks || a->d_token != b->d_token || a->heads != b->heads ||
-                (int64_t)(a->d_token * a->ffn_multiplier) != (int64_t)(b->d_token * b->ffn_multiplier),
+                (int64_t)(a->d_token * a->ffn_multiplier) !=
+                    (int64_t)(b->d_token * b->ffn_multiplier),
             "%d blocks, d_token %d, %d heads, feed-forward %lld; the job's %d, %d, %d, %lld",
-            a->blocks, a->d_token, a->heads, (long long)(a->d_token * a->ffn_multiplier),
-            b->blocks, b->d_token, b->heads, (long long)(b->d_token * b->ffn_multiplier));
+            a->blocks, a->d_token, a->heads, (long long)(a->d_token * a->ffn_multiplier), b->blocks,
+            b->d_token, b->heads, (long long)(b->d_token * b->ffn_multiplier));
     return true;
 }
 

@@ -15,7 +15,7 @@ static void plan_mlp(mplan *p)
         snprintf(name, sizeof name, "dense_%d", l + 1);
         bool fuse = s->activation == RT_ACT_RELU;
         x = mb_linear(p, name, x, s->hidden[l], fuse ? RT_ACT_RELU : RT_ACT_NONE, false, s->l2,
-                   MB_NO_SLOT);
+                      MB_NO_SLOT);
         if (!fuse) {
             snprintf(name, sizeof name, "dense_%d/act", l + 1);
             x = mb_act_layer(p, name, x, s->activation);

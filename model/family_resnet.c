@@ -10,7 +10,7 @@ static void plan_resnet(mplan *p)
     const rt_model_spec *s = &p->m->spec;
     const int64_t w = s->width, hid = (int64_t)((double)s->width * s->hidden_multiplier);
     mslot x = mb_linear(p, "first_layer", mb_input_block(p, false), w, RT_ACT_NONE, false, s->l2,
-                     MB_NO_SLOT);
+                        MB_NO_SLOT);
     char name[48];
     for (int b = 1; b <= s->blocks; b++) {
         snprintf(name, sizeof name, "block_%d/norm", b);
@@ -33,12 +33,16 @@ static void plan_resnet(mplan *p)
 static rt_status check_resnet(const rt_model_spec *s, char *err)
 {
     if (s->blocks < 1 || s->blocks > 64 || s->width < 1 || s->width > 65536)
-        return rt_err(err, RT_ERR_INVALID, "resnet: %d blocks of width %d (1 to 64 blocks, "
-                      "width 1 to 65536)", s->blocks, s->width);
+        return rt_err(err, RT_ERR_INVALID,
+                      "resnet: %d blocks of width %d (1 to 64 blocks, "
+                      "width 1 to 65536)",
+                      s->blocks, s->width);
     if (!(s->hidden_multiplier > 0.0f) || (int64_t)(s->width * s->hidden_multiplier) < 1 ||
         s->width * s->hidden_multiplier > 65536)
-        return rt_err(err, RT_ERR_INVALID, "resnet: width %d x hidden_multiplier %g is not "
-                      "a layer width (1 to 65536)", s->width, s->hidden_multiplier);
+        return rt_err(err, RT_ERR_INVALID,
+                      "resnet: width %d x hidden_multiplier %g is not "
+                      "a layer width (1 to 65536)",
+                      s->width, s->hidden_multiplier);
     if (!mb_rate_ok(s->dropout1) || !mb_rate_ok(s->dropout2))
         return rt_err(err, RT_ERR_INVALID, "resnet: dropout1 and dropout2 must be in [0, 1)");
     return RT_OK;
@@ -47,7 +51,8 @@ static rt_status check_resnet(const rt_model_spec *s, char *err)
 static bool same_resnet(const rt_model_spec *a, const rt_model_spec *b, char *why, size_t len)
 {
     MB_DIFF(a->blocks != b->blocks || a->width != b->width ||
-                (int64_t)(a->width * a->hidden_multiplier) != (int64_t)(b->width * b->hidden_multiplier),
+                (int64_t)(a->width * a->hidden_multiplier) !=
+                    (int64_t)(b->width * b->hidden_multiplier),
             "%d blocks of width %d (hidden %lld), the job's %d of %d (hidden %lld)", a->blocks,
             a->width, (long long)(a->width * a->hidden_multiplier), b->blocks, b->width,
             (long long)(b->width * b->hidden_multiplier));
