@@ -1,4 +1,4 @@
-"""The five model families of ringtrain (docs/models.md) in PyTorch, built from
+"""The six model families of ringtrain (docs/models.md) in PyTorch, built from
 the same spec, layer for layer: the reference of tests/model_parity.py (forward
 and backward against ringtrain's on the same weights) and the baseline of
 bench/torch_step.py (samples/s of the same network in PyTorch).
@@ -9,7 +9,7 @@ plus the columns: {"architecture", "categorical": [{"name", "vocab", "dim"}],
 "blocks", "width", "hidden_multiplier", "dropout1", "dropout2", "cross_layers",
 "deep_layers", "stacked", "cross_dropout", "d_token", "heads",
 "attention_dropout", "ffn_multiplier", "ffn_dropout", "residual_dropout",
-"head_scale", "bn_momentum", "bn_eps"}.  Parameter names follow ringtrain's
+"ensemble_size", "variant", "head_scale", "bn_momentum", "bn_eps"}.  Parameter names follow ringtrain's
 (`ringtrain model summary CKPT --tensors`), so weights copy over by name."""
 import math
 
@@ -310,8 +310,67 @@ class FTTransformer(nn.Module):
         return out
 
 
+class TabM(nn.Module):
+    """TabM (Gorishniy et al., ICLR 2025), written from the paper: k MLPs
+    sharing their weights, members as a second dimension (B, k, D); tabm:
+    BatchEnsemble layers ((x * r) W) * s + b in every block, mini: one x * r
+    before plain shared blocks; each member's own output layer.  members()
+    gives the k predictions (what the loss averages), forward() their mean."""
+
+    def __init__(self, spec):
+        super().__init__()
+        self.inputs = Inputs(spec)
+        self.k, w, d = spec["ensemble_size"], spec["width"], self.inputs.width
+        self.mini = spec["variant"] == "mini"
+        nb = spec["blocks"]
+        self.r0 = nn.Parameter(torch.ones(self.k, d)) if self.mini else None
+        ins = [d] + [w] * (nb - 1)
+        self.linears = nn.ModuleList(nn.Linear(i, w, bias=self.mini) for i in ins)
+        if not self.mini:
+            self.r = nn.ParameterList(nn.Parameter(torch.ones(self.k, i)) for i in ins)
+            self.s = nn.ParameterList(nn.Parameter(torch.ones(self.k, w)) for _ in ins)
+            self.b = nn.ParameterList(nn.Parameter(torch.zeros(self.k, w)) for _ in ins)
+        self.drops = nn.ModuleList(nn.Dropout(spec["dropout"][i]) for i in range(nb))
+        n_out = spec.get("n_out", 1)
+        self.out_w = nn.Parameter(torch.zeros(self.k, n_out, w))
+        self.out_b = nn.Parameter(torch.zeros(self.k, n_out))
+        self.scale = spec["head_scale"] if spec.get("head", "scaled_sigmoid") == "scaled_sigmoid" else None
+
+    def members(self, cat, cont):
+        x = self.inputs(cat, cont).unsqueeze(1).expand(-1, self.k, -1)
+        if self.mini:
+            x = x * self.r0
+        for i, lin in enumerate(self.linears):
+            if self.mini:
+                x = torch.relu(lin(x))
+            else:
+                x = torch.relu(lin(x * self.r[i]) * self.s[i] + self.b[i])
+            x = self.drops[i](x)
+        z = torch.einsum("bkd,kod->bko", x, self.out_w) + self.out_b
+        if self.scale is not None:
+            return self.scale * torch.sigmoid(z.squeeze(-1))
+        return z
+
+    def forward(self, cat, cont):
+        return self.members(cat, cont).mean(1)
+
+    def names(self, spec):
+        out = self.inputs.names(spec)
+        if self.mini:
+            out["ensemble/r"] = self.r0
+        for i, lin in enumerate(self.linears):
+            p = f"block_{i + 1}/"
+            out[p + "linear/kernel"] = lin.weight
+            if self.mini:
+                out[p + "linear/bias"] = lin.bias
+            else:
+                out[p + "r"], out[p + "s"], out[p + "bias"] = self.r[i], self.s[i], self.b[i]
+        out["output/kernel"], out["output/bias"] = self.out_w, self.out_b
+        return out
+
+
 FAMILIES = {"rossmann": Rossmann, "mlp": MLP, "resnet": ResNet, "dcn2": DCN2,
-            "ft_transformer": FTTransformer}
+            "ft_transformer": FTTransformer, "tabm": TabM}
 
 
 def set_standardize(model, mean, std):

@@ -25,11 +25,11 @@ static const struct family_key {
     {"embedding_rule", NOT_FT},
     {"embedding_dropout", NOT_FT},
     {"hidden", A(RT_ARCH_ROSSMANN) | A(RT_ARCH_MLP)},
-    {"dropout", A(RT_ARCH_ROSSMANN) | A(RT_ARCH_MLP) | A(RT_ARCH_DCN2)},
+    {"dropout", A(RT_ARCH_ROSSMANN) | A(RT_ARCH_MLP) | A(RT_ARCH_DCN2) | A(RT_ARCH_TABM)},
     {"batch_norm", A(RT_ARCH_MLP)},
     {"activation", A(RT_ARCH_MLP)},
-    {"blocks", A(RT_ARCH_RESNET) | A(RT_ARCH_FT_TRANSFORMER)},
-    {"width", A(RT_ARCH_RESNET) | A(RT_ARCH_DCN2)},
+    {"blocks", A(RT_ARCH_RESNET) | A(RT_ARCH_FT_TRANSFORMER) | A(RT_ARCH_TABM)},
+    {"width", A(RT_ARCH_RESNET) | A(RT_ARCH_DCN2) | A(RT_ARCH_TABM)},
     {"hidden_multiplier", A(RT_ARCH_RESNET)},
     {"dropout1", A(RT_ARCH_RESNET)},
     {"dropout2", A(RT_ARCH_RESNET)},
@@ -43,6 +43,9 @@ static const struct family_key {
     {"ffn_multiplier", A(RT_ARCH_FT_TRANSFORMER)},
     {"ffn_dropout", A(RT_ARCH_FT_TRANSFORMER)},
     {"residual_dropout", A(RT_ARCH_FT_TRANSFORMER)},
+    {"ensemble_size", A(RT_ARCH_TABM)},
+    {"variant", A(RT_ARCH_TABM)},
+    {"tabm_init", A(RT_ARCH_TABM)},
 };
 
 static const char *const ARCH[RT_ARCH_COUNT] = {RT_ARCH_LIST(RT_NAME_STR_COMMA, )};
@@ -149,6 +152,11 @@ static void check_lists(vctx *v)
         check_count(v, "dropout", nd, nh, "hidden layers");
     if (arch == RT_ARCH_DCN2)
         check_count(v, "dropout", nd, (int)j->deep_layers, "deep layers");
+    if (arch == RT_ARCH_TABM) {
+        check_count(v, "dropout", nd, (int)j->blocks, "blocks");
+        if (j->blocks > 16)
+            bad(v, "blocks", "tabm takes 1 to 16 blocks, not %lld", (long long)j->blocks);
+    }
     if (j->batch_norm.n == 0 || j->batch_norm.n > 16) {
         bad(v, "batch_norm", "1 to 16 values, not %zu", j->batch_norm.n);
     } else {
@@ -197,9 +205,16 @@ rt_status rt_job_model_validate(const rt_job_cfg *j, const rt_cfg_origin *o, rt_
 
 void rt_job_model_rates(const rt_job_cfg *j, int n, float *dropout, bool *batch_norm)
 {
+    /* tabm's default is the paper's 0.1, not the Rossmann network's 0.5 */
+    const bool tabm_default =
+        j->architecture == RT_ARCH_TABM && rt_cfg_is_default(&rt_job_schema, j, "model", "dropout");
     for (int i = 0; i < n; i++) {
         const rt_strlist *d = &j->dropout, *b = &j->batch_norm;
-        const char *dt = d->n == 0 ? "0" : d->items[d->n == 1 ? 0 : (size_t)i < d->n ? (size_t)i : d->n - 1];
+        const char *dt = tabm_default ? "0.1"
+                         : d->n == 0  ? "0"
+                                      : d->items[d->n == 1          ? 0
+                                                 : (size_t)i < d->n ? (size_t)i
+                                                                    : d->n - 1];
         const char *bt = b->n == 0 ? "false" : b->items[b->n == 1 ? 0 : (size_t)i < b->n ? (size_t)i : b->n - 1];
         dropout[i] = (float)strtod(dt, NULL);
         char e[RT_ERR_LEN];

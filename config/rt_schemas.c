@@ -269,7 +269,8 @@ static const rt_cfg_key job_keys[] = {
 
     RT_CFG_E("model", "architecture", "rossmann", RT_ARCH_CHOICES, rt_job_cfg, architecture,
              "the model family (docs/models.md): rossmann (Horovod's Rossmann network), mlp, "
-             "resnet, dcn2 (DCN-V2) or ft_transformer; each takes its own keys below"),
+             "resnet, dcn2 (DCN-V2), ft_transformer or tabm (an ensemble of MLPs sharing their "
+             "weights); each takes its own keys below"),
     RT_CFG_I("model", "embedding_dim", "10", 1, 1024, rt_job_cfg, embedding_dim,
              "width of every categorical embedding (embedding_rule = fixed)"),
     RT_CFG_L("model", "embedding_dims", NULL, rt_job_cfg, embedding_dims,
@@ -289,15 +290,18 @@ static const rt_cfg_key job_keys[] = {
              "rossmann, mlp: widths of the hidden layers (1 to 16)"),
     RT_CFG_L("model", "dropout", "0.5", rt_job_cfg, dropout,
              "rossmann: the rate after the last hidden layer; mlp: one rate for every hidden "
-             "layer or one each; dcn2: the deep layers' (one, or one each)"),
+             "layer or one each; dcn2: the deep layers' (one, or one each); tabm: the blocks' "
+             "(one, or one each; 0.1 when not set)"),
     RT_CFG_L("model", "batch_norm", "false", rt_job_cfg, batch_norm,
              "mlp: batch norm after each hidden layer's activation (one value, or one each)"),
     RT_CFG_E("model", "activation", "relu", RT_ACT_CHOICES, rt_job_cfg, activation,
              "mlp: the hidden layers' activation (gelu: the exact erf form)"),
     RT_CFG_I("model", "blocks", "3", 1, 64, rt_job_cfg, blocks,
-             "resnet: residual blocks; ft_transformer: transformer blocks"),
+             "resnet: residual blocks; ft_transformer: transformer blocks; tabm: the shared "
+             "MLP's layers (the paper's n_blocks)"),
     RT_CFG_I("model", "width", "256", 1, 65536, rt_job_cfg, width,
-             "resnet: the blocks' width (rtdl's d_main); dcn2: the cross and deep layers'"),
+             "resnet: the blocks' width (rtdl's d_main); dcn2: the cross and deep layers'; "
+             "tabm: the shared layers' (d_block)"),
     RT_CFG_F("model", "hidden_multiplier", "2", 0.01, 64, rt_job_cfg, hidden_multiplier,
              "resnet: each block's inner width is width * hidden_multiplier (rtdl's d_hidden)"),
     RT_CFG_F("model", "dropout1", "0.25", 0, 0.99, rt_job_cfg, dropout1,
@@ -326,6 +330,14 @@ static const rt_cfg_key job_keys[] = {
              "ft_transformer: dropout inside the feed-forward network"),
     RT_CFG_F("model", "residual_dropout", "0", 0, 0.99, rt_job_cfg, residual_dropout,
              "ft_transformer: dropout of each residual branch before its add"),
+    RT_CFG_I("model", "ensemble_size", "32", 1, 256, rt_job_cfg, ensemble_size,
+             "tabm: the members k (each sample trains as k rows of one batch)"),
+    RT_CFG_E("model", "variant", "tabm", RT_TABM_VARIANT_CHOICES, rt_job_cfg, variant,
+             "tabm: BatchEnsemble adapters in every layer (tabm), or one scaling of the "
+             "inputs before the shared layers (mini: TabM-mini)"),
+    RT_CFG_B("model", "tabm_init", "true", rt_job_cfg, tabm_init,
+             "tabm: only the first adapter starts random (+-1), the others at 1 (the paper's "
+             "TabM); false: every adapter random (BatchEnsemble's, TabM-naive)"),
     RT_CFG_F("model", "l2", "5e-5", 0, 1, rt_job_cfg, l2,
              "L2 penalty on the dense kernels (the output layer's excepted)"),
     RT_CFG_F("model", "head_scale_factor", "1.2", 0.01, 100, rt_job_cfg, head_scale_factor,

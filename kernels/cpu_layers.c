@@ -16,6 +16,7 @@
 #endif
 
 #include "act_math.h"
+#include "ens_math.h"
 #include "cpu_backend.h"
 #include "cpu_simd.h"
 #include "kctx_impl.h"
@@ -308,4 +309,34 @@ void rt_cpu_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int6
                 s += (double)g[r * dy.ld + i * d + j] * w[i * d + j];
             o[r * dx.ld + i] = (float)s;
         }
+}
+
+/* ---- ensembles (TabM) ---------------------------------------------------------------- */
+
+void rt_cpu_ens_repeat(rt_kctx *ctx, rt_view x, rt_view y)
+{
+    const int64_t D = x.cols, k = y.cols / D;
+    const float *xp = RT_F(x);
+    float *yp = RT_F(y);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (y.rows * y.cols > PAR_MIN)
+    for (int64_t r = 0; r < y.rows; r++)
+        for (int64_t t = 0; t < k; t++)
+            memcpy(yp + r * y.ld + t * D, xp + r * x.ld, (size_t)D * sizeof(float));
+}
+
+void rt_cpu_ens_reduce(rt_kctx *ctx, rt_ens_op op, rt_view x, rt_view y)
+{
+    const int64_t D = y.cols, k = x.cols / D;
+    const float *xp = RT_F(x);
+    float *yp = RT_F(y);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (x.rows * x.cols > PAR_MIN)
+    for (int64_t r = 0; r < y.rows; r++) {
+        double tmp[2 * RT_ENS_MAX_K];
+        if (op == RT_ENS_SOFTMAX) {
+            rt_ens_softmax_row(xp + r * x.ld, k, D, yp + r * y.ld, tmp);
+            continue;
+        }
+        for (int64_t j = 0; j < D; j++)
+            yp[r * y.ld + j] = rt_ens_elem((int)op, xp + r * x.ld, k, D, j, tmp);
+    }
 }

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "act_math.h"
+#include "ens_math.h"
 #include "cuda_common.cuh"
 
 #define T256 256
@@ -341,4 +342,60 @@ void rt_cuda_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int
     k_tokens_dx<<<grid_for(dy.rows * dx.cols, T256), T256, 0, s->stream>>>(
         RT_F(dy), dy.ld, w, d, RT_F(dx), dx.ld, dy.rows, dx.cols);
     LAUNCHED(s, "k_tokens_dx");
+}
+
+/* ---- ensembles (TabM) ---------------------------------------------------------------- */
+
+__global__ void k_ens_repeat(const float *x, int64_t ldx, int64_t D, float *y, int64_t ldy,
+                             int64_t rows, int64_t N)
+{
+    FOR_EACH(rows, N) y[r * ldy + j] = x[r * ldx + j % D];
+}
+
+/* SUM, MEAN: one thread per element */
+__global__ void k_ens_sum(int op, const float *x, int64_t ldx, int64_t k, float *y, int64_t ldy,
+                          int64_t rows, int64_t D)
+{
+    FOR_EACH(rows, D) y[r * ldy + j] = rt_ens_elem(op, x + r * ldx, k, D, j, NULL);
+}
+
+/* SIGMOID: one thread per element; SOFTMAX: one per row (its 2k logs in
+ * the thread's local memory) */
+__global__ void k_ens_prob(int op, const float *x, int64_t ldx, int64_t k, float *y, int64_t ldy,
+                           int64_t rows, int64_t D)
+{
+    double tmp[2 * RT_ENS_MAX_K];
+    if (op == RT_ENS_SIGMOID) {
+        FOR_EACH(rows, D) y[r * ldy + j] = rt_ens_elem(op, x + r * ldx, k, D, j, tmp);
+        return;
+    }
+    for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < rows;
+         r += (int64_t)gridDim.x * blockDim.x)
+        rt_ens_softmax_row(x + r * ldx, k, D, y + r * ldy, tmp);
+}
+
+void rt_cuda_ens_repeat(rt_kctx *ctx, rt_view x, rt_view y)
+{
+    if (y.rows * y.cols == 0)
+        return;
+    k_ens_repeat<<<grid_for(y.rows * y.cols, T256), T256, 0, CS(ctx)->stream>>>(
+        RT_F(x), x.ld, x.cols, RT_F(y), y.ld, y.rows, y.cols);
+    LAUNCHED(CS(ctx), "k_ens_repeat");
+}
+
+void rt_cuda_ens_reduce(rt_kctx *ctx, rt_ens_op op, rt_view x, rt_view y)
+{
+    if (y.rows * y.cols == 0)
+        return;
+    const int64_t k = x.cols / y.cols;
+    if (op == RT_ENS_SUM || op == RT_ENS_MEAN) {
+        k_ens_sum<<<grid_for(y.rows * y.cols, T256), T256, 0, CS(ctx)->stream>>>(
+            (int)op, RT_F(x), x.ld, k, RT_F(y), y.ld, y.rows, y.cols);
+        LAUNCHED(CS(ctx), "k_ens_sum");
+        return;
+    }
+    const int64_t n = op == RT_ENS_SOFTMAX ? y.rows : y.rows * y.cols;
+    k_ens_prob<<<grid_for(n, T256), T256, 0, CS(ctx)->stream>>>((int)op, RT_F(x), x.ld, k, RT_F(y),
+                                                                y.ld, y.rows, y.cols);
+    LAUNCHED(CS(ctx), "k_ens_prob");
 }

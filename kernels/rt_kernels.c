@@ -476,6 +476,24 @@ void rt_k_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_
     ctx->ops->tokens_bwd(ctx, x, w, dy, d, dw, db, dx);
 }
 
+void rt_k_ens_repeat(rt_kctx *ctx, rt_view x, rt_view y)
+{
+    check_view(ctx, x, RT_F32);
+    check_view(ctx, y, RT_F32);
+    RT_ASSERT(x.rows == y.rows && x.cols > 0 && y.cols % x.cols == 0);
+    ctx->ops->ens_repeat(ctx, x, y);
+}
+
+void rt_k_ens_reduce(rt_kctx *ctx, rt_ens_op op, rt_view x, rt_view y)
+{
+    check_view(ctx, x, RT_F32);
+    check_view(ctx, y, RT_F32);
+    RT_ASSERT(x.rows == y.rows && y.cols > 0 && x.cols % y.cols == 0 && x.cols > 0 &&
+              x.cols / y.cols <= RT_ENS_MAX_K);
+    RT_ASSERT(op >= RT_ENS_SUM && op <= RT_ENS_SIGMOID);
+    ctx->ops->ens_reduce(ctx, op, x, y);
+}
+
 /* qkv (B*T, 3d) and out (B*T, d) of an attention op */
 static void check_attn(const rt_kctx *ctx, const rt_attn *a, rt_view qkv, rt_view out)
 {

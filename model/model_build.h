@@ -16,12 +16,12 @@
 /* The builder's state: errors are kept and reported once at the end. */
 typedef struct mplan {
     rt_model *m;
-    rt_param_info *buf;   /* the non-trainable values, appended after the plan */
+    rt_param_info *buf; /* the non-trainable values, appended after the plan */
     int nbuf, buf_cap;
     bool failed;
     char why[RT_ERR_LEN];
-    bool adjacent;        /* the next tensor follows the last without alignment */
-    mlayer spare;         /* what a layer past the limit is written to (the plan fails) */
+    bool adjacent; /* the next tensor follows the last without alignment */
+    mlayer spare;  /* what a layer past the limit is written to (the plan fails) */
 } mplan;
 
 /* "No slot": a builder's `to` argument meaning "a new tensor". */
@@ -39,8 +39,8 @@ void mb_input(mlayer *L, mslot s);
 /* A trainable tensor of L: rows x cols in the arena, initialised by init
  * (fan_in for INIT_FAN_IN), with an L2 coefficient; suffix "/kernel" is
  * the decayed group.  A suffix not starting with '/' is the whole name. */
-void mb_param(mplan *p, mlayer *L, const char *suffix, int64_t rows, int64_t cols,
-              init_kind init, int64_t fan_in, float l2);
+void mb_param(mplan *p, mlayer *L, const char *suffix, int64_t rows, int64_t cols, init_kind init,
+              int64_t fan_in, float l2);
 /* Non-trainable values of L (moving statistics), `count` floats. */
 void mb_buffer(mplan *p, mlayer *L, const char *suffix, int64_t count);
 /* The next dropout RNG stream. */
@@ -52,8 +52,10 @@ uint32_t mb_next_stream(mplan *p);
 void mb_dropout(mplan *p, const char *name, mslot s, float rate);
 /* Dense layer from in to a new tensor (or the slot `to` when to.t >= 0);
  * keras: Glorot kernel and zero bias, else PyTorch's fan-in init. */
-mslot mb_linear(mplan *p, const char *name, mslot in, int64_t out, rt_act act, bool keras,
-                float l2, mslot to);
+mslot mb_linear(mplan *p, const char *name, mslot in, int64_t out, rt_act act, bool keras, float l2,
+                mslot to);
+/* The same without a bias (TabM's shared layers: their adapters add one). */
+mslot mb_linear_nobias(mplan *p, const char *name, mslot in, int64_t out, float l2);
 mslot mb_batchnorm(mplan *p, const char *name, mslot in);
 mslot mb_layernorm(mplan *p, const char *name, mslot in);
 mslot mb_act_layer(mplan *p, const char *name, mslot in, rt_act act);
@@ -89,12 +91,12 @@ const model_family *model_family_of(rt_arch arch);
 
 /* The helpers of same_net: DIFF(cond, fmt, ...) returns false with the
  * sentence when cond holds. */
-#define MB_DIFF(cond, ...)                                                                         \
-    do {                                                                                           \
-        if (cond) {                                                                                \
-            snprintf(why, len, __VA_ARGS__);                                                       \
-            return false;                                                                          \
-        }                                                                                          \
+#define MB_DIFF(cond, ...)                   \
+    do {                                     \
+        if (cond) {                          \
+            snprintf(why, len, __VA_ARGS__); \
+            return false;                    \
+        }                                    \
     } while (0)
 static inline bool mb_rate_ok(float r) { return r >= 0.0f && r < 1.0f; }
 

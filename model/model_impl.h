@@ -39,21 +39,25 @@ typedef enum layer_kind {
     L_ACT,         /* an activation on its own */
     L_DROPOUT,     /* in place */
     L_LAYERNORM,
-    L_ADD,         /* in[0] + in[1] */
-    L_CROSS,       /* DCN-V2's mix: drop(in[0] * in[1]) + in[2] (x0, W x + b, x) */
-    L_TOKENS,      /* FT-Transformer's feature tokens and [CLS] */
-    L_ATTENTION,   /* multi-head attention between its projections */
+    L_ADD,       /* in[0] + in[1] */
+    L_CROSS,     /* DCN-V2's mix: drop(in[0] * in[1]) + in[2] (x0, W x + b, x) */
+    L_TOKENS,    /* FT-Transformer's feature tokens and [CLS] */
+    L_ATTENTION, /* multi-head attention between its projections */
     L_REGLU,
-    L_HEAD,        /* head_scale * sigmoid */
+    L_HEAD,       /* head_scale * sigmoid */
+    L_ENS_REPEAT, /* TabM: the k members' copies of the input (out: tpr = k) */
+    L_ENS_SCALE,  /* TabM: x * r[member] (+ b[member]) (BatchEnsemble's adapters) */
+    L_ENS_LINEAR, /* TabM: a dense layer of each member's own (its output layer) */
+    L_ENS_MEAN,   /* TabM: the members' prediction (rt_ens_op); forward only */
     L_KINDS
 } layer_kind;
 
 typedef struct mtensor {
     int64_t tpr, cols;
-    bool grad;          /* has a gradient (something before it trains) */
-    bool input;         /* the continuous inputs: the model's input buffer */
+    bool grad;  /* has a gradient (something before it trains) */
+    bool input; /* the continuous inputs: the model's input buffer */
     float *data, *gdata;
-    int writer;         /* planning: a gradient has been written (backward order) */
+    int writer; /* planning: a gradient has been written (backward order) */
 } mtensor;
 
 typedef struct mslot {
@@ -72,6 +76,7 @@ typedef struct mlayer {
     float rate;         /* dropout rate (L_DROPOUT, L_CROSS, L_ATTENTION) */
     uint32_t stream;    /* its RNG stream */
     int64_t heads;      /* L_ATTENTION */
+    rt_ens_op ens;      /* L_ENS_MEAN */
     int p0, np;         /* its trainable tensors: info[p0 .. p0+np) */
     int64_t boff, nbuf; /* its non-trainable values: buffers[boff .. boff+nbuf) */
     int64_t goff, glen; /* backward's hook: its gradients' range of the arena */
@@ -92,6 +97,7 @@ typedef enum init_kind {
     INIT_UNIFORM_005, /* Keras embeddings: U(-0.05, 0.05) */
     INIT_FAN_IN,      /* PyTorch Linear (weight and bias): U(+-1/sqrt(fan_in)) */
     INIT_TOKEN,       /* rtdl tokens and embeddings: U(+-1/sqrt(d)), d = cols */
+    INIT_SIGNS,       /* TabM's adapters: +1 or -1 with equal probability */
 } init_kind;
 
 struct rt_model {
@@ -105,20 +111,23 @@ struct rt_model {
     int nlayers;
     mtensor tensors[MODEL_MAX_TENSORS];
     int ntensors;
-    int t_pred;              /* the head's output */
-    int ndropout;            /* dropout streams handed out */
-    int64_t tokens;          /* FT-Transformer: tokens per sample (0 otherwise) */
+    int t_pred;         /* the head's output (tabm: the members' mean) */
+    int t_loss;         /* what the training loss reads: t_pred, or tabm's members */
+    int64_t ens_k;      /* tabm: members per sample (0 otherwise) */
+    int64_t nobias_len; /* the widest dense layer without a bias (0: none) */
+    int ndropout;       /* dropout streams handed out */
+    int64_t tokens;     /* FT-Transformer: tokens per sample (0 otherwise) */
 
     /* the parameter table: trainable tensors in arena order, then buffers */
     rt_param_info *info;
-    init_kind *init;         /* per info entry */
-    int64_t *fan_in;         /* per info entry, for INIT_FAN_IN */
+    init_kind *init; /* per info entry */
+    int64_t *fan_in; /* per info entry, for INIT_FAN_IN */
     int ninfo, info_cap;
     int64_t n_params, n_buffers, arena;
-    int64_t std_off;         /* standardize: mean then std in the buffers (-1: none) */
-    rt_embed_col *emb_host;  /* per categorical column (host copy), and its device copy */
+    int64_t std_off;        /* standardize: mean then std in the buffers (-1: none) */
+    rt_embed_col *emb_host; /* per categorical column (host copy), and its device copy */
     rt_embed_col *emb_cols;
-    int64_t emb_lo, emb_hi;  /* the arena range of the embedding tables */
+    int64_t emb_lo, emb_hi; /* the arena range of the embedding tables */
 
     /* flat buffers and small device tables */
     float *params, *grads, *adam_m, *adam_v, *buffers;
@@ -127,9 +136,9 @@ struct rt_model {
     int nseg;
     int64_t *step;
     double *metrics;
-    double *gsq;             /* the gradient's squared norm (clip_norm) */
-    float *class_w;          /* the spec's class weights (class_weighted), device copy */
-    bool clip;               /* the update clips the gradient norm */
+    double *gsq;    /* the gradient's squared norm (clip_norm) */
+    float *class_w; /* the spec's class weights (class_weighted), device copy */
+    bool clip;      /* the update clips the gradient norm */
     uint64_t dropout_seed;
 
     /* inputs, the loss's gradient, accumulation scratch; max_batch rows */
@@ -137,6 +146,12 @@ struct rt_model {
     float *in_cont, *in_label;
     float *scratch[2];
     int64_t scratch_len;
+    /* dense layers without a bias add zeros and write their bias gradient
+     * to a throwaway buffer (the fused epilogues take a bias); tabm's
+     * loss reads each member's copy of the labels (then of the weights,
+     * divided by k; ens_invk: 1/k for rows without weights) */
+    float *zeros, *dbias;
+    float *ens_label, *ens_invk;
     /* synchronized batch norm (CPU): the ranks' sum, its failure, host scratch */
     rt_bn_sync_fn bn_sync;
     void *bn_sync_user;

@@ -42,8 +42,14 @@ static rt_view out_view(const rt_model *m, const mlayer *L, int64_t n)
     return model_slot(m, L->out, n, false);
 }
 
-static float *P(const rt_model *m, const mlayer *L, int k) { return m->params + m->info[L->p0 + k].off; }
-static float *G(const rt_model *m, const mlayer *L, int k) { return m->grads + m->info[L->p0 + k].off; }
+static float *P(const rt_model *m, const mlayer *L, int k)
+{
+    return m->params + m->info[L->p0 + k].off;
+}
+static float *G(const rt_model *m, const mlayer *L, int k)
+{
+    return m->grads + m->info[L->p0 + k].off;
+}
 
 /* A scratch view of a slot's shape (contiguous). */
 static rt_view scratch_view(const rt_model *m, int which, rt_view shape)
@@ -92,6 +98,56 @@ static void dx_pass(rt_model *m, const mlayer *L, int k, int64_t n, rt_view v)
     }
     zero_partial(m, L, k, n);
     rt_k_ew(m->ctx, RT_EW_ACC, v, v, g);
+}
+
+/* A contiguous view of n samples' k member rows as n rows of k blocks
+ * (tabm's layout: member t of sample b is row b*k + t). */
+static rt_view as_members(rt_view v, int64_t k)
+{
+    RT_ASSERT(v.ld == v.cols && k > 0 && v.rows % k == 0);
+    v.rows /= k;
+    v.cols *= k;
+    v.ld = v.cols;
+    return v;
+}
+
+/* A dense layer's bias and its gradient (zeros and a throwaway buffer for
+ * one without: L->np == 1). */
+static const float *bias_of(const rt_model *m, const mlayer *L)
+{
+    return L->np > 1 ? P(m, L, 1) : m->zeros;
+}
+static float *dbias_of(const rt_model *m, const mlayer *L)
+{
+    return L->np > 1 ? G(m, L, 1) : m->dbias;
+}
+
+/* Member t's columns of a (n, k*D) view: (n, D) at stride k*D. */
+static rt_view member(rt_view v, int64_t k, int64_t t)
+{
+    const int64_t D = v.cols / k;
+    return rt_view_cols(v, t * D, D);
+}
+
+/* tabm's output layer: member t's dense layer (O, D) on its own columns. */
+static void ens_linear(rt_model *m, const mlayer *L, int64_t n, bool fwd)
+{
+    const int64_t k = m->ens_k, D = L->in[0].cols, O = L->out.cols;
+    rt_view x = as_members(in_view(m, L, 0, n), k), y = as_members(out_view(m, L, n), k);
+    if (fwd) {
+        for (int64_t t = 0; t < k; t++)
+            rt_k_dense_fwd(m->ctx, member(x, k, t), P(m, L, 0) + t * O * D, P(m, L, 1) + t * O,
+                           RT_ACT_NONE, member(y, k, t));
+        return;
+    }
+    rt_view dy = as_members(model_slot(m, L->out, n, true), k);
+    rt_view dx = dx_begin(m, L, 0, n);
+    const rt_view dxm = dx.p ? as_members(dx, k) : dx;
+    for (int64_t t = 0; t < k; t++)
+        rt_k_dense_bwd(m->ctx, member(x, k, t), P(m, L, 0) + t * O * D, member(y, k, t),
+                       RT_ACT_NONE, member(dy, k, t), G(m, L, 0) + t * O * D, G(m, L, 1) + t * O,
+                       dx.p ? member(dxm, k, t) : dx);
+    dx_end(m, L, 0, n, dx);
 }
 
 static rt_attn attn_of(const rt_model *m, const mlayer *L, bool train)
@@ -247,7 +303,8 @@ void model_layer_fwd(rt_model *m, mlayer *L, int64_t n, bool train)
         rt_k_ew(ctx, RT_EW_COPY, in_view(m, L, 0, n), in_view(m, L, 0, n), out_view(m, L, n));
         break;
     case L_LINEAR:
-        rt_k_dense_fwd(ctx, in_view(m, L, 0, n), P(m, L, 0), P(m, L, 1), L->act, out_view(m, L, n));
+        rt_k_dense_fwd(ctx, in_view(m, L, 0, n), P(m, L, 0), bias_of(m, L), L->act,
+                       out_view(m, L, n));
         break;
     case L_ACT:
         rt_k_act_fwd(ctx, L->act, in_view(m, L, 0, n), out_view(m, L, n));
@@ -284,8 +341,23 @@ void model_layer_fwd(rt_model *m, mlayer *L, int64_t n, bool train)
     case L_REGLU:
         rt_k_reglu_fwd(ctx, in_view(m, L, 0, n), out_view(m, L, n));
         break;
-    case L_HEAD:
-        rt_k_head_fwd(ctx, in_view(m, L, 0, n).p, n, s->head_scale, out_view(m, L, n).p);
+    case L_HEAD: {
+        rt_view y = out_view(m, L, n);
+        rt_k_head_fwd(ctx, in_view(m, L, 0, n).p, y.rows, s->head_scale, y.p);
+        break;
+    }
+    case L_ENS_REPEAT:
+        rt_k_ens_repeat(ctx, in_view(m, L, 0, n), as_members(out_view(m, L, n), m->ens_k));
+        break;
+    case L_ENS_SCALE: /* y = x * r (+ b), r and b (k, D): a token op of width 1 */
+        rt_k_tokens_fwd(ctx, as_members(in_view(m, L, 0, n), m->ens_k), P(m, L, 0),
+                        L->np > 1 ? P(m, L, 1) : NULL, 1, as_members(out_view(m, L, n), m->ens_k));
+        break;
+    case L_ENS_LINEAR:
+        ens_linear(m, L, n, true);
+        break;
+    case L_ENS_MEAN:
+        rt_k_ens_reduce(ctx, L->ens, as_members(in_view(m, L, 0, n), m->ens_k), out_view(m, L, n));
         break;
     default:
         RT_ASSERT(!"unknown layer kind");
@@ -323,7 +395,7 @@ void model_layer_bwd(rt_model *m, mlayer *L, int64_t n)
     case L_LINEAR: {
         rt_view dx = dx_begin(m, L, 0, n);
         rt_k_dense_bwd(ctx, in_view(m, L, 0, n), P(m, L, 0), out_view(m, L, n), L->act, dy,
-                       G(m, L, 0), G(m, L, 1), dx);
+                       G(m, L, 0), dbias_of(m, L), dx);
         dx_end(m, L, 0, n, dx);
         break;
     }
@@ -385,10 +457,30 @@ void model_layer_bwd(rt_model *m, mlayer *L, int64_t n)
     case L_HEAD: {
         rt_view dx = dx_begin(m, L, 0, n);
         RT_ASSERT(dx.p && dx.ld == 1);
-        rt_k_head_bwd(ctx, out_view(m, L, n).p, dy.p, n, s->head_scale, dx.p);
+        rt_k_head_bwd(ctx, out_view(m, L, n).p, dy.p, dy.rows, s->head_scale, dx.p);
         dx_end(m, L, 0, n, dx);
         break;
     }
+    case L_ENS_REPEAT: {
+        rt_view dx = dx_begin(m, L, 0, n);
+        if (dx.p)
+            rt_k_ens_reduce(ctx, RT_ENS_SUM, as_members(dy, m->ens_k), dx);
+        dx_end(m, L, 0, n, dx);
+        break;
+    }
+    case L_ENS_SCALE: {
+        rt_view dx = dx_begin(m, L, 0, n);
+        rt_k_tokens_bwd(ctx, as_members(in_view(m, L, 0, n), m->ens_k), P(m, L, 0),
+                        as_members(dy, m->ens_k), 1, G(m, L, 0), L->np > 1 ? G(m, L, 1) : NULL,
+                        dx.p ? as_members(dx, m->ens_k) : dx);
+        dx_end(m, L, 0, n, dx);
+        break;
+    }
+    case L_ENS_LINEAR:
+        ens_linear(m, L, n, false);
+        break;
+    case L_ENS_MEAN: /* the loss reads the members: nothing flows back through the mean */
+        break;
     default:
         RT_ASSERT(!"unknown layer kind");
     }

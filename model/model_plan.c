@@ -11,11 +11,24 @@
 #include "model_build.h"
 
 static const char *const KIND_NAMES[L_KINDS] = {
-    [L_EMBED] = "Embedding",        [L_BATCHNORM] = "BatchNorm", [L_STANDARDIZE] = "Standardize",
-    [L_COPY] = "Identity",          [L_LINEAR] = "Dense",        [L_ACT] = "Activation",
-    [L_DROPOUT] = "Dropout",        [L_LAYERNORM] = "LayerNorm", [L_ADD] = "Add",
-    [L_CROSS] = "Cross",            [L_TOKENS] = "FeatureTokens", [L_ATTENTION] = "Attention",
-    [L_REGLU] = "ReGLU",            [L_HEAD] = "ScaledSigmoid",
+    [L_EMBED] = "Embedding",
+    [L_BATCHNORM] = "BatchNorm",
+    [L_STANDARDIZE] = "Standardize",
+    [L_COPY] = "Identity",
+    [L_LINEAR] = "Dense",
+    [L_ACT] = "Activation",
+    [L_DROPOUT] = "Dropout",
+    [L_LAYERNORM] = "LayerNorm",
+    [L_ADD] = "Add",
+    [L_CROSS] = "Cross",
+    [L_TOKENS] = "FeatureTokens",
+    [L_ATTENTION] = "Attention",
+    [L_REGLU] = "ReGLU",
+    [L_HEAD] = "ScaledSigmoid",
+    [L_ENS_REPEAT] = "EnsembleCopy",
+    [L_ENS_SCALE] = "EnsembleScale",
+    [L_ENS_LINEAR] = "EnsembleDense",
+    [L_ENS_MEAN] = "EnsembleMean",
 };
 
 const char *model_kind_name(layer_kind k) { return k < L_KINDS ? KIND_NAMES[k] : "?"; }
@@ -41,10 +54,7 @@ int mb_tensor(mplan *p, int64_t tpr, int64_t cols)
     return m->ntensors++;
 }
 
-mslot mb_whole(const mplan *p, int t)
-{
-    return (mslot){t, 0, p->m->tensors[t].cols, -1};
-}
+mslot mb_whole(const mplan *p, int t) { return (mslot){t, 0, p->m->tensors[t].cols, -1}; }
 
 mslot mb_colrange(int t, int64_t c0, int64_t n) { return (mslot){t, c0, n, -1}; }
 
@@ -79,8 +89,8 @@ static int64_t next_off(int64_t off, int64_t count)
 
 /* A trainable tensor of L: rows x cols in the arena, initialised by init
  * (fan_in for INIT_FAN_IN), with an L2 coefficient. */
-void mb_param(mplan *p, mlayer *L, const char *suffix, int64_t rows, int64_t cols,
-                  init_kind init, int64_t fan_in, float l2)
+void mb_param(mplan *p, mlayer *L, const char *suffix, int64_t rows, int64_t cols, init_kind init,
+              int64_t fan_in, float l2)
 {
     rt_model *m = p->m;
     if (m->ninfo == m->info_cap) {
@@ -163,8 +173,8 @@ void mb_dropout(mplan *p, const char *name, mslot s, float rate)
 }
 
 /* Dense layer from in to a new tensor (or the slot `to` when to.t >= 0). */
-mslot mb_linear(mplan *p, const char *name, mslot in, int64_t out, rt_act act, bool keras,
-                    float l2, mslot to)
+mslot mb_linear(mplan *p, const char *name, mslot in, int64_t out, rt_act act, bool keras, float l2,
+                mslot to)
 {
     mslot o = to.t >= 0 ? to : mb_whole(p, mb_tensor(p, p->m->tensors[in.t].tpr, out));
     mlayer *L = mb_layer(p, L_LINEAR, name, o);
@@ -172,6 +182,18 @@ mslot mb_linear(mplan *p, const char *name, mslot in, int64_t out, rt_act act, b
     L->act = act;
     mb_param(p, L, "/kernel", out, in.cols, keras ? INIT_GLOROT : INIT_FAN_IN, in.cols, l2);
     mb_param(p, L, "/bias", 1, out, keras ? INIT_ZERO : INIT_FAN_IN, in.cols, 0.0f);
+    return o;
+}
+
+mslot mb_linear_nobias(mplan *p, const char *name, mslot in, int64_t out, float l2)
+{
+    mslot o = mb_whole(p, mb_tensor(p, p->m->tensors[in.t].tpr, out));
+    mlayer *L = mb_layer(p, L_LINEAR, name, o);
+    mb_input(L, in);
+    L->act = RT_ACT_NONE;
+    mb_param(p, L, "/kernel", out, in.cols, INIT_FAN_IN, in.cols, l2);
+    if (out > p->m->nobias_len)
+        p->m->nobias_len = out;
     return o;
 }
 
@@ -243,9 +265,11 @@ mslot mb_cont_block(mplan *p, mslot to)
     layer_kind k = s->cont_norm == RT_CONT_BATCHNORM     ? L_BATCHNORM
                    : s->cont_norm == RT_CONT_STANDARDIZE ? L_STANDARDIZE
                                                          : L_COPY;
-    mlayer *L = mb_layer(p, k, k == L_BATCHNORM ? "batch_norm" : k == L_STANDARDIZE ? "standardize"
-                                                                               : "continuous",
-                      o);
+    mlayer *L = mb_layer(p, k,
+                         k == L_BATCHNORM     ? "batch_norm"
+                         : k == L_STANDARDIZE ? "standardize"
+                                              : "continuous",
+                         o);
     mb_input(L, in);
     if (k == L_BATCHNORM) {
         batchnorm_params(p, L, s->n_cont);
@@ -278,8 +302,8 @@ void mb_embedding_tables(mplan *p, mlayer *L, const int64_t *ooff, bool keras)
             snprintf(name, sizeof name, "emb_%s", s->cat_names[c]);
         else
             snprintf(name, sizeof name, "emb_%d", c);
-        m->emb_host[c] = (rt_embed_col){m->arena - m->emb_lo, s->vocab[c], (int32_t)d,
-                                        (int32_t)ooff[c], 0};
+        m->emb_host[c] =
+            (rt_embed_col){m->arena - m->emb_lo, s->vocab[c], (int32_t)d, (int32_t)ooff[c], 0};
         mb_param(p, L, name, s->vocab[c], d, keras ? INIT_UNIFORM_005 : INIT_TOKEN, 0, 0.0f);
     }
     p->adjacent = false;
@@ -324,19 +348,14 @@ mslot mb_input_block(mplan *p, bool keras)
 void mb_head(mplan *p, mslot z)
 {
     if (p->m->spec.head == RT_HEAD_LINEAR) {
-        p->m->t_pred = z.t;
+        p->m->t_pred = p->m->t_loss = z.t;
         return;
     }
-    mslot o = mb_whole(p, mb_tensor(p, 1, 1));
+    mslot o = mb_whole(p, mb_tensor(p, p->m->tensors[z.t].tpr, 1));
     mlayer *L = mb_layer(p, L_HEAD, "head", o);
     mb_input(L, z);
-    p->m->t_pred = o.t;
+    p->m->t_pred = p->m->t_loss = o.t;
 }
-
-
-
-
-
 
 /* ---- completing the plan ---------------------------------------------------------------- */
 
@@ -361,8 +380,8 @@ static void complete(mplan *p)
     m->scratch_len = 0;
     for (int i = m->nlayers - 1; i >= 0; i--) {
         mlayer *L = &m->layers[i];
-        if (L->kind == L_DROPOUT)
-            continue; /* in place: its gradient is its slot's */
+        if (L->kind == L_DROPOUT || L->kind == L_ENS_MEAN)
+            continue; /* in place: its gradient is its slot's; or no gradient */
         for (int k = 0; k < L->nin; k++) {
             mtensor *t = &m->tensors[L->in[k].t];
             if (!t->grad)

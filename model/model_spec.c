@@ -14,6 +14,8 @@ const char *const rt_loss_names[RT_LOSS_COUNT] = {RT_LOSS_LIST(RT_NAME_STR_COMMA
 const char *const rt_head_names[RT_HEAD_COUNT] = {RT_HEAD_LIST(RT_NAME_STR_COMMA, )};
 const char *const rt_task_names[RT_TASK_COUNT] = {RT_TASK_LIST(RT_NAME_STR_COMMA, )};
 const char *const rt_optim_names[RT_OPTIM_COUNT] = {RT_OPTIM_LIST(RT_NAME_STR_COMMA, )};
+const char *const rt_tabm_variant_names[RT_TABM_VARIANT_COUNT] = {
+    RT_TABM_VARIANT_LIST(RT_NAME_STR_COMMA, )};
 
 void rt_model_spec_set_emb_dim(rt_model_spec *s, int d)
 {
@@ -43,6 +45,9 @@ void rt_model_spec_defaults(rt_model_spec *s)
     s->attention_dropout = 0.2f;
     s->ffn_multiplier = 4.0f / 3.0f;
     s->ffn_dropout = 0.1f;
+    s->ensemble_size = 32;
+    s->variant = RT_TABM_FULL;
+    s->tabm_init = true;
     s->l2 = 5e-5f;
     s->head_scale = 1.0f;
     s->head = RT_HEAD_SCALED_SIGMOID;
@@ -65,14 +70,18 @@ static rt_status check_task(const rt_model_spec *s, char *err)
         return rt_err(err, RT_ERR_INVALID, "loss %s needs the linear head (logits)",
                       rt_loss_names[s->loss]);
     if (s->loss == RT_LOSS_CE && (s->n_classes < 2 || s->n_out != s->n_classes))
-        return rt_err(err, RT_ERR_INVALID, "cross_entropy needs one output per class (%d "
-                      "outputs, %d classes)", s->n_out, s->n_classes);
+        return rt_err(err, RT_ERR_INVALID,
+                      "cross_entropy needs one output per class (%d "
+                      "outputs, %d classes)",
+                      s->n_out, s->n_classes);
     if (s->loss == RT_LOSS_BCE && (s->n_classes != 2 || s->n_out != 1))
         return rt_err(err, RT_ERR_INVALID, "bce needs two classes and one output (%d classes)",
                       s->n_classes);
     if (!cls && (s->n_out != 1 || s->n_classes != 0))
-        return rt_err(err, RT_ERR_INVALID, "loss %s is a regression loss (one output, no "
-                      "classes)", rt_loss_names[s->loss]);
+        return rt_err(err, RT_ERR_INVALID,
+                      "loss %s is a regression loss (one output, no "
+                      "classes)",
+                      rt_loss_names[s->loss]);
     if (s->n_classes > RT_MODEL_MAX_CLASSES)
         return rt_err(err, RT_ERR_INVALID, "%d classes (at most %d)", s->n_classes,
                       RT_MODEL_MAX_CLASSES);
@@ -80,8 +89,8 @@ static rt_status check_task(const rt_model_spec *s, char *err)
         return rt_err(err, RT_ERR_INVALID, "huber_delta must be > 0, label_smoothing in [0, 1)");
     for (int k = 0; s->class_weighted && k < s->n_classes; k++)
         if (!(s->class_weight[k] >= 0.0f) || !isfinite(s->class_weight[k]))
-            return rt_err(err, RT_ERR_INVALID, "class weight %d is %g (a finite number >= 0)",
-                          k, s->class_weight[k]);
+            return rt_err(err, RT_ERR_INVALID, "class weight %d is %g (a finite number >= 0)", k,
+                          s->class_weight[k]);
     return RT_OK;
 }
 
@@ -130,23 +139,23 @@ rt_status rt_model_spec_check(const rt_model_spec *s, char *err)
 bool rt_model_spec_same_net(const rt_model_spec *a, const rt_model_spec *b, char *why, size_t len)
 {
     MB_DIFF(a->arch != b->arch, "architecture %s, the job's is %s", rt_arch_names[a->arch],
-         rt_arch_names[b->arch]);
+            rt_arch_names[b->arch]);
     MB_DIFF(a->n_cat != b->n_cat || a->n_cont != b->n_cont,
-         "%d categorical and %d continuous columns, the job has %d and %d", a->n_cat, a->n_cont,
-         b->n_cat, b->n_cont);
+            "%d categorical and %d continuous columns, the job has %d and %d", a->n_cat, a->n_cont,
+            b->n_cat, b->n_cont);
     for (int i = 0; i < a->n_cat; i++) {
         MB_DIFF(a->vocab[i] != b->vocab[i] || strcmp(a->cat_names[i], b->cat_names[i]) != 0,
-             "column %d is %s with %d values, the job's is %s with %d", i, a->cat_names[i],
-             a->vocab[i], b->cat_names[i], b->vocab[i]);
+                "column %d is %s with %d values, the job's is %s with %d", i, a->cat_names[i],
+                a->vocab[i], b->cat_names[i], b->vocab[i]);
         MB_DIFF(a->arch != RT_ARCH_FT_TRANSFORMER && a->emb_dim[i] != b->emb_dim[i],
-             "column %s has embeddings of %d, the job's %d", a->cat_names[i], a->emb_dim[i],
-             b->emb_dim[i]);
+                "column %s has embeddings of %d, the job's %d", a->cat_names[i], a->emb_dim[i],
+                b->emb_dim[i]);
     }
     MB_DIFF(a->n_out != b->n_out || a->head != b->head, "%d output%s (head %s), the job's %d (%s)",
-         a->n_out, a->n_out == 1 ? "" : "s", rt_head_names[a->head], b->n_out,
-         rt_head_names[b->head]);
+            a->n_out, a->n_out == 1 ? "" : "s", rt_head_names[a->head], b->n_out,
+            rt_head_names[b->head]);
     MB_DIFF(a->cont_norm != b->cont_norm, "continuous_norm %s, the job's is %s",
-         rt_cont_norm_names[a->cont_norm], rt_cont_norm_names[b->cont_norm]);
+            rt_cont_norm_names[a->cont_norm], rt_cont_norm_names[b->cont_norm]);
     return model_family_of(a->arch)->same_net(a, b, why, len);
 }
 
@@ -223,12 +232,15 @@ void rt_model_spec_json(const rt_model_spec *s, rt_jw *w)
     const struct {
         const char *k;
         int v;
-    } ints[] = {{"blocks", s->blocks},           {"width", s->width},
-                {"cross_layers", s->cross_layers}, {"deep_layers", s->deep_layers},
-                {"d_token", s->d_token},         {"heads", s->heads}};
+    } ints[] = {
+        {"blocks", s->blocks},           {"width", s->width},     {"cross_layers", s->cross_layers},
+        {"deep_layers", s->deep_layers}, {"d_token", s->d_token}, {"heads", s->heads}};
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
         rt_jw_kint(w, ints[i].k, ints[i].v);
     rt_jw_kbool(w, "stacked", s->stacked);
+    rt_jw_kint(w, "ensemble_size", s->ensemble_size);
+    rt_jw_kstr(w, "variant", rt_tabm_variant_names[s->variant]);
+    rt_jw_kbool(w, "tabm_init", s->tabm_init);
     const struct {
         const char *k;
         float v;

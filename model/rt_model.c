@@ -69,6 +69,10 @@ static void init_host(const rt_model *m, float *p, float *buf)
         case INIT_TOKEN:
             bound = 1.0f / sqrtf((float)(pi->cols > 0 ? pi->cols : 1));
             break;
+        case INIT_SIGNS:
+            for (int64_t e = 0; e < pi->count; e++)
+                dst[e] = rt_rng_uniform(s->seed, stream, 0, (uint64_t)e) < 0.5f ? -1.0f : 1.0f;
+            continue;
         }
         for (int64_t e = 0; e < pi->count; e++)
             dst[e] = bound * (2.0f * rt_rng_uniform(s->seed, stream, 0, (uint64_t)e) - 1.0f);
@@ -79,7 +83,8 @@ static void init_host(const rt_model *m, float *p, float *buf)
         if (pi->trainable)
             continue;
         const char *tail = strrchr(pi->name, '/');
-        float v = tail && (!strcmp(tail, "/moving_variance") || !strcmp(tail, "/std")) ? 1.0f : 0.0f;
+        float v =
+            tail && (!strcmp(tail, "/moving_variance") || !strcmp(tail, "/std")) ? 1.0f : 0.0f;
         for (int64_t e = 0; e < pi->count; e++)
             buf[pi->off + e] = v;
     }
@@ -163,11 +168,19 @@ static rt_status allocate(rt_model *m)
     for (int i = 0; i < m->nlayers; i++) {
         mlayer *L = &m->layers[i];
         if (L->save_fixed + L->save_per_sample > 0 || L->kind == L_BATCHNORM) /* F may be 0 */
-            L->save = alloc_dev(m, (size_t)(L->save_fixed + L->save_per_sample * m->max_batch) * 4,
-                                &st);
+            L->save =
+                alloc_dev(m, (size_t)(L->save_fixed + L->save_per_sample * m->max_batch) * 4, &st);
     }
     for (int k = 0; k < 2 && m->scratch_len > 0; k++)
         m->scratch[k] = alloc_dev(m, Bm * (size_t)m->scratch_len * 4, &st);
+    if (m->nobias_len > 0) {
+        m->zeros = alloc_dev(m, (size_t)m->nobias_len * 4, &st);
+        m->dbias = alloc_dev(m, (size_t)m->nobias_len * 4, &st);
+    }
+    if (m->ens_k > 0) {
+        m->ens_label = alloc_dev(m, Bm * (size_t)m->ens_k * 4 * 2, &st);
+        m->ens_invk = alloc_dev(m, Bm * (size_t)m->ens_k * 4, &st);
+    }
     return st;
 }
 
@@ -228,12 +241,35 @@ rt_status rt_model_create(const rt_model_spec *spec, rt_kctx *ctx, int64_t max_b
     if (m->class_w)
         rt_kmemcpy(ctx, m->class_w, spec->class_weight, (size_t)spec->n_classes * 4, RT_H2D);
     if (m->emb_host)
-        rt_kmemcpy(ctx, m->emb_cols, m->emb_host, (size_t)spec->n_cat * sizeof *m->emb_host, RT_H2D);
+        rt_kmemcpy(ctx, m->emb_cols, m->emb_host, (size_t)spec->n_cat * sizeof *m->emb_host,
+                   RT_H2D);
     rt_kmemcpy(ctx, m->step, &zero, sizeof zero, RT_H2D);
     rt_kmemset(ctx, m->adam_m, 0, P * 4);
     rt_kmemset(ctx, m->adam_v, 0, P * 4);
     rt_kmemset(ctx, m->grads, 0, P * 4);
     rt_kmemset(ctx, m->metrics, 0, RT_MODEL_NMETRICS * sizeof(double));
+    if (m->zeros)
+        rt_kmemset(ctx, m->zeros, 0, (size_t)m->nobias_len * 4);
+    if (m->ens_invk) { /* 1/k per member row: the weights of rows without weights */
+        const size_t len = (size_t)(m->ens_k * m->max_batch);
+        float *inv = malloc(len * 4);
+        st = inv ? RT_OK : RT_ERR_NOMEM;
+        for (size_t i = 0; inv && i < len; i++)
+            inv[i] = 1.0f / (float)m->ens_k;
+        if (inv)
+            rt_kmemcpy(ctx, m->ens_invk, inv, len * 4, RT_H2D);
+        if (inv && (st = rt_kctx_sync(ctx, err)) != RT_OK) {
+            free(inv);
+            inv = NULL;
+        }
+        free(inv);
+        if (st != RT_OK) {
+            free(hp);
+            free(segs);
+            rt_model_destroy(m);
+            return st == RT_ERR_NOMEM ? rt_err(err, st, "out of memory") : st;
+        }
+    }
     refresh_standardize(m, hbuf);
     st = rt_kctx_sync(ctx, err); /* the host tables are freed next */
     free(hp);
@@ -368,8 +404,39 @@ bool rt_model_rossmann_loss(const rt_model_spec *s)
     return s->head == RT_HEAD_SCALED_SIGMOID && s->loss == RT_LOSS_MAE && !s->weighted;
 }
 
+/* tabm's training loss: the mean of the k members' losses — the loss of
+ * each member's row against its copy of the label, each row weighing 1/k
+ * of its sample (so the weights still sum to the batch's and loss_norm
+ * keeps its meaning). */
+static void members_loss(rt_model *m, int64_t n)
+{
+    const mtensor *t = &m->tensors[m->t_loss];
+    const rt_model_spec *s = &m->spec;
+    const int64_t k = m->ens_k, N = n * k;
+    float *lab = m->ens_label, *w = m->ens_invk;
+    rt_k_ens_repeat(m->ctx, rt_vf32(m->in_label, n, 1, 1, m->dev), rt_vf32(lab, n, k, k, m->dev));
+    if (s->weighted) {
+        w = lab + k * m->max_batch;
+        rt_k_ens_repeat(m->ctx, rt_vf32(m->in_label + m->max_batch, n, 1, 1, m->dev),
+                        rt_vf32(w, n, k, k, m->dev));
+        rt_k_scale(m->ctx, w, N, 1.0f / (float)k);
+    }
+    if (rt_model_rossmann_loss(s)) { /* the mean over the k·n rows: each member's 1/k */
+        rt_k_mae(m->ctx, t->data, lab, N, t->gdata, m->metrics);
+        rt_k_rmspe(m->ctx, t->data, lab, N, m->metrics + 2);
+        return;
+    }
+    const rt_loss_desc d = {s->loss, s->n_out, s->huber_delta, s->label_smoothing, m->class_w};
+    rt_k_loss(m->ctx, &d, rt_vf32(t->data, N, s->n_out, s->n_out, m->dev), lab, w,
+              &m->hp->loss_norm, rt_vf32(t->gdata, N, s->n_out, s->n_out, m->dev), m->metrics);
+}
+
 void rt_model_loss(rt_model *m, int64_t n, bool with_grad)
 {
+    if (m->ens_k > 0 && with_grad) {
+        members_loss(m, n);
+        return;
+    }
     const mtensor *t = &m->tensors[m->t_pred];
     const rt_model_spec *s = &m->spec;
     if (rt_model_rossmann_loss(s)) {
@@ -532,7 +599,7 @@ double rt_model_flops_per_sample(const rt_model *m)
         const mlayer *L = &m->layers[i];
         const mtensor *t = &m->tensors[L->out.t];
         const double rows = L->out.tok >= 0 ? 1.0 : (double)t->tpr;
-        if (L->kind == L_LINEAR)
+        if (L->kind == L_LINEAR || L->kind == L_ENS_LINEAR) /* the latter: each member's */
             f += 6.0 * rows * (double)L->in[0].cols * (double)L->out.cols;
         else if (L->kind == L_ATTENTION) /* q kᵀ and P v, forward; four products backward */
             f += 6.0 * 2.0 * (double)m->tokens * (double)m->tokens * (double)L->out.cols;
@@ -552,7 +619,8 @@ void rt_model_summary(const rt_model *m, FILE *f)
             count += m->info[L->p0 + k].count;
         char shape[48];
         if (t->tpr > 1 && L->out.tok < 0)
-            snprintf(shape, sizeof shape, "(%lld, %lld)", (long long)t->tpr, (long long)L->out.cols);
+            snprintf(shape, sizeof shape, "(%lld, %lld)", (long long)t->tpr,
+                     (long long)L->out.cols);
         else
             snprintf(shape, sizeof shape, "(%lld)", (long long)L->out.cols);
         char kind[32];

@@ -30,20 +30,24 @@ typedef struct config {
     const char *act, *norm;
     bool cats, conts, bn, stacked;
     int heads;
+    int tabm; /* 1 tabm, 2 mini, 3 tabm with BatchEnsemble's init */
 } config;
 
 static const config CONFIGS[] = {
-    {RT_ARCH_ROSSMANN, "relu", "batchnorm", true, true, false, false, 0},
-    {RT_ARCH_MLP, "relu", "standardize", true, true, true, false, 0},
-    {RT_ARCH_MLP, "gelu", "none", true, true, true, false, 0},
-    {RT_ARCH_MLP, "silu", "batchnorm", false, true, false, false, 0},
-    {RT_ARCH_MLP, "tanh", "batchnorm", true, false, true, false, 0},
-    {RT_ARCH_RESNET, "relu", "batchnorm", true, true, false, false, 0},
-    {RT_ARCH_DCN2, "relu", "batchnorm", true, true, false, true, 0},
-    {RT_ARCH_DCN2, "relu", "standardize", true, true, false, false, 0},
-    {RT_ARCH_FT_TRANSFORMER, "relu", "batchnorm", true, true, false, false, 2},
-    {RT_ARCH_FT_TRANSFORMER, "relu", "none", true, false, false, false, 1},
-    {RT_ARCH_FT_TRANSFORMER, "relu", "standardize", false, true, false, false, 4},
+    {RT_ARCH_ROSSMANN, "relu", "batchnorm", true, true, false, false, 0, 0},
+    {RT_ARCH_MLP, "relu", "standardize", true, true, true, false, 0, 0},
+    {RT_ARCH_MLP, "gelu", "none", true, true, true, false, 0, 0},
+    {RT_ARCH_MLP, "silu", "batchnorm", false, true, false, false, 0, 0},
+    {RT_ARCH_MLP, "tanh", "batchnorm", true, false, true, false, 0, 0},
+    {RT_ARCH_RESNET, "relu", "batchnorm", true, true, false, false, 0, 0},
+    {RT_ARCH_DCN2, "relu", "batchnorm", true, true, false, true, 0, 0},
+    {RT_ARCH_DCN2, "relu", "standardize", true, true, false, false, 0, 0},
+    {RT_ARCH_FT_TRANSFORMER, "relu", "batchnorm", true, true, false, false, 2, 0},
+    {RT_ARCH_FT_TRANSFORMER, "relu", "none", true, false, false, false, 1, 0},
+    {RT_ARCH_FT_TRANSFORMER, "relu", "standardize", false, true, false, false, 4, 0},
+    {RT_ARCH_TABM, "relu", "standardize", true, true, false, false, 0, 1},
+    {RT_ARCH_TABM, "relu", "batchnorm", true, false, false, false, 0, 2},
+    {RT_ARCH_TABM, "relu", "none", false, true, false, false, 0, 3},
 };
 
 static int name_of(const char *const *names, int n, const char *s)
@@ -84,6 +88,9 @@ static void spec_of(const config *c, rt_model_spec *s)
     s->ffn_multiplier = 4.0f / 3.0f;
     s->attention_dropout = s->ffn_dropout = s->residual_dropout = 0;
     s->dropout1 = s->dropout2 = s->cross_dropout = 0;
+    s->ensemble_size = irange(2, 5);
+    s->variant = c->tabm == 2 ? RT_TABM_MINI : RT_TABM_FULL;
+    s->tabm_init = c->tabm != 3;
     s->head_scale = 9.0f;
     s->seed = rng_state;
 }

@@ -63,8 +63,13 @@ def check(dump):
     cat = torch.tensor(dump["cat"], dtype=torch.long).reshape(n, ncat)
     cont = torch.tensor(dump["cont"], dtype=torch.float64).reshape(n, spec["n_cont"])
     label = torch.tensor(dump["label"], dtype=torch.float64)
-    pred = model(cat, cont)
-    loss = (pred - label).abs().mean()
+    if spec["architecture"] == "tabm":  # the loss: the members' mean; the prediction: their mean
+        members = model.members(cat, cont)
+        pred = members.mean(1)
+        loss = (members - label[:, None]).abs().mean()
+    else:
+        pred = model(cat, cont)
+        loss = (pred - label).abs().mean()
     loss.backward()
     ok = close("predictions", dump["pred"], pred)
     ok = close("loss", [dump["loss"]], loss.reshape(1)) and ok

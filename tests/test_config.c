@@ -367,13 +367,15 @@ static void test_job_model_keys(void **state)
     const char *e1[] = {"job.ini:7: [model] cross_layers: architecture = mlp does not take it "
                         "(dcn2 does)"};
     job_errors("architecture = mlp\ncross_layers = 5\n", e1, 1);
-    const char *e2[] = {"job.ini:7: [model] embedding_dim: architecture = ft_transformer does "
-                        "not take it (rossmann, mlp, resnet and dcn2 do); ft_transformer embeds "
-                        "every column in a token of d_token",
-                        "job.ini:8: [model] heads: 5 heads do not divide d_token = 192"};
+    const char *e2[] = {
+        "job.ini:7: [model] embedding_dim: architecture = ft_transformer does "
+        "not take it (rossmann, mlp, resnet, dcn2 and tabm do); ft_transformer embeds "
+        "every column in a token of d_token",
+        "job.ini:8: [model] heads: 5 heads do not divide d_token = 192"};
     job_errors("architecture = ft_transformer\nembedding_dim = 16\nheads = 5\n", e2, 2);
-    const char *e3[] = {"job.ini:7: [model] dropout: architecture = resnet does not take it "
-                        "(rossmann, mlp and dcn2 do); resnet's dropouts are dropout1 and dropout2"};
+    const char *e3[] = {
+        "job.ini:7: [model] dropout: architecture = resnet does not take it "
+        "(rossmann, mlp, dcn2 and tabm do); resnet's dropouts are dropout1 and dropout2"};
     job_errors("architecture = resnet\ndropout = 0.3\n", e3, 1);
     const char *e4[] = {"job.ini:8: [model] dropout: 3 values for 2 hidden layers"};
     job_errors("architecture = mlp\nhidden = 8, 8\ndropout = 0.1, 0.1, 0.1\n", e4, 1);

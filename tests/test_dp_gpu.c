@@ -62,7 +62,7 @@ static rt_model_spec small_spec(void)
 }
 
 /* The other families, as small: each with its dropouts, its norms (batch
- * or layer), its residual or cross wiring. */
+ * or layer), its residual or cross wiring, its ensemble. */
 static rt_model_spec family_spec(rt_arch arch)
 {
     rt_model_spec s = small_spec();
@@ -92,6 +92,12 @@ static rt_model_spec family_spec(rt_arch arch)
         s.d_token = 8;
         s.heads = 2;
         s.attention_dropout = s.ffn_dropout = s.residual_dropout = 0.1f;
+        break;
+    case RT_ARCH_TABM:
+        s.blocks = 2;
+        s.width = 16;
+        s.ensemble_size = 4;
+        s.dropout[0] = s.dropout[1] = 0.1f;
         break;
     default:
         break;

@@ -86,6 +86,11 @@ run dcn2 --set model.architecture=dcn2 --set model.width=16 --set model.cross_la
 run ft_transformer --set model.architecture=ft_transformer --set model.blocks=1 \
   --set model.d_token=8 --set model.heads=2 --set model.embedding_dim=10 # its default: d_token instead
 grep -q "Attention" "$out/ft_transformer.summary" || fail "the FT-Transformer's summary has no attention"
+run tabm --set model.architecture=tabm --set model.blocks=2 --set model.width=16 \
+  --set model.ensemble_size=4
+grep -q "EnsembleDense  *(4, 1)" "$out/tabm.summary" || fail "tabm's summary has no members' output layer"
+run tabm_mini --set model.architecture=tabm --set model.variant=mini --set model.blocks=1 \
+  --set model.width=16 --set model.ensemble_size=3
 
 # ---- refused before anything runs ------------------------------------------------------
 refused() { # WHAT PATTERN -- ringtrain arguments...

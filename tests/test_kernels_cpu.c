@@ -521,6 +521,66 @@ static void test_head_and_losses(void **state)
 
 /* ---- Adam --------------------------------------------------------------------- */
 
+/* TabM's reductions against double references: the mean, the log of
+ * the members' mean softmax (rows with a tie, logits 200 apart whose
+ * probabilities underflow a float), the logit of their mean sigmoid. */
+static void test_ensemble(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(31);
+    const int64_t R = 37, k = 5, D = 4;
+    float x[37 * 5 * 4], y[37 * 4], rep[37 * 5 * 4];
+    tu_fill(&g, x, sizeof x / sizeof *x, -6, 6);
+    for (int64_t t = 0; t < k; t++) { /* row 0: every member ties; row 1: overflowing logits */
+        for (int64_t j = 0; j < D; j++)
+            x[t * D + j] = 2.0f, x[(k + t) * D + j] = j == 0 ? 100.0f : -100.0f;
+    }
+    double ref[37 * 4];
+    for (int op = RT_ENS_SUM; op <= RT_ENS_SIGMOID; op++) {
+        for (int64_t r = 0; r < R; r++) {
+            const float *xr = x + r * k * D;
+            for (int64_t j = 0; j < D; j++) {
+                double a = 0, b = 0;
+                for (int64_t t = 0; t < k; t++) {
+                    if (op == RT_ENS_SOFTMAX) {
+                        double z = 0;
+                        for (int64_t i = 0; i < D; i++)
+                            z += exp((double)xr[t * D + i] - xr[t * D + j]);
+                        a += 1.0 / z / (double)k;
+                    } else if (op == RT_ENS_SIGMOID) {
+                        a += 1.0 / (1.0 + exp(-(double)xr[t * D + j])) / (double)k;
+                        b += 1.0 / (1.0 + exp((double)xr[t * D + j])) / (double)k;
+                    } else {
+                        a += xr[t * D + j];
+                    }
+                }
+                ref[r * D + j] = op == RT_ENS_SUM       ? a
+                                 : op == RT_ENS_MEAN    ? a / (double)k
+                                 : op == RT_ENS_SOFTMAX ? log(a)
+                                                        : log(a) - log(b);
+            }
+        }
+        rt_k_ens_reduce(ctx, (rt_ens_op)op, rt_vf32(x, R, k * D, k * D, RT_DEVICE_CPU),
+                        rt_vf32(y, R, D, D, RT_DEVICE_CPU));
+        double got[37 * 4];
+        for (int64_t i = 0; i < R * D; i++)
+            got[i] = y[i];
+        char what[32];
+        snprintf(what, sizeof what, "ens_reduce %d", op);
+        assert_true(tu_close_d(what, got, ref, (size_t)(R * D), 1e-5, 1e-5));
+    }
+    /* the tie: every class 1/D; 200 apart: log p of the winner 0, the others -200 */
+    rt_k_ens_reduce(ctx, RT_ENS_SOFTMAX, rt_vf32(x, R, k * D, k * D, RT_DEVICE_CPU),
+                    rt_vf32(y, R, D, D, RT_DEVICE_CPU));
+    assert_true(fabsf(y[0] - logf(0.25f)) < 1e-6f && fabsf(y[D]) < 1e-6f &&
+                fabsf(y[D + 1] + 200.0f) < 1e-4f);
+    rt_k_ens_repeat(ctx, rt_vf32(y, R, D, D, RT_DEVICE_CPU),
+                    rt_vf32(rep, R, k * D, k * D, RT_DEVICE_CPU));
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t t = 0; t < k; t++)
+            assert_memory_equal(rep + (r * k + t) * D, y + r * D, (size_t)D * sizeof(float));
+}
+
 static void test_adam(void **state)
 {
     (void)state;
@@ -649,11 +709,11 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_philox_kat),    cmocka_unit_test(test_dropout_mask),
-        cmocka_unit_test(test_dropout_avx2),
-        cmocka_unit_test(test_embedding),     cmocka_unit_test(test_batchnorm),
-        cmocka_unit_test(test_dense),         cmocka_unit_test(test_head_and_losses),
-        cmocka_unit_test(test_adam),          cmocka_unit_test(test_blas_core_choice),
+        cmocka_unit_test(test_philox_kat),       cmocka_unit_test(test_dropout_mask),
+        cmocka_unit_test(test_dropout_avx2),     cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_batchnorm),        cmocka_unit_test(test_dense),
+        cmocka_unit_test(test_head_and_losses),  cmocka_unit_test(test_adam),
+        cmocka_unit_test(test_blas_core_choice), cmocka_unit_test(test_ensemble),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -198,6 +198,28 @@ static void test_op_tokens(void **state)
     }
 }
 
+/* TabM's member copies and reductions: the copy exact, the reductions
+ * (double sums in member order on both) to float rounding and the
+ * device's exp/log. */
+static void test_op_ensemble(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(56);
+    for (int op = RT_ENS_SUM; op <= RT_ENS_SIGMOID; op++) {
+        const int64_t R = tu_int(&g, 1, 1500), k = tu_int(&g, 1, 33);
+        const int64_t D = op == RT_ENS_SIGMOID ? tu_int(&g, 1, 2) : tu_int(&g, 1, 40);
+        pair x = mat(&g, R, D, 2, -3, 3), xk = out_mat(&g, R, k * D, 1);
+        rt_k_ens_repeat(cpu, hv(x), hv(xk));
+        rt_k_ens_repeat(gpu, dv(x), dv(xk));
+        same("ens_repeat", xk, 0, 0);
+        pair z = mat(&g, R, k * D, 3, -12, 12), y = out_mat(&g, R, D, 2);
+        rt_k_ens_reduce(cpu, (rt_ens_op)op, hv(z), hv(y));
+        rt_k_ens_reduce(gpu, (rt_ens_op)op, dv(z), dv(y));
+        same("ens_reduce", y, 1e-6, 1e-6);
+        pfree(&x), pfree(&xk), pfree(&z), pfree(&y);
+    }
+}
+
 static void test_op_attention(void **state)
 {
     (void)state;
@@ -238,7 +260,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_op_activations), cmocka_unit_test(test_op_elementwise),
         cmocka_unit_test(test_op_layernorm),   cmocka_unit_test(test_op_tokens),
-        cmocka_unit_test(test_op_attention),
+        cmocka_unit_test(test_op_attention),   cmocka_unit_test(test_op_ensemble),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -10,7 +10,7 @@
  * adds where a tensor has several readers, the partial slots (the [CLS]
  * token, the concatenations) and the hooks' ranges.  Models are small and
  * random (widths, columns, rates, residual and cross wiring), fresh each
- * run (RT_TEST_SEED). */
+ * run (RT_TEST_SEED); tabm's loss is its members' mean. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -205,11 +205,11 @@ static void layer(dnet *d, const mlayer *L, const double *P)
                 *at(d, L->out, r, j) = in(d, L->in[0], r, j);
         break;
     case L_LINEAR: {
-        const double *w = prm(d, P, L, 0), *bias = prm(d, P, L, 1);
+        const double *w = prm(d, P, L, 0), *bias = L->np > 1 ? prm(d, P, L, 1) : NULL;
         const int64_t K = L->in[0].cols;
         for (int64_t r = 0; r < R; r++)
             for (int64_t o = 0; o < C; o++) {
-                double z = bias[o];
+                double z = bias ? bias[o] : 0.0;
                 for (int64_t k = 0; k < K; k++)
                     z += in(d, L->in[0], r, k) * w[o * K + k];
                 *at(d, L->out, r, o) = act(L->act, z);
@@ -255,12 +255,47 @@ static void layer(dnet *d, const mlayer *L, const double *P)
         for (int64_t r = 0; r < R; r++)
             *at(d, L->out, r, 0) = sp->head_scale / (1 + exp(-in(d, L->in[0], r, 0)));
         break;
+    case L_ENS_REPEAT: /* member row r of sample r / k */
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t j = 0; j < C; j++)
+                *at(d, L->out, r, j) = in(d, L->in[0], r / d->m->ens_k, j);
+        break;
+    case L_ENS_SCALE:
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t j = 0; j < C; j++) {
+                const int64_t e = (r % d->m->ens_k) * C + j;
+                *at(d, L->out, r, j) = in(d, L->in[0], r, j) * prm(d, P, L, 0)[e] +
+                                       (L->np > 1 ? prm(d, P, L, 1)[e] : 0.0);
+            }
+        break;
+    case L_ENS_LINEAR: { /* member t's kernel (C, K) and bias (C) */
+        const int64_t K = L->in[0].cols;
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t o = 0; o < C; o++) {
+                const int64_t t = r % d->m->ens_k;
+                double z = prm(d, P, L, 1)[t * C + o];
+                for (int64_t c = 0; c < K; c++)
+                    z += in(d, L->in[0], r, c) * prm(d, P, L, 0)[(t * C + o) * K + c];
+                *at(d, L->out, r, o) = z;
+            }
+        break;
+    }
+    case L_ENS_MEAN: /* regression: the members' mean */
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t j = 0; j < C; j++) {
+                double m = 0;
+                for (int64_t t = 0; t < d->m->ens_k; t++)
+                    m += in(d, L->in[0], r * d->m->ens_k + t, j) / (double)d->m->ens_k;
+                *at(d, L->out, r, j) = m;
+            }
+        break;
     default:
         fail_msg("layer kind %d has no reference", (int)L->kind);
     }
 }
 
-/* mean |pred - label| of the network with parameters P */
+/* mean |pred - label| of the network with parameters P (tabm: over its
+ * members' predictions, each against its sample's label) */
 static double ref_loss(dnet *d, const double *P)
 {
     for (int t = 0; t < d->m->ntensors; t++)
@@ -268,10 +303,11 @@ static double ref_loss(dnet *d, const double *P)
             memset(d->t[t], 0, (size_t)(d->n * d->m->tensors[t].tpr * d->m->tensors[t].cols) * 8);
     for (int i = 0; i < d->m->nlayers; i++)
         layer(d, &d->m->layers[i], P);
-    const double *pred = tens(d, d->m->t_pred);
+    const double *pred = tens(d, d->m->t_loss);
+    const int64_t k = d->m->tensors[d->m->t_loss].tpr, N = d->n * k;
     double loss = 0;
-    for (int64_t i = 0; i < d->n; i++)
-        loss += fabs(pred[i] - d->label[i]) / (double)d->n;
+    for (int64_t i = 0; i < N; i++)
+        loss += fabs(pred[i] - d->label[i / k]) / (double)N;
     return loss;
 }
 
@@ -335,6 +371,8 @@ static void check_family(const char *what, const rt_model_spec *s, tu_rng *g)
     tu_fill(g, pf, (size_t)P, -0.6, 0.6);
     assert_int_equal(rt_model_set_state(m, pf, NULL, NULL, NULL, NULL, err), RT_OK);
     rt_model_set_batch(m, cat, cont, label, n);
+    const rt_adam_hp hp = {0}; /* loss_norm 0: a loss other than Rossmann's divides by the rows */
+    rt_model_set_hparams(m, &hp);
     rt_model_forward(m, n, true);
     rt_model_loss(m, n, true);
     hooks hk = {rt_model_arena_len(m), 0};
@@ -486,6 +524,30 @@ static void test_ft_transformer(void **state)
     }
 }
 
+static void test_tabm(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(46);
+    for (int rep = 0; rep < 4; rep++) {
+        rt_model_spec s;
+        rt_model_spec_defaults(&s);
+        s.arch = RT_ARCH_TABM;
+        columns(&g, &s, rep != 1, rep != 2);
+        s.cont_norm = rep == 3 ? RT_CONT_BATCHNORM : RT_CONT_STANDARDIZE;
+        s.variant = rep == 1 ? RT_TABM_MINI : RT_TABM_FULL;
+        s.tabm_init = rep != 2;
+        s.ensemble_size = (int)tu_int(&g, 2, 4);
+        s.blocks = rep == 0 ? 2 : 1;
+        s.width = (int)tu_int(&g, 3, 6);
+        s.dropout[0] = rep == 0 ? 0.2f : 0.0f;
+        s.head = rep == 3 ? RT_HEAD_LINEAR : RT_HEAD_SCALED_SIGMOID;
+        char what[48];
+        snprintf(what, sizeof what, "tabm %s k=%d", rt_tabm_variant_names[s.variant],
+                 s.ensemble_size);
+        check_family(what, &s, &g);
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -503,9 +565,9 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rossmann),     cmocka_unit_test(test_mlp),
-        cmocka_unit_test(test_resnet),       cmocka_unit_test(test_dcn2),
-        cmocka_unit_test(test_ft_transformer),
+        cmocka_unit_test(test_rossmann),       cmocka_unit_test(test_mlp),
+        cmocka_unit_test(test_resnet),         cmocka_unit_test(test_dcn2),
+        cmocka_unit_test(test_ft_transformer), cmocka_unit_test(test_tabm),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -264,17 +264,25 @@ static rt_status parse_model(const rt_json *m, rt_model_spec *s, const char *nam
         int *i;
         float *f;
     } keys[] = {
-        {"blocks", &s->blocks, NULL},          {"width", &s->width, NULL},
-        {"cross_layers", &s->cross_layers, NULL}, {"deep_layers", &s->deep_layers, NULL},
-        {"d_token", &s->d_token, NULL},        {"heads", &s->heads, NULL},
+        {"blocks", &s->blocks, NULL},
+        {"width", &s->width, NULL},
+        {"cross_layers", &s->cross_layers, NULL},
+        {"deep_layers", &s->deep_layers, NULL},
+        {"d_token", &s->d_token, NULL},
+        {"heads", &s->heads, NULL},
+        {"ensemble_size", &s->ensemble_size, NULL},
         {"hidden_multiplier", NULL, &s->hidden_multiplier},
-        {"dropout1", NULL, &s->dropout1},      {"dropout2", NULL, &s->dropout2},
+        {"dropout1", NULL, &s->dropout1},
+        {"dropout2", NULL, &s->dropout2},
         {"cross_dropout", NULL, &s->cross_dropout},
         {"attention_dropout", NULL, &s->attention_dropout},
         {"ffn_multiplier", NULL, &s->ffn_multiplier},
-        {"ffn_dropout", NULL, &s->ffn_dropout}, {"residual_dropout", NULL, &s->residual_dropout},
-        {"l2", NULL, &s->l2},                  {"head_scale", NULL, &s->head_scale},
-        {"bn_momentum", NULL, &s->bn_momentum}, {"bn_eps", NULL, &s->bn_eps},
+        {"ffn_dropout", NULL, &s->ffn_dropout},
+        {"residual_dropout", NULL, &s->residual_dropout},
+        {"l2", NULL, &s->l2},
+        {"head_scale", NULL, &s->head_scale},
+        {"bn_momentum", NULL, &s->bn_momentum},
+        {"bn_eps", NULL, &s->bn_eps},
     };
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
         const rt_json *x = rt_json_get(m, keys[k].key);
@@ -289,6 +297,12 @@ static rt_status parse_model(const rt_json *m, rt_model_spec *s, const char *nam
         }
     }
     s->stacked = rt_json_bool(rt_json_get(m, "stacked"), false);
+    s->tabm_init = rt_json_bool(rt_json_get(m, "tabm_init"), true);
+    int variant = name_index(rt_tabm_variant_names, RT_TABM_VARIANT_COUNT,
+                             rt_json_str(rt_json_get(m, "variant"), "tabm"));
+    if (variant < 0)
+        return damaged(err, name, "its model's variant is unknown");
+    s->variant = (rt_tabm_variant)variant;
     /* the task's keys (absent: Rossmann's head and loss) */
     int head = name_index(rt_head_names, RT_HEAD_COUNT,
                           rt_json_str(rt_json_get(m, "head"), "scaled_sigmoid"));

@@ -124,6 +124,9 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const
     s->ffn_multiplier = (float)cfg->ffn_multiplier;
     s->ffn_dropout = (float)cfg->ffn_dropout;
     s->residual_dropout = (float)cfg->residual_dropout;
+    s->ensemble_size = (int)cfg->ensemble_size;
+    s->variant = (rt_tabm_variant)cfg->variant;
+    s->tabm_init = cfg->tabm_init;
     s->l2 = (float)cfg->l2;
     rt_task_info t;
     if ((st = rt_job_task(cfg, o, ds, cols, &t, err)) != RT_OK)

@@ -14,11 +14,21 @@
 #define RT_NAME_STR_COMMA(id, name) name,
 
 /* The model families (rt_model.h; [model] architecture). */
-#define RT_ARCH_LIST(X, S)                                                                         \
-    X(RT_ARCH_ROSSMANN, "rossmann") S X(RT_ARCH_MLP, "mlp") S X(RT_ARCH_RESNET, "resnet")         \
-    S X(RT_ARCH_DCN2, "dcn2") S X(RT_ARCH_FT_TRANSFORMER, "ft_transformer")
+#define RT_ARCH_LIST(X, S)                                                               \
+    X(RT_ARCH_ROSSMANN, "rossmann")                                                      \
+    S X(RT_ARCH_MLP, "mlp") S X(RT_ARCH_RESNET, "resnet") S X(RT_ARCH_DCN2, "dcn2") S X( \
+        RT_ARCH_FT_TRANSFORMER, "ft_transformer") S                                      \
+    X(RT_ARCH_TABM, "tabm")
 typedef enum rt_arch { RT_ARCH_LIST(RT_NAME_ID, ) RT_ARCH_COUNT } rt_arch;
 #define RT_ARCH_CHOICES RT_ARCH_LIST(RT_NAME_STR, "|")
+
+/* TabM's variants ([model] variant): BatchEnsemble adapters in every
+ * layer, or one scaling before the first (TabM-mini). */
+#define RT_TABM_VARIANT_LIST(X, S) X(RT_TABM_FULL, "tabm") S X(RT_TABM_MINI, "mini")
+typedef enum rt_tabm_variant {
+    RT_TABM_VARIANT_LIST(RT_NAME_ID, ) RT_TABM_VARIANT_COUNT
+} rt_tabm_variant;
+#define RT_TABM_VARIANT_CHOICES RT_TABM_VARIANT_LIST(RT_NAME_STR, "|")
 
 /* Activations (rt_kernels.h): none, then those [model] activation takes
  * (its choice i is rt_act i + 1). */

@@ -113,6 +113,9 @@ typedef struct rt_job_cfg {
     double cross_dropout;
     int64_t d_token, heads;
     double attention_dropout, ffn_multiplier, ffn_dropout, residual_dropout;
+    int64_t ensemble_size;
+    int variant; /* rt_tabm_variant */
+    bool tabm_init;
     double l2, head_scale_factor, bn_momentum, bn_eps;
     int head;                      /* 0 auto, else rt_head + 1 */
     int device;

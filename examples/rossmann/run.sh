@@ -18,7 +18,7 @@
 #            1000-1000-1000-500 model for 100 epochs (hours on a CPU; meant
 #            for GPU nodes).
 # --model    the model family (docs/models.md): rossmann (the seed's
-#            network, the default), mlp, resnet, dcn2 or ft_transformer;
+#            network, the default), mlp, resnet, dcn2, ft_transformer or tabm;
 #            with --small each at a size for the small data (ft_transformer
 #            takes several minutes on 2 cores), else at its job-file
 #            defaults.
@@ -79,7 +79,9 @@ if [ "$small" = 1 ]; then
                   --set model.dropout=0.2) ;;
     ft_transformer) model+=(--set model.d_token=32 --set model.blocks=2 --set model.heads=4
                             --set model.attention_dropout=0.1 --set model.ffn_dropout=0.1) ;;
-    *) echo "run.sh: --model is rossmann, mlp, resnet, dcn2 or ft_transformer, not '$arch'" >&2
+    tabm) model+=(--set model.blocks=2 --set model.width=256 --set model.ensemble_size=16
+                  --set model.dropout=0.1) ;;
+    *) echo "run.sh: --model is rossmann, mlp, resnet, dcn2, ft_transformer or tabm, not '$arch'" >&2
        exit 2 ;;
   esac
 else

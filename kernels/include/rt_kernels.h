@@ -300,6 +300,23 @@ void rt_k_tokens_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, in
 void rt_k_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw,
                      float *db, rt_view dx);
 
+/* TabM's ensembles (rt_model): the k members of a sample side by side in
+ * one row, member t's D values at columns t*D .. t*D + D - 1.
+ * rt_k_ens_repeat: y (B, k*D)[b, t*D + j] = x (B, D)[b, j].
+ * rt_k_ens_reduce: y (B, D) from the k blocks of x (B, k*D), k = x.cols /
+ * y.cols, each sum in member order (double):
+ *   RT_ENS_SUM      y = sum_t x_t (rt_k_ens_repeat's gradient)
+ *   RT_ENS_MEAN     y = mean_t x_t (a regression's ensemble prediction)
+ *   RT_ENS_SOFTMAX  y = log(mean_t softmax(x_t)): logits whose softmax is
+ *                   the members' mean probabilities (cross_entropy)
+ *   RT_ENS_SIGMOID  y = logit(mean_t sigmoid(x_t)), per column (bce)
+ * (the means of probabilities kept as logs: finite however small); k at
+ * most RT_ENS_MAX_K. */
+#define RT_ENS_MAX_K 256
+typedef enum rt_ens_op { RT_ENS_SUM, RT_ENS_MEAN, RT_ENS_SOFTMAX, RT_ENS_SIGMOID } rt_ens_op;
+void rt_k_ens_repeat(rt_kctx *ctx, rt_view x, rt_view y);
+void rt_k_ens_reduce(rt_kctx *ctx, rt_ens_op op, rt_view x, rt_view y);
+
 /* Multi-head scaled dot-product self-attention over the T tokens of each
  * sample (rtdl's MultiheadAttention between its projections):
  *   qkv (B*T, 3d): row b*T + t is [q | k | v] of token t of sample b; head h

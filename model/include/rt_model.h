@@ -12,6 +12,10 @@
  *   ft_transformer  rtdl's FT-Transformer: feature tokens + [CLS] -> pre-LN
  *                   transformer blocks (attention, ReGLU feed-forward) ->
  *                   [CLS] -> LN -> ReLU -> Linear
+ *   tabm            TabM (Gorishniy et al. 2025): k MLPs sharing their
+ *                   weights, each with its own BatchEnsemble adapters and
+ *                   output layer, trained as one batch of k·B rows; the
+ *                   loss is the members' mean, the prediction their mean
  *
  * every one ending in an output layer of n_out units and a head: Rossmann's
  * pred = head_scale * sigmoid(z) with MAE on the (log) label (the default,
@@ -65,6 +69,7 @@ extern const char *const rt_loss_names[RT_LOSS_COUNT];
 extern const char *const rt_head_names[RT_HEAD_COUNT];
 extern const char *const rt_task_names[RT_TASK_COUNT];
 extern const char *const rt_optim_names[RT_OPTIM_COUNT];
+extern const char *const rt_tabm_variant_names[RT_TABM_VARIANT_COUNT];
 
 typedef struct rt_model_spec {
     rt_arch arch;
@@ -75,7 +80,7 @@ typedef struct rt_model_spec {
     char cat_names[RT_MODEL_MAX_CAT][RT_MODEL_NAME_LEN]; /* optional, for summaries */
     int n_cont;                                          /* continuous columns */
     rt_cont_norm cont_norm;
-    float emb_dropout;                                   /* on the embeddings (not ft_transformer) */
+    float emb_dropout; /* on the embeddings (not ft_transformer) */
     /* rossmann and mlp: the hidden layers (dcn2: its deep layers' dropout) */
     int n_hidden;
     int hidden[RT_MODEL_MAX_HIDDEN];
@@ -92,21 +97,25 @@ typedef struct rt_model_spec {
     /* ft_transformer */
     int d_token, heads;
     float attention_dropout, ffn_multiplier, ffn_dropout, residual_dropout;
+    /* tabm (also blocks, width; dropout[] per block) */
+    int ensemble_size; /* k members */
+    rt_tabm_variant variant;
+    bool tabm_init; /* TabM's init: only the first adapter random (else all) */
     /* every family */
-    float l2;          /* loss += l2 * sum(w^2) per hidden kernel */
-    float head_scale;  /* pred = head_scale * sigmoid(z) (head scaled_sigmoid) */
+    float l2;         /* loss += l2 * sum(w^2) per hidden kernel */
+    float head_scale; /* pred = head_scale * sigmoid(z) (head scaled_sigmoid) */
     /* the task: the output layer, its head and the loss (rt_k_loss) */
-    rt_head head;      /* scaled_sigmoid (Rossmann's regression head) or linear (z itself) */
-    int n_out;         /* outputs per row: 1, or K logits for cross_entropy */
+    rt_head head; /* scaled_sigmoid (Rossmann's regression head) or linear (z itself) */
+    int n_out;    /* outputs per row: 1, or K logits for cross_entropy */
     rt_loss loss;
     float huber_delta, label_smoothing;
-    int n_classes;     /* classification: K (bce: 2); 0 for regression */
+    int n_classes; /* classification: K (bce: 2); 0 for regression */
     bool class_weighted;
     float class_weight[RT_MODEL_MAX_CLASSES]; /* n_classes, when class_weighted */
-    bool weighted;     /* rows carry sample weights: a label buffer of n rows holds the n
+    bool weighted; /* rows carry sample weights: a label buffer of n rows holds the n
                           labels, then the n weights */
     float bn_momentum, bn_eps;
-    uint64_t seed;     /* initialisation (and default dropout) seed */
+    uint64_t seed; /* initialisation (and default dropout) seed */
 } rt_model_spec;
 
 /* The Rossmann defaults (d = 10, 1000-1000-1000-500, dropout 0.5 after the
@@ -120,8 +129,7 @@ rt_status rt_model_spec_check(const rt_model_spec *spec, char *err);
 /* Whether two specs build the same network (layers, widths, activations,
  * inputs; dropout rates, l2 and the seed may differ); else a sentence
  * naming the first difference, a's then b's. */
-bool rt_model_spec_same_net(const rt_model_spec *a, const rt_model_spec *b, char *why,
-                            size_t len);
+bool rt_model_spec_same_net(const rt_model_spec *a, const rt_model_spec *b, char *why, size_t len);
 /* The spec as a JSON object: the architecture, the columns ("categorical":
  * name, vocab, dim; "n_cont"), every family's keys — what a checkpoint's
  * "model" holds and bench/torch_models.py builds the same network from. */
@@ -141,8 +149,8 @@ typedef struct rt_param_info {
     int64_t pos;                       /* offset in the packed state (no padding) */
     int64_t rows, cols;
     float l2;
-    bool trainable;                    /* false: BN moving statistics (own buffer) */
-    bool decay;                        /* a dense kernel: weight decay applies (rtdl's groups) */
+    bool trainable; /* false: BN moving statistics (own buffer) */
+    bool decay;     /* a dense kernel: weight decay applies (rtdl's groups) */
 } rt_param_info;
 
 typedef struct rt_model rt_model;
