@@ -36,7 +36,7 @@ def main():
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seconds", type=float, default=3.0)
-    ap.add_argument("--families", default="rossmann,mlp,resnet,dcn2,ft_transformer")
+    ap.add_argument("--families", default="rossmann,mlp,resnet,dcn2,ft_transformer,tabm")
     ap.add_argument("--batches", default="256,4096")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--set", action="append", default=[])

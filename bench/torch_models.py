@@ -43,7 +43,18 @@ class Inputs(nn.Module):
             self.bn = keras_bn(self.n_cont, spec)
         self.register_buffer("mean", torch.zeros(self.n_cont))
         self.register_buffer("std", torch.ones(self.n_cont))
-        self.width = sum(c["dim"] for c in spec["categorical"]) + self.n_cont
+        # rtdl_num_embeddings: LinearEmbeddings, or PeriodicEmbeddings (PLR, lite = False)
+        self.num_emb = spec.get("numeric_embedding", "none") if self.n_cont else "none"
+        d, k = spec.get("d_embedding", 24), spec.get("frequencies", 48)
+        if self.num_emb == "linear":
+            self.num_w = nn.Parameter(torch.zeros(self.n_cont, d))
+            self.num_b = nn.Parameter(torch.zeros(self.n_cont, d))
+        elif self.num_emb == "periodic":
+            self.freq = nn.Parameter(torch.zeros(self.n_cont, k))
+            self.num_w = nn.Parameter(torch.zeros(self.n_cont, d, 2 * k))
+            self.num_b = nn.Parameter(torch.zeros(self.n_cont, d))
+        n_num = self.n_cont * (d if self.num_emb != "none" else 1)
+        self.width = sum(c["dim"] for c in spec["categorical"]) + n_num
 
     def cont(self, x):
         if self.norm == "batchnorm":
@@ -58,13 +69,28 @@ class Inputs(nn.Module):
         if len(self.emb):
             parts.append(self.emb_drop(torch.cat([e(cat[:, i]) for i, e in enumerate(self.emb)], 1)))
         if self.n_cont:
-            parts.append(self.cont(cont))
+            parts.append(self.numeric(self.cont(cont)))
         return torch.cat(parts, 1)
+
+    def numeric(self, x):
+        """The numeric columns as they are, or embedded (B, n * d_embedding)."""
+        if self.num_emb == "linear":
+            return (x[:, :, None] * self.num_w + self.num_b).flatten(1)
+        if self.num_emb == "periodic":
+            th = 2 * math.pi * self.freq * x[:, :, None]
+            z = torch.cat([torch.cos(th), torch.sin(th)], -1)  # (B, n, 2k)
+            return torch.relu(torch.einsum("bnk,ndk->bnd", z, self.num_w) + self.num_b).flatten(1)
+        return x
 
     def names(self, spec):
         out = {f"emb_{c['name']}": e.weight for c, e in zip(spec["categorical"], self.emb)}
         if self.n_cont and self.norm == "batchnorm":
             out["batch_norm/gamma"], out["batch_norm/beta"] = self.bn.weight, self.bn.bias
+        if self.num_emb == "linear":
+            out["numeric/linear/weight"], out["numeric/linear/bias"] = self.num_w, self.num_b
+        elif self.num_emb == "periodic":
+            out["numeric/periodic/frequencies"] = self.freq
+            out["numeric/linear/kernel"], out["numeric/linear/bias"] = self.num_w, self.num_b
         return out
 
 

@@ -14,6 +14,7 @@
 
 #define A(arch) (1u << (arch))
 #define NOT_FT (~A(RT_ARCH_FT_TRANSFORMER) & (A(RT_ARCH_COUNT) - 1))
+#define NUM_EMB (NOT_FT & ~A(RT_ARCH_ROSSMANN))
 
 /* Which families take each family key; every other [model] key is common. */
 static const struct family_key {
@@ -24,6 +25,10 @@ static const struct family_key {
     {"embedding_dims", NOT_FT},
     {"embedding_rule", NOT_FT},
     {"embedding_dropout", NOT_FT},
+    {"numeric_embedding", NUM_EMB},
+    {"d_embedding", NUM_EMB},
+    {"frequencies", NUM_EMB},
+    {"frequency_scale", NUM_EMB},
     {"hidden", A(RT_ARCH_ROSSMANN) | A(RT_ARCH_MLP)},
     {"dropout", A(RT_ARCH_ROSSMANN) | A(RT_ARCH_MLP) | A(RT_ARCH_DCN2) | A(RT_ARCH_TABM)},
     {"batch_norm", A(RT_ARCH_MLP)},

@@ -280,6 +280,19 @@ static const rt_cfg_key job_keys[] = {
              "for a column of n values (fastai's emb_sz_rule)"),
     RT_CFG_F("model", "embedding_dropout", "0", 0, 0.99, rt_job_cfg, embedding_dropout,
              "dropout on the embeddings (fastai's emb_drop)"),
+    RT_CFG_E("model", "numeric_embedding", "none", RT_NUM_EMB_CHOICES, rt_job_cfg,
+             numeric_embedding,
+             "mlp, resnet, dcn2, tabm: each continuous column (after continuous_norm) embedded in "
+             "d_embedding values: linear (x w + b per column), periodic (PLR: cos and sin of 2 pi "
+             "f x for `frequencies` trained f, a linear layer per column, ReLU), or none (the "
+             "value itself)"),
+    RT_CFG_I("model", "d_embedding", "24", 1, 1024, rt_job_cfg, d_embedding,
+             "numeric_embedding: the width of each continuous column's embedding"),
+    RT_CFG_I("model", "frequencies", "48", 1, 1024, rt_job_cfg, frequencies,
+             "numeric_embedding = periodic: frequencies per column (rtdl's n_frequencies)"),
+    RT_CFG_F("model", "frequency_scale", "0.01", 1e-6, 100, rt_job_cfg, frequency_scale,
+             "numeric_embedding = periodic: the frequencies' initial standard deviation "
+             "(rtdl's frequency_init_scale, sigma; the paper tunes it in [0.01, 100])"),
     RT_CFG_E("model", "continuous_norm", "auto", "auto|" RT_CONT_NORM_CHOICES, rt_job_cfg,
              continuous_norm,
              "continuous inputs: a batch-norm layer, (x - mean) / std with the training rows' "

@@ -51,4 +51,12 @@ RT_HD float rt_act_df(int act, float x)
     }
 }
 
+/* Periodic features (rt_k_periodic_*): the angle 2π f x, and the
+ * derivative of (cos θ, sin θ)·(gc, gs) by θ. */
+RT_HD float rt_periodic_theta(float f, float x) { return 6.28318530717958648f * f * x; }
+RT_HD float rt_periodic_dtheta(float th, float gc, float gs)
+{
+    return cosf(th) * gs - sinf(th) * gc;
+}
+
 #endif

@@ -30,6 +30,9 @@ void rt_cpu_tokens_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, 
                        rt_view y);
 void rt_cpu_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw,
                        float *db, rt_view dx);
+void rt_cpu_periodic_fwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view y);
+void rt_cpu_periodic_bwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view dy, float *df,
+                         rt_view dx);
 void rt_cpu_ens_repeat(rt_kctx *ctx, rt_view x, rt_view y);
 void rt_cpu_ens_reduce(rt_kctx *ctx, rt_ens_op op, rt_view x, rt_view y);
 void rt_cpu_attn_fwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,

@@ -340,3 +340,57 @@ void rt_cpu_ens_reduce(rt_kctx *ctx, rt_ens_op op, rt_view x, rt_view y)
             yp[r * y.ld + j] = rt_ens_elem((int)op, xp + r * x.ld, k, D, j, tmp);
     }
 }
+
+/* ---- periodic features of the numeric columns ----------------------------------------- */
+
+void rt_cpu_periodic_fwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view y)
+{
+    const int64_t n = x.cols;
+    const float *xp = RT_F(x);
+    float *yp = RT_F(y);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (y.rows * y.cols > PAR_MIN)
+    for (int64_t r = 0; r < y.rows; r++)
+        for (int64_t i = 0; i < n; i++) {
+            float *yr = yp + r * y.ld + i * 2 * k;
+            for (int64_t j = 0; j < k; j++) {
+                const float th = rt_periodic_theta(f[i * k + j], xp[r * x.ld + i]);
+                yr[j] = cosf(th);
+                yr[k + j] = sinf(th);
+            }
+        }
+}
+
+void rt_cpu_periodic_bwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view dy, float *df,
+                         rt_view dx)
+{
+    const int64_t B = x.rows, n = x.cols;
+    const float *xp = RT_F(x), *g = RT_F(dy);
+    const float twopi = 6.28318530717958648f;
+    /* df: each frequency summed over the rows in order by one thread */
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (B * n * k > PAR_MIN)
+    for (int64_t p = 0; p < n * k; p++) {
+        const int64_t i = p / k, j = p - i * k;
+        double s = 0.0;
+        for (int64_t r = 0; r < B; r++) {
+            const float xv = xp[r * x.ld + i], th = rt_periodic_theta(f[p], xv);
+            const float *gr = g + r * dy.ld + i * 2 * k;
+            s += (double)(twopi * xv) * rt_periodic_dtheta(th, gr[j], gr[k + j]);
+        }
+        df[p] = (float)s;
+    }
+    if (!dx.p)
+        return;
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (B * n * k > PAR_MIN)
+    for (int64_t r = 0; r < B; r++)
+        for (int64_t i = 0; i < n; i++) {
+            const float xv = xp[r * x.ld + i];
+            const float *gr = g + r * dy.ld + i * 2 * k;
+            double s = 0.0;
+            for (int64_t j = 0; j < k; j++) {
+                const float fv = f[i * k + j];
+                s += (double)(twopi * fv) *
+                     rt_periodic_dtheta(rt_periodic_theta(fv, xv), gr[j], gr[k + j]);
+            }
+            RT_F(dx)[r * dx.ld + i] = (float)s;
+        }
+}

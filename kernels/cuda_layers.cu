@@ -399,3 +399,77 @@ void rt_cuda_ens_reduce(rt_kctx *ctx, rt_ens_op op, rt_view x, rt_view y)
                                                                 y.ld, y.rows, y.cols);
     LAUNCHED(CS(ctx), "k_ens_prob");
 }
+
+/* ---- periodic features of the numeric columns ----------------------------------------- */
+
+__global__ void k_periodic_fwd(const float *x, int64_t ldx, const float *f, int64_t k, float *y,
+                               int64_t ldy, int64_t rows, int64_t nk)
+{
+    FOR_EACH(rows, nk) /* j: column i = j / k, frequency j % k */
+    {
+        const int64_t i = j / k, q = j - i * k;
+        const float th = rt_periodic_theta(f[j], x[r * ldx + i]);
+        y[r * ldy + i * 2 * k + q] = cosf(th);
+        y[r * ldy + i * 2 * k + k + q] = sinf(th);
+    }
+}
+
+/* df: one thread per frequency, the rows in order */
+__global__ void k_periodic_df(const float *x, int64_t ldx, const float *f, int64_t k,
+                              const float *g, int64_t ldg, int64_t rows, int64_t nk, float *df)
+{
+    for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < nk;
+         p += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t i = p / k, q = p - i * k;
+        double s = 0.0;
+        for (int64_t r = 0; r < rows; r++) {
+            const float xv = x[r * ldx + i], th = rt_periodic_theta(f[p], xv);
+            const float *gr = g + r * ldg + i * 2 * k;
+            s += (double)(6.28318530717958648f * xv) * rt_periodic_dtheta(th, gr[q], gr[k + q]);
+        }
+        df[p] = (float)s;
+    }
+}
+
+__global__ void k_periodic_dx(const float *x, int64_t ldx, const float *f, int64_t k,
+                              const float *g, int64_t ldg, float *dx, int64_t lddx, int64_t rows,
+                              int64_t n)
+{
+    FOR_EACH(rows, n)
+    {
+        const float xv = x[r * ldx + j];
+        const float *gr = g + r * ldg + j * 2 * k;
+        double s = 0.0;
+        for (int64_t q = 0; q < k; q++) {
+            const float fv = f[j * k + q];
+            s += (double)(6.28318530717958648f * fv) *
+                 rt_periodic_dtheta(rt_periodic_theta(fv, xv), gr[q], gr[k + q]);
+        }
+        dx[r * lddx + j] = (float)s;
+    }
+}
+
+void rt_cuda_periodic_fwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view y)
+{
+    if (x.rows * x.cols == 0)
+        return;
+    k_periodic_fwd<<<grid_for(x.rows * x.cols * k, T256), T256, 0, CS(ctx)->stream>>>(
+        RT_F(x), x.ld, f, k, RT_F(y), y.ld, x.rows, x.cols * k);
+    LAUNCHED(CS(ctx), "k_periodic_fwd");
+}
+
+void rt_cuda_periodic_bwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view dy, float *df,
+                          rt_view dx)
+{
+    cuda_state *s = CS(ctx);
+    if (x.cols == 0)
+        return;
+    k_periodic_df<<<grid_for(x.cols * k, T256), T256, 0, s->stream>>>(
+        RT_F(x), x.ld, f, k, RT_F(dy), dy.ld, x.rows, x.cols * k, df);
+    LAUNCHED(s, "k_periodic_df");
+    if (!dx.p || x.rows == 0)
+        return;
+    k_periodic_dx<<<grid_for(x.rows * x.cols, T256), T256, 0, s->stream>>>(
+        RT_F(x), x.ld, f, k, RT_F(dy), dy.ld, RT_F(dx), dx.ld, x.rows, x.cols);
+    LAUNCHED(s, "k_periodic_dx");
+}

@@ -104,6 +104,9 @@ struct rt_kernel_ops {
                        rt_view y);
     void (*tokens_bwd)(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw,
                        float *db, rt_view dx);
+    void (*periodic_fwd)(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view y);
+    void (*periodic_bwd)(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view dy, float *df,
+                         rt_view dx);
     void (*ens_repeat)(rt_kctx *ctx, rt_view x, rt_view y);
     void (*ens_reduce)(rt_kctx *ctx, rt_ens_op op, rt_view x, rt_view y);
     void (*attn_fwd)(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,

@@ -476,6 +476,25 @@ void rt_k_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_
     ctx->ops->tokens_bwd(ctx, x, w, dy, d, dw, db, dx);
 }
 
+void rt_k_periodic_fwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view y)
+{
+    check_view(ctx, x, RT_F32);
+    check_view(ctx, y, RT_F32);
+    RT_ASSERT(k > 0 && x.rows == y.rows && y.cols == x.cols * 2 * k);
+    ctx->ops->periodic_fwd(ctx, x, f, k, y);
+}
+
+void rt_k_periodic_bwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view dy, float *df,
+                       rt_view dx)
+{
+    check_view(ctx, x, RT_F32);
+    check_view(ctx, dy, RT_F32);
+    RT_ASSERT(k > 0 && x.rows == dy.rows && dy.cols == x.cols * 2 * k);
+    if (dx.p)
+        check_same(ctx, x, dx);
+    ctx->ops->periodic_bwd(ctx, x, f, k, dy, df, dx);
+}
+
 void rt_k_ens_repeat(rt_kctx *ctx, rt_view x, rt_view y)
 {
     check_view(ctx, x, RT_F32);

@@ -75,7 +75,7 @@ static void plan_tabm(mplan *p)
     }
     /* each member's output layer: (k * n_out, width) kernels, (k, n_out) biases */
     mslot z = mb_whole(p, mb_tensor(p, k, s->n_out));
-    L = mb_layer(p, L_ENS_LINEAR, "output", z);
+    L = mb_layer(p, L_TOKEN_LINEAR, "output", z);
     mb_input(L, x);
     mb_param(p, L, "/kernel", k * s->n_out, w, INIT_FAN_IN, w, 0.0f);
     mb_param(p, L, "/bias", k, s->n_out, INIT_FAN_IN, w, 0.0f);

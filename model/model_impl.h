@@ -44,11 +44,13 @@ typedef enum layer_kind {
     L_TOKENS,    /* FT-Transformer's feature tokens and [CLS] */
     L_ATTENTION, /* multi-head attention between its projections */
     L_REGLU,
-    L_HEAD,       /* head_scale * sigmoid */
-    L_ENS_REPEAT, /* TabM: the k members' copies of the input (out: tpr = k) */
-    L_ENS_SCALE,  /* TabM: x * r[member] (+ b[member]) (BatchEnsemble's adapters) */
-    L_ENS_LINEAR, /* TabM: a dense layer of each member's own (its output layer) */
-    L_ENS_MEAN,   /* TabM: the members' prediction (rt_ens_op); forward only */
+    L_HEAD,         /* head_scale * sigmoid */
+    L_ENS_REPEAT,   /* TabM: the k members' copies of the input (out: tpr = k) */
+    L_ENS_SCALE,    /* TabM: x * r[member] (+ b[member]) (BatchEnsemble's adapters) */
+    L_TOKEN_LINEAR, /* a dense layer of each token's own (TabM's members' outputs, per column) */
+    L_ENS_MEAN,     /* TabM: the members' prediction (rt_ens_op); forward only */
+    L_NUM_LINEAR,   /* numeric embeddings: x_i w_i + b_i per column (out: n*d columns) */
+    L_PERIODIC,     /* numeric embeddings: cos, sin of 2π f x (out: tpr = n, 2k columns) */
     L_KINDS
 } layer_kind;
 
@@ -98,6 +100,7 @@ typedef enum init_kind {
     INIT_FAN_IN,      /* PyTorch Linear (weight and bias): U(+-1/sqrt(fan_in)) */
     INIT_TOKEN,       /* rtdl tokens and embeddings: U(+-1/sqrt(d)), d = cols */
     INIT_SIGNS,       /* TabM's adapters: +1 or -1 with equal probability */
+    INIT_FREQ,        /* periodic embeddings: N(0, frequency_scale²) cut at 3 std */
 } init_kind;
 
 struct rt_model {

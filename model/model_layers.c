@@ -111,6 +111,18 @@ static rt_view as_members(rt_view v, int64_t k)
     return v;
 }
 
+/* v, a contiguous view of L's input (or its gradient), as L's output has
+ * it: a tensor of T tokens read into a slot of one row per sample (the
+ * numeric embeddings' ReLU into the inputs' columns) joins each sample's
+ * T rows into one. */
+static rt_view joined(const rt_model *m, const mlayer *L, rt_view v)
+{
+    const int64_t T = m->tensors[L->in[0].t].tpr;
+    if (!v.p || L->in[0].tok >= 0 || T == m->tensors[L->out.t].tpr)
+        return v;
+    return as_members(v, T);
+}
+
 /* A dense layer's bias and its gradient (zeros and a throwaway buffer for
  * one without: L->np == 1). */
 static const float *bias_of(const rt_model *m, const mlayer *L)
@@ -129,10 +141,12 @@ static rt_view member(rt_view v, int64_t k, int64_t t)
     return rt_view_cols(v, t * D, D);
 }
 
-/* tabm's output layer: member t's dense layer (O, D) on its own columns. */
-static void ens_linear(rt_model *m, const mlayer *L, int64_t n, bool fwd)
+/* A dense layer per token: token t of every sample through its own (O, D)
+ * kernel and O biases (tabm's members' output layers, the numeric
+ * embeddings' per-column layers). */
+static void token_linear(rt_model *m, const mlayer *L, int64_t n, bool fwd)
 {
-    const int64_t k = m->ens_k, D = L->in[0].cols, O = L->out.cols;
+    const int64_t k = m->tensors[L->in[0].t].tpr, D = L->in[0].cols, O = L->out.cols;
     rt_view x = as_members(in_view(m, L, 0, n), k), y = as_members(out_view(m, L, n), k);
     if (fwd) {
         for (int64_t t = 0; t < k; t++)
@@ -306,8 +320,8 @@ void model_layer_fwd(rt_model *m, mlayer *L, int64_t n, bool train)
         rt_k_dense_fwd(ctx, in_view(m, L, 0, n), P(m, L, 0), bias_of(m, L), L->act,
                        out_view(m, L, n));
         break;
-    case L_ACT:
-        rt_k_act_fwd(ctx, L->act, in_view(m, L, 0, n), out_view(m, L, n));
+    case L_ACT: /* a tensor of tokens into a slot of one row per sample: its rows joined */
+        rt_k_act_fwd(ctx, L->act, joined(m, L, in_view(m, L, 0, n)), out_view(m, L, n));
         break;
     case L_DROPOUT:
         if (train)
@@ -353,11 +367,19 @@ void model_layer_fwd(rt_model *m, mlayer *L, int64_t n, bool train)
         rt_k_tokens_fwd(ctx, as_members(in_view(m, L, 0, n), m->ens_k), P(m, L, 0),
                         L->np > 1 ? P(m, L, 1) : NULL, 1, as_members(out_view(m, L, n), m->ens_k));
         break;
-    case L_ENS_LINEAR:
-        ens_linear(m, L, n, true);
+    case L_TOKEN_LINEAR:
+        token_linear(m, L, n, true);
         break;
     case L_ENS_MEAN:
         rt_k_ens_reduce(ctx, L->ens, as_members(in_view(m, L, 0, n), m->ens_k), out_view(m, L, n));
+        break;
+    case L_NUM_LINEAR:
+        rt_k_tokens_fwd(ctx, in_view(m, L, 0, n), P(m, L, 0), P(m, L, 1), s->d_embedding,
+                        out_view(m, L, n));
+        break;
+    case L_PERIODIC:
+        rt_k_periodic_fwd(ctx, in_view(m, L, 0, n), P(m, L, 0), s->frequencies,
+                          as_members(out_view(m, L, n), s->n_cont));
         break;
     default:
         RT_ASSERT(!"unknown layer kind");
@@ -402,7 +424,7 @@ void model_layer_bwd(rt_model *m, mlayer *L, int64_t n)
     case L_ACT: {
         rt_view dx = dx_begin(m, L, 0, n);
         if (dx.p)
-            rt_k_act_bwd(ctx, L->act, in_view(m, L, 0, n), dy, dx);
+            rt_k_act_bwd(ctx, L->act, joined(m, L, in_view(m, L, 0, n)), dy, joined(m, L, dx));
         dx_end(m, L, 0, n, dx);
         break;
     }
@@ -476,11 +498,25 @@ void model_layer_bwd(rt_model *m, mlayer *L, int64_t n)
         dx_end(m, L, 0, n, dx);
         break;
     }
-    case L_ENS_LINEAR:
-        ens_linear(m, L, n, false);
+    case L_TOKEN_LINEAR:
+        token_linear(m, L, n, false);
         break;
     case L_ENS_MEAN: /* the loss reads the members: nothing flows back through the mean */
         break;
+    case L_NUM_LINEAR: {
+        rt_view dx = dx_begin(m, L, 0, n);
+        rt_k_tokens_bwd(ctx, in_view(m, L, 0, n), P(m, L, 0), dy, s->d_embedding, G(m, L, 0),
+                        G(m, L, 1), dx);
+        dx_end(m, L, 0, n, dx);
+        break;
+    }
+    case L_PERIODIC: {
+        rt_view dx = dx_begin(m, L, 0, n);
+        rt_k_periodic_bwd(ctx, in_view(m, L, 0, n), P(m, L, 0), s->frequencies,
+                          as_members(dy, s->n_cont), G(m, L, 0), dx);
+        dx_end(m, L, 0, n, dx);
+        break;
+    }
     default:
         RT_ASSERT(!"unknown layer kind");
     }

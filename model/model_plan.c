@@ -27,8 +27,10 @@ static const char *const KIND_NAMES[L_KINDS] = {
     [L_HEAD] = "ScaledSigmoid",
     [L_ENS_REPEAT] = "EnsembleCopy",
     [L_ENS_SCALE] = "EnsembleScale",
-    [L_ENS_LINEAR] = "EnsembleDense",
+    [L_TOKEN_LINEAR] = "TokenDense",
     [L_ENS_MEAN] = "EnsembleMean",
+    [L_NUM_LINEAR] = "NumLinear",
+    [L_PERIODIC] = "Periodic",
 };
 
 const char *model_kind_name(layer_kind k) { return k < L_KINDS ? KIND_NAMES[k] : "?"; }
@@ -311,6 +313,36 @@ void mb_embedding_tables(mplan *p, mlayer *L, const int64_t *ooff, bool keras)
     m->arena = next_off(m->arena, 0);
 }
 
+/* The continuous columns' embeddings (rtdl_num_embeddings), d_embedding
+ * each, into `to` (n_cont * d columns): linear, x_i w_i + b_i; periodic
+ * (PLR), ReLU(Linear_i([cos 2π f_i x_i, sin 2π f_i x_i])) with each
+ * column's own frequencies and layer. */
+static void num_embeddings(mplan *p, mslot to)
+{
+    const rt_model_spec *s = &p->m->spec;
+    const int64_t n = s->n_cont, d = s->d_embedding, k = s->frequencies;
+    mslot x = mb_cont_block(p, MB_NO_SLOT);
+    if (s->num_emb == RT_NUM_EMB_LINEAR) {
+        mlayer *L = mb_layer(p, L_NUM_LINEAR, "numeric/linear", to);
+        mb_input(L, x);
+        mb_param(p, L, "/weight", n, d, INIT_TOKEN, 0, 0.0f);
+        mb_param(p, L, "/bias", n, d, INIT_TOKEN, 0, 0.0f);
+        return;
+    }
+    mslot f = mb_whole(p, mb_tensor(p, n, 2 * k));
+    mlayer *L = mb_layer(p, L_PERIODIC, "numeric/periodic", f);
+    mb_input(L, x);
+    mb_param(p, L, "/frequencies", n, k, INIT_FREQ, 0, 0.0f);
+    mslot z = mb_whole(p, mb_tensor(p, n, d));
+    L = mb_layer(p, L_TOKEN_LINEAR, "numeric/linear", z);
+    mb_input(L, f);
+    mb_param(p, L, "/kernel", n * d, 2 * k, INIT_FAN_IN, 2 * k, 0.0f);
+    mb_param(p, L, "/bias", n, d, INIT_FAN_IN, 2 * k, 0.0f);
+    L = mb_layer(p, L_ACT, "numeric/relu", to);
+    mb_input(L, z);
+    L->act = RT_ACT_RELU;
+}
+
 /* Embeddings and continuous inputs side by side in one tensor (Rossmann's
  * concat; rtdl's MLP, ResNet and DCN-V2 inputs). */
 mslot mb_input_block(mplan *p, bool keras)
@@ -326,11 +358,20 @@ mslot mb_input_block(mplan *p, bool keras)
         ooff[c] = E;
         E += s->emb_dim[c];
     }
-    if (s->n_cat == 0) { /* the continuous inputs alone */
+    const bool numemb = s->num_emb != RT_NUM_EMB_NONE && s->n_cont > 0;
+    if (s->n_cat == 0 && !numemb) { /* the continuous inputs alone */
         free(ooff);
         return mb_cont_block(p, MB_NO_SLOT);
     }
-    int x0 = mb_tensor(p, 1, E + s->n_cont);
+    const int64_t ncw = numemb ? (int64_t)s->n_cont * s->d_embedding : s->n_cont;
+    int x0 = mb_tensor(p, 1, E + ncw);
+    if (numemb) {
+        num_embeddings(p, mb_colrange(x0, E, ncw));
+        if (s->n_cat == 0) {
+            free(ooff);
+            return mb_whole(p, x0);
+        }
+    }
     mslot emb = mb_colrange(x0, 0, E);
     mlayer *L = mb_layer(p, L_EMBED, "embedding", emb);
     mb_embedding_tables(p, L, ooff, keras);
@@ -338,7 +379,7 @@ mslot mb_input_block(mplan *p, bool keras)
     mb_dropout(p, "embedding_dropout", emb, s->emb_dropout);
     /* rossmann declares its (empty) batch norm without continuous columns
      * too: its tensors keep their numbers, and so their initial values */
-    if (s->n_cont > 0 || keras)
+    if (!numemb && (s->n_cont > 0 || keras))
         mb_cont_block(p, mb_colrange(x0, E, s->n_cont));
     return mb_whole(p, x0);
 }

@@ -14,6 +14,7 @@ const char *const rt_loss_names[RT_LOSS_COUNT] = {RT_LOSS_LIST(RT_NAME_STR_COMMA
 const char *const rt_head_names[RT_HEAD_COUNT] = {RT_HEAD_LIST(RT_NAME_STR_COMMA, )};
 const char *const rt_task_names[RT_TASK_COUNT] = {RT_TASK_LIST(RT_NAME_STR_COMMA, )};
 const char *const rt_optim_names[RT_OPTIM_COUNT] = {RT_OPTIM_LIST(RT_NAME_STR_COMMA, )};
+const char *const rt_num_emb_names[RT_NUM_EMB_COUNT] = {RT_NUM_EMB_LIST(RT_NAME_STR_COMMA, )};
 const char *const rt_tabm_variant_names[RT_TABM_VARIANT_COUNT] = {
     RT_TABM_VARIANT_LIST(RT_NAME_STR_COMMA, )};
 
@@ -45,6 +46,10 @@ void rt_model_spec_defaults(rt_model_spec *s)
     s->attention_dropout = 0.2f;
     s->ffn_multiplier = 4.0f / 3.0f;
     s->ffn_dropout = 0.1f;
+    s->num_emb = RT_NUM_EMB_NONE;
+    s->d_embedding = 24;
+    s->frequencies = 48;
+    s->frequency_scale = 0.01f;
     s->ensemble_size = 32;
     s->variant = RT_TABM_FULL;
     s->tabm_init = true;
@@ -121,6 +126,23 @@ rt_status rt_model_spec_check(const rt_model_spec *s, char *err)
     }
     if (values > INT32_MAX)
         return rt_err(err, RT_ERR_INVALID, "embedding tables hold more than 2^31 values");
+    if ((unsigned)s->num_emb >= RT_NUM_EMB_COUNT)
+        return rt_err(err, RT_ERR_INVALID, "unknown numeric_embedding %d", (int)s->num_emb);
+    if (s->num_emb != RT_NUM_EMB_NONE &&
+        (s->arch == RT_ARCH_ROSSMANN || s->arch == RT_ARCH_FT_TRANSFORMER))
+        return rt_err(err, RT_ERR_INVALID,
+                      "numeric_embedding %s: %s embeds its columns its own "
+                      "way",
+                      rt_num_emb_names[s->num_emb], rt_arch_names[s->arch]);
+    if (s->num_emb != RT_NUM_EMB_NONE &&
+        (s->d_embedding < 1 || s->d_embedding > 1024 || s->frequencies < 1 ||
+         s->frequencies > 1024 || !(s->frequency_scale > 0.0f) ||
+         (int64_t)s->n_cont * s->d_embedding > 1 << 20))
+        return rt_err(err, RT_ERR_INVALID,
+                      "numeric embeddings of %d columns: d_embedding %d (1 to "
+                      "1024, at most 2^20 values a row), frequencies %d (1 to 1024), "
+                      "frequency_scale %g (> 0)",
+                      s->n_cont, s->d_embedding, s->frequencies, s->frequency_scale);
     if (!mb_rate_ok(s->emb_dropout))
         return rt_err(err, RT_ERR_INVALID, "embedding_dropout %g is out of range [0, 1)",
                       s->emb_dropout);
@@ -154,6 +176,13 @@ bool rt_model_spec_same_net(const rt_model_spec *a, const rt_model_spec *b, char
     MB_DIFF(a->n_out != b->n_out || a->head != b->head, "%d output%s (head %s), the job's %d (%s)",
             a->n_out, a->n_out == 1 ? "" : "s", rt_head_names[a->head], b->n_out,
             rt_head_names[b->head]);
+    MB_DIFF(a->num_emb != b->num_emb ||
+                (a->num_emb != RT_NUM_EMB_NONE &&
+                 (a->d_embedding != b->d_embedding ||
+                  (a->num_emb == RT_NUM_EMB_PERIODIC && a->frequencies != b->frequencies))),
+            "numeric_embedding %s (d_embedding %d, %d frequencies), the job's %s (%d, %d)",
+            rt_num_emb_names[a->num_emb], a->d_embedding, a->frequencies,
+            rt_num_emb_names[b->num_emb], b->d_embedding, b->frequencies);
     MB_DIFF(a->cont_norm != b->cont_norm, "continuous_norm %s, the job's is %s",
             rt_cont_norm_names[a->cont_norm], rt_cont_norm_names[b->cont_norm]);
     return model_family_of(a->arch)->same_net(a, b, why, len);
@@ -212,6 +241,10 @@ void rt_model_spec_json(const rt_model_spec *s, rt_jw *w)
     rt_jw_kint(w, "n_cont", s->n_cont);
     rt_jw_kint(w, "embedding_dim", s->n_cat > 0 ? s->emb_dim[0] : 10);
     rt_jw_knum(w, "embedding_dropout", s->emb_dropout);
+    rt_jw_kstr(w, "numeric_embedding", rt_num_emb_names[s->num_emb]);
+    rt_jw_kint(w, "d_embedding", s->d_embedding);
+    rt_jw_kint(w, "frequencies", s->frequencies);
+    rt_jw_knum(w, "frequency_scale", s->frequency_scale);
     rt_jw_kstr(w, "continuous_norm", rt_cont_norm_names[s->cont_norm]);
     rt_jw_key(w, "hidden");
     rt_jw_arr(w);

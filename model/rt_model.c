@@ -69,6 +69,18 @@ static void init_host(const rt_model *m, float *p, float *buf)
         case INIT_TOKEN:
             bound = 1.0f / sqrtf((float)(pi->cols > 0 ? pi->cols : 1));
             break;
+        case INIT_FREQ: /* Box-Muller from two draws, again (further counters) past 3 std */
+            for (int64_t e = 0; e < pi->count; e++) {
+                float z = 4.0f;
+                for (uint64_t a = 0; a < 64 && !(fabsf(z) <= 3.0f); a++) {
+                    const uint64_t c = 2 * ((uint64_t)e + a * (uint64_t)pi->count);
+                    const float u1 = 1.0f - rt_rng_uniform(s->seed, stream, 0, c); /* (0, 1] */
+                    const float u2 = rt_rng_uniform(s->seed, stream, 0, c + 1);
+                    z = sqrtf(-2.0f * logf(u1)) * cosf(6.28318530717958648f * u2);
+                }
+                dst[e] = s->frequency_scale * (fabsf(z) <= 3.0f ? z : 0.0f);
+            }
+            continue;
         case INIT_SIGNS:
             for (int64_t e = 0; e < pi->count; e++)
                 dst[e] = rt_rng_uniform(s->seed, stream, 0, (uint64_t)e) < 0.5f ? -1.0f : 1.0f;
@@ -599,7 +611,7 @@ double rt_model_flops_per_sample(const rt_model *m)
         const mlayer *L = &m->layers[i];
         const mtensor *t = &m->tensors[L->out.t];
         const double rows = L->out.tok >= 0 ? 1.0 : (double)t->tpr;
-        if (L->kind == L_LINEAR || L->kind == L_ENS_LINEAR) /* the latter: each member's */
+        if (L->kind == L_LINEAR || L->kind == L_TOKEN_LINEAR) /* the latter: each token's */
             f += 6.0 * rows * (double)L->in[0].cols * (double)L->out.cols;
         else if (L->kind == L_ATTENTION) /* q kᵀ and P v, forward; four products backward */
             f += 6.0 * 2.0 * (double)m->tokens * (double)m->tokens * (double)L->out.cols;

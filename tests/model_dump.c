@@ -31,23 +31,29 @@ typedef struct config {
     bool cats, conts, bn, stacked;
     int heads;
     int tabm; /* 1 tabm, 2 mini, 3 tabm with BatchEnsemble's init */
+    rt_num_emb num_emb;
 } config;
 
 static const config CONFIGS[] = {
-    {RT_ARCH_ROSSMANN, "relu", "batchnorm", true, true, false, false, 0, 0},
-    {RT_ARCH_MLP, "relu", "standardize", true, true, true, false, 0, 0},
-    {RT_ARCH_MLP, "gelu", "none", true, true, true, false, 0, 0},
-    {RT_ARCH_MLP, "silu", "batchnorm", false, true, false, false, 0, 0},
-    {RT_ARCH_MLP, "tanh", "batchnorm", true, false, true, false, 0, 0},
-    {RT_ARCH_RESNET, "relu", "batchnorm", true, true, false, false, 0, 0},
-    {RT_ARCH_DCN2, "relu", "batchnorm", true, true, false, true, 0, 0},
-    {RT_ARCH_DCN2, "relu", "standardize", true, true, false, false, 0, 0},
-    {RT_ARCH_FT_TRANSFORMER, "relu", "batchnorm", true, true, false, false, 2, 0},
-    {RT_ARCH_FT_TRANSFORMER, "relu", "none", true, false, false, false, 1, 0},
-    {RT_ARCH_FT_TRANSFORMER, "relu", "standardize", false, true, false, false, 4, 0},
-    {RT_ARCH_TABM, "relu", "standardize", true, true, false, false, 0, 1},
-    {RT_ARCH_TABM, "relu", "batchnorm", true, false, false, false, 0, 2},
-    {RT_ARCH_TABM, "relu", "none", false, true, false, false, 0, 3},
+    {RT_ARCH_ROSSMANN, "relu", "batchnorm", true, true, false, false, 0, 0, RT_NUM_EMB_NONE},
+    {RT_ARCH_MLP, "relu", "standardize", true, true, true, false, 0, 0, RT_NUM_EMB_NONE},
+    {RT_ARCH_MLP, "gelu", "none", true, true, true, false, 0, 0, RT_NUM_EMB_NONE},
+    {RT_ARCH_MLP, "silu", "batchnorm", false, true, false, false, 0, 0, RT_NUM_EMB_NONE},
+    {RT_ARCH_MLP, "tanh", "batchnorm", true, false, true, false, 0, 0, RT_NUM_EMB_NONE},
+    {RT_ARCH_RESNET, "relu", "batchnorm", true, true, false, false, 0, 0, RT_NUM_EMB_NONE},
+    {RT_ARCH_DCN2, "relu", "batchnorm", true, true, false, true, 0, 0, RT_NUM_EMB_NONE},
+    {RT_ARCH_DCN2, "relu", "standardize", true, true, false, false, 0, 0, RT_NUM_EMB_NONE},
+    {RT_ARCH_FT_TRANSFORMER, "relu", "batchnorm", true, true, false, false, 2, 0, RT_NUM_EMB_NONE},
+    {RT_ARCH_FT_TRANSFORMER, "relu", "none", true, false, false, false, 1, 0, RT_NUM_EMB_NONE},
+    {RT_ARCH_FT_TRANSFORMER, "relu", "standardize", false, true, false, false, 4, 0,
+     RT_NUM_EMB_NONE},
+    {RT_ARCH_TABM, "relu", "standardize", true, true, false, false, 0, 1, RT_NUM_EMB_NONE},
+    {RT_ARCH_TABM, "relu", "batchnorm", true, false, false, false, 0, 2, RT_NUM_EMB_NONE},
+    {RT_ARCH_TABM, "relu", "none", false, true, false, false, 0, 3, RT_NUM_EMB_NONE},
+    {RT_ARCH_MLP, "relu", "standardize", true, true, false, false, 0, 0, RT_NUM_EMB_PERIODIC},
+    {RT_ARCH_RESNET, "relu", "batchnorm", false, true, false, false, 0, 0, RT_NUM_EMB_LINEAR},
+    {RT_ARCH_TABM, "relu", "standardize", true, true, false, false, 0, 1, RT_NUM_EMB_PERIODIC},
+    {RT_ARCH_DCN2, "relu", "none", true, true, false, true, 0, 0, RT_NUM_EMB_PERIODIC},
 };
 
 static int name_of(const char *const *names, int n, const char *s)
@@ -89,6 +95,10 @@ static void spec_of(const config *c, rt_model_spec *s)
     s->attention_dropout = s->ffn_dropout = s->residual_dropout = 0;
     s->dropout1 = s->dropout2 = s->cross_dropout = 0;
     s->ensemble_size = irange(2, 5);
+    s->num_emb = c->num_emb;
+    s->d_embedding = irange(1, 5);
+    s->frequencies = irange(1, 4);
+    s->frequency_scale = 0.3f;
     s->variant = c->tabm == 2 ? RT_TABM_MINI : RT_TABM_FULL;
     s->tabm_init = c->tabm != 3;
     s->head_scale = 9.0f;

@@ -62,7 +62,8 @@ static rt_model_spec small_spec(void)
 }
 
 /* The other families, as small: each with its dropouts, its norms (batch
- * or layer), its residual or cross wiring, its ensemble. */
+ * or layer), its residual or cross wiring, its ensemble; numeric
+ * embeddings (periodic on mlp, linear on tabm). */
 static rt_model_spec family_spec(rt_arch arch)
 {
     rt_model_spec s = small_spec();
@@ -73,6 +74,10 @@ static rt_model_spec family_spec(rt_arch arch)
         s.batch_norm[0] = true;
         s.dropout[0] = s.dropout[1] = 0.1f;
         s.emb_dropout = 0.1f;
+        s.num_emb = RT_NUM_EMB_PERIODIC;
+        s.d_embedding = 4;
+        s.frequencies = 3;
+        s.frequency_scale = 0.1f;
         break;
     case RT_ARCH_RESNET:
         s.blocks = 2;
@@ -98,6 +103,8 @@ static rt_model_spec family_spec(rt_arch arch)
         s.width = 16;
         s.ensemble_size = 4;
         s.dropout[0] = s.dropout[1] = 0.1f;
+        s.num_emb = RT_NUM_EMB_LINEAR;
+        s.d_embedding = 3;
         break;
     default:
         break;

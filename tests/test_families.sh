@@ -88,9 +88,12 @@ run ft_transformer --set model.architecture=ft_transformer --set model.blocks=1 
 grep -q "Attention" "$out/ft_transformer.summary" || fail "the FT-Transformer's summary has no attention"
 run tabm --set model.architecture=tabm --set model.blocks=2 --set model.width=16 \
   --set model.ensemble_size=4
-grep -q "EnsembleDense  *(4, 1)" "$out/tabm.summary" || fail "tabm's summary has no members' output layer"
+grep -q "TokenDense  *(4, 1)" "$out/tabm.summary" || fail "tabm's summary has no members' output layer"
+run mlp_periodic --set model.architecture=mlp --set model.hidden=16 \
+  --set model.numeric_embedding=periodic --set model.d_embedding=4 --set model.frequencies=3
+grep -q "Periodic" "$out/mlp_periodic.summary" || fail "the periodic embeddings are not in the summary"
 run tabm_mini --set model.architecture=tabm --set model.variant=mini --set model.blocks=1 \
-  --set model.width=16 --set model.ensemble_size=3
+  --set model.width=16 --set model.ensemble_size=3 --set model.numeric_embedding=linear
 
 # ---- refused before anything runs ------------------------------------------------------
 refused() { # WHAT PATTERN -- ringtrain arguments...

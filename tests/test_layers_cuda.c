@@ -220,6 +220,32 @@ static void test_op_ensemble(void **state)
     }
 }
 
+/* Periodic features: cos and sin to the device's sinf/cosf, the
+ * frequencies' gradient (double sums over the rows in order on both). */
+static void test_op_periodic(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(57);
+    for (int rep = 0; rep < 3; rep++) {
+        const int64_t R = tu_int(&g, 1, 1200), n = tu_int(&g, 1, 9), k = tu_int(&g, 1, 20);
+        pair x = mat(&g, R, n, 2, -3, 3), f = mat(&g, 1, n * k, 0, -0.5, 0.5);
+        pair dy = mat(&g, R, n * 2 * k, 1, -1, 1), y = out_mat(&g, R, n * 2 * k, 3);
+        pair df = out_mat(&g, 1, n * k, 0), dx = out_mat(&g, R, n, 1);
+        rt_k_periodic_fwd(cpu, hv(x), f.h, k, hv(y));
+        rt_k_periodic_fwd(gpu, dv(x), f.d, k, dv(y));
+        same("periodic_fwd", y, 1e-6, 1e-5);
+        rt_view hdx = hv(dx), gdx = dv(dx);
+        if (rep == 2) /* without dx */
+            hdx.p = gdx.p = NULL;
+        rt_k_periodic_bwd(cpu, hv(x), f.h, k, hv(dy), df.h, hdx);
+        rt_k_periodic_bwd(gpu, dv(x), f.d, k, dv(dy), df.d, gdx);
+        same("periodic_bwd df", df, 1e-4, 1e-5);
+        if (rep != 2)
+            same("periodic_bwd dx", dx, 1e-5, 1e-5);
+        pfree(&x), pfree(&f), pfree(&dy), pfree(&y), pfree(&df), pfree(&dx);
+    }
+}
+
 static void test_op_attention(void **state)
 {
     (void)state;
@@ -261,6 +287,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_op_activations), cmocka_unit_test(test_op_elementwise),
         cmocka_unit_test(test_op_layernorm),   cmocka_unit_test(test_op_tokens),
         cmocka_unit_test(test_op_attention),   cmocka_unit_test(test_op_ensemble),
+        cmocka_unit_test(test_op_periodic),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

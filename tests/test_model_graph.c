@@ -216,11 +216,18 @@ static void layer(dnet *d, const mlayer *L, const double *P)
             }
         break;
     }
-    case L_ACT:
+    case L_ACT: {
+        /* T tokens into one row per sample (the numeric embeddings): row r
+         * of the output reads the sample's T rows one after the other */
+        const int64_t T = d->m->tensors[L->in[0].t].tpr;
+        const bool join = L->in[0].tok < 0 && T != d->m->tensors[L->out.t].tpr;
         for (int64_t r = 0; r < R; r++)
             for (int64_t j = 0; j < C; j++)
-                *at(d, L->out, r, j) = act(L->act, in(d, L->in[0], r, j));
+                *at(d, L->out, r, j) =
+                    act(L->act, join ? tens(d, L->in[0].t)[r * T * L->in[0].cols + j]
+                                     : in(d, L->in[0], r, j));
         break;
+    }
     case L_DROPOUT:
         for (int64_t r = 0; r < R; r++)
             for (int64_t j = 0; j < C; j++)
@@ -268,11 +275,11 @@ static void layer(dnet *d, const mlayer *L, const double *P)
                                        (L->np > 1 ? prm(d, P, L, 1)[e] : 0.0);
             }
         break;
-    case L_ENS_LINEAR: { /* member t's kernel (C, K) and bias (C) */
-        const int64_t K = L->in[0].cols;
+    case L_TOKEN_LINEAR: { /* token t's kernel (C, K) and bias (C) */
+        const int64_t K = L->in[0].cols, T = d->m->tensors[L->in[0].t].tpr;
         for (int64_t r = 0; r < R; r++)
             for (int64_t o = 0; o < C; o++) {
-                const int64_t t = r % d->m->ens_k;
+                const int64_t t = r % T;
                 double z = prm(d, P, L, 1)[t * C + o];
                 for (int64_t c = 0; c < K; c++)
                     z += in(d, L->in[0], r, c) * prm(d, P, L, 0)[(t * C + o) * K + c];
@@ -289,6 +296,25 @@ static void layer(dnet *d, const mlayer *L, const double *P)
                 *at(d, L->out, r, j) = m;
             }
         break;
+    case L_NUM_LINEAR: /* column i: x w_i + b_i, d_embedding wide */
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t j = 0; j < C; j++) {
+                const int64_t i = j / sp->d_embedding;
+                *at(d, L->out, r, j) =
+                    in(d, L->in[0], r, i) * prm(d, P, L, 0)[j] + prm(d, P, L, 1)[j];
+            }
+        break;
+    case L_PERIODIC: { /* sample b's column i: token b*n + i, cos then sin of 2 pi f x */
+        const int64_t n = sp->n_cont, k = sp->frequencies;
+        for (int64_t b = 0; b < d->n; b++)
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t j = 0; j < k; j++) {
+                    const double th = 2 * M_PI * prm(d, P, L, 0)[i * k + j] * in(d, L->in[0], b, i);
+                    *at(d, L->out, b * n + i, j) = cos(th);
+                    *at(d, L->out, b * n + i, k + j) = sin(th);
+                }
+        break;
+    }
     default:
         fail_msg("layer kind %d has no reference", (int)L->kind);
     }
@@ -453,6 +479,10 @@ static void test_mlp(void **state)
         s.activation = (rt_act)a;
         s.cont_norm = (rt_cont_norm)(a % 3);
         s.emb_dropout = a == RT_ACT_RELU ? 0.3f : 0.0f;
+        s.num_emb = (rt_num_emb)(a % RT_NUM_EMB_COUNT); /* none, linear, periodic, none */
+        s.d_embedding = (int)tu_int(&g, 1, 4);
+        s.frequencies = (int)tu_int(&g, 1, 3);
+        s.frequency_scale = 0.3f;
         s.n_hidden = (int)tu_int(&g, 1, 3);
         for (int l = 0; l < s.n_hidden; l++) {
             s.hidden[l] = (int)tu_int(&g, 3, 7);
@@ -541,6 +571,9 @@ static void test_tabm(void **state)
         s.width = (int)tu_int(&g, 3, 6);
         s.dropout[0] = rep == 0 ? 0.2f : 0.0f;
         s.head = rep == 3 ? RT_HEAD_LINEAR : RT_HEAD_SCALED_SIGMOID;
+        s.num_emb = rep == 0 ? RT_NUM_EMB_PERIODIC : rep == 3 ? RT_NUM_EMB_LINEAR : RT_NUM_EMB_NONE;
+        s.d_embedding = 3;
+        s.frequencies = 2;
         char what[48];
         snprintf(what, sizeof what, "tabm %s k=%d", rt_tabm_variant_names[s.variant],
                  s.ensemble_size);

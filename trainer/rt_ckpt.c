@@ -271,6 +271,9 @@ static rt_status parse_model(const rt_json *m, rt_model_spec *s, const char *nam
         {"d_token", &s->d_token, NULL},
         {"heads", &s->heads, NULL},
         {"ensemble_size", &s->ensemble_size, NULL},
+        {"d_embedding", &s->d_embedding, NULL},
+        {"frequencies", &s->frequencies, NULL},
+        {"frequency_scale", NULL, &s->frequency_scale},
         {"hidden_multiplier", NULL, &s->hidden_multiplier},
         {"dropout1", NULL, &s->dropout1},
         {"dropout2", NULL, &s->dropout2},
@@ -298,6 +301,11 @@ static rt_status parse_model(const rt_json *m, rt_model_spec *s, const char *nam
     }
     s->stacked = rt_json_bool(rt_json_get(m, "stacked"), false);
     s->tabm_init = rt_json_bool(rt_json_get(m, "tabm_init"), true);
+    int ne = name_index(rt_num_emb_names, RT_NUM_EMB_COUNT,
+                        rt_json_str(rt_json_get(m, "numeric_embedding"), "none"));
+    if (ne < 0)
+        return damaged(err, name, "its model's numeric_embedding is unknown");
+    s->num_emb = (rt_num_emb)ne;
     int variant = name_index(rt_tabm_variant_names, RT_TABM_VARIANT_COUNT,
                              rt_json_str(rt_json_get(m, "variant"), "tabm"));
     if (variant < 0)

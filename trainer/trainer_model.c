@@ -86,6 +86,10 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const
     if (st != RT_OK)
         return st;
     s->emb_dropout = (float)cfg->embedding_dropout;
+    s->num_emb = (rt_num_emb)cfg->numeric_embedding;
+    s->d_embedding = (int)cfg->d_embedding;
+    s->frequencies = (int)cfg->frequencies;
+    s->frequency_scale = (float)cfg->frequency_scale;
     s->n_cont = cols->ncont;
     s->cont_norm = (rt_cont_norm)rt_job_continuous_norm(cfg);
     for (int i = 0; s->cont_norm == RT_CONT_STANDARDIZE && i < cols->ncont; i++) {

@@ -22,6 +22,19 @@
 typedef enum rt_arch { RT_ARCH_LIST(RT_NAME_ID, ) RT_ARCH_COUNT } rt_arch;
 #define RT_ARCH_CHOICES RT_ARCH_LIST(RT_NAME_STR, "|")
 
+/* Embeddings of the numeric columns ([model] numeric_embedding; Gorishniy
+ * et al. 2022): none (the values themselves), linear (x w_i + b_i per
+ * column), periodic (PLR: cos and sin of 2π f x, a linear layer per
+ * column, ReLU). */
+/* clang-format off */
+#define RT_NUM_EMB_LIST(X, S)                                         \
+    X(RT_NUM_EMB_NONE, "none") S                                      \
+    X(RT_NUM_EMB_LINEAR, "linear") S                                  \
+    X(RT_NUM_EMB_PERIODIC, "periodic")
+/* clang-format on */
+typedef enum rt_num_emb { RT_NUM_EMB_LIST(RT_NAME_ID, ) RT_NUM_EMB_COUNT } rt_num_emb;
+#define RT_NUM_EMB_CHOICES RT_NUM_EMB_LIST(RT_NAME_STR, "|")
+
 /* TabM's variants ([model] variant): BatchEnsemble adapters in every
  * layer, or one scaling before the first (TabM-mini). */
 #define RT_TABM_VARIANT_LIST(X, S) X(RT_TABM_FULL, "tabm") S X(RT_TABM_MINI, "mini")

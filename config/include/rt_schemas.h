@@ -101,6 +101,9 @@ typedef struct rt_job_cfg {
     rt_strlist embedding_dims;     /* "Column:width" */
     int embedding_rule;            /* RT_EMB_RULE_* */
     double embedding_dropout;
+    int numeric_embedding; /* rt_num_emb */
+    int64_t d_embedding, frequencies;
+    double frequency_scale;
     int continuous_norm; /* 0 auto, else rt_cont_norm + 1 (rt_job_continuous_norm) */
     rt_strlist hidden;
     rt_strlist dropout;            /* one rate, or one per hidden (deep) layer */

@@ -300,6 +300,17 @@ void rt_k_tokens_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, in
 void rt_k_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw,
                      float *db, rt_view dx);
 
+/* Periodic features of the numeric columns (PLR's first step; Gorishniy
+ * et al. 2022, "On Embeddings for Numerical Features in Tabular Deep
+ * Learning"): x (B, n), f (n, k) frequencies, y (B, n*2k) with, for column
+ * i and frequency j, θ = 2π f[i*k + j] x[r, i]:
+ *   y[r, i*2k + j] = cos θ,  y[r, i*2k + k + j] = sin θ. */
+void rt_k_periodic_fwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view y);
+/* df[i*k + j] = sum_r 2π x[r, i] (cos θ dy_sin - sin θ dy_cos) (fixed order);
+ * dx[r, i] = sum_j 2π f[i*k + j] (cos θ dy_sin - sin θ dy_cos) when dx.p. */
+void rt_k_periodic_bwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view dy, float *df,
+                       rt_view dx);
+
 /* TabM's ensembles (rt_model): the k members of a sample side by side in
  * one row, member t's D values at columns t*D .. t*D + D - 1.
  * rt_k_ens_repeat: y (B, k*D)[b, t*D + j] = x (B, D)[b, j].

@@ -70,6 +70,7 @@ extern const char *const rt_head_names[RT_HEAD_COUNT];
 extern const char *const rt_task_names[RT_TASK_COUNT];
 extern const char *const rt_optim_names[RT_OPTIM_COUNT];
 extern const char *const rt_tabm_variant_names[RT_TABM_VARIANT_COUNT];
+extern const char *const rt_num_emb_names[RT_NUM_EMB_COUNT];
 
 typedef struct rt_model_spec {
     rt_arch arch;
@@ -81,6 +82,11 @@ typedef struct rt_model_spec {
     int n_cont;                                          /* continuous columns */
     rt_cont_norm cont_norm;
     float emb_dropout; /* on the embeddings (not ft_transformer) */
+    /* the numeric columns' embeddings (not rossmann, ft_transformer) */
+    rt_num_emb num_emb;
+    int d_embedding;       /* each column's width */
+    int frequencies;       /* periodic: k per column */
+    float frequency_scale; /* periodic: the frequencies' initial std σ */
     /* rossmann and mlp: the hidden layers (dcn2: its deep layers' dropout) */
     int n_hidden;
     int hidden[RT_MODEL_MAX_HIDDEN];
