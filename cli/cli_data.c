@@ -357,9 +357,10 @@ int cli_model(const cli_args *a)
         fprintf(stderr, "ringtrain model: %s\n", err);
         return 1;
     }
-    printf("%s: after epoch %lld (step %lld, %lld rank%s); best epoch %lld, val_loss %.6f\n",
-           path, (long long)ck.epoch, (long long)ck.step, (long long)ck.world_size,
-           ck.world_size == 1 ? "" : "s", (long long)ck.best_epoch, ck.best_val_loss);
+    printf("%s: after epoch %lld (step %lld, %lld rank%s); best epoch %lld, %s %.6f\n", path,
+           (long long)ck.epoch, (long long)ck.step, (long long)ck.world_size,
+           ck.world_size == 1 ? "" : "s", (long long)ck.best_epoch, cli_safe(ck.monitor),
+           ck.best_val_loss);
     printf("label %s (%s, max %.6g); %d categorical, %d continuous columns\n", ck.label,
            ck.label_transform, ck.max_label, ck.spec.n_cat, ck.n_cont);
     printf("architecture %s\n", rt_arch_names[ck.spec.arch]);

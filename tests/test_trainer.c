@@ -353,6 +353,7 @@ static void fill_ckpt(rt_ckpt *c, rt_model **m, rt_kctx **ctx)
     c->epoch = 4;
     c->world_size = 2;
     c->best_val_loss = 0.125;
+    snprintf(c->monitor, sizeof c->monitor, "val_auc");
     c->best_epoch = 3;
     c->max_label = 41551;
     snprintf(c->label_transform, sizeof c->label_transform, "log");
@@ -411,6 +412,7 @@ static void test_checkpoint(void **state)
     vals[7] = was;
     assert_int_equal(back.best_epoch, 3);
     assert_true(back.best_val_loss == 0.125 && back.max_label == 41551);
+    assert_string_equal(back.monitor, "val_auc"); /* what the best value is of */
     assert_string_equal(back.cont_names[1], "trend");
     assert_string_equal(back.spec.cat_names[0], "c0");
     assert_int_equal(back.nparams, c.nparams);

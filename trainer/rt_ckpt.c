@@ -90,6 +90,7 @@ static char *header_json(const rt_ckpt *c)
     rt_jw_kint(&w, "world_size", c->world_size);
     if (isfinite(c->best_val_loss))
         rt_jw_knum(&w, "best_val_loss", c->best_val_loss);
+    rt_jw_kstr(&w, "monitor", c->monitor[0] ? c->monitor : "val_loss");
     rt_jw_kint(&w, "best_epoch", c->best_epoch);
     /* the plateau's state, once it has one (lr_factor 0: not set by a trainer) */
     if (c->lr_factor > 0 && (c->lr_factor != 1.0 || c->plateau_wait != 0 ||
@@ -357,6 +358,8 @@ static rt_status parse_header(const rt_json *h, rt_ckpt *c, const char *name, ch
     rt_json_get_int(h, "world_size", &c->world_size);
     rt_json_get_int(h, "best_epoch", &c->best_epoch);
     c->best_val_loss = rt_json_num(rt_json_get(h, "best_val_loss"), INFINITY);
+    snprintf(c->monitor, sizeof c->monitor, "%s",
+             rt_json_str(rt_json_get(h, "monitor"), "val_loss"));
     c->lr_factor = rt_json_num(rt_json_get(h, "lr_factor"), 1.0);
     c->plateau_wait = 0;
     rt_json_get_int(h, "plateau_wait", &c->plateau_wait);

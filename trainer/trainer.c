@@ -166,7 +166,9 @@ static rt_status resume_or_start(trainer *t, char *err)
             msg.resumed = 1;
             msg.epoch = ck.epoch;
             msg.best_epoch = ck.best_epoch;
-            msg.best_val_loss = ck.best_val_loss;
+            /* the best value of another metric (the job's monitor changed) is no
+             * bar for this one: the next epoch is the best so far */
+            msg.best_val_loss = strcmp(ck.monitor, t->mon.name) == 0 ? ck.best_val_loss : NAN;
             msg.lr_factor = ck.lr_factor;
             msg.plateau_wait = ck.plateau_wait;
             msg.plateau_best = ck.plateau_best;
@@ -555,6 +557,7 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
         ck.epoch = epoch;
         ck.world_size = t->env->size;
         ck.best_val_loss = t->mon.best;
+        snprintf(ck.monitor, sizeof ck.monitor, "%s", t->mon.name);
         ck.best_epoch = t->mon.best_epoch;
         ck.lr_factor = t->mon.lr_factor;
         ck.plateau_wait = t->mon.plateau_wait;

@@ -26,6 +26,7 @@ typedef struct rt_ckpt {
     int64_t world_size;   /* ranks that trained it (informative) */
     double best_val_loss; /* the monitored value ([train] monitor, val_loss by default) of
                              the best epoch so far (INFINITY when none) */
+    char monitor[64];     /* its name ("val_loss" in a checkpoint from before it was kept) */
     int64_t best_epoch;
     double lr_factor;     /* lr_schedule = plateau: the reductions so far (1: none) */
     int64_t plateau_wait; /* and the epochs since its last improvement */
