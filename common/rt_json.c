@@ -633,6 +633,18 @@ void rt_jw_num(rt_jw *w, double v)
     put(w, b, (size_t)n);
 }
 
+void rt_jw_numf(rt_jw *w, float v)
+{
+    if (!isfinite(v)) {
+        rt_jw_null(w);
+        return;
+    }
+    char b[40];
+    int n = snprintf(b, sizeof b, "%.9g", (double)v);
+    before_value(w);
+    put(w, b, (size_t)n);
+}
+
 void rt_jw_bool(rt_jw *w, bool v)
 {
     before_value(w);

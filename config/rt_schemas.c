@@ -296,7 +296,9 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_E("model", "continuous_norm", "auto", "auto|" RT_CONT_NORM_CHOICES, rt_job_cfg,
              continuous_norm,
              "continuous inputs: a batch-norm layer, (x - mean) / std with the training rows' "
-             "statistics (the dataset's manifest), or as they are; auto: batchnorm for "
+             "statistics (the dataset's manifest), as they are, or quantile (each column mapped "
+             "to a normal through its training rows' quantiles, sklearn's QuantileTransformer); "
+             "auto: batchnorm for "
              "rossmann (the Keras model's), standardize for the other families (a batch norm's "
              "moving averages need hundreds of steps before validation means anything)"),
     RT_CFG_L("model", "hidden", "1000, 1000, 1000, 500", rt_job_cfg, hidden,

@@ -152,6 +152,29 @@ bool prep_number_value(sqlite3_stmt *st, int c, float *out);
 /* Rows of a table (-1 on error). */
 int64_t prep_count_rows(sqlite3 *db, const char *table);
 
+/* ---- the continuous columns' quantiles (prep_quantile.c) ---------------------- */
+
+#define PREP_QUANTILE_SAMPLE 100000   /* rows kept per column, at most */
+#define PREP_QUANTILE_BUDGET 20000000 /* and over every column (80 MB) */
+#define PREP_QUANTILE_TOTAL 1000000   /* quantiles in a manifest, at most */
+typedef struct prep_sample {
+    float *v;
+    int64_t n, len, cap; /* rows seen, slots allocated, slots at most */
+    int ncont;           /* continuous columns of the dataset */
+} prep_sample;
+rt_status prep_quantile_init(prep_sample *s, int ncont, char *err);
+/* A training row's value of the column (its index in `column`). */
+rt_status prep_quantile_add(prep_sample *s, uint64_t column, double x, char *err);
+/* The quantiles of the sample with the noise (1e-3 * std): *out (malloc'd)
+ * holds *nq = prep_quantile_count(rows, ncont) ascending values, or NULL when the
+ * column had no training rows. */
+rt_status prep_quantile_finish(prep_sample *s, double std, float **out, int32_t *nq, char *err);
+void prep_quantile_free(prep_sample *s);
+int32_t prep_quantile_count(int64_t rows, int ncont);
+/* The standard normal value added (times the noise) to the k-th smallest
+ * sampled value. */
+double prep_quantile_noise(int64_t k);
+
 /* Write the shards and the manifest from the feature tables. */
 rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts *o,
                              rt_prep_report *rep, char *err);

@@ -23,6 +23,7 @@ typedef struct outcol {
     int blk, sql;        /* its block of the feature table, and column in that block's SELECT */
     int64_t defaulted, text_defaulted; /* continuous: NULLs, and text made missing (lenient) */
     double lo, hi;                     /* the label: its training rows' range */
+    prep_sample qs;                    /* continuous: a sample for its quantiles */
 } outcol;
 
 /* A row group of a part: its n rows from data[c] into the shard. */
@@ -283,6 +284,8 @@ static rt_status write_table(sqlite3 *db, char (*blocks)[64], int nb, const char
                 continue;
             }
             const double x = ((float *)data[p * ncols + c])[r], dv = x - oc->mean;
+            if (oc->role == RT_ROLE_CONTINUOUS)
+                s = prep_quantile_add(&oc->qs, (uint64_t)c, x, err);
             if (oc->n == 0 || x < oc->lo)
                 oc->lo = x;
             if (oc->n == 0 || x > oc->hi)
@@ -397,7 +400,10 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
     }
     for (int c = 0; c < m->ncont; c++)
         add_col(tr, &ntr, m->cont[c], RT_ROLE_CONTINUOUS, RT_COL_F32);
-    memcpy(te, tr, (size_t)ntr * sizeof *tr);
+    memcpy(te, tr, (size_t)ntr * sizeof *tr); /* before any sample: te's stay empty */
+    for (int c = 0; c < ntr && s == RT_OK; c++)
+        if (tr[c].role == RT_ROLE_CONTINUOUS)
+            s = prep_quantile_init(&tr[c].qs, m->ncont, err);
     nte = ntr;
     add_col(tr, &ntr, m->label, RT_ROLE_LABEL, RT_COL_F32);
     outcol *label = &tr[ntr - 1];
@@ -482,6 +488,9 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
                 dc->has_stats = true;
                 dc->mean = oc->n > 0 ? oc->mean : 0.0;
                 dc->std = oc->n > 0 ? sqrt(oc->m2 / oc->n) : 0.0;
+                if (s == RT_OK)
+                    s = prep_quantile_finish(&tr[c].qs, dc->std, &dc->quantiles, &dc->nquantiles,
+                                             err);
             }
         }
         for (int p = 0; p < ds.nparts; p++) {
@@ -522,6 +531,7 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
             for (int32_t v = 0; ds.cols[c].vocab && v < ds.cols[c].vocab_size; v++)
                 free(ds.cols[c].vocab[v]);
             free(ds.cols[c].vocab);
+            free(ds.cols[c].quantiles);
         }
         free(ds.cols);
         free(ds.source_json);
@@ -538,6 +548,8 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
     free(classes.values);
     prep_vocab_free(&classes);
     free(label->class_rows);
+    for (int c = 0; tr && c < nc + 4; c++)
+        prep_quantile_free(&tr[c].qs);
     free(tr);
     free(te);
     free(ds.parts);

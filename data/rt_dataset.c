@@ -31,6 +31,7 @@ void rt_dataset_free(rt_dataset *ds)
             free(ds->cols[c].vocab[v]);
         free(ds->cols[c].vocab);
         free(ds->cols[c].class_rows);
+        free(ds->cols[c].quantiles);
     }
     free(ds->cols);
     free(ds->parts);
@@ -131,6 +132,13 @@ rt_status rt_dataset_write_manifest(const rt_dataset *ds, char *err)
         if (col->role == RT_ROLE_CONTINUOUS && col->has_stats) {
             rt_jw_knum(&w, "mean", col->mean);
             rt_jw_knum(&w, "std", col->std);
+        }
+        if (col->role == RT_ROLE_CONTINUOUS && col->nquantiles > 0) {
+            rt_jw_key(&w, "quantiles");
+            rt_jw_arr(&w);
+            for (int32_t q = 0; q < col->nquantiles; q++)
+                rt_jw_numf(&w, col->quantiles[q]);
+            rt_jw_arr_end(&w);
         }
         rt_jw_obj_end(&w);
     }
@@ -317,6 +325,29 @@ static rt_status parse_manifest(rt_dataset *ds, const rt_json *m, const char *pa
                 return bad(err, path, msg);
             }
             col->has_stats = true;
+        }
+        const rt_json *qs = rt_json_get(j, "quantiles");
+        if (col->role == RT_ROLE_CONTINUOUS && qs) {
+            const size_t nq = rt_json_len(qs);
+            col->quantiles = nq >= 2 && nq <= 1000 ? malloc(nq * sizeof *col->quantiles) : NULL;
+            for (size_t q = 0; col->quantiles && q < nq; q++) {
+                const double v = rt_json_num(rt_json_at(qs, q), NAN);
+                if (!isfinite(v) || (q > 0 && v < col->quantiles[q - 1])) {
+                    free(col->quantiles);
+                    col->quantiles = NULL;
+                    break;
+                }
+                col->quantiles[q] = (float)v;
+            }
+            if (!col->quantiles) {
+                char msg[200];
+                snprintf(msg, sizeof msg,
+                         "continuous column %s's quantiles are not 2 to 1000 "
+                         "ascending finite numbers",
+                         col->name);
+                return bad(err, path, msg);
+            }
+            col->nquantiles = (int32_t)nq;
         }
     }
     if (!rt_dataset_column(ds, ds->label))

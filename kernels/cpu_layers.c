@@ -17,6 +17,7 @@
 
 #include "act_math.h"
 #include "ens_math.h"
+#include "quantile_math.h"
 #include "cpu_backend.h"
 #include "cpu_simd.h"
 #include "kctx_impl.h"
@@ -393,4 +394,15 @@ void rt_cpu_periodic_bwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_
             }
             RT_F(dx)[r * dx.ld + i] = (float)s;
         }
+}
+
+/* ---- continuous_norm = quantile -------------------------------------------------------- */
+
+void rt_cpu_quantile_fwd(rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt_view y)
+{
+#pragma omp parallel for schedule(static) \
+    num_threads(ctx->threads) if (x.rows * x.cols * 8 > PAR_MIN)
+    for (int64_t r = 0; r < x.rows; r++)
+        for (int64_t i = 0; i < x.cols; i++)
+            RT_F(y)[r * y.ld + i] = rt_quantile_normal(q + i * nq, nq, RT_F(x)[r * x.ld + i]);
 }

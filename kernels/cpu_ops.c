@@ -461,6 +461,7 @@ const rt_kernel_ops rt_cpu_kernel_ops = {
     .colsum = rt_cpu_colsum,
     .tokens_fwd = rt_cpu_tokens_fwd,
     .tokens_bwd = rt_cpu_tokens_bwd,
+    .quantile_fwd = rt_cpu_quantile_fwd,
     .periodic_fwd = rt_cpu_periodic_fwd,
     .periodic_bwd = rt_cpu_periodic_bwd,
     .ens_repeat = rt_cpu_ens_repeat,

@@ -8,6 +8,7 @@
 
 #include "act_math.h"
 #include "ens_math.h"
+#include "quantile_math.h"
 #include "cuda_common.cuh"
 
 #define T256 256
@@ -472,4 +473,21 @@ void rt_cuda_periodic_bwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt
     k_periodic_dx<<<grid_for(x.rows * x.cols, T256), T256, 0, s->stream>>>(
         RT_F(x), x.ld, f, k, RT_F(dy), dy.ld, RT_F(dx), dx.ld, x.rows, x.cols);
     LAUNCHED(s, "k_periodic_dx");
+}
+
+/* ---- continuous_norm = quantile -------------------------------------------------------- */
+
+__global__ void k_quantile_fwd(const float *x, int64_t ldx, const float *q, int64_t nq, float *y,
+                               int64_t ldy, int64_t rows, int64_t n)
+{
+    FOR_EACH(rows, n) y[r * ldy + j] = rt_quantile_normal(q + j * nq, nq, x[r * ldx + j]);
+}
+
+void rt_cuda_quantile_fwd(rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt_view y)
+{
+    if (x.rows * x.cols == 0)
+        return;
+    k_quantile_fwd<<<grid_for(x.rows * x.cols, T256), T256, 0, CS(ctx)->stream>>>(
+        RT_F(x), x.ld, q, nq, RT_F(y), y.ld, x.rows, x.cols);
+    LAUNCHED(CS(ctx), "k_quantile_fwd");
 }

@@ -476,6 +476,14 @@ void rt_k_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_
     ctx->ops->tokens_bwd(ctx, x, w, dy, d, dw, db, dx);
 }
 
+void rt_k_quantile_fwd(rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt_view y)
+{
+    check_view(ctx, x, RT_F32);
+    check_same(ctx, x, y);
+    RT_ASSERT(nq >= 2);
+    ctx->ops->quantile_fwd(ctx, x, q, nq, y);
+}
+
 void rt_k_periodic_fwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view y)
 {
     check_view(ctx, x, RT_F32);

@@ -31,6 +31,7 @@ static const char *const KIND_NAMES[L_KINDS] = {
     [L_ENS_MEAN] = "EnsembleMean",
     [L_NUM_LINEAR] = "NumLinear",
     [L_PERIODIC] = "Periodic",
+    [L_QUANTILE] = "Quantile",
 };
 
 const char *model_kind_name(layer_kind k) { return k < L_KINDS ? KIND_NAMES[k] : "?"; }
@@ -266,10 +267,12 @@ mslot mb_cont_block(mplan *p, mslot to)
     mslot o = to.t >= 0 ? to : mb_whole(p, mb_tensor(p, 1, s->n_cont));
     layer_kind k = s->cont_norm == RT_CONT_BATCHNORM     ? L_BATCHNORM
                    : s->cont_norm == RT_CONT_STANDARDIZE ? L_STANDARDIZE
+                   : s->cont_norm == RT_CONT_QUANTILE    ? L_QUANTILE
                                                          : L_COPY;
     mlayer *L = mb_layer(p, k,
                          k == L_BATCHNORM     ? "batch_norm"
                          : k == L_STANDARDIZE ? "standardize"
+                         : k == L_QUANTILE    ? "quantile"
                                               : "continuous",
                          o);
     mb_input(L, in);
@@ -280,6 +283,9 @@ mslot mb_cont_block(mplan *p, mslot to)
         mb_buffer(p, L, "/std", s->n_cont);
         p->m->std_off = L->boff;
         L->save_fixed = 2 * (int64_t)s->n_cont; /* scale and shift, from mean and std */
+    } else if (k == L_QUANTILE) {
+        mb_buffer(p, L, "/quantiles", (int64_t)s->n_cont * s->n_quantiles);
+        p->m->quant_off = L->boff;
     }
     return o;
 }
@@ -457,6 +463,7 @@ rt_status model_plan(rt_model *m, char *err)
 {
     mplan p = {.m = m};
     m->std_off = -1;
+    m->quant_off = -1;
     m->arena = 0;
     const model_family *f = model_family_of(m->spec.arch);
     if (f)

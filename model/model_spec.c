@@ -111,7 +111,7 @@ rt_status rt_model_spec_check(const rt_model_spec *s, char *err)
                       RT_MODEL_MAX_CONT);
     if (s->n_cat + s->n_cont == 0)
         return rt_err(err, RT_ERR_INVALID, "the model has no input columns");
-    if ((unsigned)s->cont_norm > RT_CONT_NONE)
+    if ((unsigned)s->cont_norm >= RT_CONT_NORM_COUNT)
         return rt_err(err, RT_ERR_INVALID, "unknown continuous_norm %d", (int)s->cont_norm);
     int64_t values = 0;
     for (int c = 0; c < s->n_cat; c++) {
@@ -126,6 +126,12 @@ rt_status rt_model_spec_check(const rt_model_spec *s, char *err)
     }
     if (values > INT32_MAX)
         return rt_err(err, RT_ERR_INVALID, "embedding tables hold more than 2^31 values");
+    if (s->cont_norm == RT_CONT_QUANTILE && s->n_cont > 0 &&
+        (s->n_quantiles < 2 || s->n_quantiles > 1000))
+        return rt_err(err, RT_ERR_INVALID,
+                      "continuous_norm quantile with %d quantiles a column "
+                      "(2 to 1000)",
+                      s->n_quantiles);
     if ((unsigned)s->num_emb >= RT_NUM_EMB_COUNT)
         return rt_err(err, RT_ERR_INVALID, "unknown numeric_embedding %d", (int)s->num_emb);
     if (s->num_emb != RT_NUM_EMB_NONE &&
@@ -183,6 +189,8 @@ bool rt_model_spec_same_net(const rt_model_spec *a, const rt_model_spec *b, char
             "numeric_embedding %s (d_embedding %d, %d frequencies), the job's %s (%d, %d)",
             rt_num_emb_names[a->num_emb], a->d_embedding, a->frequencies,
             rt_num_emb_names[b->num_emb], b->d_embedding, b->frequencies);
+    MB_DIFF(a->cont_norm == RT_CONT_QUANTILE && a->n_quantiles != b->n_quantiles,
+            "%d quantiles a column, the job's dataset %d", a->n_quantiles, b->n_quantiles);
     MB_DIFF(a->cont_norm != b->cont_norm, "continuous_norm %s, the job's is %s",
             rt_cont_norm_names[a->cont_norm], rt_cont_norm_names[b->cont_norm]);
     return model_family_of(a->arch)->same_net(a, b, why, len);
@@ -241,6 +249,7 @@ void rt_model_spec_json(const rt_model_spec *s, rt_jw *w)
     rt_jw_kint(w, "n_cont", s->n_cont);
     rt_jw_kint(w, "embedding_dim", s->n_cat > 0 ? s->emb_dim[0] : 10);
     rt_jw_knum(w, "embedding_dropout", s->emb_dropout);
+    rt_jw_kint(w, "n_quantiles", s->n_quantiles);
     rt_jw_kstr(w, "numeric_embedding", rt_num_emb_names[s->num_emb]);
     rt_jw_kint(w, "d_embedding", s->d_embedding);
     rt_jw_kint(w, "frequencies", s->frequencies);

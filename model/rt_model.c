@@ -368,6 +368,21 @@ rt_status rt_model_set_standardize(rt_model *m, const float *mean, const float *
     return st;
 }
 
+rt_status rt_model_set_quantiles(rt_model *m, const float *q, char *err)
+{
+    const int64_t len = (int64_t)m->spec.n_cont * m->spec.n_quantiles;
+    if (m->quant_off < 0)
+        return rt_err(err, RT_ERR_INVALID, "the model does not map its inputs by quantiles");
+    for (int64_t i = 1; i < len; i++)
+        if (i % m->spec.n_quantiles != 0 && !(q[i] >= q[i - 1]))
+            return rt_err(err, RT_ERR_INVALID,
+                          "continuous column %lld's quantiles are not "
+                          "ascending",
+                          (long long)(i / m->spec.n_quantiles));
+    rt_kmemcpy(m->ctx, m->buffers + m->quant_off, q, (size_t)len * sizeof *q, RT_H2D);
+    return rt_kctx_sync(m->ctx, err);
+}
+
 /* ---- step ----------------------------------------------------------------- */
 
 rt_status rt_model_set_bn_sync(rt_model *m, rt_bn_sync_fn fn, void *user, char *err)

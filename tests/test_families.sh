@@ -87,7 +87,8 @@ run ft_transformer --set model.architecture=ft_transformer --set model.blocks=1 
   --set model.d_token=8 --set model.heads=2 --set model.embedding_dim=10 # its default: d_token instead
 grep -q "Attention" "$out/ft_transformer.summary" || fail "the FT-Transformer's summary has no attention"
 run tabm --set model.architecture=tabm --set model.blocks=2 --set model.width=16 \
-  --set model.ensemble_size=4
+  --set model.ensemble_size=4 --set model.continuous_norm=quantile
+grep -q "Quantile" "$out/tabm.summary" || fail "tabm's inputs are not mapped by quantiles"
 grep -q "TokenDense  *(4, 1)" "$out/tabm.summary" || fail "tabm's summary has no members' output layer"
 run mlp_periodic --set model.architecture=mlp --set model.hidden=16 \
   --set model.numeric_embedding=periodic --set model.d_embedding=4 --set model.frequencies=3

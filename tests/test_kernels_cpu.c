@@ -581,6 +581,70 @@ static void test_ensemble(void **state)
             assert_memory_equal(rep + (r * k + t) * D, y + r * D, (size_t)D * sizeof(float));
 }
 
+/* np.interp(x, xp, fp) with xp ascending (ties allowed): the last xp <= x */
+static double np_interp(double x, const double *xp, const double *fp, int n)
+{
+    if (x < xp[0])
+        return fp[0];
+    if (x >= xp[n - 1])
+        return fp[n - 1];
+    int j = 0;
+    while (j + 1 < n && xp[j + 1] <= x)
+        j++;
+    return fp[j] + (x - xp[j]) / (xp[j + 1] - xp[j]) * (fp[j + 1] - fp[j]);
+}
+
+/* continuous_norm = quantile against sklearn's QuantileTransformer written
+ * out: p = (np.interp up the quantiles + np.interp down them) / 2, clipped
+ * to [1e-7, 1 - 1e-7], y = Φ^-1(p) (by bisection on erfc here).  Columns
+ * with a tied run inside, ties at both ends, one constant; values on the
+ * quantiles, between, beyond, on the ties. */
+static void test_quantile(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(33);
+    enum { NQ = 9, NC = 3, R = 200 };
+    const float q[NC][NQ] = {
+        {-2, -1, 0, 0, 0, 1, 2.5f, 4, 9}, {1, 1, 1, 2, 3, 4, 5, 5, 5}, {7, 7, 7, 7, 7, 7, 7, 7, 7}};
+    float x[R * NC], y[R * NC];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < NC; c++) /* every fourth row a quantile itself */
+            x[r * NC + c] = r % 4 == 0 ? q[c][tu_int(&g, 0, NQ - 1)] : (float)tu_range(&g, -4, 12);
+    rt_k_quantile_fwd(ctx, rt_vf32(x, R, NC, NC, RT_DEVICE_CPU), &q[0][0], NQ,
+                      rt_vf32(y, R, NC, NC, RT_DEVICE_CPU));
+    double worst = 0;
+    for (int c = 0; c < NC; c++) {
+        double xp[NQ], fp[NQ], nxp[NQ], nfp[NQ];
+        for (int j = 0; j < NQ; j++) {
+            xp[j] = q[c][j], fp[j] = (double)j / (NQ - 1);
+            nxp[j] = -q[c][NQ - 1 - j], nfp[j] = -(double)(NQ - 1 - j) / (NQ - 1);
+        }
+        for (int r = 0; r < R; r++) {
+            const double v = x[r * NC + c];
+            double p = 0.5 * (np_interp(v, xp, fp, NQ) - np_interp(-v, nxp, nfp, NQ));
+            p = fmin(fmax(p, 1e-7), 1 - 1e-7);
+            double lo = -10, hi = 10; /* Φ(z) = p */
+            for (int it = 0; it < 200; it++) {
+                const double mid = 0.5 * (lo + hi);
+                if (0.5 * erfc(-mid / sqrt(2.0)) < p)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            const double e = fabs(y[r * NC + c] - 0.5 * (lo + hi)) / fmax(1.0, fabs(lo));
+            worst = fmax(worst, e);
+            if (e > 2e-6)
+                fail_msg("column %d, x = %g: y = %.9g, sklearn's %.9g (p = %.9g)", c, v,
+                         (double)y[r * NC + c], 0.5 * (lo + hi), p);
+        }
+    }
+    /* the constant column: its value is the middle (0), others the clipped ends */
+    for (int r = 0; r < R; r++)
+        if (x[r * NC + 2] == 7)
+            assert_true(fabsf(y[r * NC + 2]) < 1e-6f);
+    printf("quantile: %d values, worst relative difference %.3g\n", R * NC, worst);
+}
+
 static void test_adam(void **state)
 {
     (void)state;
@@ -714,6 +778,7 @@ int main(void)
         cmocka_unit_test(test_batchnorm),        cmocka_unit_test(test_dense),
         cmocka_unit_test(test_head_and_losses),  cmocka_unit_test(test_adam),
         cmocka_unit_test(test_blas_core_choice), cmocka_unit_test(test_ensemble),
+        cmocka_unit_test(test_quantile),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

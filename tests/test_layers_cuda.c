@@ -246,6 +246,26 @@ static void test_op_periodic(void **state)
     }
 }
 
+/* continuous_norm = quantile's map (double on both: the device's erfc
+ * and exp against the host's). */
+static void test_op_quantile(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(58);
+    const int64_t R = tu_int(&g, 1, 1500), n = tu_int(&g, 1, 12), nq = tu_int(&g, 2, 40);
+    pair x = mat(&g, R, n, 1, -4, 4), q = mat(&g, n, nq, 0, -3, 3), y = out_mat(&g, R, n, 2);
+    for (int64_t i = 0; i < n; i++) { /* each column's quantiles ascending, with ties */
+        float *qi = q.h + i * nq;
+        for (int64_t j = 1; j < nq; j++)
+            qi[j] = j % 5 == 0 ? qi[j - 1] : qi[j - 1] + fabsf(qi[j]) * 0.3f;
+    }
+    rt_kmemcpy(gpu, q.d, q.h, (size_t)(n * nq) * 4, RT_H2D);
+    rt_k_quantile_fwd(cpu, hv(x), q.h, nq, hv(y));
+    rt_k_quantile_fwd(gpu, dv(x), q.d, nq, dv(y));
+    same("quantile_fwd", y, 1e-6, 1e-6);
+    pfree(&x), pfree(&q), pfree(&y);
+}
+
 static void test_op_attention(void **state)
 {
     (void)state;
@@ -287,7 +307,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_op_activations), cmocka_unit_test(test_op_elementwise),
         cmocka_unit_test(test_op_layernorm),   cmocka_unit_test(test_op_tokens),
         cmocka_unit_test(test_op_attention),   cmocka_unit_test(test_op_ensemble),
-        cmocka_unit_test(test_op_periodic),
+        cmocka_unit_test(test_op_periodic),    cmocka_unit_test(test_op_quantile),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -92,6 +92,23 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const
     s->frequency_scale = (float)cfg->frequency_scale;
     s->n_cont = cols->ncont;
     s->cont_norm = (rt_cont_norm)rt_job_continuous_norm(cfg);
+    for (int i = 0; s->cont_norm == RT_CONT_QUANTILE && i < cols->ncont; i++) {
+        const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
+        char at[512];
+        if (!dc || dc->nquantiles < 2)
+            return rt_err(err, RT_ERR_INVALID,
+                          "%s[model] continuous_norm = quantile: the manifest of %s has no "
+                          "quantiles for its continuous column %s (a dataset prepared before "
+                          "ringtrain wrote them, or one without training rows): prepare it "
+                          "again, or use standardize",
+                          where(o, "continuous_norm", at, sizeof at), ds->dir, cols->cont[i]);
+        if (i > 0 && dc->nquantiles != s->n_quantiles)
+            return rt_err(err, RT_ERR_INVALID,
+                          "the manifest of %s has %d quantiles for %s and "
+                          "%d for %s: prepare it again",
+                          ds->dir, dc->nquantiles, cols->cont[i], s->n_quantiles, cols->cont[0]);
+        s->n_quantiles = dc->nquantiles;
+    }
     for (int i = 0; s->cont_norm == RT_CONT_STANDARDIZE && i < cols->ncont; i++) {
         const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
         char at[512];
@@ -155,9 +172,33 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const
     return rt_model_spec_check(s, err);
 }
 
+/* continuous_norm = quantile: the manifest's quantiles into the model */
+static rt_status job_model_quantiles(rt_model *m, const rt_dataset *ds, const rt_columns *cols,
+                                     char *err)
+{
+    const int64_t nq = rt_model_get_spec(m)->n_quantiles;
+    float *q = malloc((size_t)(cols->ncont * nq) * sizeof *q);
+    if (!q)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < cols->ncont; i++) {
+        const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
+        if (!dc || dc->nquantiles != nq) {
+            free(q);
+            return rt_err(err, RT_ERR_INVALID, "the manifest of %s has no %lld quantiles for %s",
+                          ds->dir, (long long)nq, cols->cont[i]);
+        }
+        memcpy(q + i * nq, dc->quantiles, (size_t)nq * sizeof *q);
+    }
+    rt_status st = rt_model_set_quantiles(m, q, err);
+    free(q);
+    return st;
+}
+
 rt_status rt_job_model_standardize(rt_model *m, const rt_dataset *ds, const rt_columns *cols,
                                    char *err)
 {
+    if (rt_model_get_spec(m)->cont_norm == RT_CONT_QUANTILE && cols->ncont > 0)
+        return job_model_quantiles(m, ds, cols, err);
     if (rt_model_get_spec(m)->cont_norm != RT_CONT_STANDARDIZE || cols->ncont == 0)
         return RT_OK;
     float *mean = malloc((size_t)cols->ncont * sizeof *mean),

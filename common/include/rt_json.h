@@ -74,7 +74,9 @@ void rt_jw_key(rt_jw *w, const char *key);
 void rt_jw_str(rt_jw *w, const char *s); /* NULL writes null */
 void rt_jw_strn(rt_jw *w, const char *s, size_t n);
 void rt_jw_int(rt_jw *w, int64_t v);
-void rt_jw_num(rt_jw *w, double v); /* non-finite numbers are written as null */
+void rt_jw_num(rt_jw *w, double v);
+/* A float with the 9 significant digits that bring it back exactly. */
+void rt_jw_numf(rt_jw *w, float v); /* non-finite numbers are written as null */
 void rt_jw_bool(rt_jw *w, bool v);
 void rt_jw_null(rt_jw *w);
 /* Insert text that is already valid JSON (e.g. a stored document). */

@@ -9,7 +9,7 @@
  *    "columns": [{"name": "Store", "role": "categorical", "type": "i32",
  *                 "vocab": ["1", "10", ...]},
  *                {"name": "Promo2Weeks", "role": "continuous", "type": "f32",
- *                 "mean": 9.4, "std": 12.1}, ...],
+ *                 "mean": 9.4, "std": 12.1, "quantiles": [0, 0, 1.5, ...]}, ...],
  *   (a classification's label column: "vocab" holds its classes, index =
  *   position, and "class_rows" their training rows; "weight" names a
  *   sample-weight column; label_transform standardize adds "label_mean"
@@ -61,6 +61,11 @@ typedef struct rt_ds_column {
     bool has_stats;
     double mean, std;
     int64_t *class_rows; /* a classification's label: training rows of each class */
+    /* continuous: nquantiles ascending quantiles of the training rows (with
+     * a little noise; [model] continuous_norm = quantile); 0 and NULL in a
+     * manifest written without them */
+    int32_t nquantiles;
+    float *quantiles;
 } rt_ds_column;
 
 typedef struct rt_ds_part {

@@ -300,6 +300,12 @@ void rt_k_tokens_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, in
 void rt_k_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw,
                      float *db, rt_view dx);
 
+/* continuous_norm = quantile: y (B, n) = Φ^-1(p), p the position of
+ * x[r, i] among column i's nq ascending quantiles q[i*nq .. i*nq + nq)
+ * (sklearn's QuantileTransformer to a normal: linear between quantiles, a
+ * tied run's middle, p clipped to [1e-7, 1 - 1e-7]); nq >= 2. */
+void rt_k_quantile_fwd(rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt_view y);
+
 /* Periodic features of the numeric columns (PLR's first step; Gorishniy
  * et al. 2022, "On Embeddings for Numerical Features in Tabular Deep
  * Learning"): x (B, n), f (n, k) frequencies, y (B, n*2k) with, for column

@@ -82,6 +82,7 @@ typedef struct rt_model_spec {
     int n_cont;                                          /* continuous columns */
     rt_cont_norm cont_norm;
     float emb_dropout; /* on the embeddings (not ft_transformer) */
+    int n_quantiles;   /* continuous_norm quantile: quantiles per column (the model's buffers) */
     /* the numeric columns' embeddings (not rossmann, ft_transformer) */
     rt_num_emb num_emb;
     int d_embedding;       /* each column's width */
@@ -209,6 +210,11 @@ float *rt_model_buffers(rt_model *m);
  * (n_cont each, host memory; a std of 0 is taken as 1).  RT_ERR_INVALID
  * when the model does not standardise. */
 rt_status rt_model_set_standardize(rt_model *m, const float *mean, const float *std, char *err);
+/* continuous_norm = quantile: each continuous column's n_quantiles
+ * ascending quantiles (n_cont * n_quantiles floats, column after column,
+ * host memory), into the buffers.  RT_ERR_INVALID when the model does not
+ * take them or they are not ascending. */
+rt_status rt_model_set_quantiles(rt_model *m, const float *q, char *err);
 
 /* Input buffers in the context's memory, max_batch rows each:
  * cat (B, n_cat) i32, cont (B, n_cont) f32, label (B) f32. */

@@ -44,8 +44,9 @@
  * spec in the CLI (before anything is submitted) and the workers. */
 rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const rt_dataset *ds,
                             const rt_columns *cols, rt_model_spec *spec, char *err);
-/* continuous_norm = standardize: the manifest's statistics of the training
- * rows into a new model (a resumed one has them from its checkpoint). */
+/* continuous_norm = standardize or quantile: the manifest's statistics or
+ * quantiles of the training rows into a new model (a resumed one has them
+ * from its checkpoint). */
 rt_status rt_job_model_standardize(rt_model *m, const rt_dataset *ds, const rt_columns *cols,
                                    char *err);
 
