@@ -6,9 +6,10 @@
 #   examples/score.sh DATA.csv[.gz] SUBMISSION.csv LABEL classification|regression
 #
 # LABEL "-": the column before is_test (the classification examples').
-# classification: the recall of each class, a binary task's ROC AUC of the
-# second class's probability (ties counted half), then
-# "test_rows=N test_accuracy=A"; regression: "test_rows=N test_rmse_log=R"
+# classification: the recall of each class, then "test_rows=N
+# test_accuracy=A" — a binary task's "test_rows=N test_auc=U
+# test_accuracy=A", U the ROC AUC of the second class's probability (ties
+# counted half); regression: "test_rows=N test_rmse_log=R"
 # (RMSE of log prediction against log label, the usual score of house
 # prices) and test_rmse in the label's unit.
 set -euo pipefail
@@ -57,7 +58,9 @@ awk -F, -v subf="$sub" -v label="$label" -v task="$task" '
       for (i = 1; i <= total; i++) if (lab[i] == pos) for (j = 1; j <= total; j++) if (lab[j] != pos) {
         pairs++; good += (score[i] + 0 > score[j] + 0) ? 1 : (score[i] + 0 == score[j] + 0) ? 0.5 : 0
       }
-      printf "test_auc=%.4f (%s against the rest)\n", good / pairs, pos
+      printf "auc of the probability of %s (against the rest)\n", pos
+      printf "test_rows=%d test_auc=%.4f test_accuracy=%.4f\n", total, good / pairs, right / total
+      exit 0
     }
     printf "test_rows=%d test_accuracy=%.4f\n", total, right / total
   }'

@@ -7,13 +7,14 @@
 #   2. ringtrain run NAME/job.ini --np N trains (coordinator and agent on
 #      loopback), keeps the best epoch, writes submission.csv;
 #   3. examples/score.sh, which knows nothing of the trainer, compares the
-#      submission with the CSV's labels of the test rows and prints the test
-#      accuracy last (a binary task: before it the ROC AUC of the second
-#      class's probability, ties counted half; a regression: the RMSE of log
-#      prediction against log label, test_rmse_log).
+#      submission with the CSV's labels of the test rows and prints last
+#      test_accuracy (a binary task: test_auc, the ROC AUC of the second
+#      class's probability, ties counted half, then test_accuracy; a
+#      regression: test_rmse_log, the RMSE of log prediction against log label).
 #
 #   examples/tabular.sh NAME [--np N] [--seed S] [--out DIR] [--data DIR]
-#                       [--set SECTION.KEY=VALUE]...
+#                       [--job FILE] [--set SECTION.KEY=VALUE]...
+# (--job: another job file than NAME/job.ini, on the same data and scorer.)
 # Everything it writes goes to --out (default: a new folder in /tmp, named
 # on the first line), never into the checkout.  Binaries come from
 # $RINGTRAIN_BUILD when set, else build/ of this repository.
@@ -23,15 +24,16 @@ root=$(cd "$here/.." && pwd)
 build=${RINGTRAIN_BUILD:-$root/build}
 name=${1:?usage: examples/tabular.sh NAME [--np N] [--seed S] [--out DIR]}
 shift
-np=2 seed=42 out= data="$root/../shared/data/tabular" sets=()
+np=2 seed=42 out= data="$root/../shared/data/tabular" sets=() job=
 while [ $# -gt 0 ]; do
   case "$1" in
     --np) np=$2; shift ;;
     --seed) seed=$2; shift ;;
     --out) out=$2; shift ;;
     --data) data=$2; shift ;;
+    --job) job=$2; shift ;;
     --set) sets+=(--set "$2"); shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "tabular.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -52,8 +54,9 @@ ln -s "$csv" "$out/in/${csv##*/}"
 echo "== 1. prep: $csv -> $out/dataset ($np partitions)"
 "$ringtrain" prep --input "$out/in" --sql "$here/$name/prep.sql" --out "$out/dataset" \
   --partitions "$np" --quiet
-echo "== 2. train: ringtrain run $name/job.ini --np $np (seed $seed)"
-"$ringtrain" run "$here/$name/job.ini" --np "$np" --set data.dataset="$out/dataset" \
+job=${job:-$here/$name/job.ini}
+echo "== 2. train: ringtrain run ${job#$here/} --np $np (seed $seed)"
+"$ringtrain" run "$job" --np "$np" --set data.dataset="$out/dataset" \
   --set output.store="$out/store" --set train.seed="$seed" "${sets[@]}"
 echo "== 3. score the test rows (is_test = 1) against submission.csv"
 manifest=$out/dataset/manifest.json
@@ -61,6 +64,12 @@ task=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["task"])'
 if [ "$task" = regression ]; then # the label by name (the log of it is what trained)
   label=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["label"])' "$manifest")
   bash "$here/score.sh" "$csv" "$out/store/submission.csv" "$label" regression
-else
-  bash "$here/score.sh" "$csv" "$out/store/submission.csv" - classification
+else # the label by name when the CSV has it (wa_churn's is its first column), else the
+  # column before is_test (the label the other examples' prep.sql renamed)
+  label=$(python3 -c 'import gzip, json, sys
+label = json.load(open(sys.argv[1]))["label"]
+f = gzip.open(sys.argv[2], "rt") if sys.argv[2].endswith(".gz") else open(sys.argv[2])
+head = [c.strip("\"") for c in f.readline().strip().split(",")]
+print(label if label in head else "-")' "$manifest" "$csv")
+  bash "$here/score.sh" "$csv" "$out/store/submission.csv" "$label" classification
 fi

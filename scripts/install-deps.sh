@@ -17,6 +17,7 @@ pkgs=(
   bubblewrap                     # the installed-system test: the units' sandbox
   python3-torch                  # ... and a PyTorch DDP program under `ringtrain exec`
   python3-numpy python3-pip      # the Python binding's tests; `pip install ./python`
+  python3-xgboost                # bench/xgb_baseline.py: gradient-boosted trees on the examples
   chromium nodejs                # the dashboard's test in a headless browser
   prometheus                     # promtool check metrics on /metrics (the tests use only promtool)
   slurmctld slurmd slurm-client munge  # the Slurm test: a Slurm of its own (not left running)
