@@ -296,8 +296,9 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_E("model", "continuous_norm", "auto", "auto|" RT_CONT_NORM_CHOICES, rt_job_cfg,
              continuous_norm,
              "continuous inputs: a batch-norm layer, (x - mean) / std with the training rows' "
-             "statistics (the dataset's manifest), as they are, or quantile (each column mapped "
-             "to a normal through its training rows' quantiles, sklearn's QuantileTransformer); "
+             "statistics (the dataset's manifest), as they are, quantile (each column mapped "
+             "to a normal through its training rows' quantiles, sklearn's QuantileTransformer), "
+             "or robust ((x - median) / IQR, then RealMLP's smooth clip x / sqrt(1 + (x/3)^2)); "
              "auto: batchnorm for "
              "rossmann (the Keras model's), standardize for the other families (a batch norm's "
              "moving averages need hundreds of steps before validation means anything)"),

@@ -406,3 +406,11 @@ void rt_cpu_quantile_fwd(rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt
         for (int64_t i = 0; i < x.cols; i++)
             RT_F(y)[r * y.ld + i] = rt_quantile_normal(q + i * nq, nq, RT_F(x)[r * x.ld + i]);
 }
+
+void rt_cpu_robust_fwd(rt_kctx *ctx, rt_view x, const float *center, const float *scale, rt_view y)
+{
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (x.rows * x.cols > PAR_MIN)
+    for (int64_t r = 0; r < x.rows; r++)
+        for (int64_t i = 0; i < x.cols; i++)
+            RT_F(y)[r * y.ld + i] = rt_robust_value(RT_F(x)[r * x.ld + i], center[i], scale[i]);
+}

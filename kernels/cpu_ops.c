@@ -462,6 +462,7 @@ const rt_kernel_ops rt_cpu_kernel_ops = {
     .tokens_fwd = rt_cpu_tokens_fwd,
     .tokens_bwd = rt_cpu_tokens_bwd,
     .quantile_fwd = rt_cpu_quantile_fwd,
+    .robust_fwd = rt_cpu_robust_fwd,
     .periodic_fwd = rt_cpu_periodic_fwd,
     .periodic_bwd = rt_cpu_periodic_bwd,
     .ens_repeat = rt_cpu_ens_repeat,

@@ -394,6 +394,7 @@ const rt_kernel_ops rt_cuda_kernel_ops = {
     .tokens_fwd = rt_cuda_tokens_fwd,
     .tokens_bwd = rt_cuda_tokens_bwd,
     .quantile_fwd = rt_cuda_quantile_fwd,
+    .robust_fwd = rt_cuda_robust_fwd,
     .periodic_fwd = rt_cuda_periodic_fwd,
     .periodic_bwd = rt_cuda_periodic_bwd,
     .ens_repeat = rt_cuda_ens_repeat,

@@ -491,3 +491,18 @@ void rt_cuda_quantile_fwd(rt_kctx *ctx, rt_view x, const float *q, int64_t nq, r
         RT_F(x), x.ld, q, nq, RT_F(y), y.ld, x.rows, x.cols);
     LAUNCHED(CS(ctx), "k_quantile_fwd");
 }
+
+__global__ void k_robust_fwd(const float *x, int64_t ldx, const float *c, const float *s, float *y,
+                             int64_t ldy, int64_t rows, int64_t n)
+{
+    FOR_EACH(rows, n) y[r * ldy + j] = rt_robust_value(x[r * ldx + j], c[j], s[j]);
+}
+
+void rt_cuda_robust_fwd(rt_kctx *ctx, rt_view x, const float *center, const float *scale, rt_view y)
+{
+    if (x.rows * x.cols == 0)
+        return;
+    k_robust_fwd<<<grid_for(x.rows * x.cols, T256), T256, 0, CS(ctx)->stream>>>(
+        RT_F(x), x.ld, center, scale, RT_F(y), y.ld, x.rows, x.cols);
+    LAUNCHED(CS(ctx), "k_robust_fwd");
+}

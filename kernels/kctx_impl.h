@@ -105,6 +105,7 @@ struct rt_kernel_ops {
     void (*tokens_bwd)(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw,
                        float *db, rt_view dx);
     void (*quantile_fwd)(rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt_view y);
+    void (*robust_fwd)(rt_kctx *ctx, rt_view x, const float *center, const float *scale, rt_view y);
     void (*periodic_fwd)(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view y);
     void (*periodic_bwd)(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view dy, float *df,
                          rt_view dx);

@@ -1,4 +1,5 @@
 /* quantile_math.h — private to kernels/: continuous_norm = quantile's map
+ * (and robust's smooth clip, at the end)
  * of a value to a standard normal through a column's quantiles
  * (rt_k_quantile_fwd), one definition for the CPU (cpu_layers.c) and CUDA
  * (cuda_layers.cu).  sklearn's QuantileTransformer(output_distribution=
@@ -93,6 +94,13 @@ RT_HD double rt_quantile_prob(const float *q, int64_t nq, float x)
 RT_HD float rt_quantile_normal(const float *q, int64_t nq, float x)
 {
     return (float)rt_norm_ppf(rt_quantile_prob(q, nq, x));
+}
+
+/* continuous_norm = robust: RealMLP's smooth clip of the robustly scaled value */
+RT_HD float rt_robust_value(float x, float center, float scale)
+{
+    const float z = (x - center) * scale;
+    return z / sqrtf(1.0f + (z / 3.0f) * (z / 3.0f));
 }
 
 #endif

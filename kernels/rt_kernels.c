@@ -484,6 +484,13 @@ void rt_k_quantile_fwd(rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt_v
     ctx->ops->quantile_fwd(ctx, x, q, nq, y);
 }
 
+void rt_k_robust_fwd(rt_kctx *ctx, rt_view x, const float *center, const float *scale, rt_view y)
+{
+    check_view(ctx, x, RT_F32);
+    check_same(ctx, x, y);
+    ctx->ops->robust_fwd(ctx, x, center, scale, y);
+}
+
 void rt_k_periodic_fwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view y)
 {
     check_view(ctx, x, RT_F32);

@@ -52,6 +52,7 @@ typedef enum layer_kind {
     L_NUM_LINEAR,   /* numeric embeddings: x_i w_i + b_i per column (out: n*d columns) */
     L_PERIODIC,     /* numeric embeddings: cos, sin of 2π f x (out: tpr = n, 2k columns) */
     L_QUANTILE,     /* continuous_norm quantile: x to a normal by fixed quantiles (buffers) */
+    L_ROBUST,       /* continuous_norm robust: (x - center) * scale, smooth-clipped (buffers) */
     L_KINDS
 } layer_kind;
 
@@ -130,6 +131,7 @@ struct rt_model {
     int64_t n_params, n_buffers, arena;
     int64_t std_off;        /* standardize: mean then std in the buffers (-1: none) */
     int64_t quant_off;      /* quantile: the quantiles in the buffers (-1: none) */
+    int64_t robust_off;     /* robust: center then scale in the buffers (-1: none) */
     rt_embed_col *emb_host; /* per categorical column (host copy), and its device copy */
     rt_embed_col *emb_cols;
     int64_t emb_lo, emb_hi; /* the arena range of the embedding tables */

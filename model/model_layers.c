@@ -377,6 +377,10 @@ void model_layer_fwd(rt_model *m, mlayer *L, int64_t n, bool train)
         rt_k_tokens_fwd(ctx, in_view(m, L, 0, n), P(m, L, 0), P(m, L, 1), s->d_embedding,
                         out_view(m, L, n));
         break;
+    case L_ROBUST:
+        rt_k_robust_fwd(ctx, in_view(m, L, 0, n), m->buffers + L->boff,
+                        m->buffers + L->boff + s->n_cont, out_view(m, L, n));
+        break;
     case L_QUANTILE:
         rt_k_quantile_fwd(ctx, in_view(m, L, 0, n), m->buffers + L->boff, s->n_quantiles,
                           out_view(m, L, n));
@@ -414,6 +418,7 @@ void model_layer_bwd(rt_model *m, mlayer *L, int64_t n)
     }
     case L_STANDARDIZE:
     case L_QUANTILE:
+    case L_ROBUST:
         RT_ASSERT(!m->tensors[L->in[0].t].grad); /* it reads the model's inputs */
         break;
     case L_COPY:

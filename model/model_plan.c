@@ -32,6 +32,7 @@ static const char *const KIND_NAMES[L_KINDS] = {
     [L_NUM_LINEAR] = "NumLinear",
     [L_PERIODIC] = "Periodic",
     [L_QUANTILE] = "Quantile",
+    [L_ROBUST] = "Robust",
 };
 
 const char *model_kind_name(layer_kind k) { return k < L_KINDS ? KIND_NAMES[k] : "?"; }
@@ -268,11 +269,13 @@ mslot mb_cont_block(mplan *p, mslot to)
     layer_kind k = s->cont_norm == RT_CONT_BATCHNORM     ? L_BATCHNORM
                    : s->cont_norm == RT_CONT_STANDARDIZE ? L_STANDARDIZE
                    : s->cont_norm == RT_CONT_QUANTILE    ? L_QUANTILE
+                   : s->cont_norm == RT_CONT_ROBUST      ? L_ROBUST
                                                          : L_COPY;
     mlayer *L = mb_layer(p, k,
                          k == L_BATCHNORM     ? "batch_norm"
                          : k == L_STANDARDIZE ? "standardize"
                          : k == L_QUANTILE    ? "quantile"
+                         : k == L_ROBUST      ? "robust"
                                               : "continuous",
                          o);
     mb_input(L, in);
@@ -283,6 +286,10 @@ mslot mb_cont_block(mplan *p, mslot to)
         mb_buffer(p, L, "/std", s->n_cont);
         p->m->std_off = L->boff;
         L->save_fixed = 2 * (int64_t)s->n_cont; /* scale and shift, from mean and std */
+    } else if (k == L_ROBUST) {
+        mb_buffer(p, L, "/center", s->n_cont);
+        mb_buffer(p, L, "/scale", s->n_cont);
+        p->m->robust_off = L->boff;
     } else if (k == L_QUANTILE) {
         mb_buffer(p, L, "/quantiles", (int64_t)s->n_cont * s->n_quantiles);
         p->m->quant_off = L->boff;
@@ -464,6 +471,7 @@ rt_status model_plan(rt_model *m, char *err)
     mplan p = {.m = m};
     m->std_off = -1;
     m->quant_off = -1;
+    m->robust_off = -1;
     m->arena = 0;
     const model_family *f = model_family_of(m->spec.arch);
     if (f)

@@ -95,8 +95,10 @@ static void init_host(const rt_model *m, float *p, float *buf)
         if (pi->trainable)
             continue;
         const char *tail = strrchr(pi->name, '/');
-        float v =
-            tail && (!strcmp(tail, "/moving_variance") || !strcmp(tail, "/std")) ? 1.0f : 0.0f;
+        float v = tail && (!strcmp(tail, "/moving_variance") || !strcmp(tail, "/std") ||
+                           !strcmp(tail, "/scale"))
+                      ? 1.0f
+                      : 0.0f;
         for (int64_t e = 0; e < pi->count; e++)
             buf[pi->off + e] = v;
     }
@@ -366,6 +368,16 @@ rt_status rt_model_set_standardize(rt_model *m, const float *mean, const float *
     }
     free(hbuf);
     return st;
+}
+
+rt_status rt_model_set_robust(rt_model *m, const float *center, const float *scale, char *err)
+{
+    const int64_t F = m->spec.n_cont;
+    if (m->robust_off < 0)
+        return rt_err(err, RT_ERR_INVALID, "the model does not scale its inputs robustly");
+    rt_kmemcpy(m->ctx, m->buffers + m->robust_off, center, (size_t)F * sizeof *center, RT_H2D);
+    rt_kmemcpy(m->ctx, m->buffers + m->robust_off + F, scale, (size_t)F * sizeof *scale, RT_H2D);
+    return rt_kctx_sync(m->ctx, err);
 }
 
 rt_status rt_model_set_quantiles(rt_model *m, const float *q, char *err)

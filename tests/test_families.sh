@@ -91,8 +91,10 @@ run tabm --set model.architecture=tabm --set model.blocks=2 --set model.width=16
 grep -q "Quantile" "$out/tabm.summary" || fail "tabm's inputs are not mapped by quantiles"
 grep -q "TokenDense  *(4, 1)" "$out/tabm.summary" || fail "tabm's summary has no members' output layer"
 run mlp_periodic --set model.architecture=mlp --set model.hidden=16 \
-  --set model.numeric_embedding=periodic --set model.d_embedding=4 --set model.frequencies=3
+  --set model.numeric_embedding=periodic --set model.d_embedding=4 --set model.frequencies=3 \
+  --set model.continuous_norm=robust
 grep -q "Periodic" "$out/mlp_periodic.summary" || fail "the periodic embeddings are not in the summary"
+grep -q "Robust" "$out/mlp_periodic.summary" || fail "the inputs are not scaled robustly"
 run tabm_mini --set model.architecture=tabm --set model.variant=mini --set model.blocks=1 \
   --set model.width=16 --set model.ensemble_size=3 --set model.numeric_embedding=linear
 

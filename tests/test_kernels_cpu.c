@@ -645,6 +645,27 @@ static void test_quantile(void **state)
     printf("quantile: %d values, worst relative difference %.3g\n", R * NC, worst);
 }
 
+/* continuous_norm = robust: RealMLP's smooth clip of (x - center) * scale,
+ * in double here: odd, about the identity near 0, bounded by 3 */
+static void test_robust(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(34);
+    enum { R = 50, NC = 4 };
+    float x[R * NC], y[R * NC], c[NC] = {0, 1.5f, -2, 100}, sc[NC] = {1, 0.5f, 2, 1e-3f};
+    tu_fill(&g, x, R * NC, -50, 150);
+    rt_k_robust_fwd(ctx, rt_vf32(x, R, NC, NC, RT_DEVICE_CPU), c, sc,
+                    rt_vf32(y, R, NC, NC, RT_DEVICE_CPU));
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < NC; i++) {
+            const double z = ((double)x[r * NC + i] - c[i]) * sc[i], want = z / sqrt(1 + z * z / 9);
+            if (!(fabs(y[r * NC + i] - want) <= 1e-6 * (1 + fabs(want))) ||
+                fabs(y[r * NC + i]) >= 3)
+                fail_msg("robust (%g - %g) * %g: %.9g, want %.9g", (double)x[r * NC + i],
+                         (double)c[i], (double)sc[i], (double)y[r * NC + i], want);
+        }
+}
+
 static void test_adam(void **state)
 {
     (void)state;
@@ -778,7 +799,7 @@ int main(void)
         cmocka_unit_test(test_batchnorm),        cmocka_unit_test(test_dense),
         cmocka_unit_test(test_head_and_losses),  cmocka_unit_test(test_adam),
         cmocka_unit_test(test_blas_core_choice), cmocka_unit_test(test_ensemble),
-        cmocka_unit_test(test_quantile),
+        cmocka_unit_test(test_quantile),         cmocka_unit_test(test_robust),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -247,7 +247,7 @@ static void test_op_periodic(void **state)
 }
 
 /* continuous_norm = quantile's map (double on both: the device's erfc
- * and exp against the host's). */
+ * and exp against the host's), and robust's smooth clip. */
 static void test_op_quantile(void **state)
 {
     (void)state;
@@ -263,7 +263,11 @@ static void test_op_quantile(void **state)
     rt_k_quantile_fwd(cpu, hv(x), q.h, nq, hv(y));
     rt_k_quantile_fwd(gpu, dv(x), q.d, nq, dv(y));
     same("quantile_fwd", y, 1e-6, 1e-6);
-    pfree(&x), pfree(&q), pfree(&y);
+    pair c = mat(&g, 1, n, 0, -1, 1), sc = mat(&g, 1, n, 0, 0.1, 3), yr = out_mat(&g, R, n, 1);
+    rt_k_robust_fwd(cpu, hv(x), c.h, sc.h, hv(yr));
+    rt_k_robust_fwd(gpu, dv(x), c.d, sc.d, dv(yr));
+    same("robust_fwd", yr, 1e-6, 1e-6);
+    pfree(&x), pfree(&q), pfree(&y), pfree(&c), pfree(&sc), pfree(&yr);
 }
 
 static void test_op_attention(void **state)

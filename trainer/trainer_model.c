@@ -92,16 +92,20 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const
     s->frequency_scale = (float)cfg->frequency_scale;
     s->n_cont = cols->ncont;
     s->cont_norm = (rt_cont_norm)rt_job_continuous_norm(cfg);
-    for (int i = 0; s->cont_norm == RT_CONT_QUANTILE && i < cols->ncont; i++) {
+    const bool quantiles = s->cont_norm == RT_CONT_QUANTILE || s->cont_norm == RT_CONT_ROBUST;
+    for (int i = 0; quantiles && i < cols->ncont; i++) {
         const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
         char at[512];
         if (!dc || dc->nquantiles < 2)
             return rt_err(err, RT_ERR_INVALID,
-                          "%s[model] continuous_norm = quantile: the manifest of %s has no "
+                          "%s[model] continuous_norm = %s: the manifest of %s has no "
                           "quantiles for its continuous column %s (a dataset prepared before "
                           "ringtrain wrote them, or one without training rows): prepare it "
                           "again, or use standardize",
-                          where(o, "continuous_norm", at, sizeof at), ds->dir, cols->cont[i]);
+                          where(o, "continuous_norm", at, sizeof at),
+                          rt_cont_norm_names[s->cont_norm], ds->dir, cols->cont[i]);
+        if (s->cont_norm == RT_CONT_ROBUST) /* the median and IQR come from them */
+            continue;
         if (i > 0 && dc->nquantiles != s->n_quantiles)
             return rt_err(err, RT_ERR_INVALID,
                           "the manifest of %s has %d quantiles for %s and "
@@ -194,11 +198,50 @@ static rt_status job_model_quantiles(rt_model *m, const rt_dataset *ds, const rt
     return st;
 }
 
+/* The quantile at probability p of a column's nq quantiles (linear). */
+static double quantile_at(const rt_ds_column *dc, double p)
+{
+    const double pos = p * (dc->nquantiles - 1);
+    const int lo = (int)pos;
+    const double f = pos - lo;
+    return lo + 1 < dc->nquantiles
+               ? dc->quantiles[lo] + f * (dc->quantiles[lo + 1] - dc->quantiles[lo])
+               : dc->quantiles[lo];
+}
+
+/* continuous_norm = robust: each column's median and 1 / IQR from the
+ * manifest's quantiles (RealMLP's robust scale: half the range where the
+ * IQR is 0, 1 where the column is constant) */
+static rt_status job_model_robust(rt_model *m, const rt_dataset *ds, const rt_columns *cols,
+                                  char *err)
+{
+    float *c = malloc((size_t)cols->ncont * 2 * sizeof *c), *sc = c + cols->ncont;
+    if (!c)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < cols->ncont; i++) {
+        const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
+        if (!dc || dc->nquantiles < 2) {
+            free(c);
+            return rt_err(err, RT_ERR_INVALID, "the manifest of %s has no quantiles for %s",
+                          ds->dir, cols->cont[i]);
+        }
+        const double iqr = quantile_at(dc, 0.75) - quantile_at(dc, 0.25);
+        const double range = dc->quantiles[dc->nquantiles - 1] - dc->quantiles[0];
+        c[i] = (float)quantile_at(dc, 0.5);
+        sc[i] = (float)(iqr > 0 ? 1.0 / iqr : range > 0 ? 2.0 / range : 1.0);
+    }
+    rt_status st = rt_model_set_robust(m, c, sc, err);
+    free(c);
+    return st;
+}
+
 rt_status rt_job_model_standardize(rt_model *m, const rt_dataset *ds, const rt_columns *cols,
                                    char *err)
 {
     if (rt_model_get_spec(m)->cont_norm == RT_CONT_QUANTILE && cols->ncont > 0)
         return job_model_quantiles(m, ds, cols, err);
+    if (rt_model_get_spec(m)->cont_norm == RT_CONT_ROBUST && cols->ncont > 0)
+        return job_model_robust(m, ds, cols, err);
     if (rt_model_get_spec(m)->cont_norm != RT_CONT_STANDARDIZE || cols->ncont == 0)
         return RT_OK;
     float *mean = malloc((size_t)cols->ncont * sizeof *mean),

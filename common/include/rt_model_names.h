@@ -53,10 +53,14 @@ typedef enum rt_act { RT_ACT_NONE = 0, RT_ACT_LIST(RT_NAME_ID, ) RT_ACT_COUNT } 
 /* How continuous inputs enter the model ([model] continuous_norm): a
  * batch-norm layer, fixed (x - mean) / std with the training rows'
  * statistics, or as they are. */
-#define RT_CONT_NORM_LIST(X, S)                                                             \
-    X(RT_CONT_BATCHNORM, "batchnorm")                                                       \
-    S X(RT_CONT_STANDARDIZE, "standardize") S X(RT_CONT_NONE, "none") S X(RT_CONT_QUANTILE, \
-                                                                          "quantile")
+/* clang-format off */
+#define RT_CONT_NORM_LIST(X, S)                                       \
+    X(RT_CONT_BATCHNORM, "batchnorm") S                               \
+    X(RT_CONT_STANDARDIZE, "standardize") S                           \
+    X(RT_CONT_NONE, "none") S                                         \
+    X(RT_CONT_QUANTILE, "quantile") S                                 \
+    X(RT_CONT_ROBUST, "robust")
+/* clang-format on */
 typedef enum rt_cont_norm { RT_CONT_NORM_LIST(RT_NAME_ID, ) RT_CONT_NORM_COUNT } rt_cont_norm;
 #define RT_CONT_NORM_CHOICES RT_CONT_NORM_LIST(RT_NAME_STR, "|")
 

@@ -306,6 +306,10 @@ void rt_k_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_
  * tied run's middle, p clipped to [1e-7, 1 - 1e-7]); nq >= 2. */
 void rt_k_quantile_fwd(rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt_view y);
 
+/* continuous_norm = robust (RealMLP, Holzmüller et al. 2024): z = (x[r, i]
+ * - center[i]) * scale[i], then the smooth clip y = z / sqrt(1 + (z/3)^2). */
+void rt_k_robust_fwd(rt_kctx *ctx, rt_view x, const float *center, const float *scale, rt_view y);
+
 /* Periodic features of the numeric columns (PLR's first step; Gorishniy
  * et al. 2022, "On Embeddings for Numerical Features in Tabular Deep
  * Learning"): x (B, n), f (n, k) frequencies, y (B, n*2k) with, for column

@@ -215,6 +215,9 @@ rt_status rt_model_set_standardize(rt_model *m, const float *mean, const float *
  * host memory), into the buffers.  RT_ERR_INVALID when the model does not
  * take them or they are not ascending. */
 rt_status rt_model_set_quantiles(rt_model *m, const float *q, char *err);
+/* continuous_norm = robust: each continuous column's center (median) and
+ * scale (1 / IQR), n_cont each, host memory. */
+rt_status rt_model_set_robust(rt_model *m, const float *center, const float *scale, char *err);
 
 /* Input buffers in the context's memory, max_batch rows each:
  * cat (B, n_cat) i32, cont (B, n_cont) f32, label (B) f32. */
