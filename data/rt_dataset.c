@@ -331,8 +331,10 @@ static rt_status parse_manifest(rt_dataset *ds, const rt_json *m, const char *pa
             const size_t nq = rt_json_len(qs);
             col->quantiles = nq >= 2 && nq <= 1000 ? malloc(nq * sizeof *col->quantiles) : NULL;
             for (size_t q = 0; col->quantiles && q < nq; q++) {
+                /* compared as the floats they become: "0.100000001" twice is a tie */
                 const double v = rt_json_num(rt_json_at(qs, q), NAN);
-                if (!isfinite(v) || (q > 0 && v < col->quantiles[q - 1])) {
+                if (!isfinite(v) || !isfinite((float)v) ||
+                    (q > 0 && (float)v < col->quantiles[q - 1])) {
                     free(col->quantiles);
                     col->quantiles = NULL;
                     break;

@@ -289,7 +289,7 @@ static void test_manifest(void **state)
     assert_non_null(strstr(err, "no manifest.json"));
     /* write one by hand, with a partition of two rows */
     char *vocab[3] = {NULL, "a", "b"};
-    float dist_q[3] = {1, 1, 4}; /* ascending, with a tie */
+    float dist_q[3] = {0.1f, 0.1f, 4}; /* ascending, with a tie of a float not exact in decimal */
     rt_ds_column cols[4] = {
         {"Type", RT_ROLE_CATEGORICAL, RT_COL_I32, 3, vocab, false, 0, 0, NULL, 0, NULL},
         {"Dist", RT_ROLE_CONTINUOUS, RT_COL_F32, 0, NULL, true, 12.5, 0.25, NULL, 3, dist_q},
@@ -315,7 +315,7 @@ static void test_manifest(void **state)
     assert_true(ds->cols[1].has_stats && ds->cols[1].mean == 12.5 && ds->cols[1].std == 0.25);
     assert_false(ds->cols[0].has_stats);
     assert_int_equal(ds->cols[1].nquantiles, 3); /* the quantiles round-trip */
-    assert_true(ds->cols[1].quantiles[1] == 1 && ds->cols[1].quantiles[2] == 4);
+    assert_true(ds->cols[1].quantiles[1] == 0.1f && ds->cols[1].quantiles[2] == 4);
     assert_int_equal(ds->cols[0].nquantiles, 0);
     assert_true(ds->max_label == 41551);
     assert_int_equal(ds->train_rows, 1);
