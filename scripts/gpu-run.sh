@@ -12,7 +12,7 @@
 #   memcheck.log compute-sanitizer memcheck of captured steps
 # Each step has its own time limit; the whole run fits in about 6 minutes.
 # A shorter run (a second try in a lease): CHECK_ARCHS="rossmann" (the
-# families benchmarked, default all five) and CHECK_EXAMPLES="rossmann" (the
+# families benchmarked, default all six) and CHECK_EXAMPLES="rossmann" (the
 # example runs, default all six; "none" for none).
 # Without a GPU (here) every GPU step says "skipped: no GPU": the dry run
 # that proves the packing (every library found, from the pack or CUDA).
@@ -131,7 +131,7 @@ done
 
 say ""
 say "## Benchmarks (bench.jsonl)"
-read -r -a archs <<< "${CHECK_ARCHS:-rossmann mlp resnet dcn2 ft_transformer}"
+read -r -a archs <<< "${CHECK_ARCHS:-rossmann mlp resnet dcn2 ft_transformer tabm}"
 for a in "${archs[@]}"; do
   "$here/bin/train_step" --architecture "$a" --print-spec > "$tmp/$a.json" 2>> "$log" ||
     say "- train_step --print-spec $a: FAILED"
