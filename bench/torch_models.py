@@ -53,6 +53,11 @@ class Inputs(nn.Module):
             self.freq = nn.Parameter(torch.zeros(self.n_cont, k))
             self.num_w = nn.Parameter(torch.zeros(self.n_cont, d, 2 * k))
             self.num_b = nn.Parameter(torch.zeros(self.n_cont, d))
+        elif self.num_emb == "piecewise_linear":  # PLE, then Linear_i and ReLU
+            t = spec.get("bins", 48)
+            self.register_buffer("edges", torch.linspace(-3, 3, t + 1).repeat(self.n_cont, 1))
+            self.num_w = nn.Parameter(torch.zeros(self.n_cont, d, t))
+            self.num_b = nn.Parameter(torch.zeros(self.n_cont, d))
         n_num = self.n_cont * (d if self.num_emb != "none" else 1)
         self.width = sum(c["dim"] for c in spec["categorical"]) + n_num
 
@@ -76,6 +81,17 @@ class Inputs(nn.Module):
         """The numeric columns as they are, or embedded (B, n * d_embedding)."""
         if self.num_emb == "linear":
             return (x[:, :, None] * self.num_w + self.num_b).flatten(1)
+        if self.num_emb == "piecewise_linear":
+            lo, hi = self.edges[:, :-1], self.edges[:, 1:]  # (n, T)
+            w = hi - lo
+            v = (x[:, :, None] - lo) / torch.where(w > 0, w, torch.ones_like(w))
+            t = w.shape[1]
+            if t > 1:  # the first bin not clipped below, the last not above
+                v = torch.cat([v[:, :, :1].clamp(max=1), v[:, :, 1:-1].clamp(0, 1),
+                               v[:, :, -1:].clamp(min=0)], -1) if t > 2 else \
+                    torch.cat([v[:, :, :1].clamp(max=1), v[:, :, 1:].clamp(min=0)], -1)
+            v = torch.where(w > 0, v, (x[:, :, None] >= lo).to(v.dtype))  # zero-width: a step
+            return torch.relu(torch.einsum("bnt,ndt->bnd", v, self.num_w) + self.num_b).flatten(1)
         if self.num_emb == "periodic":
             th = 2 * math.pi * self.freq * x[:, :, None]
             z = torch.cat([torch.cos(th), torch.sin(th)], -1)  # (B, n, 2k)
@@ -90,6 +106,8 @@ class Inputs(nn.Module):
             out["numeric/linear/weight"], out["numeric/linear/bias"] = self.num_w, self.num_b
         elif self.num_emb == "periodic":
             out["numeric/periodic/frequencies"] = self.freq
+            out["numeric/linear/kernel"], out["numeric/linear/bias"] = self.num_w, self.num_b
+        elif self.num_emb == "piecewise_linear":
             out["numeric/linear/kernel"], out["numeric/linear/bias"] = self.num_w, self.num_b
         return out
 

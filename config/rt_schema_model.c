@@ -29,6 +29,7 @@ static const struct family_key {
     {"d_embedding", NUM_EMB},
     {"frequencies", NUM_EMB},
     {"frequency_scale", NUM_EMB},
+    {"bins", NUM_EMB},
     {"hidden", A(RT_ARCH_ROSSMANN) | A(RT_ARCH_MLP)},
     {"dropout", A(RT_ARCH_ROSSMANN) | A(RT_ARCH_MLP) | A(RT_ARCH_DCN2) | A(RT_ARCH_TABM)},
     {"batch_norm", A(RT_ARCH_MLP)},

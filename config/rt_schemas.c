@@ -284,8 +284,12 @@ static const rt_cfg_key job_keys[] = {
              numeric_embedding,
              "mlp, resnet, dcn2, tabm: each continuous column (after continuous_norm) embedded in "
              "d_embedding values: linear (x w + b per column), periodic (PLR: cos and sin of 2 pi "
-             "f x for `frequencies` trained f, a linear layer per column, ReLU), or none (the "
-             "value itself)"),
+             "f x for `frequencies` trained f, a linear layer per column, ReLU), "
+             "piecewise_linear (PLE over `bins` quantile bins, a linear layer per column, ReLU), "
+             "or none (the value itself)"),
+    RT_CFG_I("model", "bins", "48", 1, 256, rt_job_cfg, bins,
+             "numeric_embedding = piecewise_linear: bins per column, their edges the training "
+             "rows' quantiles (from the dataset's manifest)"),
     RT_CFG_I("model", "d_embedding", "24", 1, 1024, rt_job_cfg, d_embedding,
              "numeric_embedding: the width of each continuous column's embedding"),
     RT_CFG_I("model", "frequencies", "48", 1, 1024, rt_job_cfg, frequencies,

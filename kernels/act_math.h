@@ -7,6 +7,7 @@
 #define RT_ACT_MATH_H
 
 #include <math.h>
+#include <stdbool.h>
 
 #include "rt_model_names.h"
 #include "rt_rng.h" /* RT_HD: host and device */
@@ -57,6 +58,23 @@ RT_HD float rt_periodic_theta(float f, float x) { return 6.28318530717958648f * 
 RT_HD float rt_periodic_dtheta(float th, float gc, float gs)
 {
     return cosf(th) * gs - sinf(th) * gc;
+}
+
+/* Piecewise-linear encoding (rt_k_ple_*): bin t of T with edges e[t],
+ * e[t + 1]; *d (when not NULL) the derivative by x (0 where clipped). */
+RT_HD float rt_ple_value(float x, const float *e, int64_t t, int64_t T, float *d)
+{
+    const float w = e[t + 1] - e[t];
+    if (!(w > 0.0f)) { /* a bin of zero width: a step */
+        if (d)
+            *d = 0.0f;
+        return x >= e[t] ? 1.0f : 0.0f;
+    }
+    const float v = (x - e[t]) / w;
+    const bool low = t > 0 && v < 0.0f, high = t < T - 1 && v > 1.0f;
+    if (d)
+        *d = low || high ? 0.0f : 1.0f / w;
+    return low ? 0.0f : high ? 1.0f : v;
 }
 
 #endif

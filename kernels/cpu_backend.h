@@ -32,6 +32,8 @@ void rt_cpu_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int6
                        float *db, rt_view dx);
 void rt_cpu_quantile_fwd(rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt_view y);
 void rt_cpu_robust_fwd(rt_kctx *ctx, rt_view x, const float *center, const float *scale, rt_view y);
+void rt_cpu_ple_fwd(rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view y);
+void rt_cpu_ple_bwd(rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view dy, rt_view dx);
 void rt_cpu_periodic_fwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view y);
 void rt_cpu_periodic_bwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view dy, float *df,
                          rt_view dx);

@@ -414,3 +414,32 @@ void rt_cpu_robust_fwd(rt_kctx *ctx, rt_view x, const float *center, const float
         for (int64_t i = 0; i < x.cols; i++)
             RT_F(y)[r * y.ld + i] = rt_robust_value(RT_F(x)[r * x.ld + i], center[i], scale[i]);
 }
+
+/* ---- piecewise-linear encoding of the numeric columns -------------------------------- */
+
+void rt_cpu_ple_fwd(rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view y)
+{
+    const float *xp = RT_F(x);
+    float *yp = RT_F(y);
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (y.rows * y.cols > PAR_MIN)
+    for (int64_t r = 0; r < x.rows; r++)
+        for (int64_t i = 0; i < x.cols; i++)
+            for (int64_t t = 0; t < T; t++)
+                yp[r * y.ld + i * T + t] =
+                    rt_ple_value(xp[r * x.ld + i], edges + i * (T + 1), t, T, NULL);
+}
+
+void rt_cpu_ple_bwd(rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view dy, rt_view dx)
+{
+#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (dy.rows * dy.cols > PAR_MIN)
+    for (int64_t r = 0; r < x.rows; r++)
+        for (int64_t i = 0; i < x.cols; i++) {
+            double s = 0.0;
+            for (int64_t t = 0; t < T; t++) {
+                float d;
+                rt_ple_value(RT_F(x)[r * x.ld + i], edges + i * (T + 1), t, T, &d);
+                s += (double)d * RT_F(dy)[r * dy.ld + i * T + t];
+            }
+            RT_F(dx)[r * dx.ld + i] = (float)s;
+        }
+}

@@ -506,3 +506,48 @@ void rt_cuda_robust_fwd(rt_kctx *ctx, rt_view x, const float *center, const floa
         RT_F(x), x.ld, center, scale, RT_F(y), y.ld, x.rows, x.cols);
     LAUNCHED(CS(ctx), "k_robust_fwd");
 }
+
+/* ---- piecewise-linear encoding of the numeric columns -------------------------------- */
+
+__global__ void k_ple_fwd(const float *x, int64_t ldx, const float *e, int64_t T, float *y,
+                          int64_t ldy, int64_t rows, int64_t nT)
+{
+    FOR_EACH(rows, nT) /* j: column j / T, bin j % T */
+    {
+        const int64_t i = j / T;
+        y[r * ldy + j] = rt_ple_value(x[r * ldx + i], e + i * (T + 1), j - i * T, T, NULL);
+    }
+}
+
+__global__ void k_ple_bwd(const float *x, int64_t ldx, const float *e, int64_t T, const float *g,
+                          int64_t ldg, float *dx, int64_t lddx, int64_t rows, int64_t n)
+{
+    FOR_EACH(rows, n)
+    {
+        double s = 0.0;
+        for (int64_t t = 0; t < T; t++) {
+            float d;
+            rt_ple_value(x[r * ldx + j], e + j * (T + 1), t, T, &d);
+            s += (double)d * g[r * ldg + j * T + t];
+        }
+        dx[r * lddx + j] = (float)s;
+    }
+}
+
+void rt_cuda_ple_fwd(rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view y)
+{
+    if (y.rows * y.cols == 0)
+        return;
+    k_ple_fwd<<<grid_for(y.rows * y.cols, T256), T256, 0, CS(ctx)->stream>>>(
+        RT_F(x), x.ld, edges, T, RT_F(y), y.ld, y.rows, y.cols);
+    LAUNCHED(CS(ctx), "k_ple_fwd");
+}
+
+void rt_cuda_ple_bwd(rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view dy, rt_view dx)
+{
+    if (x.rows * x.cols == 0)
+        return;
+    k_ple_bwd<<<grid_for(x.rows * x.cols, T256), T256, 0, CS(ctx)->stream>>>(
+        RT_F(x), x.ld, edges, T, RT_F(dy), dy.ld, RT_F(dx), dx.ld, x.rows, x.cols);
+    LAUNCHED(CS(ctx), "k_ple_bwd");
+}

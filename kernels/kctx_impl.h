@@ -106,6 +106,8 @@ struct rt_kernel_ops {
                        float *db, rt_view dx);
     void (*quantile_fwd)(rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt_view y);
     void (*robust_fwd)(rt_kctx *ctx, rt_view x, const float *center, const float *scale, rt_view y);
+    void (*ple_fwd)(rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view y);
+    void (*ple_bwd)(rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view dy, rt_view dx);
     void (*periodic_fwd)(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view y);
     void (*periodic_bwd)(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view dy, float *df,
                          rt_view dx);

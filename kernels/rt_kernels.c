@@ -491,6 +491,25 @@ void rt_k_robust_fwd(rt_kctx *ctx, rt_view x, const float *center, const float *
     ctx->ops->robust_fwd(ctx, x, center, scale, y);
 }
 
+void rt_k_ple_fwd(rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view y)
+{
+    check_view(ctx, x, RT_F32);
+    check_view(ctx, y, RT_F32);
+    RT_ASSERT(T > 0 && x.rows == y.rows && y.cols == x.cols * T);
+    ctx->ops->ple_fwd(ctx, x, edges, T, y);
+}
+
+void rt_k_ple_bwd(rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view dy, rt_view dx)
+{
+    check_view(ctx, x, RT_F32);
+    check_view(ctx, dy, RT_F32);
+    RT_ASSERT(T > 0 && x.rows == dy.rows && dy.cols == x.cols * T);
+    if (!dx.p)
+        return;
+    check_same(ctx, x, dx);
+    ctx->ops->ple_bwd(ctx, x, edges, T, dy, dx);
+}
+
 void rt_k_periodic_fwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view y)
 {
     check_view(ctx, x, RT_F32);

@@ -53,6 +53,7 @@ typedef enum layer_kind {
     L_PERIODIC,     /* numeric embeddings: cos, sin of 2π f x (out: tpr = n, 2k columns) */
     L_QUANTILE,     /* continuous_norm quantile: x to a normal by fixed quantiles (buffers) */
     L_ROBUST,       /* continuous_norm robust: (x - center) * scale, smooth-clipped (buffers) */
+    L_PLE,          /* numeric embeddings: piecewise-linear encoding (out: tpr = n, T columns) */
     L_KINDS
 } layer_kind;
 
@@ -132,6 +133,7 @@ struct rt_model {
     int64_t std_off;        /* standardize: mean then std in the buffers (-1: none) */
     int64_t quant_off;      /* quantile: the quantiles in the buffers (-1: none) */
     int64_t robust_off;     /* robust: center then scale in the buffers (-1: none) */
+    int64_t ple_off;        /* piecewise_linear: the bins' edges in the buffers (-1: none) */
     rt_embed_col *emb_host; /* per categorical column (host copy), and its device copy */
     rt_embed_col *emb_cols;
     int64_t emb_lo, emb_hi; /* the arena range of the embedding tables */

@@ -385,6 +385,10 @@ void model_layer_fwd(rt_model *m, mlayer *L, int64_t n, bool train)
         rt_k_quantile_fwd(ctx, in_view(m, L, 0, n), m->buffers + L->boff, s->n_quantiles,
                           out_view(m, L, n));
         break;
+    case L_PLE:
+        rt_k_ple_fwd(ctx, in_view(m, L, 0, n), m->buffers + L->boff, s->bins,
+                     as_members(out_view(m, L, n), s->n_cont));
+        break;
     case L_PERIODIC:
         rt_k_periodic_fwd(ctx, in_view(m, L, 0, n), P(m, L, 0), s->frequencies,
                           as_members(out_view(m, L, n), s->n_cont));
@@ -517,6 +521,13 @@ void model_layer_bwd(rt_model *m, mlayer *L, int64_t n)
         rt_view dx = dx_begin(m, L, 0, n);
         rt_k_tokens_bwd(ctx, in_view(m, L, 0, n), P(m, L, 0), dy, s->d_embedding, G(m, L, 0),
                         G(m, L, 1), dx);
+        dx_end(m, L, 0, n, dx);
+        break;
+    }
+    case L_PLE: {
+        rt_view dx = dx_begin(m, L, 0, n);
+        rt_k_ple_bwd(ctx, in_view(m, L, 0, n), m->buffers + L->boff, s->bins,
+                     as_members(dy, s->n_cont), dx);
         dx_end(m, L, 0, n, dx);
         break;
     }

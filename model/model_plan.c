@@ -33,6 +33,7 @@ static const char *const KIND_NAMES[L_KINDS] = {
     [L_PERIODIC] = "Periodic",
     [L_QUANTILE] = "Quantile",
     [L_ROBUST] = "Robust",
+    [L_PLE] = "PiecewiseLinear",
 };
 
 const char *model_kind_name(layer_kind k) { return k < L_KINDS ? KIND_NAMES[k] : "?"; }
@@ -329,7 +330,8 @@ void mb_embedding_tables(mplan *p, mlayer *L, const int64_t *ooff, bool keras)
 /* The continuous columns' embeddings (rtdl_num_embeddings), d_embedding
  * each, into `to` (n_cont * d columns): linear, x_i w_i + b_i; periodic
  * (PLR), ReLU(Linear_i([cos 2π f_i x_i, sin 2π f_i x_i])) with each
- * column's own frequencies and layer. */
+ * column's own frequencies and layer; piecewise_linear, ReLU(Linear_i(
+ * PLE(x_i))) over the column's bins (edges: buffers the trainer sets). */
 static void num_embeddings(mplan *p, mslot to)
 {
     const rt_model_spec *s = &p->m->spec;
@@ -342,15 +344,22 @@ static void num_embeddings(mplan *p, mslot to)
         mb_param(p, L, "/bias", n, d, INIT_TOKEN, 0, 0.0f);
         return;
     }
-    mslot f = mb_whole(p, mb_tensor(p, n, 2 * k));
-    mlayer *L = mb_layer(p, L_PERIODIC, "numeric/periodic", f);
+    const bool ple = s->num_emb == RT_NUM_EMB_PLE;
+    const int64_t fw = ple ? s->bins : 2 * k; /* the features of a column */
+    mslot f = mb_whole(p, mb_tensor(p, n, fw));
+    mlayer *L = mb_layer(p, ple ? L_PLE : L_PERIODIC, ple ? "numeric/ple" : "numeric/periodic", f);
     mb_input(L, x);
-    mb_param(p, L, "/frequencies", n, k, INIT_FREQ, 0, 0.0f);
+    if (ple) {
+        mb_buffer(p, L, "/edges", n * (s->bins + 1));
+        p->m->ple_off = L->boff;
+    } else {
+        mb_param(p, L, "/frequencies", n, k, INIT_FREQ, 0, 0.0f);
+    }
     mslot z = mb_whole(p, mb_tensor(p, n, d));
     L = mb_layer(p, L_TOKEN_LINEAR, "numeric/linear", z);
     mb_input(L, f);
-    mb_param(p, L, "/kernel", n * d, 2 * k, INIT_FAN_IN, 2 * k, 0.0f);
-    mb_param(p, L, "/bias", n, d, INIT_FAN_IN, 2 * k, 0.0f);
+    mb_param(p, L, "/kernel", n * d, fw, INIT_FAN_IN, fw, 0.0f);
+    mb_param(p, L, "/bias", n, d, INIT_FAN_IN, fw, 0.0f);
     L = mb_layer(p, L_ACT, "numeric/relu", to);
     mb_input(L, z);
     L->act = RT_ACT_RELU;
@@ -472,6 +481,7 @@ rt_status model_plan(rt_model *m, char *err)
     m->std_off = -1;
     m->quant_off = -1;
     m->robust_off = -1;
+    m->ple_off = -1;
     m->arena = 0;
     const model_family *f = model_family_of(m->spec.arch);
     if (f)

@@ -50,6 +50,7 @@ void rt_model_spec_defaults(rt_model_spec *s)
     s->d_embedding = 24;
     s->frequencies = 48;
     s->frequency_scale = 0.01f;
+    s->bins = 48;
     s->ensemble_size = 32;
     s->variant = RT_TABM_FULL;
     s->tabm_init = true;
@@ -149,6 +150,9 @@ rt_status rt_model_spec_check(const rt_model_spec *s, char *err)
                       "1024, at most 2^20 values a row), frequencies %d (1 to 1024), "
                       "frequency_scale %g (> 0)",
                       s->n_cont, s->d_embedding, s->frequencies, s->frequency_scale);
+    if (s->num_emb == RT_NUM_EMB_PLE && (s->bins < 1 || s->bins > 256))
+        return rt_err(err, RT_ERR_INVALID, "piecewise_linear with %d bins a column (1 to 256)",
+                      s->bins);
     if (!mb_rate_ok(s->emb_dropout))
         return rt_err(err, RT_ERR_INVALID, "embedding_dropout %g is out of range [0, 1)",
                       s->emb_dropout);
@@ -185,10 +189,12 @@ bool rt_model_spec_same_net(const rt_model_spec *a, const rt_model_spec *b, char
     MB_DIFF(a->num_emb != b->num_emb ||
                 (a->num_emb != RT_NUM_EMB_NONE &&
                  (a->d_embedding != b->d_embedding ||
-                  (a->num_emb == RT_NUM_EMB_PERIODIC && a->frequencies != b->frequencies))),
-            "numeric_embedding %s (d_embedding %d, %d frequencies), the job's %s (%d, %d)",
-            rt_num_emb_names[a->num_emb], a->d_embedding, a->frequencies,
-            rt_num_emb_names[b->num_emb], b->d_embedding, b->frequencies);
+                  (a->num_emb == RT_NUM_EMB_PERIODIC && a->frequencies != b->frequencies) ||
+                  (a->num_emb == RT_NUM_EMB_PLE && a->bins != b->bins))),
+            "numeric_embedding %s (d_embedding %d, %d frequencies, %d bins), the job's %s (%d, "
+            "%d, %d)",
+            rt_num_emb_names[a->num_emb], a->d_embedding, a->frequencies, a->bins,
+            rt_num_emb_names[b->num_emb], b->d_embedding, b->frequencies, b->bins);
     MB_DIFF(a->cont_norm == RT_CONT_QUANTILE && a->n_quantiles != b->n_quantiles,
             "%d quantiles a column, the job's dataset %d", a->n_quantiles, b->n_quantiles);
     MB_DIFF(a->cont_norm != b->cont_norm, "continuous_norm %s, the job's is %s",
@@ -254,6 +260,7 @@ void rt_model_spec_json(const rt_model_spec *s, rt_jw *w)
     rt_jw_kint(w, "d_embedding", s->d_embedding);
     rt_jw_kint(w, "frequencies", s->frequencies);
     rt_jw_knum(w, "frequency_scale", s->frequency_scale);
+    rt_jw_kint(w, "bins", s->bins);
     rt_jw_kstr(w, "continuous_norm", rt_cont_norm_names[s->cont_norm]);
     rt_jw_key(w, "hidden");
     rt_jw_arr(w);

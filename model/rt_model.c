@@ -99,8 +99,10 @@ static void init_host(const rt_model *m, float *p, float *buf)
                            !strcmp(tail, "/scale"))
                       ? 1.0f
                       : 0.0f;
-        for (int64_t e = 0; e < pi->count; e++)
-            buf[pi->off + e] = v;
+        const bool edges = tail && !strcmp(tail, "/edges") && s->bins > 0;
+        for (int64_t e = 0; e < pi->count; e++) /* edges: -3 to 3 until the trainer's */
+            buf[pi->off + e] =
+                edges ? -3.0f + 6.0f * (float)(e % (s->bins + 1)) / (float)s->bins : v;
     }
 }
 
@@ -368,6 +370,21 @@ rt_status rt_model_set_standardize(rt_model *m, const float *mean, const float *
     }
     free(hbuf);
     return st;
+}
+
+rt_status rt_model_set_ple_edges(rt_model *m, const float *edges, char *err)
+{
+    const int64_t E = m->spec.bins + 1, len = (int64_t)m->spec.n_cont * E;
+    if (m->ple_off < 0)
+        return rt_err(err, RT_ERR_INVALID, "the model has no piecewise-linear embeddings");
+    for (int64_t i = 1; i < len; i++)
+        if (i % E != 0 && !(edges[i] >= edges[i - 1]))
+            return rt_err(err, RT_ERR_INVALID,
+                          "continuous column %lld's bin edges are not "
+                          "ascending",
+                          (long long)(i / E));
+    rt_kmemcpy(m->ctx, m->buffers + m->ple_off, edges, (size_t)len * sizeof *edges, RT_H2D);
+    return rt_kctx_sync(m->ctx, err);
 }
 
 rt_status rt_model_set_robust(rt_model *m, const float *center, const float *scale, char *err)

@@ -54,6 +54,8 @@ static const config CONFIGS[] = {
     {RT_ARCH_RESNET, "relu", "batchnorm", false, true, false, false, 0, 0, RT_NUM_EMB_LINEAR},
     {RT_ARCH_TABM, "relu", "standardize", true, true, false, false, 0, 1, RT_NUM_EMB_PERIODIC},
     {RT_ARCH_DCN2, "relu", "none", true, true, false, true, 0, 0, RT_NUM_EMB_PERIODIC},
+    {RT_ARCH_MLP, "relu", "batchnorm", true, true, false, false, 0, 0, RT_NUM_EMB_PLE},
+    {RT_ARCH_TABM, "relu", "standardize", false, true, false, false, 0, 2, RT_NUM_EMB_PLE},
 };
 
 static int name_of(const char *const *names, int n, const char *s)
@@ -99,6 +101,7 @@ static void spec_of(const config *c, rt_model_spec *s)
     s->d_embedding = irange(1, 5);
     s->frequencies = irange(1, 4);
     s->frequency_scale = 0.3f;
+    s->bins = irange(1, 5);
     s->variant = c->tabm == 2 ? RT_TABM_MINI : RT_TABM_FULL;
     s->tabm_init = c->tabm != 3;
     s->head_scale = 9.0f;
@@ -161,6 +164,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "model_dump: %s\n", err);
         return 1;
     }
+    /* piecewise_linear: each column's edges across its values, a tie among them */
+    float edges[8 * 8] = {0};
+    const int E = s.bins + 1;
+    for (int f = 0; s.num_emb == RT_NUM_EMB_PLE && f < s.n_cont; f++) {
+        edges[f * E] = (float)(-2 * (f + 1) * uni());
+        for (int t = 1; t < E; t++)
+            edges[f * E + t] =
+                edges[f * E + t - 1] + (t == 2 ? 0.0f : (float)(0.2 + uni()) * (f + 1));
+    }
+    if (s.num_emb == RT_NUM_EMB_PLE && s.n_cont > 0 &&
+        rt_model_set_ple_edges(m, edges, err) != RT_OK) {
+        fprintf(stderr, "model_dump: %s\n", err);
+        return 1;
+    }
     /* weights off their initial values: biases, norms and all.  A draw
      * whose ReLUs all die before the output predicts one value for every
      * row: then every gradient is the rounding of terms that cancel (the
@@ -203,6 +220,7 @@ int main(int argc, char **argv)
     floats(&w, "cont", cont, n * s.n_cont);
     floats(&w, "label", label, n);
     floats(&w, "mean", mean, s.n_cont);
+    floats(&w, "ple_edges", edges, s.num_emb == RT_NUM_EMB_PLE ? s.n_cont * E : 0);
     floats(&w, "std", sd, s.n_cont);
     int ninfo;
     const rt_param_info *info = rt_model_param_table(m, &ninfo);

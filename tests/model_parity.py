@@ -59,6 +59,10 @@ def check(dump):
             p.copy_(torch.tensor(dump["params"][name], dtype=torch.float64).reshape(p.shape))
     if spec["n_cont"]:
         torch_models.set_standardize(model, dump["mean"], dump["std"])
+    if dump.get("ple_edges"):
+        with torch.no_grad():
+            model.inputs.edges.copy_(torch.tensor(dump["ple_edges"], dtype=torch.float64)
+                                     .reshape(model.inputs.edges.shape))
     ncat = len(spec["categorical"])
     cat = torch.tensor(dump["cat"], dtype=torch.long).reshape(n, ncat)
     cont = torch.tensor(dump["cont"], dtype=torch.float64).reshape(n, spec["n_cont"])

@@ -96,7 +96,9 @@ run mlp_periodic --set model.architecture=mlp --set model.hidden=16 \
 grep -q "Periodic" "$out/mlp_periodic.summary" || fail "the periodic embeddings are not in the summary"
 grep -q "Robust" "$out/mlp_periodic.summary" || fail "the inputs are not scaled robustly"
 run tabm_mini --set model.architecture=tabm --set model.variant=mini --set model.blocks=1 \
-  --set model.width=16 --set model.ensemble_size=3 --set model.numeric_embedding=linear
+  --set model.width=16 --set model.ensemble_size=3 --set model.numeric_embedding=piecewise_linear \
+  --set model.bins=4
+grep -q "PiecewiseLinear" "$out/tabm_mini.summary" || fail "tabm-mini's inputs have no PLE"
 
 # ---- refused before anything runs ------------------------------------------------------
 refused() { # WHAT PATTERN -- ringtrain arguments...

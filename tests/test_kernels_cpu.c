@@ -666,6 +666,60 @@ static void test_robust(void **state)
         }
 }
 
+/* The piecewise-linear encoding against its definition in double, a bin
+ * of zero width among them, and its gradient by x against central
+ * differences of the encoding (x kept off the edges). */
+static double ple_ref(double x, const float *e, int t, int T)
+{
+    const double w = (double)e[t + 1] - e[t];
+    if (!(w > 0))
+        return x >= e[t] ? 1.0 : 0.0;
+    double v = (x - e[t]) / w;
+    if (t > 0 && v < 0)
+        v = 0;
+    if (t < T - 1 && v > 1)
+        v = 1;
+    return v;
+}
+
+static void test_ple(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(35);
+    enum { R = 40, NC = 2, T = 5 };
+    const float e[NC][T + 1] = {{-2, -1, 0, 0, 1.5f, 3}, {0.5f, 1, 2, 4, 8, 16}};
+    float x[R * NC], y[R * NC * T], dy[R * NC * T], dx[R * NC];
+    for (int i = 0; i < R * NC; i++) { /* off the edges by more than the difference's step */
+        do
+            x[i] = (float)tu_range(&g, -4, 20);
+        while (fabsf(x[i] - roundf(x[i] * 2) / 2) < 1e-2f);
+    }
+    tu_fill(&g, dy, R * NC * T, -1, 1);
+    rt_k_ple_fwd(ctx, rt_vf32(x, R, NC, NC, RT_DEVICE_CPU), &e[0][0], T,
+                 rt_vf32(y, R, NC * T, NC * T, RT_DEVICE_CPU));
+    rt_k_ple_bwd(ctx, rt_vf32(x, R, NC, NC, RT_DEVICE_CPU), &e[0][0], T,
+                 rt_vf32(dy, R, NC * T, NC * T, RT_DEVICE_CPU),
+                 rt_vf32(dx, R, NC, NC, RT_DEVICE_CPU));
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < NC; i++) {
+            double fd = 0;
+            for (int t = 0; t < T; t++) {
+                const double want = ple_ref(x[r * NC + i], e[i], t, T);
+                if (fabs(y[(r * NC + i) * T + t] - want) > 1e-6 * (1 + fabs(want)))
+                    fail_msg("ple x = %g bin %d: %g, want %g", (double)x[r * NC + i], t,
+                             (double)y[(r * NC + i) * T + t], want);
+                const double h = 1e-4;
+                fd += dy[(r * NC + i) * T + t] *
+                      (ple_ref(x[r * NC + i] + h, e[i], t, T) -
+                       ple_ref(x[r * NC + i] - h, e[i], t, T)) /
+                      (2 * h);
+            }
+            if (fabs(dx[r * NC + i] - fd) > 1e-4 * (1 + fabs(fd)))
+                fail_msg("ple dx at x = %g: %g, finite difference %g", (double)x[r * NC + i],
+                         (double)dx[r * NC + i], fd);
+        }
+}
+
 static void test_adam(void **state)
 {
     (void)state;
@@ -794,12 +848,19 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_philox_kat),       cmocka_unit_test(test_dropout_mask),
-        cmocka_unit_test(test_dropout_avx2),     cmocka_unit_test(test_embedding),
-        cmocka_unit_test(test_batchnorm),        cmocka_unit_test(test_dense),
-        cmocka_unit_test(test_head_and_losses),  cmocka_unit_test(test_adam),
-        cmocka_unit_test(test_blas_core_choice), cmocka_unit_test(test_ensemble),
-        cmocka_unit_test(test_quantile),         cmocka_unit_test(test_robust),
+        cmocka_unit_test(test_philox_kat),
+        cmocka_unit_test(test_dropout_mask),
+        cmocka_unit_test(test_dropout_avx2),
+        cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_batchnorm),
+        cmocka_unit_test(test_dense),
+        cmocka_unit_test(test_head_and_losses),
+        cmocka_unit_test(test_adam),
+        cmocka_unit_test(test_blas_core_choice),
+        cmocka_unit_test(test_ensemble),
+        cmocka_unit_test(test_quantile),
+        cmocka_unit_test(test_robust),
+        cmocka_unit_test(test_ple),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

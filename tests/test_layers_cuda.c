@@ -270,6 +270,31 @@ static void test_op_quantile(void **state)
     pfree(&x), pfree(&q), pfree(&y), pfree(&c), pfree(&sc), pfree(&yr);
 }
 
+/* The piecewise-linear encoding and its gradient by x (exact: the same
+ * float operations on both). */
+static void test_op_ple(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(59);
+    const int64_t R = tu_int(&g, 1, 1500), n = tu_int(&g, 1, 8), T = tu_int(&g, 1, 12);
+    pair x = mat(&g, R, n, 1, -4, 4), e = mat(&g, n, T + 1, 0, 0.1, 1);
+    for (int64_t i = 0; i < n; i++) { /* each column's edges ascending from -3, one tie */
+        float *ei = e.h + i * (T + 1);
+        ei[0] = -3;
+        for (int64_t t = 1; t <= T; t++)
+            ei[t] = t == 2 ? ei[t - 1] : ei[t - 1] + ei[t];
+    }
+    rt_kmemcpy(gpu, e.d, e.h, (size_t)(n * (T + 1)) * 4, RT_H2D);
+    pair y = out_mat(&g, R, n * T, 2), dy = mat(&g, R, n * T, 0, -1, 1), dx = out_mat(&g, R, n, 1);
+    rt_k_ple_fwd(cpu, hv(x), e.h, T, hv(y));
+    rt_k_ple_fwd(gpu, dv(x), e.d, T, dv(y));
+    same("ple_fwd", y, 1e-6, 1e-6);
+    rt_k_ple_bwd(cpu, hv(x), e.h, T, hv(dy), hv(dx));
+    rt_k_ple_bwd(gpu, dv(x), e.d, T, dv(dy), dv(dx));
+    same("ple_bwd", dx, 1e-6, 1e-6);
+    pfree(&x), pfree(&e), pfree(&y), pfree(&dy), pfree(&dx);
+}
+
 static void test_op_attention(void **state)
 {
     (void)state;
@@ -312,6 +337,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_op_layernorm),   cmocka_unit_test(test_op_tokens),
         cmocka_unit_test(test_op_attention),   cmocka_unit_test(test_op_ensemble),
         cmocka_unit_test(test_op_periodic),    cmocka_unit_test(test_op_quantile),
+        cmocka_unit_test(test_op_ple),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -304,6 +304,25 @@ static void layer(dnet *d, const mlayer *L, const double *P)
                     in(d, L->in[0], r, i) * prm(d, P, L, 0)[j] + prm(d, P, L, 1)[j];
             }
         break;
+    case L_PLE: { /* sample b's column i: token b*n + i, its T bins (edges: the buffers) */
+        const int64_t n = sp->n_cont, T = sp->bins;
+        for (int64_t b = 0; b < d->n; b++)
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t t = 0; t < T; t++) {
+                    const double *e = NULL;
+                    double ed[2] = {d->buf[L->boff + i * (T + 1) + t],
+                                    d->buf[L->boff + i * (T + 1) + t + 1]};
+                    e = ed;
+                    const double x = in(d, L->in[0], b, i), w = e[1] - e[0];
+                    double v = w > 0 ? (x - e[0]) / w : x >= e[0] ? 1.0 : 0.0;
+                    if (w > 0 && t > 0 && v < 0)
+                        v = 0;
+                    if (w > 0 && t < T - 1 && v > 1)
+                        v = 1;
+                    *at(d, L->out, b * n + i, t) = v;
+                }
+        break;
+    }
     case L_PERIODIC: { /* sample b's column i: token b*n + i, cos then sin of 2 pi f x */
         const int64_t n = sp->n_cont, k = sp->frequencies;
         for (int64_t b = 0; b < d->n; b++)
@@ -390,6 +409,17 @@ static void check_family(const char *what, const rt_model_spec *s, tu_rng *g)
             sd[f] = f == 0 ? 0.0f : (float)tu_range(g, 0.5, 3); /* a constant column: std 0 */
         }
         assert_int_equal(rt_model_set_standardize(m, mean, sd, err), RT_OK);
+    }
+    if (s->num_emb == RT_NUM_EMB_PLE && s->n_cont > 0) { /* edges across the inputs, one tie */
+        const int E = s->bins + 1;
+        float edges[8 * 64];
+        for (int f = 0; f < s->n_cont; f++) {
+            edges[f * E] = (float)tu_range(g, -3, -1);
+            for (int t = 1; t < E; t++)
+                edges[f * E + t] =
+                    edges[f * E + t - 1] + (t == 2 ? 0.0f : (float)tu_range(g, 0.3, 1.5));
+        }
+        assert_int_equal(rt_model_set_ple_edges(m, edges, err), RT_OK);
     }
     /* parameters off the kinks: every tensor random, O(1) */
     const int64_t P = rt_model_num_params(m);
@@ -479,7 +509,8 @@ static void test_mlp(void **state)
         s.activation = (rt_act)a;
         s.cont_norm = (rt_cont_norm)(a % 3);
         s.emb_dropout = a == RT_ACT_RELU ? 0.3f : 0.0f;
-        s.num_emb = (rt_num_emb)(a % RT_NUM_EMB_COUNT); /* none, linear, periodic, none */
+        s.num_emb = (rt_num_emb)(a % RT_NUM_EMB_COUNT); /* linear, periodic, piecewise, none */
+        s.bins = (int)tu_int(&g, 1, 4);
         s.d_embedding = (int)tu_int(&g, 1, 4);
         s.frequencies = (int)tu_int(&g, 1, 3);
         s.frequency_scale = 0.3f;
@@ -490,6 +521,23 @@ static void test_mlp(void **state)
             s.batch_norm[l] = (l + a) % 2 == 0;
         }
         check_family(rt_act_names[a], &s, &g);
+    }
+    /* the embeddings behind a batch norm: their gradient by x flows on */
+    for (int e = RT_NUM_EMB_PERIODIC; e <= RT_NUM_EMB_PLE; e++) {
+        rt_model_spec s;
+        rt_model_spec_defaults(&s);
+        s.arch = RT_ARCH_MLP;
+        columns(&g, &s, true, true);
+        s.cont_norm = RT_CONT_BATCHNORM;
+        s.num_emb = (rt_num_emb)e;
+        s.bins = 4;
+        s.d_embedding = 3;
+        s.frequencies = 2;
+        s.frequency_scale = 0.3f;
+        s.n_hidden = 1;
+        s.hidden[0] = 5;
+        s.dropout[0] = 0;
+        check_family(rt_num_emb_names[e], &s, &g);
     }
 }
 
@@ -571,7 +619,11 @@ static void test_tabm(void **state)
         s.width = (int)tu_int(&g, 3, 6);
         s.dropout[0] = rep == 0 ? 0.2f : 0.0f;
         s.head = rep == 3 ? RT_HEAD_LINEAR : RT_HEAD_SCALED_SIGMOID;
-        s.num_emb = rep == 0 ? RT_NUM_EMB_PERIODIC : rep == 3 ? RT_NUM_EMB_LINEAR : RT_NUM_EMB_NONE;
+        s.num_emb = rep == 0   ? RT_NUM_EMB_PERIODIC
+                    : rep == 3 ? RT_NUM_EMB_LINEAR
+                    : rep == 2 ? RT_NUM_EMB_NONE
+                               : RT_NUM_EMB_PLE;
+        s.bins = 3;
         s.d_embedding = 3;
         s.frequencies = 2;
         char what[48];

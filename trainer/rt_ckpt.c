@@ -274,6 +274,7 @@ static rt_status parse_model(const rt_json *m, rt_model_spec *s, const char *nam
         {"ensemble_size", &s->ensemble_size, NULL},
         {"d_embedding", &s->d_embedding, NULL},
         {"n_quantiles", &s->n_quantiles, NULL},
+        {"bins", &s->bins, NULL},
         {"frequencies", &s->frequencies, NULL},
         {"frequency_scale", NULL, &s->frequency_scale},
         {"hidden_multiplier", NULL, &s->hidden_multiplier},

@@ -90,8 +90,19 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const
     s->d_embedding = (int)cfg->d_embedding;
     s->frequencies = (int)cfg->frequencies;
     s->frequency_scale = (float)cfg->frequency_scale;
+    s->bins = (int)cfg->bins;
     s->n_cont = cols->ncont;
     s->cont_norm = (rt_cont_norm)rt_job_continuous_norm(cfg);
+    for (int i = 0; s->num_emb == RT_NUM_EMB_PLE && i < cols->ncont; i++) {
+        const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
+        char at[512];
+        if (!dc || dc->nquantiles < 2)
+            return rt_err(err, RT_ERR_INVALID,
+                          "%s[model] numeric_embedding = piecewise_linear: the manifest of %s has "
+                          "no quantiles for its continuous column %s (the bins' edges; a dataset "
+                          "prepared before ringtrain wrote them): prepare it again",
+                          where(o, "numeric_embedding", at, sizeof at), ds->dir, cols->cont[i]);
+    }
     const bool quantiles = s->cont_norm == RT_CONT_QUANTILE || s->cont_norm == RT_CONT_ROBUST;
     for (int i = 0; quantiles && i < cols->ncont; i++) {
         const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
@@ -235,9 +246,40 @@ static rt_status job_model_robust(rt_model *m, const rt_dataset *ds, const rt_co
     return st;
 }
 
+/* numeric_embedding = piecewise_linear: each column's bins + 1 edges at
+ * probabilities t / bins of its training rows (the manifest's quantiles) */
+static rt_status job_model_ple(rt_model *m, const rt_dataset *ds, const rt_columns *cols, char *err)
+{
+    const int64_t E = rt_model_get_spec(m)->bins + 1;
+    float *e = malloc((size_t)(cols->ncont * E) * sizeof *e);
+    if (!e)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < cols->ncont; i++) {
+        const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
+        if (!dc || dc->nquantiles < 2) {
+            free(e);
+            return rt_err(err, RT_ERR_INVALID, "the manifest of %s has no quantiles for %s",
+                          ds->dir, cols->cont[i]);
+        }
+        for (int64_t t = 0; t < E; t++) {
+            e[i * E + t] = (float)quantile_at(dc, (double)t / (double)(E - 1));
+            if (t > 0 && e[i * E + t] < e[i * E + t - 1]) /* rounding: keep them ascending */
+                e[i * E + t] = e[i * E + t - 1];
+        }
+    }
+    rt_status st = rt_model_set_ple_edges(m, e, err);
+    free(e);
+    return st;
+}
+
 rt_status rt_job_model_standardize(rt_model *m, const rt_dataset *ds, const rt_columns *cols,
                                    char *err)
 {
+    if (rt_model_get_spec(m)->num_emb == RT_NUM_EMB_PLE && cols->ncont > 0) {
+        rt_status st = job_model_ple(m, ds, cols, err);
+        if (st != RT_OK)
+            return st;
+    }
     if (rt_model_get_spec(m)->cont_norm == RT_CONT_QUANTILE && cols->ncont > 0)
         return job_model_quantiles(m, ds, cols, err);
     if (rt_model_get_spec(m)->cont_norm == RT_CONT_ROBUST && cols->ncont > 0)

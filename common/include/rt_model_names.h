@@ -30,7 +30,8 @@ typedef enum rt_arch { RT_ARCH_LIST(RT_NAME_ID, ) RT_ARCH_COUNT } rt_arch;
 #define RT_NUM_EMB_LIST(X, S)                                         \
     X(RT_NUM_EMB_NONE, "none") S                                      \
     X(RT_NUM_EMB_LINEAR, "linear") S                                  \
-    X(RT_NUM_EMB_PERIODIC, "periodic")
+    X(RT_NUM_EMB_PERIODIC, "periodic") S                              \
+    X(RT_NUM_EMB_PLE, "piecewise_linear")
 /* clang-format on */
 typedef enum rt_num_emb { RT_NUM_EMB_LIST(RT_NAME_ID, ) RT_NUM_EMB_COUNT } rt_num_emb;
 #define RT_NUM_EMB_CHOICES RT_NUM_EMB_LIST(RT_NAME_STR, "|")

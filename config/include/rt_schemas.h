@@ -102,7 +102,7 @@ typedef struct rt_job_cfg {
     int embedding_rule;            /* RT_EMB_RULE_* */
     double embedding_dropout;
     int numeric_embedding; /* rt_num_emb */
-    int64_t d_embedding, frequencies;
+    int64_t d_embedding, frequencies, bins;
     double frequency_scale;
     int continuous_norm; /* 0 auto, else rt_cont_norm + 1 (rt_job_continuous_norm) */
     rt_strlist hidden;

@@ -310,6 +310,16 @@ void rt_k_quantile_fwd(rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt_v
  * - center[i]) * scale[i], then the smooth clip y = z / sqrt(1 + (z/3)^2). */
 void rt_k_robust_fwd(rt_kctx *ctx, rt_view x, const float *center, const float *scale, rt_view y);
 
+/* Piecewise-linear encoding of the numeric columns (PLE; Gorishniy et al.
+ * 2022): x (B, n), column i's T + 1 ascending bin edges e[i*(T+1) ..], y
+ * (B, n*T) with, for bin t of column i, v = (x - e_t) / (e_{t+1} - e_t)
+ * clipped to [0, 1] — the first bin not below, the last not above (one
+ * bin: neither) — and a bin of zero width 1 where x >= e_t, else 0.
+ * Backward: dx[r, i] = sum_t dy[r, i*T + t] / (e_{t+1} - e_t) over the bins
+ * where v was not clipped (when dx.p). */
+void rt_k_ple_fwd(rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view y);
+void rt_k_ple_bwd(rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view dy, rt_view dx);
+
 /* Periodic features of the numeric columns (PLR's first step; Gorishniy
  * et al. 2022, "On Embeddings for Numerical Features in Tabular Deep
  * Learning"): x (B, n), f (n, k) frequencies, y (B, n*2k) with, for column

@@ -88,6 +88,7 @@ typedef struct rt_model_spec {
     int d_embedding;       /* each column's width */
     int frequencies;       /* periodic: k per column */
     float frequency_scale; /* periodic: the frequencies' initial std σ */
+    int bins;              /* piecewise_linear: bins per column */
     /* rossmann and mlp: the hidden layers (dcn2: its deep layers' dropout) */
     int n_hidden;
     int hidden[RT_MODEL_MAX_HIDDEN];
@@ -218,6 +219,10 @@ rt_status rt_model_set_quantiles(rt_model *m, const float *q, char *err);
 /* continuous_norm = robust: each continuous column's center (median) and
  * scale (1 / IQR), n_cont each, host memory. */
 rt_status rt_model_set_robust(rt_model *m, const float *center, const float *scale, char *err);
+/* numeric_embedding = piecewise_linear: each continuous column's bins + 1
+ * ascending edges (n_cont * (bins + 1) floats, column after column, host
+ * memory). */
+rt_status rt_model_set_ple_edges(rt_model *m, const float *edges, char *err);
 
 /* Input buffers in the context's memory, max_batch rows each:
  * cat (B, n_cat) i32, cont (B, n_cont) f32, label (B) f32. */
