@@ -73,8 +73,8 @@ class Inputs(nn.Module):
         parts = []
         if len(self.emb):
             parts.append(self.emb_drop(torch.cat([e(cat[:, i]) for i, e in enumerate(self.emb)], 1)))
-        if self.n_cont:
-            parts.append(self.numeric(self.cont(cont)))
+        if self.n_cont:  # PLE reads the raw values (its bins are their quantiles)
+            parts.append(self.numeric(cont if self.num_emb == "piecewise_linear" else self.cont(cont)))
         return torch.cat(parts, 1)
 
     def numeric(self, x):
@@ -100,7 +100,7 @@ class Inputs(nn.Module):
 
     def names(self, spec):
         out = {f"emb_{c['name']}": e.weight for c, e in zip(spec["categorical"], self.emb)}
-        if self.n_cont and self.norm == "batchnorm":
+        if self.n_cont and self.norm == "batchnorm" and self.num_emb != "piecewise_linear":
             out["batch_norm/gamma"], out["batch_norm/beta"] = self.bn.weight, self.bn.bias
         if self.num_emb == "linear":
             out["numeric/linear/weight"], out["numeric/linear/bias"] = self.num_w, self.num_b

@@ -331,12 +331,16 @@ void mb_embedding_tables(mplan *p, mlayer *L, const int64_t *ooff, bool keras)
  * each, into `to` (n_cont * d columns): linear, x_i w_i + b_i; periodic
  * (PLR), ReLU(Linear_i([cos 2π f_i x_i, sin 2π f_i x_i])) with each
  * column's own frequencies and layer; piecewise_linear, ReLU(Linear_i(
- * PLE(x_i))) over the column's bins (edges: buffers the trainer sets). */
+ * PLE(x_i))) of the raw value over the column's bins (edges: buffers the
+ * trainer sets from the training rows' quantiles). */
 static void num_embeddings(mplan *p, mslot to)
 {
     const rt_model_spec *s = &p->m->spec;
     const int64_t n = s->n_cont, d = s->d_embedding, k = s->frequencies;
-    mslot x = mb_cont_block(p, MB_NO_SLOT);
+    const bool ple = s->num_emb == RT_NUM_EMB_PLE;
+    /* PLE's bins are the raw values' quantiles: it reads the values as they are
+     * (scale-free already; continuous_norm does not apply to it) */
+    mslot x = ple ? cont_input(p) : mb_cont_block(p, MB_NO_SLOT);
     if (s->num_emb == RT_NUM_EMB_LINEAR) {
         mlayer *L = mb_layer(p, L_NUM_LINEAR, "numeric/linear", to);
         mb_input(L, x);
@@ -344,7 +348,6 @@ static void num_embeddings(mplan *p, mslot to)
         mb_param(p, L, "/bias", n, d, INIT_TOKEN, 0, 0.0f);
         return;
     }
-    const bool ple = s->num_emb == RT_NUM_EMB_PLE;
     const int64_t fw = ple ? s->bins : 2 * k; /* the features of a column */
     mslot f = mb_whole(p, mb_tensor(p, n, fw));
     mlayer *L = mb_layer(p, ple ? L_PLE : L_PERIODIC, ple ? "numeric/ple" : "numeric/periodic", f);

@@ -160,7 +160,8 @@ int main(int argc, char **argv)
          * compares; the loss's own sign is tested in test_kernels_cpu. */
         label[i] = (float)(-1 - uni() * 7);
     }
-    if (s.cont_norm == RT_CONT_STANDARDIZE && rt_model_set_standardize(m, mean, sd, err) != RT_OK) {
+    if (s.cont_norm == RT_CONT_STANDARDIZE && s.num_emb != RT_NUM_EMB_PLE && /* PLE: raw values */
+        rt_model_set_standardize(m, mean, sd, err) != RT_OK) {
         fprintf(stderr, "model_dump: %s\n", err);
         return 1;
     }

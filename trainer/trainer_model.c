@@ -275,11 +275,8 @@ static rt_status job_model_ple(rt_model *m, const rt_dataset *ds, const rt_colum
 rt_status rt_job_model_standardize(rt_model *m, const rt_dataset *ds, const rt_columns *cols,
                                    char *err)
 {
-    if (rt_model_get_spec(m)->num_emb == RT_NUM_EMB_PLE && cols->ncont > 0) {
-        rt_status st = job_model_ple(m, ds, cols, err);
-        if (st != RT_OK)
-            return st;
-    }
+    if (rt_model_get_spec(m)->num_emb == RT_NUM_EMB_PLE && cols->ncont > 0)
+        return job_model_ple(m, ds, cols, err); /* it reads the raw values: no norm */
     if (rt_model_get_spec(m)->cont_norm == RT_CONT_QUANTILE && cols->ncont > 0)
         return job_model_quantiles(m, ds, cols, err);
     if (rt_model_get_spec(m)->cont_norm == RT_CONT_ROBUST && cols->ncont > 0)
