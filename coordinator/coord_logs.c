@@ -99,6 +99,18 @@ static size_t stream_backlog(const log_stream *s)
     return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
 }
 
+/* An NDJSON object w has written, as one line of the reply (w is taken). */
+static void put_line(struct evbuffer *b, rt_jw *w)
+{
+    size_t n = 0;
+    char *t = rt_jw_take(w, &n);
+    if (t) {
+        evbuffer_add(b, t, n);
+        evbuffer_add(b, "\n", 1);
+    }
+    free(t);
+}
+
 /* A rank's output into the reply: text (every rank's lines led by "[R] "),
  * or an NDJSON object with the rank as a field. */
 static void put_data(const log_stream *s, struct evbuffer *b, int64_t rank, const char *data)
@@ -110,13 +122,7 @@ static void put_data(const log_stream *s, struct evbuffer *b, int64_t rank, cons
         rt_jw_kint(&w, RT_F_RANK, rank);
         rt_jw_kstr(&w, RT_F_DATA, data);
         rt_jw_obj_end(&w);
-        size_t n = 0;
-        char *t = rt_jw_take(&w, &n);
-        if (t) {
-            evbuffer_add(b, t, n);
-            evbuffer_add(b, "\n", 1);
-        }
-        free(t);
+        put_line(b, &w);
         return;
     }
     if (!s->all) {
@@ -146,13 +152,7 @@ static void put_error(const log_stream *s, struct evbuffer *b, const char *agent
     rt_jw_kstr(&w, RT_F_AGENT, agent);
     rt_jw_kstr(&w, RT_F_ERROR, error);
     rt_jw_obj_end(&w);
-    size_t n = 0;
-    char *t = rt_jw_take(&w, &n);
-    if (t) {
-        evbuffer_add(b, t, n);
-        evbuffer_add(b, "\n", 1);
-    }
-    free(t);
+    put_line(b, &w);
 }
 
 void http_on_log_data(coord *co, conn *c, const rt_json *m)

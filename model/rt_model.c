@@ -372,19 +372,27 @@ rt_status rt_model_set_standardize(rt_model *m, const float *mean, const float *
     return st;
 }
 
+/* n_cont rows of `width` values, each row ascending (`what` names them in
+ * the error), copied into the buffers at off (-1: the model has none:
+ * `none` says so). */
+static rt_status set_ascending_rows(rt_model *m, int64_t off, int64_t width, const float *v,
+                                    const char *what, const char *none, char *err)
+{
+    const int64_t len = (int64_t)m->spec.n_cont * width;
+    if (off < 0)
+        return rt_err(err, RT_ERR_INVALID, "%s", none);
+    for (int64_t i = 1; i < len; i++)
+        if (i % width != 0 && !(v[i] >= v[i - 1]))
+            return rt_err(err, RT_ERR_INVALID, "continuous column %lld's %s are not ascending",
+                          (long long)(i / width), what);
+    rt_kmemcpy(m->ctx, m->buffers + off, v, (size_t)len * sizeof *v, RT_H2D);
+    return rt_kctx_sync(m->ctx, err);
+}
+
 rt_status rt_model_set_ple_edges(rt_model *m, const float *edges, char *err)
 {
-    const int64_t E = m->spec.bins + 1, len = (int64_t)m->spec.n_cont * E;
-    if (m->ple_off < 0)
-        return rt_err(err, RT_ERR_INVALID, "the model has no piecewise-linear embeddings");
-    for (int64_t i = 1; i < len; i++)
-        if (i % E != 0 && !(edges[i] >= edges[i - 1]))
-            return rt_err(err, RT_ERR_INVALID,
-                          "continuous column %lld's bin edges are not "
-                          "ascending",
-                          (long long)(i / E));
-    rt_kmemcpy(m->ctx, m->buffers + m->ple_off, edges, (size_t)len * sizeof *edges, RT_H2D);
-    return rt_kctx_sync(m->ctx, err);
+    return set_ascending_rows(m, m->ple_off, m->spec.bins + 1, edges, "bin edges",
+                              "the model has no piecewise-linear embeddings", err);
 }
 
 rt_status rt_model_set_robust(rt_model *m, const float *center, const float *scale, char *err)
@@ -399,17 +407,8 @@ rt_status rt_model_set_robust(rt_model *m, const float *center, const float *sca
 
 rt_status rt_model_set_quantiles(rt_model *m, const float *q, char *err)
 {
-    const int64_t len = (int64_t)m->spec.n_cont * m->spec.n_quantiles;
-    if (m->quant_off < 0)
-        return rt_err(err, RT_ERR_INVALID, "the model does not map its inputs by quantiles");
-    for (int64_t i = 1; i < len; i++)
-        if (i % m->spec.n_quantiles != 0 && !(q[i] >= q[i - 1]))
-            return rt_err(err, RT_ERR_INVALID,
-                          "continuous column %lld's quantiles are not "
-                          "ascending",
-                          (long long)(i / m->spec.n_quantiles));
-    rt_kmemcpy(m->ctx, m->buffers + m->quant_off, q, (size_t)len * sizeof *q, RT_H2D);
-    return rt_kctx_sync(m->ctx, err);
+    return set_ascending_rows(m, m->quant_off, m->spec.n_quantiles, q, "quantiles",
+                              "the model does not map its inputs by quantiles", err);
 }
 
 /* ---- step ----------------------------------------------------------------- */

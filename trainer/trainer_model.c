@@ -187,6 +187,19 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const
     return rt_model_spec_check(s, err);
 }
 
+/* Continuous column i's quantiles in the manifest (at least 2), or NULL
+ * with an error naming the column. */
+static const rt_ds_column *column_quantiles(const rt_dataset *ds, const rt_columns *cols, int i,
+                                            char *err)
+{
+    const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
+    if (dc && dc->nquantiles >= 2)
+        return dc;
+    rt_err(err, RT_ERR_INVALID, "the manifest of %s has no quantiles for %s", ds->dir,
+           cols->cont[i]);
+    return NULL;
+}
+
 /* continuous_norm = quantile: the manifest's quantiles into the model */
 static rt_status job_model_quantiles(rt_model *m, const rt_dataset *ds, const rt_columns *cols,
                                      char *err)
@@ -196,11 +209,14 @@ static rt_status job_model_quantiles(rt_model *m, const rt_dataset *ds, const rt
     if (!q)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     for (int i = 0; i < cols->ncont; i++) {
-        const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
+        const rt_ds_column *dc = column_quantiles(ds, cols, i, err);
         if (!dc || dc->nquantiles != nq) {
             free(q);
-            return rt_err(err, RT_ERR_INVALID, "the manifest of %s has no %lld quantiles for %s",
-                          ds->dir, (long long)nq, cols->cont[i]);
+            return dc ? rt_err(err, RT_ERR_INVALID,
+                               "the manifest of %s has no %lld quantiles "
+                               "for %s",
+                               ds->dir, (long long)nq, cols->cont[i])
+                      : RT_ERR_INVALID;
         }
         memcpy(q + i * nq, dc->quantiles, (size_t)nq * sizeof *q);
     }
@@ -230,11 +246,10 @@ static rt_status job_model_robust(rt_model *m, const rt_dataset *ds, const rt_co
     if (!c)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     for (int i = 0; i < cols->ncont; i++) {
-        const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
-        if (!dc || dc->nquantiles < 2) {
+        const rt_ds_column *dc = column_quantiles(ds, cols, i, err);
+        if (!dc) {
             free(c);
-            return rt_err(err, RT_ERR_INVALID, "the manifest of %s has no quantiles for %s",
-                          ds->dir, cols->cont[i]);
+            return RT_ERR_INVALID;
         }
         const double iqr = quantile_at(dc, 0.75) - quantile_at(dc, 0.25);
         const double range = dc->quantiles[dc->nquantiles - 1] - dc->quantiles[0];
@@ -255,11 +270,10 @@ static rt_status job_model_ple(rt_model *m, const rt_dataset *ds, const rt_colum
     if (!e)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     for (int i = 0; i < cols->ncont; i++) {
-        const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
-        if (!dc || dc->nquantiles < 2) {
+        const rt_ds_column *dc = column_quantiles(ds, cols, i, err);
+        if (!dc) {
             free(e);
-            return rt_err(err, RT_ERR_INVALID, "the manifest of %s has no quantiles for %s",
-                          ds->dir, cols->cont[i]);
+            return RT_ERR_INVALID;
         }
         for (int64_t t = 0; t < E; t++) {
             e[i * E + t] = (float)quantile_at(dc, (double)t / (double)(E - 1));
