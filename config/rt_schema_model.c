@@ -12,46 +12,27 @@
 
 #include "rt_schemas.h"
 
-#define A(arch) (1u << (arch))
-#define NOT_FT (~A(RT_ARCH_FT_TRANSFORMER) & (A(RT_ARCH_COUNT) - 1))
-#define NUM_EMB (NOT_FT & ~A(RT_ARCH_ROSSMANN))
+/* The family keys of rt_model_keys.h's list */
+#define FAM_I(n, def, lo, hi, fam, help) {#n, fam},
+#define FAM_F(n, def, lo, hi, fam, help) {#n, fam},
+#define FAM_B(n, def, fam, help) {#n, fam},
+#define FAM_E(n, type, list, def, fam, help) {#n, fam},
 
 /* Which families take each family key; every other [model] key is common. */
 static const struct family_key {
     const char *key;
     unsigned archs;
 } FAMILY_KEYS[] = {
-    {"embedding_dim", NOT_FT},
-    {"embedding_dims", NOT_FT},
-    {"embedding_rule", NOT_FT},
-    {"embedding_dropout", NOT_FT},
-    {"numeric_embedding", NUM_EMB},
-    {"d_embedding", NUM_EMB},
-    {"frequencies", NUM_EMB},
-    {"frequency_scale", NUM_EMB},
-    {"bins", NUM_EMB},
-    {"hidden", A(RT_ARCH_ROSSMANN) | A(RT_ARCH_MLP)},
-    {"dropout", A(RT_ARCH_ROSSMANN) | A(RT_ARCH_MLP) | A(RT_ARCH_DCN2) | A(RT_ARCH_TABM)},
-    {"batch_norm", A(RT_ARCH_MLP)},
-    {"activation", A(RT_ARCH_MLP)},
-    {"blocks", A(RT_ARCH_RESNET) | A(RT_ARCH_FT_TRANSFORMER) | A(RT_ARCH_TABM)},
-    {"width", A(RT_ARCH_RESNET) | A(RT_ARCH_DCN2) | A(RT_ARCH_TABM)},
-    {"hidden_multiplier", A(RT_ARCH_RESNET)},
-    {"dropout1", A(RT_ARCH_RESNET)},
-    {"dropout2", A(RT_ARCH_RESNET)},
-    {"cross_layers", A(RT_ARCH_DCN2)},
-    {"deep_layers", A(RT_ARCH_DCN2)},
-    {"stacked", A(RT_ARCH_DCN2)},
-    {"cross_dropout", A(RT_ARCH_DCN2)},
-    {"d_token", A(RT_ARCH_FT_TRANSFORMER)},
-    {"heads", A(RT_ARCH_FT_TRANSFORMER)},
-    {"attention_dropout", A(RT_ARCH_FT_TRANSFORMER)},
-    {"ffn_multiplier", A(RT_ARCH_FT_TRANSFORMER)},
-    {"ffn_dropout", A(RT_ARCH_FT_TRANSFORMER)},
-    {"residual_dropout", A(RT_ARCH_FT_TRANSFORMER)},
-    {"ensemble_size", A(RT_ARCH_TABM)},
-    {"variant", A(RT_ARCH_TABM)},
-    {"tabm_init", A(RT_ARCH_TABM)},
+    /* clang-format off */
+    {"embedding_dim", RT_FAMS_NOT_FT},
+    {"embedding_dims", RT_FAMS_NOT_FT},
+    {"embedding_rule", RT_FAMS_NOT_FT},
+    {"hidden", RT_FAM(ROSSMANN) | RT_FAM(MLP)},
+    {"dropout", RT_FAM(ROSSMANN) | RT_FAM(MLP) | RT_FAM(DCN2) | RT_FAM(TABM)},
+    {"batch_norm", RT_FAM(MLP)},
+    {"activation", RT_FAM(MLP)},
+    RT_MODEL_KEYS(FAM_I, FAM_F, FAM_B, FAM_E)
+    /* clang-format on */
 };
 
 static const char *const ARCH[RT_ARCH_COUNT] = {RT_ARCH_LIST(RT_NAME_STR_COMMA, )};

@@ -11,6 +11,15 @@
 #define NO_LO RT_CFG_NOLIMIT_LO
 #define NO_HI RT_CFG_NOLIMIT_HI
 
+/* rt_model_keys.h's keys as [model] schema entries */
+#define SCHEMA_I(n, def, lo, hi, fam, help) \
+    RT_CFG_I("model", #n, #def, lo, hi, rt_job_cfg, n, help),
+#define SCHEMA_F(n, def, lo, hi, fam, help) \
+    RT_CFG_F("model", #n, #def, lo, hi, rt_job_cfg, n, help),
+#define SCHEMA_B(n, def, fam, help) RT_CFG_B("model", #n, #def, rt_job_cfg, n, help),
+#define SCHEMA_E(n, type, list, def, fam, help) \
+    RT_CFG_E("model", #n, def, list(RT_NAME_STR, "|"), rt_job_cfg, n, help),
+
 static const rt_cfg_key coord_keys[] = {
     RT_CFG_S("coordinator", "listen", "0.0.0.0:7070", rt_coord_cfg, listen,
              "address:port for the agents' control channel (TLS)"),
@@ -278,25 +287,6 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_E("model", "embedding_rule", "fixed", "fixed|fastai", rt_job_cfg, embedding_rule,
              "fixed: embedding_dim for every column; fastai: min(600, round(1.6 * n^0.56)) "
              "for a column of n values (fastai's emb_sz_rule)"),
-    RT_CFG_F("model", "embedding_dropout", "0", 0, 0.99, rt_job_cfg, embedding_dropout,
-             "dropout on the embeddings (fastai's emb_drop)"),
-    RT_CFG_E("model", "numeric_embedding", "none", RT_NUM_EMB_CHOICES, rt_job_cfg,
-             numeric_embedding,
-             "mlp, resnet, dcn2, tabm: each continuous column (after continuous_norm) embedded in "
-             "d_embedding values: linear (x w + b per column), periodic (PLR: cos and sin of 2 pi "
-             "f x for `frequencies` trained f, a linear layer per column, ReLU), "
-             "piecewise_linear (PLE over `bins` quantile bins, a linear layer per column, ReLU), "
-             "or none (the value itself)"),
-    RT_CFG_I("model", "bins", "48", 1, 256, rt_job_cfg, bins,
-             "numeric_embedding = piecewise_linear: bins per column, their edges the training "
-             "rows' quantiles (from the dataset's manifest)"),
-    RT_CFG_I("model", "d_embedding", "24", 1, 1024, rt_job_cfg, d_embedding,
-             "numeric_embedding: the width of each continuous column's embedding"),
-    RT_CFG_I("model", "frequencies", "48", 1, 1024, rt_job_cfg, frequencies,
-             "numeric_embedding = periodic: frequencies per column (rtdl's n_frequencies)"),
-    RT_CFG_F("model", "frequency_scale", "0.01", 1e-6, 100, rt_job_cfg, frequency_scale,
-             "numeric_embedding = periodic: the frequencies' initial standard deviation "
-             "(rtdl's frequency_init_scale, sigma; the paper tunes it in [0.01, 100])"),
     RT_CFG_E("model", "continuous_norm", "auto", "auto|" RT_CONT_NORM_CHOICES, rt_job_cfg,
              continuous_norm,
              "continuous inputs: a batch-norm layer, (x - mean) / std with the training rows' "
@@ -316,50 +306,9 @@ static const rt_cfg_key job_keys[] = {
              "mlp: batch norm after each hidden layer's activation (one value, or one each)"),
     RT_CFG_E("model", "activation", "relu", RT_ACT_CHOICES, rt_job_cfg, activation,
              "mlp: the hidden layers' activation (gelu: the exact erf form)"),
-    RT_CFG_I("model", "blocks", "3", 1, 64, rt_job_cfg, blocks,
-             "resnet: residual blocks; ft_transformer: transformer blocks; tabm: the shared "
-             "MLP's layers (the paper's n_blocks)"),
-    RT_CFG_I("model", "width", "256", 1, 65536, rt_job_cfg, width,
-             "resnet: the blocks' width (rtdl's d_main); dcn2: the cross and deep layers'; "
-             "tabm: the shared layers' (d_block)"),
-    RT_CFG_F("model", "hidden_multiplier", "2", 0.01, 64, rt_job_cfg, hidden_multiplier,
-             "resnet: each block's inner width is width * hidden_multiplier (rtdl's d_hidden)"),
-    RT_CFG_F("model", "dropout1", "0.25", 0, 0.99, rt_job_cfg, dropout1,
-             "resnet: dropout after each block's first linear layer (rtdl's dropout_first)"),
-    RT_CFG_F("model", "dropout2", "0", 0, 0.99, rt_job_cfg, dropout2,
-             "resnet: dropout after each block's second linear layer (rtdl's dropout_second)"),
-    RT_CFG_I("model", "cross_layers", "3", 0, 64, rt_job_cfg, cross_layers,
-             "dcn2: cross layers x0 * (W x + b) + x"),
-    RT_CFG_I("model", "deep_layers", "2", 0, 16, rt_job_cfg, deep_layers,
-             "dcn2: ReLU layers of the deep network"),
-    RT_CFG_B("model", "stacked", "false", rt_job_cfg, stacked,
-             "dcn2: the deep network on the cross network's output (true) or beside it, both "
-             "on the first layer's output, concatenated (false)"),
-    RT_CFG_F("model", "cross_dropout", "0", 0, 0.99, rt_job_cfg, cross_dropout,
-             "dcn2: dropout of each cross layer's x0 * (W x + b)"),
-    RT_CFG_I("model", "d_token", "192", 1, 8192, rt_job_cfg, d_token,
-             "ft_transformer: the width of every token (a multiple of heads)"),
-    RT_CFG_I("model", "heads", "8", 1, 256, rt_job_cfg, heads,
-             "ft_transformer: attention heads (with one, no output projection: rtdl's)"),
-    RT_CFG_F("model", "attention_dropout", "0.2", 0, 0.99, rt_job_cfg, attention_dropout,
-             "ft_transformer: dropout on the attention probabilities"),
-    RT_CFG_F("model", "ffn_multiplier", "1.3333333333333333", 0.01, 64, rt_job_cfg, ffn_multiplier,
-             "ft_transformer: the feed-forward's inner width is d_token * ffn_multiplier "
-             "(ReGLU: its first layer is twice that)"),
-    RT_CFG_F("model", "ffn_dropout", "0.1", 0, 0.99, rt_job_cfg, ffn_dropout,
-             "ft_transformer: dropout inside the feed-forward network"),
-    RT_CFG_F("model", "residual_dropout", "0", 0, 0.99, rt_job_cfg, residual_dropout,
-             "ft_transformer: dropout of each residual branch before its add"),
-    RT_CFG_I("model", "ensemble_size", "32", 1, 256, rt_job_cfg, ensemble_size,
-             "tabm: the members k (each sample trains as k rows of one batch)"),
-    RT_CFG_E("model", "variant", "tabm", RT_TABM_VARIANT_CHOICES, rt_job_cfg, variant,
-             "tabm: BatchEnsemble adapters in every layer (tabm), or one scaling of the "
-             "inputs before the shared layers (mini: TabM-mini)"),
-    RT_CFG_B("model", "tabm_init", "true", rt_job_cfg, tabm_init,
-             "tabm: only the first adapter starts random (+-1), the others at 1 (the paper's "
-             "TabM); false: every adapter random (BatchEnsemble's, TabM-naive)"),
-    RT_CFG_F("model", "l2", "5e-5", 0, 1, rt_job_cfg, l2,
-             "L2 penalty on the dense kernels (the output layer's excepted)"),
+    /* clang-format off */
+    RT_MODEL_KEYS(SCHEMA_I, SCHEMA_F, SCHEMA_B, SCHEMA_E)
+    /* clang-format on */
     RT_CFG_F("model", "head_scale_factor", "1.2", 0.01, 100, rt_job_cfg, head_scale_factor,
              "head scaled_sigmoid: output = factor * max label (in the label's transform) * "
              "sigmoid(z)"),
@@ -367,9 +316,6 @@ static const rt_cfg_key job_keys[] = {
              "the output's head: scaled_sigmoid (Rossmann's; regression with mae) or linear "
              "(the output layer itself: logits for classification); auto: scaled_sigmoid "
              "for a regression with loss mae, else linear"),
-    RT_CFG_F("model", "bn_momentum", "0.99", 0, 1, rt_job_cfg, bn_momentum,
-             "batch-norm moving-average momentum"),
-    RT_CFG_F("model", "bn_eps", "1e-3", 1e-12, 1, rt_job_cfg, bn_eps, "batch-norm epsilon"),
     RT_CFG_E("model", "device", "auto", "auto|cpu|cuda", rt_job_cfg, device,
              "auto: the rank's GPU (local_rank) when there is one, else the CPU"),
     RT_CFG_I("model", "threads", "0", 0, 1024, rt_job_cfg, threads,

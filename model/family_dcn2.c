@@ -52,17 +52,10 @@ static void plan_dcn2(mplan *p)
 
 static rt_status check_dcn2(const rt_model_spec *s, char *err)
 {
-    if (s->width < 1 || s->width > 65536 || s->cross_layers < 0 || s->cross_layers > 64 ||
-        s->deep_layers < 0 || s->deep_layers > RT_MODEL_MAX_HIDDEN)
-        return rt_err(err, RT_ERR_INVALID,
-                      "dcn2: width %d (1 to 65536), %d cross layers (0 "
-                      "to 64), %d deep layers (0 to %d)",
-                      s->width, s->cross_layers, s->deep_layers, RT_MODEL_MAX_HIDDEN);
+    /* the keys' own bounds: rt_model_spec_check (rt_model_keys.h) */
     for (int l = 0; l < s->deep_layers; l++)
         if (!mb_rate_ok(s->dropout[l]))
             return rt_err(err, RT_ERR_INVALID, "dropout %g is out of range [0, 1)", s->dropout[l]);
-    if (!mb_rate_ok(s->cross_dropout))
-        return rt_err(err, RT_ERR_INVALID, "dcn2: cross_dropout must be in [0, 1)");
     return RT_OK;
 }
 

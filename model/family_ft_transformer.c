@@ -89,23 +89,18 @@ static void plan_ft_transformer(mplan *p)
 
 static rt_status check_ft_transformer(const rt_model_spec *s, char *err)
 {
-    if (s->blocks < 1 || s->blocks > 64 || s->d_token < 1 || s->d_token > 8192 || s->heads < 1 ||
-        s->d_token % s->heads != 0)
+    /* the keys' own bounds: rt_model_spec_check (rt_model_keys.h) */
+    if (s->d_token % s->heads != 0)
         return rt_err(err, RT_ERR_INVALID,
-                      "ft_transformer: %d blocks (1 to 64), d_token %d "
-                      "(1 to 8192) in %d heads (a divisor of d_token)",
-                      s->blocks, s->d_token, s->heads);
+                      "ft_transformer: d_token %d in %d heads (a divisor of "
+                      "d_token)",
+                      s->d_token, s->heads);
     const double hid = (double)s->d_token * s->ffn_multiplier;
     if (!(hid >= 1.0) || hid > 65536)
         return rt_err(err, RT_ERR_INVALID,
                       "ft_transformer: d_token %d x ffn_multiplier %g "
                       "is not a layer width (1 to 65536)",
                       s->d_token, s->ffn_multiplier);
-    if (!mb_rate_ok(s->attention_dropout) || !mb_rate_ok(s->ffn_dropout) ||
-        !mb_rate_ok(s->residual_dropout))
-        return rt_err(err, RT_ERR_INVALID,
-                      "ft_transformer: attention_dropout, ffn_dropout "
-                      "and residual_dropout must be in [0, 1)");
     if ((int64_t)s->n_cat + s->n_cont + 1 > 4096)
         return rt_err(err, RT_ERR_INVALID,
                       "ft_transformer: %d features make %d tokens "

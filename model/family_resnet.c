@@ -32,19 +32,12 @@ static void plan_resnet(mplan *p)
 
 static rt_status check_resnet(const rt_model_spec *s, char *err)
 {
-    if (s->blocks < 1 || s->blocks > 64 || s->width < 1 || s->width > 65536)
-        return rt_err(err, RT_ERR_INVALID,
-                      "resnet: %d blocks of width %d (1 to 64 blocks, "
-                      "width 1 to 65536)",
-                      s->blocks, s->width);
-    if (!(s->hidden_multiplier > 0.0f) || (int64_t)(s->width * s->hidden_multiplier) < 1 ||
-        s->width * s->hidden_multiplier > 65536)
+    /* the keys' own bounds: rt_model_spec_check (rt_model_keys.h) */
+    if ((int64_t)(s->width * s->hidden_multiplier) < 1 || s->width * s->hidden_multiplier > 65536)
         return rt_err(err, RT_ERR_INVALID,
                       "resnet: width %d x hidden_multiplier %g is not "
                       "a layer width (1 to 65536)",
                       s->width, s->hidden_multiplier);
-    if (!mb_rate_ok(s->dropout1) || !mb_rate_ok(s->dropout2))
-        return rt_err(err, RT_ERR_INVALID, "resnet: dropout1 and dropout2 must be in [0, 1)");
     return RT_OK;
 }
 

@@ -91,15 +91,11 @@ static void plan_tabm(mplan *p)
 
 static rt_status check_tabm(const rt_model_spec *s, char *err)
 {
-    if (s->blocks < 1 || s->blocks > RT_MODEL_MAX_HIDDEN || s->width < 1 || s->width > 65536)
-        return rt_err(err, RT_ERR_INVALID,
-                      "tabm: %d blocks of width %d (1 to %d blocks, width 1 "
-                      "to 65536)",
-                      s->blocks, s->width, RT_MODEL_MAX_HIDDEN);
-    if (s->ensemble_size < 1 || s->ensemble_size > 256)
-        return rt_err(err, RT_ERR_INVALID, "tabm: ensemble_size %d (1 to 256)", s->ensemble_size);
-    if ((unsigned)s->variant >= RT_TABM_VARIANT_COUNT)
-        return rt_err(err, RT_ERR_INVALID, "tabm: unknown variant %d", (int)s->variant);
+    /* the keys' own bounds: rt_model_spec_check (rt_model_keys.h); one
+     * dropout rate per block */
+    if (s->blocks > RT_MODEL_MAX_HIDDEN)
+        return rt_err(err, RT_ERR_INVALID, "tabm: %d blocks (1 to %d)", s->blocks,
+                      RT_MODEL_MAX_HIDDEN);
     for (int l = 0; l < s->blocks; l++)
         if (!mb_rate_ok(s->dropout[l]))
             return rt_err(err, RT_ERR_INVALID, "dropout %g is out of range [0, 1)", s->dropout[l]);

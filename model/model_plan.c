@@ -337,11 +337,11 @@ static void num_embeddings(mplan *p, mslot to)
 {
     const rt_model_spec *s = &p->m->spec;
     const int64_t n = s->n_cont, d = s->d_embedding, k = s->frequencies;
-    const bool ple = s->num_emb == RT_NUM_EMB_PLE;
+    const bool ple = s->numeric_embedding == RT_NUM_EMB_PLE;
     /* PLE's bins are the raw values' quantiles: it reads the values as they are
      * (scale-free already; continuous_norm does not apply to it) */
     mslot x = ple ? cont_input(p) : mb_cont_block(p, MB_NO_SLOT);
-    if (s->num_emb == RT_NUM_EMB_LINEAR) {
+    if (s->numeric_embedding == RT_NUM_EMB_LINEAR) {
         mlayer *L = mb_layer(p, L_NUM_LINEAR, "numeric/linear", to);
         mb_input(L, x);
         mb_param(p, L, "/weight", n, d, INIT_TOKEN, 0, 0.0f);
@@ -383,7 +383,7 @@ mslot mb_input_block(mplan *p, bool keras)
         ooff[c] = E;
         E += s->emb_dim[c];
     }
-    const bool numemb = s->num_emb != RT_NUM_EMB_NONE && s->n_cont > 0;
+    const bool numemb = s->numeric_embedding != RT_NUM_EMB_NONE && s->n_cont > 0;
     if (s->n_cat == 0 && !numemb) { /* the continuous inputs alone */
         free(ooff);
         return mb_cont_block(p, MB_NO_SLOT);
@@ -401,7 +401,7 @@ mslot mb_input_block(mplan *p, bool keras)
     mlayer *L = mb_layer(p, L_EMBED, "embedding", emb);
     mb_embedding_tables(p, L, ooff, keras);
     free(ooff);
-    mb_dropout(p, "embedding_dropout", emb, s->emb_dropout);
+    mb_dropout(p, "embedding_dropout", emb, s->embedding_dropout);
     /* rossmann declares its (empty) batch norm without continuous columns
      * too: its tensors keep their numbers, and so their initial values */
     if (!numemb && (s->n_cont > 0 || keras))

@@ -18,6 +18,59 @@ const char *const rt_num_emb_names[RT_NUM_EMB_COUNT] = {RT_NUM_EMB_LIST(RT_NAME_
 const char *const rt_tabm_variant_names[RT_TABM_VARIANT_COUNT] = {
     RT_TABM_VARIANT_LIST(RT_NAME_STR_COMMA, )};
 
+/* rt_model_keys.h's keys: the index of name in LIST's names (-1: none),
+ * their defaults, bounds (a float's against the bound as a float: 0.99 is
+ * in [0, 0.99]), record and reading back */
+#define NAMES(list) ((const char *const[]){list(RT_NAME_STR_COMMA, )})
+#define COUNT(list) (0 list(RT_NAME_ONE, ))
+static int name_index(const char *const *names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (name && !strcmp(names[i], name))
+            return i;
+    return -1;
+}
+#define DEF_I(n, def, lo, hi, fam, help) s->n = def;
+#define DEF_F(n, def, lo, hi, fam, help) s->n = (float)(def);
+#define DEF_B(n, def, fam, help) s->n = def;
+#define DEF_E(n, type, list, def, fam, help) s->n = (type)name_index(NAMES(list), COUNT(list), def);
+#define CHECK_I(n, def, lo, hi, fam, help)                                                        \
+    if (s->n < (lo) || s->n > (hi))                                                               \
+        return rt_err(err, RT_ERR_INVALID, #n " %d is out of range [%g, %g]", s->n, (double)(lo), \
+                      (double)(hi));
+#define CHECK_F(n, def, lo, hi, fam, help)                                                  \
+    if (!(s->n >= (float)(lo) && s->n <= (float)(hi)))                                      \
+        return rt_err(err, RT_ERR_INVALID, #n " %g is out of range [%g, %g]", (double)s->n, \
+                      (double)(lo), (double)(hi));
+#define CHECK_B(n, def, fam, help)
+#define CHECK_E(n, type, list, def, fam, help)   \
+    if ((unsigned)s->n >= (unsigned)COUNT(list)) \
+        return rt_err(err, RT_ERR_INVALID, "unknown " #n " %d", (int)s->n);
+#define JSON_I(n, def, lo, hi, fam, help) rt_jw_kint(w, #n, s->n);
+#define JSON_F(n, def, lo, hi, fam, help) rt_jw_knum(w, #n, s->n);
+#define JSON_B(n, def, fam, help) rt_jw_kbool(w, #n, s->n);
+#define JSON_E(n, type, list, def, fam, help) rt_jw_kstr(w, #n, NAMES(list)[s->n]);
+#define READ_I(n, def, lo, hi, fam, help)                          \
+    if ((x = rt_json_get(m, #n)) != NULL) {                        \
+        if (!rt_json_int(x, &v) || v < INT32_MIN || v > INT32_MAX) \
+            return #n;                                             \
+        s->n = (int)v;                                             \
+    }
+#define READ_F(n, def, lo, hi, fam, help)         \
+    if ((x = rt_json_get(m, #n)) != NULL) {       \
+        if (rt_json_type_of(x) != RT_JSON_NUMBER) \
+            return #n;                            \
+        s->n = (float)rt_json_num(x, 0);          \
+    }
+#define READ_B(n, def, fam, help) s->n = rt_json_bool(rt_json_get(m, #n), s->n);
+#define READ_E(n, type, list, def, fam, help)                               \
+    if ((x = rt_json_get(m, #n)) != NULL) {                                 \
+        int e = name_index(NAMES(list), COUNT(list), rt_json_str(x, NULL)); \
+        if (e < 0)                                                          \
+            return #n;                                                      \
+        s->n = (type)e;                                                     \
+    }
+
 void rt_model_spec_set_emb_dim(rt_model_spec *s, int d)
 {
     for (int c = 0; c < RT_MODEL_MAX_CAT; c++)
@@ -27,6 +80,7 @@ void rt_model_spec_set_emb_dim(rt_model_spec *s, int d)
 void rt_model_spec_defaults(rt_model_spec *s)
 {
     memset(s, 0, sizeof *s);
+    RT_MODEL_KEYS(DEF_I, DEF_F, DEF_B, DEF_E)
     s->arch = RT_ARCH_ROSSMANN;
     rt_model_spec_set_emb_dim(s, 10);
     s->cont_norm = RT_CONT_BATCHNORM;
@@ -35,33 +89,11 @@ void rt_model_spec_defaults(rt_model_spec *s)
     s->hidden[3] = 500;
     s->dropout[3] = 0.5f;
     s->activation = RT_ACT_RELU;
-    s->blocks = 3;
-    s->width = 256;
-    s->hidden_multiplier = 2.0f;
-    s->dropout1 = 0.25f;
-    s->cross_layers = 3;
-    s->deep_layers = 2;
-    s->d_token = 192;
-    s->heads = 8;
-    s->attention_dropout = 0.2f;
-    s->ffn_multiplier = 4.0f / 3.0f;
-    s->ffn_dropout = 0.1f;
-    s->num_emb = RT_NUM_EMB_NONE;
-    s->d_embedding = 24;
-    s->frequencies = 48;
-    s->frequency_scale = 0.01f;
-    s->bins = 48;
-    s->ensemble_size = 32;
-    s->variant = RT_TABM_FULL;
-    s->tabm_init = true;
-    s->l2 = 5e-5f;
     s->head_scale = 1.0f;
     s->head = RT_HEAD_SCALED_SIGMOID;
     s->n_out = 1;
     s->loss = RT_LOSS_MAE;
     s->huber_delta = 1.0f;
-    s->bn_momentum = 0.99f;
-    s->bn_eps = 1e-3f;
     s->seed = 42;
 }
 
@@ -133,38 +165,25 @@ rt_status rt_model_spec_check(const rt_model_spec *s, char *err)
                       "continuous_norm quantile with %d quantiles a column "
                       "(2 to 1000)",
                       s->n_quantiles);
-    if ((unsigned)s->num_emb >= RT_NUM_EMB_COUNT)
-        return rt_err(err, RT_ERR_INVALID, "unknown numeric_embedding %d", (int)s->num_emb);
-    if (s->num_emb != RT_NUM_EMB_NONE &&
+    RT_MODEL_KEYS(CHECK_I, CHECK_F, CHECK_B, CHECK_E)
+    if (s->numeric_embedding != RT_NUM_EMB_NONE &&
         (s->arch == RT_ARCH_ROSSMANN || s->arch == RT_ARCH_FT_TRANSFORMER))
         return rt_err(err, RT_ERR_INVALID,
                       "numeric_embedding %s: %s embeds its columns its own "
                       "way",
-                      rt_num_emb_names[s->num_emb], rt_arch_names[s->arch]);
-    if (s->num_emb != RT_NUM_EMB_NONE &&
-        (s->d_embedding < 1 || s->d_embedding > 1024 || s->frequencies < 1 ||
-         s->frequencies > 1024 || !(s->frequency_scale > 0.0f) ||
-         (int64_t)s->n_cont * s->d_embedding > 1 << 20))
+                      rt_num_emb_names[s->numeric_embedding], rt_arch_names[s->arch]);
+    if (s->numeric_embedding != RT_NUM_EMB_NONE && (int64_t)s->n_cont * s->d_embedding > 1 << 20)
         return rt_err(err, RT_ERR_INVALID,
-                      "numeric embeddings of %d columns: d_embedding %d (1 to "
-                      "1024, at most 2^20 values a row), frequencies %d (1 to 1024), "
-                      "frequency_scale %g (> 0)",
-                      s->n_cont, s->d_embedding, s->frequencies, s->frequency_scale);
-    if (s->num_emb == RT_NUM_EMB_PLE && (s->bins < 1 || s->bins > 256))
-        return rt_err(err, RT_ERR_INVALID, "piecewise_linear with %d bins a column (1 to 256)",
-                      s->bins);
-    if (!mb_rate_ok(s->emb_dropout))
-        return rt_err(err, RT_ERR_INVALID, "embedding_dropout %g is out of range [0, 1)",
-                      s->emb_dropout);
+                      "numeric embeddings of %d columns of d_embedding %d: more than 2^20 "
+                      "values a row",
+                      s->n_cont, s->d_embedding);
     rt_status st = model_family_of(s->arch)->check(s, err);
     if (st != RT_OK)
         return st;
     if ((st = check_task(s, err)) != RT_OK)
         return st;
-    if (!(s->l2 >= 0.0f) || !(s->head_scale > 0.0f) || !(s->bn_eps > 0.0f) ||
-        !(s->bn_momentum >= 0.0f && s->bn_momentum <= 1.0f))
-        return rt_err(err, RT_ERR_INVALID,
-                      "l2 must be >= 0, head_scale and bn_eps > 0, bn_momentum in [0, 1]");
+    if (!(s->head_scale > 0.0f))
+        return rt_err(err, RT_ERR_INVALID, "head_scale %g must be > 0", (double)s->head_scale);
     return RT_OK;
 }
 
@@ -186,15 +205,16 @@ bool rt_model_spec_same_net(const rt_model_spec *a, const rt_model_spec *b, char
     MB_DIFF(a->n_out != b->n_out || a->head != b->head, "%d output%s (head %s), the job's %d (%s)",
             a->n_out, a->n_out == 1 ? "" : "s", rt_head_names[a->head], b->n_out,
             rt_head_names[b->head]);
-    MB_DIFF(a->num_emb != b->num_emb ||
-                (a->num_emb != RT_NUM_EMB_NONE &&
-                 (a->d_embedding != b->d_embedding ||
-                  (a->num_emb == RT_NUM_EMB_PERIODIC && a->frequencies != b->frequencies) ||
-                  (a->num_emb == RT_NUM_EMB_PLE && a->bins != b->bins))),
-            "numeric_embedding %s (d_embedding %d, %d frequencies, %d bins), the job's %s (%d, "
-            "%d, %d)",
-            rt_num_emb_names[a->num_emb], a->d_embedding, a->frequencies, a->bins,
-            rt_num_emb_names[b->num_emb], b->d_embedding, b->frequencies, b->bins);
+    MB_DIFF(
+        a->numeric_embedding != b->numeric_embedding ||
+            (a->numeric_embedding != RT_NUM_EMB_NONE &&
+             (a->d_embedding != b->d_embedding ||
+              (a->numeric_embedding == RT_NUM_EMB_PERIODIC && a->frequencies != b->frequencies) ||
+              (a->numeric_embedding == RT_NUM_EMB_PLE && a->bins != b->bins))),
+        "numeric_embedding %s (d_embedding %d, %d frequencies, %d bins), the job's %s (%d, "
+        "%d, %d)",
+        rt_num_emb_names[a->numeric_embedding], a->d_embedding, a->frequencies, a->bins,
+        rt_num_emb_names[b->numeric_embedding], b->d_embedding, b->frequencies, b->bins);
     MB_DIFF(a->cont_norm == RT_CONT_QUANTILE && a->n_quantiles != b->n_quantiles,
             "%d quantiles a column, the job's dataset %d", a->n_quantiles, b->n_quantiles);
     MB_DIFF(a->cont_norm != b->cont_norm, "continuous_norm %s, the job's is %s",
@@ -254,13 +274,7 @@ void rt_model_spec_json(const rt_model_spec *s, rt_jw *w)
     rt_jw_arr_end(w);
     rt_jw_kint(w, "n_cont", s->n_cont);
     rt_jw_kint(w, "embedding_dim", s->n_cat > 0 ? s->emb_dim[0] : 10);
-    rt_jw_knum(w, "embedding_dropout", s->emb_dropout);
     rt_jw_kint(w, "n_quantiles", s->n_quantiles);
-    rt_jw_kstr(w, "numeric_embedding", rt_num_emb_names[s->num_emb]);
-    rt_jw_kint(w, "d_embedding", s->d_embedding);
-    rt_jw_kint(w, "frequencies", s->frequencies);
-    rt_jw_knum(w, "frequency_scale", s->frequency_scale);
-    rt_jw_kint(w, "bins", s->bins);
     rt_jw_kstr(w, "continuous_norm", rt_cont_norm_names[s->cont_norm]);
     rt_jw_key(w, "hidden");
     rt_jw_arr(w);
@@ -278,35 +292,8 @@ void rt_model_spec_json(const rt_model_spec *s, rt_jw *w)
         rt_jw_bool(w, s->batch_norm[i]);
     rt_jw_arr_end(w);
     rt_jw_kstr(w, "activation", rt_act_names[s->activation]);
-    const struct {
-        const char *k;
-        int v;
-    } ints[] = {
-        {"blocks", s->blocks},           {"width", s->width},     {"cross_layers", s->cross_layers},
-        {"deep_layers", s->deep_layers}, {"d_token", s->d_token}, {"heads", s->heads}};
-    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
-        rt_jw_kint(w, ints[i].k, ints[i].v);
-    rt_jw_kbool(w, "stacked", s->stacked);
-    rt_jw_kint(w, "ensemble_size", s->ensemble_size);
-    rt_jw_kstr(w, "variant", rt_tabm_variant_names[s->variant]);
-    rt_jw_kbool(w, "tabm_init", s->tabm_init);
-    const struct {
-        const char *k;
-        float v;
-    } nums[] = {{"hidden_multiplier", s->hidden_multiplier},
-                {"dropout1", s->dropout1},
-                {"dropout2", s->dropout2},
-                {"cross_dropout", s->cross_dropout},
-                {"attention_dropout", s->attention_dropout},
-                {"ffn_multiplier", s->ffn_multiplier},
-                {"ffn_dropout", s->ffn_dropout},
-                {"residual_dropout", s->residual_dropout},
-                {"l2", s->l2},
-                {"head_scale", s->head_scale},
-                {"bn_momentum", s->bn_momentum},
-                {"bn_eps", s->bn_eps}};
-    for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
-        rt_jw_knum(w, nums[i].k, nums[i].v);
+    RT_MODEL_KEYS(JSON_I, JSON_F, JSON_B, JSON_E)
+    rt_jw_knum(w, "head_scale", s->head_scale);
     rt_jw_kint(w, "seed", (int64_t)s->seed);
     rt_jw_kstr(w, "head", rt_head_names[s->head]);
     rt_jw_kint(w, "n_out", s->n_out);
@@ -323,4 +310,12 @@ void rt_model_spec_json(const rt_model_spec *s, rt_jw *w)
     }
     rt_jw_kbool(w, "weighted", s->weighted);
     rt_jw_obj_end(w);
+}
+
+const char *rt_model_spec_keys_read(rt_model_spec *s, const rt_json *m)
+{
+    const rt_json *x;
+    int64_t v;
+    RT_MODEL_KEYS(READ_I, READ_F, READ_B, READ_E)
+    return NULL;
 }

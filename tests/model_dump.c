@@ -31,7 +31,7 @@ typedef struct config {
     bool cats, conts, bn, stacked;
     int heads;
     int tabm; /* 1 tabm, 2 mini, 3 tabm with BatchEnsemble's init */
-    rt_num_emb num_emb;
+    rt_num_emb numeric_embedding;
 } config;
 
 static const config CONFIGS[] = {
@@ -97,7 +97,7 @@ static void spec_of(const config *c, rt_model_spec *s)
     s->attention_dropout = s->ffn_dropout = s->residual_dropout = 0;
     s->dropout1 = s->dropout2 = s->cross_dropout = 0;
     s->ensemble_size = irange(2, 5);
-    s->num_emb = c->num_emb;
+    s->numeric_embedding = c->numeric_embedding;
     s->d_embedding = irange(1, 5);
     s->frequencies = irange(1, 4);
     s->frequency_scale = 0.3f;
@@ -160,7 +160,8 @@ int main(int argc, char **argv)
          * compares; the loss's own sign is tested in test_kernels_cpu. */
         label[i] = (float)(-1 - uni() * 7);
     }
-    if (s.cont_norm == RT_CONT_STANDARDIZE && s.num_emb != RT_NUM_EMB_PLE && /* PLE: raw values */
+    if (s.cont_norm == RT_CONT_STANDARDIZE &&
+        s.numeric_embedding != RT_NUM_EMB_PLE && /* PLE: raw values */
         rt_model_set_standardize(m, mean, sd, err) != RT_OK) {
         fprintf(stderr, "model_dump: %s\n", err);
         return 1;
@@ -168,13 +169,13 @@ int main(int argc, char **argv)
     /* piecewise_linear: each column's edges across its values, a tie among them */
     float edges[8 * 8] = {0};
     const int E = s.bins + 1;
-    for (int f = 0; s.num_emb == RT_NUM_EMB_PLE && f < s.n_cont; f++) {
+    for (int f = 0; s.numeric_embedding == RT_NUM_EMB_PLE && f < s.n_cont; f++) {
         edges[f * E] = (float)(-2 * (f + 1) * uni());
         for (int t = 1; t < E; t++)
             edges[f * E + t] =
                 edges[f * E + t - 1] + (t == 2 ? 0.0f : (float)(0.2 + uni()) * (f + 1));
     }
-    if (s.num_emb == RT_NUM_EMB_PLE && s.n_cont > 0 &&
+    if (s.numeric_embedding == RT_NUM_EMB_PLE && s.n_cont > 0 &&
         rt_model_set_ple_edges(m, edges, err) != RT_OK) {
         fprintf(stderr, "model_dump: %s\n", err);
         return 1;
@@ -221,7 +222,7 @@ int main(int argc, char **argv)
     floats(&w, "cont", cont, n * s.n_cont);
     floats(&w, "label", label, n);
     floats(&w, "mean", mean, s.n_cont);
-    floats(&w, "ple_edges", edges, s.num_emb == RT_NUM_EMB_PLE ? s.n_cont * E : 0);
+    floats(&w, "ple_edges", edges, s.numeric_embedding == RT_NUM_EMB_PLE ? s.n_cont * E : 0);
     floats(&w, "std", sd, s.n_cont);
     int ninfo;
     const rt_param_info *info = rt_model_param_table(m, &ninfo);

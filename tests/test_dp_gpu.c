@@ -73,8 +73,8 @@ static rt_model_spec family_spec(rt_arch arch)
         s.activation = RT_ACT_GELU;
         s.batch_norm[0] = true;
         s.dropout[0] = s.dropout[1] = 0.1f;
-        s.emb_dropout = 0.1f;
-        s.num_emb = RT_NUM_EMB_PERIODIC;
+        s.embedding_dropout = 0.1f;
+        s.numeric_embedding = RT_NUM_EMB_PERIODIC;
         s.d_embedding = 4;
         s.frequencies = 3;
         s.frequency_scale = 0.1f;
@@ -103,7 +103,7 @@ static rt_model_spec family_spec(rt_arch arch)
         s.width = 16;
         s.ensemble_size = 4;
         s.dropout[0] = s.dropout[1] = 0.1f;
-        s.num_emb = RT_NUM_EMB_LINEAR;
+        s.numeric_embedding = RT_NUM_EMB_LINEAR;
         s.d_embedding = 3;
         break;
     default:

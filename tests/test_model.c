@@ -2,7 +2,8 @@
  * Rossmann model, the whole model's gradient against central finite
  * differences of an independent double-precision forward, gradient-hook
  * coverage, bitwise determinism of a fixed-seed run and across thread
- * counts, state round trip, and that training actually reduces the loss. */
+ * counts, state round trip, that training actually reduces the loss, and
+ * the record of the hyperparameters of rt_model_keys.h. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "rt_json.h"
 #include "rt_model.h"
 #include "rt_rng.h"
 #include "test_util.h"
@@ -511,6 +513,80 @@ static void test_training_learns(void **state)
     rt_model_destroy(m);
 }
 
+/* rt_model_keys.h's list: each key set off its default is in the spec's
+ * record (rt_model_spec_json) and comes back (rt_model_spec_keys_read); a
+ * key absent from the record keeps its value; one past a bound is refused
+ * naming the key; a record with a key of the wrong type names it. */
+#define OFF_I(n, def, lo, hi, fam, help) s.n = (def) == (hi) ? (lo) : (hi);
+#define OFF_F(n, def, lo, hi, fam, help) s.n = (float)((def) == (hi) ? (lo) : (hi));
+#define OFF_B(n, def, fam, help) s.n = !(def);
+#define OFF_E(n, type, list, def, fam, help) s.n = (type)(s.n == 0 ? 1 : 0);
+#define BACK_I(n, def, lo, hi, fam, help) \
+    assert_int_equal(back.n, s.n);        \
+    assert_int_not_equal(back.n, d.n);
+#define BACK_F(n, def, lo, hi, fam, help) assert_true(back.n == s.n && back.n != d.n);
+#define BACK_B(n, def, fam, help) assert_true(back.n == s.n && back.n != d.n);
+#define BACK_E(n, type, list, def, fam, help) BACK_B(n, def, fam, help)
+#define KEPT_I(n, def, lo, hi, fam, help) assert_true(back.n == d.n);
+#define KEPT_F(n, def, lo, hi, fam, help) assert_true(back.n == d.n);
+#define KEPT_B(n, def, fam, help) assert_true(back.n == d.n);
+#define KEPT_E(n, type, list, def, fam, help) assert_true(back.n == d.n);
+#define PAST_I(n, def, lo, hi, fam, help)                           \
+    s = d;                                                          \
+    s.n = (int)(hi) + 1;                                            \
+    assert_int_equal(rt_model_spec_check(&s, err), RT_ERR_INVALID); \
+    assert_non_null(strstr(err, #n));                               \
+    checked++;
+#define PAST_F(n, def, lo, hi, fam, help)                           \
+    s = d;                                                          \
+    s.n = (float)(lo)-1.0f;                                         \
+    assert_int_equal(rt_model_spec_check(&s, err), RT_ERR_INVALID); \
+    assert_non_null(strstr(err, #n));                               \
+    checked++;
+#define PAST_B(n, def, fam, help)
+#define PAST_E(n, type, list, def, fam, help) PAST_I(n, 0, 0, 0 list(RT_NAME_ONE, ) - 1, fam, help)
+static void test_spec_keys_record(void **state)
+{
+    (void)state;
+    static rt_model_spec d, s, back;
+    rt_model_spec_defaults(&d);
+    d.n_cat = 1;
+    d.vocab[0] = 5;
+    d.n_cont = 3;
+    d.head_scale = 2.0f;
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_model_spec_check(&d, err), RT_OK);
+    s = d;
+    RT_MODEL_KEYS(OFF_I, OFF_F, OFF_B, OFF_E)
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_model_spec_json(&s, &w);
+    rt_json *rec = NULL;
+    assert_int_equal(rt_json_parse(w.buf, w.len, &rec, err), RT_OK);
+    back = d;
+    assert_null(rt_model_spec_keys_read(&back, rec));
+    RT_MODEL_KEYS(BACK_I, BACK_F, BACK_B, BACK_E)
+    rt_json_free(rec);
+    /* an empty record changes nothing; a wrong type is named */
+    assert_int_equal(rt_json_parse("{}", 2, &rec, err), RT_OK);
+    back = d;
+    assert_null(rt_model_spec_keys_read(&back, rec));
+    RT_MODEL_KEYS(KEPT_I, KEPT_F, KEPT_B, KEPT_E)
+    rt_json_free(rec);
+    const char *bad = "{\"blocks\": 2.5, \"l2\": 0}";
+    assert_int_equal(rt_json_parse(bad, strlen(bad), &rec, err), RT_OK);
+    assert_string_equal(rt_model_spec_keys_read(&back, rec), "blocks");
+    rt_json_free(rec);
+    bad = "{\"variant\": \"maxi\"}";
+    assert_int_equal(rt_json_parse(bad, strlen(bad), &rec, err), RT_OK);
+    assert_string_equal(rt_model_spec_keys_read(&back, rec), "variant");
+    rt_json_free(rec);
+    rt_jw_free(&w);
+    int checked = 0;
+    RT_MODEL_KEYS(PAST_I, PAST_F, PAST_B, PAST_E)
+    assert_true(checked >= 20);
+}
+
 int main(void)
 {
     tu_seed();
@@ -521,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_threads_agree),
         cmocka_unit_test(test_state_roundtrip_and_eval),
         cmocka_unit_test(test_training_learns),
+        cmocka_unit_test(test_spec_keys_record),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

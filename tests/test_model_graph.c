@@ -402,7 +402,8 @@ static void check_family(const char *what, const rt_model_spec *s, tu_rng *g)
             cont[i * s->n_cont + f] = (float)tu_range(g, -2, 2) * (float)(f + 1);
         label[i] = (float)tu_range(g, 1, 9);
     }
-    if (s->cont_norm == RT_CONT_STANDARDIZE && s->n_cont > 0 && s->num_emb != RT_NUM_EMB_PLE) {
+    if (s->cont_norm == RT_CONT_STANDARDIZE && s->n_cont > 0 &&
+        s->numeric_embedding != RT_NUM_EMB_PLE) {
         float mean[8], sd[8];
         for (int f = 0; f < s->n_cont; f++) {
             mean[f] = (float)tu_range(g, -1, 1);
@@ -410,7 +411,8 @@ static void check_family(const char *what, const rt_model_spec *s, tu_rng *g)
         }
         assert_int_equal(rt_model_set_standardize(m, mean, sd, err), RT_OK);
     }
-    if (s->num_emb == RT_NUM_EMB_PLE && s->n_cont > 0) { /* edges across the inputs, one tie */
+    if (s->numeric_embedding == RT_NUM_EMB_PLE &&
+        s->n_cont > 0) { /* edges across the inputs, one tie */
         const int E = s->bins + 1;
         float edges[8 * 64];
         for (int f = 0; f < s->n_cont; f++) {
@@ -508,8 +510,9 @@ static void test_mlp(void **state)
         columns(&g, &s, a != RT_ACT_GELU, a != RT_ACT_SILU);
         s.activation = (rt_act)a;
         s.cont_norm = (rt_cont_norm)(a % 3);
-        s.emb_dropout = a == RT_ACT_RELU ? 0.3f : 0.0f;
-        s.num_emb = (rt_num_emb)(a % RT_NUM_EMB_COUNT); /* linear, periodic, piecewise, none */
+        s.embedding_dropout = a == RT_ACT_RELU ? 0.3f : 0.0f;
+        s.numeric_embedding =
+            (rt_num_emb)(a % RT_NUM_EMB_COUNT); /* linear, periodic, piecewise, none */
         s.bins = (int)tu_int(&g, 1, 4);
         s.d_embedding = (int)tu_int(&g, 1, 4);
         s.frequencies = (int)tu_int(&g, 1, 3);
@@ -530,7 +533,7 @@ static void test_mlp(void **state)
         s.arch = RT_ARCH_MLP;
         columns(&g, &s, true, true);
         s.cont_norm = RT_CONT_BATCHNORM;
-        s.num_emb = (rt_num_emb)e;
+        s.numeric_embedding = (rt_num_emb)e;
         s.bins = 4;
         s.d_embedding = 3;
         s.frequencies = 2;
@@ -620,10 +623,10 @@ static void test_tabm(void **state)
         s.width = (int)tu_int(&g, 3, 6);
         s.dropout[0] = rep == 0 ? 0.2f : 0.0f;
         s.head = rep == 3 ? RT_HEAD_LINEAR : RT_HEAD_SCALED_SIGMOID;
-        s.num_emb = rep == 0   ? RT_NUM_EMB_PERIODIC
-                    : rep == 3 ? RT_NUM_EMB_LINEAR
-                    : rep == 2 ? RT_NUM_EMB_NONE
-                               : RT_NUM_EMB_PLE;
+        s.numeric_embedding = rep == 0   ? RT_NUM_EMB_PERIODIC
+                              : rep == 3 ? RT_NUM_EMB_LINEAR
+                              : rep == 2 ? RT_NUM_EMB_NONE
+                                         : RT_NUM_EMB_PLE;
         s.bins = 3;
         s.d_embedding = 3;
         s.frequencies = 2;

@@ -258,62 +258,20 @@ static rt_status parse_model(const rt_json *m, rt_model_spec *s, const char *nam
         return damaged(err, name, "its model's activation or continuous_norm is unknown");
     s->activation = (rt_act)act;
     s->cont_norm = (rt_cont_norm)norm;
-    s->emb_dropout = (float)rt_json_num(rt_json_get(m, "embedding_dropout"), 0);
-    /* the family keys: absent ones keep rt_model_spec_defaults' values */
-    const struct {
-        const char *key;
-        int *i;
-        float *f;
-    } keys[] = {
-        {"blocks", &s->blocks, NULL},
-        {"width", &s->width, NULL},
-        {"cross_layers", &s->cross_layers, NULL},
-        {"deep_layers", &s->deep_layers, NULL},
-        {"d_token", &s->d_token, NULL},
-        {"heads", &s->heads, NULL},
-        {"ensemble_size", &s->ensemble_size, NULL},
-        {"d_embedding", &s->d_embedding, NULL},
-        {"n_quantiles", &s->n_quantiles, NULL},
-        {"bins", &s->bins, NULL},
-        {"frequencies", &s->frequencies, NULL},
-        {"frequency_scale", NULL, &s->frequency_scale},
-        {"hidden_multiplier", NULL, &s->hidden_multiplier},
-        {"dropout1", NULL, &s->dropout1},
-        {"dropout2", NULL, &s->dropout2},
-        {"cross_dropout", NULL, &s->cross_dropout},
-        {"attention_dropout", NULL, &s->attention_dropout},
-        {"ffn_multiplier", NULL, &s->ffn_multiplier},
-        {"ffn_dropout", NULL, &s->ffn_dropout},
-        {"residual_dropout", NULL, &s->residual_dropout},
-        {"l2", NULL, &s->l2},
-        {"head_scale", NULL, &s->head_scale},
-        {"bn_momentum", NULL, &s->bn_momentum},
-        {"bn_eps", NULL, &s->bn_eps},
-    };
-    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
-        const rt_json *x = rt_json_get(m, keys[k].key);
-        if (!x)
-            continue;
-        if (keys[k].i) {
-            if (!rt_json_int(x, &v) || v < INT32_MIN || v > INT32_MAX)
-                return damaged(err, name, "a model key that is not an integer");
-            *keys[k].i = (int)v;
-        } else {
-            *keys[k].f = (float)rt_json_num(x, 0);
-        }
+    /* rt_model_keys.h's keys and n_quantiles: absent ones keep
+     * rt_model_spec_defaults' values (a checkpoint from before the key) */
+    const char *bad = rt_model_spec_keys_read(s, m);
+    if (bad) {
+        char what[96];
+        snprintf(what, sizeof what, "its model's %s is of the wrong type or unknown", bad);
+        return damaged(err, name, what);
     }
-    s->stacked = rt_json_bool(rt_json_get(m, "stacked"), false);
-    s->tabm_init = rt_json_bool(rt_json_get(m, "tabm_init"), true);
-    int ne = name_index(rt_num_emb_names, RT_NUM_EMB_COUNT,
-                        rt_json_str(rt_json_get(m, "numeric_embedding"), "none"));
-    if (ne < 0)
-        return damaged(err, name, "its model's numeric_embedding is unknown");
-    s->num_emb = (rt_num_emb)ne;
-    int variant = name_index(rt_tabm_variant_names, RT_TABM_VARIANT_COUNT,
-                             rt_json_str(rt_json_get(m, "variant"), "tabm"));
-    if (variant < 0)
-        return damaged(err, name, "its model's variant is unknown");
-    s->variant = (rt_tabm_variant)variant;
+    const rt_json *nq = rt_json_get(m, "n_quantiles");
+    if (nq && (!rt_json_int(nq, &v) || v < 0 || v > INT32_MAX))
+        return damaged(err, name, "its model's n_quantiles is not an integer");
+    if (nq)
+        s->n_quantiles = (int)v;
+    s->head_scale = (float)rt_json_num(rt_json_get(m, "head_scale"), s->head_scale);
     /* the task's keys (absent: Rossmann's head and loss) */
     int head = name_index(rt_head_names, RT_HEAD_COUNT,
                           rt_json_str(rt_json_get(m, "head"), "scaled_sigmoid"));

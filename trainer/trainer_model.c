@@ -70,6 +70,12 @@ static rt_status emb_overrides(const rt_job_cfg *cfg, const rt_cfg_origin *o, co
     return RT_OK;
 }
 
+/* rt_model_keys.h's keys, from the job file to the spec */
+#define COPY_I(n, def, lo, hi, fam, help) s->n = (int)cfg->n;
+#define COPY_F(n, def, lo, hi, fam, help) s->n = (float)cfg->n;
+#define COPY_B(n, def, fam, help) s->n = cfg->n;
+#define COPY_E(n, type, list, def, fam, help) s->n = (type)cfg->n;
+
 rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const rt_dataset *ds,
                             const rt_columns *cols, rt_model_spec *s, char *err)
 {
@@ -85,15 +91,10 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const
     rt_status st = emb_overrides(cfg, o, ds, cols, s, err);
     if (st != RT_OK)
         return st;
-    s->emb_dropout = (float)cfg->embedding_dropout;
-    s->num_emb = (rt_num_emb)cfg->numeric_embedding;
-    s->d_embedding = (int)cfg->d_embedding;
-    s->frequencies = (int)cfg->frequencies;
-    s->frequency_scale = (float)cfg->frequency_scale;
-    s->bins = (int)cfg->bins;
+    RT_MODEL_KEYS(COPY_I, COPY_F, COPY_B, COPY_E)
     s->n_cont = cols->ncont;
     s->cont_norm = (rt_cont_norm)rt_job_continuous_norm(cfg);
-    for (int i = 0; s->num_emb == RT_NUM_EMB_PLE && i < cols->ncont; i++) {
+    for (int i = 0; s->numeric_embedding == RT_NUM_EMB_PLE && i < cols->ncont; i++) {
         const rt_ds_column *dc = rt_dataset_column(ds, cols->cont[i]);
         char at[512];
         if (!dc || dc->nquantiles < 2)
@@ -145,25 +146,6 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const
     else
         memcpy(s->dropout, rates, sizeof rates);
     s->activation = (rt_act)(cfg->activation + 1);
-    s->blocks = (int)cfg->blocks;
-    s->width = (int)cfg->width;
-    s->hidden_multiplier = (float)cfg->hidden_multiplier;
-    s->dropout1 = (float)cfg->dropout1;
-    s->dropout2 = (float)cfg->dropout2;
-    s->cross_layers = (int)cfg->cross_layers;
-    s->deep_layers = (int)cfg->deep_layers;
-    s->stacked = cfg->stacked;
-    s->cross_dropout = (float)cfg->cross_dropout;
-    s->d_token = (int)cfg->d_token;
-    s->heads = (int)cfg->heads;
-    s->attention_dropout = (float)cfg->attention_dropout;
-    s->ffn_multiplier = (float)cfg->ffn_multiplier;
-    s->ffn_dropout = (float)cfg->ffn_dropout;
-    s->residual_dropout = (float)cfg->residual_dropout;
-    s->ensemble_size = (int)cfg->ensemble_size;
-    s->variant = (rt_tabm_variant)cfg->variant;
-    s->tabm_init = cfg->tabm_init;
-    s->l2 = (float)cfg->l2;
     rt_task_info t;
     if ((st = rt_job_task(cfg, o, ds, cols, &t, err)) != RT_OK)
         return st;
@@ -181,8 +163,6 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const
     double top = logged ? log(ds->max_label) : ds->max_label;
     if (s->head == RT_HEAD_SCALED_SIGMOID)
         s->head_scale = (float)(cfg->head_scale_factor * top);
-    s->bn_momentum = (float)cfg->bn_momentum;
-    s->bn_eps = (float)cfg->bn_eps;
     s->seed = (uint64_t)cfg->seed;
     return rt_model_spec_check(s, err);
 }
@@ -289,7 +269,7 @@ static rt_status job_model_ple(rt_model *m, const rt_dataset *ds, const rt_colum
 rt_status rt_job_model_standardize(rt_model *m, const rt_dataset *ds, const rt_columns *cols,
                                    char *err)
 {
-    if (rt_model_get_spec(m)->num_emb == RT_NUM_EMB_PLE && cols->ncont > 0)
+    if (rt_model_get_spec(m)->numeric_embedding == RT_NUM_EMB_PLE && cols->ncont > 0)
         return job_model_ple(m, ds, cols, err); /* it reads the raw values: no norm */
     if (rt_model_get_spec(m)->cont_norm == RT_CONT_QUANTILE && cols->ncont > 0)
         return job_model_quantiles(m, ds, cols, err);

@@ -12,6 +12,7 @@
 #define RT_NAME_ID(id, name) id,
 #define RT_NAME_STR(id, name) name
 #define RT_NAME_STR_COMMA(id, name) name,
+#define RT_NAME_ONE(id, name) +1
 
 /* The model families (rt_model.h; [model] architecture). */
 #define RT_ARCH_LIST(X, S)                                                               \

@@ -6,6 +6,7 @@
 #define RT_SCHEMAS_H
 
 #include "rt_config.h"
+#include "rt_model_keys.h"
 #include "rt_model_names.h"
 
 /* ---- coordinator.conf ------------------------------------------------------ */
@@ -74,6 +75,12 @@ enum { RT_LR_CONSTANT = 0, RT_LR_COSINE = 1, RT_LR_STEP = 2, RT_LR_EXPONENTIAL =
        RT_LR_ONE_CYCLE = 4, RT_LR_PLATEAU = 5 };
 enum { RT_EMB_RULE_FIXED = 0, RT_EMB_RULE_FASTAI = 1 };
 
+/* rt_model_keys.h's keys as rt_job_cfg fields */
+#define RT_JOB_KEY_I(n, def, lo, hi, fam, help) int64_t n;
+#define RT_JOB_KEY_F(n, def, lo, hi, fam, help) double n;
+#define RT_JOB_KEY_B(n, def, fam, help) bool n;
+#define RT_JOB_KEY_E(n, type, list, def, fam, help) int n;
+
 typedef struct rt_job_cfg {
     /* [job] */
     char *name;
@@ -100,26 +107,14 @@ typedef struct rt_job_cfg {
     int64_t embedding_dim;
     rt_strlist embedding_dims;     /* "Column:width" */
     int embedding_rule;            /* RT_EMB_RULE_* */
-    double embedding_dropout;
-    int numeric_embedding; /* rt_num_emb */
-    int64_t d_embedding, frequencies, bins;
-    double frequency_scale;
-    int continuous_norm; /* 0 auto, else rt_cont_norm + 1 (rt_job_continuous_norm) */
+    int continuous_norm;           /* 0 auto, else rt_cont_norm + 1 (rt_job_continuous_norm) */
     rt_strlist hidden;
     rt_strlist dropout;            /* one rate, or one per hidden (deep) layer */
     rt_strlist batch_norm;         /* one bool, or one per hidden layer */
     int activation;                /* rt_act - 1 */
-    int64_t blocks, width;
-    double hidden_multiplier, dropout1, dropout2;
-    int64_t cross_layers, deep_layers;
-    bool stacked;
-    double cross_dropout;
-    int64_t d_token, heads;
-    double attention_dropout, ffn_multiplier, ffn_dropout, residual_dropout;
-    int64_t ensemble_size;
-    int variant; /* rt_tabm_variant */
-    bool tabm_init;
-    double l2, head_scale_factor, bn_momentum, bn_eps;
+    double head_scale_factor;
+    /* the keys of rt_model_keys.h */
+    RT_MODEL_KEYS(RT_JOB_KEY_I, RT_JOB_KEY_F, RT_JOB_KEY_B, RT_JOB_KEY_E)
     int head;                      /* 0 auto, else rt_head + 1 */
     int device;
     int64_t threads;

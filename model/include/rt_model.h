@@ -46,6 +46,7 @@
 #include <stdio.h>
 
 #include "rt_kernels.h"
+#include "rt_model_keys.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -72,6 +73,12 @@ extern const char *const rt_optim_names[RT_OPTIM_COUNT];
 extern const char *const rt_tabm_variant_names[RT_TABM_VARIANT_COUNT];
 extern const char *const rt_num_emb_names[RT_NUM_EMB_COUNT];
 
+/* rt_model_keys.h's keys as rt_model_spec fields */
+#define RT_SPEC_KEY_I(n, def, lo, hi, fam, help) int n;
+#define RT_SPEC_KEY_F(n, def, lo, hi, fam, help) float n;
+#define RT_SPEC_KEY_B(n, def, fam, help) bool n;
+#define RT_SPEC_KEY_E(n, type, list, def, fam, help) type n;
+
 typedef struct rt_model_spec {
     rt_arch arch;
     /* inputs */
@@ -81,36 +88,19 @@ typedef struct rt_model_spec {
     char cat_names[RT_MODEL_MAX_CAT][RT_MODEL_NAME_LEN]; /* optional, for summaries */
     int n_cont;                                          /* continuous columns */
     rt_cont_norm cont_norm;
-    float emb_dropout; /* on the embeddings (not ft_transformer) */
-    int n_quantiles;   /* continuous_norm quantile: quantiles per column (the model's buffers) */
-    /* the numeric columns' embeddings (not rossmann, ft_transformer) */
-    rt_num_emb num_emb;
-    int d_embedding;       /* each column's width */
-    int frequencies;       /* periodic: k per column */
-    float frequency_scale; /* periodic: the frequencies' initial std σ */
-    int bins;              /* piecewise_linear: bins per column */
+    int n_quantiles; /* continuous_norm quantile: quantiles per column (the model's buffers) */
     /* rossmann and mlp: the hidden layers (dcn2: its deep layers' dropout) */
     int n_hidden;
     int hidden[RT_MODEL_MAX_HIDDEN];
     float dropout[RT_MODEL_MAX_HIDDEN]; /* after each hidden layer; rossmann: only the last's */
     bool batch_norm[RT_MODEL_MAX_HIDDEN];
     rt_act activation;
-    /* resnet (blocks also ft_transformer's; width also dcn2's) */
-    int blocks, width;
-    float hidden_multiplier, dropout1, dropout2;
-    /* dcn2 */
-    int cross_layers, deep_layers;
-    bool stacked;
-    float cross_dropout;
-    /* ft_transformer */
-    int d_token, heads;
-    float attention_dropout, ffn_multiplier, ffn_dropout, residual_dropout;
-    /* tabm (also blocks, width; dropout[] per block) */
-    int ensemble_size; /* k members */
-    rt_tabm_variant variant;
-    bool tabm_init; /* TabM's init: only the first adapter random (else all) */
+    /* the keys of rt_model_keys.h, as the job file names them: the numeric
+     * columns' embeddings (not rossmann, ft_transformer), resnet's, dcn2's,
+     * ft_transformer's and tabm's (tabm: also dropout[] per block), l2 (loss
+     * += l2 * sum(w^2) per hidden kernel), the batch norms' momentum and eps */
+    RT_MODEL_KEYS(RT_SPEC_KEY_I, RT_SPEC_KEY_F, RT_SPEC_KEY_B, RT_SPEC_KEY_E)
     /* every family */
-    float l2;         /* loss += l2 * sum(w^2) per hidden kernel */
     float head_scale; /* pred = head_scale * sigmoid(z) (head scaled_sigmoid) */
     /* the task: the output layer, its head and the loss (rt_k_loss) */
     rt_head head; /* scaled_sigmoid (Rossmann's regression head) or linear (z itself) */
@@ -122,7 +112,6 @@ typedef struct rt_model_spec {
     float class_weight[RT_MODEL_MAX_CLASSES]; /* n_classes, when class_weighted */
     bool weighted; /* rows carry sample weights: a label buffer of n rows holds the n
                           labels, then the n weights */
-    float bn_momentum, bn_eps;
     uint64_t seed; /* initialisation (and default dropout) seed */
 } rt_model_spec;
 
@@ -143,6 +132,11 @@ bool rt_model_spec_same_net(const rt_model_spec *a, const rt_model_spec *b, char
  * "model" holds and bench/torch_models.py builds the same network from. */
 typedef struct rt_jw rt_jw;
 void rt_model_spec_json(const rt_model_spec *spec, rt_jw *w);
+/* Read back rt_model_keys.h's keys from such a record (a key absent keeps
+ * its value); NULL, or the name of the first key of the wrong type or an
+ * unknown name.  The caller reads the rest and checks the spec. */
+typedef struct rt_json rt_json;
+const char *rt_model_spec_keys_read(rt_model_spec *spec, const rt_json *record);
 /* Bytes the model needs at max_batch rows: parameters with gradients and
  * Adam's moments, and the activations and their gradients (training). */
 typedef struct rt_model_memory {
