@@ -23,8 +23,8 @@
 /* below this many elements a loop runs on the calling thread */
 #define PAR_MIN 32768
 
-static void cpu_embed_fwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, const float *tab,
-                          rt_view out)
+void rt_cpu_embed_fwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, const float *tab,
+                      rt_view out)
 {
     const int64_t B = idx.rows, C = idx.cols;
     const int32_t *ix = RT_I(idx);
@@ -46,8 +46,8 @@ static void cpu_embed_fwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, c
     }
 }
 
-static void cpu_embed_bwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, rt_view dout,
-                          float *dt, int64_t ntab)
+void rt_cpu_embed_bwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, rt_view dout, float *dt,
+                      int64_t ntab)
 {
     const int64_t B = idx.rows, C = idx.cols;
     const int32_t *ix = RT_I(idx);
@@ -87,7 +87,7 @@ static void bn_apply(const float *xp, int64_t ldx, int64_t B, int64_t nf, const 
             yp[b * ldy + f] = (float)(((double)xp[b * ldx + f] - center[f]) * scale[f] + shift[f]);
 }
 
-static void cpu_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float *run_mean,
+void rt_cpu_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float *run_mean,
                    float *run_var, float momentum, float eps, bool train, float *save_mean,
                    float *save_invstd, rt_view y)
 {
@@ -137,9 +137,9 @@ static void cpu_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float 
 
 /* Training-mode forward with the batch's statistics given (sync BN: the
  * global batch's, in double): the same centre and scale, hence the same y, as
- * cpu_bn_fwd computing them itself. Nothing is saved or moved here. */
-static void cpu_bn_fwd_given(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta,
-                             const double *mean, const double *var, float eps, rt_view y)
+ * rt_cpu_bn_fwd computing them itself. Nothing is saved or moved here. */
+void rt_cpu_bn_fwd_given(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta,
+                         const double *mean, const double *var, float eps, rt_view y)
 {
     (void)ctx;
     for (int64_t f0 = 0; f0 < x.cols; f0 += BN_BLOCK) {
@@ -153,7 +153,7 @@ static void cpu_bn_fwd_given(rt_kctx *ctx, rt_view x, const float *gamma, const 
     }
 }
 
-static void cpu_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const float *save_mean,
+void rt_cpu_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const float *save_mean,
                    const float *save_invstd, float *dgamma, float *dbeta, rt_view dx)
 {
     (void)ctx;
@@ -189,10 +189,9 @@ static void cpu_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, 
 
 /* dx of a batch norm whose statistics were the global batch's: the sums
  * over every rank's rows given (double), count the global rows. */
-static void cpu_bn_bwd_given(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
-                             const float *save_mean, const float *save_invstd,
-                             const double *sum_dy, const double *sum_dy_xhat, double count,
-                             rt_view dx)
+void rt_cpu_bn_bwd_given(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
+                         const float *save_mean, const float *save_invstd, const double *sum_dy,
+                         const double *sum_dy_xhat, double count, rt_view dx)
 {
     (void)ctx;
     const float *xp = RT_F(x), *g = RT_F(dy);
@@ -205,7 +204,7 @@ static void cpu_bn_bwd_given(rt_kctx *ctx, rt_view x, rt_view dy, const float *g
         }
 }
 
-static void cpu_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t stream,
+void rt_cpu_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t stream,
                     const int64_t *step)
 {
     const int64_t R = x.rows, C = x.cols;
@@ -218,14 +217,14 @@ static void cpu_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint
                         (uint32_t)(seed >> 32), t);
 }
 
-static void cpu_head_fwd(rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred)
+void rt_cpu_head_fwd(rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred)
 {
     (void)ctx;
     for (int64_t i = 0; i < n; i++)
         pred[i] = scale / (1.0f + expf(-z[i]));
 }
 
-static void cpu_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64_t n, float scale,
+void rt_cpu_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64_t n, float scale,
                      float *dz)
 {
     (void)ctx;
@@ -235,7 +234,8 @@ static void cpu_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, in
     }
 }
 
-static void cpu_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred, double *acc)
+void rt_cpu_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred,
+                double *acc)
 {
     (void)ctx;
     /* each row adds into the running sum: the total is the same however the
@@ -252,10 +252,10 @@ static void cpu_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, 
     acc[1] += (double)n;
 }
 
-static void cpu_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc)
+void rt_cpu_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc)
 {
     (void)ctx;
-    double sum = acc[0], count = acc[1]; /* batch-independent, as in cpu_mae */
+    double sum = acc[0], count = acc[1]; /* batch-independent, as in rt_cpu_mae */
     for (int64_t i = 0; i < n; i++) {
         if (y[i] > 0.001f) {
             double r = 1.0 - exp((double)pred[i] - (double)y[i]); /* (e^y - e^p) / e^y */
@@ -267,9 +267,9 @@ static void cpu_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n
     acc[1] = count;
 }
 
-static void cpu_optim(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-                      const rt_adam_seg *segs, int nseg, const rt_adam_hp *hpp, int64_t *step,
-                      const double *gsq)
+void rt_cpu_optim(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
+                  const rt_adam_seg *segs, int nseg, const rt_adam_hp *hpp, int64_t *step,
+                  const double *gsq)
 {
     const rt_adam_hp hp = *hpp;
     /* the step size with the bias correction folded in, for the update that
@@ -307,7 +307,7 @@ static void cpu_optim(rt_kctx *ctx, float *p, const float *g, float *m, float *v
     (*step)++;
 }
 
-static void cpu_scale(rt_kctx *ctx, float *p, int64_t n, float s)
+void rt_cpu_scale(rt_kctx *ctx, float *p, int64_t n, float s)
 {
 #pragma omp parallel for simd schedule(static) num_threads(ctx->threads) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++)
@@ -425,58 +425,20 @@ static void cpu_memset(rt_kctx *ctx, void *p, int value, size_t bytes)
     memset(p, value, bytes);
 }
 
-const rt_kernel_ops rt_cpu_kernel_ops = {
-    .name = "CPU",
-    .device_count = cpu_count,
-    .select_device = cpu_select,
-    .device_name = cpu_name,
-    .init = cpu_init,
-    .fini = cpu_fini,
-    .sync = cpu_done,
-    .check = cpu_done,
-    .mem_available = cpu_mem_available,
-    .malloc_dev = cpu_malloc,
-    .free_dev = cpu_free,
-    .malloc_host = cpu_malloc,
-    .free_host = cpu_free,
-    .memcpy_async = cpu_memcpy,
-    .memset_async = cpu_memset,
-    .embed_fwd = cpu_embed_fwd,
-    .embed_bwd = cpu_embed_bwd,
-    .bn_fwd = cpu_bn_fwd,
-    .bn_fwd_given = cpu_bn_fwd_given,
-    .bn_bwd = cpu_bn_bwd,
-    .bn_bwd_given = cpu_bn_bwd_given,
-    .dense_fwd = rt_cpu_dense_fwd,
-    .dense_bwd = rt_cpu_dense_bwd,
-    .dropout = cpu_dropout,
-    .act_fwd = rt_cpu_act_fwd,
-    .act_bwd = rt_cpu_act_bwd,
-    .reglu_fwd = rt_cpu_reglu_fwd,
-    .reglu_bwd = rt_cpu_reglu_bwd,
-    .ln_fwd = rt_cpu_ln_fwd,
-    .ln_bwd = rt_cpu_ln_bwd,
-    .ew = rt_cpu_ew,
-    .bias_add = rt_cpu_bias_add,
-    .colsum = rt_cpu_colsum,
-    .tokens_fwd = rt_cpu_tokens_fwd,
-    .tokens_bwd = rt_cpu_tokens_bwd,
-    .quantile_fwd = rt_cpu_quantile_fwd,
-    .robust_fwd = rt_cpu_robust_fwd,
-    .ple_fwd = rt_cpu_ple_fwd,
-    .ple_bwd = rt_cpu_ple_bwd,
-    .periodic_fwd = rt_cpu_periodic_fwd,
-    .periodic_bwd = rt_cpu_periodic_bwd,
-    .ens_repeat = rt_cpu_ens_repeat,
-    .ens_reduce = rt_cpu_ens_reduce,
-    .attn_fwd = rt_cpu_attn_fwd,
-    .attn_bwd = rt_cpu_attn_bwd,
-    .head_fwd = cpu_head_fwd,
-    .head_bwd = cpu_head_bwd,
-    .mae = cpu_mae,
-    .rmspe = cpu_rmspe,
-    .optim = cpu_optim,
-    .sqnorm = rt_cpu_sqnorm,
-    .loss = rt_cpu_loss,
-    .scale = cpu_scale,
-};
+#define CPU_OP(name, params) .name = rt_cpu_##name,
+const rt_kernel_ops rt_cpu_kernel_ops = {.name = "CPU",
+                                         .device_count = cpu_count,
+                                         .select_device = cpu_select,
+                                         .device_name = cpu_name,
+                                         .init = cpu_init,
+                                         .fini = cpu_fini,
+                                         .sync = cpu_done,
+                                         .check = cpu_done,
+                                         .mem_available = cpu_mem_available,
+                                         .malloc_dev = cpu_malloc,
+                                         .free_dev = cpu_free,
+                                         .malloc_host = cpu_malloc,
+                                         .free_host = cpu_free,
+                                         .memcpy_async = cpu_memcpy,
+                                         .memset_async = cpu_memset,
+                                         RT_KERNEL_OPS(CPU_OP) RT_KERNEL_CPU_OPS(CPU_OP)};

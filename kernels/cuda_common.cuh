@@ -60,69 +60,14 @@ struct cuda_state {
 
 static inline cuda_state *CS(rt_kctx *ctx) { return (cuda_state *)ctx->cuda; }
 
-/* What cuda_ops.cu and cuda_dense.cu give the ops table in cuda_ctx.cu
- * (contracts: the rt_k_ functions of rt_kernels.h). */
-void rt_cuda_embed_fwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, const float *tables,
-                       rt_view out);
-void rt_cuda_embed_bwd(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, rt_view dout,
-                       float *dtables, int64_t ntab);
-void rt_cuda_bn_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float *run_mean,
-                    float *run_var, float momentum, float eps, bool train, float *save_mean,
-                    float *save_invstd, rt_view y);
-void rt_cuda_bn_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma, const float *save_mean,
-                    const float *save_invstd, float *dgamma, float *dbeta, rt_view dx);
-void rt_cuda_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act, rt_view y);
-void rt_cuda_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, rt_view dy,
-                       float *dw, float *db, rt_view dx);
-void rt_cuda_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t stream,
-                     const int64_t *step);
-void rt_cuda_head_fwd(rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred);
-void rt_cuda_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64_t n, float scale,
-                      float *dz);
-void rt_cuda_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred, double *acc);
-void rt_cuda_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc);
-void rt_cuda_optim(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-                   const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step,
-                   const double *gsq);
-/* cuda_loss.cu */
-void rt_cuda_loss(rt_kctx *ctx, const rt_loss_desc *d, rt_view z, const float *y, const float *w,
-                  const float *norm, rt_view dz, double *acc);
-void rt_cuda_sqnorm(rt_kctx *ctx, const float *g, int64_t n, double *out);
+/* The ops of kctx_impl.h's RT_KERNEL_OPS, rt_cuda_NAME each (contracts:
+ * rt_k_NAME of rt_kernels.h), for the ops table in cuda_ctx.cu: cuda_ops.cu
+ * and cuda_dense.cu the Rossmann network's ops, cuda_loss.cu rt_k_loss and
+ * rt_k_sqnorm, cuda_layers.cu and cuda_attn.cu the layer graph's. */
+#define RT_CUDA_OP_DECL(name, params) void rt_cuda_##name params;
+RT_KERNEL_OPS(RT_CUDA_OP_DECL)
 size_t rt_cuda_adam_state_bytes(void);
-void rt_cuda_scale(rt_kctx *ctx, float *p, int64_t n, float s);
 void rt_cuda_free_lt_plans(cuda_state *s);
-/* cuda_layers.cu and cuda_attn.cu: the layer graph's ops (contracts: rt_k_*) */
-void rt_cuda_act_fwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view y);
-void rt_cuda_act_bwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view dy, rt_view dx);
-void rt_cuda_reglu_fwd(rt_kctx *ctx, rt_view x, rt_view y);
-void rt_cuda_reglu_bwd(rt_kctx *ctx, rt_view x, rt_view dy, rt_view dx);
-void rt_cuda_ln_fwd(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float eps,
-                    float *save_mean, float *save_rstd, rt_view y);
-void rt_cuda_ln_bwd(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
-                    const float *save_mean, const float *save_rstd, float *dgamma, float *dbeta,
-                    rt_view dx);
-void rt_cuda_ew(rt_kctx *ctx, rt_ew op, rt_view a, rt_view b, rt_view y);
-void rt_cuda_bias_add(rt_kctx *ctx, const float *b, rt_view y);
-void rt_cuda_colsum(rt_kctx *ctx, rt_view dy, float *out);
-void rt_cuda_tokens_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, int64_t d,
-                        rt_view y);
-void rt_cuda_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw,
-                        float *db, rt_view dx);
-void rt_cuda_quantile_fwd(rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt_view y);
-void rt_cuda_robust_fwd(rt_kctx *ctx, rt_view x, const float *center, const float *scale,
-                        rt_view y);
-void rt_cuda_ple_fwd(rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view y);
-void rt_cuda_ple_bwd(rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view dy,
-                     rt_view dx);
-void rt_cuda_periodic_fwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view y);
-void rt_cuda_periodic_bwd(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view dy, float *df,
-                          rt_view dx);
-void rt_cuda_ens_repeat(rt_kctx *ctx, rt_view x, rt_view y);
-void rt_cuda_ens_reduce(rt_kctx *ctx, rt_ens_op op, rt_view x, rt_view y);
-void rt_cuda_attn_fwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
-                      const int64_t *step, rt_view out);
-void rt_cuda_attn_bwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
-                      const int64_t *step, rt_view dout, rt_view dqkv);
 
 /* After an op (the call named `what`): keep the first error; in debug mode
  * wait for the op so that a fault is blamed on it. */

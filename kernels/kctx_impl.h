@@ -16,6 +16,85 @@ extern "C" {
 
 typedef struct rt_kernel_ops rt_kernel_ops;
 
+/* The compute ops, each written once as X(name, (parameters)): the ops
+ * table's entries below, the backends' declarations (rt_cpu_NAME in
+ * cpu_backend.h, rt_cuda_NAME in cuda_common.cuh) and both tables
+ * (cpu_ops.c, cuda_ctx.cu) are made from these lists.  Each has the contract
+ * of the public rt_k_NAME in rt_kernels.h, whose shapes rt_kernels.c checks
+ * before it calls through (and where the compiler checks that the public
+ * function and the op agree).  RT_KERNEL_CPU_OPS: the CPU's alone (sync
+ * batch norm); NULL in the CUDA table. */
+/* clang-format off */
+#define RT_KERNEL_OPS(X)                                                                      \
+    X(embed_fwd, (rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, const float *tables,   \
+                  rt_view out))                                                               \
+    X(embed_bwd, (rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, rt_view dout,          \
+                  float *dtables, int64_t ntab))                                              \
+    X(bn_fwd, (rt_kctx *ctx, rt_view x, const float *gamma, const float *beta,                \
+               float *run_mean, float *run_var, float momentum, float eps, bool train,        \
+               float *save_mean, float *save_invstd, rt_view y))                              \
+    X(bn_bwd, (rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,                       \
+               const float *save_mean, const float *save_invstd, float *dgamma, float *dbeta, \
+               rt_view dx))                                                                   \
+    X(dense_fwd, (rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,        \
+                  rt_view y))                                                                 \
+    X(dense_bwd, (rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, rt_view dy, \
+                  float *dw, float *db, rt_view dx))                                          \
+    X(dropout, (rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t stream,          \
+                const int64_t *step))                                                         \
+    X(act_fwd, (rt_kctx *ctx, rt_act act, rt_view x, rt_view y))                              \
+    X(act_bwd, (rt_kctx *ctx, rt_act act, rt_view x, rt_view dy, rt_view dx))                 \
+    X(reglu_fwd, (rt_kctx *ctx, rt_view x, rt_view y))                                        \
+    X(reglu_bwd, (rt_kctx *ctx, rt_view x, rt_view dy, rt_view dx))                           \
+    X(ln_fwd, (rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float eps,     \
+               float *save_mean, float *save_rstd, rt_view y))                                \
+    X(ln_bwd, (rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,                       \
+               const float *save_mean, const float *save_rstd, float *dgamma, float *dbeta,   \
+               rt_view dx))                                                                   \
+    X(ew, (rt_kctx *ctx, rt_ew op, rt_view a, rt_view b, rt_view y))                          \
+    X(bias_add, (rt_kctx *ctx, const float *b, rt_view y))                                    \
+    X(colsum, (rt_kctx *ctx, rt_view dy, float *out))                                         \
+    X(tokens_fwd, (rt_kctx *ctx, rt_view x, const float *w, const float *b, int64_t d,        \
+                   rt_view y))                                                                \
+    X(tokens_bwd, (rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw, \
+                   float *db, rt_view dx))                                                    \
+    X(quantile_fwd, (rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt_view y))         \
+    X(robust_fwd, (rt_kctx *ctx, rt_view x, const float *center, const float *scale,          \
+                   rt_view y))                                                                \
+    X(ple_fwd, (rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view y))           \
+    X(ple_bwd, (rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view dy,           \
+                rt_view dx))                                                                  \
+    X(periodic_fwd, (rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view y))          \
+    X(periodic_bwd, (rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view dy,          \
+                     float *df, rt_view dx))                                                  \
+    X(ens_repeat, (rt_kctx *ctx, rt_view x, rt_view y))                                       \
+    X(ens_reduce, (rt_kctx *ctx, rt_ens_op op, rt_view x, rt_view y))                         \
+    X(attn_fwd, (rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,                   \
+                 const int64_t *step, rt_view out))                                           \
+    X(attn_bwd, (rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,                   \
+                 const int64_t *step, rt_view dout, rt_view dqkv))                            \
+    X(head_fwd, (rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred))          \
+    X(head_bwd, (rt_kctx *ctx, const float *pred, const float *dpred, int64_t n, float scale, \
+                 float *dz))                                                                  \
+    X(mae, (rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred,         \
+            double *acc))                                                                     \
+    X(rmspe, (rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc))       \
+    X(optim, (rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,          \
+              const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step,         \
+              const double *gsq))                                                             \
+    X(sqnorm, (rt_kctx *ctx, const float *g, int64_t n, double *out))                         \
+    X(loss, (rt_kctx *ctx, const rt_loss_desc *d, rt_view z, const float *y, const float *w,  \
+             const float *norm, rt_view dz, double *acc))                                     \
+    X(scale, (rt_kctx *ctx, float *p, int64_t n, float s))
+#define RT_KERNEL_CPU_OPS(X)                                                                 \
+    X(bn_fwd_given, (rt_kctx *ctx, rt_view x, const float *gamma, const float *beta,         \
+                     const double *mean, const double *var, float eps, rt_view y))           \
+    X(bn_bwd_given, (rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,                \
+                     const float *save_mean, const float *save_invstd, const double *sum_dy, \
+                     const double *sum_dy_xhat, double count, rt_view dx))
+/* clang-format on */
+#define RT_KOP_FIELD(name, params) void(*name) params;
+
 struct rt_kctx {
     rt_device dev;
     const rt_kernel_ops *ops;
@@ -65,71 +144,9 @@ struct rt_kernel_ops {
     void (*free_host)(void *p);
     void (*memcpy_async)(rt_kctx *ctx, void *dst, const void *src, size_t bytes, rt_copy kind);
     void (*memset_async)(rt_kctx *ctx, void *p, int value, size_t bytes);
-    /* ops */
-    void (*embed_fwd)(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, const float *tables,
-                      rt_view out);
-    void (*embed_bwd)(rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, rt_view dout,
-                      float *dtables, int64_t ntab);
-    void (*bn_fwd)(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta,
-                   float *run_mean, float *run_var, float momentum, float eps, bool train,
-                   float *save_mean, float *save_invstd, rt_view y);
-    /* NULL where the backend has none (CUDA: sync BN is CPU-only) */
-    void (*bn_fwd_given)(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta,
-                         const double *mean, const double *var, float eps, rt_view y);
-    void (*bn_bwd)(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
-                   const float *save_mean, const float *save_invstd, float *dgamma,
-                   float *dbeta, rt_view dx);
-    void (*bn_bwd_given)(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
-                         const float *save_mean, const float *save_invstd, const double *sum_dy,
-                         const double *sum_dy_xhat, double count, rt_view dx); /* NULL on CUDA */
-    void (*dense_fwd)(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
-                      rt_view y);
-    void (*dense_bwd)(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act,
-                      rt_view dy, float *dw, float *db, rt_view dx);
-    void (*dropout)(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t stream,
-                    const int64_t *step);
-    void (*act_fwd)(rt_kctx *ctx, rt_act act, rt_view x, rt_view y);
-    void (*act_bwd)(rt_kctx *ctx, rt_act act, rt_view x, rt_view dy, rt_view dx);
-    void (*reglu_fwd)(rt_kctx *ctx, rt_view x, rt_view y);
-    void (*reglu_bwd)(rt_kctx *ctx, rt_view x, rt_view dy, rt_view dx);
-    void (*ln_fwd)(rt_kctx *ctx, rt_view x, const float *gamma, const float *beta, float eps,
-                   float *save_mean, float *save_rstd, rt_view y);
-    void (*ln_bwd)(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
-                   const float *save_mean, const float *save_rstd, float *dgamma, float *dbeta,
-                   rt_view dx);
-    void (*ew)(rt_kctx *ctx, rt_ew op, rt_view a, rt_view b, rt_view y);
-    void (*bias_add)(rt_kctx *ctx, const float *b, rt_view y);
-    void (*colsum)(rt_kctx *ctx, rt_view dy, float *out);
-    void (*tokens_fwd)(rt_kctx *ctx, rt_view x, const float *w, const float *b, int64_t d,
-                       rt_view y);
-    void (*tokens_bwd)(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw,
-                       float *db, rt_view dx);
-    void (*quantile_fwd)(rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt_view y);
-    void (*robust_fwd)(rt_kctx *ctx, rt_view x, const float *center, const float *scale, rt_view y);
-    void (*ple_fwd)(rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view y);
-    void (*ple_bwd)(rt_kctx *ctx, rt_view x, const float *edges, int64_t T, rt_view dy, rt_view dx);
-    void (*periodic_fwd)(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view y);
-    void (*periodic_bwd)(rt_kctx *ctx, rt_view x, const float *f, int64_t k, rt_view dy, float *df,
-                         rt_view dx);
-    void (*ens_repeat)(rt_kctx *ctx, rt_view x, rt_view y);
-    void (*ens_reduce)(rt_kctx *ctx, rt_ens_op op, rt_view x, rt_view y);
-    void (*attn_fwd)(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
-                     const int64_t *step, rt_view out);
-    void (*attn_bwd)(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
-                     const int64_t *step, rt_view dout, rt_view dqkv);
-    void (*head_fwd)(rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred);
-    void (*head_bwd)(rt_kctx *ctx, const float *pred, const float *dpred, int64_t n,
-                     float scale, float *dz);
-    void (*mae)(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred,
-                double *acc);
-    void (*rmspe)(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc);
-    void (*optim)(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-                  const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step,
-                  const double *gsq);
-    void (*sqnorm)(rt_kctx *ctx, const float *g, int64_t n, double *out);
-    void (*loss)(rt_kctx *ctx, const rt_loss_desc *d, rt_view z, const float *y, const float *w,
-                 const float *norm, rt_view dz, double *acc);
-    void (*scale)(rt_kctx *ctx, float *p, int64_t n, float s);
+    /* ops: RT_KERNEL_OPS, RT_KERNEL_CPU_OPS */
+    RT_KERNEL_OPS(RT_KOP_FIELD)
+    RT_KERNEL_CPU_OPS(RT_KOP_FIELD)
 };
 
 extern const rt_kernel_ops rt_cpu_kernel_ops; /* cpu_ops.c */

@@ -8,6 +8,13 @@
 #include "kctx_impl.h"
 #include "rt_log.h"
 
+/* Each public rt_k_NAME has its op's signature (kctx_impl.h's lists): a
+ * parameter added to one and not the other does not compile. */
+#define SAME_SIGNATURE(name, params) \
+    static void(*const signature_##name) params __attribute__((unused)) = rt_k_##name;
+RT_KERNEL_OPS(SAME_SIGNATURE)
+RT_KERNEL_CPU_OPS(SAME_SIGNATURE)
+
 /* The backend of a device kind; NULL when this build has none. */
 static const rt_kernel_ops *backend(rt_device dev)
 {
