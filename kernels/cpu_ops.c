@@ -234,39 +234,6 @@ void rt_cpu_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64_
     }
 }
 
-void rt_cpu_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred,
-                double *acc)
-{
-    (void)ctx;
-    /* each row adds into the running sum: the total is the same however the
-     * rows were cut into batches (evaluation and prediction batch sizes) */
-    double sum = acc[0];
-    const float inv = n > 0 ? 1.0f / (float)n : 0.0f;
-    for (int64_t i = 0; i < n; i++) {
-        double d = (double)pred[i] - (double)y[i];
-        sum += fabs(d);
-        if (dpred)
-            dpred[i] = d > 0.0 ? inv : (d < 0.0 ? -inv : 0.0f);
-    }
-    acc[0] = sum;
-    acc[1] += (double)n;
-}
-
-void rt_cpu_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc)
-{
-    (void)ctx;
-    double sum = acc[0], count = acc[1]; /* batch-independent, as in rt_cpu_mae */
-    for (int64_t i = 0; i < n; i++) {
-        if (y[i] > 0.001f) {
-            double r = 1.0 - exp((double)pred[i] - (double)y[i]); /* (e^y - e^p) / e^y */
-            sum += r * r;
-            count += 1.0;
-        }
-    }
-    acc[0] = sum;
-    acc[1] = count;
-}
-
 void rt_cpu_optim(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                   const rt_adam_seg *segs, int nseg, const rt_adam_hp *hpp, int64_t *step,
                   const double *gsq)

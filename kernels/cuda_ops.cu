@@ -492,59 +492,6 @@ void rt_cuda_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64
     LAUNCHED(CS(ctx), "k_head_bwd");
 }
 
-/* ---- loss and metric: one block, fixed-order reduction ---------------------- */
-
-#define T1K 1024
-
-__global__ void __launch_bounds__(T1K) k_mae(const float *pred, const float *y, int64_t n, float *dpred, double *acc)
-{
-    __shared__ double shm[T1K];
-    const float inv = n > 0 ? 1.0f / (float)n : 0.0f;
-    double s = 0.0;
-    for (int64_t i = threadIdx.x; i < n; i += T1K) {
-        double d = (double)pred[i] - (double)y[i];
-        s += fabs(d);
-        if (dpred)
-            dpred[i] = d > 0.0 ? inv : (d < 0.0 ? -inv : 0.0f);
-    }
-    s = block_sum<T1K>(s, shm);
-    if (threadIdx.x == 0) {
-        acc[0] += s;
-        acc[1] += (double)n;
-    }
-}
-
-__global__ void __launch_bounds__(T1K) k_rmspe(const float *pred, const float *y, int64_t n, double *acc)
-{
-    __shared__ double shm[T1K];
-    double s = 0.0, c = 0.0;
-    for (int64_t i = threadIdx.x; i < n; i += T1K) {
-        if (y[i] > 0.001f) {
-            double r = 1.0 - exp((double)pred[i] - (double)y[i]);
-            s += r * r;
-            c += 1.0;
-        }
-    }
-    s = block_sum<T1K>(s, shm);
-    c = block_sum<T1K>(c, shm);
-    if (threadIdx.x == 0) {
-        acc[0] += s;
-        acc[1] += c;
-    }
-}
-
-void rt_cuda_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred, double *acc)
-{
-    k_mae<<<1, T1K, 0, CS(ctx)->stream>>>(pred, y, n, dpred, acc);
-    LAUNCHED(CS(ctx), "k_mae");
-}
-
-void rt_cuda_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc)
-{
-    k_rmspe<<<1, T1K, 0, CS(ctx)->stream>>>(pred, y, n, acc);
-    LAUNCHED(CS(ctx), "k_rmspe");
-}
-
 /* ---- Adam over the flat buffer: one launch, segments in shared memory ------- */
 
 #define MAX_SEGS 256

@@ -76,9 +76,6 @@ typedef struct rt_kernel_ops rt_kernel_ops;
     X(head_fwd, (rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred))          \
     X(head_bwd, (rt_kctx *ctx, const float *pred, const float *dpred, int64_t n, float scale, \
                  float *dz))                                                                  \
-    X(mae, (rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred,         \
-            double *acc))                                                                     \
-    X(rmspe, (rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc))       \
     X(optim, (rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,          \
               const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step,         \
               const double *gsq))                                                             \

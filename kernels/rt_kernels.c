@@ -592,18 +592,6 @@ void rt_k_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64_t 
     ctx->ops->head_bwd(ctx, pred, dpred, n, scale, dz);
 }
 
-void rt_k_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred, double *acc)
-{
-    RT_ASSERT(n >= 0);
-    ctx->ops->mae(ctx, pred, y, n, dpred, acc);
-}
-
-void rt_k_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc)
-{
-    RT_ASSERT(n >= 0);
-    ctx->ops->rmspe(ctx, pred, y, n, acc);
-}
-
 void rt_k_optim(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                 const rt_adam_seg *segs, int nseg, const rt_adam_hp *hp, int64_t *step,
                 const double *gsq)

@@ -454,11 +454,6 @@ void rt_model_forward(rt_model *m, int64_t n, bool train)
         model_layer_fwd(m, &m->layers[i], n, train);
 }
 
-bool rt_model_rossmann_loss(const rt_model_spec *s)
-{
-    return s->head == RT_HEAD_SCALED_SIGMOID && s->loss == RT_LOSS_MAE && !s->weighted;
-}
-
 /* tabm's training loss: the mean of the k members' losses — the loss of
  * each member's row against its copy of the label, each row weighing 1/k
  * of its sample (so the weights still sum to the batch's and loss_norm
@@ -476,11 +471,6 @@ static void members_loss(rt_model *m, int64_t n)
                         rt_vf32(w, n, k, k, m->dev));
         rt_k_scale(m->ctx, w, N, 1.0f / (float)k);
     }
-    if (rt_model_rossmann_loss(s)) { /* the mean over the k·n rows: each member's 1/k */
-        rt_k_mae(m->ctx, t->data, lab, N, t->gdata, m->metrics);
-        rt_k_rmspe(m->ctx, t->data, lab, N, m->metrics + 2);
-        return;
-    }
     const rt_loss_desc d = {s->loss, s->n_out, s->huber_delta, s->label_smoothing, m->class_w};
     rt_k_loss(m->ctx, &d, rt_vf32(t->data, N, s->n_out, s->n_out, m->dev), lab, w,
               &m->hp->loss_norm, rt_vf32(t->gdata, N, s->n_out, s->n_out, m->dev), m->metrics);
@@ -494,11 +484,6 @@ void rt_model_loss(rt_model *m, int64_t n, bool with_grad)
     }
     const mtensor *t = &m->tensors[m->t_pred];
     const rt_model_spec *s = &m->spec;
-    if (rt_model_rossmann_loss(s)) {
-        rt_k_mae(m->ctx, t->data, m->in_label, n, with_grad ? t->gdata : NULL, m->metrics);
-        rt_k_rmspe(m->ctx, t->data, m->in_label, n, m->metrics + 2);
-        return;
-    }
     const rt_loss_desc d = {s->loss, s->n_out, s->huber_delta, s->label_smoothing, m->class_w};
     rt_view z = rt_vf32(t->data, n, s->n_out, s->n_out, m->dev);
     rt_view dz = rt_vf32(with_grad ? t->gdata : NULL, n, s->n_out, s->n_out, m->dev);

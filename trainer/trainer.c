@@ -32,8 +32,6 @@ typedef struct trainer {
     rt_trace *trace; /* [train] trace */
     rt_task_info task;
     rt_metrics vm;        /* the validation metrics */
-    bool legacy;          /* Rossmann's head and MAE: the model's own four metrics */
-    bool host_metrics;    /* metrics computed from the predictions */
     bool class_weights;   /* rows weigh differently: the loss is divided by the global weight */
     rt_monitor mon;       /* the best epoch, the plateau, early stopping */
 } trainer;
@@ -221,11 +219,6 @@ static rt_status setup(trainer *t, char *err)
         st = rt_job_task(cfg, NULL, t->ds, &t->cols, &t->task, err);
     if (st == RT_OK)
         st = rt_metrics_init(&t->vm, &t->task, err);
-    t->legacy = rt_model_rossmann_loss(&t->spec);
-    t->host_metrics = !t->legacy;
-    for (int i = 0; t->legacy && i < t->task.nmetrics; i++) /* mae, exp_rmspe: the model's */
-        t->host_metrics |= t->task.metric[i] != RT_METRIC_MAE &&
-                           t->task.metric[i] != RT_METRIC_EXP_RMSPE;
     t->class_weights = t->spec.weighted || t->spec.class_weighted;
     rt_monitor_init(&t->mon, t->task.monitor, t->task.monitor_max);
     rt_device dev = RT_DEVICE_CPU;
@@ -341,7 +334,7 @@ static rt_status setup(trainer *t, char *err)
 /* ---- one epoch ------------------------------------------------------------------------ */
 
 typedef struct epoch_stats {
-    double mae, val_mae, val_rmspe, l2, seconds, samples_per_s;
+    double loss, val_loss, l2, seconds, samples_per_s; /* loss: the rows' mean, l2 apart */
     double metric[RT_METRIC_COUNT]; /* the task's metrics (t->task.metric) on validation */
     int64_t val_rows;
     /* who held the others up: the rank that waited least for the last
@@ -350,9 +343,10 @@ typedef struct epoch_stats {
     double wait_min_ms, wait_max_ms;
 } epoch_stats;
 
-/* Rank 0's progress: where the epoch is, how fast, and the mean absolute
- * error of its rows so far this epoch (the model's running metrics: the
- * dashboard draws it step by step). */
+/* Rank 0's progress: where the epoch is, how fast, and the mean loss of
+ * its rows so far this epoch (the model's running sums; "mae", the mean
+ * absolute error of the default loss, by its first name: the dashboard
+ * draws it step by step). */
 static void report_step(trainer *t, int64_t epoch, int64_t step, double rate)
 {
     char buf[360], mae[48] = "";
@@ -427,7 +421,7 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
     double m[RT_MODEL_NMETRICS];
     if ((st = rt_dp_metrics_allreduce(t->dp, m, err)) != RT_OK)
         return st;
-    es->mae = m[1] > 0 ? m[0] / m[1] : NAN;
+    es->loss = m[1] > 0 ? m[0] / m[1] : NAN;
     es->seconds = rt_now_s() - t0;
     rt_dp_trace_flush(t->dp); /* the GPU steps' last spans (and waits) */
     /* the straggler: every rank's wait for its last bucket, per step */
@@ -452,9 +446,8 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
     /* epoch end: the ranks' batch-norm statistics agree, then validation */
     if ((st = rt_dp_sync_buffers(t->dp, err)) != RT_OK)
         return st;
-    rt_metrics *vm = t->host_metrics ? &t->vm : NULL;
-    if (vm)
-        rt_metrics_reset(vm);
+    rt_metrics *vm = &t->vm;
+    rt_metrics_reset(vm);
     if (t->stream && (st = rt_stream_validate(t->stream, t->dp, vm, err)) != RT_OK)
         return st;
     if ((st = rt_eval_rows(t->dp, &t->val, vm, err)) != RT_OK)
@@ -463,11 +456,10 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
         return st;
     for (int i = 0; i < t->task.nmetrics; i++)
         es->metric[i] = NAN;
-    if (vm && (st = rt_metrics_reduce(vm, t->env->comm, t->env->size, es->metric, err)) != RT_OK)
+    if ((st = rt_metrics_reduce(vm, t->env->comm, t->env->size, es->metric, err)) != RT_OK)
         return st;
     es->val_rows = (int64_t)m[1];
-    es->val_mae = m[1] > 0 ? m[0] / m[1] : NAN;
-    es->val_rmspe = m[3] > 0 ? sqrt(m[2] / m[3]) : NAN;
+    es->val_loss = m[1] > 0 ? m[0] / m[1] : NAN;
     if (t->trace) {
         rt_trace_span(t->trace, RT_SPAN_EVAL, e0, rt_now_ns(), epoch * t->steps, 0);
         if ((st = rt_trace_write(t->trace, t->path_trace, err)) != RT_OK)
@@ -476,14 +468,9 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
     return rt_model_l2_penalty(rt_dp_model(t->dp), &es->l2, err);
 }
 
-/* The value of metric k this epoch (the model's own for Rossmann's mae
- * and exp_rmspe). */
+/* The value of metric k this epoch. */
 static double metric_value(const trainer *t, const epoch_stats *es, int k)
 {
-    if (t->legacy && k == RT_METRIC_MAE)
-        return es->val_mae;
-    if (t->legacy && k == RT_METRIC_EXP_RMSPE)
-        return es->val_rmspe;
     for (int i = 0; i < t->task.nmetrics; i++)
         if (t->task.metric[i] == k)
             return es->metric[i];
@@ -493,10 +480,10 @@ static double metric_value(const trainer *t, const epoch_stats *es, int k)
 /* Rank 0 after an epoch: history, checkpoints, progress, a log line. */
 static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, char *err)
 {
-    double loss = es->mae + es->l2;
+    double loss = es->loss + es->l2;
     /* no validation rows: no val_loss (null in the history), and the
      * training loss picks the best model */
-    double val_loss = es->val_rows > 0 ? es->val_mae + es->l2 : NAN;
+    double val_loss = es->val_rows > 0 ? es->val_loss + es->l2 : NAN;
     /* [train] monitor: what "best" means (the checkpoint keeps its best value) */
     const rt_task_info *tk = &t->task;
     double mon = val_loss;
@@ -514,18 +501,10 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
     rt_jw_kint(&w, "step", t->steps);
     rt_jw_kint(&w, "steps", t->steps);
     rt_jw_knum(&w, "loss", loss);
-    if (t->legacy)
-        rt_jw_knum(&w, "mae", es->mae);
     rt_jw_knum(&w, "l2", es->l2);
     rt_jw_knum(&w, "val_loss", val_loss);
-    if (t->legacy)
-        rt_jw_knum(&w, "val_mae", es->val_rows > 0 ? es->val_mae : NAN);
-    if (t->legacy)
-        rt_jw_knum(&w, "val_exp_rmspe", es->val_rows > 0 ? es->val_rmspe : NAN);
     for (int i = 0; i < tk->nmetrics; i++) {
         const int k = tk->metric[i];
-        if (t->legacy && (k == RT_METRIC_MAE || k == RT_METRIC_EXP_RMSPE))
-            continue; /* written above, from the model's sums */
         char key[48];
         snprintf(key, sizeof key, "val_%s", rt_metric_names[k]);
         rt_jw_knum(&w, key, es->val_rows > 0 ? es->metric[i] : NAN);
@@ -586,9 +565,7 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
     free(line);
     if (t->env->log) {
         char shown[200] = "";
-        if (t->legacy)
-            snprintf(shown, sizeof shown, " val_exp_rmspe %.4f", es->val_rmspe);
-        for (int i = 0, n = 0; !t->legacy && i < tk->nmetrics && i < 4; i++)
+        for (int i = 0, n = 0; i < tk->nmetrics && i < 4; i++)
             n += snprintf(shown + n, sizeof shown - (size_t)n, " val_%s %.4f",
                           rt_metric_names[tk->metric[i]], es->metric[i]);
         char vl[40] = " (no validation rows)";
@@ -777,8 +754,6 @@ rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_re
         /* rank 0's decisions for every rank: stop early, the plateau's rate */
         if (st == RT_OK && (st = rt_monitor_agree(&t.mon, env->comm, env->size, err)) != RT_OK)
             break;
-        if (t.mon.best_epoch == e)
-            res->best_val_exp_rmspe = es.val_rmspe;
         samples += es.samples_per_s * es.seconds;
         seconds += es.seconds;
         res->epochs = e;

@@ -296,7 +296,7 @@ rt_status rt_metrics_add(rt_metrics *m, const float *pred, const float *label, i
             s[2] += e * e;
             s[3] += y;
             s[4] += y * y;
-            if (label[i] > 0.001f) { /* rt_k_rmspe's rows, on the log label */
+            if (label[i] > 0.001f) { /* the seed's rows (a sale), on the log label */
                 const double r = 1.0 - exp((double)pred[i] - (double)label[i]);
                 s[5] += r * r;
                 s[6] += 1;

@@ -375,17 +375,6 @@ void rt_k_head_fwd(rt_kctx *ctx, const float *z, int64_t n, float scale, float *
 void rt_k_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64_t n, float scale,
                    float *dz);
 
-/* Mean absolute error: acc[0] += sum |pred - y| (double, fixed order),
- * acc[1] += n; dpred = sign(pred - y) / n when dpred != NULL (sign(0) = 0,
- * as TF's). */
-void rt_k_mae(rt_kctx *ctx, const float *pred, const float *y, int64_t n, float *dpred,
-              double *acc);
-
-/* exp-RMSPE partial sums over the rows with y > 0.001 (the seed's
- * definition on log-sales): acc[0] += sum ((e^y - e^p) / e^y)^2,
- * acc[1] += count.  exp_rmspe = sqrt(acc[0] / acc[1]) after summing ranks. */
-void rt_k_rmspe(rt_kctx *ctx, const float *pred, const float *y, int64_t n, double *acc);
-
 /* One parameter tensor's range in the flat buffer, its L2 coefficient and
  * whether weight decay (AdamW's, SGD's) applies to it. */
 typedef struct rt_adam_seg {

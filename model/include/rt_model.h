@@ -251,16 +251,11 @@ rt_status rt_model_sync_status(rt_model *m, char *err);
 /* Whether backward calls fn (a batch norm whose input trains: inside the
  * network, not on the continuous inputs). */
 bool rt_model_syncs_in_backward(const rt_model *m);
-/* Loss and metrics of the last forward into the accumulators; with_grad
- * also writes d(loss)/d(pred) for backward.  Rossmann's head and MAE
- * without weights: the metrics below; every other loss: [0] the sum of the
- * weighted row losses, [1] the sum of the weights (rt_k_loss), the
- * gradient scaled by the hyper-parameters' loss_norm (when > 0; else by
- * 1 / this batch's weight). */
+/* The loss of the last forward into the accumulators (rt_k_loss: [0] the
+ * sum of the weighted row losses, [1] the sum of the weights); with_grad
+ * also writes d(loss)/d(pred) for backward, scaled by the hyper-parameters'
+ * loss_norm (when > 0; else by 1 / this batch's weight). */
 void rt_model_loss(rt_model *m, int64_t n, bool with_grad);
-/* Whether a spec trains Rossmann's way (scaled sigmoid, MAE, no weights),
- * whose metrics are rt_model_metrics_read's four. */
-bool rt_model_rossmann_loss(const rt_model_spec *s);
 
 /* Called during backward when the gradients of [off, off+count) elements
  * are final (enqueued, on CUDA: work on the context's stream after this
@@ -286,10 +281,11 @@ void rt_model_train_step(rt_model *m, int64_t n, const rt_adam_hp *hp);
  * (defaults to spec.seed); ranks use different seeds so their masks differ. */
 void rt_model_set_dropout_seed(rt_model *m, uint64_t seed);
 
-/* Metrics accumulated since the last reset: [0] sum |pred - y|, [1] rows,
- * [2] sum of squared percentage errors, [3] rows counted for RMSPE
- * (label > 0.001).  Reading synchronises the context. */
-#define RT_MODEL_NMETRICS 4
+/* The loss accumulated since the last reset (rt_k_loss's): [0] the sum of
+ * the weighted row losses, [1] the sum of the weights.  Validation
+ * metrics are computed from the predictions (trainer_task.c).  Reading
+ * synchronises the context. */
+#define RT_MODEL_NMETRICS 2
 void rt_model_metrics_reset(rt_model *m);
 rt_status rt_model_metrics_read(rt_model *m, double out[RT_MODEL_NMETRICS], char *err);
 

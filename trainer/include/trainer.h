@@ -176,7 +176,7 @@ typedef struct rt_trainer_env {
 /* What a run did; the best-epoch fields are rank 0's (it keeps the history). */
 typedef struct rt_train_result {
     int64_t first_epoch, epochs;      /* this run trained epochs first_epoch..epochs */
-    double best_val_loss, best_val_exp_rmspe;
+    double best_val_loss;
     int64_t best_epoch;
     double samples_per_s;             /* all ranks, over this run's epochs */
     int64_t predictions;              /* rows written (rank 0) */
