@@ -273,7 +273,12 @@ class FTTransformer(nn.Module):
             self.bn = keras_bn(self.n_cont, spec)
         self.register_buffer("mean", torch.zeros(self.n_cont))
         self.register_buffer("std", torch.ones(self.n_cont))
-        if self.n_cont:
+        # numeric_embedding periodic or piecewise_linear: each column's token
+        # is its embedding of d_token values (linear: the tokens below)
+        self.num_emb = None
+        if self.n_cont and spec.get("numeric_embedding", "none") in ("periodic", "piecewise_linear"):
+            self.num_emb = Inputs(dict(spec, categorical=[], d_embedding=d))
+        elif self.n_cont:
             self.num_weight = nn.Parameter(torch.randn(self.n_cont, d) * 0.1)
             self.num_bias = nn.Parameter(torch.randn(self.n_cont, d) * 0.1)
         self.emb = nn.ModuleList(nn.Embedding(c["vocab"], d) for c in cats)
@@ -297,7 +302,10 @@ class FTTransformer(nn.Module):
 
     def tokens(self, cat, cont):
         parts = []
-        if self.n_cont:
+        if self.num_emb is not None:  # PLE reads the raw values
+            x = cont if self.num_emb.num_emb == "piecewise_linear" else self.num_emb.cont(cont)
+            parts.append(self.num_emb.numeric(x).reshape(cont.shape[0], self.n_cont, self.d))
+        elif self.n_cont:
             if self.norm == "batchnorm":
                 cont = self.bn(cont)
             elif self.norm == "standardize":
@@ -330,7 +338,9 @@ class FTTransformer(nn.Module):
 
     def names(self, spec):
         out = {}
-        if self.n_cont:
+        if self.num_emb is not None:
+            out.update(self.num_emb.names(spec))
+        elif self.n_cont:
             out["tokenizer/num_weight"], out["tokenizer/num_bias"] = self.num_weight, self.num_bias
             if self.norm == "batchnorm":
                 out["batch_norm/gamma"], out["batch_norm/beta"] = self.bn.weight, self.bn.bias
@@ -420,9 +430,16 @@ FAMILIES = {"rossmann": Rossmann, "mlp": MLP, "resnet": ResNet, "dcn2": DCN2,
 def set_standardize(model, mean, std):
     """continuous_norm = standardize: the training rows' mean and std."""
     holder = model if isinstance(model, FTTransformer) else model.inputs
+    if isinstance(model, FTTransformer) and model.num_emb is not None:
+        holder = model.num_emb
     with torch.no_grad():
         holder.mean.copy_(torch.as_tensor(mean, dtype=holder.mean.dtype))
         holder.std.copy_(torch.as_tensor(std, dtype=holder.std.dtype))
+
+
+def numeric_inputs(model):
+    """The module holding the numeric embeddings' buffers (PLE's edges)."""
+    return model.num_emb if isinstance(model, FTTransformer) else model.inputs
 
 
 def build(spec):

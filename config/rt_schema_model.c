@@ -88,6 +88,8 @@ static void check_families(vctx *v)
         const char *hint = "";
         if (j->architecture == RT_ARCH_FT_TRANSFORMER && !strncmp(f->key, "embedding", 9))
             hint = "; ft_transformer embeds every column in a token of d_token";
+        else if (j->architecture == RT_ARCH_FT_TRANSFORMER && !strcmp(f->key, "d_embedding"))
+            hint = "; ft_transformer's numeric embeddings are its tokens, d_token wide";
         else if (j->architecture == RT_ARCH_RESNET && !strcmp(f->key, "dropout"))
             hint = "; resnet's dropouts are dropout1 and dropout2";
         else if (j->architecture == RT_ARCH_RESNET && !strcmp(f->key, "hidden"))

@@ -1,6 +1,7 @@
 /* family_ft_transformer.c — rtdl's FT-Transformer (Gorishniy et al.
- * 2021): feature tokens (a weight and bias per continuous column, an
- * embedding per categorical one) and [CLS] -> pre-LN transformer blocks
+ * 2021): feature tokens (a weight and bias per continuous column, or its
+ * periodic or piecewise-linear embedding of d_token values; an embedding
+ * per categorical one) and [CLS] -> pre-LN transformer blocks
  * (multi-head attention, ReGLU feed-forward; no norm before the first
  * block's attention) -> [CLS] -> LayerNorm -> ReLU -> Linear. */
 #include <stdio.h>
@@ -15,11 +16,19 @@ static void plan_ft_transformer(mplan *p)
     const int64_t d = s->d_token, T = (int64_t)s->n_cont + s->n_cat + 1;
     const int64_t hid = (int64_t)((double)d * s->ffn_multiplier);
     m->tokens = T;
-    mslot xc = s->n_cont > 0 ? mb_cont_block(p, MB_NO_SLOT) : MB_NO_SLOT;
+    /* numeric_embedding = linear is the tokenizer's own x w + b */
+    const bool embedded =
+        s->numeric_embedding == RT_NUM_EMB_PERIODIC || s->numeric_embedding == RT_NUM_EMB_PLE;
+    mslot xc = s->n_cont == 0 ? MB_NO_SLOT
+               : embedded     ? mb_num_embedding(p, d)
+                              : mb_cont_block(p, MB_NO_SLOT);
     mslot x = mb_whole(p, mb_tensor(p, T, d));
     mlayer *L = mb_layer(p, L_TOKENS, "tokenizer", x);
     if (s->n_cont > 0) {
         mb_input(L, xc);
+        L->embedded = embedded;
+    }
+    if (s->n_cont > 0 && !embedded) {
         mb_param(p, L, "/num_weight", s->n_cont, d, INIT_TOKEN, 0, 0.0f);
         mb_param(p, L, "/num_bias", s->n_cont, d, INIT_TOKEN, 0, 0.0f);
     }

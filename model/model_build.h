@@ -68,6 +68,9 @@ mslot mb_cont_block(mplan *p, mslot to);
 void mb_embedding_tables(mplan *p, mlayer *L, const int64_t *ooff, bool keras);
 /* Embeddings and continuous inputs side by side in one tensor. */
 mslot mb_input_block(mplan *p, bool keras);
+/* The continuous columns embedded as numeric_embedding says, d values
+ * each, in a new tensor of n_cont * d columns. */
+mslot mb_num_embedding(mplan *p, int64_t d);
 /* The head on the output layer's slot (sets the model's prediction). */
 void mb_head(mplan *p, mslot z);
 

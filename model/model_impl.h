@@ -82,6 +82,7 @@ typedef struct mlayer {
     uint32_t stream;    /* its RNG stream */
     int64_t heads;      /* L_ATTENTION */
     rt_ens_op ens;      /* L_ENS_MEAN */
+    bool embedded;      /* L_TOKENS: input 0 holds the continuous columns' tokens already */
     int p0, np;         /* its trainable tensors: info[p0 .. p0+np) */
     int64_t boff, nbuf; /* its non-trainable values: buffers[boff .. boff+nbuf) */
     int64_t goff, glen; /* backward's hook: its gradients' range of the arena */

@@ -189,7 +189,10 @@ static void tokens_fwd(rt_model *m, const mlayer *L, int64_t n)
     const int64_t d = s->d_token, nn = s->n_cont, nc = s->n_cat;
     rt_view y = token_rows(m, L, n, false);
     int k = 0;
-    if (nn > 0) {
+    if (nn > 0 && L->embedded) {
+        rt_k_ew(m->ctx, RT_EW_COPY, in_view(m, L, 0, n), in_view(m, L, 0, n),
+                rt_view_cols(y, 0, nn * d));
+    } else if (nn > 0) {
         rt_k_tokens_fwd(m->ctx, in_view(m, L, 0, n), P(m, L, 0), P(m, L, 1), d,
                         rt_view_cols(y, 0, nn * d));
         k = 2;
@@ -207,19 +210,23 @@ static void tokens_bwd(rt_model *m, const mlayer *L, int64_t n)
     const rt_model_spec *s = &m->spec;
     const int64_t d = s->d_token, nn = s->n_cont, nc = s->n_cat;
     rt_view dy = token_rows(m, L, n, true);
-    const int kcls = (nn > 0 ? 2 : 0) + (nc > 0 ? (int)nc + 1 : 0);
+    const int knum = nn > 0 && !L->embedded ? 2 : 0; /* num_weight, num_bias */
+    const int kcls = knum + (nc > 0 ? (int)nc + 1 : 0);
     rt_k_tokens_bwd(m->ctx, none_view(m), P(m, L, kcls), rt_view_cols(dy, (nn + nc) * d, d), d,
                     G(m, L, kcls), NULL, none_view(m));
     if (nc > 0) {
-        const int k = nn > 0 ? 2 : 0;
-        rt_k_colsum(m->ctx, rt_view_cols(dy, nn * d, nc * d), G(m, L, k + (int)nc));
+        rt_k_colsum(m->ctx, rt_view_cols(dy, nn * d, nc * d), G(m, L, knum + (int)nc));
         rt_k_embed_bwd(m->ctx, cat_view(m, n), m->emb_cols, dy, m->grads + m->emb_lo,
                        m->emb_hi - m->emb_lo);
     }
     if (nn > 0) {
         rt_view dx = dx_begin(m, L, 0, n);
-        rt_k_tokens_bwd(m->ctx, in_view(m, L, 0, n), P(m, L, 0), rt_view_cols(dy, 0, nn * d), d,
-                        G(m, L, 0), G(m, L, 1), dx);
+        if (L->embedded && dx.p)
+            rt_k_ew(m->ctx, RT_EW_COPY, rt_view_cols(dy, 0, nn * d), rt_view_cols(dy, 0, nn * d),
+                    dx);
+        else if (!L->embedded)
+            rt_k_tokens_bwd(m->ctx, in_view(m, L, 0, n), P(m, L, 0), rt_view_cols(dy, 0, nn * d), d,
+                            G(m, L, 0), G(m, L, 1), dx);
         dx_end(m, L, 0, n, dx);
     }
 }

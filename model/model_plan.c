@@ -327,16 +327,16 @@ void mb_embedding_tables(mplan *p, mlayer *L, const int64_t *ooff, bool keras)
     m->arena = next_off(m->arena, 0);
 }
 
-/* The continuous columns' embeddings (rtdl_num_embeddings), d_embedding
+/* The continuous columns' embeddings (rtdl_num_embeddings), d values
  * each, into `to` (n_cont * d columns): linear, x_i w_i + b_i; periodic
  * (PLR), ReLU(Linear_i([cos 2π f_i x_i, sin 2π f_i x_i])) with each
  * column's own frequencies and layer; piecewise_linear, ReLU(Linear_i(
  * PLE(x_i))) of the raw value over the column's bins (edges: buffers the
  * trainer sets from the training rows' quantiles). */
-static void num_embeddings(mplan *p, mslot to)
+static void num_embeddings(mplan *p, mslot to, int64_t d)
 {
     const rt_model_spec *s = &p->m->spec;
-    const int64_t n = s->n_cont, d = s->d_embedding, k = s->frequencies;
+    const int64_t n = s->n_cont, k = s->frequencies;
     const bool ple = s->numeric_embedding == RT_NUM_EMB_PLE;
     /* PLE's bins are the raw values' quantiles: it reads the values as they are
      * (scale-free already; continuous_norm does not apply to it) */
@@ -368,6 +368,13 @@ static void num_embeddings(mplan *p, mslot to)
     L->act = RT_ACT_RELU;
 }
 
+mslot mb_num_embedding(mplan *p, int64_t d)
+{
+    mslot to = mb_whole(p, mb_tensor(p, 1, (int64_t)p->m->spec.n_cont * d));
+    num_embeddings(p, to, d);
+    return to;
+}
+
 /* Embeddings and continuous inputs side by side in one tensor (Rossmann's
  * concat; rtdl's MLP, ResNet and DCN-V2 inputs). */
 mslot mb_input_block(mplan *p, bool keras)
@@ -391,7 +398,7 @@ mslot mb_input_block(mplan *p, bool keras)
     const int64_t ncw = numemb ? (int64_t)s->n_cont * s->d_embedding : s->n_cont;
     int x0 = mb_tensor(p, 1, E + ncw);
     if (numemb) {
-        num_embeddings(p, mb_colrange(x0, E, ncw));
+        num_embeddings(p, mb_colrange(x0, E, ncw), s->d_embedding);
         if (s->n_cat == 0) {
             free(ooff);
             return mb_whole(p, x0);

@@ -166,12 +166,10 @@ rt_status rt_model_spec_check(const rt_model_spec *s, char *err)
                       "(2 to 1000)",
                       s->n_quantiles);
     RT_MODEL_KEYS(CHECK_I, CHECK_F, CHECK_B, CHECK_E)
-    if (s->numeric_embedding != RT_NUM_EMB_NONE &&
-        (s->arch == RT_ARCH_ROSSMANN || s->arch == RT_ARCH_FT_TRANSFORMER))
+    if (s->numeric_embedding != RT_NUM_EMB_NONE && s->arch == RT_ARCH_ROSSMANN)
         return rt_err(err, RT_ERR_INVALID,
-                      "numeric_embedding %s: %s embeds its columns its own "
-                      "way",
-                      rt_num_emb_names[s->numeric_embedding], rt_arch_names[s->arch]);
+                      "numeric_embedding %s: rossmann takes its columns as they are",
+                      rt_num_emb_names[s->numeric_embedding]);
     if (s->numeric_embedding != RT_NUM_EMB_NONE && (int64_t)s->n_cont * s->d_embedding > 1 << 20)
         return rt_err(err, RT_ERR_INVALID,
                       "numeric embeddings of %d columns of d_embedding %d: more than 2^20 "

@@ -56,6 +56,9 @@ static const config CONFIGS[] = {
     {RT_ARCH_DCN2, "relu", "none", true, true, false, true, 0, 0, RT_NUM_EMB_PERIODIC},
     {RT_ARCH_MLP, "relu", "batchnorm", true, true, false, false, 0, 0, RT_NUM_EMB_PLE},
     {RT_ARCH_TABM, "relu", "standardize", false, true, false, false, 0, 2, RT_NUM_EMB_PLE},
+    {RT_ARCH_FT_TRANSFORMER, "relu", "standardize", true, true, false, false, 2, 0,
+     RT_NUM_EMB_PERIODIC},
+    {RT_ARCH_FT_TRANSFORMER, "relu", "batchnorm", false, true, false, false, 1, 0, RT_NUM_EMB_PLE},
 };
 
 static int name_of(const char *const *names, int n, const char *s)

@@ -60,9 +60,10 @@ def check(dump):
     if spec["n_cont"]:
         torch_models.set_standardize(model, dump["mean"], dump["std"])
     if dump.get("ple_edges"):
+        holder = torch_models.numeric_inputs(model)
         with torch.no_grad():
-            model.inputs.edges.copy_(torch.tensor(dump["ple_edges"], dtype=torch.float64)
-                                     .reshape(model.inputs.edges.shape))
+            holder.edges.copy_(torch.tensor(dump["ple_edges"], dtype=torch.float64)
+                               .reshape(holder.edges.shape))
     ncat = len(spec["categorical"])
     cat = torch.tensor(dump["cat"], dtype=torch.long).reshape(n, ncat)
     cont = torch.tensor(dump["cont"], dtype=torch.float64).reshape(n, spec["n_cont"])

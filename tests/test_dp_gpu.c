@@ -63,7 +63,8 @@ static rt_model_spec small_spec(void)
 
 /* The other families, as small: each with its dropouts, its norms (batch
  * or layer), its residual or cross wiring, its ensemble; numeric
- * embeddings (periodic on mlp, linear on tabm). */
+ * embeddings (periodic on mlp and as ft_transformer's tokens, linear on
+ * tabm). */
 static rt_model_spec family_spec(rt_arch arch)
 {
     rt_model_spec s = small_spec();
@@ -97,6 +98,9 @@ static rt_model_spec family_spec(rt_arch arch)
         s.d_token = 8;
         s.heads = 2;
         s.attention_dropout = s.ffn_dropout = s.residual_dropout = 0.1f;
+        s.numeric_embedding = RT_NUM_EMB_PERIODIC;
+        s.frequencies = 3;
+        s.frequency_scale = 0.1f;
         break;
     case RT_ARCH_TABM:
         s.blocks = 2;

@@ -86,6 +86,10 @@ run dcn2 --set model.architecture=dcn2 --set model.width=16 --set model.cross_la
 run ft_transformer --set model.architecture=ft_transformer --set model.blocks=1 \
   --set model.d_token=8 --set model.heads=2 --set model.embedding_dim=10 # its default: d_token instead
 grep -q "Attention" "$out/ft_transformer.summary" || fail "the FT-Transformer's summary has no attention"
+run ft_plr --set model.architecture=ft_transformer --set model.blocks=1 --set model.d_token=8 \
+  --set model.heads=2 --set model.numeric_embedding=periodic --set model.frequencies=3 \
+  --set model.embedding_dim=10
+grep -q "Periodic" "$out/ft_plr.summary" || fail "the FT-Transformer's tokens are not PLR embeddings"
 run tabm --set model.architecture=tabm --set model.blocks=2 --set model.width=16 \
   --set model.ensemble_size=4 --set model.continuous_norm=quantile
 grep -q "Quantile" "$out/tabm.summary" || fail "tabm's inputs are not mapped by quantiles"

@@ -156,12 +156,14 @@ static void tokens(dnet *d, const mlayer *L, const double *P)
 {
     const rt_model_spec *sp = &d->m->spec;
     const int64_t D = sp->d_token, nn = sp->n_cont, nc = sp->n_cat, T = d->m->tokens;
-    const int kcat = nn > 0 ? 2 : 0, kcls = kcat + (nc > 0 ? (int)nc + 1 : 0);
+    const int kcat = nn > 0 && !L->embedded ? 2 : 0, kcls = kcat + (nc > 0 ? (int)nc + 1 : 0);
     for (int64_t b = 0; b < d->n; b++) {
-        for (int64_t i = 0; i < nn; i++)
+        for (int64_t i = 0; i < nn; i++) /* x w + b, or the column's embedding */
             for (int64_t j = 0; j < D; j++)
-                *at(d, L->out, b * T + i, j) = in(d, L->in[0], b, i) * prm(d, P, L, 0)[i * D + j] +
-                                               prm(d, P, L, 1)[i * D + j];
+                *at(d, L->out, b * T + i, j) =
+                    L->embedded ? in(d, L->in[0], b, i * D + j)
+                                : in(d, L->in[0], b, i) * prm(d, P, L, 0)[i * D + j] +
+                                      prm(d, P, L, 1)[i * D + j];
         for (int64_t c = 0; c < nc; c++)
             for (int64_t j = 0; j < D; j++)
                 *at(d, L->out, b * T + nn + c, j) =
@@ -589,11 +591,11 @@ static void test_ft_transformer(void **state)
 {
     (void)state;
     tu_rng g = tu_rng_make(45);
-    for (int rep = 0; rep < 3; rep++) {
+    for (int rep = 0; rep < 5; rep++) {
         rt_model_spec s;
         rt_model_spec_defaults(&s);
         s.arch = RT_ARCH_FT_TRANSFORMER;
-        columns(&g, &s, rep != 1, rep != 2);
+        columns(&g, &s, rep != 1 && rep != 4, rep != 2);
         s.blocks = rep == 0 ? 2 : 1;
         s.heads = rep == 1 ? 1 : 2;
         s.d_token = 2 * (int)tu_int(&g, 2, 3);
@@ -601,8 +603,16 @@ static void test_ft_transformer(void **state)
         s.attention_dropout = rep == 0 ? 0.3f : 0.0f;
         s.ffn_dropout = 0.1f;
         s.residual_dropout = rep == 2 ? 0.2f : 0.0f;
-        s.cont_norm = rep == 0 ? RT_CONT_BATCHNORM : RT_CONT_NONE;
-        check_family("ft_transformer", &s, &g);
+        s.cont_norm = rep == 0 || rep == 3 ? RT_CONT_BATCHNORM : RT_CONT_NONE;
+        /* the continuous columns' tokens from their embeddings (periodic
+         * behind a batch norm, PLE of the raw values) */
+        s.numeric_embedding = rep == 3   ? RT_NUM_EMB_PERIODIC
+                              : rep == 4 ? RT_NUM_EMB_PLE
+                                         : RT_NUM_EMB_NONE;
+        s.bins = 3;
+        s.frequencies = 2;
+        s.frequency_scale = 0.3f;
+        check_family(rep >= 3 ? rt_num_emb_names[s.numeric_embedding] : "ft_transformer", &s, &g);
     }
 }
 

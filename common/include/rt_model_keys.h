@@ -30,23 +30,26 @@
 #define RT_FAM(a) (1u << RT_ARCH_##a)
 #define RT_FAMS_ALL ((1u << RT_ARCH_COUNT) - 1u)
 #define RT_FAMS_NOT_FT (RT_FAMS_ALL & ~RT_FAM(FT_TRANSFORMER))
-/* the families whose continuous columns may be embedded one by one */
-#define RT_FAMS_NUM_EMB (RT_FAMS_NOT_FT & ~RT_FAM(ROSSMANN))
+/* the families whose continuous columns may be embedded one by one
+ * (ft_transformer's in a token of d_token: no d_embedding) */
+#define RT_FAMS_NUM_EMB (RT_FAMS_ALL & ~RT_FAM(ROSSMANN))
+#define RT_FAMS_D_EMB (RT_FAMS_NUM_EMB & ~RT_FAM(FT_TRANSFORMER))
 
 /* clang-format off */
 #define RT_MODEL_KEYS(I, F, B, E)                                                                   \
     F(embedding_dropout, 0, 0, 0.99, RT_FAMS_NOT_FT,                                                \
       "dropout on the embeddings (fastai's emb_drop)")                                              \
     E(numeric_embedding, rt_num_emb, RT_NUM_EMB_LIST, "none", RT_FAMS_NUM_EMB,                      \
-      "mlp, resnet, dcn2, tabm: each continuous column (after continuous_norm) embedded in "        \
-      "d_embedding values: linear (x w + b per column), periodic (PLR: cos and sin of 2 pi "        \
+      "every family but rossmann: each continuous column (after continuous_norm) embedded in "      \
+      "d_embedding values (ft_transformer: its token, d_token): linear (x w + b per column; "       \
+      "ft_transformer's own tokens), periodic (PLR: cos and sin of 2 pi "                           \
       "f x for `frequencies` trained f, a linear layer per column, ReLU), "                         \
       "piecewise_linear (PLE over `bins` quantile bins, a linear layer per column, ReLU), "         \
       "or none (the value itself)")                                                                 \
     I(bins, 48, 1, 256, RT_FAMS_NUM_EMB,                                                            \
       "numeric_embedding = piecewise_linear: bins per column, their edges the training "            \
       "rows' quantiles (from the dataset's manifest)")                                              \
-    I(d_embedding, 24, 1, 1024, RT_FAMS_NUM_EMB,                                                    \
+    I(d_embedding, 24, 1, 1024, RT_FAMS_D_EMB,                                                      \
       "numeric_embedding: the width of each continuous column's embedding")                         \
     I(frequencies, 48, 1, 1024, RT_FAMS_NUM_EMB,                                                    \
       "numeric_embedding = periodic: frequencies per column (rtdl's n_frequencies)")                \
@@ -70,7 +73,7 @@
     B(stacked, false, RT_FAM(DCN2),                                                                 \
       "dcn2: the deep network on the cross network's output (true) or beside it, both "             \
       "on the first layer's output, concatenated (false)")                                          \
-    F(cross_dropout, 0, 0, 0.99, RT_FAM(DCN2), "dcn2: dropout of each cross layer's x0 * (W x + b)")\
+    F(cross_dropout, 0, 0, 0.99, RT_FAM(DCN2), "dcn2: dropout of each cross layer's x0 * (W x + b)") \
     I(d_token, 192, 1, 8192, RT_FAM(FT_TRANSFORMER),                                                \
       "ft_transformer: the width of every token (a multiple of heads)")                             \
     I(heads, 8, 1, 256, RT_FAM(FT_TRANSFORMER),                                                     \
