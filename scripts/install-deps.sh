@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install ringtrain's build and test dependencies from Debian's packages.
+# Install ringtrain's build and test dependencies from Debian's packages (and
+# the tests' S3 server from the npm registry).
 # Skips apt entirely when everything is already installed.  The CUDA toolkit
 # (nvcc, cuBLAS, NCCL) is not a Debian package: when it is installed under
 # /usr/local/cuda the build picks it up, otherwise the CPU build is made.
@@ -9,6 +10,7 @@ pkgs=(
   build-essential cmake pkg-config
   libevent-dev libssl-dev openssl zlib1g-dev libsqlite3-dev libinih-dev
   libsnappy-dev libzstd-dev liblz4-dev   # Parquet codecs
+  libcurl4-openssl-dev           # S3: requests and their Signature Version 4 (objstore/)
   libopenblas-openmp-dev libibverbs-dev libsystemd-dev libcmocka-dev
   clang libclang-rt-dev          # libFuzzer targets
   clang-format                   # the style check of new changes (scripts/check-style.sh)
@@ -23,12 +25,23 @@ pkgs=(
   slurmctld slurmd slurm-client munge  # the Slurm test: a Slurm of its own (not left running)
 )
 
+# The tests' S3 server (scripts/s3-server.sh): s3rver from the npm registry,
+# at the version tools/s3rver/package-lock.json pins, into tools/s3rver.
+s3rver() {
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/tools/s3rver"
+  [ -d "$dir/node_modules/s3rver" ] && return 0
+  echo "install-deps: installing s3rver (npm) into $dir"
+  npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
+}
+
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#pkgs[@]} packages present"
+  s3rver
   exit 0
 fi
 sudo=""
@@ -36,3 +49,4 @@ sudo=""
 echo "install-deps: installing ${missing[*]}"
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+s3rver

@@ -1,0 +1,105 @@
+#!/usr/bin/env node
+// tools/s3rver/server.js — the tests' S3 server (scripts/s3-server.sh): s3rver
+// (npm, version in package.json) with three things a real S3 does and s3rver
+// does not, in front of its own handlers:
+//   - every request's Signature Version 4 verified (s3rver's own check is
+//     unimplemented for V4): SignatureDoesNotMatch, RequestTimeTooSkewed;
+//   - session tokens: S3_TEST_TOKEN is the valid one, S3_TEST_EXPIRED_TOKEN
+//     answers ExpiredToken, any other InvalidToken;
+//   - AbortMultipartUpload (DELETE ?uploadId=), which removes the parts.
+// The payload's hash is taken from x-amz-content-sha256 as sent, not checked
+// against the body (AWS checks it).  Arguments: DIR [--key K --cert C].
+'use strict';
+const crypto = require('crypto');
+const fs = require('fs');
+const path = require('path');
+const S3rver = require('s3rver');
+
+const args = process.argv.slice(2);
+const dir = args[0];
+const opt = (name) => { const i = args.indexOf(name); return i > 0 ? args[i + 1] : undefined; };
+const keys = { S3RVER: 'S3RVER' };
+
+function error(ctx, status, code, message) {
+  ctx.status = status;
+  ctx.type = 'application/xml';
+  ctx.body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code>` +
+    `<Message>${message}</Message><Resource>${ctx.path}</Resource></Error>`;
+}
+
+const hmac = (k, s) => crypto.createHmac('sha256', k).update(s).digest();
+const sha256 = (s) => crypto.createHash('sha256').update(s).digest('hex');
+// RFC 3986's unreserved characters stay, every other byte is %XX (upper case)
+const enc = (s) => encodeURIComponent(s).replace(/[!'()*]/g,
+  (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+
+function verify(ctx) {
+  const auth = ctx.get('authorization');
+  const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$/.exec(auth);
+  if (!m) return ['AccessDenied', 403, 'Signature Version 4 only (an Authorization header)'];
+  const [, id, day, region, service, signed, signature] = m;
+  if (!(id in keys)) return ['InvalidAccessKeyId', 403, 'The AWS Access Key Id you provided does not exist in our records.'];
+  const amzDate = ctx.get('x-amz-date');
+  const t = Date.parse(amzDate.replace(/^(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z$/, '$1-$2-$3T$4:$5:$6Z'));
+  if (!(Math.abs(Date.now() - t) < 15 * 60 * 1000) || amzDate.slice(0, 8) !== day)
+    return ['RequestTimeTooSkewed', 403, 'The difference between the request time and the current time is too large.'];
+  const raw = ctx.req.url;
+  const q = raw.indexOf('?');
+  const uriPath = q < 0 ? raw : raw.slice(0, q);
+  const query = q < 0 ? '' : raw.slice(q + 1);
+  const pairs = query ? query.split('&').map((kv) => {
+    const e = kv.indexOf('=');
+    const k = decodeURIComponent(e < 0 ? kv : kv.slice(0, e));
+    const v = decodeURIComponent(e < 0 ? '' : kv.slice(e + 1));
+    return [enc(k), enc(v)];
+  }) : [];
+  pairs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+  const names = signed.split(';');
+  if (!names.includes('host') || !names.includes('x-amz-date'))
+    return ['AccessDenied', 403, 'host and x-amz-date must be signed'];
+  const headers = names.map((h) => `${h}:${String(ctx.get(h)).trim().replace(/\s+/g, ' ')}\n`).join('');
+  const payload = ctx.get('x-amz-content-sha256');
+  if (!payload) return ['InvalidRequest', 400, 'Missing required header for this request: x-amz-content-sha256'];
+  const canonical = [ctx.method, uriPath, pairs.map(([k, v]) => `${k}=${v}`).join('&'),
+    headers, signed, payload].join('\n');
+  const scope = `${day}/${region}/${service}/aws4_request`;
+  const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256(canonical)].join('\n');
+  let k = hmac('AWS4' + keys[id], day);
+  for (const part of [region, service, 'aws4_request']) k = hmac(k, part);
+  if (hmac(k, toSign).toString('hex') !== signature)
+    return ['SignatureDoesNotMatch', 403, 'The request signature we calculated does not match the signature you provided. Check your key and signing method.'];
+  const token = ctx.get('x-amz-security-token');
+  if (token && token === process.env.S3_TEST_EXPIRED_TOKEN)
+    return ['ExpiredToken', 400, 'The provided token has expired.'];
+  if (token && token !== process.env.S3_TEST_TOKEN)
+    return ['InvalidToken', 400, 'The provided token is malformed or otherwise invalid.'];
+  return null;
+}
+
+async function main() {
+  const server = new S3rver({
+    directory: path.join(dir, 'data'), address: '127.0.0.1', port: 0, silent: false,
+    key: opt('--key') && fs.readFileSync(opt('--key')),
+    cert: opt('--cert') && fs.readFileSync(opt('--cert')),
+    configureBuckets: [{ name: 'ringtrain', configs: [] }],
+  });
+  // ahead of s3rver's own middleware: Koa composes the list when it listens
+  server.middleware.unshift(async (ctx, next) => {
+    const bad = verify(ctx);
+    if (bad) return error(ctx, bad[1], bad[0], bad[2]);
+    const m = /^\/([^/?]+)\/([^?]+)$/.exec(ctx.path);
+    if (ctx.method === 'DELETE' && m && ctx.query.uploadId !== undefined) {
+      const up = path.join(server.store.getResourcePath(m[1], undefined, 'uploads'),
+        path.basename(String(ctx.query.uploadId)));
+      if (!fs.existsSync(up)) return error(ctx, 404, 'NoSuchUpload', 'The specified upload does not exist.');
+      fs.rmSync(up, { recursive: true, force: true });
+      ctx.status = 204;
+      return undefined;
+    }
+    return next();
+  });
+  const { address, port } = await server.run();
+  console.log(`S3rver listening on ${address}:${port}`);
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });
