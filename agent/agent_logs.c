@@ -386,17 +386,6 @@ static int note_mtime(const char *path, const struct stat *sb, int type, struct 
     return 0;
 }
 
-static int remove_one(const char *path, const struct stat *sb, int type, struct FTW *f)
-{
-    (void)sb;
-    (void)f;
-    if (type == FTW_DP)
-        rmdir(path);
-    else
-        unlink(path);
-    return 0;
-}
-
 static void sweep_dir(agentd *ag, const char *dir, const char *what, double now)
 {
     DIR *d = opendir(dir);
@@ -421,7 +410,7 @@ static void sweep_dir(agentd *ag, const char *dir, const char *what, double now)
         nftw(path, note_mtime, 16, FTW_PHYS);
         if (newest_mtime == 0 || now - newest_mtime < keep_s)
             continue;
-        nftw(path, remove_one, 16, FTW_PHYS | FTW_DEPTH);
+        rt_remove_tree(path);
         RT_INFO("agent", "removed the %s of job %lld: last written %.0f s ago (log_retention %.0f s)",
                 what, job, now - newest_mtime, keep_s);
     }

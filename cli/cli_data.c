@@ -8,6 +8,7 @@
  *   ringtrain model summary CKPT [--tensors]
  *
  * and the model check of a job file before `submit` and `run` send it. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,9 @@
 #include "rt_config.h"
 #include "rt_dataset.h"
 #include "rt_dp.h"
+#include "rt_file.h"
 #include "rt_prep.h"
+#include "rt_s3.h"
 #include "rt_schemas.h"
 #include "rt_predict.h"
 #include "trainer.h"
@@ -103,6 +106,32 @@ static int featurised_roles(const cli_args *a, rt_prep_opts *o, char **bufs)
     return 0;
 }
 
+static bool first_only(void *user, const char *uri, int64_t size)
+{
+    (void)user, (void)uri, (void)size;
+    return false;
+}
+
+/* prep --out s3://...: a client, checked by listing the prefix (the
+ * credentials and the bucket refused before the work, not after), and a
+ * local folder to prepare in (in TMPDIR), copied up when done. */
+static rt_status s3_stage(const char *uri, rt_s3 **s3, char *stage, size_t len, char *err)
+{
+    char b[64], k[1100];
+    rt_status st = rt_s3_uri_parse(uri, b, sizeof b, k, sizeof k, err);
+    if (st != RT_OK || (st = rt_s3_open_env(s3, uri, err)) != RT_OK ||
+        (st = rt_s3_list(*s3, uri, first_only, NULL, err)) != RT_OK)
+        return st;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(stage, len, "%s/ringtrain-prep-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    if (!mkdtemp(stage)) {
+        stage[0] = '\0';
+        return rt_err(err, RT_ERR_IO, "cannot make a folder to prepare %s in: %s", uri,
+                      strerror(errno));
+    }
+    return RT_OK;
+}
+
 int cli_prep(const cli_args *a)
 {
     rt_prep_opts o = {.partitions = 1};
@@ -183,8 +212,23 @@ int cli_prep(const cli_args *a)
     }
     o.infer.command = command;
     rt_prep_report rep;
-    char err[RT_ERR_LEN];
-    rt_status st = rt_prep_run(&o, &rep, err);
+    char err[RT_ERR_LEN], stage[1100] = "";
+    const char *out = o.out_dir;
+    rt_s3 *s3 = NULL;
+    rt_status st = RT_OK;
+    if (rt_s3_is_uri(out)) /* S3: prepared in a local folder, then copied up */
+        st = s3_stage(out, &s3, stage, sizeof stage, err);
+    if (st == RT_OK && s3)
+        o.out_dir = stage;
+    if (st == RT_OK)
+        st = rt_prep_run(&o, &rep, err);
+    int64_t files = 0;
+    if (st == RT_OK && s3) /* the manifest last: a reader finds every shard it names */
+        st = rt_s3_put_tree(s3, stage, out, "manifest.json", &files, err);
+    if (stage[0])
+        rt_remove_tree(stage);
+    rt_s3_close(s3);
+    o.out_dir = out;
     for (int i = 0; i < 4; i++)
         free(bufs[i]);
     if (st != RT_OK) {

@@ -83,7 +83,8 @@ int cli_job_load(const cli_args *a, const char *np, const char *nothing, rt_job_
         }
         const char *value = eq + 1;
         char cwd[4096];
-        if (k && k->type == RT_CFG_PATH && value[0] && value[0] != '/' && getcwd(cwd, sizeof cwd)) {
+        if (k && k->type == RT_CFG_PATH && value[0] && !rt_cfg_path_absolute(value) &&
+            getcwd(cwd, sizeof cwd)) {
             snprintf(val, sizeof val, "%s/%s", cwd, value);
             value = val;
         }

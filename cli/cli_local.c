@@ -8,7 +8,6 @@
  * the job failed or --keep was given; its daemon logs are in it. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <libgen.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "rt_file.h"
 #include "rt_json.h"
 #include "rt_time.h"
 
@@ -98,12 +98,6 @@ static void stop_daemon(pid_t pid)
     }
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-}
-
-static int rm_one(const char *p, const struct stat *s, int f, struct FTW *w)
-{
-    (void)s, (void)f, (void)w;
-    return remove(p);
 }
 
 static bool write_file(const char *path, const char *text)
@@ -219,7 +213,7 @@ int cli_local(const cli_args *a, bool is_exec)
         fprintf(stderr, "ringtrain: the local cluster's files are in %s (logs/ has every rank's "
                         "output)\n", dir);
     } else {
-        nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        rt_remove_tree(dir);
     }
     return rc;
 }

@@ -1,6 +1,7 @@
 /* rt_file.c — see rt_file.h. */
 #include "rt_file.h"
 
+#include <ftw.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -221,3 +222,15 @@ rt_status rt_own_dir_check(const char *path, char *err)
     free(real);
     return st;
 }
+
+static int remove_one(const char *path, const struct stat *sb, int type, struct FTW *f)
+{
+    (void)sb, (void)f;
+    if (type == FTW_DP)
+        rmdir(path);
+    else
+        unlink(path);
+    return 0;
+}
+
+void rt_remove_tree(const char *path) { nftw(path, remove_one, 16, FTW_PHYS | FTW_DEPTH); }

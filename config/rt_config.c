@@ -224,10 +224,15 @@ void cfg_format_bound(const rt_cfg_key *k, double v, char *buf, size_t len)
 
 static bool in_bounds(const rt_cfg_key *k, double v) { return v >= k->min && v <= k->max; }
 
+bool rt_cfg_path_absolute(const char *value)
+{
+    return value[0] == '/' || !strncmp(value, "s3://", 5);
+}
+
 static char *join_path(const char *basedir, const char *value)
 {
     char *out = NULL;
-    if (value[0] == '/' || !basedir || !basedir[0] || strcmp(basedir, ".") == 0)
+    if (rt_cfg_path_absolute(value) || !basedir || !basedir[0] || strcmp(basedir, ".") == 0)
         return strdup(value);
     if (asprintf(&out, "%s/%s", basedir, value) < 0)
         return NULL;

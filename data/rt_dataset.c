@@ -1,4 +1,5 @@
 /* rt_dataset.c — see rt_dataset.h. */
+#include "rt_data_io.h"
 #include "rt_dataset.h"
 
 #include <math.h>
@@ -387,7 +388,7 @@ rt_status rt_dataset_open(const char *dir, rt_dataset **out, char *err)
     snprintf(path, sizeof path, "%s/manifest.json", dir);
     char *text = NULL;
     size_t len = 0;
-    rt_status st = rt_read_file(path, MAX_MANIFEST, &text, &len, err);
+    rt_status st = rt_data_read_file(path, MAX_MANIFEST, &text, &len, err);
     if (st == RT_ERR_NOTFOUND)
         return rt_err(err, st, "%s is not a prepared dataset: no manifest.json (run `ringtrain "
                                "prep` first; an interrupted prep leaves none)", dir);

@@ -1,4 +1,5 @@
 /* rt_shard.c — see rt_shard.h. */
+#include "rt_data_io.h"
 #include "rt_shard.h"
 
 #include <stdio.h>
@@ -443,7 +444,7 @@ rt_status rt_shard_read(const char *path, rt_shard **out, char *err)
 {
     char *data = NULL;
     size_t len = 0;
-    rt_status st = rt_read_file(path, MAX_FILE, &data, &len, err);
+    rt_status st = rt_data_read_file(path, MAX_FILE, &data, &len, err);
     if (st != RT_OK)
         return st;
     st = rt_shard_parse(data, len, path, out, err);

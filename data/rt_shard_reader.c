@@ -1,19 +1,18 @@
 /* rt_shard_reader.c — see rt_shard.h: a shard read one row group at a time
- * (pread; memory: the row group asked for).  Opening reads the header and
+ * (pread, or ranged GETs of an object in S3: rt_data_io.h; memory: the row
+ * group asked for).  Opening reads the header and
  * the trailer and walks the row groups' headers, so a damaged or cut-short
  * file is refused before the first row is used. */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "shard_internal.h"
+#include "rt_data_io.h"
 #include "rt_endian.h"
+#include "shard_internal.h"
 
 struct rt_shard_reader {
-    int fd;
+    rt_src *src;
     char name[1100];
     int ncols;
     rt_shard_col cols[RT_SHARD_MAX_COLS];
@@ -22,18 +21,9 @@ struct rt_shard_reader {
     int64_t *off, *len, *grows; /* per row group */
 };
 
-static bool read_at(int fd, void *buf, size_t n, int64_t off)
+static bool read_at(rt_src *src, void *buf, size_t n, int64_t off, char *err)
 {
-    unsigned char *p = buf;
-    while (n > 0) {
-        ssize_t r = pread(fd, p, n, (off_t)off);
-        if (r <= 0)
-            return false;
-        p += r;
-        n -= (size_t)r;
-        off += r;
-    }
-    return true;
+    return rt_src_read_at(src, buf, n, off, err) == RT_OK;
 }
 
 static rt_status walk(rt_shard_reader *r, int64_t size, char *err)
@@ -43,9 +33,10 @@ static rt_status walk(rt_shard_reader *r, int64_t size, char *err)
     unsigned char *head = malloc(want ? want : 1);
     if (!head)
         return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", r->name);
-    if (!read_at(r->fd, head, want, 0)) {
+    char e[RT_ERR_LEN];
+    if (!read_at(r->src, head, want, 0, e)) {
         free(head);
-        return rt_err(err, RT_ERR_IO, "cannot read %s: %m", r->name);
+        return rt_err(err, RT_ERR_IO, "cannot read %s: %s", r->name, e);
     }
     rt_status st = shard_header(head, want, r->name, r->cols, &r->ncols, &hlen, err);
     free(head);
@@ -54,7 +45,8 @@ static rt_status walk(rt_shard_reader *r, int64_t size, char *err)
     unsigned char t[TRAILER_LEN];
     uint64_t total;
     uint32_t groups;
-    if (size < (int64_t)(hlen + TRAILER_LEN) || !read_at(r->fd, t, TRAILER_LEN, size - TRAILER_LEN))
+    if (size < (int64_t)(hlen + TRAILER_LEN) ||
+        !read_at(r->src, t, TRAILER_LEN, size - TRAILER_LEN, e))
         return rt_err(err, RT_ERR_INVALID, "%s is truncated: no trailer (the file was cut short "
                                            "or is still being written)", r->name);
     if ((st = shard_trailer(t, r->name, &total, &groups, err)) != RT_OK)
@@ -71,7 +63,7 @@ static rt_status walk(rt_shard_reader *r, int64_t size, char *err)
     int64_t at = (int64_t)hlen, end = size - TRAILER_LEN, row = 0;
     for (uint32_t g = 0; g < groups; g++) {
         unsigned char gh[12];
-        if (end - at < 8 || !read_at(r->fd, gh, 8, at) || memcmp(gh, "RGRP", 4) != 0)
+        if (end - at < 8 || !read_at(r->src, gh, 8, at, e) || memcmp(gh, "RGRP", 4) != 0)
             return rt_err(err, RT_ERR_INVALID, "%s: row group %u is missing or corrupt", r->name, g);
         int64_t n = rt_get_le32(gh + 4);
         if (n == 0 || row + n > r->rows)
@@ -81,7 +73,7 @@ static rt_status walk(rt_shard_reader *r, int64_t size, char *err)
         r->grows[g] = n;
         at += 8;
         for (int c = 0; c < r->ncols; c++) {
-            if (end - at < 12 || !read_at(r->fd, gh, 12, at))
+            if (end - at < 12 || !read_at(r->src, gh, 12, at, e))
                 return rt_err(err, RT_ERR_INVALID, "%s: row group %u, column %s: cut short",
                               r->name, g, r->cols[c].name);
             at += 12 + (int64_t)rt_get_le32(gh + 4);
@@ -105,15 +97,10 @@ rt_status rt_shard_reader_open(const char *path, rt_shard_reader **out, char *er
     if (!r)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     snprintf(r->name, sizeof r->name, "%s", path);
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat sb;
-    rt_status st = RT_OK;
-    if (r->fd < 0)
-        st = rt_err(err, RT_ERR_NOTFOUND, "cannot open %s: %m", path);
-    else if (fstat(r->fd, &sb) != 0 || !S_ISREG(sb.st_mode))
-        st = rt_err(err, RT_ERR_IO, "%s is not a regular file", path);
-    else
-        st = walk(r, (int64_t)sb.st_size, err);
+    int64_t size = 0;
+    rt_status st = rt_src_open(path, &r->src, &size, err);
+    if (st == RT_OK)
+        st = walk(r, size, err);
     if (st != RT_OK) {
         rt_shard_reader_close(r);
         return st;
@@ -126,8 +113,7 @@ void rt_shard_reader_close(rt_shard_reader *r)
 {
     if (!r)
         return;
-    if (r->fd >= 0)
-        close(r->fd);
+    rt_src_close(r->src);
     free(r->off);
     free(r->len);
     free(r->grows);
@@ -147,11 +133,12 @@ rt_status rt_shard_reader_group(rt_shard_reader *r, int g, rt_shard **out, char 
         return rt_err(err, RT_ERR_INVALID, "%s: no row group %d", r->name, g);
     unsigned char *buf = malloc((size_t)r->len[g]);
     rt_shard *s = calloc(1, sizeof *s);
+    char e[RT_ERR_LEN];
     rt_status st = RT_OK;
     if (!buf || !s || !(s->cols = calloc((size_t)r->ncols, sizeof *s->cols)))
         st = rt_err(err, RT_ERR_NOMEM, "%s: out of memory", r->name);
-    else if (!read_at(r->fd, buf, (size_t)r->len[g], r->off[g]))
-        st = rt_err(err, RT_ERR_IO, "cannot read %s: %m", r->name);
+    else if (rt_src_read_at(r->src, buf, (size_t)r->len[g], r->off[g], e) != RT_OK)
+        st = rt_err(err, RT_ERR_IO, "cannot read %s: %s", r->name, e);
     if (st == RT_OK) {
         s->ncols = r->ncols;
         s->nrows = r->grows[g];

@@ -100,6 +100,20 @@ rt_status rt_s3_open(rt_s3 **out, const rt_s3_cfg *c, const rt_s3_creds *cr, cha
     return RT_OK;
 }
 
+rt_status rt_s3_open_env(rt_s3 **out, const char *uri, char *err)
+{
+    rt_s3_cfg c;
+    rt_s3_creds cr;
+    rt_s3_cfg_env(&c);
+    char e[RT_ERR_LEN];
+    rt_status st = rt_s3_creds_load(&c, &cr, e);
+    if (st != RT_OK)
+        return rt_err(err, st, "%s: %s", uri, e);
+    st = rt_s3_open(out, &c, &cr, err);
+    rt_s3_creds_clear(&cr);
+    return st;
+}
+
 void rt_s3_close(rt_s3 *s)
 {
     if (!s)
@@ -186,6 +200,11 @@ static size_t on_header(char *p, size_t size, size_t n, void *user)
 {
     s3_req *r = user;
     size_t k = size * n;
+    if (k > 14 && !strncasecmp(p, "content-range:", 14)) { /* bytes A-B/TOTAL */
+        const char *slash = memchr(p, '/', k);
+        if (slash)
+            r->total = strtoll(slash + 1, NULL, 10);
+    }
     if (k > 5 && !strncasecmp(p, "etag:", 5)) {
         const char *v = p + 5;
         while (*v == ' ')
@@ -227,6 +246,7 @@ static CURLcode attempt(rt_s3 *s, s3_req *r, const char *url, char *cerr)
     s3_req_free(r);
     r->status = 0;
     r->etag[0] = '\0';
+    r->total = -1;
     struct curl_slist *h = NULL;
     char sha[65], line[128];
     s3_sha256_hex(r->body ? r->body : "", r->body ? r->blen : 0, sha);
@@ -324,8 +344,14 @@ rt_status s3_request(rt_s3 *s, s3_req *r, char *err)
         return rt_err(err, cc == CURLE_OPERATION_TIMEDOUT ? RT_ERR_TIMEOUT : RT_ERR_IO,
                       "%s %s: %s%s%s%s", r->method, r->uri, curl_easy_strerror(cc),
                       cerr[0] ? ": " : "", cerr, tries);
-    if (!code[0] && r->status == 404)
-        snprintf(code, sizeof code, "NotFound");
+    if (!code[0]) /* HEAD's answers have no body: the status's name */
+        snprintf(code, sizeof code, "%s",
+                 r->status == 404   ? "NotFound"
+                 : r->status == 403 ? "Forbidden (HEAD: no reason given; a GET tells)"
+                 : r->status == 400 ? "BadRequest"
+                 : r->status == 416 ? "InvalidRange"
+                 : r->status >= 500 ? "ServerError"
+                                    : "");
     rt_status e = r->status == 404 ? RT_ERR_NOTFOUND
                   : r->status == 401 || r->status == 403 || !strcmp(code, "ExpiredToken") ||
                           !strcmp(code, "InvalidToken")
@@ -339,10 +365,12 @@ rt_status s3_request(rt_s3 *s, s3_req *r, char *err)
 /* ---- the simple requests ------------------------------------------------------------ */
 
 rt_status rt_s3_get(rt_s3 *s, const char *uri, int64_t off, int64_t len, char **data, size_t *got,
-                    char *err)
+                    int64_t *total, char *err)
 {
     *data = NULL;
     *got = 0;
+    if (total)
+        *total = -1;
     if (len == 0) { /* S3 has no empty range */
         *data = calloc(1, 1);
         return *data ? RT_OK : rt_err(err, RT_ERR_NOMEM, "out of memory");
@@ -366,6 +394,38 @@ rt_status rt_s3_get(rt_s3 *s, const char *uri, int64_t off, int64_t len, char **
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     *data = r.data;
     *got = r.dlen;
+    if (total) /* a whole object's answer has no range: its length is the size */
+        *total = r.total >= 0 ? r.total : r.off < 0 ? (int64_t)r.dlen : -1;
+    return RT_OK;
+}
+
+rt_status rt_s3_get_first(rt_s3 *s, const char *uri, size_t max, char **data, size_t *got,
+                          int64_t *total, char *err)
+{
+    *data = NULL;
+    *got = 0;
+    *total = -1;
+    s3_req r = {.method = "GET", .uri = uri, .off = 0, .len = max > 0 ? (int64_t)max : 1};
+    rt_status st = s3_request(s, &r, err);
+    if (st == RT_ERR_INVALID && r.status == 416) { /* an empty object has no byte 0 */
+        s3_req_free(&r);
+        r = (s3_req){.method = "GET", .uri = uri, .off = -1};
+        st = s3_request(s, &r, err);
+    }
+    /* a whole object's answer has no range: its length is the size */
+    const int64_t size = r.total >= 0 ? r.total : (int64_t)r.dlen;
+    if (st == RT_OK && (r.dlen > max || (r.dlen < max && (int64_t)r.dlen != size)))
+        st = rt_err(err, RT_ERR_CORRUPT, "GET %s: %zu bytes of an object of %lld", uri, r.dlen,
+                    (long long)size);
+    if (st == RT_OK && !r.data && !(r.data = calloc(1, 1)))
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    if (st != RT_OK) {
+        s3_req_free(&r);
+        return st;
+    }
+    *data = r.data;
+    *got = r.dlen;
+    *total = size;
     return RT_OK;
 }
 
@@ -422,9 +482,10 @@ rt_status rt_s3_list(rt_s3 *s, const char *prefix, rt_s3_list_fn fn, void *user,
         snprintf(q, sizeof q, "%s%s%slist-type=2&prefix=%s", token[0] ? "continuation-token=" : "",
                  etok, token[0] ? "&" : "", ekey);
         s3_req r = {.method = "GET", .uri = root, .query = q, .off = -1};
-        if ((st = s3_request(s, &r, err)) != RT_OK) {
+        char e[RT_ERR_LEN];
+        if ((st = s3_request(s, &r, e)) != RT_OK) {
             s3_req_free(&r);
-            return st;
+            return rt_err(err, st, "listing %s: %s", prefix, e);
         }
         const char *p = r.data;
         char k[1100], sz[32], uri[RT_S3_URI_MAX + 8];

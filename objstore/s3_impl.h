@@ -29,6 +29,7 @@ typedef struct s3_req {
     char *data; /* the body, NUL-terminated (NULL when empty) */
     size_t dlen, dcap;
     int64_t length; /* Content-Length (-1: none) */
+    int64_t total;  /* the object's size from Content-Range (-1: none) */
     char etag[160]; /* ETag, quotes kept */
 } s3_req;
 

@@ -325,34 +325,35 @@ static void test_objects(void **state)
     int64_t size = 0;
     assert_int_equal(rt_s3_head(s, uri, &size, err), RT_OK);
     assert_int_equal(size, 20);
-    assert_int_equal(rt_s3_get(s, uri, 0, -1, &d, &n, err), RT_OK);
+    assert_int_equal(rt_s3_get(s, uri, 0, -1, &d, &n, NULL, err), RT_OK);
     assert_int_equal(n, 20);
     assert_memory_equal(d, text, 20);
     free(d);
-    assert_int_equal(rt_s3_get(s, uri, 5, 4, &d, &n, err), RT_OK); /* a ranged GET */
+    assert_int_equal(rt_s3_get(s, uri, 5, 4, &d, &n, NULL, err), RT_OK); /* a ranged GET */
     assert_int_equal(n, 4);
     assert_memory_equal(d, "5678", 4);
     free(d);
-    assert_int_equal(rt_s3_get(s, uri, 15, -1, &d, &n, err), RT_OK);
+    assert_int_equal(rt_s3_get(s, uri, 15, -1, &d, &n, NULL, err), RT_OK);
     assert_int_equal(n, 5);
     free(d);
     /* past the end: what was asked for is not all there (a truncated object) */
-    rt_status st = rt_s3_get(s, uri, 10, 40, &d, &n, err);
+    rt_status st = rt_s3_get(s, uri, 10, 40, &d, &n, NULL, err);
     assert_true(st == RT_ERR_CORRUPT || st == RT_ERR_INVALID);
     fprintf(stderr, "past the end: %s\n", err);
     assert_non_null(strstr(err, uri));
     assert_int_equal(rt_s3_put(s, "s3://ringtrain/objects/empty", "", 0, err), RT_OK);
-    assert_int_equal(rt_s3_get(s, "s3://ringtrain/objects/empty", 0, -1, &d, &n, err), RT_OK);
+    assert_int_equal(rt_s3_get(s, "s3://ringtrain/objects/empty", 0, -1, &d, &n, NULL, err), RT_OK);
     assert_int_equal(n, 0);
     free(d);
     assert_int_equal(rt_s3_delete(s, uri, err), RT_OK);
     assert_int_equal(rt_s3_head(s, uri, &size, err), RT_ERR_NOTFOUND);
-    assert_int_equal(rt_s3_get(s, uri, 0, -1, &d, &n, err), RT_ERR_NOTFOUND);
+    assert_int_equal(rt_s3_get(s, uri, 0, -1, &d, &n, NULL, err), RT_ERR_NOTFOUND);
     fprintf(stderr, "no such key: %s\n", err);
     assert_non_null(strstr(err, "NoSuchKey"));
     assert_non_null(strstr(err, uri));
     assert_int_equal(rt_s3_delete(s, uri, err), RT_OK); /* gone already: as S3 */
-    assert_int_equal(rt_s3_get(s, "s3://no-such-bucket/k", 0, -1, &d, &n, err), RT_ERR_NOTFOUND);
+    assert_int_equal(rt_s3_get(s, "s3://no-such-bucket/k", 0, -1, &d, &n, NULL, err),
+                     RT_ERR_NOTFOUND);
     fprintf(stderr, "no such bucket: %s\n", err);
     assert_non_null(strstr(err, "NoSuchBucket"));
     rt_s3_close(s);
@@ -450,7 +451,7 @@ static void test_multipart(void **state)
     /* the parts are up, the object is not there yet */
     assert_int_equal(rt_s3_head(s, uri, &size, err), RT_ERR_NOTFOUND);
     assert_int_equal(rt_s3_upload_commit(u, err), RT_OK);
-    assert_int_equal(rt_s3_get(s, uri, 0, -1, &d, &n, err), RT_OK);
+    assert_int_equal(rt_s3_get(s, uri, 0, -1, &d, &n, NULL, err), RT_OK);
     assert_int_equal(n, total);
     assert_memory_equal(d, data, total);
     free(d);
@@ -492,7 +493,8 @@ static void test_credentials_refused(void **state)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         rt_s3 *s = client(bad[i].key, bad[i].secret, bad[i].token, 3);
-        assert_int_equal(rt_s3_get(s, "s3://ringtrain/auth/k", 0, -1, &d, &n, err), RT_ERR_AUTH);
+        assert_int_equal(rt_s3_get(s, "s3://ringtrain/auth/k", 0, -1, &d, &n, NULL, err),
+                         RT_ERR_AUTH);
         fprintf(stderr, "%s: %s\n", bad[i].code, err);
         assert_non_null(strstr(err, bad[i].code));
         assert_non_null(strstr(err, "s3://ringtrain/auth/k"));
@@ -505,7 +507,7 @@ static void test_credentials_refused(void **state)
         rt_s3_close(s);
     }
     rt_s3 *s = client("S3RVER", "S3RVER", "valid-session-token", 1);
-    assert_int_equal(rt_s3_get(s, "s3://ringtrain/auth/k", 0, -1, &d, &n, err), RT_OK);
+    assert_int_equal(rt_s3_get(s, "s3://ringtrain/auth/k", 0, -1, &d, &n, NULL, err), RT_OK);
     free(d);
     rt_s3_close(s);
 }
@@ -578,7 +580,7 @@ static void test_tls(void **state)
     snprintf(c.ca_file, sizeof c.ca_file, "%s", ca);
     assert_int_equal(rt_s3_open(&s, &c, &cr, err), RT_OK);
     assert_int_equal(rt_s3_put(s, "s3://ringtrain/tls/k", "v", 1, err), RT_OK);
-    assert_int_equal(rt_s3_get(s, "s3://ringtrain/tls/k", 0, -1, &d, &n, err), RT_OK);
+    assert_int_equal(rt_s3_get(s, "s3://ringtrain/tls/k", 0, -1, &d, &n, NULL, err), RT_OK);
     assert_int_equal(n, 1);
     free(d);
     rt_s3_close(s);

@@ -43,6 +43,9 @@ rt_status rt_read_file(const char *path, size_t max, char **data, size_t *len, c
 
 /* mkdir -p with mode 0755 (existing folders are fine). */
 rt_status rt_mkdirs(const char *path, char *err);
+/* rm -rf path (symbolic links removed, not followed); what could not be
+ * removed stays, silently. */
+void rt_remove_tree(const char *path);
 
 /* Whether the folder path is this process's own to write results in (a
  * job's store): owned by its effective uid, writable by nobody else (nor

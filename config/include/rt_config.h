@@ -141,6 +141,11 @@ void rt_cfg_init(const rt_cfg_schema *s, void *obj);
  * zero-initialises and frees), or RT_ERR_IO/RT_ERR_NOTFOUND when the file
  * cannot be read (also described in errs).  *obj must be released with
  * rt_cfg_free() in every case. */
+/* Whether a path key's value stands as it is: absolute, or an object
+ * store's URI (s3://BUCKET/KEY: docs/storage.md); any other is relative to
+ * the file (or, given with --set, to the working folder). */
+bool rt_cfg_path_absolute(const char *value);
+
 rt_status rt_cfg_load_file(const rt_cfg_schema *s, const char *path, void *obj,
                            rt_cfg_errors *errs);
 

@@ -77,14 +77,21 @@ bool rt_s3_uri_join(char *out, size_t len, const char *uri, const char *name);
 typedef struct rt_s3 rt_s3;
 
 rt_status rt_s3_open(rt_s3 **out, const rt_s3_cfg *c, const rt_s3_creds *cr, char *err);
+/* A client with the environment's settings and credentials (rt_s3_cfg_env,
+ * rt_s3_creds_load); uri names what it is for in an error. */
+rt_status rt_s3_open_env(rt_s3 **out, const char *uri, char *err);
 void rt_s3_close(rt_s3 *s);
 
 /* The object's bytes [off, off + len) (len < 0: to its end) into a new
- * buffer (*data, freed by the caller; one NUL after the *got bytes).
- * RT_ERR_NOTFOUND when there is no such object; a range past the end is
- * RT_ERR_INVALID. */
+ * buffer (*data, freed by the caller; one NUL after the *got bytes), and
+ * the object's size when total is not NULL.  RT_ERR_NOTFOUND when there is
+ * no such object; fewer bytes than len there is RT_ERR_CORRUPT. */
 rt_status rt_s3_get(rt_s3 *s, const char *uri, int64_t off, int64_t len, char **data, size_t *got,
-                    char *err);
+                    int64_t *total, char *err);
+/* The object's first max bytes, or all of it when it is smaller, and its
+ * size: one GET (a reader's first block). */
+rt_status rt_s3_get_first(rt_s3 *s, const char *uri, size_t max, char **data, size_t *got,
+                          int64_t *total, char *err);
 /* The object's size; RT_ERR_NOTFOUND when there is none. */
 rt_status rt_s3_head(rt_s3 *s, const char *uri, int64_t *size, char *err);
 /* One PUT of len bytes (up to 5 GiB: S3's limit for one request). */
@@ -111,6 +118,14 @@ rt_status rt_s3_upload_write(rt_s3_upload *u, const void *data, size_t len, char
 /* Makes the object visible and frees u, whatever the outcome. */
 rt_status rt_s3_upload_commit(rt_s3_upload *u, char *err);
 void rt_s3_upload_abort(rt_s3_upload *u);
+
+/* A local file as the object uri (in parts when big; visible when whole). */
+rt_status rt_s3_put_file(rt_s3 *s, const char *path, const char *uri, char *err);
+/* Every file under dir as the object of the same relative name under uri,
+ * the file named last (when not NULL) after all the others; names
+ * beginning with '.' are skipped.  *files: how many went up. */
+rt_status rt_s3_put_tree(rt_s3 *s, const char *dir, const char *uri, const char *last,
+                         int64_t *files, char *err);
 
 /* Requests made since open (for the docs' costs and the tests). */
 typedef struct rt_s3_stats {

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# A dataset in S3 the way a user has one: `ringtrain prep --out s3://…`
+# against the loopback S3 server (scripts/s3-server.sh), then `ringtrain run`
+# with `[data] dataset = s3://…` — in memory and streamed a window at a time —
+# and `ringtrain predict --dataset s3://…`, each against the same dataset
+# prepared into a local folder: the objects are the files byte for byte, the
+# histories' losses and metrics and the predictions are the same.  Then
+# what is refused, clearly: no credentials, an unknown key, a dataset that
+# is not there, a shard cut short in the bucket.
+# Usage: test_s3_data.sh BUILD_DIR
+set -euo pipefail
+build=$1
+rt=$build/bin/ringtrain
+here=$(cd "$(dirname "$0")/.." && pwd)
+out=$(mktemp -d "${TMPDIR:-/tmp}/rt-s3-data-XXXXXX")
+trap '"$here/scripts/s3-server.sh" stop "$out/s3" || true; [ -n "${KEEP:-}" ] || rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$here/scripts/s3-server.sh" start "$out/s3" > /dev/null
+# shellcheck disable=SC1091
+. "$out/s3/env"
+objects=$out/s3/data/ringtrain
+
+# ---- the data: 6 categorical columns, 3 continuous, a label, 400 rows ------------------
+mkdir -p "$out/in"
+awk 'BEGIN {
+  srand(11); print "id,a,b,c,d,e,f,x1,x2,x3,y,val";
+  for (r = 1; r <= 400; r++) {
+    t = 0; printf "%d", r;
+    for (c = 1; c <= 6; c++) { v = int(rand() * (2 + c)); t += v * ((c % 3) - 1); printf ",v%d", v }
+    x1 = rand() * 10; x2 = rand() - 0.5; x3 = 100 + rand() * 50;
+    printf ",%.4f,%.4f,%.2f,%.4f,%d\n", x1, x2, x3, 5 + 0.05 * t + 0.1 * x1 + rand() * 0.1, r % 5 == 0
+  }
+}' > "$out/in/t.csv"
+cat > "$out/t.sql" <<'EOF'
+CREATE TABLE feat AS SELECT * FROM t;
+CREATE TABLE meta(key, value);
+INSERT INTO meta VALUES ('train_table', 'feat'), ('categorical', 'a,b,c,d,e,f'),
+  ('continuous', 'x1,x2,x3'), ('label', 'y'), ('label_transform', 'none'),
+  ('max_label', (SELECT max(CAST(y AS REAL)) FROM t)), ('validation', 'val'),
+  ('test_table', 'feat'), ('id', 'id');
+EOF
+"$rt" prep --input "$out/in" --sql "$out/t.sql" --out s3://ringtrain/sets/t --partitions 2 \
+  --rows-per-group 50 --quiet | grep -q "prepared s3://ringtrain/sets/t" || fail "prep into S3"
+"$rt" prep --input "$out/in" --sql "$out/t.sql" --out "$out/ds" --partitions 2 \
+  --rows-per-group 50 --quiet > /dev/null
+n=0
+for f in "$out"/ds/*; do # the same bytes (the manifest: but for when it was made)
+  diff <(sed 's/"created": *"[^"]*"//' "$f") \
+    <(sed 's/"created": *"[^"]*"//' "$objects/sets/t/${f##*/}._S3rver_object") > /dev/null ||
+    fail "${f##*/} differs in S3"
+  n=$((n + 1))
+done
+[ "$(find "$objects/sets/t" -name '*._S3rver_object' | wc -l)" = "$n" ] ||
+  fail "the prefix holds other objects than the dataset's $n files"
+find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'ringtrain-prep-*' -newer "$out/t.sql" | grep -q . &&
+  fail "prep left its staging folder behind"
+echo "prep: $n objects, each the local file byte for byte"
+
+cat > "$out/job.ini" <<EOF
+[job]
+name = s3data
+[data]
+dataset = s3://ringtrain/sets/t
+[model]
+architecture = mlp
+hidden = 16
+embedding_dim = 3
+threads = 1
+[train]
+batch_size = 32
+epochs = 3
+learning_rate = 1e-3
+seed = 5
+[output]
+store = $out/store
+EOF
+# an epoch's losses and metrics (its timings and waits apart)
+figures() { grep -o '"loss":.*"seconds"' "$1/history.jsonl"; }
+for mode in memory stream; do
+  sets=()
+  [ $mode = stream ] && sets=(--set data.stream_rows=60)
+  "$rt" run "$out/job.ini" --np 2 --set output.store="$out/s3-$mode" ${sets[@]+"${sets[@]}"} \
+    > "$out/s3-$mode.log" 2>&1 || { tail -20 "$out/s3-$mode.log"; fail "training on S3 ($mode)"; }
+  "$rt" run "$out/job.ini" --np 2 --set data.dataset="$out/ds" --set output.store="$out/local-$mode" \
+    ${sets[@]+"${sets[@]}"} > "$out/local-$mode.log" 2>&1 || fail "training on the folder ($mode)"
+  [ "$(figures "$out/s3-$mode" | wc -l)" = 3 ] || fail "$mode: not 3 epochs in the history"
+  diff <(figures "$out/s3-$mode") <(figures "$out/local-$mode") > /dev/null ||
+    fail "$mode: the history differs between the dataset in S3 and in a folder"
+  cmp -s "$out/s3-$mode/submission.csv" "$out/local-$mode/submission.csv" ||
+    fail "$mode: the predictions differ"
+  echo "train ($mode): the history and predictions of the dataset in S3 are the folder's"
+done
+"$rt" predict --model "$out/s3-memory/best.ckpt" --dataset s3://ringtrain/sets/t \
+  --out "$out/p.csv" > /dev/null || fail "predict --dataset s3://"
+cmp -s "$out/p.csv" "$out/s3-memory/submission.csv" || fail "predict from S3 differs from the job's"
+
+# ---- refused, with what and where ------------------------------------------------------------
+refused() { # WHAT PATTERN -- command...
+  local what=$1 pat=$2; shift 3
+  if "$@" > "$out/refused.log" 2>&1; then fail "$what was accepted"; fi
+  grep -q -- "$pat" "$out/refused.log" || { cat "$out/refused.log"; fail "$what: no '$pat'"; }
+  echo "refused: $what: $(grep -m1 -- "$pat" "$out/refused.log" | cut -c1-150)"
+}
+refused "no credentials" "no S3 credentials" -- env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \
+  HOME="$out" "$rt" predict --model "$out/s3-memory/best.ckpt" --dataset s3://ringtrain/sets/t \
+  --out "$out/p2.csv"
+refused "an unknown key" "InvalidAccessKeyId" -- env AWS_ACCESS_KEY_ID=NOBODY \
+  "$rt" predict --model "$out/s3-memory/best.ckpt" --dataset s3://ringtrain/sets/t --out "$out/p2.csv"
+refused "a wrong secret" "SignatureDoesNotMatch" -- env AWS_SECRET_ACCESS_KEY=wrong \
+  "$rt" prep --input "$out/in" --sql "$out/t.sql" --out s3://ringtrain/sets/u --quiet
+grep -q "^ringtrain prep: listing s3://ringtrain/sets/u" "$out/refused.log" ||
+  fail "prep did its work before it found the credentials wrong"
+refused "a bucket not there" "NoSuchBucket" -- "$rt" prep --input "$out/in" --sql "$out/t.sql" \
+  --out s3://no-such-bucket/t --quiet
+[ -d "$objects/sets/u" ] && fail "a refused prep left objects"
+refused "a dataset not there" "no manifest.json" -- "$rt" predict --model "$out/s3-memory/best.ckpt" \
+  --dataset s3://ringtrain/sets/none --out "$out/p2.csv"
+# a shard cut short in the bucket (as a copy interrupted by hand would leave it)
+shard=$(find "$objects/sets/t" -name 'train-00000.rts._S3rver_object')
+head -c 1000 "$out/ds/train-00000.rts" > "$shard"
+refused "a shard cut short" "train-00000.rts" -- "$rt" run "$out/job.ini" --np 1 \
+  --set output.store="$out/cut"
+grep -q "truncated\|cut short\|corrupt" "$out/refused.log" || fail "the cut shard's error does not say so"
+echo "PASS"
