@@ -17,9 +17,20 @@ extern char **environ;
 
 static bool inherit(const char *entry)
 {
-    static const char *const drop[] = {"NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID=",
-                                       "LISTEN_FDS=",    "LISTEN_PID=",    "LISTEN_FDNAMES=",
-                                       "INVOCATION_ID="};
+    /* systemd's for the agent, and any S3 credentials the agent has: a job
+     * uses its submitter's (its env), never the agent's */
+    static const char *const drop[] = {"NOTIFY_SOCKET=",
+                                       "WATCHDOG_USEC=",
+                                       "WATCHDOG_PID=",
+                                       "LISTEN_FDS=",
+                                       "LISTEN_PID=",
+                                       "LISTEN_FDNAMES=",
+                                       "INVOCATION_ID=",
+                                       "AWS_ACCESS_KEY_ID=",
+                                       "AWS_SECRET_ACCESS_KEY=",
+                                       "AWS_SESSION_TOKEN=",
+                                       "AWS_SHARED_CREDENTIALS_FILE=",
+                                       "AWS_PROFILE="};
     for (size_t i = 0; i < RT_ARRAY_LEN(drop); i++)
         if (strncmp(entry, drop[i], strlen(drop[i])) == 0)
             return false;

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "rt_json.h"
+#include "rt_s3.h"
 #include "rt_schemas.h"
 
 /* Who submits: the login name of this process's user. */
@@ -140,6 +141,50 @@ int cli_job_load(const cli_args *a, const char *np, const char *nothing, rt_job_
     return 0;
 }
 
+/* A job whose data, store or predictions are in S3 carries its submitter's
+ * S3 settings and credentials (the chain rt_s3_creds_load follows here) in
+ * its env: the ranks on other hosts have no other way to them, and the
+ * agents' own are never given to a job.  A job's env is shown to nobody but
+ * its submitter and admins (docs/security.md).  false, having said why,
+ * when there are no credentials here. */
+static bool s3_env(rt_jw *w, const rt_job_cfg *j, bool *wrote)
+{
+    *wrote = false;
+    const char *uri = rt_s3_is_uri(j->dataset) ? j->dataset
+                      : rt_s3_is_uri(j->store) ? j->store
+                                               : j->predictions;
+    if (!rt_s3_is_uri(uri))
+        return true;
+    rt_s3_cfg c;
+    rt_s3_creds cr;
+    char err[RT_ERR_LEN];
+    rt_s3_cfg_env(&c);
+    if (rt_s3_creds_load(&c, &cr, err) != RT_OK) {
+        fprintf(stderr, "ringtrain: the job reads or writes %s: %s; nothing was submitted\n", uri,
+                err);
+        return false;
+    }
+    rt_jw_key(w, RT_F_ENV);
+    rt_jw_obj(w);
+    rt_jw_kstr(w, "AWS_ACCESS_KEY_ID", cr.key_id);
+    rt_jw_kstr(w, "AWS_SECRET_ACCESS_KEY", cr.secret);
+    if (cr.token[0])
+        rt_jw_kstr(w, "AWS_SESSION_TOKEN", cr.token);
+    if (c.endpoint[0])
+        rt_jw_kstr(w, "AWS_ENDPOINT_URL", c.endpoint);
+    if (c.region[0])
+        rt_jw_kstr(w, "AWS_REGION", c.region);
+    if (c.ca_file[0]) /* a path: the nodes must have the bundle there too */
+        rt_jw_kstr(w, "AWS_CA_BUNDLE", c.ca_file);
+    const char *attempts = getenv("AWS_MAX_ATTEMPTS");
+    if (attempts && *attempts)
+        rt_jw_kstr(w, "AWS_MAX_ATTEMPTS", attempts);
+    rt_jw_obj_end(w);
+    rt_s3_creds_clear(&cr);
+    *wrote = true;
+    return true;
+}
+
 int cli_job_body_from_file(const cli_args *a, char **body, int64_t *np)
 {
     *body = NULL;
@@ -152,7 +197,12 @@ int cli_job_body_from_file(const cli_args *a, char **body, int64_t *np)
     rt_jw w;
     rt_jw_init(&w);
     rt_jw_obj(&w);
-    bool ok = job_fields(&w, &j);
+    bool ok = job_fields(&w, &j), env = false;
+    if (ok && j.type != RT_JOB_EXEC && !s3_env(&w, &j, &env)) {
+        rt_jw_free(&w);
+        rt_cfg_free(&rt_job_schema, &j);
+        return 2;
+    }
     if (j.type == RT_JOB_EXEC) {
         rt_jw_key(&w, "argv");
         rt_jw_arr(&w);

@@ -13,7 +13,8 @@
 #      (the test figure is computed after the choice, never used for it).
 #
 #   examples/sweep.sh NAME [--out DIR] [--scheduler asha|random|grid]
-#                          [--seed S] [--data DIR] [--set SECTION.KEY=VALUE]...
+#                          [--seed S] [--data DIR] [--job FILE] [--set SECTION.KEY=VALUE]...
+# --job: another sweep file than NAME/sweep.ini (NAME/sweep_tabm.ini: TabM's space).
 # Everything it writes goes to --out (default: a new folder in /tmp).
 # Binaries come from $RINGTRAIN_BUILD when set, else build/.
 set -euo pipefail
@@ -22,15 +23,16 @@ root=$(cd "$here/.." && pwd)
 build=${RINGTRAIN_BUILD:-$root/build}
 name=${1:?usage: examples/sweep.sh NAME [--out DIR] [--scheduler S] [--seed S]}
 shift
-out= data="$root/../shared/data/tabular" sets=()
+out= data="$root/../shared/data/tabular" sets=() job=
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift ;;
     --data) data=$2; shift ;;
+    --job) job=$2; shift ;;
     --scheduler) sets+=(--set "sweep.scheduler=$2"); shift ;;
     --seed) sets+=(--set "sweep.seed=$2"); shift ;;
     --set) sets+=(--set "$2"); shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "sweep.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -50,8 +52,9 @@ ln -s "$csv" "$out/in/${csv##*/}"
 echo "== 1. prep: $csv -> $out/dataset"
 "$ringtrain" prep --input "$out/in" --sql "$here/$name/prep.sql" --out "$out/dataset" \
   --partitions 2 --quiet
-echo "== 2. sweep: ringtrain run $name/sweep.ini"
-"$ringtrain" run "$here/$name/sweep.ini" --set data.dataset="$out/dataset" \
+job=${job:-$here/$name/sweep.ini}
+echo "== 2. sweep: ringtrain run ${job#$here/}"
+"$ringtrain" run "$job" --set data.dataset="$out/dataset" \
   --set output.store="$out/store" "${sets[@]}"
 echo "== 3. score the best trial's predictions on the test rows (is_test = 1)"
 task=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["task"])' "$out/dataset/manifest.json")

@@ -4,9 +4,10 @@
 # with `[data] dataset = s3://…` — in memory and streamed a window at a time —
 # and `ringtrain predict --dataset s3://…`, each against the same dataset
 # prepared into a local folder: the objects are the files byte for byte, the
-# histories' losses and metrics and the predictions are the same.  Then
-# what is refused, clearly: no credentials, an unknown key, a dataset that
-# is not there, a shard cut short in the bucket.
+# histories' losses and metrics and the predictions are the same; the ranks
+# have their submitter's credentials from the job, never the agent's.  Then
+# what is refused, clearly: no credentials, an unknown key, a wrong secret,
+# a bucket or a dataset that is not there, a shard cut short in the bucket.
 # Usage: test_s3_data.sh BUILD_DIR
 set -euo pipefail
 build=$1
@@ -94,6 +95,16 @@ done
 "$rt" predict --model "$out/s3-memory/best.ckpt" --dataset s3://ringtrain/sets/t \
   --out "$out/p.csv" > /dev/null || fail "predict --dataset s3://"
 cmp -s "$out/p.csv" "$out/s3-memory/submission.csv" || fail "predict from S3 differs from the job's"
+
+# The ranks above had the credentials from the job (the submitter's, in its env): the
+# agent's own never reach a job — here `ringtrain run`'s agent has them in its
+# environment, and a job that does not touch S3 sees none of them.
+printf '[job]\nname = env\ntype = exec\nnp = 1\ncommand = /usr/bin/env\n' > "$out/env.ini"
+"$rt" run "$out/env.ini" > "$out/env.log" 2>&1 || { cat "$out/env.log"; fail "the env job"; }
+grep -q "AWS_REGION=" "$out/env.log" || fail "the env job's output has no AWS_REGION"
+grep -q "AWS_SECRET_ACCESS_KEY\|AWS_ACCESS_KEY_ID" "$out/env.log" &&
+  fail "the agent's S3 credentials reached a job"
+echo "env: a job that does not use S3 gets none of the agent's S3 credentials"
 
 # ---- refused, with what and where ------------------------------------------------------------
 refused() { # WHAT PATTERN -- command...
