@@ -96,6 +96,35 @@ done
   --out "$out/p.csv" > /dev/null || fail "predict --dataset s3://"
 cmp -s "$out/p.csv" "$out/s3-memory/submission.csv" || fail "predict from S3 differs from the job's"
 
+# ---- the store in S3: checkpoints, history and predictions; a resume from them ----------------
+# The job's mirror is new on every run (as on another host): the second run finds its
+# checkpoint only in the bucket.
+"$rt" run "$out/job.ini" --np 2 --set output.store=s3://ringtrain/stores/a --set train.epochs=2 \
+  > "$out/store1.log" 2>&1 || { tail -20 "$out/store1.log"; fail "training into an S3 store"; }
+for f in history.jsonl last.ckpt best.ckpt submission.csv; do
+  [ -f "$objects/stores/a/$f._S3rver_object" ] || fail "no $f in the S3 store"
+done
+[ "$(grep -c . "$objects/stores/a/history.jsonl._S3rver_object")" = 2 ] || fail "the history is not 2 epochs"
+"$rt" run "$out/job.ini" --np 2 --set output.store=s3://ringtrain/stores/a --set train.epochs=3 \
+  --set output.predictions=s3://ringtrain/out/pred.csv > "$out/store2.log" 2>&1 ||
+  { tail -20 "$out/store2.log"; fail "resuming from an S3 store"; }
+grep -q "^epoch 3/3" "$out/store2.log" && ! grep -q "^epoch 1/3" "$out/store2.log" ||
+  fail "the job did not resume from S3 (it trained from epoch 1)"
+[ "$(grep -c . "$objects/stores/a/history.jsonl._S3rver_object")" = 3 ] || fail "the history is not 3 epochs"
+# the same 3 epochs as one run into a folder (the store's mirror and the resume lose nothing)
+"$rt" run "$out/job.ini" --np 2 --set output.store="$out/whole" > /dev/null 2>&1 || fail "the folder run"
+diff <(grep -o '"loss":.*"seconds"' "$objects/stores/a/history.jsonl._S3rver_object") \
+  <(figures "$out/whole") > /dev/null || fail "2 + 1 epochs through S3 differ from 3 in a folder"
+cmp -s "$objects/out/pred.csv._S3rver_object" "$out/whole/submission.csv" ||
+  fail "the predictions put in S3 differ from the folder run's"
+"$rt" predict --model s3://ringtrain/stores/a/best.ckpt --dataset s3://ringtrain/sets/t \
+  --out "$out/p3.csv" > /dev/null || fail "predict --model s3://"
+cmp -s "$out/p3.csv" "$out/whole/submission.csv" || fail "predict from the S3 checkpoint differs"
+ls -d "${TMPDIR:-/tmp}"/ringtrain-store-* 2> /dev/null | grep -q . && fail "a store's mirror was left behind"
+echo "store: 2 + 1 epochs resumed from S3 = 3 in a folder; predictions and predict from S3"
+sed 's/^type = .*//; s/^\[job\]/[job]\ntype = sweep/' "$out/job.ini" > "$out/sweep.ini"
+printf '[sweep]\ntrials = 2\nspace.train.learning_rate = loguniform(1e-4, 1e-2)\n' >> "$out/sweep.ini"
+
 # The ranks above had the credentials from the job (the submitter's, in its env): the
 # agent's own never reach a job — here `ringtrain run`'s agent has them in its
 # environment, and a job that does not touch S3 sees none of them.
@@ -125,6 +154,8 @@ grep -q "^ringtrain prep: listing s3://ringtrain/sets/u" "$out/refused.log" ||
 refused "a bucket not there" "NoSuchBucket" -- "$rt" prep --input "$out/in" --sql "$out/t.sql" \
   --out s3://no-such-bucket/t --quiet
 [ -d "$objects/sets/u" ] && fail "a refused prep left objects"
+refused "a sweep's store in S3" "a sweep's store in S3 is not supported yet" -- "$rt" run \
+  "$out/sweep.ini" --set output.store=s3://ringtrain/sweeps/a
 refused "a dataset not there" "no manifest.json" -- "$rt" predict --model "$out/s3-memory/best.ckpt" \
   --dataset s3://ringtrain/sets/none --out "$out/p2.csv"
 # a shard cut short in the bucket (as a copy interrupted by hand would leave it)

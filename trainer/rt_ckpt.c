@@ -1,4 +1,5 @@
 /* rt_ckpt.c — see rt_ckpt.h. */
+#include "rt_data_io.h"
 #include "rt_ckpt.h"
 #include "rt_dataset.h"
 
@@ -451,7 +452,7 @@ rt_status rt_ckpt_read(const char *path, rt_ckpt *c, char *err)
 {
     char *data = NULL;
     size_t len = 0;
-    rt_status st = rt_read_file(path, MAX_FILE, &data, &len, err);
+    rt_status st = rt_data_read_file(path, MAX_FILE, &data, &len, err);
     if (st != RT_OK)
         return st;
     st = rt_ckpt_parse(data, len, path, c, err);

@@ -14,6 +14,7 @@
 #include "rt_time.h"
 #include "rt_predict.h"
 #include "trainer.h"
+#include "trainer_store.h"
 #include "rt_trace.h"
 
 typedef struct trainer {
@@ -28,7 +29,8 @@ typedef struct trainer {
     rt_dp *dp;
     rt_adam_hp hp;
     int64_t steps, start_epoch;
-    char path_last[1200], path_best[1200], path_hist[1200], path_trace[1200];
+    rt_store store; /* [output] store: a folder, or S3 through a mirror */
+    char path_last[1200], path_best[1200], path_trace[1200];
     rt_trace *trace; /* [train] trace */
     rt_task_info task;
     rt_metrics vm;        /* the validation metrics */
@@ -70,56 +72,6 @@ static rt_status pick_device(const trainer *t, rt_device *dev, char *err)
         fprintf(env->log, "trainer: rank %d has no GPU: every rank trains on its CPU\n", missing);
     if (*dev == RT_DEVICE_CUDA)
         return rt_cuda_set_device(env->local_rank % rt_cuda_device_count_visible(), err);
-    return RT_OK;
-}
-
-/* ---- history ------------------------------------------------------------------------- */
-
-/* Keep the history's lines of epochs <= upto (all of them when upto < 0 is
- * not wanted: upto 0 empties it). */
-static rt_status history_cut(const char *path, int64_t upto, char *err)
-{
-    char *text = NULL;
-    size_t len = 0;
-    rt_status st = rt_read_file(path, 1u << 30, &text, &len, err);
-    if (st == RT_ERR_NOTFOUND)
-        return RT_OK;
-    if (st != RT_OK)
-        return st;
-    char *out = malloc(len + 1);
-    size_t ol = 0;
-    for (char *line = text; out && line < text + len;) {
-        char *nl = memchr(line, '\n', (size_t)(text + len - line));
-        size_t ll = nl ? (size_t)(nl - line) : (size_t)(text + len - line);
-        rt_json *j = NULL;
-        char jerr[RT_ERR_LEN];
-        int64_t e = -1;
-        if (rt_json_parse(line, ll, &j, jerr) == RT_OK && rt_json_get_int(j, "epoch", &e) &&
-            e <= upto) {
-            memcpy(out + ol, line, ll);
-            ol += ll;
-            out[ol++] = '\n';
-        }
-        rt_json_free(j);
-        line += ll + 1;
-    }
-    free(text);
-    if (!out)
-        return rt_err(err, RT_ERR_NOMEM, "out of memory");
-    rt_iov iov = {out, ol};
-    st = rt_write_atomic(path, &iov, 1, err);
-    free(out);
-    return st;
-}
-
-static rt_status history_append(const char *path, const char *line, char *err)
-{
-    FILE *f = fopen(path, "a");
-    if (!f)
-        return rt_err(err, RT_ERR_IO, "cannot append to %s", path);
-    bool ok = fprintf(f, "%s\n", line) > 0 && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    if (fclose(f) != 0 || !ok)
-        return rt_err(err, RT_ERR_IO, "cannot write %s", path);
     return RT_OK;
 }
 
@@ -170,9 +122,9 @@ static rt_status resume_or_start(trainer *t, char *err)
             msg.lr_factor = ck.lr_factor;
             msg.plateau_wait = ck.plateau_wait;
             msg.plateau_best = ck.plateau_best;
-            r = history_cut(t->path_hist, ck.epoch, why);
+            r = store_history_cut(&t->store, ck.epoch, why);
         } else if (r == RT_ERR_NOTFOUND) {
-            r = history_cut(t->path_hist, 0, why); /* a fresh start: a fresh history */
+            r = store_history_cut(&t->store, 0, why); /* a fresh start: a fresh history */
         }
         msg.status = r == RT_OK ? 0 : 1;
         rt_ckpt_free(&ck);
@@ -252,25 +204,22 @@ static rt_status setup(trainer *t, char *err)
         st = rt_job_model_standardize(rt_dp_model(t->dp), t->ds, &t->cols, err);
     if (st != RT_OK)
         return st;
-    /* the store is the job's own: one made first by another job could have
-     * its checkpoint swapped (docs/security.md) */
-    if (env->rank == 0 && ((st = rt_mkdirs(cfg->store, err)) != RT_OK ||
-                           (st = rt_own_dir_check(cfg->store, err)) != RT_OK)) {
+    if ((st = store_open(&t->store, cfg->store, env->rank, env->rank == 0, err)) != RT_OK) {
         rt_err_prefix(err, "[output] store");
         return st;
     }
+    const char *sdir = t->store.dir;
     if (cfg->trace) { /* every rank writes its own timeline into the store */
         char dir[1200];
-        snprintf(dir, sizeof dir, "%s/trace", cfg->store);
+        snprintf(dir, sizeof dir, "%s/trace", sdir);
         snprintf(t->path_trace, sizeof t->path_trace, "%s/rank-%d.json", dir, env->rank);
         if ((st = rt_mkdirs(dir, err)) != RT_OK ||
             (st = rt_trace_create((size_t)cfg->trace_spans, env->rank, &t->trace, err)) != RT_OK)
             return st;
         rt_dp_set_trace(t->dp, t->trace);
     }
-    snprintf(t->path_last, sizeof t->path_last, "%s/last.ckpt", cfg->store);
-    snprintf(t->path_best, sizeof t->path_best, "%s/best.ckpt", cfg->store);
-    snprintf(t->path_hist, sizeof t->path_hist, "%s/history.jsonl", cfg->store);
+    snprintf(t->path_last, sizeof t->path_last, "%s/last.ckpt", sdir);
+    snprintf(t->path_best, sizeof t->path_best, "%s/best.ckpt", sdir);
     /* steps per epoch: enough for the rank with the most rows */
     int64_t most = t->ntrain;
     if (env->size > 1 && (st = rt_allreduce(env->comm, &most, 1, RT_C_I64, RT_MAX)) != RT_OK)
@@ -462,7 +411,10 @@ static rt_status run_epoch(trainer *t, int64_t epoch, int64_t *perm, int32_t *bc
     es->val_loss = m[1] > 0 ? m[0] / m[1] : NAN;
     if (t->trace) {
         rt_trace_span(t->trace, RT_SPAN_EVAL, e0, rt_now_ns(), epoch * t->steps, 0);
-        if ((st = rt_trace_write(t->trace, t->path_trace, err)) != RT_OK)
+        char name[64];
+        snprintf(name, sizeof name, "trace/rank-%d.json", t->env->rank);
+        if ((st = rt_trace_write(t->trace, t->path_trace, err)) != RT_OK ||
+            (st = store_sync(&t->store, name, err)) != RT_OK)
             return st;
     }
     return rt_model_l2_penalty(rt_dp_model(t->dp), &es->l2, err);
@@ -529,7 +481,8 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
     char *line = rt_jw_take(&w, NULL);
     if (!line)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
-    rt_status st = history_append(t->path_hist, line, err);
+    /* S3: the history rewritten whole, then the checkpoints (last after best) */
+    rt_status st = store_history_append(&t->store, line, err);
     if (st == RT_OK && t->cfg->checkpoint != RT_CKPT_NONE) {
         rt_ckpt ck = {0};
         st = rt_ckpt_from_model(&ck, rt_dp_model(t->dp), err);
@@ -555,10 +508,11 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
             ck.values[i] = dc ? dc->vocab : NULL;
         }
         ck.cont_names = t->cols.cont; /* lent */
-        if (st == RT_OK && best && t->cfg->checkpoint == RT_CKPT_BEST)
-            st = rt_ckpt_write(t->path_best, &ck, err);
-        if (st == RT_OK)
-            st = rt_ckpt_write(t->path_last, &ck, err);
+        if (st == RT_OK && best && t->cfg->checkpoint == RT_CKPT_BEST &&
+            (st = rt_ckpt_write(t->path_best, &ck, err)) == RT_OK)
+            st = store_sync(&t->store, "best.ckpt", err);
+        if (st == RT_OK && (st = rt_ckpt_write(t->path_last, &ck, err)) == RT_OK)
+            st = store_sync(&t->store, "last.ckpt", err);
         rt_ckpt_free(&ck);
     }
     rt_report_progress(line);
@@ -630,11 +584,15 @@ static rt_status predict_end(trainer *t, rt_train_result *res, char *err)
     const bool test_rows = t->cfg->predict && t->ds->ntest > 0;
     if (!test_rows && !t->cfg->predict_validation)
         return RT_OK;
+    /* written as a file (in S3: into the store's mirror, then put up whole) */
     char path[1200];
-    if (t->cfg->predictions && *t->cfg->predictions)
+    const char *pred_uri =
+        t->cfg->predictions && rt_s3_is_uri(t->cfg->predictions) ? t->cfg->predictions : NULL;
+    if (t->cfg->predictions && *t->cfg->predictions && !pred_uri)
         snprintf(path, sizeof path, "%s", t->cfg->predictions);
     else
-        snprintf(path, sizeof path, "%s/submission.csv", t->cfg->store);
+        snprintf(path, sizeof path, "%s/%s", t->store.dir,
+                 pred_uri ? "predictions.csv" : "submission.csv");
     /* the best model: its checkpoint, else the model as it is */
     rt_ckpt ck = {0};
     rt_status st = RT_OK;
@@ -672,8 +630,10 @@ static rt_status predict_end(trainer *t, rt_train_result *res, char *err)
     if (st == RT_OK && lead && t->cfg->predict_validation) { /* rank 0 alone: every partition's */
         char vpath[1300];
         int64_t n = 0;
-        snprintf(vpath, sizeof vpath, "%s/validation_predictions.csv", t->cfg->store);
+        snprintf(vpath, sizeof vpath, "%s/validation_predictions.csv", t->store.dir);
         st = rt_predict_validation(t->dp, t->ds, &t->cols, &f, vpath, &n, err);
+        if (st == RT_OK)
+            st = store_sync(&t->store, "validation_predictions.csv", err);
         if (st == RT_OK && t->env->log)
             fprintf(t->env->log, "predictions: %lld validation rows to %s\n", (long long)n, vpath);
     }
@@ -703,6 +663,10 @@ static rt_status predict_end(trainer *t, rt_train_result *res, char *err)
         st = rt_rows_load_test_range(t->ds, &t->cols, 0, total, true, &test, err);
     if (st == RT_OK && lead)
         st = rt_predict_write(&test, pred, &f, path, err);
+    if (st == RT_OK && lead && pred_uri)
+        st = store_put(&t->store, path, pred_uri, err);
+    else if (st == RT_OK && lead && !(t->cfg->predictions && *t->cfg->predictions))
+        st = store_sync(&t->store, "submission.csv", err);
     char said[RT_ERR_LEN];
     rt_pred_range_say(&f, "ids", said, sizeof said);
     if (st == RT_OK && lead && said[0] && t->env->log)
@@ -710,9 +674,15 @@ static rt_status predict_end(trainer *t, rt_train_result *res, char *err)
     if (st == RT_OK) {
         res->predictions = total;
         if (lead && t->env->log)
-            fprintf(t->env->log, "predictions: %lld rows to %s (best epoch %lld, scored by %d rank%s)\n",
-                    (long long)total, path, (long long)t->mon.best_epoch, t->env->size,
-                    t->env->size == 1 ? "" : "s");
+            fprintf(t->env->log,
+                    "predictions: %lld rows to %s%s%s (best epoch %lld, scored by %d rank%s)\n",
+                    (long long)total,
+                    pred_uri          ? pred_uri
+                    : t->store.uri[0] ? t->store.uri
+                                      : path,
+                    t->store.uri[0] && !pred_uri ? "/" : "",
+                    t->store.uri[0] && !pred_uri ? "submission.csv" : "",
+                    (long long)t->mon.best_epoch, t->env->size, t->env->size == 1 ? "" : "s");
     }
     free(pred);
     rt_rows_free(&test);
@@ -778,5 +748,6 @@ rt_status rt_train(const rt_job_cfg *cfg, const rt_trainer_env *env, rt_train_re
     rt_stream_close(t.stream);
     rt_metrics_free(&t.vm);
     rt_dataset_free(t.ds);
+    store_close(&t.store);
     return st;
 }
