@@ -3,10 +3,12 @@
 # and examples: s3rver (tools/s3rver, installed from the npm registry by
 # scripts/install-deps.sh), its objects under DIR/data.
 #
-#   scripts/s3-server.sh start DIR [--tls]   prints endpoint=… access_key=…
+#   scripts/s3-server.sh start DIR [--tls] [--address A]
+#                                            prints endpoint=… access_key=…
 #                                            secret_key=… bucket=… (and
 #                                            ca_file=… with --tls) and writes
-#                                            them as AWS variables to DIR/env
+#                                            them as AWS variables to DIR/env;
+#                                            listens on A (127.0.0.1)
 #   scripts/s3-server.sh stop DIR
 #
 # The server ends by itself after RT_S3_SERVER_TTL seconds (1800) if nobody
@@ -19,26 +21,34 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 bin=$here/tools/s3rver/node_modules/.bin/s3rver
 server=$here/tools/s3rver/server.js
 cmd=${1:-} dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || { sed -n '2,16p' "$0" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { sed -n '2,18p' "$0" >&2; exit 2; }
 
 case "$cmd" in
 start)
-  tls=0
-  [ "${3:-}" = "--tls" ] && tls=1
+  tls=0 addr=127.0.0.1
+  shift 2
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --tls) tls=1 ;;
+      --address) addr=$2; shift ;;
+      *) echo "s3-server: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+    shift
+  done
   if [ ! -x "$bin" ] || ! command -v node > /dev/null; then
     echo "s3-server: no s3rver at $bin (run scripts/install-deps.sh)" >&2
     exit 3
   fi
   mkdir -p "$dir/data"
   rm -f "$dir/log" "$dir/pid"
-  args=()
+  args=(--address "$addr")
   scheme=http
   if [ $tls = 1 ]; then # a CA of its own and a certificate for 127.0.0.1
     openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=ringtrain-s3-test-ca \
       -keyout "$dir/ca.key" -out "$dir/ca.pem" 2> /dev/null
-    openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout "$dir/server.key" \
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=$addr" -keyout "$dir/server.key" \
       -out "$dir/server.csr" 2> /dev/null
-    printf 'subjectAltName=IP:127.0.0.1\n' > "$dir/san.ext"
+    printf 'subjectAltName=IP:%s\n' "$addr" > "$dir/san.ext"
     openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
       -CAcreateserial -days 2 -extfile "$dir/san.ext" -out "$dir/server.pem" 2> /dev/null
     args+=(--key "$dir/server.key" --cert "$dir/server.pem")
@@ -50,7 +60,7 @@ start)
   echo $! > "$dir/pid"
   port=""
   for _ in $(seq 1 200); do # 20 s at most
-    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' "$dir/log" | head -1)
+    port=$(sed -n "s/.*listening on $addr:\([0-9][0-9]*\).*/\1/p" "$dir/log" | head -1)
     [ -n "$port" ] && break
     kill -0 "$(cat "$dir/pid")" 2> /dev/null || break
     sleep 0.1
@@ -60,11 +70,11 @@ start)
     cat "$dir/log" >&2
     exit 1
   fi
-  out="endpoint=$scheme://127.0.0.1:$port access_key=S3RVER secret_key=S3RVER bucket=ringtrain"
+  out="endpoint=$scheme://$addr:$port access_key=S3RVER secret_key=S3RVER bucket=ringtrain"
   [ $tls = 1 ] && out="$out ca_file=$dir/ca.pem"
   echo "$out"
   {
-    echo "export AWS_ENDPOINT_URL=$scheme://127.0.0.1:$port"
+    echo "export AWS_ENDPOINT_URL=$scheme://$addr:$port"
     echo "export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1"
     [ $tls = 1 ] && echo "export AWS_CA_BUNDLE=$dir/ca.pem"
     echo "RT_S3_BUCKET=ringtrain"
@@ -79,7 +89,7 @@ stop)
   fi
   ;;
 *)
-  sed -n '2,16p' "$0" >&2
+  sed -n '2,18p' "$0" >&2
   exit 2
   ;;
 esac

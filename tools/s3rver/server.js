@@ -8,7 +8,8 @@
 //     answers ExpiredToken, any other InvalidToken;
 //   - AbortMultipartUpload (DELETE ?uploadId=), which removes the parts.
 // The payload's hash is taken from x-amz-content-sha256 as sent, not checked
-// against the body (AWS checks it).  Arguments: DIR [--key K --cert C].
+// against the body (AWS checks it).  Arguments: DIR [--address A]
+// [--key K --cert C].
 'use strict';
 const crypto = require('crypto');
 const fs = require('fs');
@@ -78,7 +79,8 @@ function verify(ctx) {
 
 async function main() {
   const server = new S3rver({
-    directory: path.join(dir, 'data'), address: '127.0.0.1', port: 0, silent: false,
+    directory: path.join(dir, 'data'), address: opt('--address') || '127.0.0.1', port: 0,
+    silent: false,
     key: opt('--key') && fs.readFileSync(opt('--key')),
     cert: opt('--cert') && fs.readFileSync(opt('--cert')),
     configureBuckets: [{ name: 'ringtrain', configs: [] }],
