@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "rt_s3.h"
 #include "rt_net.h"
 
 /* ---- commands and their arguments (cli_args.c) ------------------------------- */
@@ -140,6 +141,26 @@ rt_status rt_make_cluster(const char *dir, const char *const *sans, int nsans, b
                           char *err);
 
 /* cli_data.c: local data commands. */
+/* cli_s3.c: the CLI's paths in S3.  A local folder (in TMPDIR, made on
+ * first use): what is read is copied down into it, what is written is
+ * written there and put up; cli_s3_done removes it. */
+typedef struct cli_s3 {
+    char stage[1100];
+    rt_s3 *s3;
+    int fetched;
+} cli_s3;
+/* An output prefix (prep --out): the credentials and bucket checked by
+ * listing it (refused before the work), the local folder to write in. */
+rt_status cli_s3_out_dir(cli_s3 *c, const char *uri, char *local, size_t len, char *err);
+/* An output object (predict --out): checked the same way, the local file. */
+rt_status cli_s3_out_file(cli_s3 *c, const char *uri, char *local, size_t len, char *err);
+/* An input: an object copied down as a file of its name, else the
+ * prefix's objects as a folder of its name; *local: what to read (as_dir:
+ * a folder always, the object's file in one of its own). */
+rt_status cli_s3_fetch(cli_s3 *c, const char *uri, bool as_dir, char *local, size_t len, char *err);
+rt_status cli_s3_put(cli_s3 *c, const char *path, const char *uri, char *err);
+void cli_s3_done(cli_s3 *c);
+
 int cli_prep(const cli_args *a);
 int cli_predict(const cli_args *a);
 int cli_model(const cli_args *a);

@@ -106,32 +106,6 @@ static int featurised_roles(const cli_args *a, rt_prep_opts *o, char **bufs)
     return 0;
 }
 
-static bool first_only(void *user, const char *uri, int64_t size)
-{
-    (void)user, (void)uri, (void)size;
-    return false;
-}
-
-/* prep --out s3://...: a client, checked by listing the prefix (the
- * credentials and the bucket refused before the work, not after), and a
- * local folder to prepare in (in TMPDIR), copied up when done. */
-static rt_status s3_stage(const char *uri, rt_s3 **s3, char *stage, size_t len, char *err)
-{
-    char b[64], k[1100];
-    rt_status st = rt_s3_uri_parse(uri, b, sizeof b, k, sizeof k, err);
-    if (st != RT_OK || (st = rt_s3_open_env(s3, uri, err)) != RT_OK ||
-        (st = rt_s3_list(*s3, uri, first_only, NULL, err)) != RT_OK)
-        return st;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(stage, len, "%s/ringtrain-prep-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    if (!mkdtemp(stage)) {
-        stage[0] = '\0';
-        return rt_err(err, RT_ERR_IO, "cannot make a folder to prepare %s in: %s", uri,
-                      strerror(errno));
-    }
-    return RT_OK;
-}
-
 int cli_prep(const cli_args *a)
 {
     rt_prep_opts o = {.partitions = 1};
@@ -212,22 +186,26 @@ int cli_prep(const cli_args *a)
     }
     o.infer.command = command;
     rt_prep_report rep;
-    char err[RT_ERR_LEN], stage[1100] = "";
+    char err[RT_ERR_LEN], local[3][1300];
     const char *out = o.out_dir;
-    rt_s3 *s3 = NULL;
+    /* S3: the inputs copied down, the dataset prepared in a local folder and copied up */
+    cli_s3 s3 = {0};
     rt_status st = RT_OK;
-    if (rt_s3_is_uri(out)) /* S3: prepared in a local folder, then copied up */
-        st = s3_stage(out, &s3, stage, sizeof stage, err);
-    if (st == RT_OK && s3)
-        o.out_dir = stage;
+    const char **paths[3] = {&o.input_dir, &o.train_parquet, &o.test_parquet};
+    for (int i = 0; i < 3 && st == RT_OK; i++)
+        if (rt_s3_is_uri(*paths[i]) &&
+            (st = cli_s3_fetch(&s3, *paths[i], i == 0, local[i], sizeof local[i], err)) == RT_OK)
+            *paths[i] = local[i];
+    char outdir[1300];
+    if (st == RT_OK && rt_s3_is_uri(out) &&
+        (st = cli_s3_out_dir(&s3, out, outdir, sizeof outdir, err)) == RT_OK)
+        o.out_dir = outdir;
     if (st == RT_OK)
         st = rt_prep_run(&o, &rep, err);
     int64_t files = 0;
-    if (st == RT_OK && s3) /* the manifest last: a reader finds every shard it names */
-        st = rt_s3_put_tree(s3, stage, out, "manifest.json", &files, err);
-    if (stage[0])
-        rt_remove_tree(stage);
-    rt_s3_close(s3);
+    if (st == RT_OK && rt_s3_is_uri(out)) /* the manifest last: a reader finds every shard */
+        st = rt_s3_put_tree(s3.s3, outdir, out, "manifest.json", &files, err);
+    cli_s3_done(&s3);
     o.out_dir = out;
     for (int i = 0; i < 4; i++)
         free(bufs[i]);
@@ -306,11 +284,13 @@ static bool no_proba(const cli_args *a)
     return !on;
 }
 
+/* --input: the rows of new raw data (a local file or folder) to out; shown:
+ * what the message names (an S3 URI, when out is its local stand-in). */
 static int predict_input(const cli_args *a, const char *model, const char *out, int threads,
-                         int64_t batch)
+                         int64_t batch, const char *input, const char *shown)
 {
     rt_predict_input_opts o = {.model = model,
-                               .input = cli_value(a, "--input"),
+                               .input = input,
                                .sql = cli_value(a, "--sql"),
                                .out = out,
                                .id = cli_value(a, "--id"),
@@ -336,7 +316,7 @@ static int predict_input(const cli_args *a, const char *model, const char *out, 
         fprintf(stderr, "ringtrain predict: %s\n", err);
         return 1;
     }
-    printf("wrote %lld predictions to %s\n", (long long)rep.rows, out);
+    printf("wrote %lld predictions to %s\n", (long long)rep.rows, shown);
     for (int i = 0; i < rep.ncat; i++)
         if (rep.unknown[i])
             printf("  %s: %lld value%s the model never saw (%.2f%% of the rows) scored with "
@@ -348,6 +328,26 @@ static int predict_input(const cli_args *a, const char *model, const char *out, 
                (long long)rep.defaulted);
     if (rep.range[0])
         printf("  %s\n", rep.range);
+    return 0;
+}
+
+/* --dataset: a prepared dataset's test rows to out (shown: as predict_input). */
+static int predict_dataset(const cli_args *a, const char *model, const char *dataset,
+                           const char *out, int threads, int64_t batch, const char *shown)
+{
+    int64_t rows = 0;
+    char err[RT_ERR_LEN], range[RT_ERR_LEN];
+    rt_pred_opts po = {.proba = !no_proba(a), .clip = cli_switch(a, "--clip")};
+    if (range_factor(a, &po.range_factor) != 0)
+        return 2;
+    if (rt_predict_checkpoint(model, dataset, out, threads, batch, &po, &rows, range, err) !=
+        RT_OK) {
+        fprintf(stderr, "ringtrain predict: %s\n", err);
+        return 1;
+    }
+    printf("wrote %lld predictions to %s\n", (long long)rows, shown);
+    if (range[0])
+        printf("  %s\n", range);
     return 0;
 }
 
@@ -369,22 +369,29 @@ int cli_predict(const cli_args *a)
         fprintf(stderr, "ringtrain predict: --sql, --id and --keep go with --input\n");
         return 2;
     }
-    if (input)
-        return predict_input(a, model, out, (int)threads, batch);
-    int64_t rows = 0;
-    char err[RT_ERR_LEN], range[RT_ERR_LEN];
-    rt_pred_opts po = {.proba = !no_proba(a), .clip = cli_switch(a, "--clip")};
-    if (range_factor(a, &po.range_factor) != 0)
-        return 2;
-    if (rt_predict_checkpoint(model, dataset, out, (int)threads, batch, &po, &rows, range, err) !=
-        RT_OK) {
+    /* S3: the raw input copied down, the predictions written here and put up */
+    cli_s3 s3 = {0};
+    char err[RT_ERR_LEN], lin[1300], lout[1300];
+    const char *in = input, *to = out;
+    rt_status st = RT_OK;
+    if (rt_s3_is_uri(input) && (st = cli_s3_fetch(&s3, input, true, lin, sizeof lin, err)) == RT_OK)
+        in = lin;
+    if (st == RT_OK && rt_s3_is_uri(out) &&
+        (st = cli_s3_out_file(&s3, out, lout, sizeof lout, err)) == RT_OK)
+        to = lout;
+    int rc = 1;
+    if (st != RT_OK)
         fprintf(stderr, "ringtrain predict: %s\n", err);
-        return 1;
+    else if (input)
+        rc = predict_input(a, model, to, (int)threads, batch, in, out);
+    else
+        rc = predict_dataset(a, model, dataset, to, (int)threads, batch, out);
+    if (rc == 0 && to != out && (st = cli_s3_put(&s3, to, out, err)) != RT_OK) {
+        fprintf(stderr, "ringtrain predict: %s\n", err);
+        rc = 1;
     }
-    printf("wrote %lld predictions to %s\n", (long long)rows, out);
-    if (range[0])
-        printf("  %s\n", range);
-    return 0;
+    cli_s3_done(&s3);
+    return rc;
 }
 
 int cli_model(const cli_args *a)

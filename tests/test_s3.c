@@ -480,9 +480,9 @@ static void test_credentials_refused(void **state)
     (void)state;
     char err[RT_ERR_LEN], *d;
     size_t n;
-    assert_int_equal(
-        rt_s3_put(client("S3RVER", "S3RVER", NULL, 1), "s3://ringtrain/auth/k", "v", 1, err),
-        RT_OK);
+    rt_s3 *owner = client("S3RVER", "S3RVER", NULL, 1);
+    assert_int_equal(rt_s3_put(owner, "s3://ringtrain/auth/k", "v", 1, err), RT_OK);
+    rt_s3_close(owner);
     const struct {
         const char *key, *secret, *token, *code;
     } bad[] = {

@@ -96,6 +96,28 @@ done
   --out "$out/p.csv" > /dev/null || fail "predict --dataset s3://"
 cmp -s "$out/p.csv" "$out/s3-memory/submission.csv" || fail "predict from S3 differs from the job's"
 
+# ---- the raw data in S3 too: prep --input, predict --input and --out ---------------------------
+# (the CSV put up as a user's other tools would: curl's own Signature V4; prep --input of
+# the prefix, predict --input of the one object, the predictions put at --out)
+sum=$(sha256sum < "$out/in/t.csv" | cut -d' ' -f1)
+curl -sf -X PUT -H "x-amz-content-sha256: $sum" --data-binary @"$out/in/t.csv" \
+  --aws-sigv4 "aws:amz:us-east-1:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+  "$AWS_ENDPOINT_URL/ringtrain/raw/t.csv" > /dev/null || fail "putting the raw CSV with curl"
+"$rt" prep --input s3://ringtrain/raw --sql "$out/t.sql" --out s3://ringtrain/sets/from-s3 \
+  --partitions 2 --rows-per-group 50 --quiet > /dev/null || fail "prep --input s3://"
+for f in "$out"/ds/*.rts; do
+  cmp -s "$f" "$objects/sets/from-s3/${f##*/}._S3rver_object" || fail "${f##*/}: prep from S3 differs"
+done
+"$rt" predict --model "$out/s3-memory/best.ckpt" --input s3://ringtrain/raw/t.csv --sql "$out/t.sql" \
+  --id id --out s3://ringtrain/out/raw-pred.csv > "$out/pin.log" || fail "predict --input/--out s3://"
+grep -q "predictions to s3://ringtrain/out/raw-pred.csv" "$out/pin.log" || fail "predict names no URI"
+"$rt" predict --model "$out/s3-memory/best.ckpt" --input "$out/in" --sql "$out/t.sql" \
+  --id id --out "$out/raw-pred.csv" > /dev/null || fail "predict --input of the local folder"
+cmp -s "$objects/out/raw-pred.csv._S3rver_object" "$out/raw-pred.csv" ||
+  fail "predict through S3 differs from the local files'"
+ls -d "${TMPDIR:-/tmp}"/ringtrain-s3-* 2> /dev/null | grep -q . && fail "a staging folder was left behind"
+echo "raw data: prep --input and predict --input/--out through S3 = the local files'"
+
 # ---- the store in S3: checkpoints, history and predictions; a resume from them ----------------
 # The job's mirror is new on every run (as on another host): the second run finds its
 # checkpoint only in the bucket.

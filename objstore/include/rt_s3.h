@@ -127,6 +127,14 @@ rt_status rt_s3_put_file(rt_s3 *s, const char *path, const char *uri, char *err)
 rt_status rt_s3_put_tree(rt_s3 *s, const char *dir, const char *uri, const char *last,
                          int64_t *files, char *err);
 
+/* The object into a new file at path (written beside it, then renamed;
+ * ranged GETs of 16 MiB: memory stays at one). */
+rt_status rt_s3_get_file(rt_s3 *s, const char *uri, const char *path, char *err);
+/* Every object under the prefix uri (a "folder": uri/...) into dir at its
+ * path below the prefix; a key that is no such path ('..', '.', an empty
+ * part) is refused.  *files: how many came down. */
+rt_status rt_s3_get_tree(rt_s3 *s, const char *uri, const char *dir, int64_t *files, char *err);
+
 /* Requests made since open (for the docs' costs and the tests). */
 typedef struct rt_s3_stats {
     int64_t requests, retries, bytes_in, bytes_out;
