@@ -158,6 +158,7 @@ static bool s3_env(rt_jw *w, const rt_job_cfg *j, bool *wrote)
     rt_s3_cfg c;
     rt_s3_creds cr;
     char err[RT_ERR_LEN];
+    rt_s3_keys_setenv(&j->s3, true); /* the job's [s3] over this shell's */
     rt_s3_cfg_env(&c);
     if (rt_s3_creds_load(&c, &cr, err) != RT_OK) {
         fprintf(stderr, "ringtrain: the job reads or writes %s: %s; nothing was submitted\n", uri,
@@ -176,9 +177,10 @@ static bool s3_env(rt_jw *w, const rt_job_cfg *j, bool *wrote)
         rt_jw_kstr(w, "AWS_REGION", c.region);
     if (c.ca_file[0]) /* a path: the nodes must have the bundle there too */
         rt_jw_kstr(w, "AWS_CA_BUNDLE", c.ca_file);
-    const char *attempts = getenv("AWS_MAX_ATTEMPTS");
-    if (attempts && *attempts)
-        rt_jw_kstr(w, "AWS_MAX_ATTEMPTS", attempts);
+    static const char *const pass[] = {"AWS_MAX_ATTEMPTS", "RINGTRAIN_S3_ADDRESSING"};
+    for (size_t i = 0; i < sizeof pass / sizeof *pass; i++)
+        if (getenv(pass[i]) && *getenv(pass[i]))
+            rt_jw_kstr(w, pass[i], getenv(pass[i]));
     rt_jw_obj_end(w);
     rt_s3_creds_clear(&cr);
     *wrote = true;

@@ -26,6 +26,7 @@
 typedef struct cli_cfg {
     char *coordinator, *ca, *token_file, *server_name;
     int64_t connect_retry_us, reconnect_us;
+    rt_s3_keys s3;
 } cli_cfg;
 
 static const rt_cfg_key cli_keys[] = {
@@ -42,9 +43,37 @@ static const rt_cfg_key cli_keys[] = {
     RT_CFG_D("cli", "reconnect_timeout", "10min", 0, 7 * 86400e6, cli_cfg, reconnect_us,
              "a follower (--follow, exec, logs --follow) waits this long for a coordinator that "
              "went away (a restart), then resumes where it stopped"),
+    RT_CFG_S3_KEYS(cli_cfg),
 };
 static const rt_cfg_schema cli_schema = {"cli.conf", cli_keys, RT_ARRAY_LEN(cli_keys),
                                          sizeof(cli_cfg), NULL};
+
+/* cli.conf's path: RINGTRAIN_CLI_CONFIG, else ~/.config/ringtrain/cli.conf. */
+static const char *cli_conf_path(char *buf, size_t len)
+{
+    const char *p = getenv("RINGTRAIN_CLI_CONFIG");
+    if (!p && getenv("HOME")) {
+        snprintf(buf, len, "%s/.config/ringtrain/cli.conf", getenv("HOME"));
+        p = buf;
+    }
+    return p;
+}
+
+/* cli.conf's [s3] under the environment, as the AWS tools take their
+ * config file (an error in the file is reported by the commands that
+ * connect to the coordinator). */
+static void s3_defaults(void)
+{
+    char path[1024];
+    const char *p = cli_conf_path(path, sizeof path);
+    cli_cfg f;
+    rt_cfg_errors e = {0};
+    if (p && rt_cfg_load_file(&cli_schema, p, &f, &e) == RT_OK)
+        rt_s3_keys_setenv(&f.s3, false);
+    rt_cfg_errors_free(&e);
+    if (p)
+        rt_cfg_free(&cli_schema, &f);
+}
 
 rt_status cli_conn_load(cli_conn *c, const cli_args *a, char *err)
 {
@@ -56,11 +85,7 @@ rt_status cli_conn_load(cli_conn *c, const cli_args *a, char *err)
     cli_cfg f;
     rt_cfg_errors e = {0};
     char path[1024];
-    const char *cfgpath = getenv("RINGTRAIN_CLI_CONFIG");
-    if (!cfgpath && getenv("HOME")) {
-        snprintf(path, sizeof path, "%s/.config/ringtrain/cli.conf", getenv("HOME"));
-        cfgpath = path;
-    }
+    const char *cfgpath = cli_conf_path(path, sizeof path);
     rt_status st = cfgpath ? rt_cfg_load_file(&cli_schema, cfgpath, &f, &e) : RT_ERR_NOTFOUND;
     if (st == RT_ERR_NOTFOUND) { /* no file: defaults */
         rt_cfg_errors_free(&e);
@@ -624,6 +649,7 @@ int main(int argc, char **argv)
         no_command("ringtrain", argv[1]);
         return 2;
     }
+    s3_defaults();
     cli_args a;
     int rc = cli_parse(cmd, argc - 2, argv + 2, &a);
     if (rc == 0 && !a.help)

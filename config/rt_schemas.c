@@ -495,6 +495,7 @@ static const rt_cfg_key job_keys[] = {
              "the search space, one key per line: space.train.learning_rate = "
              "loguniform(1e-4, 3e-3); uniform(lo, hi), int(lo, hi), choice(a | b | c) "
              "(docs/sweeps.md)"),
+    RT_CFG_S3_KEYS(rt_job_cfg),
 };
 const rt_cfg_schema rt_job_schema = {"job file", job_keys, RT_ARRAY_LEN(job_keys),
                                      sizeof(rt_job_cfg), job_validate};
@@ -523,4 +524,17 @@ double rt_job_epsilon(const rt_job_cfg *j)
     if (j->epsilon > 0)
         return j->epsilon;
     return j->architecture == RT_ARCH_ROSSMANN ? 1e-3 : 1e-8;
+}
+
+void rt_s3_keys_setenv(const rt_s3_keys *k, bool overwrite)
+{
+    static const char *const addressing[] = {"auto", "path", "virtual"};
+    if (k->endpoint && k->endpoint[0])
+        setenv("AWS_ENDPOINT_URL", k->endpoint, overwrite);
+    if (k->region && k->region[0])
+        setenv("AWS_REGION", k->region, overwrite);
+    if (k->ca_file && k->ca_file[0])
+        setenv("AWS_CA_BUNDLE", k->ca_file, overwrite);
+    if (k->addressing > 0 && k->addressing < 3)
+        setenv("RINGTRAIN_S3_ADDRESSING", addressing[k->addressing], overwrite);
 }

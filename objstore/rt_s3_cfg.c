@@ -29,6 +29,10 @@ void rt_s3_cfg_env(rt_s3_cfg *c)
         snprintf(c->profile, sizeof c->profile, "%s", v);
     if ((v = getenv("AWS_MAX_ATTEMPTS")) && atoi(v) >= 1 && atoi(v) <= 20)
         c->max_attempts = atoi(v);
+    if ((v = getenv("RINGTRAIN_S3_ADDRESSING")) && *v) /* [s3] addressing, when given */
+        c->addressing = !strcmp(v, "path")      ? RT_S3_ADDR_PATH
+                        : !strcmp(v, "virtual") ? RT_S3_ADDR_VIRTUAL
+                                                : RT_S3_ADDR_AUTO;
 }
 
 void rt_s3_creds_clear(rt_s3_creds *cr) { OPENSSL_cleanse(cr, sizeof *cr); }

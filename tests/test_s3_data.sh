@@ -147,6 +147,20 @@ echo "store: 2 + 1 epochs resumed from S3 = 3 in a folder; predictions and predi
 sed 's/^type = .*//; s/^\[job\]/[job]\ntype = sweep/' "$out/job.ini" > "$out/sweep.ini"
 printf '[sweep]\ntrials = 2\nspace.train.learning_rate = loguniform(1e-4, 1e-2)\n' >> "$out/sweep.ini"
 
+# ---- [s3] sections: a job file's, cli.conf's (no AWS_ENDPOINT_URL in the environment) ---------
+printf '[s3]\nendpoint = %s\nregion = us-east-1\naddressing = path\n' "$AWS_ENDPOINT_URL" > "$out/cli.conf"
+env -u AWS_ENDPOINT_URL RINGTRAIN_CLI_CONFIG="$out/cli.conf" "$rt" predict \
+  --model s3://ringtrain/stores/a/best.ckpt --dataset s3://ringtrain/sets/t --out "$out/p4.csv" \
+  > /dev/null || fail "predict with cli.conf's [s3] endpoint"
+cmp -s "$out/p4.csv" "$out/whole/submission.csv" || fail "predict with cli.conf's [s3] differs"
+{ cat "$out/job.ini"; printf '[s3]\nendpoint = %s\naddressing = path\n' "$AWS_ENDPOINT_URL"; } \
+  > "$out/job-s3.ini"
+env -u AWS_ENDPOINT_URL RINGTRAIN_CLI_CONFIG=/nonexistent "$rt" run "$out/job-s3.ini" --np 1 \
+  --set output.store=s3://ringtrain/stores/b > "$out/s3section.log" 2>&1 ||
+  { tail -5 "$out/s3section.log"; fail "a job with its own [s3] section"; }
+[ -f "$objects/stores/b/last.ckpt._S3rver_object" ] || fail "the [s3] job wrote no checkpoint"
+echo "s3 sections: cli.conf's and a job file's [s3] endpoint and addressing"
+
 # The ranks above had the credentials from the job (the submitter's, in its env): the
 # agent's own never reach a job — here `ringtrain run`'s agent has them in its
 # environment, and a job that does not touch S3 sees none of them.

@@ -54,7 +54,8 @@ typedef struct rt_s3_creds {
 
 /* Defaults, then the AWS tools' variables: AWS_ENDPOINT_URL (and
  * AWS_ENDPOINT_URL_S3, which wins), AWS_REGION (else AWS_DEFAULT_REGION),
- * AWS_CA_BUNDLE, AWS_PROFILE, AWS_MAX_ATTEMPTS. */
+ * AWS_CA_BUNDLE, AWS_PROFILE, AWS_MAX_ATTEMPTS; and RINGTRAIN_S3_ADDRESSING
+ * (auto, path, virtual: an [s3] section's addressing). */
 void rt_s3_cfg_env(rt_s3_cfg *c);
 
 /* The standard chain: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
