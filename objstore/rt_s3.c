@@ -200,6 +200,16 @@ static size_t on_header(char *p, size_t size, size_t n, void *user)
 {
     s3_req *r = user;
     size_t k = size * n;
+    if (k > 15 && !strncasecmp(p, "content-length:", 15) && !r->data &&
+        strcmp(r->method, "HEAD") != 0) {
+        /* the body's room at once, not grown while it arrives (a shard: MiBs); a
+         * length past 1 GiB, which a server could claim, grows as it comes */
+        long long n = strtoll(p + 15, NULL, 10);
+        if (n > 0 && n <= (1LL << 30) && (r->data = malloc((size_t)n + 1)) != NULL) {
+            r->dcap = (size_t)n + 1;
+            r->data[0] = '\0';
+        }
+    }
     if (k > 14 && !strncasecmp(p, "content-range:", 14)) { /* bytes A-B/TOTAL */
         const char *slash = memchr(p, '/', k);
         if (slash)
@@ -268,6 +278,7 @@ static CURLcode attempt(rt_s3 *s, s3_req *r, const char *url, char *cerr)
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L); /* a silent server is a timeout */
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)ceil(s->cfg.timeout_s));
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L * 1024); /* as large as libcurl takes */
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
     if (s->cfg.ca_file[0])
@@ -467,6 +478,38 @@ void s3_encode_value(const char *v, char *out, size_t len)
     out[n] = '\0';
 }
 
+rt_status s3_list_page(const char *xml, const char *bucket, const char *prefix, rt_s3_list_fn fn,
+                       void *user, char *token, size_t tlen, bool *more, bool *go, char *err)
+{
+    *more = false;
+    *go = true;
+    const size_t plen = strlen(prefix);
+    for (const char *p = xml; *go && (p = strstr(p, "<Contents>")) != NULL;) {
+        const char *end = strstr(p, "</Contents>");
+        if (!end)
+            return rt_err(err, RT_ERR_PROTO, "a listing S3 did not finish");
+        end += strlen("</Contents>");
+        /* this element alone: a tag missing here is not taken from the next one */
+        char *one = strndup(p, (size_t)(end - p));
+        char k[1100], sz[32], uri[RT_S3_URI_MAX + 80];
+        const bool ok =
+            one && s3_xml_text(one, "Key", k, sizeof k) && s3_xml_text(one, "Size", sz, sizeof sz);
+        free(one);
+        if (!ok)
+            return rt_err(err, RT_ERR_PROTO, "a listed object without its key or size");
+        if (strncmp(k, prefix, plen) != 0) /* a server answering for other keys */
+            return rt_err(err, RT_ERR_PROTO, "S3 listed %.200s, which is not under the prefix", k);
+        snprintf(uri, sizeof uri, "s3://%s/%s", bucket, k);
+        *go = fn(user, uri, strtoll(sz, NULL, 10));
+        p = end;
+    }
+    char trunc[16] = "";
+    s3_xml_text(xml, "IsTruncated", trunc, sizeof trunc);
+    *more = !strcmp(trunc, "true") && s3_xml_text(xml, "NextContinuationToken", token, tlen) &&
+            token[0];
+    return RT_OK;
+}
+
 rt_status rt_s3_list(rt_s3 *s, const char *prefix, rt_s3_list_fn fn, void *user, char *err)
 {
     char bucket[64], key[1100], root[RT_S3_URI_MAX], token[1100] = "";
@@ -487,24 +530,13 @@ rt_status rt_s3_list(rt_s3 *s, const char *prefix, rt_s3_list_fn fn, void *user,
             s3_req_free(&r);
             return rt_err(err, st, "listing %s: %s", prefix, e);
         }
-        const char *p = r.data;
-        char k[1100], sz[32], uri[RT_S3_URI_MAX + 8];
-        bool go = true;
-        while (go && p && (p = strstr(p, "<Contents>")) != NULL) {
-            const char *end = strstr(p, "</Contents>");
-            if (!end || !s3_xml_text(p, "Key", k, sizeof k) ||
-                !s3_xml_text(p, "Size", sz, sizeof sz)) {
-                s3_req_free(&r);
-                return rt_err(err, RT_ERR_PROTO, "GET %s: a listing S3 did not finish", prefix);
-            }
-            snprintf(uri, sizeof uri, "s3://%s/%s", bucket, k);
-            go = fn(user, uri, strtoll(sz, NULL, 10));
-            p = end;
+        bool more = false, go = true;
+        st = s3_list_page(r.data ? r.data : "", bucket, key, fn, user, token, sizeof token, &more,
+                          &go, e);
+        if (st != RT_OK) {
+            s3_req_free(&r);
+            return rt_err(err, st, "listing %s: %s", prefix, e);
         }
-        char trunc[16] = "";
-        s3_xml_text(r.data, "IsTruncated", trunc, sizeof trunc);
-        const bool more = !strcmp(trunc, "true") &&
-                          s3_xml_text(r.data, "NextContinuationToken", token, sizeof token);
         s3_req_free(&r);
         if (!go || !more)
             return RT_OK;

@@ -52,6 +52,13 @@ const char *s3_xml_text(const char *from, const char *tag, char *out, size_t len
 /* A query value URI-encoded: every byte but A-Z a-z 0-9 - _ . ~ as %XX. */
 void s3_encode_value(const char *v, char *out, size_t len);
 
+/* One page of a ListObjectsV2 answer: fn for each object (whose key must
+ * start with prefix, the listing's), *go false once fn said stop, *more
+ * and the next token when there is another page.  RT_ERR_PROTO when the
+ * answer is not such a page. */
+rt_status s3_list_page(const char *xml, const char *bucket, const char *prefix, rt_s3_list_fn fn,
+                       void *user, char *token, size_t tlen, bool *more, bool *go, char *err);
+
 /* Hex SHA-256 of n bytes (65 chars with the NUL). */
 void s3_sha256_hex(const void *p, size_t n, char out[65]);
 

@@ -17,7 +17,7 @@ rt_status rt_data_read_file(const char *path, size_t max, char **data, size_t *l
 /* Random access: reads at offsets.  An object is read with ranged GETs of
  * at least RT_SRC_READAHEAD bytes, the last kept, so that many small reads
  * in order cost one request per block. */
-#define RT_SRC_READAHEAD ((size_t)4 << 20)
+#define RT_SRC_READAHEAD ((size_t)16 << 20)
 typedef struct rt_src rt_src;
 rt_status rt_src_open(const char *path, rt_src **out, int64_t *size, char *err);
 rt_status rt_src_read_at(rt_src *s, void *buf, size_t n, int64_t off, char *err);
