@@ -182,15 +182,6 @@ static rt_status job_validate(const void *obj, const rt_cfg_origin *o, rt_cfg_er
             st = RT_ERR_INVALID;
         }
     }
-    if (j->type == RT_JOB_SWEEP && j->store && !strncmp(j->store, "s3://", 5)) {
-        char at[300];
-        rt_cfg_errors_add(errs,
-                          "%s: [output] store: a sweep's store in S3 is not supported yet: a "
-                          "folder every node sees (a training job's may be s3://; "
-                          "docs/storage.md)",
-                          rt_cfg_where(&rt_job_schema, o, "output", "store", at, sizeof at));
-        st = RT_ERR_INVALID;
-    }
     if (rt_job_model_validate(j, o, errs) != RT_OK)
         st = RT_ERR_INVALID;
     if (j->beta1 >= 1 || j->beta2 >= 1) {

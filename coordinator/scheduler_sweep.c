@@ -118,6 +118,17 @@ static bool better(const sc_sweep *w, double a, double b)
 /* ---- submitting ---------------------------------------------------------------- */
 
 /* The trial's values as a JSON object and its job's body. */
+/* The sweep's environment (its submitter's S3 credentials: docs/storage.md)
+ * goes with each of its jobs: the trials and the last step. */
+static void sweep_env(rt_jw *b, const sc_job *sw)
+{
+    const rt_json *env = rt_json_get(sw->specj, RT_F_ENV);
+    if (!env)
+        return;
+    rt_jw_key(b, RT_F_ENV);
+    rt_jw_value(b, env);
+}
+
 static rt_status trial_body(const sc_job *sw, sc_trial *t, char **body, char *err)
 {
     const sc_sweep *w = sw->sweep;
@@ -154,6 +165,7 @@ static rt_status trial_body(const sc_job *sw, sc_trial *t, char **body, char *er
     rt_jw_kstr(&b, RT_F_CONFIG, text);
     rt_jw_kint(&b, RT_F_SWEEP, sw->id);
     rt_jw_kint(&b, RT_F_TRIAL, t->n);
+    sweep_env(&b, sw);
     rt_jw_obj_end(&b);
     free(text);
     *body = rt_jw_take(&b, NULL);
@@ -195,6 +207,7 @@ static rt_status finish_body(const sc_job *sw, char **body, char *err)
     rt_jw_kstr(&b, RT_F_CONFIG, text ? text : "");
     rt_jw_kint(&b, RT_F_SWEEP, sw->id);
     rt_jw_kint(&b, RT_F_TRIAL, 0);
+    sweep_env(&b, sw);
     rt_jw_key(&b, RT_F_SWEEP_RESULTS);
     rt_jw_obj(&b);
     rt_jw_kint(&b, "sweep", sw->id);

@@ -144,8 +144,21 @@ cmp -s "$objects/out/pred.csv._S3rver_object" "$out/whole/submission.csv" ||
 cmp -s "$out/p3.csv" "$out/whole/submission.csv" || fail "predict from the S3 checkpoint differs"
 ls -d "${TMPDIR:-/tmp}"/ringtrain-store-* 2> /dev/null | grep -q . && fail "a store's mirror was left behind"
 echo "store: 2 + 1 epochs resumed from S3 = 3 in a folder; predictions and predict from S3"
-sed 's/^type = .*//; s/^\[job\]/[job]\ntype = sweep/' "$out/job.ini" > "$out/sweep.ini"
-printf '[sweep]\ntrials = 2\nspace.train.learning_rate = loguniform(1e-4, 1e-2)\n' >> "$out/sweep.ini"
+# a sweep whose store is in S3: the trials' stores, trials.jsonl and best/ land there
+sed 's/^type = .*//; s/^\[job\]/[job]\ntype = sweep/; s/^epochs = .*/epochs = 2/' "$out/job.ini" \
+  > "$out/sweep.ini"
+printf '[sweep]\ntrials = 2\nparallel = 1\nspace.train.learning_rate = loguniform(1e-4, 1e-2)\n' \
+  >> "$out/sweep.ini"
+"$rt" run "$out/sweep.ini" --np 1 --set output.store=s3://ringtrain/sweeps/a > "$out/sweep.log" 2>&1 ||
+  { tail -20 "$out/sweep.log"; fail "a sweep into an S3 store"; }
+for f in trials.jsonl trial-1/last.ckpt trial-2/history.jsonl best/best.ckpt best/history.jsonl \
+  best/submission.csv best/best.ini; do
+  [ -f "$objects/sweeps/a/$f._S3rver_object" ] || fail "no $f in the sweep's S3 store"
+done
+[ "$(grep -c . "$objects/sweeps/a/trials.jsonl._S3rver_object")" = 2 ] || fail "trials.jsonl is not 2 trials"
+grep -q "^store = s3://ringtrain/sweeps/a/best/retrain" "$objects/sweeps/a/best/best.ini._S3rver_object" ||
+  fail "best.ini does not retrain into the S3 store"
+echo "sweep: 2 trials, trials.jsonl and best/ in the S3 store"
 
 # ---- [s3] sections: a job file's, cli.conf's (no AWS_ENDPOINT_URL in the environment) ---------
 printf '[s3]\nendpoint = %s\nregion = us-east-1\naddressing = path\n' "$AWS_ENDPOINT_URL" > "$out/cli.conf"
@@ -190,8 +203,6 @@ grep -q "^ringtrain prep: listing s3://ringtrain/sets/u" "$out/refused.log" ||
 refused "a bucket not there" "NoSuchBucket" -- "$rt" prep --input "$out/in" --sql "$out/t.sql" \
   --out s3://no-such-bucket/t --quiet
 [ -d "$objects/sets/u" ] && fail "a refused prep left objects"
-refused "a sweep's store in S3" "a sweep's store in S3 is not supported yet" -- "$rt" run \
-  "$out/sweep.ini" --set output.store=s3://ringtrain/sweeps/a
 refused "a dataset not there" "no manifest.json" -- "$rt" predict --model "$out/s3-memory/best.ckpt" \
   --dataset s3://ringtrain/sets/none --out "$out/p2.csv"
 # a shard cut short in the bucket (as a copy interrupted by hand would leave it)

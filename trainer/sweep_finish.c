@@ -13,7 +13,9 @@
  *                        run best.ini` trains again as it is.
  *
  * Everything is written atomically; a second run (a restarted last step)
- * writes the same. */
+ * writes the same.  A store in S3: the trials' files are read from the
+ * bucket, what this step writes goes into a mirror (trainer_store.h) and
+ * up, best/'s files before trials.jsonl. */
 #include <errno.h>
 #include <libgen.h>
 #include <math.h>
@@ -23,30 +25,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rt_data_io.h"
 #include "rt_file.h"
 #include "rt_json.h"
 #include "rt_predict.h"
 #include "trainer.h"
+#include "trainer_store.h"
 
 #define MAX_FILE (1ll << 36) /* 64 GiB: a checkpoint is read whole to be copied */
 
+/* from (a file or an object) to the file to; RT_ERR_NOTFOUND when from is
+ * not there. */
 static rt_status copy_file(const char *from, const char *to, char *err)
 {
     char *data = NULL;
     size_t len = 0;
-    rt_status st = rt_read_file(from, (size_t)MAX_FILE, &data, &len, err);
+    rt_status st = rt_data_read_file(from, (size_t)MAX_FILE, &data, &len, err);
     if (st == RT_OK) {
         rt_iov iov = {data, len};
         st = rt_write_atomic(to, &iov, 1, err);
     }
     free(data);
     return st;
-}
-
-static bool exists(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
 /* one line per trial, in trial order */
@@ -110,13 +110,14 @@ static rt_status write_trials(const rt_json *res, const char *store, char *err)
     return st;
 }
 
-/* best.ini: the best trial's job file, trained again into best/retrain */
-static rt_status write_best_ini(const char *text, const char *best, char *err)
+/* best.ini (written into the folder best): the best trial's job file,
+ * trained again into STORE/best/retrain */
+static rt_status write_best_ini(const char *text, const char *store, const char *best, char *err)
 {
     rt_job_cfg j;
     rt_cfg_errors e = {0};
     char retrain[4200];
-    snprintf(retrain, sizeof retrain, "%s/retrain", best);
+    snprintf(retrain, sizeof retrain, "%s/best/retrain", store);
     rt_status st = rt_cfg_load_string(&rt_job_schema, text, strlen(text), "best.ini", NULL, &j, &e);
     if (st == RT_OK)
         st = rt_cfg_set(&rt_job_schema, &j, "output.store", retrain, &e);
@@ -142,7 +143,10 @@ static rt_status write_best_ini(const char *text, const char *best, char *err)
     return st;
 }
 
-static rt_status write_best(const rt_job_cfg *cfg, const rt_json *res, const char *store, char *err)
+/* best/ from the best trial's store (under store: a folder or a prefix in
+ * S3), written into sdir/best (the store itself, or its mirror). */
+static rt_status write_best(const rt_job_cfg *cfg, const rt_json *res, const char *store,
+                            const char *sdir, char *err)
 {
     int64_t b = 0;
     rt_json_get_int(res, "best", &b);
@@ -150,22 +154,19 @@ static rt_status write_best(const rt_job_cfg *cfg, const rt_json *res, const cha
         return rt_err(err, RT_ERR_INVALID, "sweep.json names no best trial");
     char from[4200], best[4200], a[4400], z[4400];
     snprintf(from, sizeof from, "%s/trial-%lld", store, (long long)b);
-    snprintf(best, sizeof best, "%s/best", store);
+    snprintf(best, sizeof best, "%s/best", sdir);
     rt_status st = rt_mkdirs(best, err);
     if (st == RT_OK)
         st = rt_own_dir_check(best, err);
     /* the checkpoint: its best epoch's, else its last */
-    const char *ck = NULL;
+    const char *ck = "best.ckpt";
     snprintf(a, sizeof a, "%s/best.ckpt", from);
-    if (exists(a))
-        ck = "best.ckpt";
-    else if (snprintf(a, sizeof a, "%s/last.ckpt", from), exists(a))
+    snprintf(z, sizeof z, "%s/best.ckpt", best);
+    if (st == RT_OK && (st = copy_file(a, z, err)) == RT_ERR_NOTFOUND) {
         ck = "last.ckpt";
-    if (st == RT_OK && !ck)
-        st = rt_err(err, RT_ERR_NOTFOUND, "%s has no best.ckpt nor last.ckpt", from);
-    if (st == RT_OK) {
-        snprintf(z, sizeof z, "%s/best.ckpt", best);
-        st = copy_file(a, z, err);
+        snprintf(a, sizeof a, "%s/last.ckpt", from);
+        if ((st = copy_file(a, z, err)) == RT_ERR_NOTFOUND)
+            st = rt_err(err, RT_ERR_NOTFOUND, "%s has no best.ckpt nor last.ckpt", from);
     }
     static const char *const files[] = {"history.jsonl", "submission.csv",
                                         "validation_predictions.csv"};
@@ -173,10 +174,10 @@ static rt_status write_best(const rt_job_cfg *cfg, const rt_json *res, const cha
     for (size_t i = 0; st == RT_OK && i < sizeof files / sizeof *files; i++) {
         snprintf(a, sizeof a, "%s/%s", from, files[i]);
         snprintf(z, sizeof z, "%s/%s", best, files[i]);
-        if (exists(a)) {
-            st = copy_file(a, z, err);
+        if ((st = copy_file(a, z, err)) == RT_OK)
             have_pred = have_pred || i == 1;
-        }
+        else if (st == RT_ERR_NOTFOUND)
+            st = RT_OK; /* a trial stopped early has no predictions */
     }
     /* stopped before it predicted: the predictions from its checkpoint */
     if (st == RT_OK && !have_pred && cfg->predict && cfg->dataset) {
@@ -196,7 +197,7 @@ static rt_status write_best(const rt_job_cfg *cfg, const rt_json *res, const cha
     }
     const char *text = rt_json_get_str(res, "best_config");
     if (st == RT_OK && text)
-        st = write_best_ini(text, best, err);
+        st = write_best_ini(text, store, best, err);
     if (st == RT_OK)
         printf("sweep: best/ holds trial %lld's %s, history and predictions, and best.ini\n",
                (long long)b, ck);
@@ -217,15 +218,19 @@ int rt_sweep_finish(const rt_job_cfg *cfg, const char *job_ini)
     free(text);
     if (st == RT_OK && !cfg->store)
         st = rt_err(err, RT_ERR_INVALID, "the sweep has no [output] store");
-    if (st == RT_OK && (st = rt_mkdirs(cfg->store, err)) == RT_OK)
-        st = rt_own_dir_check(cfg->store, err);
+    rt_store store = {0};
     if (st == RT_OK)
-        st = write_trials(res, cfg->store, err);
-    if (st == RT_OK) {
+        st = store_open(&store, cfg->store, 0, true, err);
+    if (st == RT_OK)
+        st = write_trials(res, store.dir, err);
+    if (st == RT_OK)
+        st = write_best(cfg, res, cfg->store, store.dir, err);
+    if (st == RT_OK) /* S3: best/ up before trials.jsonl, which says the sweep is done */
+        st = store_sync_dir(&store, "best", err);
+    if (st == RT_OK && (st = store_sync(&store, "trials.jsonl", err)) == RT_OK)
         printf("sweep: %s/trials.jsonl: %zu trials\n", cfg->store,
                rt_json_len(rt_json_get(res, "trials")));
-        st = write_best(cfg, res, cfg->store, err);
-    }
+    store_close(&store);
     rt_json_free(res);
     if (st != RT_OK) {
         fprintf(stderr, "sweep: the results of the sweep could not be written: %s\n", err);

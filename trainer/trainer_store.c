@@ -135,6 +135,19 @@ rt_status store_history_append(rt_store *s, const char *line, char *err)
     return store_sync(s, "history.jsonl", err);
 }
 
+rt_status store_sync_dir(rt_store *s, const char *sub, char *err)
+{
+    if (!s->uri[0])
+        return RT_OK;
+    char dir[1300], uri[RT_S3_URI_MAX];
+    int64_t files = 0;
+    snprintf(dir, sizeof dir, "%s/%s", s->dir, sub);
+    if (!rt_s3_uri_join(uri, sizeof uri, s->uri, sub))
+        return rt_err(err, RT_ERR_INVALID, "%s/%s: too long a URI", s->uri, sub);
+    rt_status st = client(s, err);
+    return st == RT_OK ? rt_s3_put_tree(s->s3, dir, uri, NULL, &files, err) : st;
+}
+
 void store_close(rt_store *s)
 {
     rt_s3_close(s->s3);

@@ -28,6 +28,8 @@ typedef struct rt_store {
 rt_status store_open(rt_store *s, const char *store, int rank, bool lead, char *err);
 /* dir/name up to uri/name (nothing for a folder). */
 rt_status store_sync(rt_store *s, const char *name, char *err);
+/* Every file under dir/sub up to uri/sub (nothing for a folder). */
+rt_status store_sync_dir(rt_store *s, const char *sub, char *err);
 /* A local file up to an s3:// URI (predictions = s3://...). */
 rt_status store_put(rt_store *s, const char *path, const char *uri, char *err);
 /* history.jsonl: its lines of epochs <= upto kept (0: none; a fresh start),
