@@ -275,6 +275,11 @@ static const rt_cfg_key job_keys[] = {
              "row groups' order shuffled each epoch and the rows within each window, so "
              "memory follows N (two windows), not the dataset; validation rows are read a row "
              "group at a time too"),
+    RT_CFG_P("data", "cache", NULL, rt_job_cfg, cache,
+             "a dataset in S3: a folder on each node to keep copies of its objects in (kept "
+             "by the object's ETag: a changed object is fetched again), so that a restart or "
+             "a later job on that node reads them from disk; default: none, every read goes "
+             "to the bucket"),
 
     RT_CFG_E("model", "architecture", "rossmann", RT_ARCH_CHOICES, rt_job_cfg, architecture,
              "the model family (docs/models.md): rossmann (Horovod's Rossmann network), mlp, "

@@ -11,8 +11,58 @@
 #include "rt_file.h"
 #include "rt_s3.h"
 
+static char *g_cache; /* [data] cache */
+
+void rt_data_set_cache(const char *dir)
+{
+    free(g_cache);
+    g_cache = dir && dir[0] ? strdup(dir) : NULL;
+}
+
+/* With a cache: the object's copy there, fetched when missing or when its
+ * ETag changed; *local its path.  false: no cache (read the bucket). */
+static bool cached(const char *uri, char *local, size_t len, rt_status *st, char *err)
+{
+    if (!g_cache)
+        return false;
+    char b[64], k[1100], etag[160], tagpath[1400], *old = NULL;
+    size_t olen = 0;
+    int64_t size = 0;
+    rt_s3 *s = NULL;
+    if ((*st = rt_s3_uri_parse(uri, b, sizeof b, k, sizeof k, err)) != RT_OK)
+        return true;
+    if (strstr(k, "..") || !k[0] || k[strlen(k) - 1] == '/') {
+        *st = rt_err(err, RT_ERR_INVALID, "%s: not a key to keep in [data] cache", uri);
+        return true;
+    }
+    snprintf(local, len, "%s/%s/%s", g_cache, b, k);
+    snprintf(tagpath, sizeof tagpath, "%s.etag", local);
+    if ((*st = rt_s3_open_env(&s, uri, err)) == RT_OK)
+        *st = rt_s3_head_etag(s, uri, &size, etag, sizeof etag, err);
+    struct stat sb;
+    const bool fresh =
+        *st == RT_OK && etag[0] && stat(local, &sb) == 0 && sb.st_size == (off_t)size &&
+        rt_read_file(tagpath, 4096, &old, &olen, err) == RT_OK && strcmp(old, etag) == 0;
+    free(old);
+    if (*st == RT_OK && !fresh) { /* fetched into the cache, its ETag beside it */
+        char dir[1400];
+        snprintf(dir, sizeof dir, "%s", local);
+        *strrchr(dir, '/') = '\0';
+        rt_iov tag = {etag, strlen(etag)};
+        if ((*st = rt_mkdirs(dir, err)) == RT_OK &&
+            (*st = rt_s3_get_file(s, uri, local, err)) == RT_OK && etag[0])
+            *st = rt_write_atomic(tagpath, &tag, 1, err);
+    }
+    rt_s3_close(s);
+    return true;
+}
+
 rt_status rt_data_read_file(const char *path, size_t max, char **data, size_t *len, char *err)
 {
+    char local[1300];
+    rt_status cst;
+    if (rt_s3_is_uri(path) && cached(path, local, sizeof local, &cst, err))
+        return cst == RT_OK ? rt_read_file(local, max, data, len, err) : cst;
     if (!rt_s3_is_uri(path))
         return rt_read_file(path, max, data, len, err);
     *data = NULL;
@@ -50,6 +100,14 @@ rt_status rt_src_open(const char *path, rt_src **out, int64_t *size, char *err)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     s->fd = -1;
     rt_status st = RT_OK;
+    char local[1300];
+    if (rt_s3_is_uri(path) && cached(path, local, sizeof local, &st, err)) {
+        if (st != RT_OK) {
+            rt_src_close(s);
+            return st;
+        }
+        path = local; /* the copy in [data] cache, read as a file */
+    }
     if (rt_s3_is_uri(path)) {
         snprintf(s->uri, sizeof s->uri, "%s", path);
         /* the first block, and the object's size from its Content-Range */

@@ -440,13 +440,21 @@ rt_status rt_s3_get_first(rt_s3 *s, const char *uri, size_t max, char **data, si
     return RT_OK;
 }
 
-rt_status rt_s3_head(rt_s3 *s, const char *uri, int64_t *size, char *err)
+rt_status rt_s3_head_etag(rt_s3 *s, const char *uri, int64_t *size, char *etag, size_t len,
+                          char *err)
 {
     s3_req r = {.method = "HEAD", .uri = uri, .off = -1};
     rt_status st = s3_request(s, &r, err);
     s3_req_free(&r);
     *size = r.length;
+    snprintf(etag, len, "%s", st == RT_OK ? r.etag : "");
     return st;
+}
+
+rt_status rt_s3_head(rt_s3 *s, const char *uri, int64_t *size, char *err)
+{
+    char etag[160];
+    return rt_s3_head_etag(s, uri, size, etag, sizeof etag, err);
 }
 
 rt_status rt_s3_put(rt_s3 *s, const char *uri, const void *data, size_t len, char *err)

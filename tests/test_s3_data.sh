@@ -96,6 +96,21 @@ done
   --out "$out/p.csv" > /dev/null || fail "predict --dataset s3://"
 cmp -s "$out/p.csv" "$out/s3-memory/submission.csv" || fail "predict from S3 differs from the job's"
 
+# ---- [data] cache: the objects kept on the node, read from disk the next time ------------------
+"$rt" run "$out/job.ini" --np 2 --set data.cache="$out/cache" --set output.store="$out/cached-1" \
+  > /dev/null 2>&1 || fail "training with [data] cache"
+[ -f "$out/cache/ringtrain/sets/t/train-00000.rts" ] && [ -f "$out/cache/ringtrain/sets/t/train-00000.rts.etag" ] ||
+  fail "the cache holds no copy of the shard, or no ETag beside it"
+cmp -s "$out/cache/ringtrain/sets/t/train-00000.rts" "$out/ds/train-00000.rts" || fail "the cached shard differs"
+gets() { grep -c "^REQ GET /ringtrain/sets/t/train-0000" "$out/s3/log" || true; }
+before=$(gets)
+[ "$before" -gt 0 ] || fail "the server's log shows no GET of the shards (the check below would be empty)"
+"$rt" run "$out/job.ini" --np 2 --set data.cache="$out/cache" --set output.store="$out/cached-2" \
+  > /dev/null 2>&1 || fail "training with [data] cache, again"
+[ "$(gets)" = "$before" ] || fail "the second run read the shards from the bucket again ($before -> $(gets) GETs)"
+diff <(figures "$out/cached-2") <(figures "$out/local-memory") > /dev/null || fail "the cached run's history differs"
+echo "cache: the second run read its shards from the node's copies (no GET), the same history"
+
 # ---- the raw data in S3 too: prep --input, predict --input and --out ---------------------------
 # (the CSV put up as a user's other tools would: curl's own Signature V4; prep --input of
 # the prefix, predict --input of the one object, the predictions put at --out)

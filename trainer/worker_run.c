@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rt_data_io.h"
 #include "rt_comm.h"
 #include "rt_kernels.h"
 #include "rt_log.h"
@@ -38,6 +39,7 @@ int rt_worker_run(const rt_job_cfg *cfg)
     rt_rank_info info = {.rank = 0, .size = 1, .local_rank = 0, .local_size = 1, .attempt = 1};
     slurm_settings(cfg);
     rt_s3_keys_setenv(&cfg->s3, true); /* the job's [s3] over the environment's */
+    rt_data_set_cache(cfg->cache);
     rt_status st = rt_init_from_env(&comm, &info, err);
     if (st == RT_ERR_NOTFOUND && getenv("SLURM_JOB_ID"))
         st = RT_ERR_INVALID; /* a Slurm batch script: the job wants srun's tasks, not one rank */

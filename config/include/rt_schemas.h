@@ -126,6 +126,7 @@ typedef struct rt_job_cfg {
     char *label, *validation, *weight;  /* NULL: the manifest's */
     rt_strlist categorical, continuous; /* empty: the manifest's; "none": no columns */
     int64_t stream_rows;                /* 0: rows in memory; N: read N at a time */
+    char *cache;                        /* S3: the objects' copies on this node (NULL: none) */
     /* [model]: the family and its keys (docs/models.md) */
     int architecture;              /* rt_arch (rt_model_names.h) */
     int64_t embedding_dim;

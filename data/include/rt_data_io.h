@@ -10,6 +10,12 @@
 
 #include "rt_status.h"
 
+/* [data] cache: a folder where the objects read are kept, as
+ * DIR/BUCKET/KEY with their ETag beside them (KEY.etag), fetched again
+ * when the object's ETag changed; NULL: none (every read goes to the
+ * bucket).  For the process: the trainer sets it from its job. */
+void rt_data_set_cache(const char *dir);
+
 /* The whole file or object, at most max bytes (RT_ERR_INVALID past it),
  * NUL-terminated; RT_ERR_NOTFOUND when there is none. */
 rt_status rt_data_read_file(const char *path, size_t max, char **data, size_t *len, char *err);

@@ -95,6 +95,9 @@ rt_status rt_s3_get_first(rt_s3 *s, const char *uri, size_t max, char **data, si
                           int64_t *total, char *err);
 /* The object's size; RT_ERR_NOTFOUND when there is none. */
 rt_status rt_s3_head(rt_s3 *s, const char *uri, int64_t *size, char *err);
+/* The same, and its ETag (quotes kept; "" when the server gave none). */
+rt_status rt_s3_head_etag(rt_s3 *s, const char *uri, int64_t *size, char *etag, size_t len,
+                          char *err);
 /* One PUT of len bytes (up to 5 GiB: S3's limit for one request). */
 rt_status rt_s3_put(rt_s3 *s, const char *uri, const void *data, size_t len, char *err);
 /* Remove the object (none there is not an error, as in S3). */

@@ -6,7 +6,8 @@
 //     unimplemented for V4): SignatureDoesNotMatch, RequestTimeTooSkewed;
 //   - session tokens: S3_TEST_TOKEN is the valid one, S3_TEST_EXPIRED_TOKEN
 //     answers ExpiredToken, any other InvalidToken;
-//   - AbortMultipartUpload (DELETE ?uploadId=), which removes the parts.
+//   - AbortMultipartUpload (DELETE ?uploadId=), which removes the parts;
+// and it logs one line per request ("REQ METHOD PATH") for the tests to count.
 // The payload's hash is taken from x-amz-content-sha256 as sent, not checked
 // against the body (AWS checks it).  Arguments: DIR [--address A]
 // [--key K --cert C].
@@ -87,6 +88,8 @@ async function main() {
   });
   // ahead of s3rver's own middleware: Koa composes the list when it listens
   server.middleware.unshift(async (ctx, next) => {
+    // one line per request, for the tests that count them (s3rver's own log is sparse)
+    console.log(`REQ ${ctx.method} ${ctx.path}`);
     const bad = verify(ctx);
     if (bad) return error(ctx, bad[1], bad[0], bad[2]);
     const m = /^\/([^/?]+)\/([^?]+)$/.exec(ctx.path);
