@@ -62,7 +62,7 @@ bool cdb_save_trial(coord *co, const sc_job *sw, int n)
 void cdb_load_sweeps(coord *co)
 {
     for (sc_job *j = co->S.jobs; j; j = j->next) {
-        if (j->type != JOB_SWEEP || !j->sweep)
+        if (j->type != RT_JOB_SWEEP || !j->sweep)
             continue;
         sqlite3_stmt *st = NULL;
         if (sqlite3_prepare_v2(co->db,

@@ -126,7 +126,7 @@ void http_metrics(coord *co, struct evhttp_request *req)
                            "memory: unfinished, or ended in the last minute).\n"
                            "# TYPE ringtrain_sweep_trials gauge\n");
     for (sc_job *j = co->S.jobs; j; j = j->next) {
-        if (j->type != JOB_SWEEP || !j->sweep)
+        if (j->type != RT_JOB_SWEEP || !j->sweep)
             continue;
         int by[TRIAL_CANCELLED + 1] = {0};
         for (int64_t i = 0; i < j->sweep->ntrials; i++)

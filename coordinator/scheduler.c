@@ -21,7 +21,7 @@ static const char *const RANK_STATES[] = {"none",     "preparing", "prepared",
 const char *job_state_name(int s) { return rt_job_state_name(s); }
 const char *job_type_name(int t)
 {
-    return t == JOB_EXEC ? "exec" : t == JOB_SWEEP ? "sweep" : "train";
+    return t == RT_JOB_EXEC ? "exec" : t == RT_JOB_SWEEP ? "sweep" : "train";
 }
 bool job_state_terminal(int s) { return rt_job_state_terminal(s); }
 const char *rank_state_name(int s) { return s >= 0 && s <= RS_EXITED ? RANK_STATES[s] : "?"; }
@@ -265,7 +265,7 @@ void sc_send_abort(sched *S, sc_job *j, const char *reason)
 static void run_settings(const sc_job *j, rt_run_settings *rs)
 {
     rt_job_run_settings(&j->cfg, rs);
-    bool all_gpu = j->type == JOB_TRAIN, all_rdma = true, one_host = true;
+    bool all_gpu = j->type == RT_JOB_TRAIN, all_rdma = true, one_host = true;
     for (int r = 0; r < j->cur_np; r++) {
         const sc_agent *a = j->ranks[r].ag, *a0 = j->ranks[0].ag;
         all_gpu = all_gpu && a && a->cuda && a->nccl;
@@ -290,7 +290,7 @@ void sc_send_start(sched *S, sc_job *j, sc_clock now)
     rt_jw w;
     msg_begin(&w, RT_MSG_START, j, j->cur_np);
     {
-        rt_jw_kstr(&w, RT_F_JOB_TYPE, j->type == JOB_EXEC ? "exec" : "train");
+        rt_jw_kstr(&w, RT_F_JOB_TYPE, j->type == RT_JOB_EXEC ? "exec" : "train");
         if (j->sweep_id) /* a sweep's jobs run as the sweep's uid (job_uids) */
             rt_jw_kint(&w, RT_F_IDENTITY_JOB, j->sweep_id);
         rt_jw_kstr(&w, RT_F_KEY, key);
@@ -496,7 +496,7 @@ static rt_status submit(sched *S, const char *body, size_t len, const char *user
                     "\"%s\", \"%s\" and \"%s\" are set by the "
                     "coordinator for a sweep's own jobs, not by a submission",
                     RT_F_SWEEP, RT_F_TRIAL, RT_F_SWEEP_RESULTS);
-    if (st == RT_OK && j->type == JOB_SWEEP)
+    if (st == RT_OK && j->type == RT_JOB_SWEEP)
         st = sc_sweep_init(j, err);
     int total = sched_total_slots(S), nagents = 0;
     for (const sc_agent *a = S->agents; a; a = a->next)
@@ -555,7 +555,7 @@ static rt_status submit(sched *S, const char *body, size_t len, const char *user
         tail = &(*tail)->next;
     *tail = j;
     sc_job_saved(S, j);
-    if (j->type == JOB_SWEEP) /* its record: monitor, rungs */
+    if (j->type == RT_JOB_SWEEP) /* its record: monitor, rungs */
         sc_trial_saved(S, j, 0);
     if (parent)
         sc_event(S, j, "submitted", "%s of sweep %lld, for %d ranks",
@@ -600,7 +600,7 @@ rt_status sched_hold(sched *S, int64_t id, bool hold, sc_clock now, char *err)
     sc_job *j = sched_job(S, id);
     if (!j)
         return rt_err(err, RT_ERR_NOTFOUND, "job %lld is not running or queued", (long long)id);
-    if (j->type == JOB_SWEEP && j->state == JOB_RUNNING) { /* no new trials meanwhile */
+    if (j->type == RT_JOB_SWEEP && j->state == JOB_RUNNING) { /* no new trials meanwhile */
         if (j->held != hold) {
             j->held = hold;
             sc_job_saved(S, j);
@@ -690,7 +690,7 @@ sc_job *sched_restore_job(sched *S, int64_t id, const char *spec, const char *us
     }
     if (!spec || rt_json_parse(spec, strlen(spec), &j->specj, err) != RT_OK ||
         sc_parse_spec(S, j, j->specj, err) != RT_OK ||
-        (j->type == JOB_SWEEP && sc_sweep_init(j, err) != RT_OK) || !(j->spec = strdup(spec))) {
+        (j->type == RT_JOB_SWEEP && sc_sweep_init(j, err) != RT_OK) || !(j->spec = strdup(spec))) {
         sc_job_free(j);
         return NULL;
     }
@@ -706,7 +706,7 @@ sc_job *sched_restore_job(sched *S, int64_t id, const char *spec, const char *us
     j->queued_at = queued_at > 0 ? queued_at : created;
     j->attempt_started = attempt_started;
     /* placed jobs are reconciled with the agents' reports */
-    j->reconciling = j->type != JOB_SWEEP && (state == JOB_STARTING || state == JOB_RUNNING);
+    j->reconciling = j->type != RT_JOB_SWEEP && (state == JOB_STARTING || state == JOB_RUNNING);
     j->launch_unsure = j->reconciling && state == JOB_STARTING;
     if (j->reconciling)
         S->reconcile_until_ns = now.mono_ns + S->cfg.reconcile_timeout_us * 1000;

@@ -168,7 +168,7 @@ bool sc_place(sched *S, sc_job *j, int np, const sc_job *spare, char *why, size_
 /* a sweep waits for nothing: its trials do */
 static bool waiting(const sc_job *j)
 {
-    return j->type != JOB_SWEEP && (j->state == JOB_QUEUED || j->state == JOB_RESTARTING);
+    return j->type != RT_JOB_SWEEP && (j->state == JOB_QUEUED || j->state == JOB_RESTARTING);
 }
 
 /* Restarting jobs first, then higher priority, then earlier submission. */

@@ -135,8 +135,10 @@ rt_status sc_parse_spec(const sched *S, sc_job *j, const rt_json *s, char *err)
     if (!type ||
         (strcmp(type, "exec") != 0 && strcmp(type, "train") != 0 && strcmp(type, "sweep") != 0))
         return rt_err(err, RT_ERR_INVALID, "\"type\" must be \"exec\", \"train\" or \"sweep\"");
-    j->type = !strcmp(type, "exec") ? JOB_EXEC : !strcmp(type, "sweep") ? JOB_SWEEP : JOB_TRAIN;
-    if (j->type != JOB_EXEC && !cfg)
+    j->type = !strcmp(type, "exec")    ? RT_JOB_EXEC
+              : !strcmp(type, "sweep") ? RT_JOB_SWEEP
+                                       : RT_JOB_TRAIN;
+    if (j->type != RT_JOB_EXEC && !cfg)
         return rt_err(err, RT_ERR_INVALID, "a %s job needs its \"config\" text", type);
     /* a sweep's trial or last step (the coordinator's own submissions) */
     int64_t sweep = 0, trial = -1;
@@ -162,7 +164,7 @@ rt_status sc_parse_spec(const sched *S, sc_job *j, const rt_json *s, char *err)
         /* the type given and the file's agree; a sweep's last step is the
          * sweep's file run by one rank as a training job */
         const bool last_step =
-            j->sweep_id && j->trial == 0 && j->type == JOB_TRAIN && j->cfg.type == RT_JOB_SWEEP;
+            j->sweep_id && j->trial == 0 && j->type == RT_JOB_TRAIN && j->cfg.type == RT_JOB_SWEEP;
         if (st == RT_OK && j->cfg.type != (int)j->type && !last_step) {
             char ct[16];
             st =
@@ -172,7 +174,7 @@ rt_status sc_parse_spec(const sched *S, sc_job *j, const rt_json *s, char *err)
     } else {
         st = cfg_from_fields(S, s, type, &j->cfg, err);
     }
-    if (st == RT_OK && j->type == JOB_EXEC)
+    if (st == RT_OK && j->type == RT_JOB_EXEC)
         st = exec_fields(s, err);
     if (st == RT_OK && j->cfg.min_np > j->cfg.np)
         st = rt_err(err, RT_ERR_INVALID, "min_np (%lld) must be at most np (%lld)",

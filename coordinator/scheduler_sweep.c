@@ -372,7 +372,7 @@ static void sweep_step(sched *S, sc_job *sw, sc_clock now)
 void sc_sweep_pass(sched *S, sc_clock now)
 {
     for (sc_job *j = S->jobs; j; j = j->next)
-        if (j->type == JOB_SWEEP && j->sweep && !job_state_terminal(j->state))
+        if (j->type == RT_JOB_SWEEP && j->sweep && !job_state_terminal(j->state))
             sweep_step(S, j, now);
 }
 
@@ -397,7 +397,7 @@ static void end_sweep(sched *S, sc_job *sw, int state, const char *why, sc_clock
 
 void sc_sweep_job_ended(sched *S, sc_job *j, sc_clock now)
 {
-    if (j->type == JOB_SWEEP && j->sweep) { /* cancel what it still runs */
+    if (j->type == RT_JOB_SWEEP && j->sweep) { /* cancel what it still runs */
         for (sc_job *c = S->jobs; c; c = c->next)
             if (c->sweep_id == j->id && !job_state_terminal(c->state)) {
                 sc_send_abort(S, c, "its sweep ended");

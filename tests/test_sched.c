@@ -105,7 +105,7 @@ static void test_submission_config(void **state)
     settle(&w);
     const sc_job *j = sched_job(&w.S, id);
     assert_string_equal(j->name, "cfg");
-    assert_true(j->np == 3 && j->priority == 7 && j->type == JOB_EXEC);
+    assert_true(j->np == 3 && j->priority == 7 && j->type == RT_JOB_EXEC);
     assert_string_equal(w.transport, "tcp");
     assert_int_equal(w.sockets, 3);
     assert_int_equal(w.collective_timeout_ms, 90000);

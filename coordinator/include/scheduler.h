@@ -86,9 +86,8 @@ const char *job_state_name(int state);
 int job_state_parse(const char *name); /* -1 when unknown */
 bool job_state_terminal(int state);
 
-/* the job schema's types (rt_schemas.h); a sweep holds no ranks: its
- * trials are jobs of their own (scheduler_sweep.c) */
-enum job_type { JOB_TRAIN = RT_JOB_TRAIN, JOB_EXEC = RT_JOB_EXEC, JOB_SWEEP = RT_JOB_SWEEP };
+/* a job's type: the job schema's RT_JOB_* (rt_schemas.h); a sweep holds no
+ * ranks: its trials are jobs of their own (scheduler_sweep.c) */
 const char *job_type_name(int type);
 
 enum rank_state { RS_NONE, RS_PREPARING, RS_PREPARED, RS_STARTING, RS_RUNNING, RS_EXITED };
@@ -118,7 +117,7 @@ typedef struct sc_job {
     int64_t id;
     char name[128], user[64];
     char unix_user[33]; /* its ranks run as this Unix user (the token's; "": agent's choice) */
-    enum job_type type;
+    int type;           /* RT_JOB_* */
     char *spec;     /* the submission, JSON text (stored) */
     rt_json *specj; /* parsed */
     rt_job_cfg cfg; /* its configuration, by the job schema (scheduler_spec.c) */
