@@ -118,9 +118,9 @@ typedef struct sc_job {
     char name[128], user[64];
     char unix_user[33]; /* its ranks run as this Unix user (the token's; "": agent's choice) */
     int type;           /* RT_JOB_* */
-    char *spec;     /* the submission, JSON text (stored) */
-    rt_json *specj; /* parsed */
-    rt_job_cfg cfg; /* its configuration, by the job schema (scheduler_spec.c) */
+    char *spec;         /* the submission, JSON text (stored) */
+    rt_json *specj;     /* parsed */
+    rt_job_cfg cfg;     /* its configuration, by the job schema (scheduler_spec.c) */
     /* from the submission (cfg's, as the scheduler uses them) */
     int np, min_np, max_restarts, priority;
     int64_t queue_timeout_us, deadline_us; /* 0: none */
