@@ -264,6 +264,9 @@ rt_status rt_model_create(const rt_model_spec *spec, rt_kctx *ctx, int64_t max_b
     rt_kmemset(ctx, m->adam_v, 0, P * 4);
     rt_kmemset(ctx, m->grads, 0, P * 4);
     rt_kmemset(ctx, m->metrics, 0, RT_MODEL_NMETRICS * sizeof(double));
+    /* the hyper-parameters are zero until set: a loss with gradients before
+     * rt_model_set_hparams reads loss_norm 0 (the batch's own weight) */
+    rt_kmemset(ctx, m->hp, 0, sizeof(rt_adam_hp));
     if (m->zeros)
         rt_kmemset(ctx, m->zeros, 0, (size_t)m->nobias_len * 4);
     if (m->ens_invk) { /* 1/k per member row: the weights of rows without weights */
