@@ -186,13 +186,13 @@ int cli_prep(const cli_args *a)
     }
     o.infer.command = command;
     rt_prep_report rep;
-    char err[RT_ERR_LEN], local[3][1300];
+    char err[RT_ERR_LEN], local[4][1300];
     const char *out = o.out_dir;
     /* S3: the inputs copied down, the dataset prepared in a local folder and copied up */
     cli_s3 s3 = {0};
     rt_status st = RT_OK;
-    const char **paths[3] = {&o.input_dir, &o.train_parquet, &o.test_parquet};
-    for (int i = 0; i < 3 && st == RT_OK; i++)
+    const char **paths[4] = {&o.input_dir, &o.train_parquet, &o.test_parquet, &o.sql_path};
+    for (int i = 0; i < 4 && st == RT_OK; i++)
         if (rt_s3_is_uri(*paths[i]) &&
             (st = cli_s3_fetch(&s3, *paths[i], i == 0, local[i], sizeof local[i], err)) == RT_OK)
             *paths[i] = local[i];

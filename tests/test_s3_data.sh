@@ -118,8 +118,19 @@ sum=$(sha256sum < "$out/in/t.csv" | cut -d' ' -f1)
 curl -sf -X PUT -H "x-amz-content-sha256: $sum" --data-binary @"$out/in/t.csv" \
   --aws-sigv4 "aws:amz:us-east-1:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
   "$AWS_ENDPOINT_URL/ringtrain/raw/t.csv" > /dev/null || fail "putting the raw CSV with curl"
-"$rt" prep --input s3://ringtrain/raw --sql "$out/t.sql" --out s3://ringtrain/sets/from-s3 \
-  --partitions 2 --rows-per-group 50 --quiet > /dev/null || fail "prep --input s3://"
+curl -sf -X PUT -H "x-amz-content-sha256: $(sha256sum < "$out/t.sql" | cut -d' ' -f1)" \
+  --data-binary @"$out/t.sql" --aws-sigv4 "aws:amz:us-east-1:s3" \
+  --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" "$AWS_ENDPOINT_URL/ringtrain/scripts/t.sql" \
+  > /dev/null || fail "putting the SQL script with curl"
+"$rt" prep --input s3://ringtrain/raw --sql s3://ringtrain/scripts/t.sql \
+  --out s3://ringtrain/sets/from-s3 --partitions 2 --rows-per-group 50 --quiet > /dev/null ||
+  fail "prep --input s3:// --sql s3://"
+# --from: one object, its featurised table (the shards those of --from with the local file)
+"$rt" prep --from s3://ringtrain/raw/t.csv --label y --out s3://ringtrain/sets/from-obj --quiet \
+  > /dev/null || fail "prep --from s3://"
+"$rt" prep --from "$out/in/t.csv" --label y --out "$out/from-local" --quiet > /dev/null
+cmp -s "$out/from-local/train-00000.rts" "$objects/sets/from-obj/train-00000.rts._S3rver_object" ||
+  fail "prep --from s3:// differs from the local file's"
 for f in "$out"/ds/*.rts; do
   cmp -s "$f" "$objects/sets/from-s3/${f##*/}._S3rver_object" || fail "${f##*/}: prep from S3 differs"
 done
@@ -131,7 +142,7 @@ grep -q "predictions to s3://ringtrain/out/raw-pred.csv" "$out/pin.log" || fail 
 cmp -s "$objects/out/raw-pred.csv._S3rver_object" "$out/raw-pred.csv" ||
   fail "predict through S3 differs from the local files'"
 ls -d "${TMPDIR:-/tmp}"/ringtrain-s3-* 2> /dev/null | grep -q . && fail "a staging folder was left behind"
-echo "raw data: prep --input and predict --input/--out through S3 = the local files'"
+echo "raw data: prep --input/--sql/--from and predict --input/--out through S3 = the local files'"
 
 # ---- the store in S3: checkpoints, history and predictions; a resume from them ----------------
 # The job's mirror is new on every run (as on another host): the second run finds its
