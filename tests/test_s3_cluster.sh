@@ -32,21 +32,21 @@ fail() {
   for f in "$work"/*.log; do echo "--- $f"; tail -15 "$f"; done
   exit 1
 }
-netns_bridge_up $tag 10.78.0 c a1 a2 2> /dev/null || { echo "skip: cannot make network namespaces"; exit 77; }
+netns_bridge_up $tag 10.76.0 c a1 a2 2> /dev/null || { echo "skip: cannot make network namespaces"; exit 77; }
 
 # ---- the S3 server on c; the CLI's settings and credentials -------------------------------
-ip netns exec $tag-c "$src/scripts/s3-server.sh" start "$work/s3" --address 10.78.0.1 > /dev/null ||
+ip netns exec $tag-c "$src/scripts/s3-server.sh" start "$work/s3" --address 10.76.0.1 > /dev/null ||
   fail "the S3 server did not start"
 # shellcheck disable=SC1091
 . "$work/s3/env"
 objects=$work/s3/data/ringtrain
 
 # ---- the cluster: coordinator on c, an agent on a1 and on a2, nothing shared -------------
-"$bin/ringtrain" init-cluster "$work/c" --san 10.78.0.1 > /dev/null
+"$bin/ringtrain" init-cluster "$work/c" --san 10.76.0.1 > /dev/null
 cat > "$work/c/coordinator.conf" <<EOF
 [coordinator]
-listen = 10.78.0.1:7070
-http_listen = 10.78.0.1:7071
+listen = 10.76.0.1:7070
+http_listen = 10.76.0.1:7071
 cert = coordinator.crt
 key = coordinator.key
 token_file = token
@@ -61,12 +61,12 @@ for h in a1 a2; do
   cp "$work/c/ca.crt" "$work/c/token" "$work/$h/"
   cat > "$work/$h/agent.conf" <<EOF
 [agent]
-coordinator = 10.78.0.1:7070
+coordinator = 10.76.0.1:7070
 ca = ca.crt
 token_file = token
 name = $h
 host_id = node-$h
-data_address = 10.78.0.$n
+data_address = 10.76.0.$n
 slots = 1
 work_dir = work
 log_dir = logs
@@ -86,7 +86,7 @@ start_agent() {
 start_agent a1
 start_agent a2
 cli() {
-  ip netns exec $tag-c env RINGTRAIN_COORDINATOR=10.78.0.1:7071 RINGTRAIN_CA="$work/c/ca.crt" \
+  ip netns exec $tag-c env RINGTRAIN_COORDINATOR=10.76.0.1:7071 RINGTRAIN_CA="$work/c/ca.crt" \
     RINGTRAIN_TOKEN_FILE="$work/c/admin.token" RINGTRAIN_CLI_CONFIG=/nonexistent \
     timeout 120 "$bin/ringtrain" "$@"
 }
