@@ -109,7 +109,26 @@ before=$(gets)
   > /dev/null 2>&1 || fail "training with [data] cache, again"
 [ "$(gets)" = "$before" ] || fail "the second run read the shards from the bucket again ($before -> $(gets) GETs)"
 diff <(figures "$out/cached-2") <(figures "$out/local-memory") > /dev/null || fail "the cached run's history differs"
-echo "cache: the second run read its shards from the node's copies (no GET), the same history"
+# an object changed in the bucket (another ETag: the same rows in row groups of 25) is
+# fetched again; then the original is put back
+s3put() { # FILE URI-PATH: with curl's own Signature V4
+  curl -sf -X PUT -H "x-amz-content-sha256: $(sha256sum < "$1" | cut -d' ' -f1)" \
+    --data-binary @"$1" --aws-sigv4 "aws:amz:us-east-1:s3" \
+    --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" "$AWS_ENDPOINT_URL/$2" > /dev/null
+}
+"$rt" prep --input "$out/in" --sql "$out/t.sql" --out "$out/ds25" --partitions 2 \
+  --rows-per-group 25 --quiet > /dev/null
+cmp -s "$out/ds25/train-00000.rts" "$out/ds/train-00000.rts" && fail "the regrouped shard is the same bytes"
+s3put "$out/ds25/train-00000.rts" ringtrain/sets/t/train-00000.rts || fail "putting the changed shard"
+before=$(gets)
+"$rt" run "$out/job.ini" --np 2 --set data.cache="$out/cache" --set output.store="$out/cached-3" \
+  > /dev/null 2>&1 || fail "training with [data] cache after the shard changed"
+[ "$(gets)" -gt "$before" ] || fail "the changed shard was not fetched again"
+cmp -s "$out/cache/ringtrain/sets/t/train-00000.rts" "$out/ds25/train-00000.rts" ||
+  fail "the cache kept the old copy of a changed object"
+s3put "$out/ds/train-00000.rts" ringtrain/sets/t/train-00000.rts || fail "putting the shard back"
+echo "cache: the second run read its shards from the node's copies (no GET), the same history;"
+echo "       a shard changed in the bucket (another ETag) was fetched again"
 
 # ---- the raw data in S3 too: prep --input, predict --input and --out ---------------------------
 # (the CSV put up as a user's other tools would: curl's own Signature V4; prep --input of
