@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "rt_buf.h"
 #include "rt_s3.h"
 #include "rt_net.h"
 
@@ -84,13 +85,6 @@ bool cli_switch(const cli_args *a, const char *name);
  * false when f would not take it. */
 extern bool cli_raw;
 const char *cli_safe(const char *s);
-/* A growable byte buffer, NUL-terminated after its len bytes (cli_http.c):
- * a reply's body, a stream's lines. */
-typedef struct cli_buf {
-    char *p;
-    size_t len, cap;
-} cli_buf;
-bool cli_buf_add(cli_buf *b, const void *data, size_t n); /* false: out of memory */
 bool cli_write_out(FILE *f, const char *data, size_t n);
 int cli_list(const cli_args *a, const char *name, const char *const **items);
 /* An integer flag: 1 and *out, 0 when not given, -1 (printed) when it is

@@ -8,7 +8,6 @@
  *   ringtrain model summary CKPT [--tensors]
  *
  * and the model check of a job file before `submit` and `run` send it. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +17,7 @@
 #include "rt_config.h"
 #include "rt_dataset.h"
 #include "rt_dp.h"
-#include "rt_file.h"
 #include "rt_prep.h"
-#include "rt_s3.h"
 #include "rt_schemas.h"
 #include "rt_predict.h"
 #include "trainer.h"

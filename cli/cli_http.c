@@ -288,27 +288,9 @@ static rt_status read_body(conn *k, body_state *b, http_chunk_fn fn, void *user,
     }
 }
 
-bool cli_buf_add(cli_buf *b, const void *data, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 4096;
-        while (nc < b->len + n + 1)
-            nc *= 2;
-        char *p = realloc(b->p, nc);
-        if (!p)
-            return false;
-        b->p = p;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->len, data, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return true;
-}
-
 static int collect_fn(void *user, const char *d, size_t n)
 {
-    return cli_buf_add(user, d, n) ? 0 : 1;
+    return rt_buf_add(user, d, n) ? 0 : 1;
 }
 
 rt_status http_request(const cli_conn *c, const char *method, const char *path, const char *body,
@@ -320,7 +302,7 @@ rt_status http_request(const cli_conn *c, const char *method, const char *path, 
     if (st != RT_OK)
         return st;
     body_state b;
-    cli_buf col = {0};
+    rt_buf col = {0};
     st = send_request(&k, c, method, path, body, err);
     if (st == RT_OK)
         st = read_head(&k, &out->status, &b, err);
@@ -352,7 +334,7 @@ rt_status http_stream(const cli_conn *c, const char *path, http_chunk_fn fn, voi
     if (st == RT_OK && *status == 200)
         st = read_body(&k, &b, fn, user, err);
     else if (st == RT_OK) {
-        cli_buf col = {0};
+        rt_buf col = {0};
         read_body(&k, &b, collect_fn, &col, err);
         http_resp r = {*status, col.p, col.len};
         char buf[512];

@@ -65,7 +65,7 @@ typedef struct stream_pos {
     int64_t bytes;
     int64_t *lines;
     int nranks;
-    cli_buf pend; /* an NDJSON line not complete yet */
+    rt_buf pend; /* an NDJSON line not complete yet */
 } stream_pos;
 
 static void pos_reset(stream_pos *p, bool prefixed)
@@ -105,7 +105,7 @@ static int ndjson_feed(stream_pos *p, const char *d, size_t n, stream_emit emit,
             size_t k = i; /* the rest of the line at once */
             while (k < n && d[k] != '\n')
                 k++;
-            if (!cli_buf_add(&p->pend, d + i, k - i))
+            if (!rt_buf_add(&p->pend, d + i, k - i))
                 return 1;
             i = k - 1;
             continue;
@@ -256,13 +256,13 @@ static rt_status stream_logs(const cli_conn *c, int64_t id, int rank, int64_t at
 /* A finished stream of every rank, printed in rank order: the agents answer
  * in any order, a reader wants rank 0's output first. */
 typedef struct by_rank {
-    cli_buf out;    /* "[R] " lines */
+    rt_buf out;     /* "[R] " lines */
     stream_pos pos; /* the NDJSON decoder */
 } by_rank;
 
 static bool collect_add(by_rank *b, const char *data, size_t n)
 {
-    return cli_buf_add(&b->out, data, n);
+    return rt_buf_add(&b->out, data, n);
 }
 
 /* each line of a rank led by "[R] " (a note as it is: it sorts last) */
@@ -302,7 +302,7 @@ static int line_cmp(const void *a, const void *b)
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static void print_by_rank(const cli_buf *b)
+static void print_by_rank(const rt_buf *b)
 {
     size_t nl = 0;
     for (size_t i = 0; i < b->len; i++)

@@ -23,17 +23,18 @@ const char *const rt_tabm_variant_names[RT_TABM_VARIANT_COUNT] = {
  * in [0, 0.99]), record and reading back */
 #define NAMES(list) ((const char *const[]){list(RT_NAME_STR_COMMA, )})
 #define COUNT(list) (0 list(RT_NAME_ONE, ))
-static int name_index(const char *const *names, int n, const char *name)
+int rt_model_name_index(const char *const *names, int n, const char *name)
 {
-    for (int i = 0; i < n; i++)
-        if (name && !strcmp(names[i], name))
+    for (int i = 0; name && i < n; i++)
+        if (!strcmp(names[i], name))
             return i;
     return -1;
 }
 #define DEF_I(n, def, lo, hi, fam, help) s->n = def;
 #define DEF_F(n, def, lo, hi, fam, help) s->n = (float)(def);
 #define DEF_B(n, def, fam, help) s->n = def;
-#define DEF_E(n, type, list, def, fam, help) s->n = (type)name_index(NAMES(list), COUNT(list), def);
+#define DEF_E(n, type, list, def, fam, help) \
+    s->n = (type)rt_model_name_index(NAMES(list), COUNT(list), def);
 #define CHECK_I(n, def, lo, hi, fam, help)                                                        \
     if (s->n < (lo) || s->n > (hi))                                                               \
         return rt_err(err, RT_ERR_INVALID, #n " %d is out of range [%g, %g]", s->n, (double)(lo), \
@@ -63,12 +64,12 @@ static int name_index(const char *const *names, int n, const char *name)
         s->n = (float)rt_json_num(x, 0);          \
     }
 #define READ_B(n, def, fam, help) s->n = rt_json_bool(rt_json_get(m, #n), s->n);
-#define READ_E(n, type, list, def, fam, help)                               \
-    if ((x = rt_json_get(m, #n)) != NULL) {                                 \
-        int e = name_index(NAMES(list), COUNT(list), rt_json_str(x, NULL)); \
-        if (e < 0)                                                          \
-            return #n;                                                      \
-        s->n = (type)e;                                                     \
+#define READ_E(n, type, list, def, fam, help)                                        \
+    if ((x = rt_json_get(m, #n)) != NULL) {                                          \
+        int e = rt_model_name_index(NAMES(list), COUNT(list), rt_json_str(x, NULL)); \
+        if (e < 0)                                                                   \
+            return #n;                                                               \
+        s->n = (type)e;                                                              \
     }
 
 void rt_model_spec_set_emb_dim(rt_model_spec *s, int d)

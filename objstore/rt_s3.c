@@ -180,35 +180,20 @@ static size_t on_body(char *p, size_t size, size_t n, void *user)
 {
     s3_req *r = user;
     size_t k = size * n;
-    if (r->dlen + k + 1 > r->dcap) {
-        size_t cap = r->dcap ? r->dcap : 4096;
-        while (cap < r->dlen + k + 1)
-            cap *= 2;
-        char *d = realloc(r->data, cap);
-        if (!d)
-            return 0; /* libcurl fails the transfer: CURLE_WRITE_ERROR */
-        r->data = d;
-        r->dcap = cap;
-    }
-    memcpy(r->data + r->dlen, p, k);
-    r->dlen += k;
-    r->data[r->dlen] = '\0';
-    return k;
+    return rt_buf_add(&r->resp, p, k) ? k : 0; /* 0: libcurl fails with CURLE_WRITE_ERROR */
 }
 
 static size_t on_header(char *p, size_t size, size_t n, void *user)
 {
     s3_req *r = user;
     size_t k = size * n;
-    if (k > 15 && !strncasecmp(p, "content-length:", 15) && !r->data &&
+    if (k > 15 && !strncasecmp(p, "content-length:", 15) && !r->resp.p &&
         strcmp(r->method, "HEAD") != 0) {
         /* the body's room at once, not grown while it arrives (a shard: MiBs); a
          * length past 1 GiB, which a server could claim, grows as it comes */
         long long n = strtoll(p + 15, NULL, 10);
-        if (n > 0 && n <= (1LL << 30) && (r->data = malloc((size_t)n + 1)) != NULL) {
-            r->dcap = (size_t)n + 1;
-            r->data[0] = '\0';
-        }
+        if (n > 0 && n <= (1LL << 30))
+            rt_buf_reserve(&r->resp, (size_t)n); /* out of memory: grown as it comes */
     }
     if (k > 14 && !strncasecmp(p, "content-range:", 14)) { /* bytes A-B/TOTAL */
         const char *slash = memchr(p, '/', k);
@@ -227,12 +212,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *user)
     return k;
 }
 
-void s3_req_free(s3_req *r)
-{
-    free(r->data);
-    r->data = NULL;
-    r->dlen = r->dcap = 0;
-}
+void s3_req_free(s3_req *r) { rt_buf_free(&r->resp); }
 
 /* Whether a failed attempt is worth another: the network, a timeout, the
  * server's 5xx, throttling. */
@@ -311,7 +291,7 @@ static CURLcode attempt(rt_s3 *s, s3_req *r, const char *url, char *cerr)
     curl_slist_free_all(h);
     s->st.requests++;
     s->st.bytes_out += (int64_t)r->blen;
-    s->st.bytes_in += (int64_t)r->dlen;
+    s->st.bytes_in += (int64_t)r->resp.len;
     return cc;
 }
 
@@ -337,11 +317,11 @@ rt_status s3_request(rt_s3 *s, s3_req *r, char *err)
         code[0] = msg[0] = '\0';
         cc = attempt(s, r, url, cerr);
         if (cc == CURLE_OK && r->status >= 200 && r->status < 300 &&
-            !(r->data && strstr(r->data, "<Error>"))) /* CompleteMultipartUpload's 200 error */
+            !(r->resp.p && strstr(r->resp.p, "<Error>"))) /* CompleteMultipartUpload's 200 error */
             return RT_OK;
-        if (cc == CURLE_OK && r->data) {
-            s3_xml_text(r->data, "Code", code, sizeof code);
-            s3_xml_text(r->data, "Message", msg, sizeof msg);
+        if (cc == CURLE_OK && r->resp.p) {
+            s3_xml_text(r->resp.p, "Code", code, sizeof code);
+            s3_xml_text(r->resp.p, "Message", msg, sizeof msg);
         }
         if (a >= s->cfg.max_attempts || !retryable(cc, r->status, code))
             break;
@@ -394,19 +374,19 @@ rt_status rt_s3_get(rt_s3 *s, const char *uri, int64_t off, int64_t len, char **
         s3_req_free(&r);
         return st;
     }
-    if (len > 0 && (int64_t)r.dlen != len) {
+    if (len > 0 && (int64_t)r.resp.len != len) {
         s3_req_free(&r);
         return rt_err(err, RT_ERR_CORRUPT,
                       "GET %s: asked for %lld bytes at %lld, got %zu (the object is shorter, "
                       "or changed)",
-                      uri, (long long)len, (long long)off, r.dlen);
+                      uri, (long long)len, (long long)off, r.resp.len);
     }
-    if (!r.data && !(r.data = calloc(1, 1)))
+    if (!r.resp.p && !(r.resp.p = calloc(1, 1)))
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
-    *data = r.data;
-    *got = r.dlen;
+    *data = r.resp.p;
+    *got = r.resp.len;
     if (total) /* a whole object's answer has no range: its length is the size */
-        *total = r.total >= 0 ? r.total : r.off < 0 ? (int64_t)r.dlen : -1;
+        *total = r.total >= 0 ? r.total : r.off < 0 ? (int64_t)r.resp.len : -1;
     return RT_OK;
 }
 
@@ -424,18 +404,18 @@ rt_status rt_s3_get_first(rt_s3 *s, const char *uri, size_t max, char **data, si
         st = s3_request(s, &r, err);
     }
     /* a whole object's answer has no range: its length is the size */
-    const int64_t size = r.total >= 0 ? r.total : (int64_t)r.dlen;
-    if (st == RT_OK && (r.dlen > max || (r.dlen < max && (int64_t)r.dlen != size)))
-        st = rt_err(err, RT_ERR_CORRUPT, "GET %s: %zu bytes of an object of %lld", uri, r.dlen,
+    const int64_t size = r.total >= 0 ? r.total : (int64_t)r.resp.len;
+    if (st == RT_OK && (r.resp.len > max || (r.resp.len < max && (int64_t)r.resp.len != size)))
+        st = rt_err(err, RT_ERR_CORRUPT, "GET %s: %zu bytes of an object of %lld", uri, r.resp.len,
                     (long long)size);
-    if (st == RT_OK && !r.data && !(r.data = calloc(1, 1)))
+    if (st == RT_OK && !r.resp.p && !(r.resp.p = calloc(1, 1)))
         st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     if (st != RT_OK) {
         s3_req_free(&r);
         return st;
     }
-    *data = r.data;
-    *got = r.dlen;
+    *data = r.resp.p;
+    *got = r.resp.len;
     *total = size;
     return RT_OK;
 }
@@ -539,8 +519,8 @@ rt_status rt_s3_list(rt_s3 *s, const char *prefix, rt_s3_list_fn fn, void *user,
             return rt_err(err, st, "listing %s: %s", prefix, e);
         }
         bool more = false, go = true;
-        st = s3_list_page(r.data ? r.data : "", bucket, key, fn, user, token, sizeof token, &more,
-                          &go, e);
+        st = s3_list_page(r.resp.p ? r.resp.p : "", bucket, key, fn, user, token, sizeof token,
+                          &more, &go, e);
         if (st != RT_OK) {
             s3_req_free(&r);
             return rt_err(err, st, "listing %s: %s", prefix, e);

@@ -47,7 +47,7 @@ static rt_status send_part(rt_s3_upload *u, char *err)
     if (!u->id[0]) {
         s3_req r = {.method = "POST", .uri = u->uri, .query = "uploads=", .off = -1};
         if ((st = s3_request(u->s, &r, err)) == RT_OK &&
-            !s3_xml_text(r.data, "UploadId", u->id, sizeof u->id))
+            !s3_xml_text(r.resp.p, "UploadId", u->id, sizeof u->id))
             st = rt_err(err, RT_ERR_PROTO, "POST %s?uploads: S3's answer has no UploadId", u->uri);
         s3_req_free(&r);
         if (st != RT_OK)

@@ -5,6 +5,7 @@
 
 #include <curl/curl.h>
 
+#include "rt_buf.h"
 #include "rt_s3.h"
 
 struct rt_s3 {
@@ -26,8 +27,7 @@ typedef struct s3_req {
     int64_t off, len;  /* GET's range: off < 0 none; len < 0 to the end */
     /* the response */
     long status;
-    char *data; /* the body, NUL-terminated (NULL when empty) */
-    size_t dlen, dcap;
+    rt_buf resp;    /* the answer's body, NUL-terminated (p NULL when empty) */
     int64_t length; /* Content-Length (-1: none) */
     int64_t total;  /* the object's size from Content-Range (-1: none) */
     char etag[160]; /* ETag, quotes kept */
@@ -36,7 +36,7 @@ typedef struct s3_req {
 /* Send r (retried as rt_s3.h says); RT_OK for a 2xx answer, else an error
  * naming the method, the URI and S3's Code and Message (404:
  * RT_ERR_NOTFOUND, 401/403 and expired tokens: RT_ERR_AUTH).  The caller
- * frees r->data (s3_req_free). */
+ * frees r->resp (s3_req_free). */
 rt_status s3_request(rt_s3 *s, s3_req *r, char *err);
 void s3_req_free(s3_req *r);
 

@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "rt_file.h"
 #include "s3_impl.h"
 #include "test_util.h"
 
@@ -268,6 +269,13 @@ static void stop_server(const char *dir)
     (void)!system(cmd);
 }
 
+/* The server stopped and its folder removed. */
+static void remove_server(const char *dir)
+{
+    stop_server(dir);
+    rt_remove_tree(dir);
+}
+
 static int server_up(void **state)
 {
     (void)state;
@@ -285,10 +293,7 @@ static int server_up(void **state)
 static int server_down(void **state)
 {
     (void)state;
-    stop_server(g_dir);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
-    (void)!system(cmd);
+    remove_server(g_dir);
     return 0;
 }
 
@@ -550,11 +555,8 @@ static void test_server_gone(void **state)
     int64_t size;
     assert_int_equal(rt_s3_head(s, "s3://ringtrain/gone/ckpt", &size, err), RT_ERR_NOTFOUND);
     rt_s3_close(s);
-    stop_server(dir);
+    remove_server(dir);
     free(data);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    (void)!system(cmd);
 }
 
 /* TLS: verified against the server's CA; without it, refused. */
@@ -584,10 +586,7 @@ static void test_tls(void **state)
     assert_int_equal(n, 1);
     free(d);
     rt_s3_close(s);
-    stop_server(dir);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    (void)!system(cmd);
+    remove_server(dir);
 }
 
 int main(void)

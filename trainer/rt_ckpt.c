@@ -212,15 +212,6 @@ static rt_status damaged(char *err, const char *name, const char *what)
                   what);
 }
 
-/* Index of text in names (n of them), or -1. */
-static int name_index(const char *const *names, int n, const char *text)
-{
-    for (int i = 0; text && i < n; i++)
-        if (!strcmp(names[i], text))
-            return i;
-    return -1;
-}
-
 /* The "model" object: the architecture and its keys.  A checkpoint from
  * before the layer graph has no architecture (rossmann), one dropout rate
  * (after the last hidden layer) and one embedding width. */
@@ -229,7 +220,7 @@ static rt_status parse_model(const rt_json *m, rt_model_spec *s, const char *nam
     const rt_json *hid = rt_json_get(m, "hidden"), *drop = rt_json_get(m, "dropout"),
                   *bn = rt_json_get(m, "batch_norm");
     const char *arch = rt_json_str(rt_json_get(m, "architecture"), "rossmann");
-    int a = name_index(rt_arch_names, RT_ARCH_COUNT, arch);
+    int a = rt_model_name_index(rt_arch_names, RT_ARCH_COUNT, arch);
     if (a < 0)
         return rt_err(err, RT_ERR_INVALID, "checkpoint %s holds a model of architecture '%s', "
                       "which this build does not know", name, arch);
@@ -252,9 +243,10 @@ static rt_status parse_model(const rt_json *m, rt_model_spec *s, const char *nam
         s->dropout[s->n_hidden - 1] = (float)rt_json_num(drop, 0);
     for (size_t i = 0; i < rt_json_len(bn); i++)
         s->batch_norm[i] = rt_json_bool(rt_json_at(bn, i), false);
-    int act = name_index(rt_act_names, RT_ACT_COUNT, rt_json_str(rt_json_get(m, "activation"), "relu"));
-    int norm = name_index(rt_cont_norm_names, RT_CONT_NORM_COUNT,
-                          rt_json_str(rt_json_get(m, "continuous_norm"), "batchnorm"));
+    int act = rt_model_name_index(rt_act_names, RT_ACT_COUNT,
+                                  rt_json_str(rt_json_get(m, "activation"), "relu"));
+    int norm = rt_model_name_index(rt_cont_norm_names, RT_CONT_NORM_COUNT,
+                                   rt_json_str(rt_json_get(m, "continuous_norm"), "batchnorm"));
     if (act < 0 || norm < 0)
         return damaged(err, name, "its model's activation or continuous_norm is unknown");
     s->activation = (rt_act)act;
@@ -274,9 +266,10 @@ static rt_status parse_model(const rt_json *m, rt_model_spec *s, const char *nam
         s->n_quantiles = (int)v;
     s->head_scale = (float)rt_json_num(rt_json_get(m, "head_scale"), s->head_scale);
     /* the task's keys (absent: Rossmann's head and loss) */
-    int head = name_index(rt_head_names, RT_HEAD_COUNT,
-                          rt_json_str(rt_json_get(m, "head"), "scaled_sigmoid"));
-    int loss = name_index(rt_loss_names, RT_LOSS_COUNT, rt_json_str(rt_json_get(m, "loss"), "mae"));
+    int head = rt_model_name_index(rt_head_names, RT_HEAD_COUNT,
+                                   rt_json_str(rt_json_get(m, "head"), "scaled_sigmoid"));
+    int loss = rt_model_name_index(rt_loss_names, RT_LOSS_COUNT,
+                                   rt_json_str(rt_json_get(m, "loss"), "mae"));
     int64_t nout = 1, ncls = 0;
     rt_json_get_int(m, "n_out", &nout);
     rt_json_get_int(m, "n_classes", &ncls);

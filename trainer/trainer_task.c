@@ -24,10 +24,7 @@ bool rt_metric_higher_better(int metric)
 
 static int metric_index(const char *name)
 {
-    for (int k = 0; k < RT_METRIC_COUNT; k++)
-        if (!strcmp(name, rt_metric_names[k]))
-            return k;
-    return -1;
+    return rt_model_name_index(rt_metric_names, RT_METRIC_COUNT, name);
 }
 
 /* The ranking metrics: a binary task's only. */

@@ -72,6 +72,8 @@ extern const char *const rt_task_names[RT_TASK_COUNT];
 extern const char *const rt_optim_names[RT_OPTIM_COUNT];
 extern const char *const rt_tabm_variant_names[RT_TABM_VARIANT_COUNT];
 extern const char *const rt_num_emb_names[RT_NUM_EMB_COUNT];
+/* The index of name in one of those tables (n entries), or -1 (name NULL too). */
+int rt_model_name_index(const char *const *names, int n, const char *name);
 
 /* rt_model_keys.h's keys as rt_model_spec fields */
 #define RT_SPEC_KEY_I(n, def, lo, hi, fam, help) int n;
