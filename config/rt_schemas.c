@@ -42,6 +42,12 @@ static const rt_cfg_key coord_keys[] = {
                "SQLite database with agents, jobs, attempts, events and metrics (default: in the "
                "service's StateDirectory under systemd, else beside this file)",
                RT_CFG_IN_STATE_DIR),
+    RT_CFG_KEY("coordinator", "state_key_file", RT_CFG_PATH, "state.key", 0, 0, NULL, rt_coord_cfg,
+               state_key_file,
+               "key the job environments (exec -x values, S3 credentials) are sealed with in "
+               "the state database, made at the first start (default: where state_db is; "
+               "keep it apart from the database's backups)",
+               RT_CFG_IN_STATE_DIR),
     RT_CFG_D("coordinator", "heartbeat_interval", "2s", 10000, 60e6, rt_coord_cfg,
              heartbeat_interval_us, "how often agents report in"),
     RT_CFG_D("coordinator", "heartbeat_timeout", "10s", 50000, 600e6, rt_coord_cfg,

@@ -88,6 +88,8 @@ struct coord {
     struct evconnlistener *listener;
     struct evhttp *http;
     sqlite3 *db;
+    uint8_t seal_key[32]; /* state_key_file's key (coord_seal.c) */
+    bool seal_ready;
     sched S;
     conn *conns;
     struct event *tick, *sigint, *sigterm;
@@ -121,6 +123,16 @@ extern const coord_handler coord_handlers[RT_MSG_COUNT];
 
 /* coord_db.c */
 rt_status cdb_open(coord *co, const char *path, char *err);
+/* coord_seal.c: the job environments in the database, sealed with the key
+ * of state_key_file (made at the first start).  cseal_spec: the spec text
+ * to store (malloc'd; NULL when it cannot be sealed: logged);
+ * cseal_open_spec: the stored text opened (NULL and err when a value does
+ * not open); cseal_migrate seals what an older database holds in clear. */
+rt_status cseal_load(coord *co, const char *path, char *err);
+char *cseal_spec(const coord *co, int64_t job, const char *spec);
+char *cseal_open_spec(const coord *co, int64_t job, const char *stored, char *err);
+bool cseal_is_sealed(const char *v);
+rt_status cseal_migrate(coord *co, char *err);
 /* What coord_db.c shares with coord_db_sweep.c: prepare, bind with a tiny
  * format ("i" int64, "d" double, "t" text, "n" null), step once (false,
  * counted and logged, when it failed); a column's text (NULL for NULL); a

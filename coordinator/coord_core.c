@@ -14,6 +14,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent_ssl.h>
 #include <netdb.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -80,7 +81,12 @@ rt_status coord_flush(coord *co)
             if (rt_frame_push_text(c->bev, a->text, strlen(a->text)) != RT_OK)
                 RT_ERROR("coord", "a frame for agent %s is larger than %u bytes and was not sent",
                          a->agent, RT_FRAME_MAX);
-            RT_DEBUG("coord", "-> %s: %.160s", a->agent, a->text);
+            /* its kind only: a start frame holds the attempt's key and the
+             * job's environment, which no log may */
+            const char *kind = strstr(a->text, "\"type\":\"");
+            kind = kind ? kind + 8 : "?";
+            RT_DEBUG("coord", "-> %s: %.*s job %lld (%zu bytes)", a->agent,
+                     (int)strcspn(kind, "\""), kind, (long long)a->job, strlen(a->text));
         }
     }
     sched_actions_clear(&co->S);
@@ -565,7 +571,8 @@ rt_status coord_create(const rt_coord_cfg *cfg, coord **out, char *err)
         st = RT_ERR_IO;
         goto fail;
     }
-    if ((st = cdb_open(co, cfg->state_db, err)) != RT_OK)
+    if ((st = cseal_load(co, cfg->state_key_file, err)) != RT_OK ||
+        (st = cdb_open(co, cfg->state_db, err)) != RT_OK)
         goto fail;
     if ((st = cdb_load(co, coord_now(), err)) != RT_OK || (st = cdb_token_load(co, err)) != RT_OK)
         goto fail;
@@ -644,6 +651,7 @@ void coord_destroy(coord *co)
         event_base_free(co->base);
     sched_free(&co->S);
     cdb_close(co);
+    OPENSSL_cleanse(co->seal_key, sizeof co->seal_key);
     if (co->ssl)
         SSL_CTX_free(co->ssl);
     free(co);

@@ -5,6 +5,7 @@
  * any frame or reply about them goes out; after a restart cdb_load() brings
  * back the known agents and the unfinished jobs.  Job ids are never reused:
  * the next one is stored. */
+#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +18,10 @@
  * held, queue times and position), drained agents and the stored next id;
  * 3 results, GPUs and tokens; 4 incremental vacuum (the file shrinks as
  * job_retention deletes old jobs); 5 a job's last epoch line; 6 Unix users;
- * 7 sweeps (coord_db_sweep.c): their trials, and a job's sweep */
-#define SCHEMA_VERSION 7
+ * 7 sweeps (coord_db_sweep.c): their trials, and a job's sweep; 8 the
+ * jobs' environment values sealed (coord_seal.c: no table changes, the
+ * values stored in clear before are sealed once) */
+#define SCHEMA_VERSION 8
 
 static const char *SCHEMA_V1 =
     "CREATE TABLE IF NOT EXISTS agents(key TEXT PRIMARY KEY, host_id TEXT, name TEXT,"
@@ -88,7 +91,10 @@ rt_status cdb_open(coord *co, const char *path, char *err)
     /* a new file: pages freed by deletions go back (before any table exists) */
     rt_status st = version == 0 ? run(co, "PRAGMA auto_vacuum=INCREMENTAL", "settings", err) : RT_OK;
     if (st == RT_OK)
-        st = run(co, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", "settings", err);
+        /* secure_delete: what a deleted or rewritten row held (a job's sealed
+         * environment, a revoked token's hash) is zeroed in the file */
+        st = run(co, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA secure_delete=ON;",
+                 "settings", err);
     if (st == RT_OK && version > SCHEMA_VERSION)
         st = rt_err(err, RT_ERR_INVALID,
                     "state database %s is of a newer ringtrain (schema %d; this one knows %d)",
@@ -141,7 +147,19 @@ rt_status cdb_open(coord *co, const char *path, char *err)
             st = run(co, "PRAGMA user_version = 7; COMMIT", "migration", err);
         if (st != RT_OK)
             sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
-        else if (version > 0)
+    }
+    if (st == RT_OK && version < 8) {
+        st = run(co, "BEGIN", "migration", err);
+        if (st == RT_OK)
+            st = cseal_migrate(co, err);
+        if (st == RT_OK)
+            st = run(co, "PRAGMA user_version = 8; COMMIT", "migration", err);
+        if (st != RT_OK)
+            sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
+        /* the clear values' old pages leave the write-ahead log */
+        if (st == RT_OK && version > 0)
+            st = run(co, "PRAGMA wal_checkpoint(TRUNCATE)", "migration to schema 8", err);
+        if (st == RT_OK && version > 0)
             RT_INFO("db", "state database %s upgraded to schema %d", path, SCHEMA_VERSION);
     }
     if (st != RT_OK) {
@@ -260,28 +278,33 @@ static bool save_agent(coord *co, const sc_agent *a)
 
 static bool save_job(coord *co, const sc_job *j)
 {
-    return cdb_exec(
-               co,
-               "INSERT INTO jobs(id,name,type,np,state,reason,spec,attempt,restarts,created,"
-               "started,finished,first_failure,progress,user,priority,held,queued_at,"
-               "attempt_started,queue_pos,last_epoch,unix_user,sweep,trial)"
-               " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-               " ON CONFLICT(id) DO UPDATE SET state=excluded.state, reason=excluded.reason,"
-               " attempt=excluded.attempt, restarts=excluded.restarts, started=excluded.started,"
-               " finished=excluded.finished, first_failure=excluded.first_failure,"
-               " progress=excluded.progress, held=excluded.held, queued_at=excluded.queued_at,"
-               " attempt_started=excluded.attempt_started, queue_pos=excluded.queue_pos,"
-               " last_epoch=excluded.last_epoch",
-               "ittitttiidddtttiidditt"
-               "ii",
-               j->id, j->name, job_type_name(j->type), (int64_t)j->np, job_state_name(j->state),
-               j->reason, j->spec, (int64_t)j->attempt, (int64_t)j->restarts, j->created,
-               j->started, j->finished, j->first_failure, j->progress, j->user,
-               (int64_t)j->priority, (int64_t)j->held, j->queued_at, j->attempt_started,
-               (int64_t)j->queue_pos, j->last_epoch, j->unix_user[0] ? j->unix_user : NULL,
-               j->sweep_id, (int64_t)j->trial) &&
-           cdb_exec(co, "INSERT OR REPLACE INTO meta(key,value) VALUES('next_job_id',?)", "i",
-                    co->S.next_id);
+    char *spec = cseal_spec(co, j->id, j->spec); /* its env values sealed */
+    if (!spec)
+        return false;
+    bool ok =
+        cdb_exec(co,
+                 "INSERT INTO jobs(id,name,type,np,state,reason,spec,attempt,restarts,created,"
+                 "started,finished,first_failure,progress,user,priority,held,queued_at,"
+                 "attempt_started,queue_pos,last_epoch,unix_user,sweep,trial)"
+                 " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                 " ON CONFLICT(id) DO UPDATE SET state=excluded.state, reason=excluded.reason,"
+                 " attempt=excluded.attempt, restarts=excluded.restarts, started=excluded.started,"
+                 " finished=excluded.finished, first_failure=excluded.first_failure,"
+                 " progress=excluded.progress, held=excluded.held, queued_at=excluded.queued_at,"
+                 " attempt_started=excluded.attempt_started, queue_pos=excluded.queue_pos,"
+                 " last_epoch=excluded.last_epoch",
+                 "ittitttiidddtttiidditt"
+                 "ii",
+                 j->id, j->name, job_type_name(j->type), (int64_t)j->np, job_state_name(j->state),
+                 j->reason, spec, (int64_t)j->attempt, (int64_t)j->restarts, j->created, j->started,
+                 j->finished, j->first_failure, j->progress, j->user, (int64_t)j->priority,
+                 (int64_t)j->held, j->queued_at, j->attempt_started, (int64_t)j->queue_pos,
+                 j->last_epoch, j->unix_user[0] ? j->unix_user : NULL, j->sweep_id,
+                 (int64_t)j->trial) &&
+        cdb_exec(co, "INSERT OR REPLACE INTO meta(key,value) VALUES('next_job_id',?)", "i",
+                 co->S.next_id);
+    free(spec);
+    return ok;
 }
 
 static bool save_rank(coord *co, const sc_job *j, int r)
@@ -400,19 +423,25 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
         int64_t id = sqlite3_column_int64(st, 0);
         int state = job_state_parse(cdb_col(st, 3));
         char why[RT_ERR_LEN] = "";
-        sc_job *j = state < 0
-                        ? NULL
-                        : sched_restore_job(
-                              &co->S, id, cdb_col(st, 1), cdb_col(st, 2), state, cdb_col(st, 4),
-                              sqlite3_column_int(st, 5), sqlite3_column_int(st, 6),
-                              sqlite3_column_int(st, 7) != 0, sqlite3_column_double(st, 8),
-                              sqlite3_column_double(st, 9), sqlite3_column_double(st, 10),
-                              sqlite3_column_double(st, 11), now, why);
+        char *spec = state < 0 ? NULL : cseal_open_spec(co, id, cdb_col(st, 1), why);
+        sc_job *j =
+            !spec ? NULL
+                  : sched_restore_job(&co->S, id, spec, cdb_col(st, 2), state, cdb_col(st, 4),
+                                      sqlite3_column_int(st, 5), sqlite3_column_int(st, 6),
+                                      sqlite3_column_int(st, 7) != 0, sqlite3_column_double(st, 8),
+                                      sqlite3_column_double(st, 9), sqlite3_column_double(st, 10),
+                                      sqlite3_column_double(st, 11), now, why);
+        if (spec)
+            OPENSSL_cleanse(spec, strlen(spec));
+        free(spec);
         if (!j) {
             RT_ERROR("db", "job %lld cannot be restored (%s): marked failed", (long long)id,
                      why[0] ? why : "unknown state");
+            char reason[RT_ERR_LEN + 64];
+            snprintf(reason, sizeof reason, "its stored record is unreadable%s%s",
+                     why[0] ? ": " : "", why);
             cdb_exec(co, "UPDATE jobs SET state='failed', reason=?, finished=? WHERE id=?", "tdi",
-                     "its stored record is unreadable", now.wall, id);
+                     reason, now.wall, id);
             continue;
         }
         /* the latest reports, shown until the next ones come */
@@ -454,9 +483,9 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
 
 /* ---- API documents ------------------------------------------------------------------ */
 
-void cdb_row_json(rt_jw *w, sqlite3_stmt *st)
+/* The columns of a row as the keys of an open object. */
+static void row_fields(rt_jw *w, sqlite3_stmt *st)
 {
-    rt_jw_obj(w);
     for (int c = 0; c < sqlite3_column_count(st); c++) {
         const char *name = sqlite3_column_name(st, c);
         rt_jw_key(w, name);
@@ -479,6 +508,12 @@ void cdb_row_json(rt_jw *w, sqlite3_stmt *st)
         }
         }
     }
+}
+
+void cdb_row_json(rt_jw *w, sqlite3_stmt *st)
+{
+    rt_jw_obj(w);
+    row_fields(w, st);
     rt_jw_obj_end(w);
 }
 
@@ -571,8 +606,7 @@ char *cdb_job_list(coord *co, const cdb_job_filter *f)
 char *cdb_job_detail(coord *co, int64_t id, const cdb_page *events, const cdb_page *metrics)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(co->db,
-                           "SELECT " JOB_COLUMNS ",first_failure,spec FROM jobs WHERE id=?", -1,
+    if (sqlite3_prepare_v2(co->db, "SELECT " JOB_COLUMNS ",first_failure FROM jobs WHERE id=?", -1,
                            &st, NULL) != SQLITE_OK)
         return NULL;
     sqlite3_bind_int64(st, 1, id);
@@ -584,8 +618,29 @@ char *cdb_job_detail(coord *co, int64_t id, const cdb_page *events, const cdb_pa
     rt_jw_init(&w);
     rt_jw_obj(&w);
     rt_jw_key(&w, "job");
-    cdb_row_json(&w, st);
+    rt_jw_obj(&w);
+    row_fields(&w, st);
     sqlite3_finalize(st);
+    /* the spec with its environment opened: the API hides the values from
+     * whoever may not see them (auth_hide_env) */
+    rt_jw_key(&w, "spec");
+    if (sqlite3_prepare_v2(co->db, "SELECT spec FROM jobs WHERE id=?", -1, &st, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, id);
+        const char *stored = sqlite3_step(st) == SQLITE_ROW ? cdb_col(st, 0) : NULL;
+        char why[RT_ERR_LEN];
+        char *spec = stored ? cseal_open_spec(co, id, stored, why) : NULL;
+        if (stored && !spec)
+            RT_WARN("db", "job %lld: %s (shown sealed)", (long long)id, why);
+        rt_jw_str(&w, spec ? spec : stored);
+        if (spec)
+            OPENSSL_cleanse(spec, strlen(spec));
+        free(spec);
+    } else {
+        rt_jw_null(&w);
+    }
+    sqlite3_finalize(st);
+    rt_jw_obj_end(&w);
     rows(co, &w, "attempts",
          "SELECT attempt,np,state,reason,started,finished FROM attempts WHERE job_id=?"
          " ORDER BY attempt",

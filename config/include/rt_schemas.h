@@ -18,6 +18,7 @@ typedef struct rt_coord_cfg {
     char *admin_token_file; /* the API's bootstrap admin token */
     bool require_enrollment; /* agents need their own token (role agent) */
     char *state_db;    /* SQLite database */
+    char *state_key_file; /* seals the job environments stored in it (coord_seal.c) */
     int64_t heartbeat_interval_us, heartbeat_timeout_us;
     int64_t http_timeout_us;
     int64_t http_request_timeout_us; /* a whole request within this (absolute) */
