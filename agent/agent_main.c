@@ -18,6 +18,11 @@ int main(int argc, char **argv)
                              &rt_agent_schema, "/etc/ringtrain/agent.conf", argc, argv, &cfg);
     if (rc >= 0)
         return rc;
+    /* [s3]: the node's S3 settings (endpoint, region, addressing, CA bundle)
+     * reach its ranks through the environment they inherit: a job's own
+     * (its submitter's, in its env) win, and so, as with the AWS tools, does
+     * a variable the agent's unit sets.  Never credentials (agent_env.c). */
+    rt_s3_keys_setenv(&cfg.s3, false);
     agentd *ag;
     char err[RT_ERR_LEN];
     if (agent_create(&cfg, &ag, err) != RT_OK) {

@@ -171,8 +171,10 @@ static bool s3_env(rt_jw *w, const rt_job_cfg *j, bool *wrote)
     rt_jw_kstr(w, "AWS_SECRET_ACCESS_KEY", cr.secret);
     if (cr.token[0])
         rt_jw_kstr(w, "AWS_SESSION_TOKEN", cr.token);
-    if (c.endpoint[0])
+    if (c.endpoint[0]) { /* both names: a node's AWS_ENDPOINT_URL_S3 would win over the other */
         rt_jw_kstr(w, "AWS_ENDPOINT_URL", c.endpoint);
+        rt_jw_kstr(w, "AWS_ENDPOINT_URL_S3", c.endpoint);
+    }
     if (c.region[0])
         rt_jw_kstr(w, "AWS_REGION", c.region);
     if (c.ca_file[0]) /* a path: the nodes must have the bundle there too */

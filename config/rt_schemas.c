@@ -150,6 +150,7 @@ static const rt_cfg_key agent_keys[] = {
              "longest pause between attempts to reach the coordinator"),
     RT_CFG_D("agent", "kill_grace", "3s", 0, 600e6, rt_agent_cfg, kill_grace_us,
              "time between SIGTERM and SIGKILL when stopping workers"),
+    RT_CFG_S3_KEYS(rt_agent_cfg),
     RT_CFG_E("logging", "level", "info", RT_LOG_LEVEL_CHOICES, rt_agent_cfg, log_level,
              "least important log level written"),
 };

@@ -7,8 +7,10 @@
 # it from S3 and keeps its store in S3.  In the middle of training the agent
 # of rank 0 is SIGKILLed: the job restarts on the other host (min_np 1),
 # resumes from the newest complete checkpoint in S3 (each epoch once in the
-# history), finishes, and
-# its predictions land in S3.  Needs root and `ip`; exit 77 otherwise.
+# history), finishes, and its predictions land in S3.  The job names no
+# endpoint (its submitter has none in the environment): the ranks reach the
+# server through their agents' agent.conf [s3].  Needs root and `ip`; exit 77
+# otherwise.
 # Usage: test_s3_cluster.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: test_s3_cluster.sh BUILD_DIR}
@@ -72,6 +74,9 @@ work_dir = work
 log_dir = logs
 reconnect_max = 1s
 allow_root_jobs = true
+[s3]
+endpoint = $AWS_ENDPOINT_URL
+addressing = path
 EOF
 done
 ip netns exec $tag-c timeout 600 "$bin/ringtrain-coordinator" --config "$work/c/coordinator.conf" \
@@ -79,14 +84,16 @@ ip netns exec $tag-c timeout 600 "$bin/ringtrain-coordinator" --config "$work/c/
 pids+=($!)
 sleep 0.5
 start_agent() {
-  ip netns exec $tag-$1 timeout 600 "$bin/ringtrain-agent" --config "$work/$1/agent.conf" \
+  ip netns exec $tag-$1 env -u AWS_ENDPOINT_URL timeout 600 "$bin/ringtrain-agent" \
+    --config "$work/$1/agent.conf" \
     > "$work/agent-$1.log" 2>&1 &
   pids+=($!)
 }
 start_agent a1
 start_agent a2
 cli() {
-  ip netns exec $tag-c env RINGTRAIN_COORDINATOR=10.76.0.1:7071 RINGTRAIN_CA="$work/c/ca.crt" \
+  ip netns exec $tag-c env -u AWS_ENDPOINT_URL RINGTRAIN_COORDINATOR=10.76.0.1:7071 \
+    RINGTRAIN_CA="$work/c/ca.crt" \
     RINGTRAIN_TOKEN_FILE="$work/c/admin.token" RINGTRAIN_CLI_CONFIG=/nonexistent \
     timeout 120 "$bin/ringtrain" "$@"
 }

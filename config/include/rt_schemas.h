@@ -9,6 +9,30 @@
 #include "rt_model_keys.h"
 #include "rt_model_names.h"
 
+/* [s3]: where objects are and how to reach them (docs/storage.md), in a job
+ * file, cli.conf and agent.conf alike: RT_CFG_S3_KEYS(struct) gives a struct's `s3`
+ * member (an rt_s3_keys) its four keys.  rt_s3_keys_setenv puts the ones
+ * given into the environment as the AWS tools' variables (and
+ * RINGTRAIN_S3_ADDRESSING), over what is there or (overwrite false) only
+ * where nothing is. */
+typedef struct rt_s3_keys {
+    char *endpoint, *region, *ca_file;
+    int addressing; /* 0 auto, 1 path, 2 virtual (rt_s3_addressing) */
+} rt_s3_keys;
+#define RT_CFG_S3_KEYS(st)                                                                        \
+    RT_CFG_S("s3", "endpoint", NULL, st, s3.endpoint,                                             \
+             "the S3 endpoint, scheme://host[:port] (AWS_ENDPOINT_URL; default: AWS's for the "   \
+             "region)"),                                                                          \
+        RT_CFG_S("s3", "region", NULL, st, s3.region,                                             \
+                 "the region requests are signed for (AWS_REGION; default us-east-1)"),           \
+        RT_CFG_E("s3", "addressing", "auto", "auto|path|virtual", st, s3.addressing,              \
+                 "path: ENDPOINT/BUCKET/KEY (MinIO, Ceph); virtual: BUCKET.HOST/KEY; auto: "      \
+                 "virtual on AWS, path on another endpoint"),                                     \
+        RT_CFG_P("s3", "ca_file", NULL, st, s3.ca_file,                                           \
+                 "PEM bundle to verify the endpoint's certificate with (AWS_CA_BUNDLE; default: " \
+                 "the system's)")
+void rt_s3_keys_setenv(const rt_s3_keys *k, bool overwrite);
+
 /* ---- coordinator.conf ------------------------------------------------------ */
 typedef struct rt_coord_cfg {
     char *listen;      /* agents' control channel (TLS) */
@@ -58,6 +82,7 @@ typedef struct rt_agent_cfg {
                                  they were last written (0: kept for ever) */
     int64_t reconnect_max_us;
     int64_t kill_grace_us;
+    rt_s3_keys s3; /* the node's S3 settings for its ranks; a job's own win */
     int log_level;
 } rt_agent_cfg;
 extern const rt_cfg_schema rt_agent_schema;
@@ -75,30 +100,6 @@ enum { RT_RESUME_AUTO = 0, RT_RESUME_NEVER = 1 };
 enum { RT_LR_CONSTANT = 0, RT_LR_COSINE = 1, RT_LR_STEP = 2, RT_LR_EXPONENTIAL = 3,
        RT_LR_ONE_CYCLE = 4, RT_LR_PLATEAU = 5 };
 enum { RT_EMB_RULE_FIXED = 0, RT_EMB_RULE_FASTAI = 1 };
-
-/* [s3]: where objects are and how to reach them (docs/storage.md), in a job
- * file and cli.conf alike: RT_CFG_S3_KEYS(struct) gives a struct's `s3`
- * member (an rt_s3_keys) its four keys.  rt_s3_keys_setenv puts the ones
- * given into the environment as the AWS tools' variables (and
- * RINGTRAIN_S3_ADDRESSING), over what is there or (overwrite false) only
- * where nothing is. */
-typedef struct rt_s3_keys {
-    char *endpoint, *region, *ca_file;
-    int addressing; /* 0 auto, 1 path, 2 virtual (rt_s3_addressing) */
-} rt_s3_keys;
-#define RT_CFG_S3_KEYS(st)                                                                        \
-    RT_CFG_S("s3", "endpoint", NULL, st, s3.endpoint,                                             \
-             "the S3 endpoint, scheme://host[:port] (AWS_ENDPOINT_URL; default: AWS's for the "   \
-             "region)"),                                                                          \
-        RT_CFG_S("s3", "region", NULL, st, s3.region,                                             \
-                 "the region requests are signed for (AWS_REGION; default us-east-1)"),           \
-        RT_CFG_E("s3", "addressing", "auto", "auto|path|virtual", st, s3.addressing,              \
-                 "path: ENDPOINT/BUCKET/KEY (MinIO, Ceph); virtual: BUCKET.HOST/KEY; auto: "      \
-                 "virtual on AWS, path on another endpoint"),                                     \
-        RT_CFG_P("s3", "ca_file", NULL, st, s3.ca_file,                                           \
-                 "PEM bundle to verify the endpoint's certificate with (AWS_CA_BUNDLE; default: " \
-                 "the system's)")
-void rt_s3_keys_setenv(const rt_s3_keys *k, bool overwrite);
 
 /* rt_model_keys.h's keys as rt_job_cfg fields */
 #define RT_JOB_KEY_I(n, def, lo, hi, fam, help) int64_t n;
