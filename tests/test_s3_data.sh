@@ -189,6 +189,18 @@ cmp -s "$objects/out/pred.csv._S3rver_object" "$out/whole/submission.csv" ||
 cmp -s "$out/p3.csv" "$out/whole/submission.csv" || fail "predict from the S3 checkpoint differs"
 ls -d "${TMPDIR:-/tmp}"/ringtrain-store-* 2> /dev/null | grep -q . && fail "a store's mirror was left behind"
 echo "store: 2 + 1 epochs resumed from S3 = 3 in a folder; predictions and predict from S3"
+# a checkpoint of several parts (a 1500-wide MLP: about 27 MB) goes up as a multipart upload
+# fed while the file is written, and reads back whole
+"$rt" run "$out/job.ini" --np 1 --set output.store=s3://ringtrain/stores/big --set train.epochs=1 \
+  --set model.hidden=1500,1500 --set train.steps_per_epoch=2 > "$out/big.log" 2>&1 ||
+  { tail -20 "$out/big.log"; fail "training a big model into an S3 store"; }
+parts=$(grep -c "^REQ PUT /ringtrain/stores/big/last.ckpt" "$out/s3/log" || true)
+[ "$parts" -ge 2 ] || fail "last.ckpt went up in $parts PUTs, not as parts of a multipart upload"
+grep -q "^REQ POST /ringtrain/stores/big/last.ckpt" "$out/s3/log" ||
+  fail "no multipart upload of last.ckpt"
+"$rt" predict --model s3://ringtrain/stores/big/last.ckpt --dataset s3://ringtrain/sets/t \
+  --out "$out/pbig.csv" > /dev/null || fail "predict from the multipart checkpoint"
+echo "store: a $(($(stat -c %s "$objects/stores/big/last.ckpt._S3rver_object") >> 20)) MiB checkpoint in $parts parts, read back whole"
 # a sweep whose store is in S3: the trials' stores, trials.jsonl and best/ land there
 sed 's/^type = .*//; s/^\[job\]/[job]\ntype = sweep/; s/^epochs = .*/epochs = 2/' "$out/job.ini" \
   > "$out/sweep.ini"

@@ -157,8 +157,9 @@ static char *header_json(const rt_ckpt *c)
     return rt_jw_take(&w, NULL);
 }
 
-rt_status rt_ckpt_write(const char *path, const rt_ckpt *c, char *err)
+rt_status rt_ckpt_encode(const rt_ckpt *c, rt_ckpt_bytes *b, const char *name, char *err)
 {
+    memset(b, 0, sizeof *b);
     char *hdr = header_json(c);
     size_t np = (size_t)c->nparams * 4, nb = (size_t)c->nbuffers * 4;
     size_t raw_len = 3 * np + nb;
@@ -169,7 +170,7 @@ rt_status rt_ckpt_write(const char *path, const rt_ckpt *c, char *err)
         free(hdr);
         free(raw);
         free(comp);
-        return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", path);
+        return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", name);
     }
     memcpy(raw, c->params, np);
     memcpy(raw + np, c->adam_m, np);
@@ -182,27 +183,46 @@ rt_status rt_ckpt_write(const char *path, const rt_ckpt *c, char *err)
     if (zr != Z_OK) {
         free(hdr);
         free(comp);
-        return rt_err(err, RT_ERR_IO, "%s: zlib failed (%d)", path, zr);
+        return rt_err(err, RT_ERR_IO, "%s: zlib failed (%d)", name, zr);
     }
     size_t hl = strlen(hdr);
-    unsigned char head[16], lens[16], tail[12];
-    memcpy(head, MAGIC, 8);
-    rt_put_le32(head + 8, 1);
-    rt_put_le32(head + 12, (uint32_t)hl);
-    rt_put_le64(lens, raw_len);
-    rt_put_le64(lens + 8, clen);
+    memcpy(b->head, MAGIC, 8);
+    rt_put_le32(b->head + 8, 1);
+    rt_put_le32(b->head + 12, (uint32_t)hl);
+    rt_put_le64(b->lens, raw_len);
+    rt_put_le64(b->lens + 8, clen);
     uLong crc = crc32(0L, Z_NULL, 0);
-    crc = crc32(crc, head, 16);
+    crc = crc32(crc, b->head, 16);
     crc = crc32(crc, (const Bytef *)hdr, (uInt)hl);
-    crc = crc32(crc, lens, 16);
+    crc = crc32(crc, b->lens, 16);
     for (uLong off = 0; off < clen; off += 1u << 30) /* crc32 takes uInt lengths */
         crc = crc32(crc, comp + off, (uInt)(clen - off < (1u << 30) ? clen - off : (1u << 30)));
-    rt_put_le32(tail, (uint32_t)crc);
-    memcpy(tail + 4, END, 8);
-    rt_iov iov[5] = {{head, 16}, {hdr, hl}, {lens, 16}, {comp, clen}, {tail, 12}};
-    rt_status st = rt_write_atomic(path, iov, 5, err);
-    free(hdr);
-    free(comp);
+    rt_put_le32(b->tail, (uint32_t)crc);
+    memcpy(b->tail + 4, END, 8);
+    b->header = hdr;
+    b->data = comp;
+    b->iov[0] = (rt_iov){b->head, 16};
+    b->iov[1] = (rt_iov){hdr, hl};
+    b->iov[2] = (rt_iov){b->lens, 16};
+    b->iov[3] = (rt_iov){comp, clen};
+    b->iov[4] = (rt_iov){b->tail, 12};
+    return RT_OK;
+}
+
+void rt_ckpt_bytes_free(rt_ckpt_bytes *b)
+{
+    free(b->header);
+    free(b->data);
+    memset(b, 0, sizeof *b);
+}
+
+rt_status rt_ckpt_write(const char *path, const rt_ckpt *c, char *err)
+{
+    rt_ckpt_bytes b;
+    rt_status st = rt_ckpt_encode(c, &b, path, err);
+    if (st == RT_OK)
+        st = rt_write_atomic(path, b.iov, RT_CKPT_PIECES, err);
+    rt_ckpt_bytes_free(&b);
     return st;
 }
 

@@ -508,11 +508,14 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
             ck.values[i] = dc ? dc->vocab : NULL;
         }
         ck.cont_names = t->cols.cont; /* lent */
-        if (st == RT_OK && best && t->cfg->checkpoint == RT_CKPT_BEST &&
-            (st = rt_ckpt_write(t->path_best, &ck, err)) == RT_OK)
-            st = store_sync(&t->store, "best.ckpt", err);
-        if (st == RT_OK && (st = rt_ckpt_write(t->path_last, &ck, err)) == RT_OK)
-            st = store_sync(&t->store, "last.ckpt", err);
+        rt_ckpt_bytes b;
+        if (st == RT_OK && (st = rt_ckpt_encode(&ck, &b, t->path_last, err)) == RT_OK) {
+            if (best && t->cfg->checkpoint == RT_CKPT_BEST)
+                st = store_write(&t->store, "best.ckpt", b.iov, RT_CKPT_PIECES, err);
+            if (st == RT_OK)
+                st = store_write(&t->store, "last.ckpt", b.iov, RT_CKPT_PIECES, err);
+            rt_ckpt_bytes_free(&b);
+        }
         rt_ckpt_free(&ck);
     }
     rt_report_progress(line);

@@ -85,6 +85,40 @@ rt_status store_sync(rt_store *s, const char *name, char *err)
     return store_put(s, path, uri, err);
 }
 
+/* Each piece in slices: a slice goes to the file and then to the upload,
+ * which sends a part whenever it holds one. */
+#define WRITE_SLICE (4u << 20)
+
+rt_status store_write(rt_store *s, const char *name, const rt_iov *iov, int n, char *err)
+{
+    char path[1300], uri[RT_S3_URI_MAX];
+    snprintf(path, sizeof path, "%s/%s", s->dir, name);
+    if (!s->uri[0])
+        return rt_write_atomic(path, iov, n, err);
+    if (!rt_s3_uri_join(uri, sizeof uri, s->uri, name))
+        return rt_err(err, RT_ERR_INVALID, "%s/%s: too long a URI", s->uri, name);
+    rt_atomic_file f;
+    rt_s3_upload *u = NULL;
+    rt_status st = client(s, err);
+    if (st == RT_OK && (st = rt_atomic_open(&f, path, err)) == RT_OK &&
+        (st = rt_s3_upload_begin(s->s3, uri, &u, err)) != RT_OK)
+        rt_atomic_abort(&f);
+    if (st != RT_OK)
+        return st;
+    for (int i = 0; i < n && st == RT_OK; i++)
+        for (size_t off = 0; off < iov[i].n && st == RT_OK; off += WRITE_SLICE) {
+            const char *p = (const char *)iov[i].p + off;
+            size_t k = iov[i].n - off < WRITE_SLICE ? iov[i].n - off : WRITE_SLICE;
+            if ((st = rt_atomic_write(&f, p, k, err)) == RT_OK)
+                st = rt_s3_upload_write(u, p, k, err);
+        }
+    if (st == RT_OK && (st = rt_atomic_commit(&f, err)) == RT_OK)
+        return rt_s3_upload_commit(u, err); /* visible now, whole */
+    rt_atomic_abort(&f);                    /* nothing when the file was aborted already */
+    rt_s3_upload_abort(u);
+    return st;
+}
+
 rt_status store_history_cut(rt_store *s, int64_t upto, char *err)
 {
     char path[1300];

@@ -1,9 +1,9 @@
 /* trainer_store.h — private to trainer/: the job's [output] store, a
  * folder or a prefix in S3.  In S3 the trainer writes the files as it does
- * in a folder, into a mirror in the rank's work folder (or TMPDIR), and
- * store_sync puts each up as it is written: a checkpoint as one object
- * that appears whole (a multipart upload when big), the history rewritten
- * whole (S3 has no append).  At the start rank 0 fetches last.ckpt,
+ * in a folder, into a mirror in the rank's work folder (or TMPDIR): a
+ * checkpoint by store_write, a multipart upload fed as the file is written
+ * that appears whole, the rest by store_sync after it is written (the
+ * history rewritten whole: S3 has no append).  At the start rank 0 fetches last.ckpt,
  * best.ckpt and history.jsonl, when the prefix has them, so a job resumes
  * on any host from the newest complete checkpoint.  (Horovod's Store keeps
  * a remote store's checkpoints the same way: a local run folder synced
@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 
+#include "rt_file.h"
 #include "rt_s3.h"
 #include "rt_status.h"
 
@@ -26,6 +27,10 @@ typedef struct rt_store {
 /* A folder: made (rank 0, lead) and checked to be the job's own.  S3: the
  * mirror made, and (lead) the store's files fetched into it. */
 rt_status store_open(rt_store *s, const char *store, int rank, bool lead, char *err);
+/* name written whole from its pieces: dir/name atomically and, in S3,
+ * uri/name in the same pass (each part goes up as soon as it is written;
+ * the object appears at the end, whole, or not at all). */
+rt_status store_write(rt_store *s, const char *name, const rt_iov *iov, int n, char *err);
 /* dir/name up to uri/name (nothing for a folder). */
 rt_status store_sync(rt_store *s, const char *name, char *err);
 /* Every file under dir/sub up to uri/sub (nothing for a folder). */

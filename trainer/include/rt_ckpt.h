@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "rt_file.h"
 #include "rt_model.h"
 
 typedef struct rt_ckpt {
@@ -54,6 +55,19 @@ typedef struct rt_ckpt {
 /* Fill c from a model (state copied to host) and the given bookkeeping. */
 rt_status rt_ckpt_from_model(rt_ckpt *c, rt_model *m, char *err);
 rt_status rt_ckpt_write(const char *path, const rt_ckpt *c, char *err);
+/* The bytes rt_ckpt_write writes, in pieces (magic and version, the header
+ * JSON, the lengths, the compressed state, the CRC and end mark), for a
+ * writer of its own (the store's: a file and an S3 upload in one pass);
+ * name is for errors.  rt_ckpt_bytes_free after. */
+#define RT_CKPT_PIECES 5
+typedef struct rt_ckpt_bytes {
+    rt_iov iov[RT_CKPT_PIECES]; /* point into the struct: do not copy it */
+    unsigned char head[16], lens[16], tail[12];
+    char *header;
+    unsigned char *data;
+} rt_ckpt_bytes;
+rt_status rt_ckpt_encode(const rt_ckpt *c, rt_ckpt_bytes *b, const char *name, char *err);
+void rt_ckpt_bytes_free(rt_ckpt_bytes *b);
 /* RT_ERR_NOTFOUND when there is no file; RT_ERR_INVALID (a sentence naming
  * the file) when it is damaged. */
 rt_status rt_ckpt_read(const char *path, rt_ckpt *c, char *err);
