@@ -4,7 +4,8 @@
  * Chrome trace file, each rank's spans moved onto one wall-clock axis, for
  * chrome://tracing or ui.perfetto.dev.  Given a job id, the store is the
  * one of the job's file (asked of the coordinator), read where the command
- * runs: on a node or a machine that mounts the shared store. */
+ * runs: on a node or a machine that mounts the shared store, or from S3
+ * (a store s3://…: its trace/ objects copied down; --out may be s3:// too). */
 #include <ctype.h>
 #include <glob.h>
 #include <stdio.h>
@@ -84,35 +85,19 @@ static int job_store(const cli_args *a, const char *id, char *store, size_t len)
     return rc;
 }
 
-int cli_trace(const cli_args *a)
+/* The timelines in dir (STORE/trace, or its copy from S3) into the file
+ * out; store and shown (out, or the URI it goes to) name them in messages. */
+static int merge(const char *dir, const char *store, int64_t only, const char *out,
+                 const char *shown)
 {
-    const char *store = a->pos[0], *out = cli_value(a, "--out");
-    int64_t only = -1;
-    if (cli_int(a, "--rank", 0, 65535, &only) < 0)
-        return 2;
-    if (!out) {
-        fprintf(stderr, "ringtrain trace: --out FILE is required\n");
-        return 2;
-    }
-    char job_dir[4096];
-    struct stat sb;
-    if (all_digits(store) && stat(store, &sb) != 0) { /* a job id */
-        int rc = job_store(a, store, job_dir, sizeof job_dir);
-        if (rc != 0)
-            return rc;
-        if (stat(job_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-            fprintf(stderr, "ringtrain trace: job %s's store %s is not reachable from here: run "
-                            "this where the store is mounted\n", store, job_dir);
-            return 3;
-        }
-        store = job_dir;
-    }
     char pattern[1200];
-    snprintf(pattern, sizeof pattern, "%s/trace/rank-*.json", store);
+    snprintf(pattern, sizeof pattern, "%s/rank-*.json", dir);
     glob_t g;
     if (glob(pattern, 0, NULL, &g) != 0 || g.gl_pathc == 0) {
-        fprintf(stderr, "ringtrain trace: no %s: was the job run with [train] trace = true?\n",
-                pattern);
+        fprintf(stderr,
+                "ringtrain trace: no %s/trace/rank-*.json: was the job run with [train] trace = "
+                "true?\n",
+                store);
         return 3;
     }
     rt_json **docs = calloc(g.gl_pathc, sizeof *docs);
@@ -129,7 +114,7 @@ int cli_trace(const cli_args *a)
         if (rt_read_file(g.gl_pathv[i], TRACE_FILE_MAX, &text, &len, err) != RT_OK ||
             rt_json_parse(text, len, &docs[i], err) != RT_OK ||
             !rt_json_get(docs[i], "traceEvents")) {
-            fprintf(stderr, "ringtrain trace: %s: %s\n", g.gl_pathv[i],
+            fprintf(stderr, "ringtrain trace: %s/trace%s: %s\n", store, strrchr(g.gl_pathv[i], '/'),
                     docs[i] ? "no traceEvents" : err);
             rc = 1;
         }
@@ -182,7 +167,7 @@ int cli_trace(const cli_args *a)
             rc = 1;
         } else {
             printf("%s: %lld spans of %d rank%s (open it in ui.perfetto.dev or chrome://tracing)\n",
-                   out, (long long)events, used, used == 1 ? "" : "s");
+                   shown, (long long)events, used, used == 1 ? "" : "s");
         }
     }
     free(text);
@@ -190,5 +175,58 @@ int cli_trace(const cli_args *a)
         rt_json_free(docs[i]);
     free(docs);
     globfree(&g);
+    return rc;
+}
+
+int cli_trace(const cli_args *a)
+{
+    const char *store = a->pos[0], *out = cli_value(a, "--out");
+    int64_t only = -1;
+    if (cli_int(a, "--rank", 0, 65535, &only) < 0)
+        return 2;
+    if (!out) {
+        fprintf(stderr, "ringtrain trace: --out FILE is required\n");
+        return 2;
+    }
+    char job_dir[4096];
+    struct stat sb;
+    if (all_digits(store) && stat(store, &sb) != 0) { /* a job id */
+        int rc = job_store(a, store, job_dir, sizeof job_dir);
+        if (rc != 0)
+            return rc;
+        if (!rt_s3_is_uri(job_dir) && (stat(job_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+            fprintf(stderr,
+                    "ringtrain trace: job %s's store %s is not reachable from here: run "
+                    "this where the store is mounted\n",
+                    store, job_dir);
+            return 3;
+        }
+        store = job_dir;
+    }
+    /* a store in S3: its trace/ copied down; an --out in S3: written here, put up */
+    cli_s3 c3 = {0};
+    char dir[1200], local_out[1200], uri[RT_S3_URI_MAX], err[RT_ERR_LEN];
+    rt_status st = RT_OK;
+    snprintf(dir, sizeof dir, "%s/trace", store);
+    if (rt_s3_is_uri(store))
+        st = rt_s3_uri_join(uri, sizeof uri, store, "trace/")
+                 ? cli_s3_fetch(&c3, uri, false, dir, sizeof dir, err)
+                 : rt_err(err, RT_ERR_INVALID, "%s: too long a URI", store);
+    snprintf(local_out, sizeof local_out, "%s", out);
+    if (st == RT_OK && rt_s3_is_uri(out))
+        st = cli_s3_out_file(&c3, out, local_out, sizeof local_out, err);
+    int rc = st == RT_ERR_NOTFOUND ? 3 : st != RT_OK ? 1 : merge(dir, store, only, local_out, out);
+    if (st == RT_ERR_NOTFOUND)
+        fprintf(stderr,
+                "ringtrain trace: no %s/trace/rank-*.json: was the job run with [train] trace = "
+                "true?\n",
+                store);
+    else if (st != RT_OK)
+        fprintf(stderr, "ringtrain trace: %s\n", err);
+    if (rc == 0 && rt_s3_is_uri(out) && cli_s3_put(&c3, local_out, out, err) != RT_OK) {
+        fprintf(stderr, "ringtrain trace: %s\n", err);
+        rc = 1;
+    }
+    cli_s3_done(&c3);
     return rc;
 }

@@ -192,7 +192,8 @@ echo "store: 2 + 1 epochs resumed from S3 = 3 in a folder; predictions and predi
 # a checkpoint of several parts (a 1500-wide MLP: about 27 MB) goes up as a multipart upload
 # fed while the file is written, and reads back whole
 "$rt" run "$out/job.ini" --np 1 --set output.store=s3://ringtrain/stores/big --set train.epochs=1 \
-  --set model.hidden=1500,1500 --set train.steps_per_epoch=2 > "$out/big.log" 2>&1 ||
+  --set model.hidden=1500,1500 --set train.steps_per_epoch=2 --set train.trace=true \
+  > "$out/big.log" 2>&1 ||
   { tail -20 "$out/big.log"; fail "training a big model into an S3 store"; }
 parts=$(grep -c "^REQ PUT /ringtrain/stores/big/last.ckpt" "$out/s3/log" || true)
 [ "$parts" -ge 2 ] || fail "last.ckpt went up in $parts PUTs, not as parts of a multipart upload"
@@ -201,6 +202,19 @@ grep -q "^REQ POST /ringtrain/stores/big/last.ckpt" "$out/s3/log" ||
 "$rt" predict --model s3://ringtrain/stores/big/last.ckpt --dataset s3://ringtrain/sets/t \
   --out "$out/pbig.csv" > /dev/null || fail "predict from the multipart checkpoint"
 echo "store: a $(($(stat -c %s "$objects/stores/big/last.ckpt._S3rver_object") >> 20)) MiB checkpoint in $parts parts, read back whole"
+# its timeline: `ringtrain trace` of the store in S3, merged into an object in S3
+"$rt" trace s3://ringtrain/stores/big --out s3://ringtrain/out/trace.json > "$out/trace.log" 2>&1 ||
+  { cat "$out/trace.log"; fail "ringtrain trace of an S3 store"; }
+grep -q "^s3://ringtrain/out/trace.json: [0-9]* spans of 1 rank" "$out/trace.log" ||
+  fail "trace: $(cat "$out/trace.log")"
+grep -q '"traceEvents"' "$objects/out/trace.json._S3rver_object" || fail "no merged trace in S3"
+set +e
+"$rt" trace s3://ringtrain/stores/a --out "$out/none.json" > "$out/trace.log" 2>&1
+rc=$?
+set -e
+[ $rc = 3 ] && grep -q "no s3://ringtrain/stores/a/trace/rank-\*.json: was the job run with" \
+  "$out/trace.log" || fail "trace of a store without timelines: $rc $(cat "$out/trace.log")"
+echo "trace: merged from the S3 store into S3; a store without timelines said so"
 # a sweep whose store is in S3: the trials' stores, trials.jsonl and best/ land there
 sed 's/^type = .*//; s/^\[job\]/[job]\ntype = sweep/; s/^epochs = .*/epochs = 2/' "$out/job.ini" \
   > "$out/sweep.ini"
