@@ -44,6 +44,44 @@ static bool job_fields(rt_jw *w, const rt_job_cfg *j)
     return true;
 }
 
+static bool found_one(void *user, const char *uri, int64_t size)
+{
+    (void)uri, (void)size;
+    *(bool *)user = true;
+    return false;
+}
+
+/* Whether the store (a folder, or a prefix in S3 reached with the job's
+ * [s3] and this shell's settings) holds an earlier sweep: its trials.jsonl
+ * or trial-1; *old names what was found.  A prefix that cannot be looked
+ * at from here (the nodes may reach an endpoint this machine cannot) is
+ * said so and taken as empty. */
+static bool earlier_sweep(const rt_job_cfg *j, char *old, size_t len)
+{
+    struct stat sb;
+    if (!rt_s3_is_uri(j->store))
+        return (snprintf(old, len, "%s/trials.jsonl", j->store), stat(old, &sb) == 0) ||
+               (snprintf(old, len, "%s/trial-1", j->store), stat(old, &sb) == 0);
+    rt_s3 *s3 = NULL;
+    char uri[RT_S3_URI_MAX], err[RT_ERR_LEN];
+    int64_t size;
+    bool found = false;
+    rt_s3_keys_setenv(&j->s3, true); /* the job's [s3] over this shell's */
+    rt_status st = rt_s3_open_env(&s3, j->store, err);
+    if (st == RT_OK && rt_s3_uri_join(uri, sizeof uri, j->store, "trials.jsonl") &&
+        (st = rt_s3_head(s3, uri, &size, err)) == RT_OK)
+        found = true;
+    else if ((st == RT_OK || st == RT_ERR_NOTFOUND) &&
+             rt_s3_uri_join(uri, sizeof uri, j->store, "trial-1/"))
+        st = rt_s3_list(s3, uri, found_one, &found, err);
+    rt_s3_close(s3);
+    if (!found && st != RT_OK && st != RT_ERR_NOTFOUND)
+        fprintf(stderr, "ringtrain: note: could not look for an earlier sweep in %s (%s)\n",
+                j->store, err);
+    snprintf(old, len, "%s", found ? uri : "");
+    return found;
+}
+
 int cli_job_load(const cli_args *a, const char *np, const char *nothing, rt_job_cfg *jp)
 {
     /* no job file: every key from --set (a job is the defaults and those) */
@@ -121,10 +159,7 @@ int cli_job_load(const cli_args *a, const char *np, const char *nothing, rt_job_
     /* a sweep's trials resume from their stores' checkpoints (after a lost
      * agent): an earlier sweep's stores there would be resumed instead */
     char old[4200];
-    struct stat sb;
-    if (rc == 0 && j.type == RT_JOB_SWEEP && j.store &&
-        ((snprintf(old, sizeof old, "%s/trials.jsonl", j.store), stat(old, &sb) == 0) ||
-         (snprintf(old, sizeof old, "%s/trial-1", j.store), stat(old, &sb) == 0))) {
+    if (rc == 0 && j.type == RT_JOB_SWEEP && j.store && earlier_sweep(&j, old, sizeof old)) {
         fprintf(stderr,
                 "ringtrain: %s: [output] store %s holds an earlier sweep (%s): its "
                 "trials would continue from that one's checkpoints; give another store "

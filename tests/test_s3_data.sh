@@ -229,7 +229,13 @@ done
 [ "$(grep -c . "$objects/sweeps/a/trials.jsonl._S3rver_object")" = 2 ] || fail "trials.jsonl is not 2 trials"
 grep -q "^store = s3://ringtrain/sweeps/a/best/retrain" "$objects/sweeps/a/best/best.ini._S3rver_object" ||
   fail "best.ini does not retrain into the S3 store"
-echo "sweep: 2 trials, trials.jsonl and best/ in the S3 store"
+set +e
+"$rt" run "$out/sweep.ini" --np 1 --set output.store=s3://ringtrain/sweeps/a > "$out/sweep2.log" 2>&1
+rc=$?
+set -e
+[ $rc = 2 ] && grep -q "holds an earlier sweep (s3://ringtrain/sweeps/a/trials.jsonl)" \
+  "$out/sweep2.log" || fail "a second sweep into the same S3 store: $rc $(cat "$out/sweep2.log")"
+echo "sweep: 2 trials, trials.jsonl and best/ in the S3 store; a second one there refused"
 
 # ---- [s3] sections: a job file's, cli.conf's (no AWS_ENDPOINT_URL in the environment) ---------
 printf '[s3]\nendpoint = %s\nregion = us-east-1\naddressing = path\n' "$AWS_ENDPOINT_URL" > "$out/cli.conf"
