@@ -14,6 +14,7 @@
 static const char MAGIC[8] = {'R', 'T', 'S', 'H', 'A', 'R', 'D', 0};
 static const char GROUP[4] = {'R', 'G', 'R', 'P'};
 static const char TRAILER[8] = {'R', 'T', 'E', 'N', 'D', 0, 0, 0};
+static const char INDEX[8] = {'R', 'T', 'I', 'D', 'X', 0, 0, 0};
 #define MAX_FILE (8ull << 30)
 
 size_t rt_col_type_size(rt_col_type t)
@@ -98,7 +99,9 @@ struct rt_shard_writer {
     char names[RT_SHARD_MAX_COLS][RT_SHARD_NAME_LEN];
     uint64_t rows;
     uint32_t groups;
-    bytes b; /* the row group being written */
+    uint64_t at; /* bytes written */
+    bytes b;     /* the row group being written */
+    bytes idx;   /* the index: each group's offset and rows */
 };
 
 rt_status rt_shard_writer_open(const char *path, const rt_shard_col *cols, int ncols,
@@ -139,7 +142,9 @@ rt_status rt_shard_writer_open(const char *path, const rt_shard_col *cols, int n
         free(w);
         return st;
     }
+    w->at = b->n;
     b->n = 0;
+    add(&w->idx, INDEX, 8);
     *out = w;
     return RT_OK;
 }
@@ -177,12 +182,15 @@ rt_status rt_shard_writer_group(rt_shard_writer *w, const rt_shard_col *cols, in
                 hdr[4 * k + i] = (unsigned char)(v[k] >> (8 * i));
         b->n += 12 + comp;
     }
-    if (b->failed) {
+    add_u64(&w->idx, w->at);
+    add_u32(&w->idx, (uint32_t)n);
+    if (b->failed || w->idx.failed) {
         rt_atomic_abort(&w->f);
         return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", w->f.path);
     }
     w->rows += (uint64_t)n;
     w->groups++;
+    w->at += b->n;
     return rt_atomic_write(&w->f, b->p, b->n, err);
 }
 
@@ -190,11 +198,15 @@ rt_status rt_shard_writer_close(rt_shard_writer *w, char *err)
 {
     bytes *b = &w->b;
     b->n = 0;
+    if (!w->idx.failed)
+        add_u32(&w->idx, crc(w->idx.p, w->idx.n));
+    add(b, w->idx.p, w->idx.n);
+    b->failed |= w->idx.failed;
     add(b, TRAILER, 8);
     add_u64(b, w->rows);
     add_u32(b, w->groups);
     if (!b->failed)
-        add_u32(b, crc(b->p + 8, 12));
+        add_u32(b, crc(b->p + b->n - 12, 12)); /* the rows and groups */
     rt_status st = b->failed ? rt_err(err, RT_ERR_NOMEM, "%s: out of memory", w->f.path)
                              : rt_atomic_write(&w->f, b->p, b->n, err);
     if (st == RT_OK)
@@ -202,6 +214,7 @@ rt_status rt_shard_writer_close(rt_shard_writer *w, char *err)
     else
         rt_atomic_abort(&w->f);
     free(b->p);
+    free(w->idx.p);
     free(w);
     return st;
 }
@@ -212,6 +225,7 @@ void rt_shard_writer_abort(rt_shard_writer *w)
         return;
     rt_atomic_abort(&w->f);
     free(w->b.p);
+    free(w->idx.p);
     free(w);
 }
 
@@ -265,14 +279,14 @@ const rt_shard_col *rt_shard_find(const rt_shard *s, const char *name)
 }
 
 rt_status shard_header(const unsigned char *p, size_t len, const char *name, rt_shard_col *cols,
-                       int *ncols, size_t *hlen, char *err)
+                       int *ncols, size_t *hlen, int *version, char *err)
 {
     if (len < 16 || memcmp(p, MAGIC, 8) != 0)
         return rt_err(err, RT_ERR_INVALID, "%s is not a ringtrain shard (bad magic)", name);
-    uint32_t version = rt_get_le32(p + 8), n = rt_get_le32(p + 12);
-    if (version != RT_SHARD_VERSION)
-        return rt_err(err, RT_ERR_INVALID, "%s: shard version %u, this build reads %d", name,
-                      version, RT_SHARD_VERSION);
+    uint32_t v = rt_get_le32(p + 8), n = rt_get_le32(p + 12);
+    if (v < 1 || v > RT_SHARD_VERSION)
+        return rt_err(err, RT_ERR_INVALID, "%s: shard version %u, this build reads 1 to %d", name,
+                      v, RT_SHARD_VERSION);
     if (n == 0 || n > RT_SHARD_MAX_COLS)
         return rt_err(err, RT_ERR_INVALID, "%s: corrupt header (%u columns)", name, n);
     const unsigned char *q = p + 16, *end = p + len;
@@ -293,6 +307,37 @@ rt_status shard_header(const unsigned char *p, size_t len, const char *name, rt_
         return rt_err(err, RT_ERR_INVALID, "%s: corrupt header (CRC mismatch)", name);
     *ncols = (int)n;
     *hlen = (size_t)(q + 4 - p);
+    *version = (int)v;
+    return RT_OK;
+}
+
+rt_status shard_index(const unsigned char *x, uint32_t groups, uint64_t total, int ncols,
+                      uint64_t hlen, uint64_t idx_off, const char *name, int64_t *off, int64_t *len,
+                      int64_t *grows, char *err)
+{
+    size_t n = (size_t)SHARD_INDEX_LEN(groups);
+    if (memcmp(x, INDEX, 8) != 0 || crc(x, n - 4) != rt_get_le32(x + n - 4))
+        return rt_err(err, RT_ERR_INVALID, "%s: corrupt row group index (%s)", name,
+                      memcmp(x, INDEX, 8) != 0 ? "no index where the trailer puts it"
+                                               : "CRC mismatch");
+    uint64_t at = hlen, rows = 0, least = 8 + 12 * (uint64_t)ncols;
+    for (uint32_t g = 0; g < groups; g++) {
+        uint64_t o = rt_get_le64(x + 8 + 12 * (size_t)g), r = rt_get_le32(x + 16 + 12 * (size_t)g);
+        uint64_t next = g + 1 < groups ? rt_get_le64(x + 20 + 12 * (size_t)g) : idx_off;
+        if (o != at || next < o || next - o < least || next > idx_off || r == 0 || r > total - rows)
+            return rt_err(err, RT_ERR_INVALID, "%s: corrupt row group index (row group %u)", name,
+                          g);
+        off[g] = (int64_t)o;
+        len[g] = (int64_t)(next - o);
+        grows[g] = (int64_t)r;
+        at = next;
+        rows += r;
+    }
+    if (at != idx_off || rows != total)
+        return rt_err(err, RT_ERR_INVALID,
+                      "%s: the row group index holds %llu rows, the "
+                      "trailer says %llu",
+                      name, (unsigned long long)rows, (unsigned long long)total);
     return RT_OK;
 }
 
@@ -360,9 +405,9 @@ static rt_status parse(const void *data, size_t len, const char *name, rt_shard_
 {
     *out = NULL;
     const unsigned char *p = data, *end = p + len;
-    int ncols = 0;
+    int ncols = 0, version = 0;
     size_t hlen = 0;
-    rt_status st = shard_header(p, len, name, cols, &ncols, &hlen, err);
+    rt_status st = shard_header(p, len, name, cols, &ncols, &hlen, &version, err);
     if (st != RT_OK)
         return st;
     if (len < hlen + TRAILER_LEN)
@@ -374,6 +419,19 @@ static rt_status parse(const void *data, size_t len, const char *name, rt_shard_
     uint32_t groups;
     if ((st = shard_trailer(end - TRAILER_LEN, name, &total, &groups, err)) != RT_OK)
         return st;
+    /* version 2: the index, then every group where it says */
+    uint64_t ilen = version >= 2 ? SHARD_INDEX_LEN(groups) : 0;
+    if (ilen > len - hlen - TRAILER_LEN)
+        return rt_err(err, RT_ERR_INVALID, "%s: corrupt trailer (%u row groups)", name, groups);
+    end -= TRAILER_LEN + ilen;
+    int64_t *ix = NULL;
+    if (version >= 2) {
+        ix = malloc(3 * (size_t)(groups + 1) * sizeof *ix);
+        if (!ix)
+            return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", name);
+        st = shard_index(end, groups, total, ncols, hlen, (uint64_t)(end - p), name, ix,
+                         ix + groups + 1, ix + 2 * (groups + 1), err);
+    }
     /* the row groups' sizes first (cols' data NULL: walked, not decoded):
      * memory for the trailer's rows only once the file holds them */
     const unsigned char *w = p + hlen;
@@ -381,14 +439,16 @@ static rt_status parse(const void *data, size_t len, const char *name, rt_shard_
     for (uint32_t g = 0; g < groups && st == RT_OK; g++) {
         uint64_t n = 0;
         size_t used = 0;
-        st = shard_group(w, end - TRAILER_LEN, name, g, total - seen, cols, ncols, 0, &n, &used,
-                         err);
+        st = shard_group(w, end, name, g, total - seen, cols, ncols, 0, &n, &used, err);
+        if (st == RT_OK && ix && (w - p != ix[g] || n != (uint64_t)ix[2 * (groups + 1) + g]))
+            st = rt_err(err, RT_ERR_INVALID, "%s: row group %u does not match the index", name, g);
         w += used;
         seen += n;
     }
+    free(ix);
     if (st != RT_OK)
         return st;
-    if (seen != total || w != end - TRAILER_LEN)
+    if (seen != total || w != end)
         return rt_err(err, RT_ERR_INVALID, "%s: the row groups hold %llu rows, the trailer says "
                                            "%llu", name, (unsigned long long)seen,
                       (unsigned long long)total);
@@ -407,7 +467,6 @@ static rt_status parse(const void *data, size_t len, const char *name, rt_shard_
                         (unsigned long long)total);
     }
     const unsigned char *q = p + hlen;
-    end -= TRAILER_LEN;
     uint64_t row = 0;
     for (uint32_t g = 0; g < groups && st == RT_OK; g++) {
         uint64_t n = 0;

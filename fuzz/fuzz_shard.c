@@ -22,7 +22,7 @@ static uint32_t crc(const uint8_t *p, size_t n)
 /* The layout rt_shard_parse reads (data/rt_shard.c), followed as far as it
  * holds together: "RTSHARD" magic, version, n, n x (type, name length,
  * name), CRC; row groups "RGRP", rows, per column (raw, compressed, CRC,
- * bytes); the trailer's rows and groups, CRC. */
+ * bytes); version 2's index (its CRC); the trailer's rows and groups, CRC. */
 static void fix_crcs(uint8_t *p, size_t len)
 {
     if (len < 16 + TRAILER_LEN)
@@ -31,6 +31,11 @@ static void fix_crcs(uint8_t *p, size_t len)
     rt_put_le32(t + 20, crc(t + 8, 12));
     uint32_t n = rt_get_le32(p + 12);
     uint8_t *q = p + 16, *end = t;
+    uint64_t ilen = SHARD_INDEX_LEN(rt_get_le32(t + 16));
+    if (rt_get_le32(p + 8) >= 2 && ilen <= (uint64_t)(t - q)) {
+        end = t - ilen;
+        rt_put_le32(t - 4, crc(end, (size_t)ilen - 4));
+    }
     for (uint32_t c = 0; c < n && c < 4096; c++) {
         if (end - q < 2 || end - q - 2 < q[1])
             return;

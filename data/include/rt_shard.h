@@ -5,8 +5,11 @@
  *   groups   per row group: "RGRP", u32 rows, per column
  *            { u32 raw bytes, u32 compressed bytes, u32 CRC32 of the
  *              compressed bytes, zlib data }
+ *   index    (version 2) "RTIDX\0\0\0", per row group { u64 offset, u32 rows },
+ *            u32 CRC32 of the block
  *   trailer  "RTEND\0\0\0", u64 rows, u32 groups, u32 CRC32 of the two
  *
+ * Version 1 (no index) is still read.
  * All integers little-endian.  A reader checks everything (magic, version,
  * CRCs, sizes, the trailer's totals) and names the file, the row group and
  * the column of any damage; a file without its trailer was cut short.
@@ -24,7 +27,7 @@
 extern "C" {
 #endif
 
-#define RT_SHARD_VERSION 1
+#define RT_SHARD_VERSION 2
 #define RT_SHARD_NAME_LEN 64
 #define RT_SHARD_MAX_COLS 8208 /* 8192 features and the label, validation, id, ... */
 
@@ -67,8 +70,9 @@ rt_status rt_shard_parse(const void *data, size_t len, const char *name, rt_shar
                          char *err);
 void rt_shard_free(rt_shard *s);
 /* A shard a row group at a time (memory: one row group).  Opening checks
- * the header, the trailer and every row group's header; reading a group
- * checks its CRCs and gives it as an rt_shard of its rows. */
+ * the header, the trailer and the index (version 1: every row group's
+ * header, walked); reading a group checks it against the index, and its
+ * CRCs, and gives it as an rt_shard of its rows. */
 typedef struct rt_shard_reader rt_shard_reader;
 rt_status rt_shard_reader_open(const char *path, rt_shard_reader **out, char *err);
 int rt_shard_reader_ncols(const rt_shard_reader *r);
