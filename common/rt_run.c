@@ -24,8 +24,6 @@ const rt_run_field rt_run_fields[] = {
 #undef F
 const size_t rt_run_nfields = sizeof rt_run_fields / sizeof *rt_run_fields;
 
-static const char *const TRANSPORTS[] = {"tcp", "shm", "rdma", "nccl", "auto"};
-
 static void *at(rt_run_settings *s, const rt_run_field *f) { return (char *)s + f->offset; }
 static const void *cat(const rt_run_settings *s, const rt_run_field *f)
 {
@@ -62,8 +60,10 @@ void rt_run_write_json(const rt_run_settings *s, rt_jw *w)
 
 static bool transport_ok(const char *t)
 {
-    for (size_t i = 0; i < sizeof TRANSPORTS / sizeof *TRANSPORTS; i++)
-        if (!strcmp(t, TRANSPORTS[i]))
+    const char *c = RT_RUN_TRANSPORTS;
+    size_t n = strlen(t);
+    for (const char *p = c; n > 0 && (p = strstr(p, t)); p++)
+        if ((p == c || p[-1] == '|') && (p[n] == '|' || p[n] == '\0'))
             return true;
     return false;
 }
@@ -169,3 +169,5 @@ const char *rt_run_resolve_transport(const char *want, bool all_gpu_nccl, bool o
         return want;
     return all_gpu_nccl ? "nccl" : one_host && np > 1 ? "shm" : all_rdma ? "rdma" : "tcp";
 }
+
+bool rt_run_is_nccl(const char *transport) { return transport && !strcmp(transport, "nccl"); }

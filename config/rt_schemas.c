@@ -227,7 +227,7 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_D("job", "deadline", "0s", 0, 365 * 86400e6, rt_job_cfg, deadline_us,
              "longest run time of the whole job (0: none); a job with one may start ahead of a "
              "larger waiting job it cannot delay"),
-    RT_CFG_E("job", "transport", "auto", "tcp|rdma|nccl|shm|auto", rt_job_cfg, transport,
+    RT_CFG_E("job", "transport", "auto", RT_RUN_TRANSPORTS, rt_job_cfg, transport,
              "data plane: auto uses NCCL when every rank has a GPU, shared memory (shm) when "
              "every rank is on one host, RDMA when present, else TCP"),
     RT_CFG_I("job", "sockets", RT_RUN_STR(RT_RUN_SOCKETS), 1, RT_RUN_SOCKETS_MAX, rt_job_cfg,

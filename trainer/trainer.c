@@ -11,6 +11,7 @@
 #include "rt_json.h"
 #include "rt_log.h"
 #include "rt_proto.h"
+#include "rt_run.h"
 #include "rt_time.h"
 #include "rt_predict.h"
 #include "trainer.h"
@@ -193,9 +194,7 @@ static rt_status setup(trainer *t, char *err)
     o.sync_batch_norm = cfg->sync_batch_norm;
     o.bucket_bytes = (size_t)cfg->bucket_bytes;
     o.max_batch = maxb;
-    char nccl[16]; /* the schema's name of the NCCL transport, as the rendezvous says it */
-    rt_cfg_enum_name(&rt_job_schema, "job", "transport", RT_TP_NCCL, nccl, sizeof nccl);
-    o.nccl = env->transport && strcmp(env->transport, nccl) == 0;
+    o.nccl = rt_run_is_nccl(env->transport);
     o.timeout_us = env->collective_timeout_us;
     o.mem_share = dev == RT_DEVICE_CPU ? env->local_size : 1;
     if (st == RT_OK)

@@ -21,6 +21,8 @@
 #define RT_RUN_SOCKETS_MAX 16
 #define RT_RUN_TIMEOUT_S 60 /* a collective's deadline */
 #define RT_RUN_BUCKET_MB 25 /* the gradients' fusion buckets (Horovod's 64, PyTorch DDP's 25) */
+/* The transports a job may name (the job file's choices, in its order) */
+#define RT_RUN_TRANSPORTS "tcp|rdma|nccl|shm|auto"
 #define RT_RUN_STR_(x) #x
 #define RT_RUN_STR(x) RT_RUN_STR_(x)
 
@@ -60,5 +62,7 @@ rt_status rt_run_getenv(rt_run_settings *s, char *err);
  * choice is returned as it is: want itself. */
 const char *rt_run_resolve_transport(const char *want, bool all_gpu_nccl, bool one_host, int np,
                                      bool all_rdma);
+/* Whether a resolved transport is NCCL's (the trainer's GPU path). */
+bool rt_run_is_nccl(const char *transport);
 
 #endif

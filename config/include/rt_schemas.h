@@ -92,7 +92,6 @@ extern const rt_cfg_schema rt_agent_schema;
 /* Each enum below numbers its key's choices in rt_schemas.c, in order
  * (test_config.test_enum_name checks every one) */
 enum { RT_JOB_TRAIN = 0, RT_JOB_EXEC = 1, RT_JOB_SWEEP = 2 };
-enum { RT_TP_TCP = 0, RT_TP_RDMA = 1, RT_TP_NCCL = 2, RT_TP_SHM = 3, RT_TP_AUTO = 4 };
 enum { RT_DEV_AUTO = 0, RT_DEV_CPU = 1, RT_DEV_CUDA = 2 };
 enum { RT_CKPT_BEST = 0, RT_CKPT_LAST = 1, RT_CKPT_NONE = 2 };
 enum { RT_MON_AUTO = 0, RT_MON_MIN = 1, RT_MON_MAX = 2 };
