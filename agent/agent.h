@@ -314,7 +314,7 @@ void proc_running_json(agentd *ag, rt_jw *w);
 void worker_free(worker *w);
 
 /* agent_logs.c */
-rt_status log_open(worker *w, char *err);
+rt_status rank_log_create(worker *w, char *err);
 void log_write(worker *w, const char *data, size_t n);
 void log_tail_json(const worker *w, rt_jw *jw);
 void logs_request(agentd *ag, const rt_json *m);

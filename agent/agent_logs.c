@@ -64,7 +64,7 @@ static void log_path(const agentd *ag, int64_t job, int64_t attempt, int rank, c
              (long long)attempt, rank);
 }
 
-rt_status log_open(worker *w, char *err)
+rt_status rank_log_create(worker *w, char *err)
 {
     log_path(w->ag, w->job, w->attempt, w->rank, w->log_path, sizeof w->log_path);
     char dir[512];

@@ -84,7 +84,7 @@ static rt_status launch_command(agentd *ag, worker *w, const rt_json *m, launch 
     rank_env(ag, w, m, l->type, l->rdv, &l->env);
     /* the program, found in the rank's PATH (a venv's python first) */
     l->prog = program_path(l->argv.v[0], l->env.v, l->cwd_seen ? l->cwd : w->jobwork);
-    return log_open(w, err);
+    return rank_log_create(w, err);
 }
 
 /* 3. Its output pipe and control socket; /dev/null for its input. */

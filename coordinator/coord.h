@@ -279,7 +279,9 @@ void http_stop(coord *co);
 /* coord_logs.c: the log streams of GET /v1/jobs/ID/logs */
 void http_logs(coord *co, struct evhttp_request *req, int64_t id, const char *query);
 void http_logs_stop(coord *co); /* every stream ended (the API stops) */
-void http_on_log_data(coord *co, conn *c, const rt_json *m);
-void http_on_agent_gone(coord *co, const sc_agent *a);
+/* an agent's log_data frame (control channel) into the streams it serves;
+ * an agent lost: its streams told */
+void logs_on_agent_data(coord *co, conn *c, const rt_json *m);
+void logs_on_agent_gone(coord *co, const sc_agent *a);
 
 #endif

@@ -119,7 +119,7 @@ static void drop_connection(conn *c, const char *why)
         return;
     a->conn = NULL;
     RT_WARN("coord", "agent %s is down: %s", a->key, why);
-    http_on_agent_gone(co, a);
+    logs_on_agent_gone(co, a);
     sched_agent_down(&co->S, a, why, coord_now());
     coord_flush(co);
 }
@@ -278,14 +278,10 @@ SCHED_HANDLER(on_exited, sched_on_exited)
 SCHED_HANDLER(on_progress, sched_on_progress)
 
 const coord_handler coord_handlers[RT_MSG_COUNT] = {
-    [RT_MSG_HELLO] = on_hello_again,
-    [RT_MSG_HEARTBEAT] = on_heartbeat,
-    [RT_MSG_BYE] = on_bye,
-    [RT_MSG_PREPARED] = on_prepared,
-    [RT_MSG_STARTED] = on_started,
-    [RT_MSG_EXITED] = on_exited,
-    [RT_MSG_PROGRESS] = on_progress,
-    [RT_MSG_LOG_DATA] = http_on_log_data,
+    [RT_MSG_HELLO] = on_hello_again, [RT_MSG_HEARTBEAT] = on_heartbeat,
+    [RT_MSG_BYE] = on_bye,           [RT_MSG_PREPARED] = on_prepared,
+    [RT_MSG_STARTED] = on_started,   [RT_MSG_EXITED] = on_exited,
+    [RT_MSG_PROGRESS] = on_progress, [RT_MSG_LOG_DATA] = logs_on_agent_data,
 };
 
 /* One frame; false when the connection was closed. */

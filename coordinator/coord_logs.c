@@ -155,7 +155,7 @@ static void put_error(const log_stream *s, struct evbuffer *b, const char *agent
     put_line(b, &w);
 }
 
-void http_on_log_data(coord *co, conn *c, const rt_json *m)
+void logs_on_agent_data(coord *co, conn *c, const rt_json *m)
 {
     int64_t id = 0;
     rt_json_get_int(m, RT_F_REQ, &id);
@@ -202,7 +202,7 @@ void http_on_log_data(coord *co, conn *c, const rt_json *m)
     }
 }
 
-void http_on_agent_gone(coord *co, const sc_agent *a)
+void logs_on_agent_gone(coord *co, const sc_agent *a)
 {
     for (log_stream *s = co->streams, *next; s; s = next) {
         next = s->next;

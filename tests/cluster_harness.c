@@ -549,3 +549,12 @@ int64_t cl_metric(cluster *c, const char *name)
     free(r.body);
     return v;
 }
+
+bool cl_one_agent(cluster *c, const char *tag, const char *agent_extra, int slots)
+{
+    if (!cl_init(c, tag)) /* which clears c */
+        return false;
+    c->agent_extra = agent_extra;
+    return cl_start_coord(c, NULL, NULL) && cl_start_agent(c, 0, "a1", "A", slots, NULL) &&
+           cl_wait_agents_up(c, 1, 20000);
+}

@@ -42,6 +42,9 @@ bool cl_start_coord(cluster *c, const char *extra, const char *const *env);
 /* Agent i: write its agent.conf and start it. */
 bool cl_start_agent(cluster *c, int i, const char *name, const char *host_id, int slots,
                     const char *const *env);
+/* cl_init, a coordinator and one agent, a1 on host A with `slots` slots
+ * and the [agent] lines agent_extra (or none), registered. */
+bool cl_one_agent(cluster *c, const char *tag, const char *agent_extra, int slots);
 /* Signal a daemon and wait for it (SIGKILL after 10 s); its wait status,
  * or -1 when it had to be killed. */
 int cl_stop(cl_daemon *d, int sig);

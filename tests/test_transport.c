@@ -26,7 +26,7 @@
 #include "rt_time.h"
 #include "sock.h"
 #include "test_util.h"
-#include "diag.h"
+#include "frame_order.h"
 #include "rt_transport.h"
 #include "wire.h"
 
@@ -81,7 +81,7 @@ static void test_split(void **state)
 }
 
 /* the anti-diagonal frame order against a brute-force enumeration */
-static void test_diag_order(void **state)
+static void test_frame_order(void **state)
 {
     (void)state;
     const size_t dims[] = {1, 2, 3, 5, 7, 14, 40};
@@ -94,8 +94,8 @@ static void test_diag_order(void **state)
                     if (d < s || d - s >= J)
                         continue;
                     size_t gs, gj;
-                    rt_diag_frame(S, J, f, &gs, &gj);
-                    if (gs != s || gj != d - s || rt_diag_index(S, J, s, d - s) != f)
+                    rt_frame_order_frame(S, J, f, &gs, &gj);
+                    if (gs != s || gj != d - s || rt_frame_order_index(S, J, s, d - s) != f)
                         fail_msg("S=%zu J=%zu frame %zu: got (%zu,%zu) want (%zu,%zu)", S, J, f,
                                  gs, gj, s, d - s);
                     f++;
@@ -106,8 +106,8 @@ static void test_diag_order(void **state)
     const size_t S = 14, J = 100000;
     for (size_t f = 0; f < S * J; f += 997) {
         size_t s, j;
-        rt_diag_frame(S, J, f, &s, &j);
-        assert_int_equal(rt_diag_index(S, J, s, j), f);
+        rt_frame_order_frame(S, J, f, &s, &j);
+        assert_int_equal(rt_frame_order_index(S, J, s, j), f);
     }
 }
 
@@ -441,7 +441,7 @@ int main(void)
     rt_log_set_level(RT_LL_ERROR);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split),
-        cmocka_unit_test(test_diag_order),
+        cmocka_unit_test(test_frame_order),
         cmocka_unit_test(test_wire_roundtrip),
         cmocka_unit_test(test_conformance_loopback),
         cmocka_unit_test(test_conformance_tcp),

@@ -14,7 +14,7 @@
  *     (r - s - 1) and reduce it in; after it rank r holds chunk r+1 summed;
  *   allgather, steps s = 0..n-2: send chunk (r + 1 - s), receive chunk (r - s)
  *     in place.
- * Frames go out by anti-diagonal (diag.h): segment j of step s right after
+ * Frames go out by anti-diagonal (frame_order.h): segment j of step s right after
  * segment j of step s-1 arrived and was reduced, so the segment is passed
  * on while still in cache and consecutive steps overlap.  Each chunk is reduced in one fixed order
  * around the ring and then copied, so every rank ends with the same bits,
@@ -31,7 +31,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "diag.h"
+#include "frame_order.h"
 #include "reduce.h"
 #include "ring.h"
 #include "rt_log.h"
@@ -217,7 +217,7 @@ static bool frame_range(const chunked *u, size_t f, bool sending, size_t *off, s
 {
     const long n = u->c->size, r = u->c->rank;
     size_t s, j;
-    rt_diag_frame(u->steps, u->nseg, f, &s, &j);
+    rt_frame_order_frame(u->steps, u->nseg, f, &s, &j);
     s += u->s0;
     const bool rs = s < (size_t)(n - 1);
     long base = rs ? r + u->shift - (long)s : r + 1 + u->shift - (long)(s - (size_t)(n - 1));
@@ -257,8 +257,8 @@ static size_t chunked_dep(void *vu, size_t f)
 {
     chunked *u = vu;
     size_t s, j;
-    rt_diag_frame(u->steps, u->nseg, f, &s, &j);
-    return s == 0 ? SIZE_MAX : rt_diag_index(u->steps, u->nseg, s - 1, j);
+    rt_frame_order_frame(u->steps, u->nseg, f, &s, &j);
+    return s == 0 ? SIZE_MAX : rt_frame_order_index(u->steps, u->nseg, s - 1, j);
 }
 
 /* Segments per chunk: none larger than max_segment_bytes, and two (one

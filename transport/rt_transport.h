@@ -93,7 +93,7 @@ struct rt_comm {
     void *tmp[RT_RING_TMP];
     size_t tmp_bytes;
     void *small; /* size * small_bytes, for small allreduces */
-    void *stage; /* device.c: pinned buffers of rt_allreduce_device, made on first use */
+    void *stage; /* gpu_comm.c: pinned buffers of rt_allreduce_device, made on first use */
     char listen_addr[96];
 
     /* hierarchy (hier.c): this host's ranks and this local rank's ring
@@ -127,7 +127,7 @@ int rt_comm_grank(const rt_comm *c, int r);
 /* Hierarchical allreduce (ring.c), for rt_allreduce when c->cross is set;
  * op is SUM, MAX or MIN (rt_allreduce scales an average afterwards). */
 rt_status rt_hier_allreduce(rt_comm *c, void *buf, size_t count, rt_ctype t, rt_redop op);
-/* Free c->stage (device.c; nothing in builds without CUDA). */
+/* Free c->stage (gpu_comm.c; nothing in builds without CUDA). */
 void rt_device_stage_free(rt_comm *c);
 /* "rank 3 (127.0.0.1:4000)" or "rank 3" when there is no address. */
 const char *rt_comm_peer_name(const rt_comm *c, int rank, char *buf, size_t len);

@@ -1,4 +1,4 @@
-/* diag.c — frame order by anti-diagonal (see diag.h), in closed form.
+/* frame_order.c — frame order by anti-diagonal (see frame_order.h), in closed form.
  *
  * With A = min(S, J) and B = max(S, J), diagonal d holds
  *   d + 1 frames for d < A,   A frames for A <= d < B,   S + J - 1 - d after,
@@ -7,7 +7,7 @@
  *             = A(A+1)/2 + (d - A)·A                  A <= d <= B
  *             = S·J - (S+J-d)(S+J-d-1)/2              d >= B
  * and a frame index is inverted by solving for d region by region. */
-#include "diag.h"
+#include "frame_order.h"
 
 #include <math.h>
 
@@ -47,7 +47,7 @@ static size_t diagonal_of(size_t S, size_t J, size_t f)
     return d;
 }
 
-void rt_diag_frame(size_t S, size_t J, size_t f, size_t *s, size_t *j)
+void rt_frame_order_frame(size_t S, size_t J, size_t f, size_t *s, size_t *j)
 {
     RT_ASSERT(S > 0 && J > 0 && f < S * J);
     size_t d = diagonal_of(S, J, f);
@@ -56,7 +56,7 @@ void rt_diag_frame(size_t S, size_t J, size_t f, size_t *s, size_t *j)
     *j = d - *s;
 }
 
-size_t rt_diag_index(size_t S, size_t J, size_t s, size_t j)
+size_t rt_frame_order_index(size_t S, size_t J, size_t s, size_t j)
 {
     RT_ASSERT(s < S && j < J);
     size_t d = s + j;

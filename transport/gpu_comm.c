@@ -1,4 +1,4 @@
-/* device.c — collectives on GPU memory (CUDA builds only): the NCCL backend,
+/* gpu_comm.c — collectives on GPU memory (CUDA builds only): the NCCL backend,
  * bootstrapped through our own ring, and the pinned-host staging path that
  * lets the TCP/RDMA transports reduce device buffers.
  *
@@ -76,11 +76,11 @@ static rt_status stage_get(rt_comm *c, rt_stage **out, char *err)
     return RT_OK;
 }
 
-#define CUDA_TRY(call, what)                                                                       \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess && st == RT_OK)                                                      \
-            st = rt_err(err, RT_ERR_DEVICE, "%s: %s", what, cudaGetErrorString(e_));              \
+#define CUDA_TRY(call, what)                                                         \
+    do {                                                                             \
+        cudaError_t e_ = (call);                                                     \
+        if (e_ != cudaSuccess && st == RT_OK)                                        \
+            st = rt_err(err, RT_ERR_DEVICE, "%s: %s", what, cudaGetErrorString(e_)); \
     } while (0)
 
 rt_status rt_allreduce_device(rt_comm *c, void *dev_buf, size_t count, rt_ctype t, rt_redop op,
@@ -161,10 +161,14 @@ bool rt_nccl_available(void)
 static ncclDataType_t nccl_type(rt_ctype t)
 {
     switch (t) {
-    case RT_C_F32: return ncclFloat32;
-    case RT_C_F64: return ncclFloat64;
-    case RT_C_I32: return ncclInt32;
-    case RT_C_I64: return ncclInt64;
+    case RT_C_F32:
+        return ncclFloat32;
+    case RT_C_F64:
+        return ncclFloat64;
+    case RT_C_I32:
+        return ncclInt32;
+    case RT_C_I64:
+        return ncclInt64;
     }
     return ncclFloat32;
 }
@@ -172,10 +176,14 @@ static ncclDataType_t nccl_type(rt_ctype t)
 static ncclRedOp_t nccl_op(rt_redop op)
 {
     switch (op) {
-    case RT_SUM: return ncclSum;
-    case RT_AVG: return ncclAvg;
-    case RT_MAX: return ncclMax;
-    case RT_MIN: return ncclMin;
+    case RT_SUM:
+        return ncclSum;
+    case RT_AVG:
+        return ncclAvg;
+    case RT_MAX:
+        return ncclMax;
+    case RT_MIN:
+        return ncclMin;
     }
     return ncclSum;
 }
@@ -208,7 +216,7 @@ static ncclResult_t nccl_settle(rt_nccl *n, rt_deadline_t dl)
 
 /* What every rank tells the others before NCCL starts. */
 typedef struct nccl_probe {
-    int32_t ok;            /* a CUDA device is current */
+    int32_t ok; /* a CUDA device is current */
     int32_t pci_bus, pci_dev, pci_domain;
     char host[48];
 } nccl_probe;
@@ -248,8 +256,8 @@ static rt_status nccl_check_ranks(rt_comm *c, char *err)
                 all[q].pci_dev == all[r].pci_dev && all[q].pci_domain == all[r].pci_domain) {
                 st = rt_err(err, RT_ERR_UNSUPPORTED,
                             "ranks %d and %d share the GPU at PCI %04x:%02x:%02x on %s; NCCL needs "
-                            "one GPU per rank", q, r, all[r].pci_domain, all[r].pci_bus,
-                            all[r].pci_dev, all[r].host);
+                            "one GPU per rank",
+                            q, r, all[r].pci_domain, all[r].pci_bus, all[r].pci_dev, all[r].host);
                 break;
             }
     }
@@ -348,9 +356,9 @@ rt_status rt_nccl_allreduce(rt_nccl *n, void *dev_buf, size_t count, rt_ctype t,
 {
     if (n->broken)
         return rt_err(err, RT_ERR_BROKEN, "the NCCL communicator was aborted");
-    return nccl_call(n, ncclAllReduce(dev_buf, dev_buf, count, nccl_type(t), nccl_op(op), n->comm,
-                                      n->stream),
-                     "ncclAllReduce", err);
+    return nccl_call(
+        n, ncclAllReduce(dev_buf, dev_buf, count, nccl_type(t), nccl_op(op), n->comm, n->stream),
+        "ncclAllReduce", err);
 }
 
 rt_status rt_nccl_broadcast(rt_nccl *n, void *dev_buf, size_t bytes, int root, char *err)
@@ -385,9 +393,11 @@ rt_status rt_nccl_wait_stream(rt_nccl *n, void *cuda_stream, int64_t timeout_us,
             char detail[200];
             snprintf(detail, sizeof detail, "%s", ncclGetLastError(n->comm));
             nccl_abort(n);
-            return rt_err(err, RT_ERR_IO, "NCCL reported an error on rank %d of %d: %s%s%s%s; "
-                          "communicator aborted", n->rank, n->size, ncclGetErrorString(async),
-                          detail[0] ? " (" : "", detail, detail[0] ? ")" : "");
+            return rt_err(err, RT_ERR_IO,
+                          "NCCL reported an error on rank %d of %d: %s%s%s%s; "
+                          "communicator aborted",
+                          n->rank, n->size, ncclGetErrorString(async), detail[0] ? " (" : "",
+                          detail, detail[0] ? ")" : "");
         }
         if (rt_now_ns() >= dl) {
             nccl_abort(n);

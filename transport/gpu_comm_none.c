@@ -1,4 +1,4 @@
-/* nodevice.c — builds without CUDA: device-memory collectives report that
+/* gpu_comm_none.c — builds without CUDA: device-memory collectives report that
  * they are not available. */
 #include "rt_transport.h"
 
@@ -39,8 +39,8 @@ rt_status rt_nccl_wait(rt_nccl *n, int64_t t, char *err)
     return rt_err(err, RT_ERR_UNSUPPORTED, "this build has no CUDA/NCCL support");
 }
 
-rt_status rt_allreduce_device(rt_comm *c, void *b, size_t count, rt_ctype t, rt_redop op,
-                              void *s, char *err)
+rt_status rt_allreduce_device(rt_comm *c, void *b, size_t count, rt_ctype t, rt_redop op, void *s,
+                              char *err)
 {
     (void)c, (void)b, (void)count, (void)t, (void)op, (void)s;
     return rt_err(err, RT_ERR_UNSUPPORTED, "this build has no CUDA support");
