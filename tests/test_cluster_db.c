@@ -233,10 +233,7 @@ static void test_env_sealed(void **state)
     cl_fixture *fx = *state;
     bool *failed = &fx->failed;
     cluster *c = &fx->c;
-    CHECK(cl_init(c, "sealed"));
-    CHECK(cl_start_coord(c, NULL, NULL));
-    CHECK(cl_start_agent(c, 0, "a1", "A", 1, NULL));
-    CHECK(cl_wait_agents_up(c, 1, 20000));
+    CHECK(cl_one_agent(c, "sealed", NULL, 1));
     char key[400], out[400], cmd[600];
     snprintf(key, sizeof key, "%s/state.key", c->dir);
     struct stat st;
