@@ -5,7 +5,10 @@
  *   dW       (out x in)  = dZᵀ (out x B) · X       (T, N)
  *   dX       (B x in)    = dZ (B x out) · W        (N, N)
  *
- * for batch 100 (the seed's) and 1024, in = out = 1000.  The two run
+ * for batch 100 (the seed's) and 1024, in = out = 1000; where the CPU has
+ * AVX512_BF16 also ringtrain's bf16 GEMM (precision = bf16: inputs rounded
+ * to bf16, fp32 sums; Debian's OpenBLAS 0.3.21 has no sbgemm to compare
+ * with: built without BUILD_BFLOAT16).  The two run
  * alternately, each timing the best of several rounds, so a noisy machine
  * affects both alike; the ratio is what to read.  Also checks that every
  * kernel this CPU has gives the same bits as plain fmaf chains.
@@ -76,6 +79,9 @@ int main(int argc, char **argv)
         return 1;
     }
     openblas_set_num_threads(threads);
+    rt_kctx *ctx16 = NULL; /* the bf16 GEMM, where the CPU has it */
+    if (rt_cpu_bf16_kernel() && rt_kctx_create(RT_DEVICE_CPU, threads, &ctx16, err) == RT_OK)
+        rt_kctx_set_bf16(ctx16, true);
     const int64_t D = 1000;
     const shape shapes[] = {
         {"forward B=100", false, true, 100, D, D},   {"dW B=100", true, false, D, D, 100},
@@ -102,7 +108,7 @@ int main(int argc, char **argv)
         fill(A, M * K, 1 + (unsigned)s);
         fill(B, N * K, 99 + (unsigned)s);
         int reps = (int)(4e8 / (2.0 * (double)(M * N * K))) + 1;
-        double best_rt = 1e30, best_ob = 1e30;
+        double best_rt = 1e30, best_ob = 1e30, best_16 = 1e30;
         for (int r = 0; r < rounds; r++) {
             double t0 = now();
             for (int k = 0; k < reps; k++)
@@ -116,6 +122,11 @@ int main(int argc, char **argv)
             double t2 = now();
             best_ob = fmin(best_ob, (t1 - t0) / reps);
             best_rt = fmin(best_rt, (t2 - t1) / reps);
+            if (ctx16) {
+                for (int k = 0; k < reps; k++)
+                    rt_gemm(ctx16, sh->ta, sh->tb, M, N, K, A, lda, B, ldb, C, N);
+                best_16 = fmin(best_16, (now() - t2) / reps);
+            }
         }
         /* every kernel gives the bits of the plain chain (sampled rows) */
         const char *mismatch = NULL;
@@ -138,14 +149,21 @@ int main(int argc, char **argv)
         double fl = 2.0 * (double)(M * N * K);
         sum_rt += best_rt;
         sum_ob += best_ob;
+        char b16[96] = "";
+        if (json && ctx16)
+            snprintf(b16, sizeof b16, ",\"bf16_gflops\":%.2f,\"bf16_vs_fp32\":%.3f",
+                     fl / best_16 / 1e9, best_rt / best_16);
+        else if (ctx16)
+            snprintf(b16, sizeof b16, "  bf16 %6.1f GFLOP/s (%.2fx fp32)", fl / best_16 / 1e9,
+                     best_rt / best_16);
         if (json)
             printf("%s{\"name\":\"%s\",\"openblas_gflops\":%.2f,\"ringtrain_gflops\":%.2f,"
-                   "\"ratio\":%.3f,\"bitwise_reference\":%s}",
+                   "\"ratio\":%.3f,\"bitwise_reference\":%s%s}",
                    s ? "," : "", sh->name, fl / best_ob / 1e9, fl / best_rt / 1e9,
-                   best_ob / best_rt, mismatch ? "false" : "true");
+                   best_ob / best_rt, mismatch ? "false" : "true", b16);
         else
-            printf("  %-16s OpenBLAS %6.1f GFLOP/s  ringtrain %6.1f GFLOP/s  ratio %.2f%s%s\n",
-                   sh->name, fl / best_ob / 1e9, fl / best_rt / 1e9, best_ob / best_rt,
+            printf("  %-16s OpenBLAS %6.1f GFLOP/s  ringtrain %6.1f GFLOP/s  ratio %.2f%s%s%s\n",
+                   sh->name, fl / best_ob / 1e9, fl / best_rt / 1e9, best_ob / best_rt, b16,
                    mismatch ? "  MISMATCH in kernel " : "", mismatch ? mismatch : "");
         free(A);
         free(B);
@@ -159,5 +177,6 @@ int main(int argc, char **argv)
     else
         printf("  all six: ringtrain at %.2fx OpenBLAS's speed\n", sum_ob / sum_rt);
     rt_kctx_destroy(ctx);
+    rt_kctx_destroy(ctx16);
     return 0;
 }

@@ -3,7 +3,8 @@
  * next to the GEMM rate measured in the same run.
  *
  *   train_step [--architecture NAME] [--set model.KEY=VALUE]... [--print-spec]
- *              [--device cpu|cuda] [--threads T] [--batch B] [--seconds S] [--tf32] [--json]
+ *              [--device cpu|cuda] [--threads T] [--batch B] [--seconds S] [--tf32]
+ *              [--precision fp32|bf16] [--json]
  *
  * The model is the job file's: its [model] defaults for the family (the
  * Rossmann network by default), changed by --set as a job's; --print-spec
@@ -22,7 +23,10 @@
  * the step, the machine's drift shared), so ratio_side compares two medians
  * taken side by side; ratio (against the warm best) is the stricter one.
  * --tf32 runs the CUDA GEMMs (model and reference alike) on TF32 tensor
- * cores; the default is exact fp32 on both sides.  OpenBLAS runs the best
+ * cores; the default is exact fp32 on both sides.  --precision bf16 runs the
+ * model's GEMMs as `[model] precision = bf16` does (CPUs with AVX512_BF16:
+ * inputs rounded to bf16, fp32 sums; gemm_peak stays OpenBLAS's fp32 sgemm,
+ * Debian's OpenBLAS having no sbgemm).  OpenBLAS runs the best
  * kernels it has for this CPU (rt_blas_reexec) unless OPENBLAS_CORETYPE is
  * set; the output names them (blas_core). */
 #include <cblas.h>
@@ -143,7 +147,7 @@ static rt_status make_spec(const char *arch, const char *const *sets, int nsets,
 }
 
 static int run_one(const rt_model_spec *spec, rt_device dev, int threads, long batch,
-                   double seconds, bool tf32, result *r)
+                   double seconds, bool tf32, bool bf16, result *r)
 {
     char err[RT_ERR_LEN];
     rt_kctx *ctx;
@@ -152,6 +156,12 @@ static int run_one(const rt_model_spec *spec, rt_device dev, int threads, long b
         return 1;
     }
     rt_kctx_set_tf32(ctx, tf32);
+    if (bf16 && !rt_kctx_set_bf16(ctx, true)) {
+        fprintf(stderr, "train_step: --precision bf16: this device has no bf16 GEMMs (CPUs with "
+                        "AVX512_BF16 only)\n");
+        rt_kctx_destroy(ctx);
+        return 1;
+    }
     rt_model *m;
     if (rt_model_create(spec, ctx, batch, &m, err) != RT_OK) {
         fprintf(stderr, "train_step: %s\n", err);
@@ -227,7 +237,7 @@ int main(int argc, char **argv)
     const char *device = NULL, *arch = NULL;
     const char *sets[64];
     int threads = 0, json = 0, nsets = 0, print_spec = 0;
-    bool tf32 = false;
+    bool tf32 = false, bf16 = false;
     long batch = 0;
     double seconds = 3.0;
     for (int i = 1; i < argc; i++) {
@@ -243,6 +253,9 @@ int main(int argc, char **argv)
             json = 1;
         else if (strcmp(argv[i], "--tf32") == 0)
             tf32 = true;
+        else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc &&
+                 (!strcmp(argv[i + 1], "fp32") || !strcmp(argv[i + 1], "bf16")))
+            bf16 = !strcmp(argv[++i], "bf16");
         else if (strcmp(argv[i], "--architecture") == 0 && i + 1 < argc)
             arch = argv[++i];
         else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc && nsets < 64)
@@ -252,7 +265,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: train_step [--architecture NAME] [--set model.KEY=VALUE]... "
                             "[--print-spec] [--device cpu|cuda] [--threads T] [--batch B] "
-                            "[--seconds S] [--tf32] [--json]\n");
+                            "[--seconds S] [--tf32] [--precision fp32|bf16] [--json]\n");
             return 2;
         }
     }
@@ -308,7 +321,9 @@ int main(int argc, char **argv)
     char name[128];
     if (!json)
         printf("%s; ringtrain GEMM kernel %s; gemm_peak: OpenBLAS sgemm on its %s kernels\n",
-               rt_arch_names[spec.arch], rt_cpu_gemm_kernel(), rt_cpu_blas_core());
+               rt_arch_names[spec.arch],
+               bf16 && rt_cpu_bf16_kernel() ? rt_cpu_bf16_kernel() : rt_cpu_gemm_kernel(),
+               rt_cpu_blas_core());
     if (!json)
         printf("%-6s %7s %6s %12s %10s %9s %10s %6s %10s %10s\n", "device", "threads", "batch",
                "samples/s",
@@ -316,18 +331,20 @@ int main(int argc, char **argv)
     for (int c = 0; c < nc; c++)
         for (int b = 0; b < nb; b++) {
             result r;
-            if (run_one(&spec, cfg[c].dev, cfg[c].threads, batches[b], seconds, tf32, &r) != 0)
+            if (run_one(&spec, cfg[c].dev, cfg[c].threads, batches[b], seconds, tf32, bf16, &r) !=
+                0)
                 return 1;
             if (json)
                 printf("{\"architecture\":\"%s\",\"device\":\"%s\",\"threads\":%d,\"batch\":%ld,"
                        "\"samples_per_s\":%.1f,"
                        "\"gflops\":%.2f,\"gemm_peak_gflops\":%.2f,\"gemm_side_gflops\":%.2f,"
-                       "\"step_us\":%.1f,\"tf32\":%s,\"blas_core\":\"%s\",\"gemm_kernel\":\"%s\"}\n",
+                       "\"step_us\":%.1f,\"tf32\":%s,\"precision\":\"%s\",\"blas_core\":\"%s\","
+                       "\"gemm_kernel\":\"%s\"}\n",
                        rt_arch_names[spec.arch], r.device, r.threads, r.batch, r.samples_per_s,
-                       r.gflops, r.gemm_peak,
-                       r.gemm_side, r.step_us,
+                       r.gflops, r.gemm_peak, r.gemm_side, r.step_us,
                        strcmp(r.device, "cuda") == 0 && tf32 ? "true" : "false",
-                       rt_cpu_blas_core(), rt_cpu_gemm_kernel());
+                       bf16 ? "bf16" : "fp32", rt_cpu_blas_core(),
+                       bf16 && rt_cpu_bf16_kernel() ? rt_cpu_bf16_kernel() : rt_cpu_gemm_kernel());
             else if (r.gemm_side > 0)
                 printf("%-6s %7d %6ld %12.0f %10.1f %9.1f %10.1f %5.0f%% %10.1f %9.0f%%\n",
                        r.device, r.threads, r.batch, r.samples_per_s, r.step_us, r.gflops,

@@ -337,6 +337,11 @@ static const rt_cfg_key job_keys[] = {
              "why)"),
     RT_CFG_B("model", "tf32", "true", rt_job_cfg, tf32,
              "TF32 tensor cores for GPU GEMMs (false: exact FP32, as on the CPU)"),
+    RT_CFG_E("model", "precision", "fp32", "fp32|bf16", rt_job_cfg, precision,
+             "bf16: every GEMM's inputs rounded to bf16, its sums in FP32; parameters, Adam, "
+             "losses, normalisation and the gradients' allreduce stay FP32 (mixed precision as "
+             "PyTorch's autocast).  CPUs with AVX512_BF16 (Zen 4, Cooper Lake, Sapphire "
+             "Rapids on); elsewhere the rank's first line says so and it runs FP32"),
     RT_CFG_B("model", "sync_batch_norm", "false", rt_job_cfg, sync_batch_norm,
              "every batch-norm layer with the statistics of all ranks' batches (np > 1, CPU "
              "workers): np ranks of batch B then train like one of batch np*B (a batch norm "

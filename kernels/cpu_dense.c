@@ -16,6 +16,7 @@
 
 #include "cpu_backend.h"
 #include "cpu_gemm.h"
+#include "cpu_gemm_impl.h"
 #include "cpu_simd.h"
 
 #define PAR_MIN 32768
@@ -24,6 +25,11 @@
 void rt_cpu_set_threads(int threads) { openblas_set_num_threads(threads); }
 
 const char *rt_cpu_gemm_kernel(void) { return rt_gemm_kernel_name(); }
+const char *rt_cpu_bf16_kernel(void)
+{
+    const kernel *k = rt_gemm_bf16_kernel();
+    return k ? k->name : NULL;
+}
 
 void rt_cpu_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act, rt_view y)
 {

@@ -22,6 +22,7 @@
  * avx2|scalar overrides).  Threads take disjoint blocks of rows or columns
  * of C; none splits k. */
 #include "cpu_gemm.h"
+#include "cpu_gemm_impl.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -31,26 +32,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-/* the MR x NR tile of c (row stride ldc): its chains over kc values,
- * continued from c when load, else started from zero */
-typedef void (*micro_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                         bool load);
-
-typedef struct kernel {
-    const char *name;
-    int mr, nr;         /* the register tile */
-    int64_t kc, mc, nc; /* blocks: A's MC x KC, B's KC x NC */
-    /* a_in_l1: the tiles of a row of panels run along B's panels, each A
-     * panel (MR x KC) staying in L1 while B's block (KC x NC) streams from
-     * L2; else along A's panels, each B panel (KC x NR) staying in L1
-     * while A's block (MC x KC) streams from L2 and B's from L3 */
-    bool a_in_l1;
-    micro_fn fn;
-} kernel;
-
-#define MAX_MR 12
-#define MAX_NR 32
 
 /* ---- micro-kernels -----------------------------------------------------------
  * acc[r][v] holds row r, columns v*VW .. v*VW+VW-1 of the tile.  For each k:
@@ -174,13 +155,17 @@ static void micro_scalar_12x32(int64_t kc, const float *a, const float *b, float
  * OpenBLAS SkylakeX's speed on 1 thread, 0.86x -> 1.00x on 2; swept KC
  * 256-768, MC 12-96, NC 256-1024 around it.  AVX2's are Zen 3's (32 KiB L1,
  * 512 KiB L2), not re-measured. */
+static void pack_a(const float *A, int64_t lda, bool ta, int64_t i0, int64_t mc, int64_t p0,
+                   int64_t kc, int mr, float *ap);
+static void pack_b(const float *B, int64_t ldb, bool tb, int64_t j0, int64_t nc, int64_t p0,
+                   int64_t kc, int nr, float *bp);
 static const kernel KERNELS[] = {
 #if defined(__x86_64__) && defined(__GNUC__)
-    {"avx512", 12, 32, 384, 96, 512, true, micro_avx512},
-    {"avx2", 6, 16, 256, 120, 4096, false, micro_avx2},
+    {"avx512", 12, 32, 384, 96, 512, true, micro_avx512, 1, pack_a, pack_b},
+    {"avx2", 6, 16, 256, 120, 4096, false, micro_avx2, 1, pack_a, pack_b},
 #endif
-    {"scalar", 4, 8, 256, 128, 4096, false, micro_scalar},
-    {"scalar-12x32", 12, 32, 384, 96, 512, true, micro_scalar_12x32}, /* tests only */
+    {"scalar", 4, 8, 256, 128, 4096, false, micro_scalar, 1, pack_a, pack_b},
+    {"scalar-12x32", 12, 32, 384, 96, 512, true, micro_scalar_12x32, 1, pack_a, pack_b}, /* tests */
 };
 #define NKERNELS ((int)(sizeof KERNELS / sizeof *KERNELS))
 
@@ -413,8 +398,10 @@ typedef struct job {
     float *C;
 } job;
 
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
 /* Tile (i0, j0) of C, m x n (mr x nr but at the edges), from the packed
- * panels a and b over kc values, its chains continued from C (load) or
+ * panels a and b over kc packed elements, its chains continued from C (load) or
  * started; an edge tile goes through the buffer tile. */
 static inline void one_tile(const job *g, int64_t kc, const float *a, const float *b, int64_t i0,
                             int64_t j0, int64_t m, int64_t n, bool load, float *tile)
@@ -434,8 +421,6 @@ static inline void one_tile(const job *g, int64_t kc, const float *a, const floa
         memcpy(c + r * g->ldc, tile + r * nr, (size_t)n * sizeof *c);
 }
 
-static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
 static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float *ap,
                   float *bp)
 {
@@ -447,24 +432,27 @@ static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, 
         return;
     }
     float tile[MAX_MR * MAX_NR] __attribute__((aligned(64)));
-    /* k in blocks of equal size (K = 400 in two of 200, not 384 and 16) */
-    const int64_t nkb = (g->K + kn->kc - 1) / kn->kc, kcb = (g->K + nkb - 1) / nkb;
+    /* k in blocks of equal size (K = 400 in two of 200, not 384 and 16), a
+     * multiple of what a packed element holds (bf16: pairs of k) */
+    const int64_t nkb = (g->K + kn->kc - 1) / kn->kc;
+    const int64_t kcb = round_up((g->K + nkb - 1) / nkb, kn->kpack);
     for (int64_t jc = n0; jc < n1; jc += kn->nc) {
         int64_t nc = n1 - jc < kn->nc ? n1 - jc : kn->nc;
         for (int64_t pc = 0; pc < g->K; pc += kcb) {
             int64_t kc = g->K - pc < kcb ? g->K - pc : kcb;
+            int64_t kp = (kc + kn->kpack - 1) / kn->kpack; /* packed elements per row */
             bool load = pc > 0; /* continue the chains after the first k-block */
             if (kn->a_in_l1)
-                pack_b(g->B, g->ldb, g->tb, jc, nc, pc, kc, nr, bp);
+                kn->pack_b(g->B, g->ldb, g->tb, jc, nc, pc, kc, nr, bp);
             for (int64_t ic = m0; ic < m1; ic += kn->mc) {
                 int64_t mc = m1 - ic < kn->mc ? m1 - ic : kn->mc;
-                pack_a(g->A, g->lda, g->ta, ic, mc, pc, kc, mr, ap);
+                kn->pack_a(g->A, g->lda, g->ta, ic, mc, pc, kc, mr, ap);
                 if (kn->a_in_l1) {
                     for (int64_t ir = 0; ir < mc; ir += mr)
                         for (int64_t jr = 0; jr < nc; jr += nr)
-                            one_tile(g, kc, ap + ir * kc, bp + jr * kc, ic + ir, jc + jr,
-                                     mc - ir < mr ? mc - ir : mr, nc - jr < nr ? nc - jr : nr,
-                                     load, tile);
+                            one_tile(g, kp, ap + ir * kp, bp + jr * kp, ic + ir, jc + jr,
+                                     mc - ir < mr ? mc - ir : mr, nc - jr < nr ? nc - jr : nr, load,
+                                     tile);
                     continue;
                 }
                 for (int64_t jr = 0; jr < nc; jr += nr) {
@@ -472,9 +460,9 @@ static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, 
                     /* each B panel is packed just before its first use, while
                      * it is hot in L1; later row blocks reuse it */
                     if (ic == m0)
-                        pack_b(g->B, g->ldb, g->tb, jc + jr, n, pc, kc, nr, bp + jr * kc);
+                        kn->pack_b(g->B, g->ldb, g->tb, jc + jr, n, pc, kc, nr, bp + jr * kp);
                     for (int64_t ir = 0; ir < mc; ir += mr)
-                        one_tile(g, kc, ap + ir * kc, bp + jr * kc, ic + ir, jc + jr,
+                        one_tile(g, kp, ap + ir * kp, bp + jr * kp, ic + ir, jc + jr,
                                  mc - ir < mr ? mc - ir : mr, n, load, tile);
                 }
             }
@@ -490,7 +478,9 @@ void rt_gemm(rt_kctx *ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, co
 {
     if (M <= 0 || N <= 0)
         return;
-    const kernel *kn = current();
+    const kernel *kn = ctx->bf16 ? rt_gemm_bf16_kernel() : NULL;
+    if (!kn)
+        kn = current();
     job g = {kn, ta, tb, M, N, K, lda, ldb, ldc, A, B, C};
     /* threads take whole panels of columns, or of rows when there are too
      * few column panels; never a share of k */

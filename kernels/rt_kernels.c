@@ -62,6 +62,12 @@ rt_device rt_kctx_device(const rt_kctx *ctx) { return ctx->dev; }
 int rt_kctx_threads(const rt_kctx *ctx) { return ctx->threads; }
 void *rt_kctx_stream(rt_kctx *ctx) { return ctx->stream; }
 void rt_kctx_set_tf32(rt_kctx *ctx, bool on) { ctx->tf32 = on; }
+bool rt_kctx_set_bf16(rt_kctx *ctx, bool on)
+{
+    ctx->bf16 = on && ctx->dev == RT_DEVICE_CPU && rt_cpu_bf16_kernel() != NULL;
+    return ctx->bf16 == on;
+}
+bool rt_kctx_bf16(const rt_kctx *ctx) { return ctx->bf16; }
 rt_status rt_kctx_sync(rt_kctx *ctx, char *err) { return ctx->ops->sync(ctx, err); }
 rt_status rt_kctx_check(rt_kctx *ctx, char *err) { return ctx->ops->check(ctx, err); }
 void *rt_kctx_comm_stream(rt_kctx *ctx) { return ctx->comm_stream; }

@@ -4,7 +4,8 @@
 # `ringtrain prep`; `ringtrain run` (coordinator and agent on loopback, 2
 # ranks) trains each architecture for 2 epochs, `ringtrain model summary`
 # shows its network and `ringtrain predict` rebuilds it from the checkpoint
-# alone.  Then what is refused before anything runs: a family's key with
+# alone; tabm and the FT-Transformer again with precision = bf16, near
+# FP32's validation loss.  Then what is refused before anything runs: a family's key with
 # another family (file:line), an embedding width for a column the data set
 # does not have (with the closest name), a store whose checkpoint holds
 # another network (resume), a model that would not fit this machine.
@@ -103,6 +104,20 @@ run tabm_mini --set model.architecture=tabm --set model.variant=mini --set model
   --set model.width=16 --set model.ensemble_size=3 --set model.numeric_embedding=piecewise_linear \
   --set model.bins=4
 grep -q "PiecewiseLinear" "$out/tabm_mini.summary" || fail "tabm-mini's inputs have no PLE"
+# precision = bf16 (GEMM inputs in bf16, FP32 sums; FP32 where the CPU has no AVX512_BF16):
+# the same networks train to a validation loss near FP32's
+vl() { tail -1 "$out/store-$1/history.jsonl" | sed -n 's/.*"val_loss":\([-0-9.eE+]*\).*/\1/p'; }
+for f in tabm ft_transformer; do
+  case $f in
+    tabm) sets=(--set model.architecture=tabm --set model.blocks=2 --set model.width=16
+      --set model.ensemble_size=4 --set model.continuous_norm=quantile) ;;
+    *) sets=(--set model.architecture=ft_transformer --set model.blocks=1 --set model.d_token=8
+      --set model.heads=2 --set model.embedding_dim=10) ;;
+  esac
+  run ${f}_bf16 "${sets[@]}" --set model.precision=bf16
+  awk -v a="$(vl $f)" -v b="$(vl ${f}_bf16)" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.05 * a) }' ||
+    fail "$f: bf16's val_loss $(vl ${f}_bf16) is not within 5% of FP32's $(vl $f)"
+done
 
 # ---- refused before anything runs ------------------------------------------------------
 refused() { # WHAT PATTERN -- ringtrain arguments...

@@ -1,7 +1,9 @@
 /* test_gemm_cpu.c — ringtrain's CPU GEMM (kernels/cpu_gemm.c) gives every
  * output as the plain fused multiply-add chain over k in order, whatever the
  * micro-kernel, the thread count and the rows around it (random shapes
- * each run; RT_TEST_SEED reproduces). */
+ * each run; RT_TEST_SEED reproduces); its bf16 form (cpu_gemm_bf16.c, where
+ * the CPU has AVX512_BF16) is the same product of the bf16-rounded inputs
+ * summed in fp32, and its bits too do not depend on threads or rows. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -123,12 +125,130 @@ static void test_gemm_rows_alone(void **state)
     free(S);
 }
 
+/* ---- bf16 --------------------------------------------------------------------- */
+
+/* x rounded to bf16 (nearest even) and back, as vcvtneps2bf16: numbers
+ * below fp32's normal range become zero */
+static float bf16_round(float x)
+{
+    if (fabsf(x) < 1.17549435e-38f)
+        return copysignf(0.0f, x);
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* The bf16 product in double: op(A) and op(B) rounded, then summed exactly
+ * enough; *mag gets sum |a||b| of each element (the rounding bound's). */
+static void gemm_ref_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
+                          int64_t lda, const float *B, int64_t ldb, double *C, double *mag)
+{
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double c = 0, m = 0;
+            for (int64_t k = 0; k < K; k++) {
+                double p = (double)bf16_round(ta ? A[k * lda + i] : A[i * lda + k]) *
+                           bf16_round(tb ? B[j * ldb + k] : B[k * ldb + j]);
+                c += p;
+                m += fabs(p);
+            }
+            C[i * N + j] = c;
+            mag[i * N + j] = m;
+        }
+}
+
+static void test_gemm_bf16(void **state)
+{
+    (void)state;
+    if (!rt_cpu_bf16_kernel()) {
+        printf("skip: this CPU has no AVX512_BF16 (the bf16 GEMMs run on CPUs that do)\n");
+        for (int t = 0; t < 3; t++)
+            assert_false(rt_kctx_set_bf16(ctxs[t], true));
+        return;
+    }
+    tu_rng r = tu_rng_make(23);
+    for (int t = 0; t < 3; t++)
+        assert_true(rt_kctx_set_bf16(ctxs[t], true));
+    int differs = 0;
+    for (int trial = 0; trial < 40; trial++) {
+        int64_t M = trial < 3 ? trial : tu_int(&r, 1, trial % 7 == 0 ? 300 : 70);
+        int64_t N = trial == 3        ? 0
+                    : trial % 10 == 5 ? tu_int(&r, 513, 600)
+                                      : tu_int(&r, 1, trial % 5 == 0 ? 260 : 70);
+        /* odd K, and past the bf16 kernel's k-block (768) */
+        int64_t K = trial == 4 ? 0 : tu_int(&r, 1, trial % 3 == 0 ? 1700 : 51);
+        bool ta = trial & 1, tb = (trial >> 1) & 1;
+        int64_t lda = (ta ? M : K) + tu_int(&r, 0, 3), ldb = (tb ? K : N) + tu_int(&r, 0, 3);
+        int64_t ldc = N + tu_int(&r, 0, 3);
+        size_t na = (size_t)((ta ? K : M) * lda + 1), nb = (size_t)((tb ? N : K) * ldb + 1);
+        size_t nc = (size_t)(M * ldc + 1);
+        float *A = malloc(na * 4), *B = malloc(nb * 4), *C = malloc(nc * 4), *C1 = malloc(nc * 4),
+              *F = malloc(nc * 4);
+        double *R = malloc((size_t)(M * N + 1) * 8), *mag = malloc((size_t)(M * N + 1) * 8);
+        tu_fill(&r, A, na, -1, 1);
+        tu_fill(&r, B, nb, -1, 1);
+        gemm_ref_bf16(ta, tb, M, N, K, A, lda, B, ldb, R, mag);
+        gemm_ref(ta, tb, M, N, K, A, lda, B, ldb, F, ldc);
+        for (int t = 0; t < 3; t++) {
+            tu_poison(C, nc);
+            rt_gemm(ctxs[t], ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    double got = C[i * ldc + j], want = R[i * N + j];
+                    /* fp32 sums of exact products: K roundings of at most
+                     * 2^-24 of the running magnitude */
+                    double tol = 1e-30 + (double)(K + 1) * 0x1p-24 * mag[i * N + j];
+                    if (!(fabs(got - want) <= tol))
+                        fail_msg("bf16 GEMM, %d threads, %s%s M=%lld N=%lld K=%lld: (%lld, %lld) "
+                                 "is %.9g, the bf16 product %.9g (tolerance %.3g)",
+                                 t + 1, ta ? "T" : "N", tb ? "T" : "N", (long long)M, (long long)N,
+                                 (long long)K, (long long)i, (long long)j, got, want, tol);
+                    differs += C[i * ldc + j] != F[i * ldc + j];
+                }
+            if (t == 0)
+                memcpy(C1, C, nc * 4);
+            for (int64_t i = 0; i < M; i++) /* the same bits on any thread count */
+                assert_memory_equal(C + i * ldc, C1 + i * ldc, (size_t)N * 4);
+        }
+        free(A);
+        free(B);
+        free(C);
+        free(C1);
+        free(F);
+        free(R);
+        free(mag);
+    }
+    assert_true(differs > 0); /* the inputs were rounded: not the fp32 product */
+    /* a row's bits do not depend on the rows around it */
+    const int64_t M = 517, N = 333, K = 901;
+    float *A = malloc(M * K * 4), *W = malloc(N * K * 4), *C = malloc(M * N * 4),
+          *S = malloc(M * N * 4);
+    tu_fill(&r, A, (size_t)(M * K), -1, 1);
+    tu_fill(&r, W, (size_t)(N * K), -1, 1);
+    rt_gemm(ctxs[1], false, true, M, N, K, A, K, W, K, C, N);
+    for (int64_t off = 0; off < M; off += 100) {
+        int64_t n = M - off < 100 ? M - off : 100;
+        rt_gemm(ctxs[0], false, true, n, N, K, A + off * K, K, W, K, S + off * N, N);
+    }
+    assert_memory_equal(C, S, (size_t)(M * N) * 4);
+    free(A);
+    free(W);
+    free(C);
+    free(S);
+    for (int t = 0; t < 3; t++)
+        rt_kctx_set_bf16(ctxs[t], false);
+}
+
 int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_bits),
         cmocka_unit_test(test_gemm_rows_alone),
+        cmocka_unit_test(test_gemm_bf16),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

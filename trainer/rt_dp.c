@@ -124,6 +124,7 @@ rt_status rt_dp_create(const rt_model_spec *spec, const rt_dp_opts *o, rt_comm *
         st = rt_dp_check_memory(spec, d->ctx, o->max_batch, o->mem_share, err);
     if (st == RT_OK) {
         rt_kctx_set_tf32(d->ctx, o->tf32);
+        rt_kctx_set_bf16(d->ctx, o->bf16); /* where it can: the trainer says which ran */
         st = rt_model_create(spec, d->ctx, o->max_batch, &d->model, err);
     }
     if (st == RT_OK) {

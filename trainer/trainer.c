@@ -191,6 +191,7 @@ static rt_status setup(trainer *t, char *err)
     o.device = dev;
     o.threads = threads;
     o.tf32 = cfg->tf32;
+    o.bf16 = cfg->precision == RT_PREC_BF16;
     o.sync_batch_norm = cfg->sync_batch_norm;
     o.bucket_bytes = (size_t)cfg->bucket_bytes;
     o.max_batch = maxb;
@@ -254,7 +255,12 @@ static rt_status setup(trainer *t, char *err)
         else
             snprintf(where, sizeof where, "CPU, %d thread%s (%s), GEMM kernel %s",
                      rt_kctx_threads(kc), rt_kctx_threads(kc) == 1 ? "" : "s", threads_why,
-                     rt_cpu_gemm_kernel());
+                     rt_kctx_bf16(kc) ? rt_cpu_bf16_kernel() : rt_cpu_gemm_kernel());
+        if (cfg->precision == RT_PREC_BF16) /* what ran, where bf16 was asked for */
+            snprintf(where + strlen(where), sizeof where - strlen(where), ", %s",
+                     rt_kctx_bf16(kc)        ? "precision bf16 (GEMM inputs; FP32 sums)"
+                     : dev == RT_DEVICE_CUDA ? "precision fp32: bf16 on GPUs is not built yet"
+                                             : "precision fp32: this CPU has no AVX512_BF16");
         char opt[32];
         rt_cfg_enum_name(&rt_job_schema, "train", "optimizer", cfg->optimizer, opt, sizeof opt);
         fprintf(env->log,

@@ -93,6 +93,7 @@ extern const rt_cfg_schema rt_agent_schema;
  * (test_config.test_enum_name checks every one) */
 enum { RT_JOB_TRAIN = 0, RT_JOB_EXEC = 1, RT_JOB_SWEEP = 2 };
 enum { RT_DEV_AUTO = 0, RT_DEV_CPU = 1, RT_DEV_CUDA = 2 };
+enum { RT_PREC_FP32 = 0, RT_PREC_BF16 = 1 };
 enum { RT_CKPT_BEST = 0, RT_CKPT_LAST = 1, RT_CKPT_NONE = 2 };
 enum { RT_MON_AUTO = 0, RT_MON_MIN = 1, RT_MON_MAX = 2 };
 enum { RT_RESUME_AUTO = 0, RT_RESUME_NEVER = 1 };
@@ -145,6 +146,7 @@ typedef struct rt_job_cfg {
     int device;
     int64_t threads;
     bool tf32;
+    int precision; /* RT_PREC_*: the GEMMs' inputs */
     bool sync_batch_norm;
     /* [train] */
     int64_t batch_size, epochs, steps_per_epoch, eval_batch_size, seed;

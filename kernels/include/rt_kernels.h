@@ -115,6 +115,15 @@ const char *rt_blas_core_advice(void);
 void rt_blas_reexec(char **argv);
 /* Use TF32 tensor cores for fp32 GEMMs on CUDA (default off: exact fp32). */
 void rt_kctx_set_tf32(rt_kctx *ctx, bool on);
+/* bf16 GEMMs ([model] precision = bf16): every GEMM's inputs rounded to
+ * bf16, its sums in fp32; everything else stays fp32.  On a CPU with
+ * AVX512_BF16 only (cpu_gemm_bf16.c); false when asked for where it cannot
+ * run (the GEMMs stay fp32). */
+bool rt_kctx_set_bf16(rt_kctx *ctx, bool on);
+bool rt_kctx_bf16(const rt_kctx *ctx);
+/* Whether this CPU can run the bf16 GEMMs (and, as rt_cpu_gemm_kernel, the
+ * name of their kernel: "avx512-bf16"; NULL when it cannot). */
+const char *rt_cpu_bf16_kernel(void);
 
 /* Events: a point in the context's stream.  Recording enqueues it;
  * rt_kevent_sync waits on the host until the work before it is done.  On the

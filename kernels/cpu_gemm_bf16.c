@@ -1,0 +1,223 @@
+/* cpu_gemm_bf16.c — the matrix multiply of `[model] precision = bf16` on
+ * CPUs with AVX512_BF16 (AMD Zen 4 on, Intel Cooper Lake and Sapphire Rapids
+ * on): C (fp32) = op(A) · op(B) with A and B rounded to bf16 (round to
+ * nearest even, as PyTorch's autocast rounds) and every sum in fp32.
+ *
+ * It is cpu_gemm.c's blocked product with another kernel (cpu_gemm_impl.h):
+ * the packing rounds to bf16 as it copies — no pass of its own over the
+ * operands, which stay fp32 in the model — and stores pairs of k, (k, k+1)
+ * of one row or column, as the two halves of 32 bits; the 12 x 32
+ * micro-kernel broadcasts a pair of A and runs vdpbf16ps on two vectors of
+ * B's pairs: 32 multiply-adds per instruction where vfmadd231ps does 16, and
+ * half the bytes through the caches.  vdpbf16ps adds the odd pair's product,
+ * then the even one's, to the fp32 sum (each product is exact in fp32), so
+ * an element of C is again one chain over k in a fixed order: its bits do
+ * not depend on the batch, the row's position or the thread count, as the
+ * fp32 kernels' (test_gemm_cpu).  Inputs and outputs below fp32's normal
+ * range are flushed to zero by the instructions (DAZ, FTZ). */
+#include <immintrin.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_gemm_impl.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+/* 16 floats as bf16, each zero-extended into the low half of 32 bits */
+TGT static inline __m512i bf16_lo(__m512 x)
+{
+    return _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x));
+}
+
+/* Pairs (x[i], y[i]) of 16 floats each: x in the low half (the even k) */
+TGT static inline __m512i bf16_pairs(__m512 x, __m512 y)
+{
+    return _mm512_or_si512(bf16_lo(x), _mm512_slli_epi32(bf16_lo(y), 16));
+}
+
+/* The first n (0..16) floats at p, the rest zero */
+TGT static inline __m512 load_n(const float *p, int n)
+{
+    return _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1), p);
+}
+
+/* r[c] = column c of the 16 x 16 block of 32-bit elements in r[0..15]
+ * (unpacks build 4 x 4 blocks in each 128-bit lane, two lane shuffles
+ * gather each column's four lanes) */
+TGT static inline void transpose16(__m512i r[16])
+{
+    __m512i t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) { /* r[4i+j], lane L: column 4L+j of rows 4i..4i+3 */
+        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++) {
+            t[8 * i + j] = _mm512_shuffle_i32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
+            t[8 * i + 4 + j] = _mm512_shuffle_i32x4(r[8 * i + j], r[8 * i + 4 + j], 0xdd);
+        }
+    for (int j = 0; j < 8; j++) {
+        r[j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0x88);
+        r[j + 8] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0xdd);
+    }
+}
+
+/* w rows of a source whose k-values are contiguous (rows of A for op(A) =
+ * A, of B for op(B) = Bᵀ; each row kc floats from src, ld apart), of which
+ * the first `valid` are real: as pairs, dst[kp*w + j].  Sixteen rows at a
+ * time, 32 k-values each: a row's 32 floats become 16 pairs in one
+ * conversion (vcvtne2ps2bf16 keeps neighbours together), and a 16 x 16
+ * transpose turns the rows' pairs into the panel's k-rows. */
+TGT static void pack_rows_bf16(const float *src, int64_t ld, int64_t kc, int w, int64_t valid,
+                               uint32_t *dst)
+{
+    for (int g = 0; g < w; g += 16) {
+        const int rows = w - g < 16 ? w - g : 16;
+        const __mmask16 keep = (__mmask16)((1u << rows) - 1);
+        for (int64_t k = 0; k < kc; k += 32) {
+            const int n = kc - k < 32 ? (int)(kc - k) : 32;
+            __m512i r[16];
+            for (int i = 0; i < 16; i++) {
+                if (i >= rows || g + i >= valid) {
+                    r[i] = _mm512_setzero_si512();
+                    continue;
+                }
+                const float *row = src + (g + i) * ld + k;
+                __m512 lo = load_n(row, n < 16 ? n : 16);
+                __m512 hi = load_n(row + 16, n > 16 ? n - 16 : 0);
+                r[i] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+            }
+            transpose16(r);
+            for (int q = 0; q < (n + 1) / 2; q++)
+                _mm512_mask_storeu_epi32(dst + (k / 2 + q) * w + g, keep, r[q]);
+        }
+    }
+}
+
+/* Columns [c0, c0+n) (n <= 32, the rest of the panel's w zero) of two
+ * rows whose columns are contiguous (op(A) = Aᵀ's k-rows, op(B) = B's): the
+ * pairs (r0[c], r1[c]) at d[c]; r1 NULL past K (zeros). */
+TGT static void pack_pair_row(const float *r0, const float *r1, int n, int w, uint32_t *d)
+{
+    for (int c = 0; c < w; c += 16) {
+        int m = n - c < 0 ? 0 : n - c < 16 ? n - c : 16;
+        __m512 x = load_n(r0 + c, m), y = r1 ? load_n(r1 + c, m) : _mm512_setzero_ps();
+        __m512i v = bf16_pairs(x, y);
+        int keep = w - c < 16 ? w - c : 16;
+        _mm512_mask_storeu_epi32(d + c, (__mmask16)((1u << keep) - 1), v);
+    }
+}
+
+static void pack_a_bf16(const float *A, int64_t lda, bool ta, int64_t i0, int64_t mc, int64_t p0,
+                        int64_t kc, int mr, float *apf)
+{
+    uint32_t *ap = (uint32_t *)apf;
+    const int64_t kp = (kc + 1) / 2;
+    if (!ta) { /* A is M x K: each row contiguous in k */
+        for (int64_t ip = 0; ip < mc; ip += mr)
+            pack_rows_bf16(A + (i0 + ip) * lda + p0, lda, kc, mr, mc - ip < mr ? mc - ip : mr,
+                           ap + ip * kp);
+        return;
+    }
+    /* A is K x M: each pair of k-rows of the block converted once, in order,
+     * and dealt out to the panels (mc <= the kernel's MC) */
+    uint32_t row[256 + 16] __attribute__((aligned(64)));
+    const int64_t wide = (mc + mr - 1) / mr * mr;
+    for (int64_t p = 0; p < kp; p++) {
+        const float *r0 = A + (p0 + 2 * p) * lda + i0;
+        pack_pair_row(r0, 2 * p + 1 < kc ? r0 + lda : NULL, (int)mc, (int)wide, row);
+        for (int64_t ip = 0; ip < mc; ip += mr)
+            memcpy(ap + ip * kp + p * mr, row + ip, (size_t)mr * sizeof *row);
+    }
+}
+
+static void pack_b_bf16(const float *B, int64_t ldb, bool tb, int64_t j0, int64_t nc, int64_t p0,
+                        int64_t kc, int nr, float *bpf)
+{
+    uint32_t *bp = (uint32_t *)bpf;
+    const int64_t kp = (kc + 1) / 2;
+    for (int64_t jp = 0; jp < nc; jp += nr) {
+        int64_t n = nc - jp < nr ? nc - jp : nr;
+        uint32_t *dst = bp + jp * kp;
+        if (tb) { /* B is N x K (a weight, out x in): each column is a row */
+            pack_rows_bf16(B + (j0 + jp) * ldb + p0, ldb, kc, nr, n, dst);
+            continue;
+        }
+        for (int64_t p = 0; p < kp; p++) { /* B is K x N */
+            const float *r0 = B + (p0 + 2 * p) * ldb + j0 + jp;
+            pack_pair_row(r0, 2 * p + 1 < kc ? r0 + ldb : NULL, (int)n, nr, dst + p * nr);
+        }
+    }
+}
+
+/* The 12 x 32 tile over kc pairs: as cpu_gemm.c's MICRO_BODY, with a pair
+ * of A broadcast and vdpbf16ps for the fused multiply-add. */
+TGT static void micro_bf16(int64_t kc, const float *af, const float *bf, float *c, int64_t ldc,
+                           bool load)
+{
+    const uint32_t *a = (const uint32_t *)af, *b = (const uint32_t *)bf;
+    for (int r = 0; r < 12; r++) {
+        __builtin_prefetch(c + r * ldc, 1, 3);
+        __builtin_prefetch(c + r * ldc + 31, 1, 3);
+    }
+    __m512 acc[12][2];
+    _Pragma("GCC unroll 12") for (int r = 0; r < 12; r++)
+    {
+        acc[r][0] = load ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
+        acc[r][1] = load ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
+    }
+    _Pragma("GCC unroll 4") for (int64_t k = 0; k < kc; k++)
+    {
+        __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + 16);
+        _Pragma("GCC unroll 12") for (int r = 0; r < 12; r++)
+        {
+            __m512bh ar = (__m512bh)_mm512_set1_epi32((int)a[r]);
+            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], ar, b0);
+            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], ar, b1);
+        }
+        a += 12;
+        b += 32;
+    }
+    _Pragma("GCC unroll 12") for (int r = 0; r < 12; r++)
+    {
+        _mm512_storeu_ps(c + r * ldc, acc[r][0]);
+        _mm512_storeu_ps(c + r * ldc + 16, acc[r][1]);
+    }
+}
+
+/* The AVX-512 fp32 kernel's blocks with KC doubled: a pair is 4 bytes, as
+ * one float, so the A panel (12 x 384 pairs) and B's block take the bytes
+ * the fp32 kernel's do */
+static const kernel BF16 = {"avx512-bf16", 12,         32, 768,         96,         512,
+                            true,          micro_bf16, 2,  pack_a_bf16, pack_b_bf16};
+
+static bool usable;
+static pthread_once_t usable_once = PTHREAD_ONCE_INIT;
+
+static void check_cpu(void)
+{
+    const char *want = getenv("RT_GEMM_KERNEL");
+    usable = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && (!want || !*want || !strcmp(want, BF16.name));
+}
+
+const kernel *rt_gemm_bf16_kernel(void)
+{
+    pthread_once(&usable_once, check_cpu);
+    return usable ? &BF16 : NULL;
+}
+
+#else
+
+const kernel *rt_gemm_bf16_kernel(void) { return NULL; }
+
+#endif
