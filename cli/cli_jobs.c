@@ -397,9 +397,9 @@ static int epoch_metrics(const rt_json *e, char *out, size_t len)
         for (size_t i = 0; i < rt_json_len(e) && (size_t)n < len; i++) {
             const char *k = rt_json_key_at(e, i);
             const rt_json *v = rt_json_value_at(e, i);
-            bool head = !strcmp(k, "loss") || !strcmp(k, "val_loss");
+            bool head = !strcmp(k, RT_P_LOSS) || !strcmp(k, RT_P_VAL_LOSS);
             if (rt_json_type_of(v) != RT_JSON_NUMBER || (pass == 0) != head ||
-                (!head && (strncmp(k, "val_", 4) != 0 || ++shown > 3)))
+                (!head && (strncmp(k, RT_P_VAL_PREFIX, 4) != 0 || ++shown > 3)))
                 continue;
             n += snprintf(out + n, len - (size_t)n, " %s %.4f", k, rt_json_num(v, 0));
         }
@@ -417,7 +417,7 @@ static void progress_line(const rt_json *p, const rt_json *last_epoch, bool tty,
     rt_json_get_int(p, "epochs", &epochs);
     rt_json_get_int(p, "step", &step);
     rt_json_get_int(p, "steps", &steps);
-    double rate = rt_json_num(rt_json_get(p, "steps_per_s"), 0);
+    double rate = rt_json_num(rt_json_get(p, RT_P_STEPS_PER_S), 0);
     double frac = epochs > 0 && steps > 0
                       ? ((double)(epoch > 0 ? epoch - 1 : 0) + (double)step / (double)steps) / (double)epochs
                       : (steps > 0 ? (double)step / (double)steps : 0);

@@ -140,8 +140,8 @@ static void steps_json(const sc_job *j, rt_jw *w)
     for (int i = 0; i < s->n; i++) {
         rt_jw_arr(w);
         rt_jw_int(w, s->p[i].step);
-        if (isfinite(s->p[i].mae))
-            rt_jw_num(w, s->p[i].mae);
+        if (isfinite(s->p[i].loss))
+            rt_jw_num(w, s->p[i].loss);
         else
             rt_jw_null(w);
         rt_jw_num(w, s->p[i].steps_per_s);

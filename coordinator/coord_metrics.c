@@ -38,7 +38,8 @@ static void epoch_metrics(coord *co, struct evbuffer *b)
         for (size_t i = 0; i < rt_json_len(e); i++) {
             const char *k = rt_json_key_at(e, i);
             const rt_json *v = rt_json_value_at(e, i);
-            if (rt_json_type_of(v) == RT_JSON_NUMBER && (!strcmp(k, "loss") || !strncmp(k, "val_", 4)))
+            if (rt_json_type_of(v) == RT_JSON_NUMBER &&
+                (!strcmp(k, RT_P_LOSS) || !strncmp(k, RT_P_VAL_PREFIX, 4)))
                 evbuffer_add_printf(b, "ringtrain_job_epoch_metric{job=\"%lld\",metric=\"%s\"} %.9g\n",
                                     (long long)j->id, prom_label(k, name, sizeof name),
                                     rt_json_num(v, 0));

@@ -42,10 +42,19 @@ static void set_cookie(struct evhttp_request *req, const char *id, int max_age)
     evhttp_add_header(evhttp_request_get_output_headers(req), "Set-Cookie", c);
 }
 
-/* The job states and which are terminal (rt_proto.h's one table): the
- * dashboard names none itself. */
+/* The job states and which are terminal (rt_proto.h's one table), and
+ * the progress lines' keys (rt_proto.h's RT_P_*): the dashboard names
+ * none itself. */
 static void web_job_states(rt_jw *w)
 {
+    rt_jw_key(w, "progress_keys");
+    rt_jw_obj(w);
+    rt_jw_kstr(w, "loss", RT_P_LOSS);
+    rt_jw_kstr(w, "val_loss", RT_P_VAL_LOSS);
+    rt_jw_kstr(w, "val_prefix", RT_P_VAL_PREFIX);
+    rt_jw_kstr(w, "samples_per_s", RT_P_SAMPLES_PER_S);
+    rt_jw_kstr(w, "steps_per_s", RT_P_STEPS_PER_S);
+    rt_jw_obj_end(w);
     rt_jw_key(w, "job_states");
     rt_jw_arr(w);
     for (int s = 0; s < RT_JS_COUNT; s++)

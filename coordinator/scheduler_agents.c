@@ -447,10 +447,10 @@ static void add_step(sc_job *j, const rt_json *data)
         s->n = SC_STEP_POINTS / 2;
         s->stride *= 2;
     }
-    const rt_json *mae = rt_json_get(data, "mae");
+    const rt_json *loss = rt_json_get(data, RT_P_LOSS);
     s->p[s->n].step = step;
-    s->p[s->n].mae = mae ? rt_json_num(mae, NAN) : NAN;
-    s->p[s->n].steps_per_s = rt_json_num(rt_json_get(data, "steps_per_s"), 0);
+    s->p[s->n].loss = loss ? rt_json_num(loss, NAN) : NAN;
+    s->p[s->n].steps_per_s = rt_json_num(rt_json_get(data, RT_P_STEPS_PER_S), 0);
     s->n++;
 }
 
@@ -530,7 +530,7 @@ void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
         free(text);
         return;
     }
-    j->steps_per_s = rt_json_num(rt_json_get(data, "steps_per_s"), j->steps_per_s);
+    j->steps_per_s = rt_json_num(rt_json_get(data, RT_P_STEPS_PER_S), j->steps_per_s);
     if (kind && strcmp(kind, "step") == 0)
         add_step(j, data);
     if (kind && strcmp(kind, "epoch") == 0) {

@@ -90,7 +90,7 @@ rt_status sc_sweep_init(sc_job *j, char *err)
     w->scheduler = c->sweep_scheduler;
     w->reduction = (int)c->reduction;
     w->maximize = rt_job_monitor_max(c);
-    snprintf(w->monitor, sizeof w->monitor, "%s", c->monitor ? c->monitor : "val_loss");
+    snprintf(w->monitor, sizeof w->monitor, "%s", c->monitor ? c->monitor : RT_P_VAL_LOSS);
     w->nrungs = w->scheduler == RT_SWEEP_ASHA ? rt_sweep_rungs(c, w->rung_epoch, SC_MAX_RUNGS) : 0;
     for (int64_t i = 0; i < w->ntrials; i++) {
         sc_trial *t = &w->t[i];
@@ -445,8 +445,8 @@ void sc_sweep_job_ended(sched *S, sc_job *j, sc_clock now)
 static bool epoch_value(const sc_sweep *w, const rt_json *data, double *v)
 {
     const rt_json *x = rt_json_get(data, w->monitor);
-    if (!x && !strcmp(w->monitor, "val_loss")) /* no validation rows: the training loss */
-        x = rt_json_get(data, "loss");
+    if (!x && !strcmp(w->monitor, RT_P_VAL_LOSS)) /* no validation rows: the training loss */
+        x = rt_json_get(data, RT_P_LOSS);
     if (rt_json_type_of(x) != RT_JSON_NUMBER)
         return false;
     *v = rt_json_num(x, NAN);

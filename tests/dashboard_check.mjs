@@ -169,9 +169,9 @@ try {
         `the validation metrics the job computes are drawn (val_exp_rmspe): ${JSON.stringify(series.metrics)}`);
   const steps = JSON.parse(await evaluate('JSON.stringify(window.rtSteps || null)'));
   check(steps && steps.step.length >= 1 && steps.step.every((s, i) => i === 0 || s > steps.step[i - 1]) &&
-        steps.mae.every((v) => typeof v === 'number' && v > 0) &&
+        steps.loss.every((v) => typeof v === 'number' && v > 0) &&
         await evaluate("document.querySelectorAll('#chart-steps polyline').length === 1"),
-        `the last epoch's step-by-step curve (rank 0's running MAE) is drawn: ${JSON.stringify(steps)}`);
+        `the last epoch's step-by-step curve (rank 0's running loss) is drawn: ${JSON.stringify(steps)}`);
   check(await evaluate("document.getElementById('j-steps').hidden && document.getElementById('j-steps-h').hidden"),
         'a finished job shows no step-by-step panel');
   const ticks = JSON.parse(await evaluate(`JSON.stringify(['chart', 'chart-rate', 'chart-vmetrics'].map((id) =>

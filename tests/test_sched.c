@@ -141,13 +141,13 @@ static void test_submission_config(void **state)
 /* Rank 0's step reports make the current epoch's curve: bounded however
  * many come (thinned, steps still increasing, the last one near the end),
  * started again by a new epoch; other ranks' reports are not in it. */
-static void progress(world *w, sc_job *j, int rank, int epoch, int step, double mae)
+static void progress(world *w, sc_job *j, int rank, int epoch, int step, double loss)
 {
     char buf[256];
     snprintf(buf, sizeof buf,
              "{\"type\":\"progress\",\"job\":%lld,\"attempt\":%d,\"rank\":%d,\"data\":"
-             "{\"kind\":\"step\",\"epoch\":%d,\"step\":%d,\"mae\":%g,\"steps_per_s\":5}}",
-             (long long)j->id, (int)j->attempt, rank, epoch, step, mae);
+             "{\"kind\":\"step\",\"epoch\":%d,\"step\":%d,\"loss\":%g,\"steps_per_s\":5}}",
+             (long long)j->id, (int)j->attempt, rank, epoch, step, loss);
     rt_json *m = parse(buf);
     sched_on_progress(&w->S, j->ranks[rank].ag, m, w->now);
     rt_json_free(m);
@@ -170,7 +170,7 @@ static void test_step_curve(void **state)
     assert_int_equal(s->epoch, 1);
     assert_true(s->n > SC_STEP_POINTS / 4 && s->n <= SC_STEP_POINTS);
     for (int i = 1; i < s->n; i++)
-        assert_true(s->p[i].step > s->p[i - 1].step && s->p[i].mae < s->p[i - 1].mae);
+        assert_true(s->p[i].step > s->p[i - 1].step && s->p[i].loss < s->p[i - 1].loss);
     assert_true(s->p[s->n - 1].step > 5000 - 5000 / (SC_STEP_POINTS / 4));
     progress(&w, j, 0, 2, 1, 0.5); /* a new epoch starts the curve again */
     assert_int_equal(s->epoch, 2);

@@ -28,6 +28,7 @@
 #include "rt_data_io.h"
 #include "rt_file.h"
 #include "rt_json.h"
+#include "rt_proto.h"
 #include "rt_predict.h"
 #include "trainer.h"
 #include "trainer_store.h"
@@ -58,7 +59,7 @@ static rt_status write_trials(const rt_json *res, const char *store, char *err)
     if (!out)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     const rt_json *ts = rt_json_get(res, "trials");
-    const char *monitor = rt_json_str(rt_json_get(res, "monitor"), "val_loss");
+    const char *monitor = rt_json_str(rt_json_get(res, "monitor"), RT_P_VAL_LOSS);
     for (size_t i = 0; i < rt_json_len(ts); i++) {
         const rt_json *t = rt_json_at(ts, i);
         int64_t n = 0, job = 0, rung = -1, epochs = 0, be = 0;

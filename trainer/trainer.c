@@ -303,16 +303,16 @@ typedef struct epoch_stats {
  * draws it step by step). */
 static void report_step(trainer *t, int64_t epoch, int64_t step, double rate)
 {
-    char buf[360], mae[48] = "";
+    char buf[360], loss[48] = "";
     double m[RT_MODEL_NMETRICS];
     char err[RT_ERR_LEN];
     if (rt_model_metrics_read(rt_dp_model(t->dp), m, err) == RT_OK && m[1] > 0 && isfinite(m[0]))
-        snprintf(mae, sizeof mae, ",\"mae\":%.6g", m[0] / m[1]);
+        snprintf(loss, sizeof loss, ",\"" RT_P_LOSS "\":%.6g", m[0] / m[1]);
     snprintf(buf, sizeof buf,
-             "{\"kind\":\"step\",\"epoch\":%lld,\"epochs\":%lld,\"step\":%lld,\"steps\":%lld,"
-             "\"steps_per_s\":%.3f%s}",
+             "{\"" RT_P_KIND "\":\"step\",\"epoch\":%lld,\"epochs\":%lld,\"step\":%lld,"
+             "\"steps\":%lld,\"" RT_P_STEPS_PER_S "\":%.3f%s}",
              (long long)epoch, (long long)t->cfg->epochs, (long long)step, (long long)t->steps,
-             rate, mae);
+             rate, loss);
     rt_report_progress(buf);
 }
 
@@ -444,7 +444,7 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
     /* [train] monitor: what "best" means (the checkpoint keeps its best value) */
     const rt_task_info *tk = &t->task;
     double mon = val_loss;
-    if (!strcmp(tk->monitor, "loss") || es->val_rows == 0)
+    if (!strcmp(tk->monitor, RT_P_LOSS) || es->val_rows == 0)
         mon = loss;
     else if (tk->monitor_metric >= 0)
         mon = metric_value(t, es, tk->monitor_metric);
@@ -452,18 +452,18 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
     rt_jw w; /* non-finite numbers (no validation rows) are written as null */
     rt_jw_init(&w);
     rt_jw_obj(&w);
-    rt_jw_kstr(&w, "kind", "epoch");
+    rt_jw_kstr(&w, RT_P_KIND, "epoch");
     rt_jw_kint(&w, "epoch", epoch);
     rt_jw_kint(&w, "epochs", t->cfg->epochs);
     rt_jw_kint(&w, "step", t->steps);
     rt_jw_kint(&w, "steps", t->steps);
-    rt_jw_knum(&w, "loss", loss);
+    rt_jw_knum(&w, RT_P_LOSS, loss);
     rt_jw_knum(&w, "l2", es->l2);
-    rt_jw_knum(&w, "val_loss", val_loss);
+    rt_jw_knum(&w, RT_P_VAL_LOSS, val_loss);
     for (int i = 0; i < tk->nmetrics; i++) {
         const int k = tk->metric[i];
         char key[48];
-        snprintf(key, sizeof key, "val_%s", rt_metric_names[k]);
+        snprintf(key, sizeof key, RT_P_VAL_PREFIX "%s", rt_metric_names[k]);
         rt_jw_knum(&w, key, es->val_rows > 0 ? es->metric[i] : NAN);
     }
     if (t->cfg->lr_schedule == RT_LR_PLATEAU)
@@ -472,8 +472,8 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
     if (t->mon.stop)
         rt_jw_kstr(&w, "stopped", t->mon.why);
     rt_jw_knum(&w, "seconds", es->seconds);
-    rt_jw_knum(&w, "samples_per_s", es->samples_per_s);
-    rt_jw_knum(&w, "steps_per_s", (double)t->steps / es->seconds);
+    rt_jw_knum(&w, RT_P_SAMPLES_PER_S, es->samples_per_s);
+    rt_jw_knum(&w, RT_P_STEPS_PER_S, (double)t->steps / es->seconds);
     rt_jw_kint(&w, "world_size", t->env->size);
     if (es->slowest_rank >= 0) { /* the others waited this long for it, per step */
         rt_jw_kint(&w, "slowest_rank", es->slowest_rank);

@@ -214,7 +214,7 @@ typedef struct sc_steps {
     int n, stride, since;
     struct {
         int64_t step;
-        double mae; /* rank 0's mean |error| this epoch so far (NAN: not reported) */
+        double loss; /* rank 0's mean loss this epoch so far (NAN: not reported) */
         double steps_per_s;
     } p[SC_STEP_POINTS];
 } sc_steps;

@@ -9,6 +9,8 @@ const $ = (id) => document.getElementById(id);
 // the job states and the terminal ones come with the session (GET/POST /v1/session):
 // the coordinator's one table, never a copy here
 const terminal = (state) => ((S.me && S.me.terminal_states) || []).includes(state);
+// the progress lines' keys come with the session too (rt_proto.h's RT_P_*)
+const K = (name) => ((S.me && S.me.progress_keys) || {})[name];
 
 // The page is built from elements and text nodes only: nothing a job or a
 // user wrote (names, metric keys, log lines, reasons) is ever parsed as
@@ -110,8 +112,9 @@ function progressOf(p, state) {
   let text = epochs ? `epoch ${epoch}/${epochs}` : '';
   if (steps && p.kind !== 'epoch') text += (text ? ' · ' : '') + `step ${step}/${steps}`;
   let eta = null;
-  if (p.steps_per_s > 0 && steps > 0 && !terminal(state))
-    eta = ((epochs || 1) * steps * (1 - frac)) / p.steps_per_s;
+  const rate = p[K('steps_per_s')];
+  if (rate > 0 && steps > 0 && !terminal(state))
+    eta = ((epochs || 1) * steps * (1 - frac)) / rate;
   return { frac, text, eta };
 }
 function bar(p, state) {
@@ -124,7 +127,7 @@ function bar(p, state) {
 // the validation metrics of an epoch line other than val_loss (val_accuracy,
 // val_auc, val_exp_rmspe, ...: what the job computes), in the job's order
 function valMetrics(p) {
-  return Object.keys(p || {}).filter((k) => k.startsWith('val_') && k !== 'val_loss' && typeof p[k] === 'number');
+  return Object.keys(p || {}).filter((k) => k.startsWith(K('val_prefix')) && k !== K('val_loss') && typeof p[k] === 'number');
 }
 // the metrics of the last finished epoch: the progress itself, or mid-epoch
 // (a step's report) the epoch line kept beside it
@@ -133,8 +136,8 @@ function latestEpoch(j) {
 }
 function latestMetrics(p) {
   if (!p) return '';
-  const keys = ['loss', 'val_loss', ...valMetrics(p).slice(0, 3), 'samples_per_s'];
-  return keys.filter((k) => p[k] != null).map((k) => `${k} ${num(p[k], k === 'samples_per_s' ? 0 : 4)}`).join(' · ');
+  const keys = [K('loss'), K('val_loss'), ...valMetrics(p).slice(0, 3), K('samples_per_s')];
+  return keys.filter((k) => p[k] != null).map((k) => `${k} ${num(p[k], k === K('samples_per_s') ? 0 : 4)}`).join(' · ');
 }
 
 // ---- views ------------------------------------------------------------------
@@ -183,7 +186,7 @@ async function viewJobs() {
 function seriesOf(metrics) {
   const pts = (metrics || []).map((m) => m.data || {}).filter((x) => x.epoch != null);
   const vals = [...new Set(pts.flatMap(valMetrics))];
-  const keys = ['loss', 'val_loss', 'mae', 'val_mae', 'samples_per_s', ...vals];
+  const keys = [K('loss'), K('val_loss'), K('samples_per_s'), ...vals];
   // keyed by names jobs give: no prototype for a name to reach
   const out = Object.assign(Object.create(null), { epoch: pts.map((x) => x.epoch), metrics: vals });
   for (const k of keys) out[k] = pts.map((x) => (x[k] == null ? null : Number(x[k])));
@@ -192,9 +195,9 @@ function seriesOf(metrics) {
 
 // series: {x: [...], <name>: [...]}; xname labels the axis ("epoch", "step");
 // keys: the series drawn (one scale).  An SVG element and its legend.
-function chart(series, xname = 'epoch', id = 'chart', keys = ['loss', 'val_loss', 'mae', 'val_mae']) {
+function chart(series, xname = 'epoch', id = 'chart', keys = [K('loss'), K('val_loss')]) {
   const W = 1200, H = 240, L = 56, R = 12, T = 10, B = 26;
-  const colors = Object.assign(Object.create(null), { loss: '#2f6fdb', val_loss: '#e0662a', mae: '#6aa84f', val_mae: '#a64d79', samples_per_s: '#7a5cff' });
+  const colors = Object.assign(Object.create(null), { [K('loss')]: '#2f6fdb', [K('val_loss')]: '#e0662a', [K('samples_per_s')]: '#7a5cff' });
   const palette = ['#0b8a8a', '#c9a100', '#d1495b', '#6aa84f', '#a64d79', '#7a5cff', '#2f6fdb'];
   keys.forEach((k, i) => { if (!colors[k]) colors[k] = palette[i % palette.length]; });
   const shown = keys.filter((k) => series[k] && series[k].some((v) => v != null));
@@ -286,11 +289,11 @@ async function viewJob(id) {
   const series = seriesOf(cur);
   fill('j-chart', chart(series));
   window.rtChart = series;
-  fill('j-vmetrics', chart(series, 'epoch', 'chart-vmetrics', series.metrics.filter((k) => k !== 'val_mae')));
-  fill('j-rate', chart(series, 'epoch', 'chart-rate', ['samples_per_s']));
-  // rank 0's running MAE of the current epoch, from its step reports
+  fill('j-vmetrics', chart(series, 'epoch', 'chart-vmetrics', series.metrics));
+  fill('j-rate', chart(series, 'epoch', 'chart-rate', [K('samples_per_s')]));
+  // rank 0's running loss of the current epoch, from its step reports
   const st = d.steps && d.steps.attempt === j.attempt ? d.steps : null;
-  const stepSeries = { step: st ? st.points.map((p) => p[0]) : [], mae: st ? st.points.map((p) => p[1]) : [] };
+  const stepSeries = { step: st ? st.points.map((p) => p[0]) : [], [K('loss')]: st ? st.points.map((p) => p[1]) : [] };
   fill('j-steps', chart(stepSeries, 'step', 'chart-steps'));
   // a finished job has no current epoch: no step-by-step panel
   const showSteps = !terminal(j.state) && st != null;

@@ -114,7 +114,7 @@ const fmtParams = (p) => Object.keys(p || {}).map((k) => `${k.replace(/^[a-z]+\.
 // called by viewJob for a job of type sweep
 async function viewSweep(id, d) {
   const j = d.job, sw = d.sweep || {};
-  const list = sw.trial_list || [], max = sw.mode === 'max', monitor = sw.monitor || 'val_loss';
+  const list = sw.trial_list || [], max = sw.mode === 'max', monitor = sw.monitor || K('val_loss');
   if (!$('sweep-' + id)) {
     const card = (cid) => h('div', { class: 'card', id: cid });
     fill('view', h('div', { id: 'sweep-' + id },
