@@ -505,39 +505,36 @@ static void csv_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
-rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_report *rep,
-                           char *err)
+/* The input's rows in the checkpoint's columns (its vocabularies map the
+ * categories; an unknown value is counted), their ids and kept columns. */
+static rt_status scan_input(const rt_predict_input_opts *o, rt_ckpt *ck, scan_ctx *s, char *err)
 {
-    memset(rep, 0, sizeof *rep);
-    rt_ckpt ck;
-    rt_status st = rt_ckpt_read(o->model, &ck, err);
-    if (st != RT_OK)
-        return st;
-    scan_ctx *s = calloc(1, sizeof *s);
-    const char **cols = calloc((size_t)(ck.spec.n_cat + ck.n_cont + 1 + o->nkeep) + 1, sizeof *cols);
-    if (!s || !cols)
+    rt_status st = RT_OK;
+    const char **cols =
+        calloc((size_t)(ck->spec.n_cat + ck->n_cont + 1 + o->nkeep) + 1, sizeof *cols);
+    if (!cols)
         st = rt_err(err, RT_ERR_NOMEM, "out of memory");
-    for (int i = 0; st == RT_OK && i < ck.spec.n_cat; i++)
-        if (!ck.values[i])
+    for (int i = 0; st == RT_OK && i < ck->spec.n_cat; i++)
+        if (!ck->values[i])
             st = rt_err(err, RT_ERR_INVALID,
                         "%s holds no vocabularies (written by an older ringtrain): score a "
                         "prepared dataset with --dataset, or train again",
                         o->model);
-        else if (!map_build(&s->maps[i], ck.values[i], ck.spec.vocab[i]))
+        else if (!map_build(&s->maps[i], ck->values[i], ck->spec.vocab[i]))
             st = rt_err(err, RT_ERR_NOMEM, "out of memory");
-    int n = 0;
     if (st == RT_OK) {
-        s->ck = &ck;
-        s->ncat = ck.spec.n_cat;
-        s->ncont = ck.n_cont;
+        int n = 0;
+        s->ck = ck;
+        s->ncat = ck->spec.n_cat;
+        s->ncont = ck->n_cont;
         s->nkeep = o->nkeep;
         s->has_id = o->id != NULL;
         s->rows.ncat = s->ncat;
         s->rows.ncont = s->ncont;
-        for (int i = 0; i < ck.spec.n_cat; i++)
-            cols[n++] = ck.spec.cat_names[i];
-        for (int i = 0; i < ck.n_cont; i++)
-            cols[n++] = ck.cont_names[i];
+        for (int i = 0; i < ck->spec.n_cat; i++)
+            cols[n++] = ck->spec.cat_names[i];
+        for (int i = 0; i < ck->n_cont; i++)
+            cols[n++] = ck->cont_names[i];
         if (o->id)
             cols[n++] = o->id;
         for (int i = 0; i < o->nkeep; i++)
@@ -545,14 +542,21 @@ rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_repo
         rt_prep_opts po = {.input_dir = o->input, .sql_path = o->sql, .quiet = true};
         st = rt_prep_scan(&po, cols, n, take_row, s, err);
     }
-    /* the model, each embedding table one row wider (the unknown value's) */
+    free(cols);
+    return st;
+}
+
+/* The checkpoint's network, each embedding table one row wider (the
+ * unknown value's), on s's rows: *pred (malloc'd), n_out per row. */
+static rt_status score_rows(const rt_predict_input_opts *o, const rt_ckpt *ck, const scan_ctx *s,
+                            float **pred, char *err)
+{
     rt_dp *d = NULL;
     float *wide_params = NULL;
-    rt_model_spec wide = ck.spec;
+    rt_model_spec wide = ck->spec;
     for (int i = 0; i < wide.n_cat; i++)
         wide.vocab[i]++;
-    if (st == RT_OK)
-        st = widen_embeddings(&ck, &wide, &wide_params, err);
+    rt_status st = widen_embeddings(ck, &wide, &wide_params, err);
     if (st == RT_OK) {
         rt_dp_opts dopts;
         rt_dp_opts_defaults(&dopts);
@@ -561,57 +565,101 @@ rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_repo
         st = rt_dp_create(&wide, &dopts, NULL, &d, err);
     }
     if (st == RT_OK)
-        st = rt_model_set_state(rt_dp_model(d), wide_params, NULL, NULL, ck.buffers, NULL, err);
-    float *pred = st == RT_OK ? malloc((size_t)(s->rows.n ? s->rows.n : 1) *
-                                       (size_t)ck.spec.n_out * sizeof *pred)
-                              : NULL;
-    if (st == RT_OK && !pred)
+        st = rt_model_set_state(rt_dp_model(d), wide_params, NULL, NULL, ck->buffers, NULL, err);
+    *pred =
+        st == RT_OK
+            ? malloc((size_t)(s->rows.n ? s->rows.n : 1) * (size_t)ck->spec.n_out * sizeof **pred)
+            : NULL;
+    if (st == RT_OK && !*pred)
         st = rt_err(err, RT_ERR_NOMEM, "out of memory for %lld predictions",
                     (long long)s->rows.n);
     if (st == RT_OK)
-        st = rt_dp_forward_eval(d, s->rows.cat, s->rows.cont, NULL, s->rows.n, pred, err);
-    /* in the input's order: id (or the row's number), the prediction, the kept columns */
+        st = rt_dp_forward_eval(d, s->rows.cat, s->rows.cont, NULL, s->rows.n, *pred, err);
+    free(wide_params);
+    rt_dp_destroy(d);
+    return st;
+}
+
+/* o->out, in the input's order: the id (or the row's number), the
+ * prediction, the kept columns; the range note into rep. */
+static rt_status write_output(const rt_predict_input_opts *o, const rt_ckpt *ck, const scan_ctx *s,
+                              const float *pred, rt_predict_input_report *rep, char *err)
+{
     char *buf = NULL;
     size_t len = 0;
-    FILE *f = st == RT_OK ? open_memstream(&buf, &len) : NULL;
-    if (st == RT_OK && !f)
-        st = rt_err(err, RT_ERR_NOMEM, "out of memory");
-    if (f) {
-        rt_pred_format pf;
-        rt_pred_format_of(&ck, &pf);
-        rt_pred_range out = {0};
-        pf.label = ck.label[0] ? ck.label : "prediction";
-        pf.proba = !o->no_proba;
-        pf.range_factor = o->range_factor;
-        pf.clip = o->clip;
-        pf.range = &out;
-        char fields[8192];
-        rt_pred_header(&pf, fields, sizeof fields);
-        fprintf(f, "%s%s", o->id ? o->id : "row", fields);
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    rt_pred_format pf;
+    rt_pred_format_of(ck, &pf);
+    rt_pred_range out = {0};
+    pf.label = ck->label[0] ? ck->label : "prediction";
+    pf.proba = !o->no_proba;
+    pf.range_factor = o->range_factor;
+    pf.clip = o->clip;
+    pf.range = &out;
+    char fields[8192];
+    rt_pred_header(&pf, fields, sizeof fields);
+    fprintf(f, "%s%s", o->id ? o->id : "row", fields);
+    for (int i = 0; i < o->nkeep; i++) {
+        fputc(',', f);
+        csv_field(f, o->keep[i]);
+    }
+    fputc('\n', f);
+    for (int64_t r = 0; r < s->rows.n; r++) {
+        if (o->id)
+            csv_field(f, s->ids[r]);
+        else
+            fprintf(f, "%lld", (long long)r + 1);
+        rt_pred_fields(&pf, r + 1, pred + r * pf.n_out, fields, sizeof fields);
+        fputs(fields, f);
         for (int i = 0; i < o->nkeep; i++) {
             fputc(',', f);
-            csv_field(f, o->keep[i]);
+            csv_field(f, s->keep[r * o->nkeep + i]);
         }
         fputc('\n', f);
-        for (int64_t r = 0; r < s->rows.n; r++) {
-            if (o->id)
-                csv_field(f, s->ids[r]);
-            else
-                fprintf(f, "%lld", (long long)r + 1);
-            rt_pred_fields(&pf, r + 1, pred + r * pf.n_out, fields, sizeof fields);
-            fputs(fields, f);
-            for (int i = 0; i < o->nkeep; i++) {
-                fputc(',', f);
-                csv_field(f, s->keep[r * o->nkeep + i]);
-            }
-            fputc('\n', f);
-        }
-        fclose(f);
-        rt_pred_range_say(&pf, "rows", rep->range, sizeof rep->range);
-        rt_iov iov = {buf, len};
-        st = rt_write_atomic(o->out, &iov, 1, err);
-        free(buf);
     }
+    fclose(f);
+    rt_pred_range_say(&pf, "rows", rep->range, sizeof rep->range);
+    rt_iov iov = {buf, len};
+    rt_status st = rt_write_atomic(o->out, &iov, 1, err);
+    free(buf);
+    return st;
+}
+
+static void scan_free(scan_ctx *s)
+{
+    if (!s)
+        return;
+    for (int64_t r = 0; r < s->rows.n; r++) {
+        free(s->ids[r]);
+        for (int i = 0; i < s->nkeep; i++)
+            free(s->keep[r * s->nkeep + i]);
+    }
+    free(s->ids);
+    free(s->keep);
+    for (int i = 0; i < RT_MODEL_MAX_CAT; i++) {
+        free(s->maps[i].keys);
+        free(s->maps[i].idx);
+    }
+    rt_rows_free(&s->rows);
+    free(s);
+}
+
+rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_report *rep, char *err)
+{
+    memset(rep, 0, sizeof *rep);
+    rt_ckpt ck;
+    rt_status st = rt_ckpt_read(o->model, &ck, err);
+    if (st != RT_OK)
+        return st;
+    scan_ctx *s = calloc(1, sizeof *s);
+    float *pred = NULL;
+    st = s ? scan_input(o, &ck, s, err) : rt_err(err, RT_ERR_NOMEM, "out of memory");
+    if (st == RT_OK)
+        st = score_rows(o, &ck, s, &pred, err);
+    if (st == RT_OK)
+        st = write_output(o, &ck, s, pred, rep, err);
     if (st == RT_OK) {
         rep->rows = s->rows.n;
         rep->ncat = s->ncat;
@@ -622,24 +670,7 @@ rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_repo
         }
     }
     free(pred);
-    free(wide_params);
-    rt_dp_destroy(d);
-    if (s) {
-        for (int64_t r = 0; r < s->rows.n; r++) {
-            free(s->ids[r]);
-            for (int i = 0; i < s->nkeep; i++)
-                free(s->keep[r * s->nkeep + i]);
-        }
-        free(s->ids);
-        free(s->keep);
-        for (int i = 0; i < RT_MODEL_MAX_CAT; i++) {
-            free(s->maps[i].keys);
-            free(s->maps[i].idx);
-        }
-        rt_rows_free(&s->rows);
-        free(s);
-    }
-    free(cols);
+    scan_free(s);
     rt_ckpt_free(&ck);
     return st;
 }

@@ -150,7 +150,9 @@ static rt_status resume_or_start(trainer *t, char *err)
     return rt_dp_broadcast_state(t->dp, 0, msg.resumed != 0, err);
 }
 
-static rt_status setup(trainer *t, char *err)
+/* The dataset, its columns, the rows (in memory or streamed), the
+ * network's spec and the task. */
+static rt_status load_data(trainer *t, char *err)
 {
     const rt_job_cfg *cfg = t->cfg;
     const rt_trainer_env *env = t->env;
@@ -174,37 +176,50 @@ static rt_status setup(trainer *t, char *err)
         st = rt_metrics_init(&t->vm, &t->task, err);
     t->class_weights = t->spec.weighted || t->spec.class_weighted;
     rt_monitor_init(&t->mon, t->task.monitor, t->task.monitor_max);
-    rt_device dev = RT_DEVICE_CPU;
-    if (st == RT_OK)
-        st = pick_device(t, &dev, err);
-    char threads_why[300] = "[model] threads";
+    return st;
+}
+
+/* The data-parallel model on its device, with its threads (and why so
+ * many: threads_why). */
+static rt_status create_model(trainer *t, rt_device *dev, char *threads_why, size_t len, char *err)
+{
+    const rt_job_cfg *cfg = t->cfg;
+    const rt_trainer_env *env = t->env;
+    rt_status st = pick_device(t, dev, err);
+    snprintf(threads_why, len, "[model] threads");
     const char *machine = getenv(RT_ENV_MACHINE_RANKS); /* the agent's, when hosts share CPUs */
     const char *slots = getenv(RT_ENV_NODE_SLOTS);      /* the agent's slots */
-    int threads =
-        cfg->threads > 0
-            ? (int)cfg->threads
-            : rt_default_threads(env->local_size, machine ? atoi(machine) : 0,
-                                 slots ? atoi(slots) : 0, threads_why, sizeof threads_why);
-    int64_t maxb = cfg->batch_size > cfg->eval_batch_size ? cfg->batch_size : cfg->eval_batch_size;
+    int threads = cfg->threads > 0
+                      ? (int)cfg->threads
+                      : rt_default_threads(env->local_size, machine ? atoi(machine) : 0,
+                                           slots ? atoi(slots) : 0, threads_why, len);
     rt_dp_opts o;
     rt_dp_opts_defaults(&o);
-    o.device = dev;
+    o.device = *dev;
     o.threads = threads;
     o.tf32 = cfg->tf32;
     o.bf16 = cfg->precision == RT_PREC_BF16;
     o.sync_batch_norm = cfg->sync_batch_norm;
     o.bucket_bytes = (size_t)cfg->bucket_bytes;
-    o.max_batch = maxb;
+    o.max_batch = cfg->batch_size > cfg->eval_batch_size ? cfg->batch_size : cfg->eval_batch_size;
     o.nccl = rt_run_is_nccl(env->transport);
     o.timeout_us = env->collective_timeout_us;
-    o.mem_share = dev == RT_DEVICE_CPU ? env->local_size : 1;
+    o.mem_share = *dev == RT_DEVICE_CPU ? env->local_size : 1;
     if (st == RT_OK)
         st = rt_dp_create(&t->spec, &o, env->size > 1 ? env->comm : NULL, &t->dp, err);
     if (st == RT_OK)
         st = rt_job_model_standardize(rt_dp_model(t->dp), t->ds, &t->cols, err);
-    if (st != RT_OK)
-        return st;
-    if ((st = store_open(&t->store, cfg->store, env->rank, env->rank == 0, err)) != RT_OK) {
+    return st;
+}
+
+/* The store (a folder, or its mirror of a prefix in S3), the trace, the
+ * checkpoints' paths. */
+static rt_status open_store(trainer *t, char *err)
+{
+    const rt_job_cfg *cfg = t->cfg;
+    const rt_trainer_env *env = t->env;
+    rt_status st = store_open(&t->store, cfg->store, env->rank, env->rank == 0, err);
+    if (st != RT_OK) {
         rt_err_prefix(err, "[output] store");
         return st;
     }
@@ -220,6 +235,70 @@ static rt_status setup(trainer *t, char *err)
     }
     snprintf(t->path_last, sizeof t->path_last, "%s/last.ckpt", sdir);
     snprintf(t->path_best, sizeof t->path_best, "%s/best.ckpt", sdir);
+    return RT_OK;
+}
+
+/* Rank 0's first line: the ranks, rows, steps, parameters, optimizer and
+ * where it runs (device, threads and why, GEMM kernel, precision); then
+ * the classes' weights when they are weighted. */
+static void log_start(const trainer *t, rt_device dev, const char *threads_why)
+{
+    const rt_job_cfg *cfg = t->cfg;
+    const rt_trainer_env *env = t->env;
+    char where[600], stream[96] = "";
+    if (t->stream)
+        snprintf(stream, sizeof stream, ", training rows read %lld at a time",
+                 (long long)cfg->stream_rows);
+    rt_kctx *kc = rt_model_kctx(rt_dp_model(t->dp));
+    if (dev == RT_DEVICE_CUDA) {
+        char name[160];
+        snprintf(where, sizeof where, "%s, gradients %s%s", rt_cuda_device_name(name, sizeof name),
+                 rt_dp_gradient_path(t->dp), cfg->tf32 ? ", TF32" : "");
+    } else {
+        snprintf(where, sizeof where, "CPU, %d thread%s (%s), GEMM kernel %s", rt_kctx_threads(kc),
+                 rt_kctx_threads(kc) == 1 ? "" : "s", threads_why,
+                 rt_kctx_bf16(kc) ? rt_cpu_bf16_kernel() : rt_cpu_gemm_kernel());
+    }
+    if (cfg->precision == RT_PREC_BF16) /* what ran, where bf16 was asked for */
+        snprintf(where + strlen(where), sizeof where - strlen(where), ", %s",
+                 rt_kctx_bf16(kc)        ? "precision bf16 (GEMM inputs; FP32 sums)"
+                 : dev == RT_DEVICE_CUDA ? "precision fp32: bf16 on GPUs is not built yet"
+                                         : "precision fp32: this CPU has no AVX512_BF16");
+    char opt[32];
+    rt_cfg_enum_name(&rt_job_schema, "train", "optimizer", cfg->optimizer, opt, sizeof opt);
+    fprintf(env->log,
+            "trainer: %d rank%s, %lld training + %lld validation rows on rank 0, %lld steps "
+            "of %lld rows per epoch, %lld parameters, %d gradient bucket%s%s%s; %s learning "
+            "rate %g%s, epsilon %g%s; %s\n",
+            env->size, env->size == 1 ? "" : "s", (long long)t->ntrain, (long long)t->nval,
+            (long long)t->steps, (long long)cfg->batch_size,
+            (long long)rt_model_num_params(rt_dp_model(t->dp)), rt_dp_buckets(t->dp),
+            rt_dp_buckets(t->dp) == 1 ? "" : "s",
+            cfg->sync_batch_norm && env->size > 1 ? ", synchronized batch norm" : "", stream, opt,
+            (double)t->hp.lr, cfg->scale_lr ? " (scaled by the ranks)" : "", (double)t->hp.eps,
+            cfg->epsilon > 0 ? "" : " (the family's default)", where);
+    if (t->task.class_weighted) { /* the weights each class's rows are given */
+        fprintf(env->log, "trainer: class weights:");
+        for (int k = 0; k < t->task.nclasses; k++)
+            fprintf(env->log, "%s %s %.4g", k ? "," : "", t->task.classes[k],
+                    (double)t->task.class_weight[k]);
+        fprintf(env->log, "\n");
+    }
+}
+
+static rt_status setup(trainer *t, char *err)
+{
+    const rt_job_cfg *cfg = t->cfg;
+    const rt_trainer_env *env = t->env;
+    rt_device dev = RT_DEVICE_CPU;
+    char threads_why[300];
+    rt_status st = load_data(t, err);
+    if (st == RT_OK)
+        st = create_model(t, &dev, threads_why, sizeof threads_why, err);
+    if (st == RT_OK)
+        st = open_store(t, err);
+    if (st != RT_OK)
+        return st;
     /* steps per epoch: enough for the rank with the most rows */
     int64_t most = t->ntrain;
     if (env->size > 1 && (st = rt_allreduce(env->comm, &most, 1, RT_C_I64, RT_MAX)) != RT_OK)
@@ -241,47 +320,8 @@ static rt_status setup(trainer *t, char *err)
                          .momentum = (float)cfg->momentum,
                          .nesterov = cfg->nesterov,
                          .clip_norm = (float)cfg->clip_norm};
-    if (env->rank == 0 && env->log) {
-        char where[600], stream[96] = "";
-        if (t->stream)
-            snprintf(stream, sizeof stream, ", training rows read %lld at a time",
-                     (long long)cfg->stream_rows);
-        rt_kctx *kc = rt_model_kctx(rt_dp_model(t->dp));
-        if (dev == RT_DEVICE_CUDA) {
-            char name[160];
-            snprintf(where, sizeof where, "%s, gradients %s%s", rt_cuda_device_name(name, sizeof name),
-                     rt_dp_gradient_path(t->dp), cfg->tf32 ? ", TF32" : "");
-        }
-        else
-            snprintf(where, sizeof where, "CPU, %d thread%s (%s), GEMM kernel %s",
-                     rt_kctx_threads(kc), rt_kctx_threads(kc) == 1 ? "" : "s", threads_why,
-                     rt_kctx_bf16(kc) ? rt_cpu_bf16_kernel() : rt_cpu_gemm_kernel());
-        if (cfg->precision == RT_PREC_BF16) /* what ran, where bf16 was asked for */
-            snprintf(where + strlen(where), sizeof where - strlen(where), ", %s",
-                     rt_kctx_bf16(kc)        ? "precision bf16 (GEMM inputs; FP32 sums)"
-                     : dev == RT_DEVICE_CUDA ? "precision fp32: bf16 on GPUs is not built yet"
-                                             : "precision fp32: this CPU has no AVX512_BF16");
-        char opt[32];
-        rt_cfg_enum_name(&rt_job_schema, "train", "optimizer", cfg->optimizer, opt, sizeof opt);
-        fprintf(env->log,
-                "trainer: %d rank%s, %lld training + %lld validation rows on rank 0, %lld steps "
-                "of %lld rows per epoch, %lld parameters, %d gradient bucket%s%s%s; %s learning "
-                "rate %g%s, epsilon %g%s; %s\n",
-                env->size, env->size == 1 ? "" : "s", (long long)t->ntrain, (long long)t->nval,
-                (long long)t->steps, (long long)cfg->batch_size,
-                (long long)rt_model_num_params(rt_dp_model(t->dp)), rt_dp_buckets(t->dp),
-                rt_dp_buckets(t->dp) == 1 ? "" : "s",
-                cfg->sync_batch_norm && env->size > 1 ? ", synchronized batch norm" : "", stream,
-                opt, (double)t->hp.lr, cfg->scale_lr ? " (scaled by the ranks)" : "",
-                (double)t->hp.eps, cfg->epsilon > 0 ? "" : " (the family's default)", where);
-        if (t->task.class_weighted) { /* the weights each class's rows are given */
-            fprintf(env->log, "trainer: class weights:");
-            for (int k = 0; k < t->task.nclasses; k++)
-                fprintf(env->log, "%s %s %.4g", k ? "," : "", t->task.classes[k],
-                        (double)t->task.class_weight[k]);
-            fprintf(env->log, "\n");
-        }
-    }
+    if (env->rank == 0 && env->log)
+        log_start(t, dev, threads_why);
     return resume_or_start(t, err);
 }
 
