@@ -89,7 +89,6 @@ struct coord {
     struct evhttp *http;
     sqlite3 *db;
     uint8_t seal_key[32]; /* state_key_file's key (coord_seal.c) */
-    bool seal_ready;
     sched S;
     conn *conns;
     struct event *tick, *sigint, *sigterm;

@@ -32,7 +32,7 @@
 #define SEAL_PREFIX "rtseal1:"
 #define SEAL_NONCE 12
 #define SEAL_TAG 16
-#define SEAL_MAX_VALUE (1u << 20) /* a control frame is smaller */
+#define SEAL_MAX_VALUE ((size_t)64 << 20) /* a submission is far smaller */
 
 /* Made once, 0600, O_EXCL: two coordinators starting on one folder
  * cannot each write a different key. */
@@ -79,7 +79,6 @@ rt_status cseal_load(coord *co, const char *path, char *err)
                            "stored in the state database)");
         return s;
     }
-    co->seal_ready = true;
     return RT_OK;
 }
 
@@ -115,19 +114,23 @@ static char *seal_value(const coord *co, int64_t job, const char *name, const ch
     char *out = malloc(sizeof SEAL_PREFIX + 2 * raw);
     char aad[256];
     aad_of(aad, sizeof aad, job, name);
-    if (buf) {
+    bool ok = buf && out;
+    if (ok) {
         rt_random_bytes(buf, SEAL_NONCE);
-        if (out && gcm(co, true, buf, aad, (const uint8_t *)v, n, buf + SEAL_NONCE,
-                       buf + SEAL_NONCE + n)) {
-            memcpy(out, SEAL_PREFIX, sizeof SEAL_PREFIX);
-            rt_hex_encode(buf, raw, out + sizeof SEAL_PREFIX - 1);
-        } else {
-            free(out);
-            out = NULL;
-        }
-        OPENSSL_cleanse(buf, raw);
+        ok = gcm(co, true, buf, aad, (const uint8_t *)v, n, buf + SEAL_NONCE,
+                 buf + SEAL_NONCE + n);
     }
+    if (ok) {
+        memcpy(out, SEAL_PREFIX, sizeof SEAL_PREFIX);
+        rt_hex_encode(buf, raw, out + sizeof SEAL_PREFIX - 1);
+    }
+    if (buf)
+        OPENSSL_cleanse(buf, raw);
     free(buf);
+    if (!ok) {
+        free(out);
+        return NULL;
+    }
     return out;
 }
 
@@ -190,9 +193,9 @@ static char *map_env(const coord *co, int64_t job, const char *spec, bool seal, 
             const char *name = rt_json_key_at(env, e);
             const char *val = rt_json_str(rt_json_value_at(env, e), "");
             char *m = NULL;
-            if (seal)
-                m = cseal_is_sealed(val) ? strdup(val) : seal_value(co, job, name, val);
-            else if (cseal_is_sealed(val) && !(m = open_value(co, job, name, val)))
+            if (seal && !(m = cseal_is_sealed(val) ? strdup(val) : seal_value(co, job, name, val)))
+                w.failed = true; /* never the value in clear instead */
+            else if (!seal && cseal_is_sealed(val) && !(m = open_value(co, job, name, val)))
                 (*unopened)++;
             rt_jw_key(&w, name);
             rt_jw_str(&w, m ? m : val);
