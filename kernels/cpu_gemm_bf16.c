@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cpu_gemm_impl.h"
+#include "rt_status.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
@@ -132,6 +133,7 @@ static void pack_a_bf16(const float *A, int64_t lda, bool ta, int64_t i0, int64_
      * and dealt out to the panels (mc <= the kernel's MC) */
     uint32_t row[256 + 16] __attribute__((aligned(64)));
     const int64_t wide = (mc + mr - 1) / mr * mr;
+    RT_ASSERT(wide <= 256); /* the kernel's MC is 96 */
     for (int64_t p = 0; p < kp; p++) {
         const float *r0 = A + (p0 + 2 * p) * lda + i0;
         pack_pair_row(r0, 2 * p + 1 < kc ? r0 + lda : NULL, (int)mc, (int)wide, row);
