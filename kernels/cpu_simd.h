@@ -32,12 +32,16 @@ void rt_simd_adam(float *p, const float *g, float *m, float *v, int64_t n, float
                   float l2x2, float b1, float b2, float lrt, float eps);
 
 /* Inverted dropout of n consecutive elements numbered e0, e0+1, ... with the
- * Philox key (k0, k1) at `step` (same numbers as rt_rng_uniform): with AVX2
- * where the CPU has it, else rt_simd_dropout_plain — the portable loop, the
- * same bits (tests compare the two). */
+ * Philox key (k0, k1) at `step` (same numbers as rt_rng_uniform): with
+ * AVX-512 or AVX2 where the CPU has them, else rt_simd_dropout_plain — the
+ * portable loop, the same bits (tests compare them); rt_simd_dropout_isa
+ * runs the one named ("avx512", "avx2", "plain"), false when the CPU
+ * cannot. */
 void rt_simd_dropout(float *x, int64_t n, uint64_t e0, float rate, uint32_t k0, uint32_t k1,
                      uint64_t step);
 void rt_simd_dropout_plain(float *x, int64_t n, uint64_t e0, float rate, uint32_t k0, uint32_t k1,
                            uint64_t step);
+bool rt_simd_dropout_isa(const char *isa, float *x, int64_t n, uint64_t e0, float rate, uint32_t k0,
+                         uint32_t k1, uint64_t step);
 
 #endif
