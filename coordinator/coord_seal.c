@@ -117,8 +117,7 @@ static char *seal_value(const coord *co, int64_t job, const char *name, const ch
     bool ok = buf && out;
     if (ok) {
         rt_random_bytes(buf, SEAL_NONCE);
-        ok = gcm(co, true, buf, aad, (const uint8_t *)v, n, buf + SEAL_NONCE,
-                 buf + SEAL_NONCE + n);
+        ok = gcm(co, true, buf, aad, (const uint8_t *)v, n, buf + SEAL_NONCE, buf + SEAL_NONCE + n);
     }
     if (ok) {
         memcpy(out, SEAL_PREFIX, sizeof SEAL_PREFIX);
