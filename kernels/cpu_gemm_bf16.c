@@ -27,16 +27,14 @@
 
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-/* 16 floats as bf16, each zero-extended into the low half of 32 bits */
-TGT static inline __m512i bf16_lo(__m512 x)
-{
-    return _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x));
-}
-
-/* Pairs (x[i], y[i]) of 16 floats each: x in the low half (the even k) */
+/* Pairs (x[i], y[i]) of 16 floats each, x in the low half (the even k):
+ * both converted at once (words x0..x15, y0..y15), then interleaved */
 TGT static inline __m512i bf16_pairs(__m512 x, __m512 y)
 {
-    return _mm512_or_si512(bf16_lo(x), _mm512_slli_epi32(bf16_lo(y), 16));
+    const __m512i interleave =
+        _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    return _mm512_permutexvar_epi16(interleave, (__m512i)_mm512_cvtne2ps_pbh(y, x));
 }
 
 /* The first n (0..16) floats at p, the rest zero */
@@ -107,7 +105,8 @@ TGT static void pack_rows_bf16(const float *src, int64_t ld, int64_t kc, int w, 
 /* Columns [c0, c0+n) (n <= 32, the rest of the panel's w zero) of two
  * rows whose columns are contiguous (op(A) = Aᵀ's k-rows, op(B) = B's): the
  * pairs (r0[c], r1[c]) at d[c]; r1 NULL past K (zeros). */
-TGT static void pack_pair_row(const float *r0, const float *r1, int n, int w, uint32_t *d)
+TGT __attribute__((always_inline)) static inline void
+pack_pair_row(const float *r0, const float *r1, int n, int w, uint32_t *d)
 {
     for (int c = 0; c < w; c += 16) {
         int m = n - c < 0 ? 0 : n - c < 16 ? n - c : 16;
@@ -118,8 +117,8 @@ TGT static void pack_pair_row(const float *r0, const float *r1, int n, int w, ui
     }
 }
 
-static void pack_a_bf16(const float *A, int64_t lda, bool ta, int64_t i0, int64_t mc, int64_t p0,
-                        int64_t kc, int mr, float *apf)
+TGT static void pack_a_bf16(const float *A, int64_t lda, bool ta, int64_t i0, int64_t mc,
+                            int64_t p0, int64_t kc, int mr, float *apf)
 {
     uint32_t *ap = (uint32_t *)apf;
     const int64_t kp = (kc + 1) / 2;
@@ -142,8 +141,8 @@ static void pack_a_bf16(const float *A, int64_t lda, bool ta, int64_t i0, int64_
     }
 }
 
-static void pack_b_bf16(const float *B, int64_t ldb, bool tb, int64_t j0, int64_t nc, int64_t p0,
-                        int64_t kc, int nr, float *bpf)
+TGT static void pack_b_bf16(const float *B, int64_t ldb, bool tb, int64_t j0, int64_t nc,
+                            int64_t p0, int64_t kc, int nr, float *bpf)
 {
     uint32_t *bp = (uint32_t *)bpf;
     const int64_t kp = (kc + 1) / 2;
