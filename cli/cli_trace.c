@@ -85,6 +85,14 @@ static int job_store(const cli_args *a, const char *id, char *store, size_t len)
     return rc;
 }
 
+static void say_no_timelines(const char *store)
+{
+    fprintf(stderr,
+            "ringtrain trace: no %s/trace/rank-*.json: was the job run with [train] trace = "
+            "true?\n",
+            store);
+}
+
 /* The timelines in dir (STORE/trace, or its copy from S3) into the file
  * out; store and shown (out, or the URI it goes to) name them in messages. */
 static int merge(const char *dir, const char *store, int64_t only, const char *out,
@@ -94,10 +102,7 @@ static int merge(const char *dir, const char *store, int64_t only, const char *o
     snprintf(pattern, sizeof pattern, "%s/rank-*.json", dir);
     glob_t g;
     if (glob(pattern, 0, NULL, &g) != 0 || g.gl_pathc == 0) {
-        fprintf(stderr,
-                "ringtrain trace: no %s/trace/rank-*.json: was the job run with [train] trace = "
-                "true?\n",
-                store);
+        say_no_timelines(store);
         return 3;
     }
     rt_json **docs = calloc(g.gl_pathc, sizeof *docs);
@@ -217,10 +222,7 @@ int cli_trace(const cli_args *a)
         st = cli_s3_out_file(&c3, out, local_out, sizeof local_out, err);
     int rc = st == RT_ERR_NOTFOUND ? 3 : st != RT_OK ? 1 : merge(dir, store, only, local_out, out);
     if (st == RT_ERR_NOTFOUND)
-        fprintf(stderr,
-                "ringtrain trace: no %s/trace/rank-*.json: was the job run with [train] trace = "
-                "true?\n",
-                store);
+        say_no_timelines(store);
     else if (st != RT_OK)
         fprintf(stderr, "ringtrain trace: %s\n", err);
     if (rc == 0 && rt_s3_is_uri(out) && cli_s3_put(&c3, local_out, out, err) != RT_OK) {
