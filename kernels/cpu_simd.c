@@ -110,6 +110,21 @@ RT_MV void rt_simd_dropout_plain(float *x, int64_t n, uint64_t e0, float rate, u
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+/* Philox4x32-10's rounds on vectors of blocks (x0..x3; key a, b), the same
+ * in every width: VEC, its 32x32 multiply (MULHILO), xor and broadcast */
+#define PHILOX_ROUNDS(VEC, MULHILO, XOR, SET1) \
+    for (int r = 0; r < 10; r++) {             \
+        VEC hi0, lo0, hi1, lo1;                \
+        MULHILO(m0, x0, &hi0, &lo0);           \
+        MULHILO(m1, x2, &hi1, &lo1);           \
+        x0 = XOR(XOR(hi1, x1), SET1((int)a));  \
+        x2 = XOR(XOR(hi0, x3), SET1((int)b));  \
+        x1 = lo1;                              \
+        x3 = lo0;                              \
+        a += 0x9E3779B9u;                      \
+        b += 0xBB67AE85u;                      \
+    }
+
 /* hi and lo 32 bits of c * x in each of the 8 lanes (vpmuludq on the even
  * lanes and on the odd ones shifted down, blended back) */
 __attribute__((target("avx2"), always_inline)) static inline void
@@ -148,17 +163,7 @@ __attribute__((target("avx2"))) static void dropout_avx2(float *x, int64_t n, ui
         __m256i x2 = _mm256_set1_epi32((int)(uint32_t)step);
         __m256i x3 = _mm256_set1_epi32((int)(uint32_t)(step >> 32));
         uint32_t a = k0, b = k1;
-        for (int r = 0; r < 10; r++) {
-            __m256i hi0, lo0, hi1, lo1;
-            mulhilo8(m0, x0, &hi0, &lo0);
-            mulhilo8(m1, x2, &hi1, &lo1);
-            x0 = _mm256_xor_si256(_mm256_xor_si256(hi1, x1), _mm256_set1_epi32((int)a));
-            x2 = _mm256_xor_si256(_mm256_xor_si256(hi0, x3), _mm256_set1_epi32((int)b));
-            x1 = lo1;
-            x3 = lo0;
-            a += 0x9E3779B9u;
-            b += 0xBB67AE85u;
-        }
+        PHILOX_ROUNDS(__m256i, mulhilo8, _mm256_xor_si256, _mm256_set1_epi32)
         /* lane i holds block q+i's words 0..3 in x0..x3: element 4(q+i)+k */
         __m256i t0 = _mm256_unpacklo_epi32(x0, x1), t1 = _mm256_unpackhi_epi32(x0, x1);
         __m256i t2 = _mm256_unpacklo_epi32(x2, x3), t3 = _mm256_unpackhi_epi32(x2, x3);
@@ -190,9 +195,7 @@ __attribute__((target("avx2"))) static void dropout_avx2(float *x, int64_t n, ui
         q += 8;
     }
 }
-#endif
 
-#if defined(__x86_64__) && defined(__GNUC__)
 #define T512 __attribute__((target("avx512f")))
 
 /* mulhilo8's, 16 lanes */
@@ -228,17 +231,7 @@ T512 static void dropout_avx512(float *x, int64_t n, uint64_t e0, float rate, ui
         __m512i x2 = _mm512_set1_epi32((int)(uint32_t)step);
         __m512i x3 = _mm512_set1_epi32((int)(uint32_t)(step >> 32));
         uint32_t a = k0, b = k1;
-        for (int r = 0; r < 10; r++) {
-            __m512i hi0, lo0, hi1, lo1;
-            mulhilo16(m0, x0, &hi0, &lo0);
-            mulhilo16(m1, x2, &hi1, &lo1);
-            x0 = _mm512_xor_si512(_mm512_xor_si512(hi1, x1), _mm512_set1_epi32((int)a));
-            x2 = _mm512_xor_si512(_mm512_xor_si512(hi0, x3), _mm512_set1_epi32((int)b));
-            x1 = lo1;
-            x3 = lo0;
-            a += 0x9E3779B9u;
-            b += 0xBB67AE85u;
-        }
+        PHILOX_ROUNDS(__m512i, mulhilo16, _mm512_xor_si512, _mm512_set1_epi32)
         /* u_k's 128-bit lane L: block q+4L+k's words 0..3 */
         __m512i t0 = _mm512_unpacklo_epi32(x0, x1), t1 = _mm512_unpackhi_epi32(x0, x1);
         __m512i t2 = _mm512_unpacklo_epi32(x2, x3), t3 = _mm512_unpackhi_epi32(x2, x3);
