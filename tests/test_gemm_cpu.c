@@ -51,6 +51,45 @@ static void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const fl
         }
 }
 
+/* One trial's random product: shapes at the edges (empty M, N and K, a
+ * single row, odd sizes, K past the k-block every third trial (up to
+ * kbig; else up to ksmall), N past the AVX-512 kernel's 512 columns every
+ * tenth), each pair of transposes, padded leading dimensions; A and B
+ * random in [-1, 1], C's nc floats allocated. */
+typedef struct gcase {
+    bool ta, tb;
+    int64_t M, N, K, lda, ldb, ldc;
+    size_t nc;
+    float *A, *B, *C;
+} gcase;
+
+static gcase gcase_make(tu_rng *r, int trial, int64_t kbig, int64_t ksmall)
+{
+    gcase g = {.ta = trial & 1, .tb = (trial >> 1) & 1};
+    g.M = trial < 3 ? trial : tu_int(r, 1, trial % 7 == 0 ? 300 : 70);
+    g.N = trial == 3        ? 0
+          : trial % 10 == 5 ? tu_int(r, 513, 600)
+                            : tu_int(r, 1, trial % 5 == 0 ? 260 : 70);
+    g.K = trial == 4 ? 0 : tu_int(r, 1, trial % 3 == 0 ? kbig : ksmall);
+    g.lda = (g.ta ? g.M : g.K) + tu_int(r, 0, 3);
+    g.ldb = (g.tb ? g.K : g.N) + tu_int(r, 0, 3);
+    g.ldc = g.N + tu_int(r, 0, 3);
+    size_t na = (size_t)((g.ta ? g.K : g.M) * g.lda + 1),
+           nb = (size_t)((g.tb ? g.N : g.K) * g.ldb + 1);
+    g.nc = (size_t)(g.M * g.ldc + 1);
+    g.A = malloc(na * 4), g.B = malloc(nb * 4), g.C = malloc(g.nc * 4);
+    tu_fill(r, g.A, na, -1, 1);
+    tu_fill(r, g.B, nb, -1, 1);
+    return g;
+}
+
+static void gcase_free(gcase *g)
+{
+    free(g->A);
+    free(g->B);
+    free(g->C);
+}
+
 static void test_gemm_bits(void **state)
 {
     (void)state;
@@ -62,20 +101,12 @@ static void test_gemm_bits(void **state)
         printf(" %s", kernels[k]);
     printf("\n");
     for (int trial = 0; trial < 40; trial++) {
-        /* edges: empty, single, odd, past the blocks (K > KC, N > NC: 512
-         * columns for the AVX-512 shape) */
-        int64_t M = trial < 3 ? trial : tu_int(&r, 1, trial % 7 == 0 ? 300 : 70);
-        int64_t N = trial == 3 ? 0 : trial % 10 == 5 ? tu_int(&r, 513, 600)
-                                     : tu_int(&r, 1, trial % 5 == 0 ? 260 : 70);
-        int64_t K = trial == 4 ? 0 : tu_int(&r, 1, trial % 3 == 0 ? 600 : 50);
-        bool ta = trial & 1, tb = (trial >> 1) & 1;
-        int64_t lda = (ta ? M : K) + tu_int(&r, 0, 3), ldb = (tb ? K : N) + tu_int(&r, 0, 3);
-        int64_t ldc = N + tu_int(&r, 0, 3);
-        size_t na = (size_t)((ta ? K : M) * lda + 1), nb = (size_t)((tb ? N : K) * ldb + 1);
-        size_t nc = (size_t)(M * ldc + 1);
-        float *A = malloc(na * 4), *B = malloc(nb * 4), *C = malloc(nc * 4), *R = malloc(nc * 4);
-        tu_fill(&r, A, na, -1, 1);
-        tu_fill(&r, B, nb, -1, 1);
+        gcase g = gcase_make(&r, trial, 600, 50); /* K past the fp32 k-block (384) */
+        const bool ta = g.ta, tb = g.tb;
+        const int64_t M = g.M, N = g.N, K = g.K, lda = g.lda, ldb = g.ldb, ldc = g.ldc;
+        const size_t nc = g.nc;
+        const float *A = g.A, *B = g.B;
+        float *C = g.C, *R = malloc(nc * 4);
         gemm_ref(ta, tb, M, N, K, A, lda, B, ldb, R, ldc);
         for (int k = 0; k < nk; k++)
             for (int t = 0; t < 3; t++) {
@@ -91,9 +122,7 @@ static void test_gemm_bits(void **state)
                                  tb ? "T" : "N", (long long)M, (long long)N, (long long)K,
                                  (long long)i);
             }
-        free(A);
-        free(B);
-        free(C);
+        gcase_free(&g);
         free(R);
     }
     assert_true(rt_gemm_force(kernels[0]));
@@ -174,22 +203,14 @@ static void test_gemm_bf16(void **state)
         assert_true(rt_kctx_set_bf16(ctxs[t], true));
     int differs = 0;
     for (int trial = 0; trial < 40; trial++) {
-        int64_t M = trial < 3 ? trial : tu_int(&r, 1, trial % 7 == 0 ? 300 : 70);
-        int64_t N = trial == 3        ? 0
-                    : trial % 10 == 5 ? tu_int(&r, 513, 600)
-                                      : tu_int(&r, 1, trial % 5 == 0 ? 260 : 70);
         /* odd K, and past the bf16 kernel's k-block (768) */
-        int64_t K = trial == 4 ? 0 : tu_int(&r, 1, trial % 3 == 0 ? 1700 : 51);
-        bool ta = trial & 1, tb = (trial >> 1) & 1;
-        int64_t lda = (ta ? M : K) + tu_int(&r, 0, 3), ldb = (tb ? K : N) + tu_int(&r, 0, 3);
-        int64_t ldc = N + tu_int(&r, 0, 3);
-        size_t na = (size_t)((ta ? K : M) * lda + 1), nb = (size_t)((tb ? N : K) * ldb + 1);
-        size_t nc = (size_t)(M * ldc + 1);
-        float *A = malloc(na * 4), *B = malloc(nb * 4), *C = malloc(nc * 4), *C1 = malloc(nc * 4),
-              *F = malloc(nc * 4);
+        gcase g = gcase_make(&r, trial, 1700, 51);
+        const bool ta = g.ta, tb = g.tb;
+        const int64_t M = g.M, N = g.N, K = g.K, lda = g.lda, ldb = g.ldb, ldc = g.ldc;
+        const size_t nc = g.nc;
+        const float *A = g.A, *B = g.B;
+        float *C = g.C, *C1 = malloc(nc * 4), *F = malloc(nc * 4);
         double *R = malloc((size_t)(M * N + 1) * 8), *mag = malloc((size_t)(M * N + 1) * 8);
-        tu_fill(&r, A, na, -1, 1);
-        tu_fill(&r, B, nb, -1, 1);
         gemm_ref_bf16(ta, tb, M, N, K, A, lda, B, ldb, R, mag);
         gemm_ref(ta, tb, M, N, K, A, lda, B, ldb, F, ldc);
         for (int t = 0; t < 3; t++) {
@@ -213,9 +234,7 @@ static void test_gemm_bf16(void **state)
             for (int64_t i = 0; i < M; i++) /* the same bits on any thread count */
                 assert_memory_equal(C + i * ldc, C1 + i * ldc, (size_t)N * 4);
         }
-        free(A);
-        free(B);
-        free(C);
+        gcase_free(&g);
         free(C1);
         free(F);
         free(R);
