@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 
 #include "cluster_harness.h"
+#include "rt_file.h"
 #include "test_util.h"
 
 #define CHECK(cond) CL_CHECK(failed, cond)
@@ -146,21 +147,11 @@ static void test_retention(void **state)
 /* Whether the file holds the bytes of s (a missing file holds nothing). */
 static bool file_holds(const char *path, const char *s)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return false;
-    size_t cap = 1 << 20, n = 0, k;
-    char *buf = malloc(cap);
-    while (buf && (k = fread(buf + n, 1, cap - n, f)) > 0)
-        if ((n += k) == cap) {
-            char *b = realloc(buf, cap *= 2);
-            if (!b)
-                break;
-            buf = b;
-        }
-    fclose(f);
-    bool found = buf && memmem(buf, n, s, strlen(s)) != NULL;
-    free(buf);
+    char *data = NULL, err[RT_ERR_LEN];
+    size_t n = 0;
+    bool found = rt_read_file(path, (size_t)1 << 30, &data, &n, err) == RT_OK &&
+                 memmem(data, n, s, strlen(s)) != NULL;
+    free(data);
     return found;
 }
 
