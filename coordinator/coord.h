@@ -130,7 +130,6 @@ rt_status cdb_open(coord *co, const char *path, char *err);
 rt_status cseal_load(coord *co, const char *path, char *err);
 char *cseal_spec(const coord *co, int64_t job, const char *spec);
 char *cseal_open_spec(const coord *co, int64_t job, const char *stored, char *err);
-bool cseal_is_sealed(const char *v);
 rt_status cseal_migrate(coord *co, char *err);
 /* What coord_db.c shares with coord_db_sweep.c: prepare, bind with a tiny
  * format ("i" int64, "d" double, "t" text, "n" null), step once (false,

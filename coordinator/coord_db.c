@@ -483,10 +483,10 @@ rt_status cdb_load(coord *co, sc_clock now, char *err)
 
 /* ---- API documents ------------------------------------------------------------------ */
 
-/* The columns of a row as the keys of an open object. */
-static void row_fields(rt_jw *w, sqlite3_stmt *st)
+/* A row's first n columns as the keys of an open object. */
+static void row_fields(rt_jw *w, sqlite3_stmt *st, int n)
 {
-    for (int c = 0; c < sqlite3_column_count(st); c++) {
+    for (int c = 0; c < n; c++) {
         const char *name = sqlite3_column_name(st, c);
         rt_jw_key(w, name);
         switch (sqlite3_column_type(st, c)) {
@@ -513,7 +513,7 @@ static void row_fields(rt_jw *w, sqlite3_stmt *st)
 void cdb_row_json(rt_jw *w, sqlite3_stmt *st)
 {
     rt_jw_obj(w);
-    row_fields(w, st);
+    row_fields(w, st, sqlite3_column_count(st));
     rt_jw_obj_end(w);
 }
 
@@ -606,8 +606,8 @@ char *cdb_job_list(coord *co, const cdb_job_filter *f)
 char *cdb_job_detail(coord *co, int64_t id, const cdb_page *events, const cdb_page *metrics)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(co->db, "SELECT " JOB_COLUMNS ",first_failure FROM jobs WHERE id=?", -1,
-                           &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(co->db, "SELECT " JOB_COLUMNS ",first_failure,spec FROM jobs WHERE id=?",
+                           -1, &st, NULL) != SQLITE_OK)
         return NULL;
     sqlite3_bind_int64(st, 1, id);
     if (sqlite3_step(st) != SQLITE_ROW) {
@@ -619,26 +619,20 @@ char *cdb_job_detail(coord *co, int64_t id, const cdb_page *events, const cdb_pa
     rt_jw_obj(&w);
     rt_jw_key(&w, "job");
     rt_jw_obj(&w);
-    row_fields(&w, st);
-    sqlite3_finalize(st);
+    const int last = sqlite3_column_count(st) - 1; /* the spec */
+    row_fields(&w, st, last);
     /* the spec with its environment opened: the API hides the values from
      * whoever may not see them (auth_hide_env) */
+    const char *stored = cdb_col(st, last);
+    char why[RT_ERR_LEN];
+    char *spec = stored ? cseal_open_spec(co, id, stored, why) : NULL;
+    if (stored && !spec)
+        RT_WARN("db", "job %lld: %s (shown sealed)", (long long)id, why);
     rt_jw_key(&w, "spec");
-    if (sqlite3_prepare_v2(co->db, "SELECT spec FROM jobs WHERE id=?", -1, &st, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, id);
-        const char *stored = sqlite3_step(st) == SQLITE_ROW ? cdb_col(st, 0) : NULL;
-        char why[RT_ERR_LEN];
-        char *spec = stored ? cseal_open_spec(co, id, stored, why) : NULL;
-        if (stored && !spec)
-            RT_WARN("db", "job %lld: %s (shown sealed)", (long long)id, why);
-        rt_jw_str(&w, spec ? spec : stored);
-        if (spec)
-            OPENSSL_cleanse(spec, strlen(spec));
-        free(spec);
-    } else {
-        rt_jw_null(&w);
-    }
+    rt_jw_str(&w, spec ? spec : stored);
+    if (spec)
+        OPENSSL_cleanse(spec, strlen(spec));
+    free(spec);
     sqlite3_finalize(st);
     rt_jw_obj_end(&w);
     rows(co, &w, "attempts",

@@ -159,7 +159,7 @@ static char *open_value(const coord *co, int64_t job, const char *name, const ch
     return out;
 }
 
-bool cseal_is_sealed(const char *v) { return v && !strncmp(v, SEAL_PREFIX, strlen(SEAL_PREFIX)); }
+static bool is_sealed(const char *v) { return v && !strncmp(v, SEAL_PREFIX, strlen(SEAL_PREFIX)); }
 
 /* The spec with its top-level "env" values mapped (seal, or open);
  * *unopened counts the values that would not open. */
@@ -192,9 +192,9 @@ static char *map_env(const coord *co, int64_t job, const char *spec, bool seal, 
             const char *name = rt_json_key_at(env, e);
             const char *val = rt_json_str(rt_json_value_at(env, e), "");
             char *m = NULL;
-            if (seal && !(m = cseal_is_sealed(val) ? strdup(val) : seal_value(co, job, name, val)))
+            if (seal && !(m = is_sealed(val) ? strdup(val) : seal_value(co, job, name, val)))
                 w.failed = true; /* never the value in clear instead */
-            else if (!seal && cseal_is_sealed(val) && !(m = open_value(co, job, name, val)))
+            else if (!seal && is_sealed(val) && !(m = open_value(co, job, name, val)))
                 (*unopened)++;
             rt_jw_key(&w, name);
             rt_jw_str(&w, m ? m : val);
