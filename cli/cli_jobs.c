@@ -31,6 +31,8 @@ static void on_sigint(int sig)
     interrupted = 1;
 }
 
+static bool terminal(const char *state) { return rt_job_state_terminal(rt_job_state_parse(state)); }
+
 /* The job's document; NULL with *lost set when the coordinator could not
  * be reached (it may be restarting), NULL alone when it answered no. */
 static rt_json *get_job(const cli_conn *c, int64_t id, bool *lost, char *err)
@@ -52,6 +54,17 @@ static rt_json *get_job(const cli_conn *c, int64_t id, bool *lost, char *err)
     }
     free(r.body);
     return j;
+}
+
+/* Whether job id has ended (false when that cannot be told). */
+static bool job_ended(const cli_conn *c, int64_t id)
+{
+    char err[RT_ERR_LEN];
+    bool lost;
+    rt_json *d = get_job(c, id, &lost, err);
+    bool ended = d && terminal(rt_json_str(rt_json_get(rt_json_get(d, "job"), "state"), ""));
+    rt_json_free(d);
+    return ended;
 }
 
 /* What a follower has printed of a stream, so that after a reconnect it
@@ -223,6 +236,8 @@ static bool reconnect(const cli_conn *c, int64_t id, const char *why)
 static rt_status stream_logs(const cli_conn *c, int64_t id, int rank, int64_t attempt,
                              bool follow, stream_pos *pos, int *status, char *err)
 {
+    int64_t away_since = 0; /* when the agents were first found away (503) */
+    int backoff_ms = 200;
     for (;;) {
         char *skip = pos_query(pos);
         size_t plen = 96 + (skip ? strlen(skip) : 0);
@@ -244,10 +259,27 @@ static rt_status stream_logs(const cli_conn *c, int64_t id, int rank, int64_t at
         *status = 0;
         rt_status st = http_stream(c, path, stream_out, pos, &interrupted, status, err);
         free(path);
+        /* a follower waits for agents that are away (503: they come back
+         * after a coordinator restart) as long as for the coordinator */
+        if (st != RT_OK && follow && *status == 503 && !interrupted && !stdout_closed) {
+            const int64_t now = rt_now_ns();
+            if (!away_since) {
+                away_since = now;
+                fprintf(stderr, "ringtrain: %s; waiting for up to %d s\n", err,
+                        c->reconnect_ms / 1000);
+            }
+            if (now - away_since > (int64_t)c->reconnect_ms * 1000000 || job_ended(c, id))
+                return st;
+            struct timespec ts = {backoff_ms / 1000, (long)(backoff_ms % 1000) * 1000000};
+            nanosleep(&ts, NULL);
+            backoff_ms = backoff_ms < 1000 ? backoff_ms * 2 : 2000;
+            continue;
+        }
         /* an answer (200 that ended, or 404 and such) is final; a lost
          * connection is the coordinator going away */
         if (st == RT_OK || *status >= 300 || interrupted || stdout_closed)
             return st;
+        away_since = 0;
         if (!reconnect(c, id, err))
             return st;
     }
@@ -380,11 +412,6 @@ int cli_logs(const cli_conn *c0, int64_t id, int rank, int64_t attempt, bool fol
         return status == 404 ? 3 : 1;
     }
     return interrupted ? 130 : 0;
-}
-
-static bool terminal(const char *state)
-{
-    return rt_job_state_terminal(rt_job_state_parse(state));
 }
 
 /* " loss X val_loss Y" and the epoch's first three other val_ metrics
@@ -566,12 +593,33 @@ static bool on_interrupt(follower *f, int *rc)
     return false;
 }
 
-/* A restarted attempt is said once; an exec job's output starts over. */
-static void on_attempt(follower *f, const rt_json *job, int64_t attempt, const char *state)
+/* Why attempt `attempt` ended, from the job's attempt records ("" when
+ * not recorded yet). The job's own reason is no help: a new attempt clears it. */
+static const char *attempt_reason(const rt_json *d, int64_t attempt)
 {
-    if (attempt > f->announced && attempt > 1 && !terminal(state))
-        fprintf(stderr, "ringtrain: job %lld attempt %lld: %s\n", (long long)f->id,
-                (long long)attempt, cli_safe(rt_json_str(rt_json_get(job, "reason"), "")));
+    const rt_json *arr = rt_json_get(d, "attempts");
+    for (size_t i = rt_json_len(arr); i-- > 0;) {
+        int64_t a = 0;
+        if (rt_json_get_int(rt_json_at(arr, i), "attempt", &a) && a == attempt)
+            return rt_json_str(rt_json_get(rt_json_at(arr, i), "reason"), "");
+    }
+    return "";
+}
+
+/* A restarted attempt is said once, with why the one before ended; an exec
+ * job's output starts over. */
+static void on_attempt(follower *f, const rt_json *d, const rt_json *job, int64_t attempt,
+                       const char *state)
+{
+    if (attempt > f->announced && attempt > 1 && !terminal(state)) {
+        const char *why = attempt_reason(d, attempt - 1);
+        if (*why)
+            fprintf(stderr, "ringtrain: job %lld attempt %lld: attempt %lld ended: %s\n",
+                    (long long)f->id, (long long)attempt, (long long)attempt - 1, cli_safe(why));
+        else
+            fprintf(stderr, "ringtrain: job %lld attempt %lld\n", (long long)f->id,
+                    (long long)attempt);
+    }
     f->announced = attempt > f->announced ? attempt : f->announced;
     if (f->exec_output && attempt != f->pos_attempt) {
         pos_reset(&f->pos, true);
@@ -659,7 +707,7 @@ static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_
         const char *state = rt_json_str(rt_json_get(job, "state"), "?");
         int64_t attempt = 0;
         rt_json_get_int(job, "attempt", &attempt);
-        on_attempt(&f, job, attempt, state);
+        on_attempt(&f, d, job, attempt, state);
         const bool ended = terminal(state);
         if (exec_output && attempt > f.streamed && (ended || !strcmp(state, "running")) &&
             !(ended && interrupted)) {
@@ -670,6 +718,8 @@ static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_
             if (s == 0)
                 continue;
             if (!(d = get_job(&f.conn, id, &lost, err))) {
+                if (lost) /* the coordinator went away: the loop's top waits for it */
+                    continue;
                 fprintf(stderr, "ringtrain: %s\n", err);
                 break;
             }

@@ -364,7 +364,10 @@ void http_logs(coord *co, struct evhttp_request *req, int64_t id, const char *qu
                      "the agent%s holding the output of job %lld%s %s not "
                      "connected",
                      all ? "s" : "", (long long)id, all ? "" : "'s rank", all ? "are" : "is");
-        http_reply_error(req, 404, msg);
+        /* 503 when the ranks are known but their agents are away (after a
+         * coordinator restart they come back within seconds): a follower
+         * waits and asks again, where a 404 is final */
+        http_reply_error(req, ask.ranks == 0 ? 404 : 503, msg);
         return;
     }
     s->pending = ask.asked;

@@ -12,8 +12,9 @@
  * made unreadable (a link where its file was), so the agent answers every
  * request for it with an error, which the coordinator puts into the stream;
  * rank 0 prints numbered lines.  The coordinator is SIGKILLed while
- * `ringtrain logs --follow` reads, and started again; the follower
- * reconnects and resumes.  Every line of rank 0 must be there exactly once:
+ * `ringtrain logs --follow` reads, and started again while the agent is
+ * stopped (SIGSTOP); the follower reconnects, waits for the agent (the
+ * coordinator answers 503 until it is back) and resumes.  Every line of rank 0 must be there exactly once:
  * when the error line was counted as one of rank 0's (the rank was parsed
  * back from "[R] " text), the resumed stream skipped a real one. */
 #include <setjmp.h>
@@ -86,18 +87,31 @@ static void test_follower_resumes_after_agent_error(void **state)
     rt_json *running = cl_wait_job(c, id, "running", 20000);
     CL_CHECK(failed, running != NULL);
     rt_json_free(running);
-    cl_sleep_ms(700); /* rank 1's log is a link by now */
+    char link[512]; /* rank 1's log becomes a link before the follower starts */
+    snprintf(link, sizeof link, "%s/logs-a1/job-%lld/attempt-1/rank-1.log", c->dir, id);
+    struct stat lsb;
+    for (int i = 0; i < 200 && !(lstat(link, &lsb) == 0 && S_ISLNK(lsb.st_mode)); i++)
+        cl_sleep_ms(100);
+    CL_CHECK(failed, lstat(link, &lsb) == 0 && S_ISLNK(lsb.st_mode));
     follower fo = {c, id, NULL, -1};
     pthread_t th;
     pthread_create(&th, NULL, follow, &fo);
     cl_sleep_ms(2000); /* some of rank 0's lines, and the agent's error, are printed */
     cl_stop(&c->coord, SIGKILL);
+    /* the agent comes back after the coordinator, as it may on a real
+     * cluster: the follower, reconnected first, is told the agent is away
+     * (503) and waits for it instead of ending */
+    kill(c->agent[0].pid, SIGSTOP);
     cl_sleep_ms(500);
     CL_CHECK(failed, cl_start_coord(c, NULL, NULL));
+    cl_sleep_ms(2500);
+    kill(c->agent[0].pid, SIGCONT);
     pthread_join(th, NULL);
     fprintf(stderr, "the follower (rc %d):\n%s\n", fo.rc, fo.out ? fo.out : "");
+    CL_CHECK(failed, fo.rc == 0);
     CL_CHECK(failed, fo.out && strstr(fo.out, "[agent A/a1: no output of rank 1 here"));
     CL_CHECK(failed, fo.out && strstr(fo.out, "reconnected"));
+    CL_CHECK(failed, fo.out && strstr(fo.out, "not connected; waiting for up to"));
     for (int i = 1; i <= LINES; i++) { /* each of rank 0's lines once */
         char want[32];
         snprintf(want, sizeof want, "[0] line-%d\n", i);
