@@ -71,6 +71,20 @@ void conf_body(rt_comm *c, int r, void *varg, rh_result *res)
         }
         RH_CHECK(res, ib[i] == mx && db[i] == mn && lb[i] == sm, "max/min/i64 sum at %zu", i);
     }
+    /* bfloat16 sums of integers of at most 256 in size: exact */
+    uint16_t *hb = malloc((count ? count : 1) * 2);
+    for (size_t i = 0; i < count; i++)
+        buf[i] = val(r, i);
+    rt_bf16_from_f32(hb, buf, count);
+    RH_CHECK(res, rt_allreduce(c, hb, count, RT_C_BF16, RT_SUM) == RT_OK, "bf16 sum: %s",
+             rt_comm_last_error(c));
+    rt_bf16_to_f32(buf, hb, count);
+    for (size_t i = 0; i < count; i++) {
+        float want = 0;
+        for (int k = 0; k < n; k++)
+            want += val(k, i);
+        RH_CHECK(res, buf[i] == want, "bf16 sum [%zu] = %g, want %g", i, buf[i], want);
+    }
     /* average: the sum scaled by 1/n the way rt_allreduce does it */
     for (size_t i = 0; i < count; i++)
         buf[i] = val(r, i);
@@ -118,6 +132,33 @@ void conf_body(rt_comm *c, int r, void *varg, rh_result *res)
     tu_fill(&g, buf, count, -1, 1);
     RH_CHECK(res, rt_allreduce(c, buf, count, RT_C_F32, RT_SUM) == RT_OK, "random allreduce");
     memcpy(a->rand_out[r], buf, count * 4);
+    /* ... and in bfloat16: within its rounding of the exact sum (each
+     * input and each hop's sum rounded once, 2^-9 relative), same bits on
+     * every rank (the caller compares rand_out's second half) */
+    tu_rng g2 = g;
+    tu_fill(&g2, buf, count, -1, 1);
+    rt_bf16_from_f32(hb, buf, count);
+    RH_CHECK(res, rt_allreduce(c, hb, count, RT_C_BF16, RT_SUM) == RT_OK, "random bf16 allreduce");
+    rt_bf16_to_f32(a->rand_out[r] + count, hb, count);
+    double *sum = calloc((count ? count : 1), sizeof *sum),
+           *mag = calloc((count ? count : 1), sizeof *mag);
+    for (int k = 0; k < n; k++) {
+        tu_rng gk = {a->seed ^ (uint64_t)(k + 1) * 0x9E3779B97F4A7C15ull};
+        tu_fill(&gk, buf, count, -1, 1);
+        tu_fill(&gk, buf, count, -1, 1); /* the second draw: the bf16 run's */
+        for (size_t i = 0; i < count; i++) {
+            sum[i] += buf[i];
+            mag[i] += buf[i] < 0 ? -buf[i] : buf[i];
+        }
+    }
+    for (size_t i = 0; i < count; i++) {
+        double got = a->rand_out[r][count + i], d = got - sum[i];
+        RH_CHECK(res, (d < 0 ? -d : d) <= (double)n * mag[i] / 256.0 + 1e-6,
+                 "bf16 random sum [%zu] = %g, exact %g", i, got, sum[i]);
+    }
+    free(sum);
+    free(mag);
+    free(hb);
     free(buf); free(ib); free(db); free(lb); free(all); free(mine);
 }
 
@@ -127,17 +168,17 @@ void conf_runs(int n, rt_transport_kind kind, const rt_comm_opts *o, rh_fn body,
     float *first = NULL;
     for (int run = 0; run < runs; run++) {
         for (int r = 0; r < n; r++)
-            a->rand_out[r] = calloc(a->count + 1, 4);
+            a->rand_out[r] = calloc(2 * a->count + 1, 4); /* the f32 and bf16 results */
         rh_result fail;
         if (!rh_run(n, kind, o, body, arg, &fail))
             fail_msg("%s: %s", what, fail.msg);
         for (int r = 1; r < n; r++)
-            if (memcmp(a->rand_out[r], a->rand_out[0], a->count * 4) != 0)
+            if (memcmp(a->rand_out[r], a->rand_out[0], 2 * a->count * 4) != 0)
                 fail_msg("%s: rank %d's result differs from rank 0's", what, r);
         if (run == 0) {
             first = a->rand_out[0];
             a->rand_out[0] = NULL;
-        } else if (memcmp(first, a->rand_out[0], a->count * 4) != 0) {
+        } else if (memcmp(first, a->rand_out[0], 2 * a->count * 4) != 0) {
             fail_msg("%s: two runs gave different bits", what);
         }
         for (int r = 0; r < n; r++)

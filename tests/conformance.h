@@ -15,7 +15,8 @@ float val(int r, size_t i);
 typedef struct conf_arg {
     size_t count;
     uint64_t seed;
-    float *rand_out[8]; /* each rank's allreduce of random data */
+    float
+        *rand_out[8]; /* each rank's allreduce of random data: f32, then bf16 widened (2 x count) */
 } conf_arg;
 
 /* The per-rank body: every collective once, checked. */

@@ -228,7 +228,7 @@ static void test_tcp_encrypted_multi_socket(void **state)
         for (size_t count = 1; count <= (1u << 18); count *= 64) {
             conf_arg a = {.count = count, .seed = tu_seed()};
             for (int r = 0; r < 3; r++)
-                a.rand_out[r] = calloc(count + 1, 4);
+                a.rand_out[r] = calloc(2 * count + 1, 4); /* the f32 and bf16 results */
             rh_result fail;
             if (!rh_run(3, RT_TRANSPORT_TCP, &o, conf_body, &a, &fail))
                 fail_msg("%s, %d sockets, count %zu: %s", runs[i].sealed ? "encrypted" : "plain",
@@ -306,6 +306,7 @@ static void test_shm_left_done_first(void **state)
 
 typedef struct fusion_arg {
     size_t count, bucket;
+    bool bf16; /* rt_fusion_set_bf16 from the second round on */
 } fusion_arg;
 
 static void fusion_body(rt_comm *c, int r, void *varg, rh_result *res)
@@ -318,8 +319,10 @@ static void fusion_body(rt_comm *c, int r, void *varg, rh_result *res)
     RH_CHECK(res, rt_fusion_create(c, buf, a->count, a->bucket, &f, err) == RT_OK, "%s", err);
     const int nb = rt_fusion_buckets(f);
     for (int round = 0; round < 3; round++) {
-        for (size_t i = 0; i < a->count; i++)
-            buf[i] = val(r + round, i);
+        if (a->bf16 && round == 1)
+            RH_CHECK(res, rt_fusion_set_bf16(f, true, err) == RT_OK, "%s", err);
+        for (size_t i = 0; i < a->count; i++) /* round 2 in bf16: not exact, within 2^-8 */
+            buf[i] = val(r + round, i) * (a->bf16 && round == 2 ? 1.01f : 1.0f);
         rt_fusion_begin(f);
         /* "layers" of uneven sizes become ready from the end of the buffer;
          * every rank cuts them differently: bucketing must not care */
@@ -343,10 +346,20 @@ static void fusion_body(rt_comm *c, int r, void *varg, rh_result *res)
         }
         RH_CHECK(res, rt_fusion_wait(f, err) == RT_OK, "round %d: %s", round, err);
         for (size_t i = 0; i < a->count; i++) {
-            float want = 0;
-            for (int k = 0; k < n; k++)
-                want += val(k + round, i);
-            RH_CHECK(res, buf[i] == want, "round %d [%zu] = %g, want %g", round, i, buf[i], want);
+            double want = 0, mag = 0;
+            for (int k = 0; k < n; k++) {
+                float v = val(k + round, i) * (a->bf16 && round == 2 ? 1.01f : 1.0f);
+                want += v;
+                mag += v < 0 ? -v : v;
+            }
+            /* integers below 256 are exact in bf16 too (rounds 0 and 1) */
+            double d = buf[i] - want, tol = a->bf16 && round == 2 ? n * mag / 256.0 : 0.0;
+            RH_CHECK(res, (d < 0 ? -d : d) <= tol, "round %d [%zu] = %g, want %g", round, i, buf[i],
+                     want);
+            uint32_t bits;
+            memcpy(&bits, &buf[i], sizeof bits);
+            RH_CHECK(res, !(a->bf16 && round > 0) || (bits & 0xffffu) == 0,
+                     "round %d [%zu] = %g: not a bf16 value", round, i, buf[i]);
         }
     }
     rt_fusion_destroy(f);
@@ -425,13 +438,14 @@ static void test_fusion(void **state)
     const size_t counts[] = {1, 1000, 300007};
     for (int k = 0; k < 3; k++)
         for (int n = 1; n <= 4; n += 3)
-            for (size_t ci = 0; ci < RT_ARRAY_LEN(counts); ci++) {
-                fusion_arg a = {counts[ci], 64u << 10};
+            for (size_t ci = 0; ci < 2 * RT_ARRAY_LEN(counts); ci++) {
+                /* each count in FP32, then with bf16 buckets from round 1 */
+                fusion_arg a = {counts[ci / 2], 64u << 10, ci % 2 == 1};
                 rt_comm_opts o = base_opts(256u << 10);
                 rh_result fail;
                 if (!rh_run(n, kinds[k], &o, fusion_body, &a, &fail))
-                    fail_msg("fusion %s n=%d count=%zu: %s", names[k], n,
-                             counts[ci], fail.msg);
+                    fail_msg("fusion %s n=%d count=%zu%s: %s", names[k], n, a.count,
+                             a.bf16 ? " bf16" : "", fail.msg);
             }
 }
 

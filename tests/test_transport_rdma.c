@@ -30,7 +30,7 @@ static void test_rdma_encrypted(void **state)
     o.encrypt = true;
     conf_arg a = {.count = 100000, .seed = tu_seed()};
     for (int r = 0; r < 3; r++)
-        a.rand_out[r] = calloc(a.count + 1, 4);
+        a.rand_out[r] = calloc(2 * a.count + 1, 4); /* the f32 and bf16 results */
     rh_result fail;
     if (!rh_run(3, RT_TRANSPORT_RDMA, &o, conf_body, &a, &fail))
         fail_msg("encrypted: %s", fail.msg);

@@ -38,6 +38,8 @@ size_t rt_ctype_size(rt_ctype t)
     case RT_C_F64:
     case RT_C_I64:
         return 8;
+    case RT_C_BF16:
+        return 2;
     }
     return 0;
 }

@@ -30,6 +30,7 @@ typedef struct bucket {
 struct rt_fusion {
     rt_comm *c;
     float *buf;
+    uint16_t *half;    /* rt_fusion_set_bf16: the buckets in bfloat16 on the wire */
     size_t count, per; /* elements, elements per bucket */
     int nb;
     bucket *b;
@@ -53,13 +54,22 @@ static void *comm_thread(void *arg)
             break;
         int i = f->completed;
         rt_status prev = f->st;
+        uint16_t *half = f->half;
         pthread_mutex_unlock(&f->mu);
         const int64_t t0 = rt_now_ns();
         /* after a failure the rest of the round is skipped: the caller gets
          * the first error and the communicator is broken anyway */
-        rt_status st = prev == RT_OK ? rt_allreduce(f->c, f->buf + f->b[i].off, f->b[i].len,
-                                                    RT_C_F32, RT_SUM)
-                                     : prev;
+        rt_status st = prev;
+        float *p = f->buf + f->b[i].off;
+        if (prev == RT_OK && half) {
+            uint16_t *h = half + f->b[i].off;
+            rt_bf16_from_f32(h, p, f->b[i].len);
+            st = rt_allreduce(f->c, h, f->b[i].len, RT_C_BF16, RT_SUM);
+            if (st == RT_OK)
+                rt_bf16_to_f32(p, h, f->b[i].len);
+        } else if (prev == RT_OK) {
+            st = rt_allreduce(f->c, p, f->b[i].len, RT_C_F32, RT_SUM);
+        }
         pthread_mutex_lock(&f->mu);
         f->b[i].start_ns = t0;
         f->b[i].end_ns = rt_now_ns();
@@ -127,8 +137,28 @@ void rt_fusion_destroy(rt_fusion *f)
     pthread_mutex_destroy(&f->mu);
     pthread_cond_destroy(&f->work);
     pthread_cond_destroy(&f->done);
+    free(f->half);
     free(f->b);
     free(f);
+}
+
+rt_status rt_fusion_set_bf16(rt_fusion *f, bool on, char *err)
+{
+    pthread_mutex_lock(&f->mu);
+    RT_ASSERT(f->completed == f->nb); /* between rounds */
+    uint16_t *h = NULL;
+    if (on && !f->half && !(h = malloc((f->count ? f->count : 1) * sizeof *h))) {
+        pthread_mutex_unlock(&f->mu);
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
+    if (on && !f->half)
+        f->half = h;
+    else if (!on) {
+        free(f->half);
+        f->half = NULL;
+    }
+    pthread_mutex_unlock(&f->mu);
+    return RT_OK;
 }
 
 int rt_fusion_buckets(const rt_fusion *f) { return f->nb; }

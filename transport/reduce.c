@@ -2,6 +2,8 @@
  * src, cloned for AVX-512 / AVX2 / baseline at load time. */
 #include "reduce.h"
 
+#include <string.h>
+
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
 #define RT_MV __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
@@ -30,6 +32,61 @@
             d[i] = (T)((double)d[i] * f);                                                         \
     }
 
+/* bfloat16 <-> float32: the top 16 bits, rounded to nearest even */
+static inline uint16_t bf16_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: quiet, never rounded into infinity */
+        return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static inline float f32_of(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+RT_MV void rt_bf16_from_f32(uint16_t *restrict d, const float *restrict s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = bf16_of(s[i]);
+}
+
+RT_MV void rt_bf16_to_f32(float *restrict d, const uint16_t *restrict s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = f32_of(s[i]);
+}
+
+RT_MV static void bf16_sum(uint16_t *restrict d, const uint16_t *restrict s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = bf16_of(f32_of(d[i]) + f32_of(s[i]));
+}
+
+RT_MV static void bf16_max(uint16_t *restrict d, const uint16_t *restrict s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = f32_of(s[i]) > f32_of(d[i]) ? s[i] : d[i];
+}
+
+RT_MV static void bf16_min(uint16_t *restrict d, const uint16_t *restrict s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = f32_of(s[i]) < f32_of(d[i]) ? s[i] : d[i];
+}
+
+RT_MV static void bf16_scale(uint16_t *restrict d, size_t n, double f)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = bf16_of((float)((double)f32_of(d[i]) * f));
+}
+
 DEFINE_REDUCE(f32, float)
 DEFINE_REDUCE(f64, double)
 DEFINE_REDUCE(i32, int32_t)
@@ -51,6 +108,7 @@ void rt_reduce(void *dst, const void *src, size_t n, rt_ctype t, rt_redop op)
         CASE(RT_C_F64, f64, double)
         CASE(RT_C_I32, i32, int32_t)
         CASE(RT_C_I64, i64, int64_t)
+        CASE(RT_C_BF16, bf16, uint16_t)
 #undef CASE
     }
 }
@@ -62,5 +120,8 @@ void rt_scale(void *dst, size_t n, rt_ctype t, double f)
     case RT_C_F64: f64_scale((double *)dst, n, f); break;
     case RT_C_I32: i32_scale((int32_t *)dst, n, f); break;
     case RT_C_I64: i64_scale((int64_t *)dst, n, f); break;
+    case RT_C_BF16:
+        bf16_scale((uint16_t *)dst, n, f);
+        break;
     }
 }

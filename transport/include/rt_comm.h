@@ -103,9 +103,20 @@ const char *rt_comm_listen_addr(const rt_comm *c);
 /* Change the collective deadline (e.g. short in tests). */
 void rt_comm_set_timeout(rt_comm *c, int64_t timeout_us);
 
-typedef enum rt_ctype { RT_C_F32 = 0, RT_C_F64 = 1, RT_C_I32 = 2, RT_C_I64 = 3 } rt_ctype;
+/* RT_C_BF16: bfloat16 held in uint16_t (the top half of a float32); each
+ * reduction adds in FP32 and rounds to nearest even (rt_bf16_from_f32). */
+typedef enum rt_ctype {
+    RT_C_F32 = 0,
+    RT_C_F64 = 1,
+    RT_C_I32 = 2,
+    RT_C_I64 = 3,
+    RT_C_BF16 = 4
+} rt_ctype;
 typedef enum rt_redop { RT_SUM = 0, RT_AVG = 1, RT_MAX = 2, RT_MIN = 3 } rt_redop;
 size_t rt_ctype_size(rt_ctype t);
+/* n floats to bfloat16, rounded to nearest even (NaN stays NaN), and back. */
+void rt_bf16_from_f32(uint16_t *dst, const float *src, size_t n);
+void rt_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
 
 /* In place: buf (count elements) becomes the reduction over all ranks.
  * Bitwise identical on every rank, and from run to run for a fixed size
@@ -151,6 +162,11 @@ typedef struct rt_fusion rt_fusion;
 rt_status rt_fusion_create(rt_comm *c, float *buf, size_t count, size_t bucket_bytes,
                            rt_fusion **out, char *err);
 void rt_fusion_destroy(rt_fusion *f);
+/* Allreduce the buckets in bfloat16 (Horovod's Compression.fp16, in bf16):
+ * each is rounded to bf16, summed in bf16 round the ring (FP32 adds, one
+ * rounding per hop) and widened back in place: half the bytes on the wire,
+ * about 3 significant digits. Between rounds only. */
+rt_status rt_fusion_set_bf16(rt_fusion *f, bool on, char *err);
 /* Start a round: every element is not ready. */
 void rt_fusion_begin(rt_fusion *f);
 /* Elements [off, off+count) are final; buckets they complete start.  Thread:
