@@ -340,7 +340,8 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_E("model", "precision", "fp32", "fp32|bf16", rt_job_cfg, precision,
              "bf16: every GEMM's inputs rounded to bf16, its sums in FP32; parameters, Adam, "
              "losses, normalisation and the gradients' allreduce stay FP32 (mixed precision as "
-             "PyTorch's autocast).  CPUs with AVX512_BF16 (Zen 4, Cooper Lake, Sapphire "
+             "PyTorch's autocast; the allreduce: [train] allreduce_precision).  CPUs with "
+             "AVX512_BF16 (Zen 4, Cooper Lake, Sapphire "
              "Rapids on); elsewhere the rank's first line says so and it runs FP32"),
     RT_CFG_B("model", "sync_batch_norm", "false", rt_job_cfg, sync_batch_norm,
              "every batch-norm layer with the statistics of all ranks' batches (np > 1, CPU "
@@ -419,6 +420,11 @@ static const rt_cfg_key job_keys[] = {
              "initialisation, shuffling and dropout"),
     RT_CFG_Z("train", "bucket_size", RT_RUN_STR(RT_RUN_BUCKET_MB) "M", 4096, 1e12, rt_job_cfg,
              bucket_bytes, "gradient allreduce bucket (fusion) size"),
+    RT_CFG_E("train", "allreduce_precision", "fp32", "fp32|bf16", rt_job_cfg, allreduce_precision,
+             "bf16: each gradient bucket is rounded to bf16 for its allreduce and widened back "
+             "(half the bytes on the wire and through the integrity tags, about 3 significant "
+             "digits; Horovod's Compression.fp16, in bf16); the update itself stays FP32.  CPU "
+             "workers"),
     RT_CFG_I("train", "eval_batch_size", "4096", 1, 1 << 22, rt_job_cfg, eval_batch_size,
              "rows per forward pass in validation and prediction"),
     RT_CFG_S("train", "monitor", "val_loss", rt_job_cfg, monitor,

@@ -92,6 +92,7 @@ typedef struct traj {
     int ncont;          /* 0, or BN_F: the batch-norm rows */
     bool sync;          /* [model] sync_batch_norm */
     size_t bucket;      /* gradient bucket bytes */
+    bool half;          /* [train] allreduce_precision = bf16 (the np = 2 ranks) */
     tu_state ref[K + 1];  /* the one process's state before each step, and at the end */
     tu_state after[2][K]; /* each rank's state after step k taken from ref[k] */
     int buckets;
@@ -160,6 +161,7 @@ static void rank_body(rt_comm *c, int rank, void *arg, rh_result *res)
     rt_dp_opts_defaults(&o);
     o.threads = 1;
     o.bucket_bytes = t->bucket;
+    o.allreduce_bf16 = t->half;
     o.max_batch = B;
     o.sync_batch_norm = t->sync;
     RH_CHECK(res, rt_dp_create(&s, &o, c, &d, err) == RT_OK, "create: %s", err);
@@ -260,8 +262,24 @@ static void test_data_parallel_equivalence(void **state)
     for (int k = 0; k < K; k++)
         assert_memory_equal(one.after[0][k].p, many.after[0][k].p, (size_t)one.ref[0].np * 4);
     assert_moved(&one);
+    /* gradients allreduced in bf16: the ranks still agree bit for bit, and
+     * the steps are the one process's up to bf16's rounding of the
+     * gradients (Adam's step is their ratio to their running size: about
+     * 2^-8 of a step) — not exactly, or bf16 did not run */
+    static traj half = {.bucket = 4096, .half = true};
+    half.ref[0] = one.ref[0];
+    memset(&one.ref[0], 0, sizeof one.ref[0]);
+    for (int k = 1; k <= K; k++) {
+        half.ref[k] = one.ref[k];
+        memset(&one.ref[k], 0, sizeof one.ref[k]);
+    }
+    run_two(&half);
+    double hw = compare(&half, "np=2, bf16 allreduce, vs np=1", 1e-5, 1e-2);
+    fprintf(stderr, "with the gradients allreduced in bf16: %.3g apart at most\n", hw);
+    assert_true(hw > worst);
     traj_free(&one);
     traj_free(&many);
+    traj_free(&half);
 }
 
 /* ---- synchronized batch norm ------------------------------------------------------- */

@@ -119,6 +119,12 @@ rt_status rt_dp_create(const rt_model_spec *spec, const rt_dp_opts *o, rt_comm *
                       "[model] sync_batch_norm runs on CPU workers only, not yet on GPUs: set it "
                       "to false or model.device = cpu");
     }
+    if (o->allreduce_bf16 && d->size > 1 && o->device == RT_DEVICE_CUDA) {
+        free(d);
+        return rt_err(err, RT_ERR_UNSUPPORTED,
+                      "[train] allreduce_precision = bf16 runs on CPU workers only, not yet on "
+                      "GPUs: set it to fp32 or model.device = cpu");
+    }
     rt_status st = rt_kctx_create(o->device, o->threads, &d->ctx, err);
     if (st == RT_OK)
         st = rt_dp_check_memory(spec, d->ctx, o->max_batch, o->mem_share, err);
@@ -150,6 +156,8 @@ rt_status rt_dp_create(const rt_model_spec *spec, const rt_dp_opts *o, rt_comm *
     if (st == RT_OK && d->size > 1 && o->device == RT_DEVICE_CPU)
         st = rt_fusion_create(comm, rt_model_grads(d->model), (size_t)rt_model_arena_len(d->model),
                               d->o.bucket_bytes, &d->fusion, err);
+    if (st == RT_OK && d->fusion && o->allreduce_bf16)
+        st = rt_fusion_set_bf16(d->fusion, true, err);
     if (st == RT_OK && o->device == RT_DEVICE_CUDA)
         st = rt_dp_gpu_init(d, err);
     if (st != RT_OK) {

@@ -179,6 +179,7 @@ static rt_status create_model(trainer *t, rt_device *dev, char *threads_why, siz
     o.bf16 = cfg->precision == RT_PREC_BF16;
     o.sync_batch_norm = cfg->sync_batch_norm;
     o.bucket_bytes = (size_t)cfg->bucket_bytes;
+    o.allreduce_bf16 = cfg->allreduce_precision == RT_PREC_BF16;
     o.max_batch = cfg->batch_size > cfg->eval_batch_size ? cfg->batch_size : cfg->eval_batch_size;
     o.nccl = rt_run_is_nccl(env->transport);
     o.timeout_us = env->collective_timeout_us;
@@ -246,12 +247,13 @@ static void log_start(const trainer *t, rt_device dev, const char *threads_why)
     rt_cfg_enum_name(&rt_job_schema, "train", "optimizer", cfg->optimizer, opt, sizeof opt);
     fprintf(env->log,
             "trainer: %d rank%s, %lld training + %lld validation rows on rank 0, %lld steps "
-            "of %lld rows per epoch, %lld parameters, %d gradient bucket%s%s%s; %s learning "
+            "of %lld rows per epoch, %lld parameters, %d gradient bucket%s%s%s%s; %s learning "
             "rate %g%s, epsilon %g%s; %s\n",
             env->size, env->size == 1 ? "" : "s", (long long)t->ntrain, (long long)t->nval,
             (long long)t->steps, (long long)cfg->batch_size,
             (long long)rt_model_num_params(rt_dp_model(t->dp)), rt_dp_buckets(t->dp),
             rt_dp_buckets(t->dp) == 1 ? "" : "s",
+            cfg->allreduce_precision == RT_PREC_BF16 && env->size > 1 ? " allreduced in bf16" : "",
             cfg->sync_batch_norm && env->size > 1 ? ", synchronized batch norm" : "", stream, opt,
             (double)t->hp.lr, cfg->scale_lr ? " (scaled by the ranks)" : "", (double)t->hp.eps,
             cfg->epsilon > 0 ? "" : " (the family's default)", where);

@@ -163,6 +163,7 @@ typedef struct rt_job_cfg {
     int64_t lr_step_epochs, lr_patience;
     bool scale_lr;
     uint64_t bucket_bytes;
+    int allreduce_precision; /* RT_PREC_*: the gradients on the wire */
     int checkpoint, resume;
     char *monitor;    /* the metric that picks best.ckpt and stops early */
     int monitor_mode; /* RT_MON_* */
