@@ -4,7 +4,7 @@
  *             [--sockets S] [--segment BYTES] [--small BYTES] [--spin-us US]
  *             [--yield-us US] [--hier L] [--sockbuf BYTES]
  *             [--hosts L --host NS=ADDR --host NS=ADDR ...]
- *             [--encrypt | --no-integrity]
+ *             [--encrypt | --no-integrity] [--bf16]
  *             [--check] [--json]
  *
  * Launches N ranks on 127.0.0.1 (processes; threads for --transport
@@ -25,6 +25,9 @@
  * listening on its ADDR there (namespaces joined by links of a chosen
  * rate: bench/hier_link.sh).  --sockbuf: fixed socket buffers
  * (rt_comm_opts.socket_buffer) instead of the kernel's autotuning.
+ * --bf16: the float32 buffer goes as [train] allreduce_precision = bf16
+ * sends a gradient bucket, and is timed so: rounded to bfloat16,
+ * allreduced in bf16 (half the bytes), widened back in place.
  * --check: every timed allreduce starts from integers and its result is
  * compared exactly (outside the timing); a wrong element fails the run. */
 #include <math.h>
@@ -61,6 +64,7 @@ typedef struct cfg {
     bool small_set;
     bool encrypt, plain, json; /* plain: integrity off (unsealed frames) */
     bool check; /* verify every result (integer data) */
+    bool bf16;  /* as allreduce_precision = bf16: round, allreduce in bf16, widen */
     rt_transport_kind kind;
 } cfg;
 
@@ -154,12 +158,26 @@ static bool check_sum(const float *buf, size_t count, int n, rec *out)
     return true;
 }
 
+/* One allreduce of count floats, in bf16 on the wire when c->bf16 (half
+ * holds count bf16 values). */
+static rt_status allreduce_once(rt_comm *comm, const cfg *c, float *buf, uint16_t *half,
+                                size_t count)
+{
+    if (!c->bf16)
+        return rt_allreduce(comm, buf, count, RT_C_F32, RT_SUM);
+    rt_bf16_from_f32(half, buf, count);
+    rt_status st = rt_allreduce(comm, half, count, RT_C_BF16, RT_SUM);
+    rt_bf16_to_f32(buf, half, count);
+    return st;
+}
+
 static void run_sizes(rt_comm *comm, const cfg *c, int rank, rec *out)
 {
     size_t maxb = 0;
     for (int s = 0; s < c->nsizes; s++)
         maxb = c->sizes[s] > maxb ? c->sizes[s] : maxb;
     float *buf = malloc(maxb + 4);
+    uint16_t *half = malloc(maxb / 2 + 2);
     for (size_t i = 0; i < maxb / 4; i++)
         buf[i] = (float)(i % 100) * 0.01f;
     for (int s = 0; s < c->nsizes; s++) {
@@ -167,13 +185,13 @@ static void run_sizes(rt_comm *comm, const cfg *c, int rank, rec *out)
         int k = iters_for(c, c->sizes[s]);
         double *t = malloc((size_t)k * sizeof(double));
         for (int w = 0; w < 3; w++)
-            if (rt_allreduce(comm, buf, count, RT_C_F32, RT_SUM) != RT_OK)
+            if (allreduce_once(comm, c, buf, half, count) != RT_OK)
                 goto fail;
         for (int i = 0; i < k; i++) {
             if (c->check)
                 check_fill(buf, count, rank);
             int64_t t0 = rt_now_ns();
-            if (rt_allreduce(comm, buf, count, RT_C_F32, RT_SUM) != RT_OK) {
+            if (allreduce_once(comm, c, buf, half, count) != RT_OK) {
                 free(t);
                 goto fail;
             }
@@ -181,6 +199,7 @@ static void run_sizes(rt_comm *comm, const cfg *c, int rank, rec *out)
             if (c->check && !check_sum(buf, count, c->np, out)) {
                 free(t);
                 free(buf);
+                free(half);
                 return;
             }
         }
@@ -190,10 +209,12 @@ static void run_sizes(rt_comm *comm, const cfg *c, int rank, rec *out)
     }
     out->ok = 1;
     free(buf);
+    free(half);
     return;
 fail:
     snprintf(out->err, sizeof out->err, "%s", rt_comm_last_error(comm));
     free(buf);
+    free(half);
 }
 
 static void base_opts(const cfg *c, rt_comm_opts *o)
@@ -276,7 +297,7 @@ static int usage(void)
                     "rdma|nccl] [--sockets S] [--segment BYTES]\n"
                     "                 [--small BYTES] [--spin-us US] [--yield-us US] [--hier L]\n"
                     "                 [--sockbuf BYTES] [--hosts L --host NS=ADDR ...]\n"
-                    "                 [--encrypt | --no-integrity] [--check] [--json]\n");
+                    "                 [--encrypt | --no-integrity] [--bf16] [--check] [--json]\n");
     return 2;
 }
 
@@ -335,6 +356,8 @@ int main(int argc, char **argv)
             c.encrypt = true;
         } else if (!strcmp(a, "--no-integrity")) {
             c.plain = true;
+        } else if (!strcmp(a, "--bf16")) {
+            c.bf16 = true;
         } else if (!strcmp(a, "--check")) {
             c.check = true;
         } else if (!strcmp(a, "--json")) {
