@@ -190,24 +190,34 @@ static void test_shard_roundtrip(void **state)
     unlink(path);
 }
 
+/* The bytes of a shard of make_cols' three columns, nrows rows in groups
+ * of 1000 (written to a temporary file and read back). */
+static char *shard_bytes(uint64_t seed, int64_t nrows, size_t *len)
+{
+    tu_rng r = tu_rng_make(seed);
+    char path[] = "/tmp/rt_shard_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    rt_shard_col cols[3];
+    make_cols(cols, nrows, &r);
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_shard_write(path, cols, 3, nrows, 1000, err), RT_OK);
+    for (int c = 0; c < 3; c++)
+        free(cols[c].data);
+    char *data = NULL;
+    assert_int_equal(rt_read_file(path, 1 << 30, &data, len, err), RT_OK);
+    unlink(path);
+    return data;
+}
+
 /* Every truncation and every flipped byte of a shard is reported, never
  * returned as data. */
 static void test_shard_damage(void **state)
 {
     (void)state;
-    tu_rng r = tu_rng_make(12);
-    char path[] = "/tmp/rt_shard_XXXXXX";
-    int fd = mkstemp(path);
-    close(fd);
-    rt_shard_col cols[3];
-    make_cols(cols, 3000, &r);
-    char err[RT_ERR_LEN];
-    assert_int_equal(rt_shard_write(path, cols, 3, 3000, 1000, err), RT_OK);
-    for (int c = 0; c < 3; c++)
-        free(cols[c].data);
-    char *data = NULL;
     size_t len = 0;
-    assert_int_equal(rt_read_file(path, 1 << 30, &data, &len, err), RT_OK);
+    char *data = shard_bytes(12, 3000, &len);
+    char err[RT_ERR_LEN];
     rt_shard *s = NULL;
     for (size_t cut = 0; cut < len; cut += (cut < 64 ? 1 : 97)) {
         assert_int_equal(rt_shard_parse(data, cut, "cut.rts", &s, err), RT_ERR_INVALID);
@@ -233,7 +243,6 @@ static void test_shard_damage(void **state)
     assert_int_equal(rt_shard_parse(data, len, "mid.rts", &s, err), RT_ERR_INVALID);
     assert_non_null(strstr(err, "row group"));
     free(data);
-    unlink(path);
 }
 
 /* A shard whose sizes claim 2^30 - 1 rows (CRCs made to match, as a crafted
@@ -242,19 +251,9 @@ static void test_shard_damage(void **state)
 static void test_shard_crafted_sizes(void **state)
 {
     (void)state;
-    tu_rng r = tu_rng_make(13);
-    char path[] = "/tmp/rt_shard_XXXXXX";
-    int fd = mkstemp(path);
-    close(fd);
-    rt_shard_col cols[3];
-    make_cols(cols, 10, &r);
-    char err[RT_ERR_LEN];
-    assert_int_equal(rt_shard_write(path, cols, 3, 10, 1000, err), RT_OK);
-    for (int c = 0; c < 3; c++)
-        free(cols[c].data);
-    char *data = NULL;
     size_t len = 0;
-    assert_int_equal(rt_read_file(path, 1 << 20, &data, &len, err), RT_OK);
+    char *data = shard_bytes(13, 10, &len);
+    char err[RT_ERR_LEN];
     unsigned char *p = (unsigned char *)data, *t = p + len - 24;
     unsigned char *g = memmem(p + 16, len - 16, "RGRP", 4);
     assert_non_null(g);
@@ -277,7 +276,6 @@ static void test_shard_crafted_sizes(void **state)
     assert_null(s);
     assert_non_null(strstr(err, "corrupt sizes"));
     free(data);
-    unlink(path);
 }
 
 /* The row group index (version 2): the streaming reader finds every group
