@@ -194,8 +194,7 @@ static void test_coordinator_restart(void **state)
     }
     rt_json_free(doc);
     cl_stop(&c->coord, SIGKILL);
-    cl_sleep_ms(3500);
-    CHECK(cl_count_marker(c) == 0); /* they finished meanwhile */
+    CHECK(cl_wait_no_marker(c, 20000) == 0); /* they finish meanwhile */
     CHECK(cl_start_coord(c, NULL, NULL));
     CHECK(cl_wait_agents_up(c, 2, 20000));
     doc = cl_wait_job(c, id, NULL, 20000);

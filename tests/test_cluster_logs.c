@@ -281,7 +281,7 @@ static void test_log_retention(void **state)
     /* a job that runs longer than the retention, silent after its first line */
     char *body =
         cl_exec_body((const char *[]){"--name", "long", "--np", "1", "--chdir", "/", "--", "sh",
-                                      "-c", "echo started; sleep 8", c->marker, NULL});
+                                      "-c", "echo started; sleep 60", c->marker, NULL});
     CHECK(body != NULL);
     int64_t id = cl_submit(c, body);
     free(body);
