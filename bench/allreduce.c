@@ -4,7 +4,7 @@
  *             [--sockets S] [--segment BYTES] [--small BYTES] [--spin-us US]
  *             [--yield-us US] [--hier L] [--sockbuf BYTES]
  *             [--hosts L --host NS=ADDR --host NS=ADDR ...]
- *             [--encrypt | --no-integrity] [--bf16]
+ *             [--encrypt | --no-integrity] [--openssl-ghash] [--bf16]
  *             [--check] [--json]
  *
  * Launches N ranks on 127.0.0.1 (processes; threads for --transport
@@ -25,6 +25,8 @@
  * listening on its ADDR there (namespaces joined by links of a chosen
  * rate: bench/hier_link.sh).  --sockbuf: fixed socket buffers
  * (rt_comm_opts.socket_buffer) instead of the kernel's autotuning.
+ * --openssl-ghash: the integrity tags made by OpenSSL's GHASH where the
+ * CPU would run ringtrain's vector one (RT_GHASH=openssl; A/B of the two).
  * --bf16: the float32 buffer goes as [train] allreduce_precision = bf16
  * sends a gradient bucket, and is timed so: rounded to bfloat16,
  * allreduced in bf16 (half the bytes), widened back in place.
@@ -297,7 +299,8 @@ static int usage(void)
                     "rdma|nccl] [--sockets S] [--segment BYTES]\n"
                     "                 [--small BYTES] [--spin-us US] [--yield-us US] [--hier L]\n"
                     "                 [--sockbuf BYTES] [--hosts L --host NS=ADDR ...]\n"
-                    "                 [--encrypt | --no-integrity] [--bf16] [--check] [--json]\n");
+                    "                 [--encrypt | --no-integrity] [--openssl-ghash] [--bf16] "
+                    "[--check] [--json]\n");
     return 2;
 }
 
@@ -356,6 +359,8 @@ int main(int argc, char **argv)
             c.encrypt = true;
         } else if (!strcmp(a, "--no-integrity")) {
             c.plain = true;
+        } else if (!strcmp(a, "--openssl-ghash")) {
+            setenv("RT_GHASH", "openssl", 1); /* the ranks inherit it */
         } else if (!strcmp(a, "--bf16")) {
             c.bf16 = true;
         } else if (!strcmp(a, "--check")) {

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <openssl/evp.h>
 
 #include "conformance.h"
 #include "rank_harness.h"
@@ -27,8 +28,9 @@
 #include "sock.h"
 #include "test_util.h"
 #include "frame_order.h"
-#include "rt_transport.h"
+#include "ghash.h"
 #include "wire.h"
+#include "rt_transport.h"
 
 /* ---- helpers under test -------------------------------------------------- */
 
@@ -189,6 +191,97 @@ static void test_wire_roundtrip(void **state)
     }
     rt_gcm_destroy(s);
     rt_gcm_destroy(o);
+}
+
+/* OpenSSL's AES-256-GCM tag with a (one block) then b as its additional
+ * data and no plaintext: what rt_gmac_tag must equal. */
+static void openssl_gmac(const uint8_t key[32], const uint8_t iv[12], const uint8_t a[16],
+                         const uint8_t *b, size_t blen, uint8_t tag[16])
+{
+    EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
+    int n = 0;
+    uint8_t fin[16];
+    assert_true(x && EVP_EncryptInit_ex(x, EVP_aes_256_gcm(), NULL, key, iv) == 1);
+    assert_true(EVP_EncryptUpdate(x, NULL, &n, a, 16) == 1);
+    assert_true(blen == 0 || EVP_EncryptUpdate(x, NULL, &n, b, (int)blen) == 1);
+    assert_true(EVP_EncryptFinal_ex(x, fin, &n) == 1);
+    assert_true(EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_GET_TAG, 16, tag) == 1);
+    EVP_CIPHER_CTX_free(x);
+}
+
+/* The vector GHASH (ghash.c) makes OpenSSL's tags, bit for bit: random keys,
+ * nonces and data of every length to 600 bytes, then up to 200 KB (the
+ * 16-block loop, its tail, the partial last block); and a ring end using it
+ * and one using OpenSSL's (RT_GHASH=openssl) open each other's frames. */
+static void test_gmac(void **state)
+{
+    (void)state;
+    if (!rt_gmac_available()) {
+        fprintf(stderr, "test_gmac: this CPU has no VPCLMULQDQ-512: OpenSSL's GHASH runs "
+                        "(its tags are checked by test_wire_roundtrip)\n");
+        assert_string_equal(rt_gmac_impl(), "openssl");
+        return;
+    }
+    tu_rng r = tu_rng_make(tu_seed() ^ 0x6d6163);
+    uint8_t *b = malloc(200000);
+    assert_non_null(b);
+    for (int t = 0; t < 900; t++) {
+        uint8_t key[32], iv[12], a[16], want[16], got[16];
+        for (int i = 0; i < 32; i++)
+            key[i] = (uint8_t)tu_int(&r, 0, 255);
+        for (int i = 0; i < 12; i++)
+            iv[i] = (uint8_t)tu_int(&r, 0, 255);
+        for (int i = 0; i < 16; i++)
+            a[i] = (uint8_t)tu_int(&r, 0, 255);
+        size_t blen = t < 600 ? (size_t)t : (size_t)tu_int(&r, 600, 200000);
+        for (size_t i = 0; i < blen; i++)
+            b[i] = (uint8_t)tu_int(&r, 0, 255);
+        openssl_gmac(key, iv, a, b, blen, want);
+        rt_gmac *m = rt_gmac_create(key);
+        assert_non_null(m);
+        rt_gmac_tag(m, iv, a, b, blen, got);
+        rt_gmac_destroy(m);
+        if (memcmp(want, got, 16) != 0)
+            fail_msg("the vector GMAC of %zu bytes differs from OpenSSL's", blen);
+    }
+    /* the two implementations at the two ends of a connection */
+    uint8_t key[32] = {3}, hdr[RT_FRAME_HDR_LEN] = {1, 2, 3};
+    char err[RT_ERR_LEN];
+    rt_gcm *fast_s, *fast_o, *ossl_s, *ossl_o;
+    assert_int_equal(rt_gcm_create(key, 5, true, &fast_s, err), RT_OK);
+    assert_int_equal(rt_gcm_create(key, 5, true, &fast_o, err), RT_OK);
+    setenv("RT_GHASH", "openssl", 1);
+    assert_false(rt_gmac_available());
+    assert_int_equal(rt_gcm_create(key, 5, true, &ossl_s, err), RT_OK);
+    assert_int_equal(rt_gcm_create(key, 5, true, &ossl_o, err), RT_OK);
+    unsetenv("RT_GHASH");
+    uint8_t *sealed = malloc(70000 + RT_GCM_TAG_LEN), *back = malloc(70000);
+    for (int k = 0; k < 6; k++) {
+        size_t len = k * 13999;
+        for (size_t i = 0; i < len; i++)
+            b[i] = (uint8_t)(i * 7 + k);
+        rt_gcm *s = k % 2 ? fast_s : ossl_s, *o = k % 2 ? ossl_o : fast_o;
+        rt_gcm *s2 = k % 2 ? ossl_s : fast_s, *o2 = k % 2 ? fast_o : ossl_o; /* in step */
+        uint8_t t1[RT_GCM_TAG_LEN], t2[RT_GCM_TAG_LEN];
+        assert_int_equal(rt_gcm_tag(s, hdr, b, len, t1), RT_OK);
+        assert_int_equal(rt_gcm_tag(s2, hdr, b, len, t2), RT_OK);
+        assert_memory_equal(t1, t2, RT_GCM_TAG_LEN);
+        assert_int_equal(rt_gcm_verify(o, hdr, b, len, t1), RT_OK);
+        assert_int_equal(rt_gcm_verify(o2, hdr, b, len, t1), RT_OK);
+        assert_int_equal(rt_gcm_seal(s, hdr, b, len, sealed), RT_OK);
+        assert_int_equal(rt_gcm_seal(s2, hdr, b, len, sealed), RT_OK);
+        assert_int_equal(rt_gcm_open(o, hdr, sealed, len, back), RT_OK);
+        assert_memory_equal(back, b, len);
+        sealed[len / 2] ^= 4; /* the payload, or the tag of an empty frame */
+        assert_int_equal(rt_gcm_open(o2, hdr, sealed, len, back), RT_ERR_AUTH);
+    }
+    free(sealed);
+    free(back);
+    free(b);
+    rt_gcm_destroy(fast_s);
+    rt_gcm_destroy(fast_o);
+    rt_gcm_destroy(ossl_s);
+    rt_gcm_destroy(ossl_o);
 }
 
 static void test_conformance_loopback(void **state)
@@ -457,6 +550,7 @@ int main(void)
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_frame_order),
         cmocka_unit_test(test_wire_roundtrip),
+        cmocka_unit_test(test_gmac),
         cmocka_unit_test(test_conformance_loopback),
         cmocka_unit_test(test_conformance_tcp),
         cmocka_unit_test(test_conformance_shm),

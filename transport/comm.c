@@ -9,6 +9,7 @@
 #include "rt_run.h"
 #include "rt_addr.h"
 #include "rt_log.h"
+#include "ghash.h"
 #include "rt_transport.h"
 
 void rt_comm_opts_defaults(rt_comm_opts *o)
@@ -232,10 +233,15 @@ rt_status rt_comm_create(const rt_comm_opts *o, rt_comm **out, char *err)
         }
     }
     c->connected = true;
-    if (c->rank == 0 && c->size > 1 && !c->granks) /* once per ring, in rank 0's log */
-        RT_INFO("comm", "ring of %d ranks up over %s", c->size, c->ops->name);
-    else
+    if (c->rank == 0 && c->size > 1 && !c->granks) {
+        /* once per ring, in rank 0's log, with the GHASH that tags (ghash.h) */
+        const bool tagged = !strcmp(c->ops->name, "tcp") && o->integrity && !o->encrypt;
+        RT_INFO("comm", "ring of %d ranks up over %s%s%s%s", c->size, c->ops->name,
+                tagged ? ", frames tagged (AES-GMAC, GHASH " : "", tagged ? rt_gmac_impl() : "",
+                tagged ? ")" : "");
+    } else {
         RT_DEBUG("comm", "rank %d/%d connected over %s", c->rank, c->size, c->ops->name);
+    }
     *out = c;
     return RT_OK;
 }
