@@ -4,11 +4,13 @@
  * ("Intel Carry-Less Multiplication Instruction and its Usage for Computing
  * the GCM Mode"): each block's bytes reversed, a product of two such values
  * is the 256-bit carry-less product shifted left by one bit and reduced
- * modulo x^128 + x^7 + x^2 + x + 1 in two phases of shifts.  Sixteen blocks
- * go per reduction: Y' = Y·H^16 ^ X0·H^16 ^ X1·H^15 ^ ... ^ X15·H (the
- * shift and the reduction are linear, so the products are summed
+ * modulo x^128 + x^7 + x^2 + x + 1 in two phases of shifts.  Thirty-two
+ * blocks go per reduction: Y' = Y·H^32 ^ X0·H^32 ^ X1·H^31 ^ ... ^ X31·H
+ * (the shift and the reduction are linear, so the products are summed
  * unreduced), four blocks per 512-bit VPCLMULQDQ, whose lanes are summed at
- * the end; only Y's own product waits for the previous reduction.  The
+ * the end; only Y's own product waits for the previous reduction (sixteen
+ * blocks per reduction ran at 16.4 GB/s, thirty-two at 20.3, Karatsuba's
+ * three products in place of four no faster: Zen 4).  The
  * tag is then GCM's: GHASH over the data, zero-padded to a block, and the
  * lengths block, XORed with E_K(IV || 1). */
 #include "ghash.h"
@@ -24,7 +26,7 @@
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,vpclmulqdq,pclmul,sse4.1")))
 
 struct rt_gmac {
-    uint8_t pow[16][16]; /* H^16, H^15, ..., H^1, reflected: lane order of a 16-block group */
+    uint8_t pow[32][16]; /* H^32, H^31, ..., H^1, reflected: lane order of a 32-block group */
     EVP_CIPHER_CTX *ecb; /* AES-256 of single blocks */
 };
 
@@ -77,29 +79,26 @@ TGT static inline __m128i fold4(__m512i v)
 TGT static __m128i ghash_blocks(const rt_gmac *m, __m128i y, const uint8_t *p, size_t n)
 {
     const __m128i rev = _mm_loadu_si128((const __m128i *)REVERSE);
-    const __m128i h1 = _mm_loadu_si128((const __m128i *)m->pow[15]);
-    const __m128i h16 = _mm_loadu_si128((const __m128i *)m->pow[0]);
-    if (n >= 16) {
+    const __m128i h1 = _mm_loadu_si128((const __m128i *)m->pow[31]);
+    const __m128i h32 = _mm_loadu_si128((const __m128i *)m->pow[0]);
+    if (n >= 32) {
         const __m512i rev4 = _mm512_broadcast_i32x4(rev);
-        const __m512i p0 = _mm512_loadu_si512(m->pow[0]), p1 = _mm512_loadu_si512(m->pow[4]);
-        const __m512i p2 = _mm512_loadu_si512(m->pow[8]), p3 = _mm512_loadu_si512(m->pow[12]);
-        for (; n >= 16; n -= 16, p += 256) {
-            __m512i d0 = _mm512_shuffle_epi8(_mm512_loadu_si512(p), rev4);
-            __m512i d1 = _mm512_shuffle_epi8(_mm512_loadu_si512(p + 64), rev4);
-            __m512i d2 = _mm512_shuffle_epi8(_mm512_loadu_si512(p + 128), rev4);
-            __m512i d3 = _mm512_shuffle_epi8(_mm512_loadu_si512(p + 192), rev4);
-#define PROD(sel, d, h) _mm512_clmulepi64_epi128(d, h, sel)
-#define SUM4(sel)                                                                     \
-    _mm512_ternarylogic_epi64(_mm512_xor_si512(PROD(sel, d0, p0), PROD(sel, d1, p1)), \
-                              PROD(sel, d2, p2), PROD(sel, d3, p3), 0x96)
-            __m512i lo = SUM4(0x00), hi = SUM4(0x11);
-            __m512i mid = _mm512_xor_si512(SUM4(0x10), SUM4(0x01));
-#undef SUM4
-#undef PROD
-            /* y's term, y·H^16, apart: the products of the blocks do not
+        __m512i pw[8];
+        for (int i = 0; i < 8; i++)
+            pw[i] = _mm512_loadu_si512(m->pow[4 * i]);
+        for (; n >= 32; n -= 32, p += 512) {
+            __m512i lo = _mm512_setzero_si512(), hi = lo, mid = lo;
+            for (int i = 0; i < 8; i++) {
+                __m512i d = _mm512_shuffle_epi8(_mm512_loadu_si512(p + 64 * i), rev4);
+                lo = _mm512_xor_si512(lo, _mm512_clmulepi64_epi128(d, pw[i], 0x00));
+                hi = _mm512_xor_si512(hi, _mm512_clmulepi64_epi128(d, pw[i], 0x11));
+                mid = _mm512_ternarylogic_epi64(mid, _mm512_clmulepi64_epi128(d, pw[i], 0x10),
+                                                _mm512_clmulepi64_epi128(d, pw[i], 0x01), 0x96);
+            }
+            /* y's term, y·H^32, apart: the products of the blocks do not
              * wait for the last reduction */
             __m128i yl, yh;
-            mul256(y, h16, &yl, &yh);
+            mul256(y, h32, &yl, &yh);
             __m128i l = fold4(lo), h = fold4(hi), md = fold4(mid);
             y = reduce(_mm_xor_si128(_mm_xor_si128(l, _mm_slli_si128(md, 8)), yl),
                        _mm_xor_si128(_mm_xor_si128(h, _mm_srli_si128(md, 8)), yh));
@@ -133,7 +132,7 @@ TGT static void make_powers(rt_gmac *m, const uint8_t hkey[16])
     const __m128i rev = _mm_loadu_si128((const __m128i *)REVERSE);
     const __m128i h = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)hkey), rev);
     __m128i x = h;
-    for (int i = 15; i >= 0; i--) { /* pow[15] = H, pow[14] = H^2, ... */
+    for (int i = 31; i >= 0; i--) { /* pow[31] = H, pow[30] = H^2, ... */
         _mm_storeu_si128((__m128i *)m->pow[i], x);
         x = gfmul(x, h);
     }
