@@ -265,24 +265,21 @@ static void make_iv(uint32_t salt, uint64_t counter, uint8_t iv[12])
 rt_status rt_gcm_seal(rt_gcm *g, const uint8_t hdr[RT_FRAME_HDR_LEN], const void *in, size_t len,
                       uint8_t *out)
 {
+    if (g->mac_only) { /* GMAC: the payload in clear, then its tag */
+        rt_status st = rt_gcm_tag(g, hdr, in, len, out + len);
+        if (st == RT_OK && len > 0 && out != in)
+            memmove(out, in, len);
+        return st;
+    }
     uint8_t iv[12];
     make_iv(g->salt, g->counter_enc++, iv);
-    if (g->fast) {
-        rt_gmac_tag(g->fast, iv, hdr, in, len, out + len);
-        if (len > 0 && out != in)
-            memmove(out, in, len);
-        return RT_OK;
-    }
     int n = 0;
-    /* GMAC: the payload goes as additional authenticated data, in clear */
     if (EVP_EncryptInit_ex(g->enc, NULL, NULL, NULL, iv) != 1 ||
         EVP_EncryptUpdate(g->enc, NULL, &n, hdr, RT_FRAME_HDR_LEN) != 1 ||
-        (len > 0 && EVP_EncryptUpdate(g->enc, g->mac_only ? NULL : out, &n, in, (int)len) != 1) ||
+        (len > 0 && EVP_EncryptUpdate(g->enc, out, &n, in, (int)len) != 1) ||
         EVP_EncryptFinal_ex(g->enc, out + len, &n) != 1 ||
         EVP_CIPHER_CTX_ctrl(g->enc, EVP_CTRL_GCM_GET_TAG, RT_GCM_TAG_LEN, out + len) != 1)
         return RT_ERR_IO;
-    if (g->mac_only && len > 0 && out != in)
-        memmove(out, in, len);
     return RT_OK;
 }
 
@@ -331,28 +328,21 @@ bool rt_gcm_mac_only(const rt_gcm *g) { return g && g->mac_only; }
 rt_status rt_gcm_open(rt_gcm *g, const uint8_t hdr[RT_FRAME_HDR_LEN], const uint8_t *in,
                       size_t len, void *out)
 {
+    if (g->mac_only) { /* GMAC: the payload in clear, then its tag */
+        rt_status st = rt_gcm_verify(g, hdr, in, len, in + len);
+        if (st == RT_OK && len > 0 && out != in) /* only once it is known to be intact */
+            memmove(out, in, len);
+        return st;
+    }
     uint8_t iv[12], tag[RT_GCM_TAG_LEN];
     make_iv(g->salt, g->counter_dec++, iv);
     memcpy(tag, in + len, RT_GCM_TAG_LEN);
-    if (g->fast) {
-        uint8_t t[RT_GCM_TAG_LEN];
-        rt_gmac_tag(g->fast, iv, hdr, in, len, t);
-        if (CRYPTO_memcmp(t, tag, sizeof t) != 0)
-            return RT_ERR_AUTH;
-        if (len > 0 && out != in) /* only once it is known to be intact */
-            memmove(out, in, len);
-        return RT_OK;
-    }
     int n = 0;
     if (EVP_DecryptInit_ex(g->dec, NULL, NULL, NULL, iv) != 1 ||
         EVP_DecryptUpdate(g->dec, NULL, &n, hdr, RT_FRAME_HDR_LEN) != 1 ||
-        (len > 0 && EVP_DecryptUpdate(g->dec, g->mac_only ? NULL : out, &n, in, (int)len) != 1) ||
+        (len > 0 && EVP_DecryptUpdate(g->dec, out, &n, in, (int)len) != 1) ||
         EVP_CIPHER_CTX_ctrl(g->dec, EVP_CTRL_GCM_SET_TAG, RT_GCM_TAG_LEN, tag) != 1)
         return RT_ERR_IO;
     uint8_t fin[16];
-    if (EVP_DecryptFinal_ex(g->dec, fin, &n) != 1)
-        return RT_ERR_AUTH;
-    if (g->mac_only && len > 0 && out != in) /* only once it is known to be intact */
-        memmove(out, in, len);
-    return RT_OK;
+    return EVP_DecryptFinal_ex(g->dec, fin, &n) == 1 ? RT_OK : RT_ERR_AUTH;
 }
