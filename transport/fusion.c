@@ -144,21 +144,17 @@ void rt_fusion_destroy(rt_fusion *f)
 
 rt_status rt_fusion_set_bf16(rt_fusion *f, bool on, char *err)
 {
+    rt_status st = RT_OK;
     pthread_mutex_lock(&f->mu);
     RT_ASSERT(f->completed == f->nb); /* between rounds */
-    uint16_t *h = NULL;
-    if (on && !f->half && !(h = malloc((f->count ? f->count : 1) * sizeof *h))) {
-        pthread_mutex_unlock(&f->mu);
-        return rt_err(err, RT_ERR_NOMEM, "out of memory");
-    }
-    if (on && !f->half)
-        f->half = h;
-    else if (!on) {
+    if (!on) {
         free(f->half);
         f->half = NULL;
+    } else if (!f->half && !(f->half = malloc((f->count ? f->count : 1) * sizeof *f->half))) {
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     }
     pthread_mutex_unlock(&f->mu);
-    return RT_OK;
+    return st;
 }
 
 int rt_fusion_buckets(const rt_fusion *f) { return f->nb; }
