@@ -42,6 +42,19 @@ static rt_status predict_shared(trainer *t, int64_t total, float *pred, char *er
     return st;
 }
 
+/* Rank 0's status st of a step only it ran, told to every rank: st on rank
+ * 0, "rank 0 could not WHAT" on the others when it failed. */
+static rt_status rank0_outcome(trainer *t, rt_status st, const char *what, char *err)
+{
+    int32_t ok = st == RT_OK;
+    rt_status bst = rt_broadcast(t->env->comm, &ok, sizeof ok, 0);
+    if (bst != RT_OK)
+        return rt_err(err, bst, "%s", rt_comm_last_error(t->env->comm));
+    if (ok)
+        return RT_OK;
+    return t->env->rank == 0 ? st : rt_err(err, RT_ERR_ABORTED, "rank 0 could not %s", what);
+}
+
 /* Every rank: the best model (rank 0 reads its checkpoint and hands it to
  * the others, whose hosts may not see the store), each rank scores its
  * share, rank 0 writes the file. */
@@ -74,12 +87,8 @@ rt_status trainer_predict_end(trainer *t, rt_train_result *res, char *err)
         rt_ckpt_free(&ck);
     }
     if (t->env->size > 1) { /* whether rank 0 has it, then the model itself */
-        int32_t ok = st == RT_OK;
-        rt_status bst = rt_broadcast(t->env->comm, &ok, sizeof ok, 0);
-        if (bst != RT_OK)
-            return rt_err(err, bst, "%s", rt_comm_last_error(t->env->comm));
-        if (!ok)
-            return lead ? st : rt_err(err, RT_ERR_ABORTED, "rank 0 could not load the best model");
+        if ((st = rank0_outcome(t, st, "load the best model", err)) != RT_OK)
+            return st;
         if ((st = rt_dp_broadcast_state(t->dp, 0, false, err)) != RT_OK)
             return st;
     }
@@ -109,14 +118,9 @@ rt_status trainer_predict_end(trainer *t, rt_train_result *res, char *err)
         if (st == RT_OK && t->env->log)
             fprintf(t->env->log, "predictions: %lld validation rows to %s\n", (long long)n, vpath);
     }
-    if (t->env->size > 1) { /* rank 0 wrote them, or failed: the others learn which */
-        int32_t ok = st == RT_OK;
-        rt_status bst = rt_broadcast(t->env->comm, &ok, sizeof ok, 0);
-        if (bst != RT_OK)
-            return rt_err(err, bst, "%s", rt_comm_last_error(t->env->comm));
-        if (!ok)
-            return lead ? st : rt_err(err, RT_ERR_ABORTED, "rank 0 could not predict");
-    }
+    if (t->env->size > 1 && /* rank 0 wrote them, or failed: the others learn which */
+        (st = rank0_outcome(t, st, "predict", err)) != RT_OK)
+        return st;
     if (st != RT_OK || !test_rows)
         return st;
     out = (rt_pred_range){0};
