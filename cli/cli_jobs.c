@@ -205,6 +205,14 @@ static int stream_out(void *user, const char *data, size_t n)
     return ndjson_feed(user, data, n, print_one, user);
 }
 
+/* Sleep *ms, then double it (0.2, 0.4, 0.8, 1.6 s, then 2 s). */
+static void backoff(int *ms)
+{
+    struct timespec ts = {*ms / 1000, (long)(*ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+    *ms = *ms < 1000 ? *ms * 2 : 2000;
+}
+
 /* Wait, with backoff, until the coordinator answers again (it restarted)
  * or reconnect_timeout passes; true when it answers. */
 static bool reconnect(const cli_conn *c, int64_t id, const char *why)
@@ -215,9 +223,7 @@ static bool reconnect(const cli_conn *c, int64_t id, const char *why)
     const int64_t end = rt_now_ns() + (int64_t)c->reconnect_ms * 1000000;
     int backoff_ms = 200;
     while (!interrupted && rt_now_ns() < end) {
-        struct timespec ts = {backoff_ms / 1000, (long)(backoff_ms % 1000) * 1000000};
-        nanosleep(&ts, NULL);
-        backoff_ms = backoff_ms < 1000 ? backoff_ms * 2 : 2000;
+        backoff(&backoff_ms);
         char err[RT_ERR_LEN];
         bool lost;
         rt_json *d = get_job(c, id, &lost, err);
@@ -270,9 +276,7 @@ static rt_status stream_logs(const cli_conn *c, int64_t id, int rank, int64_t at
             }
             if (now - away_since > (int64_t)c->reconnect_ms * 1000000 || job_ended(c, id))
                 return st;
-            struct timespec ts = {backoff_ms / 1000, (long)(backoff_ms % 1000) * 1000000};
-            nanosleep(&ts, NULL);
-            backoff_ms = backoff_ms < 1000 ? backoff_ms * 2 : 2000;
+            backoff(&backoff_ms);
             continue;
         }
         /* an answer (200 that ended, or 404 and such) is final; a lost
