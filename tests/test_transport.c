@@ -217,7 +217,8 @@ static void test_gmac(void **state)
 {
     (void)state;
     if (!rt_gmac_available()) {
-        fprintf(stderr, "test_gmac: the vector GHASH is off (no VPCLMULQDQ-512, or RT_GHASH=openssl); OpenSSL's runs "
+        fprintf(stderr, "test_gmac: the vector GHASH is off (no VPCLMULQDQ-512, or "
+                        "RT_GHASH=openssl); OpenSSL's runs "
                         "(its tags are checked by test_wire_roundtrip)\n");
         assert_string_equal(rt_gmac_impl(), "openssl");
         return;
