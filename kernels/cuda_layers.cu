@@ -30,7 +30,12 @@ __global__ void k_act_fwd(int act, const float *x, int64_t ldx, float *y, int64_
 __global__ void k_act_bwd(int act, const float *x, int64_t ldx, const float *g, int64_t ldg,
                           float *dx, int64_t lddx, int64_t rows, int64_t cols)
 {
-    FOR_EACH(rows, cols) dx[r * lddx + j] = g[r * ldg + j] * rt_act_df(act, x[r * ldx + j]);
+    FOR_EACH(rows, cols)
+    {
+        const float xv = x[r * ldx + j], gv = g[r * ldg + j];
+        /* ReLU selects, as on the CPU (a non-finite gradient where x <= 0 is 0) */
+        dx[r * lddx + j] = act == RT_ACT_RELU ? (xv > 0.0f ? gv : 0.0f) : gv * rt_act_df(act, xv);
+    }
 }
 
 void rt_cuda_act_fwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view y)

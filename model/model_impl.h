@@ -79,6 +79,9 @@ typedef struct mlayer {
     mslot out;
     rt_act act;
     float rate;         /* dropout rate (L_DROPOUT, L_CROSS, L_ATTENTION) */
+    bool masked;        /* L_DROPOUT on a ReLU's output: its backward masks by y > 0, which
+                           the dropped zeros are part of, so the dropout's backward only
+                           scales (mb_dropout) */
     uint32_t stream;    /* its RNG stream */
     int64_t heads;      /* L_ATTENTION */
     rt_ens_op ens;      /* L_ENS_MEAN */

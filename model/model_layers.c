@@ -443,14 +443,22 @@ void model_layer_bwd(rt_model *m, mlayer *L, int64_t n)
         break;
     }
     case L_ACT: {
+        /* a ReLU's derivative from its output (y > 0 exactly where x > 0), which
+         * a dropout after it zeroed in place where it dropped (mb_dropout) */
         rt_view dx = dx_begin(m, L, 0, n);
+        rt_view x = L->act == RT_ACT_RELU ? out_view(m, L, n) : joined(m, L, in_view(m, L, 0, n));
         if (dx.p)
-            rt_k_act_bwd(ctx, L->act, joined(m, L, in_view(m, L, 0, n)), dy, joined(m, L, dx));
+            rt_k_act_bwd(ctx, L->act, x, dy, joined(m, L, dx));
         dx_end(m, L, 0, n, dx);
         break;
     }
-    case L_DROPOUT: /* the same mask on the gradient, in place */
-        rt_k_dropout(ctx, dy, L->rate, m->dropout_seed, L->stream, m->step);
+    case L_DROPOUT:
+        /* the same mask on the gradient, in place; after a ReLU, which masks
+         * by its output, the scale alone (mb_dropout) */
+        if (L->masked && dy.ld == dy.cols)
+            rt_k_scale(ctx, RT_F(dy), dy.rows * dy.cols, 1.0f / (1.0f - L->rate));
+        else
+            rt_k_dropout(ctx, dy, L->rate, m->dropout_seed, L->stream, m->step);
         break;
     case L_LAYERNORM: {
         rt_view dx = dx_begin(m, L, 0, n);

@@ -166,14 +166,29 @@ void mb_buffer(mplan *p, mlayer *L, const char *suffix, int64_t count)
 
 uint32_t mb_next_stream(mplan *p) { return RT_MODEL_DROPOUT_STREAM + (uint32_t)p->m->ndropout++; }
 
-/* In-place dropout on s (nothing when rate is 0). */
+static bool same_slot(mslot a, mslot b)
+{
+    return a.t == b.t && a.col0 == b.col0 && a.cols == b.cols && a.tok == b.tok;
+}
+
+/* In-place dropout on s (nothing when rate is 0).  Right after a ReLU that
+ * wrote s (a dense layer's or an activation layer's), the ReLU's backward
+ * masks the gradient by its output y > 0 (rt_k_dense_bwd, model_layer_bwd's
+ * L_ACT), where the dropped elements are 0 too: the dropout's backward then
+ * only scales by 1 / (1 - rate) — the same bits as applying the mask again,
+ * without drawing it. */
 void mb_dropout(mplan *p, const char *name, mslot s, float rate)
 {
     if (rate <= 0.0f)
         return;
+    const rt_model *m = p->m;
+    const mlayer *prev = m->nlayers > 0 ? &m->layers[m->nlayers - 1] : NULL;
+    const bool masked = prev && (prev->kind == L_LINEAR || prev->kind == L_ACT) &&
+                        prev->act == RT_ACT_RELU && same_slot(prev->out, s);
     mlayer *L = mb_layer(p, L_DROPOUT, name, s);
     mb_input(L, s);
     L->rate = rate;
+    L->masked = masked;
     L->stream = mb_next_stream(p);
 }
 

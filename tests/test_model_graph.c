@@ -373,6 +373,42 @@ static void on_hook(void *user, int64_t off, int64_t count)
     h->n++;
 }
 
+/* Dropouts right after a ReLU only scale in backward (mb_dropout: the
+ * ReLU's derivative from its output masks what they dropped): the same
+ * gradients, bit for bit, as drawing their masks again.  Counts such
+ * dropouts (the families' tests ask that some ran). */
+static int masked_seen;
+
+static void same_without_masked(rt_model *m, int64_t n, const char *what)
+{
+    bool was[MODEL_MAX_LAYERS] = {false};
+    int masked = 0;
+    for (int l = 0; l < m->nlayers; l++) {
+        was[l] = m->layers[l].masked;
+        masked += was[l];
+        RT_ASSERT(!was[l] || m->layers[l].kind == L_DROPOUT);
+    }
+    if (!masked)
+        return;
+    masked_seen += masked;
+    const int64_t A = rt_model_arena_len(m);
+    float *g1 = malloc((size_t)A * sizeof(float));
+    memcpy(g1, m->grads, (size_t)A * sizeof(float));
+    for (int l = 0; l < m->nlayers; l++)
+        m->layers[l].masked = false;
+    rt_model_forward(m, n, true);
+    rt_model_loss(m, n, true);
+    hooks hk = {A, 0};
+    rt_model_backward(m, n, on_hook, &hk);
+    if (memcmp(g1, m->grads, (size_t)A * sizeof(float)) != 0)
+        fail_msg("%s: %d dropouts after a ReLU scaling only: other gradients than their masks "
+                 "drawn again",
+                 what, masked);
+    for (int l = 0; l < m->nlayers; l++)
+        m->layers[l].masked = was[l];
+    free(g1);
+}
+
 /* Random small columns for a spec of `arch`. */
 static void columns(tu_rng *g, rt_model_spec *s, bool cats, bool conts)
 {
@@ -440,6 +476,7 @@ static void check_family(const char *what, const rt_model_spec *s, tu_rng *g)
     assert_int_equal(hk.end, 0);
     double met[RT_MODEL_NMETRICS];
     assert_int_equal(rt_model_metrics_read(m, met, err), RT_OK);
+    same_without_masked(m, n, what);
 
     float *buf = calloc((size_t)rt_model_num_buffers(m) + 1, 4);
     rt_model_get_state(m, NULL, NULL, NULL, buf, NULL, err);
@@ -499,6 +536,7 @@ static void test_rossmann(void **state)
         s.dropout[1] = 0.3f;
         check_family("rossmann", &s, &g);
     }
+    assert_true(masked_seen > 0); /* its dropout follows the last hidden ReLU */
 }
 
 static void test_mlp(void **state)
@@ -620,6 +658,7 @@ static void test_tabm(void **state)
 {
     (void)state;
     tu_rng g = tu_rng_make(46);
+    const int before = masked_seen;
     for (int rep = 0; rep < 4; rep++) {
         rt_model_spec s;
         rt_model_spec_defaults(&s);
@@ -645,6 +684,7 @@ static void test_tabm(void **state)
                  s.ensemble_size);
         check_family(what, &s, &g);
     }
+    assert_true(masked_seen > before); /* rep 0's dropout after its blocks' ReLU */
 }
 
 static int setup(void **state)

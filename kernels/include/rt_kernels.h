@@ -270,7 +270,9 @@ void rt_k_dropout(rt_kctx *ctx, rt_view x, float rate, uint64_t seed, uint32_t s
 
 /* y = act(x) elementwise; y may be x. */
 void rt_k_act_fwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view y);
-/* dx = dy * act'(x), x the forward's input; dx may be dy. */
+/* dx = dy * act'(x), x the forward's input; dx may be dy.  RT_ACT_RELU
+ * selects (dx = x > 0 ? dy : 0), and its output serves as x as well (y > 0
+ * exactly where x > 0: a dropout applied to y in place then masks too). */
 void rt_k_act_bwd(rt_kctx *ctx, rt_act act, rt_view x, rt_view dy, rt_view dx);
 
 /* ReGLU (Shazeer 2020, FT-Transformer's feed-forward): x (B, 2h) = [a | b],
