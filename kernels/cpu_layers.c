@@ -300,12 +300,20 @@ void rt_cpu_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int6
         RT_ASSERT(acc);
         for (int64_t r = 0; r < B; r++) {
             const float *gr = g + r * dy.ld;
-            if (d == 1 && xp) { /* the same sums, vectorised: x's column is c */
+            if (d == 1 && xp) { /* the same sums, vectorised: x's column is c, and dx's */
                 const float *xr = xp + r * x.ld;
                 for (int64_t c = c0; c < c1; c++) {
                     const double gv = gr[c];
                     sw[c - c0] += gv * (double)xr[c];
                     sb[c - c0] += gv;
+                }
+                /* dx's row strip while dy's is in L1 (one product: its double
+                 * rounded to float is the float product); after the sums, as
+                 * dx may be dy or x */
+                if (dx.p) {
+                    float *dr = RT_F(dx) + r * dx.ld;
+                    for (int64_t c = c0; c < c1; c++)
+                        dr[c] = gr[c] * w[c];
                 }
                 continue;
             }
@@ -322,16 +330,9 @@ void rt_cpu_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int6
         }
         free(acc);
     }
-    if (!dx.p)
+    if (!dx.p || d == 1) /* d == 1: written with the sums (dx.p implies x.p) */
         return;
     float *o = RT_F(dx);
-    if (d == 1) { /* one product: its double rounded to float is the float product */
-#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (B * N > PAR_MIN)
-        for (int64_t r = 0; r < B; r++)
-            for (int64_t i = 0; i < n; i++)
-                o[r * dx.ld + i] = g[r * dy.ld + i] * w[i];
-        return;
-    }
 #pragma omp parallel for schedule(static) num_threads(ctx->threads) if (B * N > PAR_MIN)
     for (int64_t r = 0; r < B; r++)
         for (int64_t i = 0; i < n; i++) {
