@@ -103,31 +103,32 @@ static int featurised_roles(const cli_args *a, rt_prep_opts *o, char **bufs)
     return 0;
 }
 
-int cli_prep(const cli_args *a)
+/* prep's flags into o (the roles of --from: featurised_roles, their strings
+ * in bufs); 0, or the exit status after saying what is wrong. */
+static int prep_options(const cli_args *a, rt_prep_opts *o, char **bufs)
 {
-    rt_prep_opts o = {.partitions = 1};
-    char *bufs[4] = {0};
     int64_t n;
-    o.skip_bad_rows = cli_switch(a, "--skip-bad-rows");
-    o.quiet = cli_switch(a, "--quiet");
-    o.input_dir = cli_value(a, "--input");
-    o.sql_path = cli_value(a, "--sql");
-    o.out_dir = cli_value(a, "--out");
-    o.db_path = cli_value(a, "--keep-db");
-    o.db_mode = cli_value(a, "--db");
-    o.lenient = cli_switch(a, "--lenient");
-    o.roles.positive_class = cli_value(a, "--positive-class");
+    o->skip_bad_rows = cli_switch(a, "--skip-bad-rows");
+    o->quiet = cli_switch(a, "--quiet");
+    o->input_dir = cli_value(a, "--input");
+    o->sql_path = cli_value(a, "--sql");
+    o->out_dir = cli_value(a, "--out");
+    o->db_path = cli_value(a, "--keep-db");
+    o->db_mode = cli_value(a, "--db");
+    o->lenient = cli_switch(a, "--lenient");
+    o->roles.positive_class = cli_value(a, "--positive-class");
     int r1 = cli_int(a, "--partitions", 1, 100000, &n);
     if (r1 > 0)
-        o.partitions = (int)n;
+        o->partitions = (int)n;
     int r2 = cli_int(a, "--rows-per-group", 1, 1 << 24, &n);
     if (r2 > 0)
-        o.rows_per_group = n;
+        o->rows_per_group = n;
     if (r1 < 0 || r2 < 0)
         return 2;
-    o.train_parquet = cli_value(a, "--from") ? cli_value(a, "--from") : cli_value(a, "--from-parquet");
-    o.test_parquet = cli_value(a, "--test");
-    if (o.train_parquet && (o.input_dir || o.sql_path)) {
+    o->train_parquet =
+        cli_value(a, "--from") ? cli_value(a, "--from") : cli_value(a, "--from-parquet");
+    o->test_parquet = cli_value(a, "--test");
+    if (o->train_parquet && (o->input_dir || o->sql_path)) {
         fprintf(stderr, "ringtrain prep: --from replaces --input and --sql (its data "
                         "are featurised already); give one or the other\n");
         return 2;
@@ -149,7 +150,7 @@ int cli_prep(const cli_args *a)
                                             "--label-transform",
                                             "--max-label",
                                             "--positive-class"};
-    for (size_t i = 0; !o.train_parquet && i < sizeof from_only / sizeof *from_only; i++)
+    for (size_t i = 0; !o->train_parquet && i < sizeof from_only / sizeof *from_only; i++)
         if (cli_value(a, from_only[i])) {
             fprintf(stderr,
                     "ringtrain prep: %s goes with --from (with --sql, the script's meta "
@@ -157,20 +158,100 @@ int cli_prep(const cli_args *a)
                     from_only[i]);
             return 2;
         }
-    if (o.train_parquet ? !o.out_dir : (!o.input_dir || !o.sql_path || !o.out_dir)) {
-        fprintf(stderr, "ringtrain prep: %s\n", o.train_parquet
-                            ? "--out is needed"
-                            : "--input, --sql and --out are needed (or --from and --out)");
+    if (o->train_parquet ? !o->out_dir : (!o->input_dir || !o->sql_path || !o->out_dir)) {
+        fprintf(stderr, "ringtrain prep: %s\n",
+                o->train_parquet ? "--out is needed"
+                                 : "--input, --sql and --out are needed (or --from and --out)");
         cli_usage(a->cmd, stderr);
         return 2;
     }
-    if (o.train_parquet) {
-        int rc = featurised_roles(a, &o, bufs);
-        if (rc) {
-            for (int i = 0; i < 4; i++)
-                free(bufs[i]);
-            return rc;
-        }
+    return o->train_parquet ? featurised_roles(a, o, bufs) : 0;
+}
+
+/* rt_prep_run, with S3 where a path is an s3:// URI: the inputs copied
+ * down, the dataset prepared in a local folder and copied up (the manifest
+ * last: a reader finds every shard).  o->out_dir is as given after it. */
+static rt_status prep_run_s3(rt_prep_opts *o, rt_prep_report *rep, char *err)
+{
+    char local[4][1300], outdir[1300];
+    const char *out = o->out_dir;
+    cli_s3 s3 = {0};
+    rt_status st = RT_OK;
+    const char **paths[4] = {&o->input_dir, &o->train_parquet, &o->test_parquet, &o->sql_path};
+    for (int i = 0; i < 4 && st == RT_OK; i++)
+        if (rt_s3_is_uri(*paths[i]) &&
+            (st = cli_s3_fetch(&s3, *paths[i], i == 0, local[i], sizeof local[i], err)) == RT_OK)
+            *paths[i] = local[i];
+    if (st == RT_OK && rt_s3_is_uri(out) &&
+        (st = cli_s3_out_dir(&s3, out, outdir, sizeof outdir, err)) == RT_OK)
+        o->out_dir = outdir;
+    if (st == RT_OK)
+        st = rt_prep_run(o, rep, err);
+    int64_t files = 0;
+    if (st == RT_OK && rt_s3_is_uri(out))
+        st = rt_s3_put_tree(s3.s3, outdir, out, "manifest.json", &files, err);
+    cli_s3_done(&s3);
+    o->out_dir = out;
+    return st;
+}
+
+/* The line that says what prep made, and its warnings. */
+static void prep_said(const rt_prep_opts *o, const rt_prep_report *rep)
+{
+    int64_t skipped = rep->bad_rows_skipped;
+    for (int t = 0; t < rep->ntables; t++)
+        skipped += rep->skipped[t];
+    char task[400];
+    if (rep->nclasses > 0)
+        snprintf(task, sizeof task, "%s, %d classes, %s", rep->task, rep->nclasses, rep->task_why);
+    else
+        snprintf(task, sizeof task, "%s, %s", rep->task, rep->task_why);
+    if (rep->positive_class[0])
+        snprintf(task + strlen(task), sizeof task - strlen(task), "; positive class '%s' (%s)",
+                 rep->positive_class, rep->positive_why);
+    printf("prepared %s (%s): %lld training rows, %lld validation rows, %lld test rows in %d "
+           "partition%s (%.1f s)",
+           o->out_dir, task, (long long)rep->train_rows, (long long)rep->validation_rows,
+           (long long)rep->test_rows, o->partitions, o->partitions == 1 ? "" : "s", rep->seconds);
+    if (skipped)
+        printf("; %lld malformed or bad rows skipped", (long long)skipped);
+    if (rep->cont_defaulted) {
+        printf("; %lld continuous values were missing and became 0:",
+               (long long)rep->cont_defaulted);
+        for (int i = 0; i < rep->ndefaulted; i++)
+            printf("%s %s %lld%s", i ? "," : "", rep->defaulted[i].name,
+                   (long long)(rep->defaulted[i].missing + rep->defaulted[i].text),
+                   rep->defaulted[i].text ? " (text: --lenient)" : "");
+        if (rep->ndefaulted == 8)
+            printf(", ...");
+    }
+    printf("\n");
+    if (o->train_parquet)
+        printf("the script prep ran is %s/prep.sql: edit it and prep again with --input DIR "
+               "--sql %s/prep.sql\n",
+               o->out_dir, o->out_dir);
+    if (!rep->has_validation)
+        fprintf(stderr,
+                "ringtrain prep: warning: %s: "
+                "training will have no validation loss and keep the best epoch by its "
+                "training loss\n",
+                o->train_parquet ? "no validation rows (--validation 0)"
+                                 : "the script names no validation column");
+    else if (rep->validation_rows == 0)
+        fprintf(stderr, "ringtrain prep: warning: the validation column marks no row: training "
+                        "will have no validation loss (its values must be 1/0, true/false or "
+                        "yes/no)\n");
+}
+
+int cli_prep(const cli_args *a)
+{
+    rt_prep_opts o = {.partitions = 1};
+    char *bufs[4] = {0};
+    int rc = prep_options(a, &o, bufs);
+    if (rc) {
+        for (int i = 0; i < 4; i++)
+            free(bufs[i]);
+        return rc;
     }
     char command[2048] = "ringtrain prep"; /* for the script's first lines */
     for (const cli_flag *f = a->cmd->flags; f->name; f++) {
@@ -183,76 +264,15 @@ int cli_prep(const cli_args *a)
     }
     o.infer.command = command;
     rt_prep_report rep;
-    char err[RT_ERR_LEN], local[4][1300];
-    const char *out = o.out_dir;
-    /* S3: the inputs copied down, the dataset prepared in a local folder and copied up */
-    cli_s3 s3 = {0};
-    rt_status st = RT_OK;
-    const char **paths[4] = {&o.input_dir, &o.train_parquet, &o.test_parquet, &o.sql_path};
-    for (int i = 0; i < 4 && st == RT_OK; i++)
-        if (rt_s3_is_uri(*paths[i]) &&
-            (st = cli_s3_fetch(&s3, *paths[i], i == 0, local[i], sizeof local[i], err)) == RT_OK)
-            *paths[i] = local[i];
-    char outdir[1300];
-    if (st == RT_OK && rt_s3_is_uri(out) &&
-        (st = cli_s3_out_dir(&s3, out, outdir, sizeof outdir, err)) == RT_OK)
-        o.out_dir = outdir;
-    if (st == RT_OK)
-        st = rt_prep_run(&o, &rep, err);
-    int64_t files = 0;
-    if (st == RT_OK && rt_s3_is_uri(out)) /* the manifest last: a reader finds every shard */
-        st = rt_s3_put_tree(s3.s3, outdir, out, "manifest.json", &files, err);
-    cli_s3_done(&s3);
-    o.out_dir = out;
+    char err[RT_ERR_LEN];
+    rt_status st = prep_run_s3(&o, &rep, err);
     for (int i = 0; i < 4; i++)
         free(bufs[i]);
     if (st != RT_OK) {
         fprintf(stderr, "ringtrain prep: %s\n", err);
         return 1;
     }
-    int64_t skipped = rep.bad_rows_skipped;
-    for (int t = 0; t < rep.ntables; t++)
-        skipped += rep.skipped[t];
-    char task[400];
-    if (rep.nclasses > 0)
-        snprintf(task, sizeof task, "%s, %d classes, %s", rep.task, rep.nclasses, rep.task_why);
-    else
-        snprintf(task, sizeof task, "%s, %s", rep.task, rep.task_why);
-    if (rep.positive_class[0])
-        snprintf(task + strlen(task), sizeof task - strlen(task), "; positive class '%s' (%s)",
-                 rep.positive_class, rep.positive_why);
-    printf("prepared %s (%s): %lld training rows, %lld validation rows, %lld test rows in %d "
-           "partition%s (%.1f s)",
-           o.out_dir, task, (long long)rep.train_rows, (long long)rep.validation_rows,
-           (long long)rep.test_rows, o.partitions, o.partitions == 1 ? "" : "s", rep.seconds);
-    if (skipped)
-        printf("; %lld malformed or bad rows skipped", (long long)skipped);
-    if (rep.cont_defaulted) {
-        printf("; %lld continuous values were missing and became 0:",
-               (long long)rep.cont_defaulted);
-        for (int i = 0; i < rep.ndefaulted; i++)
-            printf("%s %s %lld%s", i ? "," : "", rep.defaulted[i].name,
-                   (long long)(rep.defaulted[i].missing + rep.defaulted[i].text),
-                   rep.defaulted[i].text ? " (text: --lenient)" : "");
-        if (rep.ndefaulted == 8)
-            printf(", ...");
-    }
-    printf("\n");
-    if (o.train_parquet)
-        printf("the script prep ran is %s/prep.sql: edit it and prep again with --input DIR "
-               "--sql %s/prep.sql\n",
-               o.out_dir, o.out_dir);
-    if (!rep.has_validation)
-        fprintf(stderr,
-                "ringtrain prep: warning: %s: "
-                "training will have no validation loss and keep the best epoch by its "
-                "training loss\n",
-                o.train_parquet ? "no validation rows (--validation 0)"
-                                : "the script names no validation column");
-    else if (rep.validation_rows == 0)
-        fprintf(stderr, "ringtrain prep: warning: the validation column marks no row: training "
-                        "will have no validation loss (its values must be 1/0, true/false or "
-                        "yes/no)\n");
+    prep_said(&o, &rep);
     return 0;
 }
 
