@@ -243,30 +243,11 @@ int cli_show_results(const rt_json *d)
     return 0;
 }
 
-int cli_show_job(const rt_json *d)
+/* What a job runs, from its submission (spec_text: its JSON): the command,
+ * the folder, the limits per rank. */
+static void show_spec(const char *spec_text)
 {
-    const rt_json *j = rt_json_get(d, "job");
-    char t1[32], t2[32], t3[32], el[32] = "-";
-    printf("job %lld '%s' (%s, %lld ranks) of %s: %s", (long long)num(j, "id"), str(j, "name"),
-           str(j, "type"), (long long)num(j, "np"), str(j, "user"), str(j, "state"));
-    if (rt_json_get_str(j, "unix_user"))
-        printf(", runs as Unix user %s", str(j, "unix_user"));
-    if (num(j, "queue_pos") > 0)
-        printf(", position %lld in the queue", (long long)num(j, "queue_pos"));
-    if (num(j, "attempt") > 0)
-        printf(", attempt %lld", (long long)num(j, "attempt"));
-    if (num(j, "restarts") > 0)
-        printf(" (%lld restart%s)", (long long)num(j, "restarts"), num(j, "restarts") == 1 ? "" : "s");
-    printf("\n");
-    fmt_time(rt_json_num(rt_json_get(j, "created"), 0), t1, sizeof t1);
-    fmt_time(rt_json_num(rt_json_get(j, "started"), 0), t2, sizeof t2);
-    fmt_time(rt_json_num(rt_json_get(j, "finished"), 0), t3, sizeof t3);
-    if (elapsed(j) >= 0)
-        cli_fmt_duration(elapsed(j), el, sizeof el);
-    printf("  submitted %s, started %s, ended %s, elapsed %s\n", t1, t2, t3, el);
-    /* what it runs, from its submission */
     rt_json *spec = NULL;
-    const char *spec_text = str(j, "spec");
     char perr[RT_ERR_LEN];
     if (*spec_text && rt_json_parse(spec_text, strlen(spec_text), &spec, perr) == RT_OK) {
         const rt_json *argv = rt_json_get(spec, "argv");
@@ -308,6 +289,90 @@ int cli_show_job(const rt_json *d)
         }
     }
     rt_json_free(spec);
+}
+
+/* The agents' figures per rank. */
+static void show_usage(const rt_json *use)
+{
+    if (!rt_json_len(use))
+        return;
+    printf("  usage (from the agents, every few seconds):\n    %4s %8s %10s %10s %6s %6s %10s\n",
+           "RANK", "CPU %", "CPU TIME", "RSS", "PROCS", "GPU %", "GPU MEM");
+    for (size_t i = 0; i < rt_json_len(use); i++) {
+        const rt_json *u = rt_json_at(use, i);
+        char ct[32], gu[16] = "-", gm[24] = "-"; /* GPU: where the agent has NVML */
+        cli_fmt_duration(rt_json_num(rt_json_get(u, "cpu_s"), 0), ct, sizeof ct);
+        if (rt_json_get(u, "gpu_util")) {
+            snprintf(gu, sizeof gu, "%.0f", rt_json_num(rt_json_get(u, "gpu_util"), 0));
+            snprintf(gm, sizeof gm, "%.0f MB",
+                     rt_json_num(rt_json_get(u, "gpu_mem_bytes"), 0) / 1e6);
+        }
+        printf("    %4lld %8.0f %10s %7.0f MB %6lld %6s %10s\n", (long long)num(u, "rank"),
+               rt_json_num(rt_json_get(u, "cpu_pct"), 0), ct,
+               rt_json_num(rt_json_get(u, "rss_bytes"), 0) / 1e6, (long long)num(u, "procs"), gu,
+               gm);
+    }
+}
+
+/* Where each rank runs, and how it ended. */
+static void show_placement(const rt_json *pl)
+{
+    if (!rt_json_len(pl))
+        return;
+    printf("  %4s  %-16s %-20s %5s %5s %-4s %-21s %8s %-9s %s\n", "RANK", "HOST", "AGENT", "LOCAL",
+           "CROSS", "GPU", "ADDRESS", "PID", "STATE", "EXIT");
+    for (size_t i = 0; i < rt_json_len(pl); i++) {
+        const rt_json *p = rt_json_at(pl, i);
+        char lr[16], cr[16], ex[64];
+        snprintf(lr, sizeof lr, "%lld/%lld", (long long)num(p, "local_rank"),
+                 (long long)num(p, "local_size"));
+        snprintf(cr, sizeof cr, "%lld/%lld", (long long)num(p, "cross_rank"),
+                 (long long)num(p, "cross_size"));
+        describe_exit(p, ex, sizeof ex);
+        printf("  %4lld  %-16.16s %-20.20s %5s %5s %-4s %-21s %8lld %-9s %s\n",
+               (long long)num(p, "rank"), str(p, "hostname"), str(p, "agent"), lr, cr,
+               *str(p, "gpu") ? str(p, "gpu") : "-", str(p, "address"), (long long)num(p, "pid"),
+               str(p, "state"), ex);
+    }
+}
+
+/* The job's last 15 events. */
+static void show_events(const rt_json *ev)
+{
+    size_t ne = rt_json_len(ev), from = ne > 15 ? ne - 15 : 0;
+    if (ne)
+        printf("  events%s:\n", from ? " (the last 15)" : "");
+    for (size_t i = from; i < ne; i++) {
+        const rt_json *e = rt_json_at(ev, i);
+        char t[32];
+        fmt_time(rt_json_num(rt_json_get(e, "time"), 0), t, sizeof t);
+        printf("    %-11s %-10s %s\n", t, str(e, "kind"), str(e, "message"));
+    }
+}
+
+int cli_show_job(const rt_json *d)
+{
+    const rt_json *j = rt_json_get(d, "job");
+    char t1[32], t2[32], t3[32], el[32] = "-";
+    printf("job %lld '%s' (%s, %lld ranks) of %s: %s", (long long)num(j, "id"), str(j, "name"),
+           str(j, "type"), (long long)num(j, "np"), str(j, "user"), str(j, "state"));
+    if (rt_json_get_str(j, "unix_user"))
+        printf(", runs as Unix user %s", str(j, "unix_user"));
+    if (num(j, "queue_pos") > 0)
+        printf(", position %lld in the queue", (long long)num(j, "queue_pos"));
+    if (num(j, "attempt") > 0)
+        printf(", attempt %lld", (long long)num(j, "attempt"));
+    if (num(j, "restarts") > 0)
+        printf(" (%lld restart%s)", (long long)num(j, "restarts"),
+               num(j, "restarts") == 1 ? "" : "s");
+    printf("\n");
+    fmt_time(rt_json_num(rt_json_get(j, "created"), 0), t1, sizeof t1);
+    fmt_time(rt_json_num(rt_json_get(j, "started"), 0), t2, sizeof t2);
+    fmt_time(rt_json_num(rt_json_get(j, "finished"), 0), t3, sizeof t3);
+    if (elapsed(j) >= 0)
+        cli_fmt_duration(elapsed(j), el, sizeof el);
+    printf("  submitted %s, started %s, ended %s, elapsed %s\n", t1, t2, t3, el);
+    show_spec(str(j, "spec"));
     if (*str(j, "reason"))
         printf("  reason:    %s\n", str(j, "reason"));
     if (num(j, "sweep") > 0)
@@ -327,55 +392,12 @@ int cli_show_job(const rt_json *d)
         for (size_t i = 0; i < rt_json_len(tail); i++)
             printf("    | %s\n", cli_safe(rt_json_str(rt_json_at(tail, i), "")));
     }
-    const rt_json *pl = rt_json_get(d, "placement");
-    const rt_json *use = rt_json_get(d, "usage");
-    if (rt_json_len(use)) {
-        printf("  usage (from the agents, every few seconds):\n    %4s %8s %10s %10s %6s %6s %10s\n",
-               "RANK", "CPU %", "CPU TIME", "RSS", "PROCS", "GPU %", "GPU MEM");
-        for (size_t i = 0; i < rt_json_len(use); i++) {
-            const rt_json *u = rt_json_at(use, i);
-            char ct[32], gu[16] = "-", gm[24] = "-"; /* GPU: where the agent has NVML */
-            cli_fmt_duration(rt_json_num(rt_json_get(u, "cpu_s"), 0), ct, sizeof ct);
-            if (rt_json_get(u, "gpu_util")) {
-                snprintf(gu, sizeof gu, "%.0f", rt_json_num(rt_json_get(u, "gpu_util"), 0));
-                snprintf(gm, sizeof gm, "%.0f MB", rt_json_num(rt_json_get(u, "gpu_mem_bytes"), 0) / 1e6);
-            }
-            printf("    %4lld %8.0f %10s %7.0f MB %6lld %6s %10s\n", (long long)num(u, "rank"),
-                   rt_json_num(rt_json_get(u, "cpu_pct"), 0), ct,
-                   rt_json_num(rt_json_get(u, "rss_bytes"), 0) / 1e6, (long long)num(u, "procs"),
-                   gu, gm);
-        }
-    }
-    if (rt_json_len(pl)) {
-        printf("  %4s  %-16s %-20s %5s %5s %-4s %-21s %8s %-9s %s\n", "RANK", "HOST", "AGENT",
-               "LOCAL", "CROSS", "GPU", "ADDRESS", "PID", "STATE", "EXIT");
-        for (size_t i = 0; i < rt_json_len(pl); i++) {
-            const rt_json *p = rt_json_at(pl, i);
-            char lr[16], cr[16], ex[64];
-            snprintf(lr, sizeof lr, "%lld/%lld", (long long)num(p, "local_rank"),
-                     (long long)num(p, "local_size"));
-            snprintf(cr, sizeof cr, "%lld/%lld", (long long)num(p, "cross_rank"),
-                     (long long)num(p, "cross_size"));
-            describe_exit(p, ex, sizeof ex);
-            printf("  %4lld  %-16.16s %-20.20s %5s %5s %-4s %-21s %8lld %-9s %s\n",
-                   (long long)num(p, "rank"), str(p, "hostname"), str(p, "agent"), lr, cr,
-                   *str(p, "gpu") ? str(p, "gpu") : "-", str(p, "address"),
-                   (long long)num(p, "pid"), str(p, "state"), ex);
-        }
-    }
+    show_usage(rt_json_get(d, "usage"));
+    show_placement(rt_json_get(d, "placement"));
     if (rt_json_len(rt_json_get(d, "results"))) {
         printf("  results (ringtrain status %lld --results):\n", (long long)num(j, "id"));
         print_results(d, "    rank ");
     }
-    const rt_json *ev = rt_json_get(d, "events");
-    size_t ne = rt_json_len(ev), from = ne > 15 ? ne - 15 : 0;
-    if (ne)
-        printf("  events%s:\n", from ? " (the last 15)" : "");
-    for (size_t i = from; i < ne; i++) {
-        const rt_json *e = rt_json_at(ev, i);
-        char t[32];
-        fmt_time(rt_json_num(rt_json_get(e, "time"), 0), t, sizeof t);
-        printf("    %-11s %-10s %s\n", t, str(e, "kind"), str(e, "message"));
-    }
+    show_events(rt_json_get(d, "events"));
     return 0;
 }
