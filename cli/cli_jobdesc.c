@@ -272,18 +272,14 @@ static bool env_name_ok(const char *name, size_t len)
     return true;
 }
 
-int cli_job_body_from_exec(const cli_args *a, char **body, int64_t *np)
+/* exec's flags as a job file's keys in j (the same parser checks their
+ * values); 0, or 2 after saying which are bad. */
+static int exec_cfg(const cli_args *a, rt_job_cfg *j)
 {
-    *body = NULL;
-    rt_job_cfg j;
-    rt_cfg_init(&rt_job_schema, &j);
     rt_cfg_errors e = {0};
-    const char *const *envs;
-    int nenv = cli_list(a, "--env", &envs);
-    rt_cfg_set(&rt_job_schema, &j, "job.type", "exec", &e);
-    rt_cfg_set(&rt_job_schema, &j, "job.name", "exec", &e);
-    rt_cfg_set(&rt_job_schema, &j, "job.transport", "tcp", &e);
-    /* the flags are job-file keys: the same parser checks their values */
+    rt_cfg_set(&rt_job_schema, j, "job.type", "exec", &e);
+    rt_cfg_set(&rt_job_schema, j, "job.name", "exec", &e);
+    rt_cfg_set(&rt_job_schema, j, "job.transport", "tcp", &e);
     static const struct {
         const char *flag, *key;
     } map[] = {{"--np", "job.np"},
@@ -302,20 +298,90 @@ int cli_job_body_from_exec(const cli_args *a, char **body, int64_t *np)
     bool bad = false;
     for (size_t k = 0; k < RT_ARRAY_LEN(map); k++) {
         const char *v = cli_value(a, map[k].flag);
-        if (v && rt_cfg_set(&rt_job_schema, &j, map[k].key, v, &e) != RT_OK)
+        if (v && rt_cfg_set(&rt_job_schema, j, map[k].key, v, &e) != RT_OK)
             bad = true;
     }
-    j.encrypt = cli_switch(a, "--encrypt");
-    j.integrity = !cli_switch(a, "--no-integrity");
-    j.hierarchical = !cli_switch(a, "--flat");
+    j->encrypt = cli_switch(a, "--encrypt");
+    j->integrity = !cli_switch(a, "--no-integrity");
+    j->hierarchical = !cli_switch(a, "--flat");
     if (bad) {
         fprintf(stderr, "ringtrain exec: bad flags; nothing was submitted:\n");
         rt_cfg_errors_print(&e, stderr);
-        rt_cfg_errors_free(&e);
-        rt_cfg_free(&rt_job_schema, &j);
-        return 2;
     }
     rt_cfg_errors_free(&e);
+    return bad ? 2 : 0;
+}
+
+/* The ranks' folder into w: --chdir (relative to this one, as srun
+ * --chdir), else this one; 0, or 2 after saying what is wrong. */
+static int exec_cwd(const cli_args *a, rt_jw *w)
+{
+    const char *dir = cli_value(a, "--chdir");
+    char here[4096], cwd[8192];
+    int n = -1;
+    if (dir && dir[0] == '/')
+        n = snprintf(cwd, sizeof cwd, "%s", dir);
+    else if (getcwd(here, sizeof here))
+        n = dir ? snprintf(cwd, sizeof cwd, "%s/%s", here, dir)
+                : snprintf(cwd, sizeof cwd, "%s", here);
+    if (dir && (n < 0 || n >= 4096 || !*dir)) {
+        fprintf(stderr, "ringtrain exec: --chdir '%s': %s\n", dir,
+                *dir ? "too long a path (at most 4095 bytes)" : "empty");
+        return 2;
+    }
+    if (n > 0)
+        rt_jw_kstr(w, "cwd", cwd);
+    return 0;
+}
+
+/* The ranks' environment into w: --env NAME=VALUE, or NAME for its value
+ * here (horovodrun's -x); then what a Python program needs to find its
+ * interpreter and packages.  0, or 2 after saying which is bad. */
+static int exec_env(const cli_args *a, rt_jw *w)
+{
+    const char *const *envs;
+    int nenv = cli_list(a, "--env", &envs);
+    rt_jw_key(w, "env");
+    rt_jw_obj(w);
+    static const char *const DEFAULT_ENV[] = {"PATH", "PYTHONPATH", "VIRTUAL_ENV"};
+    bool given[RT_ARRAY_LEN(DEFAULT_ENV)] = {false};
+    for (int i = 0; i < nenv; i++) {
+        const char *eq = strchr(envs[i], '=');
+        size_t nlen = eq ? (size_t)(eq - envs[i]) : strlen(envs[i]);
+        const char *value = eq ? eq + 1 : NULL;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)nlen, envs[i]);
+        if (!eq)
+            value = getenv(name);
+        if (!env_name_ok(name, nlen) || !value) {
+            fprintf(stderr, "ringtrain exec: --env %s: %s\n", envs[i],
+                    !env_name_ok(name, nlen) ? "expected NAME=VALUE or NAME (letters, digits, _)"
+                                             : "not set in this shell (give NAME=VALUE)");
+            return 2;
+        }
+        rt_jw_kstr(w, name, value);
+        for (size_t k = 0; k < RT_ARRAY_LEN(DEFAULT_ENV); k++)
+            given[k] |= strcmp(name, DEFAULT_ENV[k]) == 0;
+    }
+    for (size_t k = 0; k < RT_ARRAY_LEN(DEFAULT_ENV) && !cli_switch(a, "--no-default-env"); k++) {
+        const char *v = getenv(DEFAULT_ENV[k]);
+        if (v && !given[k])
+            rt_jw_kstr(w, DEFAULT_ENV[k], v);
+    }
+    rt_jw_obj_end(w);
+    return 0;
+}
+
+int cli_job_body_from_exec(const cli_args *a, char **body, int64_t *np)
+{
+    *body = NULL;
+    rt_job_cfg j;
+    rt_cfg_init(&rt_job_schema, &j);
+    int rc = exec_cfg(a, &j);
+    if (rc) {
+        rt_cfg_free(&rt_job_schema, &j);
+        return rc;
+    }
     if (np) /* the slots it asks for at once (a sweep: its trials side by side) */
         *np = j.type == RT_JOB_SWEEP ? j.np * j.sweep_parallel : j.np;
     /* what runs is argv (any bytes); the config names only the program, in
@@ -339,63 +405,17 @@ int cli_job_body_from_exec(const cli_args *a, char **body, int64_t *np)
         rt_cfg_free(&rt_job_schema, &j);
         return 1;
     }
+    rt_cfg_free(&rt_job_schema, &j);
     rt_jw_key(&w, "argv");
     rt_jw_arr(&w);
     for (int i = 0; i < a->nrest; i++)
         rt_jw_str(&w, a->rest[i]);
     rt_jw_arr_end(&w);
-    /* the ranks' folder: --chdir (relative to this one, as srun --chdir), else this one */
-    const char *dir = cli_value(a, "--chdir");
-    char here[4096], cwd[8192];
-    int n = -1;
-    if (dir && dir[0] == '/')
-        n = snprintf(cwd, sizeof cwd, "%s", dir);
-    else if (getcwd(here, sizeof here))
-        n = dir ? snprintf(cwd, sizeof cwd, "%s/%s", here, dir)
-                : snprintf(cwd, sizeof cwd, "%s", here);
-    if (dir && (n < 0 || n >= 4096 || !*dir)) {
-        fprintf(stderr, "ringtrain exec: --chdir '%s': %s\n", dir,
-                *dir ? "too long a path (at most 4095 bytes)" : "empty");
+    if ((rc = exec_cwd(a, &w)) != 0 || (rc = exec_env(a, &w)) != 0) {
         rt_jw_free(&w);
-        rt_cfg_free(&rt_job_schema, &j);
-        return 2;
-    }
-    if (n > 0)
-        rt_jw_kstr(&w, "cwd", cwd);
-    rt_jw_key(&w, "env");
-    rt_jw_obj(&w);
-    /* --env NAME=VALUE, or NAME for its value here (horovodrun's -x); then
-     * what a Python program needs to find its interpreter and packages */
-    static const char *const DEFAULT_ENV[] = {"PATH", "PYTHONPATH", "VIRTUAL_ENV"};
-    bool given[RT_ARRAY_LEN(DEFAULT_ENV)] = {false};
-    for (int i = 0; i < nenv; i++) {
-        const char *eq = strchr(envs[i], '=');
-        size_t nlen = eq ? (size_t)(eq - envs[i]) : strlen(envs[i]);
-        const char *value = eq ? eq + 1 : NULL;
-        char name[256];
-        snprintf(name, sizeof name, "%.*s", (int)nlen, envs[i]);
-        if (!eq)
-            value = getenv(name);
-        if (!env_name_ok(name, nlen) || !value) {
-            fprintf(stderr, "ringtrain exec: --env %s: %s\n", envs[i],
-                    !env_name_ok(name, nlen) ? "expected NAME=VALUE or NAME (letters, digits, _)"
-                                            : "not set in this shell (give NAME=VALUE)");
-            rt_jw_free(&w);
-            rt_cfg_free(&rt_job_schema, &j);
-            return 2;
-        }
-        rt_jw_kstr(&w, name, value);
-        for (size_t k = 0; k < RT_ARRAY_LEN(DEFAULT_ENV); k++)
-            given[k] |= strcmp(name, DEFAULT_ENV[k]) == 0;
-    }
-    for (size_t k = 0; k < RT_ARRAY_LEN(DEFAULT_ENV) && !cli_switch(a, "--no-default-env"); k++) {
-        const char *v = getenv(DEFAULT_ENV[k]);
-        if (v && !given[k])
-            rt_jw_kstr(&w, DEFAULT_ENV[k], v);
+        return rc;
     }
     rt_jw_obj_end(&w);
-    rt_jw_obj_end(&w);
-    rt_cfg_free(&rt_job_schema, &j);
     *body = rt_jw_take(&w, NULL);
     return *body ? 0 : 1;
 }
