@@ -254,17 +254,13 @@ void rt_cpu_tokens_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, 
     const int64_t n = y.cols / d;
     const float *xp = RT_F(x);
     float *yp = RT_F(y);
-    if (d == 1 && xp) { /* a scale per column (tabm's adapters): the same sums, vectorised */
-#pragma omp parallel for schedule(static) num_threads(ctx->threads) if (y.rows * y.cols > PAR_MIN)
-        for (int64_t r = 0; r < y.rows; r++) {
-            const float *xr = xp + r * x.ld;
-            float *yr = yp + r * y.ld;
-            if (b)
-                for (int64_t i = 0; i < n; i++)
-                    yr[i] = xr[i] * w[i] + b[i];
-            else
-                for (int64_t i = 0; i < n; i++)
-                    yr[i] = xr[i] * w[i];
+    if (d == 1 && xp) { /* a scale per column (tabm's adapters), vectorised */
+#pragma omp parallel num_threads(ctx->threads) if (y.rows * y.cols > PAR_MIN)
+        {
+            int64_t r0 = 0, r1 = y.rows;
+            int t = 0, nt = 1;
+            thread_cols(y.rows, &r0, &r1, &t, &nt);
+            rt_simd_scale_rows(xp + r0 * x.ld, x.ld, w, b, false, r1 - r0, n, yp + r0 * y.ld, y.ld);
         }
         return;
     }
@@ -283,11 +279,42 @@ void rt_cpu_tokens_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, 
         }
 }
 
+/* A scale per column's backward (rt_simd_scale_colsum: g = dy * c, masked
+ * by y > 0 when y.p): dw, db = its column sums, each column by one thread
+ * over the rows in order; dx = g * w, written with them. */
+static void scale_sums(rt_kctx *ctx, rt_view x, const float *w, rt_view y, float c, rt_view dy,
+                       float *dw, float *db, rt_view dx)
+{
+    const int64_t B = dy.rows, N = dy.cols;
+    const int nthr = B * N > PAR_MIN ? ctx->threads : 1;
+#pragma omp parallel num_threads(nthr)
+    {
+        int64_t c0 = 0, c1 = N;
+        int t = 0, nt = 1;
+        thread_cols(N, &c0, &c1, &t, &nt);
+        double *acc = calloc(2 * (size_t)(c1 - c0) + 1, sizeof *acc), *sw = acc,
+               *sb = acc + (c1 - c0);
+        RT_ASSERT(acc);
+        rt_simd_scale_colsum(RT_F(dy) + c0, dy.ld, c, y.p ? RT_F(y) + c0 : NULL, y.ld, RT_F(x) + c0,
+                             x.ld, w + c0, B, c1 - c0, sw, sb, dx.p ? RT_F(dx) + c0 : NULL, dx.ld);
+        for (int64_t j = c0; j < c1; j++) {
+            dw[j] = (float)sw[j - c0];
+            if (db)
+                db[j] = (float)sb[j - c0];
+        }
+        free(acc);
+    }
+}
+
 void rt_cpu_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d,
                            float *dw, float *db, rt_view dx)
 {
     const int64_t B = dy.rows, N = dy.cols, n = N / d;
     const float *xp = RT_F(x), *g = RT_F(dy);
+    if (d == 1 && xp) { /* a scale per column (tabm's adapters), vectorised */
+        scale_sums(ctx, x, w, (rt_view){0}, 1.0f, dy, dw, db, dx);
+        return;
+    }
     /* dw, db: each of the n*d values summed by one thread over the rows in
      * order (a thread walks the rows along its columns) */
     const int nthr = B * N > PAR_MIN ? ctx->threads : 1;
@@ -300,23 +327,6 @@ void rt_cpu_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int6
         RT_ASSERT(acc);
         for (int64_t r = 0; r < B; r++) {
             const float *gr = g + r * dy.ld;
-            if (d == 1 && xp) { /* the same sums, vectorised: x's column is c, and dx's */
-                const float *xr = xp + r * x.ld;
-                for (int64_t c = c0; c < c1; c++) {
-                    const double gv = gr[c];
-                    sw[c - c0] += gv * (double)xr[c];
-                    sb[c - c0] += gv;
-                }
-                /* dx's row strip while dy's is in L1 (one product: its double
-                 * rounded to float is the float product); after the sums, as
-                 * dx may be dy or x */
-                if (dx.p) {
-                    float *dr = RT_F(dx) + r * dx.ld;
-                    for (int64_t c = c0; c < c1; c++)
-                        dr[c] = gr[c] * w[c];
-                }
-                continue;
-            }
             for (int64_t c = c0; c < c1; c++) {
                 const double gv = gr[c];
                 sw[c - c0] += gv * (xp ? xp[r * x.ld + c / d] : 1.0f);
@@ -330,7 +340,7 @@ void rt_cpu_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int6
         }
         free(acc);
     }
-    if (!dx.p || d == 1) /* d == 1: written with the sums (dx.p implies x.p) */
+    if (!dx.p)
         return;
     float *o = RT_F(dx);
 #pragma omp parallel for schedule(static) num_threads(ctx->threads) if (B * N > PAR_MIN)
@@ -341,6 +351,40 @@ void rt_cpu_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int6
                 s += (double)g[r * dy.ld + i * d + j] * w[i * d + j];
             o[r * dx.ld + i] = (float)s;
         }
+}
+
+/* ---- TabM's block end: scale, bias, ReLU and dropout in one pass -------------------- */
+
+void rt_cpu_scale_act_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
+                          float rate, uint64_t seed, uint32_t stream, const int64_t *step,
+                          rt_view y)
+{
+    const int64_t C = y.cols;
+    const uint64_t t = (uint64_t)*step;
+#pragma omp parallel num_threads(ctx->threads) if (y.rows * C > PAR_MIN)
+    {
+        int64_t r0 = 0, r1 = y.rows;
+        int th = 0, nt = 1;
+        thread_cols(y.rows, &r0, &r1, &th, &nt);
+        /* a row at a time, dropped while it is in cache; rt_k_dropout's
+         * element numbering, r * C + j */
+        for (int64_t r = r0; r < r1; r++) {
+            float *yr = RT_F(y) + r * y.ld;
+            rt_simd_scale_rows(RT_F(x) + r * x.ld, x.ld, w, b, act == RT_ACT_RELU, 1, C, yr, y.ld);
+            if (rate > 0.0f)
+                rt_simd_dropout(yr, C, (uint64_t)(r * C), rate, (uint32_t)seed ^ stream,
+                                (uint32_t)(seed >> 32), t);
+        }
+    }
+}
+
+void rt_cpu_scale_act_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act,
+                          float rate, rt_view dy, float *dw, float *db, rt_view dx)
+{
+    /* the dropout's backward scale, then the ReLU's mask: rt_k_scale's and
+     * rt_k_act_bwd's floats */
+    scale_sums(ctx, x, w, act == RT_ACT_RELU ? y : (rt_view){0}, 1.0f / (1.0f - rate), dy, dw, db,
+               dx);
 }
 
 /* ---- ensembles (TabM) ---------------------------------------------------------------- */
@@ -366,6 +410,10 @@ void rt_cpu_ens_reduce(rt_kctx *ctx, rt_ens_op op, rt_view x, rt_view y)
         double tmp[2 * RT_ENS_MAX_K];
         if (op == RT_ENS_SOFTMAX) {
             rt_ens_softmax_row(xp + r * x.ld, k, D, yp + r * y.ld, tmp);
+            continue;
+        }
+        if (op == RT_ENS_SUM || op == RT_ENS_MEAN) { /* rt_ens_elem's sums, vectorised */
+            rt_simd_member_sum(xp + r * x.ld, k, D, op == RT_ENS_MEAN, yp + r * y.ld);
             continue;
         }
         for (int64_t j = 0; j < D; j++)

@@ -40,6 +40,111 @@ RT_MV void rt_simd_mask_colsum(float *g, int64_t ldg, const float *y, int64_t ld
     }
 }
 
+RT_MV RT_NO_CONTRACT void rt_simd_scale_rows(const float *x, int64_t ldx, const float *w,
+                                             const float *b, bool relu, int64_t rows, int64_t n,
+                                             float *y, int64_t ldy)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * ldx;
+        float *yr = y + r * ldy;
+        if (b)
+            for (int64_t j = 0; j < n; j++)
+                yr[j] = xr[j] * w[j] + b[j];
+        else
+            for (int64_t j = 0; j < n; j++)
+                yr[j] = xr[j] * w[j];
+        if (relu)
+            for (int64_t j = 0; j < n; j++)
+                yr[j] = yr[j] > 0.0f ? yr[j] : 0.0f;
+    }
+}
+
+/* the gradient is made a piece of SCALE_ROWS rows x SCALE_CHUNK columns at
+ * a time in a buffer on the stack: simple loops (make, sum, scale)
+ * vectorise where one with the select inside did not, and each column's
+ * two double sums are read and written once per SCALE_ROWS rows (the rows
+ * still added one after the other: the same bits) */
+#define SCALE_CHUNK 512
+#define SCALE_ROWS 4
+
+RT_MV void rt_simd_scale_colsum(const float *g, int64_t ldg, float c, const float *y, int64_t ldy,
+                                const float *x, int64_t ldx, const float *w, int64_t rows,
+                                int64_t n, double *restrict sw, double *restrict sb, float *dx,
+                                int64_t lddx)
+{
+    float gb[SCALE_ROWS][SCALE_CHUNK];
+    for (int64_t r0 = 0; r0 < rows; r0 += SCALE_ROWS) {
+        const int64_t nr = rows - r0 < SCALE_ROWS ? rows - r0 : SCALE_ROWS;
+        for (int64_t j0 = 0; j0 < n; j0 += SCALE_CHUNK) {
+            const int64_t m = n - j0 < SCALE_CHUNK ? n - j0 : SCALE_CHUNK;
+            for (int64_t i = 0; i < nr; i++) {
+                const float *gr = g + (r0 + i) * ldg + j0;
+                float *restrict o = gb[i];
+                if (y) {
+                    const float *yr = y + (r0 + i) * ldy + j0;
+                    for (int64_t j = 0; j < m; j++)
+                        o[j] = yr[j] > 0.0f ? gr[j] * c : 0.0f;
+                } else {
+                    for (int64_t j = 0; j < m; j++)
+                        o[j] = gr[j] * c;
+                }
+            }
+            /* the product of two floats is exact in a double: one rounding,
+             * contracted or not */
+            double *restrict aw = sw + j0, *restrict ab = sb + j0;
+            const float *x0 = x + r0 * ldx + j0;
+            if (nr == SCALE_ROWS) {
+                const float *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;
+                for (int64_t j = 0; j < m; j++) {
+                    double a = aw[j], b = ab[j];
+                    a += (double)gb[0][j] * (double)x0[j];
+                    b += (double)gb[0][j];
+                    a += (double)gb[1][j] * (double)x1[j];
+                    b += (double)gb[1][j];
+                    a += (double)gb[2][j] * (double)x2[j];
+                    b += (double)gb[2][j];
+                    a += (double)gb[3][j] * (double)x3[j];
+                    b += (double)gb[3][j];
+                    aw[j] = a;
+                    ab[j] = b;
+                }
+            } else {
+                for (int64_t i = 0; i < nr; i++)
+                    for (int64_t j = 0; j < m; j++) {
+                        aw[j] += (double)gb[i][j] * (double)x0[i * ldx + j];
+                        ab[j] += (double)gb[i][j];
+                    }
+            }
+            if (dx) /* after the piece's sums: dx may be g or x */
+                for (int64_t i = 0; i < nr; i++) {
+                    float *dr = dx + (r0 + i) * lddx + j0;
+                    for (int64_t j = 0; j < m; j++)
+                        dr[j] = gb[i][j] * w[j0 + j];
+                }
+        }
+    }
+}
+
+/* the members' sums per block of columns, kept in registers or L1 */
+#define MEMBER_COLS 256
+
+RT_MV void rt_simd_member_sum(const float *x, int64_t k, int64_t D, bool mean, float *y)
+{
+    double acc[MEMBER_COLS];
+    for (int64_t j0 = 0; j0 < D; j0 += MEMBER_COLS) {
+        const int64_t m = D - j0 < MEMBER_COLS ? D - j0 : MEMBER_COLS;
+        for (int64_t j = 0; j < m; j++)
+            acc[j] = 0.0;
+        for (int64_t t = 0; t < k; t++) {
+            const float *xt = x + t * D + j0;
+            for (int64_t j = 0; j < m; j++)
+                acc[j] += (double)xt[j];
+        }
+        for (int64_t j = 0; j < m; j++)
+            y[j0 + j] = (float)(mean ? acc[j] / (double)k : acc[j]);
+    }
+}
+
 RT_MV void rt_simd_adam(float *restrict p, const float *restrict g, float *restrict m,
                         float *restrict v, int64_t n, float grad_scale,
                         float l2x2, float b1, float b2, float lrt, float eps)

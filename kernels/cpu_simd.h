@@ -19,6 +19,15 @@
 #define RT_MV
 #endif
 
+/* Where the clones would contract a product and a sum into one FMA, and so
+ * round once where the baseline rounds twice: off for the loops that keep
+ * the baseline's bits (GCC: -ffp-contract=fast is its default in GNU C). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define RT_NO_CONTRACT __attribute__((optimize("fp-contract=off")))
+#else
+#define RT_NO_CONTRACT
+#endif
+
 /* y[r, j] = act(y[r, j] + b[j]) for rows x n. */
 void rt_simd_bias_act(float *y, int64_t ldy, int64_t rows, int64_t n, const float *b, bool relu);
 
@@ -26,6 +35,23 @@ void rt_simd_bias_act(float *y, int64_t ldy, int64_t rows, int64_t n, const floa
  * for rows x n (column j of the strip). */
 void rt_simd_mask_colsum(float *g, int64_t ldg, const float *y, int64_t ldy, int64_t rows,
                          int64_t n, bool relu, double *acc);
+
+/* y[r, j] = x[r, j] * w[j] (+ b[j] when b), then max(., 0) when relu, for
+ * rows x n (y may be x). */
+void rt_simd_scale_rows(const float *x, int64_t ldx, const float *w, const float *b, bool relu,
+                        int64_t rows, int64_t n, float *y, int64_t ldy);
+
+/* The backward of rt_simd_scale_rows for rows x n: with g = g[r, j] * c
+ * (float), 0 where y[r, j] > 0 fails when y is not NULL: sw[j] += g *
+ * x[r, j] and sb[j] += g in double, rows in order; when dx, dx[r, j] = g *
+ * w[j] (dx may be g or x). */
+void rt_simd_scale_colsum(const float *g, int64_t ldg, float c, const float *y, int64_t ldy,
+                          const float *x, int64_t ldx, const float *w, int64_t rows, int64_t n,
+                          double *sw, double *sb, float *dx, int64_t lddx);
+
+/* y[j] = sum over t of x[t * D + j] in double, members t in order (divided
+ * by k when mean), for j < D: ens_math.h's rt_ens_elem for SUM and MEAN. */
+void rt_simd_member_sum(const float *x, int64_t k, int64_t D, bool mean, float *y);
 
 /* Adam+L2 on n elements (see rt_k_adam); lrt has the bias correction. */
 void rt_simd_adam(float *p, const float *g, float *m, float *v, int64_t n, float grad_scale,

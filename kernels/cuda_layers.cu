@@ -350,6 +350,57 @@ void rt_cuda_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int
     LAUNCHED(s, "k_tokens_dx");
 }
 
+/* ---- TabM's block end ------------------------------------------------------------ */
+
+/* y = act(x * w + b), the expression k_tokens_fwd contracts for d = 1 */
+__global__ void k_scale_act(const float *x, int64_t ldx, const float *w, const float *b, int relu,
+                            float *y, int64_t ldy, int64_t rows, int64_t N)
+{
+    FOR_EACH(rows, N)
+    {
+        const float v = b ? x[r * ldx + j] * w[j] + b[j] : x[r * ldx + j] * w[j];
+        y[r * ldy + j] = relu && !(v > 0.0f) ? 0.0f : v;
+    }
+}
+
+/* g = dy * c, 0 where y > 0 fails (y not NULL), in place */
+__global__ void k_scale_act_mask(float *g, int64_t ldg, const float *y, int64_t ldy, float c,
+                                 int64_t rows, int64_t N)
+{
+    FOR_EACH(rows, N)
+    {
+        const float v = g[r * ldg + j] * c;
+        g[r * ldg + j] = y && !(y[r * ldy + j] > 0.0f) ? 0.0f : v;
+    }
+}
+
+/* the three passes the CPU fuses, as three launches (the GPU's are cheap
+ * beside its GEMMs; a fused kernel waits for a measurement on one) */
+void rt_cuda_scale_act_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
+                           float rate, uint64_t seed, uint32_t stream, const int64_t *step,
+                           rt_view y)
+{
+    if (y.rows * y.cols == 0)
+        return;
+    k_scale_act<<<grid_for(y.rows * y.cols, T256), T256, 0, CS(ctx)->stream>>>(
+        RT_F(x), x.ld, w, b, act == RT_ACT_RELU, RT_F(y), y.ld, y.rows, y.cols);
+    LAUNCHED(CS(ctx), "k_scale_act");
+    if (rate > 0.0f)
+        rt_cuda_dropout(ctx, y, rate, seed, stream, step);
+}
+
+void rt_cuda_scale_act_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act,
+                           float rate, rt_view dy, float *dw, float *db, rt_view dx)
+{
+    if ((act == RT_ACT_RELU || rate > 0.0f) && dy.rows * dy.cols > 0) {
+        k_scale_act_mask<<<grid_for(dy.rows * dy.cols, T256), T256, 0, CS(ctx)->stream>>>(
+            RT_F(dy), dy.ld, act == RT_ACT_RELU ? RT_F(y) : NULL, y.ld, 1.0f / (1.0f - rate),
+            dy.rows, dy.cols);
+        LAUNCHED(CS(ctx), "k_scale_act_mask");
+    }
+    rt_cuda_tokens_bwd(ctx, x, w, dy, 1, dw, db, dx);
+}
+
 /* ---- ensembles (TabM) ---------------------------------------------------------------- */
 
 __global__ void k_ens_repeat(const float *x, int64_t ldx, int64_t D, float *y, int64_t ldy,

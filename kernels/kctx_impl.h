@@ -58,6 +58,11 @@ typedef struct rt_kernel_ops rt_kernel_ops;
                    rt_view y))                                                                \
     X(tokens_bwd, (rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw, \
                    float *db, rt_view dx))                                                    \
+    X(scale_act_fwd, (rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,    \
+                      float rate, uint64_t seed, uint32_t stream, const int64_t *step,        \
+                      rt_view y))                                                             \
+    X(scale_act_bwd, (rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act,         \
+                      float rate, rt_view dy, float *dw, float *db, rt_view dx))              \
     X(quantile_fwd, (rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt_view y))         \
     X(robust_fwd, (rt_kctx *ctx, rt_view x, const float *center, const float *scale,          \
                    rt_view y))                                                                \

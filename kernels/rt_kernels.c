@@ -489,6 +489,33 @@ void rt_k_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_
     ctx->ops->tokens_bwd(ctx, x, w, dy, d, dw, db, dx);
 }
 
+/* a block end's act and rate: a dropout only after a ReLU */
+static void check_scale_act(rt_act act, float rate)
+{
+    RT_ASSERT(act == RT_ACT_NONE || act == RT_ACT_RELU);
+    RT_ASSERT(rate >= 0.0f && rate < 1.0f && (rate == 0.0f || act == RT_ACT_RELU));
+}
+
+void rt_k_scale_act_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
+                        float rate, uint64_t seed, uint32_t stream, const int64_t *step, rt_view y)
+{
+    check_same(ctx, x, y);
+    RT_ASSERT(x.p != y.p);
+    check_scale_act(act, rate);
+    ctx->ops->scale_act_fwd(ctx, x, w, b, act, rate, seed, stream, step, y);
+}
+
+void rt_k_scale_act_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, float rate,
+                        rt_view dy, float *dw, float *db, rt_view dx)
+{
+    check_same(ctx, x, y);
+    check_same(ctx, x, dy);
+    if (dx.p)
+        check_same(ctx, x, dx);
+    check_scale_act(act, rate);
+    ctx->ops->scale_act_bwd(ctx, x, w, y, act, rate, dy, dw, db, dx);
+}
+
 void rt_k_quantile_fwd(rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt_view y)
 {
     check_view(ctx, x, RT_F32);

@@ -7,7 +7,8 @@
  * and their own output layers.
  *
  *   tabm  every block: BatchEnsemble's ((x ⊙ r_t) W) ⊙ s_t + b_t -> ReLU ->
- *         Dropout, with r_t, s_t, b_t member t's (k, width) adapters;
+ *         Dropout, with r_t, s_t, b_t member t's (k, width) adapters (the
+ *         last four one layer, block_b/s);
  *         tabm_init: the first block's r random signs, every other r and s
  *         ones (the paper's TabM); false: every r and s random signs
  *         (BatchEnsemble's, the paper's TabM-naive)
@@ -24,9 +25,11 @@
 
 /* x ⊙ r[member] (+ b[member]): the layer `name` with its (k, D) tensor
  * `scale` initialised by init, and `bias` (initialised as a dense bias of
- * fan_in inputs) when not NULL. */
+ * fan_in inputs) when not NULL; then, with act RT_ACT_RELU, the ReLU and a
+ * dropout of `rate` in the same pass (rt_k_scale_act_fwd; the dropout's RNG
+ * stream where a dropout layer after it would have had it). */
 static mslot ens_scale(mplan *p, const char *name, mslot x, const char *scale, init_kind init,
-                       const char *bias, int64_t fan_in)
+                       const char *bias, int64_t fan_in, rt_act act, float rate)
 {
     const int64_t k = p->m->ens_k, D = x.cols;
     mslot o = mb_whole(p, mb_tensor(p, k, D));
@@ -35,6 +38,11 @@ static mslot ens_scale(mplan *p, const char *name, mslot x, const char *scale, i
     mb_param(p, L, scale, k, D, init, 0, 0.0f);
     if (bias)
         mb_param(p, L, bias, k, D, INIT_FAN_IN, fan_in, 0.0f);
+    L->act = act;
+    if (rate > 0.0f) {
+        L->rate = rate;
+        L->stream = mb_next_stream(p);
+    }
     return o;
 }
 
@@ -50,28 +58,29 @@ static void plan_tabm(mplan *p)
     mlayer *L = mb_layer(p, L_ENS_REPEAT, "ensemble", x);
     mb_input(L, in);
     if (mini)
-        x = ens_scale(p, "ensemble/r", x, "ensemble/r", INIT_SIGNS, NULL, 0);
+        x = ens_scale(p, "ensemble/r", x, "ensemble/r", INIT_SIGNS, NULL, 0, RT_ACT_NONE, 0.0f);
     char name[48], t1[48], t2[48];
     for (int b = 1; b <= s->blocks; b++) {
         if (mini) {
             snprintf(name, sizeof name, "block_%d/linear", b);
             x = mb_linear(p, name, x, w, RT_ACT_RELU, false, s->l2, MB_NO_SLOT);
-        } else {
-            /* tensors block_b/r, block_b/linear/kernel, block_b/s, block_b/bias */
-            const int64_t fan_in = x.cols;
-            snprintf(name, sizeof name, "block_%d/r", b);
-            x = ens_scale(p, name, x, name, b == 1 || !s->tabm_init ? INIT_SIGNS : INIT_ONE, NULL,
-                          0);
-            snprintf(name, sizeof name, "block_%d/linear", b);
-            x = mb_linear_nobias(p, name, x, w, s->l2);
-            snprintf(t1, sizeof t1, "block_%d/s", b);
-            snprintf(t2, sizeof t2, "block_%d/bias", b);
-            x = ens_scale(p, t1, x, t1, s->tabm_init ? INIT_ONE : INIT_SIGNS, t2, fan_in);
-            snprintf(name, sizeof name, "block_%d/relu", b);
-            x = mb_act_layer(p, name, x, RT_ACT_RELU);
+            snprintf(name, sizeof name, "block_%d/dropout", b);
+            mb_dropout(p, name, x, s->dropout[b - 1]);
+            continue;
         }
-        snprintf(name, sizeof name, "block_%d/dropout", b);
-        mb_dropout(p, name, x, s->dropout[b - 1]);
+        /* tensors block_b/r, block_b/linear/kernel, block_b/s, block_b/bias;
+         * the layer block_b/s is the scale, the bias, the ReLU and the
+         * dropout (one pass over the k·B rows each way) */
+        const int64_t fan_in = x.cols;
+        snprintf(name, sizeof name, "block_%d/r", b);
+        x = ens_scale(p, name, x, name, b == 1 || !s->tabm_init ? INIT_SIGNS : INIT_ONE, NULL, 0,
+                      RT_ACT_NONE, 0.0f);
+        snprintf(name, sizeof name, "block_%d/linear", b);
+        x = mb_linear_nobias(p, name, x, w, s->l2);
+        snprintf(t1, sizeof t1, "block_%d/s", b);
+        snprintf(t2, sizeof t2, "block_%d/bias", b);
+        x = ens_scale(p, t1, x, t1, s->tabm_init ? INIT_ONE : INIT_SIGNS, t2, fan_in, RT_ACT_RELU,
+                      s->dropout[b - 1]);
     }
     /* each member's output layer: (k * n_out, width) kernels, (k, n_out) biases */
     mslot z = mb_whole(p, mb_tensor(p, k, s->n_out));

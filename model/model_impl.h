@@ -46,7 +46,8 @@ typedef enum layer_kind {
     L_REGLU,
     L_HEAD,         /* head_scale * sigmoid */
     L_ENS_REPEAT,   /* TabM: the k members' copies of the input (out: tpr = k) */
-    L_ENS_SCALE,    /* TabM: x * r[member] (+ b[member]) (BatchEnsemble's adapters) */
+    L_ENS_SCALE,    /* TabM: x * r[member] (+ b[member]) (BatchEnsemble's adapters), then
+                       act and a dropout of rate when act is RT_ACT_RELU */
     L_TOKEN_LINEAR, /* a dense layer of each token's own (TabM's members' outputs, per column) */
     L_ENS_MEAN,     /* TabM: the members' prediction (rt_ens_op); forward only */
     L_NUM_LINEAR,   /* numeric embeddings: x_i w_i + b_i per column (out: n*d columns) */
@@ -78,7 +79,7 @@ typedef struct mlayer {
     int nin;
     mslot out;
     rt_act act;
-    float rate;         /* dropout rate (L_DROPOUT, L_CROSS, L_ATTENTION) */
+    float rate;         /* dropout rate (L_DROPOUT, L_CROSS, L_ATTENTION, L_ENS_SCALE) */
     bool masked;        /* L_DROPOUT on a ReLU's output: its backward masks by y > 0, which
                            the dropped zeros are part of, so the dropout's backward only
                            scales (mb_dropout) */

@@ -370,9 +370,11 @@ void model_layer_fwd(rt_model *m, mlayer *L, int64_t n, bool train)
     case L_ENS_REPEAT:
         rt_k_ens_repeat(ctx, in_view(m, L, 0, n), as_members(out_view(m, L, n), m->ens_k));
         break;
-    case L_ENS_SCALE: /* y = x * r (+ b), r and b (k, D): a token op of width 1 */
-        rt_k_tokens_fwd(ctx, as_members(in_view(m, L, 0, n), m->ens_k), P(m, L, 0),
-                        L->np > 1 ? P(m, L, 1) : NULL, 1, as_members(out_view(m, L, n), m->ens_k));
+    case L_ENS_SCALE: /* y = drop(act(x * r (+ b))), r and b (k, D): a scale per column */
+        rt_k_scale_act_fwd(ctx, as_members(in_view(m, L, 0, n), m->ens_k), P(m, L, 0),
+                           L->np > 1 ? P(m, L, 1) : NULL, L->act, train ? L->rate : 0.0f,
+                           m->dropout_seed, L->stream, m->step,
+                           as_members(out_view(m, L, n), m->ens_k));
         break;
     case L_TOKEN_LINEAR:
         token_linear(m, L, n, true);
@@ -521,9 +523,10 @@ void model_layer_bwd(rt_model *m, mlayer *L, int64_t n)
     }
     case L_ENS_SCALE: {
         rt_view dx = dx_begin(m, L, 0, n);
-        rt_k_tokens_bwd(ctx, as_members(in_view(m, L, 0, n), m->ens_k), P(m, L, 0),
-                        as_members(dy, m->ens_k), 1, G(m, L, 0), L->np > 1 ? G(m, L, 1) : NULL,
-                        dx.p ? as_members(dx, m->ens_k) : dx);
+        rt_k_scale_act_bwd(ctx, as_members(in_view(m, L, 0, n), m->ens_k), P(m, L, 0),
+                           as_members(out_view(m, L, n), m->ens_k), L->act, L->rate,
+                           as_members(dy, m->ens_k), G(m, L, 0), L->np > 1 ? G(m, L, 1) : NULL,
+                           dx.p ? as_members(dx, m->ens_k) : dx);
         dx_end(m, L, 0, n, dx);
         break;
     }

@@ -652,7 +652,7 @@ double rt_model_flops_per_sample(const rt_model *m)
 
 void rt_model_summary(const rt_model *m, FILE *f)
 {
-    fprintf(f, "%-44s %-14s %-16s %12s\n", "layer", "type", "output shape", "params");
+    fprintf(f, "%-44s %-22s %-16s %12s\n", "layer", "type", "output shape", "params");
     int64_t trainable = 0, fixed = 0;
     for (int i = 0; i < m->nlayers; i++) {
         const mlayer *L = &m->layers[i];
@@ -670,10 +670,13 @@ void rt_model_summary(const rt_model *m, FILE *f)
         if (L->kind == L_ACT || (L->kind == L_LINEAR && L->act != RT_ACT_NONE)) {
             snprintf(kind, sizeof kind, "%s%s", L->kind == L_LINEAR ? "Dense+" : "",
                      rt_act_names[L->act]);
+        } else if (L->kind == L_ENS_SCALE && L->act != RT_ACT_NONE) {
+            snprintf(kind, sizeof kind, "EnsScale+%s%s", rt_act_names[L->act],
+                     L->rate > 0.0f ? "+Dropout" : "");
         } else {
             snprintf(kind, sizeof kind, "%s", model_kind_name(L->kind));
         }
-        fprintf(f, "%-44s %-14s %-16s %12lld\n", L->name, kind, shape, (long long)count);
+        fprintf(f, "%-44s %-22s %-16s %12lld\n", L->name, kind, shape, (long long)count);
         trainable += count - L->nbuf;
         fixed += L->nbuf;
     }

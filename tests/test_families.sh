@@ -95,6 +95,8 @@ run tabm --set model.architecture=tabm --set model.blocks=2 --set model.width=16
   --set model.ensemble_size=4 --set model.continuous_norm=quantile
 grep -q "Quantile" "$out/tabm.summary" || fail "tabm's inputs are not mapped by quantiles"
 grep -q "TokenDense  *(4, 1)" "$out/tabm.summary" || fail "tabm's summary has no members' output layer"
+grep -q "block_2/s  *EnsScale+relu+Dropout" "$out/tabm.summary" ||
+  { cat "$out/tabm.summary"; fail "tabm's block end is not one layer (scale, bias, ReLU, dropout)"; }
 run mlp_periodic --set model.architecture=mlp --set model.hidden=16 \
   --set model.numeric_embedding=periodic --set model.d_embedding=4 --set model.frequencies=3 \
   --set model.continuous_norm=robust

@@ -1,6 +1,7 @@
 /* test_kernels_inputs.c — the CPU ops of TabM and of the inputs' encodings
  * against plain double-precision references (random inputs each run;
- * RT_TEST_SEED reproduces): the members' reductions, continuous_norm =
+ * RT_TEST_SEED reproduces): the members' reductions, the end of a TabM
+ * block (scale, bias, ReLU and dropout in one op), continuous_norm =
  * quantile and robust, the piecewise-linear encoding and its gradient.
  * Split from test_kernels_cpu.c (the layers' ops) by subject; the CUDA
  * kernels are compared with these in test_layers_cuda.c. */
@@ -15,6 +16,7 @@
 #include <cmocka.h>
 
 #include "rt_kernels.h"
+#include "rt_rng.h"
 #include "test_util.h"
 
 static rt_kctx *ctx;
@@ -91,6 +93,88 @@ static void test_ensemble(void **state)
     for (int64_t r = 0; r < R; r++)
         for (int64_t t = 0; t < k; t++)
             assert_memory_equal(rep + (r * k + t) * D, y + r * D, (size_t)D * sizeof(float));
+}
+
+/* The members' sums past one block of columns (rt_simd_member_sum keeps
+ * 256 at a time), in member order: the float of the double sum. */
+static void test_ensemble_wide(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(32);
+    enum { R = 3, K = 3, D = 300 };
+    static float x[R * K * D], y[R * D];
+    tu_fill(&g, x, R * K * D, -6, 6);
+    for (int op = RT_ENS_SUM; op <= RT_ENS_MEAN; op++) {
+        rt_k_ens_reduce(ctx, (rt_ens_op)op, rt_vf32(x, R, K * D, K * D, RT_DEVICE_CPU),
+                        rt_vf32(y, R, D, D, RT_DEVICE_CPU));
+        for (int r = 0; r < R; r++)
+            for (int j = 0; j < D; j++) {
+                double s = 0.0;
+                for (int t = 0; t < K; t++)
+                    s += x[(r * K + t) * D + j];
+                assert_true(y[r * D + j] == (float)(op == RT_ENS_MEAN ? s / K : s));
+            }
+    }
+}
+
+/* rt_k_scale_act_*: the same floats as the ops it fuses run one after the
+ * other (tokens with d = 1, the ReLU, the dropout; backward: the dropout's
+ * scale, the ReLU's mask by y, the tokens' sums), which hold on every CPU
+ * (the forward is not contracted, the backward's products are single);
+ * the forward against a double reference; dx written over x. */
+static void test_scale_act(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(33);
+    enum { R = 29, C = 37 };
+    static float x[R * C], w[C], b[C], y[R * C], y2[R * C], dy[R * C], dy2[R * C], dx[R * C],
+        dx2[R * C], dy0[R * C], dw[C], db[C], dw2[C], db2[C];
+    const int64_t step = 17;
+    const uint64_t seed = 0x1234567890ull;
+#define V(p) rt_vf32(p, R, C, C, RT_DEVICE_CPU)
+    for (int rep = 0; rep < 4; rep++) {
+        const rt_act act = rep == 0 ? RT_ACT_NONE : RT_ACT_RELU;
+        const float rate = rep >= 2 ? 0.25f : 0.0f;
+        const bool bias = rep != 1;
+        tu_fill(&g, x, R * C, -3, 3);
+        tu_fill(&g, w, C, -1, 1);
+        tu_fill(&g, b, C, -1, 1);
+        tu_fill(&g, dy, R * C, -1, 1);
+        rt_k_scale_act_fwd(ctx, V(x), w, bias ? b : NULL, act, rate, seed, 0x7002u, &step, V(y));
+        rt_k_tokens_fwd(ctx, V(x), w, bias ? b : NULL, 1, V(y2));
+        rt_k_act_fwd(ctx, act, V(y2), V(y2));
+        rt_k_dropout(ctx, V(y2), rate, seed, 0x7002u, &step);
+        assert_memory_equal(y, y2, sizeof y);
+        int dropped = 0;
+        for (int64_t e = 0; e < R * C; e++) {
+            double v = (double)x[e] * w[e % C] + (bias ? b[e % C] : 0.0);
+            v = act == RT_ACT_RELU && v < 0 ? 0.0 : v;
+            if (rate > 0.0f && rt_rng_uniform(seed, 0x7002u, (uint64_t)step, (uint64_t)e) < rate) {
+                v = 0.0;
+                dropped++;
+            }
+            v /= 1.0 - rate;
+            assert_true(fabs(y[e] - v) <= 1e-6 * (1 + fabs(v)));
+        }
+        assert_true(rate == 0.0f ? dropped == 0 : dropped > R * C / 8);
+        /* backward both ways from the same dy (scratch to the op: a copy) */
+        memcpy(dy0, dy, sizeof dy);
+        memcpy(dy2, dy, sizeof dy);
+        rt_k_scale_act_bwd(ctx, V(x), w, V(y), act, rate, V(dy), dw, bias ? db : NULL, V(dx));
+        rt_k_scale(ctx, dy2, R * C, 1.0f / (1.0f - rate));
+        rt_k_act_bwd(ctx, act, V(y), V(dy2), V(dy2));
+        rt_k_tokens_bwd(ctx, V(x), w, V(dy2), 1, dw2, bias ? db2 : NULL, V(dx2));
+        assert_memory_equal(dx, dx2, sizeof dx);
+        assert_memory_equal(dw, dw2, sizeof dw);
+        if (bias)
+            assert_memory_equal(db, db2, sizeof db);
+        /* dx over x: the sums read x before it is written */
+        memcpy(dy2, dy0, sizeof dy);
+        rt_k_scale_act_bwd(ctx, V(x), w, V(y), act, rate, V(dy2), dw2, NULL, V(x));
+        assert_memory_equal(x, dx, sizeof dx);
+        assert_memory_equal(dw, dw2, sizeof dw);
+    }
+#undef V
 }
 
 /* np.interp(x, xp, fp) with xp ascending (ties allowed): the last xp <= x */
@@ -236,10 +320,9 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ensemble),
-        cmocka_unit_test(test_quantile),
-        cmocka_unit_test(test_robust),
-        cmocka_unit_test(test_ple),
+        cmocka_unit_test(test_ensemble),  cmocka_unit_test(test_ensemble_wide),
+        cmocka_unit_test(test_scale_act), cmocka_unit_test(test_quantile),
+        cmocka_unit_test(test_robust),    cmocka_unit_test(test_ple),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

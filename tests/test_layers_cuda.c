@@ -198,6 +198,44 @@ static void test_op_tokens(void **state)
     }
 }
 
+/* TabM's block end (scale, bias, ReLU, dropout in one op): the same mask
+ * on both; the values to an FMA's rounding, the sums to the order's. */
+static void test_op_scale_act(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(58);
+    for (int rep = 0; rep < 3; rep++) {
+        const int64_t R = tu_int(&g, 1, 1500), C = tu_int(&g, 1, 300);
+        const rt_act act = rep == 0 ? RT_ACT_NONE : RT_ACT_RELU;
+        const float rate = rep == 2 ? 0.3f : 0.0f;
+        const uint64_t seed = (uint64_t)tu_int(&g, 1, 1 << 30);
+        int64_t step = tu_int(&g, 0, 1000), *d_step;
+        assert_int_equal(rt_kmalloc(gpu, 8, (void **)&d_step), RT_OK);
+        rt_kmemcpy(gpu, d_step, &step, 8, RT_H2D);
+        pair x = mat(&g, R, C, 1, -3, 3), w = mat(&g, 1, C, 0, -1, 1), b = mat(&g, 1, C, 0, -1, 1);
+        pair dy = mat(&g, R, C, 2, -1, 1), y = out_mat(&g, R, C, 3), dx = out_mat(&g, R, C, 0);
+        pair dw = out_mat(&g, 1, C, 0), db = out_mat(&g, 1, C, 0);
+        const bool bias = rep != 0;
+        rt_k_scale_act_fwd(cpu, hv(x), w.h, bias ? b.h : NULL, act, rate, seed, 0x7001u, &step,
+                           hv(y));
+        rt_k_scale_act_fwd(gpu, dv(x), w.d, bias ? b.d : NULL, act, rate, seed, 0x7001u, d_step,
+                           dv(y));
+        same("scale_act_fwd", y, 1e-6, 1e-6);
+        rt_kmemcpy(gpu, y.d, y.h, (size_t)(R * y.ld) * 4, RT_H2D); /* the same mask by y */
+        rt_k_scale_act_bwd(cpu, hv(x), w.h, hv(y), act, rate, hv(dy), dw.h, bias ? db.h : NULL,
+                           hv(dx));
+        rt_k_scale_act_bwd(gpu, dv(x), w.d, dv(y), act, rate, dv(dy), dw.d, bias ? db.d : NULL,
+                           dv(dx));
+        same("scale_act_bwd dw", dw, 1e-5, 1e-6);
+        if (bias)
+            same("scale_act_bwd db", db, 1e-5, 1e-6);
+        same("scale_act_bwd dx", dx, 1e-6, 1e-6);
+        pfree(&x), pfree(&w), pfree(&b), pfree(&dy), pfree(&y), pfree(&dx), pfree(&dw);
+        pfree(&db);
+        rt_kfree(gpu, d_step);
+    }
+}
+
 /* TabM's member copies and reductions: the copy exact, the reductions
  * (double sums in member order on both) to float rounding and the
  * device's exp/log. */
@@ -337,7 +375,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_op_layernorm),   cmocka_unit_test(test_op_tokens),
         cmocka_unit_test(test_op_attention),   cmocka_unit_test(test_op_ensemble),
         cmocka_unit_test(test_op_periodic),    cmocka_unit_test(test_op_quantile),
-        cmocka_unit_test(test_op_ple),
+        cmocka_unit_test(test_op_ple),         cmocka_unit_test(test_op_scale_act),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -269,12 +269,15 @@ static void layer(dnet *d, const mlayer *L, const double *P)
             for (int64_t j = 0; j < C; j++)
                 *at(d, L->out, r, j) = in(d, L->in[0], r / d->m->ens_k, j);
         break;
-    case L_ENS_SCALE:
+    case L_ENS_SCALE: /* then its ReLU and dropout (tabm's blocks) */
         for (int64_t r = 0; r < R; r++)
             for (int64_t j = 0; j < C; j++) {
                 const int64_t e = (r % d->m->ens_k) * C + j;
-                *at(d, L->out, r, j) = in(d, L->in[0], r, j) * prm(d, P, L, 0)[e] +
-                                       (L->np > 1 ? prm(d, P, L, 1)[e] : 0.0);
+                const double v = in(d, L->in[0], r, j) * prm(d, P, L, 0)[e] +
+                                 (L->np > 1 ? prm(d, P, L, 1)[e] : 0.0);
+                *at(d, L->out, r, j) = L->rate > 0.0f ? act(L->act, v) * keep(d, L->rate, L->stream,
+                                                                              (uint64_t)(r * C + j))
+                                                      : act(L->act, v);
             }
         break;
     case L_TOKEN_LINEAR: { /* token t's kernel (C, K) and bias (C) */
@@ -378,6 +381,9 @@ static void on_hook(void *user, int64_t off, int64_t count)
  * gradients, bit for bit, as drawing their masks again.  Counts such
  * dropouts (the families' tests ask that some ran). */
 static int masked_seen;
+/* tabm's ReLUs and dropouts run inside its scaling layers (L_ENS_SCALE,
+ * rt_k_scale_act_*): how many such layers with a dropout the tests ran */
+static int fused_seen;
 
 static void same_without_masked(rt_model *m, int64_t n, const char *what)
 {
@@ -431,6 +437,8 @@ static void check_family(const char *what, const rt_model_spec *s, tu_rng *g)
     char err[RT_ERR_LEN];
     if (rt_model_create(s, ctx, n, &m, err) != RT_OK)
         fail_msg("%s: %s", what, err);
+    for (int l = 0; l < m->nlayers; l++)
+        fused_seen += m->layers[l].kind == L_ENS_SCALE && m->layers[l].rate > 0.0f;
     int32_t *cat = calloc((size_t)(n * s->n_cat) + 1, 4);
     float *cont = calloc((size_t)(n * s->n_cont) + 1, 4), *label = calloc((size_t)n, 4);
     for (int64_t i = 0; i < n; i++) {
@@ -658,7 +666,7 @@ static void test_tabm(void **state)
 {
     (void)state;
     tu_rng g = tu_rng_make(46);
-    const int before = masked_seen;
+    const int before = fused_seen;
     for (int rep = 0; rep < 4; rep++) {
         rt_model_spec s;
         rt_model_spec_defaults(&s);
@@ -684,7 +692,7 @@ static void test_tabm(void **state)
                  s.ensemble_size);
         check_family(what, &s, &g);
     }
-    assert_true(masked_seen > before); /* rep 0's dropout after its blocks' ReLU */
+    assert_true(fused_seen > before); /* rep 0's dropouts, in its blocks' scaling layers */
 }
 
 static int setup(void **state)

@@ -311,6 +311,22 @@ void rt_k_tokens_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, in
 void rt_k_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw,
                      float *db, rt_view dx);
 
+/* The end of a TabM block in one pass: y = drop(act(x * w + b)) on (B, n)
+ * views, w and b (b NULL: zeros) per column as rt_k_tokens_fwd's with d = 1,
+ * act RT_ACT_NONE or RT_ACT_RELU, then rt_k_dropout's mask (seed, stream,
+ * *step; rate 0: none, rate > 0 only after RT_ACT_RELU, whose backward masks
+ * by y).  The same values as those three ops one after the other; y is not
+ * x. */
+void rt_k_scale_act_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
+                        float rate, uint64_t seed, uint32_t stream, const int64_t *step, rt_view y);
+/* Its backward from its output y: g = dy / (1 - rate) in float where y > 0
+ * (everywhere with RT_ACT_NONE), else 0 — the dropout's and the ReLU's
+ * backward one after the other; then dw = sum_r g * x, db (when not NULL) =
+ * sum_r g, dx = g * w when dx.p (dx may be x or dy), as rt_k_tokens_bwd's.
+ * dy is scratch: undefined afterwards. */
+void rt_k_scale_act_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, float rate,
+                        rt_view dy, float *dw, float *db, rt_view dx);
+
 /* continuous_norm = quantile: y (B, n) = Φ^-1(p), p the position of
  * x[r, i] among column i's nq ascending quantiles q[i*nq .. i*nq + nq)
  * (sklearn's QuantileTransformer to a normal: linear between quantiles, a
