@@ -9,17 +9,22 @@
     {                \
         .name = NULL \
     } /* ends a flag table */
-/* flags several job-file commands take alike (submit, run, worker) */
-static const cli_flag F_JOB_NP = {.name = "--np",
-                                  .kind = CLI_VALUE,
-                                  .metavar = "N",
-                                  .help = "number of ranks (the job file's [job] np)"};
-static const cli_flag F_SET = {.name = "--set",
-                               .kind = CLI_LIST,
-                               .metavar = "SECTION.KEY=VALUE",
-                               .help = "override a key of the job file"};
-static const cli_flag F_JSON = {
-    .name = "--json", .kind = CLI_SWITCH, .help = "print the coordinator's JSON"};
+/* flags several job-file commands take alike (submit, run, worker); macros,
+ * not const objects, which only GCC takes as initializers */
+#define F_JOB_NP                                            \
+    {                                                       \
+        .name = "--np", .kind = CLI_VALUE, .metavar = "N",  \
+        .help = "number of ranks (the job file's [job] np)" \
+    }
+#define F_SET                                                              \
+    {                                                                      \
+        .name = "--set", .kind = CLI_LIST, .metavar = "SECTION.KEY=VALUE", \
+        .help = "override a key of the job file"                           \
+    }
+#define F_JSON                                                                       \
+    {                                                                                \
+        .name = "--json", .kind = CLI_SWITCH, .help = "print the coordinator's JSON" \
+    }
 
 const cli_flag CLI_SUBMIT_FLAGS[] = {
     F_JOB_NP,
