@@ -319,8 +319,8 @@ void rt_k_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_
  * x. */
 void rt_k_scale_act_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
                         float rate, uint64_t seed, uint32_t stream, const int64_t *step, rt_view y);
-/* Its backward from its output y: g = dy / (1 - rate) in float where y > 0
- * (everywhere with RT_ACT_NONE), else 0 — the dropout's and the ReLU's
+/* Its backward from its output y: g = dy * (1 / (1 - rate)) in float where
+ * y > 0 (everywhere with RT_ACT_NONE), else 0 — the dropout's and the ReLU's
  * backward one after the other; then dw = sum_r g * x, db (when not NULL) =
  * sum_r g, dx = g * w when dx.p (dx may be x or dy), as rt_k_tokens_bwd's.
  * dy is scratch: undefined afterwards. */
