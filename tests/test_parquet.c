@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pq_internal.h"
 #include "rt_file.h"
 #include "rt_parquet.h"
 #include "rt_prep.h"
@@ -225,6 +226,42 @@ static void test_nested_refused(void **state)
     assert_null(f);
     assert_non_null(strstr(err, "column 'tags' is a LIST"));
     assert_non_null(strstr(err, "flat columns only"));
+}
+
+/* TIMESTAMP values at the ends of int64 in every unit: rendered or refused
+ * by name, never an overflow (the fuzzer's INT64_MIN milliseconds once
+ * overflowed whole seconds times 1000; the sanitizer build checks). */
+static void test_timestamp_extremes(void **state)
+{
+    (void)state;
+    const int64_t units[3] = {1000, 1000000, 1000000000};
+    const int64_t vals[6] = {INT64_MIN, INT64_MIN + 1, -1, 0, INT64_MAX - 1, INT64_MAX};
+    uint64_t off[6];
+    uint32_t len[6];
+    rt_pq_values v = {.n = 6, .off = off, .len = len};
+    for (int u = 0; u < 3; u++) {
+        pq_col c = {.conv = CV_TIMESTAMP, .per_second = units[u]};
+        for (int i = 0; i < 6; i++) {
+            phys x = {.i = vals[i]};
+            const char *why = pq_emit(&c, &v, i, &x);
+            if (vals[i] == -1 || vals[i] == 0) {
+                assert_null(why);
+                /* 0: no fraction; -1: one unit before, all nines (3, 6 or 9) */
+                const int digits = 3 * (u + 1);
+                assert_memory_equal(v.bytes + off[i],
+                                    vals[i] == 0 ? "1970-01-01 00:00:00" : "1969-12-31 23:59:59",
+                                    19);
+                assert_int_equal(len[i], vals[i] == 0 ? 19 : 20 + digits);
+                for (int d = 0; vals[i] == -1 && d < digits; d++)
+                    assert_int_equal(v.bytes[off[i] + 20 + (uint32_t)d], '9');
+            } else if (units[u] == 1000000000) { /* years 1677 to 2262: inside */
+                assert_null(why);
+            } else {
+                assert_string_equal(why, "a TIMESTAMP outside the years 1..9999");
+            }
+        }
+    }
+    free(v.bytes);
 }
 
 /* Spark's legacy INT96 timestamps (see make_fixtures.mjs for how the file
@@ -530,13 +567,10 @@ static void test_from_parquet(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fixtures),
-        cmocka_unit_test(test_int96),
-        cmocka_unit_test(test_spark_folder),
-        cmocka_unit_test(test_nested_refused),
-        cmocka_unit_test(test_damaged),
-        cmocka_unit_test(test_prep_typed),
-        cmocka_unit_test(test_rossmann_identity),
+        cmocka_unit_test(test_fixtures),           cmocka_unit_test(test_int96),
+        cmocka_unit_test(test_timestamp_extremes), cmocka_unit_test(test_spark_folder),
+        cmocka_unit_test(test_nested_refused),     cmocka_unit_test(test_damaged),
+        cmocka_unit_test(test_prep_typed),         cmocka_unit_test(test_rossmann_identity),
         cmocka_unit_test(test_from_parquet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

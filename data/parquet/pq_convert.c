@@ -113,7 +113,11 @@ const char *pq_emit(const pq_col *c, rt_pq_values *v, int64_t k, const phys *x)
         rt_format_date((int32_t)x->i, buf);
         return put_bytes(v, k, buf, 10) ? NULL : "out of memory";
     case CV_TIMESTAMP: {
-        int64_t per = c->per_second, sec = floor_div(x->i, per), frac = x->i - sec * per;
+        /* whole seconds and the fraction as x->i % per gives them: sec * per
+         * would overflow for the most negative values */
+        int64_t per = c->per_second, sec = x->i / per, frac = x->i % per;
+        if (frac < 0)
+            frac += per, sec--;
         int64_t days = floor_div(sec, 86400);
         n = render_time(buf, sizeof buf, days, sec - days * 86400, frac,
                         per == 1000      ? 3
