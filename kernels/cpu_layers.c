@@ -279,13 +279,18 @@ void rt_cpu_tokens_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, 
         }
 }
 
-/* A scale per column's backward (rt_simd_scale_colsum: g = dy * c, masked
- * by y > 0 when y.p): dw, db = its column sums, each column by one thread
- * over the rows in order; dx = g * w, written with them. */
-static void scale_sums(rt_kctx *ctx, rt_view x, const float *w, rt_view y, float c, rt_view dy,
-                       float *dw, float *db, rt_view dx)
+/* The tokens' column sums: dw[c] = sum_r g * x[r, c / d], db[c] = sum_r g,
+ * each of the N columns by one thread over the rows in order (a thread
+ * walks the rows along its columns).  g = dy, except for a scale per column
+ * (d == 1 with x: rt_simd_scale_colsum, vectorised), where g = dy * c masked
+ * by y > 0 when y.p, and dx = g * w is written with the sums. */
+static void token_sums(rt_kctx *ctx, rt_view x, const float *w, int64_t d, rt_view y, float c,
+                       rt_view dy, float *dw, float *db, rt_view dx)
 {
     const int64_t B = dy.rows, N = dy.cols;
+    const float *xp = RT_F(x), *g = RT_F(dy);
+    const bool scale = d == 1 && xp;
+    RT_ASSERT(scale || (c == 1.0f && !y.p));
     const int nthr = B * N > PAR_MIN ? ctx->threads : 1;
 #pragma omp parallel num_threads(nthr)
     {
@@ -295,8 +300,18 @@ static void scale_sums(rt_kctx *ctx, rt_view x, const float *w, rt_view y, float
         double *acc = calloc(2 * (size_t)(c1 - c0) + 1, sizeof *acc), *sw = acc,
                *sb = acc + (c1 - c0);
         RT_ASSERT(acc);
-        rt_simd_scale_colsum(RT_F(dy) + c0, dy.ld, c, y.p ? RT_F(y) + c0 : NULL, y.ld, RT_F(x) + c0,
-                             x.ld, w + c0, B, c1 - c0, sw, sb, dx.p ? RT_F(dx) + c0 : NULL, dx.ld);
+        if (scale)
+            rt_simd_scale_colsum(g + c0, dy.ld, c, y.p ? RT_F(y) + c0 : NULL, y.ld, xp + c0, x.ld,
+                                 w + c0, B, c1 - c0, sw, sb, dx.p ? RT_F(dx) + c0 : NULL, dx.ld);
+        else
+            for (int64_t r = 0; r < B; r++) {
+                const float *gr = g + r * dy.ld;
+                for (int64_t j = c0; j < c1; j++) {
+                    const double gv = gr[j];
+                    sw[j - c0] += gv * (xp ? xp[r * x.ld + j / d] : 1.0f);
+                    sb[j - c0] += gv;
+                }
+            }
         for (int64_t j = c0; j < c1; j++) {
             dw[j] = (float)sw[j - c0];
             if (db)
@@ -306,41 +321,13 @@ static void scale_sums(rt_kctx *ctx, rt_view x, const float *w, rt_view y, float
     }
 }
 
-void rt_cpu_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d,
-                           float *dw, float *db, rt_view dx)
+void rt_cpu_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_t d, float *dw,
+                       float *db, rt_view dx)
 {
     const int64_t B = dy.rows, N = dy.cols, n = N / d;
-    const float *xp = RT_F(x), *g = RT_F(dy);
-    if (d == 1 && xp) { /* a scale per column (tabm's adapters), vectorised */
-        scale_sums(ctx, x, w, (rt_view){0}, 1.0f, dy, dw, db, dx);
-        return;
-    }
-    /* dw, db: each of the n*d values summed by one thread over the rows in
-     * order (a thread walks the rows along its columns) */
-    const int nthr = B * N > PAR_MIN ? ctx->threads : 1;
-#pragma omp parallel num_threads(nthr)
-    {
-        int64_t c0 = 0, c1 = N;
-        int t = 0, nt = 1;
-        thread_cols(N, &c0, &c1, &t, &nt);
-        double *acc = calloc(2 * (size_t)(c1 - c0) + 1, sizeof *acc), *sw = acc, *sb = acc + (c1 - c0);
-        RT_ASSERT(acc);
-        for (int64_t r = 0; r < B; r++) {
-            const float *gr = g + r * dy.ld;
-            for (int64_t c = c0; c < c1; c++) {
-                const double gv = gr[c];
-                sw[c - c0] += gv * (xp ? xp[r * x.ld + c / d] : 1.0f);
-                sb[c - c0] += gv;
-            }
-        }
-        for (int64_t c = c0; c < c1; c++) {
-            dw[c] = (float)sw[c - c0];
-            if (db)
-                db[c] = (float)sb[c - c0];
-        }
-        free(acc);
-    }
-    if (!dx.p)
+    const float *g = RT_F(dy);
+    token_sums(ctx, x, w, d, (rt_view){0}, 1.0f, dy, dw, db, dx);
+    if (!dx.p || d == 1) /* d == 1: written with the sums (dx.p implies x.p) */
         return;
     float *o = RT_F(dx);
 #pragma omp parallel for schedule(static) num_threads(ctx->threads) if (B * N > PAR_MIN)
@@ -383,8 +370,8 @@ void rt_cpu_scale_act_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt
 {
     /* the dropout's backward scale, then the ReLU's mask: rt_k_scale's and
      * rt_k_act_bwd's floats */
-    scale_sums(ctx, x, w, act == RT_ACT_RELU ? y : (rt_view){0}, 1.0f / (1.0f - rate), dy, dw, db,
-               dx);
+    token_sums(ctx, x, w, 1, act == RT_ACT_RELU ? y : (rt_view){0}, 1.0f / (1.0f - rate), dy, dw,
+               db, dx);
 }
 
 /* ---- ensembles (TabM) ---------------------------------------------------------------- */
