@@ -1,6 +1,6 @@
 /* ghash.h — private to transport/: AES-GMAC (GCM's tag over authenticated
  * data only, NIST SP 800-38D) with GHASH run on VPCLMULQDQ over 512-bit
- * vectors, thirty-two blocks per reduction, where the CPU has it (AVX-512 with
+ * vectors, up to 256 blocks per reduction, where the CPU has it (AVX-512 with
  * VPCLMULQDQ: AMD Zen 4 on, Intel Ice Lake and Sapphire Rapids on).
  * OpenSSL 3.0's GHASH uses 128-bit PCLMULQDQ only (8 GB/s on Zen 4); this
  * one computes the same function, bit for bit (test_transport checks it
