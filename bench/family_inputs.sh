@@ -18,6 +18,7 @@
 # the long one): not a test.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+case "${1:-}" in -h | --help) sed -n '2,18p' "$0"; exit 0 ;; esac
 name=${1:?usage: bench/family_inputs.sh NAME [--seeds S] [--families F] [--inputs I]}
 shift
 seeds=1 families="mlp resnet dcn2 ft_transformer tabm" inputs="none periodic quantile" extra=()
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
     --families) families=$2; shift ;;
     --inputs) inputs=$2; shift ;;
     --set) extra+=(--set "$2"); shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "family_inputs.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
