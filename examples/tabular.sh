@@ -13,8 +13,10 @@
 #      regression: test_rmse_log, the RMSE of log prediction against log label).
 #
 #   examples/tabular.sh NAME [--np N] [--seed S] [--out DIR] [--data DIR]
-#                       [--job FILE] [--set SECTION.KEY=VALUE]...
-# (--job: another job file than NAME/job.ini, on the same data and scorer.)
+#                       [--job FILE] [--prep FILE] [--set SECTION.KEY=VALUE]...
+# (--job: another job file than NAME/job.ini, on the same data and scorer;
+# --prep: another feature script than NAME/prep.sql, e.g. another validation
+# split: bench/cv.sh.)
 # Everything it writes goes to --out (default: a new folder in /tmp, named
 # on the first line), never into the checkout.  Binaries come from
 # $RINGTRAIN_BUILD when set, else build/ of this repository.
@@ -24,7 +26,7 @@ root=$(cd "$here/.." && pwd)
 build=${RINGTRAIN_BUILD:-$root/build}
 name=${1:?usage: examples/tabular.sh NAME [--np N] [--seed S] [--out DIR]}
 shift
-np=2 seed=42 out= data="$root/../shared/data/tabular" sets=() job=
+np=2 seed=42 out= data="$root/../shared/data/tabular" sets=() job= prep=
 while [ $# -gt 0 ]; do
   case "$1" in
     --np) np=$2; shift ;;
@@ -32,8 +34,9 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift ;;
     --data) data=$2; shift ;;
     --job) job=$2; shift ;;
+    --prep) prep=$2; shift ;;
     --set) sets+=(--set "$2"); shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "tabular.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -52,7 +55,7 @@ rm -rf "$out"
 mkdir -p "$out/in"
 ln -s "$csv" "$out/in/${csv##*/}"
 echo "== 1. prep: $csv -> $out/dataset ($np partitions)"
-"$ringtrain" prep --input "$out/in" --sql "$here/$name/prep.sql" --out "$out/dataset" \
+"$ringtrain" prep --input "$out/in" --sql "${prep:-$here/$name/prep.sql}" --out "$out/dataset" \
   --partitions "$np" --quiet
 job=${job:-$here/$name/job.ini}
 echo "== 2. train: ringtrain run ${job#$here/} --np $np (seed $seed)"

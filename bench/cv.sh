@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# bench/cv.sh — k-fold cross-validation of one of the real-data examples'
+# recipes on its training rows: the example's prep.sql with its validation
+# split replaced by fold K of F (the rows in the order the script's split
+# already uses — prep's hash order, within each class where the split is
+# stratified, or the line number — every F-th from the K-th), then
+# examples/tabular.sh with that script, for K = 0 .. F-1.  Prints each fold's
+# monitored validation figure at the kept epoch and their mean: what to
+# choose a recipe by where one split's few hundred rows rank recipes by the
+# split more than by the model (ames: bench/RESULTS.md).  Each fold's test
+# figure is printed too, for the record; never choose by it.
+#
+#   bench/cv.sh NAME [--folds F] [--seed S] [--job FILE] [--set K=V]...
+#
+# Binaries from $RINGTRAIN_BUILD, else build/.  Minutes: not a test.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+case "${1:-}" in -h | --help) sed -n '2,15p' "$0"; exit 0 ;; esac
+name=${1:?usage: bench/cv.sh NAME [--folds F] [--seed S] [--job FILE] [--set K=V]...}
+shift
+folds=5 seed=1 extra=() job=$here/examples/$name/job.ini monitor=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --folds) folds=$2; shift ;;
+    --seed) seed=$2; shift ;;
+    --job) job=$2; shift ;;
+    --set) extra+=(--set "$2"); [[ $2 == train.monitor=* ]] && monitor=${2#*=}; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "cv.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+if ! [[ $folds =~ ^[0-9]+$ ]] || [ "$folds" -lt 2 ]; then
+  echo "cv.sh: --folds must be a number, 2 or more" >&2
+  exit 2
+fi
+sql=$here/examples/$name/prep.sql
+[ -f "$sql" ] || { echo "cv.sh: no $sql" >&2; exit 2; }
+[ -f "$job" ] || { echo "cv.sh: no $job" >&2; exit 2; }
+# the figure the runs keep their epoch by (ringtrain's default: val_loss)
+[ -n "$monitor" ] || monitor=$(sed -n 's/^monitor *= *//p' "$job" | tail -1)
+monitor=${monitor:-val_loss}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+# prep.sql with its validation column made "fold K of F"
+fold_sql() {
+  python3 - "$sql" "$1" "$folds" <<'EOF'
+import re, sys
+text, k, f = open(sys.argv[1]).read(), int(sys.argv[2]), int(sys.argv[3])
+# prep --from's split: the first 20% of ROW_NUMBER() OVER (...) (hash order, per class)
+hashed = re.compile(r"CASE WHEN ROW_NUMBER\(\) OVER \((?P<over>[^()]*(?:\([^()]*\)[^()]*)*)\) <= .*? "
+                    r"THEN 1 ELSE 0 END AS (?P<col>\w+)")
+# a hand-written split: every 5th line
+lines = re.compile(r"CASE WHEN CAST\(_line AS INTEGER\) % \d+ = \d+ THEN 1 ELSE 0 END AS (?P<col>\w+)")
+new, n = hashed.subn(lambda m: "CASE WHEN (ROW_NUMBER() OVER (%s) - 1) %% %d = %d THEN 1 ELSE 0 END AS %s"
+                     % (m.group("over"), f, k, m.group("col")), text)
+if n == 0:
+    new, n = lines.subn(lambda m: "CASE WHEN CAST(_line AS INTEGER) %% %d = %d THEN 1 ELSE 0 END AS %s"
+                        % (f, k, m.group("col")), text)
+if n != 1:
+    sys.exit("cv.sh: %s: found %d validation splits I know how to rewrite, not 1" % (sys.argv[1], n))
+sys.stdout.write(new)
+EOF
+}
+
+echo "| data set | fold | validation (monitored, kept epoch) | test (never choose by it) |"
+echo "|---|---|---|---|"
+vals=()
+for ((k = 0; k < folds; k++)); do
+  fold_sql "$k" >"$out/prep-$k.sql"
+  run=$out/run-$k
+  log=$(bash "$here/examples/tabular.sh" "$name" --seed "$seed" --out "$run" --job "$job" \
+          --prep "$out/prep-$k.sql" "${extra[@]}" 2>&1) ||
+    { echo "$log" | tail -20 >&2; echo "cv.sh: $name fold $k failed" >&2; exit 1; }
+  v=$(python3 -c 'import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if "\"best\":true" in l]
+print("%s %.5f" % (sys.argv[2], rows[-1][sys.argv[2]]))' "$run/store/history.jsonl" "$monitor")
+  vals+=("${v#* }")
+  t=$(grep -o 'test_[a-z_]*=[0-9.]*' <<<"$log" | grep -v rows | tr '\n' ' ')
+  echo "| $name | $k of $folds | $v | $t|"
+  rm -rf "$run"
+done
+printf '| %s | mean | %s | |\n' "$name" \
+  "$(printf '%s\n' "${vals[@]}" | awk '{ s += $1 } END { printf "%.5f", s / NR }')"
