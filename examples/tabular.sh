@@ -26,7 +26,7 @@ root=$(cd "$here/.." && pwd)
 build=${RINGTRAIN_BUILD:-$root/build}
 name=${1:?usage: examples/tabular.sh NAME [--np N] [--seed S] [--out DIR]}
 shift
-np=2 seed=42 out= data="$root/../shared/data/tabular" sets=() job= prep=
+np=2 seed=42 out='' data="$root/../shared/data/tabular" sets=() job='' prep=''
 while [ $# -gt 0 ]; do
   case "$1" in
     --np) np=$2; shift ;;
@@ -58,7 +58,7 @@ echo "== 1. prep: $csv -> $out/dataset ($np partitions)"
 "$ringtrain" prep --input "$out/in" --sql "${prep:-$here/$name/prep.sql}" --out "$out/dataset" \
   --partitions "$np" --quiet
 job=${job:-$here/$name/job.ini}
-echo "== 2. train: ringtrain run ${job#$here/} --np $np (seed $seed)"
+echo "== 2. train: ringtrain run ${job#"$here"/} --np $np (seed $seed)"
 "$ringtrain" run "$job" --np "$np" --set data.dataset="$out/dataset" \
   --set output.store="$out/store" --set train.seed="$seed" "${sets[@]}"
 echo "== 3. score the test rows (is_test = 1) against submission.csv"
