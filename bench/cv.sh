@@ -18,13 +18,13 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 case "${1:-}" in -h | --help) sed -n '2,15p' "$0"; exit 0 ;; esac
 name=${1:?usage: bench/cv.sh NAME [--folds F] [--seed S] [--job FILE] [--set K=V]...}
 shift
-folds=5 seed=1 extra=() job=$here/examples/$name/job.ini monitor=
+folds=5 seed=1 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --folds) folds=$2; shift ;;
     --seed) seed=$2; shift ;;
-    --job) job=$2; shift ;;
-    --set) extra+=(--set "$2"); [[ $2 == train.monitor=* ]] && monitor=${2#*=}; shift ;;
+    --job) extra+=(--job "$2"); shift ;;
+    --set) extra+=(--set "$2"); shift ;;
     -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "cv.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -36,10 +36,6 @@ if ! [[ $folds =~ ^[0-9]+$ ]] || [ "$folds" -lt 2 ]; then
 fi
 sql=$here/examples/$name/prep.sql
 [ -f "$sql" ] || { echo "cv.sh: no $sql" >&2; exit 2; }
-[ -f "$job" ] || { echo "cv.sh: no $job" >&2; exit 2; }
-# the figure the runs keep their epoch by (ringtrain's default: val_loss)
-[ -n "$monitor" ] || monitor=$(sed -n 's/^monitor *= *//p' "$job" | tail -1)
-monitor=${monitor:-val_loss}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
@@ -70,13 +66,13 @@ vals=()
 for ((k = 0; k < folds; k++)); do
   fold_sql "$k" >"$out/prep-$k.sql"
   run=$out/run-$k
-  log=$(bash "$here/examples/tabular.sh" "$name" --seed "$seed" --out "$run" --job "$job" \
+  log=$(bash "$here/examples/tabular.sh" "$name" --seed "$seed" --out "$run" \
           --prep "$out/prep-$k.sql" "${extra[@]}" 2>&1) ||
     { echo "$log" | tail -20 >&2; echo "cv.sh: $name fold $k failed" >&2; exit 1; }
-  v=$(python3 -c 'import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if "\"best\":true" in l]
-print("%s %.5f" % (sys.argv[2], rows[-1][sys.argv[2]]))' "$run/store/history.jsonl" "$monitor")
-  vals+=("${v#* }")
+  # the monitored figure of the epoch the run kept (tabular.sh's line)
+  v=$(grep '^kept epoch' <<<"$log" | tail -1 | sed 's/.*: //') ||
+    { echo "cv.sh: $name fold $k: no validation figure kept (tabular.sh's 'kept epoch')" >&2; exit 1; }
+  vals+=("${v#*=}")
   t=$(grep -o 'test_[a-z_]*=[0-9.]*' <<<"$log" | grep -v rows | tr '\n' ' ')
   echo "| $name | $k of $folds | $v | $t|"
   rm -rf "$run"

@@ -90,16 +90,12 @@ for family in $families; do
       else
         tests+=("$(grep -o 'test_accuracy=[0-9.]*' <<<"$log" | cut -d= -f2)")
       fi
-      # the monitored figure of the epoch the run kept
-      vals+=("$(python3 -c 'import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if "\"best\":true" in l]
-print("%.4f" % rows[-1][sys.argv[2]])' "$run/store/history.jsonl" \
-        "$(sed -n 's/^monitor *= *//p' "$out/$family-$input.ini")")")
+      # the monitored figure of the epoch the run kept (tabular.sh's line)
+      vals+=("$( (grep '^kept epoch' <<<"$log" || true) | tail -1 | sed 's/.*: //')")
       rm -rf "$run"
     done
-    monitor=$(sed -n 's/^monitor *= *//p' "$out/$family-$input.ini")
-    printf '| %s | %s | %s | %s | %s %s | %s | %s | %s |\n' "$name" "$family" "$input" "$seeds" \
-      "$monitor" "$(printf '%s ' "${vals[@]}")" \
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$family" "$input" "$seeds" \
+      "$(printf '%s ' "${vals[@]}")" \
       "$(printf '%s ' "${tests[@]}" | awk -v reg=$reg '{ for (i = 1; i <= NF; i++)
           if (reg) printf "%s%.4f", (i > 1 ? ", " : ""), $i; else printf "%s%.2f%%", (i > 1 ? ", " : ""), 100 * $i }')" \
       "$(printf '%s\n' "${tests[@]}" | awk -v reg=$reg '{ s += $1 } END { if (reg) printf "%.4f", s / NR; else printf "%.2f%%", 100 * s / NR }')$(

@@ -5,7 +5,8 @@
 #      (its is_test rows become the test table; every 5th training row is
 #      the validation split);
 #   2. ringtrain run NAME/job.ini --np N trains (coordinator and agent on
-#      loopback), keeps the best epoch, writes submission.csv;
+#      loopback), keeps the best epoch, writes submission.csv, and this prints
+#      `kept epoch E: MONITOR=VALUE`, the validation figure it was kept by;
 #   3. examples/score.sh, which knows nothing of the trainer, compares the
 #      submission with the CSV's labels of the test rows and prints last
 #      test_accuracy (a binary task: test_auc, the ROC AUC of the second
@@ -36,7 +37,7 @@ while [ $# -gt 0 ]; do
     --job) job=$2; shift ;;
     --prep) prep=$2; shift ;;
     --set) sets+=(--set "$2"); shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "tabular.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -61,6 +62,20 @@ job=${job:-$here/$name/job.ini}
 echo "== 2. train: ringtrain run ${job#"$here"/} --np $np (seed $seed)"
 "$ringtrain" run "$job" --np "$np" --set data.dataset="$out/dataset" \
   --set output.store="$out/store" --set train.seed="$seed" "${sets[@]}"
+# the figure the kept epoch was chosen by: --set train.monitor, else the job's
+# [train] monitor, else ringtrain's default (val_loss); one line that
+# bench/tabular_quality.sh, family_inputs.sh and cv.sh read
+monitor=$(awk -F= '/^\[/ { sec = $0 } sec == "[train]" && $1 ~ /^ *monitor *$/ { gsub(/ /, "", $2); m = $2 }
+                  END { print m }' "$job")
+for ((i = 1; i < ${#sets[@]}; i += 2)); do
+  [[ ${sets[i]} == train.monitor=* ]] && monitor=${sets[i]#*=}
+done
+python3 -c 'import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if "\"best\":true" in l]
+v = rows[-1].get(sys.argv[2]) if rows else None
+if v is not None:  # no validation rows: ringtrain kept the epoch by another figure
+    print("kept epoch %d: %s=%.6f" % (rows[-1]["epoch"], sys.argv[2], v))' \
+  "$out/store/history.jsonl" "${monitor:-val_loss}"
 echo "== 3. score the test rows (is_test = 1) against submission.csv"
 manifest=$out/dataset/manifest.json
 task=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["task"])' "$manifest")
