@@ -65,8 +65,7 @@ make_job() {
   awk -v model="$3" '
     /^[[:space:]]*[;#]/ { next }
     /^\[/ { skip = ($0 ~ /^\[model\]/); if (skip) print model; else print; next }
-    !skip' "$example" >"$1/job.ini.tmp" || exit 1
-  mv "$1/job.ini.tmp" "$1/$2"
+    !skip' "$example" >"$1/$2"
 }
 
 echo "| data set | family | inputs | seeds | validation (monitored, best epoch) | test per seed | test mean | seconds per run |"
