@@ -9,7 +9,7 @@
  *                 submitting and following
  *   cli_local.c   `run` and `exec --local`: a one-machine cluster
  *   cli_http.c    the HTTP/TLS client
- *   cli_data.c    prep, predict, model summary
+ *   cli_data.c    prep, predict, model summary, ensemble
  *   init_cluster.c  the cluster's CA, certificates and token */
 #ifndef RT_CLI_H
 #define RT_CLI_H
@@ -53,7 +53,8 @@ typedef struct cli_cmd {
 /* cli_flags.c: each command's flags (a table ends with a NULL name) */
 extern const cli_flag CLI_SUBMIT_FLAGS[], CLI_RUN_FLAGS[], CLI_WORKER_FLAGS[], CLI_EXEC_FLAGS[],
     CLI_JOBS_FLAGS[], CLI_JSON_FLAGS[], CLI_TRACE_FLAGS[], CLI_MODEL_FLAGS[], CLI_TOKEN_FLAGS[],
-    CLI_STATUS_FLAGS[], CLI_LOGS_FLAGS[], CLI_INIT_FLAGS[], CLI_PREP_FLAGS[], CLI_PREDICT_FLAGS[];
+    CLI_STATUS_FLAGS[], CLI_LOGS_FLAGS[], CLI_INIT_FLAGS[], CLI_PREP_FLAGS[], CLI_PREDICT_FLAGS[],
+    CLI_ENSEMBLE_FLAGS[];
 
 struct cli_args {
     const cli_cmd *cmd;
@@ -158,6 +159,7 @@ void cli_s3_done(cli_s3 *c);
 int cli_prep(const cli_args *a);
 int cli_predict(const cli_args *a);
 int cli_model(const cli_args *a);
+int cli_ensemble(const cli_args *a);
 /* A training job's model against its dataset, when this machine can read
  * the dataset: 0, or 2 with the reasons printed (nothing is submitted). */
 typedef struct rt_job_cfg rt_job_cfg;

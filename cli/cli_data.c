@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "rt_ckpt.h"
+#include "rt_ensemble.h"
 #include "rt_config.h"
 #include "rt_dataset.h"
 #include "rt_dp.h"
@@ -490,4 +491,78 @@ int cli_check_job_model(const cli_args *a, const rt_job_cfg *j, const rt_cfg_ori
     free(spec);
     rt_dataset_free(ds);
     return st == RT_OK ? 0 : 2;
+}
+
+/* The table of members and the ensemble's figure */
+static void ensemble_table(const rt_ens_opts *o, const rt_ens_report *r, const char *out)
+{
+    const char *metric = rt_ens_metric_name(r->metric);
+    printf("%d member%s, %lld validation rows, %s: the best %d of %d rounds kept\n", r->nmembers,
+           r->nmembers == 1 ? "" : "s", (long long)r->val_rows, metric, r->fit.rounds_kept,
+           r->rounds);
+    printf("  %6s  %12s  %s\n", "weight", metric, "store");
+    for (int i = 0; i < r->nmembers; i++)
+        printf("  %6.3f  %12.6f  %s\n", (double)r->fit.counts[i] / r->fit.rounds_kept,
+               r->fit.member[i], cli_safe(o->stores[r->member[i]]));
+    printf("  %6s  %12.6f  the ensemble\n", "", r->fit.ensemble);
+    for (int i = 0; i < r->nskipped; i++)
+        printf("  left out (no predictions): %s\n", cli_safe(o->stores[r->skipped[i]]));
+    printf("wrote %lld test predictions to %s/submission.csv (and validation_predictions.csv, "
+           "ensemble.json)\n",
+           (long long)r->test_rows, cli_safe(out));
+}
+
+int cli_ensemble(const cli_args *a)
+{
+    const char *out = cli_value(a, "--out"), *mname = cli_value(a, "--metric");
+    int64_t rounds = 25;
+    if (cli_int(a, "--rounds", 1, RT_ENS_MAX_ROUNDS, &rounds) < 0)
+        return 2;
+    rt_ens_opts o = {.stores = (const char *const *)a->pos,
+                     .nstores = a->npos,
+                     .out = out,
+                     .rounds = (int)rounds,
+                     .skip_incomplete = cli_switch(a, "--skip-incomplete")};
+    if (!out) {
+        fprintf(stderr, "ringtrain ensemble: --out DIR is needed\n");
+        cli_usage(a->cmd, stderr);
+        return 2;
+    }
+    if (mname && (!rt_ens_metric_parse(mname, &o.metric) || o.metric == RT_ENS_AUTO)) {
+        fprintf(stderr,
+                "ringtrain ensemble: --metric %s: one of log_loss, accuracy, auc, rmse, "
+                "mae, rmse_log\n",
+                cli_safe(mname));
+        return 2;
+    }
+    if (a->npos > RT_ENS_MAX_MEMBERS) {
+        fprintf(stderr, "ringtrain ensemble: %d stores: at most %d\n", a->npos, RT_ENS_MAX_MEMBERS);
+        return 2;
+    }
+    /* S3: written into a local folder, then put up */
+    cli_s3 s3 = {0};
+    char err[RT_ERR_LEN], local[1300];
+    rt_status st = RT_OK;
+    if (rt_s3_is_uri(out) && (st = cli_s3_out_dir(&s3, out, local, sizeof local, err)) == RT_OK)
+        o.out = local;
+    rt_ens_report rep;
+    if (st == RT_OK)
+        st = rt_ensemble_run(&o, &rep, err);
+    static const char *const files[] = {"validation_predictions.csv", "submission.csv",
+                                        "ensemble.json"};
+    for (size_t i = 0; st == RT_OK && o.out != out && i < sizeof files / sizeof *files; i++) {
+        char from[1400], to[1400];
+        size_t n = strlen(out);
+        snprintf(from, sizeof from, "%s/%s", o.out, files[i]);
+        snprintf(to, sizeof to, "%.*s/%s", (int)(n && out[n - 1] == '/' ? n - 1 : n), out,
+                 files[i]);
+        st = cli_s3_put(&s3, from, to, err);
+    }
+    cli_s3_done(&s3);
+    if (st != RT_OK) {
+        fprintf(stderr, "ringtrain ensemble: %s\n", err);
+        return 1;
+    }
+    ensemble_table(&o, &rep, out);
+    return 0;
 }

@@ -325,3 +325,24 @@ const cli_flag CLI_PREDICT_FLAGS[] = {
      .help = "CPU threads (default: all cores)"},
     {.name = "--batch", .kind = CLI_VALUE, .metavar = "N", .help = "rows per forward pass"},
     END};
+const cli_flag CLI_ENSEMBLE_FLAGS[] = {
+    {.name = "--out",
+     .kind = CLI_VALUE,
+     .metavar = "DIR",
+     .help = "where submission.csv, validation_predictions.csv and ensemble.json go (a folder "
+             "or an s3:// prefix)"},
+    {.name = "--metric",
+     .kind = CLI_VALUE,
+     .metavar = "M",
+     .help = "what the weights are chosen by on the validation rows: log_loss (classification's "
+             "default), accuracy, auc (two classes), rmse (regression's default), mae, rmse_log"},
+    {.name = "--rounds",
+     .kind = CLI_VALUE,
+     .metavar = "N",
+     .help = "greedy selection rounds (default 25): a member's weight is its share of the "
+             "best-scoring rounds"},
+    {.name = "--skip-incomplete",
+     .kind = CLI_SWITCH,
+     .help = "leave out a store without both prediction files (a sweep's trials that ASHA "
+             "stopped) instead of failing"},
+    END};

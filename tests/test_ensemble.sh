@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# test_ensemble.sh BUILD — `ringtrain ensemble` the way a user gets there:
+# two jobs trained on breastcancer (np = 2, a few epochs) with [output]
+# predict_validation = true — one with its store in the loopback S3 server
+# (scripts/s3-server.sh) — then ensembled:
+#   - the ensemble's submission.csv has the members' columns and rows, and is
+#     the weighted mean of their probabilities (the weights in ensemble.json,
+#     summing to 1); its validation log loss is no worse than its best
+#     member's, and the same figure ensemble.json gives;
+#   - stores and --out in S3 give the same files as the local folders;
+#   - --skip-incomplete leaves out a store without predictions and names it:
+#     of a sweep's 4 trials (ASHA, predict_validation = true), exactly those
+#     stopped before they predicted;
+#   - refused, naming the cause: a store without validation predictions, a
+#     classifier's files without probabilities (its checkpoint says it is
+#     one), a metric of another task, an unknown metric.
+set -euo pipefail
+build=$1
+root=$(cd "$(dirname "$0")/.." && pwd)
+data=$root/../shared/data/tabular
+rt=$build/bin/ringtrain
+if [ ! -f "$data/breastcancer.csv.gz" ]; then
+  echo "SKIP: $data has no breastcancer.csv.gz"; exit 77
+fi
+tmp=$(mktemp -d)
+s3=0
+trap '[ $s3 = 1 ] && "$root/scripts/s3-server.sh" stop "$tmp/s3"; rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+mkdir -p "$tmp/in"
+ln -s "$data/breastcancer.csv.gz" "$tmp/in/"
+timeout 120 "$rt" prep --input "$tmp/in" --sql "$root/examples/breastcancer/prep.sql" \
+  --out "$tmp/ds" --partitions 2 --quiet > /dev/null
+job=$root/examples/breastcancer/job.ini
+train() { # STORE SEED LR
+  timeout 300 "$rt" run "$job" --np 2 --set data.dataset="$tmp/ds" --set output.store="$1" \
+    --set train.epochs=6 --set train.seed="$2" --set train.learning_rate="$3" \
+    --set output.predict_validation=true > "$tmp/run.log" 2>&1 ||
+    { cat "$tmp/run.log"; fail "training $1 failed"; }
+}
+train "$tmp/a" 1 0.05
+train "$tmp/b" 2 0.01
+for s in a b; do
+  [ -s "$tmp/$s/validation_predictions.csv" ] || fail "$s: no validation_predictions.csv"
+done
+
+out=$(timeout 60 "$rt" ensemble "$tmp/a" "$tmp/b" --out "$tmp/e") || fail "ensemble: $out"
+grep -q "2 members, [0-9]* validation rows, log_loss: the best [0-9]* of 25 rounds kept" <<<"$out" ||
+  fail "the ensemble's table: $out"
+grep -q "the ensemble" <<<"$out" || fail "no ensemble line: $out"
+cmp -s <(head -1 "$tmp/a/submission.csv") <(head -1 "$tmp/e/submission.csv") ||
+  fail "the header: $(head -1 "$tmp/e/submission.csv")"
+python3 - "$tmp" <<'EOF' || fail "the ensemble's files do not hold what its weights say"
+import csv, json, math, sys
+t = sys.argv[1]
+rep = json.load(open(t + "/e/ensemble.json"))
+w = [m["weight"] for m in rep["members"]]
+assert abs(sum(w) - 1) < 1e-12, w
+assert rep["metric"] == "log_loss" and rep["task"] == "classification", rep
+best = min(m["val_log_loss"] for m in rep["members"])
+assert rep["val_log_loss"] <= best + 1e-12, rep
+def rows(p):
+    r = list(csv.reader(open(p)))
+    return r[0], r[1:]
+for name, probs in (("submission.csv", 2), ("validation_predictions.csv", 3)):
+    h, e = rows(t + "/e/" + name)
+    ms = [rows(t + "/" + s + "/" + name)[1] for s in "ab"]
+    assert len(e) == len(ms[0]) == len(ms[1]) > 0
+    for i, row in enumerate(e):
+        assert row[0] == ms[0][i][0] == ms[1][i][0]
+        p = [float(v) for v in row[probs:]]
+        want = [sum(wi * float(m[i][probs + k]) for wi, m in zip(w, ms)) for k in range(len(p))]
+        assert all(abs(a - b) < 2e-6 for a, b in zip(p, want)), (name, row, want)
+        assert row[probs - 1] == h[probs + p.index(max(p))][2:], row
+    if name == "validation_predictions.csv": # the figure, recomputed from the file
+        ll = -sum(math.log(max(float(r[probs + h[probs:].index("p_" + r[1])]), 1e-15)) for r in e) / len(e)
+        assert abs(ll - rep["val_log_loss"]) < 1e-4, (ll, rep)
+EOF
+out=$(timeout 60 "$rt" ensemble "$tmp/a" "$tmp/b" --out "$tmp/e2" --metric auc --rounds 10) ||
+  fail "--metric auc: $out"
+grep -q "auc: the best [0-9]* of 10 rounds kept" <<<"$out" || fail "--metric auc: $out"
+echo "ensemble: the weighted mean of 2 members, no worse than the best on validation"
+
+# ---- refused ----------------------------------------------------------------------------
+cp -r "$tmp/a" "$tmp/noval" && rm "$tmp/noval/validation_predictions.csv"
+if timeout 60 "$rt" ensemble "$tmp/a" "$tmp/noval" --out "$tmp/x" 2> "$tmp/err"; then
+  fail "a store without validation predictions was ensembled"
+fi
+grep -q "noval has no validation_predictions.csv.*predict_validation = true" "$tmp/err" ||
+  fail "no validation predictions: $(cat "$tmp/err")"
+# ... unless it is to be left out (a sweep's trial that ASHA stopped): the same ensemble
+out=$(timeout 60 "$rt" ensemble "$tmp/a" "$tmp/noval" "$tmp/b" --skip-incomplete --out "$tmp/e3") ||
+  fail "--skip-incomplete: $out"
+grep -q "left out (no predictions): $tmp/noval" <<<"$out" || fail "--skip-incomplete: $out"
+cmp -s "$tmp/e/submission.csv" "$tmp/e3/submission.csv" || fail "--skip-incomplete: another ensemble"
+grep -q "\"skipped\":\[\"$tmp/noval\"\]" "$tmp/e3/ensemble.json" ||
+  fail "ensemble.json: $(cat "$tmp/e3/ensemble.json")"
+cp -r "$tmp/a" "$tmp/noproba" # the files as [output] proba = false writes them
+for f in submission.csv validation_predictions.csv; do
+  awk -F, -v OFS=, '{ NF -= 2; print }' "$tmp/a/$f" > "$tmp/noproba/$f"
+done
+if timeout 60 "$rt" ensemble "$tmp/noproba" --out "$tmp/x" 2> "$tmp/err"; then
+  fail "a classifier's files without probabilities were averaged"
+fi
+grep -q "noproba/validation_predictions.csv: the model is a classifier, but the file has no class probabilities.*proba = true" \
+  "$tmp/err" || fail "no probabilities: $(cat "$tmp/err")"
+if timeout 60 "$rt" ensemble "$tmp/a" "$tmp/b" --out "$tmp/x" --metric rmse 2> "$tmp/err"; then
+  fail "a regression's metric was taken for classes"
+fi
+grep -q "metric rmse is for regression; the members' task is a classification" "$tmp/err" ||
+  fail "--metric rmse: $(cat "$tmp/err")"
+if timeout 60 "$rt" ensemble "$tmp/a" --out "$tmp/x" --metric f1 2> "$tmp/err"; then
+  fail "--metric f1 was taken"
+fi
+grep -q "\-\-metric f1: one of log_loss, accuracy, auc, rmse, mae, rmse_log" "$tmp/err" ||
+  fail "--metric f1: $(cat "$tmp/err")"
+echo "ensemble: refused without validation predictions, probabilities, or with another task's metric"
+
+# ---- a sweep's trials: those ASHA stopped have no predictions and are left out ---------------
+{
+  sed -e '/^\[job\]/,/^\[/ s/^type = train/type = sweep/' -e '/^\[output\]/,$ d' "$job"
+  printf '[output]\nstore = %s\npredict_validation = true\n' "$tmp/sweep"
+  printf '[sweep]\ntrials = 4\nparallel = 2\nscheduler = asha\ngrace_epochs = 1\nreduction = 2\n'
+  printf 'seed = 3\nspace.train.learning_rate = loguniform(1e-3, 0.2)\n'
+} > "$tmp/sweep.ini"
+timeout 300 "$rt" run "$tmp/sweep.ini" --set data.dataset="$tmp/ds" --set train.epochs=4 \
+  > "$tmp/sweep.log" 2>&1 || { cat "$tmp/sweep.log"; fail "the sweep failed"; }
+out=$(timeout 60 "$rt" ensemble "$tmp"/sweep/trial-* --skip-incomplete --out "$tmp/sweep/ensemble") ||
+  fail "ensemble of the trials: $out"
+python3 - "$tmp/sweep" <<'EOF' || fail "the trials' ensemble: $out"
+import json, os, sys
+d = sys.argv[1]
+trials = [json.loads(l) for l in open(d + "/trials.jsonl")]
+rep = json.load(open(d + "/ensemble/ensemble.json"))
+kept = {os.path.basename(m["store"]) for m in rep["members"]}
+left = {os.path.basename(s) for s in rep["skipped"]}
+assert len(kept) + len(left) == len(trials) == 4 and kept, (kept, left)
+for t in trials:  # left out: a trial without predictions, never a completed one (a stopped
+    # trial has them when it finished before the stop reached it)
+    name = "trial-%d" % t["trial"]
+    has = all(os.path.exists("%s/%s/%s" % (d, name, f))
+              for f in ("validation_predictions.csv", "submission.csv"))
+    assert (name in kept) == has and (name in left) != has, (t, kept, left)
+    assert has or t["state"] != "completed", t
+EOF
+echo "ensemble: a sweep's finished trials ensembled, the stopped ones left out"
+
+# ---- stores and the output in S3 ------------------------------------------------------------
+if ! "$root/scripts/s3-server.sh" start "$tmp/s3" > /dev/null 2>&1; then
+  echo "ensemble: no S3 server (scripts/install-deps.sh installs it): the S3 part not run"
+  exit 0
+fi
+s3=1
+# shellcheck disable=SC1091
+. "$tmp/s3/env"
+objects=$tmp/s3/data/ringtrain
+train s3://ringtrain/stores/b 2 0.01
+timeout 60 "$rt" ensemble "$tmp/a" s3://ringtrain/stores/b --out s3://ringtrain/ens > "$tmp/s3.log" ||
+  fail "ensemble in S3: $(cat "$tmp/s3.log")"
+for f in submission.csv validation_predictions.csv; do
+  cmp -s "$tmp/e/$f" "$objects/ens/$f._S3rver_object" || fail "$f from S3 differs"
+done
+echo "ensemble: stores and --out in S3 give the local folders' files"

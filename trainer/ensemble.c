@@ -1,0 +1,530 @@
+/* ensemble.c — `ringtrain ensemble` (rt_ensemble.h): each member's
+ * validation_predictions.csv and submission.csv read (from a folder or an
+ * S3 prefix) and checked against the first member's, the selection
+ * (ensemble_select.c) fitted on the validation rows, then the weighted
+ * predictions and ensemble.json written. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_ckpt.h"
+#include "rt_csv.h"
+#include "rt_data_io.h"
+#include "rt_ensemble.h"
+#include "rt_file.h"
+#include "rt_json.h"
+#include "rt_predict.h"
+
+#define MAX_FILE (1ll << 34) /* 16 GiB: a predictions file is read whole */
+#define DEFAULT_ROUNDS 25
+
+/* One predictions file: "Id[,true_LABEL],LABEL[,p_CLASS...]". */
+typedef struct pfile {
+    char path[1200];
+    int nhead;
+    char **head; /* the header's fields */
+    bool truth;  /* validation_predictions.csv: the true_ column */
+    int K;       /* probability columns (0: a regression's one value) */
+    int64_t n;
+    int64_t *id;
+    int32_t *cls; /* truth, classification: the class (by the p_ columns) */
+    double *y;    /* truth, regression */
+    double *pred; /* n x max(K, 1) */
+} pfile;
+
+typedef struct member {
+    const char *store;
+    pfile val, test;
+} member;
+
+static void pfile_free(pfile *f)
+{
+    for (int i = 0; i < f->nhead; i++)
+        free(f->head[i]);
+    free(f->head), free(f->id), free(f->cls), free(f->y), free(f->pred);
+    memset(f, 0, sizeof *f);
+}
+
+static int width(const pfile *f) { return f->K ? f->K : 1; }
+
+/* s, whole, as a finite number */
+static bool number(const char *s, double *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtod(s, &end);
+    return *s && !*end && !errno && isfinite(*v);
+}
+
+/* STORE/NAME (a store's trailing slash dropped) */
+static void store_path(const char *store, const char *name, char *out, size_t len)
+{
+    size_t n = strlen(store);
+    snprintf(out, len, "%.*s/%s", (int)(n && store[n - 1] == '/' ? n - 1 : n), store, name);
+}
+
+static rt_status read_header(rt_csv *c, pfile *f, char *err)
+{
+    const int r = rt_csv_next(c, err);
+    if (r != 1)
+        return r < 0 ? RT_ERR_INVALID : rt_err(err, RT_ERR_INVALID, "%s is empty", f->path);
+    f->nhead = (int)rt_csv_nfields(c);
+    if (!(f->head = calloc((size_t)f->nhead, sizeof *f->head)))
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < f->nhead; i++)
+        if (!(f->head[i] = strdup(rt_csv_field(c, (size_t)i, NULL))))
+            return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    const int lab = f->truth ? 2 : 1; /* the prediction's column */
+    if (f->nhead <= lab || strcmp(f->head[0], "Id") != 0 ||
+        (f->truth && strncmp(f->head[1], "true_", 5) != 0))
+        return rt_err(err, RT_ERR_INVALID,
+                      "%s is not a predictions file of ringtrain's (its header should be "
+                      "Id,%sLABEL[,p_CLASS...])",
+                      f->path, f->truth ? "true_LABEL," : "");
+    f->K = f->nhead - lab - 1;
+    for (int k = 0; k < f->K; k++)
+        if (strncmp(f->head[lab + 1 + k], "p_", 2) != 0)
+            return rt_err(err, RT_ERR_INVALID,
+                          "%s: column %d, '%s', is not a class probability (p_CLASS)", f->path,
+                          lab + 2 + k, f->head[lab + 1 + k]);
+    if (f->K == 1)
+        return rt_err(err, RT_ERR_INVALID,
+                      "%s has one class probability column: a classifier's "
+                      "files have one per class",
+                      f->path);
+    return RT_OK;
+}
+
+/* The class whose p_ column is named p_NAME, or -1 */
+static int class_of(const pfile *f, const char *name)
+{
+    const int lab = f->truth ? 2 : 1;
+    for (int k = 0; k < f->K; k++)
+        if (!strcmp(f->head[lab + 1 + k] + 2, name))
+            return k;
+    return -1;
+}
+
+static rt_status grow(pfile *f, int64_t *cap)
+{
+    int64_t c = *cap ? *cap * 2 : 1024;
+    int64_t *id = realloc(f->id, (size_t)c * sizeof *id);
+    if (id)
+        f->id = id;
+    double *pred = realloc(f->pred, (size_t)c * (size_t)width(f) * sizeof *pred);
+    if (pred)
+        f->pred = pred;
+    bool ok = id && pred;
+    if (ok && f->truth && f->K) {
+        int32_t *cls = realloc(f->cls, (size_t)c * sizeof *cls);
+        ok = cls != NULL;
+        if (cls)
+            f->cls = cls;
+    } else if (ok && f->truth) {
+        double *y = realloc(f->y, (size_t)c * sizeof *y);
+        ok = y != NULL;
+        if (y)
+            f->y = y;
+    }
+    if (!ok)
+        return RT_ERR_NOMEM;
+    *cap = c;
+    return RT_OK;
+}
+
+/* One record's id, truth and prediction (line: where it starts) */
+static rt_status read_row(rt_csv *c, pfile *f, char *err)
+{
+    const int64_t line = rt_csv_line(c), i = f->n;
+    if ((int)rt_csv_nfields(c) != f->nhead)
+        return rt_err(err, RT_ERR_INVALID, "%s:%lld: %zu fields, the header has %d", f->path,
+                      (long long)line, rt_csv_nfields(c), f->nhead);
+    double v;
+    const char *s = rt_csv_field(c, 0, NULL);
+    if (!number(s, &v) || v != floor(v) || fabs(v) > 9e15)
+        return rt_err(err, RT_ERR_INVALID, "%s:%lld: the Id '%s' is not an integer", f->path,
+                      (long long)line, s);
+    f->id[i] = (int64_t)v;
+    if (i > 0 && f->id[i] <= f->id[i - 1])
+        return rt_err(err, RT_ERR_INVALID,
+                      "%s:%lld: Id %lld after %lld: ringtrain writes the rows in increasing Id "
+                      "order, once each",
+                      f->path, (long long)line, (long long)f->id[i], (long long)f->id[i - 1]);
+    if (f->truth) {
+        s = rt_csv_field(c, 1, NULL);
+        if (f->K && (f->cls[i] = class_of(f, s)) < 0)
+            return rt_err(err, RT_ERR_INVALID, "%s:%lld: the true class '%s' has no p_ column",
+                          f->path, (long long)line, s);
+        if (!f->K && !number(s, &f->y[i]))
+            return rt_err(err, RT_ERR_INVALID, "%s:%lld: the true value '%s' is not a number",
+                          f->path, (long long)line, s);
+    }
+    const int lab = f->truth ? 2 : 1, w = width(f);
+    for (int k = 0; k < w; k++) {
+        const int col = f->K ? lab + 1 + k : lab;
+        s = rt_csv_field(c, (size_t)col, NULL);
+        if (!number(s, &f->pred[i * w + k]) ||
+            (f->K && (f->pred[i * w + k] < 0 || f->pred[i * w + k] > 1)))
+            return rt_err(err, RT_ERR_INVALID, "%s:%lld: %s '%s' is not a %s", f->path,
+                          (long long)line, f->head[col], s, f->K ? "probability" : "finite number");
+    }
+    f->n++;
+    return RT_OK;
+}
+
+/* f (its path and truth set) from the text: the header, then, when the
+ * model's classes are known (-1: not), whether the files fit it — a
+ * classifier's must carry its probabilities, else a numeric class would be
+ * averaged as a value — then the rows. */
+static rt_status parse_pfile(const void *data, size_t len, int classes, pfile *f, char *err)
+{
+    rt_csv *c = NULL;
+    rt_status st = rt_csv_open_mem(data, len, f->path, &c, err);
+    if (st == RT_OK)
+        st = read_header(c, f, err);
+    if (st == RT_OK && classes > 0 && f->K == 0)
+        st = rt_err(err, RT_ERR_INVALID,
+                    "%s: the model is a classifier, but the file has no class probabilities to "
+                    "average: train it with [output] proba = true (the default)",
+                    f->path);
+    else if (st == RT_OK && classes == 0 && f->K > 0)
+        st = rt_err(err, RT_ERR_INVALID, "%s: the model is a regression, the file a classifier's",
+                    f->path);
+    int64_t cap = 0;
+    int r = 0;
+    while (st == RT_OK && (r = rt_csv_next(c, err)) == 1) {
+        if (f->n == cap && grow(f, &cap) != RT_OK)
+            st = rt_err(err, RT_ERR_NOMEM, "out of memory reading %s", f->path);
+        else
+            st = read_row(c, f, err);
+    }
+    if (st == RT_OK && r < 0)
+        st = RT_ERR_INVALID;
+    rt_csv_close(c);
+    return st;
+}
+
+static rt_status read_pfile(const char *store, const char *name, bool truth, int classes, pfile *f,
+                            char *err)
+{
+    memset(f, 0, sizeof *f);
+    store_path(store, name, f->path, sizeof f->path);
+    f->truth = truth;
+    char *data = NULL;
+    size_t len = 0;
+    rt_status st = rt_data_read_file(f->path, (size_t)MAX_FILE, &data, &len, err);
+    if (st == RT_ERR_NOTFOUND)
+        return rt_err(err, st, "%s has no %s%s", store, name,
+                      truth ? ": the ensemble's weights are fitted on the validation rows' "
+                              "predictions, which a job writes with [output] "
+                              "predict_validation = true"
+                            : ": the job wrote no test predictions (its data set has no test "
+                              "rows, or [output] predictions named another file)");
+    if (st == RT_OK)
+        st = parse_pfile(data, len, classes, f, err);
+    free(data);
+    return st;
+}
+
+rt_status rt_ens_check_file(const void *data, size_t len, const char *name, bool truth,
+                            int64_t *rows, char *err)
+{
+    pfile f = {.truth = truth};
+    snprintf(f.path, sizeof f.path, "%s", name);
+    rt_status st = parse_pfile(data, len, -1, &f, err);
+    *rows = st == RT_OK ? f.n : 0;
+    pfile_free(&f);
+    return st;
+}
+
+/* The store's model, when it has a checkpoint: *classes its class count
+ * (0: a regression), else -1 ([train] checkpoint = none: the files say). */
+static rt_status model_task(const char *store, int *classes, char *err)
+{
+    static const char *const names[] = {"best.ckpt", "last.ckpt"};
+    *classes = -1;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char path[1300];
+        store_path(store, names[i], path, sizeof path);
+        rt_ckpt ck;
+        rt_status st = rt_ckpt_read(path, &ck, err);
+        if (st == RT_ERR_NOTFOUND)
+            continue;
+        if (st != RT_OK)
+            return st;
+        *classes = ck.spec.n_classes;
+        rt_ckpt_free(&ck);
+        break;
+    }
+    return RT_OK;
+}
+
+/* b against a (the first member's): the same columns, rows and truths */
+static rt_status same_as(const pfile *a, const pfile *b, char *err)
+{
+    for (int i = 0; i < a->nhead || i < b->nhead; i++)
+        if (i >= a->nhead || i >= b->nhead || strcmp(a->head[i], b->head[i]) != 0)
+            return rt_err(err, RT_ERR_INVALID,
+                          "%s's column %d is '%s', %s's '%s': the members must predict the "
+                          "same label and classes",
+                          b->path, i + 1, i < b->nhead ? b->head[i] : "(none)", a->path,
+                          i < a->nhead ? a->head[i] : "(none)");
+    for (int64_t i = 0; i < a->n || i < b->n; i++) {
+        if (i >= a->n || i >= b->n || a->id[i] != b->id[i])
+            return rt_err(err, RT_ERR_INVALID,
+                          "%s has %lld rows, %s %lld%s: the members must be scored on the same "
+                          "rows (the same data set and validation split)",
+                          b->path, (long long)b->n, a->path, (long long)a->n,
+                          a->n == b->n ? ", with other Ids" : "");
+        if (a->truth && (a->K ? a->cls[i] != b->cls[i] : a->y[i] != b->y[i]))
+            return rt_err(err, RT_ERR_INVALID,
+                          "%s's row Id %lld has another true label than in %s: the members "
+                          "must be trained on the same data set",
+                          b->path, (long long)b->id[i], a->path);
+    }
+    return RT_OK;
+}
+
+/* The stores' files into m[0..rep->nmembers) (skip_incomplete: a store
+ * without one of them is left out, its index in rep->skipped) */
+static rt_status load_members(const rt_ens_opts *o, member *m, rt_ens_report *rep, char *err)
+{
+    rt_status st = RT_OK;
+    for (int s = 0; st == RT_OK && s < o->nstores; s++) {
+        member *x = &m[rep->nmembers];
+        x->store = o->stores[s];
+        int classes;
+        st = model_task(x->store, &classes, err);
+        if (st == RT_OK)
+            st = read_pfile(x->store, "validation_predictions.csv", true, classes, &x->val, err);
+        if (st == RT_OK)
+            st = read_pfile(x->store, "submission.csv", false, classes, &x->test, err);
+        if (st == RT_ERR_NOTFOUND && o->skip_incomplete) {
+            pfile_free(&x->val), pfile_free(&x->test);
+            rep->skipped[rep->nskipped++] = s;
+            st = RT_OK;
+            continue;
+        }
+        if (st == RT_OK && x->test.K != x->val.K)
+            st = rt_err(err, RT_ERR_INVALID,
+                        "%s has %d class probabilities, %s %d: write both with [output] proba = "
+                        "true",
+                        x->test.path, x->test.K, x->val.path, x->val.K);
+        if (st == RT_OK && x != m && (st = same_as(&m[0].val, &x->val, err)) == RT_OK)
+            st = same_as(&m[0].test, &x->test, err);
+        if (st == RT_OK)
+            rep->member[rep->nmembers++] = s;
+        else
+            pfile_free(&x->val), pfile_free(&x->test);
+    }
+    if (st == RT_OK && rep->nmembers == 0)
+        st = rt_err(err, RT_ERR_NOTFOUND,
+                    "none of the %d stores holds both validation_predictions.csv and "
+                    "submission.csv (a job writes the first with [output] predict_validation = "
+                    "true)",
+                    o->nstores);
+    return st;
+}
+
+/* The metric the task allows (AUTO: log_loss or rmse) */
+static rt_status pick_metric(const rt_ens_opts *o, const member *m, int n, rt_ens_metric *out,
+                             char *err)
+{
+    const int K = m[0].val.K;
+    rt_ens_metric x = o->metric != RT_ENS_AUTO ? o->metric : K ? RT_ENS_LOG_LOSS : RT_ENS_RMSE;
+    const bool cls_metric = x == RT_ENS_LOG_LOSS || x == RT_ENS_ACCURACY || x == RT_ENS_AUC;
+    if (cls_metric != (K > 0))
+        return rt_err(err, RT_ERR_INVALID, "metric %s is for %s; the members' task is a %s",
+                      rt_ens_metric_name(x), cls_metric ? "classification" : "regression",
+                      K ? "classification (log_loss, accuracy, auc)"
+                        : "regression (rmse, mae, rmse_log)");
+    if (x == RT_ENS_AUC && K != 2)
+        return rt_err(err, RT_ERR_INVALID,
+                      "metric auc is for two classes; the members have %d "
+                      "(log_loss or accuracy)",
+                      K);
+    for (int i = 0; x == RT_ENS_RMSE_LOG && i < n; i++)
+        for (int64_t r = 0; r < m[i].val.n; r++)
+            if (m[i].val.pred[r] <= 0 || m[i].val.y[r] <= 0)
+                return rt_err(err, RT_ERR_INVALID,
+                              "metric rmse_log needs positive values: %s's row Id %lld has "
+                              "%s %g",
+                              m[i].val.path, (long long)m[i].val.id[r],
+                              m[i].val.y[r] <= 0 ? "the true value" : "the prediction",
+                              m[i].val.y[r] <= 0 ? m[i].val.y[r] : m[i].val.pred[r]);
+    *out = x;
+    return RT_OK;
+}
+
+/* The weighted mean of the members' predictions of f's rows (which = val
+ * or test) */
+static double *blend(const member *m, int n, bool val, const rt_ens_fit *fit)
+{
+    const pfile *f0 = val ? &m[0].val : &m[0].test;
+    const size_t cells = (size_t)f0->n * (size_t)width(f0);
+    double *out = calloc(cells ? cells : 1, sizeof *out);
+    for (int i = 0; out && i < n; i++) {
+        const double w = (double)fit->counts[i] / (double)fit->rounds_kept;
+        const double *x = val ? m[i].val.pred : m[i].test.pred;
+        for (size_t c = 0; w > 0 && c < cells; c++)
+            out[c] += w * x[c];
+    }
+    return out;
+}
+
+static void put_text(FILE *out, const char *s)
+{
+    char buf[1100];
+    rt_pred_csv_text(s, buf, sizeof buf);
+    fputs(buf, out);
+}
+
+/* f's layout with pred in place of the member's predictions */
+static rt_status write_pfile(const pfile *f, const double *pred, const char *path, char *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    if (!out)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < f->nhead; i++) {
+        if (i)
+            fputc(',', out);
+        put_text(out, f->head[i]);
+    }
+    fputc('\n', out);
+    const int lab = f->truth ? 2 : 1, w = width(f);
+    for (int64_t r = 0; r < f->n; r++) {
+        fprintf(out, "%lld,", (long long)f->id[r]);
+        if (f->truth && f->K) { /* the class's name, as its p_ column names it */
+            put_text(out, f->head[lab + 1 + f->cls[r]] + 2);
+            fputc(',', out);
+        } else if (f->truth)
+            fprintf(out, "%.6g,", f->y[r]);
+        const double *p = pred + r * w;
+        if (!f->K) {
+            fprintf(out, "%.6g\n", p[0]);
+            continue;
+        }
+        int best = 0;
+        for (int k = 1; k < f->K; k++)
+            if (p[k] > p[best])
+                best = k;
+        put_text(out, f->head[lab + 1 + best] + 2);
+        for (int k = 0; k < f->K; k++)
+            fprintf(out, ",%.6g", p[k]);
+        fputc('\n', out);
+    }
+    fclose(out);
+    rt_iov iov = {text, len};
+    rt_status st = rt_write_atomic(path, &iov, 1, err);
+    free(text);
+    return st;
+}
+
+static rt_status write_report(const rt_ens_opts *o, const rt_ens_report *rep, const char *path,
+                              char *err)
+{
+    char key[64];
+    snprintf(key, sizeof key, "val_%s", rt_ens_metric_name(rep->metric));
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    rt_jw_kstr(&w, "metric", rt_ens_metric_name(rep->metric));
+    rt_jw_kstr(&w, "task", rep->classification ? "classification" : "regression");
+    rt_jw_kint(&w, "rounds", rep->rounds);
+    rt_jw_kint(&w, "rounds_kept", rep->fit.rounds_kept);
+    rt_jw_kint(&w, "validation_rows", rep->val_rows);
+    rt_jw_kint(&w, "test_rows", rep->test_rows);
+    rt_jw_knum(&w, key, rep->fit.ensemble);
+    rt_jw_key(&w, "members");
+    rt_jw_arr(&w);
+    for (int i = 0; i < rep->nmembers; i++) {
+        rt_jw_obj(&w);
+        rt_jw_kstr(&w, "store", o->stores[rep->member[i]]);
+        rt_jw_knum(&w, "weight", (double)rep->fit.counts[i] / rep->fit.rounds_kept);
+        rt_jw_kint(&w, "picks", rep->fit.counts[i]);
+        rt_jw_knum(&w, key, rep->fit.member[i]);
+        rt_jw_obj_end(&w);
+    }
+    rt_jw_arr_end(&w);
+    rt_jw_key(&w, "skipped");
+    rt_jw_arr(&w);
+    for (int i = 0; i < rep->nskipped; i++)
+        rt_jw_str(&w, o->stores[rep->skipped[i]]);
+    rt_jw_arr_end(&w);
+    rt_jw_obj_end(&w);
+    size_t len = 0;
+    char *text = rt_jw_take(&w, &len);
+    if (!text)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    rt_iov iov[2] = {{text, len}, {"\n", 1}};
+    rt_status st = rt_write_atomic(path, iov, 2, err);
+    free(text);
+    return st;
+}
+
+static rt_status write_outputs(const rt_ens_opts *o, const member *m, const rt_ens_report *rep,
+                               char *err)
+{
+    char path[1300];
+    rt_status st = rt_mkdirs(o->out, err);
+    double *val = NULL, *test = NULL;
+    if (st == RT_OK && (!(val = blend(m, rep->nmembers, true, &rep->fit)) ||
+                        !(test = blend(m, rep->nmembers, false, &rep->fit))))
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory for the ensemble's predictions");
+    if (st == RT_OK) {
+        snprintf(path, sizeof path, "%s/validation_predictions.csv", o->out);
+        st = write_pfile(&m[0].val, val, path, err);
+    }
+    if (st == RT_OK) {
+        snprintf(path, sizeof path, "%s/submission.csv", o->out);
+        st = write_pfile(&m[0].test, test, path, err);
+    }
+    if (st == RT_OK) {
+        snprintf(path, sizeof path, "%s/ensemble.json", o->out);
+        st = write_report(o, rep, path, err);
+    }
+    free(val), free(test);
+    return st;
+}
+
+rt_status rt_ensemble_run(const rt_ens_opts *o, rt_ens_report *rep, char *err)
+{
+    memset(rep, 0, sizeof *rep);
+    if (o->nstores < 1 || o->nstores > RT_ENS_MAX_MEMBERS)
+        return rt_err(err, RT_ERR_INVALID, "%d stores: 1 to %d can be ensembled", o->nstores,
+                      RT_ENS_MAX_MEMBERS);
+    rep->rounds = o->rounds ? o->rounds : DEFAULT_ROUNDS;
+    member *m = calloc((size_t)o->nstores, sizeof *m);
+    const double **pred = calloc((size_t)o->nstores, sizeof *pred);
+    rt_status st = m && pred ? RT_OK : rt_err(err, RT_ERR_NOMEM, "out of memory");
+    if (st == RT_OK)
+        st = load_members(o, m, rep, err);
+    if (st == RT_OK)
+        st = pick_metric(o, m, rep->nmembers, &rep->metric, err);
+    if (st == RT_OK) {
+        for (int i = 0; i < rep->nmembers; i++)
+            pred[i] = m[i].val.pred;
+        const rt_ens_problem p = {.nmembers = rep->nmembers,
+                                  .nrows = m[0].val.n,
+                                  .ncols = width(&m[0].val),
+                                  .pred = pred,
+                                  .label = m[0].val.cls,
+                                  .target = m[0].val.y,
+                                  .metric = rep->metric};
+        rep->classification = m[0].val.K > 0;
+        rep->nclasses = m[0].val.K;
+        rep->val_rows = m[0].val.n;
+        rep->test_rows = m[0].test.n;
+        st = rt_ens_select(&p, rep->rounds, &rep->fit, err);
+    }
+    if (st == RT_OK)
+        st = write_outputs(o, m, rep, err);
+    for (int i = 0; m && i < o->nstores; i++)
+        pfile_free(&m[i].val), pfile_free(&m[i].test);
+    free(m), free(pred);
+    return st;
+}
