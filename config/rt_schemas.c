@@ -505,6 +505,10 @@ static const rt_cfg_key job_keys[] = {
              "trial 1 trains the file's own values of the searched keys (Ray Tune's "
              "points_to_evaluate, Optuna's enqueue_trial): the sweep starts from the "
              "configuration you have; asha and random only"),
+    RT_CFG_B("sweep", "ensemble", "false", rt_job_cfg, sweep_ensemble,
+             "after the trials, their predictions weighted by the validation rows into "
+             "STORE/ensemble (AutoGluon's weighted ensemble; `ringtrain ensemble`): every trial "
+             "writes its validation predictions, those stopped before predicting are left out"),
     RT_CFG_M("sweep", "space.", rt_job_cfg, space,
              "the search space, one key per line: space.train.learning_rate = "
              "loguniform(1e-4, 3e-3); uniform(lo, hi), int(lo, hi), choice(a | b | c) "

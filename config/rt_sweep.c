@@ -278,6 +278,7 @@ static char *train_text(const rt_job_cfg *c)
 {
     rt_job_cfg t = *c;
     t.type = RT_JOB_TRAIN;
+    t.predict_validation = t.predict_validation || c->sweep_ensemble; /* what it is fitted on */
     memset(&t.space, 0, sizeof t.space);
     return rt_cfg_print_string(&rt_job_schema, &t);
 }

@@ -9,8 +9,9 @@
 #     member's, and the same figure ensemble.json gives;
 #   - stores and --out in S3 give the same files as the local folders;
 #   - --skip-incomplete leaves out a store without predictions and names it:
-#     of a sweep's 4 trials (ASHA, predict_validation = true), exactly those
-#     stopped before they predicted;
+#     of a sweep's 4 trials (ASHA), exactly those stopped before they
+#     predicted; [sweep] ensemble = true makes the same ensemble as the
+#     sweep's last step, into STORE/ensemble (a sweep in S3: into its bucket);
 #   - refused, naming the cause: a store without validation predictions, a
 #     classifier's files without probabilities (its checkpoint says it is
 #     one), a metric of another task, an unknown metric.
@@ -119,14 +120,19 @@ echo "ensemble: refused without validation predictions, probabilities, or with a
 # ---- a sweep's trials: those ASHA stopped have no predictions and are left out ---------------
 {
   sed -e '/^\[job\]/,/^\[/ s/^type = train/type = sweep/' -e '/^\[output\]/,$ d' "$job"
-  printf '[output]\nstore = %s\npredict_validation = true\n' "$tmp/sweep"
+  printf '[output]\nstore = STORE\n'
   printf '[sweep]\ntrials = 4\nparallel = 2\nscheduler = asha\ngrace_epochs = 1\nreduction = 2\n'
-  printf 'seed = 3\nspace.train.learning_rate = loguniform(1e-3, 0.2)\n'
+  printf 'seed = 3\nensemble = true\nspace.train.learning_rate = loguniform(1e-3, 0.2)\n'
 } > "$tmp/sweep.ini"
 timeout 300 "$rt" run "$tmp/sweep.ini" --set data.dataset="$tmp/ds" --set train.epochs=4 \
-  > "$tmp/sweep.log" 2>&1 || { cat "$tmp/sweep.log"; fail "the sweep failed"; }
-out=$(timeout 60 "$rt" ensemble "$tmp"/sweep/trial-* --skip-incomplete --out "$tmp/sweep/ensemble") ||
+  --set output.store="$tmp/sweep" > "$tmp/sweep.log" 2>&1 || { cat "$tmp/sweep.log"; fail "the sweep failed"; }
+[ -s "$tmp/sweep/ensemble/ensemble.json" ] || fail "the sweep's last step wrote no ensemble/"
+# the sweep's ensemble/ is what `ringtrain ensemble` makes of the trials' stores
+out=$(timeout 60 "$rt" ensemble "$tmp"/sweep/trial-* --skip-incomplete --out "$tmp/sweep-e") ||
   fail "ensemble of the trials: $out"
+for f in submission.csv validation_predictions.csv; do
+  cmp -s "$tmp/sweep/ensemble/$f" "$tmp/sweep-e/$f" || fail "the sweep's ensemble/$f differs from the command's"
+done
 python3 - "$tmp/sweep" <<'EOF' || fail "the trials' ensemble: $out"
 import json, os, sys
 d = sys.argv[1]
@@ -161,3 +167,12 @@ for f in submission.csv validation_predictions.csv; do
   cmp -s "$tmp/e/$f" "$objects/ens/$f._S3rver_object" || fail "$f from S3 differs"
 done
 echo "ensemble: stores and --out in S3 give the local folders' files"
+# a sweep in S3 with ensemble = true: its last step reads the trials from the bucket, puts
+# ensemble/ up
+timeout 300 "$rt" run "$tmp/sweep.ini" --set data.dataset="$tmp/ds" --set train.epochs=4 \
+  --set output.store=s3://ringtrain/sweep > "$tmp/sweep-s3.log" 2>&1 ||
+  { cat "$tmp/sweep-s3.log"; fail "the sweep in S3 failed"; }
+for f in submission.csv validation_predictions.csv ensemble.json; do
+  [ -s "$objects/sweep/ensemble/$f._S3rver_object" ] || fail "no ensemble/$f in the sweep's bucket"
+done
+echo "ensemble: a sweep in S3 puts its ensemble/ up"

@@ -10,7 +10,9 @@
  *                        checkpoint when ASHA stopped it before it wrote
  *                        them — and best.ini, its complete job file with
  *                        its store at STORE/best/retrain, which `ringtrain
- *                        run best.ini` trains again as it is.
+ *                        run best.ini` trains again as it is;
+ *   STORE/ensemble/      ([sweep] ensemble) the trials' predictions
+ *                        weighted by the validation rows (rt_ensemble.h).
  *
  * Everything is written atomically; a second run (a restarted last step)
  * writes the same.  A store in S3: the trials' files are read from the
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include "rt_data_io.h"
+#include "rt_ensemble.h"
 #include "rt_file.h"
 #include "rt_json.h"
 #include "rt_proto.h"
@@ -205,6 +208,45 @@ static rt_status write_best(const rt_job_cfg *cfg, const rt_json *res, const cha
     return st;
 }
 
+/* [sweep] ensemble: the trials that predicted, weighted by their validation
+ * predictions (rt_ensemble.h), into sdir/ensemble.  Not having one (no
+ * trial predicted) is said, and the sweep's results stand without it. */
+static bool write_ensemble(const rt_json *res, const char *store, const char *sdir)
+{
+    const size_t n = rt_json_len(rt_json_get(res, "trials"));
+    char(*names)[4200] = calloc(n ? n : 1, sizeof *names);
+    const char **stores = calloc(n ? n : 1, sizeof *stores);
+    char out[4200], err[RT_ERR_LEN] = "out of memory";
+    rt_ens_report rep;
+    rt_status st = names && stores && n <= RT_ENS_MAX_MEMBERS ? RT_OK : RT_ERR_NOMEM;
+    if (n > RT_ENS_MAX_MEMBERS)
+        rt_err(err, st = RT_ERR_INVALID, "%zu trials: at most %d can be ensembled", n,
+               RT_ENS_MAX_MEMBERS);
+    for (size_t i = 0; st == RT_OK && i < n; i++) {
+        snprintf(names[i], sizeof names[i], "%s/trial-%zu", store, i + 1);
+        stores[i] = names[i];
+    }
+    snprintf(out, sizeof out, "%s/ensemble", sdir);
+    rt_ens_opts o = {.stores = stores, .nstores = (int)n, .out = out, .skip_incomplete = true};
+    if (st == RT_OK)
+        st = rt_ensemble_run(&o, &rep, err);
+    double alone = st == RT_OK ? rep.fit.member[0] : NAN; /* the best trial alone */
+    for (int i = 1; st == RT_OK && i < rep.nmembers; i++)
+        if (rt_ens_metric_higher_better(rep.metric) ? rep.fit.member[i] > alone
+                                                    : rep.fit.member[i] < alone)
+            alone = rep.fit.member[i];
+    if (st == RT_OK)
+        printf("sweep: ensemble/ weighs %d trial%s by their validation predictions: val_%s "
+               "%.6f (the best of them alone %.6f); %d left out, stopped before predicting\n",
+               rep.nmembers, rep.nmembers == 1 ? "" : "s", rt_ens_metric_name(rep.metric),
+               rep.fit.ensemble, alone, rep.nskipped);
+    else
+        printf("sweep: no ensemble: %s\n", err);
+    free(names);
+    free(stores);
+    return st == RT_OK;
+}
+
 int rt_sweep_finish(const rt_job_cfg *cfg, const char *job_ini)
 {
     char dir[4096], path[4200], err[RT_ERR_LEN];
@@ -228,6 +270,8 @@ int rt_sweep_finish(const rt_job_cfg *cfg, const char *job_ini)
         st = write_best(cfg, res, cfg->store, store.dir, err);
     if (st == RT_OK) /* S3: best/ up before trials.jsonl, which says the sweep is done */
         st = store_sync_dir(&store, "best", err);
+    if (st == RT_OK && cfg->sweep_ensemble && write_ensemble(res, cfg->store, store.dir))
+        st = store_sync_dir(&store, "ensemble", err);
     if (st == RT_OK && (st = store_sync(&store, "trials.jsonl", err)) == RT_OK)
         printf("sweep: %s/trials.jsonl: %zu trials\n", cfg->store,
                rt_json_len(rt_json_get(res, "trials")));

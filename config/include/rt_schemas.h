@@ -186,6 +186,7 @@ typedef struct rt_job_cfg {
     int sweep_scheduler; /* RT_SWEEP_ASHA, RANDOM, GRID */
     int64_t grace_epochs, reduction, max_failed_trials, sweep_seed;
     bool sweep_baseline; /* trial 1: the file's own values of the searched keys */
+    bool sweep_ensemble; /* the trials' predictions ensembled into STORE/ensemble */
     rt_cfgmap space;     /* space.SECTION.KEY = DISTRIBUTION */
     /* [s3] */
     rt_s3_keys s3;
