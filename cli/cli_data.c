@@ -529,10 +529,8 @@ int cli_ensemble(const cli_args *a)
         return 2;
     }
     if (mname && (!rt_ens_metric_parse(mname, &o.metric) || o.metric == RT_ENS_AUTO)) {
-        fprintf(stderr,
-                "ringtrain ensemble: --metric %s: one of log_loss, accuracy, auc, rmse, "
-                "mae, rmse_log\n",
-                cli_safe(mname));
+        fprintf(stderr, "ringtrain ensemble: --metric %s: one of %s\n", cli_safe(mname),
+                rt_ens_metric_list());
         return 2;
     }
     if (a->npos > RT_ENS_MAX_MEMBERS) {

@@ -2,6 +2,7 @@
  * ensemble is chosen by and Caruana's greedy selection, pure functions of
  * the predictions (ensemble.c reads and writes the files around them). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,15 @@ bool rt_ens_metric_parse(const char *name, rt_ens_metric *m)
             return true;
         }
     return false;
+}
+
+const char *rt_ens_metric_list(void)
+{
+    static char list[128];
+    if (!list[0])
+        for (size_t i = RT_ENS_AUTO + 1, n = 0; i < sizeof NAMES / sizeof *NAMES; i++)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i > 1 ? ", " : "", NAMES[i]);
+    return list;
 }
 
 const char *rt_ens_metric_name(rt_ens_metric m)

@@ -38,6 +38,8 @@ typedef enum rt_ens_metric {
 /* "log_loss", ... ; false for an unknown name */
 bool rt_ens_metric_parse(const char *name, rt_ens_metric *m);
 const char *rt_ens_metric_name(rt_ens_metric m);
+/* "log_loss, accuracy, ..., rmse_log": every name but auto */
+const char *rt_ens_metric_list(void);
 bool rt_ens_metric_higher_better(rt_ens_metric m);
 
 /* The selection's input: every member's predictions of the same rows. */
