@@ -70,8 +70,8 @@ for ((k = 0; k < folds; k++)); do
           --prep "$out/prep-$k.sql" "${extra[@]}" 2>&1) ||
     { echo "$log" | tail -20 >&2; echo "cv.sh: $name fold $k failed" >&2; exit 1; }
   # the monitored figure of the epoch the run kept (tabular.sh's line)
-  v=$(grep '^kept epoch' <<<"$log" | tail -1 | sed 's/.*: //') ||
-    { echo "cv.sh: $name fold $k: no validation figure kept (tabular.sh's 'kept epoch')" >&2; exit 1; }
+  v=$(grep -E '^(kept epoch|ensemble validation)' <<<"$log" | tail -1 | sed 's/.*: //') ||
+    { echo "cv.sh: $name fold $k: no validation figure kept (tabular.sh's 'kept epoch' or 'ensemble validation')" >&2; exit 1; }
   vals+=("${v#*=}")
   t=$(grep -o 'test_[a-z_]*=[0-9.]*' <<<"$log" | grep -v rows | tr '\n' ' ')
   echo "| $name | $k of $folds | $v | $t|"

@@ -43,7 +43,7 @@ for name in "${names[@]}"; do
     else
       accs+=("$(grep -o 'test_accuracy=[0-9.]*' <<<"$log" | cut -d= -f2)")
     fi
-    vals+=("$( (grep '^kept epoch' <<<"$log" || true) | tail -1 | sed 's/.*: //')")
+    vals+=("$( (grep -E '^(kept epoch|ensemble validation)' <<<"$log" || true) | tail -1 | sed 's/.*: //')")
     aucs+=("$(grep -o 'test_auc=[0-9.]*' <<<"$log" | cut -d= -f2 || true)")
     recs+=("$( (grep '^recall' <<<"$log" || true) | tr -d '()%' |
               awk '$NF >= 10 && (m == "" || $(NF - 3) < m) { m = $(NF - 3) } END { print m }')")

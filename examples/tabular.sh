@@ -7,6 +7,10 @@
 #   2. ringtrain run NAME/job.ini --np N trains (coordinator and agent on
 #      loopback), keeps the best epoch, writes submission.csv, and this prints
 #      `kept epoch E: MONITOR=VALUE`, the validation figure it was kept by;
+#      an example with NAME/members.txt (a list of job files) trains each of
+#      them instead, with [output] predict_validation = true, and `ringtrain
+#      ensemble` weighs their predictions by the validation rows (printing
+#      `ensemble validation: METRIC=VALUE`) into submission.csv;
 #   3. examples/score.sh, which knows nothing of the trainer, compares the
 #      submission with the CSV's labels of the test rows and prints last
 #      test_accuracy (a binary task: test_auc, the ROC AUC of the second
@@ -14,10 +18,11 @@
 #      regression: test_rmse_log, the RMSE of log prediction against log label).
 #
 #   examples/tabular.sh NAME [--np N] [--seed S] [--out DIR] [--data DIR]
-#                       [--job FILE] [--prep FILE] [--set SECTION.KEY=VALUE]...
+#                       [--job FILE | --single] [--prep FILE] [--set SECTION.KEY=VALUE]...
 # (--job: another job file than NAME/job.ini, on the same data and scorer;
+# --single: NAME/job.ini alone where the example is an ensemble;
 # --prep: another feature script than NAME/prep.sql, e.g. another validation
-# split: bench/cv.sh.)
+# split: bench/cv.sh; --set: to every job.)
 # Everything it writes goes to --out (default: a new folder in /tmp, named
 # on the first line), never into the checkout.  Binaries come from
 # $RINGTRAIN_BUILD when set, else build/ of this repository.
@@ -27,7 +32,7 @@ root=$(cd "$here/.." && pwd)
 build=${RINGTRAIN_BUILD:-$root/build}
 name=${1:?usage: examples/tabular.sh NAME [--np N] [--seed S] [--out DIR]}
 shift
-np=2 seed=42 out='' data="$root/../shared/data/tabular" sets=() job='' prep=''
+np=2 seed=42 out='' data="$root/../shared/data/tabular" sets=() job='' prep='' single=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --np) np=$2; shift ;;
@@ -36,8 +41,9 @@ while [ $# -gt 0 ]; do
     --data) data=$2; shift ;;
     --job) job=$2; shift ;;
     --prep) prep=$2; shift ;;
+    --single) single=1 ;;
     --set) sets+=(--set "$2"); shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "tabular.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -58,24 +64,50 @@ ln -s "$csv" "$out/in/${csv##*/}"
 echo "== 1. prep: $csv -> $out/dataset ($np partitions)"
 "$ringtrain" prep --input "$out/in" --sql "${prep:-$here/$name/prep.sql}" --out "$out/dataset" \
   --partitions "$np" --quiet
-job=${job:-$here/$name/job.ini}
-echo "== 2. train: ringtrain run ${job#"$here"/} --np $np (seed $seed)"
-"$ringtrain" run "$job" --np "$np" --set data.dataset="$out/dataset" \
-  --set output.store="$out/store" --set train.seed="$seed" "${sets[@]}"
-# the figure the kept epoch was chosen by: --set train.monitor, else the job's
+# train JOB into STORE (extra --set arguments after them) and print the
+# figure its kept epoch was chosen by: --set train.monitor, else the job's
 # [train] monitor, else ringtrain's default (val_loss); one line that
 # bench/tabular_quality.sh, family_inputs.sh and cv.sh read
-monitor=$(awk -F= '/^\[/ { sec = $0 } sec == "[train]" && $1 ~ /^ *monitor *$/ { gsub(/ /, "", $2); m = $2 }
-                  END { print m }' "$job")
-for ((i = 1; i < ${#sets[@]}; i += 2)); do
-  [[ ${sets[i]} == train.monitor=* ]] && monitor=${sets[i]#*=}
-done
-python3 -c 'import json, sys
+train() {
+  local job=$1 store=$2 monitor
+  shift 2
+  "$ringtrain" run "$job" --np "$np" --set data.dataset="$out/dataset" \
+    --set output.store="$store" --set train.seed="$seed" "${sets[@]}" "$@"
+  monitor=$(awk -F= '/^\[/ { sec = $0 } sec == "[train]" && $1 ~ /^ *monitor *$/ { gsub(/ /, "", $2); m = $2 }
+                    END { print m }' "$job")
+  for ((i = 1; i < ${#sets[@]}; i += 2)); do
+    [[ ${sets[i]} == train.monitor=* ]] && monitor=${sets[i]#*=}
+  done
+  python3 -c 'import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if "\"best\":true" in l]
 v = rows[-1].get(sys.argv[2]) if rows else None
 if v is not None:  # no validation rows: ringtrain kept the epoch by another figure
     print("kept epoch %d: %s=%.6f" % (rows[-1]["epoch"], sys.argv[2], v))' \
-  "$out/store/history.jsonl" "${monitor:-val_loss}"
+    "$store/history.jsonl" "${monitor:-val_loss}"
+}
+members=()
+if [ -z "$job" ] && [ "$single" = 0 ] && [ -f "$here/$name/members.txt" ]; then
+  while read -r m; do members+=("$here/$name/$m"); done < <(sed 's/[;#].*//; /^[[:space:]]*$/d' "$here/$name/members.txt")
+fi
+if [ ${#members[@]} -eq 0 ]; then
+  job=${job:-$here/$name/job.ini}
+  echo "== 2. train: ringtrain run ${job#"$here"/} --np $np (seed $seed)"
+  train "$job" "$out/store"
+else
+  stores=()
+  for ((k = 0; k < ${#members[@]}; k++)); do
+    echo "== 2.$((k + 1)) train member $((k + 1)) of ${#members[@]}: ringtrain run ${members[k]#"$here"/} --np $np (seed $seed)"
+    train "${members[k]}" "$out/member-$((k + 1))" --set output.predict_validation=true |
+      sed "s/^kept epoch/member $((k + 1)): kept epoch/"
+    stores+=("$out/member-$((k + 1))")
+  done
+  echo "== 2.$((k + 1)) ringtrain ensemble: the members' predictions weighted by the validation rows"
+  "$ringtrain" ensemble "${stores[@]}" --out "$out/store" | tee "$out/ensemble.txt"
+  python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+m = r["metric"]
+print("ensemble validation: %s=%.6f" % (m, r["val_" + m]))' "$out/store/ensemble.json"
+fi
 echo "== 3. score the test rows (is_test = 1) against submission.csv"
 manifest=$out/dataset/manifest.json
 task=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["task"])' "$manifest")
