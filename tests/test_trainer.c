@@ -446,6 +446,17 @@ static void test_checkpoint(void **state)
     assert_memory_equal(back.adam_v, c.adam_v, (size_t)c.nparams * 4);
     assert_memory_equal(back.buffers, c.buffers, (size_t)c.nbuffers * 4);
     assert_int_equal(rt_ckpt_compatible(&back, &c.spec, err), RT_OK);
+    /* its header alone: the same spec and bookkeeping, no tensors */
+    rt_ckpt hdr;
+    assert_int_equal(rt_ckpt_read_header(path, &hdr, err), RT_OK);
+    assert_int_equal(rt_ckpt_compatible(&hdr, &c.spec, err), RT_OK);
+    assert_int_equal(hdr.spec.n_classes, c.spec.n_classes);
+    assert_int_equal(hdr.nparams, c.nparams);
+    assert_int_equal(hdr.best_epoch, 3);
+    assert_string_equal(hdr.cont_names[1], "trend");
+    assert_null(hdr.params);
+    rt_ckpt_free(&hdr);
+    assert_int_equal(rt_ckpt_read_header("/nonexistent/last.ckpt", &hdr, err), RT_ERR_NOTFOUND);
     /* loading it into a fresh model gives the same state */
     assert_int_equal(rt_ckpt_to_model(&back, m, err), RT_OK);
     assert_int_equal(rt_model_step(m), 3);
@@ -498,6 +509,20 @@ static void test_checkpoint(void **state)
                      RT_ERR_INVALID);
     assert_non_null(strstr(err, "not a ringtrain checkpoint"));
     assert_int_equal(rt_ckpt_read("/nonexistent/last.ckpt", &back, err), RT_ERR_NOTFOUND);
+    /* the header alone of a file cut inside its header, or of another file */
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fwrite(data, 1, 100, f);
+    fclose(f);
+    assert_int_equal(rt_ckpt_read_header(path, &back, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, path));
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 20; i++)
+        fputs("not a checkpoint", f);
+    fclose(f);
+    assert_int_equal(rt_ckpt_read_header(path, &back, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "not a ringtrain checkpoint"));
     free(data);
     unlink(path);
     rt_ckpt_free(&c);

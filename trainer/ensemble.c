@@ -249,7 +249,7 @@ static rt_status model_task(const char *store, int *classes, char *err)
         char path[1300];
         store_path(store, names[i], path, sizeof path);
         rt_ckpt ck;
-        rt_status st = rt_ckpt_read(path, &ck, err);
+        rt_status st = rt_ckpt_read_header(path, &ck, err);
         if (st == RT_ERR_NOTFOUND)
             continue;
         if (st != RT_OK)

@@ -473,6 +473,42 @@ rt_status rt_ckpt_read(const char *path, rt_ckpt *c, char *err)
     return st;
 }
 
+rt_status rt_ckpt_read_header(const char *path, rt_ckpt *c, char *err)
+{
+    memset(c, 0, sizeof *c);
+    rt_src *src = NULL;
+    int64_t size = 0;
+    unsigned char head[16];
+    char *text = NULL;
+    rt_status st = rt_src_open(path, &src, &size, err);
+    if (st == RT_OK && size < 16 + 44)
+        st = rt_err(err, RT_ERR_INVALID, "%s is not a ringtrain checkpoint", path);
+    if (st == RT_OK)
+        st = rt_src_read_at(src, head, sizeof head, 0, err);
+    if (st == RT_OK && memcmp(head, MAGIC, 8) != 0)
+        st = rt_err(err, RT_ERR_INVALID, "%s is not a ringtrain checkpoint", path);
+    else if (st == RT_OK && rt_get_le32(head + 8) != 1)
+        st = rt_err(err, RT_ERR_INVALID, "%s: checkpoint version %u, this build reads 1", path,
+                    rt_get_le32(head + 8));
+    const size_t hl = st == RT_OK ? rt_get_le32(head + 12) : 0;
+    if (st == RT_OK && (int64_t)hl > size - 44)
+        st = damaged(err, path, "its header length is impossible");
+    if (st == RT_OK && !(text = malloc(hl + 1)))
+        st = rt_err(err, RT_ERR_NOMEM, "%s: out of memory", path);
+    if (st == RT_OK)
+        st = rt_src_read_at(src, text, hl, 16, err);
+    rt_src_close(src);
+    rt_json *h = NULL;
+    char jerr[RT_ERR_LEN];
+    if (st == RT_OK && rt_json_parse(text, hl, &h, jerr) != RT_OK)
+        st = damaged(err, path, jerr);
+    free(text);
+    if (st == RT_OK && (st = parse_header(h, c, path, err)) != RT_OK)
+        rt_ckpt_free(c);
+    rt_json_free(h);
+    return st;
+}
+
 rt_status rt_ckpt_compatible(const rt_ckpt *c, const rt_model_spec *s, char *err)
 {
     char what[RT_ERR_LEN];

@@ -72,6 +72,10 @@ void rt_ckpt_bytes_free(rt_ckpt_bytes *b);
  * the file) when it is damaged. */
 rt_status rt_ckpt_read(const char *path, rt_ckpt *c, char *err);
 rt_status rt_ckpt_parse(const void *data, size_t len, const char *name, rt_ckpt *c, char *err);
+/* Its header alone (the spec, label, classes, columns; no tensors, whose
+ * CRC is not checked): what a checkpoint is of, for a file or an object
+ * read in part.  RT_ERR_NOTFOUND as rt_ckpt_read. */
+rt_status rt_ckpt_read_header(const char *path, rt_ckpt *c, char *err);
 void rt_ckpt_free(rt_ckpt *c);
 /* Whether c's tensor counts are m's (RT_ERR_CORRUPT naming both): every
  * path that copies a checkpoint's tensors checks this first. */
