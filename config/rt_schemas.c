@@ -508,7 +508,7 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_B("sweep", "ensemble", "false", rt_job_cfg, sweep_ensemble,
              "after the trials, their predictions weighted by the validation rows into "
              "STORE/ensemble (AutoGluon's weighted ensemble; `ringtrain ensemble`): every trial "
-             "writes its validation predictions, those stopped before predicting are left out"),
+             "writes its validation predictions, those without predictions are left out"),
     RT_CFG_M("sweep", "space.", rt_job_cfg, space,
              "the search space, one key per line: space.train.learning_rate = "
              "loguniform(1e-4, 3e-3); uniform(lo, hi), int(lo, hi), choice(a | b | c) "

@@ -237,7 +237,7 @@ static bool write_ensemble(const rt_json *res, const char *store, const char *sd
             alone = rep.fit.member[i];
     if (st == RT_OK)
         printf("sweep: ensemble/ weighs %d trial%s by their validation predictions: val_%s "
-               "%.6f (the best of them alone %.6f); %d left out, stopped before predicting\n",
+               "%.6f (the best of them alone %.6f); %d left out without predictions\n",
                rep.nmembers, rep.nmembers == 1 ? "" : "s", rt_ens_metric_name(rep.metric),
                rep.fit.ensemble, alone, rep.nskipped);
     else
