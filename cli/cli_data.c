@@ -8,13 +8,17 @@
  *   ringtrain model summary CKPT [--tensors]
  *
  * and the model check of a job file before `submit` and `run` send it. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "rt_ckpt.h"
 #include "rt_ensemble.h"
+#include "rt_file.h"
+#include "rt_json.h"
 #include "rt_config.h"
 #include "rt_dataset.h"
 #include "rt_dp.h"
@@ -369,6 +373,119 @@ static int predict_dataset(const cli_args *a, const char *model, const char *dat
     return 0;
 }
 
+/* --model names an ensemble (a folder with ensemble.json, or the file):
+ * the path of its ensemble.json into json, else false */
+static bool ensemble_model(const char *model, char *json, size_t len)
+{
+    size_t n = strlen(model);
+    if (n >= 13 && !strcmp(model + n - 13, "ensemble.json")) {
+        snprintf(json, len, "%s", model);
+        return true;
+    }
+    struct stat sb;
+    if (stat(model, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return false;
+    snprintf(json, len, "%s/ensemble.json", model);
+    return stat(json, &sb) == 0;
+}
+
+/* Each member of the ensemble whose weight is not 0 predicts (its best.ckpt,
+ * else last.ckpt: what its submission.csv came from) into the folder tmp,
+ * then rt_ensemble_combine weighs them into out. */
+static int predict_ensemble(const cli_args *a, const char *json, const char *dataset,
+                            const char *input, const char *out, int threads, int64_t batch,
+                            const char *shown)
+{
+    char err[RT_ERR_LEN], tmp[1200];
+    char *text = NULL;
+    size_t len = 0;
+    rt_json *j = NULL;
+    if (cli_value(a, "--id") || cli_value(a, "--keep")) {
+        fprintf(stderr, "ringtrain predict: --id and --keep are not for an ensemble's "
+                        "predictions (its rows are numbered as --input numbers them)\n");
+        return 2;
+    }
+    rt_status st = rt_read_file(json, 64u << 20, &text, &len, err);
+    if (st == RT_OK)
+        st = rt_json_parse(text, len, &j, err);
+    free(text);
+    const rt_json *ms = j ? rt_json_get(j, "members") : NULL;
+    const size_t nm = rt_json_len(ms);
+    if (st == RT_OK && (nm == 0 || nm > RT_ENS_MAX_MEMBERS))
+        st = rt_err(err, RT_ERR_INVALID, "%s lists %zu members (1 to %d)", json, nm,
+                    RT_ENS_MAX_MEMBERS);
+    const char *t = getenv("TMPDIR");
+    snprintf(tmp, sizeof tmp, "%s/ringtrain-ensemble-XXXXXX", t && t[0] ? t : "/tmp");
+    bool made = false;
+    if (st == RT_OK && !(made = mkdtemp(tmp) != NULL))
+        st = rt_err(err, RT_ERR_IO, "cannot make a folder in %s: %s", tmp, strerror(errno));
+    char(*files)[1300] = calloc(nm ? nm : 1, sizeof *files);
+    const char **fp = calloc(nm ? nm : 1, sizeof *fp);
+    double *w = calloc(nm ? nm : 1, sizeof *w);
+    int n = 0;
+    if (st == RT_OK && (!files || !fp || !w))
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; st == RT_OK && i < nm; i++) {
+        const rt_json *mi = rt_json_at(ms, i);
+        const char *store = rt_json_get_str(mi, "store");
+        const double wi = rt_json_num(rt_json_get(mi, "weight"), -1);
+        if (!store || !(wi >= 0 && wi <= 1)) {
+            st = rt_err(err, RT_ERR_INVALID, "%s: member %zu has no store or weight", json, i + 1);
+            break;
+        }
+        if (wi == 0)
+            continue;
+        char ck[1300];
+        rt_ckpt h;
+        snprintf(ck, sizeof ck, "%s/best.ckpt", store);
+        if ((st = rt_ckpt_read_header(ck, &h, err)) == RT_ERR_NOTFOUND) {
+            snprintf(ck, sizeof ck, "%s/last.ckpt", store);
+            st = rt_ckpt_read_header(ck, &h, err);
+        }
+        if (st != RT_OK)
+            break;
+        rt_ckpt_free(&h);
+        snprintf(files[n], sizeof files[n], "%s/member-%zu.csv", tmp, i + 1);
+        int64_t rows = 0;
+        char range[RT_ERR_LEN];
+        if (input) {
+            rt_predict_input_opts o = {.model = ck,
+                                       .input = input,
+                                       .sql = cli_value(a, "--sql"),
+                                       .out = files[n],
+                                       .threads = threads,
+                                       .batch = batch,
+                                       .clip = cli_switch(a, "--clip")};
+            rt_predict_input_report rep;
+            if ((st = range_factor(a, &o.range_factor) != 0 ? RT_ERR_INVALID : RT_OK) == RT_OK)
+                st = rt_predict_input(&o, &rep, err);
+        } else {
+            rt_pred_opts po = {.proba = true, .clip = cli_switch(a, "--clip")};
+            if ((st = range_factor(a, &po.range_factor) != 0 ? RT_ERR_INVALID : RT_OK) == RT_OK)
+                st = rt_predict_checkpoint(ck, dataset, files[n], threads, batch, &po, &rows, range,
+                                           err);
+        }
+        if (st == RT_OK) {
+            printf("  member %zu (weight %.3f): %s\n", i + 1, wi, cli_safe(ck));
+            fp[n] = files[n];
+            w[n++] = wi;
+        }
+    }
+    if (st == RT_OK)
+        st = rt_ensemble_combine(fp, w, n, !no_proba(a), out, err);
+    if (made)
+        rt_remove_tree(tmp);
+    rt_json_free(j);
+    free(files), free(fp), free(w);
+    if (st != RT_OK) {
+        if (err[0])
+            fprintf(stderr, "ringtrain predict: %s\n", err);
+        return 1;
+    }
+    printf("wrote the ensemble's predictions (%d member%s) to %s\n", n, n == 1 ? "" : "s", shown);
+    return 0;
+}
+
 int cli_predict(const cli_args *a)
 {
     const char *model = cli_value(a, "--model"), *dataset = cli_value(a, "--dataset"),
@@ -398,8 +515,11 @@ int cli_predict(const cli_args *a)
         (st = cli_s3_out_file(&s3, out, lout, sizeof lout, err)) == RT_OK)
         to = lout;
     int rc = 1;
+    char ens[1300];
     if (st != RT_OK)
         fprintf(stderr, "ringtrain predict: %s\n", err);
+    else if (ensemble_model(model, ens, sizeof ens))
+        rc = predict_ensemble(a, ens, dataset, in, to, (int)threads, batch, out);
     else if (input)
         rc = predict_input(a, model, to, (int)threads, batch, in, out);
     else

@@ -284,7 +284,11 @@ const cli_flag CLI_PREP_FLAGS[] = {
     {.name = "--quiet", .kind = CLI_SWITCH, .help = "no progress lines"},
     END};
 const cli_flag CLI_PREDICT_FLAGS[] = {
-    {.name = "--model", .kind = CLI_VALUE, .metavar = "CKPT", .help = "the checkpoint"},
+    {.name = "--model",
+     .kind = CLI_VALUE,
+     .metavar = "CKPT",
+     .help = "the checkpoint, or an ensemble (`ringtrain ensemble`'s folder or its "
+             "ensemble.json)"},
     {.name = "--dataset",
      .kind = CLI_VALUE,
      .metavar = "DIR",

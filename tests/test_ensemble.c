@@ -385,6 +385,30 @@ static void test_run_regression(void **state)
     assert_non_null(strstr(err, "rmse, mae, rmse_log"));
 }
 
+static void test_combine(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN], a[600], b[600], out[600];
+    put("m", "a.csv", "row,kind,p_a,\"p_b,c\"\n1,a,1,0\n2,a,0.6,0.4\n");
+    put("m", "b.csv", "row,kind,p_a,\"p_b,c\"\n1,\"b,c\",0,1\n2,\"b,c\",0.2,0.8\n");
+    snprintf(a, sizeof a, "%s/m/a.csv", dir);
+    snprintf(b, sizeof b, "%s/m/b.csv", dir);
+    snprintf(out, sizeof out, "%s/m/out.csv", dir);
+    const char *files[2] = {a, b};
+    const double w[2] = {0.25, 0.75};
+    if (rt_ensemble_combine(files, w, 2, true, out, err) != RT_OK)
+        fail_msg("%s", err);
+    assert_string_equal(slurp("m/out.csv"),
+                        "row,kind,p_a,\"p_b,c\"\n1,\"b,c\",0.25,0.75\n2,\"b,c\",0.3,0.7\n");
+    assert_int_equal(rt_ensemble_combine(files, w, 2, false, out, err), RT_OK);
+    assert_string_equal(slurp("m/out.csv"), "row,kind\n1,\"b,c\"\n2,\"b,c\"\n");
+    put("m", "c.csv", "row,kind,p_a,\"p_b,c\"\n1,a,1,0\n"); /* a row short */
+    snprintf(b, sizeof b, "%s/m/c.csv", dir);
+    assert_int_equal(rt_ensemble_combine(files, w, 2, true, "/nonexistent/x.csv", err),
+                     RT_ERR_INVALID);
+    assert_non_null(strstr(err, "c.csv has 1 rows"));
+}
+
 static void test_run_refused(void **state)
 {
     (void)state;
@@ -449,6 +473,7 @@ int main(void)
         cmocka_unit_test(test_metrics),        cmocka_unit_test(test_select_reference),
         cmocka_unit_test(test_select_cases),   cmocka_unit_test(test_run_classes),
         cmocka_unit_test(test_run_regression), cmocka_unit_test(test_run_refused),
+        cmocka_unit_test(test_combine),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

@@ -7,6 +7,7 @@
 #     the weighted mean of their probabilities (the weights in ensemble.json,
 #     summing to 1); its validation log loss is no worse than its best
 #     member's, and the same figure ensemble.json gives;
+#   - `ringtrain predict --model ENSEMBLE` writes the same submission.csv;
 #   - stores and --out in S3 give the same files as the local folders;
 #   - --skip-incomplete leaves out a store without predictions and names it:
 #     of a sweep's 4 trials (ASHA), exactly those stopped before they
@@ -81,6 +82,19 @@ out=$(timeout 60 "$rt" ensemble "$tmp/a" "$tmp/b" --out "$tmp/e2" --metric auc -
   fail "--metric auc: $out"
 grep -q "auc: the best [0-9]* of 10 rounds kept" <<<"$out" || fail "--metric auc: $out"
 echo "ensemble: the weighted mean of 2 members, no worse than the best on validation"
+# the ensemble as a model: `ringtrain predict --model DIR` (each member from its best.ckpt,
+# weighed as ensemble.json says) writes the ensemble's own submission.csv, byte for byte
+out=$(timeout 60 "$rt" predict --model "$tmp/e" --dataset "$tmp/ds" --out "$tmp/ep.csv") ||
+  fail "predict --model ENSEMBLE: $out"
+cmp -s "$tmp/ep.csv" "$tmp/e/submission.csv" || fail "the ensemble's predict differs from its submission.csv"
+timeout 60 "$rt" predict --model "$tmp/e/ensemble.json" --dataset "$tmp/ds" --out "$tmp/ep2.csv" \
+  --proba false > /dev/null || fail "predict --model ensemble.json --proba false"
+head -1 "$tmp/ep2.csv" | grep -qx 'Id,label' || fail "--proba false: $(head -1 "$tmp/ep2.csv")"
+if timeout 60 "$rt" predict --model "$tmp/e" --input "$tmp/in" --id x --out "$tmp/x.csv" 2> "$tmp/err"; then
+  fail "an ensemble took --id"
+fi
+grep -q "not for an ensemble" "$tmp/err" || fail "--id with an ensemble: $(cat "$tmp/err")"
+echo "ensemble: predict --model ENSEMBLE writes its submission.csv again"
 
 # ---- refused ----------------------------------------------------------------------------
 cp -r "$tmp/a" "$tmp/noval" && rm "$tmp/noval/validation_predictions.csv"

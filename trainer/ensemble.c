@@ -16,6 +16,7 @@
 #include "rt_file.h"
 #include "rt_json.h"
 #include "rt_predict.h"
+#include "rt_s3.h"
 
 #define MAX_FILE (1ll << 34) /* 16 GiB: a predictions file is read whole */
 #define DEFAULT_ROUNDS 25
@@ -32,6 +33,7 @@ typedef struct pfile {
     int32_t *cls; /* truth, classification: the class (by the p_ columns) */
     double *y;    /* truth, regression */
     double *pred; /* n x max(K, 1) */
+    bool any_key; /* the first column by any name (ringtrain predict --input's "row") */
 } pfile;
 
 typedef struct member {
@@ -77,7 +79,7 @@ static rt_status read_header(rt_csv *c, pfile *f, char *err)
         if (!(f->head[i] = strdup(rt_csv_field(c, (size_t)i, NULL))))
             return rt_err(err, RT_ERR_NOMEM, "out of memory");
     const int lab = f->truth ? 2 : 1; /* the prediction's column */
-    if (f->nhead <= lab || strcmp(f->head[0], "Id") != 0 ||
+    if (f->nhead <= lab || (!f->any_key && strcmp(f->head[0], "Id") != 0) ||
         (f->truth && strncmp(f->head[1], "true_", 5) != 0))
         return rt_err(err, RT_ERR_INVALID,
                       "%s is not a predictions file of ringtrain's (its header should be "
@@ -206,15 +208,25 @@ static rt_status parse_pfile(const void *data, size_t len, int classes, pfile *f
     return st;
 }
 
+/* f->path (a file or an object) into f */
+static rt_status load_pfile(pfile *f, int classes, char *err)
+{
+    char *data = NULL;
+    size_t len = 0;
+    rt_status st = rt_data_read_file(f->path, (size_t)MAX_FILE, &data, &len, err);
+    if (st == RT_OK)
+        st = parse_pfile(data, len, classes, f, err);
+    free(data);
+    return st;
+}
+
 static rt_status read_pfile(const char *store, const char *name, bool truth, int classes, pfile *f,
                             char *err)
 {
     memset(f, 0, sizeof *f);
     store_path(store, name, f->path, sizeof f->path);
     f->truth = truth;
-    char *data = NULL;
-    size_t len = 0;
-    rt_status st = rt_data_read_file(f->path, (size_t)MAX_FILE, &data, &len, err);
+    rt_status st = load_pfile(f, classes, err);
     if (st == RT_ERR_NOTFOUND)
         return rt_err(err, st, "%s has no %s%s", store, name,
                       truth ? ": the ensemble's weights are fitted on the validation rows' "
@@ -222,9 +234,6 @@ static rt_status read_pfile(const char *store, const char *name, bool truth, int
                               "predict_validation = true"
                             : ": the job wrote no test predictions (its data set has no test "
                               "rows, or [output] predictions named another file)");
-    if (st == RT_OK)
-        st = parse_pfile(data, len, classes, f, err);
-    free(data);
     return st;
 }
 
@@ -360,13 +369,13 @@ static rt_status pick_metric(const rt_ens_opts *o, const member *m, int n, rt_en
 
 /* The weighted mean of the members' predictions of f's rows (which = val
  * or test) */
-static double *blend(const member *m, int n, bool val, const rt_ens_fit *fit)
+static double *blend(const member *m, int n, bool val, const double *weight)
 {
     const pfile *f0 = val ? &m[0].val : &m[0].test;
     const size_t cells = (size_t)f0->n * (size_t)width(f0);
     double *out = calloc(cells ? cells : 1, sizeof *out);
     for (int i = 0; out && i < n; i++) {
-        const double w = (double)fit->counts[i] / (double)fit->rounds_kept;
+        const double w = weight[i];
         const double *x = val ? m[i].val.pred : m[i].test.pred;
         for (size_t c = 0; w > 0 && c < cells; c++)
             out[c] += w * x[c];
@@ -382,14 +391,15 @@ static void put_text(FILE *out, const char *s)
 }
 
 /* f's layout with pred in place of the member's predictions */
-static rt_status write_pfile(const pfile *f, const double *pred, const char *path, char *err)
+static rt_status write_pfile(const pfile *f, const double *pred, bool proba, const char *path,
+                             char *err)
 {
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
     if (!out)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < f->nhead; i++) {
+    for (int i = 0; i < f->nhead - (proba ? 0 : f->K); i++) {
         if (i)
             fputc(',', out);
         put_text(out, f->head[i]);
@@ -413,7 +423,7 @@ static rt_status write_pfile(const pfile *f, const double *pred, const char *pat
             if (p[k] > p[best])
                 best = k;
         put_text(out, f->head[lab + 1 + best] + 2);
-        for (int k = 0; k < f->K; k++)
+        for (int k = 0; proba && k < f->K; k++)
             fprintf(out, ",%.6g", p[k]);
         fputc('\n', out);
     }
@@ -424,10 +434,20 @@ static rt_status write_pfile(const pfile *f, const double *pred, const char *pat
     return st;
 }
 
+/* A local store as an absolute path (`ringtrain predict --model` reads the
+ * members from wherever it runs); an S3 URI as it is */
+static const char *absolute(const char *store, char *buf, size_t len)
+{
+    char *r = rt_s3_is_uri(store) ? NULL : realpath(store, NULL);
+    snprintf(buf, len, "%s", r ? r : store);
+    free(r);
+    return buf;
+}
+
 static rt_status write_report(const rt_ens_opts *o, const rt_ens_report *rep, const char *path,
                               char *err)
 {
-    char key[64];
+    char key[64], abs[4200];
     snprintf(key, sizeof key, "val_%s", rt_ens_metric_name(rep->metric));
     rt_jw w;
     rt_jw_init(&w);
@@ -443,7 +463,7 @@ static rt_status write_report(const rt_ens_opts *o, const rt_ens_report *rep, co
     rt_jw_arr(&w);
     for (int i = 0; i < rep->nmembers; i++) {
         rt_jw_obj(&w);
-        rt_jw_kstr(&w, "store", o->stores[rep->member[i]]);
+        rt_jw_kstr(&w, "store", absolute(o->stores[rep->member[i]], abs, sizeof abs));
         rt_jw_knum(&w, "weight", (double)rep->fit.counts[i] / rep->fit.rounds_kept);
         rt_jw_kint(&w, "picks", rep->fit.counts[i]);
         rt_jw_knum(&w, key, rep->fit.member[i]);
@@ -453,7 +473,7 @@ static rt_status write_report(const rt_ens_opts *o, const rt_ens_report *rep, co
     rt_jw_key(&w, "skipped");
     rt_jw_arr(&w);
     for (int i = 0; i < rep->nskipped; i++)
-        rt_jw_str(&w, o->stores[rep->skipped[i]]);
+        rt_jw_str(&w, absolute(o->stores[rep->skipped[i]], abs, sizeof abs));
     rt_jw_arr_end(&w);
     rt_jw_obj_end(&w);
     size_t len = 0;
@@ -471,17 +491,19 @@ static rt_status write_outputs(const rt_ens_opts *o, const member *m, const rt_e
 {
     char path[1300];
     rt_status st = rt_mkdirs(o->out, err);
-    double *val = NULL, *test = NULL;
-    if (st == RT_OK && (!(val = blend(m, rep->nmembers, true, &rep->fit)) ||
-                        !(test = blend(m, rep->nmembers, false, &rep->fit))))
+    double *val = NULL, *test = NULL, w[RT_ENS_MAX_MEMBERS];
+    for (int i = 0; i < rep->nmembers; i++)
+        w[i] = (double)rep->fit.counts[i] / (double)rep->fit.rounds_kept;
+    if (st == RT_OK &&
+        (!(val = blend(m, rep->nmembers, true, w)) || !(test = blend(m, rep->nmembers, false, w))))
         st = rt_err(err, RT_ERR_NOMEM, "out of memory for the ensemble's predictions");
     if (st == RT_OK) {
         snprintf(path, sizeof path, "%s/validation_predictions.csv", o->out);
-        st = write_pfile(&m[0].val, val, path, err);
+        st = write_pfile(&m[0].val, val, true, path, err);
     }
     if (st == RT_OK) {
         snprintf(path, sizeof path, "%s/submission.csv", o->out);
-        st = write_pfile(&m[0].test, test, path, err);
+        st = write_pfile(&m[0].test, test, true, path, err);
     }
     if (st == RT_OK) {
         snprintf(path, sizeof path, "%s/ensemble.json", o->out);
@@ -526,5 +548,31 @@ rt_status rt_ensemble_run(const rt_ens_opts *o, rt_ens_report *rep, char *err)
     for (int i = 0; m && i < o->nstores; i++)
         pfile_free(&m[i].val), pfile_free(&m[i].test);
     free(m), free(pred);
+    return st;
+}
+
+rt_status rt_ensemble_combine(const char *const *files, const double *weights, int n, bool proba,
+                              const char *out, char *err)
+{
+    if (n < 1 || n > RT_ENS_MAX_MEMBERS)
+        return rt_err(err, RT_ERR_INVALID, "%d members: 1 to %d can be combined", n,
+                      RT_ENS_MAX_MEMBERS);
+    member *m = calloc((size_t)n, sizeof *m);
+    rt_status st = m ? RT_OK : rt_err(err, RT_ERR_NOMEM, "out of memory");
+    for (int i = 0; st == RT_OK && i < n; i++) {
+        snprintf(m[i].test.path, sizeof m[i].test.path, "%s", files[i]);
+        m[i].test.any_key = true;
+        if ((st = load_pfile(&m[i].test, -1, err)) == RT_OK && i > 0)
+            st = same_as(&m[0].test, &m[i].test, err);
+    }
+    double *pred = st == RT_OK ? blend(m, n, false, weights) : NULL;
+    if (st == RT_OK && !pred)
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory for the ensemble's predictions");
+    if (st == RT_OK)
+        st = write_pfile(&m[0].test, pred, proba, out, err);
+    free(pred);
+    for (int i = 0; m && i < n; i++)
+        pfile_free(&m[i].test);
+    free(m);
     return st;
 }

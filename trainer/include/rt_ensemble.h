@@ -94,6 +94,13 @@ typedef struct rt_ens_report {
 
 rt_status rt_ensemble_run(const rt_ens_opts *o, rt_ens_report *rep, char *err);
 
+/* n members' predictions of the same rows (files as `ringtrain predict`
+ * writes them, with class probabilities for a classifier) weighted (the
+ * weights sum to 1) into out, in the first's layout (proba false: the
+ * class alone); the members checked against each other as above. */
+rt_status rt_ensemble_combine(const char *const *files, const double *weights, int n, bool proba,
+                              const char *out, char *err);
+
 /* One predictions file's text read as rt_ensemble_run reads a member's
  * (truth: validation_predictions.csv's layout, else submission.csv's): its
  * rows, or the error naming name:line (the fuzzer's entry). */
