@@ -198,7 +198,10 @@ try {
   const csrf = await evaluate(`fetch('/v1/jobs/${heldJob}/cancel', {method: 'POST', credentials: 'same-origin'}).then((r) => r.status)`);
   check(csrf === 403, `a change by cookie without X-Requested-With is refused (HTTP ${csrf})`);
   await evaluate(`location.hash = '#/job/${heldJob}'; true`);
-  await waitFor("!document.getElementById('cancel').hidden", 'a submit token is offered cancel');
+  // the held job's own page: until it has rendered, the log job's page (where the
+  // login left it) still shows, with a cancel button of its own that cancels that job
+  await waitFor(`document.getElementById('job-${heldJob}') !== null && !document.getElementById('cancel').hidden`,
+                'a submit token is offered cancel');
   await evaluate('window.confirm = () => true; document.getElementById("cancel").click(); true');
   await waitFor("document.getElementById('j-state').textContent.includes('cancelled')", 'cancel from the page cancels the job');
 
