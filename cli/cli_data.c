@@ -400,9 +400,10 @@ static int predict_ensemble(const cli_args *a, const char *json, const char *dat
     char *text = NULL;
     size_t len = 0;
     rt_json *j = NULL;
-    if (cli_value(a, "--id") || cli_value(a, "--keep")) {
-        fprintf(stderr, "ringtrain predict: --id and --keep are not for an ensemble's "
-                        "predictions (its rows are numbered as --input numbers them)\n");
+    rt_strlist keep = {0};
+    const char *kv = cli_value(a, "--keep");
+    if (kv && rt_strlist_parse(kv, &keep, err) != RT_OK) {
+        fprintf(stderr, "ringtrain predict: --keep: %s\n", err);
         return 2;
     }
     rt_status st = rt_read_file(json, 64u << 20, &text, &len, err);
@@ -453,6 +454,9 @@ static int predict_ensemble(const cli_args *a, const char *json, const char *dat
                                        .input = input,
                                        .sql = cli_value(a, "--sql"),
                                        .out = files[n],
+                                       .id = cli_value(a, "--id"),
+                                       .keep = (const char *const *)keep.items,
+                                       .nkeep = (int)keep.n,
                                        .threads = threads,
                                        .batch = batch,
                                        .clip = cli_switch(a, "--clip")};
@@ -476,6 +480,7 @@ static int predict_ensemble(const cli_args *a, const char *json, const char *dat
     if (made)
         rt_remove_tree(tmp);
     rt_json_free(j);
+    rt_strlist_free(&keep);
     free(files), free(fp), free(w);
     if (st != RT_OK) {
         if (err[0])

@@ -402,6 +402,22 @@ static void test_combine(void **state)
                         "row,kind,p_a,\"p_b,c\"\n1,\"b,c\",0.25,0.75\n2,\"b,c\",0.3,0.7\n");
     assert_int_equal(rt_ensemble_combine(files, w, 2, false, out, err), RT_OK);
     assert_string_equal(slurp("m/out.csv"), "row,kind\n1,\"b,c\"\n2,\"b,c\"\n");
+    /* --input --id --keep's files: text keys in any order, kept columns carried */
+    put("m", "k1.csv", "name,kind,p_a,p_b,note\nz,a,0.5,0.5,\"x,1\"\ny,b,0,1,y2\n");
+    put("m", "k2.csv", "name,kind,p_a,p_b,note\nz,a,1,0,\"x,1\"\ny,b,0.5,0.5,y2\n");
+    snprintf(a, sizeof a, "%s/m/k1.csv", dir);
+    snprintf(b, sizeof b, "%s/m/k2.csv", dir);
+    const double half[2] = {0.5, 0.5};
+    assert_int_equal(rt_ensemble_combine(files, half, 2, true, out, err), RT_OK);
+    assert_string_equal(slurp("m/out.csv"),
+                        "name,kind,p_a,p_b,note\nz,a,0.75,0.25,\"x,1\"\ny,b,0.25,0.75,y2\n");
+    assert_int_equal(rt_ensemble_combine(files, half, 2, false, out, err), RT_OK);
+    assert_string_equal(slurp("m/out.csv"), "name,kind,note\nz,a,\"x,1\"\ny,b,y2\n");
+    put("m", "k3.csv", "name,kind,p_a,p_b,note\nz,a,1,0,x\nw,b,0.5,0.5,y2\n");
+    snprintf(b, sizeof b, "%s/m/k3.csv", dir);
+    assert_int_equal(rt_ensemble_combine(files, half, 2, true, out, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "other Ids"));
+    snprintf(a, sizeof a, "%s/m/a.csv", dir);
     put("m", "c.csv", "row,kind,p_a,\"p_b,c\"\n1,a,1,0\n"); /* a row short */
     snprintf(b, sizeof b, "%s/m/c.csv", dir);
     assert_int_equal(rt_ensemble_combine(files, w, 2, true, "/nonexistent/x.csv", err),

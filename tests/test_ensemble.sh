@@ -90,11 +90,18 @@ cmp -s "$tmp/ep.csv" "$tmp/e/submission.csv" || fail "the ensemble's predict dif
 timeout 60 "$rt" predict --model "$tmp/e/ensemble.json" --dataset "$tmp/ds" --out "$tmp/ep2.csv" \
   --proba false > /dev/null || fail "predict --model ensemble.json --proba false"
 head -1 "$tmp/ep2.csv" | grep -qx 'Id,label' || fail "--proba false: $(head -1 "$tmp/ep2.csv")"
-if timeout 60 "$rt" predict --model "$tmp/e" --input "$tmp/in" --id x --out "$tmp/x.csv" 2> "$tmp/err"; then
-  fail "an ensemble took --id"
-fi
-grep -q "not for an ensemble" "$tmp/err" || fail "--id with an ensemble: $(cat "$tmp/err")"
-echo "ensemble: predict --model ENSEMBLE writes its submission.csv again"
+# ... and new raw data (--input with the feature script), its ids and kept columns carried
+timeout 60 "$rt" predict --model "$tmp/e" --input "$tmp/in" --sql "$root/examples/breastcancer/prep.sql" \
+  --id id --keep Mitoses,label --out "$tmp/ei.csv" > /dev/null || fail "predict --model ENSEMBLE --input"
+python3 - "$tmp/ei.csv" "$tmp/e/submission.csv" <<'EOF' || fail "the ensemble's --input predictions"
+import csv, sys
+a, b = (list(csv.reader(open(p))) for p in sys.argv[1:])
+assert a[0] == ["id", "label", "p_benign", "p_malignant", "Mitoses", "label"], a[0]
+assert len(a) == len(b) == 175, (len(a), len(b))
+for x, y in zip(a[1:], b[1:]):  # the test rows in order: their ids, the same probabilities
+    assert x[0] == y[0] and x[1:4] == y[1:4] and x[5] in ("benign", "malignant"), (x, y)
+EOF
+echo "ensemble: predict --model ENSEMBLE writes its submission.csv again, and scores raw data"
 
 # ---- refused ----------------------------------------------------------------------------
 cp -r "$tmp/a" "$tmp/noval" && rm "$tmp/noval/validation_predictions.csv"

@@ -33,7 +33,13 @@ typedef struct pfile {
     int32_t *cls; /* truth, classification: the class (by the p_ columns) */
     double *y;    /* truth, regression */
     double *pred; /* n x max(K, 1) */
-    bool any_key; /* the first column by any name (ringtrain predict --input's "row") */
+    /* loose: a file of `ringtrain predict --input`: its first column by any
+     * name, its values any text in any order (--id), kept as they are, and
+     * columns after the prediction's (--keep) carried along */
+    bool loose;
+    char **key;  /* loose: each row's first field */
+    int nkeep;   /* loose: the --keep columns at the end */
+    char **keep; /* loose: n x nkeep */
 } pfile;
 
 typedef struct member {
@@ -45,7 +51,12 @@ static void pfile_free(pfile *f)
 {
     for (int i = 0; i < f->nhead; i++)
         free(f->head[i]);
-    free(f->head), free(f->id), free(f->cls), free(f->y), free(f->pred);
+    for (int64_t r = 0; f->key && r < f->n; r++)
+        free(f->key[r]);
+    for (int64_t r = 0; f->keep && r < f->n * f->nkeep; r++)
+        free(f->keep[r]);
+    free(f->head), free(f->id), free(f->cls), free(f->y), free(f->pred), free(f->key),
+        free(f->keep);
     memset(f, 0, sizeof *f);
 }
 
@@ -79,13 +90,19 @@ static rt_status read_header(rt_csv *c, pfile *f, char *err)
         if (!(f->head[i] = strdup(rt_csv_field(c, (size_t)i, NULL))))
             return rt_err(err, RT_ERR_NOMEM, "out of memory");
     const int lab = f->truth ? 2 : 1; /* the prediction's column */
-    if (f->nhead <= lab || (!f->any_key && strcmp(f->head[0], "Id") != 0) ||
+    if (f->nhead <= lab || (!f->loose && strcmp(f->head[0], "Id") != 0) ||
         (f->truth && strncmp(f->head[1], "true_", 5) != 0))
         return rt_err(err, RT_ERR_INVALID,
                       "%s is not a predictions file of ringtrain's (its header should be "
                       "Id,%sLABEL[,p_CLASS...])",
                       f->path, f->truth ? "true_LABEL," : "");
     f->K = f->nhead - lab - 1;
+    if (f->loose) { /* the p_ columns, then the kept ones */
+        f->K = 0;
+        while (lab + 1 + f->K < f->nhead && !strncmp(f->head[lab + 1 + f->K], "p_", 2))
+            f->K++;
+        f->nkeep = f->nhead - lab - 1 - f->K;
+    }
     for (int k = 0; k < f->K; k++)
         if (strncmp(f->head[lab + 1 + k], "p_", 2) != 0)
             return rt_err(err, RT_ERR_INVALID,
@@ -119,6 +136,16 @@ static rt_status grow(pfile *f, int64_t *cap)
     if (pred)
         f->pred = pred;
     bool ok = id && pred;
+    if (ok && f->loose) {
+        char **key = realloc(f->key, (size_t)c * sizeof *key);
+        if (key)
+            f->key = key;
+        char **keep =
+            realloc(f->keep, (size_t)c * (size_t)(f->nkeep ? f->nkeep : 1) * sizeof *keep);
+        if (keep)
+            f->keep = keep;
+        ok = key && keep;
+    }
     if (ok && f->truth && f->K) {
         int32_t *cls = realloc(f->cls, (size_t)c * sizeof *cls);
         ok = cls != NULL;
@@ -145,11 +172,11 @@ static rt_status read_row(rt_csv *c, pfile *f, char *err)
                       (long long)line, rt_csv_nfields(c), f->nhead);
     double v;
     const char *s = rt_csv_field(c, 0, NULL);
-    if (!number(s, &v) || v != floor(v) || fabs(v) > 9e15)
+    if (!f->loose && (!number(s, &v) || v != floor(v) || fabs(v) > 9e15))
         return rt_err(err, RT_ERR_INVALID, "%s:%lld: the Id '%s' is not an integer", f->path,
                       (long long)line, s);
-    f->id[i] = (int64_t)v;
-    if (i > 0 && f->id[i] <= f->id[i - 1])
+    f->id[i] = f->loose ? i : (int64_t)v;
+    if (!f->loose && i > 0 && f->id[i] <= f->id[i - 1])
         return rt_err(err, RT_ERR_INVALID,
                       "%s:%lld: Id %lld after %lld: ringtrain writes the rows in increasing Id "
                       "order, once each",
@@ -171,6 +198,16 @@ static rt_status read_row(rt_csv *c, pfile *f, char *err)
             (f->K && (f->pred[i * w + k] < 0 || f->pred[i * w + k] > 1)))
             return rt_err(err, RT_ERR_INVALID, "%s:%lld: %s '%s' is not a %s", f->path,
                           (long long)line, f->head[col], s, f->K ? "probability" : "finite number");
+    }
+    /* loose: the key and the kept fields as they are (the row counts only
+     * once they are all held) */
+    for (int k = -1; f->loose && k < f->nkeep; k++) {
+        char **to = k < 0 ? &f->key[i] : &f->keep[i * f->nkeep + k];
+        if (!(*to = strdup(rt_csv_field(c, k < 0 ? 0 : (size_t)(f->nhead - f->nkeep + k), NULL)))) {
+            while (--k >= -1)
+                free(k < 0 ? f->key[i] : f->keep[i * f->nkeep + k]);
+            return rt_err(err, RT_ERR_NOMEM, "out of memory reading %s", f->path);
+        }
     }
     f->n++;
     return RT_OK;
@@ -237,10 +274,10 @@ static rt_status read_pfile(const char *store, const char *name, bool truth, int
     return st;
 }
 
-rt_status rt_ens_check_file(const void *data, size_t len, const char *name, bool truth,
+rt_status rt_ens_check_file(const void *data, size_t len, const char *name, bool truth, bool loose,
                             int64_t *rows, char *err)
 {
-    pfile f = {.truth = truth};
+    pfile f = {.truth = truth, .loose = loose && !truth};
     snprintf(f.path, sizeof f.path, "%s", name);
     rt_status st = parse_pfile(data, len, -1, &f, err);
     *rows = st == RT_OK ? f.n : 0;
@@ -281,7 +318,8 @@ static rt_status same_as(const pfile *a, const pfile *b, char *err)
                           b->path, i + 1, i < b->nhead ? b->head[i] : "(none)", a->path,
                           i < a->nhead ? a->head[i] : "(none)");
     for (int64_t i = 0; i < a->n || i < b->n; i++) {
-        if (i >= a->n || i >= b->n || a->id[i] != b->id[i])
+        if (i >= a->n || i >= b->n ||
+            (a->loose ? strcmp(a->key[i], b->key[i]) != 0 : a->id[i] != b->id[i]))
             return rt_err(err, RT_ERR_INVALID,
                           "%s has %lld rows, %s %lld%s: the members must be scored on the same "
                           "rows (the same data set and validation split)",
@@ -383,13 +421,6 @@ static double *blend(const member *m, int n, bool val, const double *weight)
     return out;
 }
 
-static void put_text(FILE *out, const char *s)
-{
-    char buf[1100];
-    rt_pred_csv_text(s, buf, sizeof buf);
-    fputs(buf, out);
-}
-
 /* f's layout with pred in place of the member's predictions */
 static rt_status write_pfile(const pfile *f, const double *pred, bool proba, const char *path,
                              char *err)
@@ -399,32 +430,38 @@ static rt_status write_pfile(const pfile *f, const double *pred, bool proba, con
     FILE *out = open_memstream(&text, &len);
     if (!out)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < f->nhead - (proba ? 0 : f->K); i++) {
-        if (i)
-            fputc(',', out);
-        put_text(out, f->head[i]);
-    }
-    fputc('\n', out);
     const int lab = f->truth ? 2 : 1, w = width(f);
+    for (int i = 0; i < f->nhead; i++) /* without the p_ columns when not proba */
+        if (proba || i <= lab || i > lab + f->K) {
+            if (i)
+                fputc(',', out);
+            rt_pred_csv_put(out, f->head[i]);
+        }
+    fputc('\n', out);
     for (int64_t r = 0; r < f->n; r++) {
-        fprintf(out, "%lld,", (long long)f->id[r]);
+        if (f->loose)
+            rt_pred_csv_put(out, f->key[r]), fputc(',', out);
+        else
+            fprintf(out, "%lld,", (long long)f->id[r]);
         if (f->truth && f->K) { /* the class's name, as its p_ column names it */
-            put_text(out, f->head[lab + 1 + f->cls[r]] + 2);
+            rt_pred_csv_put(out, f->head[lab + 1 + f->cls[r]] + 2);
             fputc(',', out);
         } else if (f->truth)
             fprintf(out, "%.6g,", f->y[r]);
         const double *p = pred + r * w;
-        if (!f->K) {
-            fprintf(out, "%.6g\n", p[0]);
-            continue;
+        if (!f->K)
+            fprintf(out, "%.6g", p[0]);
+        else {
+            int best = 0;
+            for (int k = 1; k < f->K; k++)
+                if (p[k] > p[best])
+                    best = k;
+            rt_pred_csv_put(out, f->head[lab + 1 + best] + 2);
+            for (int k = 0; proba && k < f->K; k++)
+                fprintf(out, ",%.6g", p[k]);
         }
-        int best = 0;
-        for (int k = 1; k < f->K; k++)
-            if (p[k] > p[best])
-                best = k;
-        put_text(out, f->head[lab + 1 + best] + 2);
-        for (int k = 0; proba && k < f->K; k++)
-            fprintf(out, ",%.6g", p[k]);
+        for (int k = 0; k < f->nkeep; k++)
+            fputc(',', out), rt_pred_csv_put(out, f->keep[r * f->nkeep + k]);
         fputc('\n', out);
     }
     fclose(out);
@@ -561,7 +598,7 @@ rt_status rt_ensemble_combine(const char *const *files, const double *weights, i
     rt_status st = m ? RT_OK : rt_err(err, RT_ERR_NOMEM, "out of memory");
     for (int i = 0; st == RT_OK && i < n; i++) {
         snprintf(m[i].test.path, sizeof m[i].test.path, "%s", files[i]);
-        m[i].test.any_key = true;
+        m[i].test.loose = true;
         if ((st = load_pfile(&m[i].test, -1, err)) == RT_OK && i > 0)
             st = same_as(&m[0].test, &m[i].test, err);
     }

@@ -83,7 +83,7 @@ void rt_pred_range_say(const rt_pred_format *f, const char *what, char *buf, siz
 }
 
 /* CSV quoting of a class name (commas, quotes, newlines). */
-size_t rt_pred_csv_text(const char *s, char *buf, size_t len)
+static size_t csv_text(const char *s, char *buf, size_t len)
 {
     if (!strpbrk(s, ",\"\n\r"))
         return (size_t)snprintf(buf, len, "%s", s);
@@ -126,7 +126,7 @@ size_t rt_pred_header(const rt_pred_format *f, char *buf, size_t len)
         char name[300];
         snprintf(name, sizeof name, "p_%s", f->classes[k] ? f->classes[k] : "");
         n += (size_t)snprintf(buf + n, len - n, ",");
-        n += rt_pred_csv_text(name, buf + n, len - n);
+        n += csv_text(name, buf + n, len - n);
     }
     return n;
 }
@@ -146,7 +146,7 @@ size_t rt_pred_fields(const rt_pred_format *f, int64_t id, const float *z, char 
     rt_task_proba(&t, z, p);
     int c = rt_task_predict_class(&t, p, f->threshold);
     size_t n = (size_t)snprintf(buf, len, ",");
-    n += rt_pred_csv_text(f->classes[c] ? f->classes[c] : "", buf + n, len - n);
+    n += csv_text(f->classes[c] ? f->classes[c] : "", buf + n, len - n);
     for (int k = 0; f->proba && k < f->nclasses && n + 1 < len; k++)
         n += (size_t)snprintf(buf + n, len - n, ",%.6g", p[k]);
     return n;
@@ -191,7 +191,7 @@ static rt_status write_csv(const rt_rows *r, const float *pred, const rt_pred_fo
         char name[300];
         snprintf(name, sizeof name, "true_%s", f->label);
         len += (size_t)snprintf(csv + len, cap - len, ",");
-        len += rt_pred_csv_text(name, csv + len, cap - len);
+        len += csv_text(name, csv + len, cap - len);
     }
     len += rt_pred_header(f, csv + len, cap - len);
     len += (size_t)snprintf(csv + len, cap - len, "\n");
@@ -202,7 +202,7 @@ static rt_status write_csv(const rt_rows *r, const float *pred, const rt_pred_fo
         if (truth && f->nclasses > 0) {
             const char *c = f->classes[(int)r->label[pr[i].row]];
             len += (size_t)snprintf(csv + len, cap - len, ",");
-            len += rt_pred_csv_text(c ? c : "", csv + len, cap - len);
+            len += csv_text(c ? c : "", csv + len, cap - len);
         } else if (truth) { /* the rows hold it standardised (label_mean, label_std) */
             double y = (double)r->label[pr[i].row] * r->label_std + r->label_mean;
             if (r->label_std == 0)
@@ -488,7 +488,7 @@ static rt_status widen_embeddings(const rt_ckpt *ck, const rt_model_spec *wide, 
     return st;
 }
 
-static void csv_field(FILE *f, const char *s)
+void rt_pred_csv_put(FILE *f, const char *s)
 {
     if (!s)
         return;
@@ -603,19 +603,19 @@ static rt_status write_output(const rt_predict_input_opts *o, const rt_ckpt *ck,
     fprintf(f, "%s%s", o->id ? o->id : "row", fields);
     for (int i = 0; i < o->nkeep; i++) {
         fputc(',', f);
-        csv_field(f, o->keep[i]);
+        rt_pred_csv_put(f, o->keep[i]);
     }
     fputc('\n', f);
     for (int64_t r = 0; r < s->rows.n; r++) {
         if (o->id)
-            csv_field(f, s->ids[r]);
+            rt_pred_csv_put(f, s->ids[r]);
         else
             fprintf(f, "%lld", (long long)r + 1);
         rt_pred_fields(&pf, r + 1, pred + r * pf.n_out, fields, sizeof fields);
         fputs(fields, f);
         for (int i = 0; i < o->nkeep; i++) {
             fputc(',', f);
-            csv_field(f, s->keep[r * o->nkeep + i]);
+            rt_pred_csv_put(f, s->keep[r * o->nkeep + i]);
         }
         fputc('\n', f);
     }

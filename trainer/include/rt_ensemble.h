@@ -95,16 +95,20 @@ typedef struct rt_ens_report {
 rt_status rt_ensemble_run(const rt_ens_opts *o, rt_ens_report *rep, char *err);
 
 /* n members' predictions of the same rows (files as `ringtrain predict`
- * writes them, with class probabilities for a classifier) weighted (the
+ * writes them, with class probabilities for a classifier; the first column
+ * by any name, its values any text, --keep's columns after) weighted (the
  * weights sum to 1) into out, in the first's layout (proba false: the
- * class alone); the members checked against each other as above. */
+ * class alone); the members checked against each other as above, the rows'
+ * first fields equal. */
 rt_status rt_ensemble_combine(const char *const *files, const double *weights, int n, bool proba,
                               const char *out, char *err);
 
 /* One predictions file's text read as rt_ensemble_run reads a member's
- * (truth: validation_predictions.csv's layout, else submission.csv's): its
- * rows, or the error naming name:line (the fuzzer's entry). */
-rt_status rt_ens_check_file(const void *data, size_t len, const char *name, bool truth,
+ * (truth: validation_predictions.csv's layout, else submission.csv's;
+ * loose: as rt_ensemble_combine reads `ringtrain predict --input`'s, any
+ * first column, kept columns after): its rows, or the error naming
+ * name:line (the fuzzer's entry). */
+rt_status rt_ens_check_file(const void *data, size_t len, const char *name, bool truth, bool loose,
                             int64_t *rows, char *err);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rt_dp.h"
 #include "rt_model_names.h"
@@ -76,9 +77,9 @@ size_t rt_pred_fields(const rt_pred_format *f, int64_t id, const float *z, char 
  * log: the target's, without a log_/log/ln_ prefix: log_price -> price),
  * then p_CLASS for each class. */
 size_t rt_pred_header(const rt_pred_format *f, char *buf, size_t len);
-/* s as one CSV field into buf (quoted when it holds a comma, quote or line
- * end); returns the length. */
-size_t rt_pred_csv_text(const char *s, char *buf, size_t len);
+/* s as one CSV field to f (quoted when it holds a comma, quote or line end;
+ * NULL: nothing), whole whatever its length. */
+void rt_pred_csv_put(FILE *f, const char *s);
 /* `ringtrain predict --input`: new raw data scored with the checkpoint's
  * own vocabularies.  The input is read as prep reads it (rt_prep_scan: the
  * training's feature script over a folder of tables with sql, else one
