@@ -306,6 +306,18 @@ static bool no_proba(const cli_args *a)
     return !on;
 }
 
+/* --keep's columns into keep: 0, or 2 with the problem printed */
+static int keep_cols(const cli_args *a, rt_strlist *keep)
+{
+    char err[RT_ERR_LEN];
+    const char *kv = cli_value(a, "--keep");
+    if (kv && rt_strlist_parse(kv, keep, err) != RT_OK) {
+        fprintf(stderr, "ringtrain predict: --keep: %s\n", err);
+        return 2;
+    }
+    return 0;
+}
+
 /* --input: the rows of new raw data (a local file or folder) to out; shown:
  * what the message names (an S3 URI, when out is its local stand-in). */
 static int predict_input(const cli_args *a, const char *model, const char *out, int threads,
@@ -320,15 +332,10 @@ static int predict_input(const cli_args *a, const char *model, const char *out, 
                                .batch = batch,
                                .no_proba = no_proba(a),
                                .clip = cli_switch(a, "--clip")};
-    if (range_factor(a, &o.range_factor) != 0)
-        return 2;
     rt_strlist keep = {0};
-    char err[RT_ERR_LEN];
-    const char *kv = cli_value(a, "--keep");
-    if (kv && rt_strlist_parse(kv, &keep, err) != RT_OK) {
-        fprintf(stderr, "ringtrain predict: --keep: %s\n", err);
+    if (range_factor(a, &o.range_factor) != 0 || keep_cols(a, &keep) != 0)
         return 2;
-    }
+    char err[RT_ERR_LEN];
     o.keep = (const char *const *)keep.items;
     o.nkeep = (int)keep.n;
     rt_predict_input_report rep;
@@ -401,11 +408,9 @@ static int predict_ensemble(const cli_args *a, const char *json, const char *dat
     size_t len = 0;
     rt_json *j = NULL;
     rt_strlist keep = {0};
-    const char *kv = cli_value(a, "--keep");
-    if (kv && rt_strlist_parse(kv, &keep, err) != RT_OK) {
-        fprintf(stderr, "ringtrain predict: --keep: %s\n", err);
+    double rf = 0;
+    if (range_factor(a, &rf) != 0 || keep_cols(a, &keep) != 0)
         return 2;
-    }
     rt_status st = rt_read_file(json, 64u << 20, &text, &len, err);
     if (st == RT_OK)
         st = rt_json_parse(text, len, &j, err);
@@ -438,12 +443,7 @@ static int predict_ensemble(const cli_args *a, const char *json, const char *dat
             continue;
         char ck[1300];
         rt_ckpt h;
-        snprintf(ck, sizeof ck, "%s/best.ckpt", store);
-        if ((st = rt_ckpt_read_header(ck, &h, err)) == RT_ERR_NOTFOUND) {
-            snprintf(ck, sizeof ck, "%s/last.ckpt", store);
-            st = rt_ckpt_read_header(ck, &h, err);
-        }
-        if (st != RT_OK)
+        if ((st = rt_ckpt_find_header(store, ck, sizeof ck, &h, err)) != RT_OK)
             break;
         rt_ckpt_free(&h);
         snprintf(files[n], sizeof files[n], "%s/member-%zu.csv", tmp, i + 1);
@@ -459,15 +459,14 @@ static int predict_ensemble(const cli_args *a, const char *json, const char *dat
                                        .nkeep = (int)keep.n,
                                        .threads = threads,
                                        .batch = batch,
+                                       .range_factor = rf,
                                        .clip = cli_switch(a, "--clip")};
             rt_predict_input_report rep;
-            if ((st = range_factor(a, &o.range_factor) != 0 ? RT_ERR_INVALID : RT_OK) == RT_OK)
-                st = rt_predict_input(&o, &rep, err);
+            st = rt_predict_input(&o, &rep, err);
         } else {
-            rt_pred_opts po = {.proba = true, .clip = cli_switch(a, "--clip")};
-            if ((st = range_factor(a, &po.range_factor) != 0 ? RT_ERR_INVALID : RT_OK) == RT_OK)
-                st = rt_predict_checkpoint(ck, dataset, files[n], threads, batch, &po, &rows, range,
-                                           err);
+            rt_pred_opts po = {.proba = true, .range_factor = rf, .clip = cli_switch(a, "--clip")};
+            st = rt_predict_checkpoint(ck, dataset, files[n], threads, batch, &po, &rows, range,
+                                       err);
         }
         if (st == RT_OK) {
             printf("  member %zu (weight %.3f): %s\n", i + 1, wi, cli_safe(ck));
@@ -627,8 +626,8 @@ static void ensemble_table(const rt_ens_opts *o, const rt_ens_report *r, const c
            r->rounds);
     printf("  %6s  %12s  %s\n", "weight", metric, "store");
     for (int i = 0; i < r->nmembers; i++)
-        printf("  %6.3f  %12.6f  %s\n", (double)r->fit.counts[i] / r->fit.rounds_kept,
-               r->fit.member[i], cli_safe(o->stores[r->member[i]]));
+        printf("  %6.3f  %12.6f  %s\n", r->fit.weight[i], r->fit.member[i],
+               cli_safe(o->stores[r->member[i]]));
     printf("  %6s  %12.6f  the ensemble\n", "", r->fit.ensemble);
     for (int i = 0; i < r->nskipped; i++)
         printf("  left out (no predictions): %s\n", cli_safe(o->stores[r->skipped[i]]));
@@ -675,11 +674,10 @@ int cli_ensemble(const cli_args *a)
                                         "ensemble.json"};
     for (size_t i = 0; st == RT_OK && o.out != out && i < sizeof files / sizeof *files; i++) {
         char from[1400], to[1400];
-        size_t n = strlen(out);
         snprintf(from, sizeof from, "%s/%s", o.out, files[i]);
-        snprintf(to, sizeof to, "%.*s/%s", (int)(n && out[n - 1] == '/' ? n - 1 : n), out,
-                 files[i]);
-        st = cli_s3_put(&s3, from, to, err);
+        st = rt_s3_uri_join(to, sizeof to, out, files[i])
+                 ? cli_s3_put(&s3, from, to, err)
+                 : rt_err(err, RT_ERR_INVALID, "%s: too long a URI", out);
     }
     cli_s3_done(&s3);
     if (st != RT_OK) {

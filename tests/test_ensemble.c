@@ -206,6 +206,9 @@ static void test_select_reference(void **state)
                 assert_true(fabs(fit.member[i] - ref_metric(&q.p, q.pred[i])) < 1e-12);
             }
             assert_int_equal(total, kept);
+            for (int i = 0; i < q.p.nmembers; i++)
+                assert_true(fit.weight[i] == (double)counts[i] / kept);
+            assert_true(sign * fit.member[fit.best] == best); /* the best member alone */
             /* never worse than the best member alone: round 1 is that member */
             assert_true(sign * fit.ensemble <= best + 1e-12);
             unmake(&q);
@@ -331,7 +334,7 @@ static void test_run_classes(void **state)
     rt_ens_report rep;
     if (run("x", "y", RT_ENS_ACCURACY, &rep, err) != RT_OK)
         fail_msg("%s", err);
-    assert_true(rep.classification);
+    assert_true(rep.nclasses > 0);
     assert_int_equal(rep.nclasses, 2);
     assert_int_equal(rep.val_rows, 3);
     assert_int_equal(rep.test_rows, 2);

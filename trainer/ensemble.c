@@ -71,13 +71,6 @@ static bool number(const char *s, double *v)
     return *s && !*end && !errno && isfinite(*v);
 }
 
-/* STORE/NAME (a store's trailing slash dropped) */
-static void store_path(const char *store, const char *name, char *out, size_t len)
-{
-    size_t n = strlen(store);
-    snprintf(out, len, "%.*s/%s", (int)(n && store[n - 1] == '/' ? n - 1 : n), store, name);
-}
-
 static rt_status read_header(rt_csv *c, pfile *f, char *err)
 {
     const int r = rt_csv_next(c, err);
@@ -261,7 +254,8 @@ static rt_status read_pfile(const char *store, const char *name, bool truth, int
                             char *err)
 {
     memset(f, 0, sizeof *f);
-    store_path(store, name, f->path, sizeof f->path);
+    if (!rt_s3_uri_join(f->path, sizeof f->path, store, name))
+        return rt_err(err, RT_ERR_INVALID, "%s: too long a path", store);
     f->truth = truth;
     rt_status st = load_pfile(f, classes, err);
     if (st == RT_ERR_NOTFOUND)
@@ -289,22 +283,13 @@ rt_status rt_ens_check_file(const void *data, size_t len, const char *name, bool
  * (0: a regression), else -1 ([train] checkpoint = none: the files say). */
 static rt_status model_task(const char *store, int *classes, char *err)
 {
-    static const char *const names[] = {"best.ckpt", "last.ckpt"};
-    *classes = -1;
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        char path[1300];
-        store_path(store, names[i], path, sizeof path);
-        rt_ckpt ck;
-        rt_status st = rt_ckpt_read_header(path, &ck, err);
-        if (st == RT_ERR_NOTFOUND)
-            continue;
-        if (st != RT_OK)
-            return st;
-        *classes = ck.spec.n_classes;
+    char path[1300];
+    rt_ckpt ck;
+    rt_status st = rt_ckpt_find_header(store, path, sizeof path, &ck, err);
+    *classes = st == RT_OK ? ck.spec.n_classes : -1;
+    if (st == RT_OK)
         rt_ckpt_free(&ck);
-        break;
-    }
-    return RT_OK;
+    return st == RT_ERR_NOTFOUND ? RT_OK : st;
 }
 
 /* b against a (the first member's): the same columns, rows and truths */
@@ -490,7 +475,7 @@ static rt_status write_report(const rt_ens_opts *o, const rt_ens_report *rep, co
     rt_jw_init(&w);
     rt_jw_obj(&w);
     rt_jw_kstr(&w, "metric", rt_ens_metric_name(rep->metric));
-    rt_jw_kstr(&w, "task", rep->classification ? "classification" : "regression");
+    rt_jw_kstr(&w, "task", rep->nclasses ? "classification" : "regression");
     rt_jw_kint(&w, "rounds", rep->rounds);
     rt_jw_kint(&w, "rounds_kept", rep->fit.rounds_kept);
     rt_jw_kint(&w, "validation_rows", rep->val_rows);
@@ -501,7 +486,7 @@ static rt_status write_report(const rt_ens_opts *o, const rt_ens_report *rep, co
     for (int i = 0; i < rep->nmembers; i++) {
         rt_jw_obj(&w);
         rt_jw_kstr(&w, "store", absolute(o->stores[rep->member[i]], abs, sizeof abs));
-        rt_jw_knum(&w, "weight", (double)rep->fit.counts[i] / rep->fit.rounds_kept);
+        rt_jw_knum(&w, "weight", rep->fit.weight[i]);
         rt_jw_kint(&w, "picks", rep->fit.counts[i]);
         rt_jw_knum(&w, key, rep->fit.member[i]);
         rt_jw_obj_end(&w);
@@ -528,9 +513,8 @@ static rt_status write_outputs(const rt_ens_opts *o, const member *m, const rt_e
 {
     char path[1300];
     rt_status st = rt_mkdirs(o->out, err);
-    double *val = NULL, *test = NULL, w[RT_ENS_MAX_MEMBERS];
-    for (int i = 0; i < rep->nmembers; i++)
-        w[i] = (double)rep->fit.counts[i] / (double)rep->fit.rounds_kept;
+    const double *w = rep->fit.weight;
+    double *val = NULL, *test = NULL;
     if (st == RT_OK &&
         (!(val = blend(m, rep->nmembers, true, w)) || !(test = blend(m, rep->nmembers, false, w))))
         st = rt_err(err, RT_ERR_NOMEM, "out of memory for the ensemble's predictions");
@@ -574,7 +558,6 @@ rt_status rt_ensemble_run(const rt_ens_opts *o, rt_ens_report *rep, char *err)
                                   .label = m[0].val.cls,
                                   .target = m[0].val.y,
                                   .metric = rep->metric};
-        rep->classification = m[0].val.K > 0;
         rep->nclasses = m[0].val.K;
         rep->val_rows = m[0].val.n;
         rep->test_rows = m[0].test.n;

@@ -182,6 +182,9 @@ rt_status rt_ens_select(const rt_ens_problem *p, int rounds, rt_ens_fit *fit, ch
     }
     for (int r = 0; r < fit->rounds_kept; r++)
         fit->counts[picks[r]]++;
+    for (int m = 0; m < p->nmembers; m++)
+        fit->weight[m] = (double)fit->counts[m] / (double)fit->rounds_kept;
+    fit->best = picks[0];
     fit->ensemble = rt_ens_metric_higher_better(p->metric) ? -best_loss : best_loss;
     free(sum), free(cand), free(picks);
     return RT_OK;

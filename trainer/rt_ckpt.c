@@ -12,6 +12,7 @@
 #include "rt_file.h"
 #include "rt_json.h"
 #include "rt_endian.h"
+#include "rt_s3.h"
 
 static const char MAGIC[8] = {'R', 'T', 'C', 'K', 'P', 'T', '1', 0};
 static const char END[8] = {'R', 'T', 'C', 'K', 'E', 'N', 'D', 0};
@@ -507,6 +508,19 @@ rt_status rt_ckpt_read_header(const char *path, rt_ckpt *c, char *err)
         rt_ckpt_free(c);
     rt_json_free(h);
     return st;
+}
+
+rt_status rt_ckpt_find_header(const char *store, char *path, size_t len, rt_ckpt *c, char *err)
+{
+    static const char *const names[] = {"best.ckpt", "last.ckpt"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        if (!rt_s3_uri_join(path, len, store, names[i]))
+            return rt_err(err, RT_ERR_INVALID, "%s: too long a path", store);
+        rt_status st = rt_ckpt_read_header(path, c, err);
+        if (st != RT_ERR_NOTFOUND)
+            return st;
+    }
+    return rt_err(err, RT_ERR_NOTFOUND, "%s has no best.ckpt nor last.ckpt", store);
 }
 
 rt_status rt_ckpt_compatible(const rt_ckpt *c, const rt_model_spec *s, char *err)

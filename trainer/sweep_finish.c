@@ -230,16 +230,11 @@ static bool write_ensemble(const rt_json *res, const char *store, const char *sd
     rt_ens_opts o = {.stores = stores, .nstores = (int)n, .out = out, .skip_incomplete = true};
     if (st == RT_OK)
         st = rt_ensemble_run(&o, &rep, err);
-    double alone = st == RT_OK ? rep.fit.member[0] : NAN; /* the best trial alone */
-    for (int i = 1; st == RT_OK && i < rep.nmembers; i++)
-        if (rt_ens_metric_higher_better(rep.metric) ? rep.fit.member[i] > alone
-                                                    : rep.fit.member[i] < alone)
-            alone = rep.fit.member[i];
     if (st == RT_OK)
         printf("sweep: ensemble/ weighs %d trial%s by their validation predictions: val_%s "
                "%.6f (the best of them alone %.6f); %d left out without predictions\n",
                rep.nmembers, rep.nmembers == 1 ? "" : "s", rt_ens_metric_name(rep.metric),
-               rep.fit.ensemble, alone, rep.nskipped);
+               rep.fit.ensemble, rep.fit.member[rep.fit.best], rep.nskipped);
     else
         printf("sweep: no ensemble: %s\n", err);
     free(names);

@@ -76,6 +76,10 @@ rt_status rt_ckpt_parse(const void *data, size_t len, const char *name, rt_ckpt 
  * CRC is not checked): what a checkpoint is of, for a file or an object
  * read in part.  RT_ERR_NOTFOUND as rt_ckpt_read. */
 rt_status rt_ckpt_read_header(const char *path, rt_ckpt *c, char *err);
+/* A job's store (a folder or an S3 prefix): the header of its best.ckpt,
+ * else of its last.ckpt — the model its predictions came from — and that
+ * file's path; RT_ERR_NOTFOUND naming the store when it has neither. */
+rt_status rt_ckpt_find_header(const char *store, char *path, size_t len, rt_ckpt *c, char *err);
 void rt_ckpt_free(rt_ckpt *c);
 /* Whether c's tensor counts are m's (RT_ERR_CORRUPT naming both): every
  * path that copies a checkpoint's tensors checks this first. */

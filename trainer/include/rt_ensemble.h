@@ -55,8 +55,10 @@ typedef struct rt_ens_problem {
 
 typedef struct rt_ens_fit {
     int rounds_kept;                   /* the best prefix's length */
-    int counts[RT_ENS_MAX_MEMBERS];    /* picks of each member in it (weights: / rounds_kept) */
+    int counts[RT_ENS_MAX_MEMBERS];    /* picks of each member in it */
+    double weight[RT_ENS_MAX_MEMBERS]; /* counts / rounds_kept */
     double member[RT_ENS_MAX_MEMBERS]; /* each member's own validation figure */
+    int best;                          /* the best member alone (round 1's pick) */
     double ensemble;                   /* the ensemble's (the metric's own sign) */
 } rt_ens_fit;
 
@@ -85,8 +87,7 @@ typedef struct rt_ens_report {
     int nmembers, member[RT_ENS_MAX_MEMBERS];  /* the stores ensembled (indexes of opts') */
     int nskipped, skipped[RT_ENS_MAX_MEMBERS]; /* and those left out (skip_incomplete) */
     rt_ens_metric metric;
-    bool classification;
-    int nclasses;
+    int nclasses; /* 0: a regression */
     int64_t val_rows, test_rows;
     rt_ens_fit fit; /* its counts and figures by member (not by store) */
     int rounds;
