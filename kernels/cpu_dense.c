@@ -9,6 +9,7 @@
  *             dw = dzᵀ · x           sgemm(T, N)
  *             dx = dz · w            sgemm(N, N) */
 #include <cblas.h>
+#include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -37,7 +38,9 @@ void rt_cpu_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, r
     if (B == 0 || out == 0)
         return;
     float *yp = RT_F(y);
-    rt_gemm(ctx, false, true, B, out, in, RT_F(x), x.ld, w, in, yp, y.ld);
+    rt_gemm_ex(ctx, false, true, B, out, in, x.p, x.dtype == RT_BF16, x.ld, w, false, in, yp, y.ld);
+    if (!b && act == RT_ACT_NONE)
+        return;
     /* rows in blocks of 16 per call: the epilogue is memory-bound */
     const int64_t nblk = (B + 15) / 16;
 #pragma omp parallel for schedule(static) num_threads(ctx->threads) if (B * out > PAR_MIN)
@@ -82,14 +85,22 @@ void rt_cpu_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act
     const int64_t B = x.rows, in = x.cols, out = dy.cols;
     if (B == 0) {
         memset(dw, 0, (size_t)(out * in) * sizeof(float));
-        memset(db, 0, (size_t)out * sizeof(float));
+        if (db)
+            memset(db, 0, (size_t)out * sizeof(float));
         if (dx.p)
             for (int64_t r = 0; r < dx.rows; r++)
                 memset(RT_F(dx) + r * dx.ld, 0, (size_t)in * sizeof(float));
         return;
     }
-    rt_cpu_mask_colsum(ctx, y, act, dy, db);
-    rt_gemm(ctx, true, false, out, in, B, RT_F(dy), dy.ld, RT_F(x), x.ld, dw, in);
+    if (db || act != RT_ACT_NONE) { /* no bias and no ReLU: dy as it is */
+        float *sums = db ? db : malloc((size_t)out * sizeof *sums);
+        RT_ASSERT(sums);
+        rt_cpu_mask_colsum(ctx, y, act, dy, sums);
+        if (!db)
+            free(sums);
+    }
+    const bool x16 = x.dtype == RT_BF16, dy16 = dy.dtype == RT_BF16;
+    rt_gemm_ex(ctx, true, false, out, in, B, dy.p, dy16, dy.ld, x.p, x16, x.ld, dw, in);
     if (dx.p)
-        rt_gemm(ctx, false, false, B, in, out, RT_F(dy), dy.ld, w, in, RT_F(dx), dx.ld);
+        rt_gemm_ex(ctx, false, false, B, in, out, dy.p, dy16, dy.ld, w, false, in, RT_F(dx), dx.ld);
 }

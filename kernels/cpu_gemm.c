@@ -155,9 +155,9 @@ static void micro_scalar_12x32(int64_t kc, const float *a, const float *b, float
  * OpenBLAS SkylakeX's speed on 1 thread, 0.86x -> 1.00x on 2; swept KC
  * 256-768, MC 12-96, NC 256-1024 around it.  AVX2's are Zen 3's (32 KiB L1,
  * 512 KiB L2), not re-measured. */
-static void pack_a(const float *A, int64_t lda, bool ta, int64_t i0, int64_t mc, int64_t p0,
+static void pack_a(const void *A, bool h, int64_t lda, bool ta, int64_t i0, int64_t mc, int64_t p0,
                    int64_t kc, int mr, float *ap);
-static void pack_b(const float *B, int64_t ldb, bool tb, int64_t j0, int64_t nc, int64_t p0,
+static void pack_b(const void *B, bool h, int64_t ldb, bool tb, int64_t j0, int64_t nc, int64_t p0,
                    int64_t kc, int nr, float *bp);
 static const kernel KERNELS[] = {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -334,9 +334,11 @@ static inline void copy_row(float *d, const float *s, int n)
 
 /* Rows [i0, i0+mc) of op(A) over k in [p0, p0+kc), as panels of mr rows:
  * element (row ip+r, k) of the block at ap[ip*kc + k*mr + r]. */
-static void pack_a(const float *A, int64_t lda, bool ta, int64_t i0, int64_t mc, int64_t p0,
+static void pack_a(const void *Av, bool h, int64_t lda, bool ta, int64_t i0, int64_t mc, int64_t p0,
                    int64_t kc, int mr, float *ap)
 {
+    const float *A = Av;
+    RT_ASSERT(!h); /* bf16 operands: the bf16 kernel's */
     for (int64_t ip = 0; ip < mc; ip += mr) {
         int64_t m = mc - ip < mr ? mc - ip : mr;
         float *dst = ap + ip * kc;
@@ -368,9 +370,11 @@ static void pack_a(const float *A, int64_t lda, bool ta, int64_t i0, int64_t mc,
 
 /* Columns [j0, j0+nc) of op(B) over k in [p0, p0+kc), as panels of nr
  * columns: element (k, column jp+j) at bp[jp*kc + k*nr + j]. */
-static void pack_b(const float *B, int64_t ldb, bool tb, int64_t j0, int64_t nc, int64_t p0,
+static void pack_b(const void *Bv, bool h, int64_t ldb, bool tb, int64_t j0, int64_t nc, int64_t p0,
                    int64_t kc, int nr, float *bp)
 {
+    const float *B = Bv;
+    RT_ASSERT(!h);
     for (int64_t jp = 0; jp < nc; jp += nr) {
         int64_t n = nc - jp < nr ? nc - jp : nr;
         float *dst = bp + jp * kc;
@@ -394,7 +398,8 @@ typedef struct job {
     const kernel *kn;
     bool ta, tb;
     int64_t M, N, K, lda, ldb, ldc;
-    const float *A, *B;
+    const void *A, *B;
+    bool a16, b16; /* A, B in bf16 (the bf16 kernel), else fp32 */
     float *C;
 } job;
 
@@ -443,10 +448,10 @@ static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, 
             int64_t kp = (kc + kn->kpack - 1) / kn->kpack; /* packed elements per row */
             bool load = pc > 0; /* continue the chains after the first k-block */
             if (kn->a_in_l1)
-                kn->pack_b(g->B, g->ldb, g->tb, jc, nc, pc, kc, nr, bp);
+                kn->pack_b(g->B, g->b16, g->ldb, g->tb, jc, nc, pc, kc, nr, bp);
             for (int64_t ic = m0; ic < m1; ic += kn->mc) {
                 int64_t mc = m1 - ic < kn->mc ? m1 - ic : kn->mc;
-                kn->pack_a(g->A, g->lda, g->ta, ic, mc, pc, kc, mr, ap);
+                kn->pack_a(g->A, g->a16, g->lda, g->ta, ic, mc, pc, kc, mr, ap);
                 if (kn->a_in_l1) {
                     for (int64_t ir = 0; ir < mc; ir += mr)
                         for (int64_t jr = 0; jr < nc; jr += nr)
@@ -460,7 +465,8 @@ static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, 
                     /* each B panel is packed just before its first use, while
                      * it is hot in L1; later row blocks reuse it */
                     if (ic == m0)
-                        kn->pack_b(g->B, g->ldb, g->tb, jc + jr, n, pc, kc, nr, bp + jr * kp);
+                        kn->pack_b(g->B, g->b16, g->ldb, g->tb, jc + jr, n, pc, kc, nr,
+                                   bp + jr * kp);
                     for (int64_t ir = 0; ir < mc; ir += mr)
                         one_tile(g, kp, ap + ir * kp, bp + jr * kp, ic + ir, jc + jr,
                                  mc - ir < mr ? mc - ir : mr, n, load, tile);
@@ -476,12 +482,19 @@ static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, 
 void rt_gemm(rt_kctx *ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
              int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc)
 {
+    rt_gemm_ex(ctx, ta, tb, M, N, K, A, false, lda, B, false, ldb, C, ldc);
+}
+
+void rt_gemm_ex(rt_kctx *ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
+                bool a16, int64_t lda, const void *B, bool b16, int64_t ldb, float *C, int64_t ldc)
+{
     if (M <= 0 || N <= 0)
         return;
-    const kernel *kn = ctx->bf16 ? rt_gemm_bf16_kernel() : NULL;
+    const kernel *kn = ctx->bf16 || a16 || b16 ? rt_gemm_bf16_kernel() : NULL;
+    RT_ASSERT(kn || !(a16 || b16)); /* bf16 operands exist where the kernel does */
     if (!kn)
         kn = current();
-    job g = {kn, ta, tb, M, N, K, lda, ldb, ldc, A, B, C};
+    job g = {kn, ta, tb, M, N, K, lda, ldb, ldc, A, B, a16, b16, C};
     /* threads take whole panels of columns, or of rows when there are too
      * few column panels; never a share of k */
     int64_t npan = round_up(N, kn->nr) / kn->nr, mpan = round_up(M, kn->mr) / kn->mr;

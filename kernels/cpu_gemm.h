@@ -25,6 +25,12 @@
  * when tb).  K = 0 gives zeros.  Uses ctx's threads and workspace. */
 void rt_gemm(rt_kctx *ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
              int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
+/* rt_gemm with A (a16) or B (b16) given in bf16 (uint16_t, RT_BF16's
+ * rounding): the bf16 kernel's product, the same bits as rt_gemm's with
+ * ctx's bf16 on and those operands in fp32.  Only where the CPU has the
+ * bf16 kernel. */
+void rt_gemm_ex(rt_kctx *ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
+                bool a16, int64_t lda, const void *B, bool b16, int64_t ldb, float *C, int64_t ldc);
 
 /* The micro-kernels this CPU can run, best first ("avx512", "avx2",
  * "scalar", and "scalar-12x32": the AVX-512 kernel's shape in plain C, for

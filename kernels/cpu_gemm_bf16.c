@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cpu_gemm_impl.h"
+#include "cpu_simd.h"
 #include "rt_status.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -70,14 +71,49 @@ TGT static inline void transpose16(__m512i r[16])
     }
 }
 
+/* A source of the packing: fp32 values (rounded as they are packed), or
+ * values stored in bf16 already (RT_BF16 tensors: rounded the same way by
+ * whoever wrote them, so the panels hold the same bits) */
+typedef struct src {
+    const char *p;
+    bool h; /* bf16 (2 bytes a value), else fp32 */
+} src;
+
+static inline const char *at(src s, int64_t i) { return s.p + i * (s.h ? 2 : 4); }
+
+/* The pairs of n (0..32) consecutive k-values at p, the rest zero: fp32
+ * converted in one instruction (vcvtne2ps2bf16 keeps neighbours together);
+ * bf16 values already are their pairs, two to 32 bits */
+TGT static inline __m512i row_pairs(const char *p, bool h, int n)
+{
+    if (h)
+        return _mm512_maskz_loadu_epi16(n >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << n) - 1), p);
+    const float *f = (const float *)p;
+    return (__m512i)_mm512_cvtne2ps_pbh(load_n(f + 16, n > 16 ? n - 16 : 0),
+                                        load_n(f, n < 16 ? n : 16));
+}
+
+/* The pairs (r0[c], r1[c]) of m (0..16) columns, r1 NULL for zeros */
+TGT static inline __m512i col_pairs(const char *r0, const char *r1, bool h, int m)
+{
+    if (h) {
+        const __mmask16 k = (__mmask16)((1u << m) - 1);
+        __m512i x = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, r0));
+        __m512i y =
+            r1 ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, r1)) : _mm512_setzero_si512();
+        return _mm512_or_si512(x, _mm512_slli_epi32(y, 16));
+    }
+    __m512 x = load_n((const float *)r0, m);
+    __m512 y = r1 ? load_n((const float *)r1, m) : _mm512_setzero_ps();
+    return bf16_pairs(x, y);
+}
+
 /* w rows of a source whose k-values are contiguous (rows of A for op(A) =
- * A, of B for op(B) = Bᵀ; each row kc floats from src, ld apart), of which
+ * A, of B for op(B) = Bᵀ; each row kc values from s, ld apart), of which
  * the first `valid` are real: as pairs, dst[kp*w + j].  Sixteen rows at a
- * time, 32 k-values each: a row's 32 floats become 16 pairs in one
- * conversion (vcvtne2ps2bf16 keeps neighbours together), and a 16 x 16
+ * time, 32 k-values each: a row's 32 values become 16 pairs, and a 16 x 16
  * transpose turns the rows' pairs into the panel's k-rows. */
-TGT static void pack_rows_bf16(const float *src, int64_t ld, int64_t kc, int w, int64_t valid,
-                               uint32_t *dst)
+TGT static void pack_rows_bf16(src s, int64_t ld, int64_t kc, int w, int64_t valid, uint32_t *dst)
 {
     for (int g = 0; g < w; g += 16) {
         const int rows = w - g < 16 ? w - g : 16;
@@ -85,16 +121,9 @@ TGT static void pack_rows_bf16(const float *src, int64_t ld, int64_t kc, int w, 
         for (int64_t k = 0; k < kc; k += 32) {
             const int n = kc - k < 32 ? (int)(kc - k) : 32;
             __m512i r[16];
-            for (int i = 0; i < 16; i++) {
-                if (i >= rows || g + i >= valid) {
-                    r[i] = _mm512_setzero_si512();
-                    continue;
-                }
-                const float *row = src + (g + i) * ld + k;
-                __m512 lo = load_n(row, n < 16 ? n : 16);
-                __m512 hi = load_n(row + 16, n > 16 ? n - 16 : 0);
-                r[i] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-            }
+            for (int i = 0; i < 16; i++)
+                r[i] = i < rows && g + i < valid ? row_pairs(at(s, (g + i) * ld + k), s.h, n)
+                                                 : _mm512_setzero_si512();
             transpose16(r);
             for (int q = 0; q < (n + 1) / 2; q++)
                 _mm512_mask_storeu_epi32(dst + (k / 2 + q) * w + g, keep, r[q]);
@@ -102,30 +131,30 @@ TGT static void pack_rows_bf16(const float *src, int64_t ld, int64_t kc, int w, 
     }
 }
 
-/* Columns [c0, c0+n) (n <= 32, the rest of the panel's w zero) of two
- * rows whose columns are contiguous (op(A) = Aᵀ's k-rows, op(B) = B's): the
+/* Columns [0, n) (n <= 32, the rest of the panel's w zero) of two rows
+ * whose columns are contiguous (op(A) = Aᵀ's k-rows, op(B) = B's): the
  * pairs (r0[c], r1[c]) at d[c]; r1 NULL past K (zeros). */
 TGT __attribute__((always_inline)) static inline void
-pack_pair_row(const float *r0, const float *r1, int n, int w, uint32_t *d)
+pack_pair_row(const char *r0, const char *r1, bool h, int n, int w, uint32_t *d)
 {
     for (int c = 0; c < w; c += 16) {
         int m = n - c < 0 ? 0 : n - c < 16 ? n - c : 16;
-        __m512 x = load_n(r0 + c, m), y = r1 ? load_n(r1 + c, m) : _mm512_setzero_ps();
-        __m512i v = bf16_pairs(x, y);
+        const int64_t off = (int64_t)c * (h ? 2 : 4);
+        __m512i v = col_pairs(r0 + off, r1 ? r1 + off : NULL, h, m);
         int keep = w - c < 16 ? w - c : 16;
         _mm512_mask_storeu_epi32(d + c, (__mmask16)((1u << keep) - 1), v);
     }
 }
 
-TGT static void pack_a_bf16(const float *A, int64_t lda, bool ta, int64_t i0, int64_t mc,
-                            int64_t p0, int64_t kc, int mr, float *apf)
+TGT static void pack_a_src(src A, int64_t lda, bool ta, int64_t i0, int64_t mc, int64_t p0,
+                           int64_t kc, int mr, float *apf)
 {
     uint32_t *ap = (uint32_t *)apf;
     const int64_t kp = (kc + 1) / 2;
     if (!ta) { /* A is M x K: each row contiguous in k */
         for (int64_t ip = 0; ip < mc; ip += mr)
-            pack_rows_bf16(A + (i0 + ip) * lda + p0, lda, kc, mr, mc - ip < mr ? mc - ip : mr,
-                           ap + ip * kp);
+            pack_rows_bf16((src){at(A, (i0 + ip) * lda + p0), A.h}, lda, kc, mr,
+                           mc - ip < mr ? mc - ip : mr, ap + ip * kp);
         return;
     }
     /* A is K x M: each pair of k-rows of the block converted once, in order,
@@ -134,15 +163,16 @@ TGT static void pack_a_bf16(const float *A, int64_t lda, bool ta, int64_t i0, in
     const int64_t wide = (mc + mr - 1) / mr * mr;
     RT_ASSERT(wide <= 256); /* the kernel's MC is 96 */
     for (int64_t p = 0; p < kp; p++) {
-        const float *r0 = A + (p0 + 2 * p) * lda + i0;
-        pack_pair_row(r0, 2 * p + 1 < kc ? r0 + lda : NULL, (int)mc, (int)wide, row);
+        const char *r0 = at(A, (p0 + 2 * p) * lda + i0);
+        pack_pair_row(r0, 2 * p + 1 < kc ? at(A, (p0 + 2 * p + 1) * lda + i0) : NULL, A.h, (int)mc,
+                      (int)wide, row);
         for (int64_t ip = 0; ip < mc; ip += mr)
             memcpy(ap + ip * kp + p * mr, row + ip, (size_t)mr * sizeof *row);
     }
 }
 
-TGT static void pack_b_bf16(const float *B, int64_t ldb, bool tb, int64_t j0, int64_t nc,
-                            int64_t p0, int64_t kc, int nr, float *bpf)
+TGT static void pack_b_src(src B, int64_t ldb, bool tb, int64_t j0, int64_t nc, int64_t p0,
+                           int64_t kc, int nr, float *bpf)
 {
     uint32_t *bp = (uint32_t *)bpf;
     const int64_t kp = (kc + 1) / 2;
@@ -150,14 +180,27 @@ TGT static void pack_b_bf16(const float *B, int64_t ldb, bool tb, int64_t j0, in
         int64_t n = nc - jp < nr ? nc - jp : nr;
         uint32_t *dst = bp + jp * kp;
         if (tb) { /* B is N x K (a weight, out x in): each column is a row */
-            pack_rows_bf16(B + (j0 + jp) * ldb + p0, ldb, kc, nr, n, dst);
+            pack_rows_bf16((src){at(B, (j0 + jp) * ldb + p0), B.h}, ldb, kc, nr, n, dst);
             continue;
         }
         for (int64_t p = 0; p < kp; p++) { /* B is K x N */
-            const float *r0 = B + (p0 + 2 * p) * ldb + j0 + jp;
-            pack_pair_row(r0, 2 * p + 1 < kc ? r0 + ldb : NULL, (int)n, nr, dst + p * nr);
+            const char *r0 = at(B, (p0 + 2 * p) * ldb + j0 + jp);
+            pack_pair_row(r0, 2 * p + 1 < kc ? at(B, (p0 + 2 * p + 1) * ldb + j0 + jp) : NULL, B.h,
+                          (int)n, nr, dst + p * nr);
         }
     }
+}
+
+static void pack_a_bf16(const void *A, bool h, int64_t lda, bool ta, int64_t i0, int64_t mc,
+                        int64_t p0, int64_t kc, int mr, float *ap)
+{
+    pack_a_src((src){A, h}, lda, ta, i0, mc, p0, kc, mr, ap);
+}
+
+static void pack_b_bf16(const void *B, bool h, int64_t ldb, bool tb, int64_t j0, int64_t nc,
+                        int64_t p0, int64_t kc, int nr, float *bp)
+{
+    pack_b_src((src){B, h}, ldb, tb, j0, nc, p0, kc, nr, bp);
 }
 
 /* The 12 x 32 tile over kc pairs: as cpu_gemm.c's MICRO_BODY, with a pair
@@ -201,6 +244,19 @@ TGT static void micro_bf16(int64_t kc, const float *af, const float *bf, float *
 static const kernel BF16 = {"avx512-bf16", 12,         32, 768,         96,         512,
                             true,          micro_bf16, 2,  pack_a_bf16, pack_b_bf16};
 
+TGT static void store_bf16(const float *x, int64_t n, uint16_t *y)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(y + i),
+                            (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + i)));
+    if (i < n) {
+        const int m = (int)(n - i);
+        _mm256_mask_storeu_epi16(y + i, (__mmask16)((1u << m) - 1),
+                                 (__m256i)_mm512_cvtneps_pbh(load_n(x + i, m)));
+    }
+}
+
 static bool usable;
 static pthread_once_t usable_once = PTHREAD_ONCE_INIT;
 
@@ -217,8 +273,20 @@ const kernel *rt_gemm_bf16_kernel(void)
     return usable ? &BF16 : NULL;
 }
 
+void rt_bf16_store(const float *x, int64_t n, uint16_t *y)
+{
+    RT_ASSERT(rt_gemm_bf16_kernel()); /* only where bf16 tensors can exist */
+    store_bf16(x, n, y);
+}
+
 #else
 
 const kernel *rt_gemm_bf16_kernel(void) { return NULL; }
+
+void rt_bf16_store(const float *x, int64_t n, uint16_t *y)
+{
+    (void)x, (void)n, (void)y;
+    RT_ASSERT(!"bf16 values on a CPU without the bf16 kernel");
+}
 
 #endif

@@ -16,11 +16,12 @@ typedef void (*micro_fn)(int64_t kc, const float *a, const float *b, float *c, i
 /* Rows [i0, i0+mc) of op(A) over k in [p0, p0+kc) as panels of mr rows
  * (element (row ip+r, packed k) at ap[ip*kp + k*mr + r], kp = kc / kpack
  * rounded up); columns [j0, j0+nc) of op(B) as panels of nr columns, the
- * same way.  Rows, columns and k past the edges are zeros. */
-typedef void (*pack_a_fn)(const float *A, int64_t lda, bool ta, int64_t i0, int64_t mc, int64_t p0,
-                          int64_t kc, int mr, float *ap);
-typedef void (*pack_b_fn)(const float *B, int64_t ldb, bool tb, int64_t j0, int64_t nc, int64_t p0,
-                          int64_t kc, int nr, float *bp);
+ * same way.  Rows, columns and k past the edges are zeros.  The source is
+ * fp32, or bf16 when h (the bf16 kernel's only). */
+typedef void (*pack_a_fn)(const void *A, bool h, int64_t lda, bool ta, int64_t i0, int64_t mc,
+                          int64_t p0, int64_t kc, int mr, float *ap);
+typedef void (*pack_b_fn)(const void *B, bool h, int64_t ldb, bool tb, int64_t j0, int64_t nc,
+                          int64_t p0, int64_t kc, int nr, float *bp);
 
 typedef struct kernel {
     const char *name;

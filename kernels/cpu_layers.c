@@ -291,6 +291,7 @@ static void token_sums(rt_kctx *ctx, rt_view x, const float *w, int64_t d, rt_vi
     const float *xp = RT_F(x), *g = RT_F(dy);
     const bool scale = d == 1 && xp;
     RT_ASSERT(scale || (c == 1.0f && !y.p));
+    RT_ASSERT(scale || !dx.p || dx.dtype == RT_F32);
     const int nthr = B * N > PAR_MIN ? ctx->threads : 1;
 #pragma omp parallel num_threads(nthr)
     {
@@ -302,7 +303,9 @@ static void token_sums(rt_kctx *ctx, rt_view x, const float *w, int64_t d, rt_vi
         RT_ASSERT(acc);
         if (scale)
             rt_simd_scale_colsum(g + c0, dy.ld, c, y.p ? RT_F(y) + c0 : NULL, y.ld, xp + c0, x.ld,
-                                 w + c0, B, c1 - c0, sw, sb, dx.p ? RT_F(dx) + c0 : NULL, dx.ld);
+                                 w + c0, B, c1 - c0, sw, sb,
+                                 dx.p && dx.dtype == RT_F32 ? RT_F(dx) + c0 : NULL,
+                                 dx.p && dx.dtype == RT_BF16 ? RT_H(dx) + c0 : NULL, dx.ld);
         else
             for (int64_t r = 0; r < B; r++) {
                 const float *gr = g + r * dy.ld;
@@ -348,20 +351,26 @@ void rt_cpu_scale_act_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *
 {
     const int64_t C = y.cols;
     const uint64_t t = (uint64_t)*step;
+    const bool h = y.dtype == RT_BF16; /* rounded from a row of floats */
 #pragma omp parallel num_threads(ctx->threads) if (y.rows * C > PAR_MIN)
     {
         int64_t r0 = 0, r1 = y.rows;
         int th = 0, nt = 1;
         thread_cols(y.rows, &r0, &r1, &th, &nt);
+        float *row = h ? malloc((size_t)C * sizeof *row) : NULL;
+        RT_ASSERT(row || !h);
         /* a row at a time, dropped while it is in cache; rt_k_dropout's
          * element numbering, r * C + j */
         for (int64_t r = r0; r < r1; r++) {
-            float *yr = RT_F(y) + r * y.ld;
+            float *yr = h ? row : RT_F(y) + r * y.ld;
             rt_simd_scale_rows(RT_F(x) + r * x.ld, x.ld, w, b, act == RT_ACT_RELU, 1, C, yr, y.ld);
             if (rate > 0.0f)
                 rt_simd_dropout(yr, C, (uint64_t)(r * C), rate, (uint32_t)seed ^ stream,
                                 (uint32_t)(seed >> 32), t);
+            if (h)
+                rt_bf16_store(row, C, RT_H(y) + r * y.ld);
         }
+        free(row);
     }
 }
 

@@ -10,12 +10,15 @@ RT_MV void rt_simd_bias_act(float *y, int64_t ldy, int64_t rows, int64_t n, cons
 {
     for (int64_t r = 0; r < rows; r++) {
         float *restrict row = y + r * ldy;
-        if (relu) {
+        if (relu && !b) {
+            for (int64_t j = 0; j < n; j++)
+                row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+        } else if (relu) {
             for (int64_t j = 0; j < n; j++) {
                 float v = row[j] + b[j];
                 row[j] = v > 0.0f ? v : 0.0f;
             }
-        } else {
+        } else if (b) {
             for (int64_t j = 0; j < n; j++)
                 row[j] += b[j];
         }
@@ -70,7 +73,7 @@ RT_MV RT_NO_CONTRACT void rt_simd_scale_rows(const float *x, int64_t ldx, const 
 RT_MV void rt_simd_scale_colsum(const float *g, int64_t ldg, float c, const float *y, int64_t ldy,
                                 const float *x, int64_t ldx, const float *w, int64_t rows,
                                 int64_t n, double *restrict sw, double *restrict sb, float *dx,
-                                int64_t lddx)
+                                uint16_t *dxh, int64_t lddx)
 {
     float gb[SCALE_ROWS][SCALE_CHUNK];
     for (int64_t r0 = 0; r0 < rows; r0 += SCALE_ROWS) {
@@ -120,6 +123,12 @@ RT_MV void rt_simd_scale_colsum(const float *g, int64_t ldg, float c, const floa
                     float *dr = dx + (r0 + i) * lddx + j0;
                     for (int64_t j = 0; j < m; j++)
                         dr[j] = gb[i][j] * w[j0 + j];
+                }
+            if (dxh)
+                for (int64_t i = 0; i < nr; i++) {
+                    for (int64_t j = 0; j < m; j++) /* the product again, in place */
+                        gb[i][j] = gb[i][j] * w[j0 + j];
+                    rt_bf16_store(gb[i], m, dxh + (r0 + i) * lddx + j0);
                 }
         }
     }

@@ -28,7 +28,12 @@
 #define RT_NO_CONTRACT
 #endif
 
-/* y[r, j] = act(y[r, j] + b[j]) for rows x n. */
+/* y[i] = x[i] rounded to bf16 as the bf16 kernel rounds its operands
+ * (nearest even; below fp32's normal range to zero), i < n.  Only where
+ * the CPU has the bf16 GEMM kernel (cpu_gemm_bf16.c). */
+void rt_bf16_store(const float *x, int64_t n, uint16_t *y);
+
+/* y[r, j] = act(y[r, j] + b[j]) for rows x n (b NULL: no bias). */
 void rt_simd_bias_act(float *y, int64_t ldy, int64_t rows, int64_t n, const float *b, bool relu);
 
 /* g[r, j] = relu ? (y[r, j] > 0 ? g[r, j] : 0) : g[r, j]; acc[j] += g[r, j]
@@ -44,10 +49,11 @@ void rt_simd_scale_rows(const float *x, int64_t ldx, const float *w, const float
 /* The backward of rt_simd_scale_rows for rows x n: with g = g[r, j] * c
  * (float), 0 where y[r, j] > 0 fails when y is not NULL: sw[j] += g *
  * x[r, j] and sb[j] += g in double, rows in order; when dx, dx[r, j] = g *
- * w[j] (dx may be g or x). */
+ * w[j] (dx may be g or x); when dxh, the same rounded to bf16 there
+ * (rt_bf16_store; neither g nor x). */
 void rt_simd_scale_colsum(const float *g, int64_t ldg, float c, const float *y, int64_t ldy,
                           const float *x, int64_t ldx, const float *w, int64_t rows, int64_t n,
-                          double *sw, double *sb, float *dx, int64_t lddx);
+                          double *sw, double *sb, float *dx, uint16_t *dxh, int64_t lddx);
 
 /* y[j] = sum over t of x[t * D + j] in double, members t in order (divided
  * by k when mean), for j < D: ens_math.h's rt_ens_elem for SUM and MEAN. */

@@ -102,7 +102,8 @@ struct rt_kctx {
     const rt_kernel_ops *ops;
     int threads;  /* CPU worker threads */
     bool tf32;    /* CUDA: TF32 tensor cores for fp32 GEMMs */
-    bool bf16;    /* CPU: GEMM inputs rounded to bf16, fp32 sums (rt_kctx_set_precision) */
+    bool bf16;    /* CPU: GEMM inputs rounded to bf16, fp32 sums (rt_kctx_set_bf16) */
+    bool no_bf16_store; /* rt_kctx_set_bf16_store(false) */
     void *stream; /* cudaStream_t (CUDA) */
     void *comm_stream; /* cudaStream_t for collectives (CUDA) */
     void *cuda;   /* the CUDA backend's state (cuda_common.cuh), NULL on the CPU */

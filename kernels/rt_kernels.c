@@ -68,6 +68,8 @@ bool rt_kctx_set_bf16(rt_kctx *ctx, bool on)
     return ctx->bf16 == on;
 }
 bool rt_kctx_bf16(const rt_kctx *ctx) { return ctx->bf16; }
+void rt_kctx_set_bf16_store(rt_kctx *ctx, bool on) { ctx->no_bf16_store = !on; }
+bool rt_kctx_bf16_store(const rt_kctx *ctx) { return ctx->bf16 && !ctx->no_bf16_store; }
 rt_status rt_kctx_sync(rt_kctx *ctx, char *err) { return ctx->ops->sync(ctx, err); }
 rt_status rt_kctx_check(rt_kctx *ctx, char *err) { return ctx->ops->check(ctx, err); }
 void *rt_kctx_comm_stream(rt_kctx *ctx) { return ctx->comm_stream; }
@@ -345,20 +347,27 @@ void rt_k_bn_bwd_given(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
     ctx->ops->bn_bwd_given(ctx, x, dy, gamma, save_mean, save_invstd, sum_dy, sum_dy_xhat, count, dx);
 }
 
+/* v is f32, or bf16 where the context runs bf16 GEMMs (a GEMM operand) */
+static void check_operand(const rt_kctx *ctx, rt_view v)
+{
+    check_view(ctx, v, v.dtype == RT_BF16 && ctx->bf16 ? RT_BF16 : RT_F32);
+}
+
 void rt_k_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act, rt_view y)
 {
-    check_view(ctx, x, RT_F32);
+    check_operand(ctx, x);
     check_view(ctx, y, RT_F32);
     RT_ASSERT(x.rows == y.rows && (act == RT_ACT_NONE || act == RT_ACT_RELU));
+    RT_ASSERT(b || ctx->dev == RT_DEVICE_CPU);
     ctx->ops->dense_fwd(ctx, x, w, b, act, y);
 }
 
 /* The views of a dense layer's backward (rt_k_dense_bwd, _adam). */
 static void check_dense_bwd(rt_kctx *ctx, rt_view x, rt_view y, rt_view dy, rt_view dx)
 {
-    check_view(ctx, x, RT_F32);
+    check_operand(ctx, x);
     check_view(ctx, y, RT_F32);
-    check_view(ctx, dy, RT_F32);
+    check_operand(ctx, dy);
     RT_ASSERT(x.rows == y.rows && dy.rows == y.rows && dy.cols == y.cols);
     if (dx.p) {
         check_view(ctx, dx, RT_F32);
@@ -371,6 +380,8 @@ void rt_k_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act a
 {
     check_dense_bwd(ctx, x, y, dy, dx);
     RT_ASSERT(act == RT_ACT_NONE || act == RT_ACT_RELU);
+    RT_ASSERT(db || ctx->dev == RT_DEVICE_CPU);
+    RT_ASSERT(dy.dtype == RT_F32 || (act == RT_ACT_NONE && !db)); /* bf16 dy: read only */
     ctx->ops->dense_bwd(ctx, x, w, y, act, dy, dw, db, dx);
 }
 
@@ -499,8 +510,9 @@ static void check_scale_act(rt_act act, float rate)
 void rt_k_scale_act_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
                         float rate, uint64_t seed, uint32_t stream, const int64_t *step, rt_view y)
 {
-    check_same(ctx, x, y);
-    RT_ASSERT(x.p != y.p);
+    check_view(ctx, x, RT_F32);
+    check_operand(ctx, y);
+    RT_ASSERT(x.rows == y.rows && x.cols == y.cols && x.p != y.p);
     check_scale_act(act, rate);
     ctx->ops->scale_act_fwd(ctx, x, w, b, act, rate, seed, stream, step, y);
 }
@@ -508,10 +520,17 @@ void rt_k_scale_act_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b,
 void rt_k_scale_act_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, float rate,
                         rt_view dy, float *dw, float *db, rt_view dx)
 {
-    check_same(ctx, x, y);
     check_same(ctx, x, dy);
-    if (dx.p)
-        check_same(ctx, x, dx);
+    if (act == RT_ACT_NONE) /* unread without the ReLU */
+        check_operand(ctx, y);
+    else
+        check_view(ctx, y, RT_F32);
+    RT_ASSERT(y.rows == x.rows && y.cols == x.cols);
+    if (dx.p) {
+        check_operand(ctx, dx);
+        RT_ASSERT(dx.rows == x.rows && dx.cols == x.cols);
+        RT_ASSERT(dx.dtype == RT_F32 || (dx.p != x.p && dx.p != dy.p));
+    }
     check_scale_act(act, rate);
     ctx->ops->scale_act_bwd(ctx, x, w, y, act, rate, dy, dw, db, dx);
 }

@@ -62,8 +62,11 @@ typedef struct mtensor {
     int64_t tpr, cols;
     bool grad;  /* has a gradient (something before it trains) */
     bool input; /* the continuous inputs: the model's input buffer */
-    float *data, *gdata;
-    int writer; /* planning: a gradient has been written (backward order) */
+    /* stored in bf16 (RT_BF16 views; model_plan_bf16): the value, the
+     * gradient — where only GEMMs read them */
+    bool bf16, gbf16;
+    float *data, *gdata; /* (uint16_t where bf16, gbf16) */
+    int writer;          /* planning: a gradient has been written (backward order) */
 } mtensor;
 
 typedef struct mslot {
@@ -181,6 +184,12 @@ struct rt_model {
  * (nothing allocated on the device); RT_ERR_INVALID when the spec cannot be
  * built (a sentence in err). */
 rt_status model_plan(rt_model *m, char *err);
+/* On a context with rt_kctx_bf16_store: mark the tensors whose value or
+ * gradient only ever is a GEMM's input, and is written by a layer that can
+ * round it, to be stored in bf16 (TabM: each block's x ⊙ r, which only its
+ * linear layer reads, and that layer's output gradient, which only its
+ * backward reads).  After model_plan, before the memory is allocated. */
+void model_plan_bf16(rt_model *m);
 /* The kind's name in summaries ("Dense", "BatchNorm", ...). */
 const char *model_kind_name(layer_kind k);
 

@@ -18,10 +18,17 @@ rt_view model_slot(const rt_model *m, mslot s, int64_t n, bool grad)
 {
     const mtensor *t = &m->tensors[s.t];
     float *base = t->input ? (grad ? NULL : m->in_cont) : grad ? t->gdata : t->data;
+    rt_view v;
     if (s.tok < 0)
-        return rt_vf32(base ? base + s.col0 : NULL, n * t->tpr, s.cols, t->cols, m->dev);
-    return rt_vf32(base ? base + (int64_t)s.tok * t->cols + s.col0 : NULL, n, s.cols,
-                   t->tpr * t->cols, m->dev);
+        v = rt_vf32(base ? base + s.col0 : NULL, n * t->tpr, s.cols, t->cols, m->dev);
+    else
+        v = rt_vf32(base ? base + (int64_t)s.tok * t->cols + s.col0 : NULL, n, s.cols,
+                    t->tpr * t->cols, m->dev);
+    if (grad ? t->gbf16 : t->bf16) { /* whole tensors only (model_plan_bf16) */
+        RT_ASSERT(s.tok < 0 && s.col0 == 0);
+        v.dtype = RT_BF16;
+    }
+    return v;
 }
 
 static rt_view none_view(const rt_model *m)
@@ -123,15 +130,16 @@ static rt_view joined(const rt_model *m, const mlayer *L, rt_view v)
     return as_members(v, T);
 }
 
-/* A dense layer's bias and its gradient (zeros and a throwaway buffer for
- * one without: L->np == 1). */
+/* A dense layer's bias and its gradient (for one without, L->np == 1: none
+ * on the CPU; zeros and a throwaway buffer on a GPU, whose fused epilogues
+ * take a bias). */
 static const float *bias_of(const rt_model *m, const mlayer *L)
 {
-    return L->np > 1 ? P(m, L, 1) : m->zeros;
+    return L->np > 1 ? P(m, L, 1) : m->dev == RT_DEVICE_CPU ? NULL : m->zeros;
 }
 static float *dbias_of(const rt_model *m, const mlayer *L)
 {
-    return L->np > 1 ? G(m, L, 1) : m->dbias;
+    return L->np > 1 ? G(m, L, 1) : m->dev == RT_DEVICE_CPU ? NULL : m->dbias;
 }
 
 /* Member t's columns of a (n, k*D) view: (n, D) at stride k*D. */

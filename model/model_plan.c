@@ -500,6 +500,44 @@ static void complete(mplan *p)
         mb_fail(p, "internal error: the layers' parameters do not start the arena");
 }
 
+/* Whether slot s is the whole of its tensor */
+static bool whole(const rt_model *m, mslot s)
+{
+    return s.tok < 0 && s.col0 == 0 && s.cols == m->tensors[s.t].cols;
+}
+
+void model_plan_bf16(rt_model *m)
+{
+    for (int t = 0; t < m->ntensors; t++) {
+        mtensor *x = &m->tensors[t];
+        if (x->input || t == m->t_pred || t == m->t_loss)
+            continue;
+        /* its writers (a dropout in place counts) and its readers */
+        const mlayer *w = NULL, *r = NULL;
+        int nw = 0, nr = 0, nlin = 0, k_r = 0;
+        for (int i = 0; i < m->nlayers; i++) {
+            const mlayer *L = &m->layers[i];
+            if (L->out.t == t)
+                w = L, nw++;
+            for (int k = 0; k < L->nin; k++)
+                if (L->in[k].t == t) {
+                    r = L, k_r = k, nr++;
+                    nlin += L->kind == L_LINEAR && k == 0 && whole(m, L->in[k]);
+                }
+        }
+        if (nw != 1 || nr == 0 || !whole(m, w->out))
+            continue;
+        /* the value: x ⊙ r written by a block's scale, read by linear layers alone */
+        x->bf16 = w->kind == L_ENS_SCALE && nlin == nr;
+        /* the gradient: of a linear layer's output without bias or ReLU (its
+         * backward only multiplies it), written whole by its one reader, a
+         * scale (which rounds it) */
+        x->gbf16 = x->grad && w->kind == L_LINEAR && w->np == 1 && w->act == RT_ACT_NONE &&
+                   nr == 1 && r->kind == L_ENS_SCALE && k_r == 0 && whole(m, r->in[0]) &&
+                   r->gmode[0] == 0;
+    }
+}
+
 rt_status model_plan(rt_model *m, char *err)
 {
     mplan p = {.m = m};

@@ -176,10 +176,10 @@ static rt_status allocate(rt_model *m)
         mtensor *x = &m->tensors[t];
         if (x->input)
             continue;
-        const size_t n = Bm * (size_t)(x->tpr * x->cols) * 4;
-        x->data = alloc_dev(m, n, &st);
+        const size_t n = Bm * (size_t)(x->tpr * x->cols);
+        x->data = alloc_dev(m, n * (x->bf16 ? 2 : 4), &st);
         if (x->grad)
-            x->gdata = alloc_dev(m, n, &st);
+            x->gdata = alloc_dev(m, n * (x->gbf16 ? 2 : 4), &st);
     }
     for (int i = 0; i < m->nlayers; i++) {
         mlayer *L = &m->layers[i];
@@ -222,6 +222,8 @@ rt_status rt_model_create(const rt_model_spec *spec, rt_kctx *ctx, int64_t max_b
         rt_model_destroy(m);
         return st;
     }
+    if (rt_kctx_bf16_store(ctx))
+        model_plan_bf16(m);
     rt_adam_seg *segs = malloc((size_t)(m->nseg + 1) * sizeof *segs);
     const int nseg = segs ? make_segs(m, segs) : 0;
     if (!segs || nseg > MAX_SEGS) {

@@ -170,6 +170,19 @@ static float bf16_round(float x)
     return x;
 }
 
+/* n values as RT_BF16 stores them (bf16_round's upper 16 bits) */
+static uint16_t *to_bf16(const float *x, size_t n)
+{
+    uint16_t *h = malloc(n * 2);
+    for (size_t i = 0; i < n; i++) {
+        float v = bf16_round(x[i]);
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        h[i] = (uint16_t)(u >> 16);
+    }
+    return h;
+}
+
 /* The bf16 product in double: op(A) and op(B) rounded, then summed exactly
  * enough; *mag gets sum |a||b| of each element (the rounding bound's). */
 static void gemm_ref_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
@@ -234,6 +247,23 @@ static void test_gemm_bf16(void **state)
             for (int64_t i = 0; i < M; i++) /* the same bits on any thread count */
                 assert_memory_equal(C + i * ldc, C1 + i * ldc, (size_t)N * 4);
         }
+        /* operands stored in bf16 already (RT_BF16 tensors): the same bits */
+        const size_t na = (size_t)((ta ? K : M) * lda + 1), nb = (size_t)((tb ? N : K) * ldb + 1);
+        uint16_t *A16 = to_bf16(A, na), *B16 = to_bf16(B, nb);
+        for (int which = 1; which <= 3; which++) {
+            const bool a16 = which & 1, b16 = which & 2;
+            tu_poison(C, nc);
+            rt_gemm_ex(ctxs[trial % 3], ta, tb, M, N, K, a16 ? (const void *)A16 : A, a16, lda,
+                       b16 ? (const void *)B16 : B, b16, ldb, C, ldc);
+            for (int64_t i = 0; i < M; i++)
+                if (memcmp(C + i * ldc, C1 + i * ldc, (size_t)N * 4))
+                    fail_msg("bf16 GEMM with %s%s in bf16, %s%s M=%lld N=%lld K=%lld: row %lld "
+                             "differs from the fp32 operands' product",
+                             a16 ? "A" : "", b16 ? "B" : "", ta ? "T" : "N", tb ? "T" : "N",
+                             (long long)M, (long long)N, (long long)K, (long long)i);
+        }
+        free(A16);
+        free(B16);
         gcase_free(&g);
         free(C1);
         free(F);

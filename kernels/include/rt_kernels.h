@@ -28,7 +28,10 @@ extern "C" {
 #endif
 
 typedef enum rt_device { RT_DEVICE_CPU = 0, RT_DEVICE_CUDA = 1 } rt_device;
-typedef enum rt_dtype { RT_F32 = 0, RT_I32 = 1 } rt_dtype;
+/* RT_BF16: bfloat16 values as 16 bits (uint16_t), rounded to nearest even
+ * as the bf16 GEMMs round their inputs; CPU views only, where the context
+ * runs bf16 GEMMs (rt_kctx_bf16_store), and only where an op says so. */
+typedef enum rt_dtype { RT_F32 = 0, RT_I32 = 1, RT_BF16 = 2 } rt_dtype;
 
 /* A 2-D view: rows x cols, `ld` elements between row starts (ld >= cols). */
 typedef struct rt_view {
@@ -66,6 +69,7 @@ static inline rt_view rt_view_rows(rt_view v, int64_t n)
 }
 #define RT_F(v) ((float *)(v).p)
 #define RT_I(v) ((int32_t *)(v).p)
+#define RT_H(v) ((uint16_t *)(v).p)
 
 /* ---- context and memory ------------------------------------------------ */
 
@@ -121,6 +125,13 @@ void rt_kctx_set_tf32(rt_kctx *ctx, bool on);
  * run (the GEMMs stay fp32). */
 bool rt_kctx_set_bf16(rt_kctx *ctx, bool on);
 bool rt_kctx_bf16(const rt_kctx *ctx);
+/* Whether a model on this context keeps the tensors that only ever are GEMM
+ * inputs (TabM's scaled inputs and its linear layers' output gradients) in
+ * bf16 (RT_BF16 views): what the GEMM would round them to anyway, so the
+ * same bits with half the bytes.  True where rt_kctx_bf16 is, unless
+ * turned off (tests compare both); read when a model is created. */
+void rt_kctx_set_bf16_store(rt_kctx *ctx, bool on);
+bool rt_kctx_bf16_store(const rt_kctx *ctx);
 /* Whether this CPU can run the bf16 GEMMs (and, as rt_cpu_gemm_kernel, the
  * name of their kernel: "avx512-bf16"; NULL when it cannot). */
 const char *rt_cpu_bf16_kernel(void);
@@ -248,13 +259,17 @@ void rt_k_bn_bwd_given(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
                        const double *sum_dy_xhat, double count, rt_view dx);
 
 /* Dense forward: y (B, out) = act(x (B, in) · wᵀ + b); w (out, in), b (out);
- * act is RT_ACT_NONE or RT_ACT_RELU (the others are their own op). */
+ * act is RT_ACT_NONE or RT_ACT_RELU (the others are their own op).  On a
+ * CPU context, b may be NULL (no bias) and x RT_BF16 (rt_kctx_bf16). */
 void rt_k_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
                     rt_view y);
 
 /* Dense backward.  dy (B, out) is overwritten with dz = dy * act'(y), where y
  * is this layer's forward output.  Writes dw (out, in) = dzᵀ·x,
- * db (out) = column sums of dz, and dx (B, in) = dz·w when dx.p != NULL. */
+ * db (out) = column sums of dz, and dx (B, in) = dz·w when dx.p != NULL.
+ * On a CPU context, db may be NULL (no bias: not summed), and x and dy
+ * RT_BF16 (rt_kctx_bf16; dy only with RT_ACT_NONE and db NULL, so that it
+ * is only read). */
 void rt_k_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, rt_view dy,
                     float *dw, float *db, rt_view dx);
 
@@ -316,14 +331,16 @@ void rt_k_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int64_
  * act RT_ACT_NONE or RT_ACT_RELU, then rt_k_dropout's mask (seed, stream,
  * *step; rate 0: none, rate > 0 only after RT_ACT_RELU, whose backward masks
  * by y).  The same values as those three ops one after the other; y is not
- * x. */
+ * x.  y may be RT_BF16 (a CPU context with bf16 GEMMs): the values rounded. */
 void rt_k_scale_act_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
                         float rate, uint64_t seed, uint32_t stream, const int64_t *step, rt_view y);
 /* Its backward from its output y: g = dy * (1 / (1 - rate)) in float where
  * y > 0 (everywhere with RT_ACT_NONE), else 0 — the dropout's and the ReLU's
  * backward one after the other; then dw = sum_r g * x, db (when not NULL) =
  * sum_r g, dx = g * w when dx.p (dx may be x or dy), as rt_k_tokens_bwd's.
- * dy is scratch: undefined afterwards. */
+ * dy is scratch: undefined afterwards.  dx may be RT_BF16 (a CPU context
+ * with bf16 GEMMs; then neither x nor dy), y RT_BF16 with RT_ACT_NONE
+ * (unread then). */
 void rt_k_scale_act_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, float rate,
                         rt_view dy, float *dw, float *db, rt_view dx);
 
