@@ -383,6 +383,37 @@ void rt_cpu_scale_act_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt
                db, dx);
 }
 
+void rt_cpu_scale_pair_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act,
+                           float rate, const float *w2, rt_view dy2, float *dw2, float *dw,
+                           float *db, rt_view dx)
+{
+    const int64_t B = dy2.rows, N = dy2.cols;
+    const int nthr = B * N > PAR_MIN ? ctx->threads : 1;
+#pragma omp parallel num_threads(nthr)
+    {
+        int64_t c0 = 0, c1 = N;
+        int t = 0, nt = 1;
+        thread_cols(N, &c0, &c1, &t, &nt);
+        const size_t nc = (size_t)(c1 - c0);
+        double *acc = calloc(3 * nc + 1, sizeof *acc), *s2 = acc, *sw = acc + nc,
+               *sb = acc + 2 * nc;
+        RT_ASSERT(acc);
+        /* token_sums' c and threading: each column's sums by one thread, rows in order */
+        rt_simd_scale2_colsum(RT_F(dy2) + c0, dy2.ld, RT_F(y) + c0, y.ld, w2 + c0,
+                              1.0f / (1.0f - rate), act == RT_ACT_RELU, RT_F(x) + c0, x.ld, w + c0,
+                              B, c1 - c0, s2, sw, sb,
+                              dx.p && dx.dtype == RT_F32 ? RT_F(dx) + c0 : NULL,
+                              dx.p && dx.dtype == RT_BF16 ? RT_H(dx) + c0 : NULL, dx.ld);
+        for (int64_t j = c0; j < c1; j++) {
+            dw2[j] = (float)s2[j - c0];
+            dw[j] = (float)sw[j - c0];
+            if (db)
+                db[j] = (float)sb[j - c0];
+        }
+        free(acc);
+    }
+}
+
 /* ---- ensembles (TabM) ---------------------------------------------------------------- */
 
 void rt_cpu_ens_repeat(rt_kctx *ctx, rt_view x, rt_view y)

@@ -134,6 +134,50 @@ RT_MV void rt_simd_scale_colsum(const float *g, int64_t ldg, float c, const floa
     }
 }
 
+/* rt_simd_scale_colsum twice, the second scaling's backward feeding the
+ * first's: the same floats and sums in the same order, one pass */
+RT_MV void rt_simd_scale2_colsum(const float *g2, int64_t ldg, const float *y, int64_t ldy,
+                                 const float *w2, float c, bool relu, const float *x, int64_t ldx,
+                                 const float *w, int64_t rows, int64_t n, double *restrict s2,
+                                 double *restrict sw, double *restrict sb, float *dx, uint16_t *dxh,
+                                 int64_t lddx)
+{
+    float gb[SCALE_ROWS][SCALE_CHUNK];
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j0 = 0; j0 < n; j0 += SCALE_CHUNK) {
+            const int64_t m = n - j0 < SCALE_CHUNK ? n - j0 : SCALE_CHUNK;
+            const float *restrict gr = g2 + r * ldg + j0, *restrict yr = y + r * ldy + j0,
+                                  *restrict xr = x + r * ldx + j0;
+            double *restrict a2 = s2 + j0, *restrict aw = sw + j0, *restrict ab = sb + j0;
+            float *restrict o = gb[0];
+            /* the second's sums (its g is dy2 times 1) and its dx, dy = g2 * w2 */
+            for (int64_t j = 0; j < m; j++) {
+                a2[j] += (double)gr[j] * (double)yr[j];
+                o[j] = gr[j] * w2[j0 + j];
+            }
+            /* the first's g from dy, then its sums */
+            if (relu)
+                for (int64_t j = 0; j < m; j++)
+                    o[j] = yr[j] > 0.0f ? o[j] * c : 0.0f;
+            else
+                for (int64_t j = 0; j < m; j++)
+                    o[j] = o[j] * c;
+            for (int64_t j = 0; j < m; j++) {
+                aw[j] += (double)o[j] * (double)xr[j];
+                ab[j] += (double)o[j];
+            }
+            if (dx) {
+                float *restrict dr = dx + r * lddx + j0;
+                for (int64_t j = 0; j < m; j++)
+                    dr[j] = o[j] * w[j0 + j];
+            } else if (dxh) {
+                for (int64_t j = 0; j < m; j++)
+                    o[j] = o[j] * w[j0 + j];
+                rt_bf16_store(o, m, dxh + r * lddx + j0);
+            }
+        }
+}
+
 /* the members' sums per block of columns, kept in registers or L1 */
 #define MEMBER_COLS 256
 

@@ -55,6 +55,15 @@ void rt_simd_scale_colsum(const float *g, int64_t ldg, float c, const float *y, 
                           const float *x, int64_t ldx, const float *w, int64_t rows, int64_t n,
                           double *sw, double *sb, float *dx, uint16_t *dxh, int64_t lddx);
 
+/* Two of them, the second's backward feeding the first's (rt_k_scale_pair_bwd
+ * for rows x n): s2[j] += g2 * y[r, j] (the second's input y, its g = g2);
+ * dy = g2 * w2[j]; then as rt_simd_scale_colsum with g = dy, c and the
+ * ReLU's mask by y when relu: sw, sb, and dx or dxh. */
+void rt_simd_scale2_colsum(const float *g2, int64_t ldg, const float *y, int64_t ldy,
+                           const float *w2, float c, bool relu, const float *x, int64_t ldx,
+                           const float *w, int64_t rows, int64_t n, double *s2, double *sw,
+                           double *sb, float *dx, uint16_t *dxh, int64_t lddx);
+
 /* y[j] = sum over t of x[t * D + j] in double, members t in order (divided
  * by k when mean), for j < D: ens_math.h's rt_ens_elem for SUM and MEAN. */
 void rt_simd_member_sum(const float *x, int64_t k, int64_t D, bool mean, float *y);

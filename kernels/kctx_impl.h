@@ -23,7 +23,7 @@ typedef struct rt_kernel_ops rt_kernel_ops;
  * of the public rt_k_NAME in rt_kernels.h, whose shapes rt_kernels.c checks
  * before it calls through (and where the compiler checks that the public
  * function and the op agree).  RT_KERNEL_CPU_OPS: the CPU's alone (sync
- * batch norm); NULL in the CUDA table. */
+ * batch norm, TabM's paired scalings); NULL in the CUDA table. */
 /* clang-format off */
 #define RT_KERNEL_OPS(X)                                                                      \
     X(embed_fwd, (rt_kctx *ctx, rt_view idx, const rt_embed_col *cols, const float *tables,   \
@@ -93,7 +93,10 @@ typedef struct rt_kernel_ops rt_kernel_ops;
                      const double *mean, const double *var, float eps, rt_view y))           \
     X(bn_bwd_given, (rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,                \
                      const float *save_mean, const float *save_invstd, const double *sum_dy, \
-                     const double *sum_dy_xhat, double count, rt_view dx))
+                     const double *sum_dy_xhat, double count, rt_view dx))                \
+    X(scale_pair_bwd, (rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act,        \
+                       float rate, const float *w2, rt_view dy2, float *dw2, float *dw,       \
+                       float *db, rt_view dx))
 /* clang-format on */
 #define RT_KOP_FIELD(name, params) void(*name) params;
 

@@ -535,6 +535,20 @@ void rt_k_scale_act_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_a
     ctx->ops->scale_act_bwd(ctx, x, w, y, act, rate, dy, dw, db, dx);
 }
 
+void rt_k_scale_pair_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, float rate,
+                         const float *w2, rt_view dy2, float *dw2, float *dw, float *db, rt_view dx)
+{
+    check_same(ctx, x, y);
+    check_same(ctx, x, dy2);
+    if (dx.p) {
+        check_operand(ctx, dx);
+        RT_ASSERT(dx.rows == x.rows && dx.cols == x.cols && dx.p != dy2.p && dx.p != y.p);
+    }
+    check_scale_act(act, rate);
+    RT_ASSERT(ctx->ops->scale_pair_bwd);
+    ctx->ops->scale_pair_bwd(ctx, x, w, y, act, rate, w2, dy2, dw2, dw, db, dx);
+}
+
 void rt_k_quantile_fwd(rt_kctx *ctx, rt_view x, const float *q, int64_t nq, rt_view y)
 {
     check_view(ctx, x, RT_F32);

@@ -530,6 +530,19 @@ void model_layer_bwd(rt_model *m, mlayer *L, int64_t n)
         break;
     }
     case L_ENS_SCALE: {
+        if (L->paired) /* done with the next layer's (L->pair) */
+            break;
+        if (L->pair) {
+            mlayer *S = L - 1; /* whose output L scales */
+            rt_view dx = dx_begin(m, S, 0, n);
+            rt_k_scale_pair_bwd(ctx, as_members(in_view(m, S, 0, n), m->ens_k), P(m, S, 0),
+                                as_members(out_view(m, S, n), m->ens_k), S->act, S->rate,
+                                P(m, L, 0), as_members(dy, m->ens_k), G(m, L, 0), G(m, S, 0),
+                                S->np > 1 ? G(m, S, 1) : NULL,
+                                dx.p ? as_members(dx, m->ens_k) : dx);
+            dx_end(m, S, 0, n, dx);
+            break;
+        }
         rt_view dx = dx_begin(m, L, 0, n);
         rt_k_scale_act_bwd(ctx, as_members(in_view(m, L, 0, n), m->ens_k), P(m, L, 0),
                            as_members(out_view(m, L, n), m->ens_k), L->act, L->rate,

@@ -452,6 +452,12 @@ static bool partial(const rt_model *m, mslot s)
     return s.tok >= 0 || s.col0 != 0 || s.cols != m->tensors[s.t].cols;
 }
 
+/* Whether slot s is the whole of its tensor */
+static bool whole(const rt_model *m, mslot s)
+{
+    return s.tok < 0 && s.col0 == 0 && s.cols == m->tensors[s.t].cols;
+}
+
 /* Which tensors need gradients (something before them trains), whether
  * each layer writes or adds its inputs' gradients, hook ranges, scratch. */
 static void complete(mplan *p)
@@ -486,6 +492,20 @@ static void complete(mplan *p)
             }
         }
     }
+    /* TabM's block end and the next block's r, backward in one pass on the
+     * CPU: r without bias or act reading the whole output of the scaling
+     * just before it, its one reader, whose gradient it writes */
+    for (int i = 1; m->dev == RT_DEVICE_CPU && i < m->nlayers; i++) {
+        mlayer *L = &m->layers[i], *S = &m->layers[i - 1];
+        int readers = 0;
+        for (int j = 0; j < m->nlayers; j++)
+            for (int k = 0; k < m->layers[j].nin; k++)
+                readers += m->layers[j].in[k].t == S->out.t;
+        if (L->kind == L_ENS_SCALE && L->act == RT_ACT_NONE && L->rate == 0.0f && L->np == 1 &&
+            S->kind == L_ENS_SCALE && !S->paired && L->in[0].t == S->out.t && whole(m, L->in[0]) &&
+            whole(m, S->out) && readers == 1 && L->gmode[0] == 0 && m->tensors[S->out.t].grad)
+            L->pair = S->paired = true;
+    }
     /* hook ranges: each layer with parameters, up to the next such layer */
     int64_t end = m->arena;
     for (int i = m->nlayers - 1; i >= 0; i--) {
@@ -498,12 +518,6 @@ static void complete(mplan *p)
     }
     if (end != 0)
         mb_fail(p, "internal error: the layers' parameters do not start the arena");
-}
-
-/* Whether slot s is the whole of its tensor */
-static bool whole(const rt_model *m, mslot s)
-{
-    return s.tok < 0 && s.col0 == 0 && s.cols == m->tensors[s.t].cols;
 }
 
 void model_plan_bf16(rt_model *m)

@@ -177,6 +177,69 @@ static void test_scale_act(void **state)
 #undef V
 }
 
+/* rt_k_scale_pair_bwd: the same bits as the two rt_k_scale_act_bwd it
+ * fuses (the second's, whose input is the first's output, then the first's
+ * from the dx it wrote), for both acts, dropout, with and without a bias,
+ * dx fp32, absent or (where the CPU has bf16 GEMMs) bf16; past a chunk of
+ * columns and across threads; dy2 left as it was. */
+static void test_scale_pair(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(34);
+    const bool h16 = rt_cpu_bf16_kernel() != NULL;
+    for (int shape = 0; shape < 2; shape++) {
+        const int64_t R = shape ? 60 : 29, C = shape ? 600 : 37, n = R * C;
+        float *f = malloc((size_t)(8 * n + 3 * C) * sizeof *f);
+        float *x = f, *y = x + n, *dy2 = y + n, *t = dy2 + n, *dyb = t + n, *dx = dyb + n,
+              *dxr = dx + n, *keep = dxr + n, *w = keep + n, *b = w + C, *w2 = b + C;
+        uint16_t *h = malloc((size_t)n * 4), *hr = h + n;
+        const int64_t step = 5;
+#define V(p) rt_vf32(p, R, C, C, RT_DEVICE_CPU)
+        for (int rep = 0; rep < 12; rep++) {
+            const rt_act act = rep % 2 ? RT_ACT_RELU : RT_ACT_NONE;
+            const float rate = act == RT_ACT_RELU && rep % 4 == 3 ? 0.2f : 0.0f;
+            const bool bias = rep % 3 != 0;
+            const int out = rep / 4; /* dx: fp32, none, bf16 */
+            if (out == 2 && !h16)
+                continue;
+            tu_fill(&g, x, (size_t)n, -3, 3);
+            tu_fill(&g, w, (size_t)C, -1, 1);
+            tu_fill(&g, b, (size_t)C, -1, 1);
+            tu_fill(&g, w2, (size_t)C, -1, 1);
+            tu_fill(&g, dy2, (size_t)n, -1, 1);
+            rt_kctx_set_bf16(ctx, out == 2);
+            rt_k_scale_act_fwd(ctx, V(x), w, bias ? b : NULL, act, rate, 99, 0x7003u, &step, V(y));
+            memcpy(keep, dy2, (size_t)n * 4);
+            memcpy(t, dy2, (size_t)n * 4);
+            /* dw2, dw, db: the two ops', the fused op's */
+            float *ref = malloc((size_t)(3 * C) * 4), *got = malloc((size_t)(3 * C) * 4);
+            rt_view rdx = out == 1   ? rt_vf32(NULL, R, C, C, RT_DEVICE_CPU)
+                          : out == 2 ? (rt_view){hr, R, C, C, RT_BF16, RT_DEVICE_CPU}
+                                     : V(dxr);
+            rt_view gdx = out == 1   ? rdx
+                          : out == 2 ? (rt_view){h, R, C, C, RT_BF16, RT_DEVICE_CPU}
+                                     : V(dx);
+            rt_k_scale_act_bwd(ctx, V(y), w2, V(y), RT_ACT_NONE, 0.0f, V(t), ref, NULL, V(dyb));
+            rt_k_scale_act_bwd(ctx, V(x), w, V(y), act, rate, V(dyb), ref + C,
+                               bias ? ref + 2 * C : NULL, rdx);
+            rt_k_scale_pair_bwd(ctx, V(x), w, V(y), act, rate, w2, V(dy2), got, got + C,
+                                bias ? got + 2 * C : NULL, gdx);
+            assert_memory_equal(got, ref, (size_t)(bias ? 3 : 2) * C * 4);
+            if (out == 0)
+                assert_memory_equal(dx, dxr, (size_t)n * 4);
+            if (out == 2)
+                assert_memory_equal(h, hr, (size_t)n * 2);
+            assert_memory_equal(dy2, keep, (size_t)n * 4);
+            free(ref);
+            free(got);
+        }
+#undef V
+        rt_kctx_set_bf16(ctx, false);
+        free(f);
+        free(h);
+    }
+}
+
 /* np.interp(x, xp, fp) with xp ascending (ties allowed): the last xp <= x */
 static double np_interp(double x, const double *xp, const double *fp, int n)
 {
@@ -321,8 +384,9 @@ int main(void)
     tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ensemble),  cmocka_unit_test(test_ensemble_wide),
-        cmocka_unit_test(test_scale_act), cmocka_unit_test(test_quantile),
-        cmocka_unit_test(test_robust),    cmocka_unit_test(test_ple),
+        cmocka_unit_test(test_scale_act), cmocka_unit_test(test_scale_pair),
+        cmocka_unit_test(test_quantile),  cmocka_unit_test(test_robust),
+        cmocka_unit_test(test_ple),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -344,6 +344,17 @@ void rt_k_scale_act_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b,
 void rt_k_scale_act_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, float rate,
                         rt_view dy, float *dw, float *db, rt_view dx);
 
+/* Two scalings back to back, backward in one pass (CPU contexts only): y =
+ * drop(act(x * w + b)), then y2 = y * w2 (no bias, act or dropout; TabM's
+ * block end and the next block's r).  From y2's gradient dy2: dw2 = sum_r
+ * dy2 * y, then with dy = dy2 * w2 (float), rt_k_scale_act_bwd's dw, db
+ * (when not NULL) and dx (when dx.p; RT_BF16 allowed, as there) — the same
+ * bits as the two backward ops one after the other, without writing dy
+ * and reading it and y again.  dy2 is read only. */
+void rt_k_scale_pair_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, float rate,
+                         const float *w2, rt_view dy2, float *dw2, float *dw, float *db,
+                         rt_view dx);
+
 /* continuous_norm = quantile: y (B, n) = Φ^-1(p), p the position of
  * x[r, i] among column i's nq ascending quantiles q[i*nq .. i*nq + nq)
  * (sklearn's QuantileTransformer to a normal: linear between quantiles, a
