@@ -65,6 +65,7 @@ typedef struct mtensor {
     /* stored in bf16 (RT_BF16 views; model_plan_bf16): the value, the
      * gradient — where only GEMMs read them */
     bool bf16, gbf16;
+    bool gunused;        /* its gradient is never made (a paired backward): no memory */
     float *data, *gdata; /* (uint16_t where bf16, gbf16) */
     int writer;          /* planning: a gradient has been written (backward order) */
 } mtensor;

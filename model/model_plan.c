@@ -504,7 +504,7 @@ static void complete(mplan *p)
         if (L->kind == L_ENS_SCALE && L->act == RT_ACT_NONE && L->rate == 0.0f && L->np == 1 &&
             S->kind == L_ENS_SCALE && !S->paired && L->in[0].t == S->out.t && whole(m, L->in[0]) &&
             whole(m, S->out) && readers == 1 && L->gmode[0] == 0 && m->tensors[S->out.t].grad)
-            L->pair = S->paired = true;
+            L->pair = S->paired = m->tensors[S->out.t].gunused = true;
     }
     /* hook ranges: each layer with parameters, up to the next such layer */
     int64_t end = m->arena;

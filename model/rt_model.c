@@ -178,7 +178,7 @@ static rt_status allocate(rt_model *m)
             continue;
         const size_t n = Bm * (size_t)(x->tpr * x->cols);
         x->data = alloc_dev(m, n * (x->bf16 ? 2 : 4), &st);
-        if (x->grad)
+        if (x->grad && !x->gunused)
             x->gdata = alloc_dev(m, n * (x->gbf16 ? 2 : 4), &st);
     }
     for (int i = 0; i < m->nlayers; i++) {
