@@ -5,7 +5,9 @@
  *
  * It is cpu_gemm.c's blocked product with another kernel (cpu_gemm_impl.h):
  * the packing rounds to bf16 as it copies — no pass of its own over the
- * operands, which stay fp32 in the model — and stores pairs of k, (k, k+1)
+ * operands, which stay fp32 in the model, but for the tensors a model keeps
+ * in bf16 already (RT_BF16, rt_gemm_ex: rounded the same way by the layer
+ * that wrote them, packed as they are) — and stores pairs of k, (k, k+1)
  * of one row or column, as the two halves of 32 bits; the 12 x 32
  * micro-kernel broadcasts a pair of A and runs vdpbf16ps on two vectors of
  * B's pairs: 32 multiply-adds per instruction where vfmadd231ps does 16, and

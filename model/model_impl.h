@@ -168,8 +168,9 @@ struct rt_model {
     float *in_cont, *in_label;
     float *scratch[2];
     int64_t scratch_len;
-    /* dense layers without a bias add zeros and write their bias gradient
-     * to a throwaway buffer (the fused epilogues take a bias); tabm's
+    /* on a GPU, dense layers without a bias add zeros and write their bias
+     * gradient to a throwaway buffer (the fused epilogues take a bias; the
+     * CPU's pass NULL); tabm's
      * loss reads each member's copy of the labels (then of the weights,
      * divided by k; ens_invk: 1/k for rows without weights) */
     float *zeros, *dbias;

@@ -189,7 +189,7 @@ static rt_status allocate(rt_model *m)
     }
     for (int k = 0; k < 2 && m->scratch_len > 0; k++)
         m->scratch[k] = alloc_dev(m, Bm * (size_t)m->scratch_len * 4, &st);
-    if (m->nobias_len > 0) {
+    if (m->nobias_len > 0 && m->dev != RT_DEVICE_CPU) { /* the GPU's epilogues' (bias_of) */
         m->zeros = alloc_dev(m, (size_t)m->nobias_len * 4, &st);
         m->dbias = alloc_dev(m, (size_t)m->nobias_len * 4, &st);
     }

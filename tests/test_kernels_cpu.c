@@ -448,6 +448,34 @@ static void test_dense(void **state)
         /* sgemm in float: error grows like sqrt(in) ulps of the terms */
         assert_true(tu_close_d("dense_fwd", yg, yr, (size_t)(B * out), 1e-5 * sqrt((double)in), 1e-5));
 
+        /* no bias (b and db NULL, TabM's shared layers): the values of a zero
+         * bias, and the same dw and dx without its gradient summed */
+        float *zb = calloc((size_t)out, 4), *y0 = fal((size_t)(B * out)),
+              *y1 = fal((size_t)(B * out)), *dy0 = fal((size_t)(B * out)),
+              *dy1 = fal((size_t)(B * out)), *dw0 = fal((size_t)(out * in)),
+              *dw1 = fal((size_t)(out * in)), *dx0 = fal((size_t)(B * in)),
+              *dx1 = fal((size_t)(B * in)), *db0 = fal((size_t)out);
+        rt_k_dense_fwd(ctx, xv, w, zb, act, vf(y0, B, out));
+        rt_k_dense_fwd(ctx, xv, w, NULL, act, vf(y1, B, out));
+        memcpy(dy0, dy, (size_t)(B * out) * 4);
+        memcpy(dy1, dy, (size_t)(B * out) * 4);
+        rt_k_dense_bwd(ctx, xv, w, vf(y0, B, out), act, vf(dy0, B, out), dw0, db0, vf(dx0, B, in));
+        rt_k_dense_bwd(ctx, xv, w, vf(y1, B, out), act, vf(dy1, B, out), dw1, NULL, vf(dx1, B, in));
+        for (int64_t i = 0; i < B * out; i++)
+            assert_true(y0[i] == y1[i] && dy0[i] == dy1[i]);
+        assert_memory_equal(dw0, dw1, (size_t)(out * in) * 4);
+        assert_memory_equal(dx0, dx1, (size_t)(B * in) * 4);
+        free(zb);
+        free(y0);
+        free(y1);
+        free(dy0);
+        free(dy1);
+        free(dw0);
+        free(dw1);
+        free(dx0);
+        free(dx1);
+        free(db0);
+
         /* backward: dz = dy ⊙ act'(y) is formed in place from dy = R */
         for (int64_t i = 0; i < B * out; i++)
             Rd[i] = dy[i];
