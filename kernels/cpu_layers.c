@@ -345,22 +345,23 @@ void rt_cpu_tokens_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view dy, int6
 
 /* ---- TabM's block end: scale, bias, ReLU and dropout in one pass -------------------- */
 
-void rt_cpu_scale_act_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
-                          float rate, uint64_t seed, uint32_t stream, const int64_t *step,
-                          rt_view y)
+/* y = drop(act(x * w + b)) a row at a time, dropped while it is in cache
+ * (rt_k_dropout's element numbering, r * C + j); y in bf16 from a row of
+ * floats; then, with w2, y2 = y * w2 from the same row (f32 or bf16) */
+static void scale_rows_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
+                           float rate, uint64_t seed, uint32_t stream, const int64_t *step,
+                           rt_view y, const float *w2, rt_view y2)
 {
     const int64_t C = y.cols;
     const uint64_t t = (uint64_t)*step;
-    const bool h = y.dtype == RT_BF16; /* rounded from a row of floats */
+    const bool h = y.dtype == RT_BF16, h2 = w2 && y2.dtype == RT_BF16;
 #pragma omp parallel num_threads(ctx->threads) if (y.rows * C > PAR_MIN)
     {
         int64_t r0 = 0, r1 = y.rows;
         int th = 0, nt = 1;
         thread_cols(y.rows, &r0, &r1, &th, &nt);
-        float *row = h ? malloc((size_t)C * sizeof *row) : NULL;
-        RT_ASSERT(row || !h);
-        /* a row at a time, dropped while it is in cache; rt_k_dropout's
-         * element numbering, r * C + j */
+        float *row = h || h2 ? malloc((size_t)C * sizeof *row) : NULL;
+        RT_ASSERT(row || !(h || h2));
         for (int64_t r = r0; r < r1; r++) {
             float *yr = h ? row : RT_F(y) + r * y.ld;
             rt_simd_scale_rows(RT_F(x) + r * x.ld, x.ld, w, b, act == RT_ACT_RELU, 1, C, yr, y.ld);
@@ -369,9 +370,29 @@ void rt_cpu_scale_act_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *
                                 (uint32_t)(seed >> 32), t);
             if (h)
                 rt_bf16_store(row, C, RT_H(y) + r * y.ld);
+            if (!w2)
+                continue;
+            float *y2r = h2 ? row : RT_F(y2) + r * y2.ld; /* row may be yr: in place */
+            rt_simd_scale_rows(yr, C, w2, NULL, false, 1, C, y2r, C);
+            if (h2)
+                rt_bf16_store(row, C, RT_H(y2) + r * y2.ld);
         }
         free(row);
     }
+}
+
+void rt_cpu_scale_act_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
+                          float rate, uint64_t seed, uint32_t stream, const int64_t *step,
+                          rt_view y)
+{
+    scale_rows_fwd(ctx, x, w, b, act, rate, seed, stream, step, y, NULL, y);
+}
+
+void rt_cpu_scale_pair_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
+                           float rate, uint64_t seed, uint32_t stream, const int64_t *step,
+                           rt_view y, const float *w2, rt_view y2)
+{
+    scale_rows_fwd(ctx, x, w, b, act, rate, seed, stream, step, y, w2, y2);
 }
 
 void rt_cpu_scale_act_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act,

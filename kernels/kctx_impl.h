@@ -94,6 +94,9 @@ typedef struct rt_kernel_ops rt_kernel_ops;
     X(bn_bwd_given, (rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,                \
                      const float *save_mean, const float *save_invstd, const double *sum_dy, \
                      const double *sum_dy_xhat, double count, rt_view dx))                \
+    X(scale_pair_fwd, (rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,   \
+                       float rate, uint64_t seed, uint32_t stream, const int64_t *step,       \
+                       rt_view y, const float *w2, rt_view y2))                               \
     X(scale_pair_bwd, (rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act,        \
                        float rate, const float *w2, rt_view dy2, float *dw2, float *dw,       \
                        float *db, rt_view dx))

@@ -535,6 +535,18 @@ void rt_k_scale_act_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_a
     ctx->ops->scale_act_bwd(ctx, x, w, y, act, rate, dy, dw, db, dx);
 }
 
+void rt_k_scale_pair_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
+                         float rate, uint64_t seed, uint32_t stream, const int64_t *step, rt_view y,
+                         const float *w2, rt_view y2)
+{
+    check_same(ctx, x, y);
+    check_operand(ctx, y2);
+    RT_ASSERT(y2.rows == x.rows && y2.cols == x.cols && x.p != y.p && y2.p != y.p && y2.p != x.p);
+    check_scale_act(act, rate);
+    RT_ASSERT(ctx->ops->scale_pair_fwd);
+    ctx->ops->scale_pair_fwd(ctx, x, w, b, act, rate, seed, stream, step, y, w2, y2);
+}
+
 void rt_k_scale_pair_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, float rate,
                          const float *w2, rt_view dy2, float *dw2, float *dw, float *db, rt_view dx)
 {

@@ -101,9 +101,10 @@ typedef struct mlayer {
     /* backward, per input: 0 writes the gradient, 1 adds to it (via
      * scratch), 2 adds after zeroing it first (a partial slot written first) */
     int gmode[MODEL_MAX_IN];
-    /* L_ENS_SCALE on the CPU: its backward and the one of the scaling before
-     * it (pair), run as one (rt_k_scale_pair_bwd); that one's is then
-     * skipped (paired; model_plan) */
+    /* L_ENS_SCALE on the CPU: a scaling (pair) and the one before it, whose
+     * output only it reads (paired), run as one pass each way
+     * (rt_k_scale_pair_fwd at the first's turn, rt_k_scale_pair_bwd at the
+     * second's); the other turn is skipped (model_plan) */
     bool pair, paired;
 } mlayer;
 

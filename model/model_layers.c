@@ -379,6 +379,17 @@ void model_layer_fwd(rt_model *m, mlayer *L, int64_t n, bool train)
         rt_k_ens_repeat(ctx, in_view(m, L, 0, n), as_members(out_view(m, L, n), m->ens_k));
         break;
     case L_ENS_SCALE: /* y = drop(act(x * r (+ b))), r and b (k, D): a scale per column */
+        if (L->pair)  /* made with the layer before it (paired) */
+            break;
+        if (L->paired) { /* and the next layer's y * r in the same pass */
+            const mlayer *R = L + 1;
+            rt_k_scale_pair_fwd(ctx, as_members(in_view(m, L, 0, n), m->ens_k), P(m, L, 0),
+                                L->np > 1 ? P(m, L, 1) : NULL, L->act, train ? L->rate : 0.0f,
+                                m->dropout_seed, L->stream, m->step,
+                                as_members(out_view(m, L, n), m->ens_k), P(m, R, 0),
+                                as_members(out_view(m, R, n), m->ens_k));
+            break;
+        }
         rt_k_scale_act_fwd(ctx, as_members(in_view(m, L, 0, n), m->ens_k), P(m, L, 0),
                            L->np > 1 ? P(m, L, 1) : NULL, L->act, train ? L->rate : 0.0f,
                            m->dropout_seed, L->stream, m->step,

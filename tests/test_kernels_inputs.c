@@ -177,9 +177,23 @@ static void test_scale_act(void **state)
 #undef V
 }
 
-/* rt_k_scale_pair_bwd: the same bits as the two rt_k_scale_act_bwd it
- * fuses (the second's, whose input is the first's output, then the first's
- * from the dx it wrote), for both acts, dropout, with and without a bias,
+/* x rounded to bf16 as vcvtneps2bf16 rounds (nearest even; below fp32's
+ * normal range to zero): the upper 16 bits */
+static void bf16_ref(const float *x, int64_t n, uint16_t *y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        if ((u & 0x7f800000u) == 0)
+            u &= 0x80000000u;
+        u += 0x7fffu + ((u >> 16) & 1u);
+        y[i] = (uint16_t)(u >> 16);
+    }
+}
+
+/* rt_k_scale_pair_fwd and _bwd: the same bits as the two rt_k_scale_act_*
+ * they fuse (backward: the second's, whose input is the first's output,
+ * then the first's from the dx it wrote), for both acts, dropout, with and without a bias,
  * dx fp32, absent or (where the CPU has bf16 GEMMs) bf16; past a chunk of
  * columns and across threads; dy2 left as it was. */
 static void test_scale_pair(void **state)
@@ -192,7 +206,7 @@ static void test_scale_pair(void **state)
         float *f = malloc((size_t)(8 * n + 3 * C) * sizeof *f);
         float *x = f, *y = x + n, *dy2 = y + n, *t = dy2 + n, *dyb = t + n, *dx = dyb + n,
               *dxr = dx + n, *keep = dxr + n, *w = keep + n, *b = w + C, *w2 = b + C;
-        uint16_t *h = malloc((size_t)n * 4), *hr = h + n;
+        uint16_t *h = malloc((size_t)n * 8), *hr = h + n, *h3 = hr + n, *h4 = h3 + n;
         const int64_t step = 5;
 #define V(p) rt_vf32(p, R, C, C, RT_DEVICE_CPU)
         for (int rep = 0; rep < 12; rep++) {
@@ -209,6 +223,29 @@ static void test_scale_pair(void **state)
             tu_fill(&g, dy2, (size_t)n, -1, 1);
             rt_kctx_set_bf16(ctx, out == 2);
             rt_k_scale_act_fwd(ctx, V(x), w, bias ? b : NULL, act, rate, 99, 0x7003u, &step, V(y));
+            /* forward: y and y * w2 in one pass, as the two ops give them
+             * (y2, then y too, in bf16 where the CPU has it) */
+            const float *bb = bias ? b : NULL;
+            rt_k_scale_pair_fwd(ctx, V(x), w, bb, act, rate, 99, 0x7003u, &step, V(dyb), w2, V(dx));
+            rt_k_scale_act_fwd(ctx, V(y), w2, NULL, RT_ACT_NONE, 0.0f, 0, 0, &step, V(dxr));
+            assert_memory_equal(dyb, y, (size_t)n * 4);
+            assert_memory_equal(dx, dxr, (size_t)n * 4);
+            if (h16) {
+                rt_kctx_set_bf16(ctx, true);
+                rt_view b1 = {h, R, C, C, RT_BF16, RT_DEVICE_CPU},
+                        b2 = {hr, R, C, C, RT_BF16, RT_DEVICE_CPU},
+                        b3 = {h3, R, C, C, RT_BF16, RT_DEVICE_CPU};
+                rt_k_scale_pair_fwd(ctx, V(x), w, bb, act, rate, 99, 0x7003u, &step, V(dyb), w2,
+                                    b1);
+                rt_k_scale_act_fwd(ctx, V(y), w2, NULL, RT_ACT_NONE, 0.0f, 0, 0, &step, b2);
+                assert_memory_equal(h, hr, (size_t)n * 2);
+                /* and the single op's y in bf16 (an unpaired r: block 1's) */
+                rt_k_scale_act_fwd(ctx, V(x), w, bb, act, rate, 99, 0x7003u, &step, b3);
+                rt_k_scale_act_fwd(ctx, V(x), w, bb, act, rate, 99, 0x7003u, &step, V(dyb));
+                bf16_ref(dyb, n, h4);
+                assert_memory_equal(h3, h4, (size_t)n * 2);
+                rt_kctx_set_bf16(ctx, out == 2);
+            }
             memcpy(keep, dy2, (size_t)n * 4);
             memcpy(t, dy2, (size_t)n * 4);
             /* dw2, dw, db: the two ops', the fused op's */

@@ -344,6 +344,13 @@ void rt_k_scale_act_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b,
 void rt_k_scale_act_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, float rate,
                         rt_view dy, float *dw, float *db, rt_view dx);
 
+/* Two scalings back to back, forward in one pass (CPU contexts only):
+ * rt_k_scale_act_fwd's y, and y2 = y * w2 (a scale per column; RT_BF16
+ * allowed, as rt_k_scale_act_fwd's y) from each row of y while it is in
+ * cache — the same values as the two ops one after the other. */
+void rt_k_scale_pair_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act,
+                         float rate, uint64_t seed, uint32_t stream, const int64_t *step, rt_view y,
+                         const float *w2, rt_view y2);
 /* Two scalings back to back, backward in one pass (CPU contexts only): y =
  * drop(act(x * w + b)), then y2 = y * w2 (no bias, act or dropout; TabM's
  * block end and the next block's r).  From y2's gradient dy2: dw2 = sum_r
