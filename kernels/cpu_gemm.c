@@ -495,8 +495,8 @@ void rt_gemm_ex(rt_kctx *ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
     if (!kn)
         kn = current();
     job g = {kn, ta, tb, M, N, K, lda, ldb, ldc, A, B, a16, b16, C};
-    /* threads take whole panels of columns, or of rows when there are too
-     * few column panels; never a share of k */
+    /* threads take whole panels of columns, or of rows when A is tall (below)
+     * or there are too few column panels; never a share of k */
     int64_t npan = round_up(N, kn->nr) / kn->nr, mpan = round_up(M, kn->mr) / kn->mr;
     int nt = ctx->threads > 0 ? ctx->threads : 1;
     if (M * N * (K > 0 ? K : 1) < PAR_MIN_FMAS)
