@@ -62,6 +62,21 @@ RT_MV RT_NO_CONTRACT void rt_simd_scale_rows(const float *x, int64_t ldx, const 
     }
 }
 
+/* m values of dx = g * w from a piece of g in a stack buffer: into dx, or
+ * (g then scratch) rounded to bf16 into dxh */
+__attribute__((always_inline)) static inline void
+put_dx(float *restrict g, const float *restrict w, int64_t m, float *restrict dx, uint16_t *dxh)
+{
+    if (dx) {
+        for (int64_t j = 0; j < m; j++)
+            dx[j] = g[j] * w[j];
+    } else if (dxh) {
+        for (int64_t j = 0; j < m; j++)
+            g[j] = g[j] * w[j];
+        rt_bf16_store(g, m, dxh);
+    }
+}
+
 /* the gradient is made a piece of SCALE_ROWS rows x SCALE_CHUNK columns at
  * a time in a buffer on the stack: simple loops (make, sum, scale)
  * vectorise where one with the select inside did not, and each column's
@@ -118,18 +133,10 @@ RT_MV void rt_simd_scale_colsum(const float *g, int64_t ldg, float c, const floa
                         ab[j] += (double)gb[i][j];
                     }
             }
-            if (dx) /* after the piece's sums: dx may be g or x */
-                for (int64_t i = 0; i < nr; i++) {
-                    float *dr = dx + (r0 + i) * lddx + j0;
-                    for (int64_t j = 0; j < m; j++)
-                        dr[j] = gb[i][j] * w[j0 + j];
-                }
-            if (dxh)
-                for (int64_t i = 0; i < nr; i++) {
-                    for (int64_t j = 0; j < m; j++) /* the product again, in place */
-                        gb[i][j] = gb[i][j] * w[j0 + j];
-                    rt_bf16_store(gb[i], m, dxh + (r0 + i) * lddx + j0);
-                }
+            /* after the piece's sums: dx may be g or x */
+            for (int64_t i = 0; i < nr; i++)
+                put_dx(gb[i], w + j0, m, dx ? dx + (r0 + i) * lddx + j0 : NULL,
+                       dxh ? dxh + (r0 + i) * lddx + j0 : NULL);
         }
     }
 }
@@ -166,15 +173,7 @@ RT_MV void rt_simd_scale2_colsum(const float *g2, int64_t ldg, const float *y, i
                 aw[j] += (double)o[j] * (double)xr[j];
                 ab[j] += (double)o[j];
             }
-            if (dx) {
-                float *restrict dr = dx + r * lddx + j0;
-                for (int64_t j = 0; j < m; j++)
-                    dr[j] = o[j] * w[j0 + j];
-            } else if (dxh) {
-                for (int64_t j = 0; j < m; j++)
-                    o[j] = o[j] * w[j0 + j];
-                rt_bf16_store(o, m, dxh + r * lddx + j0);
-            }
+            put_dx(o, w + j0, m, dx ? dx + r * lddx + j0 : NULL, dxh ? dxh + r * lddx + j0 : NULL);
         }
 }
 

@@ -492,18 +492,21 @@ static void complete(mplan *p)
             }
         }
     }
-    /* TabM's block end and the next block's r, backward in one pass on the
-     * CPU: r without bias or act reading the whole output of the scaling
-     * just before it, its one reader, whose gradient it writes */
+    /* TabM's block end and the next block's r, one pass each way on the CPU:
+     * r without bias or act reading the whole output of the scaling just
+     * before it (not itself the second of a pair), its one reader, whose
+     * gradient it writes */
     for (int i = 1; m->dev == RT_DEVICE_CPU && i < m->nlayers; i++) {
         mlayer *L = &m->layers[i], *S = &m->layers[i - 1];
+        if (!(L->kind == L_ENS_SCALE && L->act == RT_ACT_NONE && L->rate == 0.0f && L->np == 1 &&
+              S->kind == L_ENS_SCALE && !S->pair && L->in[0].t == S->out.t && whole(m, L->in[0]) &&
+              whole(m, S->out) && L->gmode[0] == 0 && m->tensors[S->out.t].grad))
+            continue;
         int readers = 0;
         for (int j = 0; j < m->nlayers; j++)
             for (int k = 0; k < m->layers[j].nin; k++)
                 readers += m->layers[j].in[k].t == S->out.t;
-        if (L->kind == L_ENS_SCALE && L->act == RT_ACT_NONE && L->rate == 0.0f && L->np == 1 &&
-            S->kind == L_ENS_SCALE && !S->paired && L->in[0].t == S->out.t && whole(m, L->in[0]) &&
-            whole(m, S->out) && readers == 1 && L->gmode[0] == 0 && m->tensors[S->out.t].grad)
+        if (readers == 1)
             L->pair = S->paired = m->tensors[S->out.t].gunused = true;
     }
     /* hook ranges: each layer with parameters, up to the next such layer */
