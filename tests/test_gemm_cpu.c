@@ -156,30 +156,11 @@ static void test_gemm_rows_alone(void **state)
 
 /* ---- bf16 --------------------------------------------------------------------- */
 
-/* x rounded to bf16 (nearest even) and back, as vcvtneps2bf16: numbers
- * below fp32's normal range become zero */
-static float bf16_round(float x)
-{
-    if (fabsf(x) < 1.17549435e-38f)
-        return copysignf(0.0f, x);
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    u &= 0xffff0000u;
-    memcpy(&x, &u, 4);
-    return x;
-}
-
-/* n values as RT_BF16 stores them (bf16_round's upper 16 bits) */
+/* n values as RT_BF16 stores them */
 static uint16_t *to_bf16(const float *x, size_t n)
 {
     uint16_t *h = malloc(n * 2);
-    for (size_t i = 0; i < n; i++) {
-        float v = bf16_round(x[i]);
-        uint32_t u;
-        memcpy(&u, &v, 4);
-        h[i] = (uint16_t)(u >> 16);
-    }
+    tu_bf16_bits(x, n, h);
     return h;
 }
 
@@ -192,8 +173,8 @@ static void gemm_ref_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
         for (int64_t j = 0; j < N; j++) {
             double c = 0, m = 0;
             for (int64_t k = 0; k < K; k++) {
-                double p = (double)bf16_round(ta ? A[k * lda + i] : A[i * lda + k]) *
-                           bf16_round(tb ? B[j * ldb + k] : B[k * ldb + j]);
+                double p = (double)tu_bf16_round(ta ? A[k * lda + i] : A[i * lda + k]) *
+                           tu_bf16_round(tb ? B[j * ldb + k] : B[k * ldb + j]);
                 c += p;
                 m += fabs(p);
             }

@@ -177,20 +177,6 @@ static void test_scale_act(void **state)
 #undef V
 }
 
-/* x rounded to bf16 as vcvtneps2bf16 rounds (nearest even; below fp32's
- * normal range to zero): the upper 16 bits */
-static void bf16_ref(const float *x, int64_t n, uint16_t *y)
-{
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &x[i], 4);
-        if ((u & 0x7f800000u) == 0)
-            u &= 0x80000000u;
-        u += 0x7fffu + ((u >> 16) & 1u);
-        y[i] = (uint16_t)(u >> 16);
-    }
-}
-
 /* rt_k_scale_pair_fwd and _bwd: the same bits as the two rt_k_scale_act_*
  * they fuse (backward: the second's, whose input is the first's output,
  * then the first's from the dx it wrote), for both acts, dropout, with and without a bias,
@@ -242,7 +228,7 @@ static void test_scale_pair(void **state)
                 /* and the single op's y in bf16 (an unpaired r: block 1's) */
                 rt_k_scale_act_fwd(ctx, V(x), w, bb, act, rate, 99, 0x7003u, &step, b3);
                 rt_k_scale_act_fwd(ctx, V(x), w, bb, act, rate, 99, 0x7003u, &step, V(dyb));
-                bf16_ref(dyb, n, h4);
+                tu_bf16_bits(dyb, (size_t)n, h4);
                 assert_memory_equal(h3, h4, (size_t)n * 2);
                 rt_kctx_set_bf16(ctx, out == 2);
             }

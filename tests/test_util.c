@@ -103,3 +103,25 @@ bool tu_write_text(const char *path, const char *text)
     bool ok = fputs(text, f) >= 0;
     return fclose(f) == 0 && ok;
 }
+
+float tu_bf16_round(float x)
+{
+    if (fabsf(x) < 1.17549435e-38f)
+        return copysignf(0.0f, x);
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+void tu_bf16_bits(const float *x, size_t n, uint16_t *y)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float v = tu_bf16_round(x[i]);
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        y[i] = (uint16_t)(u >> 16);
+    }
+}

@@ -34,4 +34,10 @@ bool tu_write_text(const char *path, const char *text);
 /* Fill with a NaN pattern so an output the op forgot to write is caught. */
 void tu_poison(float *p, size_t n);
 
+/* x rounded to bf16 (nearest even) as vcvtneps2bf16 rounds, numbers below
+ * fp32's normal range to a zero of their sign: as a float, and as the 16
+ * bits an RT_BF16 view stores (tu_bf16_bits: n values into y). */
+float tu_bf16_round(float x);
+void tu_bf16_bits(const float *x, size_t n, uint16_t *y);
+
 #endif
