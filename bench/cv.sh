@@ -40,25 +40,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 # prep.sql with its validation column made "fold K of F"
-fold_sql() {
-  python3 - "$sql" "$1" "$folds" <<'EOF'
-import re, sys
-text, k, f = open(sys.argv[1]).read(), int(sys.argv[2]), int(sys.argv[3])
-# prep --from's split: the first 20% of ROW_NUMBER() OVER (...) (hash order, per class)
-hashed = re.compile(r"CASE WHEN ROW_NUMBER\(\) OVER \((?P<over>[^()]*(?:\([^()]*\)[^()]*)*)\) <= .*? "
-                    r"THEN 1 ELSE 0 END AS (?P<col>\w+)")
-# a hand-written split: every 5th line
-lines = re.compile(r"CASE WHEN CAST\(_line AS INTEGER\) % \d+ = \d+ THEN 1 ELSE 0 END AS (?P<col>\w+)")
-new, n = hashed.subn(lambda m: "CASE WHEN (ROW_NUMBER() OVER (%s) - 1) %% %d = %d THEN 1 ELSE 0 END AS %s"
-                     % (m.group("over"), f, k, m.group("col")), text)
-if n == 0:
-    new, n = lines.subn(lambda m: "CASE WHEN CAST(_line AS INTEGER) %% %d = %d THEN 1 ELSE 0 END AS %s"
-                        % (f, k, m.group("col")), text)
-if n != 1:
-    sys.exit("cv.sh: %s: found %d validation splits I know how to rewrite, not 1" % (sys.argv[1], n))
-sys.stdout.write(new)
-EOF
-}
+fold_sql() { python3 "$here/examples/fold_sql.py" "$sql" "$1" "$folds"; }
 
 echo "| data set | fold | validation (monitored, kept epoch) | test (never choose by it) |"
 echo "|---|---|---|---|"

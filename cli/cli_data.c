@@ -57,6 +57,30 @@ static int featurised_roles(const cli_args *a, rt_prep_opts *o, char **bufs)
         }
         o->infer.validation_fraction = f;
     }
+    const char *fold = cli_value(a, "--fold");
+    if (fold) {
+        int k = -1, f = 0, used = 0;
+        const char *slash = strchr(fold, '/');
+        if (strspn(fold, "0123456789") != (size_t)(slash ? slash - fold : -1) || slash == fold ||
+            strspn(slash + 1, "0123456789") != strlen(slash + 1) || !slash[1] || strlen(fold) > 9 ||
+            sscanf(fold, "%d/%d%n", &k, &f, &used) != 2 || fold[used] || f < 2 || f > 1000 ||
+            k < 0 || k >= f) {
+            fprintf(stderr,
+                    "ringtrain prep: --fold %s: K/F, fold K (0 to F-1) of F cross-validation "
+                    "folds, F 2 to 1000 (e.g. --fold 0/5)\n",
+                    fold);
+            return 2;
+        }
+        if (vf || o->roles.validation) {
+            fprintf(stderr,
+                    "ringtrain prep: --fold and %s both say which rows validate: give "
+                    "one\n",
+                    vf ? "--validation" : "--validation-column");
+            return 2;
+        }
+        o->infer.folds = f;
+        o->infer.fold = k;
+    }
     int64_t seed = 0;
     if (cli_int(a, "--seed", 0, INT64_MAX / 2, &seed) < 0)
         return 2;
@@ -147,6 +171,7 @@ static int prep_options(const cli_args *a, rt_prep_opts *o, char **bufs)
                                             "--drop",
                                             "--validation",
                                             "--validation-column",
+                                            "--fold",
                                             "--seed",
                                             "--id",
                                             "--date",
@@ -621,14 +646,20 @@ int cli_check_job_model(const cli_args *a, const rt_job_cfg *j, const rt_cfg_ori
 static void ensemble_table(const rt_ens_opts *o, const rt_ens_report *r, const char *out)
 {
     const char *metric = rt_ens_metric_name(r->metric);
-    printf("%d member%s, %lld validation rows, %s: the best %d of %d rounds kept\n", r->nmembers,
-           r->nmembers == 1 ? "" : "s", (long long)r->val_rows, metric, r->fit.rounds_kept,
-           r->rounds);
+    if (o->bag)
+        printf("%d fold%s bagged, %lld out-of-fold validation rows, %s (each fold's own rows, "
+               "then all)\n",
+               r->nmembers, r->nmembers == 1 ? "" : "s", (long long)r->val_rows, metric);
+    else
+        printf("%d member%s, %lld validation rows, %s: the best %d of %d rounds kept\n",
+               r->nmembers, r->nmembers == 1 ? "" : "s", (long long)r->val_rows, metric,
+               r->fit.rounds_kept, r->rounds);
     printf("  %6s  %12s  %s\n", "weight", metric, "store");
     for (int i = 0; i < r->nmembers; i++)
         printf("  %6.3f  %12.6f  %s\n", r->fit.weight[i], r->fit.member[i],
                cli_safe(o->stores[r->member[i]]));
-    printf("  %6s  %12.6f  the ensemble\n", "", r->fit.ensemble);
+    printf("  %6s  %12.6f  the %s\n", "", r->fit.ensemble,
+           o->bag ? "bag, out of fold" : "ensemble");
     for (int i = 0; i < r->nskipped; i++)
         printf("  left out (no predictions): %s\n", cli_safe(o->stores[r->skipped[i]]));
     printf("wrote %lld test predictions to %s/submission.csv (and validation_predictions.csv, "
@@ -646,10 +677,16 @@ int cli_ensemble(const cli_args *a)
                      .nstores = a->npos,
                      .out = out,
                      .rounds = (int)rounds,
-                     .skip_incomplete = cli_switch(a, "--skip-incomplete")};
+                     .skip_incomplete = cli_switch(a, "--skip-incomplete"),
+                     .bag = cli_switch(a, "--bag")};
     if (!out) {
         fprintf(stderr, "ringtrain ensemble: --out DIR is needed\n");
         cli_usage(a->cmd, stderr);
+        return 2;
+    }
+    if (o.bag && cli_value(a, "--rounds")) {
+        fprintf(stderr, "ringtrain ensemble: --rounds is the selection's; --bag weighs the folds' "
+                        "models alike\n");
         return 2;
     }
     if (mname && (!rt_ens_metric_parse(mname, &o.metric) || o.metric == RT_ENS_AUTO)) {

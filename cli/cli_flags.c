@@ -220,6 +220,11 @@ const cli_flag CLI_PREP_FLAGS[] = {
      .metavar = "FRACTION",
      .help = "with --from: the training rows held out for validation, stratified by class "
              "(default 0.2; 0: none)"},
+    {.name = "--fold",
+     .kind = CLI_VALUE,
+     .metavar = "K/F",
+     .help = "with --from: the validation rows are fold K (0 to F-1) of F cross-validation "
+             "folds, stratified by class (F jobs, one per fold, then `ringtrain ensemble --bag`)"},
     {.name = "--validation-column",
      .kind = CLI_VALUE,
      .metavar = "COL",
@@ -349,4 +354,8 @@ const cli_flag CLI_ENSEMBLE_FLAGS[] = {
      .kind = CLI_SWITCH,
      .help = "leave out a store without both prediction files (a sweep's trials that ASHA "
              "stopped) instead of failing"},
+    {.name = "--bag",
+     .kind = CLI_SWITCH,
+     .help = "the stores are the models of cross-validation folds (disjoint validation rows): "
+             "average them alike and score the out-of-fold predictions"},
     END};

@@ -81,6 +81,7 @@ typedef struct prep_plan {
     char label_transform[32];
     char date[64]; /* --date's column, kept */
     double val_fraction;
+    int folds, fold; /* the validation rows are fold `fold` of `folds` (0: the fraction) */
     uint64_t seed;
 } prep_plan;
 

@@ -260,13 +260,21 @@ static void put_rows(sbuf *b, const char *name, const outc *v, int lo, int hi, b
 }
 
 /* rt_validation over the rows of rt_train: within each class, the first
- * round(f x n) rows by rt_hash(seed, _line), never all n. */
+ * round(f x n) rows by rt_hash(seed, _line), never all n; or (--fold K/F)
+ * every F-th of them from the K-th, 0-based. */
 static void put_validation(sbuf *b, const prep_plan *pl)
 {
     char id[140], part[200] = "";
     if (pl->classification)
         snprintf(part, sizeof part, "PARTITION BY %s ",
                  prep_ident(pl->c[pl->label].name, id, sizeof id));
+    if (pl->folds) {
+        put(b,
+            ",\n  CASE WHEN (ROW_NUMBER() OVER (%sORDER BY rt_hash(%llu, _line), _line) - 1) %% %d "
+            "= %d THEN 1 ELSE 0 END AS rt_validation",
+            part, (unsigned long long)pl->seed, pl->folds, pl->fold);
+        return;
+    }
     put(b,
         ",\n  CASE WHEN ROW_NUMBER() OVER (%sORDER BY rt_hash(%llu, _line), _line) <= "
         "min(CAST(round(%.17g * COUNT(*) OVER (%s)) AS INTEGER), COUNT(*) OVER (%s) - 1) "
@@ -325,7 +333,7 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
     /* training and test rows */
     const char *where_train = pl->test_flag >= 0 ? " WHERE rt_test = 0" : "";
     put(&b, "CREATE TABLE rt_train AS\nSELECT *");
-    if (pl->val_fraction > 0)
+    if (pl->val_fraction > 0 || pl->folds)
         put_validation(&b, pl);
     put(&b, "\nFROM rt_rows%s\nORDER BY _line;\n", where_train);
     const bool has_test = pl->test_flag >= 0 || test_table;
@@ -370,7 +378,7 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
         put(&b, ",\n  ('validation', ");
         put_lit(&b, pl->c[pl->validation].name);
         put(&b, ")");
-    } else if (pl->val_fraction > 0) {
+    } else if (pl->val_fraction > 0 || pl->folds) {
         put(&b, ",\n  ('validation', 'rt_validation')");
     }
     const char *kv[][2] = {{"weight", pl->weight >= 0 ? pl->c[pl->weight].name : NULL},

@@ -2,8 +2,8 @@
 # examples/tabular.sh — one of the real-data examples end to end:
 #   1. ringtrain prep runs NAME/prep.sql over ../shared/data/tabular/NAME.csv.gz
 #      (or NAME.csv)
-#      (its is_test rows become the test table; every 5th training row is
-#      the validation split);
+#      (its is_test rows become the test table; a fifth of the training
+#      rows, by class, the validation split);
 #   2. ringtrain run NAME/job.ini --np N trains (coordinator and agent on
 #      loopback), keeps the best epoch, writes submission.csv, and this prints
 #      `kept epoch E: MONITOR=VALUE`, the validation figure it was kept by;
@@ -11,6 +11,11 @@
 #      them instead, with [output] predict_validation = true, and `ringtrain
 #      ensemble` weighs their predictions by the validation rows (printing
 #      `ensemble validation: METRIC=VALUE`) into submission.csv;
+#      with --folds F, the job is trained F times, on the validation split
+#      made fold K of F (examples/fold_sql.py; K = 0..F-1), and `ringtrain
+#      ensemble --bag` averages the F models into submission.csv, printing
+#      `bag validation (out of fold): METRIC=VALUE` — every training row
+#      scored by the model that did not train on it;
 #   3. examples/score.sh, which knows nothing of the trainer, compares the
 #      submission with the CSV's labels of the test rows and prints last
 #      test_accuracy (a binary task: test_auc, the ROC AUC of the second
@@ -18,7 +23,8 @@
 #      regression: test_rmse_log, the RMSE of log prediction against log label).
 #
 #   examples/tabular.sh NAME [--np N] [--seed S] [--out DIR] [--data DIR]
-#                       [--job FILE | --single] [--prep FILE] [--set SECTION.KEY=VALUE]...
+#                       [--job FILE | --single] [--prep FILE] [--folds F]
+#                       [--set SECTION.KEY=VALUE]...
 # (--job: another job file than NAME/job.ini, on the same data and scorer;
 # --single: NAME/job.ini alone where the example is an ensemble;
 # --prep: another feature script than NAME/prep.sql, e.g. another validation
@@ -30,9 +36,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 build=${RINGTRAIN_BUILD:-$root/build}
-name=${1:?usage: examples/tabular.sh NAME [--np N] [--seed S] [--out DIR]}
+case "${1:-}" in -h | --help) sed -n '2,34p' "$0"; exit 0 ;; esac
+name=${1:?usage: examples/tabular.sh NAME [--np N] [--seed S] [--out DIR] (--help)}
 shift
-np=2 seed=42 out='' data="$root/../shared/data/tabular" sets=() job='' prep='' single=0
+np=2 seed=42 out='' data="$root/../shared/data/tabular" sets=() job='' prep='' single=0 folds=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --np) np=$2; shift ;;
@@ -42,12 +49,17 @@ while [ $# -gt 0 ]; do
     --job) job=$2; shift ;;
     --prep) prep=$2; shift ;;
     --single) single=1 ;;
+    --folds) folds=$2; shift ;;
     --set) sets+=(--set "$2"); shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "tabular.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
+if ! [[ $folds =~ ^[0-9]+$ ]] || [ "$folds" = 1 ]; then
+  echo "tabular.sh: --folds $folds: a number of folds, 2 or more" >&2
+  exit 2
+fi
 ringtrain=$build/bin/ringtrain
 csv=$data/$name.csv.gz
 [ -f "$csv" ] || csv=$data/$name.csv
@@ -67,29 +79,60 @@ echo "== 1. prep: $csv -> $out/dataset ($np partitions)"
 # train JOB into STORE (extra --set arguments after them) and print the
 # figure its kept epoch was chosen by: --set train.monitor, else the job's
 # [train] monitor, else ringtrain's default (val_loss); one line that
-# bench/tabular_quality.sh, family_inputs.sh and cv.sh read
-train() {
-  local job=$1 store=$2 monitor
-  shift 2
-  "$ringtrain" run "$job" --np "$np" --set data.dataset="$out/dataset" \
-    --set output.store="$store" --set train.seed="$seed" "${sets[@]}" "$@"
+# bench/tabular_quality.sh, family_inputs.sh and cv.sh read.  The dataset:
+# $dataset (default $out/dataset).
+monitor_of() {
+  local monitor
   monitor=$(awk -F= '/^\[/ { sec = $0 } sec == "[train]" && $1 ~ /^ *monitor *$/ { gsub(/ /, "", $2); m = $2 }
-                    END { print m }' "$job")
+                    END { print m }' "$1")
   for ((i = 1; i < ${#sets[@]}; i += 2)); do
     [[ ${sets[i]} == train.monitor=* ]] && monitor=${sets[i]#*=}
   done
+  echo "${monitor:-val_loss}"
+}
+train() {
+  local job=$1 store=$2
+  shift 2
+  "$ringtrain" run "$job" --np "$np" --set data.dataset="${dataset:-$out/dataset}" \
+    --set output.store="$store" --set train.seed="$seed" "${sets[@]}" "$@"
   python3 -c 'import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if "\"best\":true" in l]
 v = rows[-1].get(sys.argv[2]) if rows else None
 if v is not None:  # no validation rows: ringtrain kept the epoch by another figure
     print("kept epoch %d: %s=%.6f" % (rows[-1]["epoch"], sys.argv[2], v))' \
-    "$store/history.jsonl" "${monitor:-val_loss}"
+    "$store/history.jsonl" "$(monitor_of "$job")"
 }
 members=()
 if [ -z "$job" ] && [ "$single" = 0 ] && [ -f "$here/$name/members.txt" ]; then
   while read -r m; do members+=("$here/$name/$m"); done < <(sed 's/[;#].*//; /^[[:space:]]*$/d' "$here/$name/members.txt")
 fi
-if [ ${#members[@]} -eq 0 ]; then
+if [ "$folds" -gt 0 ]; then
+  if [ ${#members[@]} -gt 0 ]; then
+    echo "tabular.sh: --folds bags one job; $name is an ensemble: add --single or --job FILE" >&2
+    exit 2
+  fi
+  job=${job:-$here/$name/job.ini}
+  # the bag is scored by the job's monitored figure where ensemble knows it
+  metric=$(monitor_of "$job")
+  metric=${metric#val_}
+  case "$metric" in log_loss | accuracy | auc | rmse | mae | rmse_log) bag=(--metric "$metric") ;; *) bag=() ;; esac
+  stores=()
+  for ((k = 0; k < folds; k++)); do
+    echo "== 2.$((k + 1)) fold $((k + 1)) of $folds: ringtrain run ${job#"$here"/} --np $np (seed $seed) on validation fold $k"
+    python3 "$here/fold_sql.py" "${prep:-$here/$name/prep.sql}" "$k" "$folds" >"$out/fold-$k.sql"
+    "$ringtrain" prep --input "$out/in" --sql "$out/fold-$k.sql" --out "$out/dataset-$k" \
+      --partitions "$np" --quiet
+    dataset=$out/dataset-$k train "$job" "$out/fold-$k" --set output.predict_validation=true |
+      sed "s/^kept epoch/fold $((k + 1)): kept epoch/"
+    stores+=("$out/fold-$k")
+  done
+  echo "== 2.$((k + 1)) ringtrain ensemble --bag: the $folds models averaged"
+  "$ringtrain" ensemble --bag "${bag[@]}" "${stores[@]}" --out "$out/store" | tee "$out/ensemble.txt"
+  python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+m = r["metric"]
+print("bag validation (out of fold): %s=%.6f" % (m, r["val_" + m]))' "$out/store/ensemble.json"
+elif [ ${#members[@]} -eq 0 ]; then
   job=${job:-$here/$name/job.ini}
   echo "== 2. train: ringtrain run ${job#"$here"/} --np $np (seed $seed)"
   train "$job" "$out/store"

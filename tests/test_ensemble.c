@@ -290,17 +290,24 @@ static char *slurp(const char *name)
     return buf;
 }
 
-/* a run over the given stores of dir; its status, err filled */
-static rt_status run(const char *a, const char *b, rt_ens_metric metric, rt_ens_report *rep,
-                     char *err)
+/* a run over the given stores of dir (bag: --bag); its status, err filled */
+static rt_status run_as(bool bag, const char *a, const char *b, rt_ens_metric metric,
+                        rt_ens_report *rep, char *err)
 {
     char pa[600], pb[600], out[600];
     snprintf(pa, sizeof pa, "%s/%s", dir, a);
     snprintf(pb, sizeof pb, "%s/%s", dir, b);
     snprintf(out, sizeof out, "%s/out", dir);
     const char *stores[2] = {pa, pb};
-    rt_ens_opts o = {.stores = stores, .nstores = b ? 2 : 1, .out = out, .metric = metric};
+    rt_ens_opts o = {
+        .stores = stores, .nstores = b ? 2 : 1, .out = out, .metric = metric, .bag = bag};
     return rt_ensemble_run(&o, rep, err);
+}
+
+static rt_status run(const char *a, const char *b, rt_ens_metric metric, rt_ens_report *rep,
+                     char *err)
+{
+    return run_as(false, a, b, metric, rep, err);
 }
 
 #define VAL_HEAD "Id,true_kind,kind,p_a,\"p_b,c\"\n"
@@ -486,13 +493,77 @@ static void test_run_refused(void **state)
     assert_non_null(strstr(err, "the members must predict the same label"));
 }
 
+/* --bag: two folds' models (validation Ids 1, 3, 4 and 2, 5) */
+static void test_bag(void **state)
+{
+    (void)state;
+    put("f1", "validation_predictions.csv",
+        VAL_HEAD "1,a,a,0.9,0.1\n3,\"b,c\",a,0.75,0.25\n4,a,a,0.7,0.3\n");
+    put("f2", "validation_predictions.csv", VAL_HEAD "2,\"b,c\",\"b,c\",0.2,0.8\n5,a,a,0.8,0.2\n");
+    put("f1", "submission.csv", TEST_HEAD "7,a,1,0\n9,\"b,c\",0.25,0.75\n");
+    put("f2", "submission.csv", TEST_HEAD "7,\"b,c\",0.5,0.5\n9,a,0.65,0.35\n");
+    char err[RT_ERR_LEN];
+    rt_ens_report rep;
+    if (run_as(true, "f1", "f2", RT_ENS_ACCURACY, &rep, err) != RT_OK)
+        fail_msg("%s", err);
+    assert_int_equal(rep.val_rows, 5);
+    assert_int_equal(rep.test_rows, 2);
+    assert_int_equal(rep.nclasses, 2);
+    assert_true(rep.fit.weight[0] == 0.5 && rep.fit.weight[1] == 0.5);
+    /* each model on its own fold (2 of 3, 2 of 2), the bag on all five rows */
+    assert_true(fabs(rep.fit.member[0] - 2.0 / 3) < 1e-15);
+    assert_true(rep.fit.member[1] == 1.0);
+    assert_int_equal(rep.fit.best, 1);
+    assert_true(rep.fit.ensemble == 0.8);
+    /* the out-of-fold rows in Id order, each as its own fold's model said */
+    assert_string_equal(slurp("out/validation_predictions.csv"),
+                        VAL_HEAD "1,a,a,0.9,0.1\n2,\"b,c\",\"b,c\",0.2,0.8\n"
+                                 "3,\"b,c\",a,0.75,0.25\n4,a,a,0.7,0.3\n5,a,a,0.8,0.2\n");
+    assert_string_equal(slurp("out/submission.csv"),
+                        TEST_HEAD "7,a,0.75,0.25\n9,\"b,c\",0.45,0.55\n");
+    const char *js = slurp("out/ensemble.json");
+    rt_json *j = NULL;
+    assert_int_equal(rt_json_parse(js, strlen(js), &j, err), RT_OK);
+    assert_true(rt_json_bool(rt_json_get(j, "bag"), false));
+    assert_int_equal(rt_json_num(rt_json_get(j, "validation_rows"), 0), 5);
+    assert_true(rt_json_num(rt_json_get(j, "val_accuracy"), 0) == 0.8);
+    rt_json_free(j);
+    /* the default metric, and AUC over the pooled rows */
+    assert_int_equal(run_as(true, "f1", "f2", RT_ENS_AUTO, &rep, err), RT_OK);
+    assert_int_equal(rep.metric, RT_ENS_LOG_LOSS);
+    assert_int_equal(run_as(true, "f1", "f2", RT_ENS_AUC, &rep, err), RT_OK);
+    assert_true(fabs(rep.fit.ensemble - 5.0 / 6) < 1e-15);
+
+    /* the same folds without --bag: refused, naming it */
+    assert_int_equal(run("f1", "f2", RT_ENS_AUTO, &rep, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "--bag"));
+    /* a row in two folds, a fold without rows, other test rows, other classes */
+    put("f3", "validation_predictions.csv", VAL_HEAD "2,a,a,0.9,0.1\n4,a,a,0.9,0.1\n");
+    put("f3", "submission.csv", TEST_HEAD "7,a,1,0\n9,a,1,0\n");
+    assert_int_equal(run_as(true, "f1", "f3", RT_ENS_AUTO, &rep, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "row Id 4 is a validation row of both"));
+    assert_non_null(strstr(err, "f1/validation_predictions.csv and"));
+    put("f4", "validation_predictions.csv", VAL_HEAD);
+    put("f4", "submission.csv", TEST_HEAD "7,a,1,0\n9,a,1,0\n");
+    assert_int_equal(run_as(true, "f1", "f4", RT_ENS_AUTO, &rep, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "f4/validation_predictions.csv has no rows"));
+    put("f5", "validation_predictions.csv", VAL_HEAD "2,a,a,0.9,0.1\n");
+    put("f5", "submission.csv", TEST_HEAD "7,a,1,0\n8,a,1,0\n");
+    assert_int_equal(run_as(true, "f1", "f5", RT_ENS_AUTO, &rep, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "other Ids"));
+    put("f6", "validation_predictions.csv", "Id,true_kind,kind,p_a,p_b\n2,a,a,0.9,0.1\n");
+    put("f6", "submission.csv", "Id,kind,p_a,p_b\n7,a,1,0\n9,a,1,0\n");
+    assert_int_equal(run_as(true, "f1", "f6", RT_ENS_AUTO, &rep, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "the members must predict the same label"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_metrics),        cmocka_unit_test(test_select_reference),
         cmocka_unit_test(test_select_cases),   cmocka_unit_test(test_run_classes),
         cmocka_unit_test(test_run_regression), cmocka_unit_test(test_run_refused),
-        cmocka_unit_test(test_combine),
+        cmocka_unit_test(test_combine),        cmocka_unit_test(test_bag),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

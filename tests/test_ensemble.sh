@@ -13,6 +13,12 @@
 #     of a sweep's 4 trials (ASHA), exactly those stopped before they
 #     predicted; [sweep] ensemble = true makes the same ensemble as the
 #     sweep's last step, into STORE/ensemble (a sweep in S3: into its bucket);
+#   - bagging, the user's way: `prep --from --fold K/2` for K = 0, 1, a job
+#     on each, `ringtrain ensemble --bag`: its validation predictions are
+#     the two folds' rows, each training row once in Id order as its own
+#     fold's model predicted it, its submission their mean (weights 1/2),
+#     `predict --model BAG` writes it again; the folds without --bag, and
+#     --bag with --rounds, are refused;
 #   - refused, naming the cause: a store without validation predictions, a
 #     classifier's files without probabilities (its checkpoint says it is
 #     one), a metric of another task, an unknown metric.
@@ -34,8 +40,8 @@ ln -s "$data/breastcancer.csv.gz" "$tmp/in/"
 timeout 120 "$rt" prep --input "$tmp/in" --sql "$root/examples/breastcancer/prep.sql" \
   --out "$tmp/ds" --partitions 2 --quiet > /dev/null
 job=$root/examples/breastcancer/job.ini
-train() { # STORE SEED LR
-  timeout 300 "$rt" run "$job" --np 2 --set data.dataset="$tmp/ds" --set output.store="$1" \
+train() { # STORE SEED LR [DATASET]
+  timeout 300 "$rt" run "$job" --np 2 --set data.dataset="${4:-$tmp/ds}" --set output.store="$1" \
     --set train.epochs=6 --set train.seed="$2" --set train.learning_rate="$3" \
     --set output.predict_validation=true > "$tmp/run.log" 2>&1 ||
     { cat "$tmp/run.log"; fail "training $1 failed"; }
@@ -102,6 +108,50 @@ for x, y in zip(a[1:], b[1:]):  # the test rows in order: their ids, the same pr
     assert x[0] == y[0] and x[1:4] == y[1:4] and x[5] in ("benign", "malignant"), (x, y)
 EOF
 echo "ensemble: predict --model ENSEMBLE writes its submission.csv again, and scores raw data"
+
+# ---- bagging: the models of cross-validation folds --------------------------------------
+for k in 0 1; do
+  timeout 120 "$rt" prep --from "$data/breastcancer.csv.gz" --label Class --test-column is_test \
+    --fold "$k/2" --out "$tmp/fold$k-ds" --partitions 2 --quiet > /dev/null || fail "prep --fold $k/2"
+  train "$tmp/fold$k" 1 0.05 "$tmp/fold$k-ds"
+done
+if timeout 60 "$rt" ensemble "$tmp/fold0" "$tmp/fold1" --out "$tmp/x" 2> "$tmp/err"; then
+  fail "two folds' models were ensembled as if validated on the same rows"
+fi
+grep -q "the same rows.*cross-validation folds' models: --bag" "$tmp/err" || fail "no --bag hint: $(cat "$tmp/err")"
+out=$(timeout 60 "$rt" ensemble --bag --metric auc "$tmp/fold0" "$tmp/fold1" --out "$tmp/bag") ||
+  fail "ensemble --bag: $out"
+grep -q "2 folds bagged, 525 out-of-fold validation rows, auc" <<<"$out" || fail "the bag's table: $out"
+python3 - "$tmp" <<'EOF' || fail "the bag's files"
+import csv, json, sys
+t = sys.argv[1]
+rows = lambda f: list(csv.reader(open(f)))
+oof = rows(t + "/bag/validation_predictions.csv")
+folds = [rows(t + "/fold%d/validation_predictions.csv" % k) for k in (0, 1)]
+assert oof[0] == folds[0][0] == folds[1][0], (oof[0], folds[0][0])
+ids = [int(r[0]) for r in oof[1:]]
+assert ids == sorted(set(ids)) and len(ids) == 525, len(ids)  # each training row once, in order
+own = {r[0]: r for f in folds for r in f[1:]}
+assert len(own) == 525 and all(own[r[0]] == r for r in oof[1:])
+sub = rows(t + "/bag/submission.csv")
+a, b = rows(t + "/fold0/submission.csv"), rows(t + "/fold1/submission.csv")
+assert len(sub) == len(a) == len(b) == 175
+for x, y, z in zip(sub[1:], a[1:], b[1:]):
+    assert x[0] == y[0] == z[0]
+    for c in (2, 3):
+        assert abs(float(x[c]) - (float(y[c]) + float(z[c])) / 2) < 2e-6, (x, y, z)
+rep = json.load(open(t + "/bag/ensemble.json"))
+assert rep["bag"] is True and rep["validation_rows"] == 525
+assert [m["weight"] for m in rep["members"]] == [0.5, 0.5]
+EOF
+out=$(timeout 60 "$rt" predict --model "$tmp/bag" --dataset "$tmp/fold1-ds" --out "$tmp/bp.csv") ||
+  fail "predict --model BAG: $out"
+cmp -s "$tmp/bp.csv" "$tmp/bag/submission.csv" || fail "the bag's predict differs from its submission.csv"
+if timeout 60 "$rt" ensemble --bag --rounds 5 "$tmp/fold0" "$tmp/fold1" --out "$tmp/x" 2> "$tmp/err"; then
+  fail "--bag took --rounds"
+fi
+grep -q -- "--rounds is the selection's" "$tmp/err" || fail "--bag --rounds: $(cat "$tmp/err")"
+echo "ensemble --bag: two folds' models, out-of-fold validation rows, the mean, predict --model"
 
 # ---- refused ----------------------------------------------------------------------------
 cp -r "$tmp/a" "$tmp/noval" && rm "$tmp/noval/validation_predictions.csv"

@@ -11,9 +11,12 @@
 #   - a 2,000-column table of random numbers with a planted signal preps,
 #     trains (np 2) and predicts better than chance; 300 columns through a
 #     user's SQL script prep (they crashed prep before);
+#   - --fold K/F: the validation rows fold K of F, stratified by class —
+#     over K every training row validates once — the script saying so;
 #   - the mistakes say what and where: text in a continuous column (and
-#     --lenient), no --label, a misspelled column, --validation 1.5, a job
-#     file without dataset.
+#     --lenient), no --label, a misspelled column, --validation 1.5, a
+#     malformed --fold or one beside --validation, a job file without
+#     dataset.
 # Usage: test_prep_infer.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -138,5 +141,37 @@ if out=$("$rt" prep --from bad.csv --label y --drop bb --out bad 2>&1); then fai
 grep -q "\-\-drop bb: the table has no such column; did you mean 'b'?" <<< "$out" || { echo "$out"; fail "misspelled: $out"; }
 if out=$("$rt" prep --from bad.csv --label y --validation 1.5 --out bad 2>&1); then fail "--validation 1.5"; fi
 grep -q "\-\-validation 1.5: the fraction of the training rows held out" <<< "$out" || { echo "$out"; fail "--validation 1.5: $out"; }
+# ---- --fold K/F: cross-validation folds, stratified, each training row in one --------------
+for k in 0 1 2; do
+  "$rt" prep --from "$data/wa_churn.csv.gz" --label churn --test-column is_test --fold "$k/3" \
+    --out "fold$k" --keep-db "fold$k.db" --quiet > /dev/null 2>&1 || fail "prep --fold $k/3"
+  grep -q "THEN 1 ELSE 0 END AS rt_validation" "fold$k/prep.sql" && grep -q ") - 1) % 3 = $k THEN" "fold$k/prep.sql" ||
+    fail "fold $k: the script does not say its fold: $(grep rt_validation "fold$k/prep.sql")"
+done
+python3 - <<'PY' || fail "--fold: the folds are not a stratified partition of the training rows"
+import sqlite3
+seen, yes = {}, 0
+for k in range(3):
+    db = sqlite3.connect("fold%d.db" % k)
+    rows = db.execute("SELECT _line, churn, rt_validation FROM rt_train").fetchall()
+    assert len(rows) == 5634, len(rows)
+    val = [(l, c) for l, c, v in rows if v == 1]
+    for l, c in val:
+        assert l not in seen, ("row in two folds", l)
+        seen[l] = c
+    yes = sum(c == "Yes" for _, c, _ in rows)
+    # stratified: each fold a third of each class, to a row
+    assert abs(sum(c == "Yes" for _, c in val) - yes / 3) < 1, k
+    assert abs(len(val) - 5634 / 3) < 2, (k, len(val))
+assert len(seen) == 5634  # every training row validates in exactly one fold
+PY
+for bad in 3/3 1/1 x/3 0/3x; do
+  if out=$("$rt" prep --from bad.csv --label y --fold "$bad" --out bad 2>&1); then fail "--fold $bad"; fi
+  grep -q -- "--fold $bad: K/F, fold K (0 to F-1) of F" <<< "$out" || { echo "$out"; fail "--fold $bad: $out"; }
+done
+if out=$("$rt" prep --from bad.csv --label y --fold 0/3 --validation 0.1 --out bad 2>&1); then fail "--fold with --validation"; fi
+grep -q -- "--fold and --validation both say which rows validate" <<< "$out" || fail "--fold --validation: $out"
+
 echo "ok: prep --from inferred ames, wa_churn and satimage, its script gives the same dataset, a one-key job"
-echo "    trained on it, 2,000 columns trained and predicted, 300 through SQL, and the mistakes said so"
+echo "    trained on it, --fold K/F made a stratified partition of the training rows, 2,000"
+echo "    columns trained and predicted, 300 through SQL, and the mistakes said so"

@@ -292,8 +292,8 @@ static rt_status model_task(const char *store, int *classes, char *err)
     return st == RT_ERR_NOTFOUND ? RT_OK : st;
 }
 
-/* b against a (the first member's): the same columns, rows and truths */
-static rt_status same_as(const pfile *a, const pfile *b, char *err)
+/* b against a (the first member's): the same columns */
+static rt_status same_columns(const pfile *a, const pfile *b, char *err)
 {
     for (int i = 0; i < a->nhead || i < b->nhead; i++)
         if (i >= a->nhead || i >= b->nhead || strcmp(a->head[i], b->head[i]) != 0)
@@ -302,21 +302,29 @@ static rt_status same_as(const pfile *a, const pfile *b, char *err)
                           "same label and classes",
                           b->path, i + 1, i < b->nhead ? b->head[i] : "(none)", a->path,
                           i < a->nhead ? a->head[i] : "(none)");
-    for (int64_t i = 0; i < a->n || i < b->n; i++) {
+    return RT_OK;
+}
+
+/* b against a: the same columns, rows and truths */
+static rt_status same_as(const pfile *a, const pfile *b, char *err)
+{
+    rt_status st = same_columns(a, b, err);
+    for (int64_t i = 0; st == RT_OK && (i < a->n || i < b->n); i++) {
         if (i >= a->n || i >= b->n ||
             (a->loose ? strcmp(a->key[i], b->key[i]) != 0 : a->id[i] != b->id[i]))
             return rt_err(err, RT_ERR_INVALID,
                           "%s has %lld rows, %s %lld%s: the members must be scored on the same "
-                          "rows (the same data set and validation split)",
+                          "rows (the same data set and validation split%s)",
                           b->path, (long long)b->n, a->path, (long long)a->n,
-                          a->n == b->n ? ", with other Ids" : "");
+                          a->n == b->n ? ", with other Ids" : "",
+                          a->truth ? "; cross-validation folds' models: --bag" : "");
         if (a->truth && (a->K ? a->cls[i] != b->cls[i] : a->y[i] != b->y[i]))
             return rt_err(err, RT_ERR_INVALID,
                           "%s's row Id %lld has another true label than in %s: the members "
                           "must be trained on the same data set",
                           b->path, (long long)b->id[i], a->path);
     }
-    return RT_OK;
+    return st;
 }
 
 /* The stores' files into m[0..rep->nmembers) (skip_incomplete: a store
@@ -344,7 +352,9 @@ static rt_status load_members(const rt_ens_opts *o, member *m, rt_ens_report *re
                         "%s has %d class probabilities, %s %d: write both with [output] proba = "
                         "true",
                         x->test.path, x->test.K, x->val.path, x->val.K);
-        if (st == RT_OK && x != m && (st = same_as(&m[0].val, &x->val, err)) == RT_OK)
+        if (st == RT_OK && x != m &&
+            (st = o->bag ? same_columns(&m[0].val, &x->val, err)
+                         : same_as(&m[0].val, &x->val, err)) == RT_OK)
             st = same_as(&m[0].test, &x->test, err);
         if (st == RT_OK)
             rep->member[rep->nmembers++] = s;
@@ -404,6 +414,90 @@ static double *blend(const member *m, int n, bool val, const double *weight)
             out[c] += w * x[c];
     }
     return out;
+}
+
+/* --bag: the members' validation rows — cross-validation folds, each row
+ * in one member's file — merged into one out-of-fold file in Id order, each
+ * row as the member that did not train on it predicted it; a row in two
+ * members' files is refused */
+static rt_status out_of_fold(const member *m, int n, pfile *o, char *err)
+{
+    const pfile *f0 = &m[0].val;
+    const size_t w = (size_t)width(f0);
+    int64_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += m[i].val.n;
+    const size_t rows = (size_t)(total ? total : 1);
+    *o = (pfile){.truth = true, .K = f0->K, .n = total, .nhead = f0->nhead};
+    snprintf(o->path, sizeof o->path, "the out-of-fold predictions");
+    o->head = calloc((size_t)f0->nhead, sizeof *o->head);
+    o->id = malloc(rows * sizeof *o->id);
+    o->pred = malloc(rows * w * sizeof *o->pred);
+    if (f0->K)
+        o->cls = malloc(rows * sizeof *o->cls);
+    else
+        o->y = malloc(rows * sizeof *o->y);
+    int64_t *at = calloc((size_t)n, sizeof *at);
+    bool ok = o->head && o->id && o->pred && (o->cls || o->y) && at;
+    for (int i = 0; ok && i < f0->nhead; i++)
+        ok = (o->head[i] = strdup(f0->head[i])) != NULL;
+    rt_status st = ok ? RT_OK : rt_err(err, RT_ERR_NOMEM, "out of memory");
+    /* each file's Ids ascend (read_row checks): take the smallest next one */
+    for (int64_t r = 0, prev = -1; st == RT_OK && r < total; r++) {
+        int b = -1;
+        for (int i = 0; i < n; i++)
+            if (at[i] < m[i].val.n && (b < 0 || m[i].val.id[at[i]] < m[b].val.id[at[b]]))
+                b = i;
+        const pfile *f = &m[b].val;
+        const int64_t k = at[b]++;
+        if (r > 0 && o->id[r - 1] == f->id[k]) {
+            st = rt_err(err, RT_ERR_INVALID,
+                        "row Id %lld is a validation row of both %s and %s: --bag takes the "
+                        "models of cross-validation folds, each row validating one",
+                        (long long)f->id[k], m[prev].val.path, f->path);
+            break;
+        }
+        o->id[r] = f->id[k];
+        if (f0->K)
+            o->cls[r] = f->cls[k];
+        else
+            o->y[r] = f->y[k];
+        memcpy(o->pred + (size_t)r * w, f->pred + (size_t)k * w, w * sizeof *o->pred);
+        prev = b;
+    }
+    free(at);
+    if (st != RT_OK)
+        pfile_free(o);
+    return st;
+}
+
+/* --bag's fit: the members weighed alike, each scored on its own fold, the
+ * bag on the out-of-fold rows */
+static void fit_bag(const member *m, int n, const pfile *oof, rt_ens_metric metric, rt_ens_fit *fit)
+{
+    memset(fit, 0, sizeof *fit);
+    fit->rounds_kept = n;
+    const bool up = rt_ens_metric_higher_better(metric);
+    for (int i = 0; i < n; i++) {
+        const rt_ens_problem p = {.nmembers = 1,
+                                  .nrows = m[i].val.n,
+                                  .ncols = width(&m[i].val),
+                                  .label = m[i].val.cls,
+                                  .target = m[i].val.y,
+                                  .metric = metric};
+        fit->counts[i] = 1;
+        fit->weight[i] = 1.0 / n;
+        fit->member[i] = rt_ens_score(&p, m[i].val.pred);
+        if (up ? fit->member[i] > fit->member[fit->best] : fit->member[i] < fit->member[fit->best])
+            fit->best = i;
+    }
+    const rt_ens_problem p = {.nmembers = 1,
+                              .nrows = oof->n,
+                              .ncols = width(oof),
+                              .label = oof->cls,
+                              .target = oof->y,
+                              .metric = metric};
+    fit->ensemble = rt_ens_score(&p, oof->pred);
 }
 
 /* f's layout with pred in place of the member's predictions */
@@ -476,6 +570,7 @@ static rt_status write_report(const rt_ens_opts *o, const rt_ens_report *rep, co
     rt_jw_obj(&w);
     rt_jw_kstr(&w, "metric", rt_ens_metric_name(rep->metric));
     rt_jw_kstr(&w, "task", rep->nclasses ? "classification" : "regression");
+    rt_jw_kbool(&w, "bag", o->bag);
     rt_jw_kint(&w, "rounds", rep->rounds);
     rt_jw_kint(&w, "rounds_kept", rep->fit.rounds_kept);
     rt_jw_kint(&w, "validation_rows", rep->val_rows);
@@ -508,19 +603,21 @@ static rt_status write_report(const rt_ens_opts *o, const rt_ens_report *rep, co
     return st;
 }
 
-static rt_status write_outputs(const rt_ens_opts *o, const member *m, const rt_ens_report *rep,
-                               char *err)
+/* oof: --bag's out-of-fold validation predictions, written as they are */
+static rt_status write_outputs(const rt_ens_opts *o, const member *m, const pfile *oof,
+                               const rt_ens_report *rep, char *err)
 {
     char path[1300];
     rt_status st = rt_mkdirs(o->out, err);
     const double *w = rep->fit.weight;
     double *val = NULL, *test = NULL;
-    if (st == RT_OK &&
-        (!(val = blend(m, rep->nmembers, true, w)) || !(test = blend(m, rep->nmembers, false, w))))
+    if (st == RT_OK && ((!oof && !(val = blend(m, rep->nmembers, true, w))) ||
+                        !(test = blend(m, rep->nmembers, false, w))))
         st = rt_err(err, RT_ERR_NOMEM, "out of memory for the ensemble's predictions");
     if (st == RT_OK) {
         snprintf(path, sizeof path, "%s/validation_predictions.csv", o->out);
-        st = write_pfile(&m[0].val, val, true, path, err);
+        st = oof ? write_pfile(oof, oof->pred, true, path, err)
+                 : write_pfile(&m[0].val, val, true, path, err);
     }
     if (st == RT_OK) {
         snprintf(path, sizeof path, "%s/submission.csv", o->out);
@@ -548,7 +645,18 @@ rt_status rt_ensemble_run(const rt_ens_opts *o, rt_ens_report *rep, char *err)
         st = load_members(o, m, rep, err);
     if (st == RT_OK)
         st = pick_metric(o, m, rep->nmembers, &rep->metric, err);
-    if (st == RT_OK) {
+    pfile oof = {0};
+    for (int i = 0; st == RT_OK && o->bag && i < rep->nmembers; i++)
+        if (m[i].val.n == 0)
+            st = rt_err(err, RT_ERR_INVALID, "%s has no rows: --bag's members each validate a fold",
+                        m[i].val.path);
+    if (st == RT_OK && o->bag && (st = out_of_fold(m, rep->nmembers, &oof, err)) == RT_OK) {
+        rep->nclasses = oof.K;
+        rep->val_rows = oof.n;
+        rep->test_rows = m[0].test.n;
+        rep->rounds = rep->nmembers;
+        fit_bag(m, rep->nmembers, &oof, rep->metric, &rep->fit);
+    } else if (st == RT_OK) {
         for (int i = 0; i < rep->nmembers; i++)
             pred[i] = m[i].val.pred;
         const rt_ens_problem p = {.nmembers = rep->nmembers,
@@ -564,7 +672,8 @@ rt_status rt_ensemble_run(const rt_ens_opts *o, rt_ens_report *rep, char *err)
         st = rt_ens_select(&p, rep->rounds, &rep->fit, err);
     }
     if (st == RT_OK)
-        st = write_outputs(o, m, rep, err);
+        st = write_outputs(o, m, o->bag ? &oof : NULL, rep, err);
+    pfile_free(&oof);
     for (int i = 0; m && i < o->nstores; i++)
         pfile_free(&m[i].val), pfile_free(&m[i].test);
     free(m), free(pred);

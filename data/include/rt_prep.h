@@ -84,6 +84,8 @@ typedef struct rt_prep_opts {
         const char *drop;           /* comma-separated columns left out */
         double validation_fraction; /* held out of the training rows (stratified by class for
                                        a classification; 0: none) unless roles.validation */
+        int folds, fold;            /* --fold K/F: the validation rows are fold K (0..F-1) of
+                                       F in that order instead (0 folds: the fraction) */
         uint64_t seed;              /* of that split */
         const char *command;        /* the command line, for the script's first lines */
     } infer;

@@ -70,7 +70,8 @@ rt_status rt_ens_select(const rt_ens_problem *p, int rounds, rt_ens_fit *fit, ch
 
 /* The whole command: the members' stores (folders or s3:// prefixes) read,
  * checked against each other (the same task, classes, validation rows and
- * labels, test rows), the selection fitted, and OUT/submission.csv,
+ * labels — bag: disjoint validation rows — test rows), the selection
+ * fitted (bag: equal weights), and OUT/submission.csv,
  * OUT/validation_predictions.csv and OUT/ensemble.json written (OUT a
  * local folder, made when missing). */
 typedef struct rt_ens_opts {
@@ -81,6 +82,10 @@ typedef struct rt_ens_opts {
     rt_ens_metric metric; /* AUTO: by the task */
     bool skip_incomplete; /* a store without either file is left out (a sweep's trials
                              that ASHA stopped), not an error */
+    bool bag;             /* the members are the models of cross-validation folds (their validation
+                 rows disjoint; bagging, AutoGluon's num_bag_folds): weighed alike, the
+                 validation predictions out-of-fold (each row from the member that held
+                 it out), the bag scored on them; no selection */
 } rt_ens_opts;
 
 typedef struct rt_ens_report {
