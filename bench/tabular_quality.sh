@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # bench/tabular_quality.sh — the real-data examples' test figures: each
-# example (examples/tabular.sh: prep, train, predict, the awk scorer) with
-# seeds 1, 2 and 3, the test figure of each (accuracy; RMSE of log price for
-# ames), their mean, the lowest recall of a class with 10 or more test rows,
-# the binary AUC, the validation figure the best epoch was chosen by, and
-# the wall time per run (prep included).  Prints a Markdown table.
+# example as its run.sh runs it (examples/tabular.sh: prep, train, predict,
+# the awk scorer) with seeds 1, 2 and 3, the test figure of each (accuracy;
+# RMSE of log price for ames), their mean, the lowest recall of a class with
+# 10 or more test rows, the binary AUC, the validation figure the best epoch
+# (or the ensemble, or the bag) was chosen by, and the wall time per run (prep
+# included).  Prints a Markdown table.
 #
 #   bench/tabular_quality.sh [--np N] [--seeds "1 2 3"] [--job FILE] [--set K=V]... [NAME...]
 #
@@ -20,7 +21,7 @@ while [ $# -gt 0 ]; do
     --seeds) seeds=$2; shift ;;
     --job) extra+=(--job "$2"); shift ;;
     --set) extra+=(--set "$2"); shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) names+=("$1") ;;
   esac
   shift
@@ -34,7 +35,7 @@ for name in "${names[@]}"; do
   accs=() recs=() aucs=() secs=() vals=() reg=0
   for s in $seeds; do
     t0=$(date +%s.%N)
-    log=$(bash "$here/examples/tabular.sh" "$name" --np "$np" --seed "$s" --out "$out/$name-$s" \
+    log=$(bash "$here/examples/$name/run.sh" --np "$np" --seed "$s" --out "$out/$name-$s" \
           "${extra[@]}" 2>&1) ||
       { echo "$log" >&2; echo "tabular_quality: $name seed $s failed" >&2; exit 1; }
     secs+=("$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')")
@@ -43,7 +44,7 @@ for name in "${names[@]}"; do
     else
       accs+=("$(grep -o 'test_accuracy=[0-9.]*' <<<"$log" | cut -d= -f2)")
     fi
-    vals+=("$( (grep -E '^(kept epoch|ensemble validation)' <<<"$log" || true) | tail -1 | sed 's/.*: //')")
+    vals+=("$( (grep -E '^(kept epoch|ensemble validation|bag validation)' <<<"$log" || true) | tail -1 | sed 's/.*: //')")
     aucs+=("$(grep -o 'test_auc=[0-9.]*' <<<"$log" | cut -d= -f2 || true)")
     recs+=("$( (grep '^recall' <<<"$log" || true) | tr -d '()%' |
               awk '$NF >= 10 && (m == "" || $(NF - 3) < m) { m = $(NF - 3) } END { print m }')")
