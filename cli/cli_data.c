@@ -126,7 +126,9 @@ static int featurised_roles(const cli_args *a, rt_prep_opts *o, char **bufs)
     }
     if (!o->roles.label && j.label)
         o->roles.label = bufs[2] = strdup(j.label);
-    if (!o->roles.validation && j.validation)
+    /* --validation F or --fold K/F given: the flag wins over the job's column */
+    if (!o->roles.validation && j.validation && !cli_value(a, "--validation") &&
+        !cli_value(a, "--fold"))
         o->roles.validation = bufs[3] = strdup(j.validation);
     rt_cfg_free(&rt_job_schema, &j);
     return 0;

@@ -165,6 +165,17 @@ for k in range(3):
     assert abs(len(val) - 5634 / 3) < 2, (k, len(val))
 assert len(seen) == 5634  # every training row validates in exactly one fold
 PY
+# a job file's validation column gives way to --fold (a flag given as well wins)
+printf '[data]\ndataset = unused\nlabel = churn\nvalidation = senior_citizen\n[output]\nstore = unused\n' > vjob.ini
+"$rt" prep --from "$data/wa_churn.csv.gz" --job vjob.ini --test-column is_test --out jcol \
+  --quiet > /dev/null 2>&1 || fail "prep --job with a validation column"
+"$rt" prep --from "$data/wa_churn.csv.gz" --job vjob.ini --test-column is_test --fold 1/3 \
+  --out jfold --quiet > /dev/null 2>&1 || fail "prep --job --fold"
+python3 - <<'PY' || fail "--fold beside a job's validation column"
+import json
+col, fold = (json.load(open(d + "/manifest.json"))["rows"]["validation"] for d in ("jcol", "jfold"))
+assert col == 904 and fold == 1878, (col, fold)  # the job's senior citizens; fold 1 of 3
+PY
 for bad in 3/3 1/1 x/3 0/3x; do
   if out=$("$rt" prep --from bad.csv --label y --fold "$bad" --out bad 2>&1); then fail "--fold $bad"; fi
   grep -q -- "--fold $bad: K/F, fold K (0 to F-1) of F" <<< "$out" || { echo "$out"; fail "--fold $bad: $out"; }
