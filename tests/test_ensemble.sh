@@ -17,8 +17,9 @@
 #     on each, `ringtrain ensemble --bag`: its validation predictions are
 #     the two folds' rows, each training row once in Id order as its own
 #     fold's model predicted it, its submission their mean (weights 1/2),
-#     `predict --model BAG` writes it again; the folds without --bag, and
-#     --bag with --rounds, are refused;
+#     `predict --model BAG` writes it again; two bags over the same folds
+#     ensemble (AutoGluon's weighted ensemble of bagged models); the folds
+#     without --bag, and --bag with --rounds, are refused;
 #   - refused, naming the cause: a store without validation predictions, a
 #     classifier's files without probabilities (its checkpoint says it is
 #     one), a metric of another task, an unknown metric.
@@ -151,7 +152,14 @@ if timeout 60 "$rt" ensemble --bag --rounds 5 "$tmp/fold0" "$tmp/fold1" --out "$
   fail "--bag took --rounds"
 fi
 grep -q -- "--rounds is the selection's" "$tmp/err" || fail "--bag --rounds: $(cat "$tmp/err")"
-echo "ensemble --bag: two folds' models, out-of-fold validation rows, the mean, predict --model"
+# bags over the same folds have the same (out-of-fold) validation rows: they ensemble
+for k in 0 1; do train "$tmp/fold$k-b" 2 0.01 "$tmp/fold$k-ds"; done
+timeout 60 "$rt" ensemble --bag "$tmp/fold0-b" "$tmp/fold1-b" --out "$tmp/bag2" > /dev/null ||
+  fail "the second bag"
+out=$(timeout 60 "$rt" ensemble "$tmp/bag" "$tmp/bag2" --out "$tmp/bags") || fail "an ensemble of bags: $out"
+grep -q "2 members, 525 validation rows" <<<"$out" || fail "an ensemble of bags: $out"
+echo "ensemble --bag: two folds' models, out-of-fold validation rows, the mean, predict --model;"
+echo "  two bags over the same folds ensembled on their out-of-fold rows"
 
 # ---- refused ----------------------------------------------------------------------------
 cp -r "$tmp/a" "$tmp/noval" && rm "$tmp/noval/validation_predictions.csv"
