@@ -8,6 +8,7 @@
  *   ringtrain model summary CKPT [--tensors]
  *
  * and the model check of a job file before `submit` and `run` send it. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,12 +60,12 @@ static int featurised_roles(const cli_args *a, rt_prep_opts *o, char **bufs)
     }
     const char *fold = cli_value(a, "--fold");
     if (fold) {
-        int k = -1, f = 0, used = 0;
-        const char *slash = strchr(fold, '/');
-        if (strspn(fold, "0123456789") != (size_t)(slash ? slash - fold : -1) || slash == fold ||
-            strspn(slash + 1, "0123456789") != strlen(slash + 1) || !slash[1] || strlen(fold) > 9 ||
-            sscanf(fold, "%d/%d%n", &k, &f, &used) != 2 || fold[used] || f < 2 || f > 1000 ||
-            k < 0 || k >= f) {
+        /* digits, '/', digits: no sign, space or anything after */
+        char *slash, *end = NULL;
+        const long k = strtol(fold, &slash, 10);
+        const long f =
+            *slash == '/' && isdigit((unsigned char)slash[1]) ? strtol(slash + 1, &end, 10) : 0;
+        if (!isdigit((unsigned char)fold[0]) || !end || *end || f < 2 || f > 1000 || k >= f) {
             fprintf(stderr,
                     "ringtrain prep: --fold %s: K/F, fold K (0 to F-1) of F cross-validation "
                     "folds, F 2 to 1000 (e.g. --fold 0/5)\n",
@@ -78,8 +79,8 @@ static int featurised_roles(const cli_args *a, rt_prep_opts *o, char **bufs)
                     vf ? "--validation" : "--validation-column");
             return 2;
         }
-        o->infer.folds = f;
-        o->infer.fold = k;
+        o->infer.folds = (int)f;
+        o->infer.fold = (int)k;
     }
     int64_t seed = 0;
     if (cli_int(a, "--seed", 0, INT64_MAX / 2, &seed) < 0)

@@ -81,6 +81,13 @@ echo "== 1. prep: $csv -> $out/dataset ($np partitions)"
 # [train] monitor, else ringtrain's default (val_loss); one line that
 # bench/tabular_quality.sh, family_inputs.sh and cv.sh read.  The dataset:
 # $dataset (default $out/dataset).
+# print "LABEL: METRIC=VALUE", the figure $out/store/ensemble.json was fitted by
+ensemble_line() {
+  python3 -c 'import json, sys
+r = json.load(open(sys.argv[2]))
+m = r["metric"]
+print("%s: %s=%.6f" % (sys.argv[1], m, r["val_" + m]))' "$1" "$out/store/ensemble.json"
+}
 monitor_of() {
   local monitor
   monitor=$(awk -F= '/^\[/ { sec = $0 } sec == "[train]" && $1 ~ /^ *monitor *$/ { gsub(/ /, "", $2); m = $2 }
@@ -128,10 +135,7 @@ if [ "$folds" -gt 0 ]; then
   done
   echo "== 2.$((k + 1)) ringtrain ensemble --bag: the $folds models averaged"
   "$ringtrain" ensemble --bag "${bag[@]}" "${stores[@]}" --out "$out/store" | tee "$out/ensemble.txt"
-  python3 -c 'import json, sys
-r = json.load(open(sys.argv[1]))
-m = r["metric"]
-print("bag validation (out of fold): %s=%.6f" % (m, r["val_" + m]))' "$out/store/ensemble.json"
+  ensemble_line "bag validation (out of fold)"
 elif [ ${#members[@]} -eq 0 ]; then
   job=${job:-$here/$name/job.ini}
   echo "== 2. train: ringtrain run ${job#"$here"/} --np $np (seed $seed)"
@@ -146,10 +150,7 @@ else
   done
   echo "== 2.$((k + 1)) ringtrain ensemble: the members' predictions weighted by the validation rows"
   "$ringtrain" ensemble "${stores[@]}" --out "$out/store" | tee "$out/ensemble.txt"
-  python3 -c 'import json, sys
-r = json.load(open(sys.argv[1]))
-m = r["metric"]
-print("ensemble validation: %s=%.6f" % (m, r["val_" + m]))' "$out/store/ensemble.json"
+  ensemble_line "ensemble validation"
 fi
 echo "== 3. score the test rows (is_test = 1) against submission.csv"
 manifest=$out/dataset/manifest.json

@@ -419,14 +419,19 @@ static double *blend(const member *m, int n, bool val, const double *weight)
 /* --bag: the members' validation rows — cross-validation folds, each row
  * in one member's file — merged into one out-of-fold file in Id order, each
  * row as the member that did not train on it predicted it; a row in two
- * members' files is refused */
+ * members' files, or a member without rows, is refused */
 static rt_status out_of_fold(const member *m, int n, pfile *o, char *err)
 {
     const pfile *f0 = &m[0].val;
     const size_t w = (size_t)width(f0);
     int64_t total = 0;
-    for (int i = 0; i < n; i++)
+    *o = (pfile){0};
+    for (int i = 0; i < n; i++) {
+        if (m[i].val.n == 0)
+            return rt_err(err, RT_ERR_INVALID,
+                          "%s has no rows: --bag's members each validate a fold", m[i].val.path);
         total += m[i].val.n;
+    }
     const size_t rows = (size_t)(total ? total : 1);
     *o = (pfile){.truth = true, .K = f0->K, .n = total, .nhead = f0->nhead};
     snprintf(o->path, sizeof o->path, "the out-of-fold predictions");
@@ -471,6 +476,18 @@ static rt_status out_of_fold(const member *m, int n, pfile *o, char *err)
     return st;
 }
 
+/* The metric of a validation file's own predictions against its truths */
+static double score_file(const pfile *f, rt_ens_metric metric)
+{
+    const rt_ens_problem p = {.nmembers = 1,
+                              .nrows = f->n,
+                              .ncols = width(f),
+                              .label = f->cls,
+                              .target = f->y,
+                              .metric = metric};
+    return rt_ens_score(&p, f->pred);
+}
+
 /* --bag's fit: the members weighed alike, each scored on its own fold, the
  * bag on the out-of-fold rows */
 static void fit_bag(const member *m, int n, const pfile *oof, rt_ens_metric metric, rt_ens_fit *fit)
@@ -479,25 +496,13 @@ static void fit_bag(const member *m, int n, const pfile *oof, rt_ens_metric metr
     fit->rounds_kept = n;
     const bool up = rt_ens_metric_higher_better(metric);
     for (int i = 0; i < n; i++) {
-        const rt_ens_problem p = {.nmembers = 1,
-                                  .nrows = m[i].val.n,
-                                  .ncols = width(&m[i].val),
-                                  .label = m[i].val.cls,
-                                  .target = m[i].val.y,
-                                  .metric = metric};
         fit->counts[i] = 1;
         fit->weight[i] = 1.0 / n;
-        fit->member[i] = rt_ens_score(&p, m[i].val.pred);
+        fit->member[i] = score_file(&m[i].val, metric);
         if (up ? fit->member[i] > fit->member[fit->best] : fit->member[i] < fit->member[fit->best])
             fit->best = i;
     }
-    const rt_ens_problem p = {.nmembers = 1,
-                              .nrows = oof->n,
-                              .ncols = width(oof),
-                              .label = oof->cls,
-                              .target = oof->y,
-                              .metric = metric};
-    fit->ensemble = rt_ens_score(&p, oof->pred);
+    fit->ensemble = score_file(oof, metric);
 }
 
 /* f's layout with pred in place of the member's predictions */
@@ -646,10 +651,6 @@ rt_status rt_ensemble_run(const rt_ens_opts *o, rt_ens_report *rep, char *err)
     if (st == RT_OK)
         st = pick_metric(o, m, rep->nmembers, &rep->metric, err);
     pfile oof = {0};
-    for (int i = 0; st == RT_OK && o->bag && i < rep->nmembers; i++)
-        if (m[i].val.n == 0)
-            st = rt_err(err, RT_ERR_INVALID, "%s has no rows: --bag's members each validate a fold",
-                        m[i].val.path);
     if (st == RT_OK && o->bag && (st = out_of_fold(m, rep->nmembers, &oof, err)) == RT_OK) {
         rep->nclasses = oof.K;
         rep->val_rows = oof.n;
