@@ -497,8 +497,11 @@ void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
                  r, (long long)dropped);
     if (kind && strcmp(kind, "dropped") == 0)
         return; /* only the count */
+    /* after its end only results, and a stopped trial's epochs (its ranks
+     * ran on until the abort reached them: sc_sweep_epoch) */
     if (!j || rt_json_type_of(data) != RT_JSON_OBJECT ||
-        (job_state_terminal(j->state) && !(kind && strcmp(kind, "result") == 0)))
+        (job_state_terminal(j->state) && !(kind && strcmp(kind, "result") == 0) &&
+         !(j->asha_stop && kind && strcmp(kind, "epoch") == 0)))
         return;
     if (kind && strcmp(kind, "result") == 0) { /* rt_report_result: kept per rank, any JSON */
         const rt_json *v = rt_json_get(data, "value");

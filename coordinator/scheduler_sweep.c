@@ -302,6 +302,20 @@ static void first_failures(const sc_sweep *w, char *buf, size_t len)
         }
 }
 
+/* Whether a trial ASHA stopped still has ranks running (on an agent that
+ * is up): their last epoch lines may yet change its record, and they may
+ * still be writing its store. */
+static bool stopping(sched *S, const sc_sweep *w)
+{
+    for (int64_t i = 0; i < w->ntrials; i++) {
+        const sc_job *j = w->t[i].job ? sched_job(S, w->t[i].job) : NULL;
+        for (int r = 0; j && j->asha_stop && r < j->cur_np; r++)
+            if (j->ranks[r].state != RS_EXITED && j->ranks[r].ag && j->ranks[r].ag->up)
+                return true;
+    }
+    return false;
+}
+
 static void sweep_step(sched *S, sc_job *sw, sc_clock now)
 {
     sc_sweep *w = sw->sweep;
@@ -334,7 +348,7 @@ static void sweep_step(sched *S, sc_job *sw, sc_clock now)
             sc_job_saved(S, sw);
         }
     }
-    if (done < w->ntrials || w->finish_job)
+    if (done < w->ntrials || w->finish_job || stopping(S, w))
         return;
     w->best = best_trial(w);
     if (w->best == 0) {
@@ -480,17 +494,51 @@ static bool asha_keeps(const sc_sweep *w, const sc_trial *t, int k, int *n_out, 
     return !better(w, *cut, t->rung_val[k]); /* at least as good as the cut-off */
 }
 
+/* An epoch line of a trial ASHA stopped, come after the stop: the trial ran
+ * on before the abort reached its ranks (its store has those epochs).  Its
+ * record follows them, and a trial whose line says it ended on its own
+ * (its last epoch, or its early stopping) has completed after all. */
+static void late_epoch(sched *S, sc_job *sw, sc_trial *t, const sc_job *j, const rt_json *data,
+                       int64_t e)
+{
+    sc_sweep *w = sw->sweep;
+    double v;
+    if (e <= t->epochs)
+        return;
+    t->epochs = e;
+    if (epoch_value(w, data, &v) && better(w, v, t->best)) {
+        t->best = v;
+        t->best_epoch = e;
+    }
+    int64_t all = 0;
+    const char *own = rt_json_str(rt_json_get(data, "stopped"), NULL);
+    if (own || (rt_json_get_int(data, "epochs", &all) && e >= all)) {
+        t->state = TRIAL_COMPLETED;
+        snprintf(t->reason, sizeof t->reason,
+                 "%s at epoch %lld before the sweep's stop at rung %d reached it",
+                 own ? "stopped by its own early stopping" : "ran all its epochs", (long long)e,
+                 t->rung);
+        sc_event(S, sw, "trial", "trial %d (job %lld) completed: %s", t->n, (long long)j->id,
+                 t->reason);
+    }
+    sc_trial_saved(S, sw, t->n);
+}
+
 void sc_sweep_epoch(sched *S, sc_job *j, const rt_json *data, sc_clock now)
 {
     sc_job *sw = NULL;
     sc_trial *t = trial_of(S, j, &sw);
-    if (!t || trial_done(t->state) || job_state_terminal(j->state))
+    int64_t e = 0;
+    if (!t || !rt_json_get_int(data, "epoch", &e) || e < 1)
+        return;
+    if (j->asha_stop && t->state == TRIAL_STOPPED) {
+        late_epoch(S, sw, t, j, data, e);
+        return;
+    }
+    if (trial_done(t->state) || job_state_terminal(j->state))
         return;
     sc_sweep *w = sw->sweep;
-    int64_t e = 0;
     double v;
-    if (!rt_json_get_int(data, "epoch", &e) || e < 1)
-        return;
     if (e > t->epochs)
         t->epochs = e;
     if (epoch_value(w, data, &v) && better(w, v, t->best)) {

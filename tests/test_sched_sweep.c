@@ -3,7 +3,8 @@
  * computed by hand — trials reaching rungs out of order, one failing before
  * its rung, completions out of order, the coordinator restarted in the
  * middle — then the last step's results; parallel, hold, cancel, the
- * failure limit, and a submission that names a sweep. */
+ * failure limit, a submission that names a sweep, and a stopped trial's
+ * epoch lines that come after its stop. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -53,8 +54,8 @@ static sc_trial *trial(world *w, int64_t sweep, int n)
     return &s->sweep->t[n - 1];
 }
 
-/* trial n's epoch line from its rank 0: epoch e, val_accuracy v */
-static void epoch(world *w, int64_t sweep, int n, int e, double v)
+/* trial n's epoch line from its rank 0: epoch e, val_accuracy v, more keys */
+static void epoch_with(world *w, int64_t sweep, int n, int e, double v, const char *more)
 {
     int64_t id = trial(w, sweep, n)->job;
     sc_job *j = sched_job(&w->S, id);
@@ -62,12 +63,17 @@ static void epoch(world *w, int64_t sweep, int n, int e, double v)
     char buf[512];
     snprintf(buf, sizeof buf,
              "{\"type\":\"progress\",\"job\":%lld,\"attempt\":%d,\"rank\":0,\"data\":{\"kind\":"
-             "\"epoch\",\"epoch\":%d,\"epochs\":9,\"loss\":0.5,\"val_accuracy\":%.17g}}",
-             (long long)id, j->attempt, e, v);
+             "\"epoch\",\"epoch\":%d,\"epochs\":9,\"loss\":0.5,\"val_accuracy\":%.17g%s}}",
+             (long long)id, j->attempt, e, v, more);
     rt_json *m = parse(buf);
     sched_on_progress(&w->S, j->ranks[0].ag, m, w->now);
     rt_json_free(m);
     settle(w);
+}
+
+static void epoch(world *w, int64_t sweep, int n, int e, double v)
+{
+    epoch_with(w, sweep, n, e, v, "");
 }
 
 /* the ranks of a trial's job exit (a stopped or cancelled one: killed) */
@@ -291,11 +297,72 @@ static void test_failures_hold_cancel(void **state)
     world_free(&w);
 }
 
+/* A trial that trained on after ASHA stopped it (its lines came before the
+ * abort reached its ranks, as on a fast data set): its record follows the
+ * lines; one that ran all its epochs, or stopped early on its own, has
+ * completed and can be the best; the results wait for its ranks to exit. */
+static void test_asha_late_lines(void **state)
+{
+    (void)state;
+    world w;
+    world_init(&w);
+    agent_up(&w, "A", "a", 6);
+    int64_t sw = submit_sweep(&w, 6, 6);
+    epoch(&w, sw, 1, 1, 0.70); /* rung 0: on */
+    epoch(&w, sw, 2, 1, 0.60); /* n=2, keep 1 (0.70): stopped */
+    expect(&w, sw, 2, TRIAL_STOPPED, 0);
+    epoch(&w, sw, 3, 1, 0.50); /* n=3: stopped */
+    expect(&w, sw, 3, TRIAL_STOPPED, 0);
+    /* trial 2's ranks had run on: epochs 2..9 arrive, the last its end */
+    for (int e = 2; e <= 8; e++)
+        epoch(&w, sw, 2, e, 0.60 + 0.03 * e);
+    expect(&w, sw, 2, TRIAL_STOPPED, 0);
+    assert_int_equal(trial(&w, sw, 2)->epochs, 8);
+    epoch(&w, sw, 2, 9, 0.80); /* its best stays 0.84 at epoch 8 */
+    expect(&w, sw, 2, TRIAL_COMPLETED, 0);
+    sc_trial *t2 = trial(&w, sw, 2);
+    assert_int_equal(t2->epochs, 9);
+    assert_true(fabs(t2->best - 0.84) < 1e-12 && t2->best_epoch == 8);
+    assert_non_null(strstr(t2->reason, "ran all its epochs at epoch 9 before the sweep's stop"));
+    epoch(&w, sw, 2, 9, 0.99); /* a repeated line changes nothing */
+    assert_true(fabs(t2->best - 0.84) < 1e-12);
+    /* trial 3 ran on to its own early stopping at epoch 4 */
+    epoch(&w, sw, 3, 2, 0.55);
+    epoch_with(&w, sw, 3, 4, 0.52, ",\"stopped\":\"val_accuracy did not improve\"");
+    expect(&w, sw, 3, TRIAL_COMPLETED, 0);
+    assert_true(trial(&w, sw, 3)->best == 0.55 && trial(&w, sw, 3)->epochs == 4);
+    assert_non_null(strstr(trial(&w, sw, 3)->reason, "its own early stopping at epoch 4"));
+    /* trial 4 is stopped and killed at its rung: stopped it stays */
+    epoch(&w, sw, 4, 1, 0.40);
+    expect(&w, sw, 4, TRIAL_STOPPED, 0);
+    exits(&w, sw, 4, 137);
+    exits(&w, sw, 3, 0);
+    epoch(&w, sw, 1, 9, 0.82);
+    exits(&w, sw, 1, 0);
+    exits(&w, sw, 5, 1);
+    exits(&w, sw, 6, 1);
+    /* every trial has ended, but trial 2's ranks have not exited yet */
+    sc_job *s = sched_job(&w.S, sw);
+    assert_int_equal(s->sweep->finish_job, 0);
+    exits(&w, sw, 2, 0);
+    assert_int_not_equal(s->sweep->finish_job, 0);
+    assert_int_equal(s->sweep->best, 2); /* 0.84 beats trial 1's 0.82 */
+    const rt_json *ts = rt_json_get(
+        rt_json_get(sched_job(&w.S, s->sweep->finish_job)->specj, RT_F_SWEEP_RESULTS), "trials");
+    const char *want[] = {"completed", "completed", "completed", "stopped", "failed", "failed"};
+    for (size_t i = 0; i < 6; i++)
+        assert_string_equal(rt_json_str(rt_json_get(rt_json_at(ts, i), "state"), ""), want[i]);
+    int64_t epochs = 0;
+    assert_true(rt_json_get_int(rt_json_at(ts, 1), "epochs", &epochs) && epochs == 9);
+    world_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_asha_trace),
         cmocka_unit_test(test_failures_hold_cancel),
+        cmocka_unit_test(test_asha_late_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
