@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # bench/cv.sh — k-fold cross-validation of one of the real-data examples'
-# recipes on its training rows: the example's prep.sql with its validation
-# split replaced by fold K of F (the rows in the order the script's split
-# already uses — prep's hash order, within each class where the split is
-# stratified, or the line number — every F-th from the K-th), then
-# examples/tabular.sh with that script, for K = 0 .. F-1.  Prints each fold's
-# monitored validation figure at the kept epoch and their mean: what to
-# choose a recipe by where one split's few hundred rows rank recipes by the
-# split more than by the model (ames: bench/RESULTS.md).  Each fold's test
-# figure is printed too, for the record; never choose by it.
+# recipes on its training rows: examples/tabular.sh with the example's
+# validation split replaced by fold K of F (`ringtrain prep --fold K/F`:
+# within each class, every F-th row from the K-th in prep's hash order),
+# for K = 0 .. F-1.  Prints each fold's monitored validation figure at the
+# kept epoch and their mean: what to choose a recipe by where one split's
+# few hundred rows rank recipes by the split more than by the model (ames:
+# bench/RESULTS.md).  Each fold's test figure is printed too, for the
+# record; never choose by it.
 #
 #   bench/cv.sh NAME [--folds F] [--seed S] [--job FILE] [--set K=V]...
 #
@@ -34,22 +33,17 @@ if ! [[ $folds =~ ^[0-9]+$ ]] || [ "$folds" -lt 2 ]; then
   echo "cv.sh: --folds must be a number, 2 or more" >&2
   exit 2
 fi
-sql=$here/examples/$name/prep.sql
-[ -f "$sql" ] || { echo "cv.sh: no $sql" >&2; exit 2; }
+[ -f "$here/examples/$name/prep.sql" ] || { echo "cv.sh: no examples/$name/prep.sql" >&2; exit 2; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-
-# prep.sql with its validation column made "fold K of F"
-fold_sql() { python3 "$here/examples/fold_sql.py" "$sql" "$1" "$folds"; }
 
 echo "| data set | fold | validation (monitored, kept epoch) | test (never choose by it) |"
 echo "|---|---|---|---|"
 vals=()
 for ((k = 0; k < folds; k++)); do
-  fold_sql "$k" >"$out/prep-$k.sql"
   run=$out/run-$k
   log=$(bash "$here/examples/tabular.sh" "$name" --seed "$seed" --out "$run" \
-          --prep "$out/prep-$k.sql" "${extra[@]}" 2>&1) ||
+          --fold "$k/$folds" "${extra[@]}" 2>&1) ||
     { echo "$log" | tail -20 >&2; echo "cv.sh: $name fold $k failed" >&2; exit 1; }
   # the monitored figure of the epoch the run kept (tabular.sh's line)
   v=$(grep -E '^(kept epoch|ensemble validation)' <<<"$log" | tail -1 | sed 's/.*: //') ||

@@ -58,34 +58,11 @@ static int featurised_roles(const cli_args *a, rt_prep_opts *o, char **bufs)
         }
         o->infer.validation_fraction = f;
     }
-    const char *fold = cli_value(a, "--fold");
-    if (fold) {
-        /* digits, '/', digits: no sign, space or anything after */
-        char *slash, *end = NULL;
-        const long k = strtol(fold, &slash, 10);
-        const long f =
-            *slash == '/' && isdigit((unsigned char)slash[1]) ? strtol(slash + 1, &end, 10) : 0;
-        if (!isdigit((unsigned char)fold[0]) || !end || *end || f < 2 || f > 1000 || k >= f) {
-            fprintf(stderr,
-                    "ringtrain prep: --fold %s: K/F, fold K (0 to F-1) of F cross-validation "
-                    "folds, F 2 to 1000 (e.g. --fold 0/5)\n",
-                    fold);
-            return 2;
-        }
-        if (vf || o->roles.validation) {
-            fprintf(stderr,
-                    "ringtrain prep: --fold and %s both say which rows validate: give "
-                    "one\n",
-                    vf ? "--validation" : "--validation-column");
-            return 2;
-        }
-        o->infer.folds = (int)f;
-        o->infer.fold = (int)k;
-    }
-    int64_t seed = 0;
-    if (cli_int(a, "--seed", 0, INT64_MAX / 2, &seed) < 0)
+    if (o->folds && (vf || o->roles.validation)) {
+        fprintf(stderr, "ringtrain prep: --fold and %s both say which rows validate: give one\n",
+                vf ? "--validation" : "--validation-column");
         return 2;
-    o->infer.seed = (uint64_t)seed;
+    }
     o->roles.id = cli_value(a, "--id");
     o->roles.date = cli_value(a, "--date");
     o->roles.label_transform = cli_value(a, "--label-transform");
@@ -135,6 +112,40 @@ static int featurised_roles(const cli_args *a, rt_prep_opts *o, char **bufs)
     return 0;
 }
 
+/* --fold K/F and --seed S into o; 0, or the exit status after saying what
+ * is wrong. */
+static int fold_options(const cli_args *a, rt_prep_opts *o)
+{
+    const char *fold = cli_value(a, "--fold");
+    if (fold) {
+        /* digits, '/', digits: no sign, space or anything after */
+        char *slash, *end = NULL;
+        const long k = strtol(fold, &slash, 10);
+        const long f =
+            *slash == '/' && isdigit((unsigned char)slash[1]) ? strtol(slash + 1, &end, 10) : 0;
+        if (!isdigit((unsigned char)fold[0]) || !end || *end || f < 2 || f > 1000 || k >= f) {
+            fprintf(stderr,
+                    "ringtrain prep: --fold %s: K/F, fold K (0 to F-1) of F cross-validation "
+                    "folds, F 2 to 1000 (e.g. --fold 0/5)\n",
+                    fold);
+            return 2;
+        }
+        o->folds = (int)f;
+        o->fold = (int)k;
+    }
+    int64_t seed = 0;
+    if (cli_int(a, "--seed", 0, INT64_MAX / 2, &seed) < 0)
+        return 2;
+    if (cli_value(a, "--seed") && !fold && !cli_value(a, "--from") &&
+        !cli_value(a, "--from-parquet")) {
+        fprintf(stderr, "ringtrain prep: --seed orders the rows of --fold's folds (or of --from's "
+                        "split): with --sql, give --fold K/F too\n");
+        return 2;
+    }
+    o->seed = (uint64_t)seed;
+    return 0;
+}
+
 /* prep's flags into o (the roles of --from: featurised_roles, their strings
  * in bufs); 0, or the exit status after saying what is wrong. */
 static int prep_options(const cli_args *a, rt_prep_opts *o, char **bufs)
@@ -174,8 +185,6 @@ static int prep_options(const cli_args *a, rt_prep_opts *o, char **bufs)
                                             "--drop",
                                             "--validation",
                                             "--validation-column",
-                                            "--fold",
-                                            "--seed",
                                             "--id",
                                             "--date",
                                             "--weight",
@@ -198,6 +207,8 @@ static int prep_options(const cli_args *a, rt_prep_opts *o, char **bufs)
         cli_usage(a->cmd, stderr);
         return 2;
     }
+    if (fold_options(a, o))
+        return 2;
     return o->train_parquet ? featurised_roles(a, o, bufs) : 0;
 }
 
@@ -242,9 +253,12 @@ static void prep_said(const rt_prep_opts *o, const rt_prep_report *rep)
     if (rep->positive_class[0])
         snprintf(task + strlen(task), sizeof task - strlen(task), "; positive class '%s' (%s)",
                  rep->positive_class, rep->positive_why);
-    printf("prepared %s (%s): %lld training rows, %lld validation rows, %lld test rows in %d "
+    char fold[64] = "";
+    if (o->folds)
+        snprintf(fold, sizeof fold, " (fold %d of %d)", o->fold, o->folds);
+    printf("prepared %s (%s): %lld training rows, %lld validation rows%s, %lld test rows in %d "
            "partition%s (%.1f s)",
-           o->out_dir, task, (long long)rep->train_rows, (long long)rep->validation_rows,
+           o->out_dir, task, (long long)rep->train_rows, (long long)rep->validation_rows, fold,
            (long long)rep->test_rows, o->partitions, o->partitions == 1 ? "" : "s", rep->seconds);
     if (skipped)
         printf("; %lld malformed or bad rows skipped", (long long)skipped);

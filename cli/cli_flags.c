@@ -223,8 +223,9 @@ const cli_flag CLI_PREP_FLAGS[] = {
     {.name = "--fold",
      .kind = CLI_VALUE,
      .metavar = "K/F",
-     .help = "with --from: the validation rows are fold K (0 to F-1) of F cross-validation "
-             "folds, stratified by class (F jobs, one per fold, then `ringtrain ensemble --bag`)"},
+     .help = "the validation rows are fold K (0 to F-1) of F cross-validation folds of the "
+             "training rows, stratified by class (with --sql: instead of the script's own "
+             "validation column); F jobs, one per fold, then `ringtrain ensemble --bag`"},
     {.name = "--validation-column",
      .kind = CLI_VALUE,
      .metavar = "COL",
@@ -232,7 +233,7 @@ const cli_flag CLI_PREP_FLAGS[] = {
     {.name = "--seed",
      .kind = CLI_VALUE,
      .metavar = "N",
-     .help = "with --from: the seed of the validation split (default 0)"},
+     .help = "the seed of --fold's folds and --from's validation split (default 0)"},
     {.name = "--positive-class",
      .kind = CLI_VALUE,
      .metavar = "NAME",

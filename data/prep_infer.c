@@ -447,9 +447,9 @@ rt_status prep_plan_make(const prep_stats *s, const rt_prep_opts *o, prep_plan *
              : cls                    ? "none"
                                       : "standardize");
     pl->val_fraction = pl->validation >= 0 ? 0 : o->infer.validation_fraction;
-    pl->folds = pl->validation >= 0 ? 0 : o->infer.folds;
-    pl->fold = o->infer.fold;
-    pl->seed = o->infer.seed;
+    pl->folds = pl->validation >= 0 ? 0 : o->folds;
+    pl->fold = o->fold;
+    pl->seed = o->seed;
     return RT_OK;
 }
 

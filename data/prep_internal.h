@@ -121,6 +121,9 @@ rt_status prep_import_parquet(prep *p, const char *path, const char *table, int 
 /* prep_from.c: --from's tables imported, their columns inferred, the
  * feature script written (out_dir/prep.sql) and run. */
 rt_status prep_from(prep *p, char *err);
+/* prep_fold.c: --sql with --fold K/F: m->validation (added as rt_validation
+ * where the script names none) made fold K of F of the training rows. */
+rt_status prep_fold(prep *p, prep_meta *m, char *err);
 /* rt_prep.c: run the SQL text (its statements in order; errors name path:line). */
 rt_status prep_run_sql(prep *p, const char *path, const char *sql, char *err);
 /* whether path is a CSV file or a folder of CSV part files */

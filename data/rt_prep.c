@@ -670,6 +670,8 @@ rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
         st = read_meta(&p, &m, err);
     if (st == RT_OK)
         st = check_columns(&p, &m, false, err);
+    if (st == RT_OK && o->folds && !o->train_parquet) /* --from wrote its folds in */
+        st = prep_fold(&p, &m, err);
     if (st == RT_OK && m.ntest > 0)
         st = check_columns(&p, &m, true, err);
     if (st == RT_OK)

@@ -12,7 +12,7 @@
 #      ensemble` weighs their predictions by the validation rows (printing
 #      `ensemble validation: METRIC=VALUE`) into submission.csv;
 #      with --folds F, the job is trained F times, on the validation split
-#      made fold K of F (examples/fold_sql.py; K = 0..F-1), and `ringtrain
+#      made fold K of F (`ringtrain prep --fold K/F`; K = 0..F-1), and `ringtrain
 #      ensemble --bag` averages the F models into submission.csv, printing
 #      `bag validation (out of fold): METRIC=VALUE` — every training row
 #      scored by the model that did not train on it;
@@ -23,12 +23,13 @@
 #      regression: test_rmse_log, the RMSE of log prediction against log label).
 #
 #   examples/tabular.sh NAME [--np N] [--seed S] [--out DIR] [--data DIR]
-#                       [--job FILE | --single] [--prep FILE] [--folds F]
-#                       [--set SECTION.KEY=VALUE]...
+#                       [--job FILE | --single] [--prep FILE]
+#                       [--folds F | --fold K/F] [--set SECTION.KEY=VALUE]...
 # (--job: another job file than NAME/job.ini, on the same data and scorer;
 # --single: NAME/job.ini alone where the example is an ensemble;
-# --prep: another feature script than NAME/prep.sql, e.g. another validation
-# split: bench/cv.sh; --set: to every job.)
+# --prep: another feature script than NAME/prep.sql; --fold K/F: its
+# validation split made fold K of F, as --folds does for each fold (one
+# fold's run: bench/cv.sh); --set: to every job.)
 # Everything it writes goes to --out (default: a new folder in /tmp, named
 # on the first line), never into the checkout.  Binaries come from
 # $RINGTRAIN_BUILD when set, else build/ of this repository.
@@ -36,10 +37,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 build=${RINGTRAIN_BUILD:-$root/build}
-case "${1:-}" in -h | --help) sed -n '2,34p' "$0"; exit 0 ;; esac
+case "${1:-}" in -h | --help) sed -n '2,35p' "$0"; exit 0 ;; esac
 name=${1:?usage: examples/tabular.sh NAME [--np N] [--seed S] [--out DIR] (--help)}
 shift
-np=2 seed=42 out='' data="$root/../shared/data/tabular" sets=() job='' prep='' single=0 folds=0
+np=2 seed=42 out='' data="$root/../shared/data/tabular" sets=() job='' prep='' single=0 folds=0 fold=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --np) np=$2; shift ;;
@@ -50,14 +51,19 @@ while [ $# -gt 0 ]; do
     --prep) prep=$2; shift ;;
     --single) single=1 ;;
     --folds) folds=$2; shift ;;
+    --fold) fold=(--fold "$2"); shift ;;
     --set) sets+=(--set "$2"); shift ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "tabular.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
 if ! [[ $folds =~ ^[0-9]+$ ]] || [ "$folds" = 1 ]; then
   echo "tabular.sh: --folds $folds: a number of folds, 2 or more" >&2
+  exit 2
+fi
+if [ "$folds" -gt 0 ] && [ ${#fold[@]} -gt 0 ]; then
+  echo "tabular.sh: --folds F trains every fold; --fold K/F one of them: give one" >&2
   exit 2
 fi
 ringtrain=$build/bin/ringtrain
@@ -73,9 +79,9 @@ fi
 rm -rf "$out"
 mkdir -p "$out/in"
 ln -s "$csv" "$out/in/${csv##*/}"
-echo "== 1. prep: $csv -> $out/dataset ($np partitions)"
+echo "== 1. prep: $csv -> $out/dataset ($np partitions)${fold[1]:+, validation fold ${fold[1]}}"
 "$ringtrain" prep --input "$out/in" --sql "${prep:-$here/$name/prep.sql}" --out "$out/dataset" \
-  --partitions "$np" --quiet
+  --partitions "$np" --quiet "${fold[@]}"
 # train JOB into STORE (extra --set arguments after them) and print the
 # figure its kept epoch was chosen by: --set train.monitor, else the job's
 # [train] monitor, else ringtrain's default (val_loss); one line that
@@ -126,9 +132,8 @@ if [ "$folds" -gt 0 ]; then
   stores=()
   for ((k = 0; k < folds; k++)); do
     echo "== 2.$((k + 1)) fold $((k + 1)) of $folds: ringtrain run ${job#"$here"/} --np $np (seed $seed) on validation fold $k"
-    python3 "$here/fold_sql.py" "${prep:-$here/$name/prep.sql}" "$k" "$folds" >"$out/fold-$k.sql"
-    "$ringtrain" prep --input "$out/in" --sql "$out/fold-$k.sql" --out "$out/dataset-$k" \
-      --partitions "$np" --quiet
+    "$ringtrain" prep --input "$out/in" --sql "${prep:-$here/$name/prep.sql}" --fold "$k/$folds" \
+      --out "$out/dataset-$k" --partitions "$np" --quiet
     dataset=$out/dataset-$k train "$job" "$out/fold-$k" --set output.predict_validation=true |
       sed "s/^kept epoch/fold $((k + 1)): kept epoch/"
     stores+=("$out/fold-$k")

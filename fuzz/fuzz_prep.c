@@ -79,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.lenient = mode > 0 && (mode & 1);
     o.infer.validation_fraction = mode > 0 && (mode & 2) ? 0 : 0.2;
     o.infer.test_column = mode > 0 && (mode & 8) ? flag : NULL;
-    o.infer.seed = 7;
+    o.seed = 7;
     o.infer.command = "fuzz";
     rt_prep_report rep;
     char err[RT_ERR_LEN] = "";

@@ -13,6 +13,8 @@
 #     user's SQL script prep (they crashed prep before);
 #   - --fold K/F: the validation rows fold K of F, stratified by class —
 #     over K every training row validates once — the script saying so;
+#     with --sql, the script's own split replaced by the same folds (a
+#     script without one given rt_validation);
 #   - the mistakes say what and where: text in a continuous column (and
 #     --lenient), no --label, a misspelled column, --validation 1.5, a
 #     malformed --fold or one beside --validation, a job file without
@@ -176,6 +178,46 @@ import json
 col, fold = (json.load(open(d + "/manifest.json"))["rows"]["validation"] for d in ("jcol", "jfold"))
 assert col == 904 and fold == 1878, (col, fold)  # the job's senior citizens; fold 1 of 3
 PY
+# --sql SCRIPT --fold K/F: the script's own split replaced by the same folds —
+# fold 0's script (whose split is fold 0) run with --fold 2/3 is fold 2;
+# satimage's script (every 5th line, no _line in its table: row order) in 4
+# stratified folds; a script naming no validation column gets rt_validation
+mkdir -p in_wc in_sat
+ln -s "$data/wa_churn.csv.gz" in_wc/
+ln -s "$data/satimage.csv.gz" in_sat/
+"$rt" prep --input in_wc --sql fold0/prep.sql --fold 2/3 --out sfold2 --keep-db sfold2.db \
+  > sfold2.out 2>&1 || fail "prep --sql --fold: $(cat sfold2.out)"
+grep -q "1878 validation rows (fold 2 of 3)" sfold2.out || fail "prep --sql --fold said: $(cat sfold2.out)"
+for k in 0 1 2 3; do
+  "$rt" prep --input in_sat --sql "$src/examples/satimage/prep.sql" --fold "$k/4" --out "sat$k" \
+    --keep-db "sat$k.db" > /dev/null 2>&1 || fail "prep --sql satimage --fold $k/4"
+done
+sed "s/ ('validation', 'is_val'),//" "$src/examples/satimage/prep.sql" > noval.sql
+grep -q "'is_val'" noval.sql && fail "noval.sql still names is_val"
+"$rt" prep --input in_sat --sql noval.sql --fold 3/4 --out satnv --keep-db satnv.db > /dev/null 2>&1 ||
+  fail "prep --sql --fold, a script without a validation column"
+python3 - <<'PY' || fail "--sql --fold: not the folds --from makes, or not a stratified partition"
+import json, sqlite3
+def val(db, table, key, col):
+    return {r[0] for r in sqlite3.connect(db).execute(
+        "SELECT %s FROM %s WHERE %s = 1" % (key, table, col))}
+assert val("sfold2.db", "rt_train", "_line", "rt_validation") == val("fold2.db", "rt_train", "_line", "rt_validation")
+seen = set()
+labels = dict(sqlite3.connect("sat0.db").execute("SELECT id, label FROM train").fetchall())
+for k in range(4):
+    v = val("sat%d.db" % k, "train", "id", "is_val")
+    assert not (v & seen), ("a row in two folds", k)
+    seen |= v
+    for c in set(labels.values()):
+        n = sum(l == c for l in labels.values())
+        assert abs(sum(labels[i] == c for i in v) - n / 4) < 1, (k, c)
+assert seen == set(labels), "every training row validates in exactly one fold"
+assert val("satnv.db", "train", "id", "rt_validation") == val("sat3.db", "train", "id", "is_val")
+m = json.load(open("satnv/manifest.json"))
+assert m["rows"]["validation"] == len(val("sat3.db", "train", "id", "is_val")), m["rows"]
+PY
+if out=$("$rt" prep --input in_sat --sql noval.sql --seed 3 --out bad 2>&1); then fail "--sql --seed without --fold"; fi
+grep -q -- "--seed orders the rows of --fold's folds" <<< "$out" || fail "--sql --seed: $out"
 for bad in 3/3 1/1 x/3 0/3x; do
   if out=$("$rt" prep --from bad.csv --label y --fold "$bad" --out bad 2>&1); then fail "--fold $bad"; fi
   grep -q -- "--fold $bad: K/F, fold K (0 to F-1) of F" <<< "$out" || { echo "$out"; fail "--fold $bad: $out"; }
@@ -184,5 +226,6 @@ if out=$("$rt" prep --from bad.csv --label y --fold 0/3 --validation 0.1 --out b
 grep -q -- "--fold and --validation both say which rows validate" <<< "$out" || fail "--fold --validation: $out"
 
 echo "ok: prep --from inferred ames, wa_churn and satimage, its script gives the same dataset, a one-key job"
-echo "    trained on it, --fold K/F made a stratified partition of the training rows, 2,000"
-echo "    columns trained and predicted, 300 through SQL, and the mistakes said so"
+echo "    trained on it, --fold K/F made a stratified partition of the training rows (--from"
+echo "    and --sql alike), 2,000 columns trained and predicted, 300 through SQL, and the"
+echo "    mistakes said so"

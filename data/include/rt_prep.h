@@ -70,6 +70,13 @@ typedef struct rt_prep_opts {
      * and `roles` fill the meta table a script would leave (max_label 0:
      * the label column's largest value, exp of it with label_transform log). */
     const char *train_parquet, *test_parquet;
+    /* --fold K/F: the validation rows are fold K (0..F-1) of F cross-validation
+     * folds of the training rows — within each class for a classification,
+     * every F-th row from the K-th in rt_hash(seed, _line) order — instead of
+     * the script's own validation column (a column rt_validation added where
+     * it names none) or --from's fraction; folds 0: none. */
+    int folds, fold;
+    uint64_t seed; /* of the folds and of --from's fraction */
     struct {
         const char *label, *categorical, *continuous, *validation, *id, *date, *label_transform;
         const char *task, *weight; /* regression|binary|multiclass (NULL: inferred); weights */
@@ -83,10 +90,8 @@ typedef struct rt_prep_opts {
         const char *test_column;    /* rows whose flag is true are the test rows */
         const char *drop;           /* comma-separated columns left out */
         double validation_fraction; /* held out of the training rows (stratified by class for
-                                       a classification; 0: none) unless roles.validation */
-        int folds, fold;            /* --fold K/F: the validation rows are fold K (0..F-1) of
-                                       F in that order instead (0 folds: the fraction) */
-        uint64_t seed;              /* of that split */
+                                       a classification; 0: none) unless roles.validation or
+                                       folds, in rt_hash(seed, _line) order */
         const char *command;        /* the command line, for the script's first lines */
     } infer;
 } rt_prep_opts;
