@@ -7,6 +7,7 @@
 #include "prep_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The order key of a training row: the label's block's _line where it has
@@ -25,6 +26,9 @@ rt_status prep_fold(prep *p, prep_meta *m, char *err)
     rt_prep_report task = {0};
     prep_vocab classes = {0};
     rt_status st = prep_label_task(p->db, m, &task, &classes, err);
+    for (int32_t i = 0; i < classes.n; i++) /* prep_vocab_free leaves them to a manifest */
+        free(classes.values[i]);
+    free(classes.values);
     prep_vocab_free(&classes);
     if (st != RT_OK)
         return st;

@@ -4,13 +4,16 @@
  * leak.  The input is the file as it is; its first header field is the label.
  * The first byte, when it is a digit, picks options instead (lenient, no
  * validation split, the second column the test flag), so the corpus reaches
- * each branch.  Wide (thousands of columns) and ragged inputs are in the
- * seed corpus. */
+ * each branch.  Where it made a dataset, the script it wrote runs again
+ * through --sql with --fold 1/3 (the script's split rewritten, or
+ * rt_validation added).  Wide (thousands of columns) and ragged inputs are
+ * in the seed corpus. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rt_prep.h"
@@ -60,10 +63,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char dir[] = "/tmp/fuzz_prep_XXXXXX";
     if (!mkdtemp(dir))
         return 0;
-    char path[64], out[64], label[256], flag[256];
-    snprintf(path, sizeof path, "%s/t.csv", dir);
+    char in[64], path[80], out[64], out2[64], sql[80], label[256], flag[256];
+    snprintf(in, sizeof in, "%s/in", dir);
+    snprintf(path, sizeof path, "%s/t.csv", in);
     snprintf(out, sizeof out, "%s/ds", dir);
-    FILE *f = fopen(path, "wb");
+    snprintf(out2, sizeof out2, "%s/fold", dir);
+    snprintf(sql, sizeof sql, "%s/prep.sql", out);
+    FILE *f = mkdir(in, 0700) == 0 ? fopen(path, "wb") : NULL;
     if (!f || fwrite(data, 1, size, f) != size) {
         if (f)
             fclose(f);
@@ -86,6 +92,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rt_status st = rt_prep_run(&o, &rep, err);
     if (st != RT_OK && err[0] == '\0')
         abort(); /* every failure says what */
+    /* the script it wrote, its split made fold 1 of 3 (prep_fold.c) */
+    if (st == RT_OK) {
+        rt_prep_opts s = {.input_dir = in,
+                          .sql_path = sql,
+                          .out_dir = out2,
+                          .partitions = 1,
+                          .quiet = true,
+                          .lenient = o.lenient,
+                          .folds = 3,
+                          .fold = 1,
+                          .seed = 7};
+        err[0] = '\0';
+        if (rt_prep_run(&s, &rep, err) != RT_OK && err[0] == '\0')
+            abort();
+    }
     remove_tree(dir);
     return 0;
 }
