@@ -17,51 +17,13 @@ row and column subsampling (so the seeds differ), at most 4000 trees.  Each
 seed writes DIR/seedS/submission.csv and prints the scorer's last line; the
 mean over the seeds comes last."""
 import argparse
-import csv
-import gzip
-import math
 import os
-import subprocess
 import sys
 
 import numpy as np
 import xgboost as xgb
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-# the label column and the task of each example (its prep.sql's)
-SETS = {"satimage": ("classes", "multiclass"), "shuttle": ("Class", "multiclass"),
-        "breastcancer": ("Class", "binary"), "ames": ("Sale_Price", "regression"),
-        "wa_churn": ("churn", "binary")}
-MISSING = {"", "NA", "N/A", "NaN", "nan", "null", "NULL", "None", "?", "#N/A"}
-
-
-def number(v):
-    try:
-        x = float(v)
-        return x if math.isfinite(x) else None
-    except ValueError:
-        return None
-
-
-def load(path, label):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", newline="") as f:
-        rows = list(csv.reader(f))
-    head, rows = rows[0], rows[1:]
-    li, ti = head.index(label), head.index("is_test")
-    feats = [i for i in range(len(head)) if i not in (li, ti)]
-    cols = []  # per feature: a numeric column, or the one-hot columns of a text one
-    for i in feats:
-        vals = [r[i] for r in rows]
-        if all(v in MISSING or number(v) is not None for v in vals):
-            cols.append(np.array([np.nan if v in MISSING else number(v) for v in vals]))
-        else:
-            for level in sorted(set(vals)):
-                cols.append(np.array([1.0 if v == level else 0.0 for v in vals]))
-    x = np.stack(cols, 1)
-    test = np.array([r[ti] == "1" for r in rows])
-    return x, [r[li] for r in rows], test
+from tabular_data import DATA, SETS, csv_path, load, mean_line, targets, write_and_score
 
 
 def main():
@@ -69,23 +31,17 @@ def main():
     ap.add_argument("name", choices=sorted(SETS))
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", default=None)
-    ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data", "tabular"))
+    ap.add_argument("--data", default=DATA)
     a = ap.parse_args()
     label, task = SETS[a.name]
-    path = os.path.join(a.data, a.name + ".csv.gz")
-    if not os.path.exists(path):
-        path = path[:-3]
+    path = csv_path(a.data, a.name)
     out = a.out or f"/tmp/xgb-{a.name}"
-    x, y_text, test = load(path, label)
+    x, _, y_text, test = load(path, label)
     train_idx = np.flatnonzero(~test)
     cut = int(len(train_idx) * 0.9)  # early stopping: the last 10% of the training rows
     fit, stop = train_idx[:cut], train_idx[cut:]
-    if task == "regression":
-        y = np.log(np.array([float(v) for v in y_text]))
-        classes = None
-    else:
-        classes = sorted(set(y_text))
-        y = np.array([classes.index(v) for v in y_text], dtype=float)
+    y, classes = targets(y_text, task)
+    tidx = np.flatnonzero(test)
     scores = []
     for seed in range(1, a.seeds + 1):
         params = {"eta": 0.05, "max_depth": 6, "subsample": 0.8, "colsample_bytree": 0.8,
@@ -100,35 +56,14 @@ def main():
         model = xgb.train(params, dfit, num_boost_round=4000, evals=[(dstop, "stop")],
                           early_stopping_rounds=100, verbose_eval=False)
         trees = (0, model.best_iteration + 1)
-        d = os.path.join(out, f"seed{seed}")
-        os.makedirs(d, exist_ok=True)
-        sub = os.path.join(d, "submission.csv")
-        tidx = np.flatnonzero(test)
-        with open(sub, "w", newline="") as f:
-            w = csv.writer(f, lineterminator="\n")
-            if task == "regression":
-                w.writerow(["Id", label])
-                for i, p in zip(tidx, model.predict(xgb.DMatrix(x[tidx]), iteration_range=trees)):
-                    w.writerow([i + 1, f"{math.exp(p):.6f}"])
-            else:
-                w.writerow(["Id", "label"] + ["p_" + c for c in classes])
-                probs = model.predict(xgb.DMatrix(x[tidx]), iteration_range=trees)
-                if task == "binary":
-                    probs = np.stack([1 - probs, probs], 1)
-                for i, p in zip(tidx, probs):
-                    w.writerow([i + 1, classes[int(np.argmax(p))]] + [f"{v:.6g}" for v in p])
-        r = subprocess.run(["bash", os.path.join(ROOT, "examples", "score.sh"), path, sub,
-                            label,
-                            "regression" if task == "regression" else "classification"],
-                           capture_output=True, text=True, check=True)
-        lines = r.stdout.strip().splitlines()
-        figures = dict(kv.split("=") for kv in lines[-1].split() if "=" in kv)
+        pred = model.predict(xgb.DMatrix(x[tidx]), iteration_range=trees)
+        if task == "binary":
+            pred = np.stack([1 - pred, pred], 1)
+        last, figures = write_and_score(path, os.path.join(out, f"seed{seed}"), label, task,
+                                        classes, tidx, pred)
         scores.append(figures)
-        print(f"seed {seed}: {trees[1]} trees: {lines[-1]}")
-    keys = [k for k in scores[0] if k != "test_rows"]
-    print("xgboost %s, %d seeds: " % (a.name, len(scores))
-          + " ".join(f"{k}={np.mean([float(s[k]) for s in scores]):.4f}" for k in keys))
-
+        print(f"seed {seed}: {trees[1]} trees: {last}")
+    print(mean_line("xgboost %s, %d seeds:" % (a.name, len(scores)), scores))
 
 if __name__ == "__main__":
     sys.exit(main())
