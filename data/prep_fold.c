@@ -19,6 +19,22 @@ static const char *order_key(sqlite3 *db, const char *block)
     return prep_block_of(db, one, 1, "_line") == 0 ? "_line" : "rowid";
 }
 
+static bool is_view(sqlite3 *db, const char *name)
+{
+    sqlite3_stmt *st = NULL;
+    bool view = false;
+    if (sqlite3_prepare_v2(
+            db,
+            "SELECT 1 FROM sqlite_schema WHERE type = 'view' AND name = ?1 UNION ALL "
+            "SELECT 1 FROM sqlite_temp_schema WHERE type = 'view' AND name = ?1",
+            -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        view = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    return view;
+}
+
 rt_status prep_fold(prep *p, prep_meta *m, char *err)
 {
     const rt_prep_opts *o = p->o;
@@ -37,6 +53,12 @@ rt_status prep_fold(prep *p, prep_meta *m, char *err)
     if (lb < 0)
         return rt_err(err, RT_ERR_INVALID, "%s: --fold: no training table holds the label %s",
                       p->what, m->label);
+    for (int b = 0; b < m->ntrain; b++)
+        if (is_view(p->db, blocks[b]))
+            return rt_err(err, RT_ERR_INVALID,
+                          "%s: --fold rewrites the validation column of the training table, "
+                          "but %s is a view: make it a table (CREATE TABLE %s AS SELECT ...)",
+                          p->what, blocks[b], blocks[b]);
     char q[2048], il[140], ib[140], iv[140];
     if (!m->validation[0]) { /* the script has none: rt_validation beside the label */
         snprintf(q, sizeof q,

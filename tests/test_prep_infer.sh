@@ -216,6 +216,16 @@ assert val("satnv.db", "train", "id", "rt_validation") == val("sat3.db", "train"
 m = json.load(open("satnv/manifest.json"))
 assert m["rows"]["validation"] == len(val("sat3.db", "train", "id", "is_val")), m["rows"]
 PY
+cat > view.sql <<'EOF'
+CREATE TABLE base AS SELECT CAST(_line AS INTEGER) AS id, "x.1" AS x1, classes AS label,
+  CAST(is_test AS INTEGER) AS is_test FROM satimage;
+CREATE VIEW train AS SELECT * FROM base WHERE is_test = 0;
+CREATE TABLE meta(key, value);
+INSERT INTO meta VALUES ('train_table', 'train'), ('label', 'label'), ('continuous', 'x1'), ('id', 'id');
+EOF
+if out=$("$rt" prep --input in_sat --sql view.sql --fold 0/3 --out bad 2>&1); then fail "--fold on a view"; fi
+grep -q -- "--fold rewrites the validation column of the training table, but train is a view" <<< "$out" ||
+  fail "--fold on a view: $out"
 if out=$("$rt" prep --input in_sat --sql noval.sql --seed 3 --out bad 2>&1); then fail "--sql --seed without --fold"; fi
 grep -q -- "--seed orders the rows of --fold's folds" <<< "$out" || fail "--sql --seed: $out"
 for bad in 3/3 1/1 x/3 0/3x; do
