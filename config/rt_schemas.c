@@ -499,6 +499,10 @@ static const rt_cfg_key job_keys[] = {
              "eta)"),
     RT_CFG_I("sweep", "max_failed_trials", "3", 0, 100000, rt_job_cfg, max_failed_trials,
              "the sweep fails, its running trials cancelled, when more trials than this fail"),
+    RT_CFG_D("sweep", "time_budget", "0s", 0, 365 * 86400e6, rt_job_cfg, time_budget_us,
+             "the sweep's time from its start (AutoGluon's time_limit, Ray Tune's "
+             "time_budget_s): then no trial starts, the running ones stop as ASHA stops them "
+             "(checkpoints kept) and the results are written from the trials that ran (0: none)"),
     RT_CFG_I("sweep", "seed", "0", 0, 9007199254740991.0, rt_job_cfg, sweep_seed,
              "the sampling's seed: the same seed gives the same trials"),
     RT_CFG_B("sweep", "baseline", "false", rt_job_cfg, sweep_baseline,

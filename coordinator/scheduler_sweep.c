@@ -39,6 +39,14 @@ int trial_state_parse(const char *name)
 
 static bool trial_done(int s) { return s >= TRIAL_STOPPED; }
 
+/* A stopped trial's reason when the time budget stopped it (the reason is
+ * what the coordinator keeps of a trial across a restart). */
+#define BUDGET_STOP "stopped by the sweep's time budget"
+static bool by_budget(const sc_trial *t)
+{
+    return !strncmp(t->reason, BUDGET_STOP, sizeof BUDGET_STOP - 1);
+}
+
 void sc_sweep_free(sc_sweep *w)
 {
     if (!w)
@@ -92,6 +100,7 @@ rt_status sc_sweep_init(sc_job *j, char *err)
     w->maximize = rt_job_monitor_max(c);
     snprintf(w->monitor, sizeof w->monitor, "%s", c->monitor ? c->monitor : RT_P_VAL_LOSS);
     w->nrungs = w->scheduler == RT_SWEEP_ASHA ? rt_sweep_rungs(c, w->rung_epoch, SC_MAX_RUNGS) : 0;
+    w->budget_us = c->time_budget_us;
     for (int64_t i = 0; i < w->ntrials; i++) {
         sc_trial *t = &w->t[i];
         t->n = (int)i + 1;
@@ -232,6 +241,8 @@ static rt_status finish_body(const sc_job *sw, char **body, char *err)
         rt_jw_kint(&b, "best_epoch", t->best_epoch);
         if (t->reason[0])
             rt_jw_kstr(&b, "reason", t->reason);
+        if (t->state == TRIAL_STOPPED)
+            rt_jw_kstr(&b, "stopped_by", by_budget(t) ? "time budget" : "asha");
         rt_jw_obj_end(&b);
     }
     rt_jw_arr_end(&b);
@@ -316,9 +327,55 @@ static bool stopping(sched *S, const sc_sweep *w)
     return false;
 }
 
+/* [sweep] time_budget, counted from the sweep's start: once it has run
+ * out no trial starts (the pending ones, and those still queued, are
+ * cancelled) and the running ones stop as ASHA stops them (aborted,
+ * checkpoints kept, "stopped"); the results then come from the trials that
+ * ran.  Again after a coordinator restart, to the same effect. */
+static void out_of_time(sched *S, sc_job *sw, sc_clock now)
+{
+    sc_sweep *w = sw->sweep;
+    if (!w->budget_us || sw->started <= 0 || w->finish_job ||
+        now.wall - sw->started < (double)w->budget_us / 1e6)
+        return;
+    char budget[32];
+    rt_format_duration(w->budget_us, budget, sizeof budget);
+    int stopped = 0, cancelled = 0;
+    for (int64_t i = 0; i < w->ntrials; i++) {
+        sc_trial *t = &w->t[i];
+        sc_job *j = t->state == TRIAL_RUNNING ? sched_job(S, t->job) : NULL;
+        if (t->state == TRIAL_PENDING) {
+            t->state = TRIAL_CANCELLED;
+            snprintf(t->reason, sizeof t->reason,
+                     "not started: the sweep's time budget (%s) ran out", budget);
+            sc_trial_saved(S, sw, t->n);
+            cancelled++;
+        } else if (j && !job_state_terminal(j->state) && j->state == JOB_QUEUED) {
+            char why[128];
+            snprintf(why, sizeof why, "not started: the sweep's time budget (%s) ran out", budget);
+            sc_finish(S, j, JOB_CANCELLED, why, now); /* the trial: cancelled, this reason */
+            cancelled++;
+        } else if (j && !job_state_terminal(j->state)) {
+            snprintf(t->reason, sizeof t->reason, BUDGET_STOP " (%s) after %lld epochs", budget,
+                     (long long)t->epochs);
+            j->asha_stop = true;
+            sc_send_abort(S, j, "stopped by its sweep (time budget)");
+            sc_finish(S, j, JOB_SUCCEEDED, t->reason, now); /* the trial: stopped */
+            stopped++;
+        }
+    }
+    if (!w->out_of_time || stopped || cancelled)
+        sc_event(S, sw, "trial",
+                 "the sweep's time budget (%s) ran out: %d running trial%s stopped, %d not "
+                 "started",
+                 budget, stopped, stopped == 1 ? "" : "s", cancelled);
+    w->out_of_time = true;
+}
+
 static void sweep_step(sched *S, sc_job *sw, sc_clock now)
 {
     sc_sweep *w = sw->sweep;
+    out_of_time(S, sw, now);
     int active = 0, failed = 0, done = 0;
     for (int64_t i = 0; i < w->ntrials; i++) {
         active += w->t[i].state == TRIAL_RUNNING;
@@ -341,8 +398,9 @@ static void sweep_step(sched *S, sc_job *sw, sc_clock now)
         }
     if (sw->state == JOB_RUNNING && !w->finish_job) { /* what `ringtrain jobs` says of it */
         char why[sizeof sw->reason];
-        snprintf(why, sizeof why, "trials: %d running, %d ended of %lld%s", active, done,
-                 (long long)w->ntrials, sw->held ? "; held: no new trial starts" : "");
+        snprintf(why, sizeof why, "trials: %d running, %d ended of %lld%s%s", active, done,
+                 (long long)w->ntrials, sw->held ? "; held: no new trial starts" : "",
+                 w->out_of_time ? "; its time budget ran out" : "");
         if (strcmp(why, sw->reason) != 0) {
             snprintf(sw->reason, sizeof sw->reason, "%s", why);
             sc_job_saved(S, sw);
@@ -514,10 +572,8 @@ static void late_epoch(sched *S, sc_job *sw, sc_trial *t, const sc_job *j, const
     const char *own = rt_json_str(rt_json_get(data, "stopped"), NULL);
     if (own || (rt_json_get_int(data, "epochs", &all) && e >= all)) {
         t->state = TRIAL_COMPLETED;
-        snprintf(t->reason, sizeof t->reason,
-                 "%s at epoch %lld before the sweep's stop at rung %d reached it",
-                 own ? "stopped by its own early stopping" : "ran all its epochs", (long long)e,
-                 t->rung);
+        snprintf(t->reason, sizeof t->reason, "%s at epoch %lld before the sweep's stop reached it",
+                 own ? "stopped by its own early stopping" : "ran all its epochs", (long long)e);
         sc_event(S, sw, "trial", "trial %d (job %lld) completed: %s", t->n, (long long)j->id,
                  t->reason);
     }

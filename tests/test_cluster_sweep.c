@@ -9,7 +9,9 @@
  *     jobs` lists them under their sweep, /metrics counts them by state;
  *   - a sweep whose space does not fit the job schema is refused before
  *     anything is queued, naming file:line and key; so is one whose store
- *     holds an earlier sweep. */
+ *     holds an earlier sweep;
+ *   - a time budget stops the running trials and cancels the rest, and the
+ *     results come from the trials that ran. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #include "cluster_harness.h"
+#include "rt_time.h"
 
 static cluster C;
 static bool failed_once;
@@ -63,7 +66,7 @@ static int group_teardown(void **state)
     return cl_destroy(&C, failed_once) ? 0 : -1;
 }
 
-static const char *sweep_file(const char *name, const char *extra)
+static const char *sweep_file_with(const char *name, int epochs, int parallel, const char *extra)
 {
     static char path[400];
     snprintf(path, sizeof path, "%s/%s.ini", C.dir, name);
@@ -71,14 +74,19 @@ static const char *sweep_file(const char *name, const char *extra)
     fprintf(f,
             "[job]\nname = %s\ntype = sweep\nnp = 1\n[data]\ndataset = %s\n"
             "[model]\narchitecture = mlp\nhidden = 64\nthreads = 1\n"
-            "[train]\nepochs = 24\nbatch_size = 32\nmonitor = val_accuracy\n"
+            "[train]\nepochs = %d\nbatch_size = 32\nmonitor = val_accuracy\n"
             "[output]\nstore = %s/%s\n"
-            "[sweep]\ntrials = 10\nparallel = 4\ngrace_epochs = 3\nseed = 7\n"
+            "[sweep]\ntrials = 10\nparallel = %d\ngrace_epochs = 3\nseed = 7\n"
             "space.train.learning_rate = loguniform(1e-4, 1e-2)\n"
             "space.model.hidden = choice(64 | 32 | 128)\n%s",
-            name, ds_dir, C.dir, name, extra ? extra : "");
+            name, ds_dir, epochs, C.dir, name, parallel, extra ? extra : "");
     fclose(f);
     return path;
+}
+
+static const char *sweep_file(const char *name, const char *extra)
+{
+    return sweep_file_with(name, 24, 4, extra);
 }
 
 static bool exists(const char *dir, const char *name)
@@ -223,12 +231,61 @@ static void test_store_reuse_refused(void **state)
     free(out);
 }
 
+/* [sweep] time_budget on real trials: long ones (2000 epochs), 2 at a
+ * time; after 10 s the running ones are aborted and recorded as stopped by
+ * the budget, the others cancelled, and the last step writes trials.jsonl
+ * and best/ from the trials that ran. */
+static void test_time_budget(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    const char *args[] = {
+        "submit", sweep_file_with("budget", 2000, 2, "scheduler = random\ntime_budget = 10s\n"),
+        NULL};
+    CHECK(cl_cli(&C, &out, 30, args) == 0);
+    long long id = -1;
+    const char *p = out ? strstr(out, "submitted job ") : NULL;
+    CHECK(p && sscanf(p, "submitted job %lld", &id) == 1);
+    free(out);
+    double t0 = rt_now_s();
+    rt_json *d = cl_wait_job(&C, id, "succeeded", 120000);
+    const double took = rt_now_s() - t0;
+    if (!d || strcmp(cl_job_state(d), "succeeded") != 0)
+        fprintf(stderr, "the budget sweep: %s\n",
+                d ? rt_json_str(rt_json_get(rt_json_get(d, "job"), "reason"), "") : "no answer");
+    CHECK(d && !strcmp(cl_job_state(d), "succeeded"));
+    CHECK(took >= 9.5 && took < 90); /* not before its budget, not long after */
+    rt_json_free(d);
+    char line[4096];
+    snprintf(line, sizeof line, "%s/budget/trials.jsonl", C.dir);
+    FILE *f = fopen(line, "r");
+    int stopped = 0, cancelled = 0, other = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (strstr(line, "\"state\":\"stopped by the time budget\"") &&
+            strstr(line, "stopped by the sweep's time budget (10s) after"))
+            stopped++;
+        else if (strstr(line, "\"state\":\"cancelled\"") && strstr(line, "not started"))
+            cancelled++;
+        else
+            other++;
+    }
+    if (f)
+        fclose(f);
+    if (stopped != 2 || cancelled != 8 || other)
+        fprintf(stderr, "trials.jsonl: %d stopped, %d cancelled, %d else\n", stopped, cancelled,
+                other);
+    CHECK(stopped == 2 && cancelled == 8 && other == 0);
+    snprintf(line, sizeof line, "%s/budget/best", C.dir);
+    CHECK(exists(line, "best.ckpt") && exists(line, "best.ini"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_space_refused),
         cmocka_unit_test(test_sweep_survives_coordinator_kills),
         cmocka_unit_test(test_store_reuse_refused),
+        cmocka_unit_test(test_time_budget),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

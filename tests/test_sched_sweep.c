@@ -3,8 +3,8 @@
  * computed by hand — trials reaching rungs out of order, one failing before
  * its rung, completions out of order, the coordinator restarted in the
  * middle — then the last step's results; parallel, hold, cancel, the
- * failure limit, a submission that names a sweep, and a stopped trial's
- * epoch lines that come after its stop. */
+ * failure limit, a submission that names a sweep, a stopped trial's epoch
+ * lines that come after its stop, and the time budget. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,10 +26,12 @@
     "max_failed_trials = %d\nspace.train.learning_rate = loguniform(1e-4, 1e-2)\n"  \
     "space.model.hidden = choice(64 | 128,64)\n"
 
-static int64_t submit_sweep(world *w, int parallel, int max_failed)
+/* the sweep file with more [sweep] keys (lines) */
+static int64_t submit_sweep_with(world *w, int parallel, int max_failed, const char *more)
 {
     char ini[2048], body[4096], err[RT_ERR_LEN];
-    snprintf(ini, sizeof ini, SWEEP_INI, parallel, max_failed);
+    int n = snprintf(ini, sizeof ini, SWEEP_INI, parallel, max_failed);
+    snprintf(ini + n, sizeof ini - (size_t)n, "%s", more);
     rt_jw j;
     rt_jw_init(&j);
     rt_jw_obj(&j);
@@ -44,6 +46,11 @@ static int64_t submit_sweep(world *w, int parallel, int max_failed)
         fail_msg("sweep refused: %s", err);
     settle(w);
     return id;
+}
+
+static int64_t submit_sweep(world *w, int parallel, int max_failed)
+{
+    return submit_sweep_with(w, parallel, max_failed, "");
 }
 
 static sc_trial *trial(world *w, int64_t sweep, int n)
@@ -357,12 +364,63 @@ static void test_asha_late_lines(void **state)
     world_free(&w);
 }
 
+/* [sweep] time_budget: once spent, the running trials stop (kept: they
+ * can be the best), a queued one and the pending ones are cancelled, and
+ * the results wait for the stopped trials' ranks. */
+static void test_time_budget(void **state)
+{
+    (void)state;
+    world w;
+    world_init(&w);
+    agent_up(&w, "A", "a", 2);
+    int64_t sw = submit_sweep_with(&w, 3, 3, "scheduler = random\ntime_budget = 100s\n");
+    expect(&w, sw, 1, TRIAL_RUNNING, -1);
+    expect(&w, sw, 3, TRIAL_RUNNING, -1); /* submitted; no slot for it yet */
+    assert_int_equal(job_state(&w, trial(&w, sw, 3)->job), JOB_QUEUED);
+    epoch(&w, sw, 1, 1, 0.70);
+    epoch(&w, sw, 1, 9, 0.72);
+    exits(&w, sw, 1, 0); /* completed; trial 3 takes its slot, trial 4 queues */
+    expect(&w, sw, 1, TRIAL_COMPLETED, -1);
+    assert_int_equal(job_state(&w, trial(&w, sw, 3)->job), JOB_RUNNING);
+    epoch(&w, sw, 2, 1, 0.60);
+    epoch(&w, sw, 2, 2, 0.75);
+    tick(&w, 50); /* 50 s: within the budget */
+    expect(&w, sw, 2, TRIAL_RUNNING, -1);
+    tick(&w, 60); /* 110 s: spent */
+    expect(&w, sw, 2, TRIAL_STOPPED, -1);
+    assert_string_equal(trial(&w, sw, 2)->reason,
+                        "stopped by the sweep's time budget (1m40s) after 2 epochs");
+    assert_int_equal(job_state(&w, trial(&w, sw, 2)->job), JOB_SUCCEEDED);
+    expect(&w, sw, 3, TRIAL_STOPPED, -1);   /* running, no epoch yet */
+    expect(&w, sw, 4, TRIAL_CANCELLED, -1); /* queued */
+    assert_string_equal(trial(&w, sw, 4)->reason,
+                        "not started: the sweep's time budget (1m40s) ran out");
+    for (int n = 5; n <= 6; n++) {
+        expect(&w, sw, n, TRIAL_CANCELLED, -1);
+        assert_int_equal(trial(&w, sw, n)->job, 0);
+    }
+    sc_job *s = sched_job(&w.S, sw);
+    assert_int_equal(s->sweep->finish_job, 0); /* trials 2 and 3 still have ranks */
+    assert_non_null(strstr(s->reason, "its time budget ran out"));
+    exits(&w, sw, 2, 137);
+    exits(&w, sw, 3, 137);
+    assert_int_not_equal(s->sweep->finish_job, 0);
+    assert_int_equal(s->sweep->best, 2); /* 0.75, stopped, beats trial 1's 0.72 */
+    const rt_json *ts = rt_json_get(
+        rt_json_get(sched_job(&w.S, s->sweep->finish_job)->specj, RT_F_SWEEP_RESULTS), "trials");
+    assert_string_equal(rt_json_str(rt_json_get(rt_json_at(ts, 1), "stopped_by"), ""),
+                        "time budget");
+    assert_null(rt_json_get(rt_json_at(ts, 0), "stopped_by")); /* completed */
+    world_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_asha_trace),
         cmocka_unit_test(test_failures_hold_cancel),
         cmocka_unit_test(test_asha_late_lines),
+        cmocka_unit_test(test_time_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

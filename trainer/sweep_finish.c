@@ -3,8 +3,9 @@
  * coordinator recorded of every trial (sweep.json, beside job.ini) into
  *
  *   STORE/trials.jsonl   one line per trial: its number, job, values,
- *                        state (stopped at rung r, completed, failed,
- *                        cancelled), epochs run, best value and its epoch
+ *                        state (stopped at rung r, stopped by the time
+ *                        budget, completed, failed, cancelled), epochs
+ *                        run, best value and its epoch
  *   STORE/best/          the best trial's best.ckpt (or last.ckpt),
  *                        history.jsonl and predictions — made from its
  *                        checkpoint when ASHA stopped it before it wrote
@@ -73,7 +74,10 @@ static rt_status write_trials(const rt_json *res, const char *store, char *err)
         rt_json_get_int(t, "best_epoch", &be);
         const char *state = rt_json_str(rt_json_get(t, "state"), "?");
         char st_text[48];
-        if (!strcmp(state, "stopped"))
+        const char *by = rt_json_str(rt_json_get(t, "stopped_by"), "asha");
+        if (!strcmp(state, "stopped") && !strcmp(by, "time budget"))
+            snprintf(st_text, sizeof st_text, "stopped by the time budget");
+        else if (!strcmp(state, "stopped"))
             snprintf(st_text, sizeof st_text, "stopped at rung %lld", (long long)rung);
         else
             snprintf(st_text, sizeof st_text, "%s", state);

@@ -185,9 +185,10 @@ typedef struct rt_job_cfg {
     int64_t sweep_trials, sweep_parallel;
     int sweep_scheduler; /* RT_SWEEP_ASHA, RANDOM, GRID */
     int64_t grace_epochs, reduction, max_failed_trials, sweep_seed;
-    bool sweep_baseline; /* trial 1: the file's own values of the searched keys */
-    bool sweep_ensemble; /* the trials' predictions ensembled into STORE/ensemble */
-    rt_cfgmap space;     /* space.SECTION.KEY = DISTRIBUTION */
+    bool sweep_baseline;    /* trial 1: the file's own values of the searched keys */
+    bool sweep_ensemble;    /* the trials' predictions ensembled into STORE/ensemble */
+    int64_t time_budget_us; /* the sweep's time: then its trials stop, results written (0: none) */
+    rt_cfgmap space;        /* space.SECTION.KEY = DISTRIBUTION */
     /* [s3] */
     rt_s3_keys s3;
 } rt_job_cfg;

@@ -203,6 +203,8 @@ typedef struct sc_sweep {
     sc_trial *t;        /* ntrials of them */
     int64_t finish_job; /* the last step's job (0: not yet) */
     int best;           /* the best trial's number (0: none) */
+    int64_t budget_us;  /* [sweep] time_budget (0: none) */
+    bool out_of_time;   /* it ran out: no trial starts, the running ones were stopped */
 } sc_sweep;
 
 /* Rank 0's step reports of the current epoch (attempt), for the live
