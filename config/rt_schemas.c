@@ -492,6 +492,10 @@ static const rt_cfg_key job_keys[] = {
              "asha: random configurations, each stopped at a rung (grace_epochs * "
              "reduction^k) unless it is in the top 1/reduction there; random: every "
              "configuration trains in full; grid: every combination of the choice() keys"),
+    RT_CFG_E("sweep", "search", "random", "random|tpe", rt_job_cfg, sweep_search,
+             "how asha and random scheduling draw each trial's values: random (a function of "
+             "seed and trial), or tpe (the Tree-structured Parzen Estimator, Optuna's default "
+             "sampler: after 10 trials have ended, values like the best tenth's)"),
     RT_CFG_I("sweep", "grace_epochs", "1", 1, 1000000, rt_job_cfg, grace_epochs,
              "asha: the first rung, in epochs (no trial stops before it)"),
     RT_CFG_I("sweep", "reduction", "3", 2, 100, rt_job_cfg, reduction,

@@ -211,9 +211,8 @@ int64_t rt_sweep_trials(const rt_job_cfg *c, const rt_sweep_space *sp)
     return c->sweep_trials;
 }
 
-/* a number as the file would write it: integers whole, others with 4
- * significant digits (within [lo, hi] after the rounding) */
-static void number_text(const rt_sweep_dim *d, double x, char *out)
+/* within [lo, hi] after the rounding */
+void rt_sweep_number_text(const rt_sweep_dim *d, double x, char out[RT_SWEEP_VALUE_MAX])
 {
     if (d->integer || d->kind == RT_SP_INT) {
         double r = nearbyint(x);
@@ -256,13 +255,13 @@ void rt_sweep_sample(const rt_job_cfg *c, const rt_sweep_space *sp, int64_t t,
         double u = (double)(splitmix(h) >> 11) * 0x1.0p-53;
         switch (d->kind) {
         case RT_SP_UNIFORM:
-            number_text(d, d->lo + u * (d->hi - d->lo), vals[i]);
+            rt_sweep_number_text(d, d->lo + u * (d->hi - d->lo), vals[i]);
             break;
         case RT_SP_LOGUNIFORM:
-            number_text(d, exp(log(d->lo) + u * (log(d->hi) - log(d->lo))), vals[i]);
+            rt_sweep_number_text(d, exp(log(d->lo) + u * (log(d->hi) - log(d->lo))), vals[i]);
             break;
         case RT_SP_INT:
-            number_text(d, d->lo + floor(u * (d->hi - d->lo + 1)), vals[i]);
+            rt_sweep_number_text(d, d->lo + floor(u * (d->hi - d->lo + 1)), vals[i]);
             break;
         default:
             snprintf(vals[i], RT_SWEEP_VALUE_MAX, "%s", d->choices[(int)(u * d->nchoices)]);
@@ -375,6 +374,13 @@ rt_status rt_sweep_validate(const rt_job_cfg *c, const rt_cfg_origin *o, rt_cfg_
         if (st == RT_OK && (g > 2000 || (c->sweep_trials > 0 && c->sweep_trials != g))) {
             rt_cfg_errors_add(errs, "%s: [sweep] trials: the grid has %lld combinations%s", where,
                               (long long)g, g > 2000 ? ", more than 2000" : "; leave trials out");
+            st = RT_ERR_INVALID;
+        }
+        if (c->sweep_search == RT_SEARCH_TPE) {
+            rt_cfg_errors_add(errs,
+                              "%s: [sweep] search: tpe draws each trial's values, a grid "
+                              "enumerates them (search = tpe is for asha and random)",
+                              rt_cfg_where(&rt_job_schema, o, "sweep", "search", at, sizeof at));
             st = RT_ERR_INVALID;
         }
         if (c->sweep_baseline) {

@@ -21,6 +21,8 @@
 #include "rt_sweep.h"
 #include "scheduler_impl.h"
 
+_Static_assert(RT_SWEEP_VALUE_MAX == 256, "sc_trial's vals are RT_SWEEP_VALUE_MAX wide");
+
 static const char *const TRIAL_STATES[] = {"pending",   "running", "stopped",
                                            "completed", "failed",  "cancelled"};
 
@@ -55,8 +57,10 @@ void sc_sweep_free(sc_sweep *w)
         rt_sweep_space_free(w->space);
         free(w->space);
     }
-    for (int64_t i = 0; w->t && i < w->ntrials; i++)
+    for (int64_t i = 0; w->t && i < w->ntrials; i++) {
         free(w->t[i].params);
+        free(w->t[i].vals);
+    }
     free(w->t);
     free(w);
 }
@@ -138,14 +142,56 @@ static void sweep_env(rt_jw *b, const sc_job *sw)
     rt_jw_value(b, env);
 }
 
+/* A trial's values by dimension from its params (kept in t->vals); NULL
+ * without params, or out of memory. */
+static char (*params_vals(const rt_sweep_space *sp, sc_trial *t))[RT_SWEEP_VALUE_MAX]
+{
+    if (t->vals || !t->params)
+        return t->vals;
+    char(*vals)[RT_SWEEP_VALUE_MAX] = calloc((size_t)(sp->n ? sp->n : 1), sizeof *vals);
+    rt_json *p = NULL;
+    char perr[RT_ERR_LEN];
+    if (vals && rt_json_parse(t->params, strlen(t->params), &p, perr) == RT_OK)
+        for (int i = 0; i < sp->n; i++)
+            snprintf(vals[i], sizeof vals[i], "%s",
+                     rt_json_get_str(p, sp->d[i].key) ? rt_json_get_str(p, sp->d[i].key) : "");
+    rt_json_free(p);
+    return t->vals = vals;
+}
+
+/* Trial t's values: drawn as [sweep] search says — random, or TPE from the
+ * trials that have ended with a value. */
+static void draw(sc_sweep *w, const rt_job_cfg *c, const sc_trial *t,
+                 char (*vals)[RT_SWEEP_VALUE_MAX])
+{
+    const rt_sweep_space *sp = w->space;
+    rt_sweep_obs *obs =
+        c->sweep_search == RT_SEARCH_TPE ? calloc((size_t)w->ntrials, sizeof *obs) : NULL;
+    int n = 0;
+    for (int64_t i = 0; obs && i < w->ntrials; i++) {
+        sc_trial *o = &w->t[i];
+        if ((o->state == TRIAL_COMPLETED || o->state == TRIAL_STOPPED) && isfinite(o->best) &&
+            params_vals(sp, o))
+            obs[n++] = (rt_sweep_obs){o->vals, o->best, o->state == TRIAL_COMPLETED, o->epochs};
+    }
+    if (obs)
+        rt_sweep_sample_tpe(c, sp, t->n - 1, obs, n, vals);
+    else
+        rt_sweep_sample(c, sp, t->n - 1, vals);
+    free(obs);
+}
+
 static rt_status trial_body(const sc_job *sw, sc_trial *t, char **body, char *err)
 {
-    const sc_sweep *w = sw->sweep;
+    sc_sweep *w = sw->sweep;
     const rt_sweep_space *sp = w->space;
     char(*vals)[RT_SWEEP_VALUE_MAX] = calloc((size_t)(sp->n ? sp->n : 1), sizeof *vals);
     if (!vals)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
-    rt_sweep_sample(&sw->cfg, sp, t->n - 1, vals);
+    if (t->params && params_vals(sp, t))
+        memcpy(vals, t->vals, (size_t)sp->n * sizeof *vals); /* drawn before */
+    else
+        draw(w, &sw->cfg, t, vals);
     rt_cfg_errors e = {0};
     char *text = rt_sweep_trial_text(&sw->cfg, sp, vals, t->n - 1, &e);
     rt_status st = RT_OK;
@@ -194,20 +240,12 @@ static rt_status finish_body(const sc_job *sw, char **body, char *err)
     char *text = rt_cfg_print_string(&rt_job_schema, &c);
     char *best_text = NULL;
     if (w->best > 0) { /* best.ini: the winner's file, trained again into best/retrain */
-        const sc_trial *t = &w->t[w->best - 1];
+        sc_trial *t = &w->t[w->best - 1];
         rt_sweep_space *sp = w->space;
-        char(*vals)[RT_SWEEP_VALUE_MAX] = calloc((size_t)(sp->n ? sp->n : 1), sizeof *vals);
-        rt_json *p = NULL;
-        char perr[RT_ERR_LEN];
-        if (vals && t->params && rt_json_parse(t->params, strlen(t->params), &p, perr) == RT_OK)
-            for (int i = 0; i < sp->n; i++)
-                snprintf(vals[i], sizeof vals[i], "%s",
-                         rt_json_get_str(p, sp->d[i].key) ? rt_json_get_str(p, sp->d[i].key) : "");
-        rt_json_free(p);
+        char(*vals)[RT_SWEEP_VALUE_MAX] = params_vals(sp, t);
         rt_cfg_errors e = {0};
         best_text = vals ? rt_sweep_trial_text(&sw->cfg, sp, vals, t->n - 1, &e) : NULL;
         rt_cfg_errors_free(&e);
-        free(vals);
     }
     rt_jw b;
     rt_jw_init(&b);
@@ -647,6 +685,8 @@ void sched_restore_trial(sched *S, sc_job *sw, int n, int64_t job, const char *p
     sc_trial *t = &w->t[n - 1];
     t->job = job;
     free(t->params);
+    free(t->vals);
+    t->vals = NULL;
     t->params = params ? strdup(params) : NULL;
     int s = trial_state_parse(state);
     t->state = s < 0 ? TRIAL_PENDING : s;

@@ -15,22 +15,24 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "rt_sweep.h"
 #include "sched_world.h"
 
-/* The sweep's file: 6 trials, parallel at once, epochs 9, grace 1,
+/* The sweep's file: trials (6 but where said), parallel at once, epochs 9, grace 1,
  * reduction 3: rungs at epochs 1 and 3; val_accuracy, higher better. */
 #define SWEEP_INI                                                                   \
     "[job]\nname = sw\ntype = sweep\nnp = 1\n[data]\ndataset = /data/ds\n[model]\n" \
     "architecture = mlp\n[train]\nepochs = 9\nmonitor = val_accuracy\n[output]\n"   \
-    "store = /data/store\n[sweep]\ntrials = 6\nparallel = %d\ngrace_epochs = 1\n"   \
+    "store = /data/store\n[sweep]\ntrials = %d\nparallel = %d\ngrace_epochs = 1\n"  \
     "max_failed_trials = %d\nspace.train.learning_rate = loguniform(1e-4, 1e-2)\n"  \
     "space.model.hidden = choice(64 | 128,64)\n"
 
 /* the sweep file with more [sweep] keys (lines) */
-static int64_t submit_sweep_with(world *w, int parallel, int max_failed, const char *more)
+static int64_t submit_sweep_with(world *w, int trials, int parallel, int max_failed,
+                                 const char *more)
 {
     char ini[2048], body[4096], err[RT_ERR_LEN];
-    int n = snprintf(ini, sizeof ini, SWEEP_INI, parallel, max_failed);
+    int n = snprintf(ini, sizeof ini, SWEEP_INI, trials, parallel, max_failed);
     snprintf(ini + n, sizeof ini - (size_t)n, "%s", more);
     rt_jw j;
     rt_jw_init(&j);
@@ -50,7 +52,7 @@ static int64_t submit_sweep_with(world *w, int parallel, int max_failed, const c
 
 static int64_t submit_sweep(world *w, int parallel, int max_failed)
 {
-    return submit_sweep_with(w, parallel, max_failed, "");
+    return submit_sweep_with(w, 6, parallel, max_failed, "");
 }
 
 static sc_trial *trial(world *w, int64_t sweep, int n)
@@ -373,7 +375,7 @@ static void test_time_budget(void **state)
     world w;
     world_init(&w);
     agent_up(&w, "A", "a", 2);
-    int64_t sw = submit_sweep_with(&w, 3, 3, "scheduler = random\ntime_budget = 100s\n");
+    int64_t sw = submit_sweep_with(&w, 6, 3, 3, "scheduler = random\ntime_budget = 100s\n");
     expect(&w, sw, 1, TRIAL_RUNNING, -1);
     expect(&w, sw, 3, TRIAL_RUNNING, -1); /* submitted; no slot for it yet */
     assert_int_equal(job_state(&w, trial(&w, sw, 3)->job), JOB_QUEUED);
@@ -414,13 +416,39 @@ static void test_time_budget(void **state)
     world_free(&w);
 }
 
+/* search = tpe: once 10 trials have ended, the next one's values come from
+ * them (not random search's for that trial), recorded with the trial as
+ * any trial's are. */
+static void test_tpe_draws(void **state)
+{
+    (void)state;
+    world w;
+    world_init(&w);
+    agent_up(&w, "A", "a", 1);
+    int64_t sw = submit_sweep_with(&w, 12, 1, 3, "scheduler = random\nsearch = tpe\n");
+    sc_job *s = sched_job(&w.S, sw);
+    char want[2][RT_SWEEP_VALUE_MAX];
+    for (int n = 1; n <= 10; n++) { /* the startup: random search's values */
+        rt_sweep_sample(&s->cfg, s->sweep->space, n - 1, want);
+        const char *p = trial(&w, sw, n)->params;
+        assert_non_null(strstr(p, want[0]));
+        const double lr = atof(strstr(p, "learning_rate\":\"") + 16);
+        epoch(&w, sw, n, 9, 1 - fabs(log10(lr) + 3)); /* best at 1e-3 */
+        exits(&w, sw, n, 0);
+    }
+    rt_sweep_sample(&s->cfg, s->sweep->space, 10, want);
+    const char *p = trial(&w, sw, 11)->params;
+    assert_non_null(p);
+    assert_null(strstr(p, want[0])); /* drawn by TPE, not random search's value */
+    world_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_asha_trace),
-        cmocka_unit_test(test_failures_hold_cancel),
-        cmocka_unit_test(test_asha_late_lines),
-        cmocka_unit_test(test_time_budget),
+        cmocka_unit_test(test_asha_trace),      cmocka_unit_test(test_failures_hold_cancel),
+        cmocka_unit_test(test_asha_late_lines), cmocka_unit_test(test_time_budget),
+        cmocka_unit_test(test_tpe_draws),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

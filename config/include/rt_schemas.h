@@ -184,6 +184,7 @@ typedef struct rt_job_cfg {
     /* [sweep] (type = sweep: rt_sweep.h, docs/sweeps.md) */
     int64_t sweep_trials, sweep_parallel;
     int sweep_scheduler; /* RT_SWEEP_ASHA, RANDOM, GRID */
+    int sweep_search;    /* RT_SEARCH_RANDOM, TPE */
     int64_t grace_epochs, reduction, max_failed_trials, sweep_seed;
     bool sweep_baseline;    /* trial 1: the file's own values of the searched keys */
     bool sweep_ensemble;    /* the trials' predictions ensembled into STORE/ensemble */

@@ -30,6 +30,7 @@
 
 enum { RT_SP_UNIFORM, RT_SP_LOGUNIFORM, RT_SP_INT, RT_SP_CHOICE };
 enum { RT_SWEEP_ASHA = 0, RT_SWEEP_RANDOM = 1, RT_SWEEP_GRID = 2 };
+enum { RT_SEARCH_RANDOM = 0, RT_SEARCH_TPE = 1 }; /* [sweep] search */
 
 #define RT_SWEEP_MAX_DIMS 64
 #define RT_SWEEP_MAX_CHOICES 64
@@ -63,6 +64,28 @@ int64_t rt_sweep_trials(const rt_job_cfg *c, const rt_sweep_space *sp);
 /* Trial t's (0-based) value of every dimension, as text, into vals. */
 void rt_sweep_sample(const rt_job_cfg *c, const rt_sweep_space *sp, int64_t t,
                      char (*vals)[RT_SWEEP_VALUE_MAX]);
+
+/* A value of dimension d as the file would write it: integers whole
+ * (rounded into the range), others with 4 significant digits. */
+void rt_sweep_number_text(const rt_sweep_dim *d, double x, char out[RT_SWEEP_VALUE_MAX]);
+
+/* [sweep] search = tpe (rt_sweep_tpe.c): a trial that has ended, as the
+ * sampler sees it. */
+typedef struct rt_sweep_obs {
+    char (*vals)[RT_SWEEP_VALUE_MAX]; /* its values, one per dimension */
+    double value;                     /* its best monitored value (finite) */
+    bool completed;                   /* false: stopped early (ASHA, the time budget) */
+    int64_t epochs;                   /* how far it got */
+} rt_sweep_obs;
+#define RT_TPE_STARTUP 10 /* trials drawn at random until this many have ended */
+
+/* Trial t's values by TPE from the nobs trials that have ended (any
+ * order): random search's values until RT_TPE_STARTUP have (and trial 0
+ * with baseline); then each key's value the best of 24 candidates from the
+ * good trials' Parzen estimator by the ratio of the good's density to the
+ * others'.  Deterministic for the same (seed, t, obs). */
+void rt_sweep_sample_tpe(const rt_job_cfg *c, const rt_sweep_space *sp, int64_t t,
+                         const rt_sweep_obs *obs, int nobs, char (*vals)[RT_SWEEP_VALUE_MAX]);
 
 /* Trial t's job file: the sweep's configuration as a training job, the
  * values set as --set sets them, its store STORE/trial-T (1-based), printed

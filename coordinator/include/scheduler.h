@@ -180,13 +180,14 @@ int trial_state_parse(const char *name); /* -1 when unknown */
 
 #define SC_MAX_RUNGS 24
 typedef struct sc_trial {
-    int n;          /* 1-based */
-    int64_t job;    /* its job (0: not submitted yet) */
-    char *params;   /* JSON object: "section.key": "value", as set */
-    int state;      /* enum trial_state */
-    int rung;       /* the rungs it passed or stopped at: -1 none yet */
-    int64_t epochs; /* epochs run (its last epoch line) */
-    double best;    /* its best monitor value so far (NAN: none) */
+    int n;             /* 1-based */
+    int64_t job;       /* its job (0: not submitted yet) */
+    char *params;      /* JSON object: "section.key": "value", as set */
+    char (*vals)[256]; /* params by dimension (RT_SWEEP_VALUE_MAX), once read (NULL: not yet) */
+    int state;         /* enum trial_state */
+    int rung;          /* the rungs it passed or stopped at: -1 none yet */
+    int64_t epochs;    /* epochs run (its last epoch line) */
+    double best;       /* its best monitor value so far (NAN: none) */
     int64_t best_epoch;
     double rung_val[SC_MAX_RUNGS]; /* its best value up to each rung's epoch (NAN: not reached) */
     char reason[400];              /* why it stopped or failed */
