@@ -351,9 +351,9 @@ static void first_failures(const sc_sweep *w, char *buf, size_t len)
         }
 }
 
-/* Whether a trial ASHA stopped still has ranks running (on an agent that
- * is up): their last epoch lines may yet change its record, and they may
- * still be writing its store. */
+/* Whether a trial its sweep stopped (ASHA, the time budget) still has
+ * ranks running (on an agent that is up): their last epoch lines may yet
+ * change its record, and they may still be writing its store. */
 static bool stopping(sched *S, const sc_sweep *w)
 {
     for (int64_t i = 0; i < w->ntrials; i++) {
@@ -388,7 +388,7 @@ static void out_of_time(sched *S, sc_job *sw, sc_clock now)
                      "not started: the sweep's time budget (%s) ran out", budget);
             sc_trial_saved(S, sw, t->n);
             cancelled++;
-        } else if (j && !job_state_terminal(j->state) && j->state == JOB_QUEUED) {
+        } else if (j && j->state == JOB_QUEUED) {
             char why[128];
             snprintf(why, sizeof why, "not started: the sweep's time budget (%s) ran out", budget);
             sc_finish(S, j, JOB_CANCELLED, why, now); /* the trial: cancelled, this reason */
@@ -590,7 +590,7 @@ static bool asha_keeps(const sc_sweep *w, const sc_trial *t, int k, int *n_out, 
     return !better(w, *cut, t->rung_val[k]); /* at least as good as the cut-off */
 }
 
-/* An epoch line of a trial ASHA stopped, come after the stop: the trial ran
+/* An epoch line of a trial its sweep stopped, come after the stop: it ran
  * on before the abort reached its ranks (its store has those epochs).  Its
  * record follows them, and a trial whose line says it ended on its own
  * (its last epoch, or its early stopping) has completed after all. */

@@ -153,7 +153,7 @@ typedef struct sc_job {
     struct sc_sweep *sweep; /* a sweep: its trials (NULL for other jobs) */
     int64_t sweep_id;       /* a trial or a sweep's last step: its sweep (0: none) */
     int trial;              /* a trial's number (1-based); 0: the sweep's last step */
-    bool asha_stop;         /* a trial the sweep stopped at a rung (its end is not a failure) */
+    bool asha_stop;         /* a trial its sweep stopped (ASHA, the time budget): not a failure */
     struct sc_job *next;
 } sc_job;
 
