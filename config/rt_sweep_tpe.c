@@ -10,9 +10,10 @@
  * and the rest.  For each searched key, a Parzen estimator of each group:
  * a mixture of one Gaussian per observation (truncated to the key's range;
  * in log space for loguniform; its width the larger gap to its neighbours,
- * clipped to [range / min(100, n + 2), range]) and a prior (the range's
- * middle, width the range), weighed alike; for a choice, each value's count
- * plus the prior's 1 spread over the values.  24 candidates drawn from the
+ * clipped to [range / min(100, n + 1), range]) and a prior (the range's
+ * middle, width the range), weighed alike; for a choice, the mixture of
+ * each observation's value softened by the prior and the prior's uniform
+ * (choice_p).  24 candidates drawn from the
  * good estimator, the one with the largest log l(x) - log g(x) is the
  * trial's value.  Until RT_TPE_STARTUP trials have ended, trials are drawn
  * as random search draws them (the same values, seed for seed). */
