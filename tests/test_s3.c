@@ -4,7 +4,8 @@
  * request), and every request against a real S3-compatible server on
  * loopback (scripts/s3-server.sh: s3rver): ranged GETs, PUT, HEAD, DELETE,
  * listings over several pages, multipart uploads visible only when
- * committed, aborts that leave nothing, TLS verified against the server's
+ * committed, aborts that leave nothing, a PUT cut short that stores
+ * nothing (the server made to, as S3), TLS verified against the server's
  * CA, and the errors — a missing key, a missing bucket, an unknown access
  * key, a server gone in the middle of an upload. */
 #include <arpa/inet.h>
@@ -480,6 +481,67 @@ static void test_multipart(void **state)
     rt_s3_close(s);
 }
 
+/* A PUT whose client goes away mid-body (a rank killed while it saves a
+ * checkpoint): S3 stores nothing, the object stays what it was — the server
+ * must too, or a resumed job reads a truncated checkpoint. */
+typedef struct cut {
+    const char *data;
+    size_t sent, stop;
+} cut;
+
+static size_t cut_read(char *buf, size_t size, size_t nmemb, void *user)
+{
+    cut *c = user;
+    if (c->sent >= c->stop)
+        return CURL_READFUNC_ABORT; /* the connection closes mid-body */
+    size_t k = size * nmemb < c->stop - c->sent ? size * nmemb : c->stop - c->sent;
+    memcpy(buf, c->data + c->sent, k);
+    c->sent += k;
+    return k;
+}
+
+static void test_cut_put(void **state)
+{
+    (void)state;
+    rt_s3 *s = client("S3RVER", "S3RVER", NULL, 1);
+    char err[RT_ERR_LEN], url[300], *d;
+    size_t n;
+    const char *uri = "s3://ringtrain/cut/last.ckpt";
+    char *old = pattern(1 << 20, 11), *new = pattern(8 << 20, 12);
+    assert_int_equal(rt_s3_put(s, uri, old, 1 << 20, err), RT_OK);
+    CURL *c = curl_easy_init();
+    snprintf(url, sizeof url, "%s/ringtrain/cut/last.ckpt", g_endpoint);
+    struct curl_slist *h = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    h = s3_sign(c, s->sigv4, &s->cr, h);
+    cut body = {new, 0, 2 << 20}; /* 2 of the 8 MiB it announces */
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)(8 << 20));
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, cut_read);
+    curl_easy_setopt(c, CURLOPT_READDATA, &body);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    CURLcode rc = curl_easy_perform(c);
+    assert_int_not_equal(rc, CURLE_OK);
+    assert_int_equal(body.sent, 2 << 20);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    for (int i = 0; i < 3; i++) { /* now and after the server has seen the close */
+        assert_int_equal(rt_s3_get(s, uri, 0, -1, &d, &n, NULL, err), RT_OK);
+        assert_int_equal(n, 1 << 20);
+        assert_memory_equal(d, old, 1 << 20);
+        free(d);
+        usleep(100000);
+    }
+    assert_int_equal(rt_s3_put(s, uri, new, 8 << 20, err), RT_OK); /* whole: stored */
+    assert_int_equal(rt_s3_get(s, uri, 0, -1, &d, &n, NULL, err), RT_OK);
+    assert_int_equal(n, 8 << 20);
+    assert_memory_equal(d, new, 8 << 20);
+    free(d);
+    free(old);
+    free(new);
+    rt_s3_close(s);
+}
+
 static void test_credentials_refused(void **state)
 {
     (void)state;
@@ -600,9 +662,13 @@ int main(void)
         cmocka_unit_test(test_sigv4_vectors),
     };
     const struct CMUnitTest server[] = {
-        cmocka_unit_test(test_objects),     cmocka_unit_test(test_listing),
-        cmocka_unit_test(test_multipart),   cmocka_unit_test(test_credentials_refused),
-        cmocka_unit_test(test_server_gone), cmocka_unit_test(test_tls),
+        cmocka_unit_test(test_objects),
+        cmocka_unit_test(test_listing),
+        cmocka_unit_test(test_multipart),
+        cmocka_unit_test(test_cut_put),
+        cmocka_unit_test(test_credentials_refused),
+        cmocka_unit_test(test_server_gone),
+        cmocka_unit_test(test_tls),
     };
     int failed = cmocka_run_group_tests(unit, NULL, NULL);
     return failed + cmocka_run_group_tests(server, server_up, server_down);

@@ -7,6 +7,11 @@
 //   - session tokens: S3_TEST_TOKEN is the valid one, S3_TEST_EXPIRED_TOKEN
 //     answers ExpiredToken, any other InvalidToken;
 //   - AbortMultipartUpload (DELETE ?uploadId=), which removes the parts;
+//   - a PUT stored whole or not at all: s3rver streams a body straight into the
+//     object's file, so a client killed mid-upload left a truncated object (a
+//     checkpoint a resumed job then found damaged) and a GET meanwhile read a
+//     partial one; here the body is read whole, checked against Content-Length
+//     (IncompleteBody otherwise, nothing stored) and renamed into place;
 // and it logs one line per request ("REQ METHOD PATH") for the tests to count.
 // The payload's hash is taken from x-amz-content-sha256 as sent, not checked
 // against the body (AWS checks it).  Arguments: DIR [--address A]
@@ -16,6 +21,7 @@ const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
 const S3rver = require('s3rver');
+const S3Error = require('s3rver/lib/models/error');
 
 const args = process.argv.slice(2);
 const dir = args[0];
@@ -78,6 +84,70 @@ function verify(ctx) {
   return null;
 }
 
+// The whole body of a PUT, or an IncompleteBody error when the client went
+// away before Content-Length bytes came.
+function wholeBody(stream, want) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    let n = 0;
+    let done = false;
+    const incomplete = () => {
+      if (done) return;
+      done = true;
+      reject(new S3Error('IncompleteBody',
+        'You did not provide the number of bytes specified by the Content-Length HTTP header.'));
+    };
+    stream.on('data', (c) => { chunks.push(c); n += c.length; });
+    stream.on('end', () => {
+      if (done) return;
+      if (Number.isFinite(want) && n !== want) return incomplete();
+      done = true;
+      return resolve(Buffer.concat(chunks));
+    });
+    stream.on('aborted', incomplete);
+    stream.on('error', incomplete);
+    stream.on('close', incomplete); /* after 'end' a no-op */
+  });
+}
+
+// file written beside its final name, then renamed: readers see the old or the new
+async function writeWhole(file, body) {
+  await fs.promises.mkdir(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${crypto.randomBytes(8).toString('hex')}.tmp`;
+  try {
+    await fs.promises.writeFile(tmp, body);
+    await fs.promises.rename(tmp, file);
+  } catch (e) {
+    await fs.promises.rm(tmp, { force: true });
+    throw e;
+  }
+}
+
+// a request's Content-Length (NaN for a stream that is not a request: a
+// multipart upload's parts put together)
+const lengthOf = (stream) => Number(stream.headers && stream.headers['content-length']);
+
+function atomicPuts(store) {
+  const md5 = (b) => crypto.createHash('md5').update(b).digest('hex');
+  store.putObject = async function putObject(object) {
+    const body = Buffer.isBuffer(object.content) ? object.content
+      : await wholeBody(object.content, lengthOf(object.content));
+    await writeWhole(this.getResourcePath(object.bucket, object.key, 'object'), body);
+    const sum = md5(body);
+    await this.putMetadata(object.bucket, object.key, object.metadata, sum);
+    return { size: body.length, md5: sum };
+  };
+  store.putPart = async function putPart(bucket, uploadId, partNumber, content) {
+    const body = await wholeBody(content, lengthOf(content));
+    const part = path.join(this.getResourcePath(bucket, undefined, 'uploads'), uploadId,
+      partNumber.toString());
+    const sum = md5(body);
+    await writeWhole(part, body);
+    await fs.promises.writeFile(`${part}.md5`, sum);
+    return { size: body.length, md5: sum };
+  };
+}
+
 async function main() {
   const server = new S3rver({
     directory: path.join(dir, 'data'), address: opt('--address') || '127.0.0.1', port: 0,
@@ -86,6 +156,7 @@ async function main() {
     cert: opt('--cert') && fs.readFileSync(opt('--cert')),
     configureBuckets: [{ name: 'ringtrain', configs: [] }],
   });
+  atomicPuts(server.store);
   // ahead of s3rver's own middleware: Koa composes the list when it listens
   server.middleware.unshift(async (ctx, next) => {
     // one line per request, for the tests that count them (s3rver's own log is sparse)
