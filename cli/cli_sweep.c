@@ -45,8 +45,16 @@ static const rt_json *best_so_far(const rt_json *sw)
     return best;
 }
 
+/* the last rung a trial reached ("1@30"), "-" for none, "budget" for a
+ * trial the time budget stopped (its reason says so: the coordinator's) */
 static void rung_text(const rt_json *sw, const rt_json *t, char *buf, size_t len)
 {
+    if (!strcmp(rt_json_str(rt_json_get(t, "state"), ""), "stopped") &&
+        !strncmp(rt_json_str(rt_json_get(t, "reason"), ""), "stopped by the sweep's time budget",
+                 34)) {
+        snprintf(buf, len, "budget");
+        return;
+    }
     int64_t r = -1;
     rt_json_get_int(t, "rung", &r);
     const rt_json *rungs = rt_json_get(sw, "rungs");

@@ -277,6 +277,19 @@ static void test_time_budget(void **state)
     CHECK(stopped == 2 && cancelled == 8 && other == 0);
     snprintf(line, sizeof line, "%s/budget/best", C.dir);
     CHECK(exists(line, "best.ckpt") && exists(line, "best.ini"));
+    /* `ringtrain status`: the two stopped trials' rung column says why */
+    char ids[24];
+    snprintf(ids, sizeof ids, "%lld", id);
+    const char *sargs[] = {"status", ids, NULL};
+    CHECK(cl_cli(&C, &out, 30, sargs) == 0);
+    int budget = 0;
+    for (const char *q = out ? strstr(out, "stopped    budget") : NULL; q;
+         q = strstr(q + 1, "stopped    budget"))
+        budget++;
+    if (budget != 2)
+        fprintf(stderr, "status:\n%s\n", out ? out : "");
+    CHECK(budget == 2);
+    free(out);
 }
 
 int main(void)
