@@ -10,8 +10,9 @@
 //   - a PUT stored whole or not at all: s3rver streams a body straight into the
 //     object's file, so a client killed mid-upload left a truncated object (a
 //     checkpoint a resumed job then found damaged) and a GET meanwhile read a
-//     partial one; here the body is read whole, checked against Content-Length
-//     (IncompleteBody otherwise, nothing stored) and renamed into place;
+//     partial one; here the body goes to a file beside the object, is checked
+//     against Content-Length (IncompleteBody otherwise, nothing stored) and
+//     is renamed into place;
 // and it logs one line per request ("REQ METHOD PATH") for the tests to count.
 // The payload's hash is taken from x-amz-content-sha256 as sent, not checked
 // against the body (AWS checks it).  Arguments: DIR [--address A]
@@ -84,67 +85,77 @@ function verify(ctx) {
   return null;
 }
 
-// The whole body of a PUT, or an IncompleteBody error when the client went
-// away before Content-Length bytes came.
-function wholeBody(stream, want) {
+// A PUT's body (a request, the parts of a multipart upload put together, or a
+// Buffer) streamed into a file beside `file` and renamed into place once
+// whole: every byte of the request's Content-Length came.  When the client
+// went away first: an IncompleteBody error, and nothing stored.  Resolves
+// { size, md5 }.
+function storeWhole(file, content) {
   return new Promise((resolve, reject) => {
-    const chunks = [];
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const tmp = `${file}.${crypto.randomBytes(8).toString('hex')}.tmp`;
+    const out = fs.createWriteStream(tmp);
+    const md5 = crypto.createHash('md5');
+    // a request's Content-Length (NaN for the parts put together)
+    const want = Number(content.headers && content.headers['content-length']);
     let n = 0;
+    let ended = false;
     let done = false;
-    const incomplete = () => {
+    const fail = (e) => {
       if (done) return;
       done = true;
-      reject(new S3Error('IncompleteBody',
-        'You did not provide the number of bytes specified by the Content-Length HTTP header.'));
+      out.destroy();
+      fs.rm(tmp, { force: true }, () => reject(e));
     };
-    stream.on('data', (c) => { chunks.push(c); n += c.length; });
-    stream.on('end', () => {
+    const incomplete = () => fail(new S3Error('IncompleteBody',
+      'You did not provide the number of bytes specified by the Content-Length HTTP header.'));
+    out.on('error', fail);
+    out.on('finish', () => {
       if (done) return;
-      if (Number.isFinite(want) && n !== want) return incomplete();
-      done = true;
-      return resolve(Buffer.concat(chunks));
+      fs.rename(tmp, file, (e) => {
+        if (e) return fail(e);
+        done = true;
+        return resolve({ size: n, md5: md5.digest('hex') });
+      });
     });
-    stream.on('aborted', incomplete);
-    stream.on('error', incomplete);
-    stream.on('close', incomplete); /* after 'end' a no-op */
+    if (Buffer.isBuffer(content)) {
+      md5.update(content);
+      n = content.length;
+      out.end(content);
+      return;
+    }
+    content.on('data', (c) => {
+      md5.update(c);
+      n += c.length;
+      if (!out.write(c)) {
+        content.pause();
+        out.once('drain', () => content.resume());
+      }
+    });
+    content.on('end', () => {
+      ended = true;
+      if (Number.isFinite(want) && n !== want) return incomplete();
+      return out.end();
+    });
+    content.on('aborted', incomplete);
+    content.on('error', incomplete);
+    content.on('close', () => { if (!ended) incomplete(); });
   });
 }
 
-// file written beside its final name, then renamed: readers see the old or the new
-async function writeWhole(file, body) {
-  await fs.promises.mkdir(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${crypto.randomBytes(8).toString('hex')}.tmp`;
-  try {
-    await fs.promises.writeFile(tmp, body);
-    await fs.promises.rename(tmp, file);
-  } catch (e) {
-    await fs.promises.rm(tmp, { force: true });
-    throw e;
-  }
-}
-
-// a request's Content-Length (NaN for a stream that is not a request: a
-// multipart upload's parts put together)
-const lengthOf = (stream) => Number(stream.headers && stream.headers['content-length']);
-
 function atomicPuts(store) {
-  const md5 = (b) => crypto.createHash('md5').update(b).digest('hex');
   store.putObject = async function putObject(object) {
-    const body = Buffer.isBuffer(object.content) ? object.content
-      : await wholeBody(object.content, lengthOf(object.content));
-    await writeWhole(this.getResourcePath(object.bucket, object.key, 'object'), body);
-    const sum = md5(body);
-    await this.putMetadata(object.bucket, object.key, object.metadata, sum);
-    return { size: body.length, md5: sum };
+    const r = await storeWhole(this.getResourcePath(object.bucket, object.key, 'object'),
+      object.content);
+    await this.putMetadata(object.bucket, object.key, object.metadata, r.md5);
+    return r;
   };
   store.putPart = async function putPart(bucket, uploadId, partNumber, content) {
-    const body = await wholeBody(content, lengthOf(content));
     const part = path.join(this.getResourcePath(bucket, undefined, 'uploads'), uploadId,
       partNumber.toString());
-    const sum = md5(body);
-    await writeWhole(part, body);
-    await fs.promises.writeFile(`${part}.md5`, sum);
-    return { size: body.length, md5: sum };
+    const r = await storeWhole(part, content);
+    await fs.promises.writeFile(`${part}.md5`, r.md5);
+    return r;
   };
 }
 
