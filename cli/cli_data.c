@@ -136,8 +136,7 @@ static int fold_options(const cli_args *a, rt_prep_opts *o)
     int64_t seed = 0;
     if (cli_int(a, "--seed", 0, INT64_MAX / 2, &seed) < 0)
         return 2;
-    if (cli_value(a, "--seed") && !fold && !cli_value(a, "--from") &&
-        !cli_value(a, "--from-parquet")) {
+    if (cli_value(a, "--seed") && !fold && !o->train_parquet) {
         fprintf(stderr, "ringtrain prep: --seed orders the rows of --fold's folds (or of --from's "
                         "split): with --sql, give --fold K/F too\n");
         return 2;

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "rt_json.h"
+#include "rt_proto.h"
 
 static double value(const rt_json *t)
 {
@@ -50,8 +51,8 @@ static const rt_json *best_so_far(const rt_json *sw)
 static void rung_text(const rt_json *sw, const rt_json *t, char *buf, size_t len)
 {
     if (!strcmp(rt_json_str(rt_json_get(t, "state"), ""), "stopped") &&
-        !strncmp(rt_json_str(rt_json_get(t, "reason"), ""), "stopped by the sweep's time budget",
-                 34)) {
+        !strncmp(rt_json_str(rt_json_get(t, "reason"), ""), RT_SWEEP_BUDGET_STOP,
+                 sizeof RT_SWEEP_BUDGET_STOP - 1)) {
         snprintf(buf, len, "budget");
         return;
     }

@@ -43,10 +43,9 @@ static bool trial_done(int s) { return s >= TRIAL_STOPPED; }
 
 /* A stopped trial's reason when the time budget stopped it (the reason is
  * what the coordinator keeps of a trial across a restart). */
-#define BUDGET_STOP "stopped by the sweep's time budget"
 static bool by_budget(const sc_trial *t)
 {
-    return !strncmp(t->reason, BUDGET_STOP, sizeof BUDGET_STOP - 1);
+    return !strncmp(t->reason, RT_SWEEP_BUDGET_STOP, sizeof RT_SWEEP_BUDGET_STOP - 1);
 }
 
 void sc_sweep_free(sc_sweep *w)
@@ -394,8 +393,8 @@ static void out_of_time(sched *S, sc_job *sw, sc_clock now)
             sc_finish(S, j, JOB_CANCELLED, why, now); /* the trial: cancelled, this reason */
             cancelled++;
         } else if (j && !job_state_terminal(j->state)) {
-            snprintf(t->reason, sizeof t->reason, BUDGET_STOP " (%s) after %lld epochs", budget,
-                     (long long)t->epochs);
+            snprintf(t->reason, sizeof t->reason, RT_SWEEP_BUDGET_STOP " (%s) after %lld epochs",
+                     budget, (long long)t->epochs);
             j->asha_stop = true;
             sc_send_abort(S, j, "stopped by its sweep (time budget)");
             sc_finish(S, j, JOB_SUCCEEDED, t->reason, now); /* the trial: stopped */
@@ -590,6 +589,18 @@ static bool asha_keeps(const sc_sweep *w, const sc_trial *t, int k, int *n_out, 
     return !better(w, *cut, t->rung_val[k]); /* at least as good as the cut-off */
 }
 
+/* Epoch e's line into t's record: the epochs it ran, its best value */
+static void record_epoch(const sc_sweep *w, sc_trial *t, const rt_json *data, int64_t e)
+{
+    double v;
+    if (e > t->epochs)
+        t->epochs = e;
+    if (epoch_value(w, data, &v) && better(w, v, t->best)) {
+        t->best = v;
+        t->best_epoch = e;
+    }
+}
+
 /* An epoch line of a trial its sweep stopped, come after the stop: it ran
  * on before the abort reached its ranks (its store has those epochs).  Its
  * record follows them, and a trial whose line says it ended on its own
@@ -597,15 +608,9 @@ static bool asha_keeps(const sc_sweep *w, const sc_trial *t, int k, int *n_out, 
 static void late_epoch(sched *S, sc_job *sw, sc_trial *t, const sc_job *j, const rt_json *data,
                        int64_t e)
 {
-    sc_sweep *w = sw->sweep;
-    double v;
     if (e <= t->epochs)
         return;
-    t->epochs = e;
-    if (epoch_value(w, data, &v) && better(w, v, t->best)) {
-        t->best = v;
-        t->best_epoch = e;
-    }
+    record_epoch(sw->sweep, t, data, e);
     int64_t all = 0;
     const char *own = rt_json_str(rt_json_get(data, "stopped"), NULL);
     if (own || (rt_json_get_int(data, "epochs", &all) && e >= all)) {
@@ -632,13 +637,7 @@ void sc_sweep_epoch(sched *S, sc_job *j, const rt_json *data, sc_clock now)
     if (trial_done(t->state) || job_state_terminal(j->state))
         return;
     sc_sweep *w = sw->sweep;
-    double v;
-    if (e > t->epochs)
-        t->epochs = e;
-    if (epoch_value(w, data, &v) && better(w, v, t->best)) {
-        t->best = v;
-        t->best_epoch = e;
-    }
+    record_epoch(w, t, data, e);
     int k = -1;
     for (int r = 0; r < w->nrungs; r++)
         if (w->rung_epoch[r] == e)

@@ -134,6 +134,9 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_F_TRIAL "trial"
 #define RT_F_IDENTITY_JOB "identity_job"
 #define RT_F_SWEEP_RESULTS "sweep_results"
+/* how the reason of a trial its sweep's time budget stopped begins (the
+ * coordinator writes it, `ringtrain status` reads it) */
+#define RT_SWEEP_BUDGET_STOP "stopped by the sweep's time budget"
 #define RT_F_PID "pid"
 #define RT_F_CODE "code"
 #define RT_F_SIGNAL "signal"
