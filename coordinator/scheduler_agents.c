@@ -374,6 +374,8 @@ void sched_on_exited(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
     sc_rank_saved(S, j, r);
     reconcile_check(S, j);
     if (job_state_terminal(j->state)) {
+        if (j->asha_stop) /* a trial its sweep stopped may have finished first */
+            sc_sweep_stopped_exit(S, j);
         sc_queue_pass(S, now); /* a stopped rank's slot is free again */
         return;
     }

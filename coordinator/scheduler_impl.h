@@ -67,6 +67,8 @@ void sc_sweep_pass(sched *S, sc_clock now);
 void sc_sweep_job_ended(sched *S, sc_job *j, sc_clock now);
 /* A trial's epoch line from its rank 0: its best value and ASHA's rungs. */
 void sc_sweep_epoch(sched *S, sc_job *j, const rt_json *data, sc_clock now);
+/* a rank of a trial its sweep stopped has exited (j->asha_stop) */
+void sc_sweep_stopped_exit(sched *S, sc_job *j);
 void sc_trial_saved(sched *S, const sc_job *sweep, int n);
 /* A job of the sweep's (a trial, or its last step): queued as the sweep's
  * user and Unix user, with no queue pass (the caller is in one). */

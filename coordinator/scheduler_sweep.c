@@ -602,24 +602,35 @@ static void record_epoch(const sc_sweep *w, sc_trial *t, const rt_json *data, in
 }
 
 /* An epoch line of a trial its sweep stopped, come after the stop: it ran
- * on before the abort reached its ranks (its store has those epochs).  Its
- * record follows them, and a trial whose line says it ended on its own
- * (its last epoch, or its early stopping) has completed after all. */
-static void late_epoch(sched *S, sc_job *sw, sc_trial *t, const sc_job *j, const rt_json *data,
-                       int64_t e)
+ * on before the abort reached its ranks (its store has those epochs), and
+ * its record follows them.  Whether it completed, its ranks' exits say
+ * (sc_sweep_stopped_exit): a last epoch line is not yet its predictions. */
+static void late_epoch(sched *S, sc_job *sw, sc_trial *t, const rt_json *data, int64_t e)
 {
     if (e <= t->epochs)
         return;
     record_epoch(sw->sweep, t, data, e);
-    int64_t all = 0;
-    const char *own = rt_json_str(rt_json_get(data, "stopped"), NULL);
-    if (own || (rt_json_get_int(data, "epochs", &all) && e >= all)) {
-        t->state = TRIAL_COMPLETED;
-        snprintf(t->reason, sizeof t->reason, "%s at epoch %lld before the sweep's stop reached it",
-                 own ? "stopped by its own early stopping" : "ran all its epochs", (long long)e);
-        sc_event(S, sw, "trial", "trial %d (job %lld) completed: %s", t->n, (long long)j->id,
-                 t->reason);
-    }
+    sc_trial_saved(S, sw, t->n);
+}
+
+/* Every rank of a trial its sweep stopped has exited with code 0: it
+ * finished — its last epoch, its own early stopping, its predictions —
+ * before the abort reached it, so it has completed after all. */
+void sc_sweep_stopped_exit(sched *S, sc_job *j)
+{
+    sc_job *sw = NULL;
+    sc_trial *t = trial_of(S, j, &sw);
+    if (!t || t->state != TRIAL_STOPPED)
+        return;
+    for (int r = 0; r < j->cur_np; r++)
+        if (j->ranks[r].state != RS_EXITED || j->ranks[r].exit_code != 0 ||
+            j->ranks[r].exit_signal != 0)
+            return;
+    t->state = TRIAL_COMPLETED;
+    snprintf(t->reason, sizeof t->reason,
+             "finished (%lld epochs) before the sweep's stop reached it", (long long)t->epochs);
+    sc_event(S, sw, "trial", "trial %d (job %lld) completed: %s", t->n, (long long)j->id,
+             t->reason);
     sc_trial_saved(S, sw, t->n);
 }
 
@@ -631,7 +642,7 @@ void sc_sweep_epoch(sched *S, sc_job *j, const rt_json *data, sc_clock now)
     if (!t || !rt_json_get_int(data, "epoch", &e) || e < 1)
         return;
     if (j->asha_stop && t->state == TRIAL_STOPPED) {
-        late_epoch(S, sw, t, j, data, e);
+        late_epoch(S, sw, t, data, e);
         return;
     }
     if (trial_done(t->state) || job_state_terminal(j->state))

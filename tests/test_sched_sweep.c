@@ -308,8 +308,10 @@ static void test_failures_hold_cancel(void **state)
 
 /* A trial that trained on after ASHA stopped it (its lines came before the
  * abort reached its ranks, as on a fast data set): its record follows the
- * lines; one that ran all its epochs, or stopped early on its own, has
- * completed and can be the best; the results wait for its ranks to exit. */
+ * lines; one whose ranks then all exit with code 0 finished before the
+ * abort (its predictions written) and has completed, and can be the best;
+ * one killed after its last epoch line (before it predicted) stays
+ * stopped; the results wait for the stopped trials' ranks to exit. */
 static void test_asha_late_lines(void **state)
 {
     (void)state;
@@ -325,27 +327,25 @@ static void test_asha_late_lines(void **state)
     /* trial 2's ranks had run on: epochs 2..9 arrive, the last its end */
     for (int e = 2; e <= 8; e++)
         epoch(&w, sw, 2, e, 0.60 + 0.03 * e);
-    expect(&w, sw, 2, TRIAL_STOPPED, 0);
     assert_int_equal(trial(&w, sw, 2)->epochs, 8);
-    epoch(&w, sw, 2, 9, 0.80); /* its best stays 0.84 at epoch 8 */
-    expect(&w, sw, 2, TRIAL_COMPLETED, 0);
+    epoch(&w, sw, 2, 9, 0.80);           /* its best stays 0.84 at epoch 8 */
+    expect(&w, sw, 2, TRIAL_STOPPED, 0); /* its last line, not yet its end */
     sc_trial *t2 = trial(&w, sw, 2);
     assert_int_equal(t2->epochs, 9);
     assert_true(fabs(t2->best - 0.84) < 1e-12 && t2->best_epoch == 8);
-    assert_non_null(strstr(t2->reason, "ran all its epochs at epoch 9 before the sweep's stop"));
     epoch(&w, sw, 2, 9, 0.99); /* a repeated line changes nothing */
     assert_true(fabs(t2->best - 0.84) < 1e-12);
-    /* trial 3 ran on to its own early stopping at epoch 4 */
+    /* trial 3 ran on to its own early stopping at epoch 4, then was killed
+     * before it predicted: its record follows, stopped it stays */
     epoch(&w, sw, 3, 2, 0.55);
     epoch_with(&w, sw, 3, 4, 0.52, ",\"stopped\":\"val_accuracy did not improve\"");
-    expect(&w, sw, 3, TRIAL_COMPLETED, 0);
     assert_true(trial(&w, sw, 3)->best == 0.55 && trial(&w, sw, 3)->epochs == 4);
-    assert_non_null(strstr(trial(&w, sw, 3)->reason, "its own early stopping at epoch 4"));
+    exits(&w, sw, 3, 137);
+    expect(&w, sw, 3, TRIAL_STOPPED, 0);
     /* trial 4 is stopped and killed at its rung: stopped it stays */
     epoch(&w, sw, 4, 1, 0.40);
     expect(&w, sw, 4, TRIAL_STOPPED, 0);
     exits(&w, sw, 4, 137);
-    exits(&w, sw, 3, 0);
     epoch(&w, sw, 1, 9, 0.82);
     exits(&w, sw, 1, 0);
     exits(&w, sw, 5, 1);
@@ -353,16 +353,19 @@ static void test_asha_late_lines(void **state)
     /* every trial has ended, but trial 2's ranks have not exited yet */
     sc_job *s = sched_job(&w.S, sw);
     assert_int_equal(s->sweep->finish_job, 0);
-    exits(&w, sw, 2, 0);
+    exits(&w, sw, 2, 0); /* it finished before the abort reached it */
+    expect(&w, sw, 2, TRIAL_COMPLETED, 0);
+    assert_non_null(strstr(t2->reason, "finished (9 epochs) before the sweep's stop reached it"));
     assert_int_not_equal(s->sweep->finish_job, 0);
     assert_int_equal(s->sweep->best, 2); /* 0.84 beats trial 1's 0.82 */
     const rt_json *ts = rt_json_get(
         rt_json_get(sched_job(&w.S, s->sweep->finish_job)->specj, RT_F_SWEEP_RESULTS), "trials");
-    const char *want[] = {"completed", "completed", "completed", "stopped", "failed", "failed"};
+    const char *want[] = {"completed", "completed", "stopped", "stopped", "failed", "failed"};
     for (size_t i = 0; i < 6; i++)
         assert_string_equal(rt_json_str(rt_json_get(rt_json_at(ts, i), "state"), ""), want[i]);
     int64_t epochs = 0;
     assert_true(rt_json_get_int(rt_json_at(ts, 1), "epochs", &epochs) && epochs == 9);
+    assert_true(rt_json_get_int(rt_json_at(ts, 2), "epochs", &epochs) && epochs == 4);
     world_free(&w);
 }
 
