@@ -2,8 +2,10 @@
  * GEMM with transposes and leading dimensions, run on the handle's stream,
  * with the argument checks the cuBLAS documentation lists.  TF32 math
  * (CUBLAS_TF32_TENSOR_OP_MATH, CUBLAS_COMPUTE_32F_FAST_TF32) rounds the
- * inputs to TF32's 10-bit mantissa, so its effect on results shows here as
- * on a GPU.  Pointers that are not device memory are a device fault
+ * inputs to TF32's 10-bit mantissa, and CUBLAS_COMPUTE_32F_FAST_16BF to
+ * bf16's 7 bits (nearest even; cuBLAS may choose TF32 there, the finer of
+ * the two, so bf16 is what a test must allow for), so their effect on
+ * results shows here as on a GPU.  Pointers that are not device memory are a device fault
  * (cudaErrorIllegalAddress), as the GPU kernel's load would be. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +32,26 @@ float tf32(float x)
     return x;
 }
 
+float bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u) /* finite: round to nearest, ties to even */
+        u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+enum rounding { ROUND_NONE, ROUND_TF32, ROUND_BF16 };
+
+float round_input(float v, int r)
+{
+    return r == ROUND_TF32 ? tf32(v) : r == ROUND_BF16 ? bf16(v) : v;
+}
+
 struct gemm_args {
-    bool ta, tb, tf;
+    bool ta, tb;
+    int round; /* enum rounding: what the inputs are rounded to */
     int64_t m, n, k;
     float alpha, beta;
     const float *A, *B, *C;
@@ -65,12 +85,12 @@ NO_SANITIZE void run_gemm(const gemm_args &g)
     for (int64_t i = 0; i < m; i++)
         for (int64_t p = 0; p < k; p++) {
             float v = g.ta ? g.A[p + i * g.lda] : g.A[i + p * g.lda];
-            ap[(size_t)(i * k + p)] = g.tf ? tf32(v) : v;
+            ap[(size_t)(i * k + p)] = round_input(v, g.round);
         }
     for (int64_t j = 0; j < n; j++)
         for (int64_t p = 0; p < k; p++) {
             float v = g.tb ? g.B[j + p * g.ldb] : g.B[p + j * g.ldb];
-            bp[(size_t)(j * k + p)] = g.tf ? tf32(v) : v;
+            bp[(size_t)(j * k + p)] = round_input(v, g.round);
         }
     const bool bias = g.epilogue & CUBLASLT_EPILOGUE_BIAS, relu = g.epilogue & CUBLASLT_EPILOGUE_RELU;
     for (int64_t j = 0; j < n; j++)
@@ -135,6 +155,45 @@ struct cublasContext {
     size_t ws_bytes = 0;
     cublasMath_t math = CUBLAS_DEFAULT_MATH;
 };
+
+namespace
+{
+
+/* C = alpha op(A) op(B) + beta C with the inputs rounded as `round` says:
+ * cublasSgemm's and cublasGemmEx's checks and run. */
+cublasStatus_t plain_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                          int n, int k, const float *alpha, const float *A, int lda, const float *B,
+                          int ldb, const float *beta, float *C, int ldc, int round,
+                          const char *what)
+{
+    if (m < 0 || n < 0 || k < 0 || ta > CUBLAS_OP_C || tb > CUBLAS_OP_C || !alpha || !beta)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    const bool tA = ta != CUBLAS_OP_N, tB = tb != CUBLAS_OP_N;
+    if (lda < (tA ? (k > 1 ? k : 1) : (m > 1 ? m : 1)) ||
+        ldb < (tB ? (n > 1 ? n : 1) : (k > 1 ? k : 1)) || ldc < (m > 1 ? m : 1))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    gemm_args g = {tA,
+                   tB,
+                   round,
+                   m,
+                   n,
+                   k,
+                   *alpha,
+                   *beta,
+                   A,
+                   B,
+                   C,
+                   C,
+                   lda,
+                   ldb,
+                   ldc,
+                   ldc,
+                   CUBLASLT_EPILOGUE_DEFAULT,
+                   nullptr};
+    return submit(h->stream, g, what);
+}
+
+} /* namespace */
 
 extern "C" {
 
@@ -247,15 +306,43 @@ cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperati
 {
     if (!h)
         return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (m < 0 || n < 0 || k < 0 || ta > CUBLAS_OP_C || tb > CUBLAS_OP_C || !alpha || !beta)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    const bool tA = ta != CUBLAS_OP_N, tB = tb != CUBLAS_OP_N;
-    if (lda < (tA ? (k > 1 ? k : 1) : (m > 1 ? m : 1)) || ldb < (tB ? (n > 1 ? n : 1) : (k > 1 ? k : 1)) ||
-        ldc < (m > 1 ? m : 1))
-        return CUBLAS_STATUS_INVALID_VALUE;
-    gemm_args g = {tA, tB, h->math == CUBLAS_TF32_TENSOR_OP_MATH, m, n, k, *alpha, *beta, A, B, C, C,
-                   lda, ldb, ldc, ldc, CUBLASLT_EPILOGUE_DEFAULT, nullptr};
-    return submit(h->stream, g, "cublasSgemm");
+    return plain_gemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc,
+                      h->math == CUBLAS_TF32_TENSOR_OP_MATH ? ROUND_TF32 : ROUND_NONE,
+                      "cublasSgemm");
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, const void *alpha, const void *A, cudaDataType Atype,
+                            int lda, const void *B, cudaDataType Btype, int ldb, const void *beta,
+                            void *C, cudaDataType Ctype, int ldc, cublasComputeType_t compute,
+                            cublasGemmAlgo_t algo)
+{
+    if (!h)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (Atype != CUDA_R_32F || Btype != CUDA_R_32F || Ctype != CUDA_R_32F)
+        return CUBLAS_STATUS_NOT_SUPPORTED; /* not emulated */
+    if (algo != CUBLAS_GEMM_DEFAULT && algo != CUBLAS_GEMM_DEFAULT_TENSOR_OP)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    int round;
+    switch (compute) {
+    case CUBLAS_COMPUTE_32F: /* the handle's math mode may allow TF32 */
+        round = h->math == CUBLAS_TF32_TENSOR_OP_MATH ? ROUND_TF32 : ROUND_NONE;
+        break;
+    case CUBLAS_COMPUTE_32F_PEDANTIC:
+        round = ROUND_NONE;
+        break;
+    case CUBLAS_COMPUTE_32F_FAST_TF32:
+        round = ROUND_TF32;
+        break;
+    case CUBLAS_COMPUTE_32F_FAST_16BF:
+        round = ROUND_BF16;
+        break;
+    default:
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    return plain_gemm(h, ta, tb, m, n, k, (const float *)alpha, (const float *)A, lda,
+                      (const float *)B, ldb, (const float *)beta, (float *)C, ldc, round,
+                      "cublasGemmEx");
 }
 
 } /* extern "C" */
@@ -352,7 +439,7 @@ cublasStatus_t cublasLtDestroy(cublasLtHandle_t h)
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeType_t compute, cudaDataType_t scale)
 {
     if (compute != CUBLAS_COMPUTE_32F && compute != CUBLAS_COMPUTE_32F_FAST_TF32 &&
-        compute != CUBLAS_COMPUTE_32F_PEDANTIC)
+        compute != CUBLAS_COMPUTE_32F_FAST_16BF && compute != CUBLAS_COMPUTE_32F_PEDANTIC)
         return CUBLAS_STATUS_NOT_SUPPORTED;
     *d = new cublasLtMatmulDescOpaque;
     (*d)->compute = compute;
@@ -529,7 +616,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
     gemm_args g;
     g.ta = d->ta != CUBLAS_OP_N;
     g.tb = d->tb != CUBLAS_OP_N;
-    g.tf = d->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+    g.round = d->compute == CUBLAS_COMPUTE_32F_FAST_TF32   ? ROUND_TF32
+              : d->compute == CUBLAS_COMPUTE_32F_FAST_16BF ? ROUND_BF16
+                                                           : ROUND_NONE;
     g.m = m, g.n = n, g.k = k;
     memcpy(&g.alpha, alpha, 4);
     memcpy(&g.beta, beta, 4);

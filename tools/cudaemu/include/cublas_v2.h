@@ -1,5 +1,6 @@
 /* cublas_v2.h — cudaemu: the part of cuBLAS ringtrain uses (handles, streams,
- * workspace, math mode, SGEMM), with cuBLAS's documented argument checks.
+ * workspace, math mode, SGEMM and GemmEx on fp32), with cuBLAS's documented
+ * argument checks.
  * Values as in NVIDIA's cublas_api.h. */
 #ifndef CUDAEMU_CUBLAS_V2_H
 #define CUDAEMU_CUBLAS_V2_H
@@ -32,8 +33,11 @@ typedef enum { CUBLAS_POINTER_MODE_HOST = 0, CUBLAS_POINTER_MODE_DEVICE = 1 } cu
 typedef enum {
     CUBLAS_COMPUTE_32F = 68,
     CUBLAS_COMPUTE_32F_PEDANTIC = 69,
+    CUBLAS_COMPUTE_32F_FAST_16F = 74,
+    CUBLAS_COMPUTE_32F_FAST_16BF = 75,
     CUBLAS_COMPUTE_32F_FAST_TF32 = 77
 } cublasComputeType_t;
+typedef enum { CUBLAS_GEMM_DEFAULT = -1, CUBLAS_GEMM_DEFAULT_TENSOR_OP = 99 } cublasGemmAlgo_t;
 
 typedef struct cublasContext *cublasHandle_t;
 
@@ -52,6 +56,15 @@ const char *cublasGetStatusString(cublasStatus_t s);
 cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                            int k, const float *alpha, const float *A, int lda, const float *B, int ldb,
                            const float *beta, float *C, int ldc);
+
+/* The same with typed operands: fp32 A, B and C only here, in the compute
+ * types of fp32 (FAST_TF32 and FAST_16BF round the inputs as the tensor
+ * cores would). */
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, const void *alpha, const void *A, cudaDataType Atype,
+                            int lda, const void *B, cudaDataType Btype, int ldb, const void *beta,
+                            void *C, cudaDataType Ctype, int ldc, cublasComputeType_t compute,
+                            cublasGemmAlgo_t algo);
 
 #ifdef __cplusplus
 }
