@@ -22,7 +22,7 @@ struct lt_plan {
     bool valid, ok;
     int64_t m, n, k, lda, ldb, ldc;
     int epilogue; /* cublasLtEpilogue_t */
-    bool tf32;
+    int compute;  /* cublasComputeType_t: fp32, TF32 or bf16 inputs (compute_of) */
     uint32_t align[5]; /* A, B, C/D, bias: the alignments the plan was made for */
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a, b, c;

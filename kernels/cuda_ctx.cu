@@ -99,6 +99,9 @@ static rt_status rt_cuda_ctx_init(rt_kctx *ctx, char *err)
         st = rt_err(err, RT_ERR_DEVICE, "cublasLtCreate: %s", cublasGetStatusString(b));
         goto err_lt;
     }
+    cudaDeviceProp prop;
+    /* bf16 tensor cores from Ampere (sm_80) on: [model] precision = bf16 */
+    ctx->gpu_bf16 = cudaGetDeviceProperties(&prop, s->device) == cudaSuccess && prop.major >= 8;
     ctx->cuda = s;
     ctx->stream = s->stream;
     ctx->comm_stream = s->comm;

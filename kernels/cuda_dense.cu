@@ -12,7 +12,12 @@
  *             second stage done by each column tile's last block;
  *             dWc (in, out) = Xc · dZcᵀ   (N, T)
  *             dXc (in, B)   = Wc · dZc    (N, N)
- * TF32 tensor cores are used when the context asks for them. */
+ * Every GEMM's compute type follows the context (compute_of): exact fp32,
+ * TF32 tensor cores (rt_kctx_set_tf32), or inputs rounded to bf16 with
+ * fp32 sums ([model] precision = bf16: CUBLAS_COMPUTE_32F_FAST_16BF, which
+ * lets cuBLAS down-convert the fp32 operands itself inside the GEMM — no
+ * conversion pass, no bf16 copies to keep; it may pick TF32 instead where
+ * it finds that faster, never less than bf16's precision). */
 #include <string.h>
 
 #include "cuda_common.cuh"
@@ -24,6 +29,13 @@ static uint32_t alignment_of(const void *p)
     while (al < 256 && a % (al * 2) == 0)
         al *= 2;
     return al;
+}
+
+static cublasComputeType_t compute_of(const rt_kctx *ctx)
+{
+    return ctx->bf16   ? CUBLAS_COMPUTE_32F_FAST_16BF
+           : ctx->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                       : CUBLAS_COMPUTE_32F;
 }
 
 static void plan_free(lt_plan *p)
@@ -52,17 +64,17 @@ void rt_cuda_free_lt_plans(cuda_state *s)
  * 256-byte aligned matrices unless told otherwise, and takes the bias
  * alignment from the bias pointer on the descriptor, so both are set to
  * what this call really has before asking.  NULL when cuBLASLt has no
- * algorithm (the caller falls back to cublasSgemm + our epilogue). */
-static lt_plan *get_plan(cuda_state *s, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda,
-                         const float *B, int64_t ldb, float *C, int64_t ldc, const float *bias,
-                         cublasLtEpilogue_t epi, bool tf32)
+ * algorithm (the caller falls back to cublasGemmEx + our epilogue). */
+static lt_plan *get_plan(cuda_state *s, int64_t m, int64_t n, int64_t k, const float *A,
+                         int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+                         const float *bias, cublasLtEpilogue_t epi, cublasComputeType_t ct)
 {
     const uint32_t al[5] = {alignment_of(A), alignment_of(B), alignment_of(C), alignment_of(C),
                             alignment_of(bias)};
     for (int i = 0; i < RT_LT_CACHE; i++) {
         lt_plan *p = &s->plans[i];
         if (p->valid && p->m == m && p->n == n && p->k == k && p->lda == lda && p->ldb == ldb &&
-            p->ldc == ldc && p->epilogue == (int)epi && p->tf32 == tf32 &&
+            p->ldc == ldc && p->epilogue == (int)epi && p->compute == (int)ct &&
             memcmp(p->align, al, sizeof al) == 0)
             return p->ok ? p : NULL;
     }
@@ -72,10 +84,9 @@ static lt_plan *get_plan(cuda_state *s, int64_t m, int64_t n, int64_t k, const f
     p->valid = true;
     p->m = m, p->n = n, p->k = k, p->lda = lda, p->ldb = ldb, p->ldc = ldc;
     p->epilogue = (int)epi;
-    p->tf32 = tf32;
+    p->compute = (int)ct;
     memcpy(p->align, al, sizeof al);
     cublasOperation_t opT = CUBLAS_OP_T, opN = CUBLAS_OP_N;
-    cublasComputeType_t ct = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     cublasLtMatmulPreference_t pref = NULL;
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
@@ -126,10 +137,18 @@ __global__ void k_bias_act(float *y, int64_t ldy, int64_t rows, int64_t n, const
     }
 }
 
-static void set_math(cuda_state *s, bool tf32)
+/* C (m, n) = op(A) op(B), column-major fp32, in the context's compute type */
+static void gemm(rt_kctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n,
+                 int64_t k, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+                 int64_t ldc, const char *what)
 {
-    record_blas(s, cublasSetMathMode(s->blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
-                "cublasSetMathMode");
+    cuda_state *s = CS(ctx);
+    const float one = 1.0f, zero = 0.0f;
+    record_blas(s,
+                cublasGemmEx(s->blas, ta, tb, (int)m, (int)n, (int)k, &one, A, CUDA_R_32F, (int)lda,
+                             B, CUDA_R_32F, (int)ldb, &zero, C, CUDA_R_32F, (int)ldc,
+                             compute_of(ctx), CUBLAS_GEMM_DEFAULT),
+                what);
 }
 
 void rt_cuda_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act, rt_view y)
@@ -140,7 +159,8 @@ void rt_cuda_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, 
         return;
     const float one = 1.0f, zero = 0.0f;
     cublasLtEpilogue_t epi = act == RT_ACT_RELU ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-    lt_plan *p = in > 0 ? get_plan(s, out, B, in, w, in, RT_F(x), x.ld, RT_F(y), y.ld, b, epi, ctx->tf32)
+    lt_plan *p = in > 0 ? get_plan(s, out, B, in, w, in, RT_F(x), x.ld, RT_F(y), y.ld, b, epi,
+                                   compute_of(ctx))
                         : NULL;
     if (p) {
         cublasStatus_t st = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
@@ -154,11 +174,8 @@ void rt_cuda_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, 
         }
         p->ok = false; /* this shape and alignment use the fallback from now on */
     }
-    set_math(s, ctx->tf32);
-    record_blas(s,
-                cublasSgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)out, (int)B, (int)in, &one, w,
-                            (int)(in > 0 ? in : 1), RT_F(x), (int)x.ld, &zero, RT_F(y), (int)y.ld),
-                "cublasSgemm (dense forward)");
+    gemm(ctx, CUBLAS_OP_T, CUBLAS_OP_N, out, B, in, w, in > 0 ? in : 1, RT_F(x), x.ld, RT_F(y),
+         y.ld, "cublasGemmEx (dense forward)");
     k_bias_act<<<grid_for(B * out, 256), 256, 0, s->stream>>>(RT_F(y), y.ld, B, out, b,
                                                                act == RT_ACT_RELU);
     LAUNCHED(s, "k_bias_act");
@@ -239,18 +256,12 @@ void rt_cuda_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_ac
             LAUNCHED(s, "k_colsum_final");
         }
     }
-    set_math(s, ctx->tf32);
-    const float one = 1.0f, zero = 0.0f;
     if (in > 0 && out > 0)
-        record_blas(s,
-                    cublasSgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_T, (int)in, (int)out, (int)B, &one,
-                                RT_F(x), (int)x.ld, RT_F(dy), (int)dy.ld, &zero, dw, (int)in),
-                    "cublasSgemm (dense dW)");
+        gemm(ctx, CUBLAS_OP_N, CUBLAS_OP_T, in, out, B, RT_F(x), x.ld, RT_F(dy), dy.ld, dw, in,
+             "cublasGemmEx (dense dW)");
     if (dx.p && in > 0)
-        record_blas(s,
-                    cublasSgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)in, (int)B, (int)out, &one, w,
-                                (int)in, RT_F(dy), (int)dy.ld, &zero, RT_F(dx), (int)dx.ld),
-                    "cublasSgemm (dense dX)");
+        gemm(ctx, CUBLAS_OP_N, CUBLAS_OP_N, in, B, out, w, in, RT_F(dy), dy.ld, RT_F(dx), dx.ld,
+             "cublasGemmEx (dense dX)");
 }
 
 void rt_cuda_colsum(rt_kctx *ctx, rt_view dy, float *out)

@@ -108,7 +108,8 @@ struct rt_kctx {
     const rt_kernel_ops *ops;
     int threads;  /* CPU worker threads */
     bool tf32;    /* CUDA: TF32 tensor cores for fp32 GEMMs */
-    bool bf16;    /* CPU: GEMM inputs rounded to bf16, fp32 sums (rt_kctx_set_bf16) */
+    bool bf16;    /* GEMM inputs rounded to bf16, fp32 sums (rt_kctx_set_bf16) */
+    bool gpu_bf16;      /* CUDA: the device has bf16 tensor cores (set by its init) */
     bool no_bf16_store; /* rt_kctx_set_bf16_store(false) */
     void *stream; /* cudaStream_t (CUDA) */
     void *comm_stream; /* cudaStream_t for collectives (CUDA) */

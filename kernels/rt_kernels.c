@@ -64,12 +64,16 @@ void *rt_kctx_stream(rt_kctx *ctx) { return ctx->stream; }
 void rt_kctx_set_tf32(rt_kctx *ctx, bool on) { ctx->tf32 = on; }
 bool rt_kctx_set_bf16(rt_kctx *ctx, bool on)
 {
-    ctx->bf16 = on && ctx->dev == RT_DEVICE_CPU && rt_cpu_bf16_kernel() != NULL;
+    const bool can = ctx->dev == RT_DEVICE_CPU ? rt_cpu_bf16_kernel() != NULL : ctx->gpu_bf16;
+    ctx->bf16 = on && can;
     return ctx->bf16 == on;
 }
 bool rt_kctx_bf16(const rt_kctx *ctx) { return ctx->bf16; }
 void rt_kctx_set_bf16_store(rt_kctx *ctx, bool on) { ctx->no_bf16_store = !on; }
-bool rt_kctx_bf16_store(const rt_kctx *ctx) { return ctx->bf16 && !ctx->no_bf16_store; }
+bool rt_kctx_bf16_store(const rt_kctx *ctx)
+{
+    return ctx->bf16 && ctx->dev == RT_DEVICE_CPU && !ctx->no_bf16_store;
+}
 rt_status rt_kctx_sync(rt_kctx *ctx, char *err) { return ctx->ops->sync(ctx, err); }
 rt_status rt_kctx_check(rt_kctx *ctx, char *err) { return ctx->ops->check(ctx, err); }
 void *rt_kctx_comm_stream(rt_kctx *ctx) { return ctx->comm_stream; }
@@ -347,10 +351,10 @@ void rt_k_bn_bwd_given(rt_kctx *ctx, rt_view x, rt_view dy, const float *gamma,
     ctx->ops->bn_bwd_given(ctx, x, dy, gamma, save_mean, save_invstd, sum_dy, sum_dy_xhat, count, dx);
 }
 
-/* v is f32, or bf16 where the context runs bf16 GEMMs (a GEMM operand) */
+/* v is f32, or bf16 where the context keeps GEMM operands in bf16 */
 static void check_operand(const rt_kctx *ctx, rt_view v)
 {
-    check_view(ctx, v, v.dtype == RT_BF16 && ctx->bf16 ? RT_BF16 : RT_F32);
+    check_view(ctx, v, v.dtype == RT_BF16 && rt_kctx_bf16_store(ctx) ? RT_BF16 : RT_F32);
 }
 
 void rt_k_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, rt_act act, rt_view y)

@@ -10,6 +10,7 @@
  *     bitwise equal; gradients staged through pinned memory bitwise equal
  *     to NCCL (at 2 ranks every allreduce is the same a + b); and so for
  *     every model family (graphs against op by op, CPU against GPU);
+ *   - [model] precision = bf16 on the GPU, every family (test_families_bf16);
  *   - two ranks on one GPU: the ranks agree not to use NCCL and stage,
  *     with the same result;
  *   - a peer that leaves, or stays silent: the next step fails within the
@@ -141,6 +142,8 @@ typedef struct run {
     rt_arch arch;
     rt_device device;
     bool nccl, graphs, same_gpu;
+    bool bf16;           /* [model] precision = bf16 */
+    bool ran_bf16;       /* the model's context ran bf16 GEMMs */
     int leave_after;     /* rank 1 stops after this many steps (0: never) */
     bool silent;         /* ... and stays, without stepping, instead of leaving */
     bool trace;          /* each rank's timeline into trace[rank] */
@@ -170,10 +173,12 @@ static void rank_body(rt_comm *c, int rank, void *arg, rh_result *res)
     o.max_batch = B;
     o.nccl = r->nccl;
     o.graphs = r->graphs;
+    o.bf16 = r->bf16;
     o.timeout_us = r->timeout_us ? r->timeout_us : 20000000;
     rt_dp *d = NULL;
     RH_CHECK(res, rt_dp_create(&s, &o, c, &d, err) == RT_OK, "create: %s", err);
     snprintf(r->path[rank], sizeof r->path[rank], "%s", rt_dp_gradient_path(d));
+    r->ran_bf16 = rt_kctx_bf16(rt_model_kctx(rt_dp_model(d)));
     rt_trace *tr = NULL;
     if (r->trace) {
         RH_CHECK(res, rt_trace_create(4096, rank, &tr, err) == RT_OK, "trace: %s", err);
@@ -313,6 +318,87 @@ static void test_families(void **state)
                rt_arch_names[a], n, nccl.path[0], nccl.buckets[0]);
         free_run(&cpu);
         free_run(&nccl);
+        free_run(&eager);
+    }
+}
+
+/* [model] precision = bf16 on the GPU (cuBLAS's FAST_16BF), every family,
+ * one rank: captured bitwise op by op; not the fp32 step (the inputs were
+ * rounded); near the CPU's fp32 step within bf16's rounding; and, under the
+ * emulator (which rounds to bf16 as the CPU does; a GPU may use TF32) on a
+ * CPU with AVX512_BF16, near the CPU's bf16 step as fp32 is near fp32. */
+/* Two trainings K steps apart in their GEMMs' rounding (bf16 inputs against
+ * fp32): Adam moves a parameter at most about lr a step, and rounding moves
+ * most of them by a small part of that; a parameter whose gradient is near
+ * 0 can step either way.  Allowed: 1% of the values beyond 1e-4 + 1e-3|ref|,
+ * none beyond K/2 steps of lr.  A GEMM in the wrong type or a missing term
+ * moves most values by a sizeable part of lr. */
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Two trainings K steps apart in their GEMMs' rounding (bf16 inputs against
+ * fp32): Adam moves a parameter about lr a step at most, and the rounding
+ * moves most of them by a small part of that, but where a trajectory meets
+ * a kink (the MAE loss's sign, a ReLU) it parts from the other: measured
+ * (the CPU's own bf16 against its fp32, 6 seeds x 6 families) a median of
+ * 0.001-0.05 lr, 99th percentiles to 0.9 lr, single values to 1.9 lr.
+ * Allowed: a median of 0.25 lr, no value beyond 2K lr (or not finite).  A
+ * GEMM in the wrong type or layout, or a missing term, moves most values
+ * by a sizeable part of lr. */
+static bool steps_near(const char *what, const float *got, const float *ref, size_t n)
+{
+    double *d = malloc(n * sizeof *d);
+    assert_non_null(d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = fabs((double)got[i] - ref[i]) / HP.lr;
+    qsort(d, n, sizeof *d, cmp_double); /* NaN compares as neither: caught below */
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++)
+        ok = d[i] <= 2.0 * K;
+    const double median = d[n / 2], worst = d[n - 1];
+    ok = ok && median <= 0.25;
+    if (!ok)
+        printf("%s: |difference| / lr median %.3g (0.25 allowed), largest %.3g (%d allowed)\n",
+               what, median, worst, 2 * K);
+    free(d);
+    return ok;
+}
+
+static void test_families_bf16(void **state)
+{
+    (void)state;
+    char dev[160];
+    const bool emu = strstr(rt_cuda_device_name(dev, sizeof dev), "cudaemu") != NULL;
+    const bool cpu16 = rt_cpu_bf16_kernel() != NULL;
+    for (int a = RT_ARCH_ROSSMANN; a < RT_ARCH_COUNT; a++) {
+        run cpu = {.arch = (rt_arch)a, .device = RT_DEVICE_CPU};
+        run cpu_bf16 = {.arch = (rt_arch)a, .device = RT_DEVICE_CPU, .bf16 = true};
+        run fp32 = {.arch = (rt_arch)a, .device = RT_DEVICE_CUDA, .graphs = true};
+        run graph = {.arch = (rt_arch)a, .device = RT_DEVICE_CUDA, .graphs = true, .bf16 = true};
+        run eager = {.arch = (rt_arch)a, .device = RT_DEVICE_CUDA, .bf16 = true};
+        run_n(&cpu, 1);
+        run_n(&fp32, 1);
+        run_n(&graph, 1);
+        run_n(&eager, 1);
+        const size_t n = (size_t)cpu.nparams;
+        assert_true(graph.ran_bf16 && eager.ran_bf16 && !fp32.ran_bf16);
+        assert_memory_equal(graph.params[0], eager.params[0], n * 4);
+        assert_true(memcmp(graph.params[0], fp32.params[0], n * 4) != 0);
+        char what[80];
+        snprintf(what, sizeof what, "%s: GPU bf16 vs CPU fp32 parameters", rt_arch_names[a]);
+        assert_true(steps_near(what, graph.params[0], cpu.params[0], n));
+        if (emu && cpu16) {
+            run_n(&cpu_bf16, 1);
+            snprintf(what, sizeof what, "%s: GPU bf16 vs CPU bf16 parameters", rt_arch_names[a]);
+            assert_true(tu_close_f(what, graph.params[0], cpu_bf16.params[0], n, 1e-4, 1e-4));
+            free_run(&cpu_bf16);
+        }
+        free_run(&cpu);
+        free_run(&fp32);
+        free_run(&graph);
         free_run(&eager);
     }
 }
@@ -493,11 +579,9 @@ int main(int argc, char **argv)
     rt_log_set_level(RT_LL_ERROR);
     make_rows();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_rank),
-        cmocka_unit_test(test_gpu_matches_cpu),
-        cmocka_unit_test(test_families),
-        cmocka_unit_test(test_shared_gpu_stages),
-        cmocka_unit_test(test_dead_peer),
+        cmocka_unit_test(test_one_rank),          cmocka_unit_test(test_gpu_matches_cpu),
+        cmocka_unit_test(test_families),          cmocka_unit_test(test_families_bf16),
+        cmocka_unit_test(test_shared_gpu_stages), cmocka_unit_test(test_dead_peer),
         cmocka_unit_test(test_gpu_timeline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,7 +9,8 @@
  *   1e-5       embedding scatter-add (atomics: a different summation order
  *              of O(1) values), batch norm (double statistics on both sides)
  *   ~1e-5·√k   GEMMs in fp32: cuBLAS and OpenBLAS sum k products in
- *              different orders; float rounding grows like √k
+ *              different orders; float rounding grows like √k (TF32 and
+ *              bf16 inputs: their rounding's bounds, dense_case)
  *   1e-6 rel   head (expf vs expf), Adam (IEEE sqrt and divide, double pow)
  *   1e-9 rel   MAE / RMSPE / loss sums (double accumulation in another order)
  *   1e-5 rel   the losses' gradients (device exp/log, rounded to float) */
@@ -182,7 +183,63 @@ static void test_op_batchnorm(void **state)
         rt_kfree(gpu, bufs[i]);
 }
 
-static void dense_case(tu_rng *g, bool tf32)
+/* The dense layer's three GEMMs in one math mode, against the CPU's fp32
+ * on the same inputs.  Sums of k products of size t: fp32 rounding grows
+ * like eps·t·√k with eps = 6e-8; TF32 rounds inputs to 10 mantissa bits
+ * (5e-4 relative), bf16 to 7 (4e-3; cuBLAS's FAST_16BF may use TF32, finer).
+ * The absolute bounds below are those estimates with a 4-20x margin:
+ * forward and dX terms are |x·w| <= 0.1, dW terms |x·dy| <= 1. */
+enum math { MATH_FP32, MATH_TF32, MATH_BF16 };
+
+static const char *math_name(enum math m, const char *what, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s", what, m == MATH_TF32 ? " tf32" : m == MATH_BF16 ? " bf16" : "");
+    return buf;
+}
+
+/* Under the emulator a bf16 GEMM is the exact fp32 GEMM of the rounded
+ * inputs: checks that every product of the layer asked cuBLAS for bf16
+ * (a GPU may round to TF32 instead, so only the emulator can tell). */
+static void dense_bf16_exact(int64_t B, int64_t in, int64_t out, int64_t xld, rt_act act,
+                             const float *x, const float *w, const float *b, const float *y,
+                             const float *dy, const float *gpu_y, float *d_dw, float *d_dx)
+{
+    const size_t nx = (size_t)(B * xld), ny = (size_t)(B * out), nw = (size_t)(out * in);
+    float *xr = malloc(nx * 4), *wr = malloc(nw * 4), *dyr = malloc(ny * 4), *yr = malloc(ny * 4);
+    float *dw = malloc(nw * 4), *db = malloc((size_t)out * 4), *dx = malloc(nx * 4);
+    for (size_t i = 0; i < nx; i++)
+        xr[i] = tu_bf16_round(x[i]);
+    for (size_t i = 0; i < nw; i++)
+        wr[i] = tu_bf16_round(w[i]);
+    for (size_t i = 0; i < ny; i++)
+        dyr[i] = tu_bf16_round(dy[i]);
+    tu_poison(dx, nx);
+    const double k_in = sqrt((double)in), k_b = sqrt((double)B), k_out = sqrt((double)out);
+    rt_k_dense_fwd(cpu, hv(xr, B, in, xld), wr, b, act, hv(yr, B, out, out));
+    assert_true(tu_close_f("dense_fwd bf16 (rounded inputs)", gpu_y, yr, ny, 1e-6 * k_in, 1e-4));
+    float *got;
+    /* the GPU's backward ran from y (the fp32 forward's): so does this one */
+    rt_k_dense_bwd(cpu, hv(xr, B, in, xld), wr, hv((float *)y, B, out, out), act,
+                   hv(dyr, B, out, out), dw, db, hv(dx, B, in, xld));
+    got = down(d_dw, nw);
+    assert_true(tu_close_f("dense_bwd dw bf16 (rounded inputs)", got, dw, nw, 1e-5 * k_b, 1e-4));
+    free(got);
+    got = down(d_dx, nx);
+    for (int64_t r = 0; r < B; r++)
+        if (!tu_close_f("dense_bwd dx bf16 (rounded inputs)", got + r * xld, dx + r * xld,
+                        (size_t)in, 1e-6 * k_out, 1e-4))
+            fail_msg("row %lld", (long long)r);
+    free(got);
+    free(xr);
+    free(wr);
+    free(dyr);
+    free(yr);
+    free(dw);
+    free(db);
+    free(dx);
+}
+
+static void dense_case(tu_rng *g, enum math math)
 {
     const int64_t B = tu_int(g, 1, 3000), in = tu_int(g, 1, 1100), out = tu_int(g, 1, 1100);
     const int64_t xld = in + tu_int(g, 0, 4);
@@ -190,30 +247,33 @@ static void dense_case(tu_rng *g, bool tf32)
     const size_t nx = (size_t)(B * xld), ny = (size_t)(B * out), nw = (size_t)(out * in);
     float *x = malloc(nx * 4), *w = malloc(nw * 4), *b = malloc((size_t)out * 4), *y = malloc(ny * 4);
     float *dy = malloc(ny * 4), *dw = malloc(nw * 4), *db = malloc((size_t)out * 4), *dx = malloc(nx * 4);
+    float *dy0 = malloc(ny * 4);
     tu_fill(g, x, nx, -1, 1);
     tu_fill(g, w, nw, -0.1, 0.1);
     tu_fill(g, b, (size_t)out, -0.1, 0.1);
     tu_fill(g, dy, ny, -1, 1);
+    memcpy(dy0, dy, ny * 4);
     tu_poison(dx, nx);
     float *d_x = up(x, nx * 4), *d_w = up(w, nw * 4), *d_b = up(b, (size_t)out * 4);
     float *d_dy = up(dy, ny * 4), *d_y = dpoison(ny), *d_dw = dpoison(nw), *d_db = dpoison((size_t)out);
     float *d_dx = dpoison(nx);
-    rt_kctx_set_tf32(gpu, tf32);
+    rt_kctx_set_tf32(gpu, math == MATH_TF32);
+    assert_true(rt_kctx_set_bf16(gpu, math == MATH_BF16));
     rt_k_dense_fwd(cpu, hv(x, B, in, xld), w, b, act, hv(y, B, out, out));
     rt_k_dense_fwd(gpu, gv(d_x, B, in, xld), d_w, d_b, act, gv(d_y, B, out, out));
-    /* Sums of k products of size t: fp32 rounding grows like eps·t·√k with
-     * eps = 6e-8; TF32 rounds inputs to 10 mantissa bits (5e-4 relative).
-     * The absolute bounds below are those estimates with a 4-20x margin:
-     * forward and dX terms are |x·w| <= 0.1, dW terms |x·dy| <= 1. */
     const double k_in = sqrt((double)in), k_b = sqrt((double)B), k_out = sqrt((double)out);
-    const double e = tf32 ? 2e-3 : 1e-6, fr = tf32 ? 3e-3 : 1e-4;
+    const double e = math == MATH_BF16 ? 8e-3 : math == MATH_TF32 ? 2e-3 : 1e-6;
+    const double fr = math == MATH_BF16 ? 2.4e-2 : math == MATH_TF32 ? 3e-3 : 1e-4;
+    char name[64], dev[160];
+    const bool exact = math == MATH_BF16 && strstr(rt_cuda_device_name(dev, sizeof dev), "cudaemu");
     float *got = down(d_y, ny);
-    assert_true(tu_close_f(tf32 ? "dense_fwd tf32" : "dense_fwd", got, y, ny, e * k_in, fr));
-    free(got);
+    assert_true(
+        tu_close_f(math_name(math, "dense_fwd", name, sizeof name), got, y, ny, e * k_in, fr));
     rt_k_dense_bwd(cpu, hv(x, B, in, xld), w, hv(y, B, out, out), act, hv(dy, B, out, out), dw, db,
                    hv(dx, B, in, xld));
     /* backward from the same forward output: a value the two GEMMs put on
      * either side of 0 would flip the ReLU mask and fail spuriously */
+    float *gpu_y = got;
     rt_kmemcpy(gpu, d_y, y, ny * 4, RT_H2D);
     rt_k_dense_bwd(gpu, gv(d_x, B, in, xld), d_w, gv(d_y, B, out, out), act, gv(d_dy, B, out, out),
                    d_dw, d_db, gv(d_dx, B, in, xld));
@@ -224,16 +284,29 @@ static void dense_case(tu_rng *g, bool tf32)
     assert_true(tu_close_f("dense_bwd db", got, db, (size_t)out, 1e-5 * k_b, 1e-5));
     free(got);
     got = down(d_dw, nw);
-    assert_true(tu_close_f(tf32 ? "dense_bwd dw tf32" : "dense_bwd dw", got, dw, nw, 10 * e * k_b, fr));
+    assert_true(tu_close_f(math_name(math, "dense_bwd dw", name, sizeof name), got, dw, nw,
+                           10 * e * k_b, fr));
     free(got);
     got = down(d_dx, nx);
     for (int64_t r = 0; r < B; r++)
-        if (!tu_close_f(tf32 ? "dense_bwd dx tf32" : "dense_bwd dx", got + r * xld, dx + r * xld,
-                        (size_t)in, e * k_out, fr))
+        if (!tu_close_f(math_name(math, "dense_bwd dx", name, sizeof name), got + r * xld,
+                        dx + r * xld, (size_t)in, e * k_out, fr))
             fail_msg("row %lld", (long long)r);
     free(got);
+    if (exact)
+        dense_bf16_exact(B, in, out, xld, act, x, w, b, y, dy0, gpu_y, d_dw, d_dx);
+    free(gpu_y);
     rt_kctx_set_tf32(gpu, false);
-    free(x); free(w); free(b); free(y); free(dy); free(dw); free(db); free(dx);
+    rt_kctx_set_bf16(gpu, false);
+    free(x);
+    free(w);
+    free(b);
+    free(y);
+    free(dy);
+    free(dw);
+    free(db);
+    free(dx);
+    free(dy0);
     float *bufs[] = {d_x, d_w, d_b, d_dy, d_y, d_dw, d_db, d_dx};
     for (size_t i = 0; i < RT_ARRAY_LEN(bufs); i++)
         rt_kfree(gpu, bufs[i]);
@@ -244,8 +317,10 @@ static void test_op_dense(void **state)
     (void)state;
     tu_rng g = tu_rng_make(23);
     for (int rep = 0; rep < 4; rep++)
-        dense_case(&g, false);
-    dense_case(&g, true);
+        dense_case(&g, MATH_FP32);
+    dense_case(&g, MATH_TF32);
+    dense_case(&g, MATH_BF16);
+    dense_case(&g, MATH_BF16);
 }
 
 /* Dropout: identical masks, identical values. */

@@ -232,7 +232,7 @@ static void log_start(const trainer *t, rt_device dev, const char *threads_why)
     if (dev == RT_DEVICE_CUDA) {
         char name[160];
         snprintf(where, sizeof where, "%s, gradients %s%s", rt_cuda_device_name(name, sizeof name),
-                 rt_dp_gradient_path(t->dp), cfg->tf32 ? ", TF32" : "");
+                 rt_dp_gradient_path(t->dp), cfg->tf32 && !rt_kctx_bf16(kc) ? ", TF32" : "");
     } else {
         snprintf(where, sizeof where, "CPU, %d thread%s (%s), GEMM kernel %s", rt_kctx_threads(kc),
                  rt_kctx_threads(kc) == 1 ? "" : "s", threads_why,
@@ -240,9 +240,10 @@ static void log_start(const trainer *t, rt_device dev, const char *threads_why)
     }
     if (cfg->precision == RT_PREC_BF16) /* what ran, where bf16 was asked for */
         snprintf(where + strlen(where), sizeof where - strlen(where), ", %s",
-                 rt_kctx_bf16(kc)        ? "precision bf16 (GEMM inputs; FP32 sums)"
-                 : dev == RT_DEVICE_CUDA ? "precision fp32: bf16 on GPUs is not built yet"
-                                         : "precision fp32: this CPU has no AVX512_BF16");
+                 rt_kctx_bf16(kc) ? "precision bf16 (GEMM inputs; FP32 sums)"
+                 : dev == RT_DEVICE_CUDA
+                     ? "precision fp32: this GPU has no bf16 tensor cores (sm_80 on)"
+                     : "precision fp32: this CPU has no AVX512_BF16");
     char opt[32];
     rt_cfg_enum_name(&rt_job_schema, "train", "optimizer", cfg->optimizer, opt, sizeof opt);
     fprintf(env->log,

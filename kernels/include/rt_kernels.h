@@ -121,15 +121,17 @@ void rt_blas_reexec(char **argv);
 void rt_kctx_set_tf32(rt_kctx *ctx, bool on);
 /* bf16 GEMMs ([model] precision = bf16): every GEMM's inputs rounded to
  * bf16, its sums in fp32; everything else stays fp32.  On a CPU with
- * AVX512_BF16 only (cpu_gemm_bf16.c); false when asked for where it cannot
- * run (the GEMMs stay fp32). */
+ * AVX512_BF16 (cpu_gemm_bf16.c) and on a GPU with bf16 tensor cores
+ * (compute capability 8.0 on: cuBLAS's CUBLAS_COMPUTE_32F_FAST_16BF, which
+ * may also round to TF32 where it chooses); false when asked for where it
+ * cannot run (the GEMMs stay fp32, or TF32 as rt_kctx_set_tf32 says). */
 bool rt_kctx_set_bf16(rt_kctx *ctx, bool on);
 bool rt_kctx_bf16(const rt_kctx *ctx);
 /* Whether a model on this context keeps the tensors that only ever are GEMM
  * inputs (TabM's scaled inputs and its linear layers' output gradients) in
  * bf16 (RT_BF16 views): what the GEMM would round them to anyway, so the
- * same bits with half the bytes.  True where rt_kctx_bf16 is, unless
- * turned off (tests compare both); read when a model is created. */
+ * same bits with half the bytes.  True where rt_kctx_bf16 is on a CPU,
+ * unless turned off (tests compare both); read when a model is created. */
 void rt_kctx_set_bf16_store(rt_kctx *ctx, bool on);
 bool rt_kctx_bf16_store(const rt_kctx *ctx);
 /* Whether this CPU can run the bf16 GEMMs (and, as rt_cpu_gemm_kernel, the

@@ -44,7 +44,7 @@ typedef struct rt_dp_opts {
     rt_device device;     /* RT_DEVICE_CUDA uses the current CUDA device */
     int threads;          /* CPU threads (0: all cores) */
     bool tf32;            /* TF32 GEMMs on the GPU */
-    bool bf16;            /* bf16 GEMM inputs where the device can (rt_dp_bf16 says) */
+    bool bf16;            /* bf16 GEMM inputs where the device can (rt_kctx_bf16 says where) */
     size_t bucket_bytes;  /* gradient bucket size (0: 25 MiB) */
     bool allreduce_bf16;  /* the buckets allreduced in bf16 (CPU) */
     int64_t max_batch;    /* rows per step or evaluation chunk */
