@@ -20,7 +20,8 @@ def bench(path):
             if not line.startswith("{"):
                 continue
             r = json.loads(line)
-            key = (r["architecture"], r["batch"], bool(r["tf32"]))
+            math = ("BF16" if r.get("precision") == "bf16" else "TF32" if r["tf32"] else "FP32")
+            key = (r["architecture"], r["batch"], math)
             if r.get("framework") == "pytorch":
                 pt[key + (r["mode"],)] = r["step_us"]
             elif r.get("device") == "cuda":
@@ -40,9 +41,19 @@ def bench(path):
         def num(x):
             return f"{x:.1f}" if x else "—"
         peak = r.get("gemm_peak_gflops") or 0
-        print(f"| {key[0]} | {key[1]} | {'TF32' if key[2] else 'FP32'} | {us:.1f} | {num(e)} | {num(g)} "
+        print(f"| {key[0]} | {key[1]} | {key[2]} | {us:.1f} | {num(e)} | {num(g)} "
               f"| {ratio(e)} | {ratio(g)} | {r['gflops']:.0f} | {peak:.0f} "
               f"| {100 * r['gflops'] / peak if peak else 0:.0f}% |")
+    pairs = [(k, rt[k], rt.get((k[0], k[1], "TF32"))) for k in sorted(rt) if k[2] == "BF16"]
+    if pairs:  # [model] precision = bf16 against TF32 (issue 48: >= 1.5x at batch 8192)
+        print()
+        print("| architecture | batch | TF32 µs | bf16 µs | bf16 speed-up |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        for k, b, t in pairs:
+            bus = b["step_us"]
+            tus = f"{t['step_us']:.1f}" if t else "—"
+            up = f"{t['step_us'] / bus:.2f}x" if t else "—"
+            print(f"| {k[0]} | {k[1]} | {tus} | {bus:.1f} | {up} |")
 
 
 def ncu(path):

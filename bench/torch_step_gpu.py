@@ -10,11 +10,16 @@ the same GPU, in the same call (scripts/gpu-run.sh), two ways:
           counterpart of ringtrain's captured step.
 
     torch_step_gpu.py SPEC.json... [--batches 100,1024,8192] [--seconds S] [--json]
+                      [--math fp32,tf32,bf16]
 
 Each SPEC.json is `train_step --architecture NAME --print-spec`; the
 network is bench/torch_models.py's, the data one fixed random batch, as
-train_step's.  TF32 off (FP32) and on, as train_step without and with
---tf32.  Times are CUDA-event times per step over about S seconds."""
+train_step's.  --math (default fp32,tf32): TF32 off (FP32) and on, as
+train_step without and with --tf32; bf16 the forward and loss under
+torch.autocast("cuda", dtype=torch.bfloat16), as train_step --precision
+bf16 (autocast's weight cache off: it may not live across a graph's
+replays).  Times are CUDA-event times per step over about S seconds."""
+import contextlib
 import argparse
 import json
 import os
@@ -54,7 +59,8 @@ def per_step_us(fn, seconds):
     return a.elapsed_time(b) * 1e3 / n
 
 
-def measure(spec, b, mode, tf32, seconds):
+def measure(spec, b, mode, math, seconds):
+    tf32 = math != "fp32"
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
     torch.manual_seed(0)
@@ -66,9 +72,11 @@ def measure(spec, b, mode, tf32, seconds):
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, eps=1e-3, capturable=graphs)
 
     def loss_of():  # tabm: the members' mean loss, as ringtrain trains it
-        if hasattr(model, "members"):
-            return (model.members(cat, cont) - label[:, None]).abs().mean()
-        return (model(cat, cont) - label).abs().mean()
+        with (torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False)
+              if math == "bf16" else contextlib.nullcontext()):
+            if hasattr(model, "members"):
+                return (model.members(cat, cont).float() - label[:, None]).abs().mean()
+            return (model(cat, cont).float() - label).abs().mean()
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -101,7 +109,11 @@ def main():
     ap.add_argument("--batches", default="100,1024,8192")
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--math", default="fp32,tf32")
     a = ap.parse_args()
+    maths = a.math.split(",")
+    if not set(maths) <= {"fp32", "tf32", "bf16"}:
+        ap.error("--math: a list of fp32, tf32, bf16")
     if not torch.cuda.is_available():
         print("torch_step_gpu.py: PyTorch sees no CUDA device", file=sys.stderr)
         sys.exit(77)
@@ -109,24 +121,25 @@ def main():
     for path in a.specs:
         with open(path) as f:
             spec = json.load(f)
-        for tf32 in (False, True):
+        for math in maths:
             for b in (int(x) for x in a.batches.split(",")):
                 for mode in ("eager", "graphs"):
                     try:
-                        us = measure(spec, b, mode, tf32, a.seconds)
+                        us = measure(spec, b, mode, math, a.seconds)
                     except Exception as e:  # one failing point must not hide the others
                         print(f"torch_step_gpu.py: {spec['architecture']} batch {b} {mode}: {e}",
                               file=sys.stderr)
                         continue
                     out = {"framework": "pytorch", "version": torch.__version__, "gpu": name,
                            "architecture": spec["architecture"], "device": "cuda", "mode": mode,
-                           "tf32": tf32, "batch": b, "step_us": round(us, 2),
+                           "tf32": math != "fp32", "precision": "bf16" if math == "bf16" else "fp32",
+                           "batch": b, "step_us": round(us, 2),
                            "samples_per_s": round(b / (us * 1e-6), 1)}
                     if a.json:
                         print(json.dumps(out))
                     else:
                         print(f"pytorch {mode:6s} {spec['architecture']:15s} batch {b:5d} "
-                              f"{'tf32' if tf32 else 'fp32'}: {us:9.1f} us/step")
+                              f"{math}: {us:9.1f} us/step")
 
 
 if __name__ == "__main__":

@@ -24,9 +24,10 @@
  * taken side by side; ratio (against the warm best) is the stricter one.
  * --tf32 runs the CUDA GEMMs (model and reference alike) on TF32 tensor
  * cores; the default is exact fp32 on both sides.  --precision bf16 runs the
- * model's GEMMs as `[model] precision = bf16` does (CPUs with AVX512_BF16:
- * inputs rounded to bf16, fp32 sums; gemm_peak stays OpenBLAS's fp32 sgemm,
- * Debian's OpenBLAS having no sbgemm).  OpenBLAS runs the best
+ * model's GEMMs as `[model] precision = bf16` does (CPUs with AVX512_BF16,
+ * GPUs from sm_80: inputs rounded to bf16, fp32 sums; on the CPU gemm_peak
+ * stays OpenBLAS's fp32 sgemm, Debian's OpenBLAS having no sbgemm; on a GPU
+ * it is cuBLAS in the same bf16 compute type).  OpenBLAS runs the best
  * kernels it has for this CPU (rt_blas_reexec) unless OPENBLAS_CORETYPE is
  * set; the output names them (blas_core). */
 #include <cblas.h>
@@ -158,7 +159,7 @@ static int run_one(const rt_model_spec *spec, rt_device dev, int threads, long b
     rt_kctx_set_tf32(ctx, tf32);
     if (bf16 && !rt_kctx_set_bf16(ctx, true)) {
         fprintf(stderr, "train_step: --precision bf16: this device has no bf16 GEMMs (CPUs with "
-                        "AVX512_BF16 only)\n");
+                        "AVX512_BF16, GPUs from sm_80)\n");
         rt_kctx_destroy(ctx);
         return 1;
     }
@@ -217,7 +218,8 @@ static int run_one(const rt_model_spec *spec, rt_device dev, int threads, long b
         free(t);
         free(tg);
         sgemm_free(&g);
-    } else if (rt_train_step_gpu(m, batch, &hp, seconds, tf32, &r->step_us, &r->gemm_peak, err) != 0) {
+    } else if (rt_train_step_gpu(m, batch, &hp, seconds, tf32, bf16, &r->step_us, &r->gemm_peak,
+                                 err) != 0) {
         fprintf(stderr, "train_step: %s\n", err);
         return 1;
     }
@@ -229,6 +231,15 @@ static int run_one(const rt_model_spec *spec, rt_device dev, int threads, long b
     rt_model_destroy(m);
     rt_kctx_destroy(ctx);
     return 0;
+}
+
+/* the kernels the step's GEMMs ran on: ours on the CPU, cuBLAS(Lt) in the
+ * compute type train_step_gpu.cu's baseline also uses on a GPU */
+static const char *gemm_kernel(const char *device, bool tf32, bool bf16)
+{
+    if (strcmp(device, "cuda") == 0)
+        return bf16 ? "cublasLt-fast-16bf" : tf32 ? "cublasLt-fast-tf32" : "cublasLt-fp32";
+    return bf16 && rt_cpu_bf16_kernel() ? rt_cpu_bf16_kernel() : rt_cpu_gemm_kernel();
 }
 
 int main(int argc, char **argv)
@@ -319,11 +330,12 @@ int main(int argc, char **argv)
         cfg[nc++].threads = 0;
     }
     char name[128];
-    if (!json)
+    if (!json && nc > 0 && cfg[0].dev == RT_DEVICE_CPU)
         printf("%s; ringtrain GEMM kernel %s; gemm_peak: OpenBLAS sgemm on its %s kernels\n",
-               rt_arch_names[spec.arch],
-               bf16 && rt_cpu_bf16_kernel() ? rt_cpu_bf16_kernel() : rt_cpu_gemm_kernel(),
-               rt_cpu_blas_core());
+               rt_arch_names[spec.arch], gemm_kernel("cpu", tf32, bf16), rt_cpu_blas_core());
+    else if (!json)
+        printf("%s; GEMMs on %s; gemm_peak: the same on B x 1000 x 1000\n",
+               rt_arch_names[spec.arch], gemm_kernel("cuda", tf32, bf16));
     if (!json)
         printf("%-6s %7s %6s %12s %10s %9s %10s %6s %10s %10s\n", "device", "threads", "batch",
                "samples/s",
@@ -344,7 +356,7 @@ int main(int argc, char **argv)
                        r.gflops, r.gemm_peak, r.gemm_side, r.step_us,
                        strcmp(r.device, "cuda") == 0 && tf32 ? "true" : "false",
                        bf16 ? "bf16" : "fp32", rt_cpu_blas_core(),
-                       bf16 && rt_cpu_bf16_kernel() ? rt_cpu_bf16_kernel() : rt_cpu_gemm_kernel());
+                       gemm_kernel(r.device, tf32, bf16));
             else if (r.gemm_side > 0)
                 printf("%-6s %7d %6ld %12.0f %10.1f %9.1f %10.1f %5.0f%% %10.1f %9.0f%%\n",
                        r.device, r.threads, r.batch, r.samples_per_s, r.step_us, r.gflops,

@@ -1,7 +1,8 @@
 /* train_step_gpu.cu — the CUDA half of bench/train_step: the training step
  * (forward, loss, backward, Adam) captured once as a CUDA graph and replayed,
- * timed with CUDA events; and cuBLAS sgemm on the model's dominant shape
- * (B x 1000 x 1000, TF32 when the context uses it, random data), same
+ * timed with CUDA events; and cuBLAS's GEMM on the model's dominant shape
+ * (B x 1000 x 1000, fp32 operands in the step's compute type — FP32, TF32
+ * or bf16 inputs (CUBLAS_COMPUTE_32F_FAST_16BF) — random data), same
  * stream. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -41,13 +42,15 @@ struct gemm_arg {
     int m, n, k;
     const float *a, *b;
     float *c;
+    cublasComputeType_t compute;
 };
 static void launch_gemm(void *p)
 {
     struct gemm_arg *g = (struct gemm_arg *)p;
     const float one = 1.0f, zero = 0.0f;
-    cublasSgemm(g->h, CUBLAS_OP_T, CUBLAS_OP_N, g->m, g->n, g->k, &one, g->a, g->k, g->b, g->k,
-                &zero, g->c, g->m);
+    cublasGemmEx(g->h, CUBLAS_OP_T, CUBLAS_OP_N, g->m, g->n, g->k, &one, g->a, CUDA_R_32F, g->k,
+                 g->b, CUDA_R_32F, g->k, &zero, g->c, CUDA_R_32F, g->m, g->compute,
+                 CUBLAS_GEMM_DEFAULT);
 }
 
 /* uniform in [-1, 1) from a hash of the index: the GEMM baseline runs on
@@ -72,8 +75,8 @@ static int iters_for(double us_per_iter, double seconds)
     return n < 10 ? 10 : (n > 100000 ? 100000 : (int)n);
 }
 
-int rt_train_step_gpu(rt_model *m, long batch, const rt_adam_hp *hp, double seconds,
-                      bool tf32, double *step_us, double *gemm_peak_gflops, char *err)
+int rt_train_step_gpu(rt_model *m, long batch, const rt_adam_hp *hp, double seconds, bool tf32,
+                      bool bf16, double *step_us, double *gemm_peak_gflops, char *err)
 {
     rt_kctx *ctx = rt_model_kctx(m);
     cudaStream_t s = (cudaStream_t)rt_kctx_stream(ctx);
@@ -116,7 +119,9 @@ int rt_train_step_gpu(rt_model *m, long batch, const rt_adam_hp *hp, double seco
     ga.a = a;
     ga.b = b;
     ga.c = c;
-    cublasSetMathMode(ga.h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+    ga.compute = bf16   ? CUBLAS_COMPUTE_32F_FAST_16BF
+                 : tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                        : CUBLAS_COMPUTE_32F;
     launch_gemm(&ga);
     one = elapsed_per_iter(s, 3, launch_gemm, &ga);
     double us = elapsed_per_iter(s, iters_for(one, seconds / 2), launch_gemm, &ga);

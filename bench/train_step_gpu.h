@@ -1,6 +1,6 @@
 /* train_step_gpu.h — the CUDA half of bench/train_step: the step captured as
- * a CUDA graph and timed with events, and cuBLAS's sgemm rate on the same
- * shape.  Without CUDA in the build the function reports that and fails. */
+ * a CUDA graph and timed with events, and cuBLAS's rate on the same shape
+ * in the step's math (FP32, TF32 or bf16 inputs).  Without CUDA in the build the function reports that and fails. */
 #ifndef RT_BENCH_TRAIN_STEP_GPU_H
 #define RT_BENCH_TRAIN_STEP_GPU_H
 
@@ -12,8 +12,8 @@
 extern "C" {
 #endif
 
-int rt_train_step_gpu(rt_model *m, long batch, const rt_adam_hp *hp, double seconds,
-                      bool tf32, double *step_us, double *gemm_peak_gflops, char *err);
+int rt_train_step_gpu(rt_model *m, long batch, const rt_adam_hp *hp, double seconds, bool tf32,
+                      bool bf16, double *step_us, double *gemm_peak_gflops, char *err);
 
 #ifdef __cplusplus
 }

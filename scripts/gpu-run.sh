@@ -6,7 +6,8 @@
 #   report.md   what ran, the GPU, each step's result, the figures
 #   check.log   every step's full output
 #   bench.jsonl train_step (ringtrain) and torch_step_gpu.py (PyTorch eager
-#               and CUDA graphs) JSON lines, side by side
+#               and CUDA graphs) JSON lines, side by side, in FP32, TF32 and
+#               (batch 8192) bf16
 #   ncu-100.csv, ncu-8192.csv  per-kernel times of the first kernels of
 #               train_step at batch 100 and 8192 (ncu --clock-control none)
 #   memcheck.log compute-sanitizer memcheck of captured steps
@@ -142,16 +143,26 @@ if [ $gpu -eq 1 ]; then
       step "train_step $a ${tf:---fp32}" 40 sh -c \
         "'$here/bin/train_step' --architecture $a --device cuda --seconds 1 --json $tf | tee -a '$bench'"
     done
+    # [model] precision = bf16 (cuBLAS's FAST_16BF) at batch 8192, the issue's
+    # point against TF32's
+    step "train_step $a bf16" 30 sh -c \
+      "'$here/bin/train_step' --architecture $a --device cuda --batch 8192 --seconds 1 --json \
+       --tf32 --precision bf16 | tee -a '$bench'"
   done
-  # PyTorch on the same GPU, in this call: eager and CUDA graphs
+  # PyTorch on the same GPU, in this call: eager and CUDA graphs; then its
+  # autocast bf16 at batch 8192
   specs=()
   for a in "${archs[@]}"; do specs+=("$tmp/$a.json"); done
   step "pytorch eager + graphs" 150 sh -c \
     "PYTHONUNBUFFERED=1 python3 bench/torch_step_gpu.py ${specs[*]} --seconds 1 --json | tee -a '$bench'"
+  step "pytorch autocast bf16" 60 sh -c \
+    "PYTHONUNBUFFERED=1 python3 bench/torch_step_gpu.py ${specs[*]} --seconds 1 --json --math bf16 \
+     --batches 8192 | tee -a '$bench'"
   python3 bench/gpu_report.py "$bench" >> "$report" 2>> "$log" || say "- gpu_report.py: FAILED"
 else
   for a in "${archs[@]}"; do skip "train_step $a"; done
   skip "pytorch eager + graphs"
+  skip "pytorch autocast bf16"
 fi
 
 say ""
