@@ -425,7 +425,7 @@ static const rt_cfg_key job_keys[] = {
              "bf16: each gradient bucket is rounded to bf16 for its allreduce and widened back "
              "(half the bytes on the wire and through the integrity tags, about 3 significant "
              "digits; Horovod's Compression.fp16, in bf16); the update itself stays FP32.  CPU "
-             "workers"),
+             "and GPU workers (NCCL's bfloat16, or the staged ring's)"),
     RT_CFG_I("train", "eval_batch_size", "4096", 1, 1 << 22, rt_job_cfg, eval_batch_size,
              "rows per forward pass in validation and prediction"),
     RT_CFG_S("train", "monitor", "val_loss", rt_job_cfg, monitor,

@@ -281,6 +281,27 @@ void rt_cpu_scale(rt_kctx *ctx, float *p, int64_t n, float s)
         p[i] *= s;
 }
 
+/* bf16 as transport/reduce.c's bf16_of and f32_of (the CPU ring's) */
+void rt_cpu_to_bf16(rt_kctx *ctx, const float *x, uint16_t *y, int64_t n)
+{
+#pragma omp parallel for simd schedule(static) num_threads(ctx->threads) if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        y[i] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u) /* NaN: quiet */
+                                               : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+}
+
+void rt_cpu_from_bf16(rt_kctx *ctx, const uint16_t *x, float *y, int64_t n)
+{
+#pragma omp parallel for simd schedule(static) num_threads(ctx->threads) if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)x[i] << 16;
+        memcpy(&y[i], &u, 4);
+    }
+}
+
 /* ---- context and memory ------------------------------------------------------ */
 
 static int cpu_count(void) { return 1; }

@@ -674,3 +674,37 @@ void rt_cuda_scale(rt_kctx *ctx, float *p, int64_t n, float s)
     k_scale<<<grid_for(n, T256), T256, 0, CS(ctx)->stream>>>(p, n, s);
     LAUNCHED(CS(ctx), "k_scale");
 }
+
+/* bf16 as transport/reduce.c's bf16_of and f32_of (the CPU ring's) */
+__global__ void k_to_bf16(const float *x, uint16_t *y, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        uint32_t u = __float_as_uint(x[i]);
+        y[i] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u) /* NaN: quiet */
+                                               : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+}
+
+__global__ void k_from_bf16(const uint16_t *x, float *y, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = __uint_as_float((uint32_t)x[i] << 16);
+}
+
+void rt_cuda_to_bf16(rt_kctx *ctx, const float *x, uint16_t *y, int64_t n)
+{
+    if (n == 0)
+        return;
+    k_to_bf16<<<grid_for(n, T256), T256, 0, CS(ctx)->stream>>>(x, y, n);
+    LAUNCHED(CS(ctx), "k_to_bf16");
+}
+
+void rt_cuda_from_bf16(rt_kctx *ctx, const uint16_t *x, float *y, int64_t n)
+{
+    if (n == 0)
+        return;
+    k_from_bf16<<<grid_for(n, T256), T256, 0, CS(ctx)->stream>>>(x, y, n);
+    LAUNCHED(CS(ctx), "k_from_bf16");
+}

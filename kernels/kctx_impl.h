@@ -87,7 +87,9 @@ typedef struct rt_kernel_ops rt_kernel_ops;
     X(sqnorm, (rt_kctx *ctx, const float *g, int64_t n, double *out))                         \
     X(loss, (rt_kctx *ctx, const rt_loss_desc *d, rt_view z, const float *y, const float *w,  \
              const float *norm, rt_view dz, double *acc))                                     \
-    X(scale, (rt_kctx *ctx, float *p, int64_t n, float s))
+    X(scale, (rt_kctx *ctx, float *p, int64_t n, float s))                                    \
+    X(to_bf16, (rt_kctx *ctx, const float *x, uint16_t *y, int64_t n))                        \
+    X(from_bf16, (rt_kctx *ctx, const uint16_t *x, float *y, int64_t n))
 #define RT_KERNEL_CPU_OPS(X)                                                                 \
     X(bn_fwd_given, (rt_kctx *ctx, rt_view x, const float *gamma, const float *beta,         \
                      const double *mean, const double *var, float eps, rt_view y))           \

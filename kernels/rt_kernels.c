@@ -710,3 +710,15 @@ void rt_k_scale(rt_kctx *ctx, float *p, int64_t n, float s)
     RT_ASSERT(n >= 0);
     ctx->ops->scale(ctx, p, n, s);
 }
+
+void rt_k_to_bf16(rt_kctx *ctx, const float *x, uint16_t *y, int64_t n)
+{
+    RT_ASSERT(n >= 0);
+    ctx->ops->to_bf16(ctx, x, y, n);
+}
+
+void rt_k_from_bf16(rt_kctx *ctx, const uint16_t *x, float *y, int64_t n)
+{
+    RT_ASSERT(n >= 0);
+    ctx->ops->from_bf16(ctx, x, y, n);
+}

@@ -11,6 +11,7 @@
  *     to NCCL (at 2 ranks every allreduce is the same a + b); and so for
  *     every model family (graphs against op by op, CPU against GPU);
  *   - [model] precision = bf16 on the GPU, every family (test_families_bf16);
+ *   - [train] allreduce_precision = bf16: NCCL and staged (test_allreduce_bf16);
  *   - two ranks on one GPU: the ranks agree not to use NCCL and stage,
  *     with the same result;
  *   - a peer that leaves, or stays silent: the next step fails within the
@@ -144,6 +145,7 @@ typedef struct run {
     bool nccl, graphs, same_gpu;
     bool bf16;           /* [model] precision = bf16 */
     bool ran_bf16;       /* the model's context ran bf16 GEMMs */
+    bool allreduce_bf16; /* [train] allreduce_precision = bf16 */
     int leave_after;     /* rank 1 stops after this many steps (0: never) */
     bool silent;         /* ... and stays, without stepping, instead of leaving */
     bool trace;          /* each rank's timeline into trace[rank] */
@@ -174,6 +176,7 @@ static void rank_body(rt_comm *c, int rank, void *arg, rh_result *res)
     o.nccl = r->nccl;
     o.graphs = r->graphs;
     o.bf16 = r->bf16;
+    o.allreduce_bf16 = r->allreduce_bf16;
     o.timeout_us = r->timeout_us ? r->timeout_us : 20000000;
     rt_dp *d = NULL;
     RH_CHECK(res, rt_dp_create(&s, &o, c, &d, err) == RT_OK, "create: %s", err);
@@ -403,6 +406,42 @@ static void test_families_bf16(void **state)
     }
 }
 
+/* [train] allreduce_precision = bf16 on GPUs, 2 ranks: each bucket rounded
+ * on the device, summed as NCCL's bfloat16 (inside the captured graph) or
+ * round the staged ring, widened back.  Both ranks bitwise equal; captured
+ * bitwise op by op; NCCL bitwise the staged ring (at 2 ranks both are one
+ * FP32 add of the two rounded values, rounded once); not the FP32
+ * allreduce's bits; near the CPU's bf16 allreduce as FP32 is near FP32. */
+static void test_allreduce_bf16(void **state)
+{
+    (void)state;
+    run cpu = {.device = RT_DEVICE_CPU, .allreduce_bf16 = true};
+    run fp32 = {.device = RT_DEVICE_CUDA, .nccl = true, .graphs = true};
+    run nccl = {.device = RT_DEVICE_CUDA, .nccl = true, .graphs = true, .allreduce_bf16 = true};
+    run eager = {.device = RT_DEVICE_CUDA, .nccl = true, .allreduce_bf16 = true};
+    run staged = {.device = RT_DEVICE_CUDA, .graphs = true, .allreduce_bf16 = true};
+    run_two(&cpu);
+    run_two(&fp32);
+    run_two(&nccl);
+    run_two(&eager);
+    run_two(&staged);
+    const size_t n = (size_t)cpu.nparams;
+    assert_string_equal(nccl.path[0], want_path(&nccl));
+    assert_string_equal(staged.path[0], STAGED);
+    assert_memory_equal(nccl.params[0], nccl.params[1], n * 4);
+    assert_memory_equal(staged.params[0], staged.params[1], n * 4);
+    assert_memory_equal(nccl.params[0], eager.params[0], n * 4);
+    assert_memory_equal(nccl.params[0], staged.params[0], n * 4);
+    assert_true(memcmp(nccl.params[0], fp32.params[0], n * 4) != 0);
+    assert_true(tu_close_f("GPU vs CPU parameters, bf16 allreduce", nccl.params[0], cpu.params[0],
+                           n, 1e-4, 1e-4));
+    free_run(&cpu);
+    free_run(&fp32);
+    free_run(&nccl);
+    free_run(&eager);
+    free_run(&staged);
+}
+
 static void test_shared_gpu_stages(void **state)
 {
     (void)state;
@@ -579,10 +618,10 @@ int main(int argc, char **argv)
     rt_log_set_level(RT_LL_ERROR);
     make_rows();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_rank),          cmocka_unit_test(test_gpu_matches_cpu),
-        cmocka_unit_test(test_families),          cmocka_unit_test(test_families_bf16),
-        cmocka_unit_test(test_shared_gpu_stages), cmocka_unit_test(test_dead_peer),
-        cmocka_unit_test(test_gpu_timeline),
+        cmocka_unit_test(test_one_rank),       cmocka_unit_test(test_gpu_matches_cpu),
+        cmocka_unit_test(test_families),       cmocka_unit_test(test_families_bf16),
+        cmocka_unit_test(test_allreduce_bf16), cmocka_unit_test(test_shared_gpu_stages),
+        cmocka_unit_test(test_dead_peer),      cmocka_unit_test(test_gpu_timeline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -323,6 +323,58 @@ static void test_op_dense(void **state)
     dense_case(&g, MATH_BF16);
 }
 
+/* bf16 conversions (a gradient allreduce in bf16): the same bits on both
+ * devices, and the rounding the CPU ring uses — nearest even, ties to the
+ * even one, NaN kept a quiet NaN, infinities and subnormals through. */
+static void test_op_bf16(void **state)
+{
+    (void)state;
+    tu_rng g = tu_rng_make(29);
+    enum { N = 4099 };
+    uint32_t bits[N];
+    const uint32_t special[] = {0x3f800000u, 0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f800000u,
+                                0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffa00000u, 0x00000001u,
+                                0x80008000u, 0x00018000u, 0x7f7fffffu, 0x80000000u};
+    const uint16_t want[] = {0x3f80, 0x3f80, 0x3f82, 0x3f81, 0x7f80, 0xff80, 0x7fc0,
+                             0x7fc0, 0xffe0, 0x0000, 0x8000, 0x0002, 0x7f80, 0x8000};
+    const size_t ns = RT_ARRAY_LEN(special);
+    for (size_t i = 0; i < N; i++)
+        bits[i] = i < ns
+                      ? special[i]
+                      : (uint32_t)tu_int(&g, 0, 0x7fffffff) ^ (tu_int(&g, 0, 1) ? 0x80000000u : 0u);
+    float *x = malloc(N * 4), *back = malloc(N * 4), *gback = malloc(N * 4);
+    uint16_t h[N], gh[N];
+    memcpy(x, bits, sizeof bits);
+    rt_k_to_bf16(cpu, x, h, N);
+    rt_k_from_bf16(cpu, h, back, N);
+    for (size_t i = 0; i < ns; i++)
+        if (h[i] != want[i])
+            fail_msg("bf16 of 0x%08x: 0x%04x, want 0x%04x", special[i], h[i], want[i]);
+    for (size_t i = 0; i < N; i++) {
+        uint32_t u;
+        memcpy(&u, &back[i], 4);
+        assert_int_equal(u, (uint32_t)h[i] << 16); /* widening is exact */
+    }
+    float *d_x = up(x, N * 4), *d_back = dpoison(N);
+    uint16_t *d_h;
+    assert_int_equal(rt_kmalloc(gpu, N * 2, (void **)&d_h), RT_OK);
+    rt_k_to_bf16(gpu, d_x, d_h, N);
+    rt_k_from_bf16(gpu, d_h, d_back, N);
+    rt_kmemcpy(gpu, gh, d_h, N * 2, RT_D2H);
+    rt_kmemcpy(gpu, gback, d_back, N * 4, RT_D2H);
+    char err[RT_ERR_LEN];
+    if (rt_kctx_sync(gpu, err) != RT_OK)
+        fail_msg("cuda: %s", err);
+    assert_memory_equal(gh, h, N * 2);
+    assert_memory_equal(gback, back, N * 4);
+    rt_kfree(gpu, d_x);
+    rt_kfree(gpu, d_back);
+    rt_kfree(gpu, d_h);
+    free(x);
+    free(back);
+    free(gback);
+}
+
 /* Dropout: identical masks, identical values. */
 static void test_op_dropout(void **state)
 {
@@ -720,11 +772,11 @@ int main(int argc, char **argv)
     printf("device: %s\n", rt_cuda_device_name(name, sizeof name));
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_op_embedding), cmocka_unit_test(test_op_batchnorm),
-        cmocka_unit_test(test_op_dense),     cmocka_unit_test(test_op_dropout),
-        cmocka_unit_test(test_op_head),      cmocka_unit_test(test_op_adam_segments),
-        cmocka_unit_test(test_op_losses),    cmocka_unit_test(test_op_optimizers),
-        cmocka_unit_test(test_whole_step),
+        cmocka_unit_test(test_op_embedding),     cmocka_unit_test(test_op_batchnorm),
+        cmocka_unit_test(test_op_dense),         cmocka_unit_test(test_op_dropout),
+        cmocka_unit_test(test_op_bf16),          cmocka_unit_test(test_op_head),
+        cmocka_unit_test(test_op_adam_segments), cmocka_unit_test(test_op_losses),
+        cmocka_unit_test(test_op_optimizers),    cmocka_unit_test(test_whole_step),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

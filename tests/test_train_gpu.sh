@@ -14,7 +14,7 @@
 # schedule, moves them by far more.  The CUDA job keeps a timeline ([train]
 # trace): each rank's file has every kind of span, timed on the device, for
 # every step, and `ringtrain trace` merges them.  Then the Rossmann job in
-# [model] precision = bf16 on the GPU against the CPU's FP32 one.
+# bf16 (GEMMs and allreduce) on the GPU against the CPU's FP32 one.
 # Usage: test_train_gpu.sh BUILD_DIR   (exit 77: no CUDA device in this build)
 set -euo pipefail
 build=$1
@@ -93,16 +93,19 @@ assert len(full) >= n - 1, "%d of %d steps have all their spans" % (len(full), n
 print("%s: %d spans, %d steps, kinds %s" % (sys.argv[1].split("/")[-1], len(spans), n, sorted(kinds)))
 PY
 done
-# [model] precision = bf16 on the GPU: rank 0 says it ran so, and the
-# losses stay within 3% of the CPU's FP32 job (bf16 keeps 8 bits of the GEMM
-# inputs: 0.8% at most under the emulator; TF32 alone moved them 1.4% on an
-# H100, above)
+# [model] precision = bf16 and [train] allreduce_precision = bf16 on the
+# GPU: rank 0 says it ran so, and the losses stay within 3% of the CPU's
+# FP32 job (bf16 keeps 8 bits of the GEMM inputs and of the summed
+# gradients: 0.8% at most under the emulator; TF32 alone moved them 1.4% on
+# an H100, above)
 if ! TMPDIR=$out timeout 900 "$rt" run "$out/job.ini" --np 2 --set model.device=cuda \
-       --set model.precision=bf16 --set output.store="$out/cuda-bf16" --keep > "$out/cuda-bf16.log" 2>&1; then
+       --set model.precision=bf16 --set train.allreduce_precision=bf16 \
+       --set output.store="$out/cuda-bf16" --keep > "$out/cuda-bf16.log" 2>&1; then
   echo "FAIL: the bf16 CUDA job failed:"; tail -30 "$out/cuda-bf16.log"; exit 1
 fi
 logs=$(sed -n 's/.*files are in \([^ ]*\) .*/\1/p' "$out/cuda-bf16.log")/logs
-grep -q '^trainer: 2 ranks.*precision bf16 (GEMM inputs; FP32 sums)' "$logs"/job-1/attempt-1/rank-0.log ||
+grep -q '^trainer: 2 ranks.* allreduced in bf16.*precision bf16 (GEMM inputs; FP32 sums)' \
+    "$logs"/job-1/attempt-1/rank-0.log ||
   { echo "FAIL: the bf16 CUDA job does not say it ran bf16:"; grep '^trainer' "$logs"/job-1/attempt-1/rank-0.log; exit 1; }
 paste -d' ' <(num loss < "$out/cpu/history.jsonl") <(num val_loss < "$out/cpu/history.jsonl") \
             <(num loss < "$out/cuda-bf16/history.jsonl") <(num val_loss < "$out/cuda-bf16/history.jsonl") |

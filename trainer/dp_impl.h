@@ -46,6 +46,8 @@ struct rt_dp {
     /* GPU */
     rt_nccl *nccl;     /* size > 1 with NCCL */
     bool staged;       /* size > 1 without NCCL */
+    uint16_t *half;    /* GPU, size > 1, allreduce_bf16: the gradients in bf16 (device) */
+    int64_t half_lo, half_hi; /* the range of them the step's NCCL buckets rounded */
     dp_slot slot[2];
     int cur;
     dp_graph graph[DP_GRAPHS];

@@ -119,12 +119,6 @@ rt_status rt_dp_create(const rt_model_spec *spec, const rt_dp_opts *o, rt_comm *
                       "[model] sync_batch_norm runs on CPU workers only, not yet on GPUs: set it "
                       "to false or model.device = cpu");
     }
-    if (o->allreduce_bf16 && d->size > 1 && o->device == RT_DEVICE_CUDA) {
-        free(d);
-        return rt_err(err, RT_ERR_UNSUPPORTED,
-                      "[train] allreduce_precision = bf16 runs on CPU workers only, not yet on "
-                      "GPUs: set it to fp32 or model.device = cpu");
-    }
     rt_status st = rt_kctx_create(o->device, o->threads, &d->ctx, err);
     if (st == RT_OK)
         st = rt_dp_check_memory(spec, d->ctx, o->max_batch, o->mem_share, err);

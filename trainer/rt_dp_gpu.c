@@ -62,12 +62,22 @@ static void nccl_flush(rt_dp *d)
 {
     if (d->bucket_hi <= d->bucket_lo)
         return;
+    float *g = rt_model_grads(d->model) + d->bucket_lo;
+    const int64_t n = d->bucket_hi - d->bucket_lo;
+    void *buf = g;
+    rt_ctype t = RT_C_F32;
+    if (d->half) { /* rounded on the compute stream, after the kernels that wrote them */
+        rt_k_to_bf16(d->ctx, g, d->half + d->bucket_lo, n);
+        buf = d->half + d->bucket_lo;
+        t = RT_C_BF16;
+        if (d->half_hi < 0)
+            d->half_hi = d->bucket_hi;
+        d->half_lo = d->bucket_lo; /* the buckets run from the arena's end to its start */
+    }
     rt_kctx_fork(d->ctx);
     dpt_mark(d, DPT_AR_BEGIN, d->buckets, true);
     if (d->hook_st == RT_OK)
-        d->hook_st = rt_nccl_allreduce(d->nccl, rt_model_grads(d->model) + d->bucket_lo,
-                                       (size_t)(d->bucket_hi - d->bucket_lo), RT_C_F32, RT_SUM,
-                                       d->hook_err);
+        d->hook_st = rt_nccl_allreduce(d->nccl, buf, (size_t)n, t, RT_SUM, d->hook_err);
     dpt_mark(d, DPT_AR_END, d->buckets, true);
     d->buckets++;
     d->bucket_lo = d->bucket_hi = -1;
@@ -103,6 +113,7 @@ static void step_body(rt_dp *d, int64_t n)
     d->hook_st = RT_OK;
     d->buckets = 0;
     d->bucket_lo = d->bucket_hi = -1;
+    d->half_lo = d->half_hi = -1;
     d->layer = 0;
     dpt_mark(d, DPT_START, 0, false);
     rt_model_forward(m, n, true);
@@ -113,6 +124,9 @@ static void step_body(rt_dp *d, int64_t n)
     if (d->nccl) {
         nccl_flush(d);
         rt_kctx_join(d->ctx); /* Adam after the last bucket */
+        if (d->half && d->half_hi > d->half_lo) /* the bf16 sums widened back for Adam */
+            rt_k_from_bf16(d->ctx, d->half + d->half_lo, rt_model_grads(m) + d->half_lo,
+                           d->half_hi - d->half_lo);
         dpt_mark(d, DPT_JOIN, 0, false);
     }
     if (!d->staged) {
@@ -187,9 +201,17 @@ rt_status rt_dp_gpu_step(rt_dp *d, const int32_t *cat, const float *cont, const 
         if (d->tl)
             st = rt_kctx_sync(d->ctx, err);
         const int64_t a0 = d->tl ? rt_now_ns() : 0;
-        if (st == RT_OK)
-            st = rt_allreduce_device(d->comm, rt_model_grads(m), (size_t)rt_model_arena_len(m), RT_C_F32,
-                                 RT_SUM, rt_kctx_stream(d->ctx), err);
+        const int64_t len = rt_model_arena_len(m);
+        if (st == RT_OK && d->half) { /* in bf16: rounded, summed round the ring, widened */
+            rt_k_to_bf16(d->ctx, rt_model_grads(m), d->half, len);
+            st = rt_allreduce_device(d->comm, d->half, (size_t)len, RT_C_BF16, RT_SUM,
+                                     rt_kctx_stream(d->ctx), err);
+            if (st == RT_OK)
+                rt_k_from_bf16(d->ctx, d->half, rt_model_grads(m), len);
+        } else if (st == RT_OK) {
+            st = rt_allreduce_device(d->comm, rt_model_grads(m), (size_t)len, RT_C_F32, RT_SUM,
+                                     rt_kctx_stream(d->ctx), err);
+        }
         if (d->tl)
             rt_trace_span(d->trace, RT_SPAN_ALLREDUCE, a0, rt_now_ns(), d->steps, 0);
         dpt_mark(d, DPT_JOIN, 0, false);
@@ -232,6 +254,14 @@ rt_status rt_dp_gpu_init(rt_dp *d, char *err)
             return st;
     }
     d->staged = d->nccl == NULL;
+    if (d->o.allreduce_bf16) { /* [train] allreduce_precision = bf16 */
+        const size_t bytes = (size_t)rt_model_arena_len(d->model) * 2;
+        void *p = NULL;
+        if ((st = rt_kmalloc(d->ctx, bytes, &p)) != RT_OK)
+            return rt_err(err, st, "cannot allocate %zu MiB of GPU memory for the bf16 gradients",
+                          bytes >> 20);
+        d->half = p;
+    }
     return RT_OK;
 }
 
@@ -241,6 +271,9 @@ void rt_dp_gpu_fini(rt_dp *d)
     if (d->nccl)
         rt_nccl_destroy(d->nccl);
     d->nccl = NULL;
+    if (d->ctx)
+        rt_kfree(d->ctx, d->half);
+    d->half = NULL;
     for (int i = 0; i < DP_GRAPHS; i++)
         rt_kgraph_destroy(d->graph[i].g);
     if (!d->ctx)

@@ -169,8 +169,8 @@ static ncclDataType_t nccl_type(rt_ctype t)
         return ncclInt32;
     case RT_C_I64:
         return ncclInt64;
-    case RT_C_BF16: /* refused by rt_nccl_allreduce */
-        break;
+    case RT_C_BF16:
+        return ncclBfloat16;
     }
     return ncclFloat32;
 }
@@ -358,8 +358,6 @@ rt_status rt_nccl_allreduce(rt_nccl *n, void *dev_buf, size_t count, rt_ctype t,
 {
     if (n->broken)
         return rt_err(err, RT_ERR_BROKEN, "the NCCL communicator was aborted");
-    if (t == RT_C_BF16)
-        return rt_err(err, RT_ERR_UNSUPPORTED, "bfloat16 over NCCL is not built");
     return nccl_call(
         n, ncclAllReduce(dev_buf, dev_buf, count, nccl_type(t), nccl_op(op), n->comm, n->stream),
         "ncclAllReduce", err);

@@ -347,8 +347,29 @@ size_t type_size(ncclDataType_t t)
     case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
     case ncclFloat32: return 4;
     case ncclFloat16: return 0; /* not emulated */
+    case ncclBfloat16:
+        return 2;
     }
     return 0;
+}
+
+/* bfloat16 as NCCL's kernels treat it: widened to float, reduced, rounded
+ * back to nearest even (__float2bfloat16_rn) at each hop */
+float bf16_float(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t float_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return 0x7fff; /* NaN */
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
 template <class T> void reduce_as(T *dst, const T *src, size_t n, ncclRedOp_t op)
@@ -369,6 +390,16 @@ template <class T> void scale_as(T *p, size_t n, int div)
         p[i] = (T)(p[i] / (T)div);
 }
 
+void reduce_bf16(uint16_t *dst, const uint16_t *src, size_t n, ncclRedOp_t op)
+{
+    for (size_t i = 0; i < n; i++) {
+        float d = bf16_float(dst[i]);
+        const float v = bf16_float(src[i]);
+        reduce_as(&d, &v, 1, op);
+        dst[i] = float_bf16(d);
+    }
+}
+
 void reduce(void *dst, const void *src, size_t n, ncclDataType_t t, ncclRedOp_t op)
 {
     switch (t) {
@@ -380,6 +411,9 @@ void reduce(void *dst, const void *src, size_t n, ncclDataType_t t, ncclRedOp_t 
     case ncclUint64: reduce_as((uint64_t *)dst, (const uint64_t *)src, n, op); break;
     case ncclFloat32: reduce_as((float *)dst, (const float *)src, n, op); break;
     case ncclFloat64: reduce_as((double *)dst, (const double *)src, n, op); break;
+    case ncclBfloat16:
+        reduce_bf16((uint16_t *)dst, (const uint16_t *)src, n, op);
+        break;
     default: break;
     }
 }
@@ -391,6 +425,10 @@ void average(void *p, size_t n, ncclDataType_t t, int div)
     case ncclInt64: scale_as((int64_t *)p, n, div); break;
     case ncclFloat32: scale_as((float *)p, n, div); break;
     case ncclFloat64: scale_as((double *)p, n, div); break;
+    case ncclBfloat16:
+        for (size_t i = 0; i < n; i++)
+            ((uint16_t *)p)[i] = float_bf16(bf16_float(((uint16_t *)p)[i]) / (float)div);
+        break;
     default: break;
     }
 }

@@ -46,7 +46,7 @@ typedef struct rt_dp_opts {
     bool tf32;            /* TF32 GEMMs on the GPU */
     bool bf16;            /* bf16 GEMM inputs where the device can (rt_kctx_bf16 says where) */
     size_t bucket_bytes;  /* gradient bucket size (0: 25 MiB) */
-    bool allreduce_bf16;  /* the buckets allreduced in bf16 (CPU) */
+    bool allreduce_bf16; /* the buckets allreduced in bf16 (CPU: the fusion; GPU: NCCL or staged) */
     int64_t max_batch;    /* rows per step or evaluation chunk */
     bool nccl;            /* GPU gradients over NCCL when every rank can (the job's transport) */
     bool graphs;          /* capture the GPU step as CUDA graphs */

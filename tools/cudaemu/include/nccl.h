@@ -41,15 +41,21 @@ typedef enum {
 
 typedef enum { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3, ncclAvg = 4 } ncclRedOp_t;
 typedef enum {
-    ncclInt8 = 0, ncclChar = 0,
+    ncclInt8 = 0,
+    ncclChar = 0,
     ncclUint8 = 1,
-    ncclInt32 = 2, ncclInt = 2,
+    ncclInt32 = 2,
+    ncclInt = 2,
     ncclUint32 = 3,
     ncclInt64 = 4,
     ncclUint64 = 5,
-    ncclFloat16 = 6, ncclHalf = 6,
-    ncclFloat32 = 7, ncclFloat = 7,
-    ncclFloat64 = 8, ncclDouble = 8
+    ncclFloat16 = 6,
+    ncclHalf = 6,
+    ncclFloat32 = 7,
+    ncclFloat = 7,
+    ncclFloat64 = 8,
+    ncclDouble = 8,
+    ncclBfloat16 = 9
 } ncclDataType_t;
 
 typedef struct ncclConfig_v22800 {
