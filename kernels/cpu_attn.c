@@ -46,12 +46,10 @@ static void transpose(const float *x, int64_t ld, int64_t T, int64_t dh, float *
             xt[e * T + s] = x[s * ld + e];
 }
 
-/* C (m x n, ldc) = A (m x k, lda) · B (k x n, ldb), every element summed
- * over k in order.  Tiles of 4 rows x W columns of C (W = 16, then 8 for
- * the next columns) are held in vector registers while k runs, so each row
- * of B is loaded once per 4 rows of C; the last rows and columns run as
- * plain loops in the same order.  The pair's products are tens by tens, too small for rt_gemm's
- * packing to pay. */
+/* Register tiles of small_gemm: 4 rows x W columns of C (W = 16 or 8) held
+ * in vector registers while k runs, so each row of B is loaded once per 4
+ * rows of C.  The pair's products are tens by tens, too small for
+ * rt_gemm's packing to pay. */
 #define TR 4
 /* GNU C vectors: 16 floats are one AVX-512 register in the v4 clone, two
  * AVX2 registers in v3's, four SSE in the baseline's */
@@ -75,36 +73,76 @@ typedef float v8 __attribute__((vector_size(32)));
 TILE(v16, 16)
 TILE(v8, 8)
 
-RT_MV static void small_gemm(int64_t m, int64_t n, int64_t k, const float *restrict A, int64_t lda,
-                             const float *restrict B, int64_t ldb, float *restrict C, int64_t ldc)
+/* Scratch floats small_gemm needs for a k of at most kmax: the tails of B
+ * and A zero-padded to a tile, and a tile of C. */
+#define SMALL_PAD(kmax) ((size_t)(16 * (kmax) + TR * (kmax) + TR * 16))
+
+/* One tile of width w (16 or 8) of C: op at full width, or, for the last
+ * n < w columns, into the scratch tile and copied out; the same sums
+ * (each element one chain over k in order: padding only adds columns). */
+static inline __attribute__((always_inline)) void tile_w(int w, int64_t k, const float *A,
+                                                         int64_t lda, const float *B, int64_t ldb,
+                                                         float *C, int64_t ldc, int64_t rows,
+                                                         int64_t n, float *ct)
 {
-    const int64_t mf = m / TR * TR, n16 = n / 16 * 16, n8 = n16 + (n - n16) / 8 * 8;
-    for (int64_t i0 = 0; i0 < mf; i0 += TR) {
-        for (int64_t j0 = 0; j0 < n16; j0 += 16)
-            tile16(k, A + i0 * lda, lda, B + j0, ldb, C + i0 * ldc + j0, ldc);
-        if (n8 > n16)
-            tile8(k, A + i0 * lda, lda, B + n16, ldb, C + i0 * ldc + n16, ldc);
-    }
-    /* the columns past the tiles, then the rows past them */
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = i < mf ? n8 : 0; j < n; j++) {
-            float c = 0.0f;
-            for (int64_t s = 0; s < k; s++)
-                c += A[i * lda + s] * B[s * ldb + j];
-            C[i * ldc + j] = c;
+    float *dst = rows == TR && n == w ? C : ct;
+    const int64_t ldd = dst == C ? ldc : 16;
+    if (w == 16)
+        tile16(k, A, lda, B, ldb, dst, ldd);
+    else
+        tile8(k, A, lda, B, ldb, dst, ldd);
+    if (dst != C)
+        for (int64_t r = 0; r < rows; r++)
+            memcpy(C + r * ldc, ct + r * 16, (size_t)n * sizeof *C);
+}
+
+/* C (m x n, ldc) = A (m x k, lda) · B (k x n, ldb), every element summed
+ * over k in order, all of it in register tiles: B's last columns (fewer
+ * than a tile) and A's last rows (fewer than TR) are copied zero-padded to
+ * a whole tile in pad (SMALL_PAD(k) floats) — a T of 37 tokens left a
+ * seventh of every product to a scalar loop before. */
+RT_MV static void small_gemm(int64_t m, int64_t n, int64_t k, const float *restrict A, int64_t lda,
+                             const float *restrict B, int64_t ldb, float *restrict C, int64_t ldc,
+                             float *restrict pad)
+{
+    const int64_t n16 = n / 16 * 16, rest = n - n16, wt = rest > 8 ? 16 : 8;
+    float *bt = pad, *at = pad + 16 * k, *ct = at + TR * k;
+    if (rest > 0) /* B's last columns, zero-padded to a tile of wt */
+        for (int64_t s = 0; s < k; s++) {
+            memcpy(bt + s * wt, B + s * ldb + n16, (size_t)rest * sizeof *bt);
+            memset(bt + s * wt + rest, 0, (size_t)(wt - rest) * sizeof *bt);
         }
+    for (int64_t i0 = 0; i0 < m; i0 += TR) {
+        const int64_t rows = m - i0 < TR ? m - i0 : TR;
+        const float *a = A + i0 * lda;
+        int64_t la = lda;
+        if (rows < TR) { /* A's last rows, zero-padded to TR */
+            for (int64_t r = 0; r < TR; r++)
+                if (r < rows)
+                    memcpy(at + r * k, a + r * lda, (size_t)k * sizeof *at);
+                else
+                    memset(at + r * k, 0, (size_t)k * sizeof *at);
+            a = at;
+            la = k;
+        }
+        float *c = C + i0 * ldc;
+        for (int64_t j0 = 0; j0 < n16; j0 += 16)
+            tile_w(16, k, a, la, B + j0, ldb, c + j0, ldc, rows, 16, ct);
+        if (rest > 0)
+            tile_w((int)wt, k, a, la, bt, wt, c + n16, ldc, rows, rest, ct);
+    }
 }
 
 /* One (sample, head) pair forward: P (T x T) and the pair's columns of
- * out; scratch kt (dh x T) and pd (T x T). */
+ * out; scratch kt (dh x T), pd (T x T) and small_gemm's pad. */
 RT_MV static void fwd_pair(const rt_attn *a, int64_t bh, const float *q0, int64_t ld, int64_t d,
                            int64_t dh, uint64_t step, float *P, float *o, int64_t ldo, float *kt,
-                           float *pd)
+                           float *pd, float *pad)
 {
     const int64_t T = a->T;
     const float scale = 1.0f / sqrtf((float)dh);
     transpose(q0 + d, ld, T, dh, kt);
-    small_gemm(T, T, dh, q0, ld, kt, T, P, T); /* q kᵀ */
+    small_gemm(T, T, dh, q0, ld, kt, T, P, T, pad); /* q kᵀ */
     for (int64_t t = 0; t < T; t++) {
         float *pr = P + t * T, mx = -INFINITY;
         for (int64_t s = 0; s < T; s++) {
@@ -122,7 +160,7 @@ RT_MV static void fwd_pair(const rt_attn *a, int64_t bh, const float *q0, int64_
     }
     memcpy(pd, P, (size_t)(T * T) * sizeof *pd);
     drop_block(a, pd, bh, step);
-    small_gemm(T, dh, T, pd, T, q0 + 2 * d, ld, o, ldo); /* drop(P) v */
+    small_gemm(T, dh, T, pd, T, q0 + 2 * d, ld, o, ldo, pad); /* drop(P) v */
 }
 
 /* xt (T x T) = x (T x T) transposed */
@@ -134,19 +172,20 @@ static void transpose_sq(const float *x, int64_t T, float *xt)
 }
 
 /* One pair backward: the pair's columns of dq, dk, dv (rows of stride
- * ldq); scratch vt (dh x T), pd, gp and tr (T x T each). */
+ * ldq); scratch vt (dh x T), pd, gp and tr (T x T each), small_gemm's pad. */
 RT_MV static void bwd_pair(const rt_attn *a, int64_t bh, const float *q0, int64_t ld, int64_t d,
                            int64_t dh, uint64_t step, const float *P, const float *g0, int64_t ldg,
-                           float *dq0, int64_t ldq, float *vt, float *pd, float *gp, float *tr)
+                           float *dq0, int64_t ldq, float *vt, float *pd, float *gp, float *tr,
+                           float *pad)
 {
     const int64_t T = a->T;
     const float scale = 1.0f / sqrtf((float)dh);
     memcpy(pd, P, (size_t)(T * T) * sizeof *pd);
     drop_block(a, pd, bh, step);
     transpose_sq(pd, T, tr);
-    small_gemm(T, dh, T, tr, T, g0, ldg, dq0 + 2 * d, ldq); /* dv = drop(P)ᵀ dout */
+    small_gemm(T, dh, T, tr, T, g0, ldg, dq0 + 2 * d, ldq, pad); /* dv = drop(P)ᵀ dout */
     transpose(q0 + 2 * d, ld, T, dh, vt);
-    small_gemm(T, T, dh, g0, ldg, vt, T, gp, T); /* G = dout vᵀ */
+    small_gemm(T, T, dh, g0, ldg, vt, T, gp, T, pad); /* G = dout vᵀ */
     if (a->rate > 0.0f) { /* forward's mask and scale: drop(P) is 0 where it dropped (or P is) */
         const float keep = 1.0f / (1.0f - a->rate);
         for (int64_t i = 0; i < T * T; i++)
@@ -161,9 +200,9 @@ RT_MV static void bwd_pair(const rt_attn *a, int64_t bh, const float *q0, int64_
         for (int64_t s = 0; s < T; s++)
             gr[s] = pr[s] * (gr[s] - (float)inner) * scale; /* dS */
     }
-    small_gemm(T, dh, T, gp, T, q0 + d, ld, dq0, ldq); /* dq = dS k */
+    small_gemm(T, dh, T, gp, T, q0 + d, ld, dq0, ldq, pad); /* dq = dS k */
     transpose_sq(gp, T, tr);
-    small_gemm(T, dh, T, tr, T, q0, ld, dq0 + d, ldq); /* dk = dSᵀ q */
+    small_gemm(T, dh, T, tr, T, q0, ld, dq0 + d, ldq, pad); /* dk = dSᵀ q */
 }
 
 void rt_cpu_attn_fwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
@@ -173,14 +212,14 @@ void rt_cpu_attn_fwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
     const int nthr = B * H >= PAR_PAIRS ? ctx->threads : 1;
 #pragma omp parallel num_threads(nthr)
     {
-        float *kt = malloc((size_t)(dh * T + T * T) * sizeof *kt);
+        float *kt = malloc(((size_t)(dh * T + T * T) + SMALL_PAD(T > dh ? T : dh)) * sizeof *kt);
         RT_ASSERT(kt);
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; bh++) {
             const int64_t b = bh / H, h = bh % H;
             fwd_pair(a, bh, RT_F(qkv) + b * T * qkv.ld + h * dh, qkv.ld, d, dh, (uint64_t)*step,
                      probs + bh * T * T, RT_F(out) + b * T * out.ld + h * dh, out.ld, kt,
-                     kt + dh * T);
+                     kt + dh * T, kt + dh * T + T * T);
         }
         free(kt);
     }
@@ -193,7 +232,8 @@ void rt_cpu_attn_bwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
     const int nthr = B * H >= PAR_PAIRS ? ctx->threads : 1;
 #pragma omp parallel num_threads(nthr)
     {
-        float *vt = malloc((size_t)(dh * T + 3 * T * T) * sizeof *vt);
+        float *vt =
+            malloc(((size_t)(dh * T + 3 * T * T) + SMALL_PAD(T > dh ? T : dh)) * sizeof *vt);
         RT_ASSERT(vt);
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; bh++) {
@@ -201,7 +241,7 @@ void rt_cpu_attn_bwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
             bwd_pair(a, bh, RT_F(qkv) + b * T * qkv.ld + h * dh, qkv.ld, d, dh, (uint64_t)*step,
                      probs + bh * T * T, RT_F(dout) + b * T * dout.ld + h * dh, dout.ld,
                      RT_F(dqkv) + b * T * dqkv.ld + h * dh, dqkv.ld, vt, vt + dh * T,
-                     vt + dh * T + T * T, vt + dh * T + 2 * T * T);
+                     vt + dh * T + T * T, vt + dh * T + 2 * T * T, vt + dh * T + 3 * T * T);
         }
         free(vt);
     }
