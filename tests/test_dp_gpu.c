@@ -269,24 +269,36 @@ static void test_one_rank(void **state)
     }
 }
 
+/* The step on 2 GPU ranks three ways, with base's settings: NCCL (captured
+ * into nccl, op by op into eager) and staged through pinned memory; the
+ * gradients' paths as they should be, each run's ranks bitwise equal, and
+ * the three runs bitwise equal (at 2 ranks every allreduce is the same
+ * a + b, whichever path sums it). */
+static void gpu_three_ways(run base, run *nccl, run *eager, run *staged)
+{
+    base.device = RT_DEVICE_CUDA;
+    *nccl = base, *eager = base, *staged = base;
+    nccl->nccl = eager->nccl = true;
+    nccl->graphs = staged->graphs = true;
+    run_two(nccl);
+    run_two(eager);
+    run_two(staged);
+    const size_t n = (size_t)nccl->nparams * 4;
+    assert_string_equal(nccl->path[0], want_path(nccl));
+    assert_string_equal(staged->path[0], STAGED);
+    assert_memory_equal(nccl->params[0], nccl->params[1], n);
+    assert_memory_equal(staged->params[0], staged->params[1], n);
+    assert_memory_equal(nccl->params[0], eager->params[0], n);
+    assert_memory_equal(nccl->params[0], staged->params[0], n);
+}
+
 static void test_gpu_matches_cpu(void **state)
 {
     (void)state;
-    run cpu = {.device = RT_DEVICE_CPU};
-    run nccl = {.device = RT_DEVICE_CUDA, .nccl = true, .graphs = true};
-    run eager = {.device = RT_DEVICE_CUDA, .nccl = true, .graphs = false};
-    run staged = {.device = RT_DEVICE_CUDA, .nccl = false, .graphs = true};
+    run cpu = {.device = RT_DEVICE_CPU}, nccl, eager, staged;
     run_two(&cpu);
-    run_two(&nccl);
-    run_two(&eager);
-    run_two(&staged);
+    gpu_three_ways((run){0}, &nccl, &eager, &staged);
     const size_t n = (size_t)cpu.nparams;
-    assert_string_equal(nccl.path[0], want_path(&nccl));
-    assert_string_equal(staged.path[0], STAGED);
-    assert_memory_equal(nccl.params[0], nccl.params[1], n * 4);
-    assert_memory_equal(staged.params[0], staged.params[1], n * 4);
-    assert_memory_equal(nccl.params[0], eager.params[0], n * 4);
-    assert_memory_equal(nccl.params[0], staged.params[0], n * 4);
     /* K Adam steps of at most lr = 1e-3 each: GPU and CPU rounding differ
      * by a small part of that (as in test_kernels_cuda's whole step) */
     assert_true(tu_close_f("GPU vs CPU parameters, np=2", nccl.params[0], cpu.params[0], n, 1e-4, 1e-4));
@@ -415,23 +427,12 @@ static void test_families_bf16(void **state)
 static void test_allreduce_bf16(void **state)
 {
     (void)state;
-    run cpu = {.device = RT_DEVICE_CPU, .allreduce_bf16 = true};
+    run cpu = {.device = RT_DEVICE_CPU, .allreduce_bf16 = true}, nccl, eager, staged;
     run fp32 = {.device = RT_DEVICE_CUDA, .nccl = true, .graphs = true};
-    run nccl = {.device = RT_DEVICE_CUDA, .nccl = true, .graphs = true, .allreduce_bf16 = true};
-    run eager = {.device = RT_DEVICE_CUDA, .nccl = true, .allreduce_bf16 = true};
-    run staged = {.device = RT_DEVICE_CUDA, .graphs = true, .allreduce_bf16 = true};
     run_two(&cpu);
     run_two(&fp32);
-    run_two(&nccl);
-    run_two(&eager);
-    run_two(&staged);
+    gpu_three_ways((run){.allreduce_bf16 = true}, &nccl, &eager, &staged);
     const size_t n = (size_t)cpu.nparams;
-    assert_string_equal(nccl.path[0], want_path(&nccl));
-    assert_string_equal(staged.path[0], STAGED);
-    assert_memory_equal(nccl.params[0], nccl.params[1], n * 4);
-    assert_memory_equal(staged.params[0], staged.params[1], n * 4);
-    assert_memory_equal(nccl.params[0], eager.params[0], n * 4);
-    assert_memory_equal(nccl.params[0], staged.params[0], n * 4);
     assert_true(memcmp(nccl.params[0], fp32.params[0], n * 4) != 0);
     assert_true(tu_close_f("GPU vs CPU parameters, bf16 allreduce", nccl.params[0], cpu.params[0],
                            n, 1e-4, 1e-4));

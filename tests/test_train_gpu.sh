@@ -67,12 +67,19 @@ for f in best.ckpt submission.csv; do
   [ -s "$out/cuda/$f" ] || { echo "FAIL: the CUDA job wrote no $f"; exit 1; }
 done
 num() { sed -n "s/.*\"$1\":\([-0-9.eE+]*\).*/\1/p"; }
-paste -d' ' <(num loss < "$out/cpu/history.jsonl") <(num val_loss < "$out/cpu/history.jsonl") \
-            <(num loss < "$out/cuda/history.jsonl") <(num val_loss < "$out/cuda/history.jsonl") |
-awk 'function rel(a, b) { d = a - b; if (d < 0) d = -d; return d / b }
-     { n++; printf "epoch %d: cpu loss %.5f val %.5f | cuda loss %.5f val %.5f\n", n, $1, $2, $3, $4
-       if (rel($3, $1) > 0.01 || rel($4, $2) > 0.01) bad = 1 }
-     END { if (n != 2 || bad) { print "FAIL: the histories differ by more than 1%"; exit 1 } }'
+# near WHAT EPOCHS LIMIT A B: stores A's and B's histories have EPOCHS
+# epochs whose losses and validation losses are within LIMIT (a fraction)
+near() {
+  local what=$1 epochs=$2 limit=$3 a=$4 b=$5
+  paste -d' ' <(num loss < "$a/history.jsonl") <(num val_loss < "$a/history.jsonl") \
+              <(num loss < "$b/history.jsonl") <(num val_loss < "$b/history.jsonl") |
+  awk -v what="$what" -v epochs="$epochs" -v limit="$limit" \
+    'function rel(a, b) { d = a - b; if (d < 0) d = -d; return d / b }
+     { printf "%s, epoch %d: loss %.5f val %.5f | %.5f val %.5f\n", what, NR, $1, $2, $3, $4
+       if (rel($3, $1) > limit || rel($4, $2) > limit) bad = 1 }
+     END { if (NR != epochs || bad) { printf "FAIL: %s: the histories differ by more than %g%%\n", what, 100 * limit; exit 1 } }'
+}
+near "rossmann cpu | cuda" 2 0.01 "$out/cpu" "$out/cuda"
 # the GPU timeline: every span kind on both ranks, every step's forward,
 # backward, wait and optimizer (timed on the device), and the merged file
 for r in 0 1; do
@@ -107,12 +114,7 @@ logs=$(sed -n 's/.*files are in \([^ ]*\) .*/\1/p' "$out/cuda-bf16.log")/logs
 grep -q '^trainer: 2 ranks.* allreduced in bf16.*precision bf16 (GEMM inputs; FP32 sums)' \
     "$logs"/job-1/attempt-1/rank-0.log ||
   { echo "FAIL: the bf16 CUDA job does not say it ran bf16:"; grep '^trainer' "$logs"/job-1/attempt-1/rank-0.log; exit 1; }
-paste -d' ' <(num loss < "$out/cpu/history.jsonl") <(num val_loss < "$out/cpu/history.jsonl") \
-            <(num loss < "$out/cuda-bf16/history.jsonl") <(num val_loss < "$out/cuda-bf16/history.jsonl") |
-awk 'function rel(a, b) { d = a - b; if (d < 0) d = -d; return d / b }
-     { n++; printf "epoch %d: cpu fp32 loss %.5f val %.5f | cuda bf16 loss %.5f val %.5f\n", n, $1, $2, $3, $4
-       if (rel($3, $1) > 0.03 || rel($4, $2) > 0.03) bad = 1 }
-     END { if (n != 2 || bad) { print "FAIL: the bf16 history differs by more than 3%"; exit 1 } }'
+near "rossmann cpu fp32 | cuda bf16" 2 0.03 "$out/cpu" "$out/cuda-bf16"
 # every other family: one epoch on each device, the losses within 1% (a
 # job file without the rossmann network's keys, which the others refuse)
 grep -v '^hidden\|^embedding_dim\|^dropout' "$out/job.ini" > "$out/family.ini"
@@ -126,12 +128,7 @@ family() { # NAME --set ...
       echo "FAIL: the $name job on $dev failed:"; tail -30 "$out/$name-$dev.log"; exit 1
     fi
   done
-  paste -d' ' <(num loss < "$out/$name-cpu/history.jsonl") <(num val_loss < "$out/$name-cpu/history.jsonl") \
-              <(num loss < "$out/$name-cuda/history.jsonl") <(num val_loss < "$out/$name-cuda/history.jsonl") |
-  awk -v name="$name" 'function rel(a, b) { d = a - b; if (d < 0) d = -d; return d / b }
-       { printf "%s: cpu loss %.5f val %.5f | cuda loss %.5f val %.5f\n", name, $1, $2, $3, $4
-         if (rel($3, $1) > 0.01 || rel($4, $2) > 0.01) bad = 1 }
-       END { if (NR != 1 || bad) { print "FAIL: the histories of " name " differ by more than 1%"; exit 1 } }'
+  near "$name cpu | cuda" 1 0.01 "$out/$name-cpu" "$out/$name-cuda"
 }
 family mlp --set model.hidden=64,32 --set model.activation=gelu --set model.batch_norm=true \
   --set model.embedding_dim=8
