@@ -15,9 +15,9 @@
  * Every GEMM's compute type follows the context (compute_of): exact fp32,
  * TF32 tensor cores (rt_kctx_set_tf32), or inputs rounded to bf16 with
  * fp32 sums ([model] precision = bf16: CUBLAS_COMPUTE_32F_FAST_16BF, which
- * lets cuBLAS down-convert the fp32 operands itself inside the GEMM — no
- * conversion pass, no bf16 copies to keep; it may pick TF32 instead where
- * it finds that faster, never less than bf16's precision). */
+ * lets cuBLAS down-convert the fp32 operands itself — no conversion pass
+ * of ours, no bf16 copies to keep; it may pick TF32 instead where it finds
+ * that faster, never less than bf16's precision). */
 #include <string.h>
 
 #include "cuda_common.cuh"
