@@ -18,6 +18,7 @@
 #include "cpu_gemm.h"
 #include "cpu_simd.h"
 #include "kctx_impl.h"
+#include "rt_bf16.h"
 #include "rt_rng.h"
 
 /* below this many elements a loop runs on the calling thread */
@@ -281,25 +282,19 @@ void rt_cpu_scale(rt_kctx *ctx, float *p, int64_t n, float s)
         p[i] *= s;
 }
 
-/* bf16 as transport/reduce.c's bf16_of and f32_of (the CPU ring's) */
+/* bf16 as the CPU ring rounds it (rt_bf16.h) */
 void rt_cpu_to_bf16(rt_kctx *ctx, const float *x, uint16_t *y, int64_t n)
 {
 #pragma omp parallel for simd schedule(static) num_threads(ctx->threads) if (n > PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &x[i], 4);
-        y[i] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u) /* NaN: quiet */
-                                               : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-    }
+    for (int64_t i = 0; i < n; i++)
+        y[i] = rt_bf16_bits(x[i]);
 }
 
 void rt_cpu_from_bf16(rt_kctx *ctx, const uint16_t *x, float *y, int64_t n)
 {
 #pragma omp parallel for simd schedule(static) num_threads(ctx->threads) if (n > PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t u = (uint32_t)x[i] << 16;
-        memcpy(&y[i], &u, 4);
-    }
+    for (int64_t i = 0; i < n; i++)
+        y[i] = rt_bf16_float(x[i]);
 }
 
 /* ---- context and memory ------------------------------------------------------ */

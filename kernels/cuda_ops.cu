@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "cuda_common.cuh"
+#include "rt_bf16.h"
 #include "rt_rng.h"
 
 #define T256 256
@@ -675,22 +676,19 @@ void rt_cuda_scale(rt_kctx *ctx, float *p, int64_t n, float s)
     LAUNCHED(CS(ctx), "k_scale");
 }
 
-/* bf16 as transport/reduce.c's bf16_of and f32_of (the CPU ring's) */
+/* bf16 as the CPU ring rounds it (rt_bf16.h) */
 __global__ void k_to_bf16(const float *x, uint16_t *y, int64_t n)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        uint32_t u = __float_as_uint(x[i]);
-        y[i] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u) /* NaN: quiet */
-                                               : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-    }
+         i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = rt_bf16_bits(x[i]);
 }
 
 __global__ void k_from_bf16(const uint16_t *x, float *y, int64_t n)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = __uint_as_float((uint32_t)x[i] << 16);
+        y[i] = rt_bf16_float(x[i]);
 }
 
 void rt_cuda_to_bf16(rt_kctx *ctx, const float *x, uint16_t *y, int64_t n)

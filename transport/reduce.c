@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "rt_bf16.h"
+
 /* GCC only, as kernels/cpu_simd.h: clang 14 compiles target_clones with the
  * x86-64-vN levels but emits no resolver for an exported clone called from
  * another file (the fuzz build's link of rt_bf16_from_f32 failed) */
@@ -36,59 +38,40 @@
             d[i] = (T)((double)d[i] * f);                                                         \
     }
 
-/* bfloat16 <-> float32: the top 16 bits, rounded to nearest even */
-static inline uint16_t bf16_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: quiet, never rounded into infinity */
-        return (uint16_t)((u >> 16) | 0x40u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-static inline float f32_of(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 RT_MV void rt_bf16_from_f32(uint16_t *restrict d, const float *restrict s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        d[i] = bf16_of(s[i]);
+        d[i] = rt_bf16_bits(s[i]);
 }
 
 RT_MV void rt_bf16_to_f32(float *restrict d, const uint16_t *restrict s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        d[i] = f32_of(s[i]);
+        d[i] = rt_bf16_float(s[i]);
 }
 
 RT_MV static void bf16_sum(uint16_t *restrict d, const uint16_t *restrict s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        d[i] = bf16_of(f32_of(d[i]) + f32_of(s[i]));
+        d[i] = rt_bf16_bits(rt_bf16_float(d[i]) + rt_bf16_float(s[i]));
 }
 
 RT_MV static void bf16_max(uint16_t *restrict d, const uint16_t *restrict s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        d[i] = f32_of(s[i]) > f32_of(d[i]) ? s[i] : d[i];
+        d[i] = rt_bf16_float(s[i]) > rt_bf16_float(d[i]) ? s[i] : d[i];
 }
 
 RT_MV static void bf16_min(uint16_t *restrict d, const uint16_t *restrict s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        d[i] = f32_of(s[i]) < f32_of(d[i]) ? s[i] : d[i];
+        d[i] = rt_bf16_float(s[i]) < rt_bf16_float(d[i]) ? s[i] : d[i];
 }
 
 RT_MV static void bf16_scale(uint16_t *restrict d, size_t n, double f)
 {
     for (size_t i = 0; i < n; i++)
-        d[i] = bf16_of((float)((double)f32_of(d[i]) * f));
+        d[i] = rt_bf16_bits((float)((double)rt_bf16_float(d[i]) * f));
 }
 
 DEFINE_REDUCE(f32, float)

@@ -516,7 +516,7 @@ void rt_k_scale(rt_kctx *ctx, float *p, int64_t n, float s);
 
 /* n floats to bfloat16 bits (rounded to nearest even, NaN kept quiet) and
  * back (exact): a gradient's allreduce in bf16 ([train] allreduce_precision)
- * on a GPU; the same bits as the CPU ring's conversion (transport/reduce.c). */
+ * on a GPU; the same bits as the CPU ring's conversion (rt_bf16.h). */
 void rt_k_to_bf16(rt_kctx *ctx, const float *x, uint16_t *y, int64_t n);
 void rt_k_from_bf16(rt_kctx *ctx, const uint16_t *x, float *y, int64_t n);
 
