@@ -417,7 +417,8 @@ void rt_k_ens_reduce(rt_kctx *ctx, rt_ens_op op, rt_view x, rt_view y);
  *   qkv (B*T, 3d): row b*T + t is [q | k | v] of token t of sample b; head h
  *        uses columns h*dh .. (h+1)*dh of each part (dh = d / H);
  *   probs (B*H*T*T) saved for backward: P = softmax(q kᵀ / sqrt(dh)) per
- *        sample and head, row t at ((b*H + h)*T + t)*T;
+ *        sample and head, row t at ((b*H + h)*T + t)*T, its sign bit set
+ *        where dropout dropped the element (backward reads the mask there);
  *   out (B*T, d): out[b*T + t, h*dh + e] = sum_s drop(P)[t, s] * v[b*T + s, h*dh + e].
  * Dropout on the probabilities as rt_k_dropout with P's element numbering. */
 typedef struct rt_attn {
