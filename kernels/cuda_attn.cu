@@ -1,12 +1,16 @@
 /* cuda_attn.cu — multi-head self-attention on CUDA (contract: rt_k_attn_fwd
  * and _bwd in rt_kernels.h; the reference is cpu_attn.c).
  *
- * One block per (sample, head) pair; its threads take the pair's query
- * rows (forward) or, phase by phase, key rows and query rows (backward), so
- * every output element is summed by one thread in a fixed order: no
- * atomics, bitwise reproducible.  Tabular transformers have tens of tokens,
- * so a row's T scores fit a thread's loop; a row of the output is summed in
- * registers 32 columns at a time.  Dropout on the probabilities is drawn
+ * One block per (sample, head) pair, every output element summed by one
+ * thread in a fixed order: no atomics, bitwise reproducible.  Where the
+ * pair fits in shared memory (tabular transformers have tens of tokens:
+ * 37 tokens and heads of 24 take 16 KB forward, 25 KB backward), it is
+ * read there once and each phase spreads its T x T scores or T x dh
+ * products over all the block's threads (k_attn_*_sm); else the threads
+ * take the pair's query rows (forward) or, phase by phase, key rows and
+ * query rows (backward), reading global memory, a row's T scores in a
+ * thread's loop and a row of the output summed in registers 32 columns at
+ * a time.  Dropout on the probabilities is drawn
  * from rt_rng at P's element numbers, like rt_k_dropout, in forward, and
  * kept in the saved P's sign bits for backward.
  *
@@ -138,6 +142,152 @@ __global__ void __launch_bounds__(ATT_THREADS)
     }
 }
 
+/* ---- the pair in shared memory (where it fits) ----
+ * q, k, v (and dout) of the pair are read from global memory once into
+ * shared rows of dh + 1 floats (odd: threads reading one column of
+ * consecutive rows hit different banks), P into a T x T block; every
+ * phase spreads its outputs (T x T scores, T x dh products) over all the
+ * block's threads, and each row's softmax over a warp's lanes. */
+
+#define FULL 0xffffffffu
+#define SM_BUDGET (48 * 1024) /* dynamic shared memory without an opt-in */
+
+/* the floats of shared memory a pair needs: nrows blocks of T x (dh + 1)
+ * and nsq of T x T */
+static int64_t sm_floats(int64_t T, int64_t dh, int nrows, int nsq)
+{
+    return nrows * T * (dh + 1) + nsq * T * T;
+}
+
+/* the pair's T rows of dh floats (stride ld) into shared rows of dh + 1 */
+__device__ __forceinline__ void load_rows(const float *x, int64_t ld, int64_t T, int64_t dh,
+                                          float *sh)
+{
+    for (int64_t i = threadIdx.x; i < T * dh; i += blockDim.x)
+        sh[(i / dh) * (dh + 1) + i % dh] = x[(i / dh) * ld + i % dh];
+}
+
+/* the lanes' values summed / maximised over the warp, a fixed tree */
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o /= 2)
+        v += __shfl_xor_sync(FULL, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v)
+{
+    for (int o = 16; o > 0; o /= 2)
+        v = fmaxf(v, __shfl_xor_sync(FULL, v, o));
+    return v;
+}
+
+/* C (T x dh, rows of stride ldc, global) = A (T x T) · R (T rows of ld1
+ * floats, shared), A's element (t, s) at A[t*ar + s*ac], dropped (its sign
+ * the mask) when drop; each element summed over s in order by one thread */
+__device__ __forceinline__ void sm_product(const attn_args &a, const float *A, int64_t ar,
+                                           int64_t ac, bool drop, const float *R, float *C,
+                                           int64_t ldc)
+{
+    const int64_t T = a.T, dh = a.dh, ld1 = dh + 1;
+    for (int64_t i = threadIdx.x; i < T * dh; i += blockDim.x) {
+        const int64_t t = i / dh, e = i % dh;
+        float acc = 0.0f;
+        for (int64_t s = 0; s < T; s++) {
+            const float w = A[t * ar + s * ac];
+            acc += (drop ? dropped(a, w, w) : w) * R[s * ld1 + e];
+        }
+        C[t * ldc + e] = acc;
+    }
+}
+
+/* S (T x T, shared) = X Yᵀ: X, Y shared rows of dh + 1 */
+__device__ __forceinline__ void sm_scores(const attn_args &a, const float *X, const float *Y,
+                                          float *S)
+{
+    const int64_t T = a.T, dh = a.dh, ld1 = dh + 1;
+    for (int64_t i = threadIdx.x; i < T * T; i += blockDim.x) {
+        const float *x = X + (i / T) * ld1, *y = Y + (i % T) * ld1;
+        float acc = 0.0f;
+        for (int64_t e = 0; e < dh; e++)
+            acc += x[e] * y[e];
+        S[i] = acc;
+    }
+}
+
+__global__ void __launch_bounds__(ATT_THREADS)
+    k_attn_fwd_sm(attn_args a, float *probs, const int64_t *step, float *out, int64_t ldo)
+{
+    extern __shared__ float sm[];
+    const int64_t T = a.T, dh = a.dh, ld1 = dh + 1;
+    float *q = sm, *k = q + T * ld1, *v = k + T * ld1, *P = v + T * ld1;
+    const uint64_t st = (uint64_t)*step;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    for (int64_t bh = blockIdx.x; bh < a.pairs; bh += gridDim.x) {
+        const int64_t b = bh / a.H, h = bh % a.H;
+        const float *q0 = a.qkv + b * T * a.ld + h * dh;
+        load_rows(q0, a.ld, T, dh, q);
+        load_rows(q0 + a.d, a.ld, T, dh, k);
+        load_rows(q0 + 2 * a.d, a.ld, T, dh, v);
+        __syncthreads();
+        sm_scores(a, q, k, P);
+        __syncthreads();
+        for (int64_t t = warp; t < T; t += warps) { /* a warp per row: softmax, the mask */
+            float *pr = P + t * T, mx = -INFINITY, sum = 0.0f;
+            for (int64_t s = lane; s < T; s += 32)
+                mx = fmaxf(mx, pr[s] * a.scale);
+            mx = warp_max(mx);
+            for (int64_t s = lane; s < T; s += 32)
+                sum += pr[s] = expf(pr[s] * a.scale - mx);
+            const float inv = 1.0f / warp_sum(sum);
+            const uint64_t e0 = (uint64_t)(bh * T + t) * (uint64_t)T;
+            float *gp = probs + (bh * T + t) * T;
+            for (int64_t s = lane; s < T; s += 32) /* the mask into the sign bits */
+                gp[s] = pr[s] = drops(a, e0 + (uint64_t)s, st) ? -(pr[s] * inv) : pr[s] * inv;
+        }
+        __syncthreads();
+        sm_product(a, P, T, 1, true, v, out + b * T * ldo + h * dh, ldo); /* drop(P) v */
+        __syncthreads(); /* the next pair's rows may not overwrite these yet */
+    }
+}
+
+__global__ void __launch_bounds__(ATT_THREADS)
+    k_attn_bwd_sm(attn_args a, const float *probs, const float *go, int64_t ldg, float *dqkv,
+                  int64_t ldq)
+{
+    extern __shared__ float sm[];
+    const int64_t T = a.T, dh = a.dh, ld1 = dh + 1;
+    float *q = sm, *k = q + T * ld1, *v = k + T * ld1, *g = v + T * ld1, *P = g + T * ld1;
+    float *G = P + T * T;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    for (int64_t bh = blockIdx.x; bh < a.pairs; bh += gridDim.x) {
+        const int64_t b = bh / a.H, h = bh % a.H;
+        const float *q0 = a.qkv + b * T * a.ld + h * dh;
+        float *dq0 = dqkv + b * T * ldq + h * dh;
+        load_rows(q0, a.ld, T, dh, q);
+        load_rows(q0 + a.d, a.ld, T, dh, k);
+        load_rows(q0 + 2 * a.d, a.ld, T, dh, v);
+        load_rows(go + b * T * ldg + h * dh, ldg, T, dh, g);
+        for (int64_t i = threadIdx.x; i < T * T; i += blockDim.x)
+            P[i] = probs[bh * T * T + i];
+        __syncthreads();
+        sm_product(a, P, 1, T, true, g, dq0 + 2 * a.d, ldq); /* dv = drop(P)ᵀ dout */
+        sm_scores(a, g, v, G);                               /* G = dout vᵀ */
+        __syncthreads();
+        for (int64_t t = warp; t < T; t += warps) { /* dS over the row, into G */
+            float *pr = P + t * T, *gr = G + t * T, inner = 0.0f;
+            for (int64_t s = lane; s < T; s += 32)
+                inner += fabsf(pr[s]) * (gr[s] = dropped(a, gr[s], pr[s]));
+            inner = warp_sum(inner);
+            for (int64_t s = lane; s < T; s += 32)
+                gr[s] = fabsf(pr[s]) * (gr[s] - inner) * a.scale;
+        }
+        __syncthreads();
+        sm_product(a, G, T, 1, false, k, dq0, ldq);       /* dq = dS k */
+        sm_product(a, G, 1, T, false, q, dq0 + a.d, ldq); /* dk = dSᵀ q */
+        __syncthreads(); /* the next pair's rows may not overwrite these yet */
+    }
+}
+
 static attn_args args_of(const rt_attn *a, rt_view qkv, int64_t d)
 {
     attn_args r;
@@ -164,6 +314,13 @@ void rt_cuda_attn_fwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
     attn_args r = args_of(a, qkv, out.cols);
     if (r.pairs == 0)
         return;
+    const size_t sm = (size_t)sm_floats(r.T, r.dh, 3, 1) * sizeof(float);
+    if (sm <= SM_BUDGET) {
+        k_attn_fwd_sm<<<pair_blocks(r.pairs), ATT_THREADS, sm, CS(ctx)->stream>>>(
+            r, probs, step, RT_F(out), out.ld);
+        LAUNCHED(CS(ctx), "k_attn_fwd_sm");
+        return;
+    }
     k_attn_fwd<<<pair_blocks(r.pairs), ATT_THREADS, 0, CS(ctx)->stream>>>(r, probs, step, RT_F(out),
                                                                           out.ld);
     LAUNCHED(CS(ctx), "k_attn_fwd");
@@ -176,6 +333,13 @@ void rt_cuda_attn_bwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
     attn_args r = args_of(a, qkv, dout.cols);
     if (r.pairs == 0)
         return;
+    const size_t sm = (size_t)sm_floats(r.T, r.dh, 4, 2) * sizeof(float);
+    if (sm <= SM_BUDGET) {
+        k_attn_bwd_sm<<<pair_blocks(r.pairs), ATT_THREADS, sm, CS(ctx)->stream>>>(
+            r, probs, RT_F(dout), dout.ld, RT_F(dqkv), dqkv.ld);
+        LAUNCHED(CS(ctx), "k_attn_bwd_sm");
+        return;
+    }
     k_attn_bwd<<<pair_blocks(r.pairs), ATT_THREADS, 0, CS(ctx)->stream>>>(
         r, probs, RT_F(dout), dout.ld, RT_F(dqkv), dqkv.ld);
     LAUNCHED(CS(ctx), "k_attn_bwd");
