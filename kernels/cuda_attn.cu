@@ -10,9 +10,9 @@
  * take the pair's query rows (forward) or, phase by phase, key rows and
  * query rows (backward), reading global memory, a row's T scores in a
  * thread's loop and a row of the output summed in registers 32 columns at
- * a time.  Dropout on the probabilities is drawn
- * from rt_rng at P's element numbers, like rt_k_dropout, in forward, and
- * kept in the saved P's sign bits for backward.
+ * a time.  Dropout on the probabilities is drawn from rt_rng at P's
+ * element numbers, like rt_k_dropout, in forward, and kept in the saved
+ * P's sign bits for backward.
  *
  * Backward, per pair (P saved by forward):
  *   A  threads over keys s:    dv_s = sum_t drop(P)[t,s] dout_t
