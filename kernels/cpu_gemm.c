@@ -35,39 +35,42 @@
 
 /* ---- micro-kernels -----------------------------------------------------------
  * acc[r][v] holds row r, columns v*VW .. v*VW+VW-1 of the tile.  For each k:
- * load the two vectors of B's panel row, and for each row broadcast a[r]
- * and fuse-multiply-add.  The tile's rows of C are requested first (for
+ * load the two vectors of B's panel row, and for each row broadcast A's
+ * element (r, k) — a[r*AR + k*AK]: a packed panel's (AR = 1, AK = MR) or,
+ * for the _rows kernels, A's own rows (AR = lda, AK = 1) — and
+ * fuse-multiply-add.  The tile's rows of C are requested first (for
  * writing), so that its loads and stores after the k loop do not wait on
  * memory: the three GEMMs of a dense layer alone 5-6% faster at batch 1024
  * and 100 on one thread, 6-10% on two; the whole training step 0-3% (Zen 3,
  * alternated in one process). */
 
-#define MICRO_BODY(MR, VEC, ZERO, LOADU, LOADA, STOREU, BCAST, FMA, VW)                           \
-    for (int r = 0; r < MR; r++) {                                                                 \
-        __builtin_prefetch(c + r * ldc, 1, 3);                                                     \
-        __builtin_prefetch(c + r * ldc + 2 * VW - 1, 1, 3);                                        \
-    }                                                                                              \
-    VEC acc[MR][2];                                                                                \
-    _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++)                                          \
-    {                                                                                              \
-        acc[r][0] = load ? LOADU(c + r * ldc) : ZERO();                                           \
-        acc[r][1] = load ? LOADU(c + r * ldc + VW) : ZERO();                                      \
-    }                                                                                              \
-    _Pragma("GCC unroll 4") for (int64_t k = 0; k < kc; k++) {                                     \
-        VEC b0 = LOADA(b), b1 = LOADA(b + VW);                                                     \
-        _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++)                                      \
-        {                                                                                          \
-            VEC ar = BCAST(a + r);                                                                 \
-            acc[r][0] = FMA(ar, b0, acc[r][0]);                                                    \
-            acc[r][1] = FMA(ar, b1, acc[r][1]);                                                    \
-        }                                                                                          \
-        a += MR;                                                                                   \
-        b += 2 * VW;                                                                               \
-    }                                                                                              \
-    _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++)                                          \
-    {                                                                                              \
-        STOREU(c + r * ldc, acc[r][0]);                                                            \
-        STOREU(c + r * ldc + VW, acc[r][1]);                                                       \
+#define MICRO_BODY(MR, VEC, ZERO, LOADU, LOADA, STOREU, BCAST, FMA, VW, AR, AK) \
+    for (int r = 0; r < MR; r++) {                                              \
+        __builtin_prefetch(c + r * ldc, 1, 3);                                  \
+        __builtin_prefetch(c + r * ldc + 2 * VW - 1, 1, 3);                     \
+    }                                                                           \
+    VEC acc[MR][2];                                                             \
+    _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++)                       \
+    {                                                                           \
+        acc[r][0] = load ? LOADU(c + r * ldc) : ZERO();                         \
+        acc[r][1] = load ? LOADU(c + r * ldc + VW) : ZERO();                    \
+    }                                                                           \
+    _Pragma("GCC unroll 4") for (int64_t k = 0; k < kc; k++)                    \
+    {                                                                           \
+        VEC b0 = LOADA(b), b1 = LOADA(b + VW);                                  \
+        _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++)                   \
+        {                                                                       \
+            VEC ar = BCAST(a + r * (AR));                                       \
+            acc[r][0] = FMA(ar, b0, acc[r][0]);                                 \
+            acc[r][1] = FMA(ar, b1, acc[r][1]);                                 \
+        }                                                                       \
+        a += (AK);                                                              \
+        b += 2 * VW;                                                            \
+    }                                                                           \
+    _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++)                       \
+    {                                                                           \
+        STOREU(c + r * ldc, acc[r][0]);                                         \
+        STOREU(c + r * ldc + VW, acc[r][1]);                                    \
     }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -81,7 +84,15 @@ __attribute__((target("avx512f"))) static void micro_avx512(int64_t kc, const fl
                                                             bool load)
 {
     MICRO_BODY(12, __m512, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_load_ps, _mm512_storeu_ps,
-               bcast512, _mm512_fmadd_ps, 16)
+               bcast512, _mm512_fmadd_ps, 16, 1, 12)
+}
+
+__attribute__((target("avx512f"))) static void micro_avx512_rows(int64_t kc, const float *a,
+                                                                 int64_t lda, const float *b,
+                                                                 float *c, int64_t ldc, bool load)
+{
+    MICRO_BODY(12, __m512, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_load_ps, _mm512_storeu_ps,
+               bcast512, _mm512_fmadd_ps, 16, lda, 1)
 }
 
 __attribute__((target("avx2,fma"))) static void micro_avx2(int64_t kc, const float *a,
@@ -89,7 +100,7 @@ __attribute__((target("avx2,fma"))) static void micro_avx2(int64_t kc, const flo
                                                            bool load)
 {
     MICRO_BODY(6, __m256, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_load_ps, _mm256_storeu_ps,
-               _mm256_broadcast_ss, _mm256_fmadd_ps, 8)
+               _mm256_broadcast_ss, _mm256_fmadd_ps, 8, 1, 6)
 }
 #endif
 
@@ -112,7 +123,7 @@ static inline v4 s_fma(v4 a, v4 b, v4 c)
 static void micro_scalar(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                          bool load)
 {
-    MICRO_BODY(4, v4, s_zero, s_load, s_load, s_store, s_bcast, s_fma, 4)
+    MICRO_BODY(4, v4, s_zero, s_load, s_load, s_store, s_bcast, s_fma, 4, 1, 4)
 }
 
 /* The AVX-512 kernel's shape (12 x 32 tile, its block sizes) in plain C:
@@ -146,7 +157,13 @@ static inline v16 s16_fma(v16 a, v16 b, v16 c)
 static void micro_scalar_12x32(int64_t kc, const float *a, const float *b, float *c,
                                int64_t ldc, bool load)
 {
-    MICRO_BODY(12, v16, s16_zero, s16_load, s16_load, s16_store, s16_bcast, s16_fma, 16)
+    MICRO_BODY(12, v16, s16_zero, s16_load, s16_load, s16_store, s16_bcast, s16_fma, 16, 1, 12)
+}
+
+static void micro_scalar_12x32_rows(int64_t kc, const float *a, int64_t lda, const float *b,
+                                    float *c, int64_t ldc, bool load)
+{
+    MICRO_BODY(12, v16, s16_zero, s16_load, s16_load, s16_store, s16_bcast, s16_fma, 16, lda, 1)
 }
 
 /* AVX-512's blocks (BLIS's for Skylake-X: KC 384, the broadcast panel in
@@ -161,11 +178,12 @@ static void pack_b(const void *B, bool h, int64_t ldb, bool tb, int64_t j0, int6
                    int64_t kc, int nr, float *bp);
 static const kernel KERNELS[] = {
 #if defined(__x86_64__) && defined(__GNUC__)
-    {"avx512", 12, 32, 384, 96, 512, true, micro_avx512, 1, pack_a, pack_b},
-    {"avx2", 6, 16, 256, 120, 4096, false, micro_avx2, 1, pack_a, pack_b},
+    {"avx512", 12, 32, 384, 96, 512, true, micro_avx512, 1, pack_a, pack_b, micro_avx512_rows},
+    {"avx2", 6, 16, 256, 120, 4096, false, micro_avx2, 1, pack_a, pack_b, NULL},
 #endif
-    {"scalar", 4, 8, 256, 128, 4096, false, micro_scalar, 1, pack_a, pack_b},
-    {"scalar-12x32", 12, 32, 384, 96, 512, true, micro_scalar_12x32, 1, pack_a, pack_b}, /* tests */
+    {"scalar", 4, 8, 256, 128, 4096, false, micro_scalar, 1, pack_a, pack_b, NULL},
+    {"scalar-12x32", 12, 32, 384, 96, 512, true, micro_scalar_12x32, 1, pack_a, pack_b,
+     micro_scalar_12x32_rows}, /* tests */
 };
 #define NKERNELS ((int)(sizeof KERNELS / sizeof *KERNELS))
 
@@ -406,22 +424,29 @@ typedef struct job {
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 /* Tile (i0, j0) of C, m x n (mr x nr but at the edges), from the packed
- * panels a and b over kc packed elements, its chains continued from C (load) or
- * started; an edge tile goes through the buffer tile. */
-static inline void one_tile(const job *g, int64_t kc, const float *a, const float *b, int64_t i0,
-                            int64_t j0, int64_t m, int64_t n, bool load, float *tile)
+ * panels a (or, lda > 0, A's own mr rows at a, lda apart) and b over kc
+ * packed elements, its chains continued from C (load) or started; an edge
+ * tile goes through the buffer tile. */
+static inline void one_tile(const job *g, int64_t kc, const float *a, int64_t lda, const float *b,
+                            int64_t i0, int64_t j0, int64_t m, int64_t n, bool load, float *tile)
 {
     const kernel *kn = g->kn;
     const int nr = kn->nr;
     float *c = g->C + i0 * g->ldc + j0;
     if (m == kn->mr && n == nr) {
-        kn->fn(kc, a, b, c, g->ldc, load);
+        if (lda > 0)
+            kn->fn_rows(kc, a, lda, b, c, g->ldc, load);
+        else
+            kn->fn(kc, a, b, c, g->ldc, load);
         return;
     }
     if (load)
         for (int64_t r = 0; r < m; r++)
             memcpy(tile + r * nr, c + r * g->ldc, (size_t)n * sizeof *c);
-    kn->fn(kc, a, b, tile, nr, load);
+    if (lda > 0)
+        kn->fn_rows(kc, a, lda, b, tile, nr, load);
+    else
+        kn->fn(kc, a, b, tile, nr, load);
     for (int64_t r = 0; r < m; r++)
         memcpy(c + r * g->ldc, tile + r * nr, (size_t)n * sizeof *c);
 }
@@ -437,6 +462,12 @@ static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, 
         return;
     }
     float tile[MAX_MR * MAX_NR] __attribute__((aligned(64)));
+    /* an fp32 A that is not transposed: the micro-kernel reads its rows in
+     * place, the same chains without the packing (6% of the FT-Transformer's
+     * step packed its activations, whose k is 192; broadcasting from 12
+     * rows costs most of that back: steps 1-2% faster, GEMMs at batch 100
+     * 3-5%) */
+    const bool in_place = kn->fn_rows && !g->ta && !g->a16;
     /* k in blocks of equal size (K = 400 in two of 200, not 384 and 16), a
      * multiple of what a packed element holds (bf16: pairs of k) */
     const int64_t nkb = (g->K + kn->kc - 1) / kn->kc;
@@ -451,15 +482,27 @@ static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, 
                 kn->pack_b(g->B, g->b16, g->ldb, g->tb, jc, nc, pc, kc, nr, bp);
             for (int64_t ic = m0; ic < m1; ic += kn->mc) {
                 int64_t mc = m1 - ic < kn->mc ? m1 - ic : kn->mc;
-                kn->pack_a(g->A, g->a16, g->lda, g->ta, ic, mc, pc, kc, mr, ap);
                 if (kn->a_in_l1) {
-                    for (int64_t ir = 0; ir < mc; ir += mr)
+                    if (!in_place)
+                        kn->pack_a(g->A, g->a16, g->lda, g->ta, ic, mc, pc, kc, mr, ap);
+                    for (int64_t ir = 0; ir < mc; ir += mr) {
+                        const int64_t m = mc - ir < mr ? mc - ir : mr;
+                        const float *a = ap + ir * kp;
+                        int64_t lda = 0;
+                        if (in_place && m == mr) { /* A's rows as they are */
+                            a = (const float *)g->A + (ic + ir) * g->lda + pc;
+                            lda = g->lda;
+                        } else if (in_place) { /* the last rows: zero-padded to a panel */
+                            kn->pack_a(g->A, g->a16, g->lda, g->ta, ic + ir, m, pc, kc, mr,
+                                       ap + ir * kp);
+                        }
                         for (int64_t jr = 0; jr < nc; jr += nr)
-                            one_tile(g, kp, ap + ir * kp, bp + jr * kp, ic + ir, jc + jr,
-                                     mc - ir < mr ? mc - ir : mr, nc - jr < nr ? nc - jr : nr, load,
-                                     tile);
+                            one_tile(g, kp, a, lda, bp + jr * kp, ic + ir, jc + jr, m,
+                                     nc - jr < nr ? nc - jr : nr, load, tile);
+                    }
                     continue;
                 }
+                kn->pack_a(g->A, g->a16, g->lda, g->ta, ic, mc, pc, kc, mr, ap);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     int64_t n = nc - jr < nr ? nc - jr : nr;
                     /* each B panel is packed just before its first use, while
@@ -468,7 +511,7 @@ static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, 
                         kn->pack_b(g->B, g->b16, g->ldb, g->tb, jc + jr, n, pc, kc, nr,
                                    bp + jr * kp);
                     for (int64_t ir = 0; ir < mc; ir += mr)
-                        one_tile(g, kp, ap + ir * kp, bp + jr * kp, ic + ir, jc + jr,
+                        one_tile(g, kp, ap + ir * kp, 0, bp + jr * kp, ic + ir, jc + jr,
                                  mc - ir < mr ? mc - ir : mr, n, load, tile);
                 }
             }

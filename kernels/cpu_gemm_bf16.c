@@ -243,8 +243,8 @@ TGT static void micro_bf16(int64_t kc, const float *af, const float *bf, float *
 /* The AVX-512 fp32 kernel's blocks with KC doubled: a pair is 4 bytes, as
  * one float, so the A panel (12 x 384 pairs) and B's block take the bytes
  * the fp32 kernel's do */
-static const kernel BF16 = {"avx512-bf16", 12,         32, 768,         96,         512,
-                            true,          micro_bf16, 2,  pack_a_bf16, pack_b_bf16};
+static const kernel BF16 = {"avx512-bf16", 12,         32, 768,         96,          512,
+                            true,          micro_bf16, 2,  pack_a_bf16, pack_b_bf16, NULL};
 
 TGT static void store_bf16(const float *x, int64_t n, uint16_t *y)
 {

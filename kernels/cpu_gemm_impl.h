@@ -13,6 +13,10 @@
  * elements of k, continued from c when load, else started from zero */
 typedef void (*micro_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                          bool load);
+/* the same chains with A's MR rows read in place (element (r, k) at
+ * a[r*lda + k]) instead of from a packed panel */
+typedef void (*micro_rows_fn)(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                              int64_t ldc, bool load);
 /* Rows [i0, i0+mc) of op(A) over k in [p0, p0+kc) as panels of mr rows
  * (element (row ip+r, packed k) at ap[ip*kp + k*mr + r], kp = kc / kpack
  * rounded up); columns [j0, j0+nc) of op(B) as panels of nr columns, the
@@ -36,6 +40,9 @@ typedef struct kernel {
     int kpack; /* k-values per packed element: 1 (fp32), 2 (bf16 pairs) */
     pack_a_fn pack_a;
     pack_b_fn pack_b;
+    /* where not NULL (fp32 a_in_l1 kernels): the micro-kernel on A's own
+     * rows, for an fp32 op(A) = A whose panel needs no packing */
+    micro_rows_fn fn_rows;
 } kernel;
 
 #define MAX_MR 12
