@@ -275,29 +275,28 @@ RT_MV static void unmask_row(const float *p, int64_t T, bool drop, float keep, f
 /* Row t of the backward, on padded rows: g (dout vᵀ's) and p (P's) to dS
  * in ds, which holds drop(P) coming in where drop: the gradient of a
  * dropped element is 0, of a kept one scaled by keep. */
+#define GRAD_AFTER_DROP(j)                                     \
+    ({                                                         \
+        v16 g_, d_;                                            \
+        memcpy(&g_, g + (j), sizeof g_);                       \
+        memcpy(&d_, ds + (j), sizeof d_);                      \
+        drop ? PICK(d_ != (v16){0}, g_ * keep, (v16){0}) : g_; \
+    })
 RT_MV static void ds_row(const float *p, float *ds, const float *g, int64_t T, bool drop,
                          float keep, float scale)
 {
     v16 acc = {0};
     for (int64_t j = 0; j < T; j += VW) {
-        v16 gv, pv, dv;
-        memcpy(&gv, g + j, sizeof gv);
+        v16 pv;
         memcpy(&pv, p + j, sizeof pv);
-        memcpy(&dv, ds + j, sizeof dv);
-        if (drop)
-            gv = PICK(dv != (v16){0}, gv * keep, (v16){0});
-        acc += pv * gv;
+        acc += pv * GRAD_AFTER_DROP(j);
     }
     const float inner = FOLD(acc, VADD);
     for (int64_t j = 0; j < T; j += VW) {
-        v16 gv, pv, dv;
-        memcpy(&gv, g + j, sizeof gv);
+        v16 pv;
         memcpy(&pv, p + j, sizeof pv);
-        memcpy(&dv, ds + j, sizeof dv);
-        if (drop)
-            gv = PICK(dv != (v16){0}, gv * keep, (v16){0});
-        dv = pv * (gv - inner) * scale; /* 0 in the padding, where p is */
-        memcpy(ds + j, &dv, sizeof dv);
+        const v16 d = pv * (GRAD_AFTER_DROP(j) - inner) * scale; /* 0 in the padding, as p */
+        memcpy(ds + j, &d, sizeof d);
     }
 }
 
