@@ -430,7 +430,8 @@ typedef struct rt_attn {
 void rt_k_attn_fwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
                    const int64_t *step, rt_view out);
 /* dqkv (B*T, 3d) from dout and the saved probabilities, which backward
- * may overwrite (CUDA keeps the scores' gradients there). */
+ * may overwrite (CUDA's kernels for pairs too large for shared memory keep
+ * the scores' gradients there). */
 void rt_k_attn_bwd(rt_kctx *ctx, const rt_attn *a, rt_view qkv, float *probs,
                    const int64_t *step, rt_view dout, rt_view dqkv);
 
