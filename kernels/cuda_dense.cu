@@ -12,6 +12,8 @@
  *             second stage done by each column tile's last block;
  *             dWc (in, out) = Xc · dZcᵀ   (N, T)
  *             dXc (in, B)   = Wc · dZc    (N, N)
+ *             With out <= 8 (a head) all of it is one kernel of ours
+ *             (k_dense_bwd_narrow): the two GEMMs have a GEMV's shape there.
  * Every GEMM's compute type follows the context (compute_of): exact fp32,
  * TF32 tensor cores (rt_kctx_set_tf32), or inputs rounded to bf16 with
  * fp32 sums ([model] precision = bf16: CUBLAS_COMPUTE_32F_FAST_16BF, which
@@ -21,6 +23,7 @@
 #include <string.h>
 
 #include "cuda_common.cuh"
+#include "rt_bf16.h"
 
 static uint32_t alignment_of(const void *p)
 {
@@ -232,6 +235,107 @@ __global__ void k_colsum_final(const double *partials, int64_t chunks, int64_t n
     }
 }
 
+/* A narrow layer's backward (out <= NARROW_OUT: a regression or binary
+ * head, a multiclass one of a few classes) in one kernel where cuBLAS would
+ * take two GEMMs of a GEMV's shape after k_mask_colsum.  A (32 x 8) block
+ * takes a 32-column tile of x over one chunk of rows; with db, column `in`
+ * is the bias's, x = 1 there.  Per row a thread reads the row's dz = dy ⊙
+ * relu'(y) (out values, the same for the whole block; the first tile's
+ * blocks write them back, as the contract says), adds x·dz to its column's
+ * out sums and writes dx = Σ_o dz_o w_o.  The sums are k_mask_colsum's: in
+ * double, per chunk in a fixed order, then over chunks by the tile's last
+ * block.  bf16: x, dz and w rounded to bf16 for the products, as
+ * CUBLAS_COMPUTE_32F_FAST_16BF rounds them (the bias sums dz itself); with
+ * TF32 or fp32 the products are exact. */
+#define NARROW_OUT 8
+
+__device__ static inline float narrow_in(float v, int bf16)
+{
+    return bf16 ? rt_bf16_float(rt_bf16_bits(v)) : v;
+}
+
+__global__ void __launch_bounds__(256)
+    k_dense_bwd_narrow(const float *x, int64_t ldx, const float *w, const float *y, int64_t ldy,
+                       float *dy, int64_t lddy, int64_t B, int64_t in, int64_t out, int64_t ncols,
+                       int relu, int bf16, int64_t rows_per_chunk, double *partials,
+                       unsigned *tickets, float *dw, float *db, float *dx, int64_t lddx)
+{
+    __shared__ double shm[8][33];
+    const int64_t j = blockIdx.x * 32 + threadIdx.x;
+    const int64_t r0 = blockIdx.y * rows_per_chunk;
+    const int64_t r1 = r0 + rows_per_chunk < B ? r0 + rows_per_chunk : B;
+    const bool col = j < in, bias = j == in && db;
+    float wj[NARROW_OUT];
+    double acc[NARROW_OUT];
+#pragma unroll
+    for (int o = 0; o < NARROW_OUT; o++) {
+        wj[o] = o < out && col ? narrow_in(w[o * in + j], bf16) : 0.0f;
+        acc[o] = 0.0;
+    }
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += 8) {
+        const float xv = col ? narrow_in(x[r * ldx + j], bf16) : 1.0f;
+        float dxv = 0.0f;
+#pragma unroll
+        for (int o = 0; o < NARROW_OUT; o++) {
+            if (o < out) {
+                float z = dy[r * lddy + o];
+                if (relu && !(y[r * ldy + o] > 0.0f))
+                    z = 0.0f;
+                if (blockIdx.x == 0 && (int)threadIdx.x == o)
+                    dy[r * lddy + o] = z; /* the others read it masked or not: the same z */
+                const float zm = bias ? z : narrow_in(z, bf16);
+                acc[o] += (double)xv * zm;
+                dxv += zm * wj[o];
+            }
+        }
+        if (dx && col)
+            dx[r * lddx + j] = dxv;
+    }
+#pragma unroll
+    for (int o = 0; o < NARROW_OUT; o++) { /* o < out: the same in every thread */
+        if (o < out) {
+            shm[threadIdx.y][threadIdx.x] = acc[o];
+            __syncthreads();
+            if (threadIdx.y == 0 && j < ncols) {
+                double t = 0.0;
+                for (int k = 0; k < 8; k++)
+                    t += shm[k][threadIdx.x];
+                partials[(blockIdx.y * ncols + j) * out + o] = t;
+            }
+            __syncthreads();
+        }
+    }
+    if (last_of_tile(tickets, blockIdx.x, gridDim.y) && threadIdx.y == 0 && j < ncols) {
+        for (int o = 0; o < out; o++) {
+            double t = 0.0;
+            for (unsigned c = 0; c < gridDim.y; c++)
+                t += partials[(c * ncols + j) * out + o];
+            if (col)
+                dw[o * in + j] = (float)t;
+            else
+                db[o] = (float)t;
+        }
+    }
+}
+
+/* The narrow kernel where it applies; false: the GEMMs' way. */
+static bool dense_bwd_narrow(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act,
+                             rt_view dy, float *dw, float *db, rt_view dx)
+{
+    cuda_state *s = CS(ctx);
+    const int64_t B = x.rows, in = x.cols, out = dy.cols, ncols = in + (db != NULL);
+    if (out < 1 || out > NARROW_OUT || ncols < 1 || (ncols + 31) / 32 > (int64_t)RT_CUDA_TICKETS)
+        return false;
+    int64_t rows_per_chunk;
+    int64_t chunks = chunks_for(B, ncols, out, &rows_per_chunk);
+    dim3 grid((unsigned)((ncols + 31) / 32), (unsigned)chunks), block(32, 8);
+    k_dense_bwd_narrow<<<grid, block, 0, s->stream>>>(
+        RT_F(x), x.ld, w, RT_F(y), y.ld, RT_F(dy), dy.ld, B, in, out, ncols, act == RT_ACT_RELU,
+        ctx->bf16, rows_per_chunk, s->partials, s->tickets, dw, db, dx.p ? RT_F(dx) : NULL, dx.ld);
+    LAUNCHED(s, "k_dense_bwd_narrow");
+    return true;
+}
+
 void rt_cuda_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_act act, rt_view dy,
                        float *dw, float *db, rt_view dx)
 {
@@ -239,9 +343,13 @@ void rt_cuda_dense_bwd(rt_kctx *ctx, rt_view x, const float *w, rt_view y, rt_ac
     const int64_t B = x.rows, in = x.cols, out = dy.cols;
     if (B == 0) {
         after_op(s, cudaMemsetAsync(dw, 0, (size_t)(out * in) * sizeof(float), s->stream), "cudaMemsetAsync");
-        after_op(s, cudaMemsetAsync(db, 0, (size_t)out * sizeof(float), s->stream), "cudaMemsetAsync");
+        if (db)
+            after_op(s, cudaMemsetAsync(db, 0, (size_t)out * sizeof(float), s->stream),
+                     "cudaMemsetAsync");
         return;
     }
+    if (dense_bwd_narrow(ctx, x, w, y, act, dy, dw, db, dx))
+        return;
     if (out > 0) {
         int64_t rows_per_chunk;
         int64_t chunks = chunks_for(B, out, 1, &rows_per_chunk);

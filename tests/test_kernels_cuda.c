@@ -239,9 +239,11 @@ static void dense_bf16_exact(int64_t B, int64_t in, int64_t out, int64_t xld, rt
     free(dx);
 }
 
-static void dense_case(tu_rng *g, enum math math)
+/* narrow: out 1-8, a head's shape (the GPU's one-kernel backward) */
+static void dense_case(tu_rng *g, enum math math, bool narrow)
 {
-    const int64_t B = tu_int(g, 1, 3000), in = tu_int(g, 1, 1100), out = tu_int(g, 1, 1100);
+    const int64_t B = tu_int(g, 1, 3000), in = tu_int(g, 1, 1100),
+                  out = tu_int(g, 1, narrow ? 8 : 1100);
     const int64_t xld = in + tu_int(g, 0, 4);
     rt_act act = tu_int(g, 0, 1) ? RT_ACT_RELU : RT_ACT_NONE;
     const size_t nx = (size_t)(B * xld), ny = (size_t)(B * out), nw = (size_t)(out * in);
@@ -317,10 +319,15 @@ static void test_op_dense(void **state)
     (void)state;
     tu_rng g = tu_rng_make(23);
     for (int rep = 0; rep < 4; rep++)
-        dense_case(&g, MATH_FP32);
-    dense_case(&g, MATH_TF32);
-    dense_case(&g, MATH_BF16);
-    dense_case(&g, MATH_BF16);
+        dense_case(&g, MATH_FP32, false);
+    dense_case(&g, MATH_TF32, false);
+    dense_case(&g, MATH_BF16, false);
+    dense_case(&g, MATH_BF16, false);
+    for (int rep = 0; rep < 3; rep++)
+        dense_case(&g, MATH_FP32, true);
+    dense_case(&g, MATH_TF32, true);
+    dense_case(&g, MATH_BF16, true);
+    dense_case(&g, MATH_BF16, true);
 }
 
 /* bf16 conversions (a gradient allreduce in bf16): the same bits on both
