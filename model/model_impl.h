@@ -185,6 +185,9 @@ struct rt_model {
 
     void **allocs;
     int nallocs, allocs_cap;
+    /* device bytes asked for; with dry, only counted (rt_model_spec_memory) */
+    int64_t alloc_bytes;
+    bool dry;
 };
 
 /* model_plan.c: the layer list, tensors and parameter table of m->spec
@@ -197,6 +200,11 @@ rt_status model_plan(rt_model *m, char *err);
  * linear layer reads, and that layer's output gradient, which only its
  * backward reads).  After model_plan, before the memory is allocated. */
 void model_plan_bf16(rt_model *m);
+
+/* rt_model.c: the device buffers of a planned model (m->dev, and
+ * model_plan_bf16's marks, say their sizes); with m->dry, nothing is
+ * allocated and m->alloc_bytes says what would be. */
+rt_status model_allocate(rt_model *m);
 /* The kind's name in summaries ("Dense", "BatchNorm", ...). */
 const char *model_kind_name(layer_kind k);
 

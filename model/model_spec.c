@@ -221,8 +221,8 @@ bool rt_model_spec_same_net(const rt_model_spec *a, const rt_model_spec *b, char
     return model_family_of(a->arch)->same_net(a, b, why, len);
 }
 
-rt_status rt_model_spec_memory(const rt_model_spec *spec, int64_t max_batch, rt_model_memory *mem,
-                               char *err)
+rt_status rt_model_spec_memory(const rt_model_spec *spec, int64_t max_batch, const rt_kctx *ctx,
+                               rt_model_memory *mem, char *err)
 {
     memset(mem, 0, sizeof *mem);
     rt_status st = rt_model_spec_check(spec, err);
@@ -233,26 +233,22 @@ rt_status rt_model_spec_memory(const rt_model_spec *spec, int64_t max_batch, rt_
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     m->spec = *spec;
     m->max_batch = max_batch;
+    m->dev = ctx ? rt_kctx_device(ctx) : RT_DEVICE_CPU;
+    m->dry = true; /* rt_model_create's buffers, counted, not allocated */
     if ((st = model_plan(m, err)) == RT_OK) {
-        int64_t act = 0;
-        for (int t = 0; t < m->ntensors; t++) {
-            const mtensor *x = &m->tensors[t];
-            if (!x->input)
-                act += max_batch * x->tpr * x->cols * (x->grad ? 2 : 1);
-        }
-        for (int i = 0; i < m->nlayers; i++)
-            act += m->layers[i].save_fixed + m->layers[i].save_per_sample * max_batch;
-        act += 2 * m->scratch_len * max_batch;
-        act += max_batch * ((int64_t)spec->n_cat + spec->n_cont + 2); /* the inputs */
+        if (ctx && rt_kctx_bf16_store(ctx))
+            model_plan_bf16(m);
+        st = model_allocate(m);
         mem->params = m->n_params;
         mem->param_bytes = (4 * m->arena + m->n_buffers) * 4;
-        mem->activation_bytes = act * 4;
-        mem->total_bytes = mem->param_bytes + mem->activation_bytes;
+        mem->activation_bytes = m->alloc_bytes - mem->param_bytes;
+        mem->total_bytes = m->alloc_bytes;
     }
     free(m->info);
     free(m->init);
     free(m->fan_in);
     free(m->emb_host);
+    free(m->allocs);
     free(m);
     return st;
 }

@@ -20,6 +20,10 @@ static void *alloc_dev(rt_model *m, size_t bytes, rt_status *st)
     void *p = NULL;
     if (*st != RT_OK)
         return NULL;
+    bytes = bytes ? bytes : 4;
+    m->alloc_bytes += (int64_t)bytes;
+    if (m->dry)
+        return NULL;
     if (m->nallocs == m->allocs_cap) {
         int cap = m->allocs_cap ? 2 * m->allocs_cap : 64;
         void **na = realloc(m->allocs, (size_t)cap * sizeof *na);
@@ -30,7 +34,7 @@ static void *alloc_dev(rt_model *m, size_t bytes, rt_status *st)
         m->allocs = na;
         m->allocs_cap = cap;
     }
-    *st = rt_kmalloc(m->ctx, bytes ? bytes : 4, &p);
+    *st = rt_kmalloc(m->ctx, bytes, &p);
     if (*st == RT_OK)
         m->allocs[m->nallocs++] = p;
     return p;
@@ -151,7 +155,7 @@ static void refresh_standardize(rt_model *m, const float *hbuf)
 }
 
 /* Device memory: flat buffers, inputs, activations, saved statistics. */
-static rt_status allocate(rt_model *m)
+rt_status model_allocate(rt_model *m)
 {
     const size_t P = (size_t)m->arena, Bm = (size_t)m->max_batch;
     const rt_model_spec *s = &m->spec;
@@ -234,7 +238,7 @@ rt_status rt_model_create(const rt_model_spec *spec, rt_kctx *ctx, int64_t max_b
                              nseg, MAX_SEGS)
                     : rt_err(err, RT_ERR_NOMEM, "out of memory");
     }
-    if ((st = allocate(m)) != RT_OK) {
+    if ((st = model_allocate(m)) != RT_OK) {
         long long np = (long long)m->n_params;
         free(segs);
         rt_model_destroy(m);

@@ -9,8 +9,9 @@
  * networks (both variants, odd member and row counts, so that a GEMM's k
  * ends in half a pair, dropout, batch norm, numeric embeddings) — while
  * FP32 gives others (bf16 ran) and the plan did mark tensors (the test is
- * not empty).  Skipped on a CPU without AVX512_BF16 (nothing is stored in
- * bf16 there). */
+ * not empty), and fewer bytes.  Skipped on a CPU without AVX512_BF16
+ * (nothing is stored in bf16 there).  And the memory estimate a job is
+ * refused by is the allocation, to the byte, for every family. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +30,7 @@ typedef struct run {
     float *params, *m, *v, *pred;
     size_t P;            /* parameters */
     int marked, gmarked; /* tensors stored in bf16: values, gradients */
+    int64_t bytes;       /* the model's device buffers */
 } run;
 
 static void run_free(run *r)
@@ -51,7 +53,10 @@ static run train(const rt_model_spec *s, bool bf16, bool store, int64_t n, const
     rt_model *m;
     if (rt_model_create(s, ctx, n, &m, err) != RT_OK)
         fail_msg("%s", err);
-    run r = {0};
+    run r = {.bytes = m->alloc_bytes};
+    rt_model_memory mem; /* what rt_dp_check_memory weighs: the same bytes */
+    assert_int_equal(rt_model_spec_memory(s, n, ctx, &mem, err), RT_OK);
+    assert_int_equal(mem.total_bytes, m->alloc_bytes);
     for (int t = 0; t < m->ntensors; t++) {
         r.marked += m->tensors[t].bf16;
         r.gmarked += m->tensors[t].gbf16;
@@ -70,6 +75,47 @@ static run train(const rt_model_spec *s, bool bf16, bool store, int64_t n, const
     rt_model_destroy(m);
     rt_kctx_destroy(ctx);
     return r;
+}
+
+/* rt_model_spec_memory (what rt_dp_check_memory refuses a job by) is what
+ * rt_model_create allocates, to the byte: every family, FP32 and, where the
+ * CPU has it, bf16's storage. */
+static void test_estimate_is_allocation(void **state)
+{
+    (void)state;
+    for (int store = 0; store < (rt_cpu_bf16_kernel() ? 2 : 1); store++)
+        for (int a = 0; a < RT_ARCH_COUNT; a++) {
+            rt_model_spec s;
+            rt_model_spec_defaults(&s);
+            s.arch = (rt_arch)a;
+            s.n_cat = 2;
+            for (int c = 0; c < s.n_cat; c++) {
+                s.vocab[c] = 5 + c;
+                s.emb_dim[c] = 3;
+                snprintf(s.cat_names[c], sizeof s.cat_names[c], "c%d", c);
+            }
+            s.n_cont = 4;
+            s.n_hidden = 2;
+            s.hidden[0] = 24;
+            s.hidden[1] = 16;
+            rt_kctx *ctx;
+            char err[RT_ERR_LEN];
+            assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, 1, &ctx, err), RT_OK);
+            assert_true(rt_kctx_set_bf16(ctx, store));
+            rt_kctx_set_bf16_store(ctx, store);
+            rt_model *m;
+            if (rt_model_create(&s, ctx, 77, &m, err) != RT_OK)
+                fail_msg("%s: %s", rt_arch_names[a], err);
+            rt_model_memory mem;
+            assert_int_equal(rt_model_spec_memory(&s, 77, ctx, &mem, err), RT_OK);
+            if (mem.total_bytes != m->alloc_bytes)
+                fail_msg("%s%s: estimated %lld bytes, allocated %lld", rt_arch_names[a],
+                         store ? " (bf16)" : "", (long long)mem.total_bytes,
+                         (long long)m->alloc_bytes);
+            assert_true(mem.param_bytes > 0 && mem.activation_bytes > 0);
+            rt_model_destroy(m);
+            rt_kctx_destroy(ctx);
+        }
 }
 
 static void test_same_bits(void **state)
@@ -121,6 +167,7 @@ static void test_same_bits(void **state)
         assert_int_equal(a.marked, s.variant == RT_TABM_MINI ? 1 : s.blocks);
         assert_int_equal(a.gmarked, s.variant == RT_TABM_MINI ? 0 : s.blocks);
         assert_int_equal(b.marked + b.gmarked + c.marked + c.gmarked, 0);
+        assert_true(a.bytes < b.bytes && b.bytes == c.bytes);
         const size_t P = a.P;
         if (memcmp(a.params, b.params, P * 4) || memcmp(a.m, b.m, P * 4) || memcmp(a.v, b.v, P * 4))
             fail_msg("tabm rep %d (%s, k=%d, width %d, %lld rows): the state after %d bf16 steps "
@@ -142,6 +189,7 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_estimate_is_allocation),
         cmocka_unit_test(test_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -78,7 +78,7 @@ rt_status rt_dp_check_memory(const rt_model_spec *spec, rt_kctx *ctx, int64_t ro
 {
     rt_model_memory mem;
     int64_t avail = -1;
-    rt_status st = rt_model_spec_memory(spec, rows, &mem, err);
+    rt_status st = rt_model_spec_memory(spec, rows, ctx, &mem, err);
     if (st != RT_OK || rt_kctx_mem_available(ctx, &avail, NULL) != RT_OK)
         return st;
     share = share > 0 ? share : 1;
@@ -120,13 +120,13 @@ rt_status rt_dp_create(const rt_model_spec *spec, const rt_dp_opts *o, rt_comm *
                       "to false or model.device = cpu");
     }
     rt_status st = rt_kctx_create(o->device, o->threads, &d->ctx, err);
-    if (st == RT_OK)
-        st = rt_dp_check_memory(spec, d->ctx, o->max_batch, o->mem_share, err);
     if (st == RT_OK) {
         rt_kctx_set_tf32(d->ctx, o->tf32);
         rt_kctx_set_bf16(d->ctx, o->bf16); /* where it can: the trainer says which ran */
-        st = rt_model_create(spec, d->ctx, o->max_batch, &d->model, err);
+        st = rt_dp_check_memory(spec, d->ctx, o->max_batch, o->mem_share, err);
     }
+    if (st == RT_OK)
+        st = rt_model_create(spec, d->ctx, o->max_batch, &d->model, err);
     if (st == RT_OK) {
         /* every rank draws its own dropout masks */
         int rank = comm ? rt_comm_rank(comm) : 0;

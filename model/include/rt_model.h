@@ -139,13 +139,15 @@ void rt_model_spec_json(const rt_model_spec *spec, rt_jw *w);
  * unknown name.  The caller reads the rest and checks the spec. */
 typedef struct rt_json rt_json;
 const char *rt_model_spec_keys_read(rt_model_spec *spec, const rt_json *record);
-/* Bytes the model needs at max_batch rows: parameters with gradients and
- * Adam's moments, and the activations and their gradients (training). */
+/* Bytes the model needs at max_batch rows on ctx's device (NULL: a CPU's,
+ * FP32): parameters with gradients and Adam's moments, and the activations
+ * and their gradients (training) — what rt_model_create would allocate
+ * there, to the byte, without allocating it. */
 typedef struct rt_model_memory {
     int64_t params, param_bytes, activation_bytes, total_bytes;
 } rt_model_memory;
-rt_status rt_model_spec_memory(const rt_model_spec *spec, int64_t max_batch, rt_model_memory *mem,
-                               char *err);
+rt_status rt_model_spec_memory(const rt_model_spec *spec, int64_t max_batch, const rt_kctx *ctx,
+                               rt_model_memory *mem, char *err);
 
 typedef struct rt_param_info {
     char name[RT_MODEL_NAME_LEN + 16]; /* "emb_Store", "dense_1/kernel", ... */
