@@ -643,8 +643,12 @@ int cli_check_job_model(const cli_args *a, const rt_job_cfg *j, const rt_cfg_ori
     rt_kctx *ctx = NULL;
     if (st == RT_OK && !strcmp(a->cmd->name, "run") && j->device != RT_DEV_CUDA &&
         rt_kctx_create(RT_DEVICE_CPU, 1, &ctx, NULL) == RT_OK) {
-        int64_t rows = j->batch_size > j->eval_batch_size ? j->batch_size : j->eval_batch_size;
-        st = rt_dp_check_memory(spec, ctx, rows, (int)j->np, err);
+        rt_dp_opts d;
+        rt_dp_opts_defaults(&d);
+        d.max_batch = j->batch_size > j->eval_batch_size ? j->batch_size : j->eval_batch_size;
+        d.mem_share = (int)j->np;
+        rt_kctx_set_bf16(ctx, j->precision == RT_PREC_BF16); /* where this CPU can */
+        st = rt_dp_check_memory(spec, ctx, &d, err);
         rt_kctx_destroy(ctx);
     }
     if (st != RT_OK)

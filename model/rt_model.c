@@ -328,6 +328,7 @@ int64_t rt_model_max_batch(const rt_model *m) { return m->max_batch; }
 int64_t rt_model_num_params(const rt_model *m) { return m->n_params; }
 int64_t rt_model_num_buffers(const rt_model *m) { return m->n_buffers; }
 int64_t rt_model_arena_len(const rt_model *m) { return m->arena; }
+int64_t rt_model_device_bytes(const rt_model *m) { return m->alloc_bytes; }
 float *rt_model_params(rt_model *m) { return m->params; }
 float *rt_model_grads(rt_model *m) { return m->grads; }
 float *rt_model_buffers(rt_model *m) { return m->buffers; }

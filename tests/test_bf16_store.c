@@ -53,10 +53,10 @@ static run train(const rt_model_spec *s, bool bf16, bool store, int64_t n, const
     rt_model *m;
     if (rt_model_create(s, ctx, n, &m, err) != RT_OK)
         fail_msg("%s", err);
-    run r = {.bytes = m->alloc_bytes};
+    run r = {.bytes = rt_model_device_bytes(m)};
     rt_model_memory mem; /* what rt_dp_check_memory weighs: the same bytes */
     assert_int_equal(rt_model_spec_memory(s, n, ctx, &mem, err), RT_OK);
-    assert_int_equal(mem.total_bytes, m->alloc_bytes);
+    assert_int_equal(mem.total_bytes, rt_model_device_bytes(m));
     for (int t = 0; t < m->ntensors; t++) {
         r.marked += m->tensors[t].bf16;
         r.gmarked += m->tensors[t].gbf16;
@@ -108,11 +108,12 @@ static void test_estimate_is_allocation(void **state)
                 fail_msg("%s: %s", rt_arch_names[a], err);
             rt_model_memory mem;
             assert_int_equal(rt_model_spec_memory(&s, 77, ctx, &mem, err), RT_OK);
-            if (mem.total_bytes != m->alloc_bytes)
+            if (mem.total_bytes != rt_model_device_bytes(m))
                 fail_msg("%s%s: estimated %lld bytes, allocated %lld", rt_arch_names[a],
                          store ? " (bf16)" : "", (long long)mem.total_bytes,
-                         (long long)m->alloc_bytes);
+                         (long long)rt_model_device_bytes(m));
             assert_true(mem.param_bytes > 0 && mem.activation_bytes > 0);
+            assert_int_equal(mem.arena, rt_model_arena_len(m));
             rt_model_destroy(m);
             rt_kctx_destroy(ctx);
         }

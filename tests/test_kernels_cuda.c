@@ -678,6 +678,9 @@ static void test_whole_step(void **state)
     assert_int_equal(rt_model_create(&s, cpu, n, &mc, NULL), RT_OK);
     assert_int_equal(rt_model_create(&s, gpu, n, &mg, NULL), RT_OK);
     assert_int_equal(rt_model_create(&s, gpu, n, &mgraph, NULL), RT_OK);
+    rt_model_memory mem; /* the memory check's estimate is the GPU model's allocation */
+    assert_int_equal(rt_model_spec_memory(&s, n, gpu, &mem, NULL), RT_OK);
+    assert_int_equal(mem.total_bytes, rt_model_device_bytes(mg));
     int32_t *cat = malloc((size_t)(n * 18) * 4);
     float *cont = malloc((size_t)(n * 18) * 4), *lab = malloc((size_t)n * 4);
     rt_adam_hp hp = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-3f, .grad_scale = 1.0f};

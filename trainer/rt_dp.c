@@ -73,29 +73,37 @@ static const char *gib(int64_t bytes, char *buf, size_t len)
     return buf;
 }
 
-rt_status rt_dp_check_memory(const rt_model_spec *spec, rt_kctx *ctx, int64_t rows, int share,
+rt_status rt_dp_check_memory(const rt_model_spec *spec, rt_kctx *ctx, const rt_dp_opts *o,
                              char *err)
 {
     rt_model_memory mem;
     int64_t avail = -1;
+    const int64_t rows = o->max_batch;
     rt_status st = rt_model_spec_memory(spec, rows, ctx, &mem, err);
     if (st != RT_OK || rt_kctx_mem_available(ctx, &avail, NULL) != RT_OK)
         return st;
-    share = share > 0 ? share : 1;
+    const bool gpu = rt_kctx_device(ctx) == RT_DEVICE_CUDA;
+    const bool half = gpu && o->allreduce_bf16; /* rt_dp_gpu_init's bf16 gradients */
+    if (half) {
+        const int64_t bytes = 2 * mem.arena;
+        mem.param_bytes += bytes;
+        mem.total_bytes += bytes;
+    }
+    const int share = o->mem_share > 0 ? o->mem_share : 1;
     if (mem.total_bytes <= avail / share)
         return RT_OK;
     char a[32], b[32], c[32], dv[32], e[32], name[160] = "the CPU";
-    if (rt_kctx_device(ctx) == RT_DEVICE_CUDA)
+    if (gpu)
         rt_cuda_device_name(name, sizeof name);
     return rt_err(err, RT_ERR_NOMEM,
                   "the %s model needs %s at %lld rows a pass (%lld parameters with their "
-                  "gradients and Adam's moments: %s; activations and their gradients: %s); "
+                  "gradients and Adam's moments%s: %s; activations and their gradients: %s); "
                   "%s has %s available%s%s%s: lower [train] batch_size or eval_batch_size, or "
                   "make the model smaller",
                   rt_arch_names[spec->arch], gib(mem.total_bytes, a, sizeof a), (long long)rows,
-                  (long long)mem.params, gib(mem.param_bytes, b, sizeof b),
-                  gib(mem.activation_bytes, c, sizeof c), name, gib(avail, dv, sizeof dv),
-                  share > 1 ? ", shared by its ranks: " : "",
+                  (long long)mem.params, half ? ", and the gradients' bf16 copy" : "",
+                  gib(mem.param_bytes, b, sizeof b), gib(mem.activation_bytes, c, sizeof c), name,
+                  gib(avail, dv, sizeof dv), share > 1 ? ", shared by its ranks: " : "",
                   share > 1 ? gib(avail / share, e, sizeof e) : "", share > 1 ? " each" : "");
 }
 
@@ -123,7 +131,7 @@ rt_status rt_dp_create(const rt_model_spec *spec, const rt_dp_opts *o, rt_comm *
     if (st == RT_OK) {
         rt_kctx_set_tf32(d->ctx, o->tf32);
         rt_kctx_set_bf16(d->ctx, o->bf16); /* where it can: the trainer says which ran */
-        st = rt_dp_check_memory(spec, d->ctx, o->max_batch, o->mem_share, err);
+        st = rt_dp_check_memory(spec, d->ctx, o, err);
     }
     if (st == RT_OK)
         st = rt_model_create(spec, d->ctx, o->max_batch, &d->model, err);

@@ -145,6 +145,7 @@ const char *rt_model_spec_keys_read(rt_model_spec *spec, const rt_json *record);
  * there, to the byte, without allocating it. */
 typedef struct rt_model_memory {
     int64_t params, param_bytes, activation_bytes, total_bytes;
+    int64_t arena; /* floats of the flat parameter buffer (rt_model_arena_len) */
 } rt_model_memory;
 rt_status rt_model_spec_memory(const rt_model_spec *spec, int64_t max_batch, const rt_kctx *ctx,
                                rt_model_memory *mem, char *err);
@@ -185,6 +186,9 @@ int64_t rt_model_max_batch(const rt_model *m);
 int64_t rt_model_num_params(const rt_model *m);
 int64_t rt_model_num_buffers(const rt_model *m);
 int64_t rt_model_arena_len(const rt_model *m);
+/* Bytes of device memory the model allocated (rt_model_spec_memory's
+ * total_bytes for its spec, batch and context). */
+int64_t rt_model_device_bytes(const rt_model *m);
 /* Parameter table: trainable tensors in buffer order, then the
  * non-trainable ones (offsets into the buffer of rt_model_buffers()). */
 const rt_param_info *rt_model_param_table(const rt_model *m, int *n);

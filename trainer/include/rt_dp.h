@@ -56,10 +56,12 @@ typedef struct rt_dp_opts {
 } rt_dp_opts;
 void rt_dp_opts_defaults(rt_dp_opts *o);
 
-/* RT_ERR_NOMEM with a sentence (what the model needs at `rows` rows, what
- * the device has) when the model would not fit in ctx's device memory
- * shared by `share` processes; RT_OK when it does or the memory is unknown. */
-rt_status rt_dp_check_memory(const rt_model_spec *spec, rt_kctx *ctx, int64_t rows, int share,
+/* RT_ERR_NOMEM with a sentence (what the model needs at o->max_batch rows,
+ * what the device has) when the model — and on a GPU, with
+ * o->allreduce_bf16, its gradients' bf16 copy — would not fit in ctx's
+ * device memory shared by o->mem_share processes; RT_OK when it does or the
+ * memory is unknown.  ctx's precision (rt_kctx_bf16_store) counts. */
+rt_status rt_dp_check_memory(const rt_model_spec *spec, rt_kctx *ctx, const rt_dp_opts *o,
                              char *err);
 
 /* comm may be NULL (one process).  Refuses (rt_dp_check_memory) a model
