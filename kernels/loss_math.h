@@ -90,8 +90,14 @@ RT_HD double rt_loss_row(const rt_loss_desc *d, const float *z, float y, float w
         g = x > y ? 1.0 : x < y ? -1.0 : 0.0;
         break;
     }
-    if (dz)
-        dz[0] = (float)(c * g * scale);
+    if (dz) {
+        float dp = (float)(c * g * scale);
+        if (d->head_scale > 0.0f) { /* rt_k_head_bwd's float ops, in its order */
+            const float hs = d->head_scale, s = z[0] / hs;
+            dp = dp * hs * s * (1.0f - s);
+        }
+        dz[0] = dp;
+    }
     return c * l;
 }
 

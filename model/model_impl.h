@@ -65,7 +65,7 @@ typedef struct mtensor {
     /* stored in bf16 (RT_BF16 views; model_plan_bf16): the value, the
      * gradient — where only GEMMs read them */
     bool bf16, gbf16;
-    bool gunused;        /* its gradient is never made (a paired backward): no memory */
+    bool gunused;        /* its gradient is never made (a paired or fused backward): no memory */
     float *data, *gdata; /* (uint16_t where bf16, gbf16) */
     int writer;          /* planning: a gradient has been written (backward order) */
 } mtensor;
@@ -106,6 +106,9 @@ typedef struct mlayer {
      * (rt_k_scale_pair_fwd at the first's turn, rt_k_scale_pair_bwd at the
      * second's); the other turn is skipped (model_plan) */
     bool pair, paired;
+    /* L_HEAD: its backward runs inside the training loss (rt_loss_desc's
+     * head_scale), which writes its input's gradient (model_plan) */
+    bool fused;
 } mlayer;
 
 /* Parameter initialisers. */

@@ -527,6 +527,8 @@ void model_layer_bwd(rt_model *m, mlayer *L, int64_t n)
         break;
     }
     case L_HEAD: {
+        if (L->fused)
+            break; /* rt_model_loss wrote dx */
         rt_view dx = dx_begin(m, L, 0, n);
         RT_ASSERT(dx.p && dx.ld == 1);
         rt_k_head_bwd(ctx, out_view(m, L, n).p, dy.p, dy.rows, s->head_scale, dx.p);

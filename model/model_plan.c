@@ -492,6 +492,15 @@ static void complete(mplan *p)
             }
         }
     }
+    /* the scaled-sigmoid head's backward inside the loss, which reads its
+     * output (not tabm's members' loss) and then writes the whole of its
+     * input's gradient: one pass over the rows fewer, one kernel on a GPU */
+    for (int i = 0; m->ens_k == 0 && i < m->nlayers; i++) {
+        mlayer *L = &m->layers[i];
+        if (L->kind == L_HEAD && L->out.t == m->t_loss && m->tensors[L->in[0].t].grad &&
+            L->gmode[0] == 0 && whole(m, L->in[0]))
+            L->fused = m->tensors[L->out.t].gunused = true;
+    }
     /* TabM's block end and the next block's r, one pass each way on the CPU:
      * r without bias or act reading the whole output of the scaling just
      * before it (not itself the second of a pair), its one reader, whose

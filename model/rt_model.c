@@ -481,9 +481,22 @@ static void members_loss(rt_model *m, int64_t n)
                         rt_vf32(w, n, k, k, m->dev));
         rt_k_scale(m->ctx, w, N, 1.0f / (float)k);
     }
-    const rt_loss_desc d = {s->loss, s->n_out, s->huber_delta, s->label_smoothing, m->class_w};
+    const rt_loss_desc d = {.kind = s->loss,
+                            .K = s->n_out,
+                            .huber_delta = s->huber_delta,
+                            .smoothing = s->label_smoothing,
+                            .class_w = m->class_w};
     rt_k_loss(m->ctx, &d, rt_vf32(t->data, N, s->n_out, s->n_out, m->dev), lab, w,
               &m->hp->loss_norm, rt_vf32(t->gdata, N, s->n_out, s->n_out, m->dev), m->metrics);
+}
+
+/* The scaled-sigmoid head whose backward the loss runs (model_plan), or NULL */
+static const mlayer *fused_head(const rt_model *m)
+{
+    for (int i = m->nlayers - 1; i >= 0; i--)
+        if (m->layers[i].kind == L_HEAD && m->layers[i].fused)
+            return &m->layers[i];
+    return NULL;
 }
 
 void rt_model_loss(rt_model *m, int64_t n, bool with_grad)
@@ -494,9 +507,19 @@ void rt_model_loss(rt_model *m, int64_t n, bool with_grad)
     }
     const mtensor *t = &m->tensors[m->t_pred];
     const rt_model_spec *s = &m->spec;
-    const rt_loss_desc d = {s->loss, s->n_out, s->huber_delta, s->label_smoothing, m->class_w};
+    rt_loss_desc d = {.kind = s->loss,
+                      .K = s->n_out,
+                      .huber_delta = s->huber_delta,
+                      .smoothing = s->label_smoothing,
+                      .class_w = m->class_w};
     rt_view z = rt_vf32(t->data, n, s->n_out, s->n_out, m->dev);
     rt_view dz = rt_vf32(with_grad ? t->gdata : NULL, n, s->n_out, s->n_out, m->dev);
+    const mlayer *head = with_grad ? fused_head(m) : NULL;
+    if (head) { /* the gradient of the head's input, the head's backward done here */
+        d.head_scale = s->head_scale;
+        dz = model_slot(m, head->in[0], n, true);
+        RT_ASSERT(dz.p && dz.cols == 1 && dz.ld == 1 && dz.dtype == RT_F32);
+    }
     rt_k_loss(m->ctx, &d, z, m->in_label, s->weighted ? m->in_label + m->max_batch : NULL,
               with_grad ? &m->hp->loss_norm : NULL, dz, m->metrics);
 }

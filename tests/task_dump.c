@@ -49,7 +49,11 @@ static void dump_loss(rt_kctx *ctx, rt_loss kind, int K, float delta, float s, b
     }
     for (int k = 0; k < 8; k++)
         cw[k] = range(0.2, 4);
-    rt_loss_desc d = {kind, K, delta, s, class_weights ? cw : NULL};
+    rt_loss_desc d = {.kind = kind,
+                      .K = K,
+                      .huber_delta = delta,
+                      .smoothing = s,
+                      .class_w = class_weights ? cw : NULL};
     double acc[2] = {0, 0};
     rt_k_loss(ctx, &d, rt_vf32(z, n, K, K, RT_DEVICE_CPU), y, weights ? w : NULL, NULL,
               rt_vf32(dz, n, K, K, RT_DEVICE_CPU), acc);

@@ -517,7 +517,11 @@ static void test_op_losses(void **state)
         float *d_dz = dpoison((size_t)(n * K));
         double acc[2] = {0, 0}, gacc[2] = {0, 0};
         double *d_acc = up(gacc, sizeof gacc);
-        rt_loss_desc hd = {cases[c].kind, K, cases[c].delta, cases[c].s, cases[c].cw ? cw : NULL};
+        rt_loss_desc hd = {.kind = cases[c].kind,
+                           .K = K,
+                           .huber_delta = cases[c].delta,
+                           .smoothing = cases[c].s,
+                           .class_w = cases[c].cw ? cw : NULL};
         rt_loss_desc gd = hd;
         gd.class_w = cases[c].cw ? d_cw : NULL;
         /* with the step's norm, and with the batch's own (NULL) */

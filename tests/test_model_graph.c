@@ -384,6 +384,7 @@ static int masked_seen;
 /* tabm's ReLUs and dropouts run inside its scaling layers (L_ENS_SCALE,
  * rt_k_scale_act_*): how many such layers with a dropout the tests ran */
 static int fused_seen;
+static int heads_fused; /* scaled-sigmoid heads whose backward the loss ran */
 
 static void same_without_masked(rt_model *m, int64_t n, const char *what)
 {
@@ -437,8 +438,10 @@ static void check_family(const char *what, const rt_model_spec *s, tu_rng *g)
     char err[RT_ERR_LEN];
     if (rt_model_create(s, ctx, n, &m, err) != RT_OK)
         fail_msg("%s: %s", what, err);
-    for (int l = 0; l < m->nlayers; l++)
+    for (int l = 0; l < m->nlayers; l++) {
         fused_seen += m->layers[l].kind == L_ENS_SCALE && m->layers[l].rate > 0.0f;
+        heads_fused += m->layers[l].kind == L_HEAD && m->layers[l].fused;
+    }
     int32_t *cat = calloc((size_t)(n * s->n_cat) + 1, 4);
     float *cont = calloc((size_t)(n * s->n_cont) + 1, 4), *label = calloc((size_t)n, 4);
     for (int64_t i = 0; i < n; i++) {
@@ -554,6 +557,7 @@ static void test_rossmann(void **state)
         check_family("rossmann", &s, &g);
     }
     assert_true(masked_seen > 0); /* its dropout follows the last hidden ReLU */
+    assert_int_equal(heads_fused, 2); /* its head's backward ran in the loss */
 }
 
 static void test_mlp(void **state)

@@ -126,7 +126,11 @@ static void one_loss(tu_rng *g, const loss_case *lc)
     }
     for (int k = 0; k < 16; k++)
         cw[k] = (float)tu_range(g, 0.2, 4);
-    rt_loss_desc d = {lc->kind, K, lc->delta, lc->smoothing, lc->class_weights ? cw : NULL};
+    rt_loss_desc d = {.kind = lc->kind,
+                      .K = K,
+                      .huber_delta = lc->delta,
+                      .smoothing = lc->smoothing,
+                      .class_w = lc->class_weights ? cw : NULL};
     const float *wp = lc->weights ? w : NULL, *cwp = lc->class_weights ? cw : NULL;
     double acc[2] = {1.5, 2.0}; /* added to */
     rt_k_loss(ctx, &d, rt_vf32(z, n, K, K, RT_DEVICE_CPU), y, wp, NULL,

@@ -343,8 +343,11 @@ static void report_step(trainer *t, int64_t epoch, int64_t step, double rate)
 static rt_status loss_norm(trainer *t, const float *blabel, int64_t B, char *err)
 {
     const rt_model_spec *s = &t->spec; /* the kernel's row weights, on the host */
-    const rt_loss_desc d = {s->loss, s->n_out, s->huber_delta, s->label_smoothing,
-                            s->class_weighted ? s->class_weight : NULL};
+    const rt_loss_desc d = {.kind = s->loss,
+                            .K = s->n_out,
+                            .huber_delta = s->huber_delta,
+                            .smoothing = s->label_smoothing,
+                            .class_w = s->class_weighted ? s->class_weight : NULL};
     double w = rt_loss_weight(&d, blabel, s->weighted ? blabel + B : NULL, B);
     rt_status st = RT_OK;
     if (t->env->size > 1 && (st = rt_allreduce(t->env->comm, &w, 1, RT_C_F64, RT_SUM)) != RT_OK)

@@ -505,6 +505,10 @@ typedef struct rt_loss_desc {
     int64_t K;
     float huber_delta, smoothing;
     const float *class_w;
+    /* > 0 (K = 1): z is a scaled-sigmoid head's output (rt_k_head_fwd with
+     * this scale) and dz the gradient of the head's input — rt_k_head_bwd's
+     * formula and rounding on the gradient above, the head's backward fused */
+    float head_scale;
 } rt_loss_desc;
 void rt_k_loss(rt_kctx *ctx, const rt_loss_desc *d, rt_view z, const float *y, const float *w,
                const float *norm, rt_view dz, double *acc);
