@@ -46,6 +46,7 @@ typedef struct worker {
     int master_port, node_rank, nodes;
     char gpu[64]; /* the rank's CUDA_VISIBLE_DEVICES, "" when none */
     char addr[96];
+    char shm_tag[RT_SHM_TAG_HEX + 1]; /* its ring key's (rt_shm_tag); "" until its rendezvous */
     pid_t pid;     /* 0 until started */
     bool started, reaped, out_eof, reported;
     int code, sig;
@@ -239,8 +240,9 @@ void ident_reaped(agentd *ag, pid_t pid); /* proc_reap: a helper has ended */
  * clean_job: the folder path (emptied, then removed as the agent) and, with
  * own_uid, its entries in /tmp, /var/tmp and /dev/shm — first, with reap,
  * every process of uid (ringtrain-launch reap: only where no other agent of
- * this machine runs a rank of the job).  clean_shm: the attempt's
- * shared-memory names.  clean_measure: a child writing one clean_usage to
+ * this machine runs a rank of the job).  clean_shm: the shared-memory
+ * names of w's attempt (and w's ring key: another cluster's job of the same
+ * number is not touched).  clean_measure: a child writing one clean_usage to
  * *fd (the read end, the caller's to close); its pid, or -1.
  * clean_stale_work: at start, what jobs left in work_dir before a restart.
  * Every child is tracked in ag->helpers and reaped by proc_reap. */
@@ -251,7 +253,7 @@ typedef struct clean_usage {
 } clean_usage;
 void clean_job(agentd *ag, int64_t job, uid_t uid, gid_t gid, bool own_uid, bool reap,
                const char *path);
-void clean_shm(agentd *ag, int64_t job, int64_t attempt, uid_t uid, gid_t gid, bool as_job);
+void clean_shm(agentd *ag, const worker *w, bool as_job);
 pid_t clean_measure(agentd *ag, uid_t uid, gid_t gid, bool own_uid, const char *path, int *fd);
 void clean_stale_work(agentd *ag);
 /* agent_disk.c: a running job's files against its disk_limit and the

@@ -257,24 +257,33 @@ void clean_job(agentd *ag, int64_t job, uid_t uid, gid_t gid, bool own_uid, bool
     _exit(0);
 }
 
-void clean_shm(agentd *ag, int64_t job, int64_t attempt, uid_t uid, gid_t gid, bool as_job)
+void clean_shm(agentd *ag, const worker *w, bool as_job)
 {
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, RT_SHM_PREFIX "%016llx-",
-             (unsigned long long)rt_attempt_id(job, attempt));
+    const int64_t job = w->job, attempt = w->attempt;
+    if (!w->shm_tag[0])
+        return; /* no rendezvous written: none of its ranks made a segment */
+    /* the attempt's ring's, and its hierarchical allreduce's ring within
+     * the host (hier.c) */
+    const uint64_t id = rt_attempt_id(job, attempt);
+    char prefix[2][64];
+    snprintf(prefix[0], sizeof prefix[0], RT_SHM_PREFIX "%016llx-%s", (unsigned long long)id,
+             w->shm_tag);
+    snprintf(prefix[1], sizeof prefix[1], RT_SHM_PREFIX "%016llx-%s",
+             (unsigned long long)(id ^ RT_HIER_SALT_LOCAL), w->shm_tag);
     pid_t pid = as_job ? fork() : 0; /* the agent's own files: removed here */
     if (pid != 0) {
         track(ag, pid, "remove its shared memory", job);
         return;
     }
-    if (as_job && !child_as_files_of(uid, gid))
+    if (as_job && !child_as_files_of(w->uid, w->gid))
         _exit(3);
     int n = 0, fd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     for (struct dirent *e; d && (e = readdir(d));)
-        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 &&
-            unlinkat(dirfd(d), e->d_name, 0) == 0)
-            n++;
+        for (int k = 0; k < 2; k++)
+            if (strncmp(e->d_name, prefix[k], strlen(prefix[k])) == 0 &&
+                unlinkat(dirfd(d), e->d_name, 0) == 0)
+                n++;
     if (d)
         closedir(d);
     else if (fd >= 0)

@@ -161,6 +161,8 @@ rt_status files_prepare(agentd *ag, worker *w, const rt_json *m, const char *typ
         char *text = rendezvous_text(w, m, &len, err);
         st = text ? write_at(jd, w->workdir, name, text, len, w, err) : RT_ERR_INVALID;
         free(text);
+        /* its shared-memory names' tag, for clean_shm (before it can start) */
+        rt_shm_tag(rt_json_str(rt_json_get(m, RT_F_KEY), ""), w->shm_tag);
     }
     cfgpath[0] = '\0';
     if (st == RT_OK && strcmp(type, "train") == 0) {

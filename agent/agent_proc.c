@@ -142,7 +142,7 @@ static void report_exit(agentd *ag, worker *w)
      * killed while setting up its ring; the ranks unlink their own as soon
      * as both ends have them), removed as their owner */
     if (!attempt_left)
-        clean_shm(ag, w->job, w->attempt, w->uid, w->gid, w->as_job && w->started);
+        clean_shm(ag, w, w->as_job && w->started);
     char line[300];
     if (w->sig)
         snprintf(line, sizeof line, "[agent] rank %d was killed by signal %d (%s)\n", w->rank,

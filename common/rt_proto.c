@@ -2,8 +2,34 @@
  * the generic check every receiver runs before it acts on a frame. */
 #include "rt_proto.h"
 
+#include <ctype.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "rt_hex.h"
+
+void rt_shm_tag(const char *key_hex, char tag[RT_SHM_TAG_HEX + 1])
+{
+    static const char domain[] = "ringtrain-shm:";
+    char lower[160]; /* the key's hex in lower case, whichever case it came in */
+    size_t len = 0;
+    for (; key_hex[len] && len < sizeof lower; len++)
+        lower[len] = (char)tolower((unsigned char)key_hex[len]);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_MD_CTX *x = EVP_MD_CTX_new();
+    const bool ok = x && EVP_DigestInit_ex(x, EVP_sha256(), NULL) == 1 &&
+                    EVP_DigestUpdate(x, domain, sizeof domain - 1) == 1 &&
+                    EVP_DigestUpdate(x, lower, len) == 1 && EVP_DigestFinal_ex(x, md, &n) == 1 &&
+                    n >= RT_SHM_TAG_HEX / 2;
+    EVP_MD_CTX_free(x);
+    OPENSSL_cleanse(lower, sizeof lower);
+    if (!ok) /* no digest: a tag of its own that no other attempt's prefix matches */
+        memset(md, 0xff, RT_SHM_TAG_HEX / 2);
+    rt_hex_encode(md, RT_SHM_TAG_HEX / 2, tag);
+}
 
 const rt_msg_info rt_msgs[RT_MSG_COUNT] = {
     [RT_MSG_HELLO] = {"hello", RT_TO_COORD,

@@ -158,8 +158,11 @@ void test_escaped_process_no_env(void **state)
 
 /* A rank killed while setting up a shared-memory ring leaves its segment's
  * name in /dev/shm: this rank leaves two of its attempt's (as shm.c names
- * them) and one of another attempt's; when it has exited its agent removes
- * its attempt's and only those. */
+ * them: the attempt's id, its ring key's tag) and one of its hierarchical
+ * ring's within the host, and beside them one of another attempt's and one
+ * of the same attempt number under another key (another cluster on this
+ * host numbers its jobs alike); when it has exited its agent removes its
+ * own three and only those. */
 void test_shm_leftovers(void **state)
 {
     (void)state;
@@ -168,19 +171,27 @@ void test_shm_leftovers(void **state)
     CHECK(f != NULL);
     if (f)
         fclose(f);
-    char cmd[400], *out = NULL;
+    char cmd[900], *out = NULL;
     snprintf(cmd, sizeof cmd,
-             "id=$(printf %%016x $(( (RT_JOB_ID << 16) ^ RT_ATTEMPT ))); "
-             "touch /dev/shm/" RT_SHM_PREFIX "$id-a /dev/shm/" RT_SHM_PREFIX "$id-b; echo shm-id=$id");
+             "key=$(sed -n 's/.*\"key\": *\"\\([0-9a-f]*\\)\".*/\\1/p' \"$RT_RENDEZVOUS_FILE\"); "
+             "tag=$(printf 'ringtrain-shm:%%s' \"$key\" | sha256sum | cut -c1-16); "
+             "id=$(( (RT_JOB_ID << 16) ^ RT_ATTEMPT )); "
+             "hid=$(printf %%016x $(( id ^ %#llx ))); id=$(printf %%016x $id); "
+             "s=/dev/shm/" RT_SHM_PREFIX "; "
+             "touch $s$id-${tag}a $s$id-${tag}b $s$hid-${tag}c $s$id-0000000000000000d; "
+             "echo shm-id=$id-$tag hier=$hid",
+             (unsigned long long)RT_HIER_SALT_LOCAL);
     const char *args[] = {"exec", "--np", "1", "--", "sh", "-c", cmd, NULL};
     CHECK(cl_cli(&C, &out, 60, args) == 0 && out);
-    char id[17] = "", path[128];
-    const char *at = out ? strstr(out, "shm-id=") : NULL;
-    if (at && strspn(at + 7, "0123456789abcdef") == 16)
-        memcpy(id, at + 7, 16);
+    char id[34] = "", hid[17] = "", path[160];
+    const char *at = out ? strstr(out, "shm-id=") : NULL, *ht = out ? strstr(out, "hier=") : NULL;
+    if (at && strspn(at + 7, "0123456789abcdef-") == 33 && at[7 + 16] == '-')
+        memcpy(id, at + 7, 33);
+    if (ht && strspn(ht + 5, "0123456789abcdef") == 16)
+        memcpy(hid, ht + 5, 16);
     free(out);
-    CHECK(id[0] != 0);
-    snprintf(path, sizeof path, "/dev/shm/" RT_SHM_PREFIX "%s-a", id);
+    CHECK(id[0] != 0 && hid[0] != 0);
+    snprintf(path, sizeof path, "/dev/shm/" RT_SHM_PREFIX "%sa", id);
     bool gone = false;
     for (int i = 0; i < 100 && !gone; i++) { /* the exit is reported, then the sweep */
         gone = access(path, F_OK) != 0;
@@ -188,10 +199,15 @@ void test_shm_leftovers(void **state)
             cl_sleep_ms(50);
     }
     CHECK(gone);
-    snprintf(path, sizeof path, "/dev/shm/" RT_SHM_PREFIX "%s-b", id);
+    snprintf(path, sizeof path, "/dev/shm/" RT_SHM_PREFIX "%sb", id);
     CHECK(access(path, F_OK) != 0);
+    snprintf(path, sizeof path, "/dev/shm/" RT_SHM_PREFIX "%s-%sc", hid, id + 17);
+    CHECK(access(path, F_OK) != 0);  /* the hierarchical ring's */
     CHECK(access(other, F_OK) == 0); /* another attempt's stays */
     unlink(other);
+    snprintf(path, sizeof path, "/dev/shm/" RT_SHM_PREFIX "%.16s-0000000000000000d", id);
+    CHECK(access(path, F_OK) == 0); /* the same attempt number under another key stays */
+    unlink(path);
 }
 
 /* ---- progress floods --------------------------------------------------------------- */

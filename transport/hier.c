@@ -19,10 +19,8 @@
 
 #include "rt_addr.h"
 #include "rt_log.h"
+#include "rt_proto.h"
 #include "rt_transport.h"
-
-#define SALT_LOCAL 0x4c4f43414c000001ull /* "LOCAL" */
-#define SALT_CROSS 0x43524f5353000002ull /* "CROSS" */
 
 typedef struct hier_rec {
     int32_t local_rank, local_size, ok;
@@ -104,7 +102,7 @@ static rt_status make_sub(rt_comm *c, const hier_rec *all, bool local, int first
     o.size = n;
     o.peers = peers;
     o.listen_fd = fd;
-    o.job_id = c->o.job_id ^ (local ? SALT_LOCAL : SALT_CROSS);
+    o.job_id = c->o.job_id ^ (local ? RT_HIER_SALT_LOCAL : RT_HIER_SALT_CROSS);
     o.global_ranks = granks;
     rt_status st = rt_comm_create(&o, out, err);
     if (st != RT_OK)

@@ -2,8 +2,8 @@
  *
  * Bootstrap: the same authenticated TCP links as the TCP transport (one per
  * neighbour, sidelink.c).  Each rank creates the segment its left neighbour
- * will write into (POSIX shared memory, mode 0600, a random 128-bit name,
- * its pages reserved with posix_fallocate so a full /dev/shm is an error now
+ * will write into (POSIX shared memory, mode 0600, named by the attempt, its
+ * ring key's tag and 64 random bits — rt_proto.h — its pages reserved with posix_fallocate so a full /dev/shm is an error now
  * rather than a SIGBUS later), sends the name to the left over the link, and
  * opens the segment named by its right neighbour after checking that it is
  * owned by this user and has the size announced.  Once both neighbours have
@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <openssl/crypto.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -87,15 +88,18 @@ static void futex_wake(_Atomic uint32_t *w) { syscall(SYS_futex, (uint32_t *)w, 
 
 static rt_status create_in(rt_comm *c, shm_state *s, char *err)
 {
-    uint8_t rnd[16];
+    uint8_t rnd[8];
     if (rt_random(rnd, sizeof rnd) != RT_OK)
         return rt_err(err, RT_ERR_IO, "no random bytes for a shared-memory name");
-    char hex[33];
+    char hex[2 * sizeof rnd + 1], key[2 * RT_COMM_KEY_LEN + 1], tag[RT_SHM_TAG_HEX + 1];
     rt_hex_encode(rnd, sizeof rnd, hex);
-    /* the attempt's id first: an agent removes what a rank killed during
-     * set-up left behind (RT_SHM_PREFIX) */
-    snprintf(s->in_name, sizeof s->in_name, "/" RT_SHM_PREFIX "%016llx-%s",
-             (unsigned long long)c->o.job_id, hex);
+    rt_hex_encode(c->o.key, RT_COMM_KEY_LEN, key);
+    rt_shm_tag(key, tag);
+    OPENSSL_cleanse(key, sizeof key);
+    /* the attempt's id and tag first: an agent removes what a rank killed
+     * during set-up left behind (RT_SHM_PREFIX), its cluster's only */
+    snprintf(s->in_name, sizeof s->in_name, "/" RT_SHM_PREFIX "%016llx-%s%s",
+             (unsigned long long)c->o.job_id, tag, hex);
     int fd = shm_open(s->in_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
         return rt_err(err, RT_ERR_IO, "cannot create shared memory %s: %s", s->in_name,

@@ -34,14 +34,25 @@ extern "C" {
 
 /* An attempt's data-plane identity (rt_comm_opts.job_id): in the handshake,
  * and in the names of its shared-memory segments, "/dev/shm/" RT_SHM_PREFIX
- * "<16 hex of it>-<32 random hex>", which the agent removes when the
- * attempt's last rank on the node has exited (a rank killed while setting
- * up its ring may leave one). */
+ * "<16 hex of it>-<rt_shm_tag><16 random hex>", which the agent removes when
+ * the attempt's last rank on the node has exited (a rank killed while setting
+ * up its ring may leave one).  Two clusters on one host number their jobs
+ * alike (from 1): the tag, from the attempt's ring key, keeps one's agent
+ * from removing the other's live segments. */
 static inline uint64_t rt_attempt_id(int64_t job, int64_t attempt)
 {
     return ((uint64_t)job << 16) ^ (uint64_t)attempt;
 }
 #define RT_SHM_PREFIX "ringtrain-"
+/* The hierarchical allreduce's rings (transport/hier.c) take the attempt's
+ * id XOR these: within a host (over shared memory) and across hosts. */
+#define RT_HIER_SALT_LOCAL 0x4c4f43414c000001ull /* "LOCAL" */
+#define RT_HIER_SALT_CROSS 0x43524f5353000002ull /* "CROSS" */
+/* The tag: the first 16 hex digits of SHA-256("ringtrain-shm:" key_hex),
+ * key_hex the ring key in lower-case hex (the rendezvous file's "key"; any
+ * case is lowered first); it names no part of the key. */
+#define RT_SHM_TAG_HEX 16
+void rt_shm_tag(const char *key_hex, char tag[RT_SHM_TAG_HEX + 1]);
 
 typedef enum rt_msg {
     /* agent -> coordinator */
