@@ -557,7 +557,8 @@ static void test_rossmann(void **state)
         check_family("rossmann", &s, &g);
     }
     assert_true(masked_seen > 0); /* its dropout follows the last hidden ReLU */
-    assert_int_equal(heads_fused, 2); /* its head's backward ran in the loss */
+    /* its head's backward ran in the loss */
+    assert_int_equal(heads_fused, 2);
 }
 
 static void test_mlp(void **state)
