@@ -433,22 +433,19 @@ static inline void one_tile(const job *g, int64_t kc, const float *a, int64_t ld
     const kernel *kn = g->kn;
     const int nr = kn->nr;
     float *c = g->C + i0 * g->ldc + j0;
-    if (m == kn->mr && n == nr) {
-        if (lda > 0)
-            kn->fn_rows(kc, a, lda, b, c, g->ldc, load);
-        else
-            kn->fn(kc, a, b, c, g->ldc, load);
-        return;
-    }
-    if (load)
+    const bool whole = m == kn->mr && n == nr;
+    float *d = whole ? c : tile; /* where the micro-kernel writes, ldd apart */
+    const int64_t ldd = whole ? g->ldc : nr;
+    if (!whole && load)
         for (int64_t r = 0; r < m; r++)
             memcpy(tile + r * nr, c + r * g->ldc, (size_t)n * sizeof *c);
     if (lda > 0)
-        kn->fn_rows(kc, a, lda, b, tile, nr, load);
+        kn->fn_rows(kc, a, lda, b, d, ldd, load);
     else
-        kn->fn(kc, a, b, tile, nr, load);
-    for (int64_t r = 0; r < m; r++)
-        memcpy(c + r * g->ldc, tile + r * nr, (size_t)n * sizeof *c);
+        kn->fn(kc, a, b, d, ldd, load);
+    if (!whole)
+        for (int64_t r = 0; r < m; r++)
+            memcpy(c + r * g->ldc, tile + r * nr, (size_t)n * sizeof *c);
 }
 
 static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float *ap,
