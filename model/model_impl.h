@@ -188,8 +188,10 @@ struct rt_model {
 
     void **allocs;
     int nallocs, allocs_cap;
-    /* device bytes asked for; with dry, only counted (rt_model_spec_memory) */
-    int64_t alloc_bytes;
+    /* device bytes asked for, and of them the flat buffers' (parameters,
+     * gradients, Adam's moments, non-trainable values); with dry, only
+     * counted (rt_model_spec_memory) */
+    int64_t alloc_bytes, param_bytes;
     bool dry;
 };
 

@@ -241,7 +241,7 @@ rt_status rt_model_spec_memory(const rt_model_spec *spec, int64_t max_batch, con
         st = model_allocate(m);
         mem->params = m->n_params;
         mem->arena = m->arena;
-        mem->param_bytes = (4 * m->arena + m->n_buffers) * 4;
+        mem->param_bytes = m->param_bytes;
         mem->activation_bytes = m->alloc_bytes - mem->param_bytes;
         mem->total_bytes = m->alloc_bytes;
     }

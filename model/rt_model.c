@@ -160,11 +160,13 @@ rt_status model_allocate(rt_model *m)
     const size_t P = (size_t)m->arena, Bm = (size_t)m->max_batch;
     const rt_model_spec *s = &m->spec;
     rt_status st = RT_OK;
+    const int64_t before = m->alloc_bytes;
     m->params = alloc_dev(m, P * 4, &st);
     m->grads = alloc_dev(m, P * 4, &st);
     m->adam_m = alloc_dev(m, P * 4, &st);
     m->adam_v = alloc_dev(m, P * 4, &st);
     m->buffers = alloc_dev(m, (size_t)m->n_buffers * 4, &st);
+    m->param_bytes = m->alloc_bytes - before; /* the flat buffers: the parameters' share */
     m->segs = alloc_dev(m, (size_t)MAX_SEGS * sizeof(rt_adam_seg), &st);
     m->hp = alloc_dev(m, sizeof(rt_adam_hp), &st);
     m->step = alloc_dev(m, sizeof(int64_t), &st);
