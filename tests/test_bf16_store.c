@@ -41,22 +41,37 @@ static void run_free(run *r)
     free(r->pred);
 }
 
+/* A model on a CPU context of this precision, and rt_model_spec_memory
+ * (what rt_dp_check_memory refuses a job by) against what it allocated:
+ * the same bytes. */
+static rt_model *model_on(const rt_model_spec *s, bool bf16, bool store, int64_t n, rt_kctx **ctx,
+                          const char *what)
+{
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, 2, ctx, err), RT_OK);
+    assert_true(rt_kctx_set_bf16(*ctx, bf16));
+    rt_kctx_set_bf16_store(*ctx, store);
+    rt_model *m;
+    if (rt_model_create(s, *ctx, n, &m, err) != RT_OK)
+        fail_msg("%s: %s", what, err);
+    rt_model_memory mem;
+    assert_int_equal(rt_model_spec_memory(s, n, *ctx, &mem, err), RT_OK);
+    if (mem.total_bytes != rt_model_device_bytes(m))
+        fail_msg("%s%s: estimated %lld bytes, allocated %lld", what, store ? " (bf16 storage)" : "",
+                 (long long)mem.total_bytes, (long long)rt_model_device_bytes(m));
+    assert_true(mem.param_bytes > 0 && mem.activation_bytes > 0);
+    assert_int_equal(mem.arena, rt_model_arena_len(m));
+    return m;
+}
+
 /* STEPS training steps on one batch, then a prediction */
 static run train(const rt_model_spec *s, bool bf16, bool store, int64_t n, const int32_t *cat,
                  const float *cont, const float *label)
 {
     rt_kctx *ctx;
     char err[RT_ERR_LEN];
-    assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, 2, &ctx, err), RT_OK);
-    assert_true(rt_kctx_set_bf16(ctx, bf16));
-    rt_kctx_set_bf16_store(ctx, store);
-    rt_model *m;
-    if (rt_model_create(s, ctx, n, &m, err) != RT_OK)
-        fail_msg("%s", err);
+    rt_model *m = model_on(s, bf16, store, n, &ctx, rt_arch_names[s->arch]);
     run r = {.bytes = rt_model_device_bytes(m)};
-    rt_model_memory mem; /* what rt_dp_check_memory weighs: the same bytes */
-    assert_int_equal(rt_model_spec_memory(s, n, ctx, &mem, err), RT_OK);
-    assert_int_equal(mem.total_bytes, rt_model_device_bytes(m));
     for (int t = 0; t < m->ntensors; t++) {
         r.marked += m->tensors[t].bf16;
         r.gmarked += m->tensors[t].gbf16;
@@ -77,9 +92,8 @@ static run train(const rt_model_spec *s, bool bf16, bool store, int64_t n, const
     return r;
 }
 
-/* rt_model_spec_memory (what rt_dp_check_memory refuses a job by) is what
- * rt_model_create allocates, to the byte: every family, FP32 and, where the
- * CPU has it, bf16's storage. */
+/* The memory estimate is the allocation (model_on), to the byte: every
+ * family, FP32 and, where the CPU has it, bf16's storage. */
 static void test_estimate_is_allocation(void **state)
 {
     (void)state;
@@ -99,22 +113,7 @@ static void test_estimate_is_allocation(void **state)
             s.hidden[0] = 24;
             s.hidden[1] = 16;
             rt_kctx *ctx;
-            char err[RT_ERR_LEN];
-            assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, 1, &ctx, err), RT_OK);
-            assert_true(rt_kctx_set_bf16(ctx, store));
-            rt_kctx_set_bf16_store(ctx, store);
-            rt_model *m;
-            if (rt_model_create(&s, ctx, 77, &m, err) != RT_OK)
-                fail_msg("%s: %s", rt_arch_names[a], err);
-            rt_model_memory mem;
-            assert_int_equal(rt_model_spec_memory(&s, 77, ctx, &mem, err), RT_OK);
-            if (mem.total_bytes != rt_model_device_bytes(m))
-                fail_msg("%s%s: estimated %lld bytes, allocated %lld", rt_arch_names[a],
-                         store ? " (bf16)" : "", (long long)mem.total_bytes,
-                         (long long)rt_model_device_bytes(m));
-            assert_true(mem.param_bytes > 0 && mem.activation_bytes > 0);
-            assert_int_equal(mem.arena, rt_model_arena_len(m));
-            rt_model_destroy(m);
+            rt_model_destroy(model_on(&s, store, store, 77, &ctx, rt_arch_names[a]));
             rt_kctx_destroy(ctx);
         }
 }
