@@ -18,6 +18,7 @@
 #include "cpu_gemm.h"
 #include "cpu_simd.h"
 #include "kctx_impl.h"
+#include "loss_math.h"
 #include "rt_bf16.h"
 #include "rt_rng.h"
 
@@ -229,10 +230,8 @@ void rt_cpu_head_bwd(rt_kctx *ctx, const float *pred, const float *dpred, int64_
                      float *dz)
 {
     (void)ctx;
-    for (int64_t i = 0; i < n; i++) {
-        float s = pred[i] / scale;
-        dz[i] = dpred[i] * scale * s * (1.0f - s);
-    }
+    for (int64_t i = 0; i < n; i++)
+        dz[i] = rt_head_grad(dpred[i], pred[i], scale);
 }
 
 void rt_cpu_optim(rt_kctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,

@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "cuda_common.cuh"
+#include "loss_math.h"
 #include "rt_bf16.h"
 #include "rt_rng.h"
 
@@ -470,10 +471,8 @@ __global__ void k_head_fwd(const float *z, int64_t n, float scale, float *pred)
 __global__ void k_head_bwd(const float *pred, const float *dpred, int64_t n, float scale, float *dz)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        float s = pred[i] / scale;
-        dz[i] = dpred[i] * scale * s * (1.0f - s);
-    }
+         i += (int64_t)gridDim.x * blockDim.x)
+        dz[i] = rt_head_grad(dpred[i], pred[i], scale);
 }
 
 void rt_cuda_head_fwd(rt_kctx *ctx, const float *z, int64_t n, float scale, float *pred)

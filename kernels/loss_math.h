@@ -12,6 +12,16 @@
 #include "rt_kernels.h"
 #include "rt_rng.h" /* RT_HD: host and device */
 
+/* The scaled-sigmoid head's gradient, in float: dz = dpred * scale * s *
+ * (1 - s), s = pred / scale (rt_k_head_bwd's contract) — one definition
+ * for the head's own backward (cpu_ops.c, cuda_ops.cu) and the loss's
+ * fused one (rt_loss_desc.head_scale), so that both give the same bits. */
+RT_HD float rt_head_grad(float dpred, float pred, float scale)
+{
+    const float s = pred / scale;
+    return dpred * scale * s * (1.0f - s);
+}
+
 /* The class of a label (a float holding an index), kept inside [0, n). */
 RT_HD int rt_loss_class(float y, int64_t n)
 {
@@ -91,12 +101,8 @@ RT_HD double rt_loss_row(const rt_loss_desc *d, const float *z, float y, float w
         break;
     }
     if (dz) {
-        float dp = (float)(c * g * scale);
-        if (d->head_scale > 0.0f) { /* rt_k_head_bwd's float ops, in its order */
-            const float hs = d->head_scale, s = z[0] / hs;
-            dp = dp * hs * s * (1.0f - s);
-        }
-        dz[0] = dp;
+        const float dp = (float)(c * g * scale);
+        dz[0] = d->head_scale > 0.0f ? rt_head_grad(dp, z[0], d->head_scale) : dp;
     }
     return c * l;
 }
