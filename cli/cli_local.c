@@ -9,37 +9,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "rt_addr.h"
 #include "rt_file.h"
 #include "rt_json.h"
 #include "rt_time.h"
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t l = sizeof a;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &l) != 0) {
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    close(fd);
-    return ntohs(a.sin_port);
-}
 
 /* The daemon beside this program (installed, or build/bin), or on PATH. */
 static bool find_binary(const char *name, char *out, size_t len)
@@ -72,7 +56,7 @@ static pid_t spawn_daemon(const char *bin, const char *conf, const char *logpath
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != parent)
             _exit(1);
-        int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd >= 0) {
             dup2(fd, 1);
             dup2(fd, 2);
@@ -107,6 +91,75 @@ static bool write_file(const char *path, const char *text)
         return false;
     bool ok = fputs(text, f) >= 0;
     return fclose(f) == 0 && ok;
+}
+
+/* The coordinator's and agent's configuration in dir, on two fresh ports,
+ * and both daemons started; *hport is the API's port. */
+static int start_daemons(const char *dir, int64_t np, const char *coord_bin, const char *agent_bin,
+                         int *hport, pid_t *coord, pid_t *agent)
+{
+    int port[2];
+    if (!rt_loopback_ports(2, port)) {
+        fprintf(stderr, "ringtrain: cannot find two free ports on 127.0.0.1: %s\n",
+                strerror(errno));
+        return 1;
+    }
+    char text[2048], ccfg[700], acfg[700], path[700];
+    snprintf(ccfg, sizeof ccfg, "%s/coordinator.conf", dir);
+    snprintf(text, sizeof text,
+             "[coordinator]\nlisten = 127.0.0.1:%d\nhttp_listen = 127.0.0.1:%d\n"
+             "cert = coordinator.crt\nkey = coordinator.key\ntoken_file = token\n"
+             "admin_token_file = admin.token\nstate_db = state.db\nheartbeat_interval = 1s\n"
+             "heartbeat_timeout = 10s\n",
+             port[0], port[1]);
+    bool ok = write_file(ccfg, text);
+    snprintf(acfg, sizeof acfg, "%s/agent.conf", dir);
+    snprintf(text, sizeof text,
+             "[agent]\ncoordinator = 127.0.0.1:%d\nca = ca.crt\ntoken_file = token\n"
+             "name = local\nhost_id = local\ndata_address = 127.0.0.1\nslots = %lld\n"
+             "work_dir = work\nlog_dir = logs\nreconnect_max = 1s\n"
+             /* the jobs of one user's own command: as privileged as it, root or not */
+             "allow_root_jobs = true\n",
+             port[0], (long long)np);
+    ok = ok && write_file(acfg, text);
+    if (!ok) {
+        fprintf(stderr, "ringtrain: cannot write the configuration into %s\n", dir);
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/coordinator.log", dir);
+    *coord = spawn_daemon(coord_bin, ccfg, path);
+    snprintf(path, sizeof path, "%s/agent.log", dir);
+    *agent = spawn_daemon(agent_bin, acfg, path);
+    *hport = port[1];
+    if (*coord < 0 || *agent < 0) {
+        fprintf(stderr, "ringtrain: cannot start the local daemons: %s\n", strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+/* Wait (20 s at most) for the agent to register: 1 when it has, 0 when
+ * the time is up, -1 when the coordinator exited first (*coord reaped and
+ * set to -1). */
+static int wait_until_up(cli_conn *c, pid_t *coord)
+{
+    char err[RT_ERR_LEN];
+    for (int i = 0; i < 200; i++) {
+        http_resp r;
+        if (http_request(c, "GET", "/v1/nodes", NULL, &r, err) == RT_OK) {
+            bool up = r.status == 200 && strstr(r.body, "\"state\":\"up\"");
+            free(r.body);
+            if (up)
+                return 1;
+        }
+        if (waitpid(*coord, NULL, WNOHANG) == *coord) {
+            *coord = -1;
+            return -1;
+        }
+        struct timespec ts = {0, 100000000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
 }
 
 int cli_local(const cli_args *a, bool is_exec)
@@ -148,56 +201,32 @@ int cli_local(const cli_args *a, bool is_exec)
         free(body);
         return 1;
     }
-    int cport = free_port(), hport = free_port();
-    char path[700], text[2048], ccfg[700], acfg[700];
-    snprintf(ccfg, sizeof ccfg, "%s/coordinator.conf", dir);
-    snprintf(text, sizeof text,
-             "[coordinator]\nlisten = 127.0.0.1:%d\nhttp_listen = 127.0.0.1:%d\n"
-             "cert = coordinator.crt\nkey = coordinator.key\ntoken_file = token\n"
-             "admin_token_file = admin.token\nstate_db = state.db\nheartbeat_interval = 1s\n"
-             "heartbeat_timeout = 10s\n",
-             cport, hport);
-    bool ok = write_file(ccfg, text);
-    snprintf(acfg, sizeof acfg, "%s/agent.conf", dir);
-    snprintf(text, sizeof text,
-             "[agent]\ncoordinator = 127.0.0.1:%d\nca = ca.crt\ntoken_file = token\n"
-             "name = local\nhost_id = local\ndata_address = 127.0.0.1\nslots = %lld\n"
-             "work_dir = work\nlog_dir = logs\nreconnect_max = 1s\n"
-             /* the jobs of one user's own command: as privileged as it, root or not */
-             "allow_root_jobs = true\n",
-             cport, (long long)np);
-    ok = ok && write_file(acfg, text);
-    if (!ok) {
-        fprintf(stderr, "ringtrain: cannot write the configuration into %s\n", dir);
+    cli_conn c = {0};
+    snprintf(c.host, sizeof c.host, "127.0.0.1");
+    snprintf(c.server_name, sizeof c.server_name, "127.0.0.1");
+    snprintf(c.ca, sizeof c.ca, "%s/ca.crt", dir);
+    c.timeout_ms = 15000;
+    char path[700];
+    snprintf(path, sizeof path, "%s/admin.token", dir);
+    rc = rt_token_load(path, c.token, err) == RT_OK ? 0 : 1;
+    if (rc != 0) {
+        fprintf(stderr, "ringtrain: %s\n", err);
         free(body);
         return 1;
     }
-    snprintf(path, sizeof path, "%s/coordinator.log", dir);
-    pid_t coord = spawn_daemon(coord_bin, ccfg, path);
-    snprintf(path, sizeof path, "%s/agent.log", dir);
-    pid_t agent = spawn_daemon(agent_bin, acfg, path);
-
-    cli_conn c = {0};
-    snprintf(c.host, sizeof c.host, "127.0.0.1");
-    c.port = hport;
-    snprintf(c.server_name, sizeof c.server_name, "127.0.0.1");
-    snprintf(c.ca, sizeof c.ca, "%s/ca.crt", dir);
-    snprintf(path, sizeof path, "%s/admin.token", dir);
-    c.timeout_ms = 15000;
-    rc = rt_token_load(path, c.token, err) == RT_OK ? 0 : 1;
-    /* wait for the agent to register (20 s at most) */
-    bool ready = false;
-    for (int i = 0; rc == 0 && i < 200 && !ready; i++) {
-        http_resp r;
-        if (http_request(&c, "GET", "/v1/nodes", NULL, &r, err) == RT_OK) {
-            ready = r.status == 200 && strstr(r.body, "\"state\":\"up\"");
-            free(r.body);
-        }
-        if (!ready) {
-            struct timespec ts = {0, 100000000};
-            nanosleep(&ts, NULL);
-        }
+    pid_t coord = -1, agent = -1;
+    int up = -1;
+    /* a port found free may be taken before the coordinator binds it (any
+     * process's outgoing connection can get it): then it exits, and the
+     * daemons start again on other ports; its logs append */
+    for (int attempt = 0; attempt < 3 && up < 0 && rc == 0; attempt++) {
+        stop_daemon(agent);
+        stop_daemon(coord);
+        rc = start_daemons(dir, np, coord_bin, agent_bin, &c.port, &coord, &agent);
+        if (rc == 0)
+            up = wait_until_up(&c, &coord);
     }
+    bool ready = rc == 0 && up == 1;
     if (!ready) {
         fprintf(stderr, "ringtrain: the local coordinator and agent did not come up (logs in "
                         "%s: coordinator.log, agent.log)\n", dir);

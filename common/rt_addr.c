@@ -1,7 +1,11 @@
 /* rt_addr.c — see rt_addr.h. */
 #include "rt_addr.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 rt_status rt_addr_parse(const char *addr, bool allow_port0, char *host, size_t hostlen, int *port,
                         char *err)
@@ -44,4 +48,26 @@ rt_status rt_addr_parse(const char *addr, bool allow_port0, char *host, size_t h
     host[hl] = '\0';
     *port = (int)v;
     return RT_OK;
+}
+
+bool rt_loopback_ports(int n, int *ports)
+{
+    int fd[8];
+    if (n < 1 || n > 8)
+        return false;
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t l = sizeof a;
+        fd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ports[i] = -1;
+        if (fd[i] >= 0 && bind(fd[i], (struct sockaddr *)&a, sizeof a) == 0 &&
+            getsockname(fd[i], (struct sockaddr *)&a, &l) == 0)
+            ports[i] = ntohs(a.sin_port);
+        ok = ok && ports[i] > 0;
+    }
+    for (int i = 0; i < n; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+    return ok;
 }

@@ -1,5 +1,7 @@
 /* cluster_harness.c — see cluster_harness.h. */
 #include "cluster_harness.h"
+
+#include "rt_addr.h"
 #include "test_util.h"
 
 #include <dirent.h>
@@ -27,28 +29,6 @@ void cl_sleep_ms(int ms)
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
-}
-
-/* Two distinct free ports on 127.0.0.1: both sockets stay bound until both
- * are known — closed one at a time, the kernel may hand the same port out
- * twice (seen in CI: the coordinator's agent and API ports both 43647). */
-static bool free_ports(int *p1, int *p2)
-{
-    int fd[2] = {-1, -1}, port[2] = {-1, -1};
-    for (int i = 0; i < 2; i++) {
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        socklen_t l = sizeof a;
-        fd[i] = socket(AF_INET, SOCK_STREAM, 0);
-        if (fd[i] >= 0 && bind(fd[i], (struct sockaddr *)&a, sizeof a) == 0 &&
-            getsockname(fd[i], (struct sockaddr *)&a, &l) == 0)
-            port[i] = ntohs(a.sin_port);
-    }
-    for (int i = 0; i < 2; i++)
-        if (fd[i] >= 0)
-            close(fd[i]);
-    *p1 = port[0];
-    *p2 = port[1];
-    return port[0] > 0 && port[1] > 0 && port[0] != port[1];
 }
 
 /* fork/exec argv with extra environment, output to `log` (or a pipe when
@@ -114,10 +94,13 @@ bool cl_init(cluster *c, const char *tag)
         return false;
     }
     free(out);
-    if (!free_ports(&c->cport, &c->hport)) {
+    int port[2];
+    if (!rt_loopback_ports(2, port)) {
         fprintf(stderr, "cl_init: no two free ports on 127.0.0.1\n");
         return false;
     }
+    c->cport = port[0];
+    c->hport = port[1];
     snprintf(c->conn.host, sizeof c->conn.host, "127.0.0.1");
     snprintf(c->conn.server_name, sizeof c->conn.server_name, "127.0.0.1");
     c->conn.port = c->hport;

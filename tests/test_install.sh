@@ -124,4 +124,23 @@ for flag in "" --no-integrity; do
     { echo "FAIL: with ${flag:-no flag} the ranks' rendezvous files do not say $want:"; echo "$out"; exit 1; }
 done
 echo "data plane: integrity by default, plain with --no-integrity"
+
+# a port found free, then taken by another process before the coordinator
+# binds it: `exec --local` starts its daemons again on other ports
+# (tests/failbind.c fails the first coordinator's bind with EADDRINUSE)
+cc -shared -fPIC -o "$tmp/failbind.so" "$src/tests/failbind.c" -ldl
+shim=$tmp/failbind.so
+if [ ${#preload[@]} -gt 0 ]; then
+  shim="$(cc -print-file-name=libasan.so):$shim"
+fi
+out=$(cd "$tmp/user" && RT_FAILBIND_FLAG="$tmp/failbind.flag" LD_PRELOAD="$shim" \
+  ASAN_OPTIONS=detect_leaks=0 timeout 120 "$build/bin/ringtrain" exec --local --keep --np 1 \
+  -- /bin/echo after a port was taken 2>&1) ||
+  { echo "FAIL: exec --local did not start again after the coordinator lost its port:"; echo "$out"; exit 1; }
+kept=$(sed -n 's/.*local cluster.s files are in \([^ ]*\) .*/\1/p' <<< "$out")
+[ -f "$tmp/failbind.flag" ] && [ -n "$kept" ] && grep -q "Address already in use" "$kept/coordinator.log" &&
+  grep -q "listening for agents" "$kept/coordinator.log" && grep -q "after a port was taken" <<< "$out" ||
+  { echo "FAIL: the coordinator's lost port:"; echo "$out"; cat "$kept/coordinator.log" 2> /dev/null; exit 1; }
+rm -rf "$kept"
+echo "exec --local: a coordinator whose port was taken is started again on another"
 echo "test_install: passed"

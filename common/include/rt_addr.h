@@ -20,6 +20,14 @@ extern "C" {
 rt_status rt_addr_parse(const char *addr, bool allow_port0, char *host, size_t hostlen, int *port,
                         char *err);
 
+/* n (at most 8) distinct TCP ports free on 127.0.0.1 now, for daemons about
+ * to be started on them: every probe socket stays bound until all are known
+ * (closed one at a time, the kernel may hand the same port out twice).
+ * Another process may still take one before the daemon binds it: a caller
+ * that starts a daemon on them retries with new ports if it exits.
+ * false when the probe fails. */
+bool rt_loopback_ports(int n, int *ports);
+
 #ifdef __cplusplus
 }
 #endif
