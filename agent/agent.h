@@ -153,6 +153,7 @@ struct agentd {
     bool token_hidden;       /* ranks start with token_file hidden (hide_token works here) */
     bool ids_on;             /* job_uids: each job's ranks run as a uid of their own */
     uid_t uid_lo, uid_hi;    /* its range */
+    int uid_claim_fd;        /* its claim on this host (agent_ident.c's claim_range), or -1 */
     pid_t helpers[64];       /* children cleaning up, measuring or reaping (agent_clean.c) */
     int nhelpers;
     char launch_exe[1024];    /* ringtrain-launch, beside the agent (launch.h) */

@@ -393,6 +393,7 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
     if (!ag)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     ag->cfg = *cfg;
+    ag->uid_claim_fd = -1;
     /* orphans of the ranks come back to the agent (proc_kill_leftovers) */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     cg_init(ag); /* and, where it can, each rank runs in a cgroup of its own */
@@ -511,6 +512,8 @@ void agent_destroy(agentd *ag)
         SSL_CTX_free(ag->ssl);
     agent_backlog_free(ag);
     disk_free_all(ag);
+    if (ag->uid_claim_fd >= 0)
+        close(ag->uid_claim_fd);
     free(ag->caps);
     free(ag);
 }

@@ -11,7 +11,6 @@
  *     attempt, so a restarted job can rewrite the checkpoint it wrote; two
  *     jobs of this node with the same uid (ids a range apart, both running)
  *     are refused rather than share it;
- *   - else as the agent's own user (`ringtrain run`, one user's machine).
  *   - else as the agent's own user (`ringtrain run`, one user's machine) —
  *     but never as root unless [agent] allow_root_jobs says so: an agent
  *     run as root without job_uids refuses the job, naming the setting
@@ -28,18 +27,24 @@
 #include <grp.h>
 #include <linux/capability.h>
 #include <pwd.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent.h"
 #include "launch.h"
+#include "rt_hex.h"
 #include "rt_log.h"
 
 #define UID_MAX_ID 2147483646u /* ids past 2^31 trip tools that read them signed */
@@ -172,6 +177,101 @@ static void probe_hiding(agentd *ag)
                 ag->cfg.token_file);
 }
 
+/* Two agents on one host whose job_uids overlap would run two jobs as one
+ * uid — another cluster's, or the same cluster's under another range's
+ * mapping: each could read the other's files, and each one's end-of-job
+ * reap (kill(-1) as the uid) and cleanup of /tmp would reach the other's
+ * ranks.  So an agent claims its range while it runs, with an abstract Unix
+ * socket named "ringtrain-job-uids:LO-HI:CLUSTER:RANDOM" (CLUSTER: 16 hex of
+ * the SHA-256 of the cluster's CA certificate), and refuses to start beside
+ * a claim that overlaps its range unless it is the same cluster's with the
+ * same range (agents of one cluster sharing a host map every job alike).
+ * Abstract names live in the network namespace: "this host" as the agents'
+ * host ids see it.  Both of two agents starting at once may refuse; neither
+ * runs jobs beside the other. */
+#define CLAIM_PREFIX "ringtrain-job-uids:"
+
+static void cluster_tag(const char *ca_file, char tag[17])
+{
+    unsigned char md[EVP_MAX_MD_SIZE], buf[8192];
+    unsigned int n = 0;
+    memset(md, 0, sizeof md);
+    EVP_MD_CTX *x = EVP_MD_CTX_new();
+    FILE *f = ca_file ? fopen(ca_file, "rb") : NULL;
+    bool ok = x && EVP_DigestInit_ex(x, EVP_sha256(), NULL) == 1;
+    for (size_t got; ok && f && (got = fread(buf, 1, sizeof buf, f)) > 0;)
+        ok = EVP_DigestUpdate(x, buf, got) == 1;
+    if (ok)
+        EVP_DigestFinal_ex(x, md, &n);
+    if (f)
+        fclose(f);
+    EVP_MD_CTX_free(x);
+    rt_hex_encode(md, 8, tag);
+}
+
+static rt_status claim_range(agentd *ag, char *err)
+{
+    char tag[17], rnd_hex[17], mine[108];
+    uint8_t rnd[8];
+    cluster_tag(ag->cfg.ca, tag);
+    if (RAND_bytes(rnd, sizeof rnd) != 1)
+        return rt_err(err, RT_ERR_IO, "[agent] job_uids: no random bytes for its claim");
+    rt_hex_encode(rnd, sizeof rnd, rnd_hex);
+    snprintf(mine, sizeof mine, CLAIM_PREFIX "%u-%u:%s:%s", (unsigned)ag->uid_lo,
+             (unsigned)ag->uid_hi, tag, rnd_hex);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    memcpy(a.sun_path + 1, mine, strlen(mine)); /* sun_path[0] = 0: abstract */
+    const socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(mine));
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, alen) != 0) {
+        rt_status st = rt_err(err, RT_ERR_IO,
+                              "[agent] job_uids: cannot claim the range on this "
+                              "host (an abstract Unix socket): %s",
+                              strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return st;
+    }
+    ag->uid_claim_fd = fd;
+    FILE *f = fopen("/proc/net/unix", "r");
+    if (!f) {
+        RT_WARN("agent",
+                "cannot read /proc/net/unix (%s): no check that another agent here "
+                "uses job_uids %s",
+                strerror(errno), ag->cfg.job_uids);
+        return RT_OK;
+    }
+    char line[512];
+    rt_status st = RT_OK;
+    while (st == RT_OK && fgets(line, sizeof line, f)) {
+        /* "Num RefCount Protocol Flags Type St Inode Path": the path last */
+        const char *name = strstr(line, "@" CLAIM_PREFIX);
+        if (!name)
+            continue;
+        name++;
+        unsigned lo = 0, hi = 0;
+        char other_tag[17] = "", other_rnd[17] = "";
+        if (sscanf(name, CLAIM_PREFIX "%u-%u:%16[0-9a-f]:%16[0-9a-f]", &lo, &hi, other_tag,
+                   other_rnd) != 4 ||
+            !strcmp(other_rnd, rnd_hex))
+            continue;
+        if (hi < ag->uid_lo || lo > ag->uid_hi)
+            continue;
+        const bool same_cluster = !strcmp(other_tag, tag);
+        if (same_cluster && lo == ag->uid_lo && hi == ag->uid_hi)
+            continue;
+        st = rt_err(err, RT_ERR_INVALID,
+                    "[agent] job_uids %s overlaps %u-%u, the range of another ringtrain-agent "
+                    "on this host (%s): jobs of both would run as one uid, and could read and "
+                    "stop each other's; %s",
+                    ag->cfg.job_uids, lo, hi, same_cluster ? "this cluster's" : "another cluster's",
+                    same_cluster ? "agents of one cluster on one host need the same range"
+                                 : "give each cluster's agent a range of its own");
+    }
+    fclose(f);
+    return st;
+}
+
 rt_status ident_init(agentd *ag, char *err)
 {
     ag->ids_on = false;
@@ -203,6 +303,8 @@ rt_status ident_init(agentd *ag, char *err)
     rt_status st = parse_range(ag->cfg.job_uids, &ag->uid_lo, &ag->uid_hi, err);
     if (st == RT_OK)
         st = range_unused(ag->uid_lo, ag->uid_hi, err);
+    if (st == RT_OK)
+        st = claim_range(ag, err);
     if (st == RT_OK && getuid() >= ag->uid_lo && getuid() <= ag->uid_hi)
         st = rt_err(err, RT_ERR_INVALID, "[agent] job_uids %s holds this agent's own uid %d",
                     ag->cfg.job_uids, (int)getuid());

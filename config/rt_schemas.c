@@ -112,8 +112,10 @@ static const rt_cfg_key agent_keys[] = {
              "not for an agent running as root, whose ranks could undo it)"),
     RT_CFG_S("agent", "job_uids", NULL, rt_agent_cfg, job_uids,
              "FIRST-LAST: each job's ranks run as uid (and gid) FIRST + job id mod the range's "
-             "size, 0700 work folders of their own (a uid no account uses; the agent needs "
-             "CAP_SETUID, CAP_SETGID, CAP_CHOWN and CAP_KILL, as the unit grants; default: "
+             "size, 0700 work folders of their own (a uid no account uses; no other agent on "
+             "the host may have an overlapping range, unless it is the same cluster's with the "
+             "same range; the agent needs CAP_SETUID, CAP_SETGID, CAP_CHOWN and CAP_KILL, as "
+             "the unit grants; default: "
              "jobs run as the agent's user unless their token names a Unix user)"),
     RT_CFG_B("agent", "allow_root_jobs", "false", rt_agent_cfg, allow_root_jobs,
              "an agent running as root without job_uids runs jobs as root (else it refuses "

@@ -234,6 +234,30 @@ out=$(cd / && cli exec --np 2 -- /bin/sh -c 'echo "token bytes: $(cat /etc/ringt
 [ "$(grep -c 'token bytes: 0' <<< "$out")" -eq 2 ] || { echo "$out"; fail "a rank could read the agent's token"; }
 grep -qE "ranks (see an empty|cannot read) /etc/ringtrain/token" "$work/agent-a1.log" ||
   fail "the agent did not say its ranks cannot read the token"
+# a second agent on host a1 whose job_uids overlap a1's would run other jobs
+# as the same uids: another cluster's with the same range, this cluster's with
+# another range — each refuses to start, naming the range it met
+"$bin/ringtrain" init-cluster "$work/material-other" --san 10.77.0.9 > /dev/null
+etc_other=$work/etc-ringtrain-other
+install -d -m 0750 -o root -g ringtrain "$etc_other"
+install -m 0644 -o root -g ringtrain "$work/material-other/ca.crt" "$etc_other/"
+install -m 0640 -o root -g ringtrain "$work/material-other/token" "$etc_other/"
+sed -e 's/^host_id = .*/host_id = node-other/' "$etc_agent/agent-a1.conf" > "$etc_other/agent-other.conf"
+sed -e 's/^job_uids = .*/job_uids = 1900500000-1901499999/' -e 's/^host_id = .*/host_id = node-shifted/' \
+  "$etc_agent/agent-a1.conf" > "$etc_agent/agent-shifted.conf"
+chmod 0644 "$etc_other/agent-other.conf" "$etc_agent/agent-shifted.conf"
+run_as_unit a1 agent-other "$etc_other" /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-other.conf
+run_as_unit a1 agent-shifted "$etc_agent" /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-shifted.conf
+for _ in $(seq 100); do
+  [ "$(grep -l "overlaps 1900000000-1900999999" "$work/agent-other.log" "$work/agent-shifted.log" 2> /dev/null |
+      wc -l)" = 2 ] && break
+  sleep 0.1
+done
+grep -q "job_uids 1900000000-1900999999 overlaps 1900000000-1900999999, the range of another ringtrain-agent on this host (another cluster's)" \
+  "$work/agent-other.log" || fail "another cluster's agent with the same job_uids started on host a1"
+grep -q "job_uids 1900500000-1901499999 overlaps 1900000000-1900999999, the range of another ringtrain-agent on this host (this cluster's)" \
+  "$work/agent-shifted.log" || fail "an agent of this cluster with an overlapping range started on host a1"
+echo "job_uids: agents on one host whose ranges overlap refuse to start (another cluster's, another range)"
 # the unit's sandbox gives the agents no cgroup to write: a job with a memory limit is
 # refused, saying why, rather than run without it
 if out=$(cd / && cli exec --np 1 --memory-limit 256M -- /bin/true 2>&1); then
