@@ -543,6 +543,105 @@ static void run_ranks(int n, int mode, const int *devices, nrank *r)
         pthread_join(th[i], NULL);
 }
 
+/* cuBLASLt's ReLU mask: RELU_AUX_BIAS writes a bit per element of D
+ * (leading dimension in bits, a multiple of 128), DRELU_BGRAD reads it in
+ * the backward GEMM, zeroes D where the ReLU was off and writes the bias
+ * gradient, D's row sums after the mask; a leading dimension that is no
+ * multiple of 128, or below D's rows, is refused. */
+static void test_lib_cublaslt_relu_mask(void **state)
+{
+    (void)state;
+    const int m = 13, n = 7, k = 29, ld = 40;
+    const int64_t aux_ld = 128;
+    float A[40 * 40], B[40 * 40], Y[40 * 40], G[40 * 40], R[40 * 40], hb[16], db[16];
+    for (int i = 0; i < 40 * 40; i++) {
+        A[i] = (float)((i * 37) % 17) / 8.0f - 1.0f;
+        B[i] = (float)((i * 11) % 13) / 6.0f - 1.0f;
+    }
+    for (int i = 0; i < 16; i++)
+        hb[i] = (float)i / 10.0f - 0.5f;
+    float *dA = dalloc<float>(1600), *dB = dalloc<float>(1600), *dY = dalloc<float>(1600),
+          *dG = dalloc<float>(1600), *bias = dalloc<float>(16), *dbias = dalloc<float>(16);
+    uint8_t *mask = dalloc<uint8_t>((size_t)(aux_ld / 8 * n));
+    CK(cudaMemcpy(dA, A, sizeof A, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dB, B, sizeof B, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(bias, hb, sizeof hb, cudaMemcpyHostToDevice));
+    cublasLtHandle_t lt;
+    CK(cublasLtCreate(&lt));
+    cublasLtMatrixLayout_t la, lb, lc;
+    CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, m, k, ld));
+    CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, k, n, ld));
+    CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, m, n, ld));
+    cublasLtMatmulPreference_t pref;
+    CK(cublasLtMatmulPreferenceCreate(&pref));
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    const float one = 1.0f, zero = 0.0f;
+    /* forward: Y = relu(A B + bias), the mask of Y > 0 */
+    cublasLtMatmulDesc_t fwd, bwd;
+    CK(cublasLtMatmulDescCreate(&fwd, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_RELU_AUX_BIAS;
+    CK(cublasLtMatmulDescSetAttribute(fwd, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    CK(cublasLtMatmulDescSetAttribute(fwd, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    CK(cublasLtMatmulDescSetAttribute(fwd, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &mask,
+                                      sizeof mask));
+    const int64_t bad_ld[2] = {96, 0}; /* no multiple of 128; below the rows */
+    for (int i = 0; i < 2; i++) {
+        CK(cublasLtMatmulDescSetAttribute(fwd, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &bad_ld[i],
+                                          sizeof bad_ld[i]));
+        assert_int_equal(
+            cublasLtMatmulAlgoGetHeuristic(lt, fwd, la, lb, lc, lc, pref, 1, &res, &found),
+            CUBLAS_STATUS_INVALID_VALUE);
+    }
+    CK(cublasLtMatmulDescSetAttribute(fwd, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
+                                      sizeof aux_ld));
+    CK(cublasLtMatmulAlgoGetHeuristic(lt, fwd, la, lb, lc, lc, pref, 1, &res, &found));
+    CK(cublasLtMatmul(lt, fwd, &one, dA, la, dB, lb, &zero, dY, lc, dY, lc, &res.algo, NULL, 0, 0));
+    CK(cudaMemcpy(Y, dY, sizeof Y, cudaMemcpyDeviceToHost));
+    ref_gemm(false, false, m, n, k, A, ld, B, ld, R, ld);
+    int on = 0;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            float want = R[i + j * ld] + hb[i];
+            on += want > 0;
+            assert_true(fabsf(Y[i + j * ld] - (want > 0 ? want : 0)) <= 1e-5f * k);
+        }
+    assert_true(on > 10 && on < m * n - 10); /* both sides of the ReLU */
+    /* backward: G = (A B) masked by Y > 0, the bias gradient its row sums */
+    CK(cublasLtMatmulDescCreate(&bwd, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    epi = CUBLASLT_EPILOGUE_DRELU_BGRAD;
+    CK(cublasLtMatmulDescSetAttribute(bwd, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    CK(cublasLtMatmulDescSetAttribute(bwd, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dbias,
+                                      sizeof dbias));
+    CK(cublasLtMatmulDescSetAttribute(bwd, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &mask,
+                                      sizeof mask));
+    CK(cublasLtMatmulDescSetAttribute(bwd, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
+                                      sizeof aux_ld));
+    CK(cublasLtMatmulAlgoGetHeuristic(lt, bwd, la, lb, lc, lc, pref, 1, &res, &found));
+    CK(cublasLtMatmul(lt, bwd, &one, dA, la, dB, lb, &zero, dG, lc, dG, lc, &res.algo, NULL, 0, 0));
+    CK(cudaMemcpy(G, dG, sizeof G, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(db, dbias, sizeof db, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < m; i++) {
+        double sum = 0;
+        for (int j = 0; j < n; j++) {
+            float want = Y[i + j * ld] > 0 ? R[i + j * ld] : 0.0f;
+            assert_true(fabsf(G[i + j * ld] - want) <= 1e-5f * k);
+            sum += want;
+        }
+        assert_true(fabs(db[i] - sum) <= 1e-5 * k * n);
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatmulDescDestroy(fwd);
+    cublasLtMatmulDescDestroy(bwd);
+    cublasLtDestroy(lt);
+    for (void *p : {(void *)dA, (void *)dB, (void *)dY, (void *)dG, (void *)bias, (void *)dbias,
+                    (void *)mask})
+        cudaFree(p);
+}
+
 static void test_lib_nccl(void **state)
 {
     (void)state;
@@ -604,15 +703,11 @@ int main(int argc, char **argv)
     if (argc == 2) /* one group: test_exec_*, test_stream_*, test_lib_* */
         cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_exec_barrier_early_exit),
-        cmocka_unit_test(test_exec_warp_ops),
-        cmocka_unit_test(test_exec_hangs_detected),
-        cmocka_unit_test(test_exec_launch_errors),
-        cmocka_unit_test(test_exec_shared_and_atomics),
-        cmocka_unit_test(test_stream_events),
-        cmocka_unit_test(test_stream_graph_replay),
-        cmocka_unit_test(test_lib_cublas),
-        cmocka_unit_test(test_lib_nccl),
+        cmocka_unit_test(test_exec_barrier_early_exit), cmocka_unit_test(test_exec_warp_ops),
+        cmocka_unit_test(test_exec_hangs_detected),     cmocka_unit_test(test_exec_launch_errors),
+        cmocka_unit_test(test_exec_shared_and_atomics), cmocka_unit_test(test_stream_events),
+        cmocka_unit_test(test_stream_graph_replay),     cmocka_unit_test(test_lib_cublas),
+        cmocka_unit_test(test_lib_cublaslt_relu_mask),  cmocka_unit_test(test_lib_nccl),
         cmocka_unit_test(test_lib_nccl_use_after_free),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -59,6 +59,8 @@ struct gemm_args {
     int64_t lda, ldb, ldc, ldd;
     int epilogue; /* cublasLtEpilogue_t; DEFAULT for plain SGEMM */
     float *bias;
+    uint8_t *aux;   /* the ReLU bit mask (RELU_AUX_BIAS writes it, DRELU_BGRAD reads it) */
+    int64_t aux_ld; /* in bits: element (i, j) is bit (j·aux_ld + i) */
 };
 
 /* The arithmetic is not instrumented in sanitizer builds (it would be most
@@ -92,7 +94,11 @@ NO_SANITIZE void run_gemm(const gemm_args &g)
             float v = g.tb ? g.B[j + p * g.ldb] : g.B[p + j * g.ldb];
             bp[(size_t)(j * k + p)] = round_input(v, g.round);
         }
-    const bool bias = g.epilogue & CUBLASLT_EPILOGUE_BIAS, relu = g.epilogue & CUBLASLT_EPILOGUE_RELU;
+    const bool drelu = g.epilogue == CUBLASLT_EPILOGUE_DRELU_BGRAD;
+    const bool bias = !drelu && (g.epilogue & CUBLASLT_EPILOGUE_BIAS);
+    const bool relu = !drelu && (g.epilogue & CUBLASLT_EPILOGUE_RELU);
+    const bool aux_out = g.epilogue == CUBLASLT_EPILOGUE_RELU_AUX_BIAS;
+    std::vector<double> bgrad(drelu ? (size_t)m : 0);
     for (int64_t j = 0; j < n; j++)
         for (int64_t i = 0; i < m; i++) {
             float v = g.alpha * dot(&ap[(size_t)(i * k)], &bp[(size_t)(j * k)], k);
@@ -100,10 +106,23 @@ NO_SANITIZE void run_gemm(const gemm_args &g)
                 v += g.beta * g.C[i + j * g.ldc];
             if (bias)
                 v += g.bias[i];
-            if (relu)
-                v = v > 0.0f ? v : 0.0f;
+            const int64_t bit = j * g.aux_ld + i;
+            const uint8_t one = (uint8_t)(1u << (bit & 7));
+            if (relu) {
+                const bool on = v > 0.0f;
+                v = on ? v : 0.0f;
+                if (aux_out)
+                    g.aux[bit >> 3] =
+                        on ? (uint8_t)(g.aux[bit >> 3] | one) : (uint8_t)(g.aux[bit >> 3] & ~one);
+            }
+            if (drelu) { /* the ReLU's gradient from the mask, then the bias's: the masked sums */
+                v = g.aux[bit >> 3] & one ? v : 0.0f;
+                bgrad[(size_t)i] += v;
+            }
             g.D[i + j * g.ldd] = v;
         }
+    for (int64_t i = 0; drelu && i < m; i++)
+        g.bias[i] = (float)bgrad[(size_t)i];
     if (g.epilogue == CUBLASLT_EPILOGUE_BGRADA) /* one value per row of D: sum over k of op(A) */
         for (int64_t i = 0; i < m; i++) {
             double s = 0;
@@ -189,7 +208,9 @@ cublasStatus_t plain_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperatio
                    ldc,
                    ldc,
                    CUBLASLT_EPILOGUE_DEFAULT,
-                   nullptr};
+                   nullptr,
+                   nullptr,
+                   0};
     return submit(h->stream, g, what);
 }
 
@@ -358,6 +379,8 @@ struct cublasLtMatmulDescOpaque {
     int ta = CUBLAS_OP_N, tb = CUBLAS_OP_N;
     int epilogue = CUBLASLT_EPILOGUE_DEFAULT;
     const void *bias = nullptr;
+    void *aux = nullptr; /* EPILOGUE_AUX_POINTER */
+    int64_t aux_ld = 0;  /* EPILOGUE_AUX_LD, in bits for the ReLU mask */
 };
 struct cublasLtMatrixLayoutOpaque {
     cudaDataType type;
@@ -384,11 +407,29 @@ uint32_t alignment_of(const void *p)
 
 bool supported_epilogue(int e)
 {
-    return e == CUBLASLT_EPILOGUE_DEFAULT || e == CUBLASLT_EPILOGUE_RELU || e == CUBLASLT_EPILOGUE_BIAS ||
-           e == CUBLASLT_EPILOGUE_RELU_BIAS || e == CUBLASLT_EPILOGUE_BGRADA || e == CUBLASLT_EPILOGUE_BGRADB;
+    return e == CUBLASLT_EPILOGUE_DEFAULT || e == CUBLASLT_EPILOGUE_RELU ||
+           e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS ||
+           e == CUBLASLT_EPILOGUE_BGRADA || e == CUBLASLT_EPILOGUE_BGRADB ||
+           e == CUBLASLT_EPILOGUE_RELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_DRELU_BGRAD;
 }
 
-bool uses_bias(int e) { return (e & CUBLASLT_EPILOGUE_BIAS) || e == CUBLASLT_EPILOGUE_BGRADA || e == CUBLASLT_EPILOGUE_BGRADB; }
+bool uses_bias(int e)
+{
+    return (e & CUBLASLT_EPILOGUE_BIAS) || e == CUBLASLT_EPILOGUE_BGRADA ||
+           e == CUBLASLT_EPILOGUE_BGRADB || e == CUBLASLT_EPILOGUE_DRELU_BGRAD;
+}
+
+bool uses_aux(int e)
+{
+    return e == CUBLASLT_EPILOGUE_RELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_DRELU_BGRAD;
+}
+
+/* The ReLU bit mask's leading dimension, as the documentation says: in
+ * bits, divisible by 128, at least D's rows; and a pointer set. */
+bool aux_ok(cublasLtMatmulDesc_t d, int64_t m)
+{
+    return !uses_aux(d->epilogue) || (d->aux && d->aux_ld % 128 == 0 && d->aux_ld >= m);
+}
 
 /* Shapes: op(A) m x k, op(B) k x n, C and D m x n. */
 cublasStatus_t check_shapes(cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
@@ -483,6 +524,16 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMa
             return CUBLAS_STATUS_INVALID_VALUE;
         memcpy(&d->bias, buf, sizeof(void *));
         return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER:
+        if (size != sizeof(void *))
+            return CUBLAS_STATUS_INVALID_VALUE;
+        memcpy(&d->aux, buf, sizeof(void *));
+        return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
+        if (size != sizeof(int64_t))
+            return CUBLAS_STATUS_INVALID_VALUE;
+        memcpy(&d->aux_ld, buf, sizeof(int64_t));
+        return CUBLAS_STATUS_SUCCESS;
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: {
         int32_t v;
         if (size != sizeof v)
@@ -562,6 +613,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
         return st;
     if (!supported_epilogue(d->epilogue))
         return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (!aux_ok(d, m))
+        return CUBLAS_STATUS_INVALID_VALUE;
     memset(&results[0], 0, sizeof results[0]);
     uint64_t *x = results[0].algo.data;
     x[0] = ALGO_MAGIC;
@@ -590,7 +643,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
         return st;
     if (!supported_epilogue(d->epilogue))
         return CUBLAS_STATUS_NOT_SUPPORTED;
-    if (uses_bias(d->epilogue) && !d->bias)
+    if ((uses_bias(d->epilogue) && !d->bias) || !aux_ok(d, m))
         return CUBLAS_STATUS_INVALID_VALUE;
     if (algo) {
         const uint64_t *x = algo->data;
@@ -626,6 +679,15 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
     g.lda = a->ld, g.ldb = b->ld, g.ldc = c->ld, g.ldd = dl->ld;
     g.epilogue = d->epilogue;
     g.bias = (float *)d->bias;
+    g.aux = (uint8_t *)d->aux;
+    g.aux_ld = d->aux_ld;
+    if (uses_aux(d->epilogue) && !cudaemuIsDevicePointer(d->aux, (size_t)(d->aux_ld / 8 * n))) {
+        device_fault(cudaErrorIllegalAddress,
+                     "cublasLtMatmul: the ReLU mask (%p, %lld bytes) is not inside "
+                     "one device allocation",
+                     d->aux, (long long)(d->aux_ld / 8 * n));
+        return CUBLAS_STATUS_SUCCESS;
+    }
     if (uses_bias(d->epilogue)) {
         int64_t len = d->epilogue == CUBLASLT_EPILOGUE_BGRADB ? n : m;
         if (!cudaemuIsDevicePointer(d->bias, (size_t)len * 4)) {
