@@ -4,7 +4,7 @@
 # OpenBLAS, SQLite, ... and nothing can be installed):
 #   1. builds build-gpupack/ with nvcc for sm_90 only (H100 and H200),
 #      Release with line info (-lineinfo, for ncu and compute-sanitizer);
-#   2. copies the GPU tests, bench/train_step, the ringtrain binaries the
+#   2. copies the GPU tests, bench/train_step and dense_epilogue, the ringtrain binaries the
 #      end-to-end GPU test runs, stripped, into DEST (default .devcarry/);
 #   3. adds every shared library they need, as `ldd` finds them here, except
 #      glibc's and the C++ runtime (the device's are newer) and CUDA's own
@@ -42,7 +42,7 @@ if [ $do_build -eq 1 ]; then
   cmake -S . -B "$build" -DRINGTRAIN_WERROR=ON -DRINGTRAIN_CUDA=ON \
     -DRINGTRAIN_CUDA_ARCHITECTURES="${RINGTRAIN_CUDA_ARCH:-90}" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CUDA_FLAGS=-lineinfo -DCMAKE_C_FLAGS=-g1 > /dev/null
-  cmake --build "$build" -j"$(nproc)" --target "${tests[@]}" train_step "${progs[@]}" rossmann-gen \
+  cmake --build "$build" -j"$(nproc)" --target "${tests[@]}" train_step dense_epilogue "${progs[@]}" rossmann-gen \
     > "$build/pack-build.log" 2>&1 || { tail -40 "$build/pack-build.log"; echo "gpu-pack.sh: the build failed" >&2; exit 1; }
 fi
 find_bin() { # the built file of target $1 under $build
@@ -53,7 +53,7 @@ find_bin() { # the built file of target $1 under $build
 }
 rm -rf "$dest"
 mkdir -p "$dest/bin" "$dest/lib"
-for t in "${tests[@]}" train_step rossmann-gen "${progs[@]}"; do
+for t in "${tests[@]}" train_step dense_epilogue rossmann-gen "${progs[@]}"; do
   cp "$(find_bin "$t")" "$dest/bin/"
 done
 strip --strip-debug "$dest"/bin/*

@@ -12,6 +12,9 @@
 #               train_step at batch 100 and 8192 (ncu --clock-control none),
 #               ncu-ft-8192.csv the FT-Transformer's at batch 8192
 #   memcheck.log compute-sanitizer memcheck of captured steps
+#   (report.md also has bench/dense_epilogue's lines: whether DRELU_BGRAD
+#   and padded first-layer rows would pay, and whether the epilogue's
+#   results match ringtrain's own backward)
 # Each step has its own time limit; the whole run takes about 5 minutes
 # (the examples measured on an H100 before, mlp, resnet, dcn2 and the
 # Rossmann network in FP32, are left out by default: name them in
@@ -167,6 +170,20 @@ else
   for a in "${archs[@]}"; do skip "train_step $a"; done
   skip "pytorch eager + graphs"
   skip "pytorch autocast bf16"
+fi
+
+say ""
+say "## Would cuBLASLt's DRELU_BGRAD or padded first-layer rows pay? (bench/dense_epilogue_gpu.cu)"
+if [ $gpu -eq 1 ]; then
+  # batch 100 and 8192, TF32; the lines go to the report and bench.jsonl
+  if step dense_epilogue 40 sh -c "'$here/bin/dense_epilogue' --seconds 0.3 > '$tmp/epi.txt'"; then
+    grep -v '^{' "$tmp/epi.txt" | sed 's/^/  - /' >> "$report"
+    grep '^{' "$tmp/epi.txt" >> "$bench"
+  else
+    sed 's/^/  - /' "$tmp/epi.txt" >> "$report"
+  fi
+else
+  skip dense_epilogue
 fi
 
 say ""
