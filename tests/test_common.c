@@ -9,7 +9,10 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,6 +66,38 @@ static void test_addr(void **state)
     memset(longname, 'a', sizeof longname);
     snprintf(longname + 150, 50, ":80");
     addr_bad(longname, false, "too long");
+}
+
+/* Ports for daemons: distinct, free (each binds again), and below the
+ * kernel's ephemeral range where it leaves room, so that no outgoing
+ * connection can take one before the daemon binds it. */
+static void test_loopback_ports(void **state)
+{
+    (void)state;
+    int lo = 32768, hi = 60999, p[8];
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f) {
+        assert_int_equal(fscanf(f, "%d %d", &lo, &hi), 2);
+        fclose(f);
+    }
+    for (int round = 0; round < 20; round++) {
+        assert_true(rt_loopback_ports(8, p));
+        for (int i = 0; i < 8; i++) {
+            assert_true(p[i] > 0 && p[i] < 65536);
+            if (lo >= 11000)
+                assert_true(p[i] >= 10000 && p[i] < lo);
+            for (int j = 0; j < i; j++)
+                assert_int_not_equal(p[i], p[j]);
+            int fd = socket(AF_INET, SOCK_STREAM, 0);
+            struct sockaddr_in a = {.sin_family = AF_INET,
+                                    .sin_port = htons((uint16_t)p[i]),
+                                    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+            assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+            close(fd);
+        }
+    }
+    assert_false(rt_loopback_ports(0, p));
+    assert_false(rt_loopback_ports(9, p));
 }
 
 /* The token may be read by its group (0640, group ringtrain, as the
@@ -152,8 +187,9 @@ static void test_hex(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_addr), cmocka_unit_test(test_hex),
-                                       cmocka_unit_test(test_token_modes),
-                                       cmocka_unit_test(test_write_atomic)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_addr), cmocka_unit_test(test_loopback_ports),
+        cmocka_unit_test(test_hex), cmocka_unit_test(test_token_modes),
+        cmocka_unit_test(test_write_atomic)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,9 +23,11 @@ rt_status rt_addr_parse(const char *addr, bool allow_port0, char *host, size_t h
 /* n (at most 8) distinct TCP ports free on 127.0.0.1 now, for daemons about
  * to be started on them: every probe socket stays bound until all are known
  * (closed one at a time, the kernel may hand the same port out twice).
- * Another process may still take one before the daemon binds it: a caller
- * that starts a daemon on them retries with new ports if it exits.
- * false when the probe fails. */
+ * Drawn at random below the kernel's ephemeral range (net.ipv4.
+ * ip_local_port_range), where no outgoing connection takes them, else the
+ * kernel's pick.  Another program binding ports of its own may still take
+ * one before the daemon does: a caller that starts a daemon on them retries
+ * with new ports if it exits.  false when the probe fails. */
 bool rt_loopback_ports(int n, int *ports);
 
 #ifdef __cplusplus
