@@ -125,7 +125,8 @@ typedef struct pair {
     cublasLtMatmulAlgo_t a_plain, a_aux, a_fused;
 } pair;
 
-static void lt_algo(bench *b, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t A,
+/* cuBLASLt's algorithm for this epilogue; false (said on stdout) when it has none */
+static bool lt_algo(bench *b, const char *what, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t A,
                     cublasLtMatrixLayout_t B, cublasLtMatrixLayout_t C, cublasLtMatmulAlgo_t *out)
 {
     cublasLtMatmulPreference_t pref;
@@ -138,11 +139,13 @@ static void lt_algo(bench *b, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t A,
     cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(b->lt, d, A, B, C, C, pref, 1, &res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || found < 1) {
-        printf("cuBLASLt offers no algorithm for this epilogue (status %d): not usable here\n",
-               (int)st);
-        exit(3);
+        printf("cuBLASLt offers no algorithm for %s with these operands (status %d): not "
+               "usable here\n",
+               what, (int)st);
+        return false;
     }
     *out = res.algo;
+    return true;
 }
 
 static cublasLtMatmulDesc_t lt_desc(bench *b, cublasOperation_t ta, cublasLtEpilogue_t epi,
@@ -164,7 +167,7 @@ static cublasLtMatmulDesc_t lt_desc(bench *b, cublasOperation_t ta, cublasLtEpil
     return d;
 }
 
-static void pair_init(bench *b, pair *p, int64_t B, int64_t in, int64_t mid, int64_t top)
+static bool pair_init(bench *b, pair *p, int64_t B, int64_t in, int64_t mid, int64_t top)
 {
     memset(p, 0, sizeof *p);
     p->B = B, p->in = in, p->mid = mid, p->top = top;
@@ -191,9 +194,9 @@ static void pair_init(bench *b, pair *p, int64_t B, int64_t in, int64_t mid, int
         lt_desc(b, CUBLAS_OP_T, CUBLASLT_EPILOGUE_RELU_AUX_BIAS, p->bias, p->mask, p->mask_ld);
     p->bwd_fused =
         lt_desc(b, CUBLAS_OP_N, CUBLASLT_EPILOGUE_DRELU_BGRAD, p->db, p->mask, p->mask_ld);
-    lt_algo(b, p->fwd_plain, p->lw, p->lx, p->ly, &p->a_plain);
-    lt_algo(b, p->fwd_aux, p->lw, p->lx, p->ly, &p->a_aux);
-    lt_algo(b, p->bwd_fused, p->lwt, p->ldzt, p->ly, &p->a_fused);
+    return lt_algo(b, "RELU_BIAS", p->fwd_plain, p->lw, p->lx, p->ly, &p->a_plain) &&
+           lt_algo(b, "RELU_AUX_BIAS", p->fwd_aux, p->lw, p->lx, p->ly, &p->a_aux) &&
+           lt_algo(b, "DRELU_BGRAD", p->bwd_fused, p->lwt, p->ldzt, p->ly, &p->a_fused);
 }
 
 static void lt_run(bench *b, cublasLtMatmulDesc_t d, const cublasLtMatmulAlgo_t *algo,
@@ -274,39 +277,57 @@ static float *dev_copy(bench *b, const float *src, size_t n)
     return d;
 }
 
-static void run_drelu(bench *b, int64_t B)
+static void pair_free(pair *p)
 {
-    pair p;
-    pair_init(b, &p, B, 198, 1000, 500); /* Rossmann: the layer under the 500-wide one */
-    const double t_fp = time_graph(b, fwd_plain, &p), t_fa = time_graph(b, fwd_aux, &p);
+    for (float *f : {p->x, p->w, p->bias, p->y, p->w_top, p->dz_top, p->dy, p->dw, p->db, p->dx})
+        cudaFree(f);
+    cudaFree(p->mask);
+    for (cublasLtMatmulDesc_t d : {p->fwd_plain, p->fwd_aux, p->bwd_fused})
+        if (d)
+            cublasLtMatmulDescDestroy(d);
+    for (cublasLtMatrixLayout_t l : {p->lw, p->lx, p->ly, p->lwt, p->ldzt})
+        if (l)
+            cublasLtMatrixLayoutDestroy(l);
+}
+
+static void measure_drelu(bench *b, pair *p)
+{
+    const int64_t B = p->B;
+    const double t_fp = time_graph(b, fwd_plain, p), t_fa = time_graph(b, fwd_aux, p);
     /* the results of both backward forms from the same forward */
-    const size_t nmid = (size_t)(B * p.mid), nw = (size_t)(p.mid * p.in), nx = (size_t)(B * p.in);
-    fwd_aux(b, &p);
-    bwd_plain(b, &p);
-    float *dz0 = dev_copy(b, p.dy, nmid), *db0 = dev_copy(b, p.db, (size_t)p.mid);
-    float *dw0 = dev_copy(b, p.dw, nw), *dx0 = dev_copy(b, p.dx, nx);
-    bwd_fused(b, &p);
+    const size_t nmid = (size_t)(B * p->mid), nw = (size_t)(p->mid * p->in);
+    const size_t nx = (size_t)(B * p->in);
+    fwd_aux(b, p);
+    bwd_plain(b, p);
+    float *dz0 = dev_copy(b, p->dy, nmid), *db0 = dev_copy(b, p->db, (size_t)p->mid);
+    float *dw0 = dev_copy(b, p->dw, nw), *dx0 = dev_copy(b, p->dx, nx);
+    bwd_fused(b, p);
     CU(cudaStreamSynchronize(b->s));
-    const double e_dz = rel_diff(dz0, p.dy, nmid), e_db = rel_diff(db0, p.db, (size_t)p.mid);
-    const double e_dw = rel_diff(dw0, p.dw, nw), e_dx = rel_diff(dx0, p.dx, nx);
-    const double t_bp = time_graph(b, bwd_plain, &p), t_bf = time_graph(b, bwd_fused, &p);
+    const double e_dz = rel_diff(dz0, p->dy, nmid), e_db = rel_diff(db0, p->db, (size_t)p->mid);
+    const double e_dw = rel_diff(dw0, p->dw, nw), e_dx = rel_diff(dx0, p->dx, nx);
+    for (float *f : {dz0, db0, dw0, dx0})
+        cudaFree(f);
+    const double t_bp = time_graph(b, bwd_plain, p), t_bf = time_graph(b, bwd_fused, p);
     printf("drelu_bgrad batch %lld (%lld -> %lld relu, under %lld): forward relu_bias %.1f us, "
            "relu_aux_bias %.1f us; backward plain %.1f us, fused %.1f us; forward+backward "
            "%.2fx; fused vs plain: dz %.1e, db %.1e, dW %.1e, dX %.1e\n",
-           (long long)B, (long long)p.in, (long long)p.mid, (long long)p.top, t_fp, t_fa, t_bp,
+           (long long)B, (long long)p->in, (long long)p->mid, (long long)p->top, t_fp, t_fa, t_bp,
            t_bf, (t_fp + t_bp) / (t_fa + t_bf), e_dz, e_db, e_dw, e_dx);
     printf("{\"bench\":\"drelu_bgrad\",\"batch\":%lld,\"fwd_relu_bias_us\":%.2f,"
            "\"fwd_relu_aux_bias_us\":%.2f,\"bwd_plain_us\":%.2f,\"bwd_fused_us\":%.2f,"
            "\"diff_dz\":%.3g,\"diff_db\":%.3g,\"diff_dw\":%.3g,\"diff_dx\":%.3g}\n",
            (long long)B, t_fp, t_fa, t_bp, t_bf, e_dz, e_db, e_dw, e_dx);
-    for (float *f :
-         {dz0, db0, dw0, dx0, p.x, p.w, p.bias, p.y, p.w_top, p.dz_top, p.dy, p.dw, p.db, p.dx})
-        cudaFree(f);
-    cudaFree(p.mask);
-    for (cublasLtMatmulDesc_t d : {p.fwd_plain, p.fwd_aux, p.bwd_fused})
-        cublasLtMatmulDescDestroy(d);
-    for (cublasLtMatrixLayout_t l : {p.lw, p.lx, p.ly, p.lwt, p.ldzt})
-        cublasLtMatrixLayoutDestroy(l);
+}
+
+static void run_drelu(bench *b, int64_t B)
+{
+    pair p;
+    /* Rossmann: the 198 -> 1000 layer under the 1000 -> 500 one; where
+     * cuBLASLt has no algorithm for an epilogue with these operands, that
+     * is the answer (said), and the padding is measured all the same */
+    if (pair_init(b, &p, B, 198, 1000, 500))
+        measure_drelu(b, &p);
+    pair_free(&p);
 }
 
 /* ---- 2. the first layer's rows padded ------------------------------------------------ */
