@@ -400,10 +400,8 @@ rt_status agent_create(const rt_agent_cfg *cfg, agentd **out, char *err)
     /* a rank may not read this process's memory or environment */
     prctl(PR_SET_DUMPABLE, 0);
     rt_status st = rt_token_load(cfg->token_file, ag->token, err);
-    if (st == RT_OK)
-        st = rt_addr_parse(cfg->coordinator, false, ag->coord_host, sizeof ag->coord_host,
-                           &ag->coord_port, err);
-    if (st != RT_OK)
+    if (st == RT_OK && (st = rt_addr_parse(cfg->coordinator, false, ag->coord_host,
+                                           sizeof ag->coord_host, &ag->coord_port, err)) != RT_OK)
         rt_err_prefix(err, "[agent] coordinator");
     if (st == RT_OK && !(ag->ssl = rt_tls_client_ctx(cfg->ca, err)))
         st = RT_ERR_IO;

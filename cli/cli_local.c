@@ -140,8 +140,8 @@ static int start_daemons(const char *dir, int64_t np, const char *coord_bin, con
 
 /* Wait (20 s at most) for the agent to register: 1 when it has, 0 when
  * the time is up, -1 when the coordinator exited first (*coord reaped and
- * set to -1). */
-static int wait_until_up(cli_conn *c, pid_t *coord)
+ * set to -1), -2 when the agent did (*agent reaped and set to -1). */
+static int wait_until_up(cli_conn *c, pid_t *coord, pid_t *agent)
 {
     char err[RT_ERR_LEN];
     for (int i = 0; i < 200; i++) {
@@ -156,10 +156,33 @@ static int wait_until_up(cli_conn *c, pid_t *coord)
             *coord = -1;
             return -1;
         }
+        if (waitpid(*agent, NULL, WNOHANG) == *agent) {
+            *agent = -1;
+            return -2;
+        }
         struct timespec ts = {0, 100000000};
         nanosleep(&ts, NULL);
     }
     return 0;
+}
+
+/* A daemon's last lines (at most 4 KiB of its log), indented, on stderr. */
+static void print_tail(const char *dir, const char *name)
+{
+    char path[700], buf[4097];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    long at = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : 0;
+    fseek(f, at > 4096 ? at - 4096 : 0, SEEK_SET);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = at > 4096 && strchr(buf, '\n') ? strchr(buf, '\n') + 1 : buf;
+    fprintf(stderr, "--- the end of %s:\n%s", path, p);
+    if (n > 0 && buf[n - 1] != '\n')
+        fputc('\n', stderr);
 }
 
 int cli_local(const cli_args *a, bool is_exec)
@@ -216,20 +239,32 @@ int cli_local(const cli_args *a, bool is_exec)
     }
     pid_t coord = -1, agent = -1;
     int up = -1;
-    /* a port found free may be taken before the coordinator binds it (any
-     * process's outgoing connection can get it): then it exits, and the
-     * daemons start again on other ports; its logs append */
-    for (int attempt = 0; attempt < 3 && up < 0 && rc == 0; attempt++) {
+    /* a port found free may be taken before the coordinator binds it (by
+     * another program binding ports of its own): then it exits, and the
+     * daemons start again on other ports; their logs append */
+    for (int attempt = 0; attempt < 3 && up == -1 && rc == 0; attempt++) {
         stop_daemon(agent);
         stop_daemon(coord);
         rc = start_daemons(dir, np, coord_bin, agent_bin, &c.port, &coord, &agent);
         if (rc == 0)
-            up = wait_until_up(&c, &coord);
+            up = wait_until_up(&c, &coord, &agent);
     }
     bool ready = rc == 0 && up == 1;
+    /* (where rc != 0, start_daemons has said why) */
+    if (!ready && rc == 0) {
+        if (up == -1)
+            print_tail(dir, "coordinator.log");
+        else if (up == -2)
+            print_tail(dir, "agent.log");
+        fprintf(stderr,
+                "ringtrain: the local %s did not come up (logs in %s: coordinator.log, "
+                "agent.log)\n",
+                up == -1   ? "coordinator"
+                : up == -2 ? "agent"
+                           : "coordinator and agent",
+                dir);
+    }
     if (!ready) {
-        fprintf(stderr, "ringtrain: the local coordinator and agent did not come up (logs in "
-                        "%s: coordinator.log, agent.log)\n", dir);
         rc = 1;
         keep = true;
     } else {

@@ -143,4 +143,17 @@ kept=$(sed -n 's/.*local cluster.s files are in \([^ ]*\) .*/\1/p' <<< "$out")
   { echo "FAIL: the coordinator's lost port:"; echo "$out"; cat "$kept/coordinator.log" 2> /dev/null; exit 1; }
 rm -rf "$kept"
 echo "exec --local: a coordinator whose port was taken is started again on another"
+
+# an agent that cannot start (here: no ringtrain-launch beside it) fails
+# `exec --local` at once, with the agent's own words, not after a 20 s wait
+mkdir "$tmp/nolaunch"
+cp "$build/bin/ringtrain" "$build/bin/ringtrain-coordinator" "$build/bin/ringtrain-agent" "$tmp/nolaunch/"
+rc=0
+out=$(cd "$tmp/user" && env -u RINGTRAIN_CLI_CONFIG PATH=/usr/bin:/bin timeout 15 "$tmp/nolaunch/ringtrain" \
+  exec --local --np 1 -- /bin/true 2>&1) || rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "the local agent did not come up" <<< "$out" &&
+  grep -q "ringtrain-launch" <<< "$out" ||
+  { echo "FAIL: an agent that cannot start (rc $rc):"; echo "$out"; exit 1; }
+rm -rf "$(sed -n 's/.*local cluster.s files are in \([^ ]*\) .*/\1/p' <<< "$out")"
+echo "exec --local: an agent that cannot start is reported at once, in its own words"
 echo "test_install: passed"
