@@ -2,8 +2,8 @@
 #include "rt_addr.h"
 
 #include <arpa/inet.h>
-#include <stdio.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>

@@ -257,7 +257,21 @@ grep -q "job_uids 1900000000-1900999999 overlaps 1900000000-1900999999, the rang
   "$work/agent-other.log" || fail "another cluster's agent with the same job_uids started on host a1"
 grep -q "job_uids 1900500000-1901499999 overlaps 1900000000-1900999999, the range of another ringtrain-agent on this host (this cluster's)" \
   "$work/agent-shifted.log" || fail "an agent of this cluster with an overlapping range started on host a1"
-echo "job_uids: agents on one host whose ranges overlap refuse to start (another cluster's, another range)"
+# while this cluster's agent with the same range starts beside it (pointed at
+# a port where nothing listens, so that it never joins; stopped once it is up)
+sed -e 's/^coordinator = .*/coordinator = 10.77.0.1:1/' -e 's/^host_id = .*/host_id = node-twin/' \
+  "$etc_agent/agent-a1.conf" > "$etc_agent/agent-twin.conf"
+chmod 0644 "$etc_agent/agent-twin.conf"
+run_as_unit a1 agent-twin "$etc_agent" /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-twin.conf
+for _ in $(seq 100); do
+  grep -q "each job runs as a uid of its own (job_uids 1900000000-1900999999" "$work/agent-twin.log" 2> /dev/null && break
+  sleep 0.1
+done
+grep -q "each job runs as a uid of its own (job_uids 1900000000-1900999999" "$work/agent-twin.log" ||
+  fail "an agent of this cluster with the same job_uids did not start beside a1's"
+pkill -TERM -f -- "--config /etc/ringtrain/agent-twin.conf" || true
+for _ in $(seq 100); do pgrep -f -- "--config /etc/ringtrain/agent-twin.conf" > /dev/null || break; sleep 0.1; done
+echo "job_uids: agents on one host whose ranges overlap refuse to start (another cluster's, another range); this cluster's with the same range starts"
 # the unit's sandbox gives the agents no cgroup to write: a job with a memory limit is
 # refused, saying why, rather than run without it
 if out=$(cd / && cli exec --np 1 --memory-limit 256M -- /bin/true 2>&1); then
