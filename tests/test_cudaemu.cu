@@ -384,17 +384,52 @@ static void ref_gemm(bool ta, bool tb, int m, int n, int k, const float *A, int 
         }
 }
 
+/* The cuBLAS tests' operands: A and B (40 x 40 host values, one fixed
+ * pattern each), D (m x n) = op(A) op(B) with m 13, n 7, k 29, ld 40. */
+enum { LT_M = 13, LT_N = 7, LT_K = 29, LT_LD = 40 };
+
+static void fill_ab(float *A, float *B)
+{
+    for (int i = 0; i < LT_LD * LT_LD; i++) {
+        A[i] = (float)((i * 37) % 17) / 8.0f - 1.0f;
+        B[i] = (float)((i * 11) % 13) / 6.0f - 1.0f;
+    }
+}
+
+/* A cuBLASLt handle with those shapes' layouts (A m x k, B k x n, C = D
+ * m x n, ld 40) and default preferences. */
+struct lt_gemm {
+    cublasLtHandle_t lt;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulPreference_t pref;
+};
+
+static void lt_open(lt_gemm *g)
+{
+    CK(cublasLtCreate(&g->lt));
+    CK(cublasLtMatrixLayoutCreate(&g->la, CUDA_R_32F, LT_M, LT_K, LT_LD));
+    CK(cublasLtMatrixLayoutCreate(&g->lb, CUDA_R_32F, LT_K, LT_N, LT_LD));
+    CK(cublasLtMatrixLayoutCreate(&g->lc, CUDA_R_32F, LT_M, LT_N, LT_LD));
+    CK(cublasLtMatmulPreferenceCreate(&g->pref));
+}
+
+static void lt_close(lt_gemm *g)
+{
+    cublasLtMatmulPreferenceDestroy(g->pref);
+    cublasLtMatrixLayoutDestroy(g->la);
+    cublasLtMatrixLayoutDestroy(g->lb);
+    cublasLtMatrixLayoutDestroy(g->lc);
+    cublasLtDestroy(g->lt);
+}
+
 static void test_lib_cublas(void **state)
 {
     (void)state;
     cublasHandle_t h;
     CK(cublasCreate(&h));
-    const int m = 13, n = 7, k = 29, ld = 40;
+    const int m = LT_M, n = LT_N, k = LT_K, ld = LT_LD;
     float A[40 * 40], B[40 * 40], C[40 * 40], R[40 * 40];
-    for (int i = 0; i < 40 * 40; i++) {
-        A[i] = (float)((i * 37) % 17) / 8.0f - 1.0f;
-        B[i] = (float)((i * 11) % 13) / 6.0f - 1.0f;
-    }
+    fill_ab(A, B);
     float *dA = dalloc<float>(1600), *dB = dalloc<float>(1600), *dC = dalloc<float>(1600);
     CK(cudaMemcpy(dA, A, sizeof A, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dB, B, sizeof B, cudaMemcpyHostToDevice));
@@ -414,40 +449,38 @@ static void test_lib_cublas(void **state)
                      CUBLAS_STATUS_INVALID_VALUE);
 
     /* cuBLASLt: D (m x n) = op(A) op(B) + bias, ReLU */
-    cublasLtHandle_t lt;
-    CK(cublasLtCreate(&lt));
+    lt_gemm g;
+    lt_open(&g);
     cublasLtMatmulDesc_t desc;
     CK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_RELU_BIAS;
     CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-    cublasLtMatrixLayout_t la, lb, lc;
-    CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, m, k, ld));
-    CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, k, n, ld));
-    CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, m, n, ld));
-    cublasLtMatmulPreference_t pref;
-    CK(cublasLtMatmulPreferenceCreate(&pref));
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
     /* the heuristic with default preferences and no bias pointer assumes 256-byte alignment */
-    CK(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &found));
+    CK(cublasLtMatmulAlgoGetHeuristic(g.lt, desc, g.la, g.lb, g.lc, g.lc, g.pref, 1, &res, &found));
     assert_int_equal(found, 1);
     float *bias = dalloc<float>(64);
     const float *b8 = bias + 2; /* 8-byte aligned */
     CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b8, sizeof b8));
-    assert_int_equal(cublasLtMatmul(lt, desc, &one, dA, la, dB, lb, &zero, dC, lc, dC, lc, &res.algo, NULL, 0, 0),
+    assert_int_equal(cublasLtMatmul(g.lt, desc, &one, dA, g.la, dB, g.lb, &zero, dC, g.lc, dC, g.lc,
+                                    &res.algo, NULL, 0, 0),
                      CUBLAS_STATUS_NOT_SUPPORTED);
-    assert_int_equal(cublasLtMatmul(lt, desc, &one, dA + 2, la, dB, lb, &zero, dC, lc, dC, lc, &res.algo, NULL, 0, 0),
+    assert_int_equal(cublasLtMatmul(g.lt, desc, &one, dA + 2, g.la, dB, g.lb, &zero, dC, g.lc, dC,
+                                    g.lc, &res.algo, NULL, 0, 0),
                      CUBLAS_STATUS_NOT_SUPPORTED);
     /* told the real alignments (bias pointer set, 8-byte preferences), it works */
     uint32_t al = 8;
     for (int a = CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES; a <= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES; a++)
-        CK(cublasLtMatmulPreferenceSetAttribute(pref, (cublasLtMatmulPreferenceAttributes_t)a, &al, sizeof al));
-    CK(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &found));
+        CK(cublasLtMatmulPreferenceSetAttribute(g.pref, (cublasLtMatmulPreferenceAttributes_t)a,
+                                                &al, sizeof al));
+    CK(cublasLtMatmulAlgoGetHeuristic(g.lt, desc, g.la, g.lb, g.lc, g.lc, g.pref, 1, &res, &found));
     float hb[64];
     for (int i = 0; i < 64; i++)
         hb[i] = (float)i / 10.0f - 0.5f;
     CK(cudaMemcpy(bias, hb, sizeof hb, cudaMemcpyHostToDevice));
-    CK(cublasLtMatmul(lt, desc, &one, dA + 2, la, dB, lb, &zero, dC, lc, dC, lc, &res.algo, NULL, 0, 0));
+    CK(cublasLtMatmul(g.lt, desc, &one, dA + 2, g.la, dB, g.lb, &zero, dC, g.lc, dC, g.lc,
+                      &res.algo, NULL, 0, 0));
     CK(cudaMemcpy(C, dC, sizeof C, cudaMemcpyDeviceToHost));
     ref_gemm(false, false, m, n, k, A + 2, ld, B, ld, R, ld);
     for (int j = 0; j < n; j++)
@@ -456,12 +489,8 @@ static void test_lib_cublas(void **state)
             want = want > 0 ? want : 0;
             assert_true(fabsf(C[i + j * ld] - want) <= 1e-5f * k);
         }
-    cublasLtMatmulPreferenceDestroy(pref);
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(lc);
     cublasLtMatmulDescDestroy(desc);
-    cublasLtDestroy(lt);
+    lt_close(&g);
     cublasDestroy(h);
     cudaFree(dA);
     cudaFree(dB);
@@ -551,13 +580,10 @@ static void run_ranks(int n, int mode, const int *devices, nrank *r)
 static void test_lib_cublaslt_relu_mask(void **state)
 {
     (void)state;
-    const int m = 13, n = 7, k = 29, ld = 40;
+    const int m = LT_M, n = LT_N, k = LT_K, ld = LT_LD;
     const int64_t aux_ld = 128;
     float A[40 * 40], B[40 * 40], Y[40 * 40], G[40 * 40], R[40 * 40], hb[16], db[16];
-    for (int i = 0; i < 40 * 40; i++) {
-        A[i] = (float)((i * 37) % 17) / 8.0f - 1.0f;
-        B[i] = (float)((i * 11) % 13) / 6.0f - 1.0f;
-    }
+    fill_ab(A, B);
     for (int i = 0; i < 16; i++)
         hb[i] = (float)i / 10.0f - 0.5f;
     float *dA = dalloc<float>(1600), *dB = dalloc<float>(1600), *dY = dalloc<float>(1600),
@@ -566,14 +592,8 @@ static void test_lib_cublaslt_relu_mask(void **state)
     CK(cudaMemcpy(dA, A, sizeof A, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dB, B, sizeof B, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(bias, hb, sizeof hb, cudaMemcpyHostToDevice));
-    cublasLtHandle_t lt;
-    CK(cublasLtCreate(&lt));
-    cublasLtMatrixLayout_t la, lb, lc;
-    CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, m, k, ld));
-    CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, k, n, ld));
-    CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, m, n, ld));
-    cublasLtMatmulPreference_t pref;
-    CK(cublasLtMatmulPreferenceCreate(&pref));
+    lt_gemm g;
+    lt_open(&g);
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
     const float one = 1.0f, zero = 0.0f;
@@ -589,14 +609,15 @@ static void test_lib_cublaslt_relu_mask(void **state)
     for (int i = 0; i < 2; i++) {
         CK(cublasLtMatmulDescSetAttribute(fwd, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &bad_ld[i],
                                           sizeof bad_ld[i]));
-        assert_int_equal(
-            cublasLtMatmulAlgoGetHeuristic(lt, fwd, la, lb, lc, lc, pref, 1, &res, &found),
-            CUBLAS_STATUS_INVALID_VALUE);
+        assert_int_equal(cublasLtMatmulAlgoGetHeuristic(g.lt, fwd, g.la, g.lb, g.lc, g.lc, g.pref,
+                                                        1, &res, &found),
+                         CUBLAS_STATUS_INVALID_VALUE);
     }
     CK(cublasLtMatmulDescSetAttribute(fwd, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
                                       sizeof aux_ld));
-    CK(cublasLtMatmulAlgoGetHeuristic(lt, fwd, la, lb, lc, lc, pref, 1, &res, &found));
-    CK(cublasLtMatmul(lt, fwd, &one, dA, la, dB, lb, &zero, dY, lc, dY, lc, &res.algo, NULL, 0, 0));
+    CK(cublasLtMatmulAlgoGetHeuristic(g.lt, fwd, g.la, g.lb, g.lc, g.lc, g.pref, 1, &res, &found));
+    CK(cublasLtMatmul(g.lt, fwd, &one, dA, g.la, dB, g.lb, &zero, dY, g.lc, dY, g.lc, &res.algo,
+                      NULL, 0, 0));
     CK(cudaMemcpy(Y, dY, sizeof Y, cudaMemcpyDeviceToHost));
     ref_gemm(false, false, m, n, k, A, ld, B, ld, R, ld);
     int on = 0;
@@ -617,8 +638,9 @@ static void test_lib_cublaslt_relu_mask(void **state)
                                       sizeof mask));
     CK(cublasLtMatmulDescSetAttribute(bwd, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
                                       sizeof aux_ld));
-    CK(cublasLtMatmulAlgoGetHeuristic(lt, bwd, la, lb, lc, lc, pref, 1, &res, &found));
-    CK(cublasLtMatmul(lt, bwd, &one, dA, la, dB, lb, &zero, dG, lc, dG, lc, &res.algo, NULL, 0, 0));
+    CK(cublasLtMatmulAlgoGetHeuristic(g.lt, bwd, g.la, g.lb, g.lc, g.lc, g.pref, 1, &res, &found));
+    CK(cublasLtMatmul(g.lt, bwd, &one, dA, g.la, dB, g.lb, &zero, dG, g.lc, dG, g.lc, &res.algo,
+                      NULL, 0, 0));
     CK(cudaMemcpy(G, dG, sizeof G, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(db, dbias, sizeof db, cudaMemcpyDeviceToHost));
     for (int i = 0; i < m; i++) {
@@ -630,13 +652,9 @@ static void test_lib_cublaslt_relu_mask(void **state)
         }
         assert_true(fabs(db[i] - sum) <= 1e-5 * k * n);
     }
-    cublasLtMatmulPreferenceDestroy(pref);
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(lc);
     cublasLtMatmulDescDestroy(fwd);
     cublasLtMatmulDescDestroy(bwd);
-    cublasLtDestroy(lt);
+    lt_close(&g);
     for (void *p : {(void *)dA, (void *)dB, (void *)dY, (void *)dG, (void *)bias, (void *)dbias,
                     (void *)mask})
         cudaFree(p);

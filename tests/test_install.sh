@@ -125,6 +125,9 @@ for flag in "" --no-integrity; do
 done
 echo "data plane: integrity by default, plain with --no-integrity"
 
+# the folder `exec --local` says it kept (a failed job's, or --keep)
+kept_folder() { sed -n 's/.*local cluster.s files are in \([^ ]*\) .*/\1/p'; }
+
 # a port found free, then taken by another process before the coordinator
 # binds it: `exec --local` starts its daemons again on other ports
 # (tests/failbind.c fails the first coordinator's bind with EADDRINUSE)
@@ -137,7 +140,7 @@ out=$(cd "$tmp/user" && RT_FAILBIND_FLAG="$tmp/failbind.flag" LD_PRELOAD="$shim"
   ASAN_OPTIONS=detect_leaks=0 timeout 120 "$build/bin/ringtrain" exec --local --keep --np 1 \
   -- /bin/echo after a port was taken 2>&1) ||
   { echo "FAIL: exec --local did not start again after the coordinator lost its port:"; echo "$out"; exit 1; }
-kept=$(sed -n 's/.*local cluster.s files are in \([^ ]*\) .*/\1/p' <<< "$out")
+kept=$(kept_folder <<< "$out")
 [ -f "$tmp/failbind.flag" ] && [ -n "$kept" ] && grep -q "Address already in use" "$kept/coordinator.log" &&
   grep -q "listening for agents" "$kept/coordinator.log" && grep -q "after a port was taken" <<< "$out" ||
   { echo "FAIL: the coordinator's lost port:"; echo "$out"; cat "$kept/coordinator.log" 2> /dev/null; exit 1; }
@@ -154,6 +157,6 @@ out=$(cd "$tmp/user" && env -u RINGTRAIN_CLI_CONFIG PATH=/usr/bin:/bin timeout 1
 [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "the local agent did not come up" <<< "$out" &&
   grep -q "ringtrain-launch" <<< "$out" ||
   { echo "FAIL: an agent that cannot start (rc $rc):"; echo "$out"; exit 1; }
-rm -rf "$(sed -n 's/.*local cluster.s files are in \([^ ]*\) .*/\1/p' <<< "$out")"
+rm -rf "$(kept_folder <<< "$out")"
 echo "exec --local: an agent that cannot start is reported at once, in its own words"
 echo "test_install: passed"
