@@ -246,13 +246,19 @@ sed -e 's/^host_id = .*/host_id = node-other/' "$etc_agent/agent-a1.conf" > "$et
 sed -e 's/^job_uids = .*/job_uids = 1900500000-1901499999/' -e 's/^host_id = .*/host_id = node-shifted/' \
   "$etc_agent/agent-a1.conf" > "$etc_agent/agent-shifted.conf"
 chmod 0644 "$etc_other/agent-other.conf" "$etc_agent/agent-shifted.conf"
+# one after the other: started together, each could meet the other's claim
+# first (both refuse, rightly, but each would name the other's range)
 run_as_unit a1 agent-other "$etc_other" /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-other.conf
+await_refusal() {
+  for _ in $(seq 100); do
+    grep -q "overlaps 1900000000-1900999999" "$work/$1.log" 2> /dev/null &&
+      ! pgrep -f -- "--config /etc/ringtrain/$1.conf" > /dev/null && return 0
+    sleep 0.1
+  done
+}
+await_refusal agent-other
 run_as_unit a1 agent-shifted "$etc_agent" /usr/local/bin/ringtrain-agent --config /etc/ringtrain/agent-shifted.conf
-for _ in $(seq 100); do
-  [ "$(grep -l "overlaps 1900000000-1900999999" "$work/agent-other.log" "$work/agent-shifted.log" 2> /dev/null |
-      wc -l)" = 2 ] && break
-  sleep 0.1
-done
+await_refusal agent-shifted
 grep -q "job_uids 1900000000-1900999999 overlaps 1900000000-1900999999, the range of another ringtrain-agent on this host (another cluster's)" \
   "$work/agent-other.log" || fail "another cluster's agent with the same job_uids started on host a1"
 grep -q "job_uids 1900500000-1901499999 overlaps 1900000000-1900999999, the range of another ringtrain-agent on this host (this cluster's)" \
