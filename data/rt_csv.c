@@ -19,6 +19,7 @@ struct rt_csv {
     unsigned char buf[CHUNK];
     size_t len, pos;
     bool eof;
+    bool began;                /* the first bytes were read (and a BOM skipped) */
     int64_t line;              /* line of the next byte */
     int64_t rec_line;          /* line where the current record starts */
     char *rec;                 /* fields, each NUL-terminated */
@@ -125,9 +126,16 @@ static int next_byte(rt_csv *c, char *err)
             c->len = n;
         }
         c->pos = 0;
-        if (c->len == 0) {
-            c->eof = true;
-            return -1;
+        /* a UTF-8 byte order mark (Excel's "CSV UTF-8", Notepad) is not part
+         * of the first column's name */
+        if (!c->began && c->len >= 3 && !memcmp(c->buf, "\xEF\xBB\xBF", 3))
+            c->pos = 3;
+        c->began = true;
+        if (c->pos == c->len) {
+            c->eof = c->len == 0;
+            if (c->eof)
+                return -1;
+            return next_byte(c, err);
         }
     }
     return c->buf[c->pos++];

@@ -77,6 +77,26 @@ static void test_csv_quirks(void **state)
     rt_csv_close(c);
 }
 
+/* A UTF-8 byte order mark (Excel's "CSV UTF-8") is not part of the first
+ * name; one anywhere else is data, and a file of nothing else is empty. */
+static void test_csv_bom(void **state)
+{
+    (void)state;
+    rt_csv *c = mem("\xEF\xBB\xBF\"Customer ID\",Age\r\nC1,\xEF\xBB\xBF"
+                    "7\r\n");
+    expect_fields(c, 2, "Customer ID", "Age");
+    assert_true(rt_csv_quoted(c, 0));
+    expect_fields(c, 2, "C1",
+                  "\xEF\xBB\xBF"
+                  "7");
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_csv_next(c, err), 0);
+    rt_csv_close(c);
+    c = mem("\xEF\xBB\xBF");
+    assert_int_equal(rt_csv_next(c, err), 0);
+    rt_csv_close(c);
+}
+
 static void expect_error_n(const char *text, size_t len, const char *want)
 {
     rt_csv *c = NULL;
@@ -474,15 +494,11 @@ static void test_dates(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_csv_quirks),
-        cmocka_unit_test(test_csv_errors),
-        cmocka_unit_test(test_csv_gzip),
-        cmocka_unit_test(test_shard_roundtrip),
-        cmocka_unit_test(test_shard_index),
-        cmocka_unit_test(test_shard_damage),
-        cmocka_unit_test(test_shard_crafted_sizes),
-        cmocka_unit_test(test_manifest),
-        cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_csv_quirks),      cmocka_unit_test(test_csv_bom),
+        cmocka_unit_test(test_csv_errors),      cmocka_unit_test(test_csv_gzip),
+        cmocka_unit_test(test_shard_roundtrip), cmocka_unit_test(test_shard_index),
+        cmocka_unit_test(test_shard_damage),    cmocka_unit_test(test_shard_crafted_sizes),
+        cmocka_unit_test(test_manifest),        cmocka_unit_test(test_dates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
