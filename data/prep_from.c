@@ -69,12 +69,12 @@ static const char *sql_lit(const char *text, char *buf, size_t len)
  * distinct values, the means that fill a continuous column's gaps. */
 static rt_status settle(prep *p, const char *table, int per, prep_plan *pl, char *err)
 {
-    char where[600] = "";
+    char where[3 * PREP_IDENT_LEN] = "";
     for (size_t i = 0; i < pl->ncols; i++)
         pl->c[i].block = (int)(i / (size_t)per);
     if (pl->test_flag >= 0) { /* the means are of the rows that are not test rows */
         const plan_col *t = &pl->c[pl->test_flag];
-        char tb[96], tbq[160], tcol[160], tlit[160];
+        char tb[96], tbq[160], tcol[PREP_IDENT_LEN], tlit[PREP_IDENT_LEN];
         prep_block_name(table, t->block, tb, sizeof tb);
         snprintf(where, sizeof where,
                  " AND _line IN (SELECT _line FROM %s WHERE rt_flag(%s, %s, _line) = 0)",
@@ -83,7 +83,7 @@ static rt_status settle(prep *p, const char *table, int per, prep_plan *pl, char
     }
     for (size_t i = 0; i < pl->ncols; i++) {
         plan_col *c = &pl->c[i];
-        char bn[96], tq[160], cq[160], sql[1600];
+        char bn[96], tq[160], cq[PREP_IDENT_LEN], sql[4 * PREP_IDENT_LEN + sizeof where];
         prep_block_name(table, c->block, bn, sizeof bn);
         prep_ident(bn, tq, sizeof tq);
         prep_ident(c->name, cq, sizeof cq);
@@ -171,6 +171,8 @@ rt_status prep_from(prep *p, char *err)
                     o->train_parquet, nf, PREP_SQLITE_MAX_COLS - 1);
     if (st == RT_OK)
         st = settle(p, table, per, &pl, err);
+    if (st == RT_OK)
+        st = prep_plan_name(&pl, err);
     if (st == RT_OK && !o->quiet)
         prep_plan_print(&pl, stderr);
     char commands[1400], path[1200];

@@ -48,12 +48,21 @@ void prep_block_name(const char *table, int b, char *out, size_t len)
         snprintf(out, len, "%s__%d", table, b + 1);
 }
 
+/* v[0..n) all set (each strdup'ed) */
+static bool all_set(char *const *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        if (!v[i])
+            return false;
+    return v != NULL;
+}
+
 /* CREATE TABLE "t" ("_line" INTEGER, "c1", ...) (and t__2, ...) and their
- * INSERT statements.  No declared types: values keep the type they are
- * bound with (text for CSV, Parquet's kind for Parquet).  what says where
- * the names are, for messages ("header"). */
+ * INSERT statements, the names prep_header_names made.  No declared types:
+ * values keep the type they are bound with (text for CSV, Parquet's kind
+ * for Parquet). */
 static rt_status create_table(prep *p, const char *path, const char *table, const char **names,
-                              size_t nf, const char *what, importer *imp, char *err)
+                              size_t nf, importer *imp, char *err)
 {
     memset(imp, 0, sizeof *imp);
     const size_t per = nf <= PREP_SQLITE_MAX_COLS - 1 ? nf : PREP_BLOCK_COLS;
@@ -63,37 +72,13 @@ static rt_status create_table(prep *p, const char *path, const char *table, cons
                       "%s: %zu columns: prep reads at most %d (SQLite holds "
                       "them as tables of %d)",
                       path, nf, PREP_MAX_BLOCKS * PREP_BLOCK_COLS, PREP_BLOCK_COLS);
-    for (size_t i = 0; i < nf; i++) {
-        const char *name = names[i];
-        size_t len = strlen(name);
-        if (len == 0 || len > 60 || !strcmp(name, "_line"))
-            return rt_err(err, RT_ERR_INVALID, "%s: column %zu of the %s is %s", path, i + 1, what,
-                          len == 0   ? "empty"
-                          : len > 60 ? "longer than 60 characters"
-                                     : "the reserved name _line");
-    }
-    { /* repeated names, found by sorting (a wide header has thousands) */
-        const char **sorted = malloc((nf ? nf : 1) * sizeof *sorted);
-        if (!sorted)
-            return rt_err(err, RT_ERR_NOMEM, "out of memory");
-        memcpy(sorted, names, nf * sizeof *sorted);
-        qsort(sorted, nf, sizeof *sorted, cmp_str);
-        const char *dup = NULL;
-        for (size_t i = 1; i < nf && !dup; i++)
-            if (!strcasecmp(sorted[i], sorted[i - 1])) /* SQLite's names ignore case */
-                dup = sorted[i];
-        free(sorted);
-        if (dup)
-            return rt_err(err, RT_ERR_INVALID,
-                          "%s: column '%s' of the %s is a repeated name "
-                          "(SQLite does not tell names apart by case)",
-                          path, dup, what);
-    }
     rt_status st = RT_OK;
     for (size_t b = 0; b < nb && st == RT_OK; b++) {
         const size_t lo = b * per, hi = lo + per < nf ? lo + per : nf;
-        size_t cap = 256 + (hi - lo) * 140;
-        char *create = malloc(cap), *insert = malloc(cap), id[140], bname[80];
+        size_t cap = 256;
+        for (size_t i = lo; i < hi; i++)
+            cap += 2 * strlen(names[i]) + 8; /* , "name" with its quotes doubled */
+        char *create = malloc(cap), *insert = malloc(cap), id[PREP_IDENT_LEN], bname[80];
         if (!create || !insert) {
             free(create);
             free(insert);
@@ -201,7 +186,7 @@ static rt_status csv_rows(prep *p, rt_csv *csv, const char *path, size_t nf, imp
  * table of text columns. */
 rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot, char *err)
 {
-    char **files = NULL, **names = NULL;
+    char **files = NULL, **raw = NULL, **names = NULL; /* the header's, the table's */
     int nfiles = 0;
     size_t nf = 0;
     static const char *const csv[] = {".csv", ".csv.gz", NULL};
@@ -219,14 +204,16 @@ rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot
                        : rt_err(err, RT_ERR_INVALID, "%s is empty (no header)", files[i]);
         } else if (i == 0) {
             nf = rt_csv_nfields(csv);
-            names = calloc(nf + 1, sizeof *names);
-            for (size_t c = 0; names && c < nf; c++)
-                names[c] = strdup(rt_csv_field(csv, c, NULL));
+            raw = calloc(nf + 1, sizeof *raw);
+            for (size_t c = 0; raw && c < nf; c++)
+                raw[c] = strdup(rt_csv_field(csv, c, NULL));
             char where[PATH_MAX + 8];
             snprintf(where, sizeof where, "%s:1", files[i]);
-            st = names
-                     ? create_table(p, where, table, (const char **)names, nf, "header", &imp, err)
-                     : rt_err(err, RT_ERR_NOMEM, "out of memory");
+            st = all_set(raw, nf) ? prep_header_names(where, "header", (const char *const *)raw, nf,
+                                                      p->o->quiet, &names, err)
+                                  : rt_err(err, RT_ERR_NOMEM, "out of memory");
+            if (st == RT_OK)
+                st = create_table(p, where, table, (const char **)names, nf, &imp, err);
             if (st == RT_OK && p->stats_slot == slot + 1 &&
                 !(stats = p->stats = prep_stats_new((const char *const *)names, nf)))
                 st = rt_err(err, RT_ERR_NOMEM, "out of memory");
@@ -235,7 +222,7 @@ rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot
         } else {
             bool same = rt_csv_nfields(csv) == nf;
             for (size_t c = 0; same && c < nf; c++)
-                same = !strcmp(rt_csv_field(csv, c, NULL), names[c]);
+                same = !strcmp(rt_csv_field(csv, c, NULL), raw[c]);
             if (!same)
                 st = rt_err(err, RT_ERR_INVALID,
                             "%s:1: its header differs from %s's (the files "
@@ -249,8 +236,11 @@ rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot
     if (imp.nb)
         sqlite3_exec(p->db, st == RT_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
     importer_close(&imp);
-    for (size_t c = 0; names && c < nf; c++)
-        free(names[c]);
+    for (size_t c = 0; c < nf; c++) {
+        free(raw ? raw[c] : NULL);
+        free(names ? names[c] : NULL);
+    }
+    free(raw);
     free(names);
     for (int i = 0; i < nfiles; i++)
         free(files[i]);
@@ -322,7 +312,7 @@ rt_status prep_import_parquet(prep *p, const char *path, const char *table, int 
     importer imp = {0};
     prep_stats *stats = NULL;
     rt_pq_values *v = NULL;
-    const char **names = NULL;
+    char **raw = NULL, **names = NULL; /* the schema's, the table's */
     int ncols = 0;
     int64_t row = 0;
     sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL);
@@ -332,18 +322,24 @@ rt_status prep_import_parquet(prep *p, const char *path, const char *table, int 
             break;
         if (i == 0) {
             ncols = rt_pq_ncols(f);
-            names = calloc((size_t)ncols + 1, sizeof *names);
-            for (int c = 0; c < ncols; c++)
-                names[c] = strdup(rt_pq_col(f, c)->name);
-            st = create_table(p, files[0], table, names, (size_t)ncols, "schema", &imp, err);
+            raw = calloc((size_t)ncols + 1, sizeof *raw);
+            for (int c = 0; raw && c < ncols; c++)
+                raw[c] = strdup(rt_pq_col(f, c)->name);
+            st = all_set(raw, (size_t)ncols)
+                     ? prep_header_names(files[0], "schema", (const char *const *)raw,
+                                         (size_t)ncols, p->o->quiet, &names, err)
+                     : rt_err(err, RT_ERR_NOMEM, "out of memory");
+            if (st == RT_OK)
+                st = create_table(p, files[0], table, (const char **)names, (size_t)ncols, &imp,
+                                  err);
             if (st == RT_OK && p->stats_slot == slot + 1 &&
-                !(stats = p->stats = prep_stats_new(names, (size_t)ncols)))
+                !(stats = p->stats = prep_stats_new((const char *const *)names, (size_t)ncols)))
                 st = rt_err(err, RT_ERR_NOMEM, "out of memory");
             v = calloc((size_t)ncols + 1, sizeof *v);
         } else {
             bool same = rt_pq_ncols(f) == ncols;
             for (int c = 0; same && c < ncols; c++)
-                same = !strcmp(rt_pq_col(f, c)->name, names[c]);
+                same = !strcmp(rt_pq_col(f, c)->name, raw[c]);
             if (!same)
                 st = rt_err(err, RT_ERR_INVALID, "%s: its columns differ from %s's (the files "
                             "of one table must have the same columns in the same order)",
@@ -358,9 +354,11 @@ rt_status prep_import_parquet(prep *p, const char *path, const char *table, int 
     for (int c = 0; c < ncols; c++) {
         if (v)
             rt_pq_values_free(&v[c]);
-        free((char *)names[c]);
+        free(raw ? raw[c] : NULL);
+        free(names ? names[c] : NULL);
     }
     free(v);
+    free(raw);
     free(names);
     for (int i = 0; i < nfiles; i++)
         free(files[i]);

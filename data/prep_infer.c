@@ -45,8 +45,7 @@ const char *const prep_missing_marks[] = {
     "N/A",  "NA",       "NULL", "NaN",     "None",     "n/a",  "nan",  "null",   "?",       NULL};
 
 typedef struct col_stats {
-    char name[64];
-    size_t name_len;                      /* the header's, which may not fit name */
+    char *name;                           /* the table's (prep_header_names) */
     int64_t values, missing;              /* non-missing, missing */
     bool numeric, integer, boolean, date; /* every non-missing value is one */
     double min, max;
@@ -73,8 +72,10 @@ prep_stats *prep_stats_new(const char *const *names, size_t n)
     s->ncols = n;
     for (size_t i = 0; i < n; i++) {
         col_stats *c = &s->c[i];
-        snprintf(c->name, sizeof c->name, "%s", names[i]);
-        c->name_len = strlen(names[i]);
+        if (!(c->name = strdup(names[i]))) {
+            prep_stats_free(s);
+            return NULL;
+        }
         c->numeric = c->integer = c->boolean = c->date = true;
         c->min = INFINITY;
         c->max = -INFINITY;
@@ -88,6 +89,7 @@ void prep_stats_free(prep_stats *s)
         for (size_t k = 0; k < s->c[i].cap; k++)
             free(s->c[i].set[k]);
         free(s->c[i].set);
+        free(s->c[i].name);
     }
     if (s)
         free(s->c);
@@ -256,6 +258,13 @@ static int find_col(const prep_stats *s, const char *name)
     for (size_t i = 0; i < s->ncols; i++)
         if (!strcmp(s->c[i].name, name))
             return (int)i;
+    /* a name with commas, by the spelling its dataset name has (a flag's
+     * list cannot hold a comma) */
+    char ds[PREP_DATASET_NAME_MAX + 1];
+    for (size_t i = 0; i < s->ncols; i++)
+        if (strchr(s->c[i].name, ',') && strlen(s->c[i].name) == strlen(name) &&
+            !prep_dataset_name(s->c[i].name, strlen(name), "", ds) && !strcmp(ds, name))
+            return (int)i;
     return -1;
 }
 
@@ -282,7 +291,7 @@ static rt_status named(const prep_stats *s, const char *flag, const char *name, 
 static rt_status by_flag(const prep_stats *s, prep_plan *pl, const char *flag, const char *list,
                          prep_role r, char *err)
 {
-    char buf[64];
+    char buf[PREP_NAME_MAX + 16];
     for (const char *p = list; p && *p;) {
         const char *e = strchr(p, ',');
         size_t n = e ? (size_t)(e - p) : strlen(p);
@@ -291,7 +300,8 @@ static rt_status by_flag(const prep_stats *s, prep_plan *pl, const char *flag, c
         while (n > 0 && *p == ' ')
             p++, n--;
         if (n >= sizeof buf)
-            return rt_err(err, RT_ERR_INVALID, "%s: a column name of 64 bytes or more", flag);
+            return rt_err(err, RT_ERR_INVALID, "%s: a column name of more than %d bytes", flag,
+                          (int)sizeof buf - 1);
         if (n > 0) {
             memcpy(buf, p, n);
             buf[n] = '\0';
@@ -374,22 +384,6 @@ rt_status prep_plan_make(const prep_stats *s, const rt_prep_opts *o, prep_plan *
     for (size_t i = 0; i < s->ncols; i++) {
         pl->c[i].name = s->c[i].name;
         pl->c[i].stats = &s->c[i];
-        /* the manifest's names are under 64 bytes; [data] lists and meta's
-         * are comma-separated */
-        const char *why = s->c[i].name_len >= sizeof s->c[i].name ? "is 64 bytes or more"
-                          : strchr(s->c[i].name, ',')             ? "holds a comma"
-                          : s->c[i].name_len == 0                 ? "is empty"
-                                                                  : NULL;
-        if (why) {
-            rt_status st = rt_err(err, RT_ERR_INVALID,
-                                  "%s: the name of column %zu ('%s%s') %s: a dataset's column "
-                                  "names are 1 to 63 bytes without commas; rename it in the "
-                                  "header (or leave it out of the file)",
-                                  o->train_parquet, i + 1, s->c[i].name,
-                                  s->c[i].name_len >= sizeof s->c[i].name ? "..." : "", why);
-            prep_plan_free(pl);
-            return st;
-        }
     }
     const struct {
         const char *flag, *name;
@@ -418,6 +412,7 @@ rt_status prep_plan_make(const prep_stats *s, const rt_prep_opts *o, prep_plan *
         prep_plan_free(pl);
         return st;
     }
+    bool dated = false;
     for (size_t i = 0; i < s->ncols; i++) {
         plan_col *pc = &pl->c[i];
         const col_stats *c = &s->c[i];
@@ -431,10 +426,8 @@ rt_status prep_plan_make(const prep_stats *s, const rt_prep_opts *o, prep_plan *
             pc->role = PREP_CAT_INT;
         if (pc->role == PREP_CONT)
             pc->impute = c->missing > 0 && c->numeric;
-        if (pc->role == PREP_DATE && !pl->date[0]) { /* the first is the dataset's date */
-            pc->keep_date = true;
-            snprintf(pl->date, sizeof pl->date, "%s", c->name);
-        }
+        if (pc->role == PREP_DATE && !dated) /* the first is the dataset's date */
+            pc->keep_date = dated = true;    /* pl->date: its dataset name (prep_plan_name) */
     }
     /* the task, as prep_out.c's label_task will infer it (the script says
      * it only where a flag gave it) */
@@ -496,6 +489,13 @@ void prep_plan_print(const prep_plan *pl, FILE *f)
         fprintf(f, "%-*.*s %-8s %9s %8lld  %-11s %s\n", (int)w, (int)w, pc->name, prep_kind_name(c),
                 d, (long long)c->missing, prep_role_name(pc->role), pc->why);
     }
+    for (size_t i = 0; i < pl->ncols; i++) /* prep_plan_name's */
+        if (pl->c[i].role != PREP_DROP && pl->c[i].role != PREP_TEST && pl->c[i].out[0] &&
+            strcmp(pl->c[i].out, pl->c[i].name))
+            fprintf(f,
+                    "column %zu ('%s') is '%s' in the dataset (its names: at most %d bytes "
+                    "with their suffixes, no commas, none twice)\n",
+                    i + 1, pl->c[i].name, pl->c[i].out, PREP_DATASET_NAME_MAX);
 }
 
 int64_t prep_stats_missing(const struct col_stats *c) { return c->missing; }

@@ -16,6 +16,38 @@
 #define PREP_BLOCK_COLS 1000
 #define PREP_SQLITE_MAX_COLS 1999 /* SQLITE_MAX_COLUMN (2000), less the rowid's room */
 
+/* A source column's name (a header's, a Parquet schema's) is at most
+ * PREP_NAME_MAX bytes, and prep_header_names' renaming adds at most 15;
+ * quoted as an SQL identifier it fits PREP_IDENT_LEN.  A dataset's column
+ * names are 1 to PREP_DATASET_NAME_MAX bytes without commas. */
+#define PREP_NAME_MAX 255
+#define PREP_IDENT_LEN (2 * (PREP_NAME_MAX + 15) + 3)
+#define PREP_DATASET_NAME_MAX 63
+
+/* ---- names (prep_names.c) ---- */
+
+/* A set of names compared as SQLite compares them (ASCII case ignored); it
+ * keeps the pointers it is given. */
+typedef struct prep_names {
+    const char **slot;
+    size_t cap;
+} prep_names;
+bool prep_names_init(prep_names *ns, size_t n); /* room for n names */
+void prep_names_free(prep_names *ns);
+bool prep_names_has(const prep_names *ns, const char *name);
+void prep_names_add(prep_names *ns, const char *name); /* one not in it */
+/* The table's names of a header's (nf of them; *out malloc'ed, each name
+ * too): empty ones "Unnamed: I", repeated ones and _line NAME.1, NAME.2, ...;
+ * where says where the header is and what what it is ("header", "schema"),
+ * for the lines that say what was renamed (unless quiet) and the errors. */
+rt_status prep_header_names(const char *where, const char *what, const char *const *raw, size_t nf,
+                            bool quiet, char ***out, char *err);
+/* name as a dataset's column name in out (PREP_DATASET_NAME_MAX + 1 bytes),
+ * followed by tail: commas and control characters as '_', cut at a UTF-8
+ * character's boundary so that with tail it takes at most `most` bytes;
+ * true when out is name itself. */
+bool prep_dataset_name(const char *name, size_t most, const char *tail, char *out);
+
 /* What the script's meta table says. */
 typedef struct prep_meta {
     char train_table[PREP_MAX_BLOCKS * 64], test_table[PREP_MAX_BLOCKS * 64];
@@ -60,7 +92,8 @@ typedef enum prep_role {
 } prep_role;
 
 typedef struct plan_col {
-    const char *name; /* the source column's (the stats') */
+    const char *name;                    /* the source column's (the stats') */
+    char out[PREP_DATASET_NAME_MAX + 1]; /* its dataset name (prep_plan_name) */
     const struct col_stats *stats;
     prep_role role;
     bool given;                   /* a flag named it */
@@ -91,6 +124,15 @@ void prep_plan_print(const prep_plan *pl, FILE *f);
 const char *prep_role_name(prep_role r);
 int64_t prep_stats_missing(const struct col_stats *c);
 bool prep_stats_numeric(const struct col_stats *c);
+
+/* Each column's dataset name (plan_col.out) and the plan's date column's,
+ * once the roles are settled: a column's own name where it is one (at most
+ * PREP_DATASET_NAME_MAX bytes with the longest suffix its outputs get:
+ * __na, __weekday, ...; no comma), else prep_dataset_name's; where an output
+ * would repeat another's name or a name the script makes (rt_id, _line,
+ * rt_test, rt_validation), the later column's name ends in ~I, I its place
+ * in the table. */
+rt_status prep_plan_name(prep_plan *pl, char *err);
 
 /* The feature script of a plan (malloc'ed): the source table (nsrc blocks,
  * table, table__2, ...) and an optional test table, each into the

@@ -71,7 +71,7 @@ static void put_lit(sbuf *b, const char *s)
 /* sK."col" */
 static void put_ref(sbuf *b, const plan_col *c)
 {
-    char id[140];
+    char id[PREP_IDENT_LEN];
     put(b, "s%d.%s", c->block + 1, prep_ident(c->name, id, sizeof id));
 }
 
@@ -86,8 +86,9 @@ static void put_missing(sbuf *b, const plan_col *c)
 /* One output column: its expression, its name, its role in meta. */
 typedef struct outc {
     const plan_col *c;
-    const char *what; /* the expression's kind: "", "na", "year", ... */
-    char name[64];
+    const char *what;   /* the expression's kind: "", "na", "year", ... */
+    const char *suffix; /* what its name adds to the column's: "", "__na", ... */
+    char name[PREP_DATASET_NAME_MAX + 1];
     int kind; /* 0: not a feature; 1: categorical; 2: continuous */
 } outc;
 
@@ -163,7 +164,8 @@ static bool add_out(outc **v, int *n, int *cap, const plan_col *c, const char *w
     o->c = c;
     o->what = what;
     o->kind = kind;
-    snprintf(o->name, sizeof o->name, "%s%s", c->name, suffix);
+    o->suffix = suffix;
+    snprintf(o->name, sizeof o->name, "%s%s", c->out, suffix);
     return true;
 }
 
@@ -267,7 +269,7 @@ static void put_validation(sbuf *b, const prep_plan *pl)
     char id[140], part[200] = "";
     if (pl->classification)
         snprintf(part, sizeof part, "PARTITION BY %s ",
-                 prep_ident(pl->c[pl->label].name, id, sizeof id));
+                 prep_ident(pl->c[pl->label].out, id, sizeof id));
     if (pl->folds) {
         put(b,
             ",\n  CASE WHEN (ROW_NUMBER() OVER (%sORDER BY rt_hash(%llu, _line), _line) - 1) %% %d "
@@ -280,6 +282,72 @@ static void put_validation(sbuf *b, const prep_plan *pl)
         "min(CAST(round(%.17g * COUNT(*) OVER (%s)) AS INTEGER), COUNT(*) OVER (%s) - 1) "
         "THEN 1 ELSE 0 END AS rt_validation",
         part, (unsigned long long)pl->seed, pl->val_fraction, part, part);
+}
+
+/* The most bytes c's dataset name may take: its outputs add a suffix. */
+static size_t name_room(const plan_col *c)
+{
+    const size_t most = PREP_DATASET_NAME_MAX;
+    return c->role == PREP_DATE                ? most - strlen("__weekday")
+           : c->role == PREP_CONT && c->impute ? most - strlen("__na")
+                                               : most;
+}
+
+rt_status prep_plan_name(prep_plan *pl, char *err)
+{
+    for (size_t i = 0; i < pl->ncols; i++)
+        prep_dataset_name(pl->c[i].name, name_room(&pl->c[i]), "", pl->c[i].out);
+    int n = 0, nsp = 0;
+    outc *v = outputs(pl, &n, &nsp);
+    int *next = malloc(((size_t)n + pl->ncols + 1) * sizeof *next), *head = next ? next + n : NULL;
+    prep_names taken = {0};
+    if (!v || !next || !prep_names_init(&taken, (size_t)n + 4)) {
+        free(v);
+        free(next);
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
+    /* each column's outputs as a list: head[i] its first, next[k] the one after k */
+    for (size_t i = 0; i < pl->ncols; i++)
+        head[i] = -1;
+    for (int k = n - 1; k >= 0; k--) {
+        const size_t i = (size_t)(v[k].c - pl->c);
+        next[k] = head[i];
+        head[i] = k;
+    }
+    /* the names the script makes, then each column's outputs in the order
+     * outputs() lists them (the specials first) */
+    static const char *const made[] = {"_line", "rt_id", "rt_test", "rt_validation"};
+    for (size_t k = 0; k < sizeof made / sizeof *made; k++)
+        prep_names_add(&taken, made[k]);
+    for (int k = 0; k < n; k++) {
+        plan_col *c = (plan_col *)v[k].c;
+        const size_t i = (size_t)(c - pl->c);
+        if (head[i] != k || (pl->test_flag >= 0 && i == (size_t)pl->test_flag))
+            continue; /* not its first output; the test flag's is rt_test, made */
+        for (unsigned again = 0;; again++) {
+            bool clash = false;
+            for (int j = k; j >= 0; j = next[j]) {
+                snprintf(v[j].name, sizeof v[j].name, "%s%s", c->out, v[j].suffix);
+                clash = clash || prep_names_has(&taken, v[j].name);
+            }
+            if (!clash)
+                break;
+            char tail[32];
+            if (again)
+                snprintf(tail, sizeof tail, "~%zu.%u", i + 1, again);
+            else
+                snprintf(tail, sizeof tail, "~%zu", i + 1);
+            prep_dataset_name(c->name, name_room(c), tail, c->out);
+        }
+        for (int j = k; j >= 0; j = next[j])
+            prep_names_add(&taken, v[j].name);
+        if (c->keep_date)
+            snprintf(pl->date, sizeof pl->date, "%s", c->out);
+    }
+    prep_names_free(&taken);
+    free(next);
+    free(v);
+    return RT_OK;
 }
 
 char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table, int nsrc,
@@ -353,11 +421,12 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
                 "USING (_line) ORDER BY _line;\n",
                 k + 1, pl->test_flag >= 0 ? "rt_rows" : "rt_test_rows", k + 1);
     }
-    if (pl->test_flag >= 0)
-        put(&b,
-            "SELECT rt_check((SELECT count(*) FROM rt_train) > 0, "
-            "'every row is a test row (%s)');\n",
-            pl->c[pl->test_flag].name);
+    if (pl->test_flag >= 0) {
+        put(&b, "SELECT rt_check((SELECT count(*) FROM rt_train) > 0, 'every row is a test row (' "
+                "|| ");
+        put_lit(&b, pl->c[pl->test_flag].name);
+        put(&b, " || ')');\n");
+    }
     /* meta */
     put(&b, "CREATE TABLE meta(key, value);\nINSERT INTO meta VALUES\n  ('train_table', '");
     for (int k = 0; k < nb; k++)
@@ -370,18 +439,18 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
         put(&b, "')");
     }
     put(&b, ",\n  ('label', ");
-    put_lit(&b, pl->c[pl->label].name);
+    put_lit(&b, pl->c[pl->label].out);
     put(&b, "),\n  ('id', ");
-    put_lit(&b, pl->id >= 0 ? pl->c[pl->id].name : "rt_id");
+    put_lit(&b, pl->id >= 0 ? pl->c[pl->id].out : "rt_id");
     put(&b, ")");
     if (pl->validation >= 0) {
         put(&b, ",\n  ('validation', ");
-        put_lit(&b, pl->c[pl->validation].name);
+        put_lit(&b, pl->c[pl->validation].out);
         put(&b, ")");
     } else if (pl->val_fraction > 0 || pl->folds) {
         put(&b, ",\n  ('validation', 'rt_validation')");
     }
-    const char *kv[][2] = {{"weight", pl->weight >= 0 ? pl->c[pl->weight].name : NULL},
+    const char *kv[][2] = {{"weight", pl->weight >= 0 ? pl->c[pl->weight].out : NULL},
                            {"date", pl->date[0] ? pl->date : NULL},
                            {"task", o->roles.task},
                            {"positive_class", o->roles.positive_class},
@@ -398,7 +467,7 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
         char id[140]; /* the largest target: the label's, or exp of a log label's */
         const bool lg = strstr(pl->label_transform, "log") != NULL;
         put(&b, ",\n  ('max_label', (SELECT %smax(CAST(%s AS REAL))%s FROM rt_train))",
-            lg ? "exp(" : "", prep_ident(pl->c[pl->label].name, id, sizeof id), lg ? ")" : "");
+            lg ? "exp(" : "", prep_ident(pl->c[pl->label].out, id, sizeof id), lg ? ")" : "");
     }
     for (int kind = 1; kind <= 2; kind++) {
         put(&b, ",\n  ('%s', ", kind == 1 ? "categorical" : "continuous");

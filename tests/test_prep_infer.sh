@@ -131,6 +131,56 @@ open("t300.sql", "w").write(
 PY
 "$rt" prep --input in300 --sql t300.sql --out d300 > out300 2>&1 || { cat out300; fail "300 columns through --sql"; }
 
+# ---- a table as pandas and Excel write it: its names kept where they can be -------------------
+# a byte order mark and CRLF (Excel's "CSV UTF-8"), pandas' unnamed index
+# column, repeated names (one only by case), _line, a name with a comma (the
+# label's), names past 63 bytes (one a date's, whose outputs add suffixes),
+# a column named as another's imputation indicator, and rt_id
+mkdir inx
+python3 - <<'PY'
+import random
+random.seed(3)
+long1 = "How satisfied were you with the onboarding experience of the product, overall"
+long2 = long1.replace("overall", "in week one")
+date = "The date on which the customer first signed up for the paid subscription plan"
+head = ["", "x", "X", "_line", "rt_id", long1, long2, date, "a__na", "a", "Target, class"]
+with open("inx/excel.csv", "w", newline="") as f:
+    f.write("\ufeff" + ",".join('"%s"' % h if "," in h else h for h in head) + "\r\n")
+    for i in range(300):
+        y = random.random() < 0.5
+        a = "" if i % 10 == 0 else "%.3f" % (random.gauss(0, 1) + 2 * y)
+        f.write(",".join([str(i), "%.3f" % random.random(), "%.3f" % random.random(),
+                          str(i % 3), "%.3f" % random.random(), str(random.randint(1, 5)),
+                          str(random.randint(1, 5)), "2021-%02d-%02d" % (1 + i % 12, 1 + i % 28),
+                          str(i % 2), a, "good" if y else "bad"]) + "\r\n")
+PY
+out=$("$rt" prep --from inx/excel.csv --label "Target_ class" --out excel 2>&1) || { echo "$out"; fail "prep --from a table as Excel and pandas write it"; }
+for want in "column 1 of the header has no name: named 'Unnamed: 0'" \
+  "column 3 of the header repeats a name (SQLite ignores case): named 'X.1'" \
+  "column 4 of the header is the reserved name _line: named '_line.1'" \
+  "column 5 ('rt_id') is 'rt_id~5' in the dataset" \
+  "is 'How satisfied were you with the onboarding experience of the~7' in the dataset" \
+  "column 10 ('a') is 'a~10' in the dataset" \
+  "column 11 ('Target, class') is 'Target_ class' in the dataset"; do
+  grep -qF "$want" <<< "$out" || { echo "$out"; fail "a table as Excel writes it: no '$want'"; }
+done
+"$rt" prep --input inx --sql excel/prep.sql --out excel2 > /dev/null 2>&1 || fail "excel/prep.sql does not run"
+cmp -s excel/train-00000.rts excel2/train-00000.rts || fail "excel: the shard differs through the script"
+python3 - <<'PY' || fail "excel: not the dataset names prep said"
+import json
+m = json.load(open("excel/manifest.json"))
+names = [c["name"] for c in m["columns"]]
+long1 = "How satisfied were you with the onboarding experience of the pr"
+want = ["x", "X.1", "_line.1", "rt_id~5", long1, long1[:60] + "~7", "a__na", "a~10", "a~10__na",
+        "The date on which the customer first signed up for the__year"]
+missing = [w for w in want if w not in names]
+assert not missing and m["label"] == "Target_ class", (missing, names, m["label"])
+assert all(0 < len(n.encode()) <= 63 and "," not in n for n in names), names
+assert len({n.lower() for n in names}) == len(names), names
+PY
+out=$("$rt" run --np 1 --set data.dataset=excel --set output.store=xstore --set model.architecture=mlp \
+  --set train.epochs=2 2>&1) || { echo "$out" | tail; fail "training on the Excel table's dataset"; }
+
 # ---- mistakes, each saying what and where ------------------------------------------------------
 printf 'a,b,y\n1,2,x\n3,50 - 62%%,y\n5,6,x\n' > bad.csv
 if out=$("$rt" prep --from bad.csv --label y --continuous b --out bad 2>&1); then fail "text in a continuous column was taken"; fi
