@@ -55,7 +55,7 @@ extern "C" {
 #define RT_MODEL_MAX_CAT 4096  /* categorical inputs of a model */
 #define RT_MODEL_MAX_CONT 8192 /* continuous inputs (a shard holds RT_SHARD_MAX_COLS columns) */
 #define RT_MODEL_MAX_HIDDEN 16
-#define RT_MODEL_NAME_LEN 40
+#define RT_MODEL_NAME_LEN 64 /* a dataset's column names are at most 63 bytes */
 #define RT_MODEL_MAX_CLASSES 256
 /* RNG stream of the dropout masks: the k-th dropout layer draws from
  * stream RT_MODEL_DROPOUT_STREAM + k (element b*units + j, at the model step) */
