@@ -276,6 +276,10 @@ static void prep_said(const rt_prep_opts *o, const rt_prep_report *rep)
         printf("the script prep ran is %s/prep.sql: edit it and prep again with --input DIR "
                "--sql %s/prep.sql\n",
                o->out_dir, o->out_dir);
+    if (rep->score_sql)
+        printf("new rows (no label needed) are scored with: ringtrain predict --model "
+               "STORE/best.ckpt --input NEW.csv --sql %s/score.sql --out predictions.csv\n",
+               o->out_dir);
     if (!rep->has_validation)
         fprintf(stderr,
                 "ringtrain prep: warning: %s: "

@@ -302,12 +302,13 @@ const cli_flag CLI_PREDICT_FLAGS[] = {
     {.name = "--input",
      .kind = CLI_VALUE,
      .metavar = "PATH",
-     .help = "instead of --dataset: new raw data (a folder of tables with --sql, else one "
-             "CSV/Parquet file or folder)"},
+     .help = "instead of --dataset: new raw data (with --sql a folder of tables, or one file "
+             "as table input; else one CSV/Parquet file or folder of the model's columns)"},
     {.name = "--sql",
      .kind = CLI_VALUE,
      .metavar = "FILE",
-     .help = "with --input: the training's feature script (its test_table is scored)"},
+     .help = "with --input: the training's feature script (its test_table is scored), or "
+             "DATASET/score.sql of a prep --from dataset (new rows, no label needed)"},
     {.name = "--id",
      .kind = CLI_VALUE,
      .metavar = "COL",

@@ -200,6 +200,15 @@ rt_status prep_from(prep *p, char *err)
     snprintf(path, sizeof path, "%s/prep.sql", o->out_dir);
     if (st == RT_OK)
         st = rt_write_atomic(path, &(rt_iov){script, strlen(script)}, 1, err);
+    /* new rows' features, for predict --input (a table SQLite holds in one) */
+    char *score = st == RT_OK && nsrc == 1 ? prep_score_script(&pl, commands) : NULL;
+    if (st == RT_OK && nsrc == 1 && !score)
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    snprintf(path, sizeof path, "%s/score.sql", o->out_dir);
+    if (score)
+        st = rt_write_atomic(path, &(rt_iov){score, strlen(score)}, 1, err);
+    p->rep->score_sql = score && st == RT_OK;
+    free(score);
     if (st == RT_OK)
         st = prep_run_sql(p, path, script, err);
     free(script);

@@ -140,6 +140,12 @@ rt_status prep_plan_name(prep_plan *pl, char *err);
 char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table, int nsrc,
                   const char *test_table, int ntest_src, const char *commands, const char *decided);
 
+/* The scoring script of a plan (malloc'ed): the features of new rows, table
+ * input (one block), without the label, weight, validation or test flag
+ * columns, as table rt_score (and rt_score__2, ...), meta naming it as both
+ * tables — what `ringtrain predict --input FILE --sql score.sql` reads. */
+char *prep_score_script(const prep_plan *pl, const char *commands);
+
 /* One prep: the database, the options, what it reports. */
 typedef struct prep {
     sqlite3 *db;

@@ -222,7 +222,7 @@ static outc *outputs(const prep_plan *pl, int *n, int *nspecial)
 /* SELECT of the outputs [lo, hi) — the first block with rt_id and the
  * specials [0, nspecial) — FROM the source blocks they read, joined on
  * _line, into table name.  A --test file's rows (test) have no label,
- * weight or validation column. */
+ * weight, validation column or test flag. */
 static void put_rows(sbuf *b, const char *name, const outc *v, int lo, int hi, bool first,
                      int nspecial, const char *src, int nsrc, bool test, const prep_plan *pl)
 {
@@ -235,7 +235,8 @@ static void put_rows(sbuf *b, const char *name, const outc *v, int lo, int hi, b
     for (int k = first ? 0 : lo; k < hi; k++) {
         const plan_col *c = v[k].c;
         if (k < nspecial && test &&
-            (c == &pl->c[pl->label] || c->role == PREP_WEIGHT || c->role == PREP_VALID))
+            (c == &pl->c[pl->label] || c->role == PREP_WEIGHT || c->role == PREP_VALID ||
+             c->role == PREP_TEST))
             continue;
         if (k == nspecial && first)
             k = lo; /* the specials done: this block's features */
@@ -259,6 +260,45 @@ static void put_rows(sbuf *b, const char *name, const outc *v, int lo, int hi, b
             put(b, " JOIN %s AS s%d USING (_line)", prep_ident(bn, id, sizeof id), s + 1);
         }
     put(b, "\nORDER BY _line;\n");
+}
+
+/* The blocks of outputs, [lo[k], lo[k + 1]) each, the specials in the
+ * first; how many. */
+static int out_blocks(int n, int nsp, int lo[PREP_MAX_BLOCKS + 1])
+{
+    int nb = 0;
+    for (int k = nsp; k < n || nb == 0; nb++) {
+        lo[nb] = k;
+        k += OUT_BLOCK - (nb == 0 ? nsp : 0);
+        if (nb + 1 == PREP_MAX_BLOCKS)
+            k = n;
+    }
+    lo[nb] = n;
+    return nb;
+}
+
+/* stem,stem__2,... for nb blocks */
+static void put_blocks(sbuf *b, const char *stem, int nb)
+{
+    for (int k = 0; k < nb; k++)
+        put(b, k ? ",%s__%d" : "%s", stem, k + 1);
+}
+
+/* meta's categorical and continuous lists */
+static void put_kinds(sbuf *b, const outc *v, int n)
+{
+    for (int kind = 1; kind <= 2; kind++) {
+        put(b, ",\n  ('%s', ", kind == 1 ? "categorical" : "continuous");
+        sbuf l = {0};
+        int cnt = 0;
+        for (int k = 0; k < n; k++)
+            if (v[k].kind == kind)
+                put(&l, "%s%s", cnt++ ? "," : "", v[k].name);
+        put_lit(b, l.p ? l.p : "");
+        b->failed = b->failed || l.failed;
+        free(l.p);
+        put(b, ")");
+    }
 }
 
 /* rt_validation over the rows of rt_train: within each class, the first
@@ -380,15 +420,8 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
             "-- The table has %d columns: SQLite takes 2000 at most in one, so the rows are\n"
             "-- made in tables of %d columns joined on _line (meta lists them all).\n",
             n, OUT_BLOCK);
-    /* the blocks of outputs: [lo, hi) each, the specials in the first */
-    int nb = 0, lo[PREP_MAX_BLOCKS + 1];
-    for (int k = nsp; k < n || nb == 0; nb++) {
-        lo[nb] = k;
-        k += OUT_BLOCK - (nb == 0 ? nsp : 0);
-        if (nb + 1 == PREP_MAX_BLOCKS)
-            k = n;
-    }
-    lo[nb] = n;
+    int lo[PREP_MAX_BLOCKS + 1];
+    const int nb = out_blocks(n, nsp, lo);
     const char *srcs[2] = {table, test_table};
     const int nsrcs[2] = {nsrc, ntest_src};
     const char *stems[2] = {"rt_rows", "rt_test_rows"};
@@ -429,13 +462,11 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
     }
     /* meta */
     put(&b, "CREATE TABLE meta(key, value);\nINSERT INTO meta VALUES\n  ('train_table', '");
-    for (int k = 0; k < nb; k++)
-        put(&b, k ? ",rt_train__%d" : "rt_train", k + 1);
+    put_blocks(&b, "rt_train", nb);
     put(&b, "')");
     if (has_test) {
         put(&b, ",\n  ('test_table', '");
-        for (int k = 0; k < nb; k++)
-            put(&b, k ? ",rt_test__%d" : "rt_test", k + 1);
+        put_blocks(&b, "rt_test", nb);
         put(&b, "')");
     }
     put(&b, ",\n  ('label', ");
@@ -469,17 +500,48 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
         put(&b, ",\n  ('max_label', (SELECT %smax(CAST(%s AS REAL))%s FROM rt_train))",
             lg ? "exp(" : "", prep_ident(pl->c[pl->label].out, id, sizeof id), lg ? ")" : "");
     }
-    for (int kind = 1; kind <= 2; kind++) {
-        put(&b, ",\n  ('%s', ", kind == 1 ? "categorical" : "continuous");
-        sbuf l = {0};
-        int cnt = 0;
-        for (int k = 0; k < n; k++)
-            if (v[k].kind == kind)
-                put(&l, "%s%s", cnt++ ? "," : "", v[k].name);
-        put_lit(&b, l.p ? l.p : "");
-        free(l.p);
-        put(&b, ")");
+    put_kinds(&b, v, n);
+    put(&b, ";\n");
+    free(v);
+    if (b.failed) {
+        free(b.p);
+        return NULL;
     }
+    return b.p;
+}
+
+char *prep_score_script(const prep_plan *pl, const char *commands)
+{
+    int n = 0, nsp = 0, lo[PREP_MAX_BLOCKS + 1];
+    outc *v = outputs(pl, &n, &nsp);
+    if (!v)
+        return NULL;
+    const int nb = out_blocks(n, nsp, lo);
+    sbuf b = {0};
+    put(&b,
+        "-- score.sql: the features prep.sql makes, for new rows — a file with the training\n"
+        "-- table's columns, the label (and weight, validation and test flag columns) left\n"
+        "-- out if it likes — to be scored by a model trained on the dataset:\n"
+        "--   ringtrain predict --model STORE/best.ckpt --input new.csv --sql score.sql --out "
+        "p.csv\n"
+        "-- The file is table input; a column's gaps get the training rows' mean, as in\n"
+        "-- prep.sql, and the model's vocabularies map the categories. Made by: %s\n",
+        commands);
+    for (int k = 0; k < nb; k++) {
+        char name[80];
+        prep_block_name("rt_score", k, name, sizeof name);
+        put_rows(&b, name, v, lo[k], lo[k + 1], k == 0, nsp, "input", 1, true, pl);
+    }
+    put(&b, "CREATE TABLE meta(key, value);\nINSERT INTO meta VALUES\n  ('train_table', '");
+    put_blocks(&b, "rt_score", nb);
+    put(&b, "'),\n  ('test_table', '");
+    put_blocks(&b, "rt_score", nb);
+    put(&b, "'),\n  ('label', ");
+    put_lit(&b, pl->c[pl->label].out);
+    put(&b, "),\n  ('id', ");
+    put_lit(&b, pl->id >= 0 ? pl->c[pl->id].out : "rt_id");
+    put(&b, ")");
+    put_kinds(&b, v, n);
     put(&b, ";\n");
     free(v);
     if (b.failed) {

@@ -724,7 +724,10 @@ rt_status rt_prep_scan(const rt_prep_opts *o, const char *const *cols, int ncols
     rt_status st;
     char table[128] = "input";
     if (o->sql_path) { /* the script's result: its test table, else its training table */
-        st = prep_import_all(&p, err);
+        struct stat sb; /* a folder of tables, or one file: table input (score.sql's) */
+        st = stat(o->input_dir, &sb) == 0 && !S_ISDIR(sb.st_mode)
+                 ? import_one(&p, o->input_dir, err)
+                 : prep_import_all(&p, err);
         if (st == RT_OK)
             st = run_script(&p, o->sql_path, err);
         prep_meta m = {0};

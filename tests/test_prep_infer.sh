@@ -34,6 +34,7 @@ cd "$work"
 # ---- ames: regression, 40 text columns categorical -------------------------------------
 out=$("$rt" prep --from "$data/ames.csv.gz" --label Sale_Price --test-column is_test \
   --label-transform log,standardize --out ames --partitions 2 2>&1) || { echo "$out"; fail "prep --from ames"; }
+prep_said=$out
 grep -q "^column .*kind .*distinct .*missing .*role" <<< "$out" || { echo "$out"; fail "ames: no inference table"; }
 [ "$(grep -cE '^[A-Za-z_0-9]+ +(text|boolean) .* categorical' <<< "$out")" -eq 40 ] ||
   { echo "$out"; fail "ames: the 40 text columns are not all categorical"; }
@@ -59,6 +60,28 @@ out=$("$rt" run bare.ini --np 2 --keep --set data.dataset=ames --set output.stor
   { echo "$out"; fail "the bare job with --set failed"; }
 [ "$(wc -l < store/submission.csv)" -eq 587 ] || fail "ames: not 586 predictions"
 head -1 store/submission.csv | grep -q "^Id,Sale_Price$" || fail "ames: the predictions' header: $(head -1 store/submission.csv)"
+# new rows, as a user has them (no label, no test flag), through score.sql:
+# the test rows score exactly as the job's submission.csv
+grep -q "new rows (no label needed) are scored with: ringtrain predict --model STORE/best.ckpt --input NEW.csv --sql ames/score.sql" <<< "$prep_said" ||
+  fail "prep --from did not say how new rows are scored"
+python3 - "$data/ames.csv.gz" <<'PY'
+import csv, gzip, sys
+rows = list(csv.reader(gzip.open(sys.argv[1], "rt")))
+head = rows[0]
+keep = [i for i, h in enumerate(head) if h not in ("Sale_Price", "is_test")]
+with open("new_ames.csv", "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow([head[i] for i in keep])
+    w.writerows([r[i] for i in keep] for r in rows[1:] if r[head.index("is_test")] == "1")
+PY
+"$rt" predict --model store/best.ckpt --input new_ames.csv --sql ames/score.sql --out new_ames.pred \
+  > /dev/null 2>&1 || fail "ames: predict --input with score.sql"
+python3 - <<'PY' || fail "ames: score.sql's predictions of the test rows are not the job's"
+import csv
+new = [r[1] for r in csv.reader(open("new_ames.pred"))]
+sub = [r[1] for r in csv.reader(open("store/submission.csv"))]
+assert len(new) == 587 and new[1:] == sub[1:], (len(new), new[:3], sub[:3])
+PY
 kept=$(sed -n "s/.*the local cluster's files are in \([^ ]*\) .*/\1/p" <<< "$out")
 [ -d "$kept" ] || { echo "$out"; fail "run --keep did not say where its files are"; }
 grep -rq "epsilon 1e-08 (the family's default)" "$kept/logs" || fail "the first line does not say the epsilon"
@@ -180,6 +203,18 @@ assert len({n.lower() for n in names}) == len(names), names
 PY
 out=$("$rt" run --np 1 --set data.dataset=excel --set output.store=xstore --set model.architecture=mlp \
   --set train.epochs=2 2>&1) || { echo "$out" | tail; fail "training on the Excel table's dataset"; }
+# its new rows without the label, by the header's names (predict --input
+# took the model's names past 39 bytes cut)
+python3 - <<'PY'
+import csv
+rows = list(csv.reader(open("inx/excel.csv", encoding="utf-8-sig", newline="")))
+with open("new_excel.csv", "w", newline="") as f:
+    csv.writer(f).writerows(r[:-1] for r in rows[:31])
+PY
+"$rt" predict --model xstore/best.ckpt --input new_excel.csv --sql excel/score.sql --out new_excel.pred \
+  > /dev/null 2>&1 || fail "excel: predict --input new_excel.csv with score.sql"
+[[ "$(head -1 new_excel.pred)" == "row,Target_ class,p_"* ]] && [ "$(wc -l < new_excel.pred)" -eq 31 ] ||
+  fail "excel: not 30 predictions: $(head -3 new_excel.pred)"
 
 # ---- mistakes, each saying what and where ------------------------------------------------------
 printf 'a,b,y\n1,2,x\n3,50 - 62%%,y\n5,6,x\n' > bad.csv

@@ -116,6 +116,7 @@ typedef struct rt_prep_report {
     char positive_class[64]; /* binary: the class the model scores */
     char positive_why[96];   /* "the minority: 26.5% of the training rows", "meta positive_class" */
     bool has_validation;     /* meta names a validation column */
+    bool score_sql;          /* --from wrote out/score.sql (new rows' features) */
     bool db_on_disk;         /* where SQLite worked */
     char task[16];           /* regression, binary or multiclass */
     char task_why[160];      /* how it was decided (meta's key, or what inferred it) */
