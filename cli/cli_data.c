@@ -309,8 +309,20 @@ int cli_prep(const cli_args *a)
         size_t n = strlen(command);
         if (v && f->kind == CLI_SWITCH)
             snprintf(command + n, sizeof command - n, " %s", f->name);
-        else if (v)
+        else if (v && !v[strcspn(v, " \t\n'\"\\$`;&|<>()*?[]#~!")])
             snprintf(command + n, sizeof command - n, " %s %s", f->name, v);
+        else if (v) { /* quoted for a shell: 'a b', and ' as '\'' */
+            snprintf(command + n, sizeof command - n, " %s '", f->name);
+            for (const char *c = v; *c; c++) {
+                n = strlen(command);
+                snprintf(command + n, sizeof command - n, "%s", *c == '\'' ? "'\\''" : "");
+                n = strlen(command);
+                if (*c != '\'' && n + 1 < sizeof command) /* a line break: not in a comment */
+                    command[n] = (unsigned char)*c < 0x20 ? '?' : *c, command[n + 1] = '\0';
+            }
+            n = strlen(command);
+            snprintf(command + n, sizeof command - n, "'");
+        }
     }
     o.infer.command = command;
     rt_prep_report rep;

@@ -187,6 +187,8 @@ for want in "column 1 of the header has no name: named 'Unnamed: 0'" \
   "column 11 ('Target, class') is 'Target_ class' in the dataset"; do
   grep -qF "$want" <<< "$out" || { echo "$out"; fail "a table as Excel writes it: no '$want'"; }
 done
+grep -qF -- "-- Made by: ringtrain prep --from inx/excel.csv --label 'Target_ class' --out excel" excel/prep.sql ||
+  fail "excel/prep.sql does not quote the command's arguments: $(grep 'Made by' excel/prep.sql)"
 "$rt" prep --input inx --sql excel/prep.sql --out excel2 > /dev/null 2>&1 || fail "excel/prep.sql does not run"
 cmp -s excel/train-00000.rts excel2/train-00000.rts || fail "excel: the shard differs through the script"
 python3 - <<'PY' || fail "excel: not the dataset names prep said"
