@@ -209,6 +209,12 @@ rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot
                 raw[c] = strdup(rt_csv_field(csv, c, NULL));
             char where[PATH_MAX + 8];
             snprintf(where, sizeof where, "%s:1", files[i]);
+            if (rt_csv_delim(csv) != ',' && !p->o->quiet)
+                fprintf(stderr, "prep: %s: fields separated by %s (its first line has no comma)\n",
+                        where,
+                        rt_csv_delim(csv) == '\t'  ? "tabs"
+                        : rt_csv_delim(csv) == ';' ? "';'"
+                                                   : "'|'");
             st = all_set(raw, nf) ? prep_header_names(where, "header", (const char *const *)raw, nf,
                                                       p->o->quiet, &names, err)
                                   : rt_err(err, RT_ERR_NOMEM, "out of memory");
@@ -217,6 +223,8 @@ rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot
             if (st == RT_OK && p->stats_slot == slot + 1 &&
                 !(stats = p->stats = prep_stats_new((const char *const *)names, nf)))
                 st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+            if (stats)
+                prep_stats_decimal_comma(stats, rt_csv_delim(csv) != ',');
             if (st == RT_OK)
                 sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL);
         } else {

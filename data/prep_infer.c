@@ -48,6 +48,7 @@ typedef struct col_stats {
     char *name;                           /* the table's (prep_header_names) */
     int64_t values, missing;              /* non-missing, missing */
     bool numeric, integer, boolean, date; /* every non-missing value is one */
+    bool comma;                           /* a number written with a decimal comma */
     double min, max;
     char **set; /* distinct non-missing values (normalised text), open addressing */
     size_t cap;
@@ -60,7 +61,10 @@ struct prep_stats {
     size_t ncols;
     int64_t rows;
     col_stats *c;
+    bool decimal_comma; /* the fields are not comma-separated: 1,5 may be a number */
 };
+
+void prep_stats_decimal_comma(prep_stats *s, bool on) { s->decimal_comma = on; }
 
 prep_stats *prep_stats_new(const char *const *names, size_t n)
 {
@@ -211,7 +215,7 @@ void prep_stats_num(prep_stats *s, size_t col, bool integer, double x)
     add_number(&s->c[col], integer, x);
 }
 
-static void stats_text(col_stats *c, const char *t, size_t len)
+static void stats_text(col_stats *c, const char *t, size_t len, bool decimal_comma)
 {
     double x;
     if (prep_is_missing(t)) {
@@ -221,6 +225,17 @@ static void stats_text(col_stats *c, const char *t, size_t len)
     if (decimal(t, &x)) {
         add_number(c, x == floor(x), x);
         return;
+    }
+    const char *comma = decimal_comma && len < 64 && !strchr(t, '.') ? strchr(t, ',') : NULL;
+    if (comma && !strchr(comma + 1, ',')) { /* 1,5: one and a half, where ';' separates */
+        char dot[64];
+        memcpy(dot, t, len + 1);
+        dot[comma - t] = '.';
+        if (decimal(dot, &x)) {
+            c->comma = true;
+            add_number(c, x == floor(x), x);
+            return;
+        }
     }
     c->values++;
     if (c->numeric && !c->example[0])
@@ -244,7 +259,7 @@ void prep_stats_text(prep_stats *s, size_t col, const char *t, size_t len)
         memcpy(z, t, len);
         z[len] = '\0';
     }
-    stats_text(&s->c[col], t ? z : NULL, len);
+    stats_text(&s->c[col], t ? z : NULL, len, s->decimal_comma);
     if (z != buf)
         free(z);
 }
@@ -354,7 +369,8 @@ static void infer_one(const col_stats *c, int64_t rows, plan_col *pc)
     } else if (c->numeric) {
         pc->role = PREP_CONT;
         pc->impute = c->missing > 0;
-        snprintf(pc->why, sizeof pc->why, "numbers%s", pc->impute ? "; missing: mean, __na" : "");
+        snprintf(pc->why, sizeof pc->why, "numbers%s%s", c->comma ? " (decimal comma)" : "",
+                 pc->impute ? "; missing: mean, __na" : "");
     } else if (c->date) {
         pc->role = PREP_DATE;
         snprintf(pc->why, sizeof pc->why, "dates: year, month, day, weekday, days");
@@ -384,6 +400,7 @@ rt_status prep_plan_make(const prep_stats *s, const rt_prep_opts *o, prep_plan *
     for (size_t i = 0; i < s->ncols; i++) {
         pl->c[i].name = s->c[i].name;
         pl->c[i].stats = &s->c[i];
+        pl->c[i].comma = s->c[i].numeric && s->c[i].comma;
     }
     const struct {
         const char *flag, *name;

@@ -72,6 +72,9 @@ prep_stats *prep_stats_new(const char *const *names, size_t n);
 void prep_stats_text(prep_stats *s, size_t col, const char *text, size_t len); /* NULL: NULL */
 void prep_stats_num(prep_stats *s, size_t col, bool integer, double x);        /* typed */
 void prep_stats_row(prep_stats *s);
+/* Fields not separated by commas: a value 1,5 is the number 1.5 (Excel's
+ * CSV where the comma is the decimal mark). */
+void prep_stats_decimal_comma(prep_stats *s, bool on);
 void prep_stats_free(prep_stats *s);
 /* NULL, "" or a missing-value mark (prep_missing_marks: NA, N/A, NaN, ?, ...) */
 bool prep_is_missing(const char *text);
@@ -99,6 +102,7 @@ typedef struct plan_col {
     bool given;                   /* a flag named it */
     bool impute;                  /* continuous with missing values: the mean, and an indicator */
     bool keep_date;               /* --date: also the dataset's date column */
+    bool comma;                   /* numbers with a decimal comma: read through REPLACE */
     bool maybe_id, maybe_text_id; /* dropped if their distinct values say so (prep_from) */
     char mean[40];                /* impute: the mean of the non-test rows, as SQL text */
     char why[80];

@@ -68,11 +68,12 @@ static void put_lit(sbuf *b, const char *s)
     put(b, "'");
 }
 
-/* sK."col" */
+/* sK."col", or REPLACE(sK."col", ',', '.') for numbers with a decimal comma */
 static void put_ref(sbuf *b, const plan_col *c)
 {
     char id[PREP_IDENT_LEN];
-    put(b, "s%d.%s", c->block + 1, prep_ident(c->name, id, sizeof id));
+    put(b, "%ss%d.%s%s", c->comma ? "REPLACE(" : "", c->block + 1,
+        prep_ident(c->name, id, sizeof id), c->comma ? ", ',', '.')" : "");
 }
 
 /* rt_missing(x): NULL, "" or a missing-value mark (prep_is_missing) */

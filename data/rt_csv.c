@@ -19,7 +19,8 @@ struct rt_csv {
     unsigned char buf[CHUNK];
     size_t len, pos;
     bool eof;
-    bool began;                /* the first bytes were read (and a BOM skipped) */
+    bool began;                /* the first bytes were read (BOM skipped, delimiter chosen) */
+    char delim;                /* ',', or what the header shows instead (sniff_delim) */
     int64_t line;              /* line of the next byte */
     int64_t rec_line;          /* line where the current record starts */
     char *rec;                 /* fields, each NUL-terminated */
@@ -37,6 +38,7 @@ static rt_csv *alloc_csv(const char *name)
         return NULL;
     snprintf(c->name, sizeof c->name, "%s", name);
     c->line = 1;
+    c->delim = ',';
     return c;
 }
 
@@ -103,6 +105,32 @@ const char *rt_csv_field(const rt_csv *c, size_t i, size_t *len)
     return c->rec + c->start[i];
 }
 
+/* The delimiter of the first line in buf[from, len): ',' where it has one
+ * outside quotes, else the most frequent of ';', tab and '|' (as Excel
+ * writes CSV where the comma is the decimal mark, and TSV), else ','. */
+static char sniff_delim(const rt_csv *c, size_t from)
+{
+    static const char cand[] = {';', '\t', '|'};
+    size_t count[3] = {0};
+    bool quoted = false;
+    for (size_t i = from; i < c->len && (quoted || c->buf[i] != '\n'); i++) {
+        const unsigned char ch = c->buf[i];
+        if (ch == '"')
+            quoted = !quoted;
+        else if (!quoted && ch == ',')
+            return ',';
+        for (int k = 0; !quoted && k < 3; k++)
+            count[k] += ch == (unsigned char)cand[k];
+    }
+    int best = -1;
+    for (int k = 0; k < 3; k++)
+        if (count[k] > 0 && (best < 0 || count[k] > count[best]))
+            best = k;
+    return best < 0 ? ',' : cand[best];
+}
+
+char rt_csv_delim(const rt_csv *c) { return c->delim; }
+
 /* Next byte, or -1 at the end; -2 on a read error (message in err). */
 static int next_byte(rt_csv *c, char *err)
 {
@@ -130,6 +158,8 @@ static int next_byte(rt_csv *c, char *err)
          * of the first column's name */
         if (!c->began && c->len >= 3 && !memcmp(c->buf, "\xEF\xBB\xBF", 3))
             c->pos = 3;
+        if (!c->began)
+            c->delim = sniff_delim(c, c->pos);
         c->began = true;
         if (c->pos == c->len) {
             c->eof = c->len == 0;
@@ -254,7 +284,7 @@ int rt_csv_next(rt_csv *c, char *err)
                         return -1;
                     }
                 }
-                if (b != ',' && b != '\n') {
+                if (b != c->delim && b != '\n') {
                     rt_err(err, RT_ERR_INVALID,
                            "%s:%lld: text after the closing quote of field %zu", c->name,
                            (long long)c->rec_line, c->nf);
@@ -296,7 +326,7 @@ int rt_csv_next(rt_csv *c, char *err)
                         continue;
                     }
                 }
-                if (b != ',' && b != '\n') {
+                if (b != c->delim && b != '\n') {
                     if (!put(c, (char)b))
                         goto nomem;
                     any = true;
@@ -305,10 +335,10 @@ int rt_csv_next(rt_csv *c, char *err)
                 }
                 break;
             }
-            /* a separator: ',' or the end of the record */
+            /* a separator: the delimiter or the end of the record */
             if (!end_field(c))
                 goto nomem;
-            if (b == ',') {
+            if (b == c->delim) {
                 any = true;
                 if (!begin_field(c))
                     goto nomem;

@@ -97,6 +97,32 @@ static void test_csv_bom(void **state)
     rt_csv_close(c);
 }
 
+/* The delimiter is the first line's: a comma where it has one outside
+ * quotes, else the most of ';', tab and '|'; later lines are read by it. */
+static void test_csv_delimiter(void **state)
+{
+    (void)state;
+    rt_csv *c = mem("a;\"b,c\";d\r\n1,5;x;\"y;z\"\r\n");
+    expect_fields(c, 3, "a", "b,c", "d");
+    assert_int_equal(rt_csv_delim(c), ';');
+    expect_fields(c, 3, "1,5", "x", "y;z");
+    rt_csv_close(c);
+    c = mem("a\tb\tc\n1\t2;3\t,\n");
+    expect_fields(c, 3, "a", "b", "c");
+    assert_int_equal(rt_csv_delim(c), '\t');
+    expect_fields(c, 3, "1", "2;3", ",");
+    rt_csv_close(c);
+    c = mem("\xEF\xBB\xBF"
+            "a;b|c,d\nx;y|z,w\n"); /* a comma: commas, whatever else */
+    expect_fields(c, 2, "a;b|c", "d");
+    assert_int_equal(rt_csv_delim(c), ',');
+    rt_csv_close(c);
+    c = mem("only\n1\n");
+    expect_fields(c, 1, "only");
+    assert_int_equal(rt_csv_delim(c), ',');
+    rt_csv_close(c);
+}
+
 static void expect_error_n(const char *text, size_t len, const char *want)
 {
     rt_csv *c = NULL;
@@ -494,11 +520,17 @@ static void test_dates(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_csv_quirks),      cmocka_unit_test(test_csv_bom),
-        cmocka_unit_test(test_csv_errors),      cmocka_unit_test(test_csv_gzip),
-        cmocka_unit_test(test_shard_roundtrip), cmocka_unit_test(test_shard_index),
-        cmocka_unit_test(test_shard_damage),    cmocka_unit_test(test_shard_crafted_sizes),
-        cmocka_unit_test(test_manifest),        cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_csv_quirks),
+        cmocka_unit_test(test_csv_bom),
+        cmocka_unit_test(test_csv_delimiter),
+        cmocka_unit_test(test_csv_errors),
+        cmocka_unit_test(test_csv_gzip),
+        cmocka_unit_test(test_shard_roundtrip),
+        cmocka_unit_test(test_shard_index),
+        cmocka_unit_test(test_shard_damage),
+        cmocka_unit_test(test_shard_crafted_sizes),
+        cmocka_unit_test(test_manifest),
+        cmocka_unit_test(test_dates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -218,6 +218,33 @@ PY
 [[ "$(head -1 new_excel.pred)" == "row,Target_ class,p_"* ]] && [ "$(wc -l < new_excel.pred)" -eq 31 ] ||
   fail "excel: not 30 predictions: $(head -3 new_excel.pred)"
 
+# ---- a CSV as Excel writes it where the comma is the decimal mark -----------------------------
+# fields separated by ';', numbers like 3000,25 (and gaps), umlauts
+python3 - <<'PY'
+import random
+random.seed(5)
+with open("eu.csv", "w", encoding="utf-8") as f:
+    f.write("Alter;Einkommen;Stadt;Ziel\n")
+    for i in range(200):
+        inc = "" if i % 17 == 0 else ("%.2f" % (3000 + 1000 * (i % 3 == 0) + i)).replace(".", ",")
+        f.write("%d;%s;%s;%s\n" % (18 + i % 50, inc, ["Köln", "München"][i % 2], "ja" if i % 3 == 0 else "nein"))
+PY
+out=$("$rt" prep --from eu.csv --label Ziel --out eu --keep-db eu.db 2>&1) || { echo "$out"; fail "prep --from a ';'-separated CSV"; }
+grep -q "eu.csv:1: fields separated by ';' (its first line has no comma)" <<< "$out" &&
+  grep -q "^Einkommen .* continuous  numbers (decimal comma); missing: mean, __na" <<< "$out" ||
+  { echo "$out"; fail "a ';'-separated CSV with decimal commas: not said"; }
+python3 - <<'PY' || fail "decimal commas: not the numbers the file holds"
+import sqlite3
+db = sqlite3.connect("eu.db")
+rows = db.execute("SELECT _line, Einkommen, Einkommen__na FROM rt_rows ORDER BY _line").fetchall()
+given = [3000 + 1000 * (i % 3 == 0) + i for i in range(200) if i % 17]
+mean = sum(given) / len(given)  # every row a training row's (no test rows)
+for line, x, na in rows:
+    i = line - 2
+    want = mean if i % 17 == 0 else 3000 + 1000 * (i % 3 == 0) + i
+    assert abs(float(x) - want) < 1e-6 * want and na == (i % 17 == 0), (line, x, na, want)
+PY
+
 # ---- mistakes, each saying what and where ------------------------------------------------------
 printf 'a,b,y\n1,2,x\n3,50 - 62%%,y\n5,6,x\n' > bad.csv
 if out=$("$rt" prep --from bad.csv --label y --continuous b --out bad 2>&1); then fail "text in a continuous column was taken"; fi

@@ -1,6 +1,7 @@
 /* rt_csv.h — a strict RFC 4180 CSV reader for the prep step: quoted fields
  * (with "" for a quote, commas and newlines inside), LF or CRLF line ends,
- * blank lines skipped, gzip-compressed input read transparently.  Every
+ * blank lines skipped, gzip-compressed input read transparently, a UTF-8
+ * byte order mark skipped, the delimiter taken from the first line.  Every
  * error names the file and the line where the record starts, and nothing
  * malformed is guessed at: a stray quote, text after a closing quote, a NUL
  * byte, an unterminated quote or an oversized record is an error.
@@ -40,6 +41,10 @@ bool rt_csv_quoted(const rt_csv *c, size_t i);
 /* Line (1-based) where the current record starts. */
 int64_t rt_csv_line(const rt_csv *c);
 const char *rt_csv_name(const rt_csv *c);
+/* The field delimiter, known from the first record on: ',' unless the
+ * first line has no comma outside quotes and has ';', tabs or '|' (the
+ * most of them): Excel's CSV where the comma is the decimal mark, TSV. */
+char rt_csv_delim(const rt_csv *c);
 
 #ifdef __cplusplus
 }

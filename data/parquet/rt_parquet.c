@@ -499,8 +499,10 @@ static rt_status open_common(rt_pq_file *f, char *err)
             return rt_err(err, RT_ERR_UNSUPPORTED, "%s is an encrypted Parquet file; not read",
                           f->name);
         return rt_err(err, RT_ERR_INVALID, "%s is not a Parquet file (no PAR1 at %s)", f->name,
-                      f->size >= 4 && !memcmp(f->data, "PAR1", 4) ? "its end: truncated?"
-                                                                  : "its start");
+                      f->size >= 4 && !memcmp(f->data, "PAR1", 4)
+                          ? "its end: truncated?"
+                          : "its start; a CSV file's name ends in .csv or .csv.gz, whether "
+                            "commas, semicolons or tabs separate its fields");
     }
     const uint8_t *q = f->data + f->size - 8;
     uint32_t flen =
