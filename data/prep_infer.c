@@ -36,6 +36,9 @@
 #include "rt_config.h"
 
 #define DISTINCT_CAP 1000
+#define DATE_Y 1u /* YYYY/MM/DD, YYYY.MM.DD */
+#define DATE_M 2u /* M/D/YYYY (the US's) */
+#define DATE_D 4u /* D/M/YYYY, D.M.YYYY */
 #define MAX_CARD 10
 #define MOSTLY_UNIQUE_MIN 100
 
@@ -49,6 +52,8 @@ typedef struct col_stats {
     int64_t values, missing;              /* non-missing, missing */
     bool numeric, integer, boolean, date; /* every non-missing value is one */
     bool comma;                           /* a number written with a decimal comma */
+    unsigned orders; /* DATE_Y|M|D: the orders every value is a date in (not ISO ones) */
+    bool dots;       /* a date D.M.YYYY: day first where the values do not tell */
     double min, max;
     char **set; /* distinct non-missing values (normalised text), open addressing */
     size_t cap;
@@ -81,6 +86,7 @@ prep_stats *prep_stats_new(const char *const *names, size_t n)
             return NULL;
         }
         c->numeric = c->integer = c->boolean = c->date = true;
+        c->orders = DATE_Y | DATE_M | DATE_D;
         c->min = INFINITY;
         c->max = -INFINITY;
     }
@@ -202,6 +208,7 @@ static void add_number(col_stats *c, bool integer, double x)
     c->values++;
     c->boolean = c->boolean && integer && (x == 0 || x == 1);
     c->date = false;
+    c->orders = 0;
     c->integer = c->integer && integer && fabs(x) < 9007199254740992.0;
     c->min = x < c->min ? x : c->min;
     c->max = x > c->max ? x : c->max;
@@ -243,6 +250,15 @@ static void stats_text(col_stats *c, const char *t, size_t len, bool decimal_com
     c->numeric = c->integer = false;
     c->boolean = c->boolean && boolean_word(t);
     c->date = c->date && date_text(t, len);
+    if (c->orders) { /* a date of three numbers, in the orders it reads in */
+        int32_t d;
+        int part[3];
+        const char sep = rt_date_parts(t, part);
+        c->dots = c->dots || sep == '.';
+        c->orders &= (rt_parse_date_order(t, 'y', &d) ? DATE_Y : 0) |
+                     (rt_parse_date_order(t, 'm', &d) ? DATE_M : 0) |
+                     (rt_parse_date_order(t, 'd', &d) ? DATE_D : 0);
+    }
     add_distinct(c, t);
 }
 
@@ -349,6 +365,16 @@ static rt_status one_flag(const prep_stats *s, prep_plan *pl, const char *flag, 
 }
 
 /* The role of a column no flag named, from its values (rules 2-5). */
+/* The order a column's dates read in ('y', 'm', 'd'); where both month
+ * and day first fit every value, day first for D.M.YYYY, else the US's */
+static char date_order(const col_stats *c)
+{
+    return (c->orders & DATE_Y)                                   ? 'y'
+           : (c->orders & (DATE_M | DATE_D)) != (DATE_M | DATE_D) ? (c->orders & DATE_M ? 'm' : 'd')
+           : c->dots                                              ? 'd'
+                                                                  : 'm';
+}
+
 static void infer_one(const col_stats *c, int64_t rows, plan_col *pc)
 {
     const int distinct = c->n + (c->missing > 0) + (c->over ? 1 << 20 : 0);
@@ -374,6 +400,16 @@ static void infer_one(const col_stats *c, int64_t rows, plan_col *pc)
     } else if (c->date) {
         pc->role = PREP_DATE;
         snprintf(pc->why, sizeof pc->why, "dates: year, month, day, weekday, days");
+    } else if (c->orders) {
+        pc->role = PREP_DATE;
+        pc->date_order = date_order(c);
+        snprintf(pc->why, sizeof pc->why, "dates (%s%s): year, month, ...",
+                 pc->date_order == 'y'   ? "Y/M/D"
+                 : pc->date_order == 'm' ? "M/D/Y"
+                                         : "D/M/Y",
+                 (c->orders & (DATE_M | DATE_D)) == (DATE_M | DATE_D)
+                     ? (c->dots ? ", as dots are" : ", no day past 12: the US's")
+                     : "");
     } else if (c->boolean) {
         pc->role = PREP_CAT;
         snprintf(pc->why, sizeof pc->why, "booleans");
@@ -443,6 +479,8 @@ rt_status prep_plan_make(const prep_stats *s, const rt_prep_opts *o, prep_plan *
             pc->role = PREP_CAT_INT;
         if (pc->role == PREP_CONT)
             pc->impute = c->missing > 0 && c->numeric;
+        if (pc->role == PREP_DATE && !c->date && c->orders)
+            pc->date_order = date_order(c);
         if (pc->role == PREP_DATE && !dated) /* the first is the dataset's date */
             pc->keep_date = dated = true;    /* pl->date: its dataset name (prep_plan_name) */
     }
@@ -482,7 +520,7 @@ const char *prep_kind_name(const struct col_stats *c)
     return c->values == 0             ? "empty"
            : c->numeric && c->integer ? "integer"
            : c->numeric               ? "number"
-           : c->date                  ? "date"
+           : c->date || c->orders     ? "date"
            : c->boolean               ? "boolean"
                                       : "text";
 }

@@ -103,6 +103,7 @@ typedef struct plan_col {
     bool impute;                  /* continuous with missing values: the mean, and an indicator */
     bool keep_date;               /* --date: also the dataset's date column */
     bool comma;                   /* numbers with a decimal comma: read through REPLACE */
+    char date_order;              /* dates not ISO: read through rt_date(x, order) */
     bool maybe_id, maybe_text_id; /* dropped if their distinct values say so (prep_from) */
     char mean[40];                /* impute: the mean of the non-test rows, as SQL text */
     char why[80];

@@ -68,12 +68,17 @@ static void put_lit(sbuf *b, const char *s)
     put(b, "'");
 }
 
-/* sK."col", or REPLACE(sK."col", ',', '.') for numbers with a decimal comma */
+/* sK."col"; REPLACE(sK."col", ',', '.') for numbers with a decimal comma,
+ * rt_date(sK."col", 'm') for dates as M/D/YYYY (and 'd', 'y') */
 static void put_ref(sbuf *b, const plan_col *c)
 {
     char id[PREP_IDENT_LEN];
-    put(b, "%ss%d.%s%s", c->comma ? "REPLACE(" : "", c->block + 1,
-        prep_ident(c->name, id, sizeof id), c->comma ? ", ',', '.')" : "");
+    if (c->date_order)
+        put(b, "rt_date(s%d.%s, '%c')", c->block + 1, prep_ident(c->name, id, sizeof id),
+            c->date_order);
+    else
+        put(b, "%ss%d.%s%s", c->comma ? "REPLACE(" : "", c->block + 1,
+            prep_ident(c->name, id, sizeof id), c->comma ? ", ',', '.')" : "");
 }
 
 /* rt_missing(x): NULL, "" or a missing-value mark (prep_is_missing) */

@@ -46,6 +46,61 @@ bool rt_parse_date(const char *s, int32_t *days)
     return true;
 }
 
+/* y-m-d as days, false when it is no date */
+static bool civil_days(int y, int m, int d, int32_t *days)
+{
+    static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (y < 1 || y > 9999 || m < 1 || m > 12 || d < 1 || d > mdays[m - 1] + (m == 2 && leap(y)))
+        return false;
+    *days = (int32_t)days_from_civil(y, m, d);
+    return true;
+}
+
+/* 1 to n digits at *p as a number (*p moved past them), or -1 */
+static int digits(const char **p, int n)
+{
+    int v = 0, k = 0;
+    for (; k < n && **p >= '0' && **p <= '9'; k++, (*p)++)
+        v = v * 10 + (**p - '0');
+    return k ? v : -1;
+}
+
+char rt_date_parts(const char *s, int part[3])
+{
+    const char *p = s;
+    if ((part[0] = digits(&p, 4)) < 0)
+        return 0;
+    const size_t w0 = (size_t)(p - s);
+    const char sep = *p;
+    if ((sep != '/' && sep != '.' && sep != '-') || w0 == 3)
+        return 0;
+    p++;
+    if ((part[1] = digits(&p, 2)) < 0 || *p != sep)
+        return 0;
+    p++;
+    const char *y = p;
+    if ((part[2] = digits(&p, 4)) < 0)
+        return 0;
+    const size_t w2 = (size_t)(p - y);
+    if ((w0 == 4) == (w2 == 4) || (w2 != 4 && w2 > 2)) /* the year is one end, 4 digits */
+        return 0;
+    if (*p && !((*p == ' ' || *p == 'T') && p[1] >= '0' && p[1] <= '9'))
+        return 0; /* a time may follow */
+    return w0 == 4 ? 'y' : sep;
+}
+
+bool rt_parse_date_order(const char *s, char order, int32_t *days)
+{
+    int v[3];
+    const char kind = s ? rt_date_parts(s, v) : 0;
+    if (!kind || (kind == 'y') != (order == 'y'))
+        return false;
+    return order == 'y'   ? civil_days(v[0], v[1], v[2], days)
+           : order == 'm' ? civil_days(v[2], v[0], v[1], days)
+           : order == 'd' ? civil_days(v[2], v[1], v[0], days)
+                          : false;
+}
+
 void rt_format_date(int32_t days, char *buf)
 {
     int y, m, d;

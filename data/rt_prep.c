@@ -59,6 +59,23 @@ static void fn_valid_date(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     sqlite3_result_int(ctx, s && rt_parse_date(s, &d));
 }
 
+/* rt_date(text, order): 'YYYY-MM-DD' of a date of three numbers read in
+ * order 'y', 'm' or 'd' (rt_parse_date_order), NULL when it is none */
+static void fn_date(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const char *s = (const char *)sqlite3_value_text(argv[0]);
+    const char *o = (const char *)sqlite3_value_text(argv[1]);
+    int32_t d;
+    char iso[11];
+    if (!s || !o || !rt_parse_date_order(s, o[0], &d)) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    rt_format_date(d, iso);
+    sqlite3_result_text(ctx, iso, 10, SQLITE_TRANSIENT);
+}
+
 static void fn_check(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
     (void)argc;
@@ -616,6 +633,8 @@ static void add_functions(prep *p)
                             fn_iso_week, NULL, NULL);
     sqlite3_create_function(p->db, "valid_date", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
                             fn_valid_date, NULL, NULL);
+    sqlite3_create_function(p->db, "rt_date", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, fn_date,
+                            NULL, NULL);
     sqlite3_create_function(p->db, "rt_check", 2, SQLITE_UTF8, NULL, fn_check, NULL, NULL);
     sqlite3_create_function(p->db, "rt_bad_rows", 0, SQLITE_UTF8, p, fn_bad_rows, NULL, NULL);
     sqlite3_create_function(p->db, "rt_flag", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, fn_flag,

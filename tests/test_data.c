@@ -515,6 +515,44 @@ static void test_dates(void **state)
     assert_int_equal(rt_iso_week("2012-12-30"), 52); /* a Sunday: googletrend's week start */
     assert_int_equal(rt_iso_week("2015-07-31"), 31);
     assert_int_equal(rt_iso_week("nope"), -1);
+    /* dates of three numbers as Excel and locales write them */
+    int v[3];
+    assert_int_equal(rt_date_parts("7/31/2015", v), '/');
+    assert_true(v[0] == 7 && v[1] == 31 && v[2] == 2015);
+    assert_int_equal(rt_date_parts("31.07.2015 14:05", v), '.');
+    assert_int_equal(rt_date_parts("2015/7/31T14:05:00", v), 'y');
+    assert_int_equal(rt_date_parts("2015-07-31", v), 'y');
+    static const char *const not_dates[] = {"7/31/15",
+                                            "7/31",
+                                            "7/31/2015x",
+                                            "7/31-2015",
+                                            "123/1/2015",
+                                            "2015/1/123",
+                                            "2015/1/2015",
+                                            "1/2/3",
+                                            "7/31/2015 x",
+                                            "/1/2015",
+                                            ""};
+    for (size_t i = 0; i < sizeof not_dates / sizeof *not_dates; i++)
+        if (rt_date_parts(not_dates[i], v))
+            fail_msg("'%s' read as a date", not_dates[i]);
+    assert_true(rt_parse_date_order("7/31/2015", 'm', &d) && d == 16647);
+    assert_true(rt_parse_date_order("31.7.2015", 'd', &d) && d == 16647);
+    assert_true(rt_parse_date_order("31-07-2015 23:59", 'd', &d) && d == 16647);
+    assert_true(rt_parse_date_order("2015/07/31", 'y', &d) && d == 16647);
+    assert_false(rt_parse_date_order("7/31/2015", 'd', &d));  /* no month 31 */
+    assert_false(rt_parse_date_order("2/29/2015", 'm', &d));  /* not a leap year */
+    assert_false(rt_parse_date_order("2015/07/31", 'm', &d)); /* year first is 'y' only */
+    assert_false(rt_parse_date_order("7/31/2015", 'y', &d));
+    assert_false(rt_parse_date_order("1/2/0000", 'm', &d));
+    for (int32_t k = 0; k < 30000; k += 11) { /* every day's M/D/YYYY and D.M.YYYY */
+        rt_format_date(k, buf);
+        char us[16], eu[16];
+        snprintf(us, sizeof us, "%d/%d/%.4s", atoi(buf + 5), atoi(buf + 8), buf);
+        snprintf(eu, sizeof eu, "%d.%d.%.4s", atoi(buf + 8), atoi(buf + 5), buf);
+        assert_true(rt_parse_date_order(us, 'm', &d) && d == k);
+        assert_true(rt_parse_date_order(eu, 'd', &d) && d == k);
+    }
 }
 
 int main(void)

@@ -245,6 +245,40 @@ for line, x, na in rows:
     assert abs(float(x) - want) < 1e-6 * want and na == (i % 17 == 0), (line, x, na, want)
 PY
 
+# ---- dates as Excel and locales write them ------------------------------------------------------
+# M/D/YYYY with a time (the US's), D.M.YYYY, YYYY/MM/DD, DD-MM-YYYY, and
+# M/D/YYYY whose days never pass 12 (month first, as pandas reads it)
+python3 - <<'PY'
+import datetime
+base = datetime.date(2021, 1, 1)
+with open("dates.csv", "w") as f:
+    f.write("us,dots,ymd,dashes,ambiguous,y\n")
+    for i in range(100):
+        d, e = base + datetime.timedelta(days=7 * i), base + datetime.timedelta(days=400 - 3 * i)
+        a = datetime.date(2022, 1 + i % 12, 1 + 5 * i % 12)
+        f.write(f"{d.month}/{d.day}/{d.year} 10:{i % 60:02d},{e.day}.{e.month}.{e.year},"
+                f"{d.year}/{d.month:02d}/{d.day:02d},{e.day:02d}-{e.month:02d}-{e.year},"
+                f"{a.month}/{a.day}/{a.year},{i % 2}\n")
+PY
+out=$("$rt" prep --from dates.csv --label y --out dates --keep-db dates.db 2>&1) || { echo "$out"; fail "prep --from dates.csv"; }
+for want in "^us  .* date  .*dates (M/D/Y)" "^dots  .* date  .*dates (D/M/Y)" "^ymd  .* date  .*dates (Y/M/D)" \
+  "^dashes .* date  .*dates (D/M/Y)" "^ambiguous .* date  .*dates (M/D/Y, no day past 12: the US's)"; do
+  grep -q "$want" <<< "$out" || { echo "$out"; fail "dates.csv: no '$want'"; }
+done
+python3 - <<'PY' || fail "dates.csv: not the days the file says"
+import datetime, sqlite3
+db = sqlite3.connect("dates.db")
+base, epoch = datetime.date(2021, 1, 1), datetime.date(1970, 1, 1)
+for line, us, dots, ymd, dashes, amb, month in db.execute(
+        "SELECT _line, us__days, dots__days, ymd__days, dashes__days, ambiguous__days, "
+        "ambiguous__month FROM rt_rows ORDER BY _line"):
+    i = line - 2
+    d, e = base + datetime.timedelta(days=7 * i), base + datetime.timedelta(days=400 - 3 * i)
+    a = datetime.date(2022, 1 + i % 12, 1 + 5 * i % 12)
+    want = [(d - epoch).days, (e - epoch).days, (d - epoch).days, (e - epoch).days, (a - epoch).days]
+    assert [us, dots, ymd, dashes, amb] == want and month == a.month, (line, us, dots, ymd, dashes, amb, want)
+PY
+
 # ---- mistakes, each saying what and where ------------------------------------------------------
 printf 'a,b,y\n1,2,x\n3,50 - 62%%,y\n5,6,x\n' > bad.csv
 if out=$("$rt" prep --from bad.csv --label y --continuous b --out bad 2>&1); then fail "text in a continuous column was taken"; fi

@@ -144,6 +144,16 @@ int rt_iso_week(const char *date);
 /* Days since 1970-01-01 of a 'YYYY-MM-DD' date; false when it is not a
  * valid date. */
 bool rt_parse_date(const char *s, int32_t *days);
+/* A date written as three numbers — "YYYY/MM/DD" or "A/B/YYYY" with '/',
+ * '.' or '-' between them (1- or 2-digit A, B, month and day), a time
+ * after a space or 'T' allowed — in part[] as written; returns 'y' (year
+ * first), the separator ('/', '.', '-') of a year-last one, or 0 when s is
+ * none of them. */
+char rt_date_parts(const char *s, int part[3]);
+/* Days since 1970-01-01 of such a date read in order 'y' (year, month,
+ * day), 'm' (month, day, year: the US's) or 'd' (day, month, year); false
+ * when it is not a valid date in that order. */
+bool rt_parse_date_order(const char *s, char order, int32_t *days);
 /* 'YYYY-MM-DD' of days since 1970-01-01 (buf: 11 bytes). */
 void rt_format_date(int32_t days, char *buf);
 
