@@ -11,7 +11,8 @@
  *     anything is queued, naming file:line and key; so is one whose store
  *     holds an earlier sweep;
  *   - a time budget stops the running trials and cancels the rest, and the
- *     results come from the trials that ran. */
+ *     results come from the trials that ran;
+ *   - on a dataset without test rows the results hold no predictions. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -292,6 +293,50 @@ static void test_time_budget(void **state)
     free(out);
 }
 
+/* A dataset without test rows: the sweep's best/ holds its model and
+ * best.ini, and no predictions (its results step predicted before, and
+ * failed the sweep: "has no test rows to predict"). */
+static void test_no_test_rows(void **state)
+{
+    (void)state;
+    char cmd[1200], ds[400];
+    snprintf(ds, sizeof ds, "%s/sat_notest", C.dir);
+    snprintf(cmd, sizeof cmd,
+             "%s prep --from %s --label classes --drop is_test --out %s --quiet > /dev/null 2>&1",
+             RT_TEST_CLI, RT_SATIMAGE, ds);
+    CHECK(system(cmd) == 0);
+    char path[400];
+    snprintf(path, sizeof path, "%s/notest.ini", C.dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fprintf(f,
+            "[job]\nname = notest\ntype = sweep\nnp = 1\n[data]\ndataset = %s\n"
+            "[model]\narchitecture = mlp\nhidden = 32\nthreads = 1\n"
+            "[train]\nepochs = 2\nbatch_size = 64\nmonitor = val_accuracy\n"
+            "[output]\nstore = %s/notest\n"
+            "[sweep]\ntrials = 3\nparallel = 3\nscheduler = random\nseed = 7\n"
+            "space.train.learning_rate = loguniform(1e-4, 1e-2)\n",
+            ds, C.dir);
+    fclose(f);
+    char *out = NULL;
+    const char *args[] = {"submit", path, NULL};
+    CHECK(cl_cli(&C, &out, 30, args) == 0);
+    long long id = -1;
+    const char *p = out ? strstr(out, "submitted job ") : NULL;
+    CHECK(p && sscanf(p, "submitted job %lld", &id) == 1);
+    free(out);
+    rt_json *d = cl_wait_job(&C, id, "succeeded", 120000);
+    if (!d || strcmp(cl_job_state(d), "succeeded") != 0)
+        fprintf(stderr, "the sweep without test rows: %s\n",
+                d ? rt_json_str(rt_json_get(rt_json_get(d, "job"), "reason"), "") : "no answer");
+    CHECK(d && !strcmp(cl_job_state(d), "succeeded"));
+    rt_json_free(d);
+    char best[400];
+    snprintf(best, sizeof best, "%s/notest/best", C.dir);
+    CHECK(exists(best, "best.ckpt") && exists(best, "best.ini") && exists(best, "history.jsonl"));
+    CHECK(!exists(best, "submission.csv"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -299,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_sweep_survives_coordinator_kills),
         cmocka_unit_test(test_store_reuse_refused),
         cmocka_unit_test(test_time_budget),
+        cmocka_unit_test(test_no_test_rows),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

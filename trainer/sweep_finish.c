@@ -187,8 +187,18 @@ static rt_status write_best(const rt_job_cfg *cfg, const rt_json *res, const cha
         else if (st == RT_ERR_NOTFOUND)
             st = RT_OK; /* a trial stopped early has no predictions */
     }
-    /* stopped before it predicted: the predictions from its checkpoint */
+    /* stopped before it predicted: the predictions from its checkpoint —
+     * where the dataset has test rows (a trial of one without writes none) */
+    bool test_rows = false;
     if (st == RT_OK && !have_pred && cfg->predict && cfg->dataset) {
+        rt_dataset *ds = NULL;
+        char e2[RT_ERR_LEN];
+        test_rows = rt_dataset_open(cfg->dataset, &ds, e2) != RT_OK || ds->ntest > 0;
+        rt_dataset_free(ds); /* not opened: rt_predict_checkpoint says why */
+        if (!test_rows)
+            printf("sweep: %s has no test rows: best/ holds no predictions\n", cfg->dataset);
+    }
+    if (test_rows) {
         rt_pred_opts po = {.proba = cfg->proba,
                            .range_factor = cfg->prediction_range_factor,
                            .clip = cfg->clip_predictions};
@@ -207,8 +217,8 @@ static rt_status write_best(const rt_job_cfg *cfg, const rt_json *res, const cha
     if (st == RT_OK && text)
         st = write_best_ini(text, store, best, err);
     if (st == RT_OK)
-        printf("sweep: best/ holds trial %lld's %s, history and predictions, and best.ini\n",
-               (long long)b, ck);
+        printf("sweep: best/ holds trial %lld's %s, history%s, and best.ini\n", (long long)b, ck,
+               have_pred || test_rows ? " and predictions" : "");
     return st;
 }
 
