@@ -443,6 +443,18 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
     if (pl->val_fraction > 0 || pl->folds)
         put_validation(&b, pl);
     put(&b, "\nFROM rt_rows%s\nORDER BY _line;\n", where_train);
+    if (prep_stats_missing(pl->c[pl->label].stats) > 0) { /* said with the lines, not row 1 */
+        char id[140], miss[200];
+        snprintf(miss, sizeof miss, "FROM rt_train WHERE rt_missing(%s)",
+                 prep_ident(pl->c[pl->label].out, id, sizeof id));
+        put(&b, "SELECT rt_check(NOT EXISTS (SELECT 1 %s), 'the label ' || ", miss);
+        put_lit(&b, pl->c[pl->label].name);
+        put(&b,
+            " || ' is missing in ' || (SELECT count(*) %s) || ' training rows (the first on line "
+            "' || (SELECT min(_line) %s) || '): leave them out of the file, or make them rows to "
+            "predict (--test-column COL)');\n",
+            miss, miss);
+    }
     const bool has_test = pl->test_flag >= 0 || test_table;
     if (pl->test_flag >= 0)
         put(&b,
