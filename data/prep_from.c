@@ -209,9 +209,10 @@ rt_status prep_from(prep *p, char *err)
     char *score = st == RT_OK && nsrc == 1 ? prep_score_script(&pl, commands) : NULL;
     if (st == RT_OK && nsrc == 1 && !score)
         st = rt_err(err, RT_ERR_NOMEM, "out of memory");
-    snprintf(path, sizeof path, "%s/score.sql", o->out_dir);
+    char score_path[1200];
+    snprintf(score_path, sizeof score_path, "%s/score.sql", o->out_dir);
     if (score)
-        st = rt_write_atomic(path, &(rt_iov){score, strlen(score)}, 1, err);
+        st = rt_write_atomic(score_path, &(rt_iov){score, strlen(score)}, 1, err);
     p->rep->score_sql = score && st == RT_OK;
     free(score);
     if (st == RT_OK)

@@ -292,7 +292,7 @@ grep -q "\-\-drop bb: the table has no such column; did you mean 'b'?" <<< "$out
 # training rows without a label (AutoGluon refuses them too): how many, and where
 printf 'a,b,y,new\n1,2,x,0\n3,4,,1\n5,6,y,0\n7,8,NA,1\n9,1,x,0\n2,3,y,0\n' > nolabel.csv
 if out=$("$rt" prep --from nolabel.csv --label y --validation 0 --out bad 2>&1); then fail "rows without a label were taken"; fi
-grep -q "the label y is missing in 2 training rows (the first on line 3): leave them out of the file, or make them rows to predict" <<< "$out" ||
+grep -q "bad/prep.sql:[0-9]*: the label y is missing in 2 training rows (the first on line 3): leave them out of the file, or make them rows to predict" <<< "$out" ||
   { echo "$out"; fail "rows without a label: $out"; }
 "$rt" prep --from nolabel.csv --label y --validation 0 --test-column new --out nolabel > /dev/null 2>&1 ||
   fail "rows without a label as the rows to predict"
