@@ -747,6 +747,21 @@ rt_status rt_prep_scan(const rt_prep_opts *o, const char *const *cols, int ncols
         st = stat(o->input_dir, &sb) == 0 && !S_ISDIR(sb.st_mode)
                  ? import_one(&p, o->input_dir, err)
                  : prep_import_all(&p, err);
+        /* for score.sql (--from's, its first line says so), a folder of one
+         * table (an S3 object comes down as one) is table input as well */
+        static const char mark[] = "-- score.sql:";
+        char head[sizeof mark] = {0};
+        FILE *sf = st == RT_OK && rep.ntables == 1 ? fopen(o->sql_path, "r") : NULL;
+        const bool scoring = sf && fread(head, 1, sizeof mark - 1, sf) == sizeof mark - 1 &&
+                             !memcmp(head, mark, sizeof mark - 1);
+        if (sf)
+            fclose(sf);
+        if (scoring && strcmp(rep.table[0], "input") != 0) {
+            char q[160], sql[200];
+            snprintf(sql, sizeof sql, "CREATE VIEW \"input\" AS SELECT * FROM %s",
+                     prep_ident(rep.table[0], q, sizeof q));
+            sqlite3_exec(p.db, sql, NULL, NULL, NULL);
+        }
         if (st == RT_OK)
             st = run_script(&p, o->sql_path, err);
         prep_meta m = {0};

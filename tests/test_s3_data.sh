@@ -160,6 +160,13 @@ grep -q "predictions to s3://ringtrain/out/raw-pred.csv" "$out/pin.log" || fail 
   --id id --out "$out/raw-pred.csv" > /dev/null || fail "predict --input of the local folder"
 cmp -s "$objects/out/raw-pred.csv._S3rver_object" "$out/raw-pred.csv" ||
   fail "predict through S3 differs from the local files'"
+# the object through --from's score.sql (it comes down as a folder of one
+# table, which score.sql reads as table input): the same predictions
+"$rt" predict --model "$out/s3-memory/best.ckpt" --input s3://ringtrain/raw/t.csv \
+  --sql "$out/from-local/score.sql" --out "$out/score-pred.csv" > /dev/null ||
+  fail "predict --input s3:// --sql score.sql"
+cmp -s <(cut -d, -f2 "$out/score-pred.csv" | tail -n +2) <(cut -d, -f2 "$out/raw-pred.csv" | tail -n +2) ||
+  fail "an S3 object through score.sql scores otherwise than through t.sql"
 ls -d "${TMPDIR:-/tmp}"/ringtrain-s3-* 2> /dev/null | grep -q . && fail "a staging folder was left behind"
 echo "raw data: prep --input/--sql/--from and predict --input/--out through S3 = the local files'"
 
