@@ -698,9 +698,14 @@ static void ensemble_table(const rt_ens_opts *o, const rt_ens_report *r, const c
            o->bag ? "bag, out of fold" : "ensemble");
     for (int i = 0; i < r->nskipped; i++)
         printf("  left out (no predictions): %s\n", cli_safe(o->stores[r->skipped[i]]));
-    printf("wrote %lld test predictions to %s/submission.csv (and validation_predictions.csv, "
-           "ensemble.json)\n",
-           (long long)r->test_rows, cli_safe(out));
+    if (r->no_test)
+        printf("the members' data set has no test rows: wrote %s/validation_predictions.csv and "
+               "ensemble.json (ringtrain predict --model %s --input ... scores new rows)\n",
+               cli_safe(out), cli_safe(out));
+    else
+        printf("wrote %lld test predictions to %s/submission.csv (and validation_predictions.csv, "
+               "ensemble.json)\n",
+               (long long)r->test_rows, cli_safe(out));
 }
 
 int cli_ensemble(const cli_args *a)

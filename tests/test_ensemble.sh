@@ -20,6 +20,8 @@
 #     `predict --model BAG` writes it again; two bags over the same folds
 #     ensemble (AutoGluon's weighted ensemble of bagged models); the folds
 #     without --bag, and --bag with --rounds, are refused;
+#   - a data set without test rows: the ensemble has no submission.csv, and
+#     scores new rows (predict --input, score.sql) as its members weigh;
 #   - refused, naming the cause: a store without validation predictions, a
 #     classifier's files without probabilities (its checkpoint says it is
 #     one), a metric of another task, an unknown metric.
@@ -160,6 +162,46 @@ out=$(timeout 60 "$rt" ensemble "$tmp/bag" "$tmp/bag2" --out "$tmp/bags") || fai
 grep -q "2 members, 525 validation rows" <<<"$out" || fail "an ensemble of bags: $out"
 echo "ensemble --bag: two folds' models, out-of-fold validation rows, the mean, predict --model;"
 echo "  two bags over the same folds ensembled on their out-of-fold rows"
+
+# ---- a data set without test rows (a user's own table) -----------------------------------
+# the ensemble is of the validation rows: no submission.csv, and ensemble.json
+# scores new rows through the data set's score.sql as the weighted mean of
+# its members' own predictions of them
+timeout 120 "$rt" prep --from "$data/breastcancer.csv.gz" --label Class --drop is_test \
+  --out "$tmp/nt-ds" --partitions 2 --quiet > /dev/null || fail "prep --from without test rows"
+train "$tmp/nt-a" 1 0.05 "$tmp/nt-ds"
+train "$tmp/nt-b" 2 0.01 "$tmp/nt-ds"
+out=$(timeout 60 "$rt" ensemble "$tmp/nt-a" "$tmp/nt-b" --out "$tmp/nt-e") || fail "an ensemble without test rows: $out"
+grep -q "the members' data set has no test rows: wrote .*validation_predictions.csv and ensemble.json" <<<"$out" ||
+  fail "an ensemble without test rows: $out"
+[ -s "$tmp/nt-e/ensemble.json" ] && [ -s "$tmp/nt-e/validation_predictions.csv" ] &&
+  [ ! -e "$tmp/nt-e/submission.csv" ] || fail "an ensemble without test rows: $(ls "$tmp/nt-e")"
+zcat "$data/breastcancer.csv.gz" | head -41 | python3 -c '
+import csv, sys
+rows = list(csv.reader(sys.stdin))
+drop = [rows[0].index("Class"), rows[0].index("is_test")]
+csv.writer(sys.stdout).writerows([v for i, v in enumerate(r) if i not in drop] for r in rows)' > "$tmp/new.csv"
+for m in nt-e nt-a/best.ckpt nt-b/best.ckpt; do
+  timeout 60 "$rt" predict --model "$tmp/$m" --input "$tmp/new.csv" --sql "$tmp/nt-ds/score.sql" \
+    --out "$tmp/${m%%/*}.pred" > /dev/null || fail "predict --model $m of new rows"
+done
+python3 - "$tmp" <<'PY' || fail "the ensemble's predictions of new rows are not its members' weighted mean"
+import csv, json, sys
+t = sys.argv[1]
+w = [m["weight"] for m in json.load(open(t + "/nt-e/ensemble.json"))["members"]]
+e, a, b = (list(csv.reader(open("%s/%s.pred" % (t, n)))) for n in ("nt-e", "nt-a", "nt-b"))
+assert len(e) == 41 and e[0] == a[0], (len(e), e[0], a[0])
+for re, ra, rb in zip(e[1:], a[1:], b[1:]):
+    for k in range(2, len(re)):
+        assert abs(float(re[k]) - w[0] * float(ra[k]) - w[1] * float(rb[k])) < 2e-6, (re, ra, rb, w)
+PY
+# a store that predicted test rows beside one that had none: refused
+if timeout 60 "$rt" ensemble "$tmp/a" "$tmp/nt-a" --out "$tmp/x" 2> "$tmp/err"; then
+  fail "stores with and without test predictions were ensembled"
+fi
+grep -q "nt-a has no submission.csv: the job wrote no test predictions" "$tmp/err" ||
+  fail "with and without test predictions: $(cat "$tmp/err")"
+echo "ensemble without test rows: of the validation rows; new rows through score.sql"
 
 # ---- refused ----------------------------------------------------------------------------
 cp -r "$tmp/a" "$tmp/noval" && rm "$tmp/noval/validation_predictions.csv"

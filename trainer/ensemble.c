@@ -292,6 +292,19 @@ static rt_status model_task(const char *store, int *classes, char *err)
     return st == RT_ERR_NOTFOUND ? RT_OK : st;
 }
 
+/* Whether the store holds the file (or the object) */
+static bool has_file(const char *store, const char *name)
+{
+    char path[1300], e[RT_ERR_LEN];
+    rt_src *src = NULL;
+    int64_t size;
+    if (!rt_s3_uri_join(path, sizeof path, store, name) ||
+        rt_src_open(path, &src, &size, e) != RT_OK)
+        return false;
+    rt_src_close(src);
+    return true;
+}
+
 /* b against a (the first member's): the same columns */
 static rt_status same_columns(const pfile *a, const pfile *b, char *err)
 {
@@ -328,10 +341,16 @@ static rt_status same_as(const pfile *a, const pfile *b, char *err)
 }
 
 /* The stores' files into m[0..rep->nmembers) (skip_incomplete: a store
- * without one of them is left out, its index in rep->skipped) */
+ * without one of them is left out, its index in rep->skipped).  Where no
+ * store holds a submission.csv — their data set has no test rows — the
+ * ensemble is of the validation rows alone (rep->no_test), and its
+ * ensemble.json scores new rows (predict --input). */
 static rt_status load_members(const rt_ens_opts *o, member *m, rt_ens_report *rep, char *err)
 {
     rt_status st = RT_OK;
+    rep->no_test = true;
+    for (int s = 0; rep->no_test && s < o->nstores; s++)
+        rep->no_test = !has_file(o->stores[s], "submission.csv");
     for (int s = 0; st == RT_OK && s < o->nstores; s++) {
         member *x = &m[rep->nmembers];
         x->store = o->stores[s];
@@ -339,7 +358,7 @@ static rt_status load_members(const rt_ens_opts *o, member *m, rt_ens_report *re
         st = model_task(x->store, &classes, err);
         if (st == RT_OK)
             st = read_pfile(x->store, "validation_predictions.csv", true, classes, &x->val, err);
-        if (st == RT_OK)
+        if (st == RT_OK && !rep->no_test)
             st = read_pfile(x->store, "submission.csv", false, classes, &x->test, err);
         if (st == RT_ERR_NOTFOUND && o->skip_incomplete) {
             pfile_free(&x->val), pfile_free(&x->test);
@@ -347,14 +366,15 @@ static rt_status load_members(const rt_ens_opts *o, member *m, rt_ens_report *re
             st = RT_OK;
             continue;
         }
-        if (st == RT_OK && x->test.K != x->val.K)
+        if (st == RT_OK && !rep->no_test && x->test.K != x->val.K)
             st = rt_err(err, RT_ERR_INVALID,
                         "%s has %d class probabilities, %s %d: write both with [output] proba = "
                         "true",
                         x->test.path, x->test.K, x->val.path, x->val.K);
         if (st == RT_OK && x != m &&
             (st = o->bag ? same_columns(&m[0].val, &x->val, err)
-                         : same_as(&m[0].val, &x->val, err)) == RT_OK)
+                         : same_as(&m[0].val, &x->val, err)) == RT_OK &&
+            !rep->no_test)
             st = same_as(&m[0].test, &x->test, err);
         if (st == RT_OK)
             rep->member[rep->nmembers++] = s;
@@ -363,10 +383,9 @@ static rt_status load_members(const rt_ens_opts *o, member *m, rt_ens_report *re
     }
     if (st == RT_OK && rep->nmembers == 0)
         st = rt_err(err, RT_ERR_NOTFOUND,
-                    "none of the %d stores holds both validation_predictions.csv and "
-                    "submission.csv (a job writes the first with [output] predict_validation = "
-                    "true)",
-                    o->nstores);
+                    "none of the %d stores holds validation_predictions.csv%s (a job writes "
+                    "the first with [output] predict_validation = true)",
+                    o->nstores, rep->no_test ? "" : " and submission.csv");
     return st;
 }
 
@@ -617,14 +636,14 @@ static rt_status write_outputs(const rt_ens_opts *o, const member *m, const pfil
     const double *w = rep->fit.weight;
     double *val = NULL, *test = NULL;
     if (st == RT_OK && ((!oof && !(val = blend(m, rep->nmembers, true, w))) ||
-                        !(test = blend(m, rep->nmembers, false, w))))
+                        (!rep->no_test && !(test = blend(m, rep->nmembers, false, w)))))
         st = rt_err(err, RT_ERR_NOMEM, "out of memory for the ensemble's predictions");
     if (st == RT_OK) {
         snprintf(path, sizeof path, "%s/validation_predictions.csv", o->out);
         st = oof ? write_pfile(oof, oof->pred, true, path, err)
                  : write_pfile(&m[0].val, val, true, path, err);
     }
-    if (st == RT_OK) {
+    if (st == RT_OK && !rep->no_test) {
         snprintf(path, sizeof path, "%s/submission.csv", o->out);
         st = write_pfile(&m[0].test, test, true, path, err);
     }

@@ -94,6 +94,7 @@ typedef struct rt_ens_report {
     rt_ens_metric metric;
     int nclasses; /* 0: a regression */
     int64_t val_rows, test_rows;
+    bool no_test;   /* the members' data set has no test rows: no submission.csv */
     rt_ens_fit fit; /* its counts and figures by member (not by store) */
     int rounds;
 } rt_ens_report;
