@@ -40,7 +40,8 @@ start)
     exit 3
   fi
   mkdir -p "$dir/data"
-  rm -f "$dir/log" "$dir/pid"
+  rm -f "$dir/pid"
+  : > "$dir/log" # now: the server's shell opens it only once it runs, and sed reads it at once
   args=(--address "$addr")
   scheme=http
   if [ $tls = 1 ]; then # a CA of its own and a certificate for 127.0.0.1
@@ -60,7 +61,7 @@ start)
   echo $! > "$dir/pid"
   port=""
   for _ in $(seq 1 200); do # 20 s at most
-    port=$(sed -n "s/.*listening on $addr:\([0-9][0-9]*\).*/\1/p" "$dir/log" | head -1)
+    port=$(sed -n "s/.*listening on $addr:\([0-9][0-9]*\).*/\1/p" "$dir/log" | head -1 || true)
     [ -n "$port" ] && break
     kill -0 "$(cat "$dir/pid")" 2> /dev/null || break
     sleep 0.1
