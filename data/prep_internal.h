@@ -238,6 +238,9 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
 /* The block of the tables (n of them) that has column col, or -1. */
 int prep_block_of(sqlite3 *db, char (*tables)[64], int n, const char *col);
 
+/* prep_sqlfn.c: the SQL functions and tables a feature script can use,
+ * registered in p->db. */
+void prep_add_functions(prep *p);
 /* "name" quoted as an SQL identifier into buf. */
 const char *prep_ident(const char *name, char *buf, size_t len);
 /* Block b's table name of table: table, table__2, ... */
