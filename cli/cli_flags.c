@@ -185,7 +185,7 @@ const cli_flag CLI_PREP_FLAGS[] = {
      .metavar = "PATH",
      .help = "instead of --input/--sql: one table (a .csv/.csv.gz or Parquet file, or a Spark "
              "folder of either) whose columns prep infers; it writes the script it ran as "
-             "OUT/prep.sql"},
+             "OUT/prep.sql, and OUT/score.sql for new rows (predict --input NEW --sql)"},
     {.name = "--from-parquet", .kind = CLI_VALUE, .metavar = "PATH", .help = "the same as --from"},
     {.name = "--test",
      .kind = CLI_VALUE,
@@ -248,8 +248,9 @@ const cli_flag CLI_PREP_FLAGS[] = {
     {.name = "--date",
      .kind = CLI_VALUE,
      .metavar = "COLS",
-     .help = "with --from: date columns (YYYY-MM-DD): expanded into year, month, day, weekday "
-             "and days, the first also kept as the dataset's date"},
+     .help = "with --from: date columns (YYYY-MM-DD, or M/D/YYYY, D.M.YYYY, ... as their values "
+             "tell): expanded into year, month, day, weekday and days, the first also kept as "
+             "the dataset's date"},
     {.name = "--label-transform",
      .kind = CLI_VALUE,
      .metavar = "none|log|standardize|log,standardize",
