@@ -569,6 +569,7 @@ rt_status rt_prep_scan(const rt_prep_opts *o, const char *const *cols, int ncols
     prep_add_functions(&p);
     rt_status st;
     char table[128] = "input";
+    bool scoring = false; /* a score.sql: its input's other columns may be --id and --keep */
     if (o->sql_path) { /* the script's result: its test table, else its training table */
         struct stat sb; /* a folder of tables, or one file: table input (score.sql's) */
         st = stat(o->input_dir, &sb) == 0 && !S_ISDIR(sb.st_mode)
@@ -579,8 +580,8 @@ rt_status rt_prep_scan(const rt_prep_opts *o, const char *const *cols, int ncols
         static const char mark[] = "-- score.sql:";
         char head[sizeof mark] = {0};
         FILE *sf = st == RT_OK && rep.ntables == 1 ? fopen(o->sql_path, "r") : NULL;
-        const bool scoring = sf && fread(head, 1, sizeof mark - 1, sf) == sizeof mark - 1 &&
-                             !memcmp(head, mark, sizeof mark - 1);
+        scoring = sf && fread(head, 1, sizeof mark - 1, sf) == sizeof mark - 1 &&
+                  !memcmp(head, mark, sizeof mark - 1);
         if (sf)
             fclose(sf);
         if (scoring && strcmp(rep.table[0], "input") != 0) {
@@ -605,35 +606,53 @@ rt_status rt_prep_scan(const rt_prep_opts *o, const char *const *cols, int ncols
     } else {
         st = import_one(&p, o->input_dir, err);
     }
-    /* the columns asked for, each checked to exist (with a suggestion) */
-    int nhave = 0;
+    /* the columns asked for, each checked to exist (with a suggestion); for
+     * score.sql, a column of its input the features lack (a dropped id, a
+     * kept column) is read from the input, row by row (_line) */
+    int nhave = 0, ninput = 0;
     char (*have)[64] = st == RT_OK ? table_columns(p.db, table, &nhave) : NULL;
+    char(*input)[64] = st == RT_OK && scoring ? table_columns(p.db, "input", &ninput) : NULL;
+    bool *from_input = calloc((size_t)ncols + 1, sizeof *from_input), any_input = false;
     sqlite3_stmt *s = NULL;
-    if (st == RT_OK && !have)
+    if (st == RT_OK && (!have || !from_input || (scoring && !input)))
         st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     for (int c = 0; st == RT_OK && c < ncols; c++) {
         bool found = false;
         const char *best = closest(have, nhave, cols[c], &found);
-        if (!found)
+        if (!found && scoring)
+            closest(input, ninput, cols[c], &from_input[c]);
+        any_input = any_input || from_input[c];
+        if (!found && !from_input[c])
             st = rt_err(err, RT_ERR_INVALID, "%s has no column '%s'%s%s%s",
                         o->sql_path ? table : o->input_dir, cols[c],
                         best ? "; did you mean '" : "", best ? best : "", best ? "'?" : "");
     }
     free(have);
-    size_t cap = 256 + (size_t)ncols * 140, ql = 0;
+    free(input);
+    size_t cap = 256 + (size_t)ncols * 150, ql = 0;
     char *select = malloc(cap), id[140];
     if (st == RT_OK && !select)
         st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     if (st == RT_OK) {
         ql = (size_t)snprintf(select, cap, "SELECT ");
         for (int c = 0; c < ncols; c++)
-            ql += (size_t)snprintf(select + ql, cap - ql, "%s%s", c ? ", " : "",
+            ql += (size_t)snprintf(select + ql, cap - ql, "%s%s%s", c ? ", " : "",
+                                   !any_input      ? ""
+                                   : from_input[c] ? "i."
+                                                   : "s.",
                                    prep_ident(cols[c], id, sizeof id));
-        snprintf(select + ql, cap - ql, " FROM %s ORDER BY rowid", prep_ident(table, id, sizeof id));
+        if (any_input)
+            snprintf(select + ql, cap - ql,
+                     " FROM %s AS s JOIN \"input\" AS i USING (_line) ORDER BY s.rowid",
+                     prep_ident(table, id, sizeof id));
+        else
+            snprintf(select + ql, cap - ql, " FROM %s ORDER BY rowid",
+                     prep_ident(table, id, sizeof id));
         if (sqlite3_prepare_v2(p.db, select, -1, &s, NULL) != SQLITE_OK)
             st = rt_err(err, RT_ERR_INVALID, "%s: %s", table, sqlite3_errmsg(p.db));
     }
     free(select);
+    free(from_input);
     const char **text = calloc((size_t)ncols + 1, sizeof *text);
     for (int64_t row = 0; st == RT_OK && sqlite3_step(s) == SQLITE_ROW; row++) {
         for (int c = 0; c < ncols; c++)

@@ -217,6 +217,19 @@ PY
   > /dev/null 2>&1 || fail "excel: predict --input new_excel.csv with score.sql"
 [[ "$(head -1 new_excel.pred)" == "row,Target_ class,p_"* ]] && [ "$(wc -l < new_excel.pred)" -eq 31 ] ||
   fail "excel: not 30 predictions: $(head -3 new_excel.pred)"
+# --id and --keep may name the input's columns the features dropped (its
+# unnamed index, a row id) beside the dataset's
+"$rt" predict --model xstore/best.ckpt --input new_excel.csv --sql excel/score.sql --id "Unnamed: 0" \
+  --keep "X.1" --out new_excel_id.pred > /dev/null 2>&1 || fail "excel: predict --id of a dropped column"
+python3 - <<'PY' || fail "excel: the ids and kept values are not the input's"
+import csv
+got = list(csv.reader(open("new_excel_id.pred")))
+rows = list(csv.reader(open("new_excel.csv", encoding="utf-8-sig")))
+assert got[0][0] == "Unnamed: 0" and got[0][-1] == "X.1", got[0]
+assert [r[0] for r in got[1:]] == [r[0] for r in rows[1:]], got[:3]
+assert all(abs(float(g[-1]) - float(r[2])) < 1e-9 for g, r in zip(got[1:], rows[1:])), got[:3]
+assert [g[1:-1] for g in got[1:]] == [g[1:] for g in list(csv.reader(open("new_excel.pred")))[1:]]
+PY
 
 # ---- a CSV as Excel writes it where the comma is the decimal mark -----------------------------
 # fields separated by ';', numbers like 3000,25 (and gaps), umlauts
