@@ -307,6 +307,39 @@ static void put_kinds(sbuf *b, const outc *v, int n)
     }
 }
 
+/* meta's first rows: its tables (blocks of stem; test: NULL for none),
+ * label and id */
+static void put_meta_head(sbuf *b, const char *train, const char *test, int nb, const prep_plan *pl)
+{
+    put(b, "CREATE TABLE meta(key, value);\nINSERT INTO meta VALUES\n  ('train_table', '");
+    put_blocks(b, train, nb);
+    put(b, "')");
+    if (test) {
+        put(b, ",\n  ('test_table', '");
+        put_blocks(b, test, nb);
+        put(b, "')");
+    }
+    put(b, ",\n  ('label', ");
+    put_lit(b, pl->c[pl->label].out);
+    put(b, "),\n  ('id', ");
+    put_lit(b, pl->id >= 0 ? pl->c[pl->id].out : "rt_id");
+    put(b, ")");
+}
+
+/* meta's feature lists and its end; the script (malloc'ed), or NULL when
+ * out of memory (v freed either way) */
+static char *put_meta_end(sbuf *b, outc *v, int n)
+{
+    put_kinds(b, v, n);
+    put(b, ";\n");
+    free(v);
+    if (b->failed) {
+        free(b->p);
+        return NULL;
+    }
+    return b->p;
+}
+
 /* rt_validation over the rows of rt_train: within each class, the first
  * round(f x n) rows by rt_hash(seed, _line), never all n; or (--fold K/F)
  * every F-th of them from the K-th, 0-based. */
@@ -478,20 +511,7 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
         put_lit(&b, pl->c[pl->test_flag].name);
         put(&b, " || ')');\n");
     }
-    /* meta */
-    put(&b, "CREATE TABLE meta(key, value);\nINSERT INTO meta VALUES\n  ('train_table', '");
-    put_blocks(&b, "rt_train", nb);
-    put(&b, "')");
-    if (has_test) {
-        put(&b, ",\n  ('test_table', '");
-        put_blocks(&b, "rt_test", nb);
-        put(&b, "')");
-    }
-    put(&b, ",\n  ('label', ");
-    put_lit(&b, pl->c[pl->label].out);
-    put(&b, "),\n  ('id', ");
-    put_lit(&b, pl->id >= 0 ? pl->c[pl->id].out : "rt_id");
-    put(&b, ")");
+    put_meta_head(&b, "rt_train", has_test ? "rt_test" : NULL, nb, pl);
     if (pl->validation >= 0) {
         put(&b, ",\n  ('validation', ");
         put_lit(&b, pl->c[pl->validation].out);
@@ -518,14 +538,7 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
         put(&b, ",\n  ('max_label', (SELECT %smax(CAST(%s AS REAL))%s FROM rt_train))",
             lg ? "exp(" : "", prep_ident(pl->c[pl->label].out, id, sizeof id), lg ? ")" : "");
     }
-    put_kinds(&b, v, n);
-    put(&b, ";\n");
-    free(v);
-    if (b.failed) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
+    return put_meta_end(&b, v, n);
 }
 
 char *prep_score_script(const prep_plan *pl, const char *commands)
@@ -550,21 +563,6 @@ char *prep_score_script(const prep_plan *pl, const char *commands)
         prep_block_name("rt_score", k, name, sizeof name);
         put_rows(&b, name, v, lo[k], lo[k + 1], k == 0, nsp, "input", 1, true, pl);
     }
-    put(&b, "CREATE TABLE meta(key, value);\nINSERT INTO meta VALUES\n  ('train_table', '");
-    put_blocks(&b, "rt_score", nb);
-    put(&b, "'),\n  ('test_table', '");
-    put_blocks(&b, "rt_score", nb);
-    put(&b, "'),\n  ('label', ");
-    put_lit(&b, pl->c[pl->label].out);
-    put(&b, "),\n  ('id', ");
-    put_lit(&b, pl->id >= 0 ? pl->c[pl->id].out : "rt_id");
-    put(&b, ")");
-    put_kinds(&b, v, n);
-    put(&b, ";\n");
-    free(v);
-    if (b.failed) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
+    put_meta_head(&b, "rt_score", "rt_score", nb, pl);
+    return put_meta_end(&b, v, n);
 }
