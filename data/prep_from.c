@@ -83,15 +83,10 @@ static rt_status settle(prep *p, const char *table, int per, prep_plan *pl, char
     }
     for (size_t i = 0; i < pl->ncols; i++) {
         plan_col *c = &pl->c[i];
-        char bn[96], tq[160], cq[PREP_IDENT_LEN + 32], sql[4 * sizeof cq + sizeof where];
+        char bn[96], tq[160], cq[PREP_REF_LEN], sql[4 * sizeof cq + sizeof where];
         prep_block_name(table, c->block, bn, sizeof bn);
         prep_ident(bn, tq, sizeof tq);
-        prep_ident(c->name, cq, sizeof cq);
-        if (c->comma) { /* 1,5 read as 1.5, as the script reads it */
-            char q[sizeof cq];
-            snprintf(q, sizeof q, "%s", cq);
-            snprintf(cq, sizeof cq, "REPLACE(%s, ',', '.')", q);
-        }
+        prep_col_ref(c, 0, cq, sizeof cq); /* as the script reads it: 1,5 as 1.5 */
         if (c->maybe_id || c->maybe_text_id) {
             snprintf(sql, sizeof sql, "SELECT count(DISTINCT %s) FROM %s", cq, tq);
             const int64_t d = one_int(p->db, sql), rows = pl->rows;

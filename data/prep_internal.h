@@ -130,6 +130,13 @@ const char *prep_role_name(prep_role r);
 int64_t prep_stats_missing(const struct col_stats *c);
 bool prep_stats_numeric(const struct col_stats *c);
 
+/* How the scripts read column c of source block `block` (1-based, 0: the
+ * name alone): sK."col"; REPLACE(sK."col", ',', '.') for numbers with a
+ * decimal comma; rt_date(sK."col", 'm') for dates as M/D/YYYY ('d', 'y').
+ * buf: PREP_REF_LEN bytes. */
+#define PREP_REF_LEN (PREP_IDENT_LEN + 40)
+const char *prep_col_ref(const plan_col *c, int block, char *buf, size_t len);
+
 /* Each column's dataset name (plan_col.out) and the plan's date column's,
  * once the roles are settled: a column's own name where it is one (at most
  * PREP_DATASET_NAME_MAX bytes with the longest suffix its outputs get:

@@ -68,17 +68,26 @@ static void put_lit(sbuf *b, const char *s)
     put(b, "'");
 }
 
-/* sK."col"; REPLACE(sK."col", ',', '.') for numbers with a decimal comma,
- * rt_date(sK."col", 'm') for dates as M/D/YYYY (and 'd', 'y') */
+const char *prep_col_ref(const plan_col *c, int block, char *buf, size_t len)
+{
+    char id[PREP_IDENT_LEN], q[16] = "";
+    if (block > 0)
+        snprintf(q, sizeof q, "s%d.", block);
+    prep_ident(c->name, id, sizeof id);
+    if (c->date_order)
+        snprintf(buf, len, "rt_date(%s%s, '%c')", q, id, c->date_order);
+    else if (c->comma)
+        snprintf(buf, len, "REPLACE(%s%s, ',', '.')", q, id);
+    else
+        snprintf(buf, len, "%s%s", q, id);
+    return buf;
+}
+
+/* the column as the script reads it from its block sK */
 static void put_ref(sbuf *b, const plan_col *c)
 {
-    char id[PREP_IDENT_LEN];
-    if (c->date_order)
-        put(b, "rt_date(s%d.%s, '%c')", c->block + 1, prep_ident(c->name, id, sizeof id),
-            c->date_order);
-    else
-        put(b, "%ss%d.%s%s", c->comma ? "REPLACE(" : "", c->block + 1,
-            prep_ident(c->name, id, sizeof id), c->comma ? ", ',', '.')" : "");
+    char ref[PREP_REF_LEN];
+    put(b, "%s", prep_col_ref(c, c->block + 1, ref, sizeof ref));
 }
 
 /* rt_missing(x): NULL, "" or a missing-value mark (prep_is_missing) */
