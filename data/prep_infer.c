@@ -36,9 +36,6 @@
 #include "rt_config.h"
 
 #define DISTINCT_CAP 1000
-#define DATE_Y 1u /* YYYY/MM/DD, YYYY.MM.DD */
-#define DATE_M 2u /* M/D/YYYY (the US's) */
-#define DATE_D 4u /* D/M/YYYY, D.M.YYYY */
 #define MAX_CARD 10
 #define MOSTLY_UNIQUE_MIN 100
 
@@ -52,7 +49,7 @@ typedef struct col_stats {
     int64_t values, missing;              /* non-missing, missing */
     bool numeric, integer, boolean, date; /* every non-missing value is one */
     bool comma;                           /* a number written with a decimal comma */
-    unsigned orders; /* DATE_Y|M|D: the orders every value is a date in (not ISO ones) */
+    unsigned orders; /* RT_DATE_Y|M|D: the orders every value is a date in (not ISO ones) */
     bool dots;       /* a date D.M.YYYY: day first where the values do not tell */
     double min, max;
     char **set; /* distinct non-missing values (normalised text), open addressing */
@@ -86,7 +83,7 @@ prep_stats *prep_stats_new(const char *const *names, size_t n)
             return NULL;
         }
         c->numeric = c->integer = c->boolean = c->date = true;
-        c->orders = DATE_Y | DATE_M | DATE_D;
+        c->orders = RT_DATE_Y | RT_DATE_M | RT_DATE_D;
         c->min = INFINITY;
         c->max = -INFINITY;
     }
@@ -251,13 +248,9 @@ static void stats_text(col_stats *c, const char *t, size_t len, bool decimal_com
     c->boolean = c->boolean && boolean_word(t);
     c->date = c->date && date_text(t, len);
     if (c->orders) { /* a date of three numbers, in the orders it reads in */
-        int32_t d;
-        int part[3];
-        const char sep = rt_date_parts(t, part);
+        char sep;
+        c->orders &= rt_date_orders(t, &sep);
         c->dots = c->dots || sep == '.';
-        c->orders &= (rt_parse_date_order(t, 'y', &d) ? DATE_Y : 0) |
-                     (rt_parse_date_order(t, 'm', &d) ? DATE_M : 0) |
-                     (rt_parse_date_order(t, 'd', &d) ? DATE_D : 0);
     }
     add_distinct(c, t);
 }
@@ -369,10 +362,11 @@ static rt_status one_flag(const prep_stats *s, prep_plan *pl, const char *flag, 
  * and day first fit every value, day first for D.M.YYYY, else the US's */
 static char date_order(const col_stats *c)
 {
-    return (c->orders & DATE_Y)                                   ? 'y'
-           : (c->orders & (DATE_M | DATE_D)) != (DATE_M | DATE_D) ? (c->orders & DATE_M ? 'm' : 'd')
-           : c->dots                                              ? 'd'
-                                                                  : 'm';
+    return (c->orders & RT_DATE_Y) ? 'y'
+           : (c->orders & (RT_DATE_M | RT_DATE_D)) != (RT_DATE_M | RT_DATE_D)
+               ? (c->orders & RT_DATE_M ? 'm' : 'd')
+           : c->dots ? 'd'
+                     : 'm';
 }
 
 static void infer_one(const col_stats *c, int64_t rows, plan_col *pc)
@@ -407,7 +401,7 @@ static void infer_one(const col_stats *c, int64_t rows, plan_col *pc)
                  pc->date_order == 'y'   ? "Y/M/D"
                  : pc->date_order == 'm' ? "M/D/Y"
                                          : "D/M/Y",
-                 (c->orders & (DATE_M | DATE_D)) == (DATE_M | DATE_D)
+                 (c->orders & (RT_DATE_M | RT_DATE_D)) == (RT_DATE_M | RT_DATE_D)
                      ? (c->dots ? ", as dots are" : ", no day past 12: the US's")
                      : "");
     } else if (c->boolean) {

@@ -89,16 +89,34 @@ char rt_date_parts(const char *s, int part[3])
     return w0 == 4 ? 'y' : sep;
 }
 
-bool rt_parse_date_order(const char *s, char order, int32_t *days)
+/* The days of the parts rt_date_parts wrote (kind: what it returned) read
+ * in order 'y', 'm' or 'd'; false when they are no date in that order. */
+static bool order_days(const int v[3], char kind, char order, int32_t *days)
 {
-    int v[3];
-    const char kind = s ? rt_date_parts(s, v) : 0;
     if (!kind || (kind == 'y') != (order == 'y'))
         return false;
     return order == 'y'   ? civil_days(v[0], v[1], v[2], days)
            : order == 'm' ? civil_days(v[2], v[0], v[1], days)
            : order == 'd' ? civil_days(v[2], v[1], v[0], days)
                           : false;
+}
+
+bool rt_parse_date_order(const char *s, char order, int32_t *days)
+{
+    int v[3];
+    return order_days(v, s ? rt_date_parts(s, v) : 0, order, days);
+}
+
+unsigned rt_date_orders(const char *s, char *kind)
+{
+    int v[3];
+    int32_t d;
+    const char k = s ? rt_date_parts(s, v) : 0;
+    if (kind)
+        *kind = k;
+    return (order_days(v, k, 'y', &d) ? RT_DATE_Y : 0) |
+           (order_days(v, k, 'm', &d) ? RT_DATE_M : 0) |
+           (order_days(v, k, 'd', &d) ? RT_DATE_D : 0);
 }
 
 void rt_format_date(int32_t days, char *buf)

@@ -545,6 +545,16 @@ static void test_dates(void **state)
     assert_false(rt_parse_date_order("2015/07/31", 'm', &d)); /* year first is 'y' only */
     assert_false(rt_parse_date_order("7/31/2015", 'y', &d));
     assert_false(rt_parse_date_order("1/2/0000", 'm', &d));
+    char kind;
+    assert_int_equal(rt_date_orders("1/2/2015", &kind), RT_DATE_M | RT_DATE_D);
+    assert_int_equal(kind, '/');
+    assert_int_equal(rt_date_orders("7/31/2015", NULL), RT_DATE_M);
+    assert_int_equal(rt_date_orders("31.7.2015", &kind), RT_DATE_D);
+    assert_int_equal(kind, '.');
+    assert_int_equal(rt_date_orders("2015-07-31T10:00", NULL), RT_DATE_Y);
+    assert_int_equal(rt_date_orders("13/13/2015", NULL), 0);
+    assert_int_equal(rt_date_orders("x", &kind), 0);
+    assert_int_equal(kind, 0);
     for (int32_t k = 0; k < 30000; k += 11) { /* every day's M/D/YYYY and D.M.YYYY */
         rt_format_date(k, buf);
         char us[16], eu[16];

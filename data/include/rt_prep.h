@@ -154,6 +154,13 @@ char rt_date_parts(const char *s, int part[3]);
  * day), 'm' (month, day, year: the US's) or 'd' (day, month, year); false
  * when it is not a valid date in that order. */
 bool rt_parse_date_order(const char *s, char order, int32_t *days);
+/* The orders s reads as a valid date in, from one parse: RT_DATE_Y (year
+ * first), RT_DATE_M (M/D/YYYY), RT_DATE_D (D/M/YYYY); 0 for none; *kind
+ * (when not NULL): rt_date_parts' answer. */
+#define RT_DATE_Y 1u
+#define RT_DATE_M 2u
+#define RT_DATE_D 4u
+unsigned rt_date_orders(const char *s, char *kind);
 /* 'YYYY-MM-DD' of days since 1970-01-01 (buf: 11 bytes). */
 void rt_format_date(int32_t days, char *buf);
 
