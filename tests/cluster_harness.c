@@ -319,6 +319,21 @@ int cl_cli(cluster *c, char **out, int timeout_s, const char *const *args)
     return cli_run(c, out, timeout_s, -1, 0, args);
 }
 
+int64_t cl_submit_file(cluster *c, const char *ini)
+{
+    char *out = NULL;
+    const char *args[] = {"submit", ini, NULL};
+    long long id = -1;
+    const int rc = cl_cli(c, &out, 30, args);
+    const char *p = out ? strstr(out, "submitted job ") : NULL;
+    if (rc != 0 || !p || sscanf(p, "submitted job %lld", &id) != 1) {
+        fprintf(stderr, "submit %s: exit %d: %s\n", ini, rc, out ? out : "");
+        id = -1;
+    }
+    free(out);
+    return id;
+}
+
 int cl_cli_sigint(cluster *c, char **out, int timeout_s, int sigint_after_ms, const char *const *args)
 {
     return cli_run(c, out, timeout_s, sigint_after_ms, 0, args);

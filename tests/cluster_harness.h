@@ -67,6 +67,9 @@ rt_json *cl_get(cluster *c, const char *path);
 int64_t cl_metric(cluster *c, const char *name);
 /* POST a JSON body to /v1/jobs; the new job's id, or -1. */
 int64_t cl_submit(cluster *c, const char *body);
+/* `ringtrain submit INI` (30 s at most): the id it says ("submitted job
+ * N"), or -1 (its output printed) when it fails or says none. */
+int64_t cl_submit_file(cluster *c, const char *ini);
 /* The submission `ringtrain exec ARGS...` would POST (the CLI's own parser
  * and builder: cli_parse, cli_job_body_from_exec), args ending with NULL;
  * NULL on a bad flag (said on stderr).  The caller frees it. */

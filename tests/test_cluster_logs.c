@@ -77,13 +77,8 @@ static void test_follower_resumes_after_agent_error(void **state)
             "else sleep 0.5; for i in $(seq 1 %d); do echo line-$i; sleep 0.1; done; fi\n",
             c->dir, LINES);
     fclose(f);
-    char *out = NULL;
-    const char *sub[] = {"submit", ini, NULL};
-    CL_CHECK(failed, cl_cli(c, &out, 30, sub) == 0);
-    long long id = -1;
-    const char *p = out ? strstr(out, "submitted job ") : NULL;
-    CL_CHECK(failed, p && sscanf(p, "submitted job %lld", &id) == 1);
-    free(out);
+    const long long id = cl_submit_file(c, ini);
+    CL_CHECK(failed, id > 0);
     rt_json *running = cl_wait_job(c, id, "running", 20000);
     CL_CHECK(failed, running != NULL);
     rt_json_free(running);

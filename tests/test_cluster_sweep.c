@@ -67,7 +67,8 @@ static int group_teardown(void **state)
     return cl_destroy(&C, failed_once) ? 0 : -1;
 }
 
-static const char *sweep_file_with(const char *name, int epochs, int parallel, const char *extra)
+static const char *sweep_file_with(const char *name, const char *dataset, int epochs, int trials,
+                                   int parallel, const char *extra)
 {
     static char path[400];
     snprintf(path, sizeof path, "%s/%s.ini", C.dir, name);
@@ -77,17 +78,17 @@ static const char *sweep_file_with(const char *name, int epochs, int parallel, c
             "[model]\narchitecture = mlp\nhidden = 64\nthreads = 1\n"
             "[train]\nepochs = %d\nbatch_size = 32\nmonitor = val_accuracy\n"
             "[output]\nstore = %s/%s\n"
-            "[sweep]\ntrials = 10\nparallel = %d\ngrace_epochs = 3\nseed = 7\n"
+            "[sweep]\ntrials = %d\nparallel = %d\ngrace_epochs = 3\nseed = 7\n"
             "space.train.learning_rate = loguniform(1e-4, 1e-2)\n"
             "space.model.hidden = choice(64 | 32 | 128)\n%s",
-            name, ds_dir, epochs, C.dir, name, parallel, extra ? extra : "");
+            name, dataset, epochs, C.dir, name, trials, parallel, extra ? extra : "");
     fclose(f);
     return path;
 }
 
 static const char *sweep_file(const char *name, const char *extra)
 {
-    return sweep_file_with(name, 24, 4, extra);
+    return sweep_file_with(name, ds_dir, 24, 10, 4, extra);
 }
 
 static bool exists(const char *dir, const char *name)
@@ -102,12 +103,8 @@ static void test_sweep_survives_coordinator_kills(void **state)
 {
     (void)state;
     char *out = NULL;
-    const char *args[] = {"submit", sweep_file("chaos", NULL), NULL};
-    CHECK(cl_cli(&C, &out, 30, args) == 0);
-    long long id = -1;
-    const char *p = out ? strstr(out, "submitted job ") : NULL;
-    CHECK(p && sscanf(p, "submitted job %lld", &id) == 1);
-    free(out);
+    const long long id = cl_submit_file(&C, sweep_file("chaos", NULL));
+    CHECK(id > 0);
     /* two kills while trials run: after the 2nd and the 6th trial ended */
     char path[64], metric[96];
     snprintf(path, sizeof path, "/v1/jobs/%lld", id);
@@ -240,14 +237,10 @@ static void test_time_budget(void **state)
 {
     (void)state;
     char *out = NULL;
-    const char *args[] = {
-        "submit", sweep_file_with("budget", 2000, 2, "scheduler = random\ntime_budget = 10s\n"),
-        NULL};
-    CHECK(cl_cli(&C, &out, 30, args) == 0);
-    long long id = -1;
-    const char *p = out ? strstr(out, "submitted job ") : NULL;
-    CHECK(p && sscanf(p, "submitted job %lld", &id) == 1);
-    free(out);
+    const long long id =
+        cl_submit_file(&C, sweep_file_with("budget", ds_dir, 2000, 10, 2,
+                                           "scheduler = random\ntime_budget = 10s\n"));
+    CHECK(id > 0);
     double t0 = rt_now_s();
     rt_json *d = cl_wait_job(&C, id, "succeeded", 120000);
     const double took = rt_now_s() - t0;
@@ -305,26 +298,9 @@ static void test_no_test_rows(void **state)
              "%s prep --from %s --label classes --drop is_test --out %s --quiet > /dev/null 2>&1",
              RT_TEST_CLI, RT_SATIMAGE, ds);
     CHECK(system(cmd) == 0);
-    char path[400];
-    snprintf(path, sizeof path, "%s/notest.ini", C.dir);
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fprintf(f,
-            "[job]\nname = notest\ntype = sweep\nnp = 1\n[data]\ndataset = %s\n"
-            "[model]\narchitecture = mlp\nhidden = 32\nthreads = 1\n"
-            "[train]\nepochs = 2\nbatch_size = 64\nmonitor = val_accuracy\n"
-            "[output]\nstore = %s/notest\n"
-            "[sweep]\ntrials = 3\nparallel = 3\nscheduler = random\nseed = 7\n"
-            "space.train.learning_rate = loguniform(1e-4, 1e-2)\n",
-            ds, C.dir);
-    fclose(f);
-    char *out = NULL;
-    const char *args[] = {"submit", path, NULL};
-    CHECK(cl_cli(&C, &out, 30, args) == 0);
-    long long id = -1;
-    const char *p = out ? strstr(out, "submitted job ") : NULL;
-    CHECK(p && sscanf(p, "submitted job %lld", &id) == 1);
-    free(out);
+    const long long id =
+        cl_submit_file(&C, sweep_file_with("notest", ds, 2, 3, 3, "scheduler = random\n"));
+    CHECK(id > 0);
     rt_json *d = cl_wait_job(&C, id, "succeeded", 120000);
     if (!d || strcmp(cl_job_state(d), "succeeded") != 0)
         fprintf(stderr, "the sweep without test rows: %s\n",

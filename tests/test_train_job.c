@@ -93,20 +93,6 @@ static const char *job_file(const char *name, int epochs)
     return job_file_with(name, epochs, 1, 4096);
 }
 
-/* Submit without following; the job's id. */
-static int64_t submit(const char *ini)
-{
-    char *out = NULL;
-    const char *args[] = {"submit", ini, NULL};
-    int rc = cl_cli(&C, &out, 30, args);
-    long long id = -1;
-    const char *p = out ? strstr(out, "submitted job ") : NULL;
-    if (rc != 0 || !p || sscanf(p, "submitted job %lld", &id) != 1)
-        fprintf(stderr, "submit %s: rc %d: %s\n", ini, rc, out ? out : "");
-    free(out);
-    return id;
-}
-
 static char *slurp(const char *path)
 {
     char *data = NULL, err[RT_ERR_LEN];
@@ -147,7 +133,8 @@ static int count_lines(const char *s)
 static void test_determinism_and_predict(void **state)
 {
     (void)state;
-    int64_t a = submit(job_file("runA", 3)), b = submit(job_file_with("runB", 3, 2, 50));
+    int64_t a = cl_submit_file(&C, job_file("runA", 3)),
+            b = cl_submit_file(&C, job_file_with("runB", 3, 2, 50));
     CHECK(a > 0 && b > 0);
     rt_json *ja = cl_wait_job(&C, a, NULL, 120000), *jb = cl_wait_job(&C, b, NULL, 120000);
     CHECK(ja && jb);
@@ -206,7 +193,7 @@ static void test_determinism_and_predict(void **state)
     free(out);
     /* the same job again into its finished store: it says there is nothing
      * left to train */
-    int64_t again = submit(job_file("runA", 3));
+    int64_t again = cl_submit_file(&C, job_file("runA", 3));
     rt_json *jr = cl_wait_job(&C, again, NULL, 120000);
     CHECK(jr && !strcmp(cl_job_state(jr), "succeeded"));
     rt_json_free(jr);
@@ -235,7 +222,7 @@ static void test_trace(void **state)
             "[output]\nstore = %s/traced\n",
             ds_dir, C.dir);
     fclose(f);
-    int64_t id = submit(path);
+    int64_t id = cl_submit_file(&C, path);
     CHECK(id > 0);
     rt_json *j = cl_wait_job(&C, id, NULL, 120000);
     CHECK(j && !strcmp(cl_job_state(j), "succeeded"));
@@ -337,7 +324,7 @@ static void test_kill_and_resume(void **state)
 {
     (void)state;
     const int E = 40;
-    int64_t id = submit(job_file("resume", E));
+    int64_t id = cl_submit_file(&C, job_file("resume", E));
     CHECK(id > 0);
     char hist[600];
     snprintf(hist, sizeof hist, "%s/resume/history.jsonl", C.dir);
