@@ -208,11 +208,12 @@ rt_status prep_build_vocab(sqlite3 *db, const prep_meta *m, const char *col, pre
 rt_status prep_label_task(sqlite3 *db, const prep_meta *m, rt_prep_report *rep, prep_vocab *v,
                           char *err);
 /* A class's key (every spelling of a number one key); a
- * validation flag (0/1, true/false, yes/no, t/f, y/n); a number. False when
- * the cell is none of these. */
+ * validation flag (0/1, true/false, yes/no, t/f, y/n); a number; an id.
+ * False when the cell is none of these. */
 bool prep_class_key(sqlite3_stmt *st, int c, char *buf, size_t len);
 bool prep_flag_value(sqlite3_stmt *st, int c, uint8_t *out);
 bool prep_number_value(sqlite3_stmt *st, int c, float *out);
+bool prep_id_value(sqlite3_stmt *st, int c, int32_t *out); /* an integer within 32 bits */
 /* Rows of a table (-1 on error). */
 int64_t prep_count_rows(sqlite3 *db, const char *table);
 

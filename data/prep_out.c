@@ -257,10 +257,12 @@ static rt_status write_table(sqlite3 *db, char (*blocks)[64], int nb, const char
                                                 : (const char *)sqlite3_column_text(st, k));
                 break;
             case RT_ROLE_ID:
-                if (t != SQLITE_INTEGER && !(t == SQLITE_TEXT && sqlite3_column_int64(st, k) != 0))
-                    s = rt_err(err, RT_ERR_INVALID, "%s row %lld: the id %s is not an integer",
-                               table, (long long)i + 1, oc->c.name);
-                ((int32_t *)d)[r] = (int32_t)sqlite3_column_int64(st, k);
+                if (!prep_id_value(st, k, &((int32_t *)d)[r]))
+                    s = rt_err(err, RT_ERR_INVALID,
+                               "%s row %lld: the id %s is '%.60s', not an integer of 32 bits",
+                               table, (long long)i + 1, oc->c.name,
+                               t == SQLITE_NULL ? "NULL"
+                                                : (const char *)sqlite3_column_text(st, k));
                 break;
             case RT_ROLE_DATE: {
                 const char *txt = (const char *)sqlite3_column_text(st, k);

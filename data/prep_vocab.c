@@ -2,6 +2,7 @@
  * column's vocabulary (value -> index, open addressing over "type:text"
  * keys), the label's classes and task (the binary positive class second),
  * and a cell read as a flag, a number or a class. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +169,30 @@ bool prep_number_value(sqlite3_stmt *st, int c, float *out)
     if (!isfinite(x))
         return false;
     *out = (float)x;
+    return true;
+}
+
+/* An id: an integer, or text that is one (0 too), within 32 bits. */
+bool prep_id_value(sqlite3_stmt *st, int c, int32_t *out)
+{
+    *out = 0;
+    int t = sqlite3_column_type(st, c);
+    long long v = 0;
+    if (t == SQLITE_INTEGER) {
+        v = sqlite3_column_int64(st, c);
+    } else if (t == SQLITE_TEXT) {
+        const char *s = (const char *)sqlite3_column_text(st, c);
+        char *end = NULL;
+        errno = 0;
+        v = s ? strtoll(s, &end, 10) : 0;
+        if (!s || end == s || *end || errno)
+            return false;
+    } else {
+        return false;
+    }
+    if (v < INT32_MIN || v > INT32_MAX)
+        return false;
+    *out = (int32_t)v;
     return true;
 }
 
