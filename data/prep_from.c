@@ -200,9 +200,12 @@ rt_status prep_from(prep *p, char *err)
     snprintf(path, sizeof path, "%s/prep.sql", o->out_dir);
     if (st == RT_OK)
         st = rt_write_atomic(path, &(rt_iov){script, strlen(script)}, 1, err);
-    /* new rows' features, for predict --input (a table SQLite holds in one) */
-    char *score = st == RT_OK && nsrc == 1 ? prep_score_script(&pl, commands) : NULL;
-    if (st == RT_OK && nsrc == 1 && !score)
+    /* new rows' features, for predict --input (after prep.sql is made: for a
+     * wide table the columns' blocks become the score input's) */
+    char *score = st == RT_OK
+                      ? prep_score_script(&pl, nsrc > 1 ? prep_score_blocks(pl.ncols) : 0, commands)
+                      : NULL;
+    if (st == RT_OK && !score)
         st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     char score_path[1200];
     snprintf(score_path, sizeof score_path, "%s/score.sql", o->out_dir);

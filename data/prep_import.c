@@ -25,10 +25,10 @@ static int cmp_str(const void *a, const void *b)
 /* An input table being filled: one SQLite table per block of columns
  * (SQLite takes at most 2000 columns in a table): t holds the first
  * PREP_BLOCK_COLS, t__2 the next, ... each with "_line" — or t all of them
- * when they fit. */
+ * when they fit; with p->name_blocks K, K blocks by name (prep_name_block). */
 typedef struct importer {
     int nb;
-    size_t first[PREP_MAX_BLOCKS + 1]; /* block b holds fields first[b] .. first[b+1]-1 */
+    int *blk, *param; /* per field: its block, its parameter in the block's INSERT */
     sqlite3_stmt *ins[PREP_MAX_BLOCKS];
 } importer;
 
@@ -36,7 +36,9 @@ static void importer_close(importer *imp)
 {
     for (int b = 0; b < imp->nb; b++)
         sqlite3_finalize(imp->ins[b]);
-    imp->nb = 0;
+    free(imp->blk);
+    free(imp->param);
+    memset(imp, 0, sizeof *imp);
 }
 
 /* Block b's name: t, t__2, t__3, ... */
@@ -66,34 +68,54 @@ static rt_status create_table(prep *p, const char *path, const char *table, cons
 {
     memset(imp, 0, sizeof *imp);
     const size_t per = nf <= PREP_SQLITE_MAX_COLS - 1 ? nf : PREP_BLOCK_COLS;
-    const size_t nb = nf == 0 ? 1 : (nf + per - 1) / per;
+    const size_t nb = p->name_blocks ? (size_t)p->name_blocks : nf == 0 ? 1 : (nf + per - 1) / per;
     if (nb > PREP_MAX_BLOCKS)
         return rt_err(err, RT_ERR_INVALID,
                       "%s: %zu columns: prep reads at most %d (SQLite holds "
                       "them as tables of %d)",
                       path, nf, PREP_MAX_BLOCKS * PREP_BLOCK_COLS, PREP_BLOCK_COLS);
+    imp->blk = malloc((nf + 1) * sizeof *imp->blk);
+    imp->param = malloc((nf + 1) * sizeof *imp->param);
+    if (!imp->blk || !imp->param) {
+        importer_close(imp);
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    }
+    int count[PREP_MAX_BLOCKS] = {0};
+    for (size_t i = 0; i < nf; i++) {
+        imp->blk[i] = p->name_blocks ? prep_name_block(names[i], (int)nb) : (int)(i / per);
+        imp->param[i] = 2 + count[imp->blk[i]]++;
+    }
     rt_status st = RT_OK;
-    for (size_t b = 0; b < nb && st == RT_OK; b++) {
-        const size_t lo = b * per, hi = lo + per < nf ? lo + per : nf;
+    for (int b = 0; b < (int)nb && st == RT_OK; b++) {
+        char id[PREP_IDENT_LEN], bname[80];
+        prep_block_name(table, b, bname, sizeof bname);
+        if (count[b] > PREP_SQLITE_MAX_COLS - 1) {
+            st = rt_err(err, RT_ERR_INVALID,
+                        "%s: %d of its columns fall in table %s by their names, more than SQLite "
+                        "holds in one",
+                        path, count[b], bname);
+            break;
+        }
         size_t cap = 256;
-        for (size_t i = lo; i < hi; i++)
-            cap += 2 * strlen(names[i]) + 8; /* , "name" with its quotes doubled */
-        char *create = malloc(cap), *insert = malloc(cap), id[PREP_IDENT_LEN], bname[80];
+        for (size_t i = 0; i < nf; i++)
+            if (imp->blk[i] == b)
+                cap += 2 * strlen(names[i]) + 8; /* , "name" with its quotes doubled */
+        char *create = malloc(cap), *insert = malloc(cap);
         if (!create || !insert) {
             free(create);
             free(insert);
             st = rt_err(err, RT_ERR_NOMEM, "out of memory");
             break;
         }
-        prep_block_name(table, (int)b, bname, sizeof bname);
         size_t cl = (size_t)snprintf(create, cap, "CREATE TABLE %s (\"_line\" INTEGER",
                                      prep_ident(bname, id, sizeof id));
         size_t il = (size_t)snprintf(insert, cap, "INSERT INTO %s VALUES (?", id);
-        for (size_t i = lo; i < hi; i++) {
-            cl += (size_t)snprintf(create + cl, cap - cl, ", %s",
-                                   prep_ident(names[i], id, sizeof id));
-            il += (size_t)snprintf(insert + il, cap - il, ", ?");
-        }
+        for (size_t i = 0; i < nf; i++)
+            if (imp->blk[i] == b) {
+                cl += (size_t)snprintf(create + cl, cap - cl, ", %s",
+                                       prep_ident(names[i], id, sizeof id));
+                il += (size_t)snprintf(insert + il, cap - il, ", ?");
+            }
         snprintf(create + cl, cap - cl, ")");
         snprintf(insert + il, cap - il, ")");
         char *emsg = NULL;
@@ -101,9 +123,7 @@ static rt_status create_table(prep *p, const char *path, const char *table, cons
             st = rt_err(err, RT_ERR_INVALID, "%s: cannot create table %s: %s", path, bname, emsg);
         else if (sqlite3_prepare_v2(p->db, insert, -1, &imp->ins[b], NULL) != SQLITE_OK)
             st = rt_err(err, RT_ERR_IO, "%s: %s", path, sqlite3_errmsg(p->db));
-        imp->first[b] = lo;
-        imp->first[b + 1] = hi;
-        imp->nb = (int)b + 1;
+        imp->nb = b + 1;
         free(create);
         free(insert);
         sqlite3_free(emsg);
@@ -131,11 +151,8 @@ static rt_status importer_row(prep *p, importer *imp, int64_t line, const char *
 /* Field i's statement and parameter. */
 static sqlite3_stmt *field_stmt(const importer *imp, size_t i, int *param)
 {
-    int b = 0;
-    while (b + 1 < imp->nb && i >= imp->first[b + 1])
-        b++;
-    *param = (int)(i - imp->first[b]) + 2;
-    return imp->ins[b];
+    *param = imp->param[i];
+    return imp->ins[imp->blk[i]];
 }
 
 static bool is_csv(const char *path)

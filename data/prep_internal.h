@@ -48,6 +48,16 @@ rt_status prep_header_names(const char *where, const char *what, const char *con
  * true when out is name itself. */
 bool prep_dataset_name(const char *name, size_t most, const char *tail, char *out);
 
+/* A wide --from table's score.sql reads its input as K blocks (input,
+ * input__2, ...) in which each column is where its name puts it, whatever
+ * the new file's width and order: block prep_name_block(name, K), from the
+ * FNV-1a hash of the name with ASCII letters lower-cased (SQLite's
+ * matching); K = prep_score_blocks(the training table's columns), about
+ * 1000 columns a block on average: a block of the most a table holds would
+ * take hundreds of standard deviations. */
+int prep_name_block(const char *name, int k);
+int prep_score_blocks(size_t ncols);
+
 /* What the script's meta table says. */
 typedef struct prep_meta {
     char train_table[PREP_MAX_BLOCKS * 64], test_table[PREP_MAX_BLOCKS * 64];
@@ -153,10 +163,15 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
                   const char *test_table, int ntest_src, const char *commands, const char *decided);
 
 /* The scoring script of a plan (malloc'ed): the features of new rows, table
- * input (one block), without the label, weight, validation or test flag
- * columns, as table rt_score (and rt_score__2, ...), meta naming it as both
- * tables — what `ringtrain predict --input FILE --sql score.sql` reads. */
-char *prep_score_script(const prep_plan *pl, const char *commands);
+ * input, without the label, weight, validation or test flag columns, as
+ * table rt_score (and rt_score__2, ...), meta naming it as both tables —
+ * what `ringtrain predict --input FILE --sql score.sql` reads.  name_blocks
+ * K > 0 (a wide table): the input is K blocks by name (prep_name_block),
+ * which the script's head says (PREP_SCORE_BLOCKS) and its columns' blocks
+ * in pl become. */
+#define PREP_SCORE_MARK "-- score.sql:"
+#define PREP_SCORE_BLOCKS "\n-- score.sql reads its input as tables by column name: "
+char *prep_score_script(prep_plan *pl, int name_blocks, const char *commands);
 
 /* One prep: the database, the options, what it reports. */
 typedef struct prep {
@@ -168,6 +183,7 @@ typedef struct prep {
     const char *what; /* what named the meta table: the script, or --from-parquet */
     int stats_slot;   /* the table slot + 1 whose values are looked at (0: none) */
     prep_stats *stats;
+    int name_blocks; /* a wide table's columns into blocks: 0 by position, K by name (below) */
 } prep;
 
 /* prep_import.c: every input of o->input_dir as a table; --from-parquet's
@@ -184,8 +200,18 @@ rt_status prep_from(prep *p, char *err);
 /* prep_fold.c: --sql with --fold K/F: m->validation (added as rt_validation
  * where the script names none) made fold K of F of the training rows. */
 rt_status prep_fold(prep *p, prep_meta *m, char *err);
-/* rt_prep.c: run the SQL text (its statements in order; errors name path:line). */
+/* rt_prep.c: run the SQL text (its statements in order; errors name path:line),
+ * or the script file's. */
 rt_status prep_run_sql(prep *p, const char *path, const char *sql, char *err);
+rt_status prep_run_script(prep *p, const char *path, char *err);
+/* The script's meta table read into m (checked: its tables exist, ...). */
+rt_status prep_read_meta(prep *p, prep_meta *m, char *err);
+/* The column names of the tables (ntables of them; *n of them), or NULL when
+ * out of memory; *n is 0 when none of them exists. */
+char (*prep_tables_columns(sqlite3 *db, char (*tables)[64], int ntables, int *n))[64];
+/* Whether want is one of the n names (*found); if not, the nearest within
+ * two edits (a suggestion), or NULL. */
+const char *prep_closest(char (*have)[64], int n, const char *want, bool *found);
 /* whether path is a CSV file or a folder of CSV part files */
 bool prep_is_csv_input(const char *path);
 
@@ -245,6 +271,26 @@ rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts
                              rt_prep_report *rep, char *err);
 /* The block of the tables (n of them) that has column col, or -1. */
 int prep_block_of(sqlite3 *db, char (*tables)[64], int n, const char *col);
+
+/* prep_cursor.c: the rows of a table held as blocks of columns (meta's
+ * "train,train__2"; an input with its score.sql's rows beside it), each
+ * block the same rows in the same order: one statement per block with the
+ * named columns that live in it (each in the first block that has it),
+ * stepped in lockstep in rowid order.  table names the whole in errors. */
+#define PREP_CURSOR_BLOCKS (2 * PREP_MAX_BLOCKS)
+typedef struct prep_cursor {
+    int nb;
+    sqlite3_stmt *st[PREP_CURSOR_BLOCKS];
+    int *blk, *sql; /* per column: its block, and its column in that block's statement */
+} prep_cursor;
+rt_status prep_cursor_open(sqlite3 *db, char (*blocks)[64], int nb, const char *table,
+                           const char *const *names, int n, prep_cursor *cur, char *err);
+/* The next row of every block: 1, 0 at the end, -1 (and err) when the
+ * blocks do not have the same rows. */
+int prep_cursor_next(prep_cursor *cur, char (*blocks)[64], char *err);
+/* Column c's statement, and its column k there. */
+sqlite3_stmt *prep_cursor_col(const prep_cursor *cur, int c, int *k);
+void prep_cursor_close(prep_cursor *cur);
 
 /* prep_sqlfn.c: the SQL functions and tables a feature script can use,
  * registered in p->db. */

@@ -155,3 +155,19 @@ bool prep_dataset_name(const char *name, size_t most, const char *tail, char *ou
         snprintf(out, PREP_DATASET_NAME_MAX + 1, "c%s", tail);
     return same;
 }
+
+int prep_name_block(const char *name, int k)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+        h ^= (uint32_t)(*c >= 'A' && *c <= 'Z' ? *c + ('a' - 'A') : *c);
+        h *= 16777619u;
+    }
+    return (int)(h % (uint32_t)k);
+}
+
+int prep_score_blocks(size_t ncols)
+{
+    const size_t k = ncols / PREP_BLOCK_COLS + 2;
+    return k < PREP_MAX_BLOCKS ? (int)k : PREP_MAX_BLOCKS;
+}

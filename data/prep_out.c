@@ -20,7 +20,6 @@ typedef struct outcol {
     prep_vocab *v;       /* categorical; a classification's label: its classes */
     int64_t *class_rows; /* a classification's label: training rows per class */
     double n, mean, m2;  /* continuous (and the label): Welford over the training rows */
-    int blk, sql;        /* its block of the feature table, and column in that block's SELECT */
     int64_t defaulted, text_defaulted; /* continuous: NULLs, and text made missing (lenient) */
     double lo, hi;                     /* the label: its training rows' range */
     prep_sample qs;                    /* continuous: a sample for its quantiles */
@@ -36,73 +35,6 @@ static rt_status flush_group(rt_shard_writer *w, rt_shard_col *sc, int ncols, vo
         for (int64_t r = 0; r < n; r++)
             *validation_rows += ((uint8_t *)data[vcol])[r];
     return rt_shard_writer_group(w, sc, n, err);
-}
-
-/* The feature table's rows: one statement per block (the columns of cols
- * that live in it), stepped in lockstep in rowid order. */
-typedef struct cursor {
-    int nb;
-    sqlite3_stmt *st[PREP_MAX_BLOCKS];
-} cursor;
-
-static void cursor_close(cursor *cur)
-{
-    for (int b = 0; b < cur->nb; b++)
-        sqlite3_finalize(cur->st[b]);
-    cur->nb = 0;
-}
-
-/* Find each column's block (oc->blk, oc->sql) and prepare the statements. */
-static rt_status cursor_open(sqlite3 *db, char (*blocks)[64], int nb, const char *table,
-                             outcol *cols, int ncols, cursor *cur, char *err)
-{
-    memset(cur, 0, sizeof *cur);
-    int at[PREP_MAX_BLOCKS] = {0};
-    for (int c = 0; c < ncols; c++) {
-        cols[c].blk = prep_block_of(db, blocks, nb, cols[c].c.name);
-        if (cols[c].blk < 0)
-            return rt_err(err, RT_ERR_INVALID, "table %s has no column %s", table, cols[c].c.name);
-        cols[c].sql = at[cols[c].blk]++;
-    }
-    rt_status s = RT_OK;
-    for (int b = 0; b < nb && s == RT_OK; b++) {
-        size_t cap = 256 + (size_t)(at[b] + 1) * 140, ql = 0;
-        char *q = malloc(cap), id[140];
-        if (!q)
-            return rt_err(err, RT_ERR_NOMEM, "out of memory");
-        ql = (size_t)snprintf(q, cap, "SELECT ");
-        for (int c = 0, k = 0; c < ncols; c++)
-            if (cols[c].blk == b)
-                ql += (size_t)snprintf(q + ql, cap - ql, "%s%s", k++ ? ", " : "",
-                                       prep_ident(cols[c].c.name, id, sizeof id));
-        if (at[b] == 0) /* a block none of the columns needs: its rows are counted all the same */
-            ql += (size_t)snprintf(q + ql, cap - ql, "1");
-        snprintf(q + ql, cap - ql, " FROM %s ORDER BY rowid", prep_ident(blocks[b], id, sizeof id));
-        if (sqlite3_prepare_v2(db, q, -1, &cur->st[b], NULL) != SQLITE_OK)
-            s = rt_err(err, RT_ERR_INVALID, "table %s: %s (the script's meta names it)", blocks[b],
-                       sqlite3_errmsg(db));
-        cur->nb = b + 1;
-        free(q);
-    }
-    if (s != RT_OK)
-        cursor_close(cur);
-    return s;
-}
-
-/* The next row of every block: 1, 0 at the end, -1 (and err) when the
- * blocks do not have the same rows. */
-static int cursor_next(cursor *cur, char (*blocks)[64], char *err)
-{
-    int got = 0;
-    for (int b = 0; b < cur->nb; b++)
-        got += sqlite3_step(cur->st[b]) == SQLITE_ROW;
-    if (got == 0 || got == cur->nb)
-        return got ? 1 : 0;
-    rt_err(err, RT_ERR_INVALID,
-           "the tables %s, %s, ... of one feature table have different "
-           "numbers of rows: each must hold the same rows in the same order",
-           blocks[0], cur->nb > 1 ? blocks[1] : "");
-    return -1;
 }
 
 /* A continuous value: its float, or missing (0, counted in the column):
@@ -151,8 +83,14 @@ static rt_status write_table(sqlite3 *db, char (*blocks)[64], int nb, const char
         return rt_err(err, RT_ERR_INVALID, "table %s: %s", table, sqlite3_errmsg(db));
     if (n > (int64_t)INT32_MAX * nparts)
         return rt_err(err, RT_ERR_INVALID, "table %s: too many rows", table);
-    cursor cur;
-    rt_status s = cursor_open(db, blocks, nb, table, cols, ncols, &cur, err);
+    const char **names = malloc(((size_t)ncols + 1) * sizeof *names);
+    if (!names)
+        return rt_err(err, RT_ERR_NOMEM, "out of memory");
+    for (int c = 0; c < ncols; c++)
+        names[c] = cols[c].c.name;
+    prep_cursor cur;
+    rt_status s = prep_cursor_open(db, blocks, nb, table, names, ncols, &cur, err);
+    free(names);
     if (s != RT_OK)
         return s;
     /* per part: a shard writer and one row group's columns (memory: nparts
@@ -182,14 +120,14 @@ static rt_status write_table(sqlite3 *db, char (*blocks)[64], int nb, const char
     }
     int64_t i = 0;
     int more = 0;
-    while (s == RT_OK && (more = cursor_next(&cur, blocks, err)) == 1) {
+    while (s == RT_OK && (more = prep_cursor_next(&cur, blocks, err)) == 1) {
         int p = (int)(i % nparts);
         int64_t r = fill[p]++;
         rows[p]++;
         for (int c = 0; c < ncols && s == RT_OK; c++) {
             outcol *oc = &cols[c];
-            sqlite3_stmt *st = cur.st[oc->blk];
-            const int k = oc->sql;
+            int k;
+            sqlite3_stmt *st = prep_cursor_col(&cur, c, &k);
             void *d = data[p * ncols + c];
             int t = sqlite3_column_type(st, k);
             switch (oc->role) {
@@ -305,7 +243,7 @@ static rt_status write_table(sqlite3 *db, char (*blocks)[64], int nb, const char
     }
     if (s == RT_OK && more < 0)
         s = RT_ERR_INVALID;
-    cursor_close(&cur);
+    prep_cursor_close(&cur);
     if (s == RT_OK && i != n)
         s = rt_err(err, RT_ERR_INVALID, "table %s: %lld rows counted, %lld read", table,
                    (long long)n, (long long)i);

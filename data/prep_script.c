@@ -550,8 +550,10 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
     return put_meta_end(&b, v, n);
 }
 
-char *prep_score_script(const prep_plan *pl, const char *commands)
+char *prep_score_script(prep_plan *pl, int name_blocks, const char *commands)
 {
+    for (size_t i = 0; name_blocks > 0 && i < pl->ncols; i++)
+        pl->c[i].block = prep_name_block(pl->c[i].name, name_blocks);
     int n = 0, nsp = 0, lo[PREP_MAX_BLOCKS + 1];
     outc *v = outputs(pl, &n, &nsp);
     if (!v)
@@ -559,7 +561,8 @@ char *prep_score_script(const prep_plan *pl, const char *commands)
     const int nb = out_blocks(n, nsp, lo);
     sbuf b = {0};
     put(&b,
-        "-- score.sql: the features prep.sql makes, for new rows — a file with the training\n"
+        PREP_SCORE_MARK
+        " the features prep.sql makes, for new rows — a file with the training\n"
         "-- table's columns, the label (and weight, validation and test flag columns) left\n"
         "-- out if it likes — to be scored by a model trained on the dataset:\n"
         "--   ringtrain predict --model STORE/best.ckpt --input new.csv --sql score.sql --out "
@@ -567,10 +570,18 @@ char *prep_score_script(const prep_plan *pl, const char *commands)
         "-- The file is table input; a column's gaps get the training rows' mean, as in\n"
         "-- prep.sql, and the model's vocabularies map the categories. Made by: %s\n",
         commands);
+    if (name_blocks > 0)
+        put(&b,
+            "%s%d\n"
+            "-- (SQLite takes 2000 columns at most in one: input, input__2, ..., each column in\n"
+            "-- the one its name hashes to, whatever the file's order; ringtrain predict reads\n"
+            "-- it so, and the rows are made in tables of %d columns joined on _line.)\n",
+            PREP_SCORE_BLOCKS + 1, name_blocks, OUT_BLOCK);
     for (int k = 0; k < nb; k++) {
         char name[80];
         prep_block_name("rt_score", k, name, sizeof name);
-        put_rows(&b, name, v, lo[k], lo[k + 1], k == 0, nsp, "input", 1, true, pl);
+        put_rows(&b, name, v, lo[k], lo[k + 1], k == 0, nsp, "input",
+                 name_blocks > 0 ? name_blocks : 1, true, pl);
     }
     put_meta_head(&b, "rt_score", "rt_score", nb, pl);
     return put_meta_end(&b, v, n);

@@ -1,7 +1,7 @@
 /* rt_prep.c — see rt_prep.h: the database, the SQL functions the feature
  * script can call (prep_sqlfn.c), running the script, reading and checking
- * its meta, and rt_prep_scan (new data for predict).  The inputs are
- * prep_import.c. */
+ * its meta.  The inputs are prep_import.c; new data for predict
+ * (rt_prep_scan) prep_scan.c. */
 #include <dirent.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -93,7 +93,7 @@ rt_status prep_run_sql(prep *p, const char *path, const char *sql, char *err)
     return st;
 }
 
-static rt_status run_script(prep *p, const char *path, char *err)
+rt_status prep_run_script(prep *p, const char *path, char *err)
 {
     char *sql = NULL;
     size_t len = 0;
@@ -157,7 +157,7 @@ static bool split_tables(const char *list, char (*out)[64], int *n)
     return ok;
 }
 
-static rt_status read_meta(prep *p, prep_meta *m, char *err)
+rt_status prep_read_meta(prep *p, prep_meta *m, char *err)
 {
     memset(m, 0, sizeof *m);
     snprintf(m->label_transform, sizeof m->label_transform, "none");
@@ -254,7 +254,7 @@ static rt_status read_meta(prep *p, prep_meta *m, char *err)
 
 /* The column names of the tables (n of them), or NULL when out of memory;
  * n is 0 when none of them exists. */
-static char (*tables_columns(sqlite3 *db, char (*tables)[64], int ntables, int *n))[64]
+char (*prep_tables_columns(sqlite3 *db, char (*tables)[64], int ntables, int *n))[64]
 {
     char(*have)[64] = NULL;
     int cap = 0;
@@ -289,7 +289,7 @@ static char (*table_columns(sqlite3 *db, const char *table, int *n))[64]
 {
     char one[1][64];
     snprintf(one[0], sizeof one[0], "%s", table);
-    return tables_columns(db, one, 1, n);
+    return prep_tables_columns(db, one, 1, n);
 }
 
 int prep_block_of(sqlite3 *db, char (*tables)[64], int n, const char *col)
@@ -312,7 +312,7 @@ int prep_block_of(sqlite3 *db, char (*tables)[64], int n, const char *col)
 
 /* Whether want is one of the n names; if not, the nearest within two
  * edits (a suggestion), or NULL. */
-static const char *closest(char (*have)[64], int n, const char *want, bool *found)
+const char *prep_closest(char (*have)[64], int n, const char *want, bool *found)
 {
     const char *best = NULL;
     size_t bestd = 3;
@@ -342,7 +342,7 @@ static rt_status check_one(prep *p, char (*have)[64], char (*sorted)[64], int n,
     if (bsearch(col, sorted, (size_t)n, sizeof *sorted, cmp_name))
         return RT_OK;
     bool found = false;
-    const char *best = closest(have, n, col, &found);
+    const char *best = prep_closest(have, n, col, &found);
     return rt_err(err, RT_ERR_INVALID,
                   "%s: meta names column '%s' (%s), but table %s has no such column%s%s%s", p->what,
                   col, role, table, best ? "; did you mean '" : "", best ? best : "",
@@ -355,7 +355,7 @@ static rt_status check_columns(prep *p, const prep_meta *m, bool test, char *err
     const int nt = test ? m->ntest : m->ntrain;
     const char *table = test ? m->test_table : m->train_table;
     int n = 0;
-    char(*have)[64] = tables_columns(p->db, tables, nt, &n);
+    char(*have)[64] = prep_tables_columns(p->db, tables, nt, &n);
     char(*sorted)[64] = have ? malloc((size_t)(n ? n : 1) * sizeof *sorted) : NULL;
     if (!sorted) {
         free(have);
@@ -507,13 +507,13 @@ rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
         st = prep_import_all(&p, err);
         double t1 = rt_now_s();
         if (st == RT_OK)
-            st = run_script(&p, o->sql_path, err);
+            st = prep_run_script(&p, o->sql_path, err);
         if (st == RT_OK && !o->quiet)
             fprintf(stderr, "prep: %s ran in %.1f s\n", o->sql_path, rt_now_s() - t1);
     }
     prep_meta m = {0};
     if (st == RT_OK)
-        st = read_meta(&p, &m, err);
+        st = prep_read_meta(&p, &m, err);
     if (st == RT_OK)
         st = check_columns(&p, &m, false, err);
     if (st == RT_OK && o->folds && !o->train_parquet) /* --from wrote its folds in */
@@ -528,139 +528,5 @@ rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
     if (db_tmp[0])
         remove(db_tmp);
     rep->seconds = rt_now_s() - t0;
-    return st;
-}
-
-/* ---- rows of new data, for `ringtrain predict --input` ------------------------------- */
-
-/* The one table of a file or folder given without a script. */
-static rt_status import_one(prep *p, const char *path, char *err)
-{
-    size_t n = strlen(path);
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        return rt_err(err, RT_ERR_NOTFOUND, "cannot open %s: %m", path);
-    snprintf(p->rep->table[0], sizeof p->rep->table[0], "input");
-    snprintf(p->files[0], sizeof p->files[0], "%s", path);
-    p->rep->ntables = 1;
-    if (S_ISDIR(sb.st_mode) || (n > 8 && !strcmp(path + n - 8, ".parquet"))) {
-        p->by_row[0] = true;
-        return prep_import_parquet(p, path, "input", 0, err);
-    }
-    if ((n > 4 && !strcmp(path + n - 4, ".csv")) || (n > 7 && !strcmp(path + n - 7, ".csv.gz")))
-        return prep_import_csv(p, path, "input", 0, err);
-    return rt_err(err, RT_ERR_INVALID, "%s: a .csv, .csv.gz or .parquet file, or a folder of "
-                                       "Parquet files, please", path);
-}
-
-rt_status rt_prep_scan(const rt_prep_opts *o, const char *const *cols, int ncols,
-                       rt_prep_row_fn fn, void *arg, char *err)
-{
-    rt_prep_report rep;
-    memset(&rep, 0, sizeof rep);
-    prep p = {.o = o, .rep = &rep, .what = o->sql_path};
-    if (sqlite3_open(o->db_path ? o->db_path : ":memory:", &p.db) != SQLITE_OK) {
-        rt_status st = rt_err(err, RT_ERR_IO, "cannot open SQLite: %s", sqlite3_errmsg(p.db));
-        sqlite3_close(p.db);
-        return st;
-    }
-    sqlite3_exec(p.db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
-                       "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-262144;", NULL, NULL, NULL);
-    prep_add_functions(&p);
-    rt_status st;
-    char table[128] = "input";
-    bool scoring = false; /* a score.sql: its input's other columns may be --id and --keep */
-    if (o->sql_path) { /* the script's result: its test table, else its training table */
-        struct stat sb; /* a folder of tables, or one file: table input (score.sql's) */
-        st = stat(o->input_dir, &sb) == 0 && !S_ISDIR(sb.st_mode)
-                 ? import_one(&p, o->input_dir, err)
-                 : prep_import_all(&p, err);
-        /* for score.sql (--from's, its first line says so), a folder of one
-         * table (an S3 object comes down as one) is table input as well */
-        static const char mark[] = "-- score.sql:";
-        char head[sizeof mark] = {0};
-        FILE *sf = st == RT_OK && rep.ntables == 1 ? fopen(o->sql_path, "r") : NULL;
-        scoring = sf && fread(head, 1, sizeof mark - 1, sf) == sizeof mark - 1 &&
-                  !memcmp(head, mark, sizeof mark - 1);
-        if (sf)
-            fclose(sf);
-        if (scoring && strcmp(rep.table[0], "input") != 0) {
-            char q[160], sql[200];
-            snprintf(sql, sizeof sql, "CREATE VIEW \"input\" AS SELECT * FROM %s",
-                     prep_ident(rep.table[0], q, sizeof q));
-            sqlite3_exec(p.db, sql, NULL, NULL, NULL);
-        }
-        if (st == RT_OK)
-            st = run_script(&p, o->sql_path, err);
-        prep_meta m = {0};
-        if (st == RT_OK)
-            st = read_meta(&p, &m, err);
-        if (st == RT_OK && (m.ntest > 1 || (m.ntest == 0 && m.ntrain > 1)))
-            st = rt_err(err, RT_ERR_UNSUPPORTED,
-                        "%s: predict --input reads one table, and the "
-                        "script's is several (a table wider than SQLite's 2000 columns)",
-                        o->sql_path);
-        if (st == RT_OK)
-            snprintf(table, sizeof table, "%s", m.ntest ? m.test_blocks[0] : m.train_blocks[0]);
-        prep_meta_free(&m);
-    } else {
-        st = import_one(&p, o->input_dir, err);
-    }
-    /* the columns asked for, each checked to exist (with a suggestion); for
-     * score.sql, a column of its input the features lack (a dropped id, a
-     * kept column) is read from the input, row by row (_line) */
-    int nhave = 0, ninput = 0;
-    char (*have)[64] = st == RT_OK ? table_columns(p.db, table, &nhave) : NULL;
-    char(*input)[64] = st == RT_OK && scoring ? table_columns(p.db, "input", &ninput) : NULL;
-    bool *from_input = calloc((size_t)ncols + 1, sizeof *from_input), any_input = false;
-    sqlite3_stmt *s = NULL;
-    if (st == RT_OK && (!have || !from_input || (scoring && !input)))
-        st = rt_err(err, RT_ERR_NOMEM, "out of memory");
-    for (int c = 0; st == RT_OK && c < ncols; c++) {
-        bool found = false;
-        const char *best = closest(have, nhave, cols[c], &found);
-        if (!found && scoring)
-            closest(input, ninput, cols[c], &from_input[c]);
-        any_input = any_input || from_input[c];
-        if (!found && !from_input[c])
-            st = rt_err(err, RT_ERR_INVALID, "%s has no column '%s'%s%s%s",
-                        o->sql_path ? table : o->input_dir, cols[c],
-                        best ? "; did you mean '" : "", best ? best : "", best ? "'?" : "");
-    }
-    free(have);
-    free(input);
-    size_t cap = 256 + (size_t)ncols * 150, ql = 0;
-    char *select = malloc(cap), id[140];
-    if (st == RT_OK && !select)
-        st = rt_err(err, RT_ERR_NOMEM, "out of memory");
-    if (st == RT_OK) {
-        ql = (size_t)snprintf(select, cap, "SELECT ");
-        for (int c = 0; c < ncols; c++)
-            ql += (size_t)snprintf(select + ql, cap - ql, "%s%s%s", c ? ", " : "",
-                                   !any_input      ? ""
-                                   : from_input[c] ? "i."
-                                                   : "s.",
-                                   prep_ident(cols[c], id, sizeof id));
-        if (any_input)
-            snprintf(select + ql, cap - ql,
-                     " FROM %s AS s JOIN \"input\" AS i USING (_line) ORDER BY s.rowid",
-                     prep_ident(table, id, sizeof id));
-        else
-            snprintf(select + ql, cap - ql, " FROM %s ORDER BY rowid",
-                     prep_ident(table, id, sizeof id));
-        if (sqlite3_prepare_v2(p.db, select, -1, &s, NULL) != SQLITE_OK)
-            st = rt_err(err, RT_ERR_INVALID, "%s: %s", table, sqlite3_errmsg(p.db));
-    }
-    free(select);
-    free(from_input);
-    const char **text = calloc((size_t)ncols + 1, sizeof *text);
-    for (int64_t row = 0; st == RT_OK && sqlite3_step(s) == SQLITE_ROW; row++) {
-        for (int c = 0; c < ncols; c++)
-            text[c] = (const char *)sqlite3_column_text(s, c); /* NULL for SQL NULL */
-        st = fn(arg, row, text, err);
-    }
-    free(text);
-    sqlite3_finalize(s);
-    sqlite3_close(p.db);
     return st;
 }

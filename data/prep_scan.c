@@ -1,0 +1,186 @@
+/* prep_scan.c — rt_prep_scan (rt_prep.h): the rows of new data for
+ * `ringtrain predict --input`, read as prep reads them.  A table wider than
+ * SQLite's 2000 columns is blocks of it (input, input__2, ...; a script's
+ * rt_score, rt_score__2, ...), read in lockstep (prep_cursor), and a wide
+ * --from table's score.sql says how its input is split (by column name). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "prep_internal.h"
+
+/* The one table of a file or folder given without a script. */
+static rt_status import_one(prep *p, const char *path, char *err)
+{
+    size_t n = strlen(path);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return rt_err(err, RT_ERR_NOTFOUND, "cannot open %s: %m", path);
+    snprintf(p->rep->table[0], sizeof p->rep->table[0], "input");
+    snprintf(p->files[0], sizeof p->files[0], "%s", path);
+    p->rep->ntables = 1;
+    if (S_ISDIR(sb.st_mode) || (n > 8 && !strcmp(path + n - 8, ".parquet"))) {
+        p->by_row[0] = true;
+        return prep_import_parquet(p, path, "input", 0, err);
+    }
+    if ((n > 4 && !strcmp(path + n - 4, ".csv")) || (n > 7 && !strcmp(path + n - 7, ".csv.gz")))
+        return prep_import_csv(p, path, "input", 0, err);
+    return rt_err(err, RT_ERR_INVALID,
+                  "%s: a .csv, .csv.gz or .parquet file, or a folder of "
+                  "Parquet files, please",
+                  path);
+}
+
+/* The blocks of table t there are (t, t__2, ...) into out (max of them); how many. */
+static int table_blocks(sqlite3 *db, const char *t, char (*out)[64], int max)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1,
+                           &st, NULL) != SQLITE_OK)
+        return 0;
+    int n = 0;
+    for (; n < max; n++) {
+        prep_block_name(t, n, out[n], 64);
+        sqlite3_bind_text(st, 1, out[n], -1, SQLITE_STATIC);
+        const bool there = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_reset(st);
+        if (!there)
+            break;
+    }
+    sqlite3_finalize(st);
+    return n;
+}
+
+/* Whether the script is --from's score.sql (its first line says so), and
+ * into how many blocks by name it reads a wide input (0: one table). */
+static bool score_script(const char *path, int *name_blocks)
+{
+    char head[4096] = {0};
+    FILE *f = fopen(path, "r");
+    const size_t n = f ? fread(head, 1, sizeof head - 1, f) : 0;
+    if (f)
+        fclose(f);
+    head[n] = '\0';
+    const char *k = strstr(head, PREP_SCORE_BLOCKS);
+    *name_blocks = k ? atoi(k + strlen(PREP_SCORE_BLOCKS)) : 0;
+    if (*name_blocks < 0 || *name_blocks > PREP_MAX_BLOCKS)
+        *name_blocks = 0;
+    return !strncmp(head, PREP_SCORE_MARK, strlen(PREP_SCORE_MARK));
+}
+
+/* Input (one table, scoring: its other columns may be --id and --keep) and
+ * the script's result, or the input alone: blocks[0..nout) the table whose
+ * rows are read, then for scoring the input's blocks (*nin). */
+static rt_status load(prep *p, bool *scoring, char (*blocks)[64], int *nout, int *nin, char *err)
+{
+    const rt_prep_opts *o = p->o;
+    *nin = 0;
+    if (!o->sql_path) {
+        rt_status st = import_one(p, o->input_dir, err);
+        *nout = st == RT_OK ? table_blocks(p->db, "input", blocks, PREP_MAX_BLOCKS) : 0;
+        return st;
+    }
+    int name_blocks = 0;
+    const bool score = score_script(o->sql_path, &name_blocks);
+    p->name_blocks = score ? name_blocks : 0;
+    struct stat sb; /* a folder of tables, or one file: table input (score.sql's) */
+    rt_status st = stat(o->input_dir, &sb) == 0 && !S_ISDIR(sb.st_mode)
+                       ? import_one(p, o->input_dir, err)
+                       : prep_import_all(p, err);
+    /* for score.sql, a folder of one table (an S3 object comes down as one)
+     * is table input as well */
+    *scoring = st == RT_OK && score && p->rep->ntables == 1;
+    if (*scoring && strcmp(p->rep->table[0], "input") != 0) {
+        char from[PREP_MAX_BLOCKS][64], to[80], q[160], qt[200], sql[400];
+        const int nb = table_blocks(p->db, p->rep->table[0], from, PREP_MAX_BLOCKS);
+        for (int b = 0; b < nb; b++) {
+            prep_block_name("input", b, to, sizeof to);
+            snprintf(sql, sizeof sql, "ALTER TABLE %s RENAME TO %s",
+                     prep_ident(from[b], q, sizeof q), prep_ident(to, qt, sizeof qt));
+            sqlite3_exec(p->db, sql, NULL, NULL, NULL);
+        }
+    }
+    if (st == RT_OK)
+        st = prep_run_script(p, o->sql_path, err);
+    prep_meta m = {0};
+    if (st == RT_OK)
+        st = prep_read_meta(p, &m, err);
+    if (st == RT_OK) { /* its test table, else its training table */
+        *nout = m.ntest ? m.ntest : m.ntrain;
+        memcpy(blocks, m.ntest ? m.test_blocks : m.train_blocks, (size_t)*nout * sizeof *blocks);
+        if (*scoring)
+            *nin = table_blocks(p->db, "input", blocks + *nout, PREP_MAX_BLOCKS);
+    }
+    prep_meta_free(&m);
+    return st;
+}
+
+rt_status rt_prep_scan(const rt_prep_opts *o, const char *const *cols, int ncols, rt_prep_row_fn fn,
+                       void *arg, char *err)
+{
+    rt_prep_report rep;
+    memset(&rep, 0, sizeof rep);
+    prep p = {.o = o, .rep = &rep, .what = o->sql_path};
+    if (sqlite3_open(o->db_path ? o->db_path : ":memory:", &p.db) != SQLITE_OK) {
+        rt_status st = rt_err(err, RT_ERR_IO, "cannot open SQLite: %s", sqlite3_errmsg(p.db));
+        sqlite3_close(p.db);
+        return st;
+    }
+    sqlite3_exec(p.db,
+                 "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
+                 "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-262144;",
+                 NULL, NULL, NULL);
+    prep_add_functions(&p);
+    char blocks[PREP_CURSOR_BLOCKS][64];
+    int nout = 0, nin = 0;
+    bool scoring = false;
+    rt_status st = load(&p, &scoring, blocks, &nout, &nin, err);
+    /* the columns asked for, each checked to exist (with a suggestion); for
+     * score.sql, a column of its input the features lack (a dropped id, a
+     * kept column) is read from the input, row by row */
+    const char *table = o->sql_path ? blocks[0] : o->input_dir;
+    int nhave = 0, ninput = 0;
+    char(*have)[64] = st == RT_OK ? prep_tables_columns(p.db, blocks, nout, &nhave) : NULL;
+    char(*input)[64] =
+        st == RT_OK && nin ? prep_tables_columns(p.db, blocks + nout, nin, &ninput) : NULL;
+    bool any_input = false;
+    if (st == RT_OK && (!have || (nin && !input)))
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    for (int c = 0; st == RT_OK && c < ncols; c++) {
+        bool found = false, in_input = false;
+        const char *best = prep_closest(have, nhave, cols[c], &found);
+        if (!found && nin)
+            prep_closest(input, ninput, cols[c], &in_input);
+        any_input = any_input || in_input;
+        if (!found && !in_input)
+            st = rt_err(err, RT_ERR_INVALID, "%s has no column '%s'%s%s%s", table, cols[c],
+                        best ? "; did you mean '" : "", best ? best : "", best ? "'?" : "");
+    }
+    free(have);
+    free(input);
+    /* the rows: the script's blocks (and the input's, in the same order:
+     * score.sql makes its rows from the input's, ORDER BY _line) */
+    prep_cursor cur = {0};
+    if (st == RT_OK)
+        st = prep_cursor_open(p.db, blocks, nout + (any_input ? nin : 0), table, cols, ncols, &cur,
+                              err);
+    const char **text = calloc((size_t)ncols + 1, sizeof *text);
+    if (st == RT_OK && !text)
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+    int more = 0;
+    for (int64_t row = 0; st == RT_OK && (more = prep_cursor_next(&cur, blocks, err)) == 1; row++) {
+        for (int c = 0; c < ncols; c++) {
+            int k;
+            sqlite3_stmt *s = prep_cursor_col(&cur, c, &k);
+            text[c] = (const char *)sqlite3_column_text(s, k); /* NULL for SQL NULL */
+        }
+        st = fn(arg, row, text, err);
+    }
+    if (st == RT_OK && more < 0)
+        st = RT_ERR_INVALID;
+    free(text);
+    prep_cursor_close(&cur);
+    sqlite3_close(p.db);
+    return st;
+}
