@@ -178,12 +178,13 @@ const cli_flag CLI_PREP_FLAGS[] = {
     {.name = "--input",
      .kind = CLI_VALUE,
      .metavar = "DIR",
-     .help = "folder of *.csv, *.csv.gz, *.parquet files and Parquet folders, one table each"},
+     .help = "folder of *.csv, *.tsv (either .gz), *.parquet files and Parquet folders, one table "
+             "each"},
     {.name = "--sql", .kind = CLI_VALUE, .metavar = "FILE", .help = "the feature SQL script"},
     {.name = "--from",
      .kind = CLI_VALUE,
      .metavar = "PATH",
-     .help = "instead of --input/--sql: one table (a .csv/.csv.gz or Parquet file, or a Spark "
+     .help = "instead of --input/--sql: one table (a .csv/.tsv (.gz) or Parquet file, or a Spark "
              "folder of either) whose columns prep infers; it writes the script it ran as "
              "OUT/prep.sql, and OUT/score.sql for new rows (predict --input NEW --sql)"},
     {.name = "--from-parquet", .kind = CLI_VALUE, .metavar = "PATH", .help = "the same as --from"},

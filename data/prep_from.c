@@ -9,10 +9,11 @@
 #include <string.h>
 
 #include "prep_internal.h"
+#include "rt_csv.h"
 #include "rt_file.h"
 #include "rt_time.h"
 
-/* The table name of a path: its file name without .csv/.csv.gz/.parquet,
+/* The table name of a path: its file name without .csv/.tsv(.gz)/.parquet,
  * letters, digits and _ only. */
 static void table_of(const char *path, char *out, size_t len)
 {
@@ -22,14 +23,10 @@ static void table_of(const char *path, char *out, size_t len)
     size_t n = strlen(base);
     while (n > 0 && base[n - 1] == '/')
         base[--n] = '\0';
-    static const char *const ext[] = {".csv.gz", ".csv", ".parquet"};
-    for (size_t i = 0; i < 3; i++) {
-        size_t e = strlen(ext[i]);
-        if (n > e && !strcmp(base + n - e, ext[i])) {
-            base[n - e] = '\0';
-            break;
-        }
-    }
+    const size_t e = rt_csv_suffix(base)                          ? rt_csv_suffix(base)
+                     : n > 8 && !strcmp(base + n - 8, ".parquet") ? 8
+                                                                  : 0;
+    base[n - e] = '\0';
     size_t k = 0;
     if (!(base[0] >= 'A' && base[0] <= 'Z') && !(base[0] >= 'a' && base[0] <= 'z'))
         out[k++] = 't';

@@ -155,11 +155,7 @@ static sqlite3_stmt *field_stmt(const importer *imp, size_t i, int *param)
     return imp->ins[imp->blk[i]];
 }
 
-static bool is_csv(const char *path)
-{
-    size_t n = strlen(path);
-    return (n > 4 && !strcmp(path + n - 4, ".csv")) || (n > 7 && !strcmp(path + n - 7, ".csv.gz"));
-}
+static bool is_csv(const char *path) { return rt_csv_suffix(path) > 0; }
 
 /* One CSV file's rows into the table (its header read and checked by the
  * caller); _line is the row's line in its file. */
@@ -206,8 +202,7 @@ rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot
     char **files = NULL, **raw = NULL, **names = NULL; /* the header's, the table's */
     int nfiles = 0;
     size_t nf = 0;
-    static const char *const csv[] = {".csv", ".csv.gz", NULL};
-    rt_status st = rt_part_files(path, csv, ".csv or .csv.gz", &files, &nfiles, err);
+    rt_status st = rt_part_files(path, rt_csv_suffixes, RT_CSV_SUFFIX_WORDS, &files, &nfiles, err);
     importer imp = {0};
     prep_stats *stats = NULL;
     int64_t rows = 0, skipped = 0;
@@ -226,7 +221,7 @@ rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot
                 raw[c] = strdup(rt_csv_field(csv, c, NULL));
             char where[PATH_MAX + 8];
             snprintf(where, sizeof where, "%s:1", files[i]);
-            if (rt_csv_delim(csv) != ',' && !p->o->quiet)
+            if (rt_csv_delim(csv) != ',' && !rt_csv_tsv_name(files[i]) && !p->o->quiet)
                 fprintf(stderr, "prep: %s: fields separated by %s (its first line has no comma)\n",
                         where,
                         rt_csv_delim(csv) == '\t'  ? "tabs"
@@ -392,13 +387,12 @@ rt_status prep_import_parquet(prep *p, const char *path, const char *table, int 
     return st;
 }
 
-/* train.csv, train.csv.gz, train.parquet or a folder train/ or
+/* train.csv, train.tsv (either .gz), train.parquet or a folder train/ or
  * train.parquet/ of Parquet part files -> "train"; false for other entries. */
 static bool table_name(const char *dir, const char *file, char *out, size_t len, bool *parquet)
 {
     size_t n = strlen(file);
-    size_t stem = n > 7 && !strcmp(file + n - 7, ".csv.gz")   ? n - 7
-                  : n > 4 && !strcmp(file + n - 4, ".csv")     ? n - 4
+    size_t stem = rt_csv_suffix(file)                          ? n - rt_csv_suffix(file)
                   : n > 8 && !strcmp(file + n - 8, ".parquet") ? n - 8
                                                                : n;
     *parquet = stem == n - 8;

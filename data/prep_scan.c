@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "prep_internal.h"
+#include "rt_csv.h"
 
 /* The one table of a file or folder given without a script. */
 static rt_status import_one(prep *p, const char *path, char *err)
@@ -24,11 +25,11 @@ static rt_status import_one(prep *p, const char *path, char *err)
         p->by_row[0] = true;
         return prep_import_parquet(p, path, "input", 0, err);
     }
-    if ((n > 4 && !strcmp(path + n - 4, ".csv")) || (n > 7 && !strcmp(path + n - 7, ".csv.gz")))
+    if (rt_csv_suffix(path))
         return prep_import_csv(p, path, "input", 0, err);
     return rt_err(err, RT_ERR_INVALID,
-                  "%s: a .csv, .csv.gz or .parquet file, or a folder of "
-                  "Parquet files, please",
+                  "%s: a " RT_CSV_SUFFIX_WORDS " or .parquet file, or a folder of Parquet files, "
+                  "please",
                   path);
 }
 

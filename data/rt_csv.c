@@ -21,6 +21,7 @@ struct rt_csv {
     bool eof;
     bool began;                /* the first bytes were read (BOM skipped, delimiter chosen) */
     char delim;                /* ',', or what the header shows instead (sniff_delim) */
+    bool tabs;                 /* a .tsv name: tabs, whatever the header shows */
     int64_t line;              /* line of the next byte */
     int64_t rec_line;          /* line where the current record starts */
     char *rec;                 /* fields, each NUL-terminated */
@@ -38,8 +39,28 @@ static rt_csv *alloc_csv(const char *name)
         return NULL;
     snprintf(c->name, sizeof c->name, "%s", name);
     c->line = 1;
-    c->delim = ',';
+    c->tabs = rt_csv_tsv_name(name);
+    c->delim = c->tabs ? '\t' : ',';
     return c;
+}
+
+const char *const rt_csv_suffixes[] = {".csv", ".csv.gz", ".tsv", ".tsv.gz", NULL};
+
+bool rt_csv_tsv_name(const char *name)
+{
+    const size_t n = strlen(name), k = rt_csv_suffix(name);
+    return k > 0 && !strncmp(name + n - k, ".tsv", 4);
+}
+
+size_t rt_csv_suffix(const char *name)
+{
+    const size_t n = strlen(name);
+    for (int i = 0; rt_csv_suffixes[i]; i++) {
+        const size_t k = strlen(rt_csv_suffixes[i]);
+        if (n > k && !strcmp(name + n - k, rt_csv_suffixes[i]))
+            return k;
+    }
+    return 0;
 }
 
 rt_status rt_csv_open(const char *path, rt_csv **out, char *err)
@@ -158,7 +179,7 @@ static int next_byte(rt_csv *c, char *err)
          * of the first column's name */
         if (!c->began && c->len >= 3 && !memcmp(c->buf, "\xEF\xBB\xBF", 3))
             c->pos = 3;
-        if (!c->began)
+        if (!c->began && !c->tabs)
             c->delim = sniff_delim(c, c->pos);
         c->began = true;
         if (c->pos == c->len) {

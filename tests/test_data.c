@@ -121,6 +121,20 @@ static void test_csv_delimiter(void **state)
     expect_fields(c, 1, "only");
     assert_int_equal(rt_csv_delim(c), ',');
     rt_csv_close(c);
+    /* a .tsv name: tabs, though the first line has a comma */
+    char err[RT_ERR_LEN];
+    static const char tsv[] = "Sales, EUR\tStore\n3,5\t1\n";
+    assert_int_equal(rt_csv_open_mem(tsv, sizeof tsv - 1, "dir.csv/new.tsv.gz", &c, err), RT_OK);
+    expect_fields(c, 2, "Sales, EUR", "Store");
+    assert_int_equal(rt_csv_delim(c), '\t');
+    expect_fields(c, 2, "3,5", "1");
+    rt_csv_close(c);
+    assert_int_equal(rt_csv_suffix("a.tsv"), 4);
+    assert_int_equal(rt_csv_suffix("a.csv.gz"), 7);
+    assert_int_equal(rt_csv_suffix("a.tsv.gz"), 7);
+    assert_int_equal(rt_csv_suffix(".csv"), 0);
+    assert_int_equal(rt_csv_suffix("a.parquet"), 0);
+    assert_int_equal(rt_csv_suffix("a.tsv.bz2"), 0);
 }
 
 static void expect_error_n(const char *text, size_t len, const char *want)

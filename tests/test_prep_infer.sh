@@ -17,6 +17,7 @@
 #     over K every training row validates once — the script saying so;
 #     with --sql, the script's own split replaced by the same folds (a
 #     script without one given rt_validation);
+#   - a .tsv.gz reads by tabs (a comma in its header notwithstanding);
 #   - the mistakes say what and where: text in a continuous column (and
 #     --lenient), no --label, a misspelled column, --validation 1.5, a
 #     malformed --fold or one beside --validation, a job file without
@@ -290,6 +291,14 @@ for line, x, na in rows:
     want = mean if i % 17 == 0 else 3000 + 1000 * (i % 3 == 0) + i
     assert abs(float(x) - want) < 1e-6 * want and na == (i % 17 == 0), (line, x, na, want)
 PY
+
+# a .tsv (gzip'ed) is read by tabs, though a name in its first line has a comma
+printf 'Income, EUR\tCity\tTarget\n' > tab.tsv
+for i in $(seq 1 60); do printf '%d,5\t%s\t%s\n' $((3000 + i)) "c$((i % 3))" $((i % 2)) >> tab.tsv; done
+gzip tab.tsv
+out=$("$rt" prep --from tab.tsv.gz --label Target --out tab 2>&1) || { echo "$out"; fail "prep --from a .tsv.gz"; }
+grep -q "^Income, EUR .* continuous  numbers (decimal comma)" <<< "$out" && ! grep -q "separated by" <<< "$out" ||
+  { echo "$out"; fail "a .tsv.gz: not read by tabs"; }
 
 # ---- dates as Excel and locales write them ------------------------------------------------------
 # M/D/YYYY with a time (the US's), D.M.YYYY, YYYY/MM/DD, DD-MM-YYYY, and

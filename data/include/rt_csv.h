@@ -43,8 +43,17 @@ int64_t rt_csv_line(const rt_csv *c);
 const char *rt_csv_name(const rt_csv *c);
 /* The field delimiter, known from the first record on: ',' unless the
  * first line has no comma outside quotes and has ';', tabs or '|' (the
- * most of them): Excel's CSV where the comma is the decimal mark, TSV. */
+ * most of them): Excel's CSV where the comma is the decimal mark, TSV;
+ * tabs for a file named .tsv (rt_csv_suffix). */
 char rt_csv_delim(const rt_csv *c);
+
+/* Text tables by name: .csv, .tsv (read with tabs, whatever its first line
+ * shows: a name in it may hold a comma) and either gzip'ed (.csv.gz,
+ * .tsv.gz); the length of the one name ends with, else 0. */
+extern const char *const rt_csv_suffixes[]; /* NULL-terminated */
+#define RT_CSV_SUFFIX_WORDS ".csv, .tsv, .csv.gz or .tsv.gz"
+size_t rt_csv_suffix(const char *name);
+bool rt_csv_tsv_name(const char *name); /* .tsv or .tsv.gz */
 
 #ifdef __cplusplus
 }
