@@ -133,16 +133,17 @@ static rt_status create_table(prep *p, const char *path, const char *table, cons
     return st;
 }
 
-/* The row bound to every block's statement: insert it. */
+/* The row bound to every block's statement: insert it, _line `line`;
+ * an error names path, where and at (its line or row there). */
 static rt_status importer_row(prep *p, importer *imp, int64_t line, const char *path,
-                              const char *where, char *err)
+                              const char *where, int64_t at, char *err)
 {
     for (int b = 0; b < imp->nb; b++) {
         sqlite3_bind_int64(imp->ins[b], 1, line);
         int rc = sqlite3_step(imp->ins[b]);
         sqlite3_reset(imp->ins[b]);
         if (rc != SQLITE_DONE)
-            return rt_err(err, RT_ERR_IO, "%s: %s %lld: %s", path, where, (long long)line,
+            return rt_err(err, RT_ERR_IO, "%s: %s %lld: %s", path, where, (long long)at,
                           sqlite3_errmsg(p->db));
     }
     return RT_OK;
@@ -158,12 +159,16 @@ static sqlite3_stmt *field_stmt(const importer *imp, size_t i, int *param)
 static bool is_csv(const char *path) { return rt_csv_suffix(path) > 0; }
 
 /* One CSV file's rows into the table (its header read and checked by the
- * caller); _line is the row's line in its file. */
+ * caller); _line is the row's line in its file plus *line0, which becomes
+ * the file's last record's: the part files of a folder follow one another
+ * (each _line once, in the files' name order, as Parquet's row numbers). */
 static rt_status csv_rows(prep *p, rt_csv *csv, const char *path, size_t nf, importer *imp,
-                          prep_stats *stats, int64_t *rows, int64_t *skipped, char *err)
+                          prep_stats *stats, int64_t *line0, int64_t *rows, int64_t *skipped,
+                          char *err)
 {
     rt_status st = RT_OK;
     int r;
+    int64_t last = 1; /* the header's line */
     while (st == RT_OK && (r = rt_csv_next(csv, err)) == 1) {
         if (rt_csv_nfields(csv) != nf) {
             if (p->o->skip_bad_rows) {
@@ -187,11 +192,13 @@ static rt_status csv_rows(prep *p, rt_csv *csv, const char *path, size_t nf, imp
             if (stats)
                 prep_stats_text(stats, i, len ? v : NULL, len);
         }
-        st = importer_row(p, imp, rt_csv_line(csv), path, "line", err);
+        last = rt_csv_line(csv);
+        st = importer_row(p, imp, *line0 + last, path, "line", last, err);
         if (stats)
             prep_stats_row(stats);
         (*rows)++;
     }
+    *line0 += last;
     return st == RT_OK && r < 0 ? RT_ERR_INVALID : st; /* the reader's message is in err */
 }
 
@@ -205,7 +212,7 @@ rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot
     rt_status st = rt_part_files(path, rt_csv_suffixes, RT_CSV_SUFFIX_WORDS, &files, &nfiles, err);
     importer imp = {0};
     prep_stats *stats = NULL;
-    int64_t rows = 0, skipped = 0;
+    int64_t rows = 0, skipped = 0, line0 = 0;
     for (int i = 0; i < nfiles && st == RT_OK; i++) {
         rt_csv *csv = NULL;
         if ((st = rt_csv_open(files[i], &csv, err)) != RT_OK)
@@ -250,7 +257,7 @@ rt_status prep_import_csv(prep *p, const char *path, const char *table, int slot
                             files[i], files[0]);
         }
         if (st == RT_OK)
-            st = csv_rows(p, csv, files[i], nf, &imp, stats, &rows, &skipped, err);
+            st = csv_rows(p, csv, files[i], nf, &imp, stats, &line0, &rows, &skipped, err);
         rt_csv_close(csv);
     }
     if (imp.nb)
@@ -310,7 +317,7 @@ static rt_status insert_group(prep *p, const char *file, rt_pq_file *f, int g, i
             else
                 prep_stats_text(stats, (size_t)c, x->bytes + x->off[k], x->len[k]);
         }
-        rt_status st = importer_row(p, imp, *row, file, "row", err);
+        rt_status st = importer_row(p, imp, *row, file, "row", *row, err);
         if (stats)
             prep_stats_row(stats);
         if (st != RT_OK)

@@ -10,8 +10,10 @@
 
 #include "prep_internal.h"
 #include "rt_csv.h"
+#include "rt_parquet.h"
 
-/* The one table of a file or folder given without a script. */
+/* The one table of a file or folder (of CSV or Parquet part files), as
+ * table input. */
 static rt_status import_one(prep *p, const char *path, char *err)
 {
     size_t n = strlen(path);
@@ -21,6 +23,8 @@ static rt_status import_one(prep *p, const char *path, char *err)
     snprintf(p->rep->table[0], sizeof p->rep->table[0], "input");
     snprintf(p->files[0], sizeof p->files[0], "%s", path);
     p->rep->ntables = 1;
+    if (S_ISDIR(sb.st_mode) && prep_is_csv_input(path))
+        return prep_import_csv(p, path, "input", 0, err);
     if (S_ISDIR(sb.st_mode) || (n > 8 && !strcmp(path + n - 8, ".parquet"))) {
         p->by_row[0] = true;
         return prep_import_parquet(p, path, "input", 0, err);
@@ -51,6 +55,20 @@ static int table_blocks(sqlite3 *db, const char *t, char (*out)[64], int max)
     }
     sqlite3_finalize(st);
     return n;
+}
+
+/* Whether the folder is one table's part files: CSV, or Parquet. */
+static bool one_table(const char *dir)
+{
+    if (prep_is_csv_input(dir))
+        return true;
+    char **files = NULL, why[RT_ERR_LEN];
+    int n = 0;
+    const bool pq = rt_pq_files(dir, &files, &n, why) == RT_OK && n > 0;
+    for (int i = 0; i < n; i++)
+        free(files[i]);
+    free(files);
+    return pq;
 }
 
 /* Whether the script is --from's score.sql (its first line says so), and
@@ -85,12 +103,13 @@ static rt_status load(prep *p, bool *scoring, char (*blocks)[64], int *nout, int
     int name_blocks = 0;
     const bool score = score_script(o->sql_path, &name_blocks);
     p->name_blocks = score ? name_blocks : 0;
-    struct stat sb; /* a folder of tables, or one file: table input (score.sql's) */
-    rt_status st = stat(o->input_dir, &sb) == 0 && !S_ISDIR(sb.st_mode)
-                       ? import_one(p, o->input_dir, err)
-                       : prep_import_all(p, err);
-    /* for score.sql, a folder of one table (an S3 object comes down as one)
-     * is table input as well */
+    /* a folder of tables, or one file: table input; for score.sql, a folder
+     * of part files (Spark's) too, and a folder of one table (an S3 object
+     * comes down as one) */
+    struct stat sb;
+    const bool dir = stat(o->input_dir, &sb) == 0 && S_ISDIR(sb.st_mode);
+    rt_status st = !dir || (score && one_table(o->input_dir)) ? import_one(p, o->input_dir, err)
+                                                              : prep_import_all(p, err);
     *scoring = st == RT_OK && score && p->rep->ntables == 1;
     if (*scoring && strcmp(p->rep->table[0], "input") != 0) {
         char from[PREP_MAX_BLOCKS][64], to[80], q[160], qt[200], sql[400];

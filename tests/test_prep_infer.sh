@@ -18,6 +18,9 @@
 #     with --sql, the script's own split replaced by the same folds (a
 #     script without one given rt_validation);
 #   - a .tsv.gz reads by tabs (a comma in its header notwithstanding);
+#   - a Spark folder of CSV parts: every row its own _line (the split and
+#     the joins key on it); new rows as such a folder score through
+#     score.sql as the same rows in one file;
 #   - the mistakes say what and where: text in a continuous column (and
 #     --lenient), no --label, a misspelled column, --validation 1.5, a
 #     malformed --fold or one beside --validation, a job file without
@@ -170,6 +173,38 @@ for name in ("new_wide.pred", "new_wide2.pred"):
         j = job[r["id"]]
         assert r["y"] == j["y"] and abs(float(r["p_yes"]) - float(j["p_yes"])) < 1e-5, (name, r, j)
 PY
+
+# ---- a Spark folder of CSV parts: each row its own _line; new rows as parts --------------------
+mkdir parts newparts
+python3 - <<'PY'
+import random
+random.seed(2)
+for p in range(3):
+    with open(f"parts/part-{p:05d}.csv", "w") as f, open(f"newparts/part-{p:05d}.csv", "w") as g:
+        f.write("x,c,y\n")
+        g.write("x,c\n")
+        for i in range(40):
+            x, c = random.random(), random.choice("ab")
+            f.write(f"{x:.3f},{c},{int(x + (c == 'a') > 0.8)}\n")
+            g.write(f"{x:.3f},{c}\n")
+with open("newparts.csv", "w") as g:  # the same rows in one file
+    g.write("x,c\n")
+    for p in range(3):
+        g.write("".join(open(f"newparts/part-{p:05d}.csv").readlines()[1:]))
+PY
+"$rt" prep --from parts --label y --out pds --keep-db pds.db > /dev/null 2>&1 || fail "prep --from a folder of CSV parts"
+python3 - <<'PY' || fail "a folder of CSV parts: rows share a _line (the folds and joins key on it)"
+import sqlite3
+n, d = sqlite3.connect("pds.db").execute("SELECT count(*), count(DISTINCT _line) FROM rt_rows").fetchone()
+assert n == d == 120, (n, d)
+PY
+"$rt" run --np 1 --set data.dataset=pds --set output.store=pstore --set model.architecture=mlp \
+  --set train.epochs=2 > /dev/null 2>&1 || fail "training on the CSV parts"
+"$rt" predict --model pstore/best.ckpt --input newparts --sql pds/score.sql --keep x --out parts.pred \
+  > /dev/null 2>&1 || fail "score.sql over a folder of CSV parts"
+"$rt" predict --model pstore/best.ckpt --input newparts.csv --sql pds/score.sql --keep x --out one.pred \
+  > /dev/null 2>&1 || fail "score.sql over the parts as one file"
+cmp -s parts.pred one.pred && [ "$(wc -l < parts.pred)" -eq 121 ] || fail "CSV parts not scored as one file"
 
 # ---- 300 columns through a user's script (prep crashed on them) -----------------------------
 mkdir in300
