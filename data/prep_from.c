@@ -64,11 +64,11 @@ static const char *sql_lit(const char *text, char *buf, size_t len)
 
 /* What the stats could not settle: ids and mostly-unique text by their
  * distinct values, the means that fill a continuous column's gaps. */
-static rt_status settle(prep *p, const char *table, int per, prep_plan *pl, char *err)
+static rt_status settle(prep *p, const char *table, prep_plan *pl, char *err)
 {
     char where[3 * PREP_IDENT_LEN] = "";
-    for (size_t i = 0; i < pl->ncols; i++)
-        pl->c[i].block = (int)(i / (size_t)per);
+    for (size_t i = 0; i < pl->ncols; i++) /* where the import put it */
+        pl->c[i].block = pl->name_blocks ? prep_name_block(pl->c[i].name, pl->name_blocks) : 0;
     if (pl->test_flag >= 0) { /* the means are of the rows that are not test rows */
         const plan_col *t = &pl->c[pl->test_flag];
         char tb[96], tbq[160], tcol[PREP_IDENT_LEN], tlit[PREP_IDENT_LEN];
@@ -138,7 +138,8 @@ rt_status prep_from(prep *p, char *err)
     }
     const char *paths[2] = {o->train_parquet, o->test_parquet}, *names[2] = {table, test};
     rt_status st = RT_OK;
-    p->stats_slot = 1; /* the training table's values are looked at as they go in */
+    p->stats_slot = 1;      /* the training table's values are looked at as they go in */
+    p->wide_by_name = true; /* a wide training table, and its test file with it, by name */
     for (int i = 0; i < 2 && st == RT_OK && paths[i]; i++) {
         int slot = p->rep->ntables++;
         snprintf(p->rep->table[slot], sizeof p->rep->table[slot], "%s", names[i]);
@@ -158,16 +159,9 @@ rt_status prep_from(prep *p, char *err)
     prep_plan pl;
     if ((st = prep_plan_make(p->stats, o, &pl, err)) != RT_OK)
         return st;
-    const size_t nf = pl.ncols;
-    const int per = nf <= PREP_SQLITE_MAX_COLS - 1 ? (int)(nf ? nf : 1) : PREP_BLOCK_COLS;
-    const int nsrc = (int)((nf + (size_t)per - 1) / (size_t)per);
-    if (o->test_parquet && nsrc > 1)
-        st = rt_err(err, RT_ERR_UNSUPPORTED,
-                    "%s has %zu columns: with more than %d, give the "
-                    "test rows with --test-column, not a --test file",
-                    o->train_parquet, nf, PREP_SQLITE_MAX_COLS - 1);
+    pl.name_blocks = p->name_blocks;
     if (st == RT_OK)
-        st = settle(p, table, per, &pl, err);
+        st = settle(p, table, &pl, err);
     if (st == RT_OK)
         st = prep_plan_name(&pl, err);
     if (st == RT_OK && !o->quiet)
@@ -188,8 +182,8 @@ rt_status prep_from(prep *p, char *err)
         prep_plan_print(&pl, mf);
         fclose(mf);
     }
-    char *script = st == RT_OK ? prep_script(&pl, o, table, nsrc, o->test_parquet ? test : NULL, 1,
-                                             commands, decided ? decided : "")
+    char *script = st == RT_OK ? prep_script(&pl, o, table, o->test_parquet ? test : NULL, commands,
+                                             decided ? decided : "")
                                : NULL;
     free(decided);
     if (st == RT_OK && !script)
@@ -197,11 +191,8 @@ rt_status prep_from(prep *p, char *err)
     snprintf(path, sizeof path, "%s/prep.sql", o->out_dir);
     if (st == RT_OK)
         st = rt_write_atomic(path, &(rt_iov){script, strlen(script)}, 1, err);
-    /* new rows' features, for predict --input (after prep.sql is made: for a
-     * wide table the columns' blocks become the score input's) */
-    char *score = st == RT_OK
-                      ? prep_score_script(&pl, nsrc > 1 ? prep_score_blocks(pl.ncols) : 0, commands)
-                      : NULL;
+    /* new rows' features, for predict --input */
+    char *score = st == RT_OK ? prep_score_script(&pl, commands) : NULL;
     if (st == RT_OK && !score)
         st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     char score_path[1200];

@@ -67,6 +67,8 @@ static rt_status create_table(prep *p, const char *path, const char *table, cons
                               size_t nf, importer *imp, char *err)
 {
     memset(imp, 0, sizeof *imp);
+    if (p->wide_by_name && !p->name_blocks && nf > PREP_SQLITE_MAX_COLS - 1)
+        p->name_blocks = prep_name_blocks(nf); /* and the tables after it */
     const size_t per = nf <= PREP_SQLITE_MAX_COLS - 1 ? nf : PREP_BLOCK_COLS;
     const size_t nb = p->name_blocks ? (size_t)p->name_blocks : nf == 0 ? 1 : (nf + per - 1) / per;
     if (nb > PREP_MAX_BLOCKS)

@@ -48,15 +48,22 @@ rt_status prep_header_names(const char *where, const char *what, const char *con
  * true when out is name itself. */
 bool prep_dataset_name(const char *name, size_t most, const char *tail, char *out);
 
-/* A wide --from table's score.sql reads its input as K blocks (input,
- * input__2, ...) in which each column is where its name puts it, whatever
- * the new file's width and order: block prep_name_block(name, K), from the
- * FNV-1a hash of the name with ASCII letters lower-cased (SQLite's
- * matching); K = prep_score_blocks(the training table's columns), about
- * 1000 columns a block on average: a block of the most a table holds would
- * take hundreds of standard deviations. */
+/* A --from table wider than SQLite's 2000 columns is read as K blocks (t,
+ * t__2, ...), each column in the one its name puts it, whatever a file's
+ * width and order — its --test file's, the new rows' of its score.sql —
+ * as its scripts say on a line PREP_NAME_BLOCKS K (prep_script_head):
+ * block prep_name_block(name, K), from the FNV-1a hash of the name with
+ * ASCII letters lower-cased (SQLite's matching); K =
+ * prep_name_blocks(the training table's columns), under 1000 columns a
+ * block on average: one of the most a table holds (1999) would be over
+ * thirty standard deviations out. */
+#define PREP_NAME_BLOCKS "\n-- Input tables by column name: "
 int prep_name_block(const char *name, int k);
-int prep_score_blocks(size_t ncols);
+int prep_name_blocks(size_t ncols);
+/* The head of a script: whether it is --from's score.sql (PREP_SCORE_MARK
+ * first), and into how many blocks by name it reads its inputs (0: by
+ * position). */
+bool prep_script_head(const char *path, int *name_blocks);
 
 /* What the script's meta table says. */
 typedef struct prep_meta {
@@ -131,6 +138,7 @@ typedef struct prep_plan {
     double val_fraction;
     int folds, fold; /* the validation rows are fold `fold` of `folds` (0: the fraction) */
     uint64_t seed;
+    int name_blocks; /* a wide table: its K blocks by name (c[].block), else 0 (one block) */
 } prep_plan;
 
 rt_status prep_plan_make(const prep_stats *s, const rt_prep_opts *o, prep_plan *pl, char *err);
@@ -156,22 +164,20 @@ const char *prep_col_ref(const plan_col *c, int block, char *buf, size_t len);
  * in the table. */
 rt_status prep_plan_name(prep_plan *pl, char *err);
 
-/* The feature script of a plan (malloc'ed): the source table (nsrc blocks,
- * table, table__2, ...) and an optional test table, each into the
- * feature tables and the meta table, as a user's script would. */
-char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table, int nsrc,
-                  const char *test_table, int ntest_src, const char *commands, const char *decided);
+/* The feature script of a plan (malloc'ed): the source table (for a wide
+ * table its pl->name_blocks blocks, table, table__2, ...) and an optional
+ * test table (as many), each into the feature tables and the meta table,
+ * as a user's script would. */
+char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
+                  const char *test_table, const char *commands, const char *decided);
 
 /* The scoring script of a plan (malloc'ed): the features of new rows, table
  * input, without the label, weight, validation or test flag columns, as
  * table rt_score (and rt_score__2, ...), meta naming it as both tables —
- * what `ringtrain predict --input FILE --sql score.sql` reads.  name_blocks
- * K > 0 (a wide table): the input is K blocks by name (prep_name_block),
- * which the script's head says (PREP_SCORE_BLOCKS) and its columns' blocks
- * in pl become. */
+ * what `ringtrain predict --input FILE --sql score.sql` reads; a wide
+ * table's (pl->name_blocks) reads its input by name as well. */
 #define PREP_SCORE_MARK "-- score.sql:"
-#define PREP_SCORE_BLOCKS "\n-- score.sql reads its input as tables by column name: "
-char *prep_score_script(prep_plan *pl, int name_blocks, const char *commands);
+char *prep_score_script(const prep_plan *pl, const char *commands);
 
 /* One prep: the database, the options, what it reports. */
 typedef struct prep {
@@ -183,7 +189,8 @@ typedef struct prep {
     const char *what; /* what named the meta table: the script, or --from-parquet */
     int stats_slot;   /* the table slot + 1 whose values are looked at (0: none) */
     prep_stats *stats;
-    int name_blocks; /* a wide table's columns into blocks: 0 by position, K by name (below) */
+    int name_blocks;   /* a wide table's columns into blocks: 0 by position, K by name (below) */
+    bool wide_by_name; /* (--from) a table wider than SQLite's: by name, name_blocks set */
 } prep;
 
 /* prep_import.c: every input of o->input_dir as a table; --from-parquet's

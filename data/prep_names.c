@@ -166,7 +166,7 @@ int prep_name_block(const char *name, int k)
     return (int)(h % (uint32_t)k);
 }
 
-int prep_score_blocks(size_t ncols)
+int prep_name_blocks(size_t ncols)
 {
     const size_t k = ncols / PREP_BLOCK_COLS + 2;
     return k < PREP_MAX_BLOCKS ? (int)k : PREP_MAX_BLOCKS;

@@ -71,23 +71,6 @@ static bool one_table(const char *dir)
     return pq;
 }
 
-/* Whether the script is --from's score.sql (its first line says so), and
- * into how many blocks by name it reads a wide input (0: one table). */
-static bool score_script(const char *path, int *name_blocks)
-{
-    char head[4096] = {0};
-    FILE *f = fopen(path, "r");
-    const size_t n = f ? fread(head, 1, sizeof head - 1, f) : 0;
-    if (f)
-        fclose(f);
-    head[n] = '\0';
-    const char *k = strstr(head, PREP_SCORE_BLOCKS);
-    *name_blocks = k ? atoi(k + strlen(PREP_SCORE_BLOCKS)) : 0;
-    if (*name_blocks < 0 || *name_blocks > PREP_MAX_BLOCKS)
-        *name_blocks = 0;
-    return !strncmp(head, PREP_SCORE_MARK, strlen(PREP_SCORE_MARK));
-}
-
 /* Input (one table, scoring: its other columns may be --id and --keep) and
  * the script's result, or the input alone: blocks[0..nout) the table whose
  * rows are read, then for scoring the input's blocks (*nin). */
@@ -100,9 +83,7 @@ static rt_status load(prep *p, bool *scoring, char (*blocks)[64], int *nout, int
         *nout = st == RT_OK ? table_blocks(p->db, "input", blocks, PREP_MAX_BLOCKS) : 0;
         return st;
     }
-    int name_blocks = 0;
-    const bool score = score_script(o->sql_path, &name_blocks);
-    p->name_blocks = score ? name_blocks : 0;
+    const bool score = prep_script_head(o->sql_path, &p->name_blocks);
     /* a folder of tables, or one file: table input; for score.sql, a folder
      * of part files (Spark's) too, and a folder of one table (an S3 object
      * comes down as one) */

@@ -438,8 +438,23 @@ rt_status prep_plan_name(prep_plan *pl, char *err)
     return RT_OK;
 }
 
-char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table, int nsrc,
-                  const char *test_table, int ntest_src, const char *commands, const char *decided)
+/* A wide table's head lines: its inputs' blocks by name (prep_script_head
+ * reads the first), for the table in and its rows out. */
+static void put_name_blocks(sbuf *b, const prep_plan *pl, int n)
+{
+    if (!pl->name_blocks)
+        return;
+    put(b,
+        "%s%d\n"
+        "-- (SQLite takes 2000 columns at most in one table: an input is read as t, t__2, ...,\n"
+        "-- each column in the one its name hashes to, whatever the file's order, as ringtrain\n"
+        "-- prep and predict do when they read this line; the %d columns made are tables of\n"
+        "-- %d joined on _line, which meta lists.)\n",
+        PREP_NAME_BLOCKS + 1, pl->name_blocks, n, OUT_BLOCK);
+}
+
+char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
+                  const char *test_table, const char *commands, const char *decided)
 {
     int n = 0, nsp = 0;
     outc *v = outputs(pl, &n, &nsp);
@@ -456,6 +471,7 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
         "-- where DIR holds the input file%s (table %s%s%s).\n",
         commands, test_table ? "s" : "", table, test_table ? " and " : "",
         test_table ? test_table : "");
+    put_name_blocks(&b, pl, n);
     put(&b, "--\n-- What prep decided, column by column (docs/prep.md says by which rules):\n");
     for (const char *l = decided; *l;) {
         const char *e = strchr(l, '\n');
@@ -463,21 +479,16 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
         put(&b, "--   %.*s\n", len, l);
         l += len + (e != NULL);
     }
-    if (n + 2 > PREP_SQLITE_MAX_COLS)
-        put(&b,
-            "-- The table has %d columns: SQLite takes 2000 at most in one, so the rows are\n"
-            "-- made in tables of %d columns joined on _line (meta lists them all).\n",
-            n, OUT_BLOCK);
     int lo[PREP_MAX_BLOCKS + 1];
     const int nb = out_blocks(n, nsp, lo);
     const char *srcs[2] = {table, test_table};
-    const int nsrcs[2] = {nsrc, ntest_src};
+    const int nsrc = pl->name_blocks ? pl->name_blocks : 1;
     const char *stems[2] = {"rt_rows", "rt_test_rows"};
     for (int t = 0; t < 2 && srcs[t]; t++)
         for (int k = 0; k < nb; k++) {
             char name[80];
             prep_block_name(stems[t], k, name, sizeof name);
-            put_rows(&b, name, v, lo[k], lo[k + 1], k == 0, nsp, srcs[t], nsrcs[t], t == 1, pl);
+            put_rows(&b, name, v, lo[k], lo[k + 1], k == 0, nsp, srcs[t], nsrc, t == 1, pl);
         }
     /* training and test rows */
     const char *where_train = pl->test_flag >= 0 ? " WHERE rt_test = 0" : "";
@@ -550,10 +561,8 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
     return put_meta_end(&b, v, n);
 }
 
-char *prep_score_script(prep_plan *pl, int name_blocks, const char *commands)
+char *prep_score_script(const prep_plan *pl, const char *commands)
 {
-    for (size_t i = 0; name_blocks > 0 && i < pl->ncols; i++)
-        pl->c[i].block = prep_name_block(pl->c[i].name, name_blocks);
     int n = 0, nsp = 0, lo[PREP_MAX_BLOCKS + 1];
     outc *v = outputs(pl, &n, &nsp);
     if (!v)
@@ -570,18 +579,12 @@ char *prep_score_script(prep_plan *pl, int name_blocks, const char *commands)
         "-- The file is table input; a column's gaps get the training rows' mean, as in\n"
         "-- prep.sql, and the model's vocabularies map the categories. Made by: %s\n",
         commands);
-    if (name_blocks > 0)
-        put(&b,
-            "%s%d\n"
-            "-- (SQLite takes 2000 columns at most in one: input, input__2, ..., each column in\n"
-            "-- the one its name hashes to, whatever the file's order; ringtrain predict reads\n"
-            "-- it so, and the rows are made in tables of %d columns joined on _line.)\n",
-            PREP_SCORE_BLOCKS + 1, name_blocks, OUT_BLOCK);
+    put_name_blocks(&b, pl, n);
     for (int k = 0; k < nb; k++) {
         char name[80];
         prep_block_name("rt_score", k, name, sizeof name);
         put_rows(&b, name, v, lo[k], lo[k + 1], k == 0, nsp, "input",
-                 name_blocks > 0 ? name_blocks : 1, true, pl);
+                 pl->name_blocks ? pl->name_blocks : 1, true, pl);
     }
     put_meta_head(&b, "rt_score", "rt_score", nb, pl);
     return put_meta_end(&b, v, n);

@@ -93,6 +93,21 @@ rt_status prep_run_sql(prep *p, const char *path, const char *sql, char *err)
     return st;
 }
 
+bool prep_script_head(const char *path, int *name_blocks)
+{
+    char head[8192] = {0}; /* the lines before the first statement */
+    FILE *f = fopen(path, "r");
+    const size_t n = f ? fread(head, 1, sizeof head - 1, f) : 0;
+    if (f)
+        fclose(f);
+    head[n] = '\0';
+    const char *k = strstr(head, PREP_NAME_BLOCKS);
+    *name_blocks = k ? atoi(k + strlen(PREP_NAME_BLOCKS)) : 0;
+    if (*name_blocks < 0 || *name_blocks > PREP_MAX_BLOCKS)
+        *name_blocks = 0;
+    return !strncmp(head, PREP_SCORE_MARK, strlen(PREP_SCORE_MARK));
+}
+
 rt_status prep_run_script(prep *p, const char *path, char *err)
 {
     char *sql = NULL;
@@ -504,6 +519,7 @@ rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
     if (st == RT_OK && o->train_parquet)
         st = prep_from(&p, err);
     else if (st == RT_OK) {
+        prep_script_head(o->sql_path, &p.name_blocks); /* --from's of a wide table: by name */
         st = prep_import_all(&p, err);
         double t1 = rt_now_s();
         if (st == RT_OK)

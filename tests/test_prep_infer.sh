@@ -11,8 +11,9 @@
 #   - a 2,000-column table of random numbers with a planted signal preps
 #     (its --id from 0), trains (np 2) and predicts better than chance; its
 #     test rows as new rows (columns shuffled) score as the job scored them,
-#     through score.sql and without a script; 300 columns through a user's
-#     SQL script prep (they crashed prep before);
+#     through score.sql, without a script and as a --test file; its prep.sql
+#     makes the same shards; 300 columns through a user's SQL script prep
+#     (they crashed prep before);
 #   - --fold K/F: the validation rows fold K of F, stratified by class —
 #     over K every training row validates once — the script saying so;
 #     with --sql, the script's own split replaced by the same folds (a
@@ -163,16 +164,32 @@ PY
   --out new_wide.pred > /dev/null 2>&1 || fail "wide: predict --input with score.sql"
 "$rt" predict --model wstore/best.ckpt --input new_wide.csv --id id --out new_wide2.pred \
   > /dev/null 2>&1 || fail "wide: predict --input of the model's 2,001 columns"
+# and as a --test file beside the training rows (read by name as well)
+python3 - <<'PY'
+import csv
+rows = list(csv.reader(open("wide.csv")))
+with open("wide_train.csv", "w", newline="") as f:
+    csv.writer(f).writerows([r[:-1] for r in rows if r[-1] != "1"])
+PY
+"$rt" prep --from wide_train.csv --test new_wide.csv --label y --id id --out widet --partitions 2 \
+  > /dev/null 2>&1 || fail "wide: prep --from with a --test file of shuffled columns"
+"$rt" predict --model wstore/best.ckpt --dataset widet --out widet.pred > /dev/null 2>&1 ||
+  fail "wide: predict --dataset of the --test file's dataset"
 python3 - <<'PY' || fail "wide: new rows not scored as the job scored them"
 import csv
 job = {r["Id"]: r for r in csv.DictReader(open("wstore/submission.csv"))}
-for name in ("new_wide.pred", "new_wide2.pred"):
+for name, id in (("new_wide.pred", "id"), ("new_wide2.pred", "id"), ("widet.pred", "Id")):
     got = list(csv.DictReader(open(name)))
     assert len(got) == 400, (name, len(got))
     for r in got:
-        j = job[r["id"]]
+        j = job[r[id]]
         assert r["y"] == j["y"] and abs(float(r["p_yes"]) - float(j["p_yes"])) < 1e-5, (name, r, j)
 PY
+# its prep.sql (inputs by name) makes the same dataset again
+mkdir wide_in && ln -s "$PWD/wide.csv" wide_in/wide.csv
+"$rt" prep --input wide_in --sql wide/prep.sql --out wide2 --partitions 2 > /dev/null 2>&1 ||
+  fail "wide: prep.sql does not run"
+for f in wide/*.rts; do cmp -s "$f" "wide2/${f#wide/}" || fail "wide: $f differs through prep.sql"; done
 
 # ---- a Spark folder of CSV parts: each row its own _line; new rows as parts --------------------
 mkdir parts newparts
