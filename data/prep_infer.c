@@ -48,7 +48,7 @@ typedef struct col_stats {
     char *name;                           /* the table's (prep_header_names) */
     int64_t values, missing;              /* non-missing, missing */
     bool numeric, integer, boolean, date; /* every non-missing value is one */
-    bool comma;                           /* a number written with a decimal comma */
+    unsigned format;                      /* PREP_NUM_*: numbers written as formatted */
     unsigned orders; /* RT_DATE_Y|M|D: the orders every value is a date in (not ISO ones) */
     bool dots;       /* a date D.M.YYYY: day first where the values do not tell */
     double min, max;
@@ -111,36 +111,6 @@ bool prep_is_missing(const char *t)
         if (!strcmp(t, prep_missing_marks[i]))
             return true;
     return false;
-}
-
-/* A decimal number as text: [+-]digits[.digits][e[+-]digits], finite (no
- * hex, inf, nan or spaces, which strtod would take). */
-static bool decimal(const char *t, double *x)
-{
-    const char *p = t;
-    if (*p == '+' || *p == '-')
-        p++;
-    int digits = 0;
-    while (*p >= '0' && *p <= '9')
-        p++, digits++;
-    if (*p == '.')
-        for (p++; *p >= '0' && *p <= '9'; p++)
-            digits++;
-    if (!digits)
-        return false;
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        if (*p == '+' || *p == '-')
-            p++;
-        if (!(*p >= '0' && *p <= '9'))
-            return false;
-        while (*p >= '0' && *p <= '9')
-            p++;
-    }
-    if (*p)
-        return false;
-    *x = strtod(t, NULL);
-    return isfinite(*x);
 }
 
 static bool boolean_word(const char *t)
@@ -226,20 +196,15 @@ static void stats_text(col_stats *c, const char *t, size_t len, bool decimal_com
         c->missing++;
         return;
     }
-    if (decimal(t, &x)) {
+    if (prep_decimal(t, &x)) {
         add_number(c, x == floor(x), x);
         return;
     }
-    const char *comma = decimal_comma && len < 64 && !strchr(t, '.') ? strchr(t, ',') : NULL;
-    if (comma && !strchr(comma + 1, ',')) { /* 1,5: one and a half, where ';' separates */
-        char dot[64];
-        memcpy(dot, t, len + 1);
-        dot[comma - t] = '.';
-        if (decimal(dot, &x)) {
-            c->comma = true;
-            add_number(c, x == floor(x), x);
-            return;
-        }
+    unsigned what; /* $1,234.50, 45%; 1,5 and 1.234,5 where ';' separates */
+    if (len < 64 && prep_formatted_number(t, decimal_comma ? ',' : '.', &x, &what)) {
+        c->format |= what;
+        add_number(c, x == floor(x), x);
+        return;
     }
     c->values++;
     if (c->numeric && !c->example[0])
@@ -389,7 +354,20 @@ static void infer_one(const col_stats *c, int64_t rows, plan_col *pc)
     } else if (c->numeric) {
         pc->role = PREP_CONT;
         pc->impute = c->missing > 0;
-        snprintf(pc->why, sizeof pc->why, "numbers%s%s", c->comma ? " (decimal comma)" : "",
+        char f[64] = "";
+        static const struct {
+            unsigned bit;
+            const char *word;
+        } fw[] = {{PREP_NUM_CURRENCY, "currency"},
+                  {PREP_NUM_GROUPS, "thousands"},
+                  {PREP_NUM_PERCENT, "%"},
+                  {PREP_NUM_COMMA, "decimal comma"},
+                  {PREP_NUM_PARENS, "(-)"}};
+        for (size_t k = 0; k < sizeof fw / sizeof *fw; k++)
+            if (c->format & fw[k].bit)
+                snprintf(f + strlen(f), sizeof f - strlen(f), "%s%s", f[0] ? ", " : " (",
+                         fw[k].word);
+        snprintf(pc->why, sizeof pc->why, "numbers%s%s%s", f, f[0] ? ")" : "",
                  pc->impute ? "; missing: mean, __na" : "");
     } else if (c->date) {
         pc->role = PREP_DATE;
@@ -430,7 +408,7 @@ rt_status prep_plan_make(const prep_stats *s, const rt_prep_opts *o, prep_plan *
     for (size_t i = 0; i < s->ncols; i++) {
         pl->c[i].name = s->c[i].name;
         pl->c[i].stats = &s->c[i];
-        pl->c[i].comma = s->c[i].numeric && s->c[i].comma;
+        pl->c[i].number = s->c[i].numeric && s->c[i].format ? (s->decimal_comma ? ',' : '.') : 0;
     }
     const struct {
         const char *flag, *name;

@@ -90,8 +90,23 @@ void prep_stats_text(prep_stats *s, size_t col, const char *text, size_t len); /
 void prep_stats_num(prep_stats *s, size_t col, bool integer, double x);        /* typed */
 void prep_stats_row(prep_stats *s);
 /* Fields not separated by commas: a value 1,5 is the number 1.5 (Excel's
- * CSV where the comma is the decimal mark). */
+ * CSV where the comma is the decimal mark), 1.234,5 1234.5. */
 void prep_stats_decimal_comma(prep_stats *s, bool on);
+
+/* prep_number.c: a plain number (digits, an optional point and exponent,
+ * as SQLite reads one), and one as a spreadsheet shows it — $1,234.50,
+ * 12,50 €, 1.234,5 (point ','), 45% (0.45), (1,234.00) (negative), 1'234 —
+ * with `point` the decimal mark ('.' or ','; groups by the other, a space
+ * or '\''); *what says which of these it had (PREP_NUM_*, never 0). */
+enum {
+    PREP_NUM_CURRENCY = 1,
+    PREP_NUM_GROUPS = 2,
+    PREP_NUM_PERCENT = 4,
+    PREP_NUM_COMMA = 8,
+    PREP_NUM_PARENS = 16
+};
+bool prep_decimal(const char *t, double *x);
+bool prep_formatted_number(const char *t, char point, double *x, unsigned *what);
 void prep_stats_free(prep_stats *s);
 /* NULL, "" or a missing-value mark (prep_missing_marks: NA, N/A, NaN, ?, ...) */
 bool prep_is_missing(const char *text);
@@ -119,7 +134,7 @@ typedef struct plan_col {
     bool given;                   /* a flag named it */
     bool impute;                  /* continuous with missing values: the mean, and an indicator */
     bool keep_date;               /* --date: also the dataset's date column */
-    bool comma;                   /* numbers with a decimal comma: read through REPLACE */
+    char number;                  /* numbers as formatted: read through rt_number(x, number) */
     char date_order;              /* dates not ISO: read through rt_date(x, order) */
     bool maybe_id, maybe_text_id; /* dropped if their distinct values say so (prep_from) */
     char mean[40];                /* impute: the mean of the non-test rows, as SQL text */
@@ -149,8 +164,9 @@ int64_t prep_stats_missing(const struct col_stats *c);
 bool prep_stats_numeric(const struct col_stats *c);
 
 /* How the scripts read column c of source block `block` (1-based, 0: the
- * name alone): sK."col"; REPLACE(sK."col", ',', '.') for numbers with a
- * decimal comma; rt_date(sK."col", 'm') for dates as M/D/YYYY ('d', 'y').
+ * name alone): sK."col"; rt_number(sK."col", ',') for numbers written
+ * with a decimal comma, a currency, groups or '%' ('.': a decimal point);
+ * rt_date(sK."col", 'm') for dates as M/D/YYYY ('d', 'y').
  * buf: PREP_REF_LEN bytes. */
 #define PREP_REF_LEN (PREP_IDENT_LEN + 40)
 const char *prep_col_ref(const plan_col *c, int block, char *buf, size_t len);

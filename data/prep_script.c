@@ -76,8 +76,8 @@ const char *prep_col_ref(const plan_col *c, int block, char *buf, size_t len)
     prep_ident(c->name, id, sizeof id);
     if (c->date_order)
         snprintf(buf, len, "rt_date(%s%s, '%c')", q, id, c->date_order);
-    else if (c->comma)
-        snprintf(buf, len, "REPLACE(%s%s, ',', '.')", q, id);
+    else if (c->number)
+        snprintf(buf, len, "rt_number(%s%s, '%c')", q, id, c->number);
     else
         snprintf(buf, len, "%s%s", q, id);
     return buf;

@@ -1,5 +1,5 @@
 /* prep_sqlfn.c — the SQL functions a feature script can call (docs/prep.md
- * section 2): iso_week, valid_date, rt_date, rt_check, rt_bad_rows, rt_flag,
+ * section 2): iso_week, valid_date, rt_date, rt_number, rt_check, rt_bad_rows, rt_flag,
  * rt_missing and rt_hash, and the tables prep gives it (prep_options,
  * bad_rows). */
 #include <inttypes.h>
@@ -44,6 +44,25 @@ static void fn_date(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     }
     rt_format_date(d, iso);
     sqlite3_result_text(ctx, iso, 10, SQLITE_TRANSIENT);
+}
+
+/* rt_number(x, point): a number as a spreadsheet shows it ($1,234.50,
+ * 45%, 1.234,5 with point ',') as a REAL; a plain number as it is; other
+ * text as it is, for the shards' check to name (prep_formatted_number) */
+static void fn_number(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const char *s = sqlite3_value_type(argv[0]) == SQLITE_TEXT
+                        ? (const char *)sqlite3_value_text(argv[0])
+                        : NULL;
+    const char *pt = (const char *)sqlite3_value_text(argv[1]);
+    double x;
+    unsigned what;
+    if (s && !prep_decimal(s, &x) && pt && strlen(s) < 64 &&
+        prep_formatted_number(s, pt[0] == ',' ? ',' : '.', &x, &what))
+        sqlite3_result_double(ctx, x);
+    else
+        sqlite3_result_value(ctx, argv[0]);
 }
 
 static void fn_check(sqlite3_context *ctx, int argc, sqlite3_value **argv)
@@ -166,6 +185,8 @@ void prep_add_functions(prep *p)
                             fn_valid_date, NULL, NULL);
     sqlite3_create_function(p->db, "rt_date", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, fn_date,
                             NULL, NULL);
+    sqlite3_create_function(p->db, "rt_number", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
+                            fn_number, NULL, NULL);
     sqlite3_create_function(p->db, "rt_check", 2, SQLITE_UTF8, NULL, fn_check, NULL, NULL);
     sqlite3_create_function(p->db, "rt_bad_rows", 0, SQLITE_UTF8, p, fn_bad_rows, NULL, NULL);
     sqlite3_create_function(p->db, "rt_flag", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, fn_flag,

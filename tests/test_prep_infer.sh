@@ -19,6 +19,8 @@
 #     with --sql, the script's own split replaced by the same folds (a
 #     script without one given rt_validation);
 #   - a .tsv.gz reads by tabs (a comma in its header notwithstanding);
+#   - numbers as a spreadsheet shows them ($1,234.50, (1,234.00), 45%,
+#     1.234,50 € where ';' separates) are numbers;
 #   - a Spark folder of CSV parts: every row its own _line (the split and
 #     the joins key on it); new rows as such a folder score through
 #     score.sql as the same rows in one file;
@@ -351,6 +353,40 @@ gzip tab.tsv
 out=$("$rt" prep --from tab.tsv.gz --label Target --out tab 2>&1) || { echo "$out"; fail "prep --from a .tsv.gz"; }
 grep -q "^Income, EUR .* continuous  numbers (decimal comma)" <<< "$out" && ! grep -q "separated by" <<< "$out" ||
   { echo "$out"; fail "a .tsv.gz: not read by tabs"; }
+
+# ---- numbers as a spreadsheet shows them: currency, thousands, %, (negative) -----------------
+python3 - <<'PY'
+import csv, random
+random.seed(6)
+us = lambda x: ("(${:,.2f})" if x < 0 else "${:,.2f}").format(abs(x))  # Excel's accounting style
+eu = lambda x: "{:,.2f}".format(x).replace(",", " ").replace(".", ",").replace(" ", ".") + " \u20ac"
+with open("fmt_us.csv", "w", newline="") as f, open("fmt_eu.csv", "w", encoding="utf-8") as g:
+    w = csv.writer(f)
+    w.writerow(["amount", "share", "y"])
+    g.write("Betrag;Anteil;y\n")
+    for i in range(120):
+        x, p = random.uniform(-5000, 250000), random.randint(0, 100)
+        w.writerow([us(x), f"{p}%", i % 2])
+        g.write(f"{eu(x)};{p} %;{i % 2}\n")
+        open("fmt_truth", "a").write(f"{x:.2f} {p}\n")
+PY
+for t in us eu; do
+  out=$("$rt" prep --from fmt_$t.csv --label y --out fmt_$t --keep-db fmt_$t.db 2>&1) || { echo "$out"; fail "prep --from fmt_$t.csv"; }
+  grep -qE "^(amount|Betrag) .* continuous  numbers \(currency, thousands(, decimal comma|, \(-\))\)" <<< "$out" &&
+    grep -qE "^(share|Anteil) .* continuous  numbers \(%\)" <<< "$out" ||
+    { echo "$out"; fail "fmt_$t.csv: formatted numbers not read as numbers"; }
+  python3 - "$t" <<'PY' || fail "fmt_$1.csv: not the numbers the file shows"
+import sqlite3, sys
+t = sys.argv[1]
+truth = [tuple(map(float, l.split())) for l in open("fmt_truth")][:120]
+rows = sqlite3.connect(f"fmt_{t}.db").execute(
+    f"SELECT _line, {'amount, share' if t == 'us' else 'Betrag, Anteil'} FROM rt_rows ORDER BY _line").fetchall()
+assert len(rows) == 120
+for line, a, s in rows:
+    x, p = truth[line - 2]
+    assert abs(a - x) < 1e-6 * max(1, abs(x)) and abs(s - p / 100) < 1e-12, (line, a, s, x, p)
+PY
+done
 
 # ---- dates as Excel and locales write them ------------------------------------------------------
 # M/D/YYYY with a time (the US's), D.M.YYYY, YYYY/MM/DD, DD-MM-YYYY, and
