@@ -497,11 +497,29 @@ const char *prep_kind_name(const struct col_stats *c)
                                       : "text";
 }
 
+/* Characters of UTF-8 text (its bytes but continuation bytes) */
+static size_t chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+/* s in w characters: cut after w, or padded with blanks */
+static void put_cell(FILE *f, const char *s, size_t w)
+{
+    size_t n = 0, b = 0;
+    for (; s[b] && (n < w || ((unsigned char)s[b] & 0xC0) == 0x80); b++)
+        n += ((unsigned char)s[b] & 0xC0) != 0x80;
+    fprintf(f, "%.*s%*s", (int)b, s, (int)(w - n), "");
+}
+
 void prep_plan_print(const prep_plan *pl, FILE *f)
 {
     size_t w = 6;
     for (size_t i = 0; i < pl->ncols; i++)
-        w = strlen(pl->c[i].name) > w ? strlen(pl->c[i].name) : w;
+        w = chars(pl->c[i].name) > w ? chars(pl->c[i].name) : w;
     w = w > 40 ? 40 : w;
     fprintf(f, "%-*s %-8s %9s %8s  %-11s %s\n", (int)w, "column", "kind", "distinct", "missing",
             "role", "why");
@@ -513,8 +531,9 @@ void prep_plan_print(const prep_plan *pl, FILE *f)
             snprintf(d, sizeof d, ">%d", DISTINCT_CAP);
         else
             snprintf(d, sizeof d, "%d", c->n);
-        fprintf(f, "%-*.*s %-8s %9s %8lld  %-11s %s\n", (int)w, (int)w, pc->name, prep_kind_name(c),
-                d, (long long)c->missing, prep_role_name(pc->role), pc->why);
+        put_cell(f, pc->name, w);
+        fprintf(f, " %-8s %9s %8lld  %-11s %s\n", prep_kind_name(c), d, (long long)c->missing,
+                prep_role_name(pc->role), pc->why);
     }
     for (size_t i = 0; i < pl->ncols; i++) /* prep_plan_name's */
         if (pl->c[i].role != PREP_DROP && pl->c[i].role != PREP_TEST && pl->c[i].out[0] &&

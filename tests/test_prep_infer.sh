@@ -363,11 +363,11 @@ eu = lambda x: "{:,.2f}".format(x).replace(",", " ").replace(".", ",").replace("
 with open("fmt_us.csv", "w", newline="") as f, open("fmt_eu.csv", "w", encoding="utf-8") as g:
     w = csv.writer(f)
     w.writerow(["amount", "share", "y"])
-    g.write("Betrag;Anteil;y\n")
+    g.write("Betrag;Anteil;Größe;y\n")
     for i in range(120):
         x, p = random.uniform(-5000, 250000), random.randint(0, 100)
         w.writerow([us(x), f"{p}%", i % 2])
-        g.write(f"{eu(x)};{p} %;{i % 2}\n")
+        g.write(f"{eu(x)};{p} %;{i % 3};{i % 2}\n")
         open("fmt_truth", "a").write(f"{x:.2f} {p}\n")
 PY
 for t in us eu; do
@@ -375,6 +375,11 @@ for t in us eu; do
   grep -qE "^(amount|Betrag) .* continuous  numbers \(currency, thousands(, decimal comma|, \(-\))\)" <<< "$out" &&
     grep -qE "^(share|Anteil) .* continuous  numbers \(%\)" <<< "$out" ||
     { echo "$out"; fail "fmt_$t.csv: formatted numbers not read as numbers"; }
+  # the table's columns line up, a name of non-ASCII letters too (its characters counted)
+  python3 -c 'import re, sys; l = sys.stdin.read().splitlines(); h = [i for i, x in enumerate(l) if x.startswith("column ") and " kind " in x][0]
+r = [re.search(r"\d  (continuous|categorical|label) ", x).start(1) for x in l[h + 1:h + 4]]
+assert len(set(r)) == 1 and len(l[h + 3].split()) >= 5, l[h:h + 5]' <<< "$out" ||
+    { echo "$out"; fail "fmt_$t.csv: the decisions do not line up"; }
   python3 - "$t" <<'PY' || fail "fmt_$1.csv: not the numbers the file shows"
 import sqlite3, sys
 t = sys.argv[1]
