@@ -346,6 +346,15 @@ static void test_damaged(void **state)
     /* not Parquet at all */
     assert_false(read_all((const uint8_t *)"Store,Sales\n1,2\n", 16, err));
     assert_non_null(strstr(err, "not a Parquet file"));
+    assert_non_null(strstr(err, ".tsv"));
+    /* a workbook (xlsx, ods: a ZIP; xls: an OLE file) says what to do */
+    static const uint8_t zip[] = "PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00",
+                         ole[] = "\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1\x00\x00\x00\x00\x00";
+    assert_false(read_all(zip, sizeof zip - 1, err));
+    assert_non_null(strstr(err, "spreadsheet workbook"));
+    assert_non_null(strstr(err, "CSV UTF-8"));
+    assert_false(read_all(ole, sizeof ole - 1, err));
+    assert_non_null(strstr(err, "spreadsheet workbook"));
 }
 
 /* ---- prep: Parquet files and folders as SQL tables ----------------------------------- */

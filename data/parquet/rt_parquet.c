@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "pq_internal.h"
+#include "rt_csv.h"
 #include "pq_thrift.h"
 
 /* One SchemaElement, as much of it as a flat reader needs. */
@@ -498,11 +499,19 @@ static rt_status open_common(rt_pq_file *f, char *err)
         if (f->size >= 4 && memcmp(f->data + (f->size >= 8 ? f->size - 4 : 0), "PARE", 4) == 0)
             return rt_err(err, RT_ERR_UNSUPPORTED, "%s is an encrypted Parquet file; not read",
                           f->name);
+        /* a workbook: a ZIP (xlsx, ods) or an OLE compound file (xls) */
+        if (f->size >= 4 &&
+            (!memcmp(f->data, "PK\x03\x04", 4) || !memcmp(f->data, "\xD0\xCF\x11\xE0", 4)))
+            return rt_err(err, RT_ERR_UNSUPPORTED,
+                          "%s is a spreadsheet workbook (Excel or OpenDocument), not a table prep "
+                          "reads: save its sheet as CSV (Excel: File > Save As > CSV UTF-8) and "
+                          "give that",
+                          f->name);
         return rt_err(err, RT_ERR_INVALID, "%s is not a Parquet file (no PAR1 at %s)", f->name,
                       f->size >= 4 && !memcmp(f->data, "PAR1", 4)
                           ? "its end: truncated?"
-                          : "its start; a CSV file's name ends in .csv or .csv.gz, whether "
-                            "commas, semicolons or tabs separate its fields");
+                          : "its start; a CSV file's name ends in " RT_CSV_SUFFIX_WORDS
+                            ", whether commas, semicolons or tabs separate its fields");
     }
     const uint8_t *q = f->data + f->size - 8;
     uint32_t flen =
