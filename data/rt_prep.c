@@ -80,10 +80,17 @@ rt_status prep_run_sql(prep *p, const char *path, const char *sql, char *err)
         }
         if (rc != SQLITE_OK) {
             const char *msg = sqlite3_errmsg(p->db);
-            char hint[200] = "";
+            char hint[400] = "";
             if (!strncmp(msg, "no such table: ", 15))
-                snprintf(hint, sizeof hint, " (is %.50s.csv, .csv.gz or .parquet in %s?)",
+                snprintf(hint, sizeof hint,
+                         " (is %.50s with a suffix " RT_CSV_SUFFIX_WORDS " or .parquet in %s?)",
                          msg + 15, p->o->input_dir);
+            const char *col = !strncmp(msg, "no such column: ", 16) ? msg + 16 : NULL;
+            if (col && col[0] == 's' && col[1] >= '1' && col[1] <= '9' && strchr(col, '.'))
+                col = strchr(col, '.') + 1; /* --from's scripts: sK."name" */
+            if (col) /* a file without a column the script reads (new rows, mostly) */
+                snprintf(hint, sizeof hint, " (the script reads a column %.100s: has %s one?)", col,
+                         p->o->input_dir);
             st = rt_err(err, RT_ERR_INVALID, "%s:%d: %s%s", path, line_of(sql, start), msg, hint);
         }
         sqlite3_finalize(stmt);

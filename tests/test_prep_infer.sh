@@ -91,6 +91,13 @@ new = [r[1] for r in csv.reader(open("new_ames.pred"))]
 sub = [r[1] for r in csv.reader(open("store/submission.csv"))]
 assert len(new) == 587 and new[1:] == sub[1:], (len(new), new[:3], sub[:3])
 PY
+# new rows without a column the features need: named, with the file
+python3 -c 'import csv; csv.writer(open("new_ames_short.csv", "w", newline="")).writerows(r[1:] for r in csv.reader(open("new_ames.csv")))'
+missing=MS_SubClass
+if said=$("$rt" predict --model store/best.ckpt --input new_ames_short.csv --sql ames/score.sql \
+  --out x.pred 2>&1); then fail "ames: new rows without $missing were scored"; fi
+grep -qF "no such column: s1.$missing (the script reads a column $missing: has new_ames_short.csv one?)" <<< "$said" ||
+  fail "ames: a missing column not named: $said"
 kept=$(sed -n "s/.*the local cluster's files are in \([^ ]*\) .*/\1/p" <<< "$out")
 [ -d "$kept" ] || { echo "$out"; fail "run --keep did not say where its files are"; }
 grep -rq "epsilon 1e-08 (the family's default)" "$kept/logs" || fail "the first line does not say the epsilon"
