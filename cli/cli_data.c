@@ -632,6 +632,29 @@ int cli_model(const cli_args *a)
     return rc;
 }
 
+/* Before a job whose batch norms would evaluate with moving statistics
+ * still near their start (rt_model_bn_lag), a warning: its steps are the
+ * epochs times the steps of the rank with the most training rows (each
+ * reads the partitions p = rank mod np). */
+static void bn_lag_warning(const rt_job_cfg *j, const rt_dataset *ds, const rt_model_spec *spec)
+{
+    rt_model_memory mem;
+    char err[RT_ERR_LEN], lag[400];
+    if (rt_model_spec_memory(spec, 1, NULL, &mem, err) != RT_OK || !mem.batch_norms)
+        return;
+    int64_t most = 0;
+    for (int64_t r = 0; r < j->np && r < ds->nparts; r++) {
+        int64_t rows = 0;
+        for (int p = (int)r; p < ds->nparts; p += (int)j->np)
+            rows += ds->parts[p].rows - ds->parts[p].validation_rows;
+        most = rows > most ? rows : most;
+    }
+    const int64_t steps =
+        j->steps_per_epoch > 0 ? j->steps_per_epoch : (most + j->batch_size - 1) / j->batch_size;
+    if (rt_model_bn_lag(spec->bn_momentum, j->epochs * steps, lag, sizeof lag))
+        fprintf(stderr, "ringtrain: warning: %s\n", lag);
+}
+
 /* A training job's model on its dataset, when this machine can read the
  * dataset (else its workers check it): the columns, the model's keys
  * against them, and for `ringtrain run` (every rank here) whether np
@@ -667,6 +690,8 @@ int cli_check_job_model(const cli_args *a, const rt_job_cfg *j, const rt_cfg_ori
         st = rt_dp_check_memory(spec, ctx, &d, err);
         rt_kctx_destroy(ctx);
     }
+    if (st == RT_OK)
+        bn_lag_warning(j, ds, spec);
     if (st != RT_OK)
         fprintf(stderr, "ringtrain: %s does not fit its dataset%s:\n%s\n", o->fname,
                 strcmp(a->cmd->name, "worker") != 0 ? "; nothing was submitted" : "", err);

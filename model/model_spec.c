@@ -244,6 +244,7 @@ rt_status rt_model_spec_memory(const rt_model_spec *spec, int64_t max_batch, con
         mem->param_bytes = m->param_bytes;
         mem->activation_bytes = m->alloc_bytes - mem->param_bytes;
         mem->total_bytes = m->alloc_bytes;
+        mem->batch_norms = rt_model_batch_norms(m);
     }
     free(m->info);
     free(m->init);

@@ -2,6 +2,7 @@
  * model_plan.c builds, initialisation, the forward / backward / apply
  * sequences over the layer list (model_layers.c), state and summaries. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -329,6 +330,29 @@ rt_kctx *rt_model_kctx(rt_model *m) { return m->ctx; }
 int64_t rt_model_max_batch(const rt_model *m) { return m->max_batch; }
 int64_t rt_model_num_params(const rt_model *m) { return m->n_params; }
 int64_t rt_model_num_buffers(const rt_model *m) { return m->n_buffers; }
+
+int rt_model_batch_norms(const rt_model *m)
+{
+    int n = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        n += m->layers[i].kind == L_BATCHNORM;
+    return n;
+}
+
+bool rt_model_bn_lag(double momentum, int64_t steps, char *buf, size_t len)
+{
+    const double left = steps > 0 ? pow(momentum, (double)steps) : 1;
+    if (!(left > 0.05))
+        return false;
+    snprintf(buf, len,
+             "the batch norm's moving statistics, which validation and predictions use, keep "
+             "%.0f%% of their start (mean 0, variance 1) after the job's %lld steps "
+             "(bn_momentum %g): its validation figures will lag its training, most where inputs "
+             "are far from mean 0 and variance 1 (more steps, a lower [model] bn_momentum, or "
+             "continuous_norm = standardize avoid it)",
+             100 * left, (long long)steps, momentum);
+    return true;
+}
 int64_t rt_model_arena_len(const rt_model *m) { return m->arena; }
 int64_t rt_model_device_bytes(const rt_model *m) { return m->alloc_bytes; }
 float *rt_model_params(rt_model *m) { return m->params; }

@@ -231,6 +231,16 @@ PY
 "$rt" predict --model pstore/best.ckpt --input newparts.csv --sql pds/score.sql --keep x --out one.pred \
   > /dev/null 2>&1 || fail "score.sql over the parts as one file"
 cmp -s parts.pred one.pred && [ "$(wc -l < parts.pred)" -eq 121 ] || fail "CSV parts not scored as one file"
+# the default family's batch norm would evaluate with statistics still near
+# their start after 2 epochs of 1 step: said before the job is submitted
+# (the coordinator here is nowhere); after 300 steps (0.99^300 < 5%) not
+out=$(RINGTRAIN_COORDINATOR=127.0.0.1:9 "$rt" submit --set data.dataset=pds \
+  --set output.store=bnstore --set train.epochs=2 2>&1) && fail "a submit to no coordinator succeeded"
+grep -q "warning: the batch norm's moving statistics, .* keep 98% of their start .* after the job's 2 steps (bn_momentum 0.99)" <<< "$out" ||
+  fail "no warning of a batch norm's lag: $out"
+out=$(RINGTRAIN_COORDINATOR=127.0.0.1:9 "$rt" submit --set data.dataset=pds \
+  --set output.store=bnstore --set train.epochs=300 2>&1) && fail "a submit to no coordinator succeeded"
+! grep -q "moving statistics" <<< "$out" || fail "a batch norm's lag said after 300 steps: $out"
 
 # ---- 300 columns through a user's script (prep crashed on them) -----------------------------
 mkdir in300

@@ -258,6 +258,10 @@ static void log_start(const trainer *t, rt_device dev, const char *threads_why)
             cfg->sync_batch_norm && env->size > 1 ? ", synchronized batch norm" : "", stream, opt,
             (double)t->hp.lr, cfg->scale_lr ? " (scaled by the ranks)" : "", (double)t->hp.eps,
             cfg->epsilon > 0 ? "" : " (the family's default)", where);
+    char lag[400];
+    if (rt_model_batch_norms(rt_dp_model(t->dp)) > 0 &&
+        rt_model_bn_lag(t->spec.bn_momentum, (int64_t)cfg->epochs * t->steps, lag, sizeof lag))
+        fprintf(env->log, "trainer: warning: %s\n", lag);
     if (t->task.class_weighted) { /* the weights each class's rows are given */
         fprintf(env->log, "trainer: class weights:");
         for (int k = 0; k < t->task.nclasses; k++)

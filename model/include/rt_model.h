@@ -145,7 +145,8 @@ const char *rt_model_spec_keys_read(rt_model_spec *spec, const rt_json *record);
  * there, to the byte, without allocating it. */
 typedef struct rt_model_memory {
     int64_t params, param_bytes, activation_bytes, total_bytes;
-    int64_t arena; /* floats of the flat parameter buffer (rt_model_arena_len) */
+    int64_t arena;   /* floats of the flat parameter buffer (rt_model_arena_len) */
+    int batch_norms; /* its batch-norm layers (rt_model_batch_norms) */
 } rt_model_memory;
 rt_status rt_model_spec_memory(const rt_model_spec *spec, int64_t max_batch, const rt_kctx *ctx,
                                rt_model_memory *mem, char *err);
@@ -185,6 +186,13 @@ int64_t rt_model_max_batch(const rt_model *m);
 #define RT_MODEL_ALIGN 64
 int64_t rt_model_num_params(const rt_model *m);
 int64_t rt_model_num_buffers(const rt_model *m);
+/* Batch-norm layers (their moving statistics are what evaluation uses) */
+int rt_model_batch_norms(const rt_model *m);
+/* A batch norm evaluates with moving statistics that start at mean 0 and
+ * variance 1 and move (1 - momentum) of the way each training step: after
+ * `steps` steps momentum^steps of the start is left.  True, and why it
+ * matters in buf, where that is over 5%. */
+bool rt_model_bn_lag(double momentum, int64_t steps, char *buf, size_t len);
 int64_t rt_model_arena_len(const rt_model *m);
 /* Bytes of device memory the model allocated (rt_model_spec_memory's
  * total_bytes for its spec, batch and context). */
