@@ -83,8 +83,8 @@ rt_status prep_run_sql(prep *p, const char *path, const char *sql, char *err)
             char hint[400] = "";
             if (!strncmp(msg, "no such table: ", 15))
                 snprintf(hint, sizeof hint,
-                         " (is %.50s with a suffix " RT_CSV_SUFFIX_WORDS " or .parquet in %s?)",
-                         msg + 15, p->o->input_dir);
+                         " (is %.50s.csv in %s? or .tsv, either gzip'ed, or .parquet)", msg + 15,
+                         p->o->input_dir);
             const char *col = !strncmp(msg, "no such column: ", 16) ? msg + 16 : NULL;
             if (col && col[0] == 's' && col[1] >= '1' && col[1] <= '9' && strchr(col, '.'))
                 col = strchr(col, '.') + 1; /* --from's scripts: sK."name" */
