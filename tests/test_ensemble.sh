@@ -176,11 +176,14 @@ grep -q "the members' data set has no test rows: wrote .*validation_predictions.
   fail "an ensemble without test rows: $out"
 [ -s "$tmp/nt-e/ensemble.json" ] && [ -s "$tmp/nt-e/validation_predictions.csv" ] &&
   [ ! -e "$tmp/nt-e/submission.csv" ] || fail "an ensemble without test rows: $(ls "$tmp/nt-e")"
-zcat "$data/breastcancer.csv.gz" | head -41 | python3 -c '
-import csv, sys
-rows = list(csv.reader(sys.stdin))
+# (python reads the file itself: zcat | head under pipefail fails when head
+# exits before zcat has written all, SIGPIPE, now and then under load)
+python3 -c '
+import csv, gzip, sys
+rows = list(csv.reader(gzip.open(sys.argv[1], "rt")))[:41]
 drop = [rows[0].index("Class"), rows[0].index("is_test")]
-csv.writer(sys.stdout).writerows([v for i, v in enumerate(r) if i not in drop] for r in rows)' > "$tmp/new.csv"
+csv.writer(sys.stdout).writerows([v for i, v in enumerate(r) if i not in drop] for r in rows)' \
+  "$data/breastcancer.csv.gz" > "$tmp/new.csv"
 for m in nt-e nt-a/best.ckpt nt-b/best.ckpt; do
   timeout 60 "$rt" predict --model "$tmp/$m" --input "$tmp/new.csv" --sql "$tmp/nt-ds/score.sql" \
     --out "$tmp/${m%%/*}.pred" > /dev/null || fail "predict --model $m of new rows"
