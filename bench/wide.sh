@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # bench/wide.sh — wide tables: wall time and peak resident memory of
 # `ringtrain prep --from` (inference, script, shards), of training (an mlp,
-# np = 1, a few epochs) and of `ringtrain predict` over the held-out rows, for
-# tables of a growing number of columns and the same rows, so that growth in
-# the width shows (it should be linear).
+# np = 1, a few epochs), of `ringtrain predict` over the held-out rows, and
+# of scoring them as new rows (the label and test flag taken off) through
+# the dataset's score.sql, for tables of a growing number of columns and the
+# same rows, so that growth in the width shows (it should be linear).
 #
 #   bench/wide.sh [--rows N] [--epochs E] [COLUMNS...]
 #
@@ -39,8 +40,8 @@ measure() { # command...: sets secs, mib
 }
 echo "$rows rows, $epochs epochs of an mlp (256-128, batch 256, np = 1); $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo
-echo "| columns | CSV MiB | prep s | prep MiB | train s | train MiB | predict s | predict MiB | test accuracy |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| columns | CSV MiB | prep s | prep MiB | train s | train MiB | predict s | predict MiB | score.sql s | score.sql MiB | test accuracy |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for w in "${widths[@]}"; do
   d="$work/$w"
   mkdir -p "$d"
@@ -71,6 +72,12 @@ PY
   awk -F, 'NR > 1 && $2 == 1 { print $1 }' "$d/t.csv" > "$d/truth"
   measure "$build/bin/ringtrain" predict --model "$d/store/best.ckpt" --dataset "$d/ds" \
     --out "$d/pred.csv"
+  line="$line | $secs | $mib"
+  { head -1 "$d/t.csv"; awk -F, 'NR > 1 && $2 == 1' "$d/t.csv"; } | cut -d, -f3- > "$d/new.csv"
+  measure "$build/bin/ringtrain" predict --model "$d/store/best.ckpt" --input "$d/new.csv" \
+    --sql "$d/ds/score.sql" --out "$d/score.csv"
+  cmp -s <(cut -d, -f2- "$d/pred.csv") <(cut -d, -f2- "$d/score.csv") ||
+    { echo "bench/wide.sh: $w columns: score.sql's predictions are not predict --dataset's" >&2; exit 1; }
   acc=$(python3 - "$d/pred.csv" "$d/truth" <<'PY'
 import csv, sys
 pred = list(csv.DictReader(open(sys.argv[1])))
