@@ -168,6 +168,6 @@ int prep_name_block(const char *name, int k)
 
 int prep_name_blocks(size_t ncols)
 {
-    const size_t k = ncols / PREP_BLOCK_COLS + 2;
+    const size_t k = ncols / 1500 + 2;
     return k < PREP_MAX_BLOCKS ? (int)k : PREP_MAX_BLOCKS;
 }
