@@ -148,6 +148,7 @@ rt_status prep_from(prep *p, char *err)
         p->by_row[slot] = !prep_is_csv_input(paths[i]);
         st = !p->by_row[slot] ? prep_import_csv(p, paths[i], names[i], slot, err)
                               : prep_import_parquet(p, paths[i], names[i], slot, err);
+        p->wide_by_name = false; /* the training table's width decides, not the test file's */
         if (st == RT_OK && !o->quiet)
             fprintf(stderr, "prep: %-20s %9lld rows, table %s (%.1f s)\n", paths[i],
                     (long long)p->rep->rows_in[slot], names[i], rt_now_s() - t0);
