@@ -36,21 +36,28 @@ bool prep_decimal(const char *t, double *x)
     return isfinite(*x);
 }
 
+/* The length of the first of the n words at p that ends by end, or 0 */
+static size_t word_at(const char *p, const char *end, const char *const *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p < end && (size_t)(end - p) >= strlen(w[i]) && !strncmp(p, w[i], strlen(w[i])))
+            return strlen(w[i]);
+    return 0;
+}
+
 /* The length of the space at p (a blank, a no-break space U+00A0 or a
  * narrow one U+202F, as locales group thousands and set off a symbol), or 0 */
-static size_t space_at(const char *p)
+static size_t space_at(const char *p, const char *end)
 {
-    return *p == ' ' ? 1 : !strncmp(p, "\xC2\xA0", 2) ? 2 : !strncmp(p, "\xE2\x80\xAF", 3) ? 3 : 0;
+    static const char *const sp[] = {" ", "\xC2\xA0", "\xE2\x80\xAF"};
+    return word_at(p, end, sp, 3);
 }
 
 /* The length of the currency symbol at p ($ € £ ¥ ₹), or 0 */
-static size_t currency_at(const char *p)
+static size_t currency_at(const char *p, const char *end)
 {
     static const char *const sym[] = {"$", "\xE2\x82\xAC", "\xC2\xA3", "\xC2\xA5", "\xE2\x82\xB9"};
-    for (size_t i = 0; i < sizeof sym / sizeof *sym; i++)
-        if (!strncmp(p, sym[i], strlen(sym[i])))
-            return strlen(sym[i]);
-    return 0;
+    return word_at(p, end, sym, 5);
 }
 
 bool prep_formatted_number(const char *t, char point, double *x, unsigned *what)
@@ -73,11 +80,11 @@ bool prep_formatted_number(const char *t, char point, double *x, unsigned *what)
             neg = true;
             p++, end--;
         }
-        size_t k = currency_at(p);
+        size_t k = currency_at(p, end);
         if (k && !(w & PREP_NUM_CURRENCY)) {
             w |= PREP_NUM_CURRENCY;
             p += k;
-            p += space_at(p);
+            p += space_at(p, end);
         }
     }
     /* digits in groups of three after a separator, the first of one to three */
@@ -90,13 +97,13 @@ bool prep_formatted_number(const char *t, char point, double *x, unsigned *what)
             run++;
             continue;
         }
-        size_t sp = space_at(p);
+        size_t sp = space_at(p, end);
         const bool sep = *p == group || *p == '\'' || sp;
         if (!sep || run == 0 || run > 3 || (groups > 0 && run != 3))
             break;
         if (sp) { /* a space before the symbol or % ends the number */
             const char *q = p + sp;
-            if (!(*q >= '0' && *q <= '9'))
+            if (q >= end || !(*q >= '0' && *q <= '9'))
                 break;
             p += sp - 1;
         }
@@ -118,12 +125,12 @@ bool prep_formatted_number(const char *t, char point, double *x, unsigned *what)
         if (point == ',')
             w |= PREP_NUM_COMMA;
     }
-    p += space_at(p);
-    size_t k = currency_at(p);
+    p += space_at(p, end);
+    size_t k = currency_at(p, end);
     if (k && !(w & PREP_NUM_CURRENCY)) { /* 12,50 € */
         w |= PREP_NUM_CURRENCY;
         p += k;
-        p += space_at(p);
+        p += space_at(p, end);
     }
     double scale = 1;
     if (p < end && *p == '%') {

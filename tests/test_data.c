@@ -18,6 +18,7 @@
 #include "rt_dataset.h"
 #include "rt_endian.h"
 #include "rt_file.h"
+#include "prep_internal.h"
 #include "rt_prep.h"
 #include "rt_shard.h"
 #include "test_util.h"
@@ -135,6 +136,64 @@ static void test_csv_delimiter(void **state)
     assert_int_equal(rt_csv_suffix(".csv"), 0);
     assert_int_equal(rt_csv_suffix("a.parquet"), 0);
     assert_int_equal(rt_csv_suffix("a.tsv.bz2"), 0);
+}
+
+/* Numbers as a spreadsheet shows them: each spelling's value and what it
+ * had, or not a number at all. */
+static void test_formatted_numbers(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        char point;
+        double x; /* NAN: not a number */
+        unsigned what;
+    } cases[] = {
+        {"$2,317.00", '.', 2317, PREP_NUM_CURRENCY | PREP_NUM_GROUPS},
+        {"(1,234.50)", '.', -1234.5, PREP_NUM_GROUPS | PREP_NUM_PARENS},
+        {" $ (1,234.00) ", '.', -1234, PREP_NUM_CURRENCY | PREP_NUM_GROUPS | PREP_NUM_PARENS},
+        {"$5 ", '.', 5, PREP_NUM_CURRENCY},
+        {"-$5", '.', -5, PREP_NUM_CURRENCY},
+        {"$-5", '.', -5, PREP_NUM_CURRENCY},
+        {"15%", '.', 0.15, PREP_NUM_PERCENT},
+        {"45 %", ',', 0.45, PREP_NUM_PERCENT},
+        {"12,5 %", ',', 0.125, PREP_NUM_PERCENT | PREP_NUM_COMMA},
+        {"1.234,50 \xE2\x82\xAC", ',', 1234.5,
+         PREP_NUM_CURRENCY | PREP_NUM_GROUPS | PREP_NUM_COMMA},
+        {"1\xC2\xA0"
+         "234,5",
+         ',', 1234.5, PREP_NUM_GROUPS | PREP_NUM_COMMA},
+        {"3000,25", ',', 3000.25, PREP_NUM_COMMA},
+        {"1'234.5", '.', 1234.5, PREP_NUM_GROUPS},
+        {"\xC2\xA3"
+         "12",
+         '.', 12, PREP_NUM_CURRENCY},
+        {"1,234,567", '.', 1234567, PREP_NUM_GROUPS},
+        /* not numbers */
+        {"1,23", '.', NAN, 0},       /* a group of two */
+        {"1,5", '.', NAN, 0},        /* a decimal comma where the point is '.' */
+        {"1234,567.8", '.', NAN, 0}, /* a first group of four */
+        {"1.234.567", '.', NAN, 0},  /* points where they are the decimal mark */
+        {"5", '.', NAN, 0},          /* plain: prep_decimal's, not this */
+        {"$", '.', NAN, 0},
+        {"%", '.', NAN, 0},
+        {"()", '.', NAN, 0},
+        {"$$5", '.', NAN, 0},
+        {"5 $ %x", '.', NAN, 0},
+        {"12abc", '.', NAN, 0},
+        {"1.", ',', NAN, 0},
+        {"5,", ',', NAN, 0},
+        {"ab 12", '.', NAN, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        double x = 0;
+        unsigned what = 0;
+        const bool ok = prep_formatted_number(cases[i].text, cases[i].point, &x, &what);
+        if (ok != !isnan(cases[i].x) ||
+            (ok && (fabs(x - cases[i].x) > 1e-12 * fabs(cases[i].x) || what != cases[i].what)))
+            fail_msg("'%s' with point '%c': got %d %.17g what %u, wanted %.17g what %u",
+                     cases[i].text, cases[i].point, ok, x, what, cases[i].x, cases[i].what);
+    }
 }
 
 static void expect_error_n(const char *text, size_t len, const char *want)
@@ -582,17 +641,12 @@ static void test_dates(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_csv_quirks),
-        cmocka_unit_test(test_csv_bom),
-        cmocka_unit_test(test_csv_delimiter),
-        cmocka_unit_test(test_csv_errors),
-        cmocka_unit_test(test_csv_gzip),
-        cmocka_unit_test(test_shard_roundtrip),
-        cmocka_unit_test(test_shard_index),
-        cmocka_unit_test(test_shard_damage),
-        cmocka_unit_test(test_shard_crafted_sizes),
-        cmocka_unit_test(test_manifest),
-        cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_csv_quirks),      cmocka_unit_test(test_csv_bom),
+        cmocka_unit_test(test_csv_delimiter),   cmocka_unit_test(test_formatted_numbers),
+        cmocka_unit_test(test_csv_errors),      cmocka_unit_test(test_csv_gzip),
+        cmocka_unit_test(test_shard_roundtrip), cmocka_unit_test(test_shard_index),
+        cmocka_unit_test(test_shard_damage),    cmocka_unit_test(test_shard_crafted_sizes),
+        cmocka_unit_test(test_manifest),        cmocka_unit_test(test_dates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
