@@ -51,7 +51,7 @@ bool prep_dataset_name(const char *name, size_t most, const char *tail, char *ou
 /* A --from table wider than SQLite's 2000 columns is read as K blocks (t,
  * t__2, ...), each column in the one its name puts it, whatever a file's
  * width and order — its --test file's, the new rows' of its score.sql —
- * as its scripts say on a line PREP_NAME_BLOCKS K (prep_script_head):
+ * as its scripts say on a line PREP_NAME_BLOCKS K (prep_read_script):
  * block prep_name_block(name, K), from the FNV-1a hash of the name with
  * ASCII letters lower-cased (SQLite's matching); K =
  * prep_name_blocks(the training table's columns) = columns / 1500 + 2,
@@ -60,10 +60,10 @@ bool prep_dataset_name(const char *name, size_t most, const char *tail, char *ou
 #define PREP_NAME_BLOCKS "\n-- Input tables by column name: "
 int prep_name_block(const char *name, int k);
 int prep_name_blocks(size_t ncols);
-/* The head of a script: whether it is --from's score.sql (PREP_SCORE_MARK
- * first), and into how many blocks by name it reads its inputs (0: by
- * position). */
-bool prep_script_head(const char *path, int *name_blocks);
+/* A script file (*sql, malloc'ed) and what its head says: whether it is
+ * --from's score.sql (PREP_SCORE_MARK first), and into how many blocks by
+ * name it reads its inputs (0: by position). */
+rt_status prep_read_script(const char *path, char **sql, bool *score, int *name_blocks, char *err);
 
 /* What the script's meta table says. */
 typedef struct prep_meta {
@@ -223,10 +223,8 @@ rt_status prep_from(prep *p, char *err);
 /* prep_fold.c: --sql with --fold K/F: m->validation (added as rt_validation
  * where the script names none) made fold K of F of the training rows. */
 rt_status prep_fold(prep *p, prep_meta *m, char *err);
-/* rt_prep.c: run the SQL text (its statements in order; errors name path:line),
- * or the script file's. */
+/* rt_prep.c: run the SQL text (its statements in order; errors name path:line). */
 rt_status prep_run_sql(prep *p, const char *path, const char *sql, char *err);
-rt_status prep_run_script(prep *p, const char *path, char *err);
 /* The script's meta table read into m (checked: its tables exist, ...). */
 rt_status prep_read_meta(prep *p, prep_meta *m, char *err);
 /* The column names of the tables (ntables of them; *n of them), or NULL when

@@ -83,27 +83,31 @@ static rt_status load(prep *p, bool *scoring, char (*blocks)[64], int *nout, int
         *nout = st == RT_OK ? table_blocks(p->db, "input", blocks, PREP_MAX_BLOCKS) : 0;
         return st;
     }
-    const bool score = prep_script_head(o->sql_path, &p->name_blocks);
+    char *sql = NULL;
+    bool score;
+    rt_status st = prep_read_script(o->sql_path, &sql, &score, &p->name_blocks, err);
     /* a folder of tables, or one file: table input; for score.sql, a folder
      * of part files (Spark's) too, and a folder of one table (an S3 object
      * comes down as one) */
     struct stat sb;
     const bool dir = stat(o->input_dir, &sb) == 0 && S_ISDIR(sb.st_mode);
-    rt_status st = !dir || (score && one_table(o->input_dir)) ? import_one(p, o->input_dir, err)
-                                                              : prep_import_all(p, err);
+    if (st == RT_OK)
+        st = !dir || (score && one_table(o->input_dir)) ? import_one(p, o->input_dir, err)
+                                                        : prep_import_all(p, err);
     *scoring = st == RT_OK && score && p->rep->ntables == 1;
     if (*scoring && strcmp(p->rep->table[0], "input") != 0) {
-        char from[PREP_MAX_BLOCKS][64], to[80], q[160], qt[200], sql[400];
+        char from[PREP_MAX_BLOCKS][64], to[80], q[160], qt[200], alter[400];
         const int nb = table_blocks(p->db, p->rep->table[0], from, PREP_MAX_BLOCKS);
         for (int b = 0; b < nb; b++) {
             prep_block_name("input", b, to, sizeof to);
-            snprintf(sql, sizeof sql, "ALTER TABLE %s RENAME TO %s",
+            snprintf(alter, sizeof alter, "ALTER TABLE %s RENAME TO %s",
                      prep_ident(from[b], q, sizeof q), prep_ident(to, qt, sizeof qt));
-            sqlite3_exec(p->db, sql, NULL, NULL, NULL);
+            sqlite3_exec(p->db, alter, NULL, NULL, NULL);
         }
     }
     if (st == RT_OK)
-        st = prep_run_script(p, o->sql_path, err);
+        st = prep_run_sql(p, o->sql_path, sql, err);
+    free(sql);
     prep_meta m = {0};
     if (st == RT_OK)
         st = prep_read_meta(p, &m, err);

@@ -100,30 +100,22 @@ rt_status prep_run_sql(prep *p, const char *path, const char *sql, char *err)
     return st;
 }
 
-bool prep_script_head(const char *path, int *name_blocks)
+rt_status prep_read_script(const char *path, char **sql, bool *score, int *name_blocks, char *err)
 {
-    char head[8192] = {0}; /* the lines before the first statement */
-    FILE *f = fopen(path, "r");
-    const size_t n = f ? fread(head, 1, sizeof head - 1, f) : 0;
-    if (f)
-        fclose(f);
-    head[n] = '\0';
-    const char *k = strstr(head, PREP_NAME_BLOCKS);
-    *name_blocks = k ? atoi(k + strlen(PREP_NAME_BLOCKS)) : 0;
+    size_t len = 0;
+    *score = false;
+    *name_blocks = 0;
+    rt_status st = rt_read_file(path, 16u << 20, sql, &len, err);
+    if (st != RT_OK)
+        return st;
+    /* the head: the lines before the first statement, 8 KiB at most */
+    const size_t head = len < 8192 ? len : 8192, mlen = strlen(PREP_NAME_BLOCKS);
+    const char *k = memmem(*sql, head, PREP_NAME_BLOCKS, mlen);
+    *name_blocks = k && (size_t)(k - *sql) + mlen < len ? atoi(k + mlen) : 0;
     if (*name_blocks < 0 || *name_blocks > PREP_MAX_BLOCKS)
         *name_blocks = 0;
-    return !strncmp(head, PREP_SCORE_MARK, strlen(PREP_SCORE_MARK));
-}
-
-rt_status prep_run_script(prep *p, const char *path, char *err)
-{
-    char *sql = NULL;
-    size_t len = 0;
-    rt_status st = rt_read_file(path, 16u << 20, &sql, &len, err);
-    if (st == RT_OK)
-        st = prep_run_sql(p, path, sql, err);
-    free(sql);
-    return st;
+    *score = !strncmp(*sql, PREP_SCORE_MARK, strlen(PREP_SCORE_MARK));
+    return RT_OK;
 }
 
 /* A comma-separated list into *out (malloc'ed, grown as needed); false
@@ -526,11 +518,15 @@ rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
     if (st == RT_OK && o->train_parquet)
         st = prep_from(&p, err);
     else if (st == RT_OK) {
-        prep_script_head(o->sql_path, &p.name_blocks); /* --from's of a wide table: by name */
-        st = prep_import_all(&p, err);
+        char *sql = NULL; /* (--from's of a wide table reads its inputs by name) */
+        bool score;
+        st = prep_read_script(o->sql_path, &sql, &score, &p.name_blocks, err);
+        if (st == RT_OK)
+            st = prep_import_all(&p, err);
         double t1 = rt_now_s();
         if (st == RT_OK)
-            st = prep_run_script(&p, o->sql_path, err);
+            st = prep_run_sql(&p, o->sql_path, sql, err);
+        free(sql);
         if (st == RT_OK && !o->quiet)
             fprintf(stderr, "prep: %s ran in %.1f s\n", o->sql_path, rt_now_s() - t1);
     }
