@@ -184,6 +184,30 @@ static bool add_out(outc **v, int *n, int *cap, const plan_col *c, const char *w
     return true;
 }
 
+/* The source tables a table is read as: a wide table's blocks by name */
+static int src_blocks(const prep_plan *pl) { return pl->name_blocks ? pl->name_blocks : 1; }
+
+/* Column c's feature outputs (none for a role that has none) */
+static bool add_features(outc **v, int *n, int *cap, const plan_col *c)
+{
+    switch (c->role) {
+    case PREP_CAT:
+    case PREP_CAT_INT:
+        return add_out(v, n, cap, c, "", "", 1);
+    case PREP_CONT:
+        return add_out(v, n, cap, c, "", "", 2) &&
+               (!c->impute || add_out(v, n, cap, c, "na", "__na", 1));
+    case PREP_DATE:
+        return add_out(v, n, cap, c, "year", "__year", 2) &&
+               add_out(v, n, cap, c, "month", "__month", 1) &&
+               add_out(v, n, cap, c, "day", "__day", 2) &&
+               add_out(v, n, cap, c, "weekday", "__weekday", 1) &&
+               add_out(v, n, cap, c, "days", "__days", 2);
+    default:
+        return true;
+    }
+}
+
 /* The outputs of the plan: specials first (block 1), then the features,
  * those of the first source block first (a wide table's blocks by name
  * hold columns from all over the table: an output block of columns in the
@@ -209,30 +233,10 @@ static outc *outputs(const prep_plan *pl, int *n, int *nspecial)
         if (pl->c[i].keep_date)
             ok = add_out(&v, n, &cap, &pl->c[i], "date", "", 0);
     *nspecial = *n;
-    for (size_t j = 0; ok && j < pl->ncols * (size_t)(pl->name_blocks ? pl->name_blocks : 1); j++) {
-        const plan_col *c = &pl->c[j % pl->ncols];
-        if (c->block != (int)(j / pl->ncols))
-            continue;
-        switch (c->role) {
-        case PREP_CAT:
-        case PREP_CAT_INT:
-            ok = add_out(&v, n, &cap, c, "", "", 1);
-            break;
-        case PREP_CONT:
-            ok = add_out(&v, n, &cap, c, "", "", 2) &&
-                 (!c->impute || add_out(&v, n, &cap, c, "na", "__na", 1));
-            break;
-        case PREP_DATE:
-            ok = add_out(&v, n, &cap, c, "year", "__year", 2) &&
-                 add_out(&v, n, &cap, c, "month", "__month", 1) &&
-                 add_out(&v, n, &cap, c, "day", "__day", 2) &&
-                 add_out(&v, n, &cap, c, "weekday", "__weekday", 1) &&
-                 add_out(&v, n, &cap, c, "days", "__days", 2);
-            break;
-        default:
-            break;
-        }
-    }
+    for (int b = 0; ok && b < src_blocks(pl); b++)
+        for (size_t i = 0; ok && i < pl->ncols; i++)
+            if (pl->c[i].block == b)
+                ok = add_features(&v, n, &cap, &pl->c[i]);
     if (!ok) {
         free(v);
         return NULL;
@@ -245,7 +249,7 @@ static outc *outputs(const prep_plan *pl, int *n, int *nspecial)
  * _line, into table name.  A --test file's rows (test) have no label,
  * weight, validation column or test flag. */
 static void put_rows(sbuf *b, const char *name, const outc *v, int lo, int hi, bool first,
-                     int nspecial, const char *src, int nsrc, bool test, const prep_plan *pl)
+                     int nspecial, const char *src, bool test, const prep_plan *pl)
 {
     bool need[PREP_MAX_BLOCKS] = {false};
     char id[140], bn[80];
@@ -268,6 +272,7 @@ static void put_rows(sbuf *b, const char *name, const outc *v, int lo, int hi, b
         need[v[k].c->block] = true;
     }
     int base = -1;
+    const int nsrc = src_blocks(pl);
     for (int s = 0; s < nsrc; s++)
         if (need[s] && base < 0)
             base = s;
@@ -444,7 +449,7 @@ rt_status prep_plan_name(prep_plan *pl, char *err)
     return RT_OK;
 }
 
-/* A wide table's head lines: its inputs' blocks by name (prep_script_head
+/* A wide table's head lines: its inputs' blocks by name (prep_read_script
  * reads the first), for the table in and its rows out. */
 static void put_name_blocks(sbuf *b, const prep_plan *pl, int n)
 {
@@ -488,13 +493,12 @@ char *prep_script(const prep_plan *pl, const rt_prep_opts *o, const char *table,
     int lo[PREP_MAX_BLOCKS + 1];
     const int nb = out_blocks(n, nsp, lo);
     const char *srcs[2] = {table, test_table};
-    const int nsrc = pl->name_blocks ? pl->name_blocks : 1;
     const char *stems[2] = {"rt_rows", "rt_test_rows"};
     for (int t = 0; t < 2 && srcs[t]; t++)
         for (int k = 0; k < nb; k++) {
             char name[80];
             prep_block_name(stems[t], k, name, sizeof name);
-            put_rows(&b, name, v, lo[k], lo[k + 1], k == 0, nsp, srcs[t], nsrc, t == 1, pl);
+            put_rows(&b, name, v, lo[k], lo[k + 1], k == 0, nsp, srcs[t], t == 1, pl);
         }
     /* training and test rows */
     const char *where_train = pl->test_flag >= 0 ? " WHERE rt_test = 0" : "";
@@ -589,8 +593,7 @@ char *prep_score_script(const prep_plan *pl, const char *commands)
     for (int k = 0; k < nb; k++) {
         char name[80];
         prep_block_name("rt_score", k, name, sizeof name);
-        put_rows(&b, name, v, lo[k], lo[k + 1], k == 0, nsp, "input",
-                 pl->name_blocks ? pl->name_blocks : 1, true, pl);
+        put_rows(&b, name, v, lo[k], lo[k + 1], k == 0, nsp, "input", true, pl);
     }
     put_meta_head(&b, "rt_score", "rt_score", nb, pl);
     return put_meta_end(&b, v, n);
