@@ -201,7 +201,7 @@ static void stats_text(col_stats *c, const char *t, size_t len, bool decimal_com
         return;
     }
     unsigned what; /* $1,234.50, 45%; 1,5 and 1.234,5 where ';' separates */
-    if (len < 64 && prep_formatted_number(t, decimal_comma ? ',' : '.', &x, &what)) {
+    if (prep_formatted_number(t, decimal_comma ? ',' : '.', &x, &what)) {
         c->format |= what;
         add_number(c, x == floor(x), x);
         return;

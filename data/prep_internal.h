@@ -97,7 +97,8 @@ void prep_stats_decimal_comma(prep_stats *s, bool on);
  * as SQLite reads one), and one as a spreadsheet shows it — $1,234.50,
  * 12,50 €, 1.234,5 (point ','), 45% (0.45), (1,234.00) (negative), 1'234 —
  * with `point` the decimal mark ('.' or ','; groups by the other, a space
- * or '\''); *what says which of these it had (PREP_NUM_*, never 0). */
+ * or '\''; under 64 bytes); *what says which of these it had (PREP_NUM_*,
+ * never 0). */
 enum {
     PREP_NUM_CURRENCY = 1,
     PREP_NUM_GROUPS = 2,

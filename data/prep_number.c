@@ -63,7 +63,10 @@ static size_t currency_at(const char *p, const char *end)
 bool prep_formatted_number(const char *t, char point, double *x, unsigned *what)
 {
     const char group = point == ',' ? '.' : ',';
-    const char *p = t, *end = t + strlen(t);
+    const size_t len = strlen(t);
+    if (len >= 64) /* no amount a sheet shows is that long */
+        return false;
+    const char *p = t, *end = t + len;
     while (*p == ' ') /* an accountant's format pads with blanks */
         p++;
     while (end > p && end[-1] == ' ')

@@ -58,7 +58,7 @@ static void fn_number(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     const char *pt = (const char *)sqlite3_value_text(argv[1]);
     double x;
     unsigned what;
-    if (s && !prep_decimal(s, &x) && pt && strlen(s) < 64 &&
+    if (s && !prep_decimal(s, &x) && pt &&
         prep_formatted_number(s, pt[0] == ',' ? ',' : '.', &x, &what))
         sqlite3_result_double(ctx, x);
     else
