@@ -384,7 +384,8 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_F("train", "learning_rate", "1e-4", 0, 10, rt_job_cfg, learning_rate,
              "the optimizer's step size (one_cycle: its peak)"),
     RT_CFG_F("train", "weight_decay", "0", 0, 10, rt_job_cfg, weight_decay,
-             "adamw: decoupled weight decay; sgd: added to the gradient; only on dense "
+             "adamw: decoupled weight decay; adam and sgd: added to the gradient "
+             "(torch.optim.Adam's and SGD's weight_decay); only on dense "
              "kernels (not biases, norms, embeddings, tokens: rtdl's no_decay groups)"),
     RT_CFG_F("train", "momentum", "0", 0, 0.9999, rt_job_cfg, momentum, "sgd: momentum"),
     RT_CFG_B("train", "nesterov", "false", rt_job_cfg, nesterov, "sgd: Nesterov momentum"),

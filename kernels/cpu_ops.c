@@ -254,7 +254,10 @@ void rt_cpu_optim(rt_kctx *ctx, float *p, const float *g, float *m, float *v, in
         const int64_t lo = segs[s].off, len = segs[s].len;
         RT_ASSERT(lo == covered && lo + len <= n);
         covered = lo + len;
-        const float l2x2 = 2.0f * segs[s].l2;
+        /* adam: weight_decay joins the L2 in the gradient (torch.optim.Adam's
+         * weight_decay), on the decay segments only (rt_cpu_optim_seg's set) */
+        const float l2x2 = 2.0f * segs[s].l2 +
+                           (hp.kind == RT_OPTIM_ADAM && segs[s].decay ? hp.weight_decay : 0.0f);
         /* chunks of 16K elements: enough work per thread, cache-sized */
         const int64_t chunk = 16384, nchunks = (len + chunk - 1) / chunk;
 #pragma omp parallel for schedule(static) num_threads(ctx->threads) if (len > PAR_MIN)

@@ -530,7 +530,9 @@ __global__ void __launch_bounds__(T256) k_adam(float *p, const float *g, float *
     __shared__ int64_t s_t;
     for (int i = threadIdx.x; i < nseg; i += blockDim.x) {
         s_end[i] = segs[i].off + segs[i].len;
-        s_l2x2[i] = 2.0f * segs[i].l2;
+        /* adam: weight_decay in the gradient, as the CPU's (cpu_ops.c) */
+        s_l2x2[i] = 2.0f * segs[i].l2 +
+                    (hp.kind == RT_OPTIM_ADAM && segs[i].decay ? hp.weight_decay : 0.0f);
         s_decay[i] = segs[i].decay;
     }
     if (threadIdx.x == 0) {

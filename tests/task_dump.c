@@ -156,6 +156,8 @@ int main(int argc, char **argv)
     dump_optim(ctx, RT_OPTIM_ADAM, 0.01f, 1e-8f, 0, 0, 0, 0, 0, true);
     dump_optim(ctx, RT_OPTIM_ADAM, 0.01f, 1e-8f, 0, 0, 0, 0, 1e-2f, true);
     dump_optim(ctx, RT_OPTIM_ADAM, 0.01f, 1e-3f, 0, 0, 0, 0, 0, true); /* Keras' eps */
+    dump_optim(ctx, RT_OPTIM_ADAM, 0.01f, 1e-8f, 0.05f, 0, 0, 0, 0, true); /* Adam's wd */
+    dump_optim(ctx, RT_OPTIM_ADAM, 0.01f, 1e-8f, 0.05f, 0, 0, 0, 1e-2f, true);
     dump_optim(ctx, RT_OPTIM_ADAMW, 0.01f, 1e-8f, 0.05f, 0, 0, 0, 0, true);
     dump_optim(ctx, RT_OPTIM_ADAMW, 0.01f, 1e-8f, 0.05f, 0, 0, 1.5f, 0, true);
     dump_optim(ctx, RT_OPTIM_SGD, 0.05f, 0, 0, 0, 0, 0, 0, true);

@@ -110,7 +110,7 @@ def keras_adam(c):
     m, v = torch.zeros_like(p), torch.zeros_like(p)
     out = []
     for t, st in enumerate(c["steps"], 1):
-        g = t64(st["g"]) * c["grad_scale"] + 2 * c["l2"] * p * decay_mask(c, p)
+        g = t64(st["g"]) * c["grad_scale"] + (2 * c["l2"] + c["weight_decay"]) * p * decay_mask(c, p)
         m = 0.9 * m + 0.1 * g
         v = 0.999 * v + 0.001 * g * g
         p = p - c["lr"] * math.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (v.sqrt() + c["eps"])
@@ -133,8 +133,8 @@ def torch_optim(c):
     params = [torch.nn.Parameter(p0[lo:hi].clone()) for lo, hi in bounds]
     decay = [params[0], params[2]]
     kind = c["optimizer"]
-    if kind == "adam":  # Keras' L2 (grad += 2 l2 p) is Adam's weight_decay = 2 l2
-        groups = [{"params": decay, "weight_decay": 2 * c["l2"]},
+    if kind == "adam":  # Keras' L2 (grad += 2 l2 p) and weight_decay wd: Adam's 2 l2 + wd
+        groups = [{"params": decay, "weight_decay": 2 * c["l2"] + c["weight_decay"]},
                   {"params": [params[1]], "weight_decay": 0.0}]
         opt = torch.optim.Adam(groups, lr=c["lr"], betas=(0.9, 0.999), eps=c["eps"])
     elif kind == "adamw":

@@ -456,7 +456,7 @@ typedef struct rt_adam_hp {
     float lr, beta1, beta2, eps;
     float grad_scale;    /* applied to g first: 1/world for averaged gradients */
     int32_t kind;        /* rt_optim */
-    float weight_decay;  /* adamw: decoupled; sgd: added to the gradient (decay segments) */
+    float weight_decay;  /* adamw: decoupled; adam, sgd: added to the gradient (decay segments) */
     float momentum;      /* sgd */
     int32_t nesterov;    /* sgd */
     float clip_norm;     /* > 0: the global gradient norm (after grad_scale) clipped to it */
@@ -468,7 +468,8 @@ typedef struct rt_adam_hp {
  *   t = *step + 1;  g' = g * grad_scale * clip + 2*l2*p, where clip = 1, or
  *     with clip_norm > 0 min(1, clip_norm / (sqrt(*gsq) * grad_scale + 1e-6))
  *     (PyTorch's clip_grad_norm_; *gsq from rt_k_sqnorm of the same g)
- *   adam  (Keras/TF2): m = b1*m + (1-b1)*g';  v = b2*v + (1-b2)*g'^2;
+ *   adam  (Keras/TF2): g' += wd*p (decay segments: torch.optim.Adam's
+ *         weight_decay); m = b1*m + (1-b1)*g';  v = b2*v + (1-b2)*g'^2;
  *         p -= lr * sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + eps)
  *   adamw (PyTorch's AdamW): p *= 1 - lr*wd (decay segments); m, v as adam;
  *         p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)
