@@ -14,6 +14,7 @@
 #include "rt_json.h"
 #include "rt_s3.h"
 #include "rt_schemas.h"
+#include "rt_sweep.h"
 
 /* Who submits: the login name of this process's user. */
 static const char *submitter(void)
@@ -23,6 +24,22 @@ static const char *submitter(void)
         return pw->pw_name;
     const char *u = getenv("USER");
     return u && *u ? u : "?";
+}
+
+/* A sweep of no space.* line searches its family's default space (asha,
+ * random; a grid was refused): the keys, before anything is submitted. */
+static void default_space_note(const rt_job_cfg *j, const char *what)
+{
+    rt_sweep_default d[RT_SWEEP_MAX_DIMS];
+    int n = rt_sweep_default_space(j, d, RT_SWEEP_MAX_DIMS);
+    char *arch = rt_cfg_value_text(&rt_job_schema, j, "model", "architecture");
+    fprintf(stderr,
+            "ringtrain: %s has no [sweep] space.* line: its trials search %s's default space "
+            "(docs/sweeps.md):\n",
+            what, arch ? arch : "the family");
+    free(arch);
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "  space.%s = %s\n", d[i].key, d[i].dist);
 }
 
 /* What every submission holds but its argv, env and cwd: who submits and
@@ -155,6 +172,8 @@ int cli_job_load(const cli_args *a, const char *np, const char *nothing, rt_job_
         free(lines);
         return 2;
     }
+    if (j.type == RT_JOB_SWEEP && j.space.n == 0)
+        default_space_note(&j, file ? file : "the job given by --set");
     int rc = cli_check_job_model(a, &j, &origin);
     /* a sweep's trials resume from their stores' checkpoints (after a lost
      * agent): an earlier sweep's stores there would be resumed instead */

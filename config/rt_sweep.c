@@ -116,40 +116,76 @@ void rt_sweep_space_free(rt_sweep_space *sp)
     memset(sp, 0, sizeof *sp);
 }
 
-/* "file:line" of map entry i (or "--set sweep.NAME") */
-static const char *entry_where(const rt_cfg_origin *o, const rt_cfgmap *m, size_t i, char *buf,
-                               size_t len)
+/* "file:line" of space.KEY set on line (or "--set sweep.space.KEY", or the
+ * default space) */
+static const char *entry_where(const rt_cfg_origin *o, const rt_job_cfg *c, int line,
+                               const char *key, char *buf, size_t len)
 {
-    if (m->lines[i] == RT_CFG_LINE_SET)
-        snprintf(buf, len, "--set sweep.%s", m->names[i]);
-    else if (m->lines[i] > 0)
-        snprintf(buf, len, "%s:%d", o->fname, m->lines[i]);
+    if (line == RT_CFG_LINE_SET)
+        snprintf(buf, len, "--set sweep.space.%s", key);
+    else if (line == RT_SWEEP_LINE_DEFAULT) {
+        char *arch = rt_cfg_value_text(&rt_job_schema, c, "model", "architecture");
+        snprintf(buf, len, "%s: %s's default space (no space.* line; docs/sweeps.md)", o->fname,
+                 arch ? arch : "the family");
+        free(arch);
+    } else if (line > 0)
+        snprintf(buf, len, "%s:%d", o->fname, line);
     else
         snprintf(buf, len, "%s", o->fname);
     return buf;
+}
+
+/* One space.* entry: "space.SECTION.KEY" and its distribution's text */
+typedef struct sp_entry {
+    char name[220];
+    const char *dist;
+    int line;
+} sp_entry;
+
+/* The file's space.* entries, or (none, not a grid) the default space's */
+static int space_entries(const rt_job_cfg *c, sp_entry *e)
+{
+    const rt_cfgmap *m = &c->space;
+    for (size_t i = 0; i < m->n; i++) {
+        snprintf(e[i].name, sizeof e[i].name, "%s", m->names[i]);
+        e[i].dist = m->values[i];
+        e[i].line = m->lines[i];
+    }
+    if (m->n > 0 || c->sweep_scheduler == RT_SWEEP_GRID)
+        return (int)m->n;
+    rt_sweep_default d[RT_SWEEP_MAX_DIMS];
+    int n = rt_sweep_default_space(c, d, RT_SWEEP_MAX_DIMS);
+    for (int i = 0; i < n; i++) {
+        snprintf(e[i].name, sizeof e[i].name, "space.%s", d[i].key);
+        e[i].dist = d[i].dist;
+        e[i].line = RT_SWEEP_LINE_DEFAULT;
+    }
+    return n;
 }
 
 rt_status rt_sweep_space_parse(const rt_job_cfg *c, const rt_cfg_origin *o, rt_sweep_space *sp,
                                rt_cfg_errors *errs)
 {
     memset(sp, 0, sizeof *sp);
-    const rt_cfgmap *m = &c->space;
     rt_status st = RT_OK;
-    if (m->n > RT_SWEEP_MAX_DIMS) {
-        rt_cfg_errors_add(errs, "%s: [sweep]: %zu space.* keys, more than %d", o->fname, m->n,
+    if (c->space.n > RT_SWEEP_MAX_DIMS) {
+        rt_cfg_errors_add(errs, "%s: [sweep]: %zu space.* keys, more than %d", o->fname, c->space.n,
                           RT_SWEEP_MAX_DIMS);
         return RT_ERR_INVALID;
     }
-    if (!(sp->d = calloc(m->n ? m->n : 1, sizeof *sp->d))) {
+    sp_entry *e = calloc(RT_SWEEP_MAX_DIMS, sizeof *e);
+    if (!e || !(sp->d = calloc(RT_SWEEP_MAX_DIMS, sizeof *sp->d))) {
+        free(e);
         rt_cfg_errors_add(errs, "%s: out of memory", o->fname);
         return RT_ERR_NOMEM;
     }
-    for (size_t i = 0; i < m->n; i++) {
+    const int n = space_entries(c, e);
+    for (int i = 0; i < n; i++) {
         rt_sweep_dim *d = &sp->d[sp->n++];
-        char at[300], why[512] = "";
-        const char *key = m->names[i] + strlen("space.");
+        char at[600], why[512] = "";
+        const char *key = e[i].name + strlen("space.");
         snprintf(d->key, sizeof d->key, "%s", key);
-        d->line = m->lines[i];
+        d->line = e[i].line;
         char sec[64] = "";
         const char *dot = strchr(key, '.');
         const rt_cfg_key *k = NULL;
@@ -164,7 +200,7 @@ rt_status rt_sweep_space_parse(const rt_job_cfg *c, const rt_cfg_origin *o, rt_s
             snprintf(why, sizeof why, "[%s] keys are the sweep's own, not searched", sec);
         else if (!strcmp(key, "output.store"))
             snprintf(why, sizeof why, "each trial's store is STORE/trial-N");
-        else if (parse_dist(m->values[i], d, why, sizeof why)) {
+        else if (parse_dist(e[i].dist, d, why, sizeof why)) {
             d->integer = k->type == RT_CFG_INT;
             /* a list key takes one number as its one item (dropout = 0.2) */
             bool number =
@@ -176,11 +212,12 @@ rt_status rt_sweep_space_parse(const rt_job_cfg *c, const rt_cfg_origin *o, rt_s
                          key);
         }
         if (why[0]) {
-            rt_cfg_errors_add(errs, "%s: [sweep] %s: %s", entry_where(o, m, i, at, sizeof at),
-                              m->names[i], why);
+            rt_cfg_errors_add(errs, "%s: [sweep] %s: %s",
+                              entry_where(o, c, e[i].line, key, at, sizeof at), e[i].name, why);
             st = RT_ERR_INVALID;
         }
     }
+    free(e);
     if (st != RT_OK)
         rt_sweep_space_free(sp);
     return st;
@@ -349,15 +386,17 @@ static bool value_fits(const rt_job_cfg *c, const rt_sweep_space *sp, int i, con
 rt_status rt_sweep_validate(const rt_job_cfg *c, const rt_cfg_origin *o, rt_cfg_errors *errs)
 {
     rt_sweep_space sp;
-    char at[300];
+    char at[600];
     if (rt_sweep_space_parse(c, o, &sp, errs) != RT_OK)
         return RT_ERR_INVALID;
     rt_status st = RT_OK;
     const char *where = rt_cfg_where(&rt_job_schema, o, "sweep", "trials", at, sizeof at);
-    if (sp.n == 0) {
+    if (sp.n == 0) { /* a grid (asha and random have a default space) */
         rt_cfg_errors_add(errs,
-                          "%s: [sweep]: no space.SECTION.KEY line: a sweep searches at "
-                          "least one key (space.train.learning_rate = loguniform(1e-4, 3e-3))",
+                          "%s: [sweep]: no space.SECTION.KEY line: a grid tries every "
+                          "combination of the choice() keys it is given (space.train.batch_size "
+                          "= choice(64 | 128)); asha and random search the family's default "
+                          "space without one",
                           o->fname);
         st = RT_ERR_INVALID;
     }
@@ -367,7 +406,8 @@ rt_status rt_sweep_validate(const rt_job_cfg *c, const rt_cfg_origin *o, rt_cfg_
                 rt_cfg_errors_add(errs,
                                   "%s: [sweep] space.%s: a grid takes choice(a | b) keys "
                                   "only (or scheduler = random)",
-                                  entry_where(o, &c->space, (size_t)i, at, sizeof at), sp.d[i].key);
+                                  entry_where(o, c, sp.d[i].line, sp.d[i].key, at, sizeof at),
+                                  sp.d[i].key);
                 st = RT_ERR_INVALID;
             }
         int64_t g = grid_size(&sp);
@@ -419,7 +459,7 @@ rt_status rt_sweep_validate(const rt_job_cfg *c, const rt_cfg_origin *o, rt_cfg_
                 snprintf(v, sizeof v, "%.17g", k == 0 ? d->lo : d->hi);
             if (!value_fits(c, &sp, i, v, why, sizeof why)) {
                 rt_cfg_errors_add(errs, "%s: [sweep] space.%s: %s %s: %s",
-                                  entry_where(o, &c->space, (size_t)i, at, sizeof at), d->key,
+                                  entry_where(o, c, d->line, d->key, at, sizeof at), d->key,
                                   d->kind == RT_SP_CHOICE ? "the choice"
                                   : k == 0                ? "the lower bound"
                                                           : "the upper bound",

@@ -12,7 +12,8 @@
  *     holds an earlier sweep;
  *   - a time budget stops the running trials and cancels the rest, and the
  *     results come from the trials that ran;
- *   - on a dataset without test rows the results hold no predictions. */
+ *   - on a dataset without test rows the results hold no predictions;
+ *   - a sweep given by --set alone searches its family's default space. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -313,6 +314,77 @@ static void test_no_test_rows(void **state)
     CHECK(!exists(best, "submission.csv"));
 }
 
+/* A sweep given by --set alone on the table prep --from made (the README's
+ * one command): no space.* line, so its trials search mlp's default space
+ * — said before submitting, each trial's values those keys', within their
+ * ranges, trained with AdamW — and the sweep writes its best/. */
+static void test_default_space(void **state)
+{
+    (void)state;
+    char *out = NULL, store[400], dsset[440], stset[440];
+    snprintf(store, sizeof store, "%s/default", C.dir);
+    snprintf(dsset, sizeof dsset, "data.dataset=%s", ds_dir);
+    snprintf(stset, sizeof stset, "output.store=%s", store);
+    const char *args[] = {"submit",
+                          "--np",
+                          "1",
+                          "--set",
+                          "job.type=sweep",
+                          "--set",
+                          "sweep.trials=4",
+                          "--set",
+                          "sweep.parallel=2",
+                          "--set",
+                          dsset,
+                          "--set",
+                          stset,
+                          "--set",
+                          "model.architecture=mlp",
+                          "--set",
+                          "model.threads=1",
+                          "--set",
+                          "train.epochs=3",
+                          "--set",
+                          "train.monitor=val_accuracy",
+                          NULL};
+    CHECK(cl_cli(&C, &out, 30, args) == 0);
+    CHECK(out && strstr(out, "has no [sweep] space.* line: its trials search mlp's default "
+                             "space (docs/sweeps.md):\n  space.model.hidden = choice("));
+    const char *sub = out ? strstr(out, "submitted job ") : NULL;
+    const long long id = sub ? atoll(sub + strlen("submitted job ")) : 0;
+    free(out);
+    CHECK(id > 0);
+    rt_json *d = cl_wait_job(&C, id, "succeeded", 180000);
+    if (!d || strcmp(cl_job_state(d), "succeeded") != 0)
+        fprintf(stderr, "the default-space sweep: %s\n",
+                d ? rt_json_str(rt_json_get(rt_json_get(d, "job"), "reason"), "") : "no answer");
+    CHECK(d && !strcmp(cl_job_state(d), "succeeded"));
+    const rt_json *ts = rt_json_get(rt_json_get(d, "sweep"), "trial_list");
+    CHECK(rt_json_len(ts) == 4);
+    for (size_t i = 0; i < rt_json_len(ts); i++) {
+        const rt_json *p = rt_json_get(rt_json_at(ts, i), "params");
+        const char *lr = rt_json_str(rt_json_get(p, "train.learning_rate"), "");
+        const char *drop = rt_json_str(rt_json_get(p, "model.dropout"), "");
+        CHECK(atof(lr) >= 1e-5 && atof(lr) <= 1e-2 && atof(drop) >= 0 && atof(drop) <= 0.5);
+        CHECK(rt_json_str(rt_json_get(p, "model.hidden"), NULL) != NULL);
+        CHECK(rt_json_str(rt_json_get(p, "train.weight_decay"), NULL) != NULL);
+        CHECK(!strcmp(rt_json_str(rt_json_get(p, "train.optimizer"), ""), "adamw"));
+    }
+    rt_json_free(d);
+    char best[420];
+    snprintf(best, sizeof best, "%s/best", store);
+    CHECK(exists(best, "best.ckpt") && exists(best, "best.ini"));
+    snprintf(best, sizeof best, "%s/best/best.ini", store);
+    FILE *f = fopen(best, "r");
+    char line[512];
+    bool adamw = false;
+    while (f && fgets(line, sizeof line, f))
+        adamw |= !strcmp(line, "optimizer = adamw\n");
+    if (f)
+        fclose(f);
+    CHECK(adamw);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -321,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_store_reuse_refused),
         cmocka_unit_test(test_time_budget),
         cmocka_unit_test(test_no_test_rows),
+        cmocka_unit_test(test_default_space),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -2,7 +2,7 @@
  * keys with their lines, each distribution's checks, every bound and
  * choice through the job schema (messages naming file:line and key), and
  * the sampling: reproducible, within bounds, a function of (seed, trial,
- * key), the grid in order. */
+ * key), the grid in order; the families' default spaces. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,7 +45,7 @@ static void refused(const char *tail, const char *want)
 static void test_space_checks(void **state)
 {
     (void)state;
-    refused("trials = 4\n", "s.ini: [sweep]: no space.SECTION.KEY line");
+    refused("scheduler = grid\n", "s.ini: [sweep]: no space.SECTION.KEY line: a grid tries");
     refused("space.train.learning_rate = uniform(1, 1e-3)\ntrials = 4\n",
             "s.ini:12: [sweep] space.train.learning_rate: uniform(1, 0.001): lo must be below hi");
     refused("trials = 4\nspace.train.learning_rate = loguniform(0, 1)\n",
@@ -219,12 +219,120 @@ static void test_grid(void **state)
     rt_cfg_free(&rt_job_schema, &j);
 }
 
+/* A sweep of FAMILY with [model] lines model (after architecture) and no
+ * space.* line: RT_OK or the messages */
+static rt_status load_family(const char *family, const char *model, rt_job_cfg *j, char *msgs,
+                             size_t len)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "[job]\ntype = sweep\n[data]\ndataset = /d\n[model]\narchitecture = %s\n%s"
+             "[train]\nepochs = 27\n[output]\nstore = /s\n[sweep]\ntrials = 40\n",
+             family, model);
+    rt_cfg_errors e = {0};
+    rt_status st = rt_cfg_load_string(&rt_job_schema, text, strlen(text), "s.ini", NULL, j, &e);
+    rt_cfg_errors_join(&e, msgs, len);
+    rt_cfg_errors_free(&e);
+    return st;
+}
+
+/* No space.* line: the family's default space (and its numeric
+ * embedding's), every trial's values through the job schema; a space of
+ * the file's own replaces it whole; a default that the file's other keys
+ * refuse is named as the default space's. */
+static void test_default_space(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *family, *model;
+        int n;             /* keys searched */
+        const char *has;   /* one of them */
+        const char *hasnt; /* a key it must not search, or NULL */
+    } cases[] = {
+        {"mlp", "", 5, "model.hidden", "model.d_embedding"},
+        {"resnet", "", 8, "model.hidden_multiplier", NULL},
+        {"dcn2", "", 8, "model.cross_layers", NULL},
+        {"ft_transformer", "", 9, "model.d_token", NULL},
+        {"tabm", "", 6, "train.optimizer", NULL},
+        {"rossmann", "", 3, "model.l2", "train.optimizer"},
+        {"tabm", "numeric_embedding = piecewise_linear\n", 8, "model.bins", NULL},
+        {"mlp", "numeric_embedding = periodic\n", 8, "model.frequency_scale", NULL},
+        {"resnet", "numeric_embedding = linear\n", 9, "model.d_embedding", NULL},
+        {"ft_transformer", "numeric_embedding = periodic\n", 11, "model.frequencies",
+         "model.d_embedding"},
+        {"ft_transformer", "numeric_embedding = linear\n", 9, "model.d_token", "model.d_embedding"},
+        /* a job on sgd keeps it */
+        {"tabm", "[train]\noptimizer = sgd\n[model]\n", 5, "model.width", "train.optimizer"},
+    };
+    rt_cfg_origin o = {"s.ini", NULL};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        rt_job_cfg j;
+        char msgs[4096];
+        if (load_family(cases[c].family, cases[c].model, &j, msgs, sizeof msgs) != RT_OK)
+            fail_msg("%s %s: %s", cases[c].family, cases[c].model, msgs);
+        rt_cfg_errors e = {0};
+        rt_sweep_space sp;
+        assert_int_equal(rt_sweep_space_parse(&j, &o, &sp, &e), RT_OK);
+        if (sp.n != cases[c].n)
+            fail_msg("%s %s: %d keys, expected %d", cases[c].family, cases[c].model, sp.n,
+                     cases[c].n);
+        bool has = false;
+        for (int i = 0; i < sp.n; i++) {
+            assert_int_equal(sp.d[i].line, RT_SWEEP_LINE_DEFAULT);
+            has |= !strcmp(sp.d[i].key, cases[c].has);
+            assert_false(cases[c].hasnt && !strcmp(sp.d[i].key, cases[c].hasnt));
+        }
+        assert_true(has);
+        /* 40 trials' values, each job valid for the family */
+        char(*v)[RT_SWEEP_VALUE_MAX] = calloc((size_t)sp.n, sizeof *v);
+        for (int t = 0; t < 40; t++) {
+            rt_sweep_sample(&j, &sp, t, v);
+            char *text = rt_sweep_trial_text(&j, &sp, v, t, &e);
+            if (!text) {
+                rt_cfg_errors_join(&e, msgs, sizeof msgs);
+                fail_msg("%s trial %d: %s", cases[c].family, t + 1, msgs);
+            }
+            free(text);
+        }
+        free(v);
+        rt_sweep_space_free(&sp);
+        rt_cfg_errors_free(&e);
+        rt_cfg_free(&rt_job_schema, &j);
+    }
+    /* a space of the file's own is the whole space */
+    rt_job_cfg j;
+    char msgs[4096];
+    assert_int_equal(load("trials = 4\nspace.train.seed = int(1, 4)\n", &j, msgs, sizeof msgs),
+                     RT_OK);
+    rt_cfg_errors e = {0};
+    rt_sweep_space sp;
+    assert_int_equal(rt_sweep_space_parse(&j, &o, &sp, &e), RT_OK);
+    assert_int_equal(sp.n, 1);
+    assert_int_equal(sp.d[0].line, 13);
+    rt_sweep_space_free(&sp);
+    rt_cfg_free(&rt_job_schema, &j);
+    /* the file's keys against a default: said as the default space's */
+    assert_int_equal(load_family("mlp", "hidden = 64, 64, 64\nbatch_norm = true, true, true\n", &j,
+                                 msgs, sizeof msgs),
+                     RT_ERR_INVALID);
+    assert_non_null(strstr(msgs, "s.ini: mlp's default space (no space.* line; docs/sweeps.md): "
+                                 "[sweep] space.model.hidden: the choice 128: [model] batch_norm"));
+    rt_cfg_free(&rt_job_schema, &j);
+    assert_int_equal(
+        load_family("ft_transformer", "heads = 3\nd_token = 96\n", &j, msgs, sizeof msgs),
+        RT_ERR_INVALID);
+    assert_non_null(strstr(msgs, "ft_transformer's default space (no space.* line; "
+                                 "docs/sweeps.md): [sweep] space.model.d_token: the choice 64"));
+    rt_cfg_free(&rt_job_schema, &j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_space_checks),
         cmocka_unit_test(test_sampling),
         cmocka_unit_test(test_grid),
+        cmocka_unit_test(test_default_space),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,7 +43,7 @@ typedef struct rt_sweep_dim {
     bool integer; /* the key holds integers: values rounded */
     int nchoices;
     char **choices; /* owned */
-    int line;       /* in the sweep's file (RT_CFG_LINE_SET: --set) */
+    int line;       /* in the sweep's file (RT_CFG_LINE_SET: --set; RT_SWEEP_LINE_DEFAULT) */
 } rt_sweep_dim;
 
 typedef struct rt_sweep_space {
@@ -51,9 +51,22 @@ typedef struct rt_sweep_space {
     rt_sweep_dim *d; /* owned */
 } rt_sweep_space;
 
-/* The space of c's [sweep] space.* keys, each distribution parsed and its
- * key checked against the job schema (exists, not [job]/[sweep]/output.store,
- * its kind fits the key's type).  Messages name o's file:line and the key. */
+/* The space a sweep of asha or random searches when its file gives no
+ * space.* line (rt_sweep_default.c; docs/sweeps.md "The default space"):
+ * the searched keys of c's family — and of its numeric_embedding — as
+ * "section.key" and a distribution's text, into out (at most max);
+ * how many. */
+typedef struct rt_sweep_default {
+    const char *key, *dist;
+} rt_sweep_default;
+#define RT_SWEEP_LINE_DEFAULT (-2) /* rt_sweep_dim.line of a default space's key */
+int rt_sweep_default_space(const rt_job_cfg *c, rt_sweep_default *out, int max);
+
+/* The space of c's [sweep] space.* keys (none given, asha or random: the
+ * default space), each distribution parsed and its key checked against the
+ * job schema (exists, not [job]/[sweep]/output.store, its kind fits the
+ * key's type).  Messages name o's file:line (or the default space) and the
+ * key. */
 rt_status rt_sweep_space_parse(const rt_job_cfg *c, const rt_cfg_origin *o, rt_sweep_space *sp,
                                rt_cfg_errors *errs);
 void rt_sweep_space_free(rt_sweep_space *sp);
