@@ -500,8 +500,10 @@ static const rt_cfg_key job_keys[] = {
              "how asha and random scheduling draw each trial's values: random (a function of "
              "seed and trial), or tpe (the Tree-structured Parzen Estimator, Optuna's default "
              "sampler: after 10 trials have ended, values like the best tenth's)"),
-    RT_CFG_I("sweep", "grace_epochs", "1", 1, 1000000, rt_job_cfg, grace_epochs,
-             "asha: the first rung, in epochs (no trial stops before it)"),
+    RT_CFG_I("sweep", "grace_epochs", "0", 0, 1000000, rt_job_cfg, grace_epochs,
+             "asha: the first rung, in epochs (no trial stops before it); 0: [train] epochs / "
+             "reduction^3 rounded, at least 1 (four rungs at most, as Determined derives its "
+             "first)"),
     RT_CFG_I("sweep", "reduction", "3", 2, 100, rt_job_cfg, reduction,
              "asha: rungs grow by this factor and the top 1/reduction of a rung go on (ASHA's "
              "eta)"),

@@ -440,11 +440,12 @@ rt_status rt_sweep_validate(const rt_job_cfg *c, const rt_cfg_origin *o, rt_cfg_
     int64_t rungs[64];
     if (c->sweep_scheduler == RT_SWEEP_ASHA && rt_sweep_rungs(c, rungs, 64) == 0) {
         rt_cfg_errors_add(errs,
-                          "%s: [sweep] grace_epochs: %lld is not below [train] epochs "
+                          "%s: [sweep] grace_epochs: %lld%s is not below [train] epochs "
                           "(%lld): ASHA would stop no trial (fewer grace_epochs, or "
                           "scheduler = random)",
                           rt_cfg_where(&rt_job_schema, o, "sweep", "grace_epochs", at, sizeof at),
-                          (long long)c->grace_epochs, (long long)c->epochs);
+                          (long long)rt_sweep_grace(c), c->grace_epochs ? "" : " (0: derived)",
+                          (long long)c->epochs);
         st = RT_ERR_INVALID;
     }
     /* every bound and choice through the schema, alone with the sweep's keys */
@@ -473,10 +474,18 @@ rt_status rt_sweep_validate(const rt_job_cfg *c, const rt_cfg_origin *o, rt_cfg_
     return st;
 }
 
+int64_t rt_sweep_grace(const rt_job_cfg *c)
+{
+    if (c->grace_epochs > 0)
+        return c->grace_epochs;
+    const double r = (double)c->reduction, g = nearbyint((double)c->epochs / (r * r * r));
+    return g < 1 ? 1 : (int64_t)g;
+}
+
 int rt_sweep_rungs(const rt_job_cfg *c, int64_t *out, int max)
 {
     int n = 0;
-    for (double e = (double)c->grace_epochs; e < (double)c->epochs && n < max;
+    for (double e = (double)rt_sweep_grace(c); e < (double)c->epochs && n < max;
          e *= (double)c->reduction)
         out[n++] = (int64_t)e;
     return n;

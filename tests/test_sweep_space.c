@@ -180,10 +180,23 @@ static void test_sampling(void **state)
     assert_string_equal(c[3], "1000, 1000, 1000, 500");
     free(c);
     j.sweep_baseline = false;
-    /* ASHA's rungs: grace 1, reduction 3, 27 epochs: 1, 3, 9 */
+    /* ASHA's rungs: grace derived (27 / 3^3 = 1), reduction 3, 27 epochs:
+     * 1, 3, 9; 100 epochs: grace 4 (3.7 rounded), 4, 12, 36; grace 1
+     * given: 1, 3, 9, 27, 81; 5 epochs: at least 1 */
     int64_t r[8];
     assert_int_equal(rt_sweep_rungs(&j, r, 8), 3);
     assert_true(r[0] == 1 && r[1] == 3 && r[2] == 9);
+    j.epochs = 100;
+    assert_int_equal(rt_sweep_grace(&j), 4);
+    assert_int_equal(rt_sweep_rungs(&j, r, 8), 3);
+    assert_true(r[0] == 4 && r[1] == 12 && r[2] == 36);
+    j.grace_epochs = 1;
+    assert_int_equal(rt_sweep_rungs(&j, r, 8), 5);
+    assert_true(r[0] == 1 && r[3] == 27 && r[4] == 81);
+    j.grace_epochs = 0;
+    j.epochs = 5;
+    assert_int_equal(rt_sweep_grace(&j), 1);
+    j.epochs = 27;
     assert_true(rt_job_monitor_max(&j) == false); /* val_loss */
     free(a);
     free(b);

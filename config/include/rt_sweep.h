@@ -111,6 +111,9 @@ char *rt_sweep_trial_text(const rt_job_cfg *c, const rt_sweep_space *sp,
  * its keys, its space, and every bound and choice through the schema. */
 rt_status rt_sweep_validate(const rt_job_cfg *c, const rt_cfg_origin *o, rt_cfg_errors *errs);
 
+/* ASHA's first rung: [sweep] grace_epochs, or where it is 0 [train] epochs
+ * / reduction^3 rounded, at least 1. */
+int64_t rt_sweep_grace(const rt_job_cfg *c);
 /* ASHA's rungs: the epochs grace * reduction^k below [train] epochs, in
  * order, into out (at most max); how many. */
 int rt_sweep_rungs(const rt_job_cfg *c, int64_t *out, int max);
