@@ -274,8 +274,12 @@ void rt_sweep_sample_tpe(const rt_job_cfg *c, const rt_sweep_space *sp, int64_t 
         order[j] = k;
     }
     const int ngood = (int)fmin(ceil(0.1 * nobs), 25);
-    rng r = {(uint64_t)c->sweep_seed * 0x2545f4914f6cdd1dull ^
-             (uint64_t)(t + 1) * 0x9e3779b97f4a7c15ull};
+    /* each trial's stream starts at a hash of (seed, t): a start of
+     * (t + 1) times splitmix's increment made trial t + 1's numbers trial
+     * t's shifted by one, and trials drawn from the same ended trials
+     * (in parallel) drew the same candidates */
+    rng h = {(uint64_t)c->sweep_seed * 0x2545f4914f6cdd1dull ^ (uint64_t)(t + 1)};
+    rng r = {next(&h)};
     for (int i = 0; i < sp->n; i++) {
         const rt_sweep_dim *d = &sp->d[i];
         char v[RT_SWEEP_VALUE_MAX];
