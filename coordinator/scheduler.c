@@ -355,7 +355,7 @@ void sc_send_start(sched *S, sc_job *j, sc_clock now)
 void sc_start_attempt(sched *S, sc_job *j, int np, sc_clock now)
 {
     j->attempt++;
-    j->prepared = j->running = j->exited_ok = 0;
+    j->prepared = j->running = j->exited_ok = j->warnings = 0;
     j->have_failure = false;
     j->reconciling = false;
     j->launch_unsure = false;

@@ -484,6 +484,32 @@ static char *progress_clean(const rt_json *data, int *dropped)
     return rt_jw_take(&w, NULL);
 }
 
+/* A rank's {"kind": "warning", "text": "..."} (the trainer's, or a
+ * program's through the Run API): an event of the job, "rank R: TEXT" —
+ * what `ringtrain status` and the dashboard show — the text at most
+ * PROGRESS_STR_MAX bytes with control characters as blanks, and at most
+ * SC_WARNINGS_MAX of them per attempt, then one saying the rest are in the
+ * ranks' logs. */
+static void progress_warning(sched *S, sc_job *j, int r, const rt_json *data)
+{
+    const char *t = rt_json_get_str(data, "text");
+    if (j->warnings > SC_WARNINGS_MAX)
+        return;
+    if (j->warnings++ == SC_WARNINGS_MAX) {
+        sc_event(S, j, "warning",
+                 "rank %d: more warnings than %d: the rest are in the ranks' "
+                 "logs (ringtrain logs %lld)",
+                 r, SC_WARNINGS_MAX, (long long)j->id);
+        return;
+    }
+    char text[PROGRESS_STR_MAX + 1];
+    snprintf(text, sizeof text, "%s", t && *t ? t : "(a warning without text)");
+    for (char *c = text; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = ' ';
+    sc_event(S, j, "warning", "rank %d: %s", r, text);
+}
+
 void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
 {
     int r;
@@ -516,6 +542,10 @@ void sched_on_progress(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
         sc_emit(S, SC_RESULT, j->id, NULL, NULL, rt_jw_take(&vw, NULL));
         S->out[S->nout - 1].attempt = j->attempt;
         S->out[S->nout - 1].rank = r;
+        return;
+    }
+    if (kind && strcmp(kind, "warning") == 0) { /* said as the job's event, not progress */
+        progress_warning(S, j, r, data);
         return;
     }
     int bad = 0;

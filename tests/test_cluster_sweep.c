@@ -13,7 +13,8 @@
  *   - a time budget stops the running trials and cancels the rest, and the
  *     results come from the trials that ran;
  *   - on a dataset without test rows the results hold no predictions;
- *   - a sweep given by --set alone searches its family's default space. */
+ *   - a sweep given by --set alone searches its family's default space;
+ *   - a rank's warning is one of its job's events. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -385,6 +386,42 @@ static void test_default_space(void **state)
     CHECK(adamw);
 }
 
+/* A rank's warning reaches the job's events (`ringtrain status`, the
+ * dashboard), not only its log: the Rossmann network's batch norms on 2
+ * epochs of 14 steps keep most of their start. */
+static void test_rank_warning_is_an_event(void **state)
+{
+    (void)state;
+    char path[400], *out = NULL;
+    snprintf(path, sizeof path, "%s/bnlag.ini", C.dir);
+    FILE *f = fopen(path, "w");
+    fprintf(f,
+            "[job]\nname = bnlag\nnp = 1\n[data]\ndataset = %s\n[model]\nthreads = 1\n"
+            "[train]\nepochs = 2\nbatch_size = 256\n[output]\nstore = %s/bnlag\n",
+            ds_dir, C.dir);
+    fclose(f);
+    const long long id = cl_submit_file(&C, path);
+    CHECK(id > 0);
+    rt_json *d = cl_wait_job(&C, id, "succeeded", 120000);
+    CHECK(d && !strcmp(cl_job_state(d), "succeeded"));
+    int said = 0;
+    const rt_json *ev = rt_json_get(d, "events");
+    for (size_t i = 0; i < rt_json_len(ev); i++) {
+        const rt_json *e = rt_json_at(ev, i);
+        said += !strcmp(rt_json_str(rt_json_get(e, "kind"), ""), "warning") &&
+                !strncmp(rt_json_str(rt_json_get(e, "message"), ""),
+                         "rank 0: the batch norm's moving statistics", 42);
+    }
+    rt_json_free(d);
+    CHECK(said == 1);
+    char ids[24];
+    snprintf(ids, sizeof ids, "%lld", id);
+    const char *sargs[] = {"status", ids, NULL};
+    CHECK(cl_cli(&C, &out, 30, sargs) == 0);
+    CHECK(out && strstr(out, "warning    rank 0: the batch norm's"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -394,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_time_budget),
         cmocka_unit_test(test_no_test_rows),
         cmocka_unit_test(test_default_space),
+        cmocka_unit_test(test_rank_warning_is_an_event),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -180,6 +180,52 @@ static void test_step_curve(void **state)
     world_free(&w);
 }
 
+/* A rank's warning line is an event of the job ("rank R: TEXT", control
+ * characters as blanks), not its progress; past SC_WARNINGS_MAX an attempt
+ * says once that the rest are in the logs. */
+static void test_warnings_are_events(void **state)
+{
+    (void)state;
+    world w;
+    world_init(&w);
+    agent_up(&w, "A", "a1", 2);
+    int64_t id = submit_ok(&w, NULL, 2);
+    sc_job *j = sched_job(&w.S, id);
+    progress(&w, j, 0, 1, 1, 0.5);
+    char *before = strdup(j->progress);
+    sched_actions_clear(&w.S);
+    for (int k = 0; k < SC_WARNINGS_MAX + 5; k++) {
+        char buf[300];
+        snprintf(buf, sizeof buf,
+                 "{\"type\":\"progress\",\"job\":%lld,\"attempt\":%d,\"rank\":%d,\"data\":"
+                 "{\"kind\":\"warning\",\"text\":\"lag %d\\nsecond line\"}}",
+                 (long long)id, (int)j->attempt, k % 2, k);
+        rt_json *m = parse(buf);
+        sched_on_progress(&w.S, j->ranks[k % 2].ag, m, w.now);
+        rt_json_free(m);
+    }
+    int n, said = 0, more = 0;
+    const sc_action *a = sched_actions(&w.S, &n);
+    for (int i = 0; i < n; i++) {
+        if (a[i].kind != SC_EVENT || strcmp(a[i].tag, "warning") != 0)
+            continue;
+        char want[64];
+        snprintf(want, sizeof want, "rank %d: lag %d second line", said % 2, said);
+        if (said < SC_WARNINGS_MAX)
+            assert_string_equal(a[i].text, want);
+        else
+            more +=
+                strstr(a[i].text, "more warnings than 8: the rest are in the ranks' logs") != NULL;
+        said++;
+    }
+    assert_int_equal(said, SC_WARNINGS_MAX + 1);
+    assert_int_equal(more, 1);
+    assert_string_equal(j->progress, before); /* not progress */
+    free(before);
+    finish_job(&w, id, 0);
+    world_free(&w);
+}
+
 static void test_fifo_and_no_starvation(void **state)
 {
     (void)state;
@@ -470,6 +516,7 @@ int main(void)
         cmocka_unit_test(test_machine_ranks),
         cmocka_unit_test(test_submission_config),
         cmocka_unit_test(test_step_curve),
+        cmocka_unit_test(test_warnings_are_events),
         cmocka_unit_test(test_fifo_and_no_starvation),
         cmocka_unit_test(test_backfill_by_deadline),
         cmocka_unit_test(test_backfill_by_room),

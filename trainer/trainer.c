@@ -217,6 +217,25 @@ static rt_status open_store(trainer *t, char *err)
     return RT_OK;
 }
 
+/* A warning of the job's: in the rank's log, and to the coordinator as a
+ * progress line of kind "warning", which it shows as the job's event
+ * (`ringtrain status`, the dashboard) — a job submitted where the CLI
+ * could not read the dataset would say it in the log alone. */
+static void warn(const rt_trainer_env *env, const char *text)
+{
+    fprintf(env->log, "trainer: warning: %s\n", text);
+    rt_jw w;
+    rt_jw_init(&w);
+    rt_jw_obj(&w);
+    rt_jw_kstr(&w, RT_P_KIND, "warning");
+    rt_jw_kstr(&w, "text", text);
+    rt_jw_obj_end(&w);
+    char *line = rt_jw_take(&w, NULL);
+    if (line)
+        rt_report_progress(line);
+    free(line);
+}
+
 /* Rank 0's first line: the ranks, rows, steps, parameters, optimizer and
  * where it runs (device, threads and why, GEMM kernel, precision); then
  * the classes' weights when they are weighted. */
@@ -261,7 +280,7 @@ static void log_start(const trainer *t, rt_device dev, const char *threads_why)
     char lag[400];
     if (rt_model_batch_norms(rt_dp_model(t->dp)) > 0 &&
         rt_model_bn_lag(t->spec.bn_momentum, (int64_t)cfg->epochs * t->steps, lag, sizeof lag))
-        fprintf(env->log, "trainer: warning: %s\n", lag);
+        warn(env, lag);
     if (t->task.class_weighted) { /* the weights each class's rows are given */
         fprintf(env->log, "trainer: class weights:");
         for (int k = 0; k < t->task.nclasses; k++)

@@ -222,7 +222,7 @@ const char *rt_job_state_list(void);
  * epoch's also its history.jsonl line): what the coordinator (the step
  * chart, ASHA's monitor, /metrics), the CLI and sweeps read.  The
  * dashboard's names are web/app.js's PROGRESS_KEYS, the same. */
-#define RT_P_KIND "kind"         /* "step" or "epoch" */
+#define RT_P_KIND "kind"         /* "step", "epoch" or "warning" (its "text": an event) */
 #define RT_P_LOSS "loss"         /* step: the epoch's mean loss so far; epoch: its mean */
 #define RT_P_VAL_LOSS "val_loss" /* epoch: on the validation rows (null without) */
 #define RT_P_VAL_PREFIX "val_"   /* epoch: val_ + a metric's name */

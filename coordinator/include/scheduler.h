@@ -113,6 +113,8 @@ typedef struct sc_rank {
     int64_t gpu_mem_bytes;
 } sc_rank;
 
+#define SC_WARNINGS_MAX 8 /* the ranks' warnings said as a job's events per attempt */
+
 typedef struct sc_job {
     int64_t id;
     char name[128], user[64];
@@ -148,6 +150,7 @@ typedef struct sc_job {
     char *progress;      /* latest progress JSON from rank 0 */
     char *last_epoch;    /* its latest epoch line (loss, val_loss, val_<metric>) */
     int bad_names;       /* progress lines that had keys or values dropped (said 3 times) */
+    int warnings;        /* the ranks' warnings said as events (SC_WARNINGS_MAX) this attempt */
     double steps_per_s;
     struct sc_steps *steps; /* the current epoch, step by step (NULL: no report yet) */
     struct sc_sweep *sweep; /* a sweep: its trials (NULL for other jobs) */

@@ -242,7 +242,9 @@ typedef struct rt_rank_info {
 rt_status rt_init_from_env(rt_comm **out, rt_rank_info *info, char *err);
 /* Send one JSON object (a single line, no newline) to the agent, which
  * relays it to the coordinator as progress; non-blocking, best effort.
- * A no-op when not started by an agent. */
+ * {"kind": "warning", "text": T} becomes an event of the job (`ringtrain
+ * status`, the dashboard; docs/protocol.md).  A no-op when not started by
+ * an agent. */
 void rt_report_progress(const char *json_object);
 /* Report this rank's result (any JSON value, at most 60 KiB), as
  * horovod.spark.run returns each rank's value: kept with the job's current
