@@ -197,6 +197,10 @@ int cli_show_job(const rt_json *d);
  * how many of its events were looked at), each with the best so far. */
 void cli_show_sweep(const rt_json *d);
 void cli_sweep_events(const rt_json *d, int64_t *seen);
+/* A warning the CLI printed before submitting (cli_data.c's checks), so
+ * that following the job does not say the rank's same warning again. */
+void cli_warned(const char *text);
+bool cli_was_warned(const char *text);
 /* `ringtrain token create|list|revoke` (cli_tokens.c) */
 int cli_token(const cli_args *a);
 /* `ringtrain trace STORE --out FILE` (cli_trace.c) */

@@ -651,8 +651,10 @@ static void bn_lag_warning(const rt_job_cfg *j, const rt_dataset *ds, const rt_m
     }
     const int64_t steps =
         j->steps_per_epoch > 0 ? j->steps_per_epoch : (most + j->batch_size - 1) / j->batch_size;
-    if (rt_model_bn_lag(spec->bn_momentum, j->epochs * steps, lag, sizeof lag))
+    if (rt_model_bn_lag(spec->bn_momentum, j->epochs * steps, lag, sizeof lag)) {
         fprintf(stderr, "ringtrain: warning: %s\n", lag);
+        cli_warned(lag);
+    }
 }
 
 /* A training job's model on its dataset, when this machine can read the

@@ -565,7 +565,8 @@ typedef struct follower {
     int64_t pos_attempt;         /* the attempt pos counts lines of */
     int64_t printed, printed_of; /* epoch lines printed (off a terminal), of which attempt */
     bool cancelled, complained;
-    int64_t events_seen; /* a sweep: its events looked at */
+    int64_t events_seen;   /* a sweep: its events looked at */
+    int64_t warnings_seen; /* a training job: its events looked at for warnings */
     stream_pos pos;
     char last[512]; /* the progress line last printed */
 } follower;
@@ -658,13 +659,65 @@ static int stream_attempt(follower *f, int64_t attempt, bool ended, int *rc)
     return 0;
 }
 
+/* What the CLI warned of before submitting (at most a few texts) */
+static char *warned[4];
+
+void cli_warned(const char *text)
+{
+    for (size_t i = 0; i < RT_ARRAY_LEN(warned); i++)
+        if (!warned[i]) {
+            warned[i] = strdup(text);
+            return;
+        }
+}
+
+bool cli_was_warned(const char *text)
+{
+    /* the coordinator keeps a warning's first SC_WARNING_TEXT_MAX bytes */
+    for (size_t i = 0; i < RT_ARRAY_LEN(warned); i++)
+        if (warned[i] && *text && !strncmp(warned[i], text, strlen(text)))
+            return true;
+    return false;
+}
+
+/* The job's new warning events ("rank R: TEXT": a rank's warning, which
+ * the coordinator keeps as an event), on stderr, but those the CLI said
+ * before submitting; on a terminal after the progress line. */
+static void show_warnings(follower *f, const rt_json *d)
+{
+    const rt_json *ev = rt_json_get(d, "events");
+    int64_t total = 0;
+    rt_json_get_int(d, "events_total", &total);
+    const size_t n = rt_json_len(ev);
+    const int64_t first = total - (int64_t)n; /* the index of ev[0] among all */
+    for (size_t i = 0; i < n; i++) {
+        const rt_json *e = rt_json_at(ev, i);
+        if (first + (int64_t)i < f->warnings_seen ||
+            strcmp(rt_json_str(rt_json_get(e, "kind"), ""), "warning") != 0)
+            continue;
+        const char *msg = rt_json_str(rt_json_get(e, "message"), ""), *text = strstr(msg, ": ");
+        if (text && cli_was_warned(text + 2))
+            continue;
+        if (f->tty && f->last[0])
+            printf("\n");
+        fflush(stdout);
+        fprintf(stderr, "ringtrain: job %lld: warning: %s\n", (long long)f->id, cli_safe(msg));
+    }
+    if (total > f->warnings_seen)
+        f->warnings_seen = total;
+}
+
 /* A training job's progress: the step line on a terminal, else one line
- * per finished epoch; a sweep's: a line per trial event. */
+ * per finished epoch, and its ranks' warnings; a sweep's: a line per trial
+ * event. */
 static void show_progress(follower *f, const rt_json *d, const rt_json *job, int64_t attempt)
 {
-    if (!strcmp(rt_json_str(rt_json_get(job, "type"), ""), "sweep"))
+    if (!strcmp(rt_json_str(rt_json_get(job, "type"), ""), "sweep")) {
         cli_sweep_events(d, &f->events_seen);
-    else if (f->tty)
+        return;
+    }
+    show_warnings(f, d);
+    if (f->tty)
         progress_line(rt_json_get(job, "progress"), rt_json_get(job, "last_epoch"), f->tty, f->last,
                       sizeof f->last);
     else

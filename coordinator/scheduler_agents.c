@@ -487,7 +487,7 @@ static char *progress_clean(const rt_json *data, int *dropped)
 /* A rank's {"kind": "warning", "text": "..."} (the trainer's, or a
  * program's through the Run API): an event of the job, "rank R: TEXT" —
  * what `ringtrain status` and the dashboard show — the text at most
- * PROGRESS_STR_MAX bytes with control characters as blanks, and at most
+ * SC_WARNING_TEXT_MAX bytes with control characters as blanks, and at most
  * SC_WARNINGS_MAX of them per attempt, then one saying the rest are in the
  * ranks' logs. */
 static void progress_warning(sched *S, sc_job *j, int r, const rt_json *data)
@@ -502,7 +502,7 @@ static void progress_warning(sched *S, sc_job *j, int r, const rt_json *data)
                  r, SC_WARNINGS_MAX, (long long)j->id);
         return;
     }
-    char text[PROGRESS_STR_MAX + 1];
+    char text[SC_WARNING_TEXT_MAX + 1];
     snprintf(text, sizeof text, "%s", t && *t ? t : "(a warning without text)");
     for (char *c = text; *c; c++)
         if ((unsigned char)*c < 0x20 || *c == 0x7f)

@@ -420,6 +420,20 @@ static void test_rank_warning_is_an_event(void **state)
     CHECK(cl_cli(&C, &out, 30, sargs) == 0);
     CHECK(out && strstr(out, "warning    rank 0: the batch norm's"));
     free(out);
+    /* followed: said once — by the CLI before submitting, its rank's same
+     * warning not again */
+    char store2[440];
+    snprintf(store2, sizeof store2, "output.store=%s/bnlag2", C.dir);
+    const char *fargs[] = {"submit", path, "--follow", "--set", store2, NULL};
+    CHECK(cl_cli(&C, &out, 120, fargs) == 0);
+    int n = 0;
+    for (const char *q = out ? strstr(out, "the batch norm's moving statistics") : NULL; q;
+         q = strstr(q + 1, "the batch norm's moving statistics"))
+        n++;
+    if (n != 1)
+        fprintf(stderr, "submit --follow:\n%s\n", out ? out : "");
+    CHECK(n == 1);
+    free(out);
 }
 
 int main(void)

@@ -113,7 +113,8 @@ typedef struct sc_rank {
     int64_t gpu_mem_bytes;
 } sc_rank;
 
-#define SC_WARNINGS_MAX 8 /* the ranks' warnings said as a job's events per attempt */
+#define SC_WARNINGS_MAX 8        /* the ranks' warnings said as a job's events per attempt */
+#define SC_WARNING_TEXT_MAX 1000 /* the bytes of one kept */
 
 typedef struct sc_job {
     int64_t id;
