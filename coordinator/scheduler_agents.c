@@ -503,7 +503,14 @@ static void progress_warning(sched *S, sc_job *j, int r, const rt_json *data)
         return;
     }
     char text[SC_WARNING_TEXT_MAX + 1];
-    snprintf(text, sizeof text, "%s", t && *t ? t : "(a warning without text)");
+    const char *src = t && *t ? t : "(a warning without text)";
+    size_t n = strlen(src);
+    if (n > SC_WARNING_TEXT_MAX) /* cut before the character that does not fit (the text
+                                    is valid UTF-8: the JSON parser checked it) */
+        for (n = SC_WARNING_TEXT_MAX; n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80; n--)
+            ;
+    memcpy(text, src, n);
+    text[n] = '\0';
     for (char *c = text; *c; c++)
         if ((unsigned char)*c < 0x20 || *c == 0x7f)
             *c = ' ';

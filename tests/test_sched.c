@@ -222,6 +222,34 @@ static void test_warnings_are_events(void **state)
     assert_int_equal(more, 1);
     assert_string_equal(j->progress, before); /* not progress */
     free(before);
+    /* (the count reset, as sc_start_attempt does) a long text is cut before
+     * the character that does not fit, not inside it (the events' JSON
+     * stays UTF-8) */
+    j->warnings = 0;
+    sched_actions_clear(&w.S);
+    char buf[3000];
+    int o = snprintf(buf, sizeof buf,
+                     "{\"type\":\"progress\",\"job\":%lld,\"attempt\":%d,\"rank\":0,\"data\":"
+                     "{\"kind\":\"warning\",\"text\":\"x",
+                     (long long)id, (int)j->attempt);
+    for (int k = 0; k < 600; k++) /* 1 + 1,200 bytes: é is 2 */
+        o += snprintf(buf + o, sizeof buf - (size_t)o, "\xc3\xa9");
+    snprintf(buf + o, sizeof buf - (size_t)o, "\"}}");
+    rt_json *m = parse(buf);
+    sched_on_progress(&w.S, j->ranks[0].ag, m, w.now);
+    rt_json_free(m);
+    a = sched_actions(&w.S, &n);
+    const char *cut = NULL;
+    for (int i = 0; i < n; i++)
+        if (a[i].kind == SC_EVENT && !strcmp(a[i].tag, "warning"))
+            cut = a[i].text;
+    assert_non_null(cut);
+    assert_int_equal(strlen(cut), strlen("rank 0: ") + SC_WARNING_TEXT_MAX - 1); /* x + 499 é */
+    rt_json *ok = NULL;
+    char js[1200], perr[RT_ERR_LEN];
+    snprintf(js, sizeof js, "\"%s\"", cut);
+    assert_int_equal(rt_json_parse(js, strlen(js), &ok, perr), RT_OK); /* valid UTF-8 */
+    rt_json_free(ok);
     finish_job(&w, id, 0);
     world_free(&w);
 }
