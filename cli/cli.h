@@ -197,10 +197,16 @@ int cli_show_job(const rt_json *d);
  * how many of its events were looked at), each with the best so far. */
 void cli_show_sweep(const rt_json *d);
 void cli_sweep_events(const rt_json *d, int64_t *seen);
+/* The index in job document d's "events" (the newest of events_total) of
+ * the first event after the first `seen` of all; *total: events_total. */
+size_t cli_events_after(const rt_json *d, int64_t seen, int64_t *total);
 /* A warning the CLI printed before submitting (cli_data.c's checks), so
  * that following the job does not say the rank's same warning again. */
 void cli_warned(const char *text);
-bool cli_was_warned(const char *text);
+/* Job id's warning events after the first *seen events (then all seen),
+ * on stderr, but those the CLI said before submitting; midline: a
+ * progress line is on the terminal, a newline first. */
+void cli_show_warnings(const rt_json *d, int64_t id, int64_t *seen, bool midline);
 /* `ringtrain token create|list|revoke` (cli_tokens.c) */
 int cli_token(const cli_args *a);
 /* `ringtrain trace STORE --out FILE` (cli_trace.c) */

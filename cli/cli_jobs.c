@@ -659,54 +659,6 @@ static int stream_attempt(follower *f, int64_t attempt, bool ended, int *rc)
     return 0;
 }
 
-/* What the CLI warned of before submitting (at most a few texts) */
-static char *warned[4];
-
-void cli_warned(const char *text)
-{
-    for (size_t i = 0; i < RT_ARRAY_LEN(warned); i++)
-        if (!warned[i]) {
-            warned[i] = strdup(text);
-            return;
-        }
-}
-
-bool cli_was_warned(const char *text)
-{
-    /* the coordinator keeps a warning's first SC_WARNING_TEXT_MAX bytes */
-    for (size_t i = 0; i < RT_ARRAY_LEN(warned); i++)
-        if (warned[i] && *text && !strncmp(warned[i], text, strlen(text)))
-            return true;
-    return false;
-}
-
-/* The job's new warning events ("rank R: TEXT": a rank's warning, which
- * the coordinator keeps as an event), on stderr, but those the CLI said
- * before submitting; on a terminal after the progress line. */
-static void show_warnings(follower *f, const rt_json *d)
-{
-    const rt_json *ev = rt_json_get(d, "events");
-    int64_t total = 0;
-    rt_json_get_int(d, "events_total", &total);
-    const size_t n = rt_json_len(ev);
-    const int64_t first = total - (int64_t)n; /* the index of ev[0] among all */
-    for (size_t i = 0; i < n; i++) {
-        const rt_json *e = rt_json_at(ev, i);
-        if (first + (int64_t)i < f->warnings_seen ||
-            strcmp(rt_json_str(rt_json_get(e, "kind"), ""), "warning") != 0)
-            continue;
-        const char *msg = rt_json_str(rt_json_get(e, "message"), ""), *text = strstr(msg, ": ");
-        if (text && cli_was_warned(text + 2))
-            continue;
-        if (f->tty && f->last[0])
-            printf("\n");
-        fflush(stdout);
-        fprintf(stderr, "ringtrain: job %lld: warning: %s\n", (long long)f->id, cli_safe(msg));
-    }
-    if (total > f->warnings_seen)
-        f->warnings_seen = total;
-}
-
 /* A training job's progress: the step line on a terminal, else one line
  * per finished epoch, and its ranks' warnings; a sweep's: a line per trial
  * event. */
@@ -716,7 +668,7 @@ static void show_progress(follower *f, const rt_json *d, const rt_json *job, int
         cli_sweep_events(d, &f->events_seen);
         return;
     }
-    show_warnings(f, d);
+    cli_show_warnings(d, f->id, &f->warnings_seen, f->tty && f->last[0]);
     if (f->tty)
         progress_line(rt_json_get(job, "progress"), rt_json_get(job, "last_epoch"), f->tty, f->last,
                       sizeof f->last);

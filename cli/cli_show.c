@@ -336,6 +336,57 @@ static void show_placement(const rt_json *pl)
     }
 }
 
+size_t cli_events_after(const rt_json *d, int64_t seen, int64_t *total)
+{
+    *total = 0;
+    rt_json_get_int(d, "events_total", total);
+    const int64_t first = *total - (int64_t)rt_json_len(rt_json_get(d, "events"));
+    return seen > first ? (size_t)(seen - first) : 0; /* ev[0] is event `first` of all */
+}
+
+/* What the CLI warned of before submitting (at most a few texts) */
+static char *warned[4];
+
+void cli_warned(const char *text)
+{
+    for (size_t i = 0; i < RT_ARRAY_LEN(warned); i++)
+        if (!warned[i]) {
+            warned[i] = strdup(text);
+            return;
+        }
+}
+
+static bool was_warned(const char *text)
+{
+    /* the coordinator keeps a warning's first SC_WARNING_TEXT_MAX bytes */
+    for (size_t i = 0; i < RT_ARRAY_LEN(warned); i++)
+        if (warned[i] && *text && !strncmp(warned[i], text, strlen(text)))
+            return true;
+    return false;
+}
+
+/* The events' "rank R: TEXT" (a rank's warning, which the coordinator
+ * keeps as an event) */
+void cli_show_warnings(const rt_json *d, int64_t id, int64_t *seen, bool midline)
+{
+    const rt_json *ev = rt_json_get(d, "events");
+    int64_t total;
+    for (size_t i = cli_events_after(d, *seen, &total); i < rt_json_len(ev); i++) {
+        const rt_json *e = rt_json_at(ev, i);
+        if (strcmp(rt_json_str(rt_json_get(e, "kind"), ""), "warning") != 0)
+            continue;
+        const char *msg = rt_json_str(rt_json_get(e, "message"), ""), *text = strstr(msg, ": ");
+        if (text && was_warned(text + 2))
+            continue;
+        if (midline)
+            printf("\n");
+        fflush(stdout);
+        fprintf(stderr, "ringtrain: job %lld: warning: %s\n", (long long)id, cli_safe(msg));
+    }
+    if (total > *seen)
+        *seen = total;
+}
+
 /* The job's last 15 events. */
 static void show_events(const rt_json *ev)
 {

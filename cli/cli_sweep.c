@@ -136,14 +136,9 @@ void cli_show_sweep(const rt_json *d)
 void cli_sweep_events(const rt_json *d, int64_t *seen)
 {
     const rt_json *ev = rt_json_get(d, "events");
-    int64_t total = 0;
-    rt_json_get_int(d, "events_total", &total);
-    size_t n = rt_json_len(ev);
-    int64_t first = total - (int64_t)n; /* the index of ev[0] among all */
+    int64_t total;
     const rt_json *sw = rt_json_get(d, "sweep");
-    for (size_t i = 0; i < n; i++) {
-        if (first + (int64_t)i < *seen)
-            continue;
+    for (size_t i = cli_events_after(d, *seen, &total); i < rt_json_len(ev); i++) {
         const rt_json *e = rt_json_at(ev, i);
         const char *kind = rt_json_str(rt_json_get(e, "kind"), "");
         if (strcmp(kind, "trial") != 0 && strcmp(kind, "best") != 0)

@@ -135,10 +135,9 @@ static const char *entry_where(const rt_cfg_origin *o, const rt_job_cfg *c, int 
     return buf;
 }
 
-/* One space.* entry: "space.SECTION.KEY" and its distribution's text */
+/* One space.* entry: SECTION.KEY, its distribution's text, its line */
 typedef struct sp_entry {
-    char name[220];
-    const char *dist;
+    const char *key, *dist;
     int line;
 } sp_entry;
 
@@ -146,20 +145,14 @@ typedef struct sp_entry {
 static int space_entries(const rt_job_cfg *c, sp_entry *e)
 {
     const rt_cfgmap *m = &c->space;
-    for (size_t i = 0; i < m->n; i++) {
-        snprintf(e[i].name, sizeof e[i].name, "%s", m->names[i]);
-        e[i].dist = m->values[i];
-        e[i].line = m->lines[i];
-    }
+    for (size_t i = 0; i < m->n; i++)
+        e[i] = (sp_entry){m->names[i] + strlen("space."), m->values[i], m->lines[i]};
     if (m->n > 0 || c->sweep_scheduler == RT_SWEEP_GRID)
         return (int)m->n;
     rt_sweep_default d[RT_SWEEP_MAX_DIMS];
     int n = rt_sweep_default_space(c, d, RT_SWEEP_MAX_DIMS);
-    for (int i = 0; i < n; i++) {
-        snprintf(e[i].name, sizeof e[i].name, "space.%s", d[i].key);
-        e[i].dist = d[i].dist;
-        e[i].line = RT_SWEEP_LINE_DEFAULT;
-    }
+    for (int i = 0; i < n; i++)
+        e[i] = (sp_entry){d[i].key, d[i].dist, RT_SWEEP_LINE_DEFAULT};
     return n;
 }
 
@@ -183,7 +176,7 @@ rt_status rt_sweep_space_parse(const rt_job_cfg *c, const rt_cfg_origin *o, rt_s
     for (int i = 0; i < n; i++) {
         rt_sweep_dim *d = &sp->d[sp->n++];
         char at[600], why[512] = "";
-        const char *key = e[i].name + strlen("space.");
+        const char *key = e[i].key;
         snprintf(d->key, sizeof d->key, "%s", key);
         d->line = e[i].line;
         char sec[64] = "";
@@ -212,8 +205,8 @@ rt_status rt_sweep_space_parse(const rt_job_cfg *c, const rt_cfg_origin *o, rt_s
                          key);
         }
         if (why[0]) {
-            rt_cfg_errors_add(errs, "%s: [sweep] %s: %s",
-                              entry_where(o, c, e[i].line, key, at, sizeof at), e[i].name, why);
+            rt_cfg_errors_add(errs, "%s: [sweep] space.%s: %s",
+                              entry_where(o, c, e[i].line, key, at, sizeof at), key, why);
             st = RT_ERR_INVALID;
         }
     }

@@ -101,6 +101,15 @@ static bool exists(const char *dir, const char *name)
     return stat(p, &sb) == 0;
 }
 
+/* how many times what is in text (NULL: none) */
+static int count(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *q = text ? strstr(text, what) : NULL; q; q = strstr(q + 1, what))
+        n++;
+    return n;
+}
+
 static void test_sweep_survives_coordinator_kills(void **state)
 {
     (void)state;
@@ -262,8 +271,10 @@ static void test_time_budget(void **state)
             stopped++;
         else if (strstr(line, "\"state\":\"cancelled\"") && strstr(line, "not started"))
             cancelled++;
-        else
+        else {
             other++;
+            fprintf(stderr, "trials.jsonl: %s", line);
+        }
     }
     if (f)
         fclose(f);
@@ -278,10 +289,7 @@ static void test_time_budget(void **state)
     snprintf(ids, sizeof ids, "%lld", id);
     const char *sargs[] = {"status", ids, NULL};
     CHECK(cl_cli(&C, &out, 30, sargs) == 0);
-    int budget = 0;
-    for (const char *q = out ? strstr(out, "stopped    budget") : NULL; q;
-         q = strstr(q + 1, "stopped    budget"))
-        budget++;
+    const int budget = count(out, "stopped    budget");
     if (budget != 2)
         fprintf(stderr, "status:\n%s\n", out ? out : "");
     CHECK(budget == 2);
@@ -428,10 +436,7 @@ static void test_rank_warning_is_an_event(void **state)
     snprintf(store2, sizeof store2, "output.store=%s/bnlag2", C.dir);
     const char *fargs[] = {"submit", path, "--follow", "--set", store2, NULL};
     CHECK(cl_cli(&C, &out, 120, fargs) == 0);
-    int n = 0;
-    for (const char *q = out ? strstr(out, "the batch norm's moving statistics") : NULL; q;
-         q = strstr(q + 1, "the batch norm's moving statistics"))
-        n++;
+    const int n = count(out, "the batch norm's moving statistics");
     if (n != 1)
         fprintf(stderr, "submit --follow:\n%s\n", out ? out : "");
     CHECK(n == 1);

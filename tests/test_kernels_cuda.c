@@ -551,32 +551,17 @@ static void test_op_optimizers(void **state)
 {
     (void)state;
     tu_rng g = tu_rng_make(28);
+    /* clang-format off */
     const rt_adam_hp hps[] = {
-        {.lr = 1e-2f,
-         .beta1 = 0.9f,
-         .beta2 = 0.999f,
-         .eps = 1e-8f,
-         .grad_scale = 0.5f,
-         .kind = RT_OPTIM_ADAMW,
-         .weight_decay = 0.05f,
-         .clip_norm = 3.0f},
-        {.lr = 5e-2f,
-         .grad_scale = 0.5f,
-         .kind = RT_OPTIM_SGD,
-         .weight_decay = 1e-2f,
-         .momentum = 0.9f,
-         .nesterov = 1,
-         .clip_norm = 2.0f},
+        {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .grad_scale = 0.5f,
+         .kind = RT_OPTIM_ADAMW, .weight_decay = 0.05f, .clip_norm = 3.0f},
+        {.lr = 5e-2f, .grad_scale = 0.5f, .kind = RT_OPTIM_SGD, .weight_decay = 1e-2f,
+         .momentum = 0.9f, .nesterov = 1, .clip_norm = 2.0f},
         {.lr = 5e-2f, .grad_scale = 1.0f, .kind = RT_OPTIM_SGD, .momentum = 0.5f},
-        {.lr = 1e-2f,
-         .beta1 = 0.9f,
-         .beta2 = 0.999f,
-         .eps = 1e-8f,
-         .grad_scale = 0.5f,
-         .kind = RT_OPTIM_ADAM,
-         .weight_decay = 0.05f,
-         .clip_norm = 3.0f},
+        {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .grad_scale = 0.5f,
+         .kind = RT_OPTIM_ADAM, .weight_decay = 0.05f, .clip_norm = 3.0f},
     };
+    /* clang-format on */
     for (size_t h = 0; h < RT_ARRAY_LEN(hps); h++) {
         rt_adam_seg segs[3];
         int64_t total = 0;

@@ -153,6 +153,29 @@ static void progress(world *w, sc_job *j, int rank, int epoch, int step, double 
     rt_json_free(m);
 }
 
+/* Rank rank's warning line: {"kind": "warning", "text": text} */
+static void warning(world *w, sc_job *j, int rank, const char *text)
+{
+    rt_jw jw;
+    rt_jw_init(&jw);
+    rt_jw_obj(&jw);
+    rt_jw_kstr(&jw, "type", "progress");
+    rt_jw_kint(&jw, "job", j->id);
+    rt_jw_kint(&jw, "attempt", j->attempt);
+    rt_jw_kint(&jw, "rank", rank);
+    rt_jw_key(&jw, "data");
+    rt_jw_obj(&jw);
+    rt_jw_kstr(&jw, "kind", "warning");
+    rt_jw_kstr(&jw, "text", text);
+    rt_jw_obj_end(&jw);
+    rt_jw_obj_end(&jw);
+    char *buf = rt_jw_take(&jw, NULL);
+    rt_json *m = parse(buf);
+    sched_on_progress(&w->S, j->ranks[rank].ag, m, w->now);
+    rt_json_free(m);
+    free(buf);
+}
+
 static void test_step_curve(void **state)
 {
     (void)state;
@@ -195,14 +218,9 @@ static void test_warnings_are_events(void **state)
     char *before = strdup(j->progress);
     sched_actions_clear(&w.S);
     for (int k = 0; k < SC_WARNINGS_MAX + 5; k++) {
-        char buf[300];
-        snprintf(buf, sizeof buf,
-                 "{\"type\":\"progress\",\"job\":%lld,\"attempt\":%d,\"rank\":%d,\"data\":"
-                 "{\"kind\":\"warning\",\"text\":\"lag %d\\nsecond line\"}}",
-                 (long long)id, (int)j->attempt, k % 2, k);
-        rt_json *m = parse(buf);
-        sched_on_progress(&w.S, j->ranks[k % 2].ag, m, w.now);
-        rt_json_free(m);
+        char text[64];
+        snprintf(text, sizeof text, "lag %d\nsecond line", k);
+        warning(&w, j, k % 2, text);
     }
     int n, said = 0, more = 0;
     const sc_action *a = sched_actions(&w.S, &n);
@@ -227,17 +245,10 @@ static void test_warnings_are_events(void **state)
      * stays UTF-8) */
     j->warnings = 0;
     sched_actions_clear(&w.S);
-    char buf[3000];
-    int o = snprintf(buf, sizeof buf,
-                     "{\"type\":\"progress\",\"job\":%lld,\"attempt\":%d,\"rank\":0,\"data\":"
-                     "{\"kind\":\"warning\",\"text\":\"x",
-                     (long long)id, (int)j->attempt);
+    char text[1300] = "x";
     for (int k = 0; k < 600; k++) /* 1 + 1,200 bytes: é is 2 */
-        o += snprintf(buf + o, sizeof buf - (size_t)o, "\xc3\xa9");
-    snprintf(buf + o, sizeof buf - (size_t)o, "\"}}");
-    rt_json *m = parse(buf);
-    sched_on_progress(&w.S, j->ranks[0].ag, m, w.now);
-    rt_json_free(m);
+        strcat(text, "\xc3\xa9");
+    warning(&w, j, 0, text);
     a = sched_actions(&w.S, &n);
     const char *cut = NULL;
     for (int i = 0; i < n; i++)
