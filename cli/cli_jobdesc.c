@@ -30,16 +30,33 @@ static const char *submitter(void)
  * random; a grid was refused): the keys, before anything is submitted. */
 static void default_space_note(const rt_job_cfg *j, const char *what)
 {
-    rt_sweep_default d[RT_SWEEP_MAX_DIMS];
-    int n = rt_sweep_default_space(j, d, RT_SWEEP_MAX_DIMS);
+    rt_sweep_space sp;
+    rt_cfg_errors e = {0};
+    rt_cfg_origin o = {what, NULL};
+    if (rt_sweep_space_parse(j, &o, &sp, &e) != RT_OK) { /* validation said why */
+        rt_cfg_errors_free(&e);
+        return;
+    }
+    rt_cfg_errors_free(&e);
     char *arch = rt_cfg_value_text(&rt_job_schema, j, "model", "architecture");
-    fprintf(stderr,
-            "ringtrain: %s has no [sweep] space.* line: its trials search %s's default space "
-            "(docs/sweeps.md):\n",
-            what, arch ? arch : "the family");
+    if (sp.arch < 0)
+        fprintf(stderr,
+                "ringtrain: %s has no [sweep] space.* line: its trials search %s's default "
+                "space (docs/sweeps.md):\n",
+                what, arch ? arch : "the family");
+    else
+        fprintf(stderr,
+                "ringtrain: %s searches model.architecture alone: each trial searches its "
+                "architecture's default space (docs/sweeps.md):\n",
+                what);
     free(arch);
-    for (int i = 0; i < n; i++)
-        fprintf(stderr, "  space.%s = %s\n", d[i].key, d[i].dist);
+    for (int i = 0; i < sp.n; i++) {
+        char dist[1200];
+        rt_sweep_dim_text(&sp.d[i], dist, sizeof dist);
+        fprintf(stderr, "  space.%s = %s%s%s\n", sp.d[i].key, dist, sp.d[i].when[0] ? "    ; " : "",
+                sp.d[i].when);
+    }
+    rt_sweep_space_free(&sp);
 }
 
 /* What every submission holds but its argv, env and cwd: who submits and
@@ -172,7 +189,7 @@ int cli_job_load(const cli_args *a, const char *np, const char *nothing, rt_job_
         free(lines);
         return 2;
     }
-    if (j.type == RT_JOB_SWEEP && j.space.n == 0)
+    if (j.type == RT_JOB_SWEEP && rt_sweep_uses_default(&j))
         default_space_note(&j, file ? file : "the job given by --set");
     int rc = cli_check_job_model(a, &j, &origin);
     /* a sweep's trials resume from their stores' checkpoints (after a lost

@@ -526,7 +526,8 @@ static const rt_cfg_key job_keys[] = {
     RT_CFG_M("sweep", "space.", rt_job_cfg, space,
              "the search space, one key per line: space.train.learning_rate = "
              "loguniform(1e-4, 3e-3); uniform(lo, hi), int(lo, hi), choice(a | b | c); "
-             "none: asha and random search the family's default space (docs/sweeps.md)"),
+             "none (or model.architecture's alone): asha and random search the "
+             "family's default space (docs/sweeps.md)"),
     RT_CFG_S3_KEYS(rt_job_cfg),
 };
 const rt_cfg_schema rt_job_schema = {"job file", job_keys, RT_ARRAY_LEN(job_keys),

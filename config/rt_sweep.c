@@ -119,14 +119,17 @@ void rt_sweep_space_free(rt_sweep_space *sp)
 /* "file:line" of space.KEY set on line (or "--set sweep.space.KEY", or the
  * default space) */
 static const char *entry_where(const rt_cfg_origin *o, const rt_job_cfg *c, int line,
-                               const char *key, char *buf, size_t len)
+                               const char *key, const char *when, char *buf, size_t len)
 {
     if (line == RT_CFG_LINE_SET)
         snprintf(buf, len, "--set sweep.space.%s", key);
     else if (line == RT_SWEEP_LINE_DEFAULT) {
-        char *arch = rt_cfg_value_text(&rt_job_schema, c, "model", "architecture");
-        snprintf(buf, len, "%s: %s's default space (no space.* line; docs/sweeps.md)", o->fname,
-                 arch ? arch : "the family");
+        char *arch = when[0] ? NULL : rt_cfg_value_text(&rt_job_schema, c, "model", "architecture");
+        snprintf(buf, len, "%s: %s's default space (%s; docs/sweeps.md)", o->fname,
+                 when[0] ? when
+                 : arch  ? arch
+                         : "the family",
+                 when[0] ? "its trials of that architecture" : "no space.* line");
         free(arch);
     } else if (line > 0)
         snprintf(buf, len, "%s:%d", o->fname, line);
@@ -135,24 +138,52 @@ static const char *entry_where(const rt_cfg_origin *o, const rt_job_cfg *c, int 
     return buf;
 }
 
-/* One space.* entry: SECTION.KEY, its distribution's text, its line */
+/* One space.* entry: SECTION.KEY, its distribution's text, its line, the
+ * architecture it is searched for ("": every trial's) */
 typedef struct sp_entry {
     const char *key, *dist;
     int line;
+    const char *when;
 } sp_entry;
 
-/* The file's space.* entries, or (none, not a grid) the default space's */
-static int space_entries(const rt_job_cfg *c, sp_entry *e)
+static bool parse_dist(const char *text, rt_sweep_dim *d, char *why, size_t len);
+
+/* The default space of architecture `when` (of c's where NULL) after e's n */
+static int add_default(const rt_job_cfg *c, const char *when, sp_entry *e, int n)
+{
+    rt_job_cfg f = *c; /* shallow: read only */
+    if (when)
+        f.architecture = rt_sweep_arch_of(when);
+    rt_sweep_default d[RT_SWEEP_MAX_DIMS];
+    int k = rt_sweep_default_space(&f, d, RT_SWEEP_MAX_DIMS - n);
+    for (int i = 0; i < k; i++)
+        e[n + i] = (sp_entry){d[i].key, d[i].dist, RT_SWEEP_LINE_DEFAULT, when ? when : ""};
+    return n + k;
+}
+
+/* The file's space.* entries; where it has none, or model.architecture's
+ * alone (not a grid), the default space — with a choice of architectures,
+ * each one's for its trials.  The architectures' texts go into *arch. */
+static int space_entries(const rt_job_cfg *c, sp_entry *e, rt_sweep_dim *arch)
 {
     const rt_cfgmap *m = &c->space;
     for (size_t i = 0; i < m->n; i++)
-        e[i] = (sp_entry){m->names[i] + strlen("space."), m->values[i], m->lines[i]};
-    if (m->n > 0 || c->sweep_scheduler == RT_SWEEP_GRID)
+        e[i] = (sp_entry){m->names[i] + strlen("space."), m->values[i], m->lines[i], ""};
+    if (!rt_sweep_uses_default(c))
         return (int)m->n;
-    rt_sweep_default d[RT_SWEEP_MAX_DIMS];
-    int n = rt_sweep_default_space(c, d, RT_SWEEP_MAX_DIMS);
-    for (int i = 0; i < n; i++)
-        e[i] = (sp_entry){d[i].key, d[i].dist, RT_SWEEP_LINE_DEFAULT};
+    if (m->n == 0)
+        return add_default(c, NULL, e, 0);
+    char why[256];
+    int n = 1;
+    if (!parse_dist(m->values[0], arch, why, sizeof why) || arch->kind != RT_SP_CHOICE)
+        return n; /* refused below, as any such line */
+    for (int k = 0; k < arch->nchoices; k++) {
+        bool again = false; /* a family given twice */
+        for (int j = 0; j < k; j++)
+            again |= !strcmp(arch->choices[j], arch->choices[k]);
+        if (!again && rt_sweep_arch_of(arch->choices[k]) >= 0)
+            n = add_default(c, arch->choices[k], e, n);
+    }
     return n;
 }
 
@@ -166,19 +197,24 @@ rt_status rt_sweep_space_parse(const rt_job_cfg *c, const rt_cfg_origin *o, rt_s
                           RT_SWEEP_MAX_DIMS);
         return RT_ERR_INVALID;
     }
+    sp->arch = -1;
     sp_entry *e = calloc(RT_SWEEP_MAX_DIMS, sizeof *e);
     if (!e || !(sp->d = calloc(RT_SWEEP_MAX_DIMS, sizeof *sp->d))) {
         free(e);
         rt_cfg_errors_add(errs, "%s: out of memory", o->fname);
         return RT_ERR_NOMEM;
     }
-    const int n = space_entries(c, e);
+    rt_sweep_dim arch = {0}; /* the entries' `when` point into its choices */
+    const int n = space_entries(c, e, &arch);
     for (int i = 0; i < n; i++) {
         rt_sweep_dim *d = &sp->d[sp->n++];
         char at[600], why[512] = "";
         const char *key = e[i].key;
         snprintf(d->key, sizeof d->key, "%s", key);
+        snprintf(d->when, sizeof d->when, "%s", e[i].when);
         d->line = e[i].line;
+        if (!strcmp(key, "model.architecture"))
+            sp->arch = sp->n - 1;
         char sec[64] = "";
         const char *dot = strchr(key, '.');
         const rt_cfg_key *k = NULL;
@@ -206,10 +242,14 @@ rt_status rt_sweep_space_parse(const rt_job_cfg *c, const rt_cfg_origin *o, rt_s
         }
         if (why[0]) {
             rt_cfg_errors_add(errs, "%s: [sweep] space.%s: %s",
-                              entry_where(o, c, e[i].line, key, at, sizeof at), key, why);
+                              entry_where(o, c, e[i].line, key, e[i].when, at, sizeof at), key,
+                              why);
             st = RT_ERR_INVALID;
         }
     }
+    for (int k = 0; k < arch.nchoices; k++)
+        free(arch.choices[k]);
+    free(arch.choices);
     free(e);
     if (st != RT_OK)
         rt_sweep_space_free(sp);
@@ -261,6 +301,13 @@ void rt_sweep_number_text(const rt_sweep_dim *d, double x, char out[RT_SWEEP_VAL
 void rt_sweep_sample(const rt_job_cfg *c, const rt_sweep_space *sp, int64_t t,
                      char (*vals)[RT_SWEEP_VALUE_MAX])
 {
+    rt_sweep_sample_all(c, sp, t, vals);
+    rt_sweep_blank_inactive(sp, vals);
+}
+
+void rt_sweep_sample_all(const rt_job_cfg *c, const rt_sweep_space *sp, int64_t t,
+                         char (*vals)[RT_SWEEP_VALUE_MAX])
+{
     int64_t rest = t; /* grid: the last key varies fastest */
     for (int i = sp->n - 1; i >= 0; i--) {
         const rt_sweep_dim *d = &sp->d[i];
@@ -297,6 +344,32 @@ void rt_sweep_sample(const rt_job_cfg *c, const rt_sweep_space *sp, int64_t t,
             snprintf(vals[i], RT_SWEEP_VALUE_MAX, "%s", d->choices[(int)(u * d->nchoices)]);
         }
     }
+}
+
+bool rt_sweep_dim_active(const rt_sweep_space *sp, int i, char (*vals)[RT_SWEEP_VALUE_MAX])
+{
+    const rt_sweep_dim *d = &sp->d[i];
+    return !d->when[0] || (sp->arch >= 0 && !strcmp(vals[sp->arch], d->when));
+}
+
+void rt_sweep_blank_inactive(const rt_sweep_space *sp, char (*vals)[RT_SWEEP_VALUE_MAX])
+{
+    for (int i = 0; i < sp->n; i++)
+        if (!rt_sweep_dim_active(sp, i, vals))
+            vals[i][0] = '\0';
+}
+
+void rt_sweep_dim_text(const rt_sweep_dim *d, char *out, size_t len)
+{
+    if (d->kind != RT_SP_CHOICE) {
+        snprintf(out, len, "%s(%.6g, %.6g)", KIND_NAME[d->kind], d->lo, d->hi);
+        return;
+    }
+    size_t n = (size_t)snprintf(out, len, "choice(");
+    for (int c = 0; c < d->nchoices && n < len; c++)
+        n += (size_t)snprintf(out + n, len - n, "%s%s", c ? " | " : "", d->choices[c]);
+    if (n < len)
+        snprintf(out + n, len - n, ")");
 }
 
 /* ---- trials ------------------------------------------------------------------- */
@@ -361,6 +434,8 @@ static bool value_fits(const rt_job_cfg *c, const rt_sweep_space *sp, int i, con
         return false;
     }
     snprintf(vals[i], sizeof vals[i], "%s", v);
+    if (sp->d[i].when[0] && sp->arch >= 0) /* in a trial of its architecture */
+        snprintf(vals[sp->arch], sizeof vals[sp->arch], "%s", sp->d[i].when);
     rt_cfg_errors e = {0};
     char *text = rt_sweep_trial_text(c, sp, vals, 0, &e);
     free(vals);
@@ -396,11 +471,12 @@ rt_status rt_sweep_validate(const rt_job_cfg *c, const rt_cfg_origin *o, rt_cfg_
     if (c->sweep_scheduler == RT_SWEEP_GRID) {
         for (int i = 0; i < sp.n; i++)
             if (sp.d[i].kind != RT_SP_CHOICE) {
-                rt_cfg_errors_add(errs,
-                                  "%s: [sweep] space.%s: a grid takes choice(a | b) keys "
-                                  "only (or scheduler = random)",
-                                  entry_where(o, c, sp.d[i].line, sp.d[i].key, at, sizeof at),
-                                  sp.d[i].key);
+                rt_cfg_errors_add(
+                    errs,
+                    "%s: [sweep] space.%s: a grid takes choice(a | b) keys "
+                    "only (or scheduler = random)",
+                    entry_where(o, c, sp.d[i].line, sp.d[i].key, sp.d[i].when, at, sizeof at),
+                    sp.d[i].key);
                 st = RT_ERR_INVALID;
             }
         int64_t g = grid_size(&sp);
@@ -453,7 +529,8 @@ rt_status rt_sweep_validate(const rt_job_cfg *c, const rt_cfg_origin *o, rt_cfg_
                 snprintf(v, sizeof v, "%.17g", k == 0 ? d->lo : d->hi);
             if (!value_fits(c, &sp, i, v, why, sizeof why)) {
                 rt_cfg_errors_add(errs, "%s: [sweep] space.%s: %s %s: %s",
-                                  entry_where(o, c, d->line, d->key, at, sizeof at), d->key,
+                                  entry_where(o, c, d->line, d->key, d->when, at, sizeof at),
+                                  d->key,
                                   d->kind == RT_SP_CHOICE ? "the choice"
                                   : k == 0                ? "the lower bound"
                                                           : "the upper bound",

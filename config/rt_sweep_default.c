@@ -7,6 +7,26 @@
 
 #include <string.h>
 
+#include "rt_model_names.h"
+
+static const char *const ARCH_NAMES[] = {RT_ARCH_LIST(RT_NAME_STR_COMMA, )};
+
+int rt_sweep_arch_of(const char *name)
+{
+    for (int a = 0; name && a < (int)(sizeof ARCH_NAMES / sizeof *ARCH_NAMES); a++)
+        if (!strcmp(name, ARCH_NAMES[a]))
+            return a;
+    return -1;
+}
+
+bool rt_sweep_uses_default(const rt_job_cfg *c)
+{
+    if (c->sweep_scheduler == RT_SWEEP_GRID)
+        return false;
+    return c->space.n == 0 ||
+           (c->space.n == 1 && !strcmp(c->space.names[0], "space.model.architecture"));
+}
+
 /* rtdl ("Revisiting Deep Learning Models for Tabular Data"): MLP layers
  * 1-8 of 1-512 units (here a choice of 10 shapes, 1-4 layers of 128-1024),
  * dropout [0, 0.5], lr [1e-5, 1e-2], weight decay {0, [1e-6, 1e-3]} */

@@ -258,13 +258,16 @@ static bool sample_choice(const rt_sweep_dim *d, const rt_sweep_obs *obs, const 
 void rt_sweep_sample_tpe(const rt_job_cfg *c, const rt_sweep_space *sp, int64_t t,
                          const rt_sweep_obs *obs, int nobs, char (*vals)[RT_SWEEP_VALUE_MAX])
 {
-    rt_sweep_sample(c, sp, t, vals); /* the startup trials' values, and any key left below */
-    if (nobs < RT_TPE_STARTUP || (c->sweep_baseline && t == 0))
+    /* the startup trials' values, and any key left below */
+    rt_sweep_sample_all(c, sp, t, vals);
+    int *order = nobs < RT_TPE_STARTUP || (c->sweep_baseline && t == 0)
+                     ? NULL
+                     : malloc((size_t)nobs * sizeof *order);
+    if (!order) {
+        rt_sweep_blank_inactive(sp, vals);
         return;
+    }
     const bool maximize = rt_job_monitor_max(c);
-    int *order = malloc((size_t)nobs * sizeof *order);
-    if (!order)
-        return;
     for (int k = 0; k < nobs; k++) { /* insertion sort: at most a few thousand */
         int j = k;
         while (j > 0 && ahead(&obs[k], &obs[order[j - 1]], maximize)) {
@@ -280,13 +283,30 @@ void rt_sweep_sample_tpe(const rt_job_cfg *c, const rt_sweep_space *sp, int64_t 
      * (in parallel) drew the same candidates */
     rng h = {(uint64_t)c->sweep_seed * 0x2545f4914f6cdd1dull ^ (uint64_t)(t + 1)};
     rng r = {next(&h)};
-    for (int i = 0; i < sp->n; i++) {
+    int *mine = malloc((size_t)nobs * sizeof *mine);
+    for (int i = 0; mine && i < sp->n; i++) {
         const rt_sweep_dim *d = &sp->d[i];
+        /* a key of one architecture: the trials of it alone, ranked and
+         * split as all are (Optuna's univariate TPE on a conditional key) */
+        const int *ord = order;
+        int n = nobs, good = ngood;
+        if (d->when[0]) {
+            n = 0;
+            for (int k = 0; k < nobs; k++)
+                if (obs[order[k]].vals[i][0])
+                    mine[n++] = order[k];
+            ord = mine;
+            good = (int)fmin(ceil(0.1 * n), 25);
+            if (n == 0)
+                continue; /* random search's value */
+        }
         char v[RT_SWEEP_VALUE_MAX];
-        bool ok = d->kind == RT_SP_CHOICE ? sample_choice(d, obs, order, nobs, ngood, i, &r, v)
-                                          : sample_numeric(d, obs, order, nobs, ngood, i, &r, v);
+        bool ok = d->kind == RT_SP_CHOICE ? sample_choice(d, obs, ord, n, good, i, &r, v)
+                                          : sample_numeric(d, obs, ord, n, good, i, &r, v);
         if (ok)
             snprintf(vals[i], RT_SWEEP_VALUE_MAX, "%s", v);
     }
+    free(mine);
     free(order);
+    rt_sweep_blank_inactive(sp, vals);
 }

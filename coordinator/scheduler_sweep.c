@@ -155,6 +155,8 @@ static char (*params_vals(const rt_sweep_space *sp, sc_trial *t))[RT_SWEEP_VALUE
             snprintf(vals[i], sizeof vals[i], "%s",
                      rt_json_get_str(p, sp->d[i].key) ? rt_json_get_str(p, sp->d[i].key) : "");
     rt_json_free(p);
+    if (vals) /* a key of two architectures is the drawn one's */
+        rt_sweep_blank_inactive(sp, vals);
     return t->vals = vals;
 }
 
@@ -205,7 +207,8 @@ static rt_status trial_body(const sc_job *sw, sc_trial *t, char **body, char *er
         rt_jw_init(&p);
         rt_jw_obj(&p);
         for (int i = 0; i < sp->n; i++)
-            rt_jw_kstr(&p, sp->d[i].key, vals[i]);
+            if (vals[i][0]) /* not a key of another architecture's */
+                rt_jw_kstr(&p, sp->d[i].key, vals[i]);
         rt_jw_obj_end(&p);
         t->params = rt_jw_take(&p, NULL);
     }

@@ -323,17 +323,14 @@ static void test_no_test_rows(void **state)
     CHECK(!exists(best, "submission.csv"));
 }
 
-/* A sweep given by --set alone on the table prep --from made (the README's
- * one command): no space.* line, so its trials search mlp's default space
- * — said before submitting, each trial's values those keys', within their
- * ranges, trained with AdamW — and the sweep writes its best/. */
-static void test_default_space(void **state)
+/* `ringtrain submit` of a 4-trial sweep given by --set alone into
+ * C.dir/NAME on the prepared table, with one more --set (NULL: none):
+ * the job's id (0: refused), what the CLI printed into *out. */
+static long long submit_set_sweep(const char *name, const char *set, char **out)
 {
-    (void)state;
-    char *out = NULL, store[400], dsset[440], stset[440];
-    snprintf(store, sizeof store, "%s/default", C.dir);
+    char dsset[440], stset[440];
     snprintf(dsset, sizeof dsset, "data.dataset=%s", ds_dir);
-    snprintf(stset, sizeof stset, "output.store=%s", store);
+    snprintf(stset, sizeof stset, "output.store=%s/%s", C.dir, name);
     const char *args[] = {"submit",
                           "--np",
                           "1",
@@ -348,26 +345,58 @@ static void test_default_space(void **state)
                           "--set",
                           stset,
                           "--set",
-                          "model.architecture=mlp",
-                          "--set",
                           "model.threads=1",
                           "--set",
                           "train.epochs=3",
                           "--set",
                           "train.monitor=val_accuracy",
+                          set ? "--set" : NULL,
+                          set,
                           NULL};
-    CHECK(cl_cli(&C, &out, 30, args) == 0);
-    CHECK(out && strstr(out, "has no [sweep] space.* line: its trials search mlp's default "
-                             "space (docs/sweeps.md):\n  space.model.hidden = choice("));
-    const char *sub = out ? strstr(out, "submitted job ") : NULL;
-    const long long id = sub ? atoll(sub + strlen("submitted job ")) : 0;
-    free(out);
-    CHECK(id > 0);
+    if (cl_cli(&C, out, 30, args) != 0)
+        return 0;
+    const char *sub = *out ? strstr(*out, "submitted job ") : NULL;
+    return sub ? atoll(sub + strlen("submitted job ")) : 0;
+}
+
+/* The sweep's record once it succeeded (NULL, said, when it did not) */
+static rt_json *sweep_succeeded(long long id, const char *what)
+{
     rt_json *d = cl_wait_job(&C, id, "succeeded", 180000);
     if (!d || strcmp(cl_job_state(d), "succeeded") != 0)
-        fprintf(stderr, "the default-space sweep: %s\n",
+        fprintf(stderr, "%s: %s\n", what,
                 d ? rt_json_str(rt_json_get(rt_json_get(d, "job"), "reason"), "") : "no answer");
     CHECK(d && !strcmp(cl_job_state(d), "succeeded"));
+    return d;
+}
+
+/* Whether the file holds the line (its newline included) */
+static bool has_line(const char *path, const char *want)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    bool found = false;
+    while (f && fgets(line, sizeof line, f))
+        found |= !strcmp(line, want);
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* A sweep given by --set alone on the table prep --from made (the README's
+ * one command): no space.* line, so its trials search mlp's default space
+ * — said before submitting, each trial's values those keys', within their
+ * ranges, trained with AdamW — and the sweep writes its best/. */
+static void test_default_space(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    const long long id = submit_set_sweep("default", "model.architecture=mlp", &out);
+    CHECK(out && strstr(out, "has no [sweep] space.* line: its trials search mlp's default "
+                             "space (docs/sweeps.md):\n  space.model.hidden = choice("));
+    free(out);
+    CHECK(id > 0);
+    rt_json *d = sweep_succeeded(id, "the default-space sweep");
     const rt_json *ts = rt_json_get(rt_json_get(d, "sweep"), "trial_list");
     CHECK(rt_json_len(ts) == 4);
     for (size_t i = 0; i < rt_json_len(ts); i++) {
@@ -381,17 +410,57 @@ static void test_default_space(void **state)
     }
     rt_json_free(d);
     char best[420];
-    snprintf(best, sizeof best, "%s/best", store);
+    snprintf(best, sizeof best, "%s/default/best", C.dir);
     CHECK(exists(best, "best.ckpt") && exists(best, "best.ini"));
-    snprintf(best, sizeof best, "%s/best/best.ini", store);
-    FILE *f = fopen(best, "r");
-    char line[512];
-    bool adamw = false;
-    while (f && fgets(line, sizeof line, f))
-        adamw |= !strcmp(line, "optimizer = adamw\n");
-    if (f)
-        fclose(f);
-    CHECK(adamw);
+    snprintf(best, sizeof best, "%s/default/best/best.ini", C.dir);
+    CHECK(has_line(best, "optimizer = adamw\n"));
+}
+
+/* model.architecture = choice(mlp | dcn2) as the sweep's one space.* line:
+ * each trial searches its family's default space — said before
+ * submitting —, its values that family's keys alone (the records, the
+ * trials' jobs), and best.ini is the best trial's family. */
+static void test_architecture_choice(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    const long long id =
+        submit_set_sweep("families", "sweep.space.model.architecture=choice(mlp | dcn2)", &out);
+    CHECK(out && strstr(out, "searches model.architecture alone: each trial searches its "
+                             "architecture's default space (docs/sweeps.md):\n"));
+    CHECK(out && strstr(out, "  space.model.cross_layers = int(1, 8)    ; dcn2\n"));
+    free(out);
+    CHECK(id > 0);
+    rt_json *d = sweep_succeeded(id, "the sweep of two families");
+    const rt_json *ts = rt_json_get(rt_json_get(d, "sweep"), "trial_list");
+    CHECK(rt_json_len(ts) == 4);
+    const double best = rt_json_num(rt_json_get(rt_json_get(d, "sweep"), "best_trial"), 0);
+    int fam[2] = {0, 0};
+    char want[64] = "";
+    for (size_t i = 0; i < rt_json_len(ts); i++) {
+        const rt_json *t = rt_json_at(ts, i), *p = rt_json_get(t, "params");
+        const char *arch = rt_json_str(rt_json_get(p, "model.architecture"), "");
+        const bool dcn2 = !strcmp(arch, "dcn2");
+        CHECK(dcn2 || !strcmp(arch, "mlp"));
+        fam[dcn2]++;
+        CHECK((rt_json_get(p, "model.hidden") != NULL) == !dcn2); /* mlp's alone */
+        const int cross = atoi(rt_json_str(rt_json_get(p, "model.cross_layers"), "0"));
+        CHECK(dcn2 ? cross >= 1 && cross <= 8 : cross == 0);
+        CHECK(!strcmp(rt_json_str(rt_json_get(p, "train.optimizer"), ""), "adamw"));
+        const char *st = rt_json_str(rt_json_get(t, "state"), "");
+        CHECK(!strcmp(st, "completed") || !strcmp(st, "stopped"));
+        if (rt_json_num(rt_json_get(t, "trial"), 0) == best)
+            snprintf(want, sizeof want, "architecture = %s\n", arch);
+    }
+    if (fam[0] == 0 || fam[1] == 0)
+        fprintf(stderr, "families drawn: %d mlp, %d dcn2\n", fam[0], fam[1]);
+    CHECK(fam[0] > 0 && fam[1] > 0); /* seed 0's four trials: both */
+    rt_json_free(d);
+    char path[420];
+    snprintf(path, sizeof path, "%s/families/best/best.ini", C.dir);
+    if (!want[0] || !has_line(path, want))
+        fprintf(stderr, "%s has no '%s'\n", path, want);
+    CHECK(want[0] && has_line(path, want));
 }
 
 /* A rank's warning reaches the job's events (`ringtrain status`, the
@@ -452,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_time_budget),
         cmocka_unit_test(test_no_test_rows),
         cmocka_unit_test(test_default_space),
+        cmocka_unit_test(test_architecture_choice),
         cmocka_unit_test(test_rank_warning_is_an_event),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

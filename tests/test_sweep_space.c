@@ -339,6 +339,94 @@ static void test_default_space(void **state)
     rt_cfg_free(&rt_job_schema, &j);
 }
 
+/* model.architecture = choice(...) as the one space.* line: every trial
+ * searches its architecture's default space (rt_sweep_dim.when), the keys
+ * of the others left as the file has them; with other space.* lines, or
+ * in a grid, the file's lines are the whole space; a file key that one of
+ * the architectures refuses is named with it. */
+static void test_architecture_choice(void **state)
+{
+    (void)state;
+    rt_job_cfg j;
+    char msgs[4096];
+    rt_cfg_origin o = {"s.ini", NULL};
+    assert_int_equal(load("trials = 60\nspace.model.architecture = choice(mlp | tabm | rossmann)\n",
+                          &j, msgs, sizeof msgs),
+                     RT_OK);
+    rt_cfg_errors e = {0};
+    rt_sweep_space sp;
+    assert_int_equal(rt_sweep_space_parse(&j, &o, &sp, &e), RT_OK);
+    assert_int_equal(sp.arch, 0);
+    assert_int_equal(sp.n, 1 + 5 + 6 + 3); /* mlp's, tabm's, rossmann's keys */
+    assert_string_equal(sp.d[0].when, "");
+    int width = -1;
+    for (int i = 1; i < sp.n; i++) {
+        assert_true(sp.d[i].when[0] != '\0');
+        if (!strcmp(sp.d[i].key, "model.width"))
+            width = i;
+    }
+    assert_true(width > 0);
+    assert_string_equal(sp.d[width].when, "tabm");
+    char(*v)[RT_SWEEP_VALUE_MAX] = calloc((size_t)sp.n, sizeof *v);
+    int drawn[3] = {0};
+    for (int t = 0; t < 60; t++) {
+        rt_sweep_sample(&j, &sp, t, v);
+        const char *fam[3] = {"mlp", "tabm", "rossmann"};
+        int a = -1;
+        for (int k = 0; k < 3; k++)
+            if (!strcmp(v[0], fam[k]))
+                a = k;
+        assert_true(a >= 0);
+        drawn[a]++;
+        for (int i = 1; i < sp.n; i++) /* a value exactly where the family searches it */
+            assert_int_equal(v[i][0] != '\0', !strcmp(sp.d[i].when, v[0]));
+        char *text = rt_sweep_trial_text(&j, &sp, v, t, &e);
+        if (!text) {
+            rt_cfg_errors_join(&e, msgs, sizeof msgs);
+            fail_msg("trial %d (%s): %s", t + 1, v[0], msgs);
+        }
+        char want[64];
+        snprintf(want, sizeof want, "architecture = %s\n", v[0]);
+        assert_non_null(strstr(text, want));
+        if (a == 1) { /* tabm's width, from its own range */
+            snprintf(want, sizeof want, "width = %s\n", v[width]);
+            assert_non_null(strstr(text, want));
+            assert_true(atoi(v[width]) >= 128 && atoi(v[width]) <= 1024);
+        }
+        free(text);
+    }
+    assert_true(drawn[0] > 0 && drawn[1] > 0 && drawn[2] > 0);
+    free(v);
+    rt_sweep_space_free(&sp);
+    rt_cfg_free(&rt_job_schema, &j);
+    /* with another line, or in a grid: the lines alone */
+    static const char *const alone[] = {
+        "trials = 4\nspace.model.architecture = choice(mlp | tabm)\n"
+        "space.train.batch_size = choice(64 | 128)\n",
+        "scheduler = grid\nspace.model.architecture = choice(mlp | tabm)\n",
+    };
+    for (int c = 0; c < 2; c++) {
+        assert_int_equal(load(alone[c], &j, msgs, sizeof msgs), RT_OK);
+        assert_int_equal(rt_sweep_space_parse(&j, &o, &sp, &e), RT_OK);
+        assert_int_equal(sp.n, 2 - c);
+        assert_string_equal(sp.d[sp.n - 1].when, "");
+        rt_sweep_space_free(&sp);
+        rt_cfg_free(&rt_job_schema, &j);
+    }
+    rt_cfg_errors_free(&e);
+    /* an mlp key in the file: tabm's trials refuse it */
+    refused("trials = 4\nspace.model.architecture = choice(mlp | tabm)\n[model]\nhidden = 64\n",
+            "s.ini:13: [sweep] space.model.architecture: the choice tabm: [model] hidden");
+    /* the file's keys against a family's default: said as that space's */
+    refused("trials = 4\nspace.model.architecture = choice(tabm | mlp)\n[model]\n"
+            "batch_norm = true, true, true\nhidden = 64, 64, 64\n",
+            "the choice tabm: [model] hidden");
+    refused("trials = 4\nspace.model.architecture = choice(mlp)\n[model]\n"
+            "batch_norm = true, true, true\nhidden = 64, 64, 64\n",
+            "s.ini: mlp's default space (its trials of that architecture; docs/sweeps.md): "
+            "[sweep] space.model.hidden: the choice 128: [model] batch_norm");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -346,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_sampling),
         cmocka_unit_test(test_grid),
         cmocka_unit_test(test_default_space),
+        cmocka_unit_test(test_architecture_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -239,6 +239,52 @@ static void test_parallel_draws_differ(void **state)
         fail_msg("%d of %d pairs share a value, %d all three", one, SEEDS * 66, all);
 }
 
+/* model.architecture = choice(mlp | tabm) alone: each family's default
+ * keys are sampled from that family's trials only (Optuna's univariate
+ * TPE on a conditional key), a trial has values for its family's keys and
+ * none for the other's, and where tabm scores better TPE draws it more
+ * often than random search's half. */
+static void test_architecture_choice(void **state)
+{
+    (void)state;
+    enum { N = 40, SEEDS = 4 };
+    int tabm = 0, after = 0;
+    for (int seed = 1; seed <= SEEDS; seed++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "trials = %d\nsearch = tpe\nseed = %d\n"
+                 "space.model.architecture = choice(mlp | tabm)\n",
+                 N, seed);
+        sweep s;
+        load(&s, text);
+        int lr[2] = {-1, -1}; /* train.learning_rate's dimension of mlp, of tabm */
+        for (int i = 0; i < s.sp.n; i++)
+            if (!strcmp(s.sp.d[i].key, "train.learning_rate"))
+                lr[!strcmp(s.sp.d[i].when, "tabm")] = i;
+        assert_true(lr[0] > 0 && lr[1] > 0);
+        char(*vals)[RT_SWEEP_VALUE_MAX] = calloc((size_t)N * (size_t)s.sp.n, sizeof *vals);
+        rt_sweep_obs obs[N];
+        for (int t = 0; t < N; t++) {
+            char(*v)[RT_SWEEP_VALUE_MAX] = vals + (size_t)t * (size_t)s.sp.n;
+            rt_sweep_sample_tpe(&s.j, &s.sp, t, obs, t, v);
+            const bool is_tabm = !strcmp(v[0], "tabm");
+            assert_true(is_tabm || !strcmp(v[0], "mlp"));
+            for (int i = 1; i < s.sp.n; i++)
+                assert_int_equal(v[i][0] != '\0', !strcmp(s.sp.d[i].when, v[0]));
+            const double x = log10(atof(v[lr[is_tabm]])) + 3; /* best at 1e-3 */
+            obs[t] = (rt_sweep_obs){v, (is_tabm ? 0.9 : 0.7) - 0.02 * x * x, true, 27};
+            if (t >= RT_TPE_STARTUP) {
+                tabm += is_tabm;
+                after++;
+            }
+        }
+        free(vals);
+        unload(&s);
+    }
+    print_message("tabm drawn in %d of the %d trials after the startup\n", tabm, after);
+    assert_true(tabm * 10 >= after * 7); /* random search: half */
+}
+
 static void test_grid_refused(void **state)
 {
     (void)state;
@@ -261,7 +307,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_startup_and_ranges), cmocka_unit_test(test_stopped_rank_below),
         cmocka_unit_test(test_beats_random),       cmocka_unit_test(test_parallel_draws_differ),
-        cmocka_unit_test(test_grid_refused),
+        cmocka_unit_test(test_grid_refused),       cmocka_unit_test(test_architecture_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

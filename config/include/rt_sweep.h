@@ -44,23 +44,41 @@ typedef struct rt_sweep_dim {
     int nchoices;
     char **choices; /* owned */
     int line;       /* in the sweep's file (RT_CFG_LINE_SET: --set; RT_SWEEP_LINE_DEFAULT) */
+    char when[32];  /* searched only in trials of this architecture ("": in every trial) */
 } rt_sweep_dim;
 
 typedef struct rt_sweep_space {
     int n;
     rt_sweep_dim *d; /* owned */
+    int arch;        /* the dimension of model.architecture, or -1 */
 } rt_sweep_space;
 
 /* The space a sweep of asha or random searches when its file gives no
  * space.* line (rt_sweep_default.c; docs/sweeps.md "The default space"):
  * the searched keys of c's family — and of its numeric_embedding — as
  * "section.key" and a distribution's text, into out (at most max);
- * how many. */
+ * how many.  Where the file's one space.* line is
+ * model.architecture = choice(...), each family's default space is searched
+ * by the trials of that family (rt_sweep_dim.when). */
 typedef struct rt_sweep_default {
     const char *key, *dist;
 } rt_sweep_default;
 #define RT_SWEEP_LINE_DEFAULT (-2) /* rt_sweep_dim.line of a default space's key */
 int rt_sweep_default_space(const rt_job_cfg *c, rt_sweep_default *out, int max);
+/* Whether c's trials search a default space: asha or random with no
+ * space.* line, or with model.architecture's alone. */
+bool rt_sweep_uses_default(const rt_job_cfg *c);
+/* The architecture named name ("tabm"), or -1. */
+int rt_sweep_arch_of(const char *name);
+
+/* Whether dimension i is searched in a trial of these values: always, or
+ * when the trial's architecture is its `when`. */
+bool rt_sweep_dim_active(const rt_sweep_space *sp, int i, char (*vals)[RT_SWEEP_VALUE_MAX]);
+/* The values of dimensions a trial does not search made empty (a trial of
+ * tabm keeps no mlp key); an empty value leaves the file's. */
+void rt_sweep_blank_inactive(const rt_sweep_space *sp, char (*vals)[RT_SWEEP_VALUE_MAX]);
+/* Dimension d's distribution as a file writes it ("loguniform(1e-05, 0.01)") */
+void rt_sweep_dim_text(const rt_sweep_dim *d, char *out, size_t len);
 
 /* The space of c's [sweep] space.* keys (none given, asha or random: the
  * default space), each distribution parsed and its key checked against the
@@ -74,9 +92,13 @@ void rt_sweep_space_free(rt_sweep_space *sp);
 /* How many trials the sweep runs: [sweep] trials, or the grid's size. */
 int64_t rt_sweep_trials(const rt_job_cfg *c, const rt_sweep_space *sp);
 
-/* Trial t's (0-based) value of every dimension, as text, into vals. */
+/* Trial t's (0-based) value of every dimension, as text, into vals: those
+ * its architecture does not search empty. */
 void rt_sweep_sample(const rt_job_cfg *c, const rt_sweep_space *sp, int64_t t,
                      char (*vals)[RT_SWEEP_VALUE_MAX]);
+/* The same with every dimension's value, whatever the architecture drawn */
+void rt_sweep_sample_all(const rt_job_cfg *c, const rt_sweep_space *sp, int64_t t,
+                         char (*vals)[RT_SWEEP_VALUE_MAX]);
 
 /* A value of dimension d as the file would write it: integers whole
  * (rounded into the range), others with 4 significant digits. */
