@@ -95,8 +95,8 @@ static uint32_t crc(const void *p, size_t n)
 struct rt_shard_writer {
     rt_atomic_file f;
     int ncols;
-    rt_col_type types[RT_SHARD_MAX_COLS];
-    char names[RT_SHARD_MAX_COLS][RT_SHARD_NAME_LEN];
+    rt_col_type *types;               /* ncols of them */
+    char (*names)[RT_SHARD_NAME_LEN]; /* ncols of them */
     uint64_t rows;
     uint32_t groups;
     uint64_t at; /* bytes written */
@@ -104,13 +104,28 @@ struct rt_shard_writer {
     bytes idx;   /* the index: each group's offset and rows */
 };
 
+static void writer_free(rt_shard_writer *w)
+{
+    free(w->b.p);
+    free(w->idx.p);
+    free(w->types);
+    free(w->names);
+    free(w);
+}
+
 rt_status rt_shard_writer_open(const char *path, const rt_shard_col *cols, int ncols,
                                rt_shard_writer **out, char *err)
 {
     *out = NULL;
     if (ncols <= 0 || ncols > RT_SHARD_MAX_COLS)
-        return rt_err(err, RT_ERR_INVALID, "%s: %d columns: out of range", path, ncols);
+        return rt_err(err, RT_ERR_INVALID, "%s: %d columns: a shard holds 1 to %d", path, ncols,
+                      RT_SHARD_MAX_COLS);
     rt_shard_writer *w = calloc(1, sizeof *w);
+    if (w && (!(w->types = calloc((size_t)ncols, sizeof *w->types)) ||
+              !(w->names = calloc((size_t)ncols, sizeof *w->names)))) {
+        writer_free(w);
+        w = NULL;
+    }
     if (!w)
         return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", path);
     w->ncols = ncols;
@@ -121,8 +136,7 @@ rt_status rt_shard_writer_open(const char *path, const rt_shard_col *cols, int n
     for (int c = 0; c < ncols; c++) {
         size_t nl = strlen(cols[c].name);
         if (nl == 0 || nl >= RT_SHARD_NAME_LEN || rt_col_type_size(cols[c].type) == 0) {
-            free(b->p);
-            free(w);
+            writer_free(w);
             return rt_err(err, RT_ERR_INVALID, "%s: column %d has a bad name or type", path, c);
         }
         w->types[c] = cols[c].type;
@@ -213,9 +227,7 @@ rt_status rt_shard_writer_close(rt_shard_writer *w, char *err)
         st = rt_atomic_commit(&w->f, err);
     else
         rt_atomic_abort(&w->f);
-    free(b->p);
-    free(w->idx.p);
-    free(w);
+    writer_free(w);
     return st;
 }
 
@@ -224,9 +236,7 @@ void rt_shard_writer_abort(rt_shard_writer *w)
     if (!w)
         return;
     rt_atomic_abort(&w->f);
-    free(w->b.p);
-    free(w->idx.p);
-    free(w);
+    writer_free(w);
 }
 
 rt_status rt_shard_write(const char *path, const rt_shard_col *cols, int ncols, int64_t nrows,
@@ -278,6 +288,13 @@ const rt_shard_col *rt_shard_find(const rt_shard *s, const char *name)
     return NULL;
 }
 
+size_t shard_header_cols(const void *head, size_t len)
+{
+    const uint32_t n = len >= 16 ? rt_get_le32((const unsigned char *)head + 12) : 0;
+    /* a column takes 3 bytes at least: more than len holds is a cut header */
+    return n >= 1 && n <= RT_SHARD_MAX_COLS && n <= (len - 16) / 3 ? n : 1;
+}
+
 rt_status shard_header(const unsigned char *p, size_t len, const char *name, rt_shard_col *cols,
                        int *ncols, size_t *hlen, int *version, char *err)
 {
@@ -287,7 +304,7 @@ rt_status shard_header(const unsigned char *p, size_t len, const char *name, rt_
     if (v < 1 || v > RT_SHARD_VERSION)
         return rt_err(err, RT_ERR_INVALID, "%s: shard version %u, this build reads 1 to %d", name,
                       v, RT_SHARD_VERSION);
-    if (n == 0 || n > RT_SHARD_MAX_COLS)
+    if (n == 0 || n > RT_SHARD_MAX_COLS || n > (len - 16) / 3) /* 3 bytes a column at least */
         return rt_err(err, RT_ERR_INVALID, "%s: corrupt header (%u columns)", name, n);
     const unsigned char *q = p + 16, *end = p + len;
     for (uint32_t c = 0; c < n; c++) {
@@ -399,7 +416,7 @@ rt_status shard_group(const unsigned char *q, const unsigned char *end, const ch
     return RT_OK;
 }
 
-/* rt_shard_parse with cols (RT_SHARD_MAX_COLS of them) to parse the header into */
+/* rt_shard_parse with cols (as many as the header has) to parse it into */
 static rt_status parse(const void *data, size_t len, const char *name, rt_shard_col *cols,
                        rt_shard **out, char *err)
 {
@@ -489,7 +506,7 @@ static rt_status parse(const void *data, size_t len, const char *name, rt_shard_
 
 rt_status rt_shard_parse(const void *data, size_t len, const char *name, rt_shard **out, char *err)
 {
-    rt_shard_col *cols = malloc(RT_SHARD_MAX_COLS * sizeof *cols);
+    rt_shard_col *cols = calloc(shard_header_cols(data, len), sizeof *cols);
     if (!cols) {
         *out = NULL;
         return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", name);

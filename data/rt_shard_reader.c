@@ -17,7 +17,7 @@ struct rt_shard_reader {
     rt_src *src;
     char name[1100];
     int ncols;
-    rt_shard_col cols[RT_SHARD_MAX_COLS];
+    rt_shard_col *cols; /* ncols of them */
     int64_t rows;
     int ngroups;
     int64_t *off, *len, *grows; /* per row group */
@@ -95,23 +95,70 @@ static rt_status read_index(rt_shard_reader *r, int64_t hlen, int64_t size,
  * of up to about 21,000 row groups, one ranged GET in S3. */
 #define TAIL_READ (256 << 10)
 
-static rt_status walk(rt_shard_reader *r, int64_t size, char *err)
+/* The header's bytes: its column count first (in the first 16), then at
+ * most what that many columns' names take — one read for a header of up
+ * to ~1,000 columns, a second for a wider one (65,536 columns: ~4 MB). */
+static rt_status header_bytes(rt_shard_reader *r, int64_t size, unsigned char **out, size_t *len,
+                              char *err)
 {
-    const size_t most = RT_SHARD_MAX_COLS * (2 + RT_SHARD_NAME_LEN) + 32;
-    size_t want = (size_t)size < most ? (size_t)size : most, hlen = 0;
-    unsigned char *head = malloc(want ? want : 1);
+    enum { FIRST = 64 << 10 };
+    size_t have = (size_t)size < FIRST ? (size_t)size : FIRST;
+    unsigned char *head = malloc(have ? have : 1);
+    char e[RT_ERR_LEN];
+    *out = NULL;
     if (!head)
         return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", r->name);
-    char e[RT_ERR_LEN];
-    if (!read_at(r->src, head, want, 0, e)) {
+    if (!read_at(r->src, head, have, 0, e)) {
         free(head);
         return rt_err(err, RT_ERR_IO, "cannot read %s: %s", r->name, e);
     }
-    int version = 0;
-    rt_status st = shard_header(head, want, r->name, r->cols, &r->ncols, &hlen, &version, err);
-    free(head);
+    uint32_t n = have >= 16 ? rt_get_le32(head + 12) : 0;
+    n = n < RT_SHARD_MAX_COLS ? n : RT_SHARD_MAX_COLS; /* more: shard_header refuses it */
+    size_t need = 16 + (size_t)n * (2 + RT_SHARD_NAME_LEN) + 32;
+    need = (size_t)size < need ? (size_t)size : need;
+    if (need > have) {
+        unsigned char *more = realloc(head, need);
+        if (!more) {
+            free(head);
+            return rt_err(err, RT_ERR_NOMEM, "%s: out of memory", r->name);
+        }
+        head = more;
+        if (!read_at(r->src, head + have, need - have, (int64_t)have, e)) {
+            free(head);
+            return rt_err(err, RT_ERR_IO, "cannot read %s: %s", r->name, e);
+        }
+        have = need;
+    }
+    *out = head;
+    *len = have;
+    return RT_OK;
+}
+
+/* The header's columns into r->cols (as many as it has) */
+static rt_status read_header(rt_shard_reader *r, int64_t size, size_t *hlen, int *version,
+                             char *err)
+{
+    size_t len = 0;
+    unsigned char *head = NULL;
+    rt_status st = header_bytes(r, size, &head, &len, err);
     if (st != RT_OK)
         return st;
+    if (!(r->cols = calloc(shard_header_cols(head, len), sizeof *r->cols)))
+        st = rt_err(err, RT_ERR_NOMEM, "%s: out of memory", r->name);
+    else
+        st = shard_header(head, len, r->name, r->cols, &r->ncols, hlen, version, err);
+    free(head);
+    return st;
+}
+
+static rt_status walk(rt_shard_reader *r, int64_t size, char *err)
+{
+    size_t hlen = 0;
+    int version = 0;
+    rt_status st = read_header(r, size, &hlen, &version, err);
+    if (st != RT_OK)
+        return st;
+    char e[RT_ERR_LEN];
     if (size < (int64_t)(hlen + TRAILER_LEN))
         return rt_err(err, RT_ERR_INVALID,
                       "%s is truncated: no trailer (the file was cut short "
@@ -172,6 +219,7 @@ void rt_shard_reader_close(rt_shard_reader *r)
     free(r->off);
     free(r->len);
     free(r->grows);
+    free(r->cols);
     free(r);
 }
 

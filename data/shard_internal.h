@@ -15,6 +15,10 @@
  * that claims more is refused as corrupt */
 #define SHARD_MAX_RATIO 1032
 
+/* How many columns the header at head (len bytes) holds, for a cols
+ * array to parse it into: 1 where the count is out of range or more than
+ * len bytes can hold (shard_header refuses it) */
+size_t shard_header_cols(const void *head, size_t len);
 /* The header at p (len bytes available): columns (names, types; data
  * NULL), their count, the header's length and the format's version (1, 2). */
 rt_status shard_header(const unsigned char *p, size_t len, const char *name, rt_shard_col *cols,

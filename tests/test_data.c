@@ -397,6 +397,69 @@ static void test_shard_crafted_sizes(void **state)
     free(data);
 }
 
+/* A shard of 20,000 columns (more than the 8,208 a shard held until
+ * 2026-12-01) reads back whole and through the streaming reader, whose
+ * header takes a second read; 65,553 columns are refused naming the most;
+ * a header claiming more columns than its bytes hold is refused as
+ * corrupt before a column is parsed. */
+static void test_shard_wide(void **state)
+{
+    (void)state;
+    enum { NC = 20000, NR = 3 };
+    char path[] = "/tmp/rt_shard_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    rt_shard_col *cols = calloc(NC + RT_SHARD_MAX_COLS, sizeof *cols);
+    float *v = calloc((size_t)NC * NR, sizeof *v);
+    assert_true(cols && v);
+    for (int c = 0; c < NC; c++) {
+        snprintf(cols[c].name, sizeof cols[c].name, "feature_number_%d", c);
+        cols[c].type = RT_COL_F32;
+        cols[c].data = v + (size_t)c * NR;
+        for (int r = 0; r < NR; r++)
+            v[(size_t)c * NR + r] = (float)(c * 10 + r);
+    }
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_shard_write(path, cols, NC, NR, 2, err), RT_OK);
+    rt_shard *s = NULL;
+    assert_int_equal(rt_shard_read(path, &s, err), RT_OK);
+    assert_int_equal(s->ncols, NC);
+    const rt_shard_col *last = rt_shard_find(s, "feature_number_19999");
+    assert_non_null(last);
+    assert_true(((const float *)last->data)[2] == 199992.0f);
+    rt_shard_free(s);
+    rt_shard_reader *rd = NULL;
+    if (rt_shard_reader_open(path, &rd, err) != RT_OK)
+        fail_msg("%s", err);
+    assert_int_equal(rt_shard_reader_ncols(rd), NC);
+    assert_string_equal(rt_shard_reader_col(rd, NC - 1)->name, "feature_number_19999");
+    assert_int_equal(rt_shard_reader_groups(rd), 2);
+    assert_int_equal(rt_shard_reader_group(rd, 1, &s, err), RT_OK);
+    assert_true(((const float *)rt_shard_find(s, "feature_number_7")->data)[0] == 72.0f);
+    rt_shard_free(s);
+    rt_shard_reader_close(rd);
+    /* too many */
+    for (int c = NC; c < RT_SHARD_MAX_COLS + 1; c++) {
+        snprintf(cols[c].name, sizeof cols[c].name, "c%d", c);
+        cols[c].type = RT_COL_F32;
+        cols[c].data = v;
+    }
+    assert_int_equal(rt_shard_write(path, cols, RT_SHARD_MAX_COLS + 1, 1, 1, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "65553 columns: a shard holds 1 to 65552"));
+    /* a header of 40 bytes that claims 60,000 columns */
+    unsigned char head[40] = "RTSHARD";
+    size_t len = 0;
+    char *good = shard_bytes(14, 2, &len);
+    memcpy(head, good, 16);
+    free(good);
+    rt_put_le32(head + 12, 60000);
+    assert_int_equal(rt_shard_parse(head, sizeof head, "claims.rts", &s, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "claims.rts: corrupt header (60000 columns)"));
+    free(cols);
+    free(v);
+    unlink(path);
+}
+
 /* The row group index (version 2): the streaming reader finds every group
  * from it, as the whole-file parser does by walking, and refuses an index
  * or a group that does not agree; a version-1 shard (no index: the fuzz
@@ -647,6 +710,7 @@ int main(void)
         cmocka_unit_test(test_shard_roundtrip), cmocka_unit_test(test_shard_index),
         cmocka_unit_test(test_shard_damage),    cmocka_unit_test(test_shard_crafted_sizes),
         cmocka_unit_test(test_manifest),        cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_shard_wide),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,7 +29,7 @@ extern "C" {
 
 #define RT_SHARD_VERSION 2
 #define RT_SHARD_NAME_LEN 64
-#define RT_SHARD_MAX_COLS 8208 /* 8192 features and the label, validation, id, ... */
+#define RT_SHARD_MAX_COLS 65552 /* 65,536 features and the label, validation, id, ... */
 
 typedef enum rt_col_type { RT_COL_I32 = 1, RT_COL_F32 = 2, RT_COL_U8 = 3 } rt_col_type;
 size_t rt_col_type_size(rt_col_type t);

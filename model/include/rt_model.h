@@ -52,8 +52,8 @@
 extern "C" {
 #endif
 
-#define RT_MODEL_MAX_CAT 4096  /* categorical inputs of a model */
-#define RT_MODEL_MAX_CONT 8192 /* continuous inputs (a shard holds RT_SHARD_MAX_COLS columns) */
+#define RT_MODEL_MAX_CAT 4096   /* categorical inputs of a model */
+#define RT_MODEL_MAX_CONT 65536 /* continuous inputs (a shard holds RT_SHARD_MAX_COLS columns) */
 #define RT_MODEL_MAX_HIDDEN 16
 #define RT_MODEL_NAME_LEN 64 /* a dataset's column names are at most 63 bytes */
 #define RT_MODEL_MAX_CLASSES 256
