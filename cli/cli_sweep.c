@@ -21,15 +21,34 @@ static bool maximize(const rt_json *sw)
     return !strcmp(rt_json_str(rt_json_get(sw, "mode"), "min"), "max");
 }
 
-/* a trial's values, "key=value ..." (the section dropped when unique enough) */
-static void params_text(const rt_json *p, char *buf, size_t len)
+/* Whether key has the same value in every trial (two or more, each with
+ * params): such a key is said once above the table, not on every row
+ * (train.optimizer = adamw, the default space's one-value choice) */
+static bool same_in_all(const rt_json *ts, const char *key)
+{
+    const char *first = NULL;
+    size_t n = rt_json_len(ts);
+    for (size_t i = 0; i < n; i++) {
+        const char *v =
+            rt_json_str(rt_json_get(rt_json_get(rt_json_at(ts, i), "params"), key), NULL);
+        if (!v || (first && strcmp(v, first) != 0))
+            return false;
+        first = v;
+    }
+    return n >= 2;
+}
+
+/* a trial's values, "key=value ..." (the section dropped): those that
+ * differ among the trials, or (common) those the same in every trial */
+static void params_text(const rt_json *p, const rt_json *ts, bool common, char *buf, size_t len)
 {
     size_t n = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < rt_json_len(p) && n + 8 < len; i++) {
         const char *k = rt_json_key_at(p, i), *dot = strchr(k, '.');
-        n += (size_t)snprintf(buf + n, len - n, "%s%s=%s", i ? " " : "", dot ? dot + 1 : k,
-                              cli_safe(rt_json_str(rt_json_value_at(p, i), "")));
+        if (same_in_all(ts, k) == common)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s=%s", n ? " " : "", dot ? dot + 1 : k,
+                                  cli_safe(rt_json_str(rt_json_value_at(p, i), "")));
     }
 }
 
@@ -114,12 +133,16 @@ void cli_show_sweep(const rt_json *d)
     for (size_t i = 0; i < n; i++)
         order[i] = rt_json_at(ts, i);
     qsort_r(order, n, sizeof *order, cmp_value, &max);
+    char common[600];
+    params_text(rt_json_get(rt_json_at(ts, 0), "params"), ts, true, common, sizeof common);
+    if (common[0])
+        printf("  every trial: %s\n", common);
     printf("  %5s %6s %-10s %6s %6s %12s %5s  %s\n", "TRIAL", "JOB", "STATE", "RUNG", "EPOCHS", mon,
            "AT", "VALUES");
     for (size_t i = 0; i < n; i++) {
         const rt_json *t = order[i];
         char p[600], r[32], v[32] = "-";
-        params_text(rt_json_get(t, "params"), p, sizeof p);
+        params_text(rt_json_get(t, "params"), ts, false, p, sizeof p);
         rung_text(sw, t, r, sizeof r);
         if (!isnan(value(t)))
             snprintf(v, sizeof v, "%.6g", value(t));

@@ -409,6 +409,13 @@ static void test_default_space(void **state)
         CHECK(!strcmp(rt_json_str(rt_json_get(p, "train.optimizer"), ""), "adamw"));
     }
     rt_json_free(d);
+    /* `ringtrain status`: the one-value choice said once, not on each row */
+    char ids[24];
+    snprintf(ids, sizeof ids, "%lld", id);
+    const char *sargs[] = {"status", ids, NULL};
+    CHECK(cl_cli(&C, &out, 30, sargs) == 0);
+    CHECK(count(out, "\n  every trial: optimizer=adamw\n") == 1 && count(out, "optimizer=") == 1);
+    free(out);
     char best[420];
     snprintf(best, sizeof best, "%s/default/best", C.dir);
     CHECK(exists(best, "best.ckpt") && exists(best, "best.ini"));
