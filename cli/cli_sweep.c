@@ -38,15 +38,37 @@ static bool same_in_all(const rt_json *ts, const char *key)
     return n >= 2;
 }
 
+/* The keys the same in every trial, found once for the table: the first
+ * trial's params' keys (at most 64), each flagged */
+typedef struct common_keys {
+    const rt_json *p; /* the first trial's params */
+    bool same[64];
+} common_keys;
+
+static void common_find(const rt_json *ts, common_keys *ck)
+{
+    ck->p = rt_json_get(rt_json_at(ts, 0), "params");
+    for (size_t i = 0; i < rt_json_len(ck->p) && i < 64; i++)
+        ck->same[i] = same_in_all(ts, rt_json_key_at(ck->p, i));
+}
+
+static bool is_common(const common_keys *ck, const char *key)
+{
+    for (size_t i = 0; i < rt_json_len(ck->p) && i < 64; i++)
+        if (ck->same[i] && !strcmp(rt_json_key_at(ck->p, i), key))
+            return true;
+    return false;
+}
+
 /* a trial's values, "key=value ..." (the section dropped): those that
  * differ among the trials, or (common) those the same in every trial */
-static void params_text(const rt_json *p, const rt_json *ts, bool common, char *buf, size_t len)
+static void params_text(const rt_json *p, const common_keys *ck, bool common, char *buf, size_t len)
 {
     size_t n = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < rt_json_len(p) && n + 8 < len; i++) {
         const char *k = rt_json_key_at(p, i), *dot = strchr(k, '.');
-        if (same_in_all(ts, k) == common)
+        if (is_common(ck, k) == common)
             n += (size_t)snprintf(buf + n, len - n, "%s%s=%s", n ? " " : "", dot ? dot + 1 : k,
                                   cli_safe(rt_json_str(rt_json_value_at(p, i), "")));
     }
@@ -133,8 +155,10 @@ void cli_show_sweep(const rt_json *d)
     for (size_t i = 0; i < n; i++)
         order[i] = rt_json_at(ts, i);
     qsort_r(order, n, sizeof *order, cmp_value, &max);
+    common_keys ck;
+    common_find(ts, &ck);
     char common[600];
-    params_text(rt_json_get(rt_json_at(ts, 0), "params"), ts, true, common, sizeof common);
+    params_text(ck.p, &ck, true, common, sizeof common);
     if (common[0])
         printf("  every trial: %s\n", common);
     printf("  %5s %6s %-10s %6s %6s %12s %5s  %s\n", "TRIAL", "JOB", "STATE", "RUNG", "EPOCHS", mon,
@@ -142,7 +166,7 @@ void cli_show_sweep(const rt_json *d)
     for (size_t i = 0; i < n; i++) {
         const rt_json *t = order[i];
         char p[600], r[32], v[32] = "-";
-        params_text(rt_json_get(t, "params"), ts, false, p, sizeof p);
+        params_text(rt_json_get(t, "params"), &ck, false, p, sizeof p);
         rung_text(sw, t, r, sizeof r);
         if (!isnan(value(t)))
             snprintf(v, sizeof v, "%.6g", value(t));
