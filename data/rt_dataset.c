@@ -35,6 +35,7 @@ void rt_dataset_free(rt_dataset *ds)
         free(ds->cols[c].quantiles);
     }
     free(ds->cols);
+    rt_name_index_free(&ds->index);
     free(ds->parts);
     free(ds->test);
     free(ds->source_json);
@@ -43,10 +44,8 @@ void rt_dataset_free(rt_dataset *ds)
 
 const rt_ds_column *rt_dataset_column(const rt_dataset *ds, const char *name)
 {
-    for (int c = 0; c < ds->ncols; c++)
-        if (strcmp(ds->cols[c].name, name) == 0)
-            return &ds->cols[c];
-    return NULL;
+    int c = rt_name_find(&ds->index, ds->cols, ds->ncols, sizeof *ds->cols, name);
+    return c < 0 ? NULL : &ds->cols[c];
 }
 
 int rt_dataset_columns(const rt_dataset *ds, rt_col_role role, const rt_ds_column **out, int max)
@@ -413,6 +412,7 @@ rt_status rt_dataset_open(const char *dir, rt_dataset **out, char *err)
         rt_dataset_free(ds);
         return st;
     }
+    (void)rt_name_index_build(&ds->index, ds->cols, ds->ncols, sizeof *ds->cols); /* else linear */
     *out = ds;
     return RT_OK;
 }

@@ -277,15 +277,19 @@ void rt_shard_free(rt_shard *s)
     for (int c = 0; c < s->ncols; c++)
         free(s->cols[c].data);
     free(s->cols);
+    rt_name_index_free(&s->index);
     free(s);
+}
+
+void shard_by_name(rt_shard *s)
+{
+    (void)rt_name_index_build(&s->index, s->cols, s->ncols, sizeof *s->cols); /* else linear */
 }
 
 const rt_shard_col *rt_shard_find(const rt_shard *s, const char *name)
 {
-    for (int c = 0; c < s->ncols; c++)
-        if (strcmp(s->cols[c].name, name) == 0)
-            return &s->cols[c];
-    return NULL;
+    int c = rt_name_find(&s->index, s->cols, s->ncols, sizeof *s->cols, name);
+    return c < 0 ? NULL : &s->cols[c];
 }
 
 size_t shard_header_cols(const void *head, size_t len)
@@ -500,6 +504,7 @@ static rt_status parse(const void *data, size_t len, const char *name, rt_shard_
         rt_shard_free(s);
         return st;
     }
+    shard_by_name(s);
     *out = s;
     return RT_OK;
 }

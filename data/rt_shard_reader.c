@@ -267,6 +267,7 @@ rt_status rt_shard_reader_group(rt_shard_reader *r, int g, rt_shard **out, char 
             free(s);
         return st;
     }
+    shard_by_name(s);
     *out = s;
     return RT_OK;
 }

@@ -15,6 +15,9 @@
  * that claims more is refused as corrupt */
 #define SHARD_MAX_RATIO 1032
 
+/* s's columns indexed by name for rt_shard_find (out of memory: none,
+ * and rt_shard_find searches) */
+void shard_by_name(rt_shard *s);
 /* How many columns the header at head (len bytes) holds, for a cols
  * array to parse it into: 1 where the count is out of range or more than
  * len bytes can hold (shard_header refuses it) */

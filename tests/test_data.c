@@ -460,6 +460,33 @@ static void test_shard_wide(void **state)
     unlink(path);
 }
 
+/* rt_name_index: the first item of a name, -1 for none, the same answers
+ * with the index as by a search (a zeroed index), over 5,000 names. */
+static void test_name_index(void **state)
+{
+    (void)state;
+    enum { N = 5000 };
+    rt_shard_col *c = calloc(N, sizeof *c);
+    assert_non_null(c);
+    for (int i = 0; i < N; i++)
+        snprintf(c[i].name, sizeof c[i].name, "col_%d", i % 4999); /* col_0 twice */
+    rt_name_index ix, none = {0};
+    assert_true(rt_name_index_build(&ix, c, N, sizeof *c));
+    for (int i = 0; i < N; i += 7) {
+        const int want = i % 4999;
+        assert_int_equal(rt_name_find(&ix, c, N, sizeof *c, c[i].name), want);
+        assert_int_equal(rt_name_find(&none, c, N, sizeof *c, c[i].name), want);
+    }
+    assert_int_equal(rt_name_find(&ix, c, N, sizeof *c, "col_5000"), -1);
+    assert_int_equal(rt_name_find(&none, c, N, sizeof *c, "col_5000"), -1);
+    assert_int_equal(rt_name_find(&ix, c, N, sizeof *c, ""), -1);
+    rt_name_index_free(&ix);
+    assert_true(rt_name_index_build(&ix, c, 0, sizeof *c)); /* none: nothing found */
+    assert_int_equal(rt_name_find(&ix, c, 0, sizeof *c, "col_1"), -1);
+    rt_name_index_free(&ix);
+    free(c);
+}
+
 /* The row group index (version 2): the streaming reader finds every group
  * from it, as the whole-file parser does by walking, and refuses an index
  * or a group that does not agree; a version-1 shard (no index: the fuzz
@@ -710,7 +737,7 @@ int main(void)
         cmocka_unit_test(test_shard_roundtrip), cmocka_unit_test(test_shard_index),
         cmocka_unit_test(test_shard_damage),    cmocka_unit_test(test_shard_crafted_sizes),
         cmocka_unit_test(test_manifest),        cmocka_unit_test(test_dates),
-        cmocka_unit_test(test_shard_wide),
+        cmocka_unit_test(test_shard_wide),      cmocka_unit_test(test_name_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -312,7 +312,7 @@ static rt_status append_slice(rt_rows *r, const rt_shard *s, const rt_columns *c
         cols[k] = s->cols[k];
         cols[k].data = (char *)s->cols[k].data + (size_t)from * rt_col_type_size(s->cols[k].type);
     }
-    rt_shard view = {.ncols = s->ncols, .nrows = n, .cols = cols};
+    rt_shard view = {.ncols = s->ncols, .nrows = n, .cols = cols, .index = s->index}; /* s's */
     rt_status st = rt_rows_append(r, &view, c, NULL, 0, "test", err);
     free(cols);
     return st;

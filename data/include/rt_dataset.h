@@ -89,7 +89,8 @@ typedef struct rt_dataset {
     int nparts, ntest;
     rt_ds_part *parts, *test;
     int64_t train_rows, validation_rows, test_rows;
-    char *source_json; /* where it came from (a JSON object), or NULL */
+    char *source_json;   /* where it came from (a JSON object), or NULL */
+    rt_name_index index; /* cols by name (rt_dataset_column); zeroed: none */
 } rt_dataset;
 
 /* A label_transform: "none", "log" (the label column holds log(target):

@@ -27,6 +27,8 @@
 extern "C" {
 #endif
 
+#include "rt_name_index.h"
+
 #define RT_SHARD_VERSION 2
 #define RT_SHARD_NAME_LEN 64
 #define RT_SHARD_MAX_COLS 65552 /* 65,536 features and the label, validation, id, ... */
@@ -45,7 +47,8 @@ typedef struct rt_shard_col {
 typedef struct rt_shard {
     int ncols;
     int64_t nrows;
-    rt_shard_col *cols; /* data owned by the shard */
+    rt_shard_col *cols;  /* data owned by the shard */
+    rt_name_index index; /* the columns by name (rt_shard_find); zeroed: none */
 } rt_shard;
 
 /* Write columns of nrows rows, cut in row groups of rows_per_group. */
