@@ -291,6 +291,11 @@ double prep_quantile_noise(int64_t k);
 /* Write the shards and the manifest from the feature tables. */
 rt_status prep_write_dataset(sqlite3 *db, const prep_meta *m, const rt_prep_opts *o,
                              rt_prep_report *rep, char *err);
+/* A sorted copy of n names (NULL: out of memory), and whether want is one
+ * of them: a name looked up among thousands (prep_closest computes edit
+ * distances on its way, and is for the names not found). */
+char (*prep_sorted_names(char (*have)[64], int n))[64];
+bool prep_sorted_has(char (*sorted)[64], int n, const char *want);
 /* The block of the tables (n of them) that has column col, or -1. */
 int prep_block_of(sqlite3 *db, char (*tables)[64], int n, const char *col);
 

@@ -149,19 +149,24 @@ rt_status rt_prep_scan(const rt_prep_opts *o, const char *const *cols, int ncols
     char(*have)[64] = st == RT_OK ? prep_tables_columns(p.db, blocks, nout, &nhave) : NULL;
     char(*input)[64] =
         st == RT_OK && nin ? prep_tables_columns(p.db, blocks + nout, nin, &ninput) : NULL;
+    char(*have_sorted)[64] = have ? prep_sorted_names(have, nhave) : NULL;
+    char(*input_sorted)[64] = input ? prep_sorted_names(input, ninput) : NULL;
     bool any_input = false;
-    if (st == RT_OK && (!have || (nin && !input)))
+    if (st == RT_OK && (!have_sorted || (nin && !input_sorted)))
         st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     for (int c = 0; st == RT_OK && c < ncols; c++) {
-        bool found = false, in_input = false;
-        const char *best = prep_closest(have, nhave, cols[c], &found);
-        if (!found && nin)
-            prep_closest(input, ninput, cols[c], &in_input);
+        const bool found = prep_sorted_has(have_sorted, nhave, cols[c]);
+        const bool in_input = !found && nin && prep_sorted_has(input_sorted, ninput, cols[c]);
         any_input = any_input || in_input;
-        if (!found && !in_input)
+        if (!found && !in_input) {
+            bool exact = false;
+            const char *best = prep_closest(have, nhave, cols[c], &exact);
             st = rt_err(err, RT_ERR_INVALID, "%s has no column '%s'%s%s%s", table, cols[c],
                         best ? "; did you mean '" : "", best ? best : "", best ? "'?" : "");
+        }
     }
+    free(have_sorted);
+    free(input_sorted);
     free(have);
     free(input);
     /* the rows: the script's blocks (and the input's, in the same order:

@@ -350,10 +350,25 @@ static int cmp_name(const void *a, const void *b)
     return strcmp((const char *)a, (const char *)b);
 }
 
+char (*prep_sorted_names(char (*have)[64], int n))[64]
+{
+    char(*sorted)[64] = malloc((size_t)(n > 0 ? n : 1) * sizeof *sorted);
+    if (sorted && n > 0) {
+        memcpy(sorted, have, (size_t)n * sizeof *sorted);
+        qsort(sorted, (size_t)n, sizeof *sorted, cmp_name);
+    }
+    return sorted;
+}
+
+bool prep_sorted_has(char (*sorted)[64], int n, const char *want)
+{
+    return n > 0 && bsearch(want, sorted, (size_t)n, sizeof *sorted, cmp_name) != NULL;
+}
+
 static rt_status check_one(prep *p, char (*have)[64], char (*sorted)[64], int n, const char *col,
                            const char *role, const char *table, char *err)
 {
-    if (bsearch(col, sorted, (size_t)n, sizeof *sorted, cmp_name))
+    if (prep_sorted_has(sorted, n, col))
         return RT_OK;
     bool found = false;
     const char *best = prep_closest(have, n, col, &found);
@@ -370,13 +385,11 @@ static rt_status check_columns(prep *p, const prep_meta *m, bool test, char *err
     const char *table = test ? m->test_table : m->train_table;
     int n = 0;
     char(*have)[64] = prep_tables_columns(p->db, tables, nt, &n);
-    char(*sorted)[64] = have ? malloc((size_t)(n ? n : 1) * sizeof *sorted) : NULL;
+    char(*sorted)[64] = have ? prep_sorted_names(have, n) : NULL;
     if (!sorted) {
         free(have);
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     }
-    memcpy(sorted, have, (size_t)n * sizeof *sorted);
-    qsort(sorted, (size_t)n, sizeof *sorted, cmp_name);
     rt_status s = RT_OK;
     for (int t = 0; s == RT_OK && t < nt; t++) {
         int k = 0;
