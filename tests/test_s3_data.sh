@@ -15,6 +15,12 @@ rt=$build/bin/ringtrain
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d "${TMPDIR:-/tmp}/rt-s3-data-XXXXXX")
 trap '"$here/scripts/s3-server.sh" stop "$out/s3" || true; [ -n "${KEEP:-}" ] || rm -rf "$out"' EXIT
+# the staging folders of this test's commands, apart from any other
+# process's: the checks below that none is left behind look only here (a
+# predict killed elsewhere, or another test beside this one, leaves or
+# makes its own in /tmp)
+export TMPDIR="$out/tmp"
+mkdir -p "$TMPDIR"
 fail() { echo "FAIL: $*"; exit 1; }
 
 "$here/scripts/s3-server.sh" start "$out/s3" > /dev/null
