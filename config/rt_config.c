@@ -395,6 +395,13 @@ const char *rt_cfg_enum_name(const rt_cfg_schema *s, const char *section, const 
     return buf;
 }
 
+int rt_cfg_enum_value(const rt_cfg_schema *s, const char *section, const char *name,
+                      const char *text)
+{
+    const rt_cfg_key *k = rt_cfg_find(s, section, name);
+    return k && k->type == RT_CFG_ENUM && k->choices && text ? choice_index(k->choices, text) : -1;
+}
+
 static bool section_known(const rt_cfg_schema *s, const char *section)
 {
     for (size_t i = 0; i < s->nkeys; i++)

@@ -146,111 +146,109 @@ typedef struct sp_entry {
     const char *when;
 } sp_entry;
 
-static bool parse_dist(const char *text, rt_sweep_dim *d, char *why, size_t len);
+/* Entry e parsed and checked into sp's next dimension; RT_ERR_INVALID with
+ * the reason (naming its line, or the default space) in errs */
+static rt_status add_dim(const rt_job_cfg *c, const rt_cfg_origin *o, rt_sweep_space *sp,
+                         const sp_entry *e, rt_cfg_errors *errs)
+{
+    if (sp->n == RT_SWEEP_MAX_DIMS) {
+        rt_cfg_errors_add(errs, "%s: [sweep]: more than %d keys searched", o->fname,
+                          RT_SWEEP_MAX_DIMS);
+        return RT_ERR_INVALID;
+    }
+    rt_sweep_dim *d = &sp->d[sp->n++];
+    char at[600], why[512] = "";
+    const char *key = e->key;
+    snprintf(d->key, sizeof d->key, "%s", key);
+    snprintf(d->when, sizeof d->when, "%s", e->when);
+    d->line = e->line;
+    if (!strcmp(key, "model.architecture"))
+        sp->arch = sp->n - 1;
+    char sec[64] = "";
+    const char *dot = strchr(key, '.');
+    const rt_cfg_key *k = NULL;
+    if (dot && (size_t)(dot - key) < sizeof sec) {
+        snprintf(sec, sizeof sec, "%.*s", (int)(dot - key), key);
+        k = rt_cfg_find(&rt_job_schema, sec, dot + 1);
+    }
+    if (!k || k->type == RT_CFG_MAP)
+        snprintf(why, sizeof why, "no job key %s (space.SECTION.KEY: space.train.learning_rate)",
+                 key);
+    else if (!strcmp(sec, "job") || !strcmp(sec, "sweep"))
+        snprintf(why, sizeof why, "[%s] keys are the sweep's own, not searched", sec);
+    else if (!strcmp(key, "output.store"))
+        snprintf(why, sizeof why, "each trial's store is STORE/trial-N");
+    else if (parse_dist(e->dist, d, why, sizeof why)) {
+        d->integer = k->type == RT_CFG_INT;
+        /* a list key takes one number as its one item (dropout = 0.2) */
+        bool number = k->type == RT_CFG_INT || k->type == RT_CFG_FLOAT || k->type == RT_CFG_LIST;
+        if (d->kind != RT_SP_CHOICE && !number)
+            snprintf(why, sizeof why, "%s is not a number: search it with choice(a | b)", key);
+        else if (d->kind == RT_SP_UNIFORM && d->integer)
+            snprintf(why, sizeof why, "%s is an integer: int(lo, hi) or loguniform(lo, hi)", key);
+    }
+    if (!why[0])
+        return RT_OK;
+    rt_cfg_errors_add(errs, "%s: [sweep] space.%s: %s",
+                      entry_where(o, c, e->line, key, e->when, at, sizeof at), key, why);
+    return RT_ERR_INVALID;
+}
 
-/* The default space of architecture `when` (of c's where NULL) after e's n */
-static int add_default(const rt_job_cfg *c, const char *when, sp_entry *e, int n)
+/* The default space of architecture `when` (of c's where "") into sp */
+static rt_status add_default(const rt_job_cfg *c, const rt_cfg_origin *o, const char *when,
+                             rt_sweep_space *sp, rt_cfg_errors *errs)
 {
     rt_job_cfg f = *c; /* shallow: read only */
-    if (when)
-        f.architecture = rt_sweep_arch_of(when);
+    if (when[0])
+        f.architecture = rt_cfg_enum_value(&rt_job_schema, "model", "architecture", when);
     rt_sweep_default d[RT_SWEEP_MAX_DIMS];
-    int k = rt_sweep_default_space(&f, d, RT_SWEEP_MAX_DIMS - n);
-    for (int i = 0; i < k; i++)
-        e[n + i] = (sp_entry){d[i].key, d[i].dist, RT_SWEEP_LINE_DEFAULT, when ? when : ""};
-    return n + k;
+    const int k = rt_sweep_default_space(&f, d, RT_SWEEP_MAX_DIMS);
+    rt_status st = RT_OK;
+    for (int i = 0; i < k; i++) {
+        const sp_entry e = {d[i].key, d[i].dist, RT_SWEEP_LINE_DEFAULT, when};
+        if (add_dim(c, o, sp, &e, errs) != RT_OK)
+            st = RT_ERR_INVALID;
+    }
+    return st;
 }
 
 /* The file's space.* entries; where it has none, or model.architecture's
  * alone (not a grid), the default space — with a choice of architectures,
- * each one's for its trials.  The architectures' texts go into *arch. */
-static int space_entries(const rt_job_cfg *c, sp_entry *e, rt_sweep_dim *arch)
-{
-    const rt_cfgmap *m = &c->space;
-    for (size_t i = 0; i < m->n; i++)
-        e[i] = (sp_entry){m->names[i] + strlen("space."), m->values[i], m->lines[i], ""};
-    if (!rt_sweep_uses_default(c))
-        return (int)m->n;
-    if (m->n == 0)
-        return add_default(c, NULL, e, 0);
-    char why[256];
-    int n = 1;
-    if (!parse_dist(m->values[0], arch, why, sizeof why) || arch->kind != RT_SP_CHOICE)
-        return n; /* refused below, as any such line */
-    for (int k = 0; k < arch->nchoices; k++) {
-        bool again = false; /* a family given twice */
-        for (int j = 0; j < k; j++)
-            again |= !strcmp(arch->choices[j], arch->choices[k]);
-        if (!again && rt_sweep_arch_of(arch->choices[k]) >= 0)
-            n = add_default(c, arch->choices[k], e, n);
-    }
-    return n;
-}
-
+ * each one's for its trials. */
 rt_status rt_sweep_space_parse(const rt_job_cfg *c, const rt_cfg_origin *o, rt_sweep_space *sp,
                                rt_cfg_errors *errs)
 {
     memset(sp, 0, sizeof *sp);
-    rt_status st = RT_OK;
-    if (c->space.n > RT_SWEEP_MAX_DIMS) {
-        rt_cfg_errors_add(errs, "%s: [sweep]: %zu space.* keys, more than %d", o->fname, c->space.n,
+    sp->arch = -1;
+    const rt_cfgmap *m = &c->space;
+    if (m->n > RT_SWEEP_MAX_DIMS) {
+        rt_cfg_errors_add(errs, "%s: [sweep]: %zu space.* keys, more than %d", o->fname, m->n,
                           RT_SWEEP_MAX_DIMS);
         return RT_ERR_INVALID;
     }
-    sp->arch = -1;
-    sp_entry *e = calloc(RT_SWEEP_MAX_DIMS, sizeof *e);
-    if (!e || !(sp->d = calloc(RT_SWEEP_MAX_DIMS, sizeof *sp->d))) {
-        free(e);
+    if (!(sp->d = calloc(RT_SWEEP_MAX_DIMS, sizeof *sp->d))) {
         rt_cfg_errors_add(errs, "%s: out of memory", o->fname);
         return RT_ERR_NOMEM;
     }
-    rt_sweep_dim arch = {0}; /* the entries' `when` point into its choices */
-    const int n = space_entries(c, e, &arch);
-    for (int i = 0; i < n; i++) {
-        rt_sweep_dim *d = &sp->d[sp->n++];
-        char at[600], why[512] = "";
-        const char *key = e[i].key;
-        snprintf(d->key, sizeof d->key, "%s", key);
-        snprintf(d->when, sizeof d->when, "%s", e[i].when);
-        d->line = e[i].line;
-        if (!strcmp(key, "model.architecture"))
-            sp->arch = sp->n - 1;
-        char sec[64] = "";
-        const char *dot = strchr(key, '.');
-        const rt_cfg_key *k = NULL;
-        if (dot && (size_t)(dot - key) < sizeof sec) {
-            snprintf(sec, sizeof sec, "%.*s", (int)(dot - key), key);
-            k = rt_cfg_find(&rt_job_schema, sec, dot + 1);
-        }
-        if (!k || k->type == RT_CFG_MAP)
-            snprintf(why, sizeof why,
-                     "no job key %s (space.SECTION.KEY: space.train.learning_rate)", key);
-        else if (!strcmp(sec, "job") || !strcmp(sec, "sweep"))
-            snprintf(why, sizeof why, "[%s] keys are the sweep's own, not searched", sec);
-        else if (!strcmp(key, "output.store"))
-            snprintf(why, sizeof why, "each trial's store is STORE/trial-N");
-        else if (parse_dist(e[i].dist, d, why, sizeof why)) {
-            d->integer = k->type == RT_CFG_INT;
-            /* a list key takes one number as its one item (dropout = 0.2) */
-            bool number =
-                k->type == RT_CFG_INT || k->type == RT_CFG_FLOAT || k->type == RT_CFG_LIST;
-            if (d->kind != RT_SP_CHOICE && !number)
-                snprintf(why, sizeof why, "%s is not a number: search it with choice(a | b)", key);
-            else if (d->kind == RT_SP_UNIFORM && d->integer)
-                snprintf(why, sizeof why, "%s is an integer: int(lo, hi) or loguniform(lo, hi)",
-                         key);
-        }
-        if (why[0]) {
-            rt_cfg_errors_add(errs, "%s: [sweep] space.%s: %s",
-                              entry_where(o, c, e[i].line, key, e[i].when, at, sizeof at), key,
-                              why);
+    rt_status st = RT_OK;
+    for (size_t i = 0; i < m->n; i++) {
+        const sp_entry e = {m->names[i] + strlen("space."), m->values[i], m->lines[i], ""};
+        if (add_dim(c, o, sp, &e, errs) != RT_OK)
             st = RT_ERR_INVALID;
-        }
     }
-    for (int k = 0; k < arch.nchoices; k++)
-        free(arch.choices[k]);
-    free(arch.choices);
-    free(e);
+    const rt_sweep_dim *a = sp->arch >= 0 ? &sp->d[sp->arch] : NULL;
+    if (rt_sweep_uses_default(c) && m->n == 0)
+        st = add_default(c, o, "", sp, errs);
+    else if (rt_sweep_uses_default(c) && st == RT_OK && a && a->kind == RT_SP_CHOICE)
+        for (int k = 0; k < a->nchoices; k++) { /* each family once, its space for its trials */
+            bool again = false;
+            for (int j = 0; j < k; j++)
+                again |= !strcmp(a->choices[j], a->choices[k]);
+            if (!again &&
+                rt_cfg_enum_value(&rt_job_schema, "model", "architecture", a->choices[k]) >= 0 &&
+                add_default(c, o, a->choices[k], sp, errs) != RT_OK)
+                st = RT_ERR_INVALID;
+        }
     if (st != RT_OK)
         rt_sweep_space_free(sp);
     return st;

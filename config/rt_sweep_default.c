@@ -7,18 +7,6 @@
 
 #include <string.h>
 
-#include "rt_model_names.h"
-
-static const char *const ARCH_NAMES[] = {RT_ARCH_LIST(RT_NAME_STR_COMMA, )};
-
-int rt_sweep_arch_of(const char *name)
-{
-    for (int a = 0; name && a < (int)(sizeof ARCH_NAMES / sizeof *ARCH_NAMES); a++)
-        if (!strcmp(name, ARCH_NAMES[a]))
-            return a;
-    return -1;
-}
-
 bool rt_sweep_uses_default(const rt_job_cfg *c)
 {
     if (c->sweep_scheduler == RT_SWEEP_GRID)

@@ -192,6 +192,10 @@ const rt_cfg_key *rt_cfg_find(const rt_cfg_schema *s, const char *section, const
  * "?" when the key is not an enum or v is out of range. */
 const char *rt_cfg_enum_name(const rt_cfg_schema *s, const char *section, const char *name, int v,
                              char *buf, size_t len);
+/* The value of an ENUM key's choice text (1 for "rdma" of "tcp|rdma|..."),
+ * or -1 (not a choice, not an enum key). */
+int rt_cfg_enum_value(const rt_cfg_schema *s, const char *section, const char *name,
+                      const char *text);
 
 /* "file:line" where section.name was set, else "file" (into buf). */
 const char *rt_cfg_where(const rt_cfg_schema *s, const rt_cfg_origin *o, const char *section,

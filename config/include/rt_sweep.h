@@ -68,8 +68,6 @@ int rt_sweep_default_space(const rt_job_cfg *c, rt_sweep_default *out, int max);
 /* Whether c's trials search a default space: asha or random with no
  * space.* line, or with model.architecture's alone. */
 bool rt_sweep_uses_default(const rt_job_cfg *c);
-/* The architecture named name ("tabm"), or -1. */
-int rt_sweep_arch_of(const char *name);
 
 /* Whether dimension i is searched in a trial of these values: always, or
  * when the trial's architecture is its `when`. */
