@@ -14,66 +14,28 @@ void prep_cursor_close(prep_cursor *cur)
     memset(cur, 0, sizeof *cur);
 }
 
-/* A column's name and its block, sorted by name */
-typedef struct named {
-    char *name;
-    int blk;
-} named;
-
-static int cmp_named(const void *a, const void *b)
-{
-    const named *x = a, *y = b;
-    int c = strcmp(x->name, y->name);
-    return c ? c : x->blk - y->blk; /* a name in two blocks: the first */
-}
-
-/* Each of the n names' block (-1: none) into blk: the blocks' columns
- * listed once and sorted — a lookup per name through pragma_table_info
- * read every block's columns for each name, and a 8,300-column table spent
- * 26 of its 35 s of prep there. */
+/* Each of the n names' block (-1: none; the first where two have it) into
+ * blk: each block's columns listed once and sorted — a lookup per name
+ * through pragma_table_info read every block's columns for each name, and
+ * a 8,300-column table spent 26 of its 35 s of prep there. */
 static rt_status blocks_of(sqlite3 *db, char (*blocks)[64], int nb, const char *const *names, int n,
                            int *blk, char *err)
 {
-    sqlite3_stmt *st = NULL;
-    named *all = NULL;
-    size_t len = 0, cap = 0;
-    rt_status s = RT_OK;
-    if (sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info(?1)", -1, &st, NULL) !=
-        SQLITE_OK)
-        return rt_err(err, RT_ERR_INVALID, "%s", sqlite3_errmsg(db));
-    for (int b = 0; b < nb && s == RT_OK; b++) {
-        sqlite3_bind_text(st, 1, blocks[b], -1, SQLITE_STATIC);
-        while (s == RT_OK && sqlite3_step(st) == SQLITE_ROW) {
-            const char *name = (const char *)sqlite3_column_text(st, 0);
-            named *more =
-                len < cap ? all : realloc(all, (cap = cap ? 2 * cap : 1024) * sizeof *all);
-            if (!more || !name || !(more[len].name = strdup(name)))
-                s = rt_err(err, RT_ERR_NOMEM, "out of memory");
-            else
-                more[len++].blk = b;
-            all = more ? more : all;
-        }
-        sqlite3_reset(st);
+    for (int c = 0; c < n; c++)
+        blk[c] = -1;
+    for (int b = 0; b < nb; b++) {
+        int k = 0;
+        char(*have)[64] = prep_tables_columns(db, blocks + b, 1, &k);
+        char(*sorted)[64] = have ? prep_sorted_names(have, k) : NULL;
+        free(have);
+        if (!sorted)
+            return rt_err(err, RT_ERR_NOMEM, "out of memory");
+        for (int c = 0; c < n; c++)
+            if (blk[c] < 0 && prep_sorted_has(sorted, k, names[c]))
+                blk[c] = b;
+        free(sorted);
     }
-    sqlite3_finalize(st);
-    if (s == RT_OK && len)
-        qsort(all, len, sizeof *all, cmp_named);
-    for (int c = 0; s == RT_OK && c < n; c++) {
-        /* the first entry of the name: a lower bound */
-        size_t lo = 0, hi = len;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (strcmp(all[mid].name, names[c]) < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        blk[c] = lo < len && !strcmp(all[lo].name, names[c]) ? all[lo].blk : -1;
-    }
-    for (size_t i = 0; i < len; i++)
-        free(all[i].name);
-    free(all);
-    return s;
+    return RT_OK;
 }
 
 rt_status prep_cursor_open(sqlite3 *db, char (*blocks)[64], int nb, const char *table,
