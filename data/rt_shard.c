@@ -292,11 +292,18 @@ const rt_shard_col *rt_shard_find(const rt_shard *s, const char *name)
     return c < 0 ? NULL : &s->cols[c];
 }
 
+/* Whether a header of len bytes (16 or more) may hold n columns: 1 to
+ * RT_SHARD_MAX_COLS, 3 bytes each at least.  shard_header_cols sizes the
+ * array shard_header fills by it: the two must agree. */
+static bool count_fits(uint32_t n, size_t len)
+{
+    return n >= 1 && n <= RT_SHARD_MAX_COLS && n <= (len - 16) / 3;
+}
+
 size_t shard_header_cols(const void *head, size_t len)
 {
     const uint32_t n = len >= 16 ? rt_get_le32((const unsigned char *)head + 12) : 0;
-    /* a column takes 3 bytes at least: more than len holds is a cut header */
-    return n >= 1 && n <= RT_SHARD_MAX_COLS && n <= (len - 16) / 3 ? n : 1;
+    return len >= 16 && count_fits(n, len) ? n : 1;
 }
 
 rt_status shard_header(const unsigned char *p, size_t len, const char *name, rt_shard_col *cols,
@@ -308,7 +315,7 @@ rt_status shard_header(const unsigned char *p, size_t len, const char *name, rt_
     if (v < 1 || v > RT_SHARD_VERSION)
         return rt_err(err, RT_ERR_INVALID, "%s: shard version %u, this build reads 1 to %d", name,
                       v, RT_SHARD_VERSION);
-    if (n == 0 || n > RT_SHARD_MAX_COLS || n > (len - 16) / 3) /* 3 bytes a column at least */
+    if (!count_fits(n, len))
         return rt_err(err, RT_ERR_INVALID, "%s: corrupt header (%u columns)", name, n);
     const unsigned char *q = p + 16, *end = p + len;
     for (uint32_t c = 0; c < n; c++) {
