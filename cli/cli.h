@@ -138,11 +138,13 @@ rt_status rt_make_cluster(const char *dir, const char *const *sans, int nsans, b
 /* cli_data.c: local data commands. */
 /* cli_s3.c: the CLI's paths in S3.  A local folder (in TMPDIR, made on
  * first use): what is read is copied down into it, what is written is
- * written there and put up; cli_s3_done removes it. */
+ * written there and put up; cli_s3_done removes it (a signal that ends
+ * the CLI before then, rt_tmp's handler). */
 typedef struct cli_s3 {
     char stage[1100];
     rt_s3 *s3;
     int fetched;
+    int tmp_slot; /* rt_tmp's slot + 1; 0: none */
 } cli_s3;
 /* An output prefix (prep --out): the credentials and bucket checked by
  * listing it (refused before the work), the local folder to write in. */

@@ -26,6 +26,7 @@
 #include "rt_prep.h"
 #include "rt_schemas.h"
 #include "rt_predict.h"
+#include "rt_tmp.h"
 #include "trainer.h"
 
 /* --from's column roles: the flags, else the [data] keys of --job.
@@ -482,6 +483,7 @@ static int predict_ensemble(const cli_args *a, const char *json, const char *dat
     bool made = false;
     if (st == RT_OK && !(made = mkdtemp(tmp) != NULL))
         st = rt_err(err, RT_ERR_IO, "cannot make a folder in %s: %s", tmp, strerror(errno));
+    const int tmp_slot = made ? rt_tmp_track(tmp) : -1;
     char(*files)[1300] = calloc(nm ? nm : 1, sizeof *files);
     const char **fp = calloc(nm ? nm : 1, sizeof *fp);
     double *w = calloc(nm ? nm : 1, sizeof *w);
@@ -533,6 +535,7 @@ static int predict_ensemble(const cli_args *a, const char *json, const char *dat
     }
     if (st == RT_OK)
         st = rt_ensemble_combine(fp, w, n, !no_proba(a), out, err);
+    rt_tmp_untrack(tmp_slot);
     if (made)
         rt_remove_tree(tmp);
     rt_json_free(j);

@@ -1,7 +1,8 @@
 /* cli_s3.c — the CLI's paths in S3 (docs/storage.md): what prep and
  * predict read is copied down into a local folder (prep loads it into
  * SQLite anyway), what they write is written there and put up when done;
- * the folder (in TMPDIR) is removed by cli_s3_done. */
+ * the folder (in TMPDIR) is removed by cli_s3_done, or by rt_tmp's handler
+ * if a signal ends the CLI first. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "cli.h"
 #include "rt_file.h"
+#include "rt_tmp.h"
 
 static rt_status stage(cli_s3 *c, const char *uri, char *err)
 {
@@ -23,6 +25,7 @@ static rt_status stage(cli_s3 *c, const char *uri, char *err)
         c->stage[0] = '\0';
         return rt_err(err, RT_ERR_IO, "cannot make a folder for %s in: %s", uri, strerror(errno));
     }
+    c->tmp_slot = rt_tmp_track(c->stage) + 1;
     return RT_OK;
 }
 
@@ -110,6 +113,8 @@ void cli_s3_done(cli_s3 *c)
 {
     rt_s3_close(c->s3);
     c->s3 = NULL;
+    rt_tmp_untrack(c->tmp_slot - 1);
+    c->tmp_slot = 0;
     if (c->stage[0])
         rt_remove_tree(c->stage);
     c->stage[0] = '\0';

@@ -20,8 +20,7 @@
 #include "rt_file.h"
 #include "rt_parquet.h"
 #include "rt_time.h"
-
-
+#include "rt_tmp.h"
 
 const char *prep_ident(const char *name, char *buf, size_t len)
 {
@@ -522,6 +521,7 @@ rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
         st = open_db(&p, db_tmp, sizeof db_tmp, err);
     if (st != RT_OK)
         return st;
+    const int db_slot = db_tmp[0] ? rt_tmp_track(db_tmp) : -1; /* gigabytes, if killed */
     prep_add_functions(&p);
     { /* a dataset being replaced is not a dataset meanwhile */
         char mf[1200];
@@ -557,6 +557,7 @@ rt_status rt_prep_run(const rt_prep_opts *o, rt_prep_report *rep, char *err)
     prep_meta_free(&m);
     sqlite3_close(p.db);
     prep_stats_free(p.stats);
+    rt_tmp_untrack(db_slot);
     if (db_tmp[0])
         remove(db_tmp);
     rep->seconds = rt_now_s() - t0;

@@ -13,13 +13,16 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rt_addr.h"
 #include "rt_net.h"
 #include "rt_file.h"
 #include "rt_hex.h"
+#include "rt_tmp.h"
 
 static void addr_ok(const char *a, bool port0, const char *host, int port)
 {
@@ -185,11 +188,103 @@ static void test_hex(void **state)
     assert_memory_not_equal(a, b, sizeof a);
 }
 
+static void touch(const char *dir, const char *name)
+{
+    char path[1300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("x", f);
+    fclose(f);
+}
+
+static bool exists(const char *base, const char *name)
+{
+    char path[1300];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/%s", base, name);
+    return lstat(path, &sb) == 0;
+}
+
+/* rt_tmp: SIGTERM removes what is tracked (a folder of folders holding
+ * more entries than one read of the folder returns, a file) and the
+ * process still dies of SIGTERM; a link in a tracked folder is removed,
+ * not followed; an untracked path stays; an ignored signal stays ignored
+ * (nohup), the paths with it. */
+static void test_tmp_signal(void **state)
+{
+    (void)state;
+    char base[] = "/tmp/rt-tmp-XXXXXX", path[1300];
+    assert_non_null(mkdtemp(base));
+    snprintf(path, sizeof path, "%s/stage", base);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/stage/in-0", base);
+    assert_int_equal(mkdir(path, 0700), 0);
+    for (int i = 0; i < 300; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "a-rather-long-file-name-to-fill-the-buffer-%03d.csv", i);
+        touch(path, name);
+    }
+    snprintf(path, sizeof path, "%s/victim", base);
+    assert_int_equal(mkdir(path, 0700), 0);
+    touch(path, "kept");
+    snprintf(path, sizeof path, "%s/stage/in-0/link", base);
+    char victim[1300];
+    snprintf(victim, sizeof victim, "%s/victim", base);
+    assert_int_equal(symlink(victim, path), 0);
+    snprintf(path, sizeof path, "%s/keep", base);
+    assert_int_equal(mkdir(path, 0700), 0);
+    touch(base, "db.sqlite");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char p[1300];
+        snprintf(p, sizeof p, "%s/keep", base);
+        int keep = rt_tmp_track(p);
+        snprintf(p, sizeof p, "%s/stage", base);
+        int a = rt_tmp_track(p);
+        snprintf(p, sizeof p, "%s/db.sqlite", base);
+        int b = rt_tmp_track(p);
+        rt_tmp_untrack(keep);
+        if (keep < 0 || a < 0 || b < 0)
+            _exit(3);
+        kill(getpid(), SIGTERM);
+        _exit(4); /* not reached: SIGTERM ends it */
+    }
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFSIGNALED(ws));
+    assert_int_equal(WTERMSIG(ws), SIGTERM);
+    assert_false(exists(base, "stage"));
+    assert_false(exists(base, "db.sqlite"));
+    assert_true(exists(base, "victim/kept"));
+    assert_true(exists(base, "keep"));
+    /* ignored before: still ignored, nothing removed */
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGINT, SIG_IGN);
+        char p[1300];
+        snprintf(p, sizeof p, "%s/keep", base);
+        if (rt_tmp_track(p) < 0)
+            _exit(3);
+        kill(getpid(), SIGINT);
+        _exit(0);
+    }
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 0);
+    assert_true(exists(base, "keep"));
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_addr), cmocka_unit_test(test_loopback_ports),
-        cmocka_unit_test(test_hex), cmocka_unit_test(test_token_modes),
-        cmocka_unit_test(test_write_atomic)};
+        cmocka_unit_test(test_addr),         cmocka_unit_test(test_loopback_ports),
+        cmocka_unit_test(test_hex),          cmocka_unit_test(test_token_modes),
+        cmocka_unit_test(test_write_atomic), cmocka_unit_test(test_tmp_signal)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -174,6 +174,27 @@ cmp -s "$objects/out/raw-pred.csv._S3rver_object" "$out/raw-pred.csv" ||
 cmp -s <(cut -d, -f2 "$out/score-pred.csv" | tail -n +2) <(cut -d, -f2 "$out/raw-pred.csv" | tail -n +2) ||
   fail "an S3 object through score.sql scores otherwise than through t.sql"
 ls -d "${TMPDIR:-/tmp}"/ringtrain-s3-* 2> /dev/null | grep -q . && fail "a staging folder was left behind"
+# a predict that SIGTERM or SIGHUP ends leaves none either (and dies of the
+# signal): here it waits on a named pipe for its rows, its staging for
+# --out s3:// made
+mkfifo "$out/rows.csv"
+for sig in TERM HUP; do
+  "$rt" predict --model "$out/s3-memory/best.ckpt" --input "$out/rows.csv" --sql "$out/t.sql" \
+    --id id --out s3://ringtrain/out/never.csv > "$out/killed.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do
+    ls -d "$TMPDIR"/ringtrain-s3-* > /dev/null 2>&1 && break
+    sleep 0.1
+  done
+  ls -d "$TMPDIR"/ringtrain-s3-* > /dev/null 2>&1 || { cat "$out/killed.log"; fail "predict made no staging folder"; }
+  sleep 0.3 # (at the pipe by now; before it, the same)
+  kill -$sig $pid
+  rc=0
+  wait $pid || rc=$?
+  [ "$rc" = $((128 + $(kill -l $sig))) ] || fail "predict ended by SIG$sig: exit status $rc"
+  ls -d "$TMPDIR"/ringtrain-s3-* 2> /dev/null | grep -q . && fail "SIG$sig left predict's staging folder"
+done
+rm -f "$out/rows.csv"
 echo "raw data: prep --input/--sql/--from and predict --input/--out through S3 = the local files'"
 
 # ---- the store in S3: checkpoints, history and predictions; a resume from them ----------------
