@@ -400,6 +400,7 @@ static int predict_input(const cli_args *a, const char *model, const char *out, 
     rt_status st = rt_predict_input(&o, &rep, err);
     rt_strlist_free(&keep);
     if (st != RT_OK) {
+        rt_predict_input_report_free(&rep);
         fprintf(stderr, "ringtrain predict: %s\n", err);
         return 1;
     }
@@ -415,6 +416,7 @@ static int predict_input(const cli_args *a, const char *model, const char *out, 
                (long long)rep.defaulted);
     if (rep.range[0])
         printf("  %s\n", rep.range);
+    rt_predict_input_report_free(&rep);
     return 0;
 }
 
@@ -522,6 +524,7 @@ static int predict_ensemble(const cli_args *a, const char *json, const char *dat
                                        .clip = cli_switch(a, "--clip")};
             rt_predict_input_report rep;
             st = rt_predict_input(&o, &rep, err);
+            rt_predict_input_report_free(&rep);
         } else {
             rt_pred_opts po = {.proba = true, .range_factor = rf, .clip = cli_switch(a, "--clip")};
             st = rt_predict_checkpoint(ck, dataset, files[n], threads, batch, &po, &rows, range,

@@ -124,7 +124,8 @@ typedef enum init_kind {
 } init_kind;
 
 struct rt_model {
-    rt_model_spec spec;
+    rt_model_spec spec;                   /* its cat_names: */
+    char (*cat_names)[RT_MODEL_NAME_LEN]; /* the model's copy (NULL in a dry plan: lent) */
     rt_kctx *ctx;
     rt_device dev;
     int64_t max_batch;

@@ -329,7 +329,7 @@ void mb_embedding_tables(mplan *p, mlayer *L, const int64_t *ooff, bool keras)
     p->adjacent = true; /* the tables are one region for the gather and scatter kernels */
     for (int c = 0; c < s->n_cat; c++) {
         const int64_t d = s->arch == RT_ARCH_FT_TRANSFORMER ? s->d_token : s->emb_dim[c];
-        if (s->cat_names[c][0])
+        if (rt_model_cat_name(s, c)[0])
             snprintf(name, sizeof name, "emb_%s", s->cat_names[c]);
         else
             snprintf(name, sizeof name, "emb_%d", c);

@@ -194,12 +194,12 @@ bool rt_model_spec_same_net(const rt_model_spec *a, const rt_model_spec *b, char
             "%d categorical and %d continuous columns, the job has %d and %d", a->n_cat, a->n_cont,
             b->n_cat, b->n_cont);
     for (int i = 0; i < a->n_cat; i++) {
-        MB_DIFF(a->vocab[i] != b->vocab[i] || strcmp(a->cat_names[i], b->cat_names[i]) != 0,
-                "column %d is %s with %d values, the job's is %s with %d", i, a->cat_names[i],
-                a->vocab[i], b->cat_names[i], b->vocab[i]);
+        const char *an = rt_model_cat_name(a, i), *bn = rt_model_cat_name(b, i);
+        MB_DIFF(a->vocab[i] != b->vocab[i] || strcmp(an, bn) != 0,
+                "column %d is %s with %d values, the job's is %s with %d", i, an, a->vocab[i], bn,
+                b->vocab[i]);
         MB_DIFF(a->arch != RT_ARCH_FT_TRANSFORMER && a->emb_dim[i] != b->emb_dim[i],
-                "column %s has embeddings of %d, the job's %d", a->cat_names[i], a->emb_dim[i],
-                b->emb_dim[i]);
+                "column %s has embeddings of %d, the job's %d", an, a->emb_dim[i], b->emb_dim[i]);
     }
     MB_DIFF(a->n_out != b->n_out || a->head != b->head, "%d output%s (head %s), the job's %d (%s)",
             a->n_out, a->n_out == 1 ? "" : "s", rt_head_names[a->head], b->n_out,
@@ -263,7 +263,7 @@ void rt_model_spec_json(const rt_model_spec *s, rt_jw *w)
     rt_jw_arr(w);
     for (int i = 0; i < s->n_cat; i++) {
         rt_jw_obj(w);
-        rt_jw_kstr(w, "name", s->cat_names[i]);
+        rt_jw_kstr(w, "name", rt_model_cat_name(s, i));
         rt_jw_kint(w, "vocab", s->vocab[i]);
         rt_jw_kint(w, "dim", s->emb_dim[i]);
         rt_jw_obj_end(w);

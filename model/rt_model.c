@@ -221,6 +221,15 @@ rt_status rt_model_create(const rt_model_spec *spec, rt_kctx *ctx, int64_t max_b
     if (!m)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     m->spec = *spec;
+    if (spec->n_cat > 0 && spec->cat_names) { /* the names the spec lends, the model's own */
+        const size_t bytes = (size_t)spec->n_cat * sizeof *spec->cat_names;
+        if (!(m->cat_names = malloc(bytes))) {
+            free(m);
+            return rt_err(err, RT_ERR_NOMEM, "out of memory");
+        }
+        memcpy(m->cat_names, spec->cat_names, bytes);
+        m->spec.cat_names = m->cat_names;
+    }
     m->ctx = ctx;
     m->dev = rt_kctx_device(ctx);
     m->max_batch = max_batch;
@@ -322,6 +331,7 @@ void rt_model_destroy(rt_model *m)
     free(m->fan_in);
     free(m->emb_host);
     free(m->sync_buf);
+    free(m->cat_names);
     free(m);
 }
 

@@ -17,6 +17,7 @@
 #include "rt_json.h"
 #include "rt_model.h"
 
+static char CAT_NAMES[4][RT_MODEL_NAME_LEN] = {"col0", "col1", "col2", "col3"};
 static uint64_t rng_state;
 static double uni(void)
 {
@@ -80,8 +81,8 @@ static void spec_of(const config *c, rt_model_spec *s)
     for (int i = 0; i < s->n_cat; i++) {
         s->vocab[i] = irange(2, 9);
         s->emb_dim[i] = c->arch == RT_ARCH_ROSSMANN ? 4 : irange(1, 6);
-        snprintf(s->cat_names[i], sizeof s->cat_names[i], "col%d", i);
     }
+    s->cat_names = CAT_NAMES;
     s->n_cont = c->conts ? irange(1, 4) : 0;
     s->n_hidden = irange(1, 3);
     for (int l = 0; l < s->n_hidden; l++) {

@@ -416,6 +416,8 @@ static void same_without_masked(rt_model *m, int64_t n, const char *what)
     free(g1);
 }
 
+static char CAT_NAMES[3][RT_MODEL_NAME_LEN] = {"c0", "c1", "c2"};
+
 /* Random small columns for a spec of `arch`. */
 static void columns(tu_rng *g, rt_model_spec *s, bool cats, bool conts)
 {
@@ -423,8 +425,8 @@ static void columns(tu_rng *g, rt_model_spec *s, bool cats, bool conts)
     for (int c = 0; c < s->n_cat; c++) {
         s->vocab[c] = (int32_t)tu_int(g, 2, 6);
         s->emb_dim[c] = (int32_t)tu_int(g, 1, 4);
-        snprintf(s->cat_names[c], sizeof s->cat_names[c], "c%d", c);
     }
+    s->cat_names = CAT_NAMES;
     s->n_cont = conts ? (int)tu_int(g, 1, 3) : 0;
     s->head_scale = 10.0f;
     s->seed = (uint64_t)tu_int(g, 1, 1 << 30);

@@ -32,6 +32,7 @@
 #include "trainer.h"
 
 enum { B = 32, K = 20, NCAT = 3, NCONT = 0 };
+static char CAT_NAMES[NCAT][RT_MODEL_NAME_LEN] = {"c0", "c1", "c2"};
 
 static rt_model_spec small_spec(int ncont)
 {
@@ -41,8 +42,8 @@ static rt_model_spec small_spec(int ncont)
     int32_t v[NCAT] = {50, 7, 2};
     for (int i = 0; i < NCAT; i++) {
         s.vocab[i] = v[i];
-        snprintf(s.cat_names[i], sizeof s.cat_names[i], "c%d", i);
     }
+    s.cat_names = CAT_NAMES;
     rt_model_spec_set_emb_dim(&s, 4);
     s.n_cont = ncont;
     s.n_hidden = 2;
@@ -405,6 +406,8 @@ static void test_checkpoint(void **state)
         vals[k] = buf[k];
     }
     assert_true(c.spec.vocab[0] <= 64);
+    assert_null(c.values); /* (the trainer's array of lists, its own) */
+    assert_non_null(c.values = calloc((size_t)c.spec.n_cat, sizeof *c.values));
     c.values[0] = vals;
     /* the plateau's state (lr_schedule = plateau), resumed with the model */
     c.lr_factor = 0.25;
@@ -606,12 +609,92 @@ static void test_cgroup_cpus(void **state)
     assert_int_equal(packed, one / 2 > 0 ? one / 2 : 1);
 }
 
+/* A model of more categorical columns than the 4096 it once took (a table
+ * of SNPs: thousands of 0/1/2 columns, inferred categorical): it keeps its
+ * own copy of the names the spec lends, trains, and its checkpoint comes
+ * back with every name, vocabulary and value; past 65,536 it is refused. */
+static void test_checkpoint_wide_categorical(void **state)
+{
+    (void)state;
+    enum { NC = 5000 };
+    char err[RT_ERR_LEN];
+    rt_model_spec s;
+    rt_model_spec_defaults(&s);
+    s.arch = RT_ARCH_MLP;
+    s.n_cat = NC;
+    s.n_cont = 1;
+    s.n_hidden = 1;
+    s.hidden[0] = 8;
+    s.head_scale = 1.0f;
+    char(*names)[RT_MODEL_NAME_LEN] = calloc(NC, sizeof *names);
+    assert_non_null(names);
+    for (int i = 0; i < NC; i++) {
+        s.vocab[i] = 3;
+        s.emb_dim[i] = 1;
+        snprintf(names[i], sizeof names[i], "snp%d", i);
+    }
+    s.cat_names = names;
+    rt_kctx *ctx = NULL;
+    rt_model *m = NULL;
+    assert_int_equal(rt_kctx_create(RT_DEVICE_CPU, 1, &ctx, err), RT_OK);
+    assert_int_equal(rt_model_create(&s, ctx, 4, &m, err), RT_OK);
+    memset(names, 'x', NC * sizeof *names); /* the spec's names: the model has its own */
+    free(names);
+    s.cat_names = NULL;
+    int32_t *cat = calloc(4 * NC, sizeof *cat);
+    assert_non_null(cat);
+    for (int i = 0; i < 4 * NC; i++)
+        cat[i] = i % 3;
+    float cont[4] = {0, 1, 2, 3}, label[4] = {1, 2, 3, 4};
+    rt_model_set_batch(m, cat, cont, label, 4);
+    rt_model_train_step(m, 4, &HP);
+    free(cat);
+    rt_ckpt c;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(rt_ckpt_from_model(&c, m, err), RT_OK);
+    assert_string_equal(c.spec.cat_names[NC - 1], "snp4999");
+    static char cont_names[1][64] = {"x"};
+    c.n_cont = 1;
+    c.cont_names = cont_names;
+    char *v[3] = {"0", "1", "2"};
+    assert_non_null(c.values = calloc(NC, sizeof *c.values));
+    for (int i = 0; i < NC; i++)
+        c.values[i] = v; /* lent, as the trainer's */
+    char path[] = "/tmp/rt_ckpt_wide_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    assert_int_equal(rt_ckpt_write(path, &c, err), RT_OK);
+    rt_ckpt back;
+    assert_int_equal(rt_ckpt_read(path, &back, err), RT_OK);
+    assert_int_equal(back.spec.n_cat, NC);
+    assert_string_equal(back.spec.cat_names[0], "snp0");
+    assert_string_equal(back.spec.cat_names[NC - 1], "snp4999");
+    assert_int_equal(back.spec.vocab[NC - 1], 3);
+    assert_string_equal(back.values[NC - 1][2], "2");
+    assert_int_equal(rt_ckpt_compatible(&back, rt_model_get_spec(m), err), RT_OK);
+    assert_memory_equal(back.params, c.params, (size_t)c.nparams * 4);
+    /* past the bound: refused by name */
+    rt_model_spec over = back.spec;
+    over.n_cat = RT_MODEL_MAX_CAT + 1;
+    assert_int_equal(rt_model_spec_check(&over, err), RT_ERR_INVALID);
+    assert_non_null(strstr(err, "65537 categorical columns (at most 65536)"));
+    rt_ckpt_free(&back);
+    rt_ckpt_free(&c);
+    unlink(path);
+    rt_model_destroy(m);
+    rt_kctx_destroy(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cgroup_cpus),     cmocka_unit_test(test_data_parallel_equivalence),
-        cmocka_unit_test(test_sync_batch_norm), cmocka_unit_test(test_families_data_parallel),
-        cmocka_unit_test(test_checkpoint),      cmocka_unit_test(test_shuffle),
+        cmocka_unit_test(test_cgroup_cpus),
+        cmocka_unit_test(test_data_parallel_equivalence),
+        cmocka_unit_test(test_sync_batch_norm),
+        cmocka_unit_test(test_families_data_parallel),
+        cmocka_unit_test(test_checkpoint),
+        cmocka_unit_test(test_shuffle),
+        cmocka_unit_test(test_checkpoint_wide_categorical),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

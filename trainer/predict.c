@@ -515,7 +515,7 @@ static rt_status scan_input(const rt_predict_input_opts *o, rt_ckpt *ck, scan_ct
     if (!cols)
         st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     for (int i = 0; st == RT_OK && i < ck->spec.n_cat; i++)
-        if (!ck->values[i])
+        if (!ck->values || !ck->values[i])
             st = rt_err(err, RT_ERR_INVALID,
                         "%s holds no vocabularies (written by an older ringtrain): score a "
                         "prepared dataset with --dataset, or train again",
@@ -660,17 +660,29 @@ rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_repo
         st = score_rows(o, &ck, s, &pred, err);
     if (st == RT_OK)
         st = write_output(o, &ck, s, pred, rep, err);
+    const size_t nc = s ? (size_t)(s->ncat ? s->ncat : 1) : 1;
+    if (st == RT_OK && (!(rep->cat = calloc(nc, sizeof *rep->cat)) ||
+                        !(rep->unknown = calloc(nc, sizeof *rep->unknown))))
+        st = rt_err(err, RT_ERR_NOMEM, "out of memory");
     if (st == RT_OK) {
         rep->rows = s->rows.n;
         rep->ncat = s->ncat;
         rep->defaulted = s->defaulted;
         for (int i = 0; i < s->ncat; i++) {
             rep->unknown[i] = s->unknown[i];
-            snprintf(rep->cat[i], sizeof rep->cat[i], "%s", ck.spec.cat_names[i]);
+            snprintf(rep->cat[i], sizeof rep->cat[i], "%s", rt_model_cat_name(&ck.spec, i));
         }
     }
     free(pred);
     scan_free(s);
     rt_ckpt_free(&ck);
     return st;
+}
+
+void rt_predict_input_report_free(rt_predict_input_report *rep)
+{
+    free(rep->cat);
+    free(rep->unknown);
+    rep->cat = NULL;
+    rep->unknown = NULL;
 }

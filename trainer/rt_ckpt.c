@@ -20,12 +20,15 @@ static const char END[8] = {'R', 'T', 'C', 'K', 'E', 'N', 'D', 0};
 
 void rt_ckpt_free(rt_ckpt *c)
 {
-    for (int i = 0; c->values_owned && i < RT_MODEL_MAX_CAT; i++) {
+    for (int i = 0; c->values && c->values_owned && i < c->spec.n_cat; i++) {
         for (int k = 0; c->values[i] && k < c->spec.vocab[i]; k++)
             free(c->values[i][k]);
         free(c->values[i]);
     }
-    memset(c->values, 0, sizeof c->values);
+    free(c->values);
+    c->values = NULL;
+    free(c->cat_names);
+    c->cat_names = NULL;
     for (int k = 0; c->values_owned && c->classes && k < c->spec.n_classes; k++)
         free(c->classes[k]);
     if (c->values_owned) {
@@ -129,10 +132,10 @@ static char *header_json(const rt_ckpt *c)
     rt_jw_arr(&w);
     for (int i = 0; i < s->n_cat; i++) {
         rt_jw_obj(&w);
-        rt_jw_kstr(&w, "name", s->cat_names[i]);
+        rt_jw_kstr(&w, "name", rt_model_cat_name(s, i));
         rt_jw_kint(&w, "vocab", s->vocab[i]);
         rt_jw_kint(&w, "dim", s->emb_dim[i]);
-        if (c->values[i]) {
+        if (c->values && c->values[i]) {
             rt_jw_key(&w, "values");
             rt_jw_arr(&w);
             for (int k = 0; k < s->vocab[i]; k++)
@@ -361,10 +364,16 @@ static rt_status parse_header(const rt_json *h, rt_ckpt *c, const char *name, ch
         if (!c->classes)
             return rt_err(err, RT_ERR_NOMEM, "out of memory");
     }
-    s->n_cat = (int)rt_json_len(cats);
+    const int ncat = (int)rt_json_len(cats);
+    if (ncat > 0 && (!(c->cat_names = calloc((size_t)ncat, sizeof *c->cat_names)) ||
+                     !(c->values = calloc((size_t)ncat, sizeof *c->values))))
+        return rt_err(err, RT_ERR_NOMEM, "out of memory reading %s", name);
+    s->n_cat = ncat; /* (rt_ckpt_free walks values up to n_cat) */
+    s->cat_names = c->cat_names;
     for (int i = 0; i < s->n_cat; i++) {
         const rt_json *e = rt_json_at(cats, (size_t)i);
-        snprintf(s->cat_names[i], sizeof s->cat_names[i], "%s", rt_json_str(rt_json_get(e, "name"), ""));
+        snprintf(c->cat_names[i], sizeof c->cat_names[i], "%s",
+                 rt_json_str(rt_json_get(e, "name"), ""));
         if (!rt_json_get_int(e, "vocab", &v) || v < 1 || v > INT32_MAX)
             return damaged(err, name, "a categorical column without a vocabulary size");
         s->vocab[i] = (int32_t)v;
@@ -535,7 +544,7 @@ rt_status rt_ckpt_check_values(const rt_ckpt *c, const rt_dataset *ds, char *err
 {
     for (int i = 0; i < c->spec.n_cat; i++) {
         const rt_ds_column *col = rt_dataset_column(ds, c->spec.cat_names[i]);
-        if (!c->values[i] || !col || !col->vocab)
+        if (!c->values || !c->values[i] || !col || !col->vocab)
             continue; /* an older checkpoint; a missing column is named elsewhere */
         if (col->vocab_size != c->spec.vocab[i])
             return rt_err(err, RT_ERR_INVALID,

@@ -555,7 +555,10 @@ static rt_status after_epoch(trainer *t, int64_t epoch, const epoch_stats *es, c
         ck.label_std = t->ds->label_std;
         ck.classes = t->task.classes; /* lent */
         ck.n_cont = t->cols.ncont;
-        for (int i = 0; i < t->cols.ncat; i++) { /* lent: the values of the categories */
+        if (st == RT_OK && t->cols.ncat > 0 &&
+            !(ck.values = calloc((size_t)t->cols.ncat, sizeof *ck.values)))
+            st = rt_err(err, RT_ERR_NOMEM, "out of memory");
+        for (int i = 0; ck.values && i < t->cols.ncat; i++) { /* lent: the categories' values */
             const rt_ds_column *dc = rt_dataset_column(t->ds, t->cols.cat[i]);
             ck.values[i] = dc ? dc->vocab : NULL;
         }

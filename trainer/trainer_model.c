@@ -82,9 +82,9 @@ rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const
     rt_model_spec_defaults(s);
     s->arch = (rt_arch)cfg->architecture;
     s->n_cat = cols->ncat;
+    s->cat_names = cols->cat; /* lent */
     for (int i = 0; i < s->n_cat; i++) {
         s->vocab[i] = cols->vocab[i];
-        snprintf(s->cat_names[i], sizeof s->cat_names[i], "%s", cols->cat[i]);
         s->emb_dim[i] = cfg->embedding_rule == RT_EMB_RULE_FASTAI ? fastai_width(cols->vocab[i])
                                                                   : (int)cfg->embedding_dim;
     }

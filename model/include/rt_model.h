@@ -52,8 +52,10 @@
 extern "C" {
 #endif
 
-#define RT_MODEL_MAX_CAT 4096   /* categorical inputs of a model */
-#define RT_MODEL_MAX_CONT 65536 /* continuous inputs (a shard holds RT_SHARD_MAX_COLS columns) */
+/* categorical and continuous inputs of a model (a shard holds
+ * RT_SHARD_MAX_COLS columns) */
+#define RT_MODEL_MAX_CAT 65536
+#define RT_MODEL_MAX_CONT 65536
 #define RT_MODEL_MAX_HIDDEN 16
 #define RT_MODEL_NAME_LEN 64 /* a dataset's column names are at most 63 bytes */
 #define RT_MODEL_MAX_CLASSES 256
@@ -84,11 +86,13 @@ int rt_model_name_index(const char *const *names, int n, const char *name);
 typedef struct rt_model_spec {
     rt_arch arch;
     /* inputs */
-    int n_cat;                                           /* categorical columns */
-    int32_t vocab[RT_MODEL_MAX_CAT];                     /* rows of each embedding table */
-    int32_t emb_dim[RT_MODEL_MAX_CAT];                   /* width of each (not ft_transformer) */
-    char cat_names[RT_MODEL_MAX_CAT][RT_MODEL_NAME_LEN]; /* optional, for summaries */
-    int n_cont;                                          /* continuous columns */
+    int n_cat;                         /* categorical columns */
+    int32_t vocab[RT_MODEL_MAX_CAT];   /* rows of each embedding table */
+    int32_t emb_dim[RT_MODEL_MAX_CAT]; /* width of each (not ft_transformer) */
+    /* their names (n_cat; NULL: none), lent: by the columns the spec was
+     * made from, or a checkpoint; a model keeps a copy of its own */
+    char (*cat_names)[RT_MODEL_NAME_LEN];
+    int n_cont; /* continuous columns */
     rt_cont_norm cont_norm;
     int n_quantiles; /* continuous_norm quantile: quantiles per column (the model's buffers) */
     /* rossmann and mlp: the hidden layers (dcn2: its deep layers' dropout) */
@@ -116,6 +120,12 @@ typedef struct rt_model_spec {
                           labels, then the n weights */
     uint64_t seed; /* initialisation (and default dropout) seed */
 } rt_model_spec;
+
+/* Categorical column i's name, "" when the spec names none. */
+static inline const char *rt_model_cat_name(const rt_model_spec *s, int i)
+{
+    return s->cat_names ? s->cat_names[i] : "";
+}
 
 /* The Rossmann defaults (d = 10, 1000-1000-1000-500, dropout 0.5 after the
  * last, L2 5e-5, BN momentum 0.99 / eps 1e-3) and every other family's

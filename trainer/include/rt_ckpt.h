@@ -42,13 +42,15 @@ typedef struct rt_ckpt {
     int n_cont;
     char (*cont_names)[64]; /* n_cont (categorical names are in spec.cat_names); owned
                                when read, lent by the trainer when written */
+    char (*cat_names)[64];  /* read: spec.n_cat names, which spec.cat_names lends (owned) */
     int64_t nparams, nbuffers;
     float *params, *adam_m, *adam_v, *buffers; /* owned */
     /* each categorical column's values in index order (NULL entries: SQL
      * NULL), so that data prepared again is scored with the categories the
      * model learnt; NULL for a checkpoint written without them.  Owned
-     * (strdup'ed) when read; the trainer lends its dataset's when writing. */
-    char **values[RT_MODEL_MAX_CAT];
+     * (strdup'ed) when read; the trainer lends its dataset's when writing.
+     * The array of spec.n_cat lists is the checkpoint's (NULL: none). */
+    char ***values;
     bool values_owned;
 } rt_ckpt;
 

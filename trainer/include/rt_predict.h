@@ -101,11 +101,13 @@ typedef struct rt_predict_input_opts {
 typedef struct rt_predict_input_report {
     int64_t rows, defaulted;
     int ncat;
-    char cat[RT_MODEL_MAX_CAT][64];
-    int64_t unknown[RT_MODEL_MAX_CAT]; /* values the model never saw, per column */
-    char range[RT_ERR_LEN];            /* rt_pred_range_say's ("" when none) */
+    char (*cat)[64];        /* the ncat categorical columns' names (malloc'ed) */
+    int64_t *unknown;       /* values the model never saw, per column (malloc'ed) */
+    char range[RT_ERR_LEN]; /* rt_pred_range_say's ("" when none) */
 } rt_predict_input_report;
+/* rep is filled on success; rt_predict_input_report_free it either way. */
 rt_status rt_predict_input(const rt_predict_input_opts *o, rt_predict_input_report *rep, char *err);
+void rt_predict_input_report_free(rt_predict_input_report *rep);
 
 /* `ringtrain predict`: a checkpoint and a dataset in, the CSV out; range
  * gets rt_pred_range_say's sentence ("" when none). */

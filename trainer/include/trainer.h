@@ -41,7 +41,8 @@
  * embedding width for a column the model does not have, naming the
  * closest, and standardisation without the manifest's statistics.  Errors
  * name the job file's line when o (the file's origin) is given.  The same
- * spec in the CLI (before anything is submitted) and the workers. */
+ * spec in the CLI (before anything is submitted) and the workers; its
+ * cat_names are cols' (lent). */
 rt_status rt_job_model_spec(const rt_job_cfg *cfg, const rt_cfg_origin *o, const rt_dataset *ds,
                             const rt_columns *cols, rt_model_spec *spec, char *err);
 /* continuous_norm = standardize or quantile: the manifest's statistics or
