@@ -54,6 +54,8 @@ void sc_job_free(sc_job *j)
     rt_cfg_free(&rt_job_schema, &j->cfg);
     free(j->ranks);
     free(j->first_failure);
+    free(j->peer_failure);
+    free(j->peer_why);
     free(j->progress);
     free(j->last_epoch);
     free(j->steps);
@@ -357,6 +359,7 @@ void sc_start_attempt(sched *S, sc_job *j, int np, sc_clock now)
     j->attempt++;
     j->prepared = j->running = j->exited_ok = j->warnings = 0;
     j->have_failure = false;
+    sc_peer_failure_clear(j);
     j->reconciling = false;
     j->launch_unsure = false;
     j->queue_pos = 0;
@@ -467,6 +470,15 @@ void sc_set_first_failure(sc_job *j, rt_jw *w)
     free(j->first_failure);
     j->first_failure = rt_jw_take(w, NULL);
     j->have_failure = true;
+    sc_peer_failure_clear(j); /* decided: the held one was a consequence */
+}
+
+void sc_peer_failure_clear(sc_job *j)
+{
+    free(j->peer_failure);
+    free(j->peer_why);
+    j->peer_failure = j->peer_why = NULL;
+    j->peer_at_ns = 0;
 }
 
 /* ---- submissions --------------------------------------------------------------- */

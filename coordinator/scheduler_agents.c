@@ -347,8 +347,34 @@ static void describe_exit(char *buf, size_t len, int code, int sig)
         snprintf(buf, len, "was killed by signal %d (%s)", sig, strsignal(sig));
     else if (sig < 0)
         snprintf(buf, len, "was lost with its agent");
+    else if (code == RT_EXIT_PEER)
+        snprintf(buf, len, "exited with code %d (a collective with its peers failed)", code);
     else
         snprintf(buf, len, "exited with code %d", code);
+}
+
+static bool all_exited(const sc_job *j)
+{
+    for (int r = 0; r < j->cur_np; r++)
+        if (j->ranks[r].state != RS_EXITED)
+            return false;
+    return true;
+}
+
+/* The held RT_EXIT_PEER failure becomes the attempt's: no other rank
+ * failed on its own in time (every rank exited, or SC_PEER_GRACE_S). */
+static void decide_held(sched *S, sc_job *j, sc_clock now)
+{
+    char why[700];
+    snprintf(why, sizeof why, "%s", j->peer_why ? j->peer_why : "a rank's peers were lost");
+    free(j->first_failure);
+    j->first_failure = j->peer_failure;
+    j->peer_failure = NULL;
+    j->have_failure = true;
+    sc_peer_failure_clear(j);
+    sc_attempt_failed(S, j, why, !j->launch_unsure, now);
+    if (job_state_terminal(j->state))
+        sc_queue_pass(S, now);
 }
 
 void sched_on_exited(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
@@ -383,6 +409,8 @@ void sched_on_exited(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
         if (++j->exited_ok == j->cur_np && !j->have_failure) {
             sc_finish(S, j, JOB_SUCCEEDED, "all ranks exited with code 0", now);
             sc_queue_pass(S, now); /* its slots may start the next job */
+        } else if (j->peer_failure && !j->have_failure && all_exited(j)) {
+            decide_held(S, j, now);
         }
         return;
     }
@@ -415,6 +443,22 @@ void sched_on_exited(sched *S, sc_agent *a, const rt_json *m, sc_clock now)
     else
         rt_jw_null(&w);
     rt_jw_obj_end(&w);
+    /* A training rank whose collective failed is most often the
+     * consequence of another rank's failure, which races it here (that
+     * rank closes its connections before its exit is reported): held, so
+     * that the cause, when it comes, is the attempt's failure. */
+    if (code == RT_EXIT_PEER && sig == 0 && j->type == RT_JOB_TRAIN) {
+        if (!j->peer_failure) {
+            j->peer_failure = rt_jw_take(&w, NULL);
+            j->peer_why = strdup(why);
+            j->peer_at_ns = now.mono_ns;
+        } else {
+            free(rt_jw_take(&w, NULL));
+        }
+        if (all_exited(j))
+            decide_held(S, j, now);
+        return;
+    }
     sc_set_first_failure(j, &w);
     /* a rank of an attempt whose launch the coordinator's restart may have
      * cut short (its peers never started) fails through no fault of its own */
@@ -683,6 +727,9 @@ void sched_tick(sched *S, sc_clock now)
             sc_send_abort(S, j, why);
             sc_finish(S, j, JOB_FAILED, why, now);
         }
+        if (j->peer_failure && !failure_decided(j) &&
+            now.mono_ns - j->peer_at_ns > (int64_t)SC_PEER_GRACE_S * 1000000000)
+            decide_held(S, j, now);
         /* after a coordinator restart: ranks whose agents never came back */
         if (j->reconciling && now.mono_ns > S->reconcile_until_ns) {
             for (int r = 0; r < j->cur_np && j->reconciling; r++)

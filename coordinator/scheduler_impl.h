@@ -36,6 +36,7 @@ void sc_finish(sched *S, sc_job *j, int state, const char *reason, sc_clock now)
 void sc_attempt_failed(sched *S, sc_job *j, const char *reason, bool counted, sc_clock now);
 /* The attempt's first failure, a JSON object (consumes w). */
 void sc_set_first_failure(sc_job *j, rt_jw *w);
+void sc_peer_failure_clear(sc_job *j);
 
 /* placement and the queue (scheduler_queue.c) */
 /* Whether agent a enforces the limits job j has (memory_limit, cpu_limit;

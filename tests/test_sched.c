@@ -548,6 +548,103 @@ static void test_queue_timeout_and_drain(void **state)
     world_free(&w);
 }
 
+/* Rank r of job id (its current attempt) exits with code. */
+static void exit_rank(world *w, int64_t id, int r, int code)
+{
+    sc_job *j = sched_job(&w->S, id);
+    char buf[256];
+    snprintf(buf, sizeof buf,
+             "{\"type\":\"exited\",\"job\":%lld,\"attempt\":%d,\"rank\":%d,\"code\":%d,"
+             "\"signal\":0,\"tail\":[]}",
+             (long long)id, j->attempt, r, code);
+    rt_json *m = parse(buf);
+    sched_on_exited(&w->S, j->ranks[r].ag, m, w->now);
+    rt_json_free(m);
+    settle(w);
+}
+
+static int64_t submit_train(world *w, int np)
+{
+    char body[512], err[RT_ERR_LEN];
+    snprintf(body, sizeof body,
+             "{\"type\":\"train\",\"config\":\"[job]\\nname = t\\ntype = train\\nnp = %d\\n"
+             "[data]\\ndataset = /data/ds\\n[output]\\nstore = /data/store\\n\"}",
+             np);
+    int64_t id = 0;
+    if (sched_submit(&w->S, body, strlen(body), "tester", NULL, w->now, &id, err) != RT_OK)
+        fail_msg("refused: %s", err);
+    settle(w);
+    assert_int_equal(job_state(w, id), JOB_RUNNING);
+    return id;
+}
+
+/* A training rank that exits RT_EXIT_PEER (its collective lost a peer)
+ * reports the consequence of another rank's failure, whose exit races it:
+ * the job waits for that failure and names it; with none (every rank
+ * exited, or SC_PEER_GRACE_S passed) the held one is the job's.  An exec
+ * job's code 75 is its own. */
+static void test_peer_exit_waits_for_cause(void **state)
+{
+    (void)state;
+    world w;
+    world_init(&w);
+    agent_up(&w, "A", "a", 3);
+    /* the cause follows the consequence */
+    int64_t id = submit_train(&w, 3);
+    exit_rank(&w, id, 0, RT_EXIT_PEER);
+    assert_int_equal(job_state(&w, id), JOB_RUNNING);
+    exit_rank(&w, id, 2, 1);
+    sc_job *j = sched_job(&w.S, id);
+    assert_int_equal(j->state, JOB_FAILED);
+    assert_non_null(strstr(j->reason, "rank 2 on host A-host"));
+    assert_non_null(strstr(j->first_failure, "\"rank\":2"));
+    finish_job(&w, id, 0); /* rank 1, stopped by the abort */
+    /* no other failure: every rank exited */
+    id = submit_train(&w, 3);
+    exit_rank(&w, id, 1, RT_EXIT_PEER);
+    exit_rank(&w, id, 0, RT_EXIT_PEER);
+    assert_int_equal(job_state(&w, id), JOB_RUNNING);
+    exit_rank(&w, id, 2, 0);
+    j = sched_job(&w.S, id);
+    assert_int_equal(j->state, JOB_FAILED);
+    assert_non_null(strstr(j->reason, "rank 1 on host A-host (agent A/a) exited with code 75 (a "
+                                      "collective with its peers failed)"));
+    /* none in time (a peer hangs): the grace passes */
+    id = submit_train(&w, 3);
+    exit_rank(&w, id, 2, RT_EXIT_PEER);
+    tick(&w, SC_PEER_GRACE_S - 1);
+    assert_int_equal(job_state(&w, id), JOB_RUNNING);
+    tick(&w, 2);
+    j = sched_job(&w.S, id);
+    assert_int_equal(j->state, JOB_FAILED);
+    assert_non_null(strstr(j->reason, "rank 2 on host A-host"));
+    assert_true(w.sent[RT_MSG_ABORT] > 0);
+    finish_job(&w, id, 0);
+    /* a new attempt starts with nothing held: a restart after a held failure */
+    char body[512], err[RT_ERR_LEN];
+    snprintf(
+        body, sizeof body,
+        "{\"type\":\"train\",\"config\":\"[job]\\nname = t\\ntype = train\\nnp = 2\\n"
+        "max_restarts = 1\\n[data]\\ndataset = /data/ds\\n[output]\\nstore = /data/store\\n\"}");
+    assert_int_equal(sched_submit(&w.S, body, strlen(body), "tester", NULL, w.now, &id, err),
+                     RT_OK);
+    settle(&w);
+    exit_rank(&w, id, 0, RT_EXIT_PEER);
+    exit_rank(&w, id, 1, 1);
+    assert_int_equal(sched_job(&w.S, id)->attempt, 1); /* restarting: waits to start again */
+    tick(&w, 1);
+    j = sched_job(&w.S, id);
+    assert_int_equal(j->attempt, 2);
+    assert_null(j->peer_failure);
+    finish_job(&w, id, 0);
+    assert_int_equal(job_state(&w, id), JOB_SUCCEEDED);
+    /* an exec job's 75 is its own */
+    id = submit_ok(&w, NULL, 2);
+    exit_rank(&w, id, 0, RT_EXIT_PEER);
+    assert_int_equal(job_state(&w, id), JOB_FAILED);
+    world_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -565,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_agent_caps_cleaned),
         cmocka_unit_test(test_backfill_beside_limits),
         cmocka_unit_test(test_queue_timeout_and_drain),
+        cmocka_unit_test(test_peer_exit_waits_for_cause),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,6 +67,9 @@ int rt_worker_run(const rt_job_cfg *cfg)
         printf("trainer: done: epochs %lld..%lld, best epoch %lld (%s %.4f), %.0f samples/s\n",
                (long long)res.first_epoch, (long long)res.epochs, (long long)res.best_epoch,
                cfg->monitor, res.best_val_loss, res.samples_per_s);
+    /* a collective that failed (a peer gone, a timeout): another rank's
+     * failure is most often the cause, and the coordinator waits for it */
+    const bool peers = st != RT_OK && comm && rt_comm_broken(comm);
     rt_comm_destroy(comm);
-    return st == RT_OK ? 0 : 1;
+    return st == RT_OK ? 0 : peers ? RT_EXIT_PEER : 1;
 }

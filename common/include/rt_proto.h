@@ -150,6 +150,10 @@ rt_msg rt_msg_check(const rt_json *m, rt_msg_dir dir, char *err);
 #define RT_SWEEP_BUDGET_STOP "stopped by the sweep's time budget"
 #define RT_F_PID "pid"
 #define RT_F_CODE "code"
+/* A training rank's exit code when a collective with its peers failed (a
+ * peer gone, a timeout): another rank's failure is the cause, when one
+ * comes (docs/cluster.md "Failures") */
+#define RT_EXIT_PEER 75
 #define RT_F_SIGNAL "signal"
 #define RT_F_TAIL "tail"
 #define RT_F_DATA "data"

@@ -116,6 +116,10 @@ typedef struct sc_rank {
 #define SC_WARNINGS_MAX 8        /* the ranks' warnings said as a job's events per attempt */
 #define SC_WARNING_TEXT_MAX 1000 /* the bytes of one kept */
 
+/* how long a training rank's RT_EXIT_PEER waits for the failure that
+ * caused it (sc_job.peer_failure) */
+#define SC_PEER_GRACE_S 10
+
 typedef struct sc_job {
     int64_t id;
     char name[128], user[64];
@@ -148,10 +152,15 @@ typedef struct sc_job {
     bool launch_unsure;  /* restored while starting: the launch may not have reached every
                            agent, so this attempt's failure uses no restart */
     char *first_failure; /* JSON object */
-    char *progress;      /* latest progress JSON from rank 0 */
-    char *last_epoch;    /* its latest epoch line (loss, val_loss, val_<metric>) */
-    int bad_names;       /* progress lines that had keys or values dropped (said 3 times) */
-    int warnings;        /* the ranks' warnings said as events (SC_WARNINGS_MAX) this attempt */
+    /* a training rank that exited RT_EXIT_PEER while no failure was decided:
+     * its failure (JSON, sentence), held until another rank's own failure
+     * takes its place, every rank has exited, or SC_PEER_GRACE_S passed */
+    char *peer_failure, *peer_why;
+    int64_t peer_at_ns;
+    char *progress;   /* latest progress JSON from rank 0 */
+    char *last_epoch; /* its latest epoch line (loss, val_loss, val_<metric>) */
+    int bad_names;    /* progress lines that had keys or values dropped (said 3 times) */
+    int warnings;     /* the ranks' warnings said as events (SC_WARNINGS_MAX) this attempt */
     double steps_per_s;
     struct sc_steps *steps; /* the current epoch, step by step (NULL: no report yet) */
     struct sc_sweep *sweep; /* a sweep: its trials (NULL for other jobs) */
