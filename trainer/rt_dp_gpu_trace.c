@@ -35,6 +35,7 @@ struct dp_timeline {
     dpt_set set[2];
     int cur;  /* the set of the step being enqueued */
     int body; /* marks step_body records (a graph replay records as many) */
+    int64_t last_ns; /* the compute stream's last mark read */
     bool broken;
 };
 
@@ -103,6 +104,24 @@ static void dpt_read(rt_dp *d, dpt_set *s)
             return;
         }
         t[i] = tl->ref_ns + (int64_t)(ms * 1e6);
+    }
+    /* The compute stream's marks in its order: float milliseconds (a
+     * microsecond apart 10 s from the anchor, more when a slow step reads
+     * its marks later) and a renewed anchor (its host time read after the
+     * device reached it, late by a delay that varies) can put a mark a
+     * little before the one that came before it.  Moved up to that one,
+     * spans neither overlap nor run backwards. */
+    for (int i = 0, ar = -1; i < n; i++) {
+        if (s->kind[i] == DPT_AR_BEGIN) {
+            ar = i;
+        } else if (s->kind[i] == DPT_AR_END) { /* the communication stream's */
+            if (ar >= 0 && t[i] < t[ar])
+                t[i] = t[ar];
+        } else {
+            if (t[i] < tl->last_ns)
+                t[i] = tl->last_ns;
+            tl->last_ns = t[i];
+        }
     }
     int64_t t0 = -1, fwd = -1, prev = -1, bwd = -1, join = -1, ar0 = -1;
     for (int i = 0; i < n; i++) {
@@ -191,7 +210,9 @@ void rt_dp_trace_flush(rt_dp *d)
 {
     if (!d->tl)
         return;
-    const int older = (int)((d->steps + 1) & 1); /* the set of the step before last */
+    /* steps done: the last was step steps - 1, the one before it is in set
+     * steps & 1 (read first: spans are read in the order they ran) */
+    const int older = (int)(d->steps & 1);
     dpt_read(d, &d->tl->set[older]);
     dpt_read(d, &d->tl->set[older ^ 1]);
 }
