@@ -194,6 +194,27 @@ int job_state(world *w, int64_t id)
     return j ? (int)j->state : -1;
 }
 
+/* Rank r of job id's attempt att exits with code (no settle). */
+static void exit_one(world *w, sc_job *j, int att, int r, int code)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf,
+             "{\"type\":\"exited\",\"job\":%lld,\"attempt\":%d,\"rank\":%d,\"code\":%d,"
+             "\"signal\":0,\"tail\":[]}",
+             (long long)j->id, att, r, code);
+    rt_json *m = parse(buf);
+    sched_on_exited(&w->S, j->ranks[r].ag, m, w->now);
+    rt_json_free(m);
+}
+
+void exit_rank(world *w, int64_t id, int r, int code)
+{
+    sc_job *j = sched_job(&w->S, id);
+    assert_non_null(j);
+    exit_one(w, j, j->attempt, r, code);
+    settle(w);
+}
+
 /* Every rank of job id exits with code (0: success). */
 void finish_job(world *w, int64_t id, int code)
 {
@@ -202,16 +223,8 @@ void finish_job(world *w, int64_t id, int code)
     int att = j->attempt, np = j->cur_np;
     for (int r = 0; r < np; r++) {
         j = sched_job(&w->S, id);
-        if (!j || j->ranks[r].state == RS_EXITED)
-            continue;
-        char buf[256];
-        snprintf(buf, sizeof buf,
-                 "{\"type\":\"exited\",\"job\":%lld,\"attempt\":%d,\"rank\":%d,\"code\":%d,"
-                 "\"signal\":0,\"tail\":[]}",
-                 (long long)id, att, r, code);
-        rt_json *m = parse(buf);
-        sched_on_exited(&w->S, j->ranks[r].ag, m, w->now);
-        rt_json_free(m);
+        if (j && j->ranks[r].state != RS_EXITED)
+            exit_one(w, j, att, r, code);
     }
     settle(w);
 }

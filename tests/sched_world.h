@@ -47,6 +47,8 @@ sc_agent *agent_up(world *w, const char *host, const char *name, int slots);
 int64_t submit_ok(world *w, const char *extra, int np);
 /* The job's state (-1: no such job). */
 int job_state(world *w, int64_t id);
+/* Rank r of job id (its current attempt) exits with code. */
+void exit_rank(world *w, int64_t id, int r, int code);
 /* Every rank of job id exits with code (0: success). */
 void finish_job(world *w, int64_t id, int code);
 /* Time passes: the scheduler's timers run. */

@@ -548,21 +548,6 @@ static void test_queue_timeout_and_drain(void **state)
     world_free(&w);
 }
 
-/* Rank r of job id (its current attempt) exits with code. */
-static void exit_rank(world *w, int64_t id, int r, int code)
-{
-    sc_job *j = sched_job(&w->S, id);
-    char buf[256];
-    snprintf(buf, sizeof buf,
-             "{\"type\":\"exited\",\"job\":%lld,\"attempt\":%d,\"rank\":%d,\"code\":%d,"
-             "\"signal\":0,\"tail\":[]}",
-             (long long)id, j->attempt, r, code);
-    rt_json *m = parse(buf);
-    sched_on_exited(&w->S, j->ranks[r].ag, m, w->now);
-    rt_json_free(m);
-    settle(w);
-}
-
 static int64_t submit_train(world *w, int np)
 {
     char body[512], err[RT_ERR_LEN];
