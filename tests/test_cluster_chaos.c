@@ -29,13 +29,38 @@
 
 typedef struct restarter {
     cluster *c;
+    int64_t job; /* > 0: count after_ms from this job running */
     int after_ms, away_ms;
     bool ok;
 } restarter;
 
+/* job id running within timeout_ms; quiet while it does not exist yet */
+static bool job_running(cluster *c, int64_t id, int timeout_ms)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+    for (int waited = 0; waited < timeout_ms; waited += 100) {
+        http_resp hr = {0};
+        char err[RT_ERR_LEN];
+        rt_json *j = NULL;
+        bool running = http_request(&c->conn, "GET", path, NULL, &hr, err) == RT_OK &&
+                       hr.status == 200 && rt_json_parse(hr.body, hr.len, &j, err) == RT_OK &&
+                       !strcmp(cl_job_state(j), "running");
+        rt_json_free(j);
+        free(hr.body);
+        if (running)
+            return true;
+        cl_sleep_ms(100);
+    }
+    fprintf(stderr, "job %lld not running after %d ms\n", (long long)id, timeout_ms);
+    return false;
+}
+
 static void *restart_coordinator(void *arg)
 {
     restarter *r = arg;
+    if (r->job > 0 && !job_running(r->c, r->job, 30000))
+        return NULL;
     cl_sleep_ms(r->after_ms);
     cl_stop(&r->c->coord, SIGKILL);
     cl_sleep_ms(r->away_ms);
@@ -68,8 +93,10 @@ static void test_followers_survive_restart(void **state)
     CHECK(cl_start_agent(c, 0, "a1", "A", 2, NULL));
     CHECK(cl_wait_agents_up(c, 1, 20000));
     /* exec: one line every 0.25 s for 4 s, exit code 7; the coordinator dies
-     * 1 s in and is back 1 s later */
-    restarter r = {c, 1000, 1000, false};
+     * 1 s after the job (the cluster's first) runs and is back 1 s later.
+     * Counted from the job, not from the CLI's start: a CLI slow to start
+     * under load submitted after the restart and saw none. */
+    restarter r = {c, 1, 1000, 1000, false};
     pthread_t th;
     pthread_create(&th, NULL, restart_coordinator, &r);
     const char *ex[] = {"exec", "--np", "1", "--", "sh", "-c",
@@ -86,7 +113,7 @@ static void test_followers_survive_restart(void **state)
     free(out);
     CHECK(cl_wait_agents_up(c, 1, 20000));
     /* logs --follow of a running job, across another restart */
-    restarter r2 = {c, 1500, 1000, false};
+    restarter r2 = {c, 0, 1500, 1000, false};
     char *body = cl_exec_body(
         (const char *[]){"--name", "lines", "--np", "1", "--", "sh", "-c",
                          "for i in $(seq 16); do echo line $i; sleep 0.25; done", NULL});
