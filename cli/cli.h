@@ -181,6 +181,10 @@ int cli_job_load(const cli_args *a, const char *np, const char *nothing, rt_job_
 int cli_job_body_from_exec(const cli_args *a, char **body, int64_t *np);
 /* Ctrl-C while following: cancel the job (exec, run: the job is this
  * command) or detach from it (submit --follow: the job keeps running). */
+/* SIGINT, SIGTERM and SIGHUP caught for a follower (an ignored SIGTERM or
+ * SIGHUP stays ignored); cli_interrupted: the signal caught, 0 if none. */
+void cli_catch_interrupts(void);
+int cli_interrupted(void);
 int cli_submit_and_follow(const cli_conn *c, const char *body, bool follow, bool exec_output,
                           bool json, bool cancel_on_interrupt);
 

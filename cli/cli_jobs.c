@@ -24,12 +24,36 @@
 #include "rt_schemas.h"
 #include "rt_time.h"
 
+/* The signal that interrupted a follower (0: none). SIGTERM and SIGHUP
+ * count as Ctrl-C does: `timeout`, a batch system's kill or a closed
+ * terminal cancel an exec or `run` job (as srun's and mpirun's do theirs)
+ * and end `submit --follow`'s watch, saying so, rather than killing the
+ * CLI silently (`run` then said nothing of the folder it kept). */
 static volatile sig_atomic_t interrupted;
-static void on_sigint(int sig)
+static void on_interrupt_signal(int sig)
 {
-    (void)sig;
-    interrupted = 1;
+    if (!interrupted)
+        interrupted = sig;
 }
+
+void cli_catch_interrupts(void)
+{
+    struct sigaction sa = {.sa_handler = on_interrupt_signal};
+    sigemptyset(&sa.sa_mask);
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        struct sigaction old;
+        /* an ignored signal (nohup) stays ignored */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN && sigs[i] != SIGINT)
+            continue;
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+int cli_interrupted(void) { return interrupted; }
+
+/* The exit code of a follower a signal ended: the shell's 128 + signal. */
+static int interrupted_rc(void) { return 128 + (interrupted ? (int)interrupted : SIGINT); }
 
 static bool terminal(const char *state) { return rt_job_state_terminal(rt_job_state_parse(state)); }
 
@@ -405,8 +429,7 @@ int cli_logs(const cli_conn *c0, int64_t id, int rank, int64_t attempt, bool fol
     pos_reset(&pos, rank < 0);
     char err[RT_ERR_LEN];
     int status = 0;
-    struct sigaction sa = {.sa_handler = on_sigint};
-    sigaction(SIGINT, &sa, NULL);
+    cli_catch_interrupts();
     rt_status st = stream_logs(&c, id, rank, attempt, follow, &pos, &status, err);
     pos_reset(&pos, false);
     if (stdout_closed)
@@ -415,7 +438,7 @@ int cli_logs(const cli_conn *c0, int64_t id, int rank, int64_t attempt, bool fol
         fprintf(stderr, "ringtrain: %s\n", err);
         return status == 404 ? 3 : 1;
     }
-    return interrupted ? 130 : 0;
+    return interrupted ? interrupted_rc() : 0;
 }
 
 /* " loss X val_loss Y" and the epoch's first three other val_ metrics
@@ -583,16 +606,21 @@ static bool on_interrupt(follower *f, int *rc)
                 "\nringtrain: detached; job %lld keeps running (`ringtrain status %lld`, "
                 "`ringtrain logs %lld --follow` to watch it, `ringtrain cancel %lld` to stop it)\n",
                 id, id, id, id);
-        *rc = 130;
+        *rc = interrupted_rc();
         return true;
     }
     if (!f->cancelled) {
         char path[64], err[RT_ERR_LEN];
         snprintf(path, sizeof path, "/v1/jobs/%lld/cancel", (long long)f->id);
-        http_resp r;
-        if (http_request(&f->conn, "POST", path, NULL, &r, err) == RT_OK)
-            free(r.body);
-        fprintf(stderr, "\nringtrain: interrupted: job %lld cancelled\n", (long long)f->id);
+        http_resp r = {0};
+        const bool sent = http_request(&f->conn, "POST", path, NULL, &r, err) == RT_OK;
+        const char *how = interrupted == SIGINT ? "interrupted" : strsignal(interrupted);
+        if (sent && r.status / 100 == 2)
+            fprintf(stderr, "\nringtrain: %s: job %lld cancelled\n", how, (long long)f->id);
+        else
+            fprintf(stderr, "\nringtrain: %s: cancelling job %lld: %s\n", how, (long long)f->id,
+                    sent ? cli_safe(r.body ? r.body : "") : err);
+        free(r.body);
         f->cancelled = true;
     }
     return false;
@@ -687,7 +715,7 @@ static int finish(follower *f, const rt_json *d, const rt_json *job, int64_t att
         cli_show_sweep(d);
     }
     int rc = outcome(job, f->id, !f->exec_output);
-    return f->cancelled ? 130 : rc;
+    return f->cancelled ? interrupted_rc() : rc;
 }
 
 static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_on_interrupt)
@@ -706,6 +734,10 @@ static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_
             break;
         bool lost;
         rt_json *d = get_job(&f.conn, id, &lost, err);
+        if (!d && lost && interrupted && f.cancelled) { /* the daemons stopped with us */
+            rc = interrupted_rc();
+            break;
+        }
         if (!d && lost && reconnect(&f.conn, id, err))
             continue;
         if (!d) {
@@ -780,7 +812,6 @@ int cli_submit_and_follow(const cli_conn *c, const char *body, bool do_follow, b
     free(r.body);
     if (!do_follow)
         return 0;
-    struct sigaction sa = {.sa_handler = on_sigint};
-    sigaction(SIGINT, &sa, NULL);
+    cli_catch_interrupts();
     return follow(c, id, exec_output, cancel_on_interrupt);
 }

@@ -140,7 +140,8 @@ static int start_daemons(const char *dir, int64_t np, const char *coord_bin, con
 
 /* Wait (20 s at most) for the agent to register: 1 when it has, 0 when
  * the time is up, -1 when the coordinator exited first (*coord reaped and
- * set to -1), -2 when the agent did (*agent reaped and set to -1). */
+ * set to -1), -2 when the agent did (*agent reaped and set to -1), -3 when
+ * a signal interrupted us. */
 static int wait_until_up(cli_conn *c, pid_t *coord, pid_t *agent)
 {
     char err[RT_ERR_LEN];
@@ -160,6 +161,8 @@ static int wait_until_up(cli_conn *c, pid_t *coord, pid_t *agent)
             *agent = -1;
             return -2;
         }
+        if (cli_interrupted())
+            return -3;
         struct timespec ts = {0, 100000000};
         nanosleep(&ts, NULL);
     }
@@ -210,6 +213,9 @@ int cli_local(const cli_args *a, bool is_exec)
         free(body);
         return 1;
     }
+    /* from here a signal (Ctrl-C, `timeout`'s SIGTERM, a closed terminal)
+     * stops the daemons, cancels the job and says where the folder is */
+    cli_catch_interrupts();
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char dir[512];
     snprintf(dir, sizeof dir, "%s/ringtrain-run-XXXXXX", tmp);
@@ -251,7 +257,11 @@ int cli_local(const cli_args *a, bool is_exec)
     }
     bool ready = rc == 0 && up == 1;
     /* (where rc != 0, start_daemons has said why) */
-    if (!ready && rc == 0) {
+    if (up == -3) {
+        rc = 128 + cli_interrupted();
+        fprintf(stderr, "ringtrain: %s while the local cluster started; no job submitted\n",
+                strsignal(cli_interrupted()));
+    } else if (!ready && rc == 0) {
         if (up == -1)
             print_tail(dir, "coordinator.log");
         else if (up == -2)
@@ -265,7 +275,7 @@ int cli_local(const cli_args *a, bool is_exec)
                 dir);
     }
     if (!ready) {
-        rc = 1;
+        rc = rc ? rc : 1;
         keep = true;
     } else {
         rc = cli_submit_and_follow(&c, body, true, exec_job, false, true);

@@ -311,12 +311,12 @@ rt_json *cl_wait_job(cluster *c, int64_t id, const char *state, int timeout_ms)
 
 const char *cl_agent_exe(void) { return RT_TEST_AGENT; }
 
-static int cli_run(cluster *c, char **out, int timeout_s, int sigint_after_ms, int stall_ms,
+static int cli_run(cluster *c, char **out, int timeout_s, int sig, int sig_after_ms, int stall_ms,
                    const char *const *args);
 
 int cl_cli(cluster *c, char **out, int timeout_s, const char *const *args)
 {
-    return cli_run(c, out, timeout_s, -1, 0, args);
+    return cli_run(c, out, timeout_s, 0, -1, 0, args);
 }
 
 int64_t cl_submit_file(cluster *c, const char *ini)
@@ -336,15 +336,21 @@ int64_t cl_submit_file(cluster *c, const char *ini)
 
 int cl_cli_sigint(cluster *c, char **out, int timeout_s, int sigint_after_ms, const char *const *args)
 {
-    return cli_run(c, out, timeout_s, sigint_after_ms, 0, args);
+    return cli_run(c, out, timeout_s, SIGINT, sigint_after_ms, 0, args);
+}
+
+int cl_cli_signal(cluster *c, char **out, int timeout_s, int sig, int after_ms,
+                  const char *const *args)
+{
+    return cli_run(c, out, timeout_s, sig, after_ms, 0, args);
 }
 
 int cl_cli_stalled(cluster *c, char **out, int timeout_s, int stall_ms, const char *const *args)
 {
-    return cli_run(c, out, timeout_s, -1, stall_ms, args);
+    return cli_run(c, out, timeout_s, 0, -1, stall_ms, args);
 }
 
-static int cli_run(cluster *c, char **out, int timeout_s, int sigint_after_ms, int stall_ms,
+static int cli_run(cluster *c, char **out, int timeout_s, int sig, int sig_after_ms, int stall_ms,
                    const char *const *args)
 {
     const char *argv[64];
@@ -372,9 +378,9 @@ static int cli_run(cluster *c, char **out, int timeout_s, int sigint_after_ms, i
             timed_out = true;
             break;
         }
-        if (sigint_after_ms >= 0 && rt_now_ns() - start >= (int64_t)sigint_after_ms * 1000000) {
-            kill(pid, SIGINT); /* Ctrl-C */
-            sigint_after_ms = -1;
+        if (sig_after_ms >= 0 && rt_now_ns() - start >= (int64_t)sig_after_ms * 1000000) {
+            kill(pid, sig); /* Ctrl-C, `timeout`, a closed terminal */
+            sig_after_ms = -1;
         }
         if (rt_now_ns() - start < (int64_t)stall_ms * 1000000) { /* its output left unread */
             cl_sleep_ms(50);

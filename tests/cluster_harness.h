@@ -59,6 +59,9 @@ const char *cl_agent_exe(void);
 int cl_cli(cluster *c, char **out, int timeout_s, const char *const *args);
 /* The same, sending it SIGINT (Ctrl-C) after sigint_after_ms. */
 int cl_cli_sigint(cluster *c, char **out, int timeout_s, int sigint_after_ms, const char *const *args);
+/* The same with signal sig after after_ms (SIGTERM: `timeout`, a batch kill). */
+int cl_cli_signal(cluster *c, char **out, int timeout_s, int sig, int after_ms,
+                  const char *const *args);
 /* The same, its output left unread for the first stall_ms (a paused pager). */
 int cl_cli_stalled(cluster *c, char **out, int timeout_s, int stall_ms, const char *const *args);
 /* GET path and parse the JSON answer (NULL on any failure, printed). */

@@ -710,7 +710,7 @@ static void test_agent_unwritable_dirs(void **state)
 }
 
 /* Ctrl-C: `submit --follow` detaches (the job keeps running), `exec`
- * cancels (the job is the command). */
+ * cancels (the job is the command); SIGTERM and SIGHUP the same. */
 static void test_ctrl_c(void **state)
 {
     (void)state;
@@ -748,6 +748,36 @@ static void test_ctrl_c(void **state)
     d = cl_wait_job(&C, id, "cancelled", 20000);
     CHECK(d != NULL);
     rt_json_free(d);
+    /* SIGTERM (`timeout`, a batch system's kill) and SIGHUP (a closed
+     * terminal) as Ctrl-C: the job cancelled, the CLI exits 128 + signal;
+     * the watch of submit --follow ends saying the job keeps running */
+    const int sigs[] = {SIGTERM, SIGHUP};
+    for (int k = 0; k < 2; k++) {
+        const int rc = cl_cli_signal(&C, &out, 30, sigs[k], 3000, ex);
+        if (rc != 128 + sigs[k] || !strstr(out, ": job ") || !strstr(out, " cancelled"))
+            fprintf(stderr, "exec given signal %d: rc %d: %s\n", sigs[k], rc, out);
+        CHECK(rc == 128 + sigs[k] && strstr(out, " cancelled") != NULL);
+        free(out);
+        jobs = cl_get(&C, "/v1/jobs?limit=1");
+        rt_json_get_int(rt_json_at(rt_json_get(jobs, "jobs"), 0), "id", &id);
+        rt_json_free(jobs);
+        d = cl_wait_job(&C, id, "cancelled", 20000);
+        CHECK(d != NULL);
+        rt_json_free(d);
+    }
+    CHECK(cl_cli_signal(&C, &out, 30, SIGTERM, 3000, sub) == 128 + SIGTERM);
+    CHECK(strstr(out, "detached") != NULL);
+    free(out);
+    jobs = cl_get(&C, "/v1/jobs?limit=1");
+    rt_json_get_int(rt_json_at(rt_json_get(jobs, "jobs"), 0), "id", &id);
+    rt_json_free(jobs);
+    snprintf(ids, sizeof ids, "%lld", (long long)id);
+    d = cl_wait_job(&C, id, "running", 2000); /* still */
+    CHECK(d != NULL);
+    rt_json_free(d);
+    CHECK(cl_cli(&C, &out, 30, cancel) == 0);
+    free(out);
+    rt_json_free(cl_wait_job(&C, id, "cancelled", 20000));
 }
 
 int main(void)

@@ -159,4 +159,27 @@ out=$(cd "$tmp/user" && env -u RINGTRAIN_CLI_CONFIG PATH=/usr/bin:/bin timeout 1
   { echo "FAIL: an agent that cannot start (rc $rc):"; echo "$out"; exit 1; }
 rm -rf "$(kept_folder <<< "$out")"
 echo "exec --local: an agent that cannot start is reported at once, in its own words"
+# SIGTERM (`timeout`, a batch system's kill) or SIGHUP (a closed terminal)
+# as Ctrl-C: the job cancelled, the daemons stopped, the folder named, the
+# shell's 128 + signal; before, `exec --local` died at once, leaving its
+# folder unnamed
+for sig in TERM HUP; do
+  mark="rt-sig-$sig-$$"
+  (cd "$tmp/user" && exec "$tmp/prefix/bin/ringtrain" exec --local --np 1 \
+    -- sh -c 'echo up; sleep 60; true' "$mark" > "$tmp/sig.out" 2>&1) &
+  cli=$!
+  for _ in $(seq 600); do grep -q "^\[0\] up" "$tmp/sig.out" && break; sleep 0.1; done
+  kill -$sig $cli
+  rc=0
+  wait $cli || rc=$?
+  out=$(cat "$tmp/sig.out")
+  kept=$(kept_folder <<< "$out")
+  want=$(( 128 + $(kill -l $sig) ))
+  sleep 0.5
+  [ $rc = $want ] && grep -q ": job 1 cancelled" <<< "$out" && [ -n "$kept" ] &&
+    ! pgrep -f "$mark" > /dev/null && ! pgrep -f "$kept/" > /dev/null ||
+    { echo "FAIL: exec --local given SIG$sig (rc $rc, want $want):"; echo "$out"; exit 1; }
+  rm -rf "$kept"
+done
+echo "exec --local: SIGTERM and SIGHUP cancel the job, stop the daemons and name the folder"
 echo "test_install: passed"
