@@ -159,6 +159,7 @@ typedef struct run {
     char path[2][48];
     rt_status last_st[2];
     char last_err[2][RT_ERR_LEN];
+    bool broken[2];      /* the rank's ring broken after its steps */
     double fail_s;       /* rank 0: seconds its failing step took */
 } run;
 
@@ -204,6 +205,7 @@ static void rank_body(rt_comm *c, int rank, void *arg, rh_result *res)
     }
     r->last_st[rank] = st;
     snprintf(r->last_err[rank], sizeof r->last_err[rank], "%s", st == RT_OK ? "" : err);
+    r->broken[rank] = rt_comm_broken(c);
     r->buckets[rank] = rt_dp_buckets(d); /* allreduces a step, after steps */
     if (tr) {
         rt_dp_trace_flush(d);
@@ -500,6 +502,9 @@ static void test_dead_peer(void **state)
         assert_true(r.fail_s < 1.5 + 5.0);
         if (silent)
             assert_int_equal(r.last_st[0], RT_ERR_TIMEOUT);
+        /* the ring broken with NCCL: the worker exits as one that lost its
+         * peers (RT_EXIT_PEER), which the coordinator holds */
+        assert_true(r.broken[0]);
         free_run(&r);
     }
 }

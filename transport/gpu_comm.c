@@ -142,6 +142,7 @@ rt_status rt_allreduce_device(rt_comm *c, void *dev_buf, size_t count, rt_ctype 
 
 struct rt_nccl {
     ncclComm_t comm; /* NULL once aborted */
+    rt_comm *boot;   /* the ring that bootstrapped it: broken with it by a peer */
     cudaStream_t stream;
     bool broken;
     int rank, size;
@@ -198,6 +199,17 @@ static void nccl_abort(rt_nccl *n)
         ncclCommAbort(n->comm);
         n->comm = NULL;
     }
+}
+
+/* A collective that failed for a peer (NCCL's error from another rank, or
+ * a peer that never arrived) breaks the bootstrap ring as well, as a ring
+ * collective's failure would: the rank then exits as one that lost its
+ * peers (RT_EXIT_PEER), and the coordinator waits for the failure it
+ * follows. A local CUDA error does not. */
+static rt_status peer_failure(rt_nccl *n, rt_status st, const char *err)
+{
+    rt_comm_fail(n->boot, st, -1, "%s", err);
+    return st;
 }
 
 /* Poll the communicator until it leaves ncclInProgress or dl passes. */
@@ -292,6 +304,7 @@ rt_status rt_nccl_create(rt_comm *c, void *cuda_stream, rt_nccl **out, char *err
     if (!n)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     n->stream = (cudaStream_t)cuda_stream;
+    n->boot = c;
     n->rank = c->rank;
     n->size = c->size;
     n->timeout_us = c->timeout_us > 0 ? c->timeout_us : RT_RUN_TIMEOUT_S * 1000000LL;
@@ -349,8 +362,9 @@ static rt_status nccl_call(rt_nccl *n, ncclResult_t r, const char *what, char *e
     char detail[200];
     snprintf(detail, sizeof detail, "%s", ncclGetLastError(n->comm));
     nccl_abort(n);
-    return rt_err(err, RT_ERR_DEVICE, "%s on rank %d: %s%s%s", what, n->rank, ncclGetErrorString(r),
-                  detail[0] ? "; " : "", detail);
+    rt_err(err, RT_ERR_DEVICE, "%s on rank %d: %s%s%s", what, n->rank, ncclGetErrorString(r),
+           detail[0] ? "; " : "", detail);
+    return r == ncclRemoteError ? peer_failure(n, RT_ERR_DEVICE, err) : RT_ERR_DEVICE;
 }
 
 rt_status rt_nccl_allreduce(rt_nccl *n, void *dev_buf, size_t count, rt_ctype t, rt_redop op,
@@ -395,18 +409,19 @@ rt_status rt_nccl_wait_stream(rt_nccl *n, void *cuda_stream, int64_t timeout_us,
             char detail[200];
             snprintf(detail, sizeof detail, "%s", ncclGetLastError(n->comm));
             nccl_abort(n);
-            return rt_err(err, RT_ERR_IO,
-                          "NCCL reported an error on rank %d of %d: %s%s%s%s; "
-                          "communicator aborted",
-                          n->rank, n->size, ncclGetErrorString(async), detail[0] ? " (" : "",
-                          detail, detail[0] ? ")" : "");
+            rt_err(err, RT_ERR_IO,
+                   "NCCL reported an error on rank %d of %d: %s%s%s%s; communicator aborted",
+                   n->rank, n->size, ncclGetErrorString(async), detail[0] ? " (" : "", detail,
+                   detail[0] ? ")" : "");
+            return peer_failure(n, RT_ERR_IO, err);
         }
         if (rt_now_ns() >= dl) {
             nccl_abort(n);
-            return rt_err(err, RT_ERR_TIMEOUT,
-                          "NCCL collective did not complete within %.3gs on rank %d of %d (a peer "
-                          "did not arrive); communicator aborted",
-                          (double)timeout_us / 1e6, n->rank, n->size);
+            rt_err(err, RT_ERR_TIMEOUT,
+                   "NCCL collective did not complete within %.3gs on rank %d of %d (a peer did "
+                   "not arrive); communicator aborted",
+                   (double)timeout_us / 1e6, n->rank, n->size);
+            return peer_failure(n, RT_ERR_TIMEOUT, err);
         }
         /* spin through a step's tail, then sleep so as not to take a core */
         if (rt_now_ns() > spin_until) {
