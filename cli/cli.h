@@ -104,6 +104,10 @@ typedef struct cli_conn {
     int timeout_ms;
     int retry_ms;     /* keep trying a refused or unreachable connection this long (0: not) */
     int connect_retry_ms, reconnect_ms; /* cli.conf: connect_retry, reconnect_timeout */
+    /* once connected, hold SIGINT, SIGTERM and SIGHUP until the answer is
+     * read (delivered then): a request that creates something is known to
+     * have done so or not (exec's POST) */
+    bool hold_signals;
 } cli_conn;
 
 typedef struct http_resp {

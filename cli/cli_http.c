@@ -64,6 +64,11 @@ static rt_status conn_open(conn *k, const cli_conn *c, int rcv_timeout_ms, char 
     int backoff_ms = 100, e = 0;
     for (;;) {
         rt_status st = conn_open_once(k, c, rcv_timeout_ms, &e, err);
+        if (st != RT_OK && cli_interrupted()) /* Ctrl-C (or as it) while connecting */
+            return rt_err(err, st,
+                          "%s while connecting to the coordinator at %s:%d; nothing "
+                          "was sent",
+                          strsignal(cli_interrupted()), c->host, c->port);
         if (st == RT_OK || !transient(e) || rt_now_ns() >= end)
             return st;
         if (!said) {
@@ -301,6 +306,14 @@ rt_status http_request(const cli_conn *c, const char *method, const char *path, 
     rt_status st = conn_open(&k, c, c->timeout_ms, err);
     if (st != RT_OK)
         return st;
+    sigset_t hold, old;
+    sigemptyset(&hold);
+    if (c->hold_signals) {
+        sigaddset(&hold, SIGINT);
+        sigaddset(&hold, SIGTERM);
+        sigaddset(&hold, SIGHUP);
+    }
+    sigprocmask(SIG_BLOCK, &hold, &old);
     body_state b;
     rt_buf col = {0};
     st = send_request(&k, c, method, path, body, err);
@@ -309,6 +322,7 @@ rt_status http_request(const cli_conn *c, const char *method, const char *path, 
     if (st == RT_OK)
         st = read_body(&k, &b, collect_fn, &col, err);
     conn_close(&k);
+    sigprocmask(SIG_SETMASK, &old, NULL); /* a signal held is delivered here */
     if (st != RT_OK) {
         free(col.p);
         return st;

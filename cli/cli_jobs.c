@@ -786,9 +786,17 @@ int cli_submit_and_follow(const cli_conn *c, const char *body, bool do_follow, b
 {
     http_resp r;
     char err[RT_ERR_LEN];
-    if (http_request(c, "POST", "/v1/jobs", body, &r, err) != RT_OK) {
+    /* exec and run: a signal while the job is posted is held until the
+     * coordinator answers, then cancels the job it created, rather than
+     * ending the CLI with that job left running unwatched */
+    cli_conn pc = *c;
+    pc.hold_signals = do_follow && cancel_on_interrupt;
+    if (pc.hold_signals)
+        cli_catch_interrupts();
+    const rt_status posted = http_request(&pc, "POST", "/v1/jobs", body, &r, err);
+    if (posted != RT_OK) {
         fprintf(stderr, "ringtrain: %s\n", err);
-        return 1;
+        return interrupted ? interrupted_rc() : 1;
     }
     if (r.status != 201) {
         char buf[RT_ERR_LEN];

@@ -446,6 +446,55 @@ static void test_connection_flood(void **state)
     CHECK(cl_wait_agents_up(c, 2, 20000));
 }
 
+/* exec given SIGTERM at any moment from its start exits 128 + 15 and
+ * leaves no job running: one it created is cancelled (a signal while its
+ * POST is answered is held until then); while it connects (here to a
+ * stopped coordinator) it stops at once, saying nothing was sent. */
+static void test_exec_signalled_while_submitting(void **state)
+{
+    cl_fixture *fx = *state;
+    bool *failed = &fx->failed;
+    cluster *c = &fx->c;
+    CHECK(cl_one_agent(c, "sigsubmit", NULL, 1));
+    char *out = NULL;
+    const char *ex[] = {"exec", "--np", "1", "--", "sh", "-c", "sleep 60", NULL};
+    /* its handshake left unanswered; the signal well after the CLI's start
+     * (0.4 s on this machine, most of it loading the CUDA libraries) */
+    CHECK(kill(c->coord.pid, SIGSTOP) == 0);
+    int rc = cl_cli_signal(c, &out, 30, SIGTERM, 3000, ex);
+    kill(c->coord.pid, SIGCONT);
+    if (rc != 128 + SIGTERM || !strstr(out, "while connecting to the coordinator"))
+        fprintf(stderr, "exec signalled while connecting: rc %d: %s\n", rc, out);
+    CHECK(rc == 128 + SIGTERM && strstr(out, "nothing was sent"));
+    free(out);
+    rt_json *jobs = cl_get(c, "/v1/jobs?limit=50");
+    CHECK(jobs && rt_json_len(rt_json_get(jobs, "jobs")) == 0);
+    rt_json_free(jobs);
+    /* before, while and after it submits */
+    const int after_ms[] = {0, 200, 350, 400, 450, 500, 550, 600, 800, 1500};
+    for (size_t i = 0; i < sizeof after_ms / sizeof *after_ms; i++) {
+        rc = cl_cli_signal(c, &out, 30, SIGTERM, after_ms[i], ex);
+        if (rc != 128 + SIGTERM)
+            fprintf(stderr, "exec signalled after %d ms: rc %d: %s\n", after_ms[i], rc, out);
+        CHECK(rc == 128 + SIGTERM);
+        free(out);
+    }
+    jobs = cl_get(c, "/v1/jobs?limit=50");
+    const rt_json *list = rt_json_get(jobs, "jobs");
+    CHECK(jobs != NULL);
+    for (size_t i = 0; i < rt_json_len(list); i++) {
+        int64_t id = 0;
+        rt_json_get_int(rt_json_at(list, i), "id", &id);
+        rt_json *d = cl_wait_job(c, id, NULL, 20000);
+        const char *st = d ? cl_job_state(d) : "(no answer)";
+        if (strcmp(st, "cancelled") != 0)
+            fprintf(stderr, "job %lld: %s, not cancelled\n", (long long)id, st);
+        CHECK(!strcmp(st, "cancelled"));
+        rt_json_free(d);
+    }
+    rt_json_free(jobs);
+}
+
 /* Whether file holds text (waits up to ms for it to appear). */
 static bool log_says(const char *file, const char *text, int ms)
 {
@@ -577,6 +626,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_spawn_failure_agents_stay_up, cl_fixture_setup,
                                         cl_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_connection_flood, cl_fixture_setup,
+                                        cl_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_exec_signalled_while_submitting, cl_fixture_setup,
                                         cl_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_agent_enrollment, cl_fixture_setup,
                                         cl_fixture_teardown),
