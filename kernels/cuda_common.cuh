@@ -11,10 +11,9 @@
 #ifndef RT_CUDA_COMMON_CUH
 #define RT_CUDA_COMMON_CUH
 
-#include <cublasLt.h>
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "cuda_blas.cuh"
 #include "kctx_impl.h"
 
 /* a cached cuBLASLt plan for one GEMM shape and pointer alignment */

@@ -1,6 +1,7 @@
 /* cuda_ctx.cu — the CUDA backend's context: the compute and communication
- * streams with the events that order them, cuBLAS and cuBLASLt handles with
- * one workspace (set explicitly so that GEMMs are capturable in a graph),
+ * streams with the events that order them, cuBLAS and cuBLASLt handles
+ * (their libraries loaded by the first context, cuda_blas.cuh) with one
+ * workspace (set explicitly so that GEMMs are capturable in a graph),
  * memory, error reporting and graph capture. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,12 +49,14 @@ static void rt_cuda_name(char *buf, size_t len)
 
 static rt_status rt_cuda_ctx_init(rt_kctx *ctx, char *err)
 {
+    rt_status st = rt_cublas_load(err); /* before any allocation: nothing to undo */
+    if (st != RT_OK)
+        return st;
     cuda_state *s = (cuda_state *)calloc(1, sizeof(cuda_state));
     if (!s)
         return rt_err(err, RT_ERR_NOMEM, "out of memory");
     cudaError_t e;
     cublasStatus_t b;
-    rt_status st = RT_OK;
     const char *dbg = getenv("RINGTRAIN_CUDA_SYNC");
     s->sync_each = dbg && strcmp(dbg, "1") == 0;
     cudaGetDevice(&s->device);
@@ -84,19 +87,20 @@ static rt_status rt_cuda_ctx_init(rt_kctx *ctx, char *err)
         st = cuda_fail(err, e, "cudaMalloc (reduction scratch)");
         goto err_partials;
     }
-    if ((b = cublasCreate(&s->blas)) != CUBLAS_STATUS_SUCCESS) {
-        st = rt_err(err, RT_ERR_DEVICE, "cublasCreate: %s", cublasGetStatusString(b));
+    if ((b = rt_cublas.cublasCreate(&s->blas)) != CUBLAS_STATUS_SUCCESS) {
+        st = rt_err(err, RT_ERR_DEVICE, "cublasCreate: %s", rt_cublas.cublasGetStatusString(b));
         goto err_blas;
     }
     /* an explicit workspace: cuBLAS allocates nothing during graph capture */
-    if ((b = cublasSetStream(s->blas, s->stream)) != CUBLAS_STATUS_SUCCESS ||
-        (b = cublasSetWorkspace(s->blas, s->workspace, RT_CUDA_WORKSPACE)) != CUBLAS_STATUS_SUCCESS) {
+    if ((b = rt_cublas.cublasSetStream(s->blas, s->stream)) != CUBLAS_STATUS_SUCCESS ||
+        (b = rt_cublas.cublasSetWorkspace(s->blas, s->workspace, RT_CUDA_WORKSPACE)) !=
+            CUBLAS_STATUS_SUCCESS) {
         st = rt_err(err, RT_ERR_DEVICE, "cublasSetStream/cublasSetWorkspace: %s",
-                    cublasGetStatusString(b));
+                    rt_cublas.cublasGetStatusString(b));
         goto err_lt;
     }
-    if ((b = cublasLtCreate(&s->lt)) != CUBLAS_STATUS_SUCCESS) {
-        st = rt_err(err, RT_ERR_DEVICE, "cublasLtCreate: %s", cublasGetStatusString(b));
+    if ((b = rt_cublas.cublasLtCreate(&s->lt)) != CUBLAS_STATUS_SUCCESS) {
+        st = rt_err(err, RT_ERR_DEVICE, "cublasLtCreate: %s", rt_cublas.cublasGetStatusString(b));
         goto err_lt;
     }
     cudaDeviceProp prop;
@@ -109,7 +113,7 @@ static rt_status rt_cuda_ctx_init(rt_kctx *ctx, char *err)
     return RT_OK;
 
 err_lt:
-    cublasDestroy(s->blas);
+    rt_cublas.cublasDestroy(s->blas);
 err_blas:
 err_partials:
     cudaFree(s->tickets);
@@ -139,8 +143,8 @@ static void rt_cuda_ctx_fini(rt_kctx *ctx)
     cudaStreamSynchronize(s->stream);
     cudaStreamSynchronize(s->comm);
     rt_cuda_free_lt_plans(s);
-    cublasLtDestroy(s->lt);
-    cublasDestroy(s->blas);
+    rt_cublas.cublasLtDestroy(s->lt);
+    rt_cublas.cublasDestroy(s->blas);
     cudaFree(s->emb_acc);
     cudaFree(s->tickets);
     cudaFree(s->adam);
@@ -174,7 +178,8 @@ static rt_status rt_cuda_check(rt_kctx *ctx, char *err)
         int b = s->blas_err;
         s->blas_err = 0;
         s->err_what = NULL;
-        return rt_err(err, RT_ERR_DEVICE, "%s: %s", what, cublasGetStatusString((cublasStatus_t)b));
+        return rt_err(err, RT_ERR_DEVICE, "%s: %s", what,
+                      rt_cublas.cublasGetStatusString((cublasStatus_t)b));
     }
     return RT_OK;
 }

@@ -46,13 +46,13 @@ static void plan_free(lt_plan *p)
     if (!p->valid)
         return;
     if (p->a)
-        cublasLtMatrixLayoutDestroy(p->a);
+        rt_cublas.cublasLtMatrixLayoutDestroy(p->a);
     if (p->b)
-        cublasLtMatrixLayoutDestroy(p->b);
+        rt_cublas.cublasLtMatrixLayoutDestroy(p->b);
     if (p->c)
-        cublasLtMatrixLayoutDestroy(p->c);
+        rt_cublas.cublasLtMatrixLayoutDestroy(p->c);
     if (p->desc)
-        cublasLtMatmulDescDestroy(p->desc);
+        rt_cublas.cublasLtMatmulDescDestroy(p->desc);
     memset(p, 0, sizeof *p);
 }
 
@@ -94,34 +94,39 @@ static lt_plan *get_plan(cuda_state *s, int64_t m, int64_t n, int64_t k, const f
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
     uint64_t ws = RT_CUDA_WORKSPACE;
-    bool ok = cublasLtMatmulDescCreate(&p->desc, ct, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT) ==
-                  CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN) ==
-                  CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi) ==
-                  CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                             sizeof bias) == CUBLAS_STATUS_SUCCESS &&
-              /* A is stored (k, m) and transposed; B (k, n); C = D (m, n) */
-              cublasLtMatrixLayoutCreate(&p->a, CUDA_R_32F, (uint64_t)k, (uint64_t)m, lda) ==
-                  CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatrixLayoutCreate(&p->b, CUDA_R_32F, (uint64_t)k, (uint64_t)n, ldb) ==
-                  CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatrixLayoutCreate(&p->c, CUDA_R_32F, (uint64_t)m, (uint64_t)n, ldc) ==
-                  CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                                   sizeof ws) == CUBLAS_STATUS_SUCCESS;
+    bool ok =
+        rt_cublas.cublasLtMatmulDescCreate(&p->desc, ct, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+        rt_cublas.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT,
+                                                 sizeof opT) == CUBLAS_STATUS_SUCCESS &&
+        rt_cublas.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN,
+                                                 sizeof opN) == CUBLAS_STATUS_SUCCESS &&
+        rt_cublas.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
+                                                 sizeof epi) == CUBLAS_STATUS_SUCCESS &&
+        rt_cublas.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                 sizeof bias) == CUBLAS_STATUS_SUCCESS &&
+        /* A is stored (k, m) and transposed; B (k, n); C = D (m, n) */
+        rt_cublas.cublasLtMatrixLayoutCreate(&p->a, CUDA_R_32F, (uint64_t)k, (uint64_t)m, lda) ==
+            CUBLAS_STATUS_SUCCESS &&
+        rt_cublas.cublasLtMatrixLayoutCreate(&p->b, CUDA_R_32F, (uint64_t)k, (uint64_t)n, ldb) ==
+            CUBLAS_STATUS_SUCCESS &&
+        rt_cublas.cublasLtMatrixLayoutCreate(&p->c, CUDA_R_32F, (uint64_t)m, (uint64_t)n, ldc) ==
+            CUBLAS_STATUS_SUCCESS &&
+        rt_cublas.cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
+        rt_cublas.cublasLtMatmulPreferenceSetAttribute(pref,
+                                                       CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                       &ws, sizeof ws) == CUBLAS_STATUS_SUCCESS;
     for (int i = 0; ok && i < 4; i++) /* A, B, C, D */
-        ok = cublasLtMatmulPreferenceSetAttribute(
-                 pref, (cublasLtMatmulPreferenceAttributes_t)(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES + i),
+        ok = rt_cublas.cublasLtMatmulPreferenceSetAttribute(
+                 pref,
+                 (cublasLtMatmulPreferenceAttributes_t)(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES +
+                                                        i),
                  &al[i], sizeof al[i]) == CUBLAS_STATUS_SUCCESS;
-    ok = ok && cublasLtMatmulAlgoGetHeuristic(s->lt, p->desc, p->a, p->b, p->c, p->c, pref, 1, &res,
-                                              &found) == CUBLAS_STATUS_SUCCESS &&
+    ok = ok &&
+         rt_cublas.cublasLtMatmulAlgoGetHeuristic(s->lt, p->desc, p->a, p->b, p->c, p->c, pref, 1,
+                                                  &res, &found) == CUBLAS_STATUS_SUCCESS &&
          found > 0 && res.workspaceSize <= RT_CUDA_WORKSPACE;
     if (pref)
-        cublasLtMatmulPreferenceDestroy(pref);
+        rt_cublas.cublasLtMatmulPreferenceDestroy(pref);
     if (!ok)
         return NULL; /* stays cached with ok = false: the fallback is used */
     p->algo = res.algo;
@@ -148,9 +153,9 @@ static void gemm(rt_kctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int64
     cuda_state *s = CS(ctx);
     const float one = 1.0f, zero = 0.0f;
     record_blas(s,
-                cublasGemmEx(s->blas, ta, tb, (int)m, (int)n, (int)k, &one, A, CUDA_R_32F, (int)lda,
-                             B, CUDA_R_32F, (int)ldb, &zero, C, CUDA_R_32F, (int)ldc,
-                             compute_of(ctx), CUBLAS_GEMM_DEFAULT),
+                rt_cublas.cublasGemmEx(s->blas, ta, tb, (int)m, (int)n, (int)k, &one, A, CUDA_R_32F,
+                                       (int)lda, B, CUDA_R_32F, (int)ldb, &zero, C, CUDA_R_32F,
+                                       (int)ldc, compute_of(ctx), CUBLAS_GEMM_DEFAULT),
                 what);
 }
 
@@ -166,11 +171,12 @@ void rt_cuda_dense_fwd(rt_kctx *ctx, rt_view x, const float *w, const float *b, 
                                    compute_of(ctx))
                         : NULL;
     if (p) {
-        cublasStatus_t st = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                           &b, sizeof b);
+        cublasStatus_t st = rt_cublas.cublasLtMatmulDescSetAttribute(
+            p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b, sizeof b);
         if (st == CUBLAS_STATUS_SUCCESS)
-            st = cublasLtMatmul(s->lt, p->desc, &one, w, p->a, x.p, p->b, &zero, y.p, p->c, y.p, p->c,
-                                &p->algo, s->workspace, RT_CUDA_WORKSPACE, s->stream);
+            st = rt_cublas.cublasLtMatmul(s->lt, p->desc, &one, w, p->a, x.p, p->b, &zero, y.p,
+                                          p->c, y.p, p->c, &p->algo, s->workspace,
+                                          RT_CUDA_WORKSPACE, s->stream);
         if (st == CUBLAS_STATUS_SUCCESS) {
             after_op(s, cudaSuccess, "cublasLtMatmul (dense forward)");
             return;
