@@ -185,17 +185,48 @@ int cli_job_load(const cli_args *a, const char *np, const char *nothing, rt_job_
 int cli_job_body_from_exec(const cli_args *a, char **body, int64_t *np);
 /* Ctrl-C while following: cancel the job (exec, run: the job is this
  * command) or detach from it (submit --follow: the job keeps running). */
-/* SIGINT, SIGTERM and SIGHUP caught for a follower (an ignored SIGTERM or
- * SIGHUP stays ignored); cli_interrupted: the signal caught, 0 if none. */
-void cli_catch_interrupts(void);
-int cli_interrupted(void);
 int cli_submit_and_follow(const cli_conn *c, const char *body, bool follow, bool exec_output,
                           bool json, bool cancel_on_interrupt);
 
-/* `ringtrain logs`: a rank's (rank >= 0) or every rank's output; with
- * follow, resumed across a coordinator restart.  Exit status. */
-/* A job's output: every rank (rank < 0) or one, of the latest attempt or
- * attempt N, whole or followed. */
+/* cli_stream.c: SIGINT, SIGTERM and SIGHUP caught for a follower (an
+ * ignored SIGTERM or SIGHUP stays ignored); cli_interrupted: the signal
+ * caught, 0 if none; cli_interrupted_rc: the shell's 128 + that signal
+ * (SIGINT's if none). */
+void cli_catch_interrupts(void);
+int cli_interrupted(void);
+int cli_interrupted_rc(void);
+/* Job id's document; NULL with *lost set when the coordinator could not be
+ * reached (it may be restarting), NULL alone when it answered no. */
+rt_json *cli_get_job(const cli_conn *c, int64_t id, bool *lost, char *err);
+/* Wait, with backoff, until the coordinator answers again (it restarted)
+ * or c->reconnect_ms passes; true when it answers. */
+bool cli_reconnect(const cli_conn *c, int64_t id, const char *why);
+
+/* What a follower has printed of a stream, so that after a reconnect it
+ * asks only for the rest: complete lines per rank of an all-ranks stream,
+ * or bytes of one rank's — counted from the NDJSON objects' rank field
+ * (the coordinator's and agents' notes are objects without one), never
+ * from the text: a note counted as a rank's line made a resumed stream
+ * skip a real one. */
+typedef struct cli_stream_pos {
+    bool prefixed; /* every rank: lines printed led by "[R] " */
+    int64_t bytes;
+    int64_t *lines;
+    int nranks;
+    rt_buf pend; /* an NDJSON line not complete yet */
+} cli_stream_pos;
+/* Empty p (its memory freed) for a stream of every rank (prefixed) or one. */
+void cli_stream_pos_reset(cli_stream_pos *p, bool prefixed);
+/* Stream job id's output (rank < 0: every rank, lines led by "[R] ") to
+ * stdout from where pos says, following or not, resuming after a
+ * coordinator restart; RT_OK when the stream ended normally. */
+rt_status cli_stream_logs(const cli_conn *c, int64_t id, int rank, int64_t attempt, bool follow,
+                          cli_stream_pos *pos, int *status, char *err);
+/* Whether stdout was found closed (`ringtrain logs 3 | head`). */
+bool cli_stdout_closed(void);
+/* `ringtrain logs`: every rank's output (rank < 0) or one's, of the latest
+ * attempt or attempt N, whole or followed (resumed across a coordinator
+ * restart).  Exit status. */
 int cli_logs(const cli_conn *c, int64_t id, int rank, int64_t attempt, bool follow);
 
 /* cli_show.c: the coordinator's documents as tables; exit status. */

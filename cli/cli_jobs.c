@@ -9,9 +9,6 @@
  * otherwise.  Ctrl-C while following cancels the job for `exec` and `run`
  * (the job is the command, as with horovodrun) and detaches for
  * `submit --follow` (the job keeps running; `logs --follow` re-attaches). */
-#include <ctype.h>
-#include <limits.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,424 +19,8 @@
 #include "cli.h"
 #include "rt_json.h"
 #include "rt_schemas.h"
-#include "rt_time.h"
-
-/* The signal that interrupted a follower (0: none). SIGTERM and SIGHUP
- * count as Ctrl-C does: `timeout`, a batch system's kill or a closed
- * terminal cancel an exec or `run` job (as srun's and mpirun's do theirs)
- * and end `submit --follow`'s watch, saying so, rather than killing the
- * CLI silently (`run` then said nothing of the folder it kept). */
-static volatile sig_atomic_t interrupted;
-static void on_interrupt_signal(int sig)
-{
-    if (!interrupted)
-        interrupted = sig;
-}
-
-void cli_catch_interrupts(void)
-{
-    struct sigaction sa = {.sa_handler = on_interrupt_signal};
-    sigemptyset(&sa.sa_mask);
-    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
-        struct sigaction old;
-        /* an ignored signal (nohup) stays ignored */
-        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN && sigs[i] != SIGINT)
-            continue;
-        sigaction(sigs[i], &sa, NULL);
-    }
-}
-
-int cli_interrupted(void) { return interrupted; }
-
-/* The exit code of a follower a signal ended: the shell's 128 + signal. */
-static int interrupted_rc(void) { return 128 + (interrupted ? (int)interrupted : SIGINT); }
 
 static bool terminal(const char *state) { return rt_job_state_terminal(rt_job_state_parse(state)); }
-
-/* The job's document; NULL with *lost set when the coordinator could not
- * be reached (it may be restarting), NULL alone when it answered no. */
-static rt_json *get_job(const cli_conn *c, int64_t id, bool *lost, char *err)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
-    http_resp r;
-    *lost = false;
-    if (http_request(c, "GET", path, NULL, &r, err) != RT_OK) {
-        *lost = true;
-        return NULL;
-    }
-    rt_json *j = NULL;
-    if (r.status != 200) {
-        char buf[512];
-        rt_err(err, RT_ERR_NOTFOUND, "%s", http_error_text(&r, buf, sizeof buf));
-    } else {
-        rt_json_parse(r.body, r.len, &j, err);
-    }
-    free(r.body);
-    return j;
-}
-
-/* Whether job id has ended (false when that cannot be told). */
-static bool job_ended(const cli_conn *c, int64_t id)
-{
-    char err[RT_ERR_LEN];
-    bool lost;
-    rt_json *d = get_job(c, id, &lost, err);
-    bool ended = d && terminal(rt_json_str(rt_json_get(rt_json_get(d, "job"), "state"), ""));
-    rt_json_free(d);
-    return ended;
-}
-
-/* What a follower has printed of a stream, so that after a reconnect it
- * asks only for the rest: complete lines per rank of an all-ranks stream,
- * or bytes of one rank's — counted from the NDJSON objects' rank field
- * (the coordinator's and agents' notes are objects without one), never
- * from the text: a note counted as a rank's line made a resumed stream
- * skip a real one. */
-typedef struct stream_pos {
-    bool prefixed; /* every rank: lines printed led by "[R] " */
-    int64_t bytes;
-    int64_t *lines;
-    int nranks;
-    rt_buf pend; /* an NDJSON line not complete yet */
-} stream_pos;
-
-static void pos_reset(stream_pos *p, bool prefixed)
-{
-    free(p->lines);
-    free(p->pend.p);
-    memset(p, 0, sizeof *p);
-    p->prefixed = prefixed;
-}
-
-static void pos_count(stream_pos *p, int64_t rank, const char *data, size_t n)
-{
-    p->bytes += (int64_t)n;
-    if (!p->prefixed || rank < 0 || rank >= 1000000)
-        return;
-    if (rank >= p->nranks) {
-        int want = (int)rank + 16;
-        int64_t *l = realloc(p->lines, (size_t)want * sizeof *l);
-        if (!l)
-            return;
-        memset(l + p->nranks, 0, (size_t)(want - p->nranks) * sizeof *l);
-        p->lines = l;
-        p->nranks = want;
-    }
-    for (size_t i = 0; i < n; i++)
-        p->lines[rank] += data[i] == '\n';
-}
-
-/* One object of the stream: a rank's data, or a note (rank -1) */
-typedef int (*stream_emit)(void *user, int64_t rank, const char *text, size_t n);
-
-/* Feed NDJSON bytes; each whole line's object to emit (nonzero: stop). */
-static int ndjson_feed(stream_pos *p, const char *d, size_t n, stream_emit emit, void *user)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (d[i] != '\n') {
-            size_t k = i; /* the rest of the line at once */
-            while (k < n && d[k] != '\n')
-                k++;
-            if (!rt_buf_add(&p->pend, d + i, k - i))
-                return 1;
-            i = k - 1;
-            continue;
-        }
-        rt_json *o = NULL;
-        char err[RT_ERR_LEN];
-        int stop = 0;
-        if (p->pend.len && rt_json_parse(p->pend.p, p->pend.len, &o, err) == RT_OK) {
-            const char *data = rt_json_get_str(o, RT_F_DATA), *error = rt_json_get_str(o, "error");
-            int64_t rank = -1;
-            rt_json_get_int(o, RT_F_RANK, &rank);
-            char note[600];
-            if (data) {
-                pos_count(p, rank, data, strlen(data));
-                stop = emit(user, rank, data, strlen(data));
-            } else if (error) {
-                int k = snprintf(note, sizeof note, "[agent %s: %s]\n",
-                                 rt_json_str(rt_json_get(o, "agent"), "?"), error);
-                stop = emit(user, -1, note, (size_t)k < sizeof note ? (size_t)k : sizeof note - 1);
-            }
-        }
-        rt_json_free(o);
-        p->pend.len = 0;
-        if (stop)
-            return stop;
-    }
-    return 0;
-}
-
-/* A rank's data as a person reads it: "[R] " before each line of an
- * all-ranks stream. */
-static bool write_lines(FILE *f, bool prefixed, int64_t rank, const char *t, size_t n)
-{
-    if (!prefixed || rank < 0)
-        return cli_write_out(f, t, n);
-    bool ok = true;
-    for (size_t i = 0; i < n && ok;) {
-        size_t k = i;
-        while (k < n && t[k] != '\n')
-            k++;
-        char tag[32];
-        int tl = snprintf(tag, sizeof tag, "[%lld] ", (long long)rank);
-        ok = cli_write_out(f, tag, (size_t)tl) && cli_write_out(f, t + i, k - i + (k < n));
-        i = k + 1;
-    }
-    return ok;
-}
-
-/* "&skip=..." for the stream's next request ("" when nothing was seen). */
-static char *pos_query(const stream_pos *p)
-{
-    size_t cap = 32 + (size_t)p->nranks * 24, len = 0;
-    char *q = malloc(cap);
-    if (!q)
-        return NULL;
-    q[0] = '\0';
-    if (!p->prefixed) {
-        if (p->bytes > 0)
-            snprintf(q, cap, "&skip=%lld", (long long)p->bytes);
-        return q;
-    }
-    for (int r = 0; r < p->nranks; r++)
-        if (p->lines[r] > 0)
-            len += (size_t)snprintf(q + len, cap - len, "%s%d:%lld", len ? "," : "&skip=", r,
-                                    (long long)p->lines[r]);
-    return q;
-}
-
-/* stdout was closed (`ringtrain logs 3 | head`): stop as SIGPIPE would */
-static volatile sig_atomic_t stdout_closed;
-
-static int print_one(void *user, int64_t rank, const char *text, size_t n)
-{
-    const stream_pos *p = user;
-    if (!write_lines(stdout, p->prefixed, rank, text, n) || fflush(stdout) != 0) {
-        stdout_closed = 1;
-        return 1;
-    }
-    return interrupted ? 1 : 0;
-}
-
-static int stream_out(void *user, const char *data, size_t n)
-{
-    return ndjson_feed(user, data, n, print_one, user);
-}
-
-/* Sleep *ms, then double it (0.2, 0.4, 0.8, 1.6 s, then 2 s). */
-static void backoff(int *ms)
-{
-    struct timespec ts = {*ms / 1000, (long)(*ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-    *ms = *ms < 1000 ? *ms * 2 : 2000;
-}
-
-/* Wait, with backoff, until the coordinator answers again (it restarted)
- * or reconnect_timeout passes; true when it answers. */
-static bool reconnect(const cli_conn *c, int64_t id, const char *why)
-{
-    fprintf(stderr, "ringtrain: lost the connection to the coordinator (%s); reconnecting for up "
-                    "to %d s\n", why,
-            c->reconnect_ms / 1000);
-    const int64_t end = rt_now_ns() + (int64_t)c->reconnect_ms * 1000000;
-    int backoff_ms = 200;
-    while (!interrupted && rt_now_ns() < end) {
-        backoff(&backoff_ms);
-        char err[RT_ERR_LEN];
-        bool lost;
-        rt_json *d = get_job(c, id, &lost, err);
-        if (d || !lost) {
-            rt_json_free(d);
-            fprintf(stderr, "ringtrain: reconnected\n");
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Stream job id's output (rank < 0: every rank, lines led by "[R] ") from
- * where pos says, following or not, resuming after a coordinator restart.
- * RT_OK when the stream ended normally. */
-static rt_status stream_logs(const cli_conn *c, int64_t id, int rank, int64_t attempt,
-                             bool follow, stream_pos *pos, int *status, char *err)
-{
-    int64_t away_since = 0; /* when the agents were first found away (503) */
-    int backoff_ms = 200;
-    for (;;) {
-        char *skip = pos_query(pos);
-        size_t plen = 96 + (skip ? strlen(skip) : 0);
-        char *path = malloc(plen);
-        if (!skip || !path) {
-            free(skip);
-            free(path);
-            return rt_err(err, RT_ERR_NOMEM, "out of memory");
-        }
-        char rs[24] = "all";
-        if (rank >= 0)
-            snprintf(rs, sizeof rs, "%d", rank);
-        char att[32] = "";
-        if (attempt > 0)
-            snprintf(att, sizeof att, "&attempt=%lld", (long long)attempt);
-        snprintf(path, plen, "/v1/jobs/%lld/logs?rank=%s&follow=%d&format=ndjson%s%s",
-                 (long long)id, rs, follow, att, skip);
-        free(skip);
-        *status = 0;
-        rt_status st = http_stream(c, path, stream_out, pos, &interrupted, status, err);
-        free(path);
-        /* a follower waits for agents that are away (503: they come back
-         * after a coordinator restart) as long as for the coordinator */
-        if (st != RT_OK && follow && *status == 503 && !interrupted && !stdout_closed) {
-            const int64_t now = rt_now_ns();
-            if (!away_since) {
-                away_since = now;
-                fprintf(stderr, "ringtrain: %s; waiting for up to %d s\n", err,
-                        c->reconnect_ms / 1000);
-            }
-            if (now - away_since > (int64_t)c->reconnect_ms * 1000000 || job_ended(c, id))
-                return st;
-            backoff(&backoff_ms);
-            continue;
-        }
-        /* an answer (200 that ended, or 404 and such) is final; a lost
-         * connection is the coordinator going away */
-        if (st == RT_OK || *status >= 300 || interrupted || stdout_closed)
-            return st;
-        away_since = 0;
-        if (!reconnect(c, id, err))
-            return st;
-    }
-}
-
-/* A finished stream of every rank, printed in rank order: the agents answer
- * in any order, a reader wants rank 0's output first. */
-typedef struct by_rank {
-    rt_buf out;     /* "[R] " lines */
-    stream_pos pos; /* the NDJSON decoder */
-} by_rank;
-
-static bool collect_add(by_rank *b, const char *data, size_t n)
-{
-    return rt_buf_add(&b->out, data, n);
-}
-
-/* each line of a rank led by "[R] " (a note as it is: it sorts last) */
-static int collect_one(void *user, int64_t rank, const char *t, size_t n)
-{
-    by_rank *b = user;
-    for (size_t i = 0; i < n;) {
-        size_t k = i;
-        while (k < n && t[k] != '\n')
-            k++;
-        char tag[32];
-        int tl = rank >= 0 ? snprintf(tag, sizeof tag, "[%lld] ", (long long)rank) : 0;
-        if (!collect_add(b, tag, (size_t)tl) || !collect_add(b, t + i, k - i) ||
-            !collect_add(b, "\n", 1))
-            return 1;
-        i = k + 1;
-    }
-    return interrupted ? 1 : 0;
-}
-
-static int collect_out(void *user, const char *data, size_t n)
-{
-    by_rank *b = user;
-    return ndjson_feed(&b->pos, data, n, collect_one, b);
-}
-
-typedef struct line_ref {
-    long rank;
-    size_t order, off, len;
-} line_ref;
-
-static int line_cmp(const void *a, const void *b)
-{
-    const line_ref *x = a, *y = b;
-    if (x->rank != y->rank)
-        return x->rank < y->rank ? -1 : 1;
-    return x->order < y->order ? -1 : x->order > y->order;
-}
-
-static void print_by_rank(const rt_buf *b)
-{
-    size_t nl = 0;
-    for (size_t i = 0; i < b->len; i++)
-        nl += b->p[i] == '\n';
-    line_ref *lines = calloc(nl + 1, sizeof *lines);
-    if (!lines) {
-        cli_write_out(stdout, b->p, b->len);
-        return;
-    }
-    size_t k = 0, start = 0;
-    for (size_t i = 0; i <= b->len; i++) {
-        if (i < b->len && b->p[i] != '\n')
-            continue;
-        if (i > start || i < b->len) {
-            long r = LONG_MAX; /* lines without a "[R] " tag (notes) last, in order */
-            if (b->p[start] == '[' && start + 1 < b->len && isdigit((unsigned char)b->p[start + 1]))
-                r = strtol(b->p + start + 1, NULL, 10);
-            lines[k] = (line_ref){r, k, start, i - start + (i < b->len)};
-            k++;
-        }
-        start = i + 1;
-    }
-    qsort(lines, k, sizeof *lines, line_cmp);
-    for (size_t i = 0; i < k; i++)
-        cli_write_out(stdout, b->p + lines[i].off, lines[i].len);
-    free(lines);
-}
-
-int cli_logs(const cli_conn *c0, int64_t id, int rank, int64_t attempt, bool follow)
-{
-    if (!follow && rank < 0) {
-        char path[128], err[RT_ERR_LEN];
-        snprintf(path, sizeof path, "/v1/jobs/%lld/logs?rank=all&follow=0&format=ndjson",
-                 (long long)id);
-        if (attempt > 0)
-            snprintf(path + strlen(path), sizeof path - strlen(path), "&attempt=%lld",
-                     (long long)attempt);
-        by_rank b = {0};
-        pos_reset(&b.pos, true);
-        int status = 0;
-        rt_status st = http_stream(c0, path, collect_out, &b, &interrupted, &status, err);
-        /* an answer cut short (seen rarely in CI under ASan, cause not found):
-         * nothing was printed yet, so ask again, twice at most */
-        for (int again = 0; again < 2 && st == RT_ERR_PROTO && status == 200 && !interrupted;
-             again++) {
-            b.out.len = 0;
-            pos_reset(&b.pos, true);
-            st = http_stream(c0, path, collect_out, &b, &interrupted, &status, err);
-        }
-        if (b.out.len)
-            print_by_rank(&b.out);
-        free(b.out.p);
-        pos_reset(&b.pos, false);
-        if (st != RT_OK) {
-            fprintf(stderr, "ringtrain: %s\n", err);
-            return status == 404 ? 3 : 1;
-        }
-        return 0;
-    }
-    cli_conn c = *c0;
-    c.retry_ms = follow ? c.reconnect_ms : 0;
-    stream_pos pos;
-    memset(&pos, 0, sizeof pos);
-    pos_reset(&pos, rank < 0);
-    char err[RT_ERR_LEN];
-    int status = 0;
-    cli_catch_interrupts();
-    rt_status st = stream_logs(&c, id, rank, attempt, follow, &pos, &status, err);
-    pos_reset(&pos, false);
-    if (stdout_closed)
-        return 128 + SIGPIPE;
-    if (st != RT_OK && !interrupted) {
-        fprintf(stderr, "ringtrain: %s\n", err);
-        return status == 404 ? 3 : 1;
-    }
-    return interrupted ? interrupted_rc() : 0;
-}
 
 /* " loss X val_loss Y" and the epoch's first three other val_ metrics
  * (val_exp_rmspe, val_accuracy, val_auc, ...: what the job computes). */
@@ -590,7 +171,7 @@ typedef struct follower {
     bool cancelled, complained;
     int64_t events_seen;   /* a sweep: its events looked at */
     int64_t warnings_seen; /* a training job: its events looked at for warnings */
-    stream_pos pos;
+    cli_stream_pos pos;
     char last[512]; /* the progress line last printed */
 } follower;
 
@@ -598,7 +179,7 @@ typedef struct follower {
  * True when the follower is done (rc set). */
 static bool on_interrupt(follower *f, int *rc)
 {
-    if (!interrupted)
+    if (!cli_interrupted())
         return false;
     if (!f->cancel_on_interrupt) {
         long long id = (long long)f->id;
@@ -606,7 +187,7 @@ static bool on_interrupt(follower *f, int *rc)
                 "\nringtrain: detached; job %lld keeps running (`ringtrain status %lld`, "
                 "`ringtrain logs %lld --follow` to watch it, `ringtrain cancel %lld` to stop it)\n",
                 id, id, id, id);
-        *rc = interrupted_rc();
+        *rc = cli_interrupted_rc();
         return true;
     }
     if (!f->cancelled) {
@@ -614,7 +195,8 @@ static bool on_interrupt(follower *f, int *rc)
         snprintf(path, sizeof path, "/v1/jobs/%lld/cancel", (long long)f->id);
         http_resp r = {0};
         const bool sent = http_request(&f->conn, "POST", path, NULL, &r, err) == RT_OK;
-        const char *how = interrupted == SIGINT ? "interrupted" : strsignal(interrupted);
+        const char *how =
+            cli_interrupted() == SIGINT ? "interrupted" : strsignal(cli_interrupted());
         if (sent && r.status / 100 == 2)
             fprintf(stderr, "\nringtrain: %s: job %lld cancelled\n", how, (long long)f->id);
         else
@@ -655,7 +237,7 @@ static void on_attempt(follower *f, const rt_json *d, const rt_json *job, int64_
     }
     f->announced = attempt > f->announced ? attempt : f->announced;
     if (f->exec_output && attempt != f->pos_attempt) {
-        pos_reset(&f->pos, true);
+        cli_stream_pos_reset(&f->pos, true);
         f->pos_attempt = attempt;
     }
 }
@@ -667,19 +249,19 @@ static int stream_attempt(follower *f, int64_t attempt, bool ended, int *rc)
 {
     char err[RT_ERR_LEN];
     int status = 0;
-    rt_status st = stream_logs(&f->conn, f->id, -1, 0, !ended, &f->pos, &status, err);
-    if (stdout_closed) { /* nobody reads us: leave the job alone */
+    rt_status st = cli_stream_logs(&f->conn, f->id, -1, 0, !ended, &f->pos, &status, err);
+    if (cli_stdout_closed()) { /* nobody reads us: leave the job alone */
         *rc = 128 + SIGPIPE;
         return -1;
     }
     if (st == RT_OK || ended)
         f->streamed = attempt;
-    if (st != RT_OK && !interrupted && (ended || !f->complained))
+    if (st != RT_OK && !cli_interrupted() && (ended || !f->complained))
         fprintf(stderr, "ringtrain: the output of job %lld is incomplete: %s\n", (long long)f->id,
                 err);
     if (ended)
         return 1;
-    if (st != RT_OK && !interrupted) { /* e.g. its agent is reconnecting */
+    if (st != RT_OK && !cli_interrupted()) { /* e.g. its agent is reconnecting */
         f->complained = true;
         struct timespec ts = {1, 0};
         nanosleep(&ts, NULL);
@@ -715,7 +297,7 @@ static int finish(follower *f, const rt_json *d, const rt_json *job, int64_t att
         cli_show_sweep(d);
     }
     int rc = outcome(job, f->id, !f->exec_output);
-    return f->cancelled ? interrupted_rc() : rc;
+    return f->cancelled ? cli_interrupted_rc() : rc;
 }
 
 static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_on_interrupt)
@@ -725,20 +307,20 @@ static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_
                   .exec_output = exec_output,
                   .cancel_on_interrupt = cancel_on_interrupt,
                   .tty = isatty(STDOUT_FILENO)};
-    f.conn.retry_ms = 0; /* get_job failures go through reconnect() */
-    pos_reset(&f.pos, true);
+    f.conn.retry_ms = 0; /* get_job failures go through cli_reconnect() */
+    cli_stream_pos_reset(&f.pos, true);
     char err[RT_ERR_LEN];
     int rc = 1;
     for (;;) {
         if (on_interrupt(&f, &rc))
             break;
         bool lost;
-        rt_json *d = get_job(&f.conn, id, &lost, err);
-        if (!d && lost && interrupted && f.cancelled) { /* the daemons stopped with us */
-            rc = interrupted_rc();
+        rt_json *d = cli_get_job(&f.conn, id, &lost, err);
+        if (!d && lost && cli_interrupted() && f.cancelled) { /* the daemons stopped with us */
+            rc = cli_interrupted_rc();
             break;
         }
-        if (!d && lost && reconnect(&f.conn, id, err))
+        if (!d && lost && cli_reconnect(&f.conn, id, err))
             continue;
         if (!d) {
             fprintf(stderr, "ringtrain: %s\n", err);
@@ -751,14 +333,14 @@ static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_
         on_attempt(&f, d, job, attempt, state);
         const bool ended = terminal(state);
         if (exec_output && attempt > f.streamed && (ended || !strcmp(state, "running")) &&
-            !(ended && interrupted)) {
+            !(ended && cli_interrupted())) {
             rt_json_free(d);
             int s = stream_attempt(&f, attempt, ended, &rc);
             if (s < 0)
                 break;
             if (s == 0)
                 continue;
-            if (!(d = get_job(&f.conn, id, &lost, err))) {
+            if (!(d = cli_get_job(&f.conn, id, &lost, err))) {
                 if (lost) /* the coordinator went away: the loop's top waits for it */
                     continue;
                 fprintf(stderr, "ringtrain: %s\n", err);
@@ -777,7 +359,7 @@ static int follow(const cli_conn *c0, int64_t id, bool exec_output, bool cancel_
         struct timespec ts = {0, 300000000};
         nanosleep(&ts, NULL);
     }
-    pos_reset(&f.pos, false);
+    cli_stream_pos_reset(&f.pos, false);
     return rc;
 }
 
@@ -796,7 +378,7 @@ int cli_submit_and_follow(const cli_conn *c, const char *body, bool do_follow, b
     const rt_status posted = http_request(&pc, "POST", "/v1/jobs", body, &r, err);
     if (posted != RT_OK) {
         fprintf(stderr, "ringtrain: %s\n", err);
-        return interrupted ? interrupted_rc() : 1;
+        return cli_interrupted() ? cli_interrupted_rc() : 1;
     }
     if (r.status != 201) {
         char buf[RT_ERR_LEN];
