@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
 done
 # what the check runs: the GPU tests, the benchmark, and test_train_gpu.sh's
 # programs (ringtrain run starts the coordinator, an agent and the workers)
-tests=(test_kernels_cuda test_layers_cuda test_transport_gpu test_dp_gpu)
+tests=(test_cuda_blas test_kernels_cuda test_layers_cuda test_transport_gpu test_dp_gpu)
 progs=(ringtrain ringtrain-coordinator ringtrain-agent ringtrain-launch ringtrain-worker)
 if [ $do_build -eq 1 ]; then
   cmake -S . -B "$build" -DRINGTRAIN_WERROR=ON -DRINGTRAIN_CUDA=ON \

@@ -133,6 +133,9 @@ else
 fi
 say ""
 say "## Tests"
+# cuBLAS is loaded by the first CUDA context, not linked (ldd above does not
+# see it): the loader's test, from this library path, GPU or not
+step test_cuda_blas 20 "$here/bin/test_cuda_blas"
 for t in test_kernels_cuda test_layers_cuda test_transport_gpu test_dp_gpu; do
   if [ $gpu -eq 1 ]; then step "$t" 100 "$here/bin/$t"; else skip "$t"; fi
 done
