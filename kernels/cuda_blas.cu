@@ -24,13 +24,7 @@ rt_status rt_cublas_load_from(const char *blas, const char *lt, rt_cublas_api *a
     return RT_OK;
 }
 
-#define RT_CUBLAS_SONAME(lib) lib
-
 #else
-
-#define RT_CUBLAS_STR1(x) #x
-#define RT_CUBLAS_STR(x) RT_CUBLAS_STR1(x)
-#define RT_CUBLAS_SONAME(lib) lib ".so." RT_CUBLAS_STR(CUBLAS_VER_MAJOR)
 
 /* name, or else the file of that name beside libcudart: where a library
  * path (RUNPATH, LD_LIBRARY_PATH) found the runtime but not cuBLAS */

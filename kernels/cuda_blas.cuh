@@ -45,6 +45,16 @@ struct rt_cublas_api {
 
 extern rt_cublas_api rt_cublas;
 
+/* "libcublasLt.so.13": the soname of the cuBLAS this build was compiled
+ * against (under cudaemu, unused: the name as given) */
+#define RT_CUBLAS_STR1(x) #x
+#define RT_CUBLAS_STR(x) RT_CUBLAS_STR1(x)
+#ifdef RT_CUDA_EMULATED
+#define RT_CUBLAS_SONAME(lib) lib
+#else
+#define RT_CUBLAS_SONAME(lib) lib ".so." RT_CUBLAS_STR(CUBLAS_VER_MAJOR)
+#endif
+
 /* Fill rt_cublas, once per process (later calls return the first
  * outcome).  A library that cannot be loaded, or lacks a function, is an
  * error naming it and where it was looked for. */

@@ -56,13 +56,14 @@ static void test_missing_library(void **state)
     (void)state;
     rt_cublas_api api;
     char err[RT_ERR_LEN] = "";
-    assert_int_equal(rt_cublas_load_from("libcublas.so.13", "libcublasLt-nosuch.so.13", &api, err),
+    assert_int_equal(rt_cublas_load_from(RT_CUBLAS_SONAME("libcublas"),
+                                         RT_CUBLAS_SONAME("libcublasLt-nosuch"), &api, err),
                      RT_ERR_DEVICE);
-    assert_non_null(strstr(err, "cannot load libcublasLt-nosuch.so.13: "));
+    assert_non_null(strstr(err, "cannot load " RT_CUBLAS_SONAME("libcublasLt-nosuch") ": "));
     assert_non_null(strstr(err, "not beside libcudart ("));
     assert_non_null(strstr(err, "the CUDA toolkit's cuBLAS"));
     /* a library that is there, without cuBLAS's functions */
-    assert_int_equal(rt_cublas_load_from("libz.so.1", "libcublasLt.so.13", &api, err),
+    assert_int_equal(rt_cublas_load_from("libz.so.1", RT_CUBLAS_SONAME("libcublasLt"), &api, err),
                      RT_ERR_DEVICE);
     assert_non_null(strstr(err, "libz.so.1 has no cublasCreate_v2"));
 }
