@@ -7,8 +7,9 @@
  *
  * for batch 100 (the seed's) and 1024, in = out = 1000; where the CPU has
  * AVX512_BF16 also ringtrain's bf16 GEMM (precision = bf16: inputs rounded
- * to bf16, fp32 sums; Debian's OpenBLAS 0.3.21 has no sbgemm to compare
- * with: built without BUILD_BFLOAT16).  The two run
+ * to bf16, fp32 sums; AMX's kernel where the CPU has it, RT_GEMM_KERNEL=
+ * avx512-bf16 for the other; Debian's OpenBLAS 0.3.21 has no sbgemm to
+ * compare with: built without BUILD_BFLOAT16).  The two run
  * alternately, each timing the best of several rounds, so a noisy machine
  * affects both alike; the ratio is what to read.  Also checks that every
  * kernel this CPU has gives the same bits as plain fmaf chains.

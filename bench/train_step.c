@@ -24,8 +24,9 @@
  * taken side by side; ratio (against the warm best) is the stricter one.
  * --tf32 runs the CUDA GEMMs (model and reference alike) on TF32 tensor
  * cores; the default is exact fp32 on both sides.  --precision bf16 runs the
- * model's GEMMs as `[model] precision = bf16` does (CPUs with AVX512_BF16,
- * GPUs from sm_80: inputs rounded to bf16, fp32 sums; on the CPU gemm_peak
+ * model's GEMMs as `[model] precision = bf16` does (CPUs with AVX512_BF16 —
+ * on AMX's tiles where the CPU has them; gemm_kernel in the output says
+ * which ran — and GPUs from sm_80: inputs rounded to bf16, fp32 sums; on the CPU gemm_peak
  * stays OpenBLAS's fp32 sgemm, Debian's OpenBLAS having no sbgemm; on a GPU
  * it is cuBLAS in the same bf16 compute type).  OpenBLAS runs the best
  * kernels it has for this CPU (rt_blas_reexec) unless OPENBLAS_CORETYPE is

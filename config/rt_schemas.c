@@ -343,7 +343,8 @@ static const rt_cfg_key job_keys[] = {
              "bf16: every GEMM's inputs rounded to bf16, its sums in FP32; parameters, Adam, "
              "losses, normalisation and the gradients' allreduce stay FP32 (mixed precision as "
              "PyTorch's autocast; the allreduce: [train] allreduce_precision).  CPUs with "
-             "AVX512_BF16 (Zen 4, Cooper Lake, Sapphire Rapids on) and GPUs from sm_80 "
+             "AVX512_BF16 (Zen 4, Cooper Lake, Sapphire Rapids on; AMX tiles where present) "
+             "and GPUs from sm_80 "
              "(cuBLAS's FAST_16BF: bf16 tensor cores, in place of tf32); elsewhere the rank's "
              "first line says so and it runs FP32"),
     RT_CFG_B("model", "sync_batch_norm", "false", rt_job_cfg, sync_batch_norm,

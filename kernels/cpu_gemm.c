@@ -19,8 +19,9 @@
  * (6 x 16) and plain C with fmaf (4 x 8); all compute the same chains, so
  * all give the same bits (test_gemm_cpu compares them).  The best one the
  * CPU supports is chosen at first use from CPUID (RT_GEMM_KERNEL=avx512|
- * avx2|scalar overrides).  Threads take disjoint blocks of rows or columns
- * of C; none splits k. */
+ * avx2|scalar overrides; RT_GEMM_KERNEL=amx-bf16|avx512-bf16 picks the bf16
+ * GEMMs' kernel instead, cpu_gemm_bf16.c).  Threads take disjoint blocks of
+ * rows or columns of C; none splits k. */
 #include "cpu_gemm.h"
 #include "cpu_gemm_impl.h"
 
@@ -178,12 +179,13 @@ static void pack_b(const void *B, bool h, int64_t ldb, bool tb, int64_t j0, int6
                    int64_t kc, int nr, float *bp);
 static const kernel KERNELS[] = {
 #if defined(__x86_64__) && defined(__GNUC__)
-    {"avx512", 12, 32, 384, 96, 512, true, micro_avx512, 1, pack_a, pack_b, micro_avx512_rows},
-    {"avx2", 6, 16, 256, 120, 4096, false, micro_avx2, 1, pack_a, pack_b, NULL},
+    {"avx512", 12, 32, 384, 96, 512, true, micro_avx512, 1, pack_a, pack_b, micro_avx512_rows, 1,
+     NULL, NULL},
+    {"avx2", 6, 16, 256, 120, 4096, false, micro_avx2, 1, pack_a, pack_b, NULL, 1, NULL, NULL},
 #endif
-    {"scalar", 4, 8, 256, 128, 4096, false, micro_scalar, 1, pack_a, pack_b, NULL},
+    {"scalar", 4, 8, 256, 128, 4096, false, micro_scalar, 1, pack_a, pack_b, NULL, 1, NULL, NULL},
     {"scalar-12x32", 12, 32, 384, 96, 512, true, micro_scalar_12x32, 1, pack_a, pack_b,
-     micro_scalar_12x32_rows}, /* tests */
+     micro_scalar_12x32_rows, 1, NULL, NULL}, /* tests */
 };
 #define NKERNELS ((int)(sizeof KERNELS / sizeof *KERNELS))
 
@@ -205,6 +207,8 @@ static bool have_avx2; /* packing with AVX2 (set with the kernel choice) */
 static void choose(void)
 {
     const char *want = getenv("RT_GEMM_KERNEL");
+    if (want && strstr(want, "-bf16")) /* a bf16 kernel's name: the fp32 GEMMs as by default */
+        want = NULL;
     for (int i = 0; i < NKERNELS && !chosen; i++)
         if (cpu_can(&KERNELS[i]) && (!want || !*want || !strcmp(want, KERNELS[i].name)) &&
             (strcmp(KERNELS[i].name, "scalar-12x32") != 0 || (want && *want)))
@@ -467,13 +471,16 @@ static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, 
     const bool in_place = kn->fn_rows && !g->ta && !g->a16;
     /* k in blocks of equal size (K = 400 in two of 200, not 384 and 16), a
      * multiple of what a packed element holds (bf16: pairs of k) */
+    const int64_t kal = kn->kalign > kn->kpack ? kn->kalign : kn->kpack;
     const int64_t nkb = (g->K + kn->kc - 1) / kn->kc;
-    const int64_t kcb = round_up((g->K + nkb - 1) / nkb, kn->kpack);
+    const int64_t kcb = round_up((g->K + nkb - 1) / nkb, kal);
+    if (kn->enter)
+        kn->enter();
     for (int64_t jc = n0; jc < n1; jc += kn->nc) {
         int64_t nc = n1 - jc < kn->nc ? n1 - jc : kn->nc;
         for (int64_t pc = 0; pc < g->K; pc += kcb) {
             int64_t kc = g->K - pc < kcb ? g->K - pc : kcb;
-            int64_t kp = (kc + kn->kpack - 1) / kn->kpack; /* packed elements per row */
+            int64_t kp = round_up(kc, kal) / kn->kpack; /* packed elements per row */
             bool load = pc > 0; /* continue the chains after the first k-block */
             if (kn->a_in_l1)
                 kn->pack_b(g->B, g->b16, g->ldb, g->tb, jc, nc, pc, kc, nr, bp);
@@ -514,6 +521,8 @@ static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, 
             }
         }
     }
+    if (kn->leave)
+        kn->leave();
 }
 
 /* below this many multiply-adds the work stays on one thread */

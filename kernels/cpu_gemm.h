@@ -40,6 +40,10 @@ void rt_gemm_ex(rt_kctx *ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
 int rt_gemm_kernels(const char *names[RT_GEMM_MAX_KERNELS]);
 bool rt_gemm_force(const char *name);
 const char *rt_gemm_kernel_name(void);
+/* The same for the bf16 kernels this CPU (and its kernel) allow ("amx-bf16",
+ * "avx512-bf16"; the first is what bf16 GEMMs run) and forcing one. */
+int rt_gemm_bf16_kernels(const char *names[2]);
+bool rt_gemm_bf16_force(const char *name);
 
 /* Free the context's workspace (cpu fini). */
 void rt_gemm_free(rt_kctx *ctx);

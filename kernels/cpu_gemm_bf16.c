@@ -1,6 +1,7 @@
 /* cpu_gemm_bf16.c — the matrix multiply of `[model] precision = bf16` on
  * CPUs with AVX512_BF16 (AMD Zen 4 on, Intel Cooper Lake and Sapphire Rapids
- * on): C (fp32) = op(A) · op(B) with A and B rounded to bf16 (round to
+ * on), with AMX's tiles where the CPU has them (Intel Sapphire Rapids on;
+ * below): C (fp32) = op(A) · op(B) with A and B rounded to bf16 (round to
  * nearest even, as PyTorch's autocast rounds) and every sum in fp32.
  *
  * It is cpu_gemm.c's blocked product with another kernel (cpu_gemm_impl.h):
@@ -21,6 +22,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "cpu_gemm_impl.h"
 #include "cpu_simd.h"
@@ -243,8 +246,199 @@ TGT static void micro_bf16(int64_t kc, const float *af, const float *bf, float *
 /* The AVX-512 fp32 kernel's blocks with KC doubled: a pair is 4 bytes, as
  * one float, so the A panel (12 x 384 pairs) and B's block take the bytes
  * the fp32 kernel's do */
-static const kernel BF16 = {"avx512-bf16", 12,         32, 768,         96,          512,
-                            true,          micro_bf16, 2,  pack_a_bf16, pack_b_bf16, NULL};
+static const kernel BF16 = {.name = "avx512-bf16",
+                            .mr = 12,
+                            .nr = 32,
+                            .kc = 768,
+                            .mc = 96,
+                            .nc = 512,
+                            .a_in_l1 = true,
+                            .fn = micro_bf16,
+                            .kpack = 2,
+                            .pack_a = pack_a_bf16,
+                            .pack_b = pack_b_bf16,
+                            .kalign = 2};
+
+/* ---- AMX --------------------------------------------------------------------
+ * Intel's AMX (Sapphire Rapids on): eight tile registers of 16 rows x 64
+ * bytes, and TDPBF16PS, which adds to a 16 x 16 tile of fp32 sums the
+ * products of a 16 x 16-pair tile of A by a 16-pair x 16 tile of B — 8,192
+ * multiply-adds in one instruction, 16 times vdpbf16ps's.  The tile of C is
+ * 32 x 32 (four accumulator tiles, two of A, two of B).  A's panel is laid
+ * out as its tiles are loaded: for each step of 16 pairs, the 32 rows' 16
+ * pairs, row after row (element (row r, pair p) at ap[(p/16)*512 + r*16 +
+ * p%16]); B's is the AVX512_BF16 kernel's (pair p, column j at bp[p*32 +
+ * j]), of which a tile takes 16 columns 128 bytes apart.  Panels are padded
+ * with zero pairs to whole steps (kalign 32).
+ *
+ * TDPBF16PS does not add its 32 products one by one in fp32 as vdpbf16ps
+ * does (measured here: its sums match neither order of the pairs, nor one
+ * rounding of the exact sum), so its bits differ from the AVX512_BF16
+ * kernel's in the last places.  They are still fixed for each element: its
+ * k-values go through the same instructions in the same groups of 32 (the
+ * k-blocks depend on K alone), whatever the batch, the row's place or the
+ * thread count. */
+
+#define AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
+
+enum { AMX_STEP = 16 /* pairs per TDPBF16PS */, AMX_PANEL = 32 /* rows, columns */ };
+
+static inline int64_t amx_pairs(int64_t kc)
+{
+    return (kc + 2 * AMX_STEP - 1) / (2 * AMX_STEP) * AMX_STEP;
+}
+
+/* op(A)'s rows [i0, i0+mc) over k in [p0, p0+kc) as tile-ordered panels */
+AMX static void pack_a_amx(const void *Av, bool h, int64_t lda, bool ta, int64_t i0, int64_t mc,
+                           int64_t p0, int64_t kc, int mr, float *apf)
+{
+    const src A = {Av, h};
+    const int64_t kp = amx_pairs(kc);
+    for (int64_t ip = 0; ip < mc; ip += mr) {
+        uint32_t *ap = (uint32_t *)apf + ip * kp;
+        const int64_t valid = mc - ip < mr ? mc - ip : mr;
+        for (int64_t s = 0; s < kp / AMX_STEP; s++) {
+            const int64_t k0 = 32 * s, n = kc - k0 < 32 ? kc - k0 : 32; /* k-values */
+            uint32_t *d = ap + s * AMX_STEP * AMX_PANEL;
+            if (!ta) { /* A is M x K: a row's 32 k-values are its 16 pairs */
+                for (int r = 0; r < AMX_PANEL; r++)
+                    _mm512_store_si512(
+                        d + r * AMX_STEP,
+                        r < valid ? row_pairs(at(A, (i0 + ip + r) * lda + p0 + k0), h, (int)n)
+                                  : _mm512_setzero_si512());
+                continue;
+            }
+            /* A is K x M: 16 rows' pairs for each of the 16 pairs of k,
+             * transposed into each row's 16 pairs */
+            for (int g = 0; g < AMX_PANEL; g += 16) {
+                const int64_t m = valid - g < 0 ? 0 : valid - g < 16 ? valid - g : 16;
+                __m512i r[16];
+                for (int q = 0; q < 16; q++) {
+                    const int64_t k = p0 + k0 + 2 * q;
+                    r[q] = 2 * q < n ? col_pairs(at(A, k * lda + i0 + ip + g),
+                                                 2 * q + 1 < n ? at(A, (k + 1) * lda + i0 + ip + g)
+                                                               : NULL,
+                                                 h, (int)m)
+                                     : _mm512_setzero_si512();
+                }
+                transpose16(r);
+                for (int i = 0; i < 16; i++)
+                    _mm512_store_si512(d + (g + i) * AMX_STEP, r[i]);
+            }
+        }
+    }
+}
+
+/* op(B)'s columns [j0, j0+nc) as the AVX512_BF16 kernel's panels, each
+ * padded with zero pair-rows to whole steps */
+AMX static void pack_b_amx(const void *Bv, bool h, int64_t ldb, bool tb, int64_t j0, int64_t nc,
+                           int64_t p0, int64_t kc, int nr, float *bpf)
+{
+    const src B = {Bv, h};
+    const int64_t kp = amx_pairs(kc), kreal = (kc + 1) / 2;
+    for (int64_t jp = 0; jp < nc; jp += nr) {
+        const int64_t n = nc - jp < nr ? nc - jp : nr;
+        uint32_t *dst = (uint32_t *)bpf + jp * kp;
+        if (tb) /* B is N x K: each column is a row */
+            pack_rows_bf16((src){at(B, (j0 + jp) * ldb + p0), h}, ldb, kc, nr, n, dst);
+        else
+            for (int64_t p = 0; p < kreal; p++) {
+                const char *r0 = at(B, (p0 + 2 * p) * ldb + j0 + jp);
+                pack_pair_row(r0, 2 * p + 1 < kc ? at(B, (p0 + 2 * p + 1) * ldb + j0 + jp) : NULL,
+                              h, (int)n, nr, dst + p * nr);
+            }
+        memset(dst + kreal * nr, 0, (size_t)((kp - kreal) * nr) * sizeof *dst);
+    }
+}
+
+/* The 32 x 32 tile over kp pairs (a multiple of 16) */
+AMX static void micro_amx(int64_t kp, const float *af, const float *bf, float *c, int64_t ldc,
+                          bool load)
+{
+    const char *a = (const char *)af, *b = (const char *)bf;
+    const size_t sc = (size_t)ldc * sizeof *c;
+    float *c1 = c + 16 * ldc;
+    if (load) {
+        _tile_loadd(0, c, sc);
+        _tile_loadd(1, c + 16, sc);
+        _tile_loadd(2, c1, sc);
+        _tile_loadd(3, c1 + 16, sc);
+    } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    }
+    for (int64_t s = 0; s < kp; s += AMX_STEP) {
+        _tile_loadd(4, a, 64);            /* rows 0-15, 16 pairs each */
+        _tile_loadd(5, a + 1024, 64);     /* rows 16-31 */
+        _tile_loadd(6, b, 4 * AMX_PANEL); /* 16 pairs of columns 0-15 */
+        _tile_loadd(7, b + 64, 4 * AMX_PANEL);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+        a += 4 * AMX_STEP * AMX_PANEL;
+        b += 4 * AMX_STEP * AMX_PANEL;
+    }
+    _tile_stored(0, c, sc);
+    _tile_stored(1, c + 16, sc);
+    _tile_stored(2, c1, sc);
+    _tile_stored(3, c1 + 16, sc);
+}
+
+/* palette 1, every tile 16 rows of 64 bytes */
+typedef struct amx_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_config;
+
+AMX static void amx_enter(void)
+{
+    amx_config cfg = {.palette = 1};
+    for (int t = 0; t < 8; t++) {
+        cfg.colsb[t] = 64;
+        cfg.rows[t] = 16;
+    }
+    /* not _tile_loadconfig: GCC 12's takes the pointer as an 8-byte memory
+     * operand, and the stores of the rows and widths were optimised away */
+    __asm__ volatile("ldtilecfg %0" ::"m"(cfg));
+}
+
+/* the tiles' state back to init, so that a context switch does not save
+ * 8 KiB of it for a thread that has finished with them */
+AMX static void amx_leave(void) { _tile_release(); }
+
+/* blocks: A's panel (32 rows x 256 pairs, 32 KiB) in L1, B's block (256
+ * pairs x 512 columns, 512 KiB) in L2 */
+static const kernel AMX_BF16 = {.name = "amx-bf16",
+                                .mr = AMX_PANEL,
+                                .nr = AMX_PANEL,
+                                .kc = 512,
+                                .mc = 96,
+                                .nc = 512,
+                                .a_in_l1 = true,
+                                .fn = micro_amx,
+                                .kpack = 2,
+                                .pack_a = pack_a_amx,
+                                .pack_b = pack_b_amx,
+                                .kalign = 2 * AMX_STEP,
+                                .enter = amx_enter,
+                                .leave = amx_leave};
+
+/* Linux gives a process the tiles' 8 KiB of state only when asked
+ * (arch_prctl ARCH_REQ_XCOMP_PERM, Linux 5.16 on); a kernel or sandbox that
+ * refuses leaves the AVX512_BF16 kernel */
+static bool amx_permitted(void)
+{
+#ifdef __linux__
+    enum { REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    return syscall(SYS_arch_prctl, REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+    return false;
+#endif
+}
 
 TGT static void store_bf16(const float *x, int64_t n, uint16_t *y)
 {
@@ -259,20 +453,51 @@ TGT static void store_bf16(const float *x, int64_t n, uint16_t *y)
     }
 }
 
-static bool usable;
+static const kernel *chosen;
+static bool have_amx, have_avx512bf16;
 static pthread_once_t usable_once = PTHREAD_ONCE_INIT;
 
 static void check_cpu(void)
 {
     const char *want = getenv("RT_GEMM_KERNEL");
-    usable = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && (!want || !*want || !strcmp(want, BF16.name));
+    const bool any = !want || !*want;
+    have_avx512bf16 = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl");
+    have_amx = have_avx512bf16 && __builtin_cpu_supports("amx-tile") &&
+               __builtin_cpu_supports("amx-bf16") && amx_permitted();
+    if (have_amx && (any || !strcmp(want, AMX_BF16.name)))
+        chosen = &AMX_BF16;
+    else if (have_avx512bf16 && (any || !strcmp(want, BF16.name)))
+        chosen = &BF16;
 }
 
 const kernel *rt_gemm_bf16_kernel(void)
 {
     pthread_once(&usable_once, check_cpu);
-    return usable ? &BF16 : NULL;
+    return chosen;
+}
+
+int rt_gemm_bf16_kernels(const char *names[2])
+{
+    pthread_once(&usable_once, check_cpu);
+    int n = 0;
+    if (have_amx)
+        names[n++] = AMX_BF16.name;
+    if (have_avx512bf16)
+        names[n++] = BF16.name;
+    return n;
+}
+
+bool rt_gemm_bf16_force(const char *name)
+{
+    pthread_once(&usable_once, check_cpu);
+    if (have_amx && !strcmp(name, AMX_BF16.name))
+        chosen = &AMX_BF16;
+    else if (have_avx512bf16 && !strcmp(name, BF16.name))
+        chosen = &BF16;
+    else
+        return false;
+    return true;
 }
 
 void rt_bf16_store(const float *x, int64_t n, uint16_t *y)
@@ -284,6 +509,18 @@ void rt_bf16_store(const float *x, int64_t n, uint16_t *y)
 #else
 
 const kernel *rt_gemm_bf16_kernel(void) { return NULL; }
+
+int rt_gemm_bf16_kernels(const char *names[2])
+{
+    (void)names;
+    return 0;
+}
+
+bool rt_gemm_bf16_force(const char *name)
+{
+    (void)name;
+    return false;
+}
 
 void rt_bf16_store(const float *x, int64_t n, uint16_t *y)
 {

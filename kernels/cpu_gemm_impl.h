@@ -43,13 +43,23 @@ typedef struct kernel {
     /* where not NULL (fp32 a_in_l1 kernels): the micro-kernel on A's own
      * rows, for an fp32 op(A) = A whose panel needs no packing */
     micro_rows_fn fn_rows;
+    /* k-values per step of the micro-kernel, where more than kpack (AMX:
+     * 32): k-blocks are multiples of it, and a panel row holds
+     * round_up(kc, kalign) / kpack elements, the ones past kc zeros */
+    int kalign;
+    /* where not NULL, run by each thread before and after its share of a
+     * product (AMX: configure the tile registers, then release them) */
+    void (*enter)(void);
+    void (*leave)(void);
 } kernel;
 
-#define MAX_MR 12
+#define MAX_MR 32
 #define MAX_NR 32
 
-/* The bf16 kernel (AVX512_BF16's vdpbf16ps), or NULL when this CPU has no
- * bf16 instructions (or RT_GEMM_KERNEL names an fp32 kernel). */
+/* The bf16 kernel — AMX's tiles where the CPU has them and Linux lets the
+ * process use them, else AVX512_BF16's vdpbf16ps — or NULL when this CPU has
+ * no bf16 instructions (or RT_GEMM_KERNEL names an fp32 kernel: bf16 is
+ * then refused; amx-bf16 or avx512-bf16 picks that one where it can run). */
 const kernel *rt_gemm_bf16_kernel(void);
 
 #endif

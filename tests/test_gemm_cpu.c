@@ -183,22 +183,15 @@ static void gemm_ref_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
         }
 }
 
-static void test_gemm_bf16(void **state)
+/* One bf16 kernel against the product of the rounded inputs, on 1-3
+ * threads, with operands in bf16, and row by row */
+static void gemm_bf16_kernel(const char *name)
 {
-    (void)state;
-    if (!rt_cpu_bf16_kernel()) {
-        printf("skip: this CPU has no AVX512_BF16 (the bf16 GEMMs run on CPUs that do)\n");
-        for (int t = 0; t < 3; t++)
-            assert_false(rt_kctx_set_bf16(ctxs[t], true));
-        return;
-    }
     tu_rng r = tu_rng_make(23);
-    for (int t = 0; t < 3; t++)
-        assert_true(rt_kctx_set_bf16(ctxs[t], true));
     int differs = 0;
     for (int trial = 0; trial < 40; trial++) {
-        /* odd K, and past the bf16 kernel's k-block (768) */
-        gcase g = gcase_make(&r, trial, 1700, 51);
+        /* odd K, and past the k-blocks (768, 512), and under AMX's step (32) */
+        gcase g = gcase_make(&r, trial, 1700, trial % 4 == 3 ? 9 : 51);
         const bool ta = g.ta, tb = g.tb;
         const int64_t M = g.M, N = g.N, K = g.K, lda = g.lda, ldb = g.ldb, ldc = g.ldc;
         const size_t nc = g.nc;
@@ -217,10 +210,11 @@ static void test_gemm_bf16(void **state)
                      * 2^-24 of the running magnitude */
                     double tol = 1e-30 + (double)(K + 1) * 0x1p-24 * mag[i * N + j];
                     if (!(fabs(got - want) <= tol))
-                        fail_msg("bf16 GEMM, %d threads, %s%s M=%lld N=%lld K=%lld: (%lld, %lld) "
-                                 "is %.9g, the bf16 product %.9g (tolerance %.3g)",
-                                 t + 1, ta ? "T" : "N", tb ? "T" : "N", (long long)M, (long long)N,
-                                 (long long)K, (long long)i, (long long)j, got, want, tol);
+                        fail_msg(
+                            "bf16 GEMM %s, %d threads, %s%s M=%lld N=%lld K=%lld: (%lld, %lld) "
+                            "is %.9g, the bf16 product %.9g (tolerance %.3g)",
+                            name, t + 1, ta ? "T" : "N", tb ? "T" : "N", (long long)M, (long long)N,
+                            (long long)K, (long long)i, (long long)j, got, want, tol);
                     differs += C[i * ldc + j] != F[i * ldc + j];
                 }
             if (t == 0)
@@ -238,9 +232,9 @@ static void test_gemm_bf16(void **state)
                        b16 ? (const void *)B16 : B, b16, ldb, C, ldc);
             for (int64_t i = 0; i < M; i++)
                 if (memcmp(C + i * ldc, C1 + i * ldc, (size_t)N * 4))
-                    fail_msg("bf16 GEMM with %s%s in bf16, %s%s M=%lld N=%lld K=%lld: row %lld "
-                             "differs from the fp32 operands' product",
-                             a16 ? "A" : "", b16 ? "B" : "", ta ? "T" : "N", tb ? "T" : "N",
+                    fail_msg("bf16 GEMM %s with %s%s in bf16, %s%s M=%lld N=%lld K=%lld: row "
+                             "%lld differs from the fp32 operands' product",
+                             name, a16 ? "A" : "", b16 ? "B" : "", ta ? "T" : "N", tb ? "T" : "N",
                              (long long)M, (long long)N, (long long)K, (long long)i);
         }
         free(A16);
@@ -268,6 +262,31 @@ static void test_gemm_bf16(void **state)
     free(W);
     free(C);
     free(S);
+}
+
+static void test_gemm_bf16(void **state)
+{
+    (void)state;
+    if (!rt_cpu_bf16_kernel()) {
+        printf("skip: this CPU has no AVX512_BF16 (the bf16 GEMMs run on CPUs that do)\n");
+        for (int t = 0; t < 3; t++)
+            assert_false(rt_kctx_set_bf16(ctxs[t], true));
+        return;
+    }
+    for (int t = 0; t < 3; t++)
+        assert_true(rt_kctx_set_bf16(ctxs[t], true));
+    const char *names[2];
+    const int n = rt_gemm_bf16_kernels(names);
+    assert_true(n >= 1);
+    const char *was = rt_cpu_bf16_kernel();
+    assert_string_equal(was, names[0]); /* the best one runs */
+    for (int i = 0; i < n; i++) {
+        printf("bf16 kernel %s\n", names[i]);
+        assert_true(rt_gemm_bf16_force(names[i]));
+        gemm_bf16_kernel(names[i]);
+    }
+    assert_true(rt_gemm_bf16_force(was));
+    assert_false(rt_gemm_bf16_force("avx512"));
     for (int t = 0; t < 3; t++)
         rt_kctx_set_bf16(ctxs[t], false);
 }

@@ -135,7 +135,7 @@ bool rt_kctx_bf16(const rt_kctx *ctx);
 void rt_kctx_set_bf16_store(rt_kctx *ctx, bool on);
 bool rt_kctx_bf16_store(const rt_kctx *ctx);
 /* Whether this CPU can run the bf16 GEMMs (and, as rt_cpu_gemm_kernel, the
- * name of their kernel: "avx512-bf16"; NULL when it cannot). */
+ * name of their kernel: "amx-bf16" or "avx512-bf16"; NULL when it cannot). */
 const char *rt_cpu_bf16_kernel(void);
 
 /* Events: a point in the context's stream.  Recording enqueues it;
