@@ -35,5 +35,6 @@ void test_rank_usage(void **state); /* test_cluster_usage.c */
 void test_gpu_usage(void **state);
 void test_job_limits(void **state);
 void test_escaped_usage(void **state);
+void test_hostile_clients(void **state); /* test_cluster_hostile.c */
 
 #endif
