@@ -2,8 +2,11 @@
  * output as the plain fused multiply-add chain over k in order, whatever the
  * micro-kernel, the thread count and the rows around it (random shapes
  * each run; RT_TEST_SEED reproduces); its bf16 form (cpu_gemm_bf16.c, where
- * the CPU has AVX512_BF16) is the same product of the bf16-rounded inputs
- * summed in fp32, and its bits too do not depend on threads or rows. */
+ * the CPU has AVX512_BF16; each bf16 kernel the CPU has: AMX's too) is the
+ * same product of the bf16-rounded inputs summed in fp32, and its bits too
+ * do not depend on threads or rows.  With RT_TEST_AMX_REFUSED (the
+ * amx_refused test, Linux's grant of the tiles failed by a shim) the AMX
+ * kernel must not be offered. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -278,6 +281,9 @@ static void test_gemm_bf16(void **state)
     const char *names[2];
     const int n = rt_gemm_bf16_kernels(names);
     assert_true(n >= 1);
+    if (getenv("RT_TEST_AMX_REFUSED")) /* Linux refused the tiles (tests/deny_amx.c) */
+        for (int i = 0; i < n; i++)
+            assert_string_not_equal(names[i], "amx-bf16");
     const char *was = rt_cpu_bf16_kernel();
     assert_string_equal(was, names[0]); /* the best one runs */
     for (int i = 0; i < n; i++) {
@@ -291,8 +297,10 @@ static void test_gemm_bf16(void **state)
         rt_kctx_set_bf16(ctxs[t], false);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]); /* e.g. test_gemm_bf16 */
     tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_bits),
