@@ -470,17 +470,16 @@ static void block(const job *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, 
      * 3-5%) */
     const bool in_place = kn->fn_rows && !g->ta && !g->a16;
     /* k in blocks of equal size (K = 400 in two of 200, not 384 and 16), a
-     * multiple of what a packed element holds (bf16: pairs of k) */
-    const int64_t kal = kn->kalign > kn->kpack ? kn->kalign : kn->kpack;
+     * multiple of the micro-kernel's step (bf16: pairs of k; AMX: 32) */
     const int64_t nkb = (g->K + kn->kc - 1) / kn->kc;
-    const int64_t kcb = round_up((g->K + nkb - 1) / nkb, kal);
+    const int64_t kcb = round_up((g->K + nkb - 1) / nkb, kn->kalign);
     if (kn->enter)
         kn->enter();
     for (int64_t jc = n0; jc < n1; jc += kn->nc) {
         int64_t nc = n1 - jc < kn->nc ? n1 - jc : kn->nc;
         for (int64_t pc = 0; pc < g->K; pc += kcb) {
             int64_t kc = g->K - pc < kcb ? g->K - pc : kcb;
-            int64_t kp = round_up(kc, kal) / kn->kpack; /* packed elements per row */
+            int64_t kp = round_up(kc, kn->kalign) / kn->kpack; /* packed elements per row */
             bool load = pc > 0; /* continue the chains after the first k-block */
             if (kn->a_in_l1)
                 kn->pack_b(g->B, g->b16, g->ldb, g->tb, jc, nc, pc, kc, nr, bp);

@@ -177,23 +177,26 @@ TGT static void pack_a_src(src A, int64_t lda, bool ta, int64_t i0, int64_t mc, 
     }
 }
 
+/* Columns [j0, j0+nc) of op(B) over k in [p0, p0+kc) as panels of nr
+ * columns of pairs, kpad pair-rows each (those past the kc values' zeros:
+ * AMX pads to whole steps) */
 TGT static void pack_b_src(src B, int64_t ldb, bool tb, int64_t j0, int64_t nc, int64_t p0,
-                           int64_t kc, int nr, float *bpf)
+                           int64_t kc, int nr, int64_t kpad, float *bpf)
 {
     uint32_t *bp = (uint32_t *)bpf;
     const int64_t kp = (kc + 1) / 2;
     for (int64_t jp = 0; jp < nc; jp += nr) {
         int64_t n = nc - jp < nr ? nc - jp : nr;
-        uint32_t *dst = bp + jp * kp;
-        if (tb) { /* B is N x K (a weight, out x in): each column is a row */
+        uint32_t *dst = bp + jp * kpad;
+        if (tb) /* B is N x K (a weight, out x in): each column is a row */
             pack_rows_bf16((src){at(B, (j0 + jp) * ldb + p0), B.h}, ldb, kc, nr, n, dst);
-            continue;
-        }
-        for (int64_t p = 0; p < kp; p++) { /* B is K x N */
-            const char *r0 = at(B, (p0 + 2 * p) * ldb + j0 + jp);
-            pack_pair_row(r0, 2 * p + 1 < kc ? at(B, (p0 + 2 * p + 1) * ldb + j0 + jp) : NULL, B.h,
-                          (int)n, nr, dst + p * nr);
-        }
+        else
+            for (int64_t p = 0; p < kp; p++) { /* B is K x N */
+                const char *r0 = at(B, (p0 + 2 * p) * ldb + j0 + jp);
+                pack_pair_row(r0, 2 * p + 1 < kc ? at(B, (p0 + 2 * p + 1) * ldb + j0 + jp) : NULL,
+                              B.h, (int)n, nr, dst + p * nr);
+            }
+        memset(dst + kp * nr, 0, (size_t)((kpad - kp) * nr) * sizeof *dst);
     }
 }
 
@@ -206,7 +209,7 @@ static void pack_a_bf16(const void *A, bool h, int64_t lda, bool ta, int64_t i0,
 static void pack_b_bf16(const void *B, bool h, int64_t ldb, bool tb, int64_t j0, int64_t nc,
                         int64_t p0, int64_t kc, int nr, float *bp)
 {
-    pack_b_src((src){B, h}, ldb, tb, j0, nc, p0, kc, nr, bp);
+    pack_b_src((src){B, h}, ldb, tb, j0, nc, p0, kc, nr, (kc + 1) / 2, bp);
 }
 
 /* The 12 x 32 tile over kc pairs: as cpu_gemm.c's MICRO_BODY, with a pair
@@ -332,24 +335,10 @@ AMX static void pack_a_amx(const void *Av, bool h, int64_t lda, bool ta, int64_t
 
 /* op(B)'s columns [j0, j0+nc) as the AVX512_BF16 kernel's panels, each
  * padded with zero pair-rows to whole steps */
-AMX static void pack_b_amx(const void *Bv, bool h, int64_t ldb, bool tb, int64_t j0, int64_t nc,
-                           int64_t p0, int64_t kc, int nr, float *bpf)
+static void pack_b_amx(const void *B, bool h, int64_t ldb, bool tb, int64_t j0, int64_t nc,
+                       int64_t p0, int64_t kc, int nr, float *bp)
 {
-    const src B = {Bv, h};
-    const int64_t kp = amx_pairs(kc), kreal = (kc + 1) / 2;
-    for (int64_t jp = 0; jp < nc; jp += nr) {
-        const int64_t n = nc - jp < nr ? nc - jp : nr;
-        uint32_t *dst = (uint32_t *)bpf + jp * kp;
-        if (tb) /* B is N x K: each column is a row */
-            pack_rows_bf16((src){at(B, (j0 + jp) * ldb + p0), h}, ldb, kc, nr, n, dst);
-        else
-            for (int64_t p = 0; p < kreal; p++) {
-                const char *r0 = at(B, (p0 + 2 * p) * ldb + j0 + jp);
-                pack_pair_row(r0, 2 * p + 1 < kc ? at(B, (p0 + 2 * p + 1) * ldb + j0 + jp) : NULL,
-                              h, (int)n, nr, dst + p * nr);
-            }
-        memset(dst + kreal * nr, 0, (size_t)((kp - kreal) * nr) * sizeof *dst);
-    }
+    pack_b_src((src){B, h}, ldb, tb, j0, nc, p0, kc, nr, amx_pairs(kc), bp);
 }
 
 /* The 32 x 32 tile over kp pairs (a multiple of 16) */
@@ -467,6 +456,16 @@ static const kernel *chosen;
 static bool have_amx, have_avx512bf16;
 static pthread_once_t usable_once = PTHREAD_ONCE_INIT;
 
+/* The bf16 kernel named (NULL: the best one) where this CPU can run it */
+static const kernel *usable(const char *name)
+{
+    if (have_amx && (!name || !strcmp(name, AMX_BF16.name)))
+        return &AMX_BF16;
+    if (have_avx512bf16 && (!name || !strcmp(name, BF16.name)))
+        return &BF16;
+    return NULL;
+}
+
 static void check_cpu(void)
 {
     const char *want = getenv("RT_GEMM_KERNEL");
@@ -474,10 +473,7 @@ static void check_cpu(void)
     have_avx512bf16 = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl");
     have_amx = have_avx512bf16 && cpu_has_amx_bf16() && amx_permitted();
-    if (have_amx && (any || !strcmp(want, AMX_BF16.name)))
-        chosen = &AMX_BF16;
-    else if (have_avx512bf16 && (any || !strcmp(want, BF16.name)))
-        chosen = &BF16;
+    chosen = usable(any ? NULL : want);
 }
 
 const kernel *rt_gemm_bf16_kernel(void)
@@ -500,13 +496,10 @@ int rt_gemm_bf16_kernels(const char *names[2])
 bool rt_gemm_bf16_force(const char *name)
 {
     pthread_once(&usable_once, check_cpu);
-    if (have_amx && !strcmp(name, AMX_BF16.name))
-        chosen = &AMX_BF16;
-    else if (have_avx512bf16 && !strcmp(name, BF16.name))
-        chosen = &BF16;
-    else
-        return false;
-    return true;
+    const kernel *k = usable(name);
+    if (k)
+        chosen = k;
+    return k != NULL;
 }
 
 void rt_bf16_store(const float *x, int64_t n, uint16_t *y)

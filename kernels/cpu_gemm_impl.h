@@ -43,8 +43,8 @@ typedef struct kernel {
     /* where not NULL (fp32 a_in_l1 kernels): the micro-kernel on A's own
      * rows, for an fp32 op(A) = A whose panel needs no packing */
     micro_rows_fn fn_rows;
-    /* k-values per step of the micro-kernel, where more than kpack (AMX:
-     * 32): k-blocks are multiples of it, and a panel row holds
+    /* k-values per step of the micro-kernel, a multiple of kpack (AMX: 32):
+     * k-blocks are multiples of it, and a panel row holds
      * round_up(kc, kalign) / kpack elements, the ones past kc zeros */
     int kalign;
     /* where not NULL, run by each thread before and after its share of a
