@@ -485,31 +485,33 @@ static void plan_body(rt_comm *c, int rank, void *arg, rh_result *res)
              pc->n, pc->bytes, (unsigned long long)c->recv_frames, pc->frames);
 }
 
-/* Default options (512 KiB segments, 64 KiB small_bytes): the small path up
- * to small_bytes * n / (4 (n - 2)), one frame per chunk under 64 KiB. */
+/* Default options (512 KiB max_segment_bytes, 64 KiB small_bytes): the
+ * small path up to small_bytes * n / (4 (n - 2)), one frame per chunk under
+ * 64 KiB, the chunked ring's segments 64 KiB at most (RT_RING_SEG),
+ * halving4's 512 KiB. */
 static void test_plan_choice(void **state)
 {
     (void)state;
     const plan_case cases[] = {
-        {2, 64u << 10, 1, false},   /* small path at any n = 2 size it covers */
-        {2, 96u << 10, 2, false},   /* 48 KiB chunks: one frame each */
-        {2, 256u << 10, 4, false},  /* 128 KiB chunks: two 64 KiB frames */
-        {3, 48u << 10, 2, false},   /* the limit at n = 3 */
+        {2, 64u << 10, 1, false},  /* small path at any n = 2 size it covers */
+        {2, 96u << 10, 2, false},  /* 48 KiB chunks: one frame each */
+        {2, 256u << 10, 4, false}, /* 128 KiB chunks: two 64 KiB frames */
+        {3, 48u << 10, 2, false},  /* the limit at n = 3 */
         {3, 52u << 10, 4, false},
-        {4, 32u << 10, 3, false},   /* the limit at n = 4 */
+        {4, 32u << 10, 3, false}, /* the limit at n = 4 */
         {4, 36u << 10, 6, false},
         {4, 256u << 10, 12, false}, /* 64 KiB chunks: two 32 KiB frames */
-        {4, 4u << 20, 12, false},   /* 1 MiB chunks: two 512 KiB frames */
-        {4, 8u << 20, 24, false},   /* 2 MiB chunks: four */
+        {4, 4u << 20, 96, false},   /* 1 MiB chunks: sixteen 64 KiB frames */
+        {4, 8u << 20, 192, false},  /* 2 MiB chunks: 32 */
         {8, 16u << 10, 7, false},   /* under 64 KiB * 8 / 24 */
         {8, 24u << 10, 14, false},
-        {4, 4u << 10, 2, true},     /* TCP, four ranks: neighbour pairs, two hops */
-        {4, 64u << 10, 2, true},    /* ... up to small_bytes */
-        {4, 68u << 10, 4, true},    /* then recursive halving and doubling: four steps */
-        {4, 4u << 20, 12, true},    /* 2 MiB halves in four 512 KiB frames, quarters in two */
-        {4, 16u << 20, 48, true},   /* ... up to 16 MiB */
-        {4, 20u << 20, 60, true},   /* then the chunked ring: 5 MiB chunks, ten frames */
-        {3, 4u << 10, 2, true},     /* TCP, three ranks: the small path both ways */
+        {4, 4u << 10, 2, true},    /* TCP, four ranks: neighbour pairs, two hops */
+        {4, 64u << 10, 2, true},   /* ... up to small_bytes */
+        {4, 68u << 10, 4, true},   /* then recursive halving and doubling: four steps */
+        {4, 4u << 20, 12, true},   /* 2 MiB halves in four 512 KiB frames, quarters in two */
+        {4, 16u << 20, 48, true},  /* ... up to 16 MiB */
+        {4, 20u << 20, 480, true}, /* then the chunked ring: 5 MiB chunks, 80 frames */
+        {3, 4u << 10, 2, true},    /* TCP, three ranks: the small path both ways */
         {5, 4u << 10, 4, true},
     };
     for (size_t i = 0; i < RT_ARRAY_LEN(cases); i++) {

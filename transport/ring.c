@@ -261,19 +261,34 @@ static size_t chunked_dep(void *vu, size_t f)
     return s == 0 ? SIZE_MAX : rt_frame_order_index(u->steps, u->nseg, s - 1, j);
 }
 
-/* Segments per chunk: none larger than max_segment_bytes, and two (one
- * moving while one is reduced) where each is at least RT_RING_PIPE_MIN
- * bytes.  Below that a frame's wake-up costs more than the overlap gains:
- * bench/allreduce, sealed frames, one chunk in one frame vs two, medians of
- * 5 alternating runs: np = 4 on 2 cores 64 KiB 383 vs 535 us, 128 KiB 639
- * vs 801; np = 2, 96 KiB 123 vs 144 (plain 43 vs 64); while two frames
- * win at np = 2, 256 KiB (64 KiB each: 276 vs 389 us) and hold their own at
- * np = 4, 256 KiB (32 KiB each: 902 vs 965 us). */
+/* Segments per chunk: none larger than RT_RING_SEG (nor max_segment_bytes),
+ * and two (one moving while one is reduced) where each is at least
+ * RT_RING_PIPE_MIN bytes.  Below that a frame's wake-up costs more than the
+ * overlap gains: bench/allreduce, sealed frames, one chunk in one frame vs
+ * two, medians of 5 alternating runs: np = 4 on 2 cores 64 KiB 383 vs 535
+ * us, 128 KiB 639 vs 801; np = 2, 96 KiB 123 vs 144 (plain 43 vs 64);
+ * while two frames win at np = 2, 256 KiB (64 KiB each: 276 vs 389 us) and
+ * hold their own at np = 4, 256 KiB (32 KiB each: 902 vs 965 us). */
 #define RT_RING_PIPE_MIN (32u << 10)
+/* 64 KiB: a segment stays in cache from the socket through its tag, its
+ * reduction and its send onwards, while the next is on the wire.  Sealed
+ * frames, Intel Xeon (AMX), 2 cores, medians of 3-5 alternated rounds, the
+ * time with 64 KiB segments over that with 512 KiB (max_segment_bytes'
+ * default, the segment before): TCP over lo, np = 2: 1 MiB 0.76-0.85x,
+ * 4 MiB 0.57-0.69x, 16 MiB 0.60-0.72x, 64 MiB 0.66x; np = 3: 256 KiB
+ * 0.86x, 1 MiB 0.94x, 4 MiB 0.55x, 16 MiB 0.59x; np = 2 across a
+ * 10 Gbit/s veth: 1 MiB 0.81-1.02x, 4 MiB 0.62x, 16 MiB 0.93-1.16x; shared
+ * memory np = 2: 1 MiB 1.05x, 4-64 MiB 0.83-0.85x, np = 4 0.87-0.93x.
+ * 128 KiB was erratic (0.88-1.32x over lo, 1.18-1.24x across the veth).
+ * The one loss: TCP, np = 4 on the 2 cores (two ranks a core, a frame a
+ * context switch), 32 MiB 1.26x, 64 MiB 1.14x.  The segment cannot follow
+ * a host's own layout: every rank of the ring must cut alike. */
+#define RT_RING_SEG (64u << 10)
 
 static size_t plan_nseg(const rt_comm *c, size_t chunk_elems, size_t es)
 {
-    size_t per = c->o.max_segment_bytes / es;
+    size_t seg = c->o.max_segment_bytes < RT_RING_SEG ? c->o.max_segment_bytes : RT_RING_SEG;
+    size_t per = seg / es;
     size_t nseg = (chunk_elems + per - 1) / per;
     if (nseg == 1 && chunk_elems * es >= 2 * (size_t)RT_RING_PIPE_MIN)
         nseg = 2;

@@ -55,7 +55,8 @@ typedef struct rt_comm_opts {
     uint8_t key[RT_COMM_KEY_LEN];  /* per-job secret for HMAC (and AES-GCM) */
     bool encrypt;                  /* AES-256-GCM on every frame */
     int sockets;                   /* TCP connections per neighbour (>= 1) */
-    size_t max_segment_bytes;      /* pipelining unit (>= 4 KiB) */
+    size_t max_segment_bytes;      /* largest frame (>= 4 KiB); the chunked ring
+                                    * cuts at most 64 KiB (ring.c, RT_RING_SEG) */
     size_t small_bytes;            /* allreduce at or below this (and at most
                                     * small_bytes·n/(4(n-2)) for n > 2 ranks):
                                     * allgather whole buffers, reduce in rank order */
