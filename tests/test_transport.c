@@ -545,8 +545,14 @@ static void test_fusion(void **state)
             }
 }
 
-int main(void)
+/* argv[1]: the tests whose names match it, or with a leading '-' the others
+ * (CTest runs the three conformance suites apart: tests/CMakeLists.txt) */
+int main(int argc, char **argv)
 {
+    if (argc > 1 && argv[1][0] == '-')
+        cmocka_set_skip_filter(argv[1] + 1);
+    else if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
     tu_seed();
     rt_log_set_level(RT_LL_ERROR);
     const struct CMUnitTest tests[] = {
