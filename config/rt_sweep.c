@@ -256,14 +256,6 @@ rt_status rt_sweep_space_parse(const rt_job_cfg *c, const rt_cfg_origin *o, rt_s
 
 /* ---- sampling ----------------------------------------------------------------- */
 
-static uint64_t splitmix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 static int64_t grid_size(const rt_sweep_space *sp)
 {
     int64_t n = 1;
@@ -326,8 +318,8 @@ void rt_sweep_sample_all(const rt_job_cfg *c, const rt_sweep_space *sp, int64_t 
         }
         /* a function of (seed, trial, key) only */
         uint64_t h =
-            splitmix(splitmix((uint64_t)c->sweep_seed) ^ (uint64_t)t) ^ rt_hash_str(d->key);
-        double u = (double)(splitmix(h) >> 11) * 0x1.0p-53;
+            rt_hash_u64(rt_hash_u64((uint64_t)c->sweep_seed) ^ (uint64_t)t) ^ rt_hash_str(d->key);
+        double u = (double)(rt_hash_u64(h) >> 11) * 0x1.0p-53;
         switch (d->kind) {
         case RT_SP_UNIFORM:
             rt_sweep_number_text(d, d->lo + u * (d->hi - d->lo), vals[i]);

@@ -279,6 +279,14 @@ uint64_t rt_hash_str(const char *s)
     return h;
 }
 
+uint64_t rt_hash_u64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
 size_t rt_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);

@@ -52,9 +52,13 @@ typedef struct col_stats {
     unsigned orders; /* RT_DATE_Y|M|D: the orders every value is a date in (not ISO ones) */
     bool dots;       /* a date D.M.YYYY: day first where the values do not tell */
     double min, max;
-    char **set; /* distinct non-missing values (normalised text), open addressing */
+    char **set; /* distinct non-missing texts, open addressing */
     size_t cap;
-    int n;
+    int ntext;
+    uint64_t *nums; /* distinct numbers' bits, open addressing (NUM_FREE: empty) */
+    size_t ncap;
+    int nnum;
+    int n;            /* distinct values: ntext + nnum */
     bool over;        /* more than DISTINCT_CAP */
     char example[48]; /* a value that made it text */
 } col_stats;
@@ -96,6 +100,7 @@ void prep_stats_free(prep_stats *s)
         for (size_t k = 0; k < s->c[i].cap; k++)
             free(s->c[i].set[k]);
         free(s->c[i].set);
+        free(s->c[i].nums);
         free(s->c[i].name);
     }
     if (s)
@@ -140,7 +145,7 @@ static void add_distinct(col_stats *c, const char *key)
 {
     if (c->over)
         return;
-    if ((size_t)(c->n + 1) * 2 > c->cap) {
+    if ((size_t)(c->ntext + 1) * 2 > c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 16;
         char **set = calloc(cap, sizeof *set);
         if (!set) {
@@ -166,8 +171,59 @@ static void add_distinct(col_stats *c, const char *key)
         c->over = true;
         return;
     }
-    c->set[j] = strdup(key);
-    c->n += c->set[j] != NULL;
+    if (!(c->set[j] = strdup(key))) {
+        c->over = true;
+        return;
+    }
+    c->ntext++;
+    c->n++;
+}
+
+/* A NaN's bits: a number here is never one (NaN is read as missing) */
+#define NUM_FREE UINT64_MAX
+
+/* Numbers apart from texts, by their bits: a distinct double is a distinct
+ * shortest text (%.17g round-trips), without formatting or comparing one.
+ * Measured on a 9,000-column table of 500 rows: formatting and comparing
+ * the numbers' texts took a quarter of prep --from's time. */
+static void add_distinct_num(col_stats *c, double x)
+{
+    if (c->over)
+        return;
+    uint64_t key;
+    memcpy(&key, &x, sizeof key);
+    if (key == NUM_FREE)
+        key = 0x7ff8000000000000ull; /* (a NaN all the same) */
+    if ((size_t)(c->nnum + 1) * 2 > c->ncap) {
+        size_t cap = c->ncap ? c->ncap * 2 : 16;
+        uint64_t *set = malloc(cap * sizeof *set);
+        if (!set) {
+            c->over = true;
+            return;
+        }
+        memset(set, 0xff, cap * sizeof *set);
+        for (size_t i = 0; i < c->ncap; i++)
+            if (c->nums[i] != NUM_FREE) {
+                size_t j = rt_hash_u64(c->nums[i]) & (cap - 1);
+                while (set[j] != NUM_FREE)
+                    j = (j + 1) & (cap - 1);
+                set[j] = c->nums[i];
+            }
+        free(c->nums);
+        c->nums = set;
+        c->ncap = cap;
+    }
+    size_t j = rt_hash_u64(key) & (c->ncap - 1);
+    for (; c->nums[j] != NUM_FREE; j = (j + 1) & (c->ncap - 1))
+        if (c->nums[j] == key)
+            return;
+    if (c->n == DISTINCT_CAP) {
+        c->over = true;
+        return;
+    }
+    c->nums[j] = key;
+    c->nnum++;
+    c->n++;
 }
 
 static void add_number(col_stats *c, bool integer, double x)
@@ -179,9 +235,7 @@ static void add_number(col_stats *c, bool integer, double x)
     c->integer = c->integer && integer && fabs(x) < 9007199254740992.0;
     c->min = x < c->min ? x : c->min;
     c->max = x > c->max ? x : c->max;
-    char key[40];
-    snprintf(key, sizeof key, "%.17g", x);
-    add_distinct(c, key);
+    add_distinct_num(c, x);
 }
 
 void prep_stats_num(prep_stats *s, size_t col, bool integer, double x)

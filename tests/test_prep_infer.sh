@@ -411,6 +411,19 @@ for line, a, s in rows:
 PY
 done
 
+# ---- distinct values: a number however written is one value, beside texts ----------------------
+python3 -c "
+with open('distinct.csv', 'w') as f:
+    f.write('grade,mix,y\\n')
+    g, m = ['3', '3.0', '03', '4', '4.00', '5', '-0', '0'], ['a', 'b', '1', '1.0', '2']
+    for i in range(80): f.write(f'{g[i % 8]},{m[i % 5]},{i % 2}\\n')
+"
+out=$("$rt" prep --from distinct.csv --label y --out distinct 2>&1) || { echo "$out"; fail "prep --from distinct.csv"; }
+# (-0 and 0: two values, as their shortest texts are two)
+grep -qE "^grade +integer +5 +0 +categorical +integers, 5 values" <<< "$out" &&
+  grep -qE "^mix +text +4 +0 +categorical" <<< "$out" ||
+  { echo "$out"; fail "distinct.csv: numbers written alike not counted as one value"; }
+
 # ---- dates as Excel and locales write them ------------------------------------------------------
 # M/D/YYYY with a time (the US's), D.M.YYYY, YYYY/MM/DD, DD-MM-YYYY, and
 # M/D/YYYY whose days never pass 12 (month first, as pandas reads it)

@@ -229,6 +229,8 @@ void rt_format_duration(int64_t us, char *buf, size_t len);
 size_t rt_edit_distance(const char *a, const char *b);
 /* FNV-1a of a NUL-terminated string (hash tables of names and values). */
 uint64_t rt_hash_str(const char *s);
+/* SplitMix64's output function of x (hash tables of numbers, seeds). */
+uint64_t rt_hash_u64(uint64_t x);
 
 void rt_strlist_free(rt_strlist *l);
 /* Split comma-separated text into a list (items trimmed).  An empty text is
