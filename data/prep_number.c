@@ -3,24 +3,41 @@
  * currency symbol before or after, groups of thousands, a percent sign,
  * an accountant's parentheses for a negative amount, a decimal comma. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "prep_internal.h"
 
+/* Clinger's fast path: a decimal of at most 15 digits and no exponent is
+ * m / 10^k with m and 10^k exact doubles (m < 2^53, k <= 22), so one
+ * correctly rounded division gives strtod's result.  Measured on a
+ * 9,000-column table of numbers written to 3 places: strtod was a tenth of
+ * prep --from's time. */
+static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                               1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                               1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
 bool prep_decimal(const char *t, double *x)
 {
     const char *p = t;
+    const bool neg = *p == '-';
     if (*p == '+' || *p == '-')
         p++;
-    int digits = 0;
-    while (*p >= '0' && *p <= '9')
-        p++, digits++;
+    int digits = 0, frac = 0;
+    uint64_t m = 0;
+    for (; *p >= '0' && *p <= '9'; p++, digits++)
+        m = m * 10 + (uint64_t)(*p - '0');
     if (*p == '.')
-        for (p++; *p >= '0' && *p <= '9'; p++)
-            digits++;
+        for (p++; *p >= '0' && *p <= '9'; p++, digits++, frac++)
+            m = m * 10 + (uint64_t)(*p - '0');
     if (!digits)
         return false;
+    if (!*p && digits <= 15) { /* (m wrapped past 20 digits: not used then) */
+        double v = (double)m / POW10[frac];
+        *x = neg ? -v : v;
+        return true;
+    }
     if (*p == 'e' || *p == 'E') {
         p++;
         if (*p == '+' || *p == '-')

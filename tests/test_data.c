@@ -196,6 +196,41 @@ static void test_formatted_numbers(void **state)
     }
 }
 
+/* prep_decimal's fast path (15 digits or fewer, no exponent) gives strtod's
+ * value bit for bit, on random decimals of every length and place of the
+ * point, signs, leading zeros; longer ones and exponents go to strtod. */
+static void test_decimal_fast(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_make(0xdec1);
+    char t[48];
+    for (int i = 0; i < 200000; i++) {
+        int nd = (int)tu_int(&r, 1, 20), point = (int)tu_int(&r, -1, nd), k = 0;
+        int sign = (int)tu_int(&r, 0, 2);
+        if (sign)
+            t[k++] = sign == 1 ? '-' : '+';
+        for (int d = 0; d < nd; d++) {
+            if (d == point)
+                t[k++] = '.';
+            t[k++] = (char)('0' + (tu_int(&r, 0, 3) == 0 ? 0 : tu_int(&r, 0, 9)));
+        }
+        if (point == nd)
+            t[k++] = '.';
+        if (tu_int(&r, 0, 9) == 0)
+            k += snprintf(t + k, sizeof t - (size_t)k, "e%d", (int)tu_int(&r, -30, 30));
+        t[k] = '\0';
+        double x = 0, want = strtod(t, NULL);
+        if (!prep_decimal(t, &x) || memcmp(&x, &want, sizeof x) != 0)
+            fail_msg("prep_decimal('%s') = %.17g, strtod %.17g", t, x, want);
+    }
+    const char *bad[] = {"", "-", "+.", ".", "1.2.3", "1e", "1e+", "0x10", " 1", "1 ", "1e999"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        double x;
+        if (prep_decimal(bad[i], &x))
+            fail_msg("prep_decimal('%s') took it, as %g", bad[i], x);
+    }
+}
+
 static void expect_error_n(const char *text, size_t len, const char *want)
 {
     rt_csv *c = NULL;
@@ -731,13 +766,21 @@ static void test_dates(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_csv_quirks),      cmocka_unit_test(test_csv_bom),
-        cmocka_unit_test(test_csv_delimiter),   cmocka_unit_test(test_formatted_numbers),
-        cmocka_unit_test(test_csv_errors),      cmocka_unit_test(test_csv_gzip),
-        cmocka_unit_test(test_shard_roundtrip), cmocka_unit_test(test_shard_index),
-        cmocka_unit_test(test_shard_damage),    cmocka_unit_test(test_shard_crafted_sizes),
-        cmocka_unit_test(test_manifest),        cmocka_unit_test(test_dates),
-        cmocka_unit_test(test_shard_wide),      cmocka_unit_test(test_name_index),
+        cmocka_unit_test(test_csv_quirks),
+        cmocka_unit_test(test_csv_bom),
+        cmocka_unit_test(test_csv_delimiter),
+        cmocka_unit_test(test_formatted_numbers),
+        cmocka_unit_test(test_decimal_fast),
+        cmocka_unit_test(test_csv_errors),
+        cmocka_unit_test(test_csv_gzip),
+        cmocka_unit_test(test_shard_roundtrip),
+        cmocka_unit_test(test_shard_index),
+        cmocka_unit_test(test_shard_damage),
+        cmocka_unit_test(test_shard_crafted_sizes),
+        cmocka_unit_test(test_manifest),
+        cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_shard_wide),
+        cmocka_unit_test(test_name_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
