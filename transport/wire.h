@@ -39,7 +39,9 @@
 
 #include "rt_status.h"
 
-#define RT_WIRE_VERSION 2 /* 2: TCP links both ways round the ring (n >= 3) */
+/* 2: TCP links both ways round the ring (n >= 3); 3: the chunked ring cuts
+ * segments of at most 64 KiB (a rank of 2 would expect other frames) */
+#define RT_WIRE_VERSION 3
 #define RT_HELLO_LEN 72
 #define RT_CHALLENGE_LEN 72
 #define RT_PROOF_LEN 32
