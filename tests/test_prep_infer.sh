@@ -28,7 +28,8 @@
 #     --lenient), no --label, a misspelled column, --validation 1.5, a
 #     malformed --fold or one beside --validation, a job file without
 #     dataset.
-# Usage: test_prep_infer.sh BUILD_DIR SOURCE_DIR
+# Usage: test_prep_infer.sh BUILD_DIR SOURCE_DIR [real|wide|rest]
+#   (a part alone: CTest runs the three side by side; without it, all)
 set -euo pipefail
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
@@ -39,7 +40,11 @@ work=$(mktemp -d /tmp/rt-prep-infer-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 cd "$work"
+which=${3:-all}
+case "$which" in all|real|wide|rest) ;; *) echo "test_prep_infer.sh: no part '$which'"; exit 2 ;; esac
+part() { [ "$which" = all ] || [ "$which" = "$1" ]; }
 
+if part real; then
 # ---- ames: regression, 40 text columns categorical -------------------------------------
 out=$("$rt" prep --from "$data/ames.csv.gz" --label Sale_Price --test-column is_test \
   --label-transform log,standardize --out ames --partitions 2 2>&1) || { echo "$out"; fail "prep --from ames"; }
@@ -126,6 +131,9 @@ out=$("$rt" run --np 2 --set data.dataset=sat --set output.store=satstore --set 
 acc=$(python3 -c 'import json,sys; h=[json.loads(l) for l in open(sys.argv[1])]; print(h[-1]["val_accuracy"])' satstore/history.jsonl)
 python3 -c "import sys; sys.exit(0 if $acc > 0.7 else 1)" || fail "satimage: val_accuracy $acc after 3 epochs"
 
+fi
+
+if part wide; then
 # ---- 9,000 columns (more than the 8,192 a model took until 2026-12-01): prep, train, predict;
 # new rows scored ---------------------------------------------------------------------------
 python3 - <<'PY'
@@ -201,6 +209,9 @@ mkdir wide_in && ln -s "$PWD/wide.csv" wide_in/wide.csv
   fail "wide: prep.sql does not run"
 for f in wide/*.rts; do cmp -s "$f" "wide2/${f#wide/}" || fail "wide: $f differs through prep.sql"; done
 
+fi
+
+if part rest; then
 # ---- a Spark folder of CSV parts: each row its own _line; new rows as parts --------------------
 mkdir parts newparts
 python3 - <<'PY'
@@ -569,6 +580,9 @@ done
 if out=$("$rt" prep --from bad.csv --label y --fold 0/3 --validation 0.1 --out bad 2>&1); then fail "--fold with --validation"; fi
 grep -q -- "--fold and --validation both say which rows validate" <<< "$out" || fail "--fold --validation: $out"
 
+fi
+
+[ "$which" = all ] || { echo "ok: part $which"; exit 0; }
 echo "ok: prep --from inferred ames, wa_churn and satimage, its script gives the same dataset, a one-key job"
 echo "    trained on it, --fold K/F made a stratified partition of the training rows (--from"
 echo "    and --sql alike), 9,000 columns trained and predicted, 300 through SQL, and the"
