@@ -5,7 +5,10 @@
  *   dW       (out x in)  = dZᵀ (out x B) · X       (T, N)
  *   dX       (B x in)    = dZ (B x out) · W        (N, N)
  *
- * for batch 100 (the seed's) and 1024, in = out = 1000; where the CPU has
+ * for batch 100 (the seed's) and 1024, in = out = 1000 (--tabm: TabM's
+ * shared layers instead, 32 members x batch 1024 rows of width 256, with
+ * the operands TabM keeps in bf16 — x ⊙ r and the output's gradient —
+ * stored in bf16 for the bf16 runs, as rt_gemm_ex gets them); where the CPU has
  * AVX512_BF16 also ringtrain's bf16 GEMM (precision = bf16: inputs rounded
  * to bf16, fp32 sums; AMX's kernel where the CPU has it, RT_GEMM_KERNEL=
  * avx512-bf16 for the other; Debian's OpenBLAS 0.3.21 has no sbgemm to
@@ -14,7 +17,7 @@
  * affects both alike; the ratio is what to read.  Also checks that every
  * kernel this CPU has gives the same bits as plain fmaf chains.
  *
- *   bench/gemm [--threads N] [--rounds R] [--json]
+ *   bench/gemm [--threads N] [--rounds R] [--tabm] [--json]
  * OPENBLAS_CORETYPE: as the caller set it, else the best core type for this
  * CPU (rt_blas_reexec); the output names the kernels that ran.
  * With one thread the time measured is the process's CPU time, which a
@@ -28,6 +31,7 @@
 #include <time.h>
 
 #include "cpu_gemm.h"
+#include "cpu_simd.h"
 #include "rt_kernels.h"
 #include "rt_time.h"
 
@@ -46,6 +50,7 @@ typedef struct shape {
     const char *name;
     bool ta, tb;
     int64_t M, N, K;
+    bool a16, b16; /* the bf16 runs get A, B stored in bf16 (--tabm) */
 } shape;
 
 static void fill(float *p, int64_t n, unsigned seed)
@@ -60,7 +65,7 @@ int main(int argc, char **argv)
 {
     rt_blas_reexec(argv); /* OpenBLAS on the best kernels it has for this CPU */
     int rounds = 7;
-    bool json = false;
+    bool json = false, tabm = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             threads = atoi(argv[++i]);
@@ -68,8 +73,10 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json"))
             json = true;
+        else if (!strcmp(argv[i], "--tabm"))
+            tabm = true;
         else {
-            fprintf(stderr, "usage: gemm [--threads N] [--rounds R] [--json]\n");
+            fprintf(stderr, "usage: gemm [--threads N] [--rounds R] [--tabm] [--json]\n");
             return 2;
         }
     }
@@ -84,12 +91,22 @@ int main(int argc, char **argv)
     if (rt_cpu_bf16_kernel() && rt_kctx_create(RT_DEVICE_CPU, threads, &ctx16, err) == RT_OK)
         rt_kctx_set_bf16(ctx16, true);
     const int64_t D = 1000;
-    const shape shapes[] = {
-        {"forward B=100", false, true, 100, D, D},   {"dW B=100", true, false, D, D, 100},
-        {"dX B=100", false, false, 100, D, D},       {"forward B=1024", false, true, 1024, D, D},
-        {"dW B=1024", true, false, D, D, 1024},      {"dX B=1024", false, false, 1024, D, D},
+    const int64_t T = 256, KB = 32 * 1024; /* TabM: width 256, k = 32 members of 1024 rows */
+    const shape dense[] = {
+        {"forward B=100", false, true, 100, D, D, false, false},
+        {"dW B=100", true, false, D, D, 100, false, false},
+        {"dX B=100", false, false, 100, D, D, false, false},
+        {"forward B=1024", false, true, 1024, D, D, false, false},
+        {"dW B=1024", true, false, D, D, 1024, false, false},
+        {"dX B=1024", false, false, 1024, D, D, false, false},
     };
-    const int ns = (int)(sizeof shapes / sizeof *shapes);
+    const shape tabm_shapes[] = {
+        {"tabm forward", false, true, KB, T, T, true, false},
+        {"tabm dW", true, false, T, T, KB, true, true},
+        {"tabm dX", false, false, KB, T, T, true, false},
+    };
+    const shape *shapes = tabm ? tabm_shapes : dense;
+    const int ns = tabm ? 3 : 6;
     const char *kernels[RT_GEMM_MAX_KERNELS];
     int nk = rt_gemm_kernels(kernels);
     if (!json)
@@ -108,6 +125,13 @@ int main(int argc, char **argv)
               *C = malloc((size_t)(M * N) * 4), *R = malloc((size_t)(M * N) * 4);
         fill(A, M * K, 1 + (unsigned)s);
         fill(B, N * K, 99 + (unsigned)s);
+        uint16_t *A16 = sh->a16 ? malloc((size_t)(M * K) * 2) : NULL,
+                 *B16 = sh->b16 ? malloc((size_t)(N * K) * 2) : NULL;
+        if (A16)
+            rt_bf16_store(A, M * K, A16);
+        if (B16)
+            rt_bf16_store(B, N * K, B16);
+        const void *A_16 = A16 ? (const void *)A16 : A, *B_16 = B16 ? (const void *)B16 : B;
         int reps = (int)(4e8 / (2.0 * (double)(M * N * K))) + 1;
         double best_rt = 1e30, best_ob = 1e30, best_16 = 1e30;
         for (int r = 0; r < rounds; r++) {
@@ -125,17 +149,20 @@ int main(int argc, char **argv)
             best_rt = fmin(best_rt, (t2 - t1) / reps);
             if (ctx16) {
                 for (int k = 0; k < reps; k++)
-                    rt_gemm(ctx16, sh->ta, sh->tb, M, N, K, A, lda, B, ldb, C, N);
+                    rt_gemm_ex(ctx16, sh->ta, sh->tb, M, N, K, A_16, A16 != NULL, lda, B_16,
+                               B16 != NULL, ldb, C, N);
                 best_16 = fmin(best_16, (now() - t2) / reps);
             }
         }
-        /* every kernel gives the bits of the plain chain (sampled rows) */
+        /* every kernel gives the bits of the plain chain (sampled rows, and
+         * columns where K is long) */
+        const int64_t jstep = K > 4096 ? 17 : 1;
         const char *mismatch = NULL;
         for (int kk = 0; kk < nk && !mismatch; kk++) {
             rt_gemm_force(kernels[kk]);
             rt_gemm(ctx, sh->ta, sh->tb, M, N, K, A, lda, B, ldb, C, N);
             for (int64_t i = 0; i < M && !mismatch; i += 97)
-                for (int64_t j = 0; j < N; j++) {
+                for (int64_t j = 0; j < N; j += jstep) {
                     float c = 0.0f;
                     for (int64_t k = 0; k < K; k++)
                         c = fmaf(sh->ta ? A[k * lda + i] : A[i * lda + k],
@@ -170,13 +197,16 @@ int main(int argc, char **argv)
         free(B);
         free(C);
         free(R);
+        free(A16);
+        free(B16);
         if (mismatch)
             return 1;
     }
     if (json)
         printf("],\"time_ratio\":%.3f}\n", sum_ob / sum_rt);
     else
-        printf("  all six: ringtrain at %.2fx OpenBLAS's speed\n", sum_ob / sum_rt);
+        printf("  all %s: ringtrain at %.2fx OpenBLAS's speed\n", tabm ? "three" : "six",
+               sum_ob / sum_rt);
     rt_kctx_destroy(ctx);
     rt_kctx_destroy(ctx16);
     return 0;
