@@ -300,11 +300,28 @@ void test_logs_of_attempts(void **state)
 {
     (void)state;
     char *out = NULL;
-    const char *args[] = {"exec", "--np", "2", "--name", "attempts", "--max-restarts", "1", "--",
-                          "sh", "-c", "echo output-of-attempt-$RT_ATTEMPT; [ $RT_ATTEMPT -ge 2 ]",
-                          NULL};
+    /* each rank prints, then waits (up to 30 s) until both have printed:
+     * the agent stops an attempt's other ranks as soon as one fails, and
+     * a rank slow to start (ASan on a slow VM) was stopped before it said
+     * anything */
+    char dir[] = "/tmp/rt-attempts-XXXXXX", script[512];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(script, sizeof script,
+             "echo output-of-attempt-$RT_ATTEMPT; touch %s/$RT_ATTEMPT.$RT_RANK; i=0; "
+             "while [ ! -e %s/$RT_ATTEMPT.0 ] || [ ! -e %s/$RT_ATTEMPT.1 ]; do "
+             "i=$((i+1)); [ $i -gt 300 ] && break; sleep 0.1; done; [ $RT_ATTEMPT -ge 2 ]",
+             dir, dir, dir);
+    const char *args[] = {"exec", "--np", "2",  "--name", "attempts", "--max-restarts",
+                          "1",    "--",   "sh", "-c",     script,     NULL};
     CHECK(cl_cli(&C, &out, 60, args) == 0);
     free(out);
+    char path[64];
+    for (int a = 1; a <= 2; a++)
+        for (int r = 0; r < 2; r++) {
+            snprintf(path, sizeof path, "%s/%d.%d", dir, a, r);
+            CHECK(unlink(path) == 0); /* both ranks of both attempts were there */
+        }
+    CHECK(rmdir(dir) == 0);
     rt_json *list = cl_get(&C, "/v1/jobs?limit=1");
     char id[32];
     snprintf(id, sizeof id, "%lld",
