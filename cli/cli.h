@@ -108,6 +108,9 @@ typedef struct cli_conn {
      * read (delivered then): a request that creates something is known to
      * have done so or not (exec's POST) */
     bool hold_signals;
+    /* sent as Idempotency-Key when not empty: a POST sent again with it
+     * names the job the first one made, if it made one */
+    char idem_key[65];
 } cli_conn;
 
 typedef struct http_resp {

@@ -206,14 +206,16 @@ static int read_line(conn *k, char *line, size_t len)
 static rt_status send_request(conn *k, const cli_conn *c, const char *method, const char *path,
                               const char *body, char *err)
 {
-    char head[2048];
+    char head[2048], idem[96] = "";
     size_t blen = body ? strlen(body) : 0;
+    if (c->idem_key[0])
+        snprintf(idem, sizeof idem, "Idempotency-Key: %s\r\n", c->idem_key);
     int n = snprintf(head, sizeof head,
                      "%s %s HTTP/1.1\r\nHost: %s:%d\r\nAuthorization: Bearer %s\r\n"
-                     "User-Agent: ringtrain-cli\r\nConnection: close\r\n%s"
+                     "User-Agent: ringtrain-cli\r\nConnection: close\r\n%s%s"
                      "Content-Length: %zu\r\n\r\n",
                      method, path, c->server_name, c->port, c->token,
-                     body ? "Content-Type: application/json\r\n" : "", blen);
+                     body ? "Content-Type: application/json\r\n" : "", idem, blen);
     if (SSL_write(k->ssl, head, n) != n || (blen && SSL_write(k->ssl, body, (int)blen) != (int)blen))
         return rt_err(err, RT_ERR_IO, "sending the request to the coordinator failed");
     return RT_OK;

@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "rt_hex.h"
 #include "rt_json.h"
 #include "rt_schemas.h"
+#include "rt_time.h"
 
 static bool terminal(const char *state) { return rt_job_state_terminal(rt_job_state_parse(state)); }
 
@@ -375,7 +377,25 @@ int cli_submit_and_follow(const cli_conn *c, const char *body, bool do_follow, b
     pc.hold_signals = do_follow && cancel_on_interrupt;
     if (pc.hold_signals)
         cli_catch_interrupts();
-    const rt_status posted = http_request(&pc, "POST", "/v1/jobs", body, &r, err);
+    /* A POST that got no answer (the coordinator stopped, or the network
+     * broke, after the job may have been recorded) is sent again for up to
+     * connect_retry, with the same Idempotency-Key: the coordinator answers
+     * with the job the first one made, if it made one, never a second. */
+    uint8_t raw[16];
+    rt_random_bytes(raw, sizeof raw);
+    rt_hex_encode(raw, sizeof raw, pc.idem_key);
+    const int64_t end = rt_now_ns() + (int64_t)c->retry_ms * 1000000;
+    rt_status posted;
+    for (;;) {
+        posted = http_request(&pc, "POST", "/v1/jobs", body, &r, err);
+        const int64_t left_ms = (end - rt_now_ns()) / 1000000;
+        if ((posted != RT_ERR_IO && posted != RT_ERR_PROTO) || cli_interrupted() || left_ms <= 0)
+            break;
+        fprintf(stderr, "ringtrain: %s; posting the job again (as the same job)\n", err);
+        pc.retry_ms = (int)left_ms;
+        struct timespec ts = {0, 500000000};
+        nanosleep(&ts, NULL);
+    }
     if (posted != RT_OK) {
         fprintf(stderr, "ringtrain: %s\n", err);
         return cli_interrupted() ? cli_interrupted_rc() : 1;

@@ -172,6 +172,8 @@ typedef struct cdb_page {
 #define CDB_DETAIL_EVENTS 1000
 #define CDB_DETAIL_METRICS 2000
 char *cdb_job_detail(coord *co, int64_t id, const cdb_page *events, const cdb_page *metrics);
+/* the job user submitted with Idempotency-Key key; 0: none */
+int64_t cdb_job_by_key(coord *co, const char *user, const char *key);
 int cdb_job_counts(coord *co, int counts[JOB_CANCELLED + 1]);
 /* The agent holding each rank of an attempt of job id (attempt 0: the
  * latest; rank < 0: all): fn(user, rank, agent_key, attempt); false when

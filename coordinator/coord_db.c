@@ -21,7 +21,7 @@
  * 7 sweeps (coord_db_sweep.c): their trials, and a job's sweep; 8 the
  * jobs' environment values sealed (coord_seal.c: no table changes, the
  * values stored in clear before are sealed once) */
-#define SCHEMA_VERSION 8
+#define SCHEMA_VERSION 9
 
 static const char *SCHEMA_V1 =
     "CREATE TABLE IF NOT EXISTS agents(key TEXT PRIMARY KEY, host_id TEXT, name TEXT,"
@@ -159,6 +159,21 @@ rt_status cdb_open(coord *co, const char *path, char *err)
         /* the clear values' old pages leave the write-ahead log */
         if (st == RT_OK && version > 0)
             st = run(co, "PRAGMA wal_checkpoint(TRUNCATE)", "migration to schema 8", err);
+    }
+    if (st == RT_OK && version < 9) { /* submissions' Idempotency-Key, unique per user */
+        sqlite3_stmt *c = NULL;       /* the column, unless a file marked older has it */
+        bool has = sqlite3_prepare_v2(co->db, "SELECT idem_key FROM jobs LIMIT 0", -1, &c, NULL) ==
+                   SQLITE_OK;
+        sqlite3_finalize(c);
+        st = run(co, has ? "BEGIN" : "BEGIN; ALTER TABLE jobs ADD COLUMN idem_key TEXT",
+                 "migration to schema 9", err);
+        if (st == RT_OK)
+            st = run(co,
+                     "CREATE UNIQUE INDEX IF NOT EXISTS jobs_idem ON jobs(user, idem_key);"
+                     " PRAGMA user_version = 9; COMMIT",
+                     "migration to schema 9", err);
+        if (st != RT_OK)
+            sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
         if (st == RT_OK && version > 0)
             RT_INFO("db", "state database %s upgraded to schema %d", path, SCHEMA_VERSION);
     }
@@ -285,8 +300,8 @@ static bool save_job(coord *co, const sc_job *j)
         cdb_exec(co,
                  "INSERT INTO jobs(id,name,type,np,state,reason,spec,attempt,restarts,created,"
                  "started,finished,first_failure,progress,user,priority,held,queued_at,"
-                 "attempt_started,queue_pos,last_epoch,unix_user,sweep,trial)"
-                 " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                 "attempt_started,queue_pos,last_epoch,unix_user,sweep,trial,idem_key)"
+                 " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
                  " ON CONFLICT(id) DO UPDATE SET state=excluded.state, reason=excluded.reason,"
                  " attempt=excluded.attempt, restarts=excluded.restarts, started=excluded.started,"
                  " finished=excluded.finished, first_failure=excluded.first_failure,"
@@ -294,13 +309,13 @@ static bool save_job(coord *co, const sc_job *j)
                  " attempt_started=excluded.attempt_started, queue_pos=excluded.queue_pos,"
                  " last_epoch=excluded.last_epoch",
                  "ittitttiidddtttiidditt"
-                 "ii",
+                 "iit",
                  j->id, j->name, job_type_name(j->type), (int64_t)j->np, job_state_name(j->state),
                  j->reason, spec, (int64_t)j->attempt, (int64_t)j->restarts, j->created, j->started,
                  j->finished, j->first_failure, j->progress, j->user, (int64_t)j->priority,
                  (int64_t)j->held, j->queued_at, j->attempt_started, (int64_t)j->queue_pos,
                  j->last_epoch, j->unix_user[0] ? j->unix_user : NULL, j->sweep_id,
-                 (int64_t)j->trial) &&
+                 (int64_t)j->trial, j->idem_key[0] ? j->idem_key : NULL) &&
         cdb_exec(co, "INSERT OR REPLACE INTO meta(key,value) VALUES('next_job_id',?)", "i",
                  co->S.next_id);
     free(spec);
@@ -601,6 +616,21 @@ char *cdb_job_list(coord *co, const cdb_job_filter *f)
         rt_jw_kint(&w, "next_before", last);
     rt_jw_obj_end(&w);
     return rt_jw_take(&w, NULL);
+}
+
+int64_t cdb_job_by_key(coord *co, const char *user, const char *key)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t id = 0;
+    if (sqlite3_prepare_v2(co->db, "SELECT id FROM jobs WHERE user = ? AND idem_key = ?", -1, &st,
+                           NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            id = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return id;
 }
 
 char *cdb_job_detail(coord *co, int64_t id, const cdb_page *events, const cdb_page *metrics)

@@ -282,7 +282,30 @@ static void jobs_post(coord *co, struct evhttp_request *req, auth_role role, con
         user = rt_json_str(rt_json_get(j, "user"), user ? user : "admin");
     if (!user)
         user = "?";
+    /* Idempotency-Key (the IETF draft's header, as Stripe's API): a client
+     * whose POST got no answer — the coordinator stopped after recording the
+     * job — sends it again with the same key and gets that job back, not a
+     * second one */
+    const char *key = evhttp_find_header(evhttp_request_get_input_headers(req), "Idempotency-Key");
     int64_t id = 0;
+    char out[64];
+    static const char key_chars[] = "0123456789abcdefghijklmnopqrstuvwxyz"
+                                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ-_";
+    if (key && (!*key || strlen(key) > 64 || strspn(key, key_chars) != strlen(key))) {
+        rt_json_free(j);
+        free(body);
+        http_reply_error(req, 400, "Idempotency-Key: 1 to 64 letters, digits, - or _");
+        return;
+    }
+    if (key && (id = cdb_job_by_key(co, user, key)) > 0) {
+        RT_INFO("http", "job %lld submitted again by %s (the same Idempotency-Key)", (long long)id,
+                user);
+        rt_json_free(j);
+        free(body);
+        snprintf(out, sizeof out, "{\"id\":%lld}", (long long)id);
+        http_reply_text(req, 201, "application/json", out);
+        return;
+    }
     rt_status st = sched_submit(&co->S, body, len, user, auth_unix_user(co, user), coord_now(),
                                 &id, err);
     rt_json_free(j);
@@ -292,7 +315,9 @@ static void jobs_post(coord *co, struct evhttp_request *req, auth_role role, con
         http_reply_error(req, st == RT_ERR_INVALID ? 400 : st == RT_ERR_BUSY ? 429 : 500, err);
         return;
     }
-    char out[64];
+    sc_job *jb = key ? sched_job(&co->S, id) : NULL;
+    if (jb) /* recorded with the job, in the same transaction (coord_flush) */
+        snprintf(jb->idem_key, sizeof jb->idem_key, "%s", key);
     snprintf(out, sizeof out, "{\"id\":%lld}", (long long)id);
     reply_change(co, req, RT_OK, NULL, out, 201);
 }

@@ -464,6 +464,28 @@ static int api(const char *token, const char *method, const char *path, const ch
     return r.status;
 }
 
+/* POST /v1/jobs of body as token with Idempotency-Key key: the HTTP status,
+ * and the id answered in *id (0 when none). */
+static int post_keyed(const char *token, const char *key, const char *body, int64_t *id)
+{
+    cli_conn c = C.conn;
+    snprintf(c.token, sizeof c.token, "%s", token);
+    snprintf(c.idem_key, sizeof c.idem_key, "%s", key);
+    http_resp r = {0};
+    char err[RT_ERR_LEN];
+    *id = 0;
+    if (http_request(&c, "POST", "/v1/jobs", body, &r, err) != RT_OK) {
+        fprintf(stderr, "POST /v1/jobs: %s\n", err);
+        return -1;
+    }
+    rt_json *j = NULL;
+    if (r.status == 201 && rt_json_parse(r.body, r.len, &j, err) == RT_OK)
+        rt_json_get_int(j, "id", id);
+    rt_json_free(j);
+    free(r.body);
+    return r.status;
+}
+
 /* A new token with role, made with the CLI; its secret. */
 static char *make_token(const char *name, const char *role)
 {
@@ -570,10 +592,30 @@ void test_tokens_and_roles(void **state)
     snprintf(db, sizeof db, "%s/state.db", C.dir);
     snprintf(cmd, sizeof cmd, "grep -c %s %s > /dev/null", sb, db);
     CHECK(system(cmd) != 0);
-    /* after a coordinator restart: the submit token still works, the revoked one not */
+    /* Idempotency-Key: the same key from the same user names the job the
+     * first POST made (a CLI whose POST got no answer sends it again);
+     * another user's key is another job; a malformed key is refused */
+    char *kb = cl_exec_body((const char *[]){"--name", "keyed", "--np", "1", "--", "true", NULL});
+    CHECK(kb != NULL);
+    int64_t k1 = 0, k2 = 0, k3 = 0;
+    CHECK(post_keyed(sb, "0123abcd-key_1", kb, &k1) == 201 && k1 > 0);
+    CHECK(post_keyed(sb, "0123abcd-key_1", kb, &k2) == 201 && k2 == k1);
+    CHECK(post_keyed(sb2, "0123abcd-key_1", kb, &k3) == 201 && k3 > 0 && k3 != k1);
+    CHECK(post_keyed(sb, "not a key!", kb, &k2) == 400);
+    char *jl = NULL;
+    CHECK(api(C.conn.token, "GET", "/v1/jobs?limit=100", NULL, &jl) == 200);
+    int keyed = 0; /* two jobs named keyed: k1 and k3 */
+    for (const char *q = jl; q && (q = strstr(q, "\"name\":\"keyed\"")); q++)
+        keyed++;
+    CHECK(keyed == 2);
+    free(jl);
+    /* after a coordinator restart: the submit token still works, the revoked one not;
+     * the key still names its job */
     CHECK(cl_stop(&C.coord, SIGTERM) == 0);
     CHECK(cl_start_coord(&C, NULL, NULL));
     CHECK(cl_wait_agents_up(&C, 3, 20000));
+    CHECK(post_keyed(sb, "0123abcd-key_1", kb, &k2) == 201 && k2 == k1);
+    free(kb);
     CHECK(api(sb, "GET", "/v1/jobs", NULL, NULL) == 200);
     CHECK(api(rd, "GET", "/v1/jobs", NULL, NULL) == 401);
     CHECK(api(mx, "GET", "/metrics", NULL, NULL) == 200);

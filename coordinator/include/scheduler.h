@@ -124,10 +124,13 @@ typedef struct sc_job {
     int64_t id;
     char name[128], user[64];
     char unix_user[33]; /* its ranks run as this Unix user (the token's; "": agent's choice) */
-    int type;           /* RT_JOB_* */
-    char *spec;         /* the submission, JSON text (stored) */
-    rt_json *specj;     /* parsed */
-    rt_job_cfg cfg;     /* its configuration, by the job schema (scheduler_spec.c) */
+    /* the submission's Idempotency-Key header ("": none): a POST of the same
+     * key by the same user answers with this job instead of a second one */
+    char idem_key[65];
+    int type;       /* RT_JOB_* */
+    char *spec;     /* the submission, JSON text (stored) */
+    rt_json *specj; /* parsed */
+    rt_job_cfg cfg; /* its configuration, by the job schema (scheduler_spec.c) */
     /* from the submission (cfg's, as the scheduler uses them) */
     int np, min_np, max_restarts, priority;
     int64_t queue_timeout_us, deadline_us; /* 0: none */
