@@ -117,6 +117,7 @@ typedef struct http_resp {
     int status;
     char *body; /* NUL-terminated; caller frees */
     size_t len;
+    bool reached; /* the connection was made (a request failed after may have been done) */
 } http_resp;
 
 /* One request; err says why there is no response at all. */

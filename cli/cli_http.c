@@ -308,6 +308,7 @@ rt_status http_request(const cli_conn *c, const char *method, const char *path, 
     rt_status st = conn_open(&k, c, c->timeout_ms, err);
     if (st != RT_OK)
         return st;
+    out->reached = true;
     sigset_t hold, old;
     sigemptyset(&hold);
     if (c->hold_signals) {
@@ -352,7 +353,7 @@ rt_status http_stream(const cli_conn *c, const char *path, http_chunk_fn fn, voi
     else if (st == RT_OK) {
         rt_buf col = {0};
         read_body(&k, &b, collect_fn, &col, err);
-        http_resp r = {*status, col.p, col.len};
+        http_resp r = {*status, col.p, col.len, true};
         char buf[512];
         rt_err(err, RT_ERR_IO, "%s", http_error_text(&r, buf, sizeof buf));
         free(col.p);

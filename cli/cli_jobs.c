@@ -377,10 +377,11 @@ int cli_submit_and_follow(const cli_conn *c, const char *body, bool do_follow, b
     pc.hold_signals = do_follow && cancel_on_interrupt;
     if (pc.hold_signals)
         cli_catch_interrupts();
-    /* A POST that got no answer (the coordinator stopped, or the network
-     * broke, after the job may have been recorded) is sent again for up to
-     * connect_retry, with the same Idempotency-Key: the coordinator answers
-     * with the job the first one made, if it made one, never a second. */
+    /* A POST that reached the coordinator and got no answer (it stopped,
+     * or the network broke, after the job may have been recorded) is sent
+     * again for up to connect_retry, with the same Idempotency-Key: the
+     * coordinator answers with the job the first one made, if it made one,
+     * never a second. */
     uint8_t raw[16];
     rt_random_bytes(raw, sizeof raw);
     rt_hex_encode(raw, sizeof raw, pc.idem_key);
@@ -389,7 +390,8 @@ int cli_submit_and_follow(const cli_conn *c, const char *body, bool do_follow, b
     for (;;) {
         posted = http_request(&pc, "POST", "/v1/jobs", body, &r, err);
         const int64_t left_ms = (end - rt_now_ns()) / 1000000;
-        if ((posted != RT_ERR_IO && posted != RT_ERR_PROTO) || cli_interrupted() || left_ms <= 0)
+        if (posted == RT_OK || !r.reached || posted == RT_ERR_AUTH || cli_interrupted() ||
+            left_ms <= 0)
             break;
         fprintf(stderr, "ringtrain: %s; posting the job again (as the same job)\n", err);
         pc.retry_ms = (int)left_ms;
