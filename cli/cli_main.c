@@ -39,7 +39,9 @@ static const rt_cfg_key cli_keys[] = {
     RT_CFG_S("cli", "server_name", NULL, cli_cfg, server_name,
              "name in the coordinator's certificate (default: its host)"),
     RT_CFG_D("cli", "connect_retry", "30s", 0, 3600e6, cli_cfg, connect_retry_us,
-             "submit, exec and run keep trying a coordinator that refuses connections this long"),
+             "submit, exec and run keep trying a coordinator that refuses connections this long, "
+             "and post a job again (with its `Idempotency-Key`: never a second job) when a POST "
+             "the coordinator took got no answer"),
     RT_CFG_D("cli", "reconnect_timeout", "10min", 0, 7 * 86400e6, cli_cfg, reconnect_us,
              "a follower (--follow, exec, logs --follow) waits this long for a coordinator that "
              "went away (a restart), then resumes where it stopped"),
