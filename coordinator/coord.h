@@ -122,6 +122,9 @@ extern const coord_handler coord_handlers[RT_MSG_COUNT];
 
 /* coord_db.c */
 rt_status cdb_open(coord *co, const char *path, char *err);
+/* coord_db_schema.c: settings, then the schema of a new file or the
+ * migrations of an older one (at schema `version`, its user_version) */
+rt_status cdb_schema(coord *co, const char *path, int version, char *err);
 /* coord_seal.c: the job environments in the database, sealed with the key
  * of state_key_file (made at the first start).  cseal_spec: the spec text
  * to store (malloc'd; NULL when it cannot be sealed: logged);
