@@ -30,11 +30,83 @@ rt_comm_opts base_opts(size_t seg)
 
 float val(int r, size_t i) { return (float)((int)((r * 131 + i * 7) % 61) - 30); }
 
+/* The serial reference of conf_body's checks, made once for all ranks:
+ * each rank recomputing it from every rank's values took n^2 x count work,
+ * half of test_conformance_tcp's time at 8 ranks. */
+struct conf_ref {
+    int n;
+    size_t count, span; /* span: the reduce-scatter's n blocks of count / n + 1 */
+    float *sum;         /* val(0, i) + ... + val(n - 1, i), in that order, i < span */
+    int32_t *max;
+    double *min; /* of val + 0.25 */
+    int64_t *isum;
+    double *rsum, *rmag; /* the bf16 run's random inputs: exact sum, sum of magnitudes */
+};
+
+void conf_ref_make(conf_arg *a, int n)
+{
+    conf_ref *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    const size_t count = a->count, blk = count / (size_t)n + 1;
+    f->n = n;
+    f->count = count;
+    f->span = blk * (size_t)n > count ? blk * (size_t)n : count;
+    f->sum = calloc(f->span, sizeof *f->sum);
+    f->max = malloc((count ? count : 1) * sizeof *f->max);
+    f->min = malloc((count ? count : 1) * sizeof *f->min);
+    f->isum = calloc(count ? count : 1, sizeof *f->isum);
+    f->rsum = calloc(count ? count : 1, sizeof *f->rsum);
+    f->rmag = calloc(count ? count : 1, sizeof *f->rmag);
+    float *buf = malloc((count ? count : 1) * sizeof *buf);
+    assert_true(f->sum && f->max && f->min && f->isum && f->rsum && f->rmag && buf);
+    for (size_t i = 0; i < count; i++) {
+        f->max[i] = INT32_MIN;
+        f->min[i] = 1e300;
+    }
+    for (int k = 0; k < n; k++) {
+        for (size_t i = 0; i < f->span; i++)
+            f->sum[i] += val(k, i);
+        for (size_t i = 0; i < count; i++) {
+            const float v = val(k, i);
+            f->max[i] = (int32_t)v > f->max[i] ? (int32_t)v : f->max[i];
+            f->min[i] = v + 0.25 < f->min[i] ? v + 0.25 : f->min[i];
+            f->isum[i] += (int64_t)v * 1000000007LL;
+        }
+        tu_rng gk = {a->seed ^ (uint64_t)(k + 1) * 0x9E3779B97F4A7C15ull};
+        tu_fill(&gk, buf, count, -1, 1);
+        tu_fill(&gk, buf, count, -1, 1); /* the second draw: the bf16 run's */
+        for (size_t i = 0; i < count; i++) {
+            f->rsum[i] += buf[i];
+            f->rmag[i] += buf[i] < 0 ? -buf[i] : buf[i];
+        }
+    }
+    free(buf);
+    a->ref = f;
+}
+
+void conf_ref_free(conf_arg *a)
+{
+    conf_ref *f = a->ref;
+    if (f) {
+        free(f->sum);
+        free(f->max);
+        free(f->min);
+        free(f->isum);
+        free(f->rsum);
+        free(f->rmag);
+        free(f);
+    }
+    a->ref = NULL;
+}
+
 void conf_body(rt_comm *c, int r, void *varg, rh_result *res)
 {
     conf_arg *a = varg;
     const int n = rt_comm_size(c);
     const size_t count = a->count;
+    const conf_ref *ref = a->ref;
+    RH_CHECK(res, ref && ref->n == n && ref->count == count,
+             "conf_body: no conf_ref_make(a, %d) for %zu elements", n, count);
     float *buf = malloc((count ? count : 1) * 4);
 
     /* allreduce sum of integer-valued floats: exact */
@@ -42,12 +114,9 @@ void conf_body(rt_comm *c, int r, void *varg, rh_result *res)
         buf[i] = val(r, i);
     RH_CHECK(res, rt_allreduce(c, buf, count, RT_C_F32, RT_SUM) == RT_OK, "allreduce: %s",
              rt_comm_last_error(c));
-    for (size_t i = 0; i < count; i++) {
-        float want = 0;
-        for (int k = 0; k < n; k++)
-            want += val(k, i);
-        RH_CHECK(res, buf[i] == want, "allreduce sum [%zu] = %g, want %g", i, buf[i], want);
-    }
+    for (size_t i = 0; i < count; i++)
+        RH_CHECK(res, buf[i] == ref->sum[i], "allreduce sum [%zu] = %g, want %g", i, buf[i],
+                 ref->sum[i]);
     /* other types and operations */
     int32_t *ib = malloc((count ? count : 1) * 4);
     double *db = malloc((count ? count : 1) * 8);
@@ -60,17 +129,9 @@ void conf_body(rt_comm *c, int r, void *varg, rh_result *res)
     RH_CHECK(res, rt_allreduce(c, ib, count, RT_C_I32, RT_MAX) == RT_OK, "max");
     RH_CHECK(res, rt_allreduce(c, db, count, RT_C_F64, RT_MIN) == RT_OK, "min");
     RH_CHECK(res, rt_allreduce(c, lb, count, RT_C_I64, RT_SUM) == RT_OK, "i64 sum");
-    for (size_t i = 0; i < count; i++) {
-        int32_t mx = INT32_MIN;
-        double mn = 1e300;
-        int64_t sm = 0;
-        for (int k = 0; k < n; k++) {
-            mx = (int32_t)val(k, i) > mx ? (int32_t)val(k, i) : mx;
-            mn = val(k, i) + 0.25 < mn ? val(k, i) + 0.25 : mn;
-            sm += (int64_t)val(k, i) * 1000000007LL;
-        }
-        RH_CHECK(res, ib[i] == mx && db[i] == mn && lb[i] == sm, "max/min/i64 sum at %zu", i);
-    }
+    for (size_t i = 0; i < count; i++)
+        RH_CHECK(res, ib[i] == ref->max[i] && db[i] == ref->min[i] && lb[i] == ref->isum[i],
+                 "max/min/i64 sum at %zu", i);
     /* bfloat16 sums of integers of at most 256 in size: exact */
     uint16_t *hb = malloc((count ? count : 1) * 2);
     for (size_t i = 0; i < count; i++)
@@ -79,22 +140,15 @@ void conf_body(rt_comm *c, int r, void *varg, rh_result *res)
     RH_CHECK(res, rt_allreduce(c, hb, count, RT_C_BF16, RT_SUM) == RT_OK, "bf16 sum: %s",
              rt_comm_last_error(c));
     rt_bf16_to_f32(buf, hb, count);
-    for (size_t i = 0; i < count; i++) {
-        float want = 0;
-        for (int k = 0; k < n; k++)
-            want += val(k, i);
-        RH_CHECK(res, buf[i] == want, "bf16 sum [%zu] = %g, want %g", i, buf[i], want);
-    }
+    for (size_t i = 0; i < count; i++)
+        RH_CHECK(res, buf[i] == ref->sum[i], "bf16 sum [%zu] = %g, want %g", i, buf[i],
+                 ref->sum[i]);
     /* average: the sum scaled by 1/n the way rt_allreduce does it */
     for (size_t i = 0; i < count; i++)
         buf[i] = val(r, i);
     RH_CHECK(res, rt_allreduce(c, buf, count, RT_C_F32, RT_AVG) == RT_OK, "avg");
-    for (size_t i = 0; i < count; i++) {
-        float s = 0;
-        for (int k = 0; k < n; k++)
-            s += val(k, i);
-        RH_CHECK(res, buf[i] == (float)((double)s * (1.0 / n)), "avg at %zu", i);
-    }
+    for (size_t i = 0; i < count; i++)
+        RH_CHECK(res, buf[i] == (float)((double)ref->sum[i] * (1.0 / n)), "avg at %zu", i);
     /* broadcast from the first and the last rank */
     for (int root = 0; root < n; root += (n > 1 ? n - 1 : 1)) {
         for (size_t i = 0; i < count; i++)
@@ -120,12 +174,9 @@ void conf_body(rt_comm *c, int r, void *varg, rh_result *res)
     float *mine = malloc(blk * 4);
     RH_CHECK(res, rt_reduce_scatter(c, all, mine, blk, RT_C_F32, RT_SUM) == RT_OK,
              "reduce_scatter: %s", rt_comm_last_error(c));
-    for (size_t i = 0; i < blk; i++) {
-        float want = 0;
-        for (int k = 0; k < n; k++)
-            want += val(k, (size_t)r * blk + i);
-        RH_CHECK(res, mine[i] == want, "reduce_scatter [%zu] = %g want %g", i, mine[i], want);
-    }
+    for (size_t i = 0; i < blk; i++)
+        RH_CHECK(res, mine[i] == ref->sum[(size_t)r * blk + i], "reduce_scatter [%zu] = %g want %g",
+                 i, mine[i], ref->sum[(size_t)r * blk + i]);
     RH_CHECK(res, rt_barrier(c) == RT_OK, "barrier");
     /* random data: same bits on every rank (checked by the caller) */
     tu_rng g = {a->seed ^ (uint64_t)(r + 1) * 0x9E3779B97F4A7C15ull};
@@ -140,24 +191,11 @@ void conf_body(rt_comm *c, int r, void *varg, rh_result *res)
     rt_bf16_from_f32(hb, buf, count);
     RH_CHECK(res, rt_allreduce(c, hb, count, RT_C_BF16, RT_SUM) == RT_OK, "random bf16 allreduce");
     rt_bf16_to_f32(a->rand_out[r] + count, hb, count);
-    double *sum = calloc((count ? count : 1), sizeof *sum),
-           *mag = calloc((count ? count : 1), sizeof *mag);
-    for (int k = 0; k < n; k++) {
-        tu_rng gk = {a->seed ^ (uint64_t)(k + 1) * 0x9E3779B97F4A7C15ull};
-        tu_fill(&gk, buf, count, -1, 1);
-        tu_fill(&gk, buf, count, -1, 1); /* the second draw: the bf16 run's */
-        for (size_t i = 0; i < count; i++) {
-            sum[i] += buf[i];
-            mag[i] += buf[i] < 0 ? -buf[i] : buf[i];
-        }
-    }
     for (size_t i = 0; i < count; i++) {
-        double got = a->rand_out[r][count + i], d = got - sum[i];
-        RH_CHECK(res, (d < 0 ? -d : d) <= (double)n * mag[i] / 256.0 + 1e-6,
-                 "bf16 random sum [%zu] = %g, exact %g", i, got, sum[i]);
+        double got = a->rand_out[r][count + i], d = got - ref->rsum[i];
+        RH_CHECK(res, (d < 0 ? -d : d) <= (double)n * ref->rmag[i] / 256.0 + 1e-6,
+                 "bf16 random sum [%zu] = %g, exact %g", i, got, ref->rsum[i]);
     }
-    free(sum);
-    free(mag);
     free(hb);
     free(buf); free(ib); free(db); free(lb); free(all); free(mine);
 }
@@ -166,6 +204,7 @@ void conf_runs(int n, rt_transport_kind kind, const rt_comm_opts *o, rh_fn body,
                conf_arg *a, int runs, const char *what)
 {
     float *first = NULL;
+    conf_ref_make(a, n);
     for (int run = 0; run < runs; run++) {
         for (int r = 0; r < n; r++)
             a->rand_out[r] = calloc(2 * a->count + 1, 4); /* the f32 and bf16 results */
@@ -184,6 +223,7 @@ void conf_runs(int n, rt_transport_kind kind, const rt_comm_opts *o, rh_fn body,
         for (int r = 0; r < n; r++)
             free(a->rand_out[r]);
     }
+    conf_ref_free(a);
     free(first);
 }
 

@@ -12,14 +12,20 @@
 rt_comm_opts base_opts(size_t seg);
 float val(int r, size_t i);
 
+typedef struct conf_ref conf_ref;
 typedef struct conf_arg {
     size_t count;
     uint64_t seed;
     float
         *rand_out[8]; /* each rank's allreduce of random data: f32, then bf16 widened (2 x count) */
+    conf_ref *ref;    /* the checks' serial reference: conf_ref_make */
 } conf_arg;
 
-/* The per-rank body: every collective once, checked. */
+/* The serial reference of n ranks' collectives over a->count elements
+ * (a->ref), made once before the ranks run; conf_runs makes it itself. */
+void conf_ref_make(conf_arg *a, int n);
+void conf_ref_free(conf_arg *a);
+/* The per-rank body: every collective once, checked against a->ref. */
 void conf_body(rt_comm *c, int r, void *varg, rh_result *res);
 /* n ranks over `kind` run body(arg) `runs` times, a's random results
  * collected (a->count floats per rank): fails the cmocka test, prefixed by

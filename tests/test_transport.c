@@ -323,12 +323,14 @@ static void test_tcp_encrypted_multi_socket(void **state)
             conf_arg a = {.count = count, .seed = tu_seed()};
             for (int r = 0; r < 3; r++)
                 a.rand_out[r] = calloc(2 * count + 1, 4); /* the f32 and bf16 results */
+            conf_ref_make(&a, 3);
             rh_result fail;
             if (!rh_run(3, RT_TRANSPORT_TCP, &o, conf_body, &a, &fail))
                 fail_msg("%s, %d sockets, count %zu: %s", runs[i].sealed ? "encrypted" : "plain",
                          sockets, count, fail.msg);
             for (int r = 0; r < 3; r++)
                 free(a.rand_out[r]);
+            conf_ref_free(&a);
         }
     }
 }

@@ -31,11 +31,13 @@ static void test_rdma_encrypted(void **state)
     conf_arg a = {.count = 100000, .seed = tu_seed()};
     for (int r = 0; r < 3; r++)
         a.rand_out[r] = calloc(2 * a.count + 1, 4); /* the f32 and bf16 results */
+    conf_ref_make(&a, 3);
     rh_result fail;
     if (!rh_run(3, RT_TRANSPORT_RDMA, &o, conf_body, &a, &fail))
         fail_msg("encrypted: %s", fail.msg);
     for (int r = 0; r < 3; r++)
         free(a.rand_out[r]);
+    conf_ref_free(&a);
 }
 
 /* The left's end of stream (and its failed last credit) while this rank
