@@ -53,6 +53,12 @@ if [ $rdma_emu -eq 1 ]; then
   # and the programs that run it
   cmake --build "$BUILD_DIR" -j"$(nproc)" --target test_verbsemu test_transport_rdma \
     test_transport_fail test_transport_kill allreduce
+elif [ $gpu_emu -eq 1 ]; then
+  # only what the GPU-emulation suite (CTest label gpu-emu) runs: its tests,
+  # and the programs test_train_gpu.sh's `ringtrain run` starts
+  cmake --build "$BUILD_DIR" -j"$(nproc)" --target test_kernels_cuda test_layers_cuda \
+    test_cudaemu test_transport_gpu test_dp_gpu ringtrain ringtrain-coordinator ringtrain-agent \
+    ringtrain-launch ringtrain-worker rossmann-gen
 else
   cmake --build "$BUILD_DIR" -j"$(nproc)"
 fi
