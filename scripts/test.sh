@@ -12,11 +12,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # ASan keeps freed memory unused in a quarantine (256 MB a process by
-# default) to catch a use after free; its fresh pages' faults were a third
-# of the sanitized suite's CPU time on a VM whose page faults are dear (9 of
-# 24 CPU-minutes).  64 MB still holds every block freed in the last 64 MB
-# of frees; prep --from of a 9,000-column table: 627,000 -> 321,000 page
-# faults, 1.7 -> 0.9 GB resident.
+# default) to catch a use after free, and every new block is a fresh page
+# to fault in: on a VM whose page faults are dear the sanitized suite spent
+# 9 of its 24 CPU-minutes in the kernel.  64 MB still holds every block
+# freed in the last 64 MB of frees; prep --from of a 9,000-column table:
+# 627,000 -> 321,000 page faults, 1.7 -> 0.9 GB resident (the suite, with
+# -O1 beside it: 867 -> 807 s, 2026-12-02).
 asan_options=detect_leaks=1:abort_on_error=1:quarantine_size_mb=64
 build_args=()
 ctest_args=()
