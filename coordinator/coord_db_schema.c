@@ -63,6 +63,25 @@ static rt_status run(coord *co, const char *sql, const char *what, char *err)
     return RT_ERR_IO;
 }
 
+/* A migration to schema `to` as one transaction: sql, then sql2 (either
+ * may be NULL), then the version mark; rolled back whole when a step fails. */
+static rt_status migrate(coord *co, int to, const char *sql, const char *sql2, char *err)
+{
+    char what[40], mark[48];
+    snprintf(what, sizeof what, "migration to schema %d", to);
+    snprintf(mark, sizeof mark, "PRAGMA user_version = %d; COMMIT", to);
+    rt_status st = run(co, "BEGIN", what, err);
+    if (st == RT_OK && sql)
+        st = run(co, sql, what, err);
+    if (st == RT_OK && sql2)
+        st = run(co, sql2, what, err);
+    if (st == RT_OK)
+        st = run(co, mark, what, err);
+    if (st != RT_OK)
+        sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
+    return st;
+}
+
 rt_status cdb_schema(coord *co, const char *path, int version, char *err)
 {
     /* a new file: pages freed by deletions go back (before any table exists) */
@@ -77,26 +96,10 @@ rt_status cdb_schema(coord *co, const char *path, int version, char *err)
         st = rt_err(err, RT_ERR_INVALID,
                     "state database %s is of a newer ringtrain (schema %d; this one knows %d)",
                     path, version, SCHEMA_VERSION);
-    if (st == RT_OK && version < 2) {
-        st = run(co, "BEGIN", "migration", err);
-        if (st == RT_OK)
-            st = run(co, SCHEMA_V1, "schema", err);
-        if (st == RT_OK)
-            st = run(co, MIGRATE_V2, "migration to schema 2", err);
-        if (st == RT_OK)
-            st = run(co, "PRAGMA user_version = 2; COMMIT", "migration", err);
-        if (st != RT_OK)
-            sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
-    }
-    if (st == RT_OK && version < 3) {
-        st = run(co, "BEGIN", "migration", err);
-        if (st == RT_OK)
-            st = run(co, MIGRATE_V3, "migration to schema 3", err);
-        if (st == RT_OK)
-            st = run(co, "PRAGMA user_version = 3; COMMIT", "migration", err);
-        if (st != RT_OK)
-            sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
-    }
+    if (st == RT_OK && version < 2)
+        st = migrate(co, 2, SCHEMA_V1, MIGRATE_V2, err);
+    if (st == RT_OK && version < 3)
+        st = migrate(co, 3, MIGRATE_V3, NULL, err);
     if (st == RT_OK && version < 4) {
         /* an older file: switched to incremental vacuum by one VACUUM */
         if (version > 0)
@@ -104,31 +107,15 @@ rt_status cdb_schema(coord *co, const char *path, int version, char *err)
         if (st == RT_OK)
             st = run(co, "PRAGMA user_version = 4", "migration", err);
     }
-    if (st == RT_OK && version < 5) {
-        st = run(co,
-                 "BEGIN; ALTER TABLE jobs ADD COLUMN last_epoch TEXT; PRAGMA user_version = 5;"
-                 " COMMIT",
-                 "migration to schema 5", err);
-        if (st != RT_OK)
-            sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
-    }
-    if (st == RT_OK && version < 6) { /* the Unix user a token's jobs run as (issue 28.2) */
-        st = run(co,
-                 "BEGIN; ALTER TABLE tokens ADD COLUMN unix_user TEXT;"
-                 " ALTER TABLE jobs ADD COLUMN unix_user TEXT; PRAGMA user_version = 6; COMMIT",
-                 "migration to schema 6", err);
-        if (st != RT_OK)
-            sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
-    }
-    if (st == RT_OK && version < 7) {
-        st = run(co, "BEGIN", "migration", err);
-        if (st == RT_OK)
-            st = run(co, CDB_SWEEP_SCHEMA, "migration to schema 7", err);
-        if (st == RT_OK)
-            st = run(co, "PRAGMA user_version = 7; COMMIT", "migration", err);
-        if (st != RT_OK)
-            sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
-    }
+    if (st == RT_OK && version < 5)
+        st = migrate(co, 5, "ALTER TABLE jobs ADD COLUMN last_epoch TEXT", NULL, err);
+    if (st == RT_OK && version < 6) /* the Unix user a token's jobs run as (issue 28.2) */
+        st = migrate(co, 6,
+                     "ALTER TABLE tokens ADD COLUMN unix_user TEXT;"
+                     " ALTER TABLE jobs ADD COLUMN unix_user TEXT",
+                     NULL, err);
+    if (st == RT_OK && version < 7)
+        st = migrate(co, 7, CDB_SWEEP_SCHEMA, NULL, err);
     if (st == RT_OK && version < 8) {
         st = run(co, "BEGIN", "migration", err);
         if (st == RT_OK)
@@ -146,15 +133,8 @@ rt_status cdb_schema(coord *co, const char *path, int version, char *err)
         bool has = sqlite3_prepare_v2(co->db, "SELECT idem_key FROM jobs LIMIT 0", -1, &c, NULL) ==
                    SQLITE_OK;
         sqlite3_finalize(c);
-        st = run(co, has ? "BEGIN" : "BEGIN; ALTER TABLE jobs ADD COLUMN idem_key TEXT",
-                 "migration to schema 9", err);
-        if (st == RT_OK)
-            st = run(co,
-                     "CREATE UNIQUE INDEX IF NOT EXISTS jobs_idem ON jobs(user, idem_key);"
-                     " PRAGMA user_version = 9; COMMIT",
-                     "migration to schema 9", err);
-        if (st != RT_OK)
-            sqlite3_exec(co->db, "ROLLBACK", NULL, NULL, NULL);
+        st = migrate(co, 9, has ? NULL : "ALTER TABLE jobs ADD COLUMN idem_key TEXT",
+                     "CREATE UNIQUE INDEX IF NOT EXISTS jobs_idem ON jobs(user, idem_key)", err);
         if (st == RT_OK && version > 0)
             RT_INFO("db", "state database %s upgraded to schema %d", path, SCHEMA_VERSION);
     }
